@@ -1,0 +1,34 @@
+# One place for the project's commands. `make test` and `make demo` set everything up
+# from nothing (a virtual environment in .venv) before they run.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: install test lint demo docs benchmark clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,docs]"
+	touch $@
+
+install: $(VENV)/.installed
+
+lint: install
+	$(PY) -m ruff check braindecode_pars tests examples benchmarks docs/conf.py
+	$(PY) -m ruff format --check braindecode_pars tests examples benchmarks docs/conf.py
+
+test: lint
+	$(PY) -m pytest
+
+demo: install
+	$(VENV)/bin/braindecode-pars demo --out results/demo
+
+docs: install
+	$(VENV)/bin/sphinx-build -b html docs docs/_build/html
+
+benchmark: install
+	$(PY) benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
+
+clean:
+	rm -rf docs/_build docs/auto_examples docs/generated results

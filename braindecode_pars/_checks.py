@@ -1,0 +1,45 @@
+"""Argument checks whose messages name the parameter, what is allowed and what was given.
+
+The wording follows MNE-Python's ``_check_option`` and ``_validate_type`` so that
+errors read the same as the rest of the user's stack.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+
+def check_option(name, value, allowed):
+    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        allowed = list(allowed)
+        if len(allowed) == 1:
+            options = repr(allowed[0])
+        else:
+            options = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
+        raise ValueError(
+            f"Invalid value for the '{name}' parameter. Allowed values are "
+            f"{options}, but got {value!r} instead."
+        )
+    return value
+
+
+def check_int(name, value, minimum=None):
+    """Raise unless ``value`` is an integer (not a bool) no smaller than ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"'{name}' must be an int, but got {type(value).__name__} ({value!r}).")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"'{name}' must be >= {minimum}, but got {value}.")
+    return int(value)
+
+
+def check_range(name, value, low, high, low_open=False, high_open=False):
+    """Raise unless ``low (<|<=) value (<|<=) high``; prints the interval in maths notation."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"'{name}' must be a number, but got {type(value).__name__} ({value!r}).")
+    too_low = value <= low if low_open else value < low
+    too_high = value >= high if high_open else value > high
+    if too_low or too_high:
+        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise ValueError(f"'{name}' must lie in {interval}, but got {value}.")
+    return float(value)

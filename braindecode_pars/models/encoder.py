@@ -1,0 +1,298 @@
+"""The single-channel patch transformer shared by PARS and every baseline.
+
+Paper appendix A.1 (a PatchTST-style encoder, [Nie2023]_): instance
+normalisation, 1-s patches, a linear tokenizer to 512 features, sinusoidal
+positional embedding, 8 pre-LN transformer blocks with 8 heads and a
+feed-forward hidden size of 512, GELU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from braindecode.models.base import EEGModuleMixin
+from torch import nn
+
+from .._checks import check_int, check_range
+
+
+def sinusoidal_embedding(positions, emb_dim):
+    """Sinusoidal positional embedding evaluated at continuous positions.
+
+    The transformer's embedding ([Vaswani2017]_) with ``pos`` a real number:
+    ``PE[2i] = sin(pos / 10000^(2i/F))`` and ``PE[2i+1] = cos(pos / 10000^(2i/F))``.
+
+    Parameters
+    ----------
+    positions : torch.Tensor, shape (...)
+        Positions, in patch units (a patch starting ``s`` samples into the window
+        with patches of ``M`` samples sits at ``s / M``).
+    emb_dim : int
+        Embedding size ``F``; must be even.
+
+    Returns
+    -------
+    pe : torch.Tensor, shape (..., emb_dim)
+    """
+    half = torch.arange(0, emb_dim, 2, device=positions.device, dtype=torch.float32)
+    inv_freq = torch.exp(-math.log(10000.0) * half / emb_dim)  # (F/2,)
+    angles = positions.to(torch.float32)[..., None] * inv_freq  # (..., F/2)
+    pe = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (..., F/2, 2)
+    return pe.flatten(-2)  # (..., F): sin and cos interleaved
+
+
+class TransformerBlock(nn.Module):
+    """Pre-LN block: ``x + MHSA(LN(x))`` then ``x + FF(LN(x))`` (paper eqs. 4-5).
+
+    ``key_mask`` (batch, n_tokens), True where a token must be hidden from the keys
+    and values of the attention (used by MP3); hidden tokens still act as queries.
+    """
+
+    def __init__(self, emb_dim, n_heads, ff_dim, activation=nn.GELU, drop_prob=0.0):
+        super().__init__()
+        self.n_heads = n_heads
+        self.drop_prob = drop_prob
+        self.norm1 = nn.LayerNorm(emb_dim)
+        self.qkv = nn.Linear(emb_dim, 3 * emb_dim)
+        self.proj = nn.Linear(emb_dim, emb_dim)
+        self.norm2 = nn.LayerNorm(emb_dim)
+        self.ff = nn.Sequential(
+            nn.Linear(emb_dim, ff_dim),
+            activation(),
+            nn.Dropout(drop_prob),
+            nn.Linear(ff_dim, emb_dim),
+        )
+        self.drop = nn.Dropout(drop_prob)
+
+    def attention(self, x, key_mask=None):
+        B, N, Fd = x.shape  # (batch, n_tokens, emb_dim)
+        qkv = self.qkv(x).view(B, N, 3, self.n_heads, Fd // self.n_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (batch, heads, n_tokens, head_dim)
+        attn_mask = None
+        if key_mask is not None:
+            attn_mask = ~key_mask[:, None, None, :]  # True = may attend
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.drop_prob if self.training else 0.0
+        )
+        return self.proj(out.transpose(1, 2).reshape(B, N, Fd))
+
+    def forward(self, x, key_mask=None):
+        x = x + self.drop(self.attention(self.norm1(x), key_mask))
+        return x + self.drop(self.ff(self.norm2(x)))
+
+
+class PatchEncoder(EEGModuleMixin, nn.Module):
+    """Single-channel patch transformer encoder of PARS ([Sandino2025]_, appendix A.1).
+
+    A window is instance-normalised, cut into patches of ``patch_seconds`` at
+    arbitrary start times (random, overlapping or on a fixed stride), each patch is
+    tokenized by a linear layer, a sinusoidal positional embedding evaluated at the
+    patch's continuous start time is added (or, for position-masked tokens, a
+    learnable position-mask token instead, as in DropPos [Wang2023]_), and ``depth``
+    pre-LN transformer blocks encode the tokens.
+
+    Parameters
+    ----------
+    n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
+        braindecode's signal arguments. The encoder reads one channel
+        (``n_chans=1``) and needs ``sfreq`` to turn ``patch_seconds`` into samples;
+        it accepts windows of any length of at least one patch, so the same object
+        serves 30-s pretraining windows and 4-s fine-tuning windows.
+    patch_seconds : float
+        Patch length in seconds. Paper: 1 s (section 2.5).
+    emb_dim : int
+        Token size ``F``. Paper: 512 (section 2.5).
+    depth : int
+        Number of transformer blocks. Paper: 8 (section 2.5).
+    n_heads : int
+        Attention heads per block. Paper: 8 (section 2.5).
+    ff_dim : int
+        Hidden size of the feed-forward block. Paper: 512 (section 2.5).
+    activation : type of nn.Module
+        Feed-forward non-linearity. Paper: GELU (appendix A.1).
+    drop_prob : float
+        Dropout in the blocks. The paper does not give one; 0 by default.
+    eps : float
+        Added to the variance in the instance normalisation.
+
+    References
+    ----------
+    .. [Sandino2025] Sandino, C. M., et al. Learning the relative composition of
+       EEG signals using pairwise relative shift pretraining. NeurIPS 2025 workshop
+       "Foundation Models for the Brain and Body".
+    .. [Nie2023] Nie, Y., et al. A time series is worth 64 words: long-term
+       forecasting with transformers. ICLR 2023.
+    .. [Wang2023] Wang, H., et al. DropPos: pre-training vision transformers by
+       reconstructing dropped positions. NeurIPS 2023.
+    .. [Vaswani2017] Vaswani, A., et al. Attention is all you need. NeurIPS 2017.
+
+    Examples
+    --------
+    >>> import torch
+    >>> enc = PatchEncoder(sfreq=100, emb_dim=32, depth=2, n_heads=4, ff_dim=64)
+    >>> X = torch.randn(2, 1, 1000)  # (batch, 1, n_times): two 10-s windows
+    >>> enc(X).shape  # ten non-overlapping 1-s patches
+    torch.Size([2, 10, 32])
+    """
+
+    def __init__(
+        self,
+        n_outputs=None,
+        n_chans=1,
+        chs_info=None,
+        n_times=None,
+        input_window_seconds=None,
+        sfreq=None,
+        patch_seconds=1.0,  # paper section 2.5: "small 1-sec patches"
+        emb_dim=512,  # paper section 2.5: "tokens of size 512"
+        depth=8,  # paper section 2.5: "8 transformer blocks"
+        n_heads=8,  # paper section 2.5: "each with 8 heads"
+        ff_dim=512,  # paper section 2.5: "feed-forward blocks with a hidden dimension of size 512"
+        activation=nn.GELU,  # paper appendix A.1
+        drop_prob=0.0,
+        eps=1e-5,
+    ):
+        super().__init__(
+            n_outputs=n_outputs,
+            n_chans=n_chans,
+            chs_info=chs_info,
+            n_times=n_times,
+            input_window_seconds=input_window_seconds,
+            sfreq=sfreq,
+        )
+        del n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
+        if self.n_chans != 1:
+            raise ValueError(
+                f"PatchEncoder reads a single channel: 'n_chans' must be 1, but got {self.n_chans}."
+            )
+        check_range("patch_seconds", patch_seconds, 0, math.inf, low_open=True)
+        emb_dim = check_int("emb_dim", emb_dim, 2)
+        check_int("depth", depth, 1)
+        check_int("n_heads", n_heads, 1)
+        check_int("ff_dim", ff_dim, 1)
+        if emb_dim % 2 or emb_dim % n_heads:
+            raise ValueError(
+                f"'emb_dim' must be even and divisible by 'n_heads' ({n_heads}), but got {emb_dim}."
+            )
+        self.patch_seconds = patch_seconds
+        self.emb_dim = emb_dim
+        self.depth = depth
+        self.n_heads = n_heads
+        self.ff_dim = ff_dim
+        self.drop_prob = drop_prob
+        self.eps = eps
+        self.patch_size = int(round(patch_seconds * self.sfreq))
+        if self.patch_size < 1:
+            raise ValueError(
+                f"'patch_seconds'={patch_seconds} at sfreq={self.sfreq} gives an empty patch."
+            )
+
+        self.tokenizer = nn.Linear(self.patch_size, emb_dim)
+        self.pos_mask_token = nn.Parameter(torch.zeros(emb_dim))
+        nn.init.normal_(self.pos_mask_token, std=0.02)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(emb_dim, n_heads, ff_dim, activation, drop_prob) for _ in range(depth)
+        )
+        self.norm = nn.LayerNorm(emb_dim)
+
+    # -- steps ---------------------------------------------------------------------------
+    def fixed_starts(self, n_times, stride=None, device=None):
+        """Start samples of non-overlapping patches on a fixed grid (fine-tuning sampling).
+
+        Returns a (n_patches,) long tensor ``[0, stride, 2 * stride, ...]`` with every patch
+        inside the window; ``stride`` defaults to the patch length (a 1-s stride).
+        """
+        stride = self.patch_size if stride is None else int(stride)
+        return torch.arange(0, n_times - self.patch_size + 1, stride, device=device)
+
+    def normalize(self, X):
+        """Instance normalisation: zero mean, unit variance over time, per window."""
+        mean = X.mean(dim=-1, keepdim=True)
+        var = X.var(dim=-1, keepdim=True, unbiased=False)
+        return (X - mean) / torch.sqrt(var + self.eps)
+
+    def cut_patches(self, X, starts):
+        """Patches ``X[b, 0, s : s + patch_size]`` for every start ``s`` of ``starts[b]``.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (batch, 1, n_times)
+        starts : torch.Tensor, shape (batch, n_patches) or (n_patches,)
+            Integer start samples.
+
+        Returns
+        -------
+        patches : torch.Tensor, shape (batch, n_patches, patch_size)
+        """
+        B = X.shape[0]
+        windows = X[:, 0].unfold(-1, self.patch_size, 1)  # (batch, n_times - M + 1, M), a view
+        if starts.dim() == 1:
+            return windows[:, starts]
+        return windows[torch.arange(B, device=X.device)[:, None], starts]
+
+    def tokenize(self, X, starts):
+        """Normalise, cut and project: (batch, 1, n_times) -> (batch, n_patches, emb_dim)."""
+        return self.tokenizer(self.cut_patches(self.normalize(X), starts))
+
+    def position_embedding(self, starts, pos_mask=None):
+        """Sinusoidal PE at each patch's start (in patch units), the mask token where masked.
+
+        Returns a tensor of shape (batch, n_patches, emb_dim) (or (n_patches, emb_dim) for
+        1-D ``starts`` and no mask) to be added to the tokens.
+        """
+        pe = sinusoidal_embedding(starts / self.patch_size, self.emb_dim)
+        pe = pe.to(self.pos_mask_token.dtype)
+        if pos_mask is None:
+            return pe
+        if pe.dim() == 2:
+            pe = pe.expand(pos_mask.shape[0], -1, -1)
+        return torch.where(pos_mask[..., None], self.pos_mask_token, pe)
+
+    def encode(self, tokens, key_mask=None):
+        """The transformer blocks and the final LayerNorm on (batch, n_tokens, emb_dim)."""
+        for block in self.blocks:
+            tokens = block(tokens, key_mask)
+        return self.norm(tokens)
+
+    def check_input(self, X):
+        """Raise unless ``X`` is a (batch, 1, n_times) tensor at least one patch long."""
+        if not torch.is_tensor(X) or X.dim() != 3 or X.shape[1] != 1:
+            shape = tuple(X.shape) if hasattr(X, "shape") else type(X).__name__
+            raise ValueError(
+                "'X' must be a tensor of shape (batch, 1, n_times) holding one channel, "
+                f"but got shape {shape}."
+            )
+        if X.shape[-1] < self.patch_size:
+            raise ValueError(
+                f"'X' holds {X.shape[-1]} samples, fewer than one patch of "
+                f"patch_seconds={self.patch_seconds} s ({self.patch_size} samples)."
+            )
+
+    def forward(self, X, starts=None, pos_mask=None, key_mask=None, add_pe=True):
+        """Encode patches of single-channel windows.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (batch, 1, n_times)
+        starts : torch.Tensor, shape (batch, n_patches) or (n_patches,), optional
+            Patch start samples; default: non-overlapping patches on a 1-patch stride.
+        pos_mask : torch.Tensor of bool, shape (batch, n_patches), optional
+            True where the positional embedding is replaced by the position-mask token.
+        key_mask : torch.Tensor of bool, shape (batch, n_patches), optional
+            True where a token is hidden from the keys and values of every attention.
+        add_pe : bool
+            If False, no positional information at all is added (MP3).
+
+        Returns
+        -------
+        tokens : torch.Tensor, shape (batch, n_patches, emb_dim)
+        """
+        self.check_input(X)
+        if starts is None:
+            starts = self.fixed_starts(X.shape[-1], device=X.device)
+        tokens = self.tokenize(X, starts)  # (batch, n_patches, emb_dim)
+        if add_pe:
+            tokens = tokens + self.position_embedding(starts, pos_mask)
+        return self.encode(tokens, key_mask)

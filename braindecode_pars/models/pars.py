@@ -1,0 +1,199 @@
+"""PARS: pairwise relative shift pretraining ([Sandino2025]_, section 2)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .._checks import check_int, check_option, check_range
+from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
+from .pretext import PretextModel
+
+
+class PARS(PretextModel):
+    """Pairwise relative shift pretext model.
+
+    ``n_patches`` patches are sampled from each single-channel window, the PE of
+    ``pos_mask_ratio`` of them is replaced by a learnable position-mask token, the
+    encoder embeds all of them, and a pair decoder predicts, for every ordered pair
+    ``(j, k)`` of position-masked patches, the normalised shift
+    ``theta_jk = (t_j - t_k) / T_s`` (paper eq. 1), with ``t`` the patch start and
+    ``T_s`` the window length ``n_times``. Pairs involving a patch that kept its PE
+    are left out of the loss: its PE would leak its position (paper section 2.2).
+    The loss is the mean squared error over the ``N_m x N_m`` pairs (section 2.3).
+
+    Parameters
+    ----------
+    n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
+        braindecode's signal arguments (single channel, ``n_times`` samples).
+    encoder : PatchEncoder | None
+        The encoder to pretrain; built from the encoder settings below if None.
+    n_patches : int
+        Patches per window, ``N``. Paper: 40 (section 2.5, appendix A.4).
+    pos_mask_ratio : float
+        ``gamma_pos = N_m / N`` in (0, 1]. Paper: 0.8 (section 2.5). ``N_m`` is
+        ``round(pos_mask_ratio * n_patches)`` and must be at least 2.
+    decoder : {"cross_attention", "mlp"}
+        Pair decoder: the cross-attention of eq. 2 (paper default) or the pairwise
+        MLP of the ablation (appendix A.4).
+    sampling : {"random", "fixed"}
+        "random": start times drawn uniformly (patches may overlap), the paper's
+        choice; "fixed": ``n_patches`` distinct patches of a grid with a stride of
+        one patch (the ablation of appendix A.4), in shuffled order.
+    decoder_heads : int
+        Heads of the cross-attention decoder (not given by the paper; 8 as the encoder).
+    decoder_hidden : int
+        Hidden size of the MLP decoder. Paper: 512 (appendix A.4).
+    decoder_impl : {"folded", "naive"}
+        "folded" computes the decoder exactly without any per-pair tensor of the
+        token size; "naive" materialises the (batch, N_m^2, 2F) pair tensor. Both
+        give the same result; "naive" is kept for testing and benchmarking.
+    patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob
+        Settings of the encoder built when ``encoder`` is None (see PatchEncoder).
+
+    Returns
+    -------
+    out : dict
+        ``forward(X)`` returns ``loss`` (scalar); ``theta_pred`` and ``theta_true``
+        of shape (batch, n_patches, n_patches), the prediction being zero outside
+        ``pair_mask``; ``pair_mask`` (bool, True on the pairs of the loss);
+        ``starts`` (batch, n_patches), patch start samples; ``pos_mask`` (bool,
+        batch, n_patches), True where the PE was masked.
+
+    References
+    ----------
+    .. [Sandino2025] Sandino, C. M., et al. Learning the relative composition of
+       EEG signals using pairwise relative shift pretraining. NeurIPS 2025 workshop.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = PARS(n_times=3000, sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
+    >>> out = model(torch.randn(4, 1, 3000))  # four 30-s single-channel windows
+    >>> out["theta_pred"].shape, int(out["pair_mask"][0].sum())  # 32 x 32 masked pairs
+    (torch.Size([4, 40, 40]), 1024)
+    """
+
+    def __init__(
+        self,
+        n_outputs=None,
+        n_chans=1,
+        chs_info=None,
+        n_times=None,
+        input_window_seconds=None,
+        sfreq=None,
+        encoder=None,
+        n_patches=40,  # paper section 2.5: "the number of patches N is 40"
+        pos_mask_ratio=0.8,  # paper section 2.5: "optimal position masking ratio is 0.8"
+        decoder="cross_attention",  # paper eq. 2; "mlp" is the ablation of appendix A.4
+        sampling="random",  # paper section 2.5: "randomly sampled"; "fixed" is the ablation
+        decoder_heads=8,
+        decoder_hidden=512,  # paper appendix A.4: "hidden size of 512"
+        decoder_impl="folded",
+        **encoder_kwargs,
+    ):
+        check_int("n_patches", n_patches, 2)
+        check_range("pos_mask_ratio", pos_mask_ratio, 0, 1, low_open=True)
+        check_option("decoder", decoder, ("cross_attention", "mlp"))
+        check_option("sampling", sampling, ("random", "fixed"))
+        check_option("decoder_impl", decoder_impl, ("folded", "naive"))
+        n_masked = int(round(pos_mask_ratio * n_patches))
+        if n_masked < 2:
+            raise ValueError(
+                f"pos_mask_ratio={pos_mask_ratio} of n_patches={n_patches} masks {n_masked} "
+                "patch(es); PARS needs at least 2 position-masked patches to form a pair."
+            )
+        super().__init__(
+            n_outputs=n_outputs,
+            n_chans=n_chans,
+            chs_info=chs_info,
+            n_times=n_times,
+            input_window_seconds=input_window_seconds,
+            sfreq=sfreq,
+            encoder=encoder,
+            **encoder_kwargs,
+        )
+        self.n_patches = n_patches
+        self.pos_mask_ratio = pos_mask_ratio
+        self.n_masked = n_masked
+        self.decoder_name = decoder
+        self.sampling = sampling
+        self.decoder_impl = decoder_impl
+        if sampling == "fixed":
+            n_grid = len(self.encoder.fixed_starts(self.n_times))
+            if n_patches > n_grid:
+                raise ValueError(
+                    f"sampling='fixed' places at most {n_grid} non-overlapping patches in "
+                    f"n_times={self.n_times} samples, but n_patches={n_patches}."
+                )
+        emb_dim = self.encoder.emb_dim
+        if decoder == "cross_attention":
+            self.decoder = CrossAttentionPairDecoder(emb_dim, decoder_heads)
+        else:
+            self.decoder = MLPPairDecoder(emb_dim, decoder_hidden)
+
+    # -- steps ---------------------------------------------------------------------------
+    def sample_patches(self, batch_size, device):
+        """Patch start samples, (batch, n_patches) long, in random order."""
+        if self.sampling == "random":
+            high = self.n_times - self.encoder.patch_size + 1
+            return torch.randint(0, high, (batch_size, self.n_patches), device=device)
+        grid = self.encoder.fixed_starts(self.n_times, device=device)  # (n_grid,)
+        pick = torch.rand(batch_size, len(grid), device=device).argsort(dim=-1)
+        return grid[pick[:, : self.n_patches]]
+
+    def mask_positions(self, batch_size, device):
+        """Choose the position-masked patches.
+
+        Returns ``pos_mask`` (batch, n_patches) bool and ``masked_idx``
+        (batch, n_masked) long, the indices of the masked patches.
+        """
+        order = torch.rand(batch_size, self.n_patches, device=device).argsort(dim=-1)
+        masked_idx = order[:, : self.n_masked]
+        pos_mask = torch.zeros(batch_size, self.n_patches, dtype=torch.bool, device=device)
+        pos_mask.scatter_(1, masked_idx, True)
+        return pos_mask, masked_idx
+
+    def forward_encoder(self, X, starts, pos_mask):
+        """(batch, 1, n_times) -> (batch, n_patches, emb_dim) with masked PE."""
+        return self.encoder(X, starts=starts, pos_mask=pos_mask)
+
+    def forward_decoder(self, y, masked_idx):
+        """(batch, n_patches, emb_dim) -> theta_hat (batch, n_masked, n_masked)."""
+        if self.decoder_impl == "naive":
+            return self.decoder.forward_naive(y, masked_idx)
+        return self.decoder(y, masked_idx)
+
+    def shift_targets(self, starts):
+        """theta_jk = (t_j - t_k) / T_s for every pair: (batch, n) -> (batch, n, n)."""
+        t = starts.to(torch.float32)
+        return (t[:, :, None] - t[:, None, :]) / self.n_times
+
+    def forward_loss(self, theta_hat, theta):
+        """Mean squared error over the N_m x N_m masked pairs (paper section 2.3)."""
+        return F.mse_loss(theta_hat, theta.to(theta_hat.dtype))
+
+    def forward(self, X):
+        """Sample, mask, encode, decode; see the class docstring for the returned dict."""
+        self.check_input(X)
+        B, device = X.shape[0], X.device
+        starts = self.sample_patches(B, device)  # (batch, n_patches)
+        pos_mask, masked_idx = self.mask_positions(B, device)  # (batch, n_patches), (batch, n_m)
+        y = self.forward_encoder(X, starts, pos_mask)  # (batch, n_patches, emb_dim)
+        theta_hat = self.forward_decoder(y, masked_idx)  # (batch, n_m, n_m)
+        theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
+        loss = self.forward_loss(theta_hat, theta)
+
+        rows = torch.arange(B, device=device)[:, None, None]
+        theta_pred = theta_hat.new_zeros(B, self.n_patches, self.n_patches)
+        theta_pred = theta_pred.index_put(
+            (rows, masked_idx[:, :, None], masked_idx[:, None, :]), theta_hat
+        )
+        return {
+            "loss": loss,
+            "theta_pred": theta_pred,
+            "theta_true": self.shift_targets(starts),
+            "pair_mask": pos_mask[:, :, None] & pos_mask[:, None, :],
+            "starts": starts,
+            "pos_mask": pos_mask,
+        }

@@ -1,0 +1,111 @@
+"""What every pretext model shares: one PatchEncoder, built or given, and input checks."""
+
+from __future__ import annotations
+
+import torch
+from braindecode.models.base import EEGModuleMixin
+from torch import nn
+
+from .encoder import PatchEncoder
+
+#: Encoder settings a pretext model forwards to the PatchEncoder it builds.
+ENCODER_PARAMS = (
+    "patch_seconds",
+    "emb_dim",
+    "depth",
+    "n_heads",
+    "ff_dim",
+    "activation",
+    "drop_prob",
+)
+
+
+class PretextModel(EEGModuleMixin, nn.Module):
+    """Base of the pretext models: wraps one :class:`PatchEncoder` by composition.
+
+    A subclass implements ``forward(X) -> dict`` with at least a ``loss`` entry; the
+    pretraining net minimises it. ``self.encoder`` is handed back, unchanged, for
+    fine-tuning.
+
+    Parameters
+    ----------
+    n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
+        braindecode's signal arguments; pretext models read single-channel windows
+        (``n_chans=1``) of exactly ``n_times`` samples (``T_s`` of the paper).
+    encoder : PatchEncoder | None
+        The encoder to train. If None, one is built from ``encoder_kwargs``
+        (``patch_seconds``, ``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``,
+        ``activation``, ``drop_prob``) at the paper's defaults.
+    """
+
+    def __init__(
+        self,
+        n_outputs=None,
+        n_chans=1,
+        chs_info=None,
+        n_times=None,
+        input_window_seconds=None,
+        sfreq=None,
+        encoder=None,
+        **encoder_kwargs,
+    ):
+        if encoder is not None and sfreq is None and input_window_seconds is None:
+            sfreq = encoder.sfreq
+        super().__init__(
+            n_outputs=n_outputs,
+            n_chans=n_chans,
+            chs_info=chs_info,
+            n_times=n_times,
+            input_window_seconds=input_window_seconds,
+            sfreq=sfreq,
+        )
+        if self.n_chans != 1:
+            raise ValueError(
+                f"{type(self).__name__} pretrains on single-channel windows: 'n_chans' must "
+                f"be 1, but got {self.n_chans}. Use SingleChannelWindows to draw one "
+                "channel per example from multi-channel data."
+            )
+        unknown = set(encoder_kwargs) - set(ENCODER_PARAMS)
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
+                f"encoder settings are {list(ENCODER_PARAMS)}."
+            )
+        if encoder is None:
+            encoder = PatchEncoder(sfreq=self.sfreq, **encoder_kwargs)
+        else:
+            if not isinstance(encoder, PatchEncoder):
+                raise TypeError(
+                    f"'encoder' must be a PatchEncoder or None, but got {type(encoder).__name__}."
+                )
+            if encoder_kwargs:
+                raise ValueError(
+                    f"Encoder settings {sorted(encoder_kwargs)} cannot be given together with "
+                    "an 'encoder' instance."
+                )
+            if abs(encoder.sfreq - self.sfreq) > 1e-6:
+                raise ValueError(
+                    f"The encoder was built for sfreq={encoder.sfreq} Hz but the data has "
+                    f"sfreq={self.sfreq} Hz; resample the data (braindecode's Preprocessor "
+                    "'resample') rather than the encoder."
+                )
+        self.encoder = encoder
+        if self.n_times < encoder.patch_size:
+            raise ValueError(
+                f"A patch of patch_seconds={encoder.patch_seconds} s ({encoder.patch_size} "
+                f"samples) is longer than the window, n_times={self.n_times}."
+            )
+
+    def check_input(self, X):
+        """Raise unless ``X`` is (batch, 1, n_times) with exactly this model's n_times."""
+        if not torch.is_tensor(X) or X.dim() != 3 or X.shape[1] != 1:
+            shape = tuple(X.shape) if hasattr(X, "shape") else type(X).__name__
+            raise ValueError(
+                "'X' must be a tensor of shape (batch, 1, n_times) holding one channel, "
+                f"but got shape {shape}."
+            )
+        if X.shape[-1] != self.n_times:
+            raise ValueError(
+                f"'X' windows hold {X.shape[-1]} samples but the model was built for "
+                f"n_times={self.n_times}."
+            )

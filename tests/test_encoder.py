@@ -1,0 +1,121 @@
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from braindecode_pars import PatchEncoder
+from braindecode_pars.models.encoder import TransformerBlock, sinusoidal_embedding
+
+
+def test_parameter_count_at_paper_defaults():
+    enc = PatchEncoder(sfreq=200)  # 1-s patches of 200 samples, F = 512, 8 blocks
+    F, M, ff, depth = 512, 200, 512, 8
+    block = (F * 3 * F + 3 * F) + (F * F + F) + (F * ff + ff) + (ff * F + F) + 2 * 2 * F
+    expected = (M * F + F) + F + depth * block + 2 * F  # tokenizer, mask token, blocks, norm
+    n_params = sum(p.numel() for p in enc.parameters())
+    assert n_params == expected
+    assert abs(n_params - 12.7e6) < 0.05e6  # "a transformer model with 12.7M parameters"
+
+
+def test_sinusoidal_embedding_matches_formula_at_integer_and_continuous_positions():
+    F = 16
+    pos = torch.tensor([0.0, 1.0, 2.5, 17.25])
+    pe = sinusoidal_embedding(pos, F)
+    for r, p in enumerate(pos.tolist()):
+        for i in range(F // 2):
+            freq = 1.0 / 10000 ** (2 * i / F)
+            assert pe[r, 2 * i].item() == pytest.approx(math.sin(p * freq), abs=1e-6)
+            assert pe[r, 2 * i + 1].item() == pytest.approx(math.cos(p * freq), abs=1e-6)
+
+
+def test_patches_are_cut_where_the_starts_say():
+    enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)  # 10-sample patches
+    T = 95
+    ramp = torch.arange(T, dtype=torch.float32).repeat(3, 1, 1)  # (3, 1, T), value = index
+    starts = torch.tensor([[0, 85, 7], [3, 3, 40], [50, 12, 1]])
+    patches = enc.cut_patches(ramp, starts)
+    expected = starts[..., None] + torch.arange(10)
+    torch.testing.assert_close(patches, expected.to(torch.float32))
+    grid = enc.fixed_starts(T)
+    torch.testing.assert_close(grid, torch.arange(0, 86, 10))
+
+
+def test_instance_normalisation_makes_tokens_invariant_to_gain_and_offset():
+    enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8).eval()
+    X = torch.randn(2, 1, 60)
+    torch.testing.assert_close(enc(X), enc(3.5 * X - 20.0), atol=1e-4, rtol=1e-4)
+
+
+def test_position_mask_token_replaces_the_embedding_only_where_masked():
+    enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    starts = torch.tensor([[0, 13, 27], [5, 40, 2]])
+    pos_mask = torch.tensor([[True, False, True], [False, False, True]])
+    pe = enc.position_embedding(starts, pos_mask)
+    reference = sinusoidal_embedding(starts / 10, 8)
+    torch.testing.assert_close(pe[~pos_mask], reference[~pos_mask])
+    torch.testing.assert_close(pe[pos_mask], enc.pos_mask_token.expand(3, 8))
+
+
+def test_block_equals_torch_pre_ln_transformer_layer():
+    F, H, ff = 16, 4, 24
+    ours = TransformerBlock(F, H, ff).double()
+    ref = nn.TransformerEncoderLayer(
+        F, H, ff, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+    ).double()
+    ref.self_attn.in_proj_weight.data.copy_(ours.qkv.weight)
+    ref.self_attn.in_proj_bias.data.copy_(ours.qkv.bias)
+    ref.self_attn.out_proj.load_state_dict(ours.proj.state_dict())
+    ref.linear1.load_state_dict(ours.ff[0].state_dict())
+    ref.linear2.load_state_dict(ours.ff[3].state_dict())
+    ref.norm1.load_state_dict(ours.norm1.state_dict())
+    ref.norm2.load_state_dict(ours.norm2.state_dict())
+    x = torch.randn(3, 7, F, dtype=torch.float64)
+    key_mask = torch.zeros(3, 7, dtype=torch.bool)
+    key_mask[:, 2] = True
+    key_mask[1, 5] = True
+    torch.testing.assert_close(ours(x), ref(x))
+    torch.testing.assert_close(ours(x, key_mask), ref(x, src_key_padding_mask=key_mask))
+
+
+def test_tokens_hidden_from_keys_do_not_influence_the_others():
+    enc = PatchEncoder(sfreq=10, emb_dim=8, depth=2, n_heads=2, ff_dim=8).eval()
+    tokens = torch.randn(2, 6, 8)
+    key_mask = torch.zeros(2, 6, dtype=torch.bool)
+    key_mask[:, [1, 4]] = True
+    changed = tokens.clone()
+    changed[:, [1, 4]] = torch.randn(2, 2, 8) * 10
+    visible = ~key_mask
+    torch.testing.assert_close(
+        enc.encode(tokens, key_mask)[visible], enc.encode(changed, key_mask)[visible]
+    )
+    # without the key mask, the same change does reach the other tokens
+    assert not torch.allclose(enc.encode(tokens)[visible], enc.encode(changed)[visible])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        pytest.param(dict(sfreq=10, n_chans=2), "'n_chans' must be 1", id="two-channels"),
+        pytest.param(dict(sfreq=10, emb_dim=30, n_heads=4), "divisible by 'n_heads'", id="heads"),
+        pytest.param(dict(sfreq=10, patch_seconds=0), r"'patch_seconds' must lie in", id="patch"),
+        pytest.param(dict(sfreq=10, depth=0), "'depth' must be >= 1", id="depth"),
+    ],
+)
+def test_bad_encoder_arguments_raise(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        PatchEncoder(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "shape, match",
+    [
+        pytest.param((4, 100), r"shape \(batch, 1, n_times\)", id="2d"),
+        pytest.param((4, 3, 100), r"shape \(4, 3, 100\)", id="three-channels"),
+        pytest.param((4, 1, 5), "fewer than one patch", id="too-short"),
+    ],
+)
+def test_bad_encoder_input_raises(shape, match):
+    enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    with pytest.raises(ValueError, match=match):
+        enc(torch.randn(*shape))

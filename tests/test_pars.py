@@ -1,0 +1,159 @@
+import pytest
+import torch
+
+from braindecode_pars import PARS, PatchEncoder
+
+from .conftest import TINY
+
+
+def _tiny_pars(**kwargs):
+    params = dict(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.75, **TINY)
+    params.update(kwargs)
+    return PARS(**params)
+
+
+def test_targets_are_antisymmetric_zero_diagonal_bounded_and_match_the_starts():
+    model = _tiny_pars()
+    out = model(torch.randn(5, 1, 300))
+    theta = out["theta_true"]
+    torch.testing.assert_close(theta, -theta.transpose(1, 2))
+    assert torch.all(theta.diagonal(dim1=1, dim2=2) == 0)
+    assert theta.abs().max() <= 1
+    starts = out["starts"]
+    for b in range(5):
+        for j in range(12):
+            for k in range(12):
+                expected = (starts[b, j] - starts[b, k]).item() / 300
+                assert theta[b, j, k].item() == pytest.approx(expected, abs=1e-6)
+
+
+def test_only_pairs_of_position_masked_patches_enter_the_loss():
+    model = _tiny_pars()
+    out = model(torch.randn(4, 1, 300))
+    pos_mask, pair_mask = out["pos_mask"], out["pair_mask"]
+    assert torch.all(pos_mask.sum(1) == 9)  # round(0.75 * 12)
+    torch.testing.assert_close(pair_mask, pos_mask[:, :, None] & pos_mask[:, None, :])
+    assert torch.all(out["theta_pred"][~pair_mask] == 0)
+    masked_mse = ((out["theta_pred"] - out["theta_true"])[pair_mask] ** 2).mean()
+    torch.testing.assert_close(out["loss"], masked_mse)
+
+
+def test_the_loss_ignores_the_positions_of_patches_that_kept_their_pe():
+    model = _tiny_pars().eval()
+    X = torch.randn(3, 1, 300)
+    out = model(X)
+    starts, pos_mask = out["starts"], out["pos_mask"]
+    masked_idx = torch.stack([torch.nonzero(m).flatten() for m in pos_mask])
+    y = model.encoder(X, starts=starts, pos_mask=pos_mask)
+    theta_hat = model.decoder(y, masked_idx)
+    moved = starts.clone()
+    moved[~pos_mask] = 0  # change only the targets of patches with PE
+    loss_a = model.forward_loss(theta_hat, model.shift_targets(starts.gather(1, masked_idx)))
+    loss_b = model.forward_loss(theta_hat, model.shift_targets(moved.gather(1, masked_idx)))
+    assert loss_a == loss_b
+    moved_masked = starts.clone()
+    moved_masked[pos_mask] = 0  # the same change on the masked patches does matter
+    loss_c = model.forward_loss(theta_hat, model.shift_targets(moved_masked.gather(1, masked_idx)))
+    assert loss_c != loss_a
+
+
+def test_random_sampling_covers_the_window_and_fixed_sampling_stays_on_the_grid():
+    model = _tiny_pars(n_patches=30, pos_mask_ratio=0.5)
+    starts = model.sample_patches(200, "cpu")
+    assert starts.min() == 0 and starts.max() == 290  # uniform over [0, T - M]
+    fixed = _tiny_pars(sampling="fixed", n_patches=20).sample_patches(50, "cpu")
+    assert torch.all(fixed % 10 == 0) and fixed.max() <= 290
+    assert all(len(set(row.tolist())) == 20 for row in fixed)  # distinct grid patches
+    assert not torch.all(fixed[:, 1:] > fixed[:, :-1])  # shuffled, not chronological
+
+
+@pytest.mark.parametrize("decoder", ["cross_attention", "mlp"])
+def test_folded_and_naive_implementations_give_the_same_step(decoder):
+    folded = _tiny_pars(decoder=decoder, decoder_hidden=16)
+    naive = _tiny_pars(decoder=decoder, decoder_hidden=16, decoder_impl="naive")
+    naive.load_state_dict(folded.state_dict())
+    X = torch.randn(3, 1, 300)
+    torch.manual_seed(5)
+    out_f = folded(X)
+    torch.manual_seed(5)
+    out_n = naive(X)
+    torch.testing.assert_close(out_f["loss"], out_n["loss"], rtol=1e-5, atol=1e-6)
+    out_f["loss"].backward()
+    out_n["loss"].backward()
+    for (name, a), b in zip(folded.named_parameters(), naive.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-3, atol=1e-5, msg=name)
+
+
+def _ramp_windows(n, T):
+    """Windows whose content gives away the time: a ramp with random gain, offset, noise."""
+    t = torch.linspace(0, 1, T)
+    gain = torch.rand(n, 1, 1) * 4 + 0.5
+    offset = torch.randn(n, 1, 1)
+    return gain * t + offset + 0.01 * torch.randn(n, 1, T)
+
+
+@pytest.mark.parametrize("decoder", ["cross_attention", "mlp"])
+def test_loss_falls_well_below_predicting_zero_when_content_reveals_position(decoder):
+    model = _tiny_pars(decoder=decoder, decoder_hidden=32)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    X = _ramp_windows(64, 300)
+    zero_losses, losses = [], []
+    for _ in range(150):
+        out = model(X)
+        opt.zero_grad()
+        out["loss"].backward()
+        opt.step()
+        losses.append(out["loss"].item())
+        zero_losses.append((out["theta_true"][out["pair_mask"]] ** 2).mean().item())
+    baseline = sum(zero_losses[-20:]) / 20  # the loss of always predicting 0
+    final = sum(losses[-20:]) / 20
+    assert final < 0.15 * baseline, (final, baseline)
+
+
+def test_given_encoder_is_used_unchanged_and_its_sfreq_must_match():
+    enc = PatchEncoder(sfreq=10, **TINY)
+    model = PARS(n_times=300, encoder=enc, n_patches=8)
+    assert model.encoder is enc and model.sfreq == 10
+    with pytest.raises(ValueError, match="sfreq=10.*sfreq=20"):
+        PARS(n_times=300, sfreq=20, encoder=enc)
+    with pytest.raises(ValueError, match="cannot be given together"):
+        PARS(n_times=300, encoder=enc, depth=3)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        pytest.param(dict(pos_mask_ratio=0.0), r"'pos_mask_ratio' must lie in \(0, 1\]", id="r0"),
+        pytest.param(dict(pos_mask_ratio=1.5), r"must lie in \(0, 1\], but got 1.5", id="r>1"),
+        pytest.param(dict(n_times=5), r"longer than the window, n_times=5", id="short-window"),
+        pytest.param(
+            dict(n_patches=2, pos_mask_ratio=0.5), "at least 2 position-masked", id="one-masked"
+        ),
+        pytest.param(dict(decoder="attn"), "Allowed values are 'cross_attention' and", id="dec"),
+        pytest.param(dict(sampling="grid"), "'sampling' parameter", id="sampling"),
+        pytest.param(
+            dict(sampling="fixed", n_patches=40), "at most 30 non-overlapping", id="fixed-too-many"
+        ),
+        pytest.param(dict(n_chans=3), "'n_chans' must be 1, but got 3", id="chans"),
+        pytest.param(dict(n_patches=1), "'n_patches' must be >= 2", id="n-patches"),
+        pytest.param(dict(emb_size=3), "unexpected keyword arguments", id="typo"),
+    ],
+)
+def test_bad_arguments_raise_naming_the_parameter(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        _tiny_pars(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "shape, match",
+    [
+        pytest.param((2, 300), r"shape \(batch, 1, n_times\).*\(2, 300\)", id="2d"),
+        pytest.param((2, 4, 300), r"\(2, 4, 300\)", id="multi-channel"),
+        pytest.param(
+            (2, 1, 250), "hold 250 samples but the model was built for n_times=300", id="short"
+        ),
+    ],
+)
+def test_bad_input_raises(shape, match):
+    with pytest.raises(ValueError, match=match):
+        _tiny_pars()(torch.randn(*shape))
