@@ -1,0 +1,123 @@
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from braindecode_pars.datasets import (
+    PHYSIONET_MI_CLASSES,
+    SingleChannelWindows,
+    bundled_data_path,
+    load_physionet_mi,
+    load_physionet_mi_continuous,
+    physionet_mi_run_path,
+    read_physionet_mi,
+)
+
+
+@pytest.fixture(scope="module")
+def mi_windows():
+    return load_physionet_mi()
+
+
+def test_bundled_subject_gives_the_four_class_task(mi_windows):
+    md = mi_windows.get_metadata()
+    assert len(mi_windows) == 90  # 15 imagery trials in each of the six imagery runs
+    X, y, _ = mi_windows[0]
+    assert X.shape == (64, 800)  # 64 channels, 4 s at 200 Hz
+    # left/right-fist runs hold classes 0 and 1 only; fists/feet runs 2 and 3 only
+    assert set(md.loc[md.run.isin([4, 8, 12]), "target"]) == {0, 1}
+    assert set(md.loc[md.run.isin([6, 10, 14]), "target"]) == {2, 3}
+    assert sorted(md.block.unique()) == [1, 2, 3]
+    assert {"subject", "run", "block"} <= set(md.columns)
+
+
+def test_preprocessing_is_the_papers(mi_windows):
+    raw = mi_windows.datasets[0].raw
+    assert raw.info["sfreq"] == 200
+    assert raw.info["highpass"] == pytest.approx(0.3)
+    assert "FC5" in raw.ch_names and "Fc5." not in raw.ch_names
+    data = raw.get_data()
+    assert np.abs(data.mean(axis=0)).max() < 1e-3 * np.abs(data).max()  # average reference
+    assert 1 < np.std(data) < 1e4  # microvolts, not volts
+    # the 60 Hz line is notched out: far less power than at its neighbours
+    freqs = np.fft.rfftfreq(data.shape[1], 1 / 200)
+    power = (np.abs(np.fft.rfft(data, axis=1)) ** 2).mean(0)
+    near = (np.abs(freqs - 60) > 2) & (np.abs(freqs - 60) < 6)
+    assert power[np.abs(freqs - 60) < 0.3].mean() < 0.1 * power[near].mean()
+
+
+def test_trial_labels_follow_the_annotations_of_each_run():
+    ds = read_physionet_mi(runs=[4, 6])
+    lr, ff = (set(d.raw.annotations.description) for d in ds.datasets)
+    assert lr == {"rest", "left_fist", "right_fist"}
+    assert ff == {"rest", "both_fists", "both_feet"}
+    assert PHYSIONET_MI_CLASSES == {
+        "left_fist": 0,
+        "right_fist": 1,
+        "both_fists": 2,
+        "both_feet": 3,
+    }
+
+
+def test_the_same_loader_reads_other_subjects_from_mnes_layout(tmp_path):
+    for subject in (7, 42):  # files laid out as MNE's eegbci cache holds them
+        for run in (4, 6):
+            target = physionet_mi_run_path(tmp_path, subject, run)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(physionet_mi_run_path(bundled_data_path(), 1, run), target)
+    windows = load_physionet_mi(subjects=[7, 42], runs=[4, 6], path=tmp_path)
+    md = windows.get_metadata()
+    assert sorted(md.subject.unique()) == [7, 42]
+    assert len(windows) == 2 * 30
+
+
+def test_missing_files_and_bad_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="subject 3 run 4 is not at"):
+        read_physionet_mi(subjects=[3], runs=[4], path=tmp_path)
+    with pytest.raises(ValueError, match=r"'subjects' must lie in 1..109, but got \[110\]"):
+        read_physionet_mi(subjects=[110])
+    with pytest.raises(ValueError, match=r"'runs' must lie in 3..14, but got \[1\]"):
+        load_physionet_mi(runs=[1, 4])
+
+
+def test_pretraining_windows_hold_no_imagery_run():
+    windows = load_physionet_mi_continuous(window_seconds=30, stride_seconds=30)
+    runs = set(windows.get_metadata().run)
+    assert runs == {1, 2, 3, 5, 7, 9, 11, 13}
+    assert windows[0][0].shape == (64, 6000)
+
+
+def test_single_channel_view_draws_one_channel_and_crops_inside_the_recording():
+    # each channel is a ramp with its own offset: a value tells the channel and time
+    n_chans, n_samples = 4, 1000
+    rec = np.arange(n_samples)[None, :] + 10_000 * np.arange(n_chans)[:, None]
+    view = SingleChannelWindows(rec[None].astype(np.float32), n_times=200)
+    channels, starts = set(), set()
+    for _ in range(300):
+        x, _ = view[0]
+        assert x.shape == (1, 200)
+        channel, start = int(x[0, 0]) // 10_000, int(x[0, 0]) % 10_000
+        torch.testing.assert_close(x[0], torch.arange(start, start + 200.0) + channel * 10_000)
+        channels.add(channel)
+        starts.add(start)
+    assert channels == set(range(n_chans))
+    assert min(starts) >= 0 and max(starts) <= 800 and len(starts) > 100
+
+
+def test_single_channel_view_shifts_braindecode_windows_within_their_recording():
+    windows = load_physionet_mi_continuous(runs=[1], window_seconds=10, stride_seconds=10)
+    view = SingleChannelWindows(windows, max_shift=400)
+    assert len(view.recordings) == 1 and view.n_times == 2000
+    low, high = view.crop_bounds(2)  # the third window starts at 4000 samples
+    assert (low, high) == (3600, 4400)
+    assert view.crop_bounds(0) == (0, 400)  # clipped at the recording's start
+    last = len(view) - 1
+    assert view.crop_bounds(last)[1] == view.recordings[0].shape[1] - 2000
+
+
+def test_single_channel_view_errors():
+    with pytest.raises(ValueError, match=r"shape \(n_windows, n_chans, n_times\)"):
+        SingleChannelWindows(np.zeros((3, 100)))
+    with pytest.raises(ValueError, match="longer than the shortest"):
+        SingleChannelWindows(np.zeros((3, 2, 100)), n_times=200)
