@@ -1,0 +1,16 @@
+"""Training: skorch pretraining, schedules, checkpoints, fine-tuning defaults."""
+
+from .checkpoints import AtomicCheckpoint, EncoderCheckpoint, load_encoder, save_encoder
+from .pretrain import PretextLoss, PretrainNet
+from .schedule import WarmupCosineLR, warmup_cosine_factor
+
+__all__ = [
+    "AtomicCheckpoint",
+    "EncoderCheckpoint",
+    "PretextLoss",
+    "PretrainNet",
+    "WarmupCosineLR",
+    "load_encoder",
+    "save_encoder",
+    "warmup_cosine_factor",
+]

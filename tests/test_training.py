@@ -1,0 +1,111 @@
+import json
+import math
+
+import pytest
+import torch
+from skorch.callbacks import Callback
+
+from braindecode_pars import PARS, PatchEncoder
+from braindecode_pars.training import (
+    PretrainNet,
+    load_encoder,
+    save_encoder,
+    warmup_cosine_factor,
+)
+
+from .conftest import TINY
+
+
+def _ramp_dataset(n=64, T=300):
+    t = torch.linspace(0, 1, T)
+    X = (torch.rand(n, 1, 1) * 4 + 0.5) * t + torch.randn(n, 1, 1) + 0.01 * torch.randn(n, 1, T)
+    return torch.utils.data.TensorDataset(X, torch.zeros(n))
+
+
+def _pars():
+    return PARS(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.75, **TINY)
+
+
+def test_warmup_then_cosine_matches_the_paper_schedule():
+    # 1000 epochs: 10 % of the rate at epoch 0, the full rate at epoch 100, cosine to 0
+    assert warmup_cosine_factor(0.0) == pytest.approx(0.1)
+    assert warmup_cosine_factor(0.05) == pytest.approx(0.55)
+    assert warmup_cosine_factor(0.1) == pytest.approx(1.0)
+    assert warmup_cosine_factor(0.55) == pytest.approx(0.5)
+    assert warmup_cosine_factor(1.0) == pytest.approx(0.0, abs=1e-12)
+    mid = 0.1 + 0.9 * 0.25
+    assert warmup_cosine_factor(mid) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.25)))
+
+
+def test_pretraining_through_skorch_lowers_the_loss_and_follows_the_schedule():
+    net = PretrainNet(_pars(), max_epochs=30, batch_size=16, lr=3e-3, progress_bar=False)
+    net.fit(_ramp_dataset())
+    losses = net.history[:, "train_loss"]
+    assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:3]) / 3
+    lrs = net.history[:, "lr"]
+    assert lrs[0] == pytest.approx(3e-4)  # 10 % of the maximum at the start
+    assert max(lrs) <= 3e-3 and lrs[-1] < 0.1 * 3e-3
+
+
+class _Interrupt(Callback):
+    def __init__(self, after):
+        self.after = after
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.after:
+            raise KeyboardInterrupt
+
+
+def test_an_interrupted_run_resumes_its_loss_curve_from_the_checkpoint(tmp_path):
+    data = _ramp_dataset()
+    torch.manual_seed(1)
+    full = PretrainNet(_pars(), max_epochs=8, batch_size=16, lr=3e-3, progress_bar=False)
+    full.fit(data)
+
+    torch.manual_seed(1)
+    first = PretrainNet(
+        _pars(),
+        max_epochs=8,
+        batch_size=16,
+        lr=3e-3,
+        progress_bar=False,
+        checkpoint_dir=tmp_path,
+        callbacks=[("stop", _Interrupt(5))],
+    )
+    first.fit(data)  # skorch ends training on KeyboardInterrupt, as after a Ctrl-C
+    assert len(first.history) == 5
+    saved = json.loads((tmp_path / "history.json").read_text())
+    assert len(saved) == 5
+    assert {"encoder_last.pt", "encoder_best.pt", "params.pt", "optimizer.pt"} <= {
+        p.name for p in tmp_path.iterdir()
+    }
+    assert not list(tmp_path.glob("*.tmp"))  # every file written whole
+
+    resumed = PretrainNet(
+        _pars(), max_epochs=8, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    )
+    resumed.fit(data)
+    assert len(resumed.history) == 8  # only the three missing epochs ran
+    assert resumed.history[:5, "train_loss"] == [row["train_loss"] for row in saved]
+    # the learning rate continues the same curve as an uninterrupted run
+    assert resumed.history[:, "lr"] == pytest.approx(full.history[:, "lr"])
+    # and the loss goes on from where it stopped rather than starting over
+    assert resumed.history[5, "train_loss"] < 0.8 * resumed.history[0, "train_loss"]
+
+
+def test_encoder_checkpoints_round_trip(tmp_path):
+    enc = PatchEncoder(sfreq=10, patch_seconds=2.0, **TINY)
+    save_encoder(enc, tmp_path / "enc.pt", epoch=3)
+    loaded = load_encoder(tmp_path / "enc.pt")
+    assert loaded.sfreq == 10 and loaded.patch_seconds == 2.0 and loaded.emb_dim == 32
+    X = torch.randn(2, 1, 100)
+    enc.eval(), loaded.eval()
+    torch.testing.assert_close(enc(X), loaded(X))
+    with pytest.raises(FileNotFoundError, match="No saved encoder"):
+        load_encoder(tmp_path / "missing.pt")
+
+
+def test_pretrain_net_refuses_a_model_that_is_not_a_pretext_model():
+    net = PretrainNet(torch.nn.Linear(3, 3), max_epochs=1, progress_bar=False)
+    with pytest.raises(TypeError, match="'module' must be a pretext model"):
+        net.initialize()
