@@ -2,10 +2,21 @@
 
 import logging
 
-from .models import PARS, PatchEncoder
+from .estimator import PARSClassifier
+from .models import PARS, MultiChannelClassifier, PatchEncoder
+from .training import PretrainNet, load_encoder, save_encoder
 
 __version__ = "0.1.0.dev0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ["PARS", "PatchEncoder", "__version__"]
+__all__ = [
+    "MultiChannelClassifier",
+    "PARS",
+    "PARSClassifier",
+    "PatchEncoder",
+    "PretrainNet",
+    "__version__",
+    "load_encoder",
+    "save_encoder",
+]

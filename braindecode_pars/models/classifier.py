@@ -1,0 +1,167 @@
+"""Multi-channel fine-tuning model of PARS (paper section 2.4 and Fig. 2)."""
+
+from __future__ import annotations
+
+import torch
+from braindecode.models.base import EEGModuleMixin
+from torch import nn
+
+from .._checks import check_range
+from .encoder import PatchEncoder
+
+
+class MultiChannelClassifier(EEGModuleMixin, nn.Module):
+    """Every channel through one pretrained PatchEncoder, then spatial cross-attention.
+
+    Each channel is embedded by the same single-channel :class:`PatchEncoder` with
+    fixed, non-overlapping 1-s patches and the full sinusoidal PE (no position
+    masking); the tokens are averaged over time into one spatial token per channel;
+    during training each spatial token is dropped with probability
+    ``spatial_drop_prob`` (at least one is kept per example); a learnable query token
+    cross-attends to the remaining spatial tokens, and ``final_layer`` maps the result
+    to the classes (paper section 2.4, after [Liu2022b]_ and [Chau2025]_).
+
+    The paper does not say whether spatial tokens know their channel. Without that
+    the model cannot tell one electrode from another (C3 from C4, say), so by
+    default a learnable embedding per channel is added to the spatial tokens, as
+    BIOT's channel tokens and PopT's electrode positions do; ``channel_embedding=False``
+    gives a model that ignores the channel order and accepts any montage.
+
+    Parameters
+    ----------
+    n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
+        braindecode's signal arguments (the multi-channel fine-tuning windows).
+    encoder : PatchEncoder | None
+        The pretrained encoder (used as is, not copied). If None, a new one is built
+        from ``encoder_kwargs`` at the paper's size: training from scratch.
+    spatial_drop_prob : float
+        Probability of dropping a spatial token during training. Paper: 0.5
+        (section 2.5).
+    channel_embedding : bool
+        Add a learnable embedding per channel to the spatial tokens.
+    n_heads : int
+        Heads of the spatial cross-attention (not given by the paper; 8 as the encoder).
+    **encoder_kwargs
+        ``patch_seconds``, ``emb_dim``, ``depth``, ``n_heads`` (as ``encoder_n_heads``),
+        ``ff_dim``, ``drop_prob`` for a new encoder.
+
+    References
+    ----------
+    .. [Liu2022b] Yang, C., Westover, M. B., Sun, J. BIOT: cross-data biosignal
+       learning in the wild. NeurIPS 2023.
+    .. [Chau2025] Chau, G., et al. Population transformer: learning population-level
+       representations of neural activity. ICLR 2025.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = MultiChannelClassifier(n_outputs=4, n_chans=3, n_times=400, sfreq=100,
+    ...                                emb_dim=16, depth=1, encoder_n_heads=2, ff_dim=16,
+    ...                                n_heads=2)
+    >>> model(torch.randn(5, 3, 400)).shape  # logits, no softmax
+    torch.Size([5, 4])
+    """
+
+    def __init__(
+        self,
+        n_outputs=None,
+        n_chans=None,
+        chs_info=None,
+        n_times=None,
+        input_window_seconds=None,
+        sfreq=None,
+        encoder=None,
+        spatial_drop_prob=0.5,  # paper section 2.5: "dropped with 0.5 probability"
+        channel_embedding=True,
+        n_heads=8,
+        encoder_n_heads=8,
+        **encoder_kwargs,
+    ):
+        if encoder is not None and sfreq is None and input_window_seconds is None:
+            sfreq = encoder.sfreq
+        super().__init__(
+            n_outputs=n_outputs,
+            n_chans=n_chans,
+            chs_info=chs_info,
+            n_times=n_times,
+            input_window_seconds=input_window_seconds,
+            sfreq=sfreq,
+        )
+        check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
+        if encoder is None:
+            encoder = PatchEncoder(sfreq=self.sfreq, n_heads=encoder_n_heads, **encoder_kwargs)
+        elif not isinstance(encoder, PatchEncoder):
+            raise TypeError(
+                f"'encoder' must be a PatchEncoder or None, but got {type(encoder).__name__}."
+            )
+        elif abs(encoder.sfreq - self.sfreq) > 1e-6:
+            raise ValueError(
+                f"The encoder was pretrained at sfreq={encoder.sfreq} Hz but the data has "
+                f"sfreq={self.sfreq} Hz; resample the data to {encoder.sfreq} Hz."
+            )
+        if self.n_times < encoder.patch_size:
+            raise ValueError(
+                f"Windows of n_times={self.n_times} samples are shorter than one patch of "
+                f"{encoder.patch_seconds} s ({encoder.patch_size} samples)."
+            )
+        self.encoder = encoder
+        self.spatial_drop_prob = spatial_drop_prob
+        self.n_heads = n_heads
+        emb_dim = encoder.emb_dim
+        self.channel_embedding = None
+        if channel_embedding:
+            self.channel_embedding = nn.Parameter(torch.zeros(1, self.n_chans, emb_dim))
+            nn.init.normal_(self.channel_embedding, std=0.02)
+        self.query = nn.Parameter(torch.zeros(1, 1, emb_dim))
+        nn.init.normal_(self.query, std=0.02)
+        self.spatial_attn = nn.MultiheadAttention(emb_dim, n_heads, batch_first=True)
+        self.norm = nn.LayerNorm(emb_dim)
+        self.final_layer = nn.Linear(emb_dim, self.n_outputs)
+
+    def spatial_tokens(self, X):
+        """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): per-channel mean token."""
+        B, C, T = X.shape
+        tokens = self.encoder(X.reshape(B * C, 1, T))  # fixed 1-s patches, full PE
+        return tokens.mean(dim=1).view(B, C, -1)
+
+    def spatial_dropout(self, B, C, device):
+        """Key mask (batch, n_chans), True = dropped; never drops every channel."""
+        if not self.training or self.spatial_drop_prob == 0:
+            return None
+        drop = torch.rand(B, C, device=device) < self.spatial_drop_prob
+        keep_one = torch.randint(0, C, (B,), device=device)
+        drop[torch.arange(B, device=device), keep_one] = False
+        return drop
+
+    def forward(self, X, return_features=False):
+        """Logits (batch, n_outputs), or the pooled features (batch, emb_dim).
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (batch, n_chans, n_times)
+        return_features : bool
+            Return the query token after the spatial cross-attention instead of logits.
+        """
+        if X.dim() != 3 or X.shape[1] != self.n_chans or X.shape[2] != self.n_times:
+            raise ValueError(
+                f"'X' must have shape (batch, {self.n_chans}, {self.n_times}), "
+                f"but got {tuple(X.shape)}."
+            )
+        B, C, _ = X.shape
+        spatial = self.spatial_tokens(X)  # (batch, n_chans, emb_dim)
+        if self.channel_embedding is not None:
+            spatial = spatial + self.channel_embedding
+        drop = self.spatial_dropout(B, C, X.device)
+        query = self.query.expand(B, -1, -1)  # (batch, 1, emb_dim)
+        pooled, _ = self.spatial_attn(
+            query, spatial, spatial, key_padding_mask=drop, need_weights=False
+        )
+        features = self.norm(pooled[:, 0])  # (batch, emb_dim)
+        if return_features:
+            return features
+        return self.final_layer(features)
+
+    def reset_head(self, n_outputs):
+        """Replace ``final_layer`` by a new one with ``n_outputs`` outputs."""
+        self._set_n_outputs(n_outputs)
+        self.final_layer = nn.Linear(self.encoder.emb_dim, n_outputs).to(self.query.device)

@@ -1,0 +1,92 @@
+"""Fine-tuning as the paper does it (section 2.5), through braindecode's EEGClassifier."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import torch
+from braindecode import EEGClassifier
+from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
+from skorch.dataset import ValidSplit
+
+from ..metrics import balanced_accuracy
+
+logger = logging.getLogger(__name__)
+
+
+def class_weights(y, n_classes):
+    """Cross-entropy weights by class frequency: ``n / (n_classes * count_c)``.
+
+    A class absent from ``y`` gets weight 0.
+    """
+    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes).astype(np.float64)
+    weights = np.where(counts > 0, len(y) / (n_classes * np.maximum(counts, 1)), 0.0)
+    return torch.as_tensor(weights, dtype=torch.float32)
+
+
+def _valid_balanced_accuracy(net, X, y):
+    return balanced_accuracy(np.asarray(y), net.predict(X))
+
+
+def make_finetune_net(
+    module,
+    module_kwargs,
+    y_train,
+    n_classes,
+    checkpoint_dir,
+    max_epochs=200,
+    batch_size=64,
+    lr=1e-4,
+    weight_decay=1e-4,
+    valid_fraction=0.2,
+    random_state=None,
+    device="cpu",
+    progress_bar=False,
+    callbacks=None,
+):
+    """braindecode ``EEGClassifier`` with the paper's fine-tuning settings.
+
+    ``module`` is a model class and ``module_kwargs`` its arguments (given to the net
+    as ``module__<name>``, so that skorch builds the model at ``initialize``).
+
+    Cross-entropy weighted by class frequency (:func:`class_weights`), AdamW with the
+    pretraining's learning rate and weight decay (1e-4 each), a stratified validation
+    split, and the parameters of the epoch with the lowest validation loss restored
+    at the end of training (``Checkpoint(load_best=True)`` in ``checkpoint_dir``).
+    The validation balanced accuracy is recorded as ``valid_bal_acc`` each epoch.
+    """
+    scoring = EpochScoring(
+        _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False, on_train=False
+    )
+    best = Checkpoint(
+        monitor="valid_loss_best",
+        dirname=str(checkpoint_dir),
+        f_params="best_params.pt",
+        f_optimizer=None,
+        f_criterion=None,
+        f_history=None,
+        load_best=True,
+        sink=logger.debug,
+    )
+    cbs = [("valid_bal_acc", scoring), ("best_valid_loss", best)]
+    if progress_bar:
+        cbs.append(("progress_bar", ProgressBar()))
+    cbs += list(callbacks or [])
+    return EEGClassifier(
+        module,
+        **{f"module__{k}": v for k, v in module_kwargs.items()},
+        criterion=torch.nn.CrossEntropyLoss,
+        criterion__weight=class_weights(y_train, n_classes),
+        optimizer=torch.optim.AdamW,
+        optimizer__weight_decay=weight_decay,
+        lr=lr,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        train_split=ValidSplit(valid_fraction, stratified=True, random_state=random_state),
+        iterator_train__drop_last=False,
+        callbacks=cbs,
+        classes=list(range(n_classes)),
+        device=device,
+        verbose=0,
+    )

@@ -1,0 +1,187 @@
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, LeaveOneGroupOut, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from braindecode_pars import PARSClassifier, PatchEncoder, save_encoder
+from braindecode_pars.datasets import load_physionet_mi
+from braindecode_pars.estimator import windows_to_arrays
+from braindecode_pars.metrics import make_scorer
+
+SMALL = dict(
+    emb_dim=16,
+    depth=1,
+    n_heads=2,
+    ff_dim=16,
+    n_patches=6,
+    pretrain_epochs=2,
+    pretrain_batch_size=16,
+    max_epochs=4,
+    batch_size=16,
+    sfreq=50,
+    random_state=0,
+)
+
+
+def _toy(n=48, n_chans=3, T=100, seed=0):
+    """Two classes: a 5 Hz or a 15 Hz rhythm on the first channel."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    t = np.arange(T) / 50
+    X = rng.normal(size=(n, n_chans, T)).astype(np.float32) * 0.5
+    X[:, 0] += np.sin(2 * np.pi * np.where(y == 0, 5, 15)[:, None] * t)
+    return X, y
+
+
+def test_learns_a_task_built_for_it_above_chance():
+    X, y = _toy(96)
+    Xt, yt = _toy(64, seed=1)
+    clf = PARSClassifier(**{**SMALL, "max_epochs": 40, "lr": 3e-3, "emb_dim": 32}).fit(X, y)
+    assert clf.score(Xt, yt) > 0.85
+    losses = clf.history_[:, "train_loss"]
+    assert losses[-1] < 0.6 * losses[0]
+    assert clf.pretrain_history_ is not None and len(clf.pretrain_history_) == 2
+
+
+def test_fit_predict_and_fitted_attributes():
+    X, y = _toy()
+    labels = np.where(y == 0, "rest", "move")
+    clf = PARSClassifier(**SMALL).fit(X, labels)
+    assert list(clf.classes_) == ["move", "rest"]
+    proba = clf.predict_proba(X)
+    assert proba.shape == (48, 2) and np.allclose(proba.sum(1), 1, atol=1e-5)
+    assert set(clf.predict(X)) <= {"move", "rest"}
+    assert clf.n_chans_ == 3 and clf.n_times_ == 100 and clf.sfreq_ == 50
+
+
+def test_same_random_state_same_predictions_and_clone_before_and_after_fit():
+    X, y = _toy()
+    a = PARSClassifier(**SMALL)
+    b = clone(a)
+    assert b.get_params() == a.get_params()
+    pa = a.fit(X, y).predict_proba(X)
+    pb = b.fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(pa, pb, rtol=1e-5, atol=1e-6)
+    c = clone(a)  # after fit: same parameters, not fitted
+    assert c.get_params() == a.get_params() and not hasattr(c, "net_")
+    c.set_params(depth=2, max_epochs=1)
+    assert c.get_params()["depth"] == 2
+
+
+def test_pipeline_and_grid_search():
+    X, y = _toy()
+    pipe = make_pipeline(FunctionTransformer(lambda Z: Z * 2.0), PARSClassifier(**SMALL))
+    grid = GridSearchCV(pipe, {"parsclassifier__pos_mask_ratio": [0.5, 1.0]}, cv=2)
+    grid.fit(X, y)
+    assert grid.best_params_["parsclassifier__pos_mask_ratio"] in (0.5, 1.0)
+    assert grid.predict(X).shape == (48,)
+
+
+def test_starts_from_a_saved_encoder_and_refuses_a_mismatched_one(tmp_path):
+    X, y = _toy()
+    enc = PatchEncoder(sfreq=50, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    save_encoder(enc, tmp_path / "enc.pt")
+    clf = PARSClassifier(**{**SMALL, "pretrained_encoder": tmp_path / "enc.pt"}).fit(X, y)
+    assert clf.pretrain_history_ is None  # pretraining skipped
+    assert clf.encoder_.emb_dim == 16
+    save_encoder(
+        PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16), tmp_path / "enc100.pt"
+    )
+    with pytest.raises(ValueError, match="sfreq=100.* Hz but the data is at 50.0 Hz"):
+        PARSClassifier(**{**SMALL, "pretrained_encoder": tmp_path / "enc100.pt"}).fit(X, y)
+    with pytest.raises(ValueError, match="cuts 1.0-s patches but 'patch_seconds'=0.5"):
+        PARSClassifier(
+            **{**SMALL, "pretrained_encoder": tmp_path / "enc.pt", "patch_seconds": 0.5}
+        ).fit(X, y)
+
+
+class _Exploding(PARSClassifier):
+    def _encoder(self, *args, **kwargs):  # pragma: no cover - must never be reached
+        raise AssertionError("training started before the input was checked")
+
+
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        pytest.param(
+            lambda X, y: (np.where(np.arange(X.size).reshape(X.shape) == 7, np.nan, X), y),
+            "NaN or infinite values in 1 window",
+            id="nan",
+        ),
+        pytest.param(lambda X, y: (np.where(X > 2.5, np.inf, X), y), "NaN or infinite", id="inf"),
+        pytest.param(lambda X, y: (X, None), "Labels are missing", id="no-labels"),
+        pytest.param(
+            lambda X, y: (X, np.where(np.arange(len(y)) == 3, None, y).astype(object)),
+            "Labels are missing for 1 window",
+            id="one-label-missing",
+        ),
+        pytest.param(lambda X, y: (X, np.zeros_like(y)), "at least two classes", id="one-class"),
+        pytest.param(lambda X, y: (X[:, :, :20], y), "shorter than one patch", id="short"),
+        pytest.param(lambda X, y: (X[:, 0], y), r"shape \(n_windows, n_chans, n_times\)", id="2d"),
+    ],
+)
+def test_bad_data_is_refused_before_training(mutate, match):
+    X, y = _toy()
+    X, y = mutate(X, y)
+    with pytest.raises(ValueError, match=match):
+        _Exploding(**SMALL).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        pytest.param(dict(pos_mask_ratio=0), r"'pos_mask_ratio' must lie in \(0, 1\]", id="r"),
+        pytest.param(dict(emb_dim=15), "must be even and divisible", id="emb"),
+        pytest.param(dict(pretrain_epochs=-1), "'pretrain_epochs' must be >= 0", id="epochs"),
+        pytest.param(dict(valid_fraction=1.0), "'valid_fraction' must lie in", id="valid"),
+        pytest.param(dict(sfreq=None), "needs the sampling rate: set 'sfreq'", id="sfreq"),
+    ],
+)
+def test_bad_parameters_are_refused_at_fit(params, match):
+    X, y = _toy()
+    clf = _Exploding(**{**SMALL, **params})  # __init__ validates nothing
+    with pytest.raises((ValueError, TypeError), match=match):
+        clf.fit(X, y)
+
+
+def test_predict_refuses_windows_of_another_shape():
+    X, y = _toy()
+    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "max_epochs": 1}).fit(X, y)
+    with pytest.raises(ValueError, match=r"fitted on \(3, 100\)"):
+        clf.predict(X[:, :2])
+
+
+def test_sklearn_tags_declare_three_d_input():
+    tags = PARSClassifier().__sklearn_tags__()
+    assert tags.input_tags.three_d_array and not tags.input_tags.two_d_array
+    assert tags.estimator_type == "classifier"
+
+
+@pytest.fixture(scope="module")
+def mi():
+    windows = load_physionet_mi()
+    X, y, sfreq = windows_to_arrays(windows)
+    return windows, X, y, sfreq, windows.get_metadata()["block"].to_numpy()
+
+
+def test_fit_on_braindecode_windows_reads_labels_and_sfreq(mi):
+    windows = mi[0]
+    clf = PARSClassifier(
+        **{**SMALL, "sfreq": None, "pretrain_epochs": 1, "max_epochs": 1, "emb_dim": 16}
+    )
+    clf.fit(windows)
+    assert clf.sfreq_ == 200 and list(clf.classes_) == [0, 1, 2, 3]
+    assert clf.n_chans_ == 64 and clf.n_times_ == 800
+
+
+def test_cross_val_score_leave_one_group_out_on_bundled_eeg(mi):
+    _, X, y, sfreq, groups = mi
+    clf = PARSClassifier(**{**SMALL, "sfreq": sfreq, "max_epochs": 2, "pretrain_epochs": 1})
+    scores = cross_val_score(
+        clf, X, y, groups=groups, cv=LeaveOneGroupOut(), scoring=make_scorer("kappa")
+    )
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+    torch.manual_seed(0)  # the estimator must not depend on global state left behind
