@@ -17,9 +17,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_int, check_option, check_range
 from .datasets.single_channel import SingleChannelWindows
+from .models import PRETEXT_MODELS
 from .models.classifier import MultiChannelClassifier
 from .models.encoder import PatchEncoder
-from .models.pars import PARS
 from .training.checkpoints import load_encoder
 from .training.finetune import make_finetune_net
 from .training.pretrain import PretrainNet
@@ -48,9 +48,10 @@ def windows_to_arrays(windows):
 class PARSClassifier(ClassifierMixin, BaseEstimator):
     """Self-supervised pretraining, then multi-channel fine-tuning, as one classifier.
 
-    ``fit`` pretrains a :class:`~braindecode_pars.PatchEncoder` with PARS on the
-    training windows (one random channel of a random crop per example, plus any
-    ``X_unlabeled``), then fine-tunes a
+    ``fit`` pretrains a :class:`~braindecode_pars.PatchEncoder` with PARS (or, with
+    ``pretrain``, one of the baselines: MAE, MP3, DropPos) on the training windows
+    (one random channel of a random crop per example, plus any ``X_unlabeled``),
+    then fine-tunes a
     :class:`~braindecode_pars.MultiChannelClassifier` built on it, with the paper's
     settings (weighted cross-entropy, AdamW, the checkpoint of lowest validation
     loss). A saved encoder (``pretrained_encoder``) skips pretraining;
@@ -59,13 +60,18 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
+    pretrain : {"pars", "mae", "mp3", "droppos"}
+        The pretext task. All share the encoder, the pretraining net and its settings.
     pretrained_encoder : str | Path | PatchEncoder | None
         An encoder saved by :func:`~braindecode_pars.training.save_encoder` (or an
         instance; it is copied). Its sampling rate and patch length must match.
     emb_dim, depth, n_heads, ff_dim, patch_seconds
         Encoder size; defaults are the paper's (512, 8, 8, 512, 1 s).
     n_patches, pos_mask_ratio
-        PARS settings; paper: 40 patches, 0.8.
+        PARS settings; paper: 40 patches, 0.8. ``pos_mask_ratio`` is also DropPos's
+        ``gamma_pos``.
+    mask_ratio : float
+        Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
     pretrain_window_seconds : float | None
         Length of the pretraining crops; default: the fine-tuning window.
     pretrain_epochs : int
@@ -114,6 +120,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
+        pretrain="pars",
         pretrained_encoder=None,
         emb_dim=512,
         depth=8,
@@ -122,6 +129,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         patch_seconds=1.0,
         n_patches=40,
         pos_mask_ratio=0.8,
+        mask_ratio=0.75,
         pretrain_window_seconds=None,
         pretrain_epochs=100,
         pretrain_batch_size=512,
@@ -136,6 +144,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         random_state=None,
         verbose=0,
     ):
+        self.pretrain = pretrain
         self.pretrained_encoder = pretrained_encoder
         self.emb_dim = emb_dim
         self.depth = depth
@@ -144,6 +153,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self.patch_seconds = patch_seconds
         self.n_patches = n_patches
         self.pos_mask_ratio = pos_mask_ratio
+        self.mask_ratio = mask_ratio
         self.pretrain_window_seconds = pretrain_window_seconds
         self.pretrain_epochs = pretrain_epochs
         self.pretrain_batch_size = pretrain_batch_size
@@ -167,6 +177,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
 
     # -- checks --------------------------------------------------------------------------
     def _check_params(self):
+        check_option("pretrain", self.pretrain, tuple(PRETEXT_MODELS))
+        check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)
         for name in ("emb_dim", "depth", "n_heads", "ff_dim", "n_patches", "max_epochs"):
             check_int(name, getattr(self, name), 1)
         check_int("pretrain_epochs", self.pretrain_epochs, 0)
@@ -193,7 +205,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 f"{self.emb_dim}."
             )
         n_masked = int(round(self.pos_mask_ratio * self.n_patches))
-        if self.pretrain_epochs > 0 and self.pretrained_encoder is None and n_masked < 2:
+        pars = self.pretrain == "pars"
+        if pars and self.pretrain_epochs > 0 and self.pretrained_encoder is None and n_masked < 2:
             raise ValueError(
                 f"pos_mask_ratio={self.pos_mask_ratio} of n_patches={self.n_patches} masks "
                 f"{n_masked} patch(es); PARS needs at least 2."
@@ -285,11 +298,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         view = SingleChannelWindows(sources, n_times=pre_times)
         if pre_times < patch:
             raise ValueError(f"Pretraining windows of {pre_times} samples hold no patch.")
-        model = PARS(
-            n_times=pre_times,
-            encoder=encoder,
-            n_patches=self.n_patches,
-            pos_mask_ratio=self.pos_mask_ratio,
+        model = PRETEXT_MODELS[self.pretrain](
+            n_times=pre_times, encoder=encoder, **self._pretext_params()
         )
         net = PretrainNet(
             model,
@@ -301,9 +311,18 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             progress_bar=bool(self.verbose),
             checkpoint_dir=workdir / "pretrain",
         )
-        logger.info("Pretraining PARS on %d single-channel windows.", len(view))
+        logger.info("Pretraining %s on %d single-channel windows.", type(model).__name__, len(view))
         net.fit(view)
         return net.module_.encoder.cpu(), net.history
+
+    def _pretext_params(self):
+        """Arguments of the pretext model named by ``pretrain``."""
+        return {
+            "pars": dict(n_patches=self.n_patches, pos_mask_ratio=self.pos_mask_ratio),
+            "mae": dict(mask_ratio=self.mask_ratio),
+            "mp3": dict(mask_ratio=self.mask_ratio),
+            "droppos": dict(mask_ratio=self.mask_ratio, pos_mask_ratio=self.pos_mask_ratio),
+        }[self.pretrain]
 
     def fit(self, X, y=None, X_unlabeled=None):
         """Pretrain (unless an encoder is given or ``pretrain_epochs=0``), then fine-tune.

@@ -148,10 +148,9 @@ class PARS(PretextModel):
         Returns ``pos_mask`` (batch, n_patches) bool and ``masked_idx``
         (batch, n_masked) long, the indices of the masked patches.
         """
-        order = torch.rand(batch_size, self.n_patches, device=device).argsort(dim=-1)
-        masked_idx = order[:, : self.n_masked]
-        pos_mask = torch.zeros(batch_size, self.n_patches, dtype=torch.bool, device=device)
-        pos_mask.scatter_(1, masked_idx, True)
+        masked_idx, _, pos_mask = self.random_split(
+            batch_size, self.n_patches, self.n_masked, device
+        )
         return pos_mask, masked_idx
 
     def forward_encoder(self, X, starts, pos_mask):

@@ -96,6 +96,32 @@ class PretextModel(EEGModuleMixin, nn.Module):
                 f"samples) is longer than the window, n_times={self.n_times}."
             )
 
+    @property
+    def n_fixed_patches(self):
+        """Number of non-overlapping patches in a window: the positions of MAE/MP3/DropPos."""
+        return len(self.encoder.fixed_starts(self.n_times))
+
+    def fixed_starts(self, device=None):
+        """Start samples of the non-overlapping patch grid, (n_fixed_patches,) long."""
+        return self.encoder.fixed_starts(self.n_times, device=device)
+
+    @staticmethod
+    def random_split(batch_size, n_tokens, n_chosen, device=None):
+        """Choose ``n_chosen`` of ``n_tokens`` indices per example, uniformly at random.
+
+        Returns
+        -------
+        chosen : torch.Tensor of long, shape (batch, n_chosen)
+        rest : torch.Tensor of long, shape (batch, n_tokens - n_chosen)
+        chosen_mask : torch.Tensor of bool, shape (batch, n_tokens)
+            True at the chosen indices.
+        """
+        order = torch.rand(batch_size, n_tokens, device=device).argsort(dim=-1)
+        chosen, rest = order[:, :n_chosen], order[:, n_chosen:]
+        chosen_mask = torch.zeros(batch_size, n_tokens, dtype=torch.bool, device=device)
+        chosen_mask.scatter_(1, chosen, True)
+        return chosen, rest, chosen_mask
+
     def check_input(self, X):
         """Raise unless ``X`` is (batch, 1, n_times) with exactly this model's n_times."""
         if not torch.is_tensor(X) or X.dim() != 3 or X.shape[1] != 1:
