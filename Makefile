@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test lint demo docs benchmark clean
+.PHONY: install test lint demo compare docs benchmark clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ test: lint
 
 demo: install
 	$(VENV)/bin/braindecode-pars demo --out results/demo
+
+compare: install
+	$(VENV)/bin/braindecode-pars compare --out results/comparison
 
 docs: install
 	$(VENV)/bin/sphinx-build -b html docs docs/_build/html

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import logging
 import sys
+from pathlib import Path
 
 
 def _demo(args):
@@ -29,6 +30,26 @@ def _demo(args):
     results = run_demo(args.out, config)
     sys.stdout.write(format_results(results) + "\n")
     sys.stdout.write(f"Tables and figures written to {args.out}/\n")
+
+
+def _compare(args):
+    from .experiments.comparison import ComparisonConfig, run_comparison
+
+    overrides = {
+        k: v
+        for k, v in dict(
+            methods=tuple(args.methods) if args.methods else None,
+            seeds=tuple(args.seeds) if args.seeds else None,
+            pretrain_epochs=args.pretrain_epochs,
+            finetune_epochs=args.finetune_epochs,
+            device=args.device,
+            data_path=args.data_path,
+        ).items()
+        if v is not None
+    }
+    config = dataclasses.replace(ComparisonConfig(), **overrides)
+    run_comparison(args.out, config)
+    sys.stdout.write((Path(args.out) / "table.md").read_text())
 
 
 def build_parser():
@@ -55,6 +76,20 @@ def build_parser():
     demo.add_argument("--device", help="cpu or cuda")
     demo.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
     demo.set_defaults(func=_demo)
+
+    compare = sub.add_parser(
+        "compare",
+        help="compare scratch, MAE, MP3, DropPos and PARS on the same data, encoder, epochs "
+        "and seeds; writes a table and the label-efficiency figure",
+    )
+    compare.add_argument("--out", default="results/comparison", help="output folder")
+    compare.add_argument("--methods", nargs="+", help="subset of scratch mae mp3 droppos pars")
+    compare.add_argument("--seeds", nargs="+", type=int)
+    compare.add_argument("--pretrain-epochs", type=int)
+    compare.add_argument("--finetune-epochs", type=int)
+    compare.add_argument("--device", help="cpu or cuda")
+    compare.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
+    compare.set_defaults(func=_compare)
     return parser
 
 
