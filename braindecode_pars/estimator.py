@@ -313,7 +313,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         )
         logger.info("Pretraining %s on %d single-channel windows.", type(model).__name__, len(view))
         net.fit(view)
-        return net.module_.encoder.cpu(), net.history
+        return net.encoder.cpu(), net.history
 
     def _pretext_params(self):
         """Arguments of the pretext model named by ``pretrain``."""

@@ -108,7 +108,7 @@ def pretrain_method(method, seed, config, view, out):
     )
     net.fit(view)
     path = out / "encoders" / f"{method}_seed{seed}.pt"
-    save_encoder(net.module_.encoder, path)
+    save_encoder(net.encoder, path)
     losses = net.history[:, "train_loss"]
     return path, float(losses[0]), float(losses[-1])
 

@@ -94,7 +94,7 @@ def pretrain_encoder(config, out):
     )
     logger.info("Pretraining PARS on %d windows of %d recordings.", len(view), len(view.recordings))
     net.fit(view)
-    save_encoder(net.module_.encoder, out / "encoder.pt")
+    save_encoder(net.encoder, out / "encoder.pt")
     return net
 
 

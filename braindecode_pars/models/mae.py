@@ -44,6 +44,8 @@ class MAE(PretextModel):
        CVPR 2022.
     """
 
+    uses_all_parameters = False  # the encoder's position-mask token is not used
+
     def __init__(
         self,
         n_outputs=None,

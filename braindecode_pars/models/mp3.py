@@ -37,6 +37,8 @@ class MP3(PretextModel):
        strategy. ICML 2022.
     """
 
+    uses_all_parameters = False  # the encoder's position-mask token is not used
+
     def __init__(
         self,
         n_outputs=None,

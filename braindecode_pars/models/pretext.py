@@ -38,6 +38,10 @@ class PretextModel(EEGModuleMixin, nn.Module):
         ``activation``, ``drop_prob``) at the paper's defaults.
     """
 
+    #: Whether every parameter gets a gradient at every step (DistributedDataParallel
+    #: must search for unused ones otherwise).
+    uses_all_parameters = True
+
     def __init__(
         self,
         n_outputs=None,

@@ -1,6 +1,7 @@
 """Training: skorch pretraining, schedules, checkpoints, fine-tuning defaults."""
 
 from .checkpoints import AtomicCheckpoint, EncoderCheckpoint, load_encoder, save_encoder
+from .distributed import init_distributed
 from .pretrain import PretextLoss, PretrainNet
 from .schedule import WarmupCosineLR, warmup_cosine_factor
 
@@ -10,6 +11,7 @@ __all__ = [
     "PretextLoss",
     "PretrainNet",
     "WarmupCosineLR",
+    "init_distributed",
     "load_encoder",
     "save_encoder",
     "warmup_cosine_factor",

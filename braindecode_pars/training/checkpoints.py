@@ -104,7 +104,7 @@ class EncoderCheckpoint(Callback):
         row = net.history[-1]
         monitor = "valid_loss_best" if "valid_loss_best" in row else self.monitor
         info = {"epoch": int(row["epoch"]), "train_loss": float(row.get("train_loss", "nan"))}
-        encoder = net.module_.encoder
+        encoder = net.encoder
         save_encoder(encoder, Path(self.dirname) / "encoder_last.pt", **info)
         if row.get(monitor, False):
             save_encoder(encoder, Path(self.dirname) / "encoder_best.pt", **info)

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import EpochTimer, PassthroughScoring, PrintLog, ProgressBar
+from skorch.callbacks import Callback, EpochTimer, PassthroughScoring, PrintLog, ProgressBar
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler
 
 from ..models.pretext import PretextModel
+from . import distributed
 from .checkpoints import AtomicCheckpoint, EncoderCheckpoint
 from .schedule import WarmupCosineLR
 
@@ -22,6 +25,15 @@ class PretextLoss(nn.Module):
 
     def forward(self, y_pred, y_true=None):
         return y_pred["loss"]
+
+
+class _SamplerEpoch(Callback):
+    """Give the distributed sampler the epoch number, so that every epoch reshuffles."""
+
+    def on_epoch_begin(self, net, **kwargs):
+        sampler = getattr(net, "train_sampler_", None)
+        if sampler is not None:
+            sampler.set_epoch(len(net.history))
 
 
 class PretrainNet(NeuralNet):
@@ -56,6 +68,15 @@ class PretrainNet(NeuralNet):
         Fraction of the epochs of linear warm-up. Paper: 0.1.
     progress_bar : bool
         Show a progress bar over the batches of each epoch.
+    distributed : bool | None
+        Train with torch's DistributedDataParallel, one process per device, as
+        launched by ``torchrun`` (see :func:`~braindecode_pars.training.init_distributed`).
+        None: whenever a process group of several processes is initialised. Each
+        process reads its own share of the data (a ``DistributedSampler``, reshuffled
+        every epoch) with ``batch_size`` windows per step, so the global batch is
+        ``batch_size * world_size``; batch losses are averaged over the processes,
+        so every process records the same history; only rank 0 logs, shows progress
+        and writes checkpoints.
     **kwargs
         Any other :class:`skorch.NeuralNet` argument (``optimizer__weight_decay``,
         ``device``, ``train_split``, ``callbacks``, ``iterator_train__num_workers``...).
@@ -87,6 +108,7 @@ class PretrainNet(NeuralNet):
         checkpoint_dir=None,
         warmup_fraction=0.1,  # paper section 2.5: 100 of 1000 epochs
         progress_bar=True,
+        distributed=None,
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", 1e-4)  # paper section 2.5
@@ -105,6 +127,12 @@ class PretrainNet(NeuralNet):
         self.checkpoint_dir = checkpoint_dir
         self.warmup_fraction = warmup_fraction
         self.progress_bar = progress_bar
+        self.distributed = distributed
+
+    @property
+    def distributed_(self):
+        """Whether this net trains with DistributedDataParallel."""
+        return distributed.is_distributed() if self.distributed is None else self.distributed
 
     def get_default_callbacks(self):
         callbacks = [
@@ -112,7 +140,10 @@ class PretrainNet(NeuralNet):
             ("train_loss", PassthroughScoring(name="train_loss", on_train=True)),
             ("valid_loss", PassthroughScoring(name="valid_loss")),
             ("lr_schedule", WarmupCosineLR(warmup_fraction=self.warmup_fraction)),
+            ("sampler_epoch", _SamplerEpoch()),
         ]
+        if distributed.rank() != 0:  # only rank 0 shows progress, logs and writes
+            return callbacks
         if self.progress_bar:
             callbacks.append(("progress_bar", ProgressBar()))
         if self.checkpoint_dir is not None:
@@ -135,18 +166,49 @@ class PretrainNet(NeuralNet):
         )
 
     @property
+    def pretext_(self):
+        """The pretext model, unwrapped from DistributedDataParallel if need be."""
+        module = self.module_
+        return module.module if isinstance(module, DistributedDataParallel) else module
+
+    @property
     def encoder(self):
         """The pretrained :class:`~braindecode_pars.PatchEncoder` (after ``initialize``)."""
-        return self.module_.encoder
+        return self.pretext_.encoder
 
     def initialize_module(self):
         super().initialize_module()
-        if not isinstance(self.module_, PretextModel):
+        if not isinstance(self.pretext_, PretextModel):
             raise TypeError(
                 "'module' must be a pretext model of braindecode_pars (PARS, MAE, MP3, "
-                f"DropPos), but got {type(self.module_).__name__}."
+                f"DropPos), but got {type(self.pretext_).__name__}."
+            )
+        if self.distributed_ and not isinstance(self.module_, DistributedDataParallel):
+            module = self.pretext_.to(self.device)
+            device_ids = [module.encoder.norm.weight.device] if "cuda" in str(self.device) else None
+            self.module_ = DistributedDataParallel(
+                module,
+                device_ids=device_ids,
+                find_unused_parameters=not module.uses_all_parameters,
             )
         return self
+
+    def get_iterator(self, dataset, training=False):
+        """Training batches come from a DistributedSampler when distributed."""
+        if not (training and self.distributed_):
+            return super().get_iterator(dataset, training=training)
+        kwargs = self.get_params_for("iterator_train")
+        kwargs.pop("shuffle", None)
+        kwargs.setdefault("batch_size", self.batch_size)
+        self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
+        return DataLoader(dataset, sampler=self.train_sampler_, **kwargs)
+
+    def train_step(self, batch, **fit_params):
+        """One optimisation step; the recorded loss is the mean over processes."""
+        step = super().train_step(batch, **fit_params)
+        if self.distributed_:
+            step["loss"] = distributed.average_across_ranks(step["loss"])
+        return step
 
     def fit(self, X, y=None, **fit_params):
         """Pretrain for ``max_epochs``, resuming from ``checkpoint_dir`` when it holds a run."""

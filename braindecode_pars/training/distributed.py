@@ -1,0 +1,62 @@
+"""torch.distributed helpers: set-up under torchrun, rank queries, loss averaging."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+import torch.distributed as dist
+
+logger = logging.getLogger(__name__)
+
+
+def is_distributed():
+    """True inside an initialised process group of more than one process."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def rank():
+    """This process's rank (0 when not distributed)."""
+    return dist.get_rank() if is_distributed() else 0
+
+
+def world_size():
+    """Number of processes (1 when not distributed)."""
+    return dist.get_world_size() if is_distributed() else 1
+
+
+def init_distributed(device=None):
+    """Join the process group that ``torchrun`` describes in the environment.
+
+    Does nothing outside torchrun (``WORLD_SIZE`` unset or 1). Uses NCCL when the
+    device is a GPU and gloo otherwise; on GPUs each process takes the GPU of its
+    ``LOCAL_RANK``.
+
+    Returns
+    -------
+    device : str
+        The device this process should train on.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if world <= 1:
+        return device
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if str(device).startswith("cuda"):
+        torch.cuda.set_device(local_rank)
+        device = f"cuda:{local_rank}"
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if str(device).startswith("cuda") else "gloo")
+    logger.info("Process %d of %d on %s.", dist.get_rank(), world, device)
+    return device
+
+
+def average_across_ranks(value):
+    """Mean of a scalar tensor over all processes (returned detached; unchanged alone)."""
+    if not is_distributed():
+        return value
+    value = value.detach().clone()
+    dist.all_reduce(value, op=dist.ReduceOp.SUM)
+    return value / dist.get_world_size()

@@ -1,0 +1,56 @@
+"""Run by tests/test_distributed.py under torchrun: two CPU processes pretrain PARS."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+from braindecode_pars import PARS, PretrainNet
+from braindecode_pars.training import init_distributed
+from braindecode_pars.training.distributed import rank, world_size
+
+
+def main(out):
+    out = Path(out)
+    device = init_distributed("cpu")
+    torch.manual_seed(0)  # the same initial weights on every rank, the same data
+    n, T = 64, 300
+    t = torch.linspace(0, 1, T)
+    X = (torch.rand(n, 1, 1) * 4 + 0.5) * t + torch.randn(n, 1, 1) + 0.01 * torch.randn(n, 1, T)
+    data = torch.utils.data.TensorDataset(X, torch.zeros(n))
+    torch.manual_seed(100 + rank())  # different patch draws on each rank
+    model = PARS(
+        n_times=T,
+        sfreq=10,
+        n_patches=12,
+        pos_mask_ratio=0.75,
+        emb_dim=32,
+        depth=1,
+        n_heads=4,
+        ff_dim=32,
+    )
+    net = PretrainNet(
+        model,
+        max_epochs=25,
+        batch_size=8,
+        lr=3e-3,
+        progress_bar=False,
+        device=device,
+        checkpoint_dir=out / "run",
+    )
+    net.fit(data)
+    assert net.distributed_ and world_size() == 2
+    torch.save(
+        {
+            "state_dict": {k: v.cpu() for k, v in net.encoder.state_dict().items()},
+            "history": net.history[:, "train_loss"],
+            "batches": len(net.history[-1, "batches"]),
+            "has_writers": "encoder_checkpoint" in dict(net.callbacks_),
+        },
+        out / f"rank{rank()}.pt",
+    )
+    torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

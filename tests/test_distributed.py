@@ -1,0 +1,32 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+
+def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
+    worker = Path(__file__).with_name("ddp_worker.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(worker),
+        str(tmp_path),
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r0 = torch.load(tmp_path / "rank0.pt", weights_only=False)
+    r1 = torch.load(tmp_path / "rank1.pt", weights_only=False)
+    for name, w0 in r0["state_dict"].items():  # gradients were averaged every step
+        torch.testing.assert_close(w0, r1["state_dict"][name], rtol=0, atol=0, msg=name)
+    assert r0["history"] == r1["history"]  # batch losses averaged over the ranks
+    assert sum(r0["history"][-5:]) / 5 < 0.5 * sum(r0["history"][:3]) / 3
+    assert r0["batches"] == 4  # 64 windows, 2 ranks, 8 per step: each rank saw half
+    assert r0["has_writers"] and not r1["has_writers"]  # only rank 0 writes
+    assert (tmp_path / "run" / "encoder_last.pt").is_file()
