@@ -17,15 +17,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import platform
-import statistics
-import subprocess
-import sys
-import time
 
 import torch
+from _measure import in_child, machine, median_times, peak_growth
 
 from braindecode_pars import PARS
 
@@ -54,51 +49,15 @@ def make_steps(n_patches, decoder, impl, batch_size):
     return pars_step, encoder_step
 
 
-def median_times(steps, repeats, warmup=2):
-    """Median time of each step, the steps interleaved so that they share machine state."""
-    for _ in range(warmup):
-        for step in steps:
-            step()
-    times = [[] for _ in steps]
-    for _ in range(repeats):
-        for step, record in zip(steps, times, strict=True):
-            t0 = time.perf_counter()
-            step()
-            record.append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
-
-
-def _status_mib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024  # kB -> MiB
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def memory_child(n_patches, impl, what, batch_size):
-    """Run in a fresh process: growth of the peak resident memory over one step, in MiB.
-
-    The peak (VmHWM) is reset just before the step (Linux's clear_refs), so that the
-    peaks of importing torch and building the model do not hide the step's own.
-    """
+    """Run in a fresh process: growth of the peak resident memory over one step, in MiB."""
     pars_step, encoder_step = make_steps(n_patches, "cross_attention", impl, batch_size)
-    step = pars_step if what == "pars" else encoder_step
-    gc.collect()
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    before = _status_mib("VmRSS")
-    t0 = time.perf_counter()
-    step()
-    elapsed = time.perf_counter() - t0
-    peak = _status_mib("VmHWM")
-    print(json.dumps({"peak_mib": peak - before, "step_s": elapsed}))
+    peak, elapsed = peak_growth(pars_step if what == "pars" else encoder_step)
+    print(json.dumps({"peak_mib": peak, "step_s": elapsed}))
 
 
 def measure_memory(n_patches, impl, what, batch_size):
-    cmd = [sys.executable, __file__, "--child", str(n_patches), impl, what, str(batch_size)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return in_child(__file__, n_patches, impl, what, batch_size)
 
 
 def main():
@@ -118,9 +77,7 @@ def main():
     lines = [
         "# Pair decoder benchmark",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, "
-        f"{torch.get_num_threads()} torch threads, torch {torch.__version__}. "
-        f"Paper defaults: emb_dim 512, depth 8, 30-s windows at 200 Hz, "
+        f"Machine: {machine()}. Paper defaults: emb_dim 512, depth 8, 30-s windows at 200 Hz, "
         f"pos_mask_ratio 0.8, batch {B}. Median of {args.repeats} steps.",
         "",
         "Command: `python benchmarks/bench_pair_decoder.py --out "

@@ -52,6 +52,71 @@ def _compare(args):
     sys.stdout.write((Path(args.out) / "table.md").read_text())
 
 
+def _store(args):
+    from .datasets import load_physionet_mi_continuous, write_window_store
+
+    windows = load_physionet_mi_continuous(
+        args.subjects,
+        runs=args.runs,
+        path=args.data_path,
+        window_seconds=args.window_seconds,
+        stride_seconds=args.stride_seconds,
+    )
+    write_window_store(windows, args.out, overwrite=args.overwrite)
+    sys.stdout.write(f"{len(windows)} windows written to {args.out}/\n")
+
+
+def _pretrain(args):
+    import torch
+
+    from .datasets import SingleChannelWindows, load_physionet_mi_continuous
+    from .training import init_distributed, pretrain
+    from .training.distributed import rank
+
+    device = init_distributed(args.device)
+    torch.manual_seed(args.seed)
+    if args.store:
+        view = SingleChannelWindows.from_store(args.store)
+    else:
+        view = SingleChannelWindows(
+            load_physionet_mi_continuous(
+                args.subjects,
+                path=args.data_path,
+                window_seconds=args.window_seconds,
+                stride_seconds=args.stride_seconds,
+            )
+        )
+    encoder_kwargs = dict(
+        emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
+    )
+    pretext = {
+        "pars": dict(n_patches=args.n_patches, pos_mask_ratio=args.pos_mask_ratio),
+        "mae": dict(mask_ratio=args.mask_ratio),
+        "mp3": dict(mask_ratio=args.mask_ratio),
+        "droppos": dict(mask_ratio=args.mask_ratio, pos_mask_ratio=args.pos_mask_ratio),
+    }[args.method]
+    net = pretrain(
+        view,
+        args.method,
+        checkpoint_dir=args.out,
+        max_epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        device=device,
+        amp=args.amp,
+        compile=args.compile,
+        num_workers=args.workers,
+        encoder_kwargs=encoder_kwargs,
+        **pretext,
+    )
+    if rank() == 0:
+        loss = net.history[-1, "train_loss"]
+        sys.stdout.write(
+            f"{len(net.history)} epochs, final loss {loss:.4f}; encoder written "
+            f"to {args.out}/encoder.pt\n"
+        )
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="braindecode-pars",
@@ -90,6 +155,48 @@ def build_parser():
     compare.add_argument("--device", help="cpu or cuda")
     compare.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
     compare.set_defaults(func=_compare)
+
+    store = sub.add_parser(
+        "store",
+        help="write PhysioNet-MI recordings to a memory-mappable window store for pretraining",
+    )
+    store.add_argument("--out", required=True, help="store folder")
+    store.add_argument("--subjects", nargs="+", type=int, default=[1])
+    store.add_argument("--runs", nargs="+", type=int, default=[1, 2, 3, 5, 7, 9, 11, 13])
+    store.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
+    store.add_argument("--window-seconds", type=float, default=30.0)
+    store.add_argument("--stride-seconds", type=float, default=5.0)
+    store.add_argument("--overwrite", action="store_true")
+    store.set_defaults(func=_store)
+
+    pre = sub.add_parser(
+        "pretrain",
+        help="pretrain an encoder with one pretext task; resumable; several processes "
+        "under torchrun (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)",
+    )
+    pre.add_argument("--out", required=True, help="checkpoint folder (resumed if it holds a run)")
+    pre.add_argument("--method", default="pars", choices=["pars", "mae", "mp3", "droppos"])
+    pre.add_argument("--store", help="window store folder (see 'store'); default: bundled EEG")
+    pre.add_argument("--subjects", nargs="+", type=int, default=[1])
+    pre.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
+    pre.add_argument("--window-seconds", type=float, default=30.0)
+    pre.add_argument("--stride-seconds", type=float, default=5.0)
+    pre.add_argument("--epochs", type=int, default=1000, help="paper: 1000")
+    pre.add_argument("--batch-size", type=int, default=512, help="per process (paper: 512 in all)")
+    pre.add_argument("--lr", type=float, default=1e-4, help="paper: 1e-4")
+    pre.add_argument("--emb-dim", type=int, default=512)
+    pre.add_argument("--depth", type=int, default=8)
+    pre.add_argument("--n-heads", type=int, default=8)
+    pre.add_argument("--ff-dim", type=int, default=512)
+    pre.add_argument("--n-patches", type=int, default=40)
+    pre.add_argument("--pos-mask-ratio", type=float, default=0.8)
+    pre.add_argument("--mask-ratio", type=float, default=0.75)
+    pre.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    pre.add_argument("--amp", action="store_true", help="bf16 autocast")
+    pre.add_argument("--compile", action="store_true", help="torch.compile the model")
+    pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    pre.add_argument("--seed", type=int, default=0)
+    pre.set_defaults(func=_pretrain)
     return parser
 
 

@@ -30,3 +30,58 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     assert r0["batches"] == 4  # 64 windows, 2 ranks, 8 per step: each rank saw half
     assert r0["has_writers"] and not r1["has_writers"]  # only rank 0 writes
     assert (tmp_path / "run" / "encoder_last.pt").is_file()
+
+
+def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+    cli = [sys.executable, "-m", "braindecode_pars.cli"]
+    subprocess.run(
+        [*cli, "store", "--out", str(tmp_path / "store"), "--runs", "1", "2"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    small = [
+        "--emb-dim",
+        "16",
+        "--depth",
+        "1",
+        "--n-heads",
+        "2",
+        "--ff-dim",
+        "16",
+        "--n-patches",
+        "10",
+        "--batch-size",
+        "8",
+        "--device",
+        "cpu",
+    ]
+    run = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "braindecode_pars.cli",
+        "pretrain",
+        "--out",
+        str(tmp_path / "run"),
+        "--store",
+        str(tmp_path / "store"),
+        *small,
+    ]
+    first = subprocess.run(
+        [*run, "--epochs", "2"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.count("final loss") == 1  # rank 0 reports, rank 1 does not
+    again = subprocess.run(
+        [*run, "--epochs", "3"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "3 epochs" in again.stdout and "Resuming pretraining" in again.stderr
+    assert (tmp_path / "run" / "encoder.pt").is_file()

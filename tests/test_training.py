@@ -109,3 +109,15 @@ def test_pretrain_net_refuses_a_model_that_is_not_a_pretext_model():
     net = PretrainNet(torch.nn.Linear(3, 3), max_epochs=1, progress_bar=False)
     with pytest.raises(TypeError, match="'module' must be a pretext model"):
         net.initialize()
+
+
+def test_bf16_autocast_runs_the_encoder_in_bfloat16_and_still_learns():
+    net = PretrainNet(_pars(), max_epochs=25, batch_size=16, lr=3e-3, progress_bar=False, amp=True)
+    seen = []
+    net.initialize()
+    net.module_.encoder.tokenizer.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    net.fit(_ramp_dataset())
+    assert seen and all(dtype == torch.bfloat16 for dtype in seen)
+    assert net.module_.encoder.tokenizer.weight.dtype == torch.float32  # master weights
+    losses = net.history[:, "train_loss"]
+    assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:3]) / 3

@@ -13,6 +13,7 @@ from .physionet_mi import (
     run_block,
 )
 from .single_channel import SingleChannelWindows
+from .store import read_window_store, write_window_store
 
 __all__ = [
     "IMAGERY_RUNS",
@@ -25,5 +26,7 @@ __all__ = [
     "physionet_mi_preprocessors",
     "physionet_mi_run_path",
     "read_physionet_mi",
+    "read_window_store",
     "run_block",
+    "write_window_store",
 ]

@@ -20,8 +20,10 @@ class SingleChannelWindows(Dataset):
     inside its recording. Where the recording around a window is unknown (arrays,
     epochs), the crop stays inside the window.
 
-    Draws come from torch's generator, so ``torch.manual_seed`` makes them
-    reproducible and DataLoader workers draw differently.
+    Draws come from a generator seeded by torch's, so ``torch.manual_seed`` makes
+    them reproducible and DataLoader workers draw differently. A DataLoader fetches
+    whole batches through ``__getitems__``. :meth:`from_store` reads a
+    memory-mapped store written by :func:`write_window_store`.
 
     Parameters
     ----------
@@ -48,13 +50,33 @@ class SingleChannelWindows(Dataset):
 
     def __init__(self, windows, n_times=None, max_shift=None):
         sources = windows if isinstance(windows, list | tuple) else [windows]
-        self.recordings = []  # (n_chans, n_samples) float32 arrays
+        self.recordings = []  # (n_chans, n_samples) float32 arrays, or memory maps
+        self.sfreq = None
         index = []  # (recording, window start, window stop)
         for source in sources:
             self._add(source, index)
-        if not index:
+        self._finish(np.asarray(index, dtype=np.int64), n_times, max_shift)
+
+    @classmethod
+    def from_store(cls, path, n_times=None, max_shift=None):
+        """The view of a store written by :func:`write_window_store`, memory-mapped.
+
+        Nothing is read until items are drawn; DataLoader workers share the mapped
+        files through the page cache.
+        """
+        from .store import read_window_store
+
+        view = cls.__new__(cls)
+        view.recordings, index, info = read_window_store(path)
+        view.sfreq = info["sfreq"]
+        view._finish(index, n_times, max_shift)
+        return view
+
+    def _finish(self, index, n_times, max_shift):
+        if len(index) == 0:
             raise ValueError("'windows' holds no window.")
-        self.index = np.asarray(index, dtype=np.int64)
+        self.index = index
+        self._rng = None
         lengths = self.index[:, 2] - self.index[:, 1]
         if n_times is None:
             if len(np.unique(lengths)) != 1:
@@ -78,6 +100,8 @@ class SingleChannelWindows(Dataset):
         if isinstance(source, BaseConcatDataset):
             for ds in source.datasets:
                 raw = getattr(ds, "raw", None)
+                if raw is not None:
+                    self.sfreq = raw.info["sfreq"]
                 if raw is not None and getattr(raw, "preload", False):
                     rec = len(self.recordings)
                     self.recordings.append(np.asarray(raw.get_data(picks="eeg"), np.float32))
@@ -112,9 +136,31 @@ class SingleChannelWindows(Dataset):
         return int(low), int(max(low, high))
 
     def __getitem__(self, i):
-        rec = self.recordings[self.index[i, 0]]
-        low, high = self.crop_bounds(i)
-        start = int(torch.randint(low, high + 1, ()).item())
-        channel = int(torch.randint(0, rec.shape[0], ()).item())
-        x = torch.from_numpy(rec[channel : channel + 1, start : start + self.n_times].copy())
-        return x, 0
+        return self.__getitems__([i])[0]
+
+    def _generator(self):
+        """numpy generator seeded from torch's, once per process (DataLoader workers differ)."""
+        seed = torch.initial_seed()
+        if self._rng is None or self._rng_seed != seed:
+            self._rng = np.random.default_rng([seed % 2**63, int(torch.randint(0, 2**31, ()))])
+            self._rng_seed = seed
+        return self._rng
+
+    def __getitems__(self, indices):
+        """A batch of items at once: the random draws are made together, crops are slices."""
+        indices = np.asarray(indices, dtype=np.int64)
+        rng = self._generator()
+        rows = self.index[indices]
+        out = []
+        for (rec, _, _), i, u, v in zip(
+            rows, indices, rng.random(len(indices)), rng.random(len(indices)), strict=True
+        ):
+            recording = self.recordings[rec]
+            low, high = self.crop_bounds(i)
+            start = low + int(u * (high - low + 1))
+            channel = int(v * recording.shape[0])
+            x = np.array(
+                recording[channel : channel + 1, start : start + self.n_times], dtype=np.float32
+            )
+            out.append((torch.from_numpy(x), 0))
+        return out

@@ -34,8 +34,7 @@ from .._checks import check_option
 from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
 from ..estimator import PARSClassifier, windows_to_arrays
 from ..metrics import balanced_accuracy, cohen_kappa
-from ..models import PRETEXT_MODELS
-from ..training import PretrainNet, save_encoder
+from ..training import pretrain, save_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ class ComparisonConfig:
 
 
 def pretrain_method(method, seed, config, view, out):
-    """Pretrain one pretext task on the shared view; returns the encoder file and loss."""
+    """Pretrain one pretext task on the shared view; returns the encoder file and losses."""
     torch.manual_seed(seed)
     params = {
         "pars": dict(n_patches=config.n_patches, pos_mask_ratio=config.pos_mask_ratio),
@@ -87,26 +86,21 @@ def pretrain_method(method, seed, config, view, out):
         "mp3": dict(mask_ratio=config.mask_ratio),
         "droppos": dict(mask_ratio=config.mask_ratio, pos_mask_ratio=config.pos_mask_ratio),
     }[method]
-    model = PRETEXT_MODELS[method](
-        n_times=view.n_times,
-        sfreq=view.sfreq,
-        emb_dim=config.emb_dim,
-        depth=config.depth,
-        n_heads=config.n_heads,
-        ff_dim=config.ff_dim,
-        **params,
-    )
     run_dir = out / "pretrain" / f"{method}_seed{seed}"
-    net = PretrainNet(
-        model,
+    net = pretrain(
+        view,
+        method,
+        checkpoint_dir=run_dir,
         max_epochs=config.pretrain_epochs,
         batch_size=config.pretrain_batch_size,
         lr=config.pretrain_lr,
         device=config.device,
-        checkpoint_dir=run_dir,
         progress_bar=False,
+        encoder_kwargs=dict(
+            emb_dim=config.emb_dim, depth=config.depth, n_heads=config.n_heads, ff_dim=config.ff_dim
+        ),
+        **params,
     )
-    net.fit(view)
     path = out / "encoders" / f"{method}_seed{seed}.pt"
     save_encoder(net.encoder, path)
     losses = net.history[:, "train_loss"]
@@ -133,7 +127,6 @@ def run_comparison(out="results/comparison", config=None):
         stride_seconds=config.pretrain_stride_seconds,
     )
     view = SingleChannelWindows(pretrain_windows)
-    view.sfreq = float(pretrain_windows.datasets[0].raw.info["sfreq"])
     windows = load_physionet_mi(config.subjects, path=config.data_path)
     X, y, sfreq = windows_to_arrays(windows)
     blocks = windows.get_metadata()["block"].to_numpy()

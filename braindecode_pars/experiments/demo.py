@@ -26,8 +26,7 @@ from sklearn.model_selection import LeaveOneGroupOut, cross_validate
 from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
 from ..estimator import PARSClassifier, windows_to_arrays
 from ..metrics import make_scorer
-from ..models import PARS
-from ..training import PretrainNet, save_encoder
+from ..training import pretrain, save_encoder
 from ..viz import plot_shift_matrices, plot_training_curves
 
 logger = logging.getLogger(__name__)
@@ -73,27 +72,20 @@ def pretrain_encoder(config, out):
         stride_seconds=config.pretrain_stride_seconds,
     )
     view = SingleChannelWindows(windows)
-    sfreq = float(windows.datasets[0].raw.info["sfreq"])
-    model = PARS(
-        n_times=view.n_times,
-        sfreq=sfreq,
-        n_patches=config.n_patches,
-        pos_mask_ratio=config.pos_mask_ratio,
-        emb_dim=config.emb_dim,
-        depth=config.depth,
-        n_heads=config.n_heads,
-        ff_dim=config.ff_dim,
-    )
-    net = PretrainNet(
-        model,
+    net = pretrain(
+        view,
+        "pars",
+        checkpoint_dir=out / "pretrain",
         max_epochs=config.pretrain_epochs,
         batch_size=config.pretrain_batch_size,
         lr=config.pretrain_lr,
         device=config.device,
-        checkpoint_dir=out / "pretrain",
+        encoder_kwargs=dict(
+            emb_dim=config.emb_dim, depth=config.depth, n_heads=config.n_heads, ff_dim=config.ff_dim
+        ),
+        n_patches=config.n_patches,
+        pos_mask_ratio=config.pos_mask_ratio,
     )
-    logger.info("Pretraining PARS on %d windows of %d recordings.", len(view), len(view.recordings))
-    net.fit(view)
     save_encoder(net.encoder, out / "encoder.pt")
     return net
 
@@ -110,7 +102,7 @@ def shift_matrix_figure(net, config, out):
     view = SingleChannelWindows(held_out, max_shift=0)
     torch.manual_seed(config.seed)
     X = torch.stack([view[i][0] for i in range(len(view))]).to(config.device)
-    model = net.module_.eval()
+    model = net.pretext_.eval()
     with torch.no_grad():
         out_dict = model(X)
     fig = plot_shift_matrices(out_dict, index=0, title="PARS on a held-out 30-s window")

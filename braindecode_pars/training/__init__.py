@@ -3,6 +3,7 @@
 from .checkpoints import AtomicCheckpoint, EncoderCheckpoint, load_encoder, save_encoder
 from .distributed import init_distributed
 from .pretrain import PretextLoss, PretrainNet
+from .run import pretrain
 from .schedule import WarmupCosineLR, warmup_cosine_factor
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "WarmupCosineLR",
     "init_distributed",
     "load_encoder",
+    "pretrain",
     "save_encoder",
     "warmup_cosine_factor",
 ]

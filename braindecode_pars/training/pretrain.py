@@ -68,6 +68,10 @@ class PretrainNet(NeuralNet):
         Fraction of the epochs of linear warm-up. Paper: 0.1.
     progress_bar : bool
         Show a progress bar over the batches of each epoch.
+    amp : bool
+        Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
+        device. The PARS decoder keeps its float64 factor tables. For
+        ``torch.compile``, pass skorch's own ``compile=True``.
     distributed : bool | None
         Train with torch's DistributedDataParallel, one process per device, as
         launched by ``torchrun`` (see :func:`~braindecode_pars.training.init_distributed`).
@@ -108,6 +112,7 @@ class PretrainNet(NeuralNet):
         checkpoint_dir=None,
         warmup_fraction=0.1,  # paper section 2.5: 100 of 1000 epochs
         progress_bar=True,
+        amp=False,
         distributed=None,
         **kwargs,
     ):
@@ -127,6 +132,7 @@ class PretrainNet(NeuralNet):
         self.checkpoint_dir = checkpoint_dir
         self.warmup_fraction = warmup_fraction
         self.progress_bar = progress_bar
+        self.amp = amp
         self.distributed = distributed
 
     @property
@@ -202,6 +208,12 @@ class PretrainNet(NeuralNet):
         kwargs.setdefault("batch_size", self.batch_size)
         self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
         return DataLoader(dataset, sampler=self.train_sampler_, **kwargs)
+
+    def infer(self, x, **fit_params):
+        """The module's forward pass, under bf16 autocast when ``amp`` is set."""
+        device_type = torch.device(self.device).type
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bool(self.amp)):
+            return super().infer(x, **fit_params)
 
     def train_step(self, batch, **fit_params):
         """One optimisation step; the recorded loss is the mean over processes."""

@@ -1,0 +1,67 @@
+"""Timing and memory helpers shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import gc
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+
+def median_times(steps, repeats, warmup=2):
+    """Median time of each step, the steps interleaved so that they share machine state."""
+    for _ in range(warmup):
+        for step in steps:
+            step()
+    times = [[] for _ in steps]
+    for _ in range(repeats):
+        for step, record in zip(steps, times, strict=True):
+            t0 = time.perf_counter()
+            step()
+            record.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
+
+
+def status_mib(field):
+    """A field of /proc/self/status in MiB (VmRSS, VmHWM)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024  # kB -> MiB
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def peak_growth(step):
+    """Run ``step`` once; growth of the peak resident memory (MiB) and its duration (s).
+
+    The peak (VmHWM) is reset just before the step (Linux's clear_refs), so that the
+    peaks of importing torch and building the model do not hide the step's own.
+    """
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = status_mib("VmRSS")
+    t0 = time.perf_counter()
+    step()
+    elapsed = time.perf_counter() - t0
+    return status_mib("VmHWM") - before, elapsed
+
+
+def in_child(script, *args):
+    """Run ``script --child args...`` in a fresh process; parse the JSON it prints last."""
+    cmd = [sys.executable, script, "--child", *map(str, args)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def machine():
+    """One line describing where the figures were taken."""
+    return (
+        f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch "
+        f"threads, torch {torch.__version__}"
+    )
