@@ -198,7 +198,9 @@ def summarize(scores):
     per_seed = scores.groupby(["method", "n_train_runs", "seed"])[
         ["balanced_accuracy", "kappa"]
     ].mean()
-    return per_seed.groupby(["method", "n_train_runs"]).agg(["mean", "std"])
+    summary = per_seed.groupby(["method", "n_train_runs"]).agg(["mean", "std"])
+    order = [m for m in METHODS if m in summary.index.get_level_values("method")]
+    return summary.loc[order]  # the paper's order: scratch, MAE, MP3, DropPos, PARS
 
 
 def format_table(summary, config, pretrain_log=()):
