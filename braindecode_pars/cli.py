@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import logging
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -202,11 +203,15 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    # braindecode's model zoo warns about MNE montage names at import; not ours to fix
+    warnings.filterwarnings("ignore", category=FutureWarning, module="braindecode")
+    warnings.filterwarnings("ignore", message=".*standard_1020.*")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s: %(message)s",
     )
     logging.getLogger("mne").setLevel(logging.ERROR)
+    logging.getLogger("braindecode").setLevel(logging.WARNING)
     args.func(args)
     return 0
 

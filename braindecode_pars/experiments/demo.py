@@ -140,7 +140,6 @@ def run_demo(out="results/demo", config=None):
         sfreq=sfreq,
         device=config.device,
         random_state=config.seed,
-        verbose=1,
     )
     methods = {
         "PARS": PARSClassifier(pretrained_encoder=str(out / "encoder.pt"), **common),
