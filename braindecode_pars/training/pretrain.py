@@ -173,9 +173,15 @@ class PretrainNet(NeuralNet):
 
     @property
     def pretext_(self):
-        """The pretext model, unwrapped from DistributedDataParallel if need be."""
+        """The pretext model, unwrapped from DistributedDataParallel and torch.compile."""
         module = self.module_
-        return module.module if isinstance(module, DistributedDataParallel) else module
+        while True:
+            if isinstance(module, DistributedDataParallel):
+                module = module.module
+            elif hasattr(module, "_orig_mod"):  # torch.compile's OptimizedModule
+                module = module._orig_mod
+            else:
+                return module
 
     @property
     def encoder(self):
