@@ -121,3 +121,19 @@ def test_single_channel_view_errors():
         SingleChannelWindows(np.zeros((3, 100)))
     with pytest.raises(ValueError, match="longer than the shortest"):
         SingleChannelWindows(np.zeros((3, 2, 100)), n_times=200)
+
+
+def test_paper_subject_split_of_physionet_mi():
+    from braindecode_pars.datasets import PHYSIONET_MI_SPLIT, physionet_mi_subject_split
+
+    assert [physionet_mi_subject_split(s) for s in (1, 70, 71, 89, 90, 109)] == [
+        "train",
+        "train",
+        "valid",
+        "valid",
+        "test",
+        "test",
+    ]
+    assert sum(len(v) for v in PHYSIONET_MI_SPLIT.values()) == 109
+    with pytest.raises(ValueError, match="'subject' must lie in 1..109, but got 110"):
+        physionet_mi_subject_split(110)

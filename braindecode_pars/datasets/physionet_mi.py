@@ -68,6 +68,23 @@ def _run_kind(run):
     return "left_right" if (run - 3) % 4 < 2 else "fists_feet"
 
 
+#: The paper's subject split of PhysioNet-MI (appendix A.3).
+PHYSIONET_MI_SPLIT = {
+    "train": tuple(range(1, 71)),
+    "valid": tuple(range(71, 90)),
+    "test": tuple(range(90, 110)),
+}
+
+
+def physionet_mi_subject_split(subject):
+    """'train' (subjects 1-70), 'valid' (71-89) or 'test' (90-109), as the paper splits."""
+    check_int("subject", subject, 1)
+    for name, subjects in PHYSIONET_MI_SPLIT.items():
+        if subject in subjects:
+            return name
+    raise ValueError(f"'subject' must lie in 1..109, but got {subject}.")
+
+
 def run_block(run):
     """Repetition of the task sequence a run belongs to: 0 for runs 1-2, 1-3 for runs 3-14.
 

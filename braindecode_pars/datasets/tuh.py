@@ -1,0 +1,331 @@
+"""Temple University Hospital EEG corpora: TUEG (pretraining), TUAB and TUSZ (paper A.3).
+
+The readers walk the folder layouts the corpora are published in:
+
+- TUEG v2: ``tuh_eeg/v2.0.0/edf/000/aaaaaaaa/s001_2015_12_30/01_tcp_ar/aaaaaaaa_s001_t000.edf``
+- TUAB v3.0.1: ``tuh_eeg_abnormal/v3.0.1/edf/{train,eval}/{normal,abnormal}/01_tcp_ar/
+  aaaaaaav_s004_t000.edf``
+- TUSZ v2.0.3: ``tuh_eeg_seizure/v2.0.3/edf/{train,dev,eval}/aaaaaaac/s001_2002/02_tcp_le/
+  aaaaaaac_s001_t000.edf``, each with its ``.csv_bi`` term-based seizure annotation.
+
+The subject is the first token of the file name. Channels are the paper's common
+10-20 set, read from TUH's names (``EEG FP1-REF``, ``EEG FP1-LE``) whatever the
+reference montage; preprocessing is the paper's: microvolts, 200 Hz, 0.3-75 Hz
+band-pass, 60 Hz notch. Nothing is downloaded: the corpora are distributed on
+request by their authors (https://isip.piconepress.com/projects/nedc/html/tuh_eeg/).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import mne
+import numpy as np
+import pandas as pd
+from braindecode.datasets import BaseConcatDataset, RawDataset
+from braindecode.preprocessing import Preprocessor, create_fixed_length_windows, preprocess
+
+from .._checks import check_option, check_range
+from .physionet_mi import volts_to_microvolts
+
+logger = logging.getLogger(__name__)
+
+#: The 19 common 10-20 channels (paper A.3: TUEG and TUSZ).
+TUH_CHANNELS_19 = (
+    "Fp1",
+    "Fp2",
+    "F3",
+    "F4",
+    "F7",
+    "F8",
+    "FZ",
+    "C3",
+    "C4",
+    "CZ",
+    "P3",
+    "P4",
+    "PZ",
+    "O1",
+    "O2",
+    "T3",
+    "T4",
+    "T5",
+    "T6",
+)
+#: The 21 channels of TUAB (paper A.3): the 19 and the ear electrodes.
+TUH_CHANNELS_21 = TUH_CHANNELS_19 + ("A1", "A2")
+
+_TUH_NAME = re.compile(r"^EEG\s+(?P<name>[A-Z0-9]+)-(REF|LE)$", re.IGNORECASE)
+_FILE = re.compile(r"^(?P<subject>[a-z0-9]+)_s(?P<session>\d+)_t(?P<segment>\d+)\.edf$")
+
+
+def _paper_name(tuh_name):
+    """'EEG FP1-REF' -> 'Fp1', 'EEG FZ-LE' -> 'FZ' (the paper's spelling); else None."""
+    match = _TUH_NAME.match(tuh_name.strip())
+    if match is None:
+        return None
+    name = match.group("name").upper()
+    return {"FP1": "Fp1", "FP2": "Fp2"}.get(name, name)
+
+
+def read_tuh_edf(fname, channels=TUH_CHANNELS_19, preload=False):
+    """Read one TUH EDF file and keep ``channels``, renamed and in that order.
+
+    Raises
+    ------
+    ValueError
+        If a channel is missing, naming the file and the missing channels.
+    """
+    raw = mne.io.read_raw_edf(fname, preload=preload, verbose="error")
+    names = {}
+    for ch in raw.ch_names:
+        name = _paper_name(ch)
+        if name in channels and name not in names.values():
+            names[ch] = name
+    missing = [c for c in channels if c not in names.values()]
+    if missing:
+        raise ValueError(f"'{fname}' lacks the channels {missing}.")
+    raw.pick(list(names)).rename_channels(names)
+    raw.reorder_channels(list(channels))
+    raw.set_channel_types(dict.fromkeys(channels, "eeg"))
+    return raw
+
+
+def parse_tuh_file_name(fname):
+    """subject, session and segment from ``aaaaaaav_s004_t000.edf``."""
+    match = _FILE.match(Path(fname).name)
+    if match is None:
+        raise ValueError(f"'{fname}' is not named as TUH files are (subject_sNNN_tNNN.edf).")
+    return match.group("subject"), int(match.group("session")), int(match.group("segment"))
+
+
+def tuh_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=60.0):
+    """The paper's TUH preprocessing: microvolts, resample, band-pass, notch."""
+    return [
+        Preprocessor(volts_to_microvolts, apply_on_array=True),
+        Preprocessor("resample", sfreq=sfreq, apply_on_array=False),
+        Preprocessor("filter", l_freq=l_freq, h_freq=h_freq, apply_on_array=False, verbose="error"),
+        Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error"),
+    ]
+
+
+def _edf_files(root, what):
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"The {what} folder '{root}' does not exist.")
+    files = sorted(root.rglob("*.edf"))
+    if not files:
+        raise FileNotFoundError(f"No .edf file under '{root}' ({what}).")
+    return files
+
+
+def _windows(datasets, channels, window_seconds, sfreq, n_jobs):
+    ds = BaseConcatDataset(datasets)
+    with mne.use_log_level("error"):
+        preprocess(ds, tuh_preprocessors(sfreq), n_jobs=n_jobs)
+    size = int(round(window_seconds * sfreq))
+    return create_fixed_length_windows(
+        ds,
+        window_size_samples=size,
+        window_stride_samples=size,
+        on_last_window="drop",
+        preload=True,
+    )
+
+
+def load_tuab(
+    path, splits=("train", "eval"), window_seconds=30.0, sfreq=200.0, max_files=None, n_jobs=1
+):
+    """TUAB v3.0.1: abnormal-EEG detection windows (paper A.3).
+
+    21 channels, 200 Hz, 0.3-75 Hz band-pass, 60 Hz notch, non-overlapping
+    ``window_seconds`` windows; every window of a recording carries the recording's
+    label (0 normal, 1 abnormal). The description holds ``subject``, ``session``,
+    ``segment``, ``split`` (the official train/eval) and ``pathological``; use
+    :func:`tuh_subject_split` for the paper's 80/20 train/valid split by patient.
+
+    Parameters
+    ----------
+    path : str | Path
+        The folder holding ``train/`` and ``eval/`` (``.../v3.0.1/edf``).
+    splits : tuple of {"train", "eval"}
+    window_seconds, sfreq : float
+        Paper: 30 s (the fine-tuning windows) and 200 Hz.
+    max_files : int | None
+        Read at most this many files per split and label (for quick runs).
+    """
+    for split in splits:
+        check_option("splits", split, ("train", "eval"))
+    datasets = []
+    for split in splits:
+        for label, pathological in (("normal", 0), ("abnormal", 1)):
+            folder = Path(path) / split / label
+            files = _edf_files(folder, f"TUAB {split}/{label}")[:max_files]
+            for fname in files:
+                subject, session, segment = parse_tuh_file_name(fname)
+                raw = read_tuh_edf(fname, TUH_CHANNELS_21)
+                datasets.append(
+                    RawDataset(
+                        raw,
+                        description=dict(
+                            subject=subject,
+                            session=session,
+                            segment=segment,
+                            split=split,
+                            pathological=pathological,
+                            path=str(fname),
+                        ),
+                        target_name="pathological",
+                    )
+                )
+    return _windows(datasets, TUH_CHANNELS_21, window_seconds, sfreq, n_jobs)
+
+
+def read_csv_bi(fname):
+    """Seizure intervals of a TUSZ ``.csv_bi`` file: (n, 2) start and stop, in seconds."""
+    table = pd.read_csv(fname, comment="#", skipinitialspace=True)
+    expected = {"channel", "start_time", "stop_time", "label"}
+    if not expected <= set(table.columns):
+        raise ValueError(f"'{fname}' lacks the columns {sorted(expected - set(table.columns))}.")
+    seiz = table[table["label"].str.lower() == "seiz"]
+    return seiz[["start_time", "stop_time"]].to_numpy(dtype=float).reshape(-1, 2)
+
+
+def seizure_labels(starts, stops, intervals, min_overlap_seconds=0.0):
+    """1 for windows [start, stop) (seconds) overlapping a seizure by more than the minimum."""
+    starts, stops = np.asarray(starts, float)[:, None], np.asarray(stops, float)[:, None]
+    if len(intervals) == 0:
+        return np.zeros(len(starts), dtype=np.int64)
+    overlap = np.minimum(stops, intervals[:, 1]) - np.maximum(starts, intervals[:, 0])
+    return (overlap.max(axis=1) > min_overlap_seconds).astype(np.int64)
+
+
+def load_tusz(
+    path,
+    splits=("train", "dev", "eval"),
+    window_seconds=30.0,
+    sfreq=200.0,
+    min_overlap_seconds=0.0,
+    max_files=None,
+    n_jobs=1,
+):
+    """TUSZ v2.0.3: seizure-detection windows labelled from the ``.csv_bi`` files.
+
+    19 channels, 200 Hz, 0.3-75 Hz band-pass, 60 Hz notch, non-overlapping
+    ``window_seconds`` windows. A window is labelled 1 (seizure) when it overlaps a
+    ``seiz`` interval of the term-based annotation by more than
+    ``min_overlap_seconds`` (the paper does not say; any overlap by default), else 0.
+    The description holds ``subject``, ``session``, ``segment`` and ``split``
+    (official train/dev/eval; the paper's test set is eval).
+
+    Parameters
+    ----------
+    path : str | Path
+        The folder holding ``train/``, ``dev/`` and ``eval/`` (``.../v2.0.3/edf``).
+    """
+    for split in splits:
+        check_option("splits", split, ("train", "dev", "eval"))
+    check_range("min_overlap_seconds", min_overlap_seconds, 0, window_seconds, high_open=True)
+    datasets, intervals = [], []
+    for split in splits:
+        for fname in _edf_files(Path(path) / split, f"TUSZ {split}")[:max_files]:
+            annotation = fname.with_suffix(".csv_bi")
+            if not annotation.is_file():
+                raise FileNotFoundError(f"'{fname}' has no annotation file '{annotation}'.")
+            subject, session, segment = parse_tuh_file_name(fname)
+            raw = read_tuh_edf(fname, TUH_CHANNELS_19)
+            datasets.append(
+                RawDataset(
+                    raw,
+                    description=dict(
+                        subject=subject,
+                        session=session,
+                        segment=segment,
+                        split=split,
+                        path=str(fname),
+                    ),
+                )
+            )
+            intervals.append(read_csv_bi(annotation))
+    windows = _windows(datasets, TUH_CHANNELS_19, window_seconds, sfreq, n_jobs)
+    for ds, seiz in zip(windows.datasets, intervals, strict=True):
+        fs = ds.raw.info["sfreq"]
+        starts = ds.metadata["i_start_in_trial"].to_numpy() / fs
+        stops = ds.metadata["i_stop_in_trial"].to_numpy() / fs
+        labels = seizure_labels(starts, stops, seiz, min_overlap_seconds)
+        ds.metadata["target"] = labels
+        ds.y = labels.tolist()
+    return windows
+
+
+def tuh_subjects(path):
+    """Subjects (file-name prefixes) of every EDF file under ``path``."""
+    return sorted({parse_tuh_file_name(f)[0] for f in _edf_files(path, "TUH")})
+
+
+def load_tueg(
+    path,
+    exclude_subjects=(),
+    channels=TUH_CHANNELS_19,
+    window_seconds=30.0,
+    sfreq=200.0,
+    max_files=None,
+    n_jobs=1,
+):
+    """TUEG recordings for pretraining, without the patients of the fine-tuning sets.
+
+    Paper A.3: "we discard all TUAB/TUSZ patients from the pretraining"; pass
+    ``exclude_subjects=tuh_subjects(tuab_path) + tuh_subjects(tusz_path)``.
+    19 channels, 200 Hz, 0.3-75 Hz band-pass, 60 Hz notch, ``window_seconds``
+    windows (the single-channel view draws crops and channels from them).
+    """
+    excluded = set(exclude_subjects)
+    datasets, skipped = [], 0
+    for fname in _edf_files(path, "TUEG"):
+        subject, session, segment = parse_tuh_file_name(fname)
+        if subject in excluded:
+            skipped += 1
+            continue
+        if max_files is not None and len(datasets) >= max_files:
+            break
+        raw = read_tuh_edf(fname, channels)
+        datasets.append(
+            RawDataset(
+                raw,
+                description=dict(
+                    subject=subject, session=session, segment=segment, path=str(fname)
+                ),
+            )
+        )
+    logger.info("TUEG: %d recordings, %d left out as fine-tuning patients.", len(datasets), skipped)
+    if not datasets:
+        raise ValueError(f"Every TUEG recording under '{path}' belongs to an excluded subject.")
+    return _windows(datasets, channels, window_seconds, sfreq, n_jobs)
+
+
+def tuh_subject_split(windows, valid_fraction=0.2, random_state=0):
+    """The paper's split: official test set, the rest 80/20 train/valid by patient.
+
+    Returns
+    -------
+    split : dict of str -> braindecode BaseConcatDataset
+        ``train``, ``valid`` and ``test`` (the ``eval`` recordings); no patient is in
+        two of them.
+    """
+    check_range("valid_fraction", valid_fraction, 0, 1, low_open=True, high_open=True)
+    description = windows.description
+    test = description["split"] == "eval"
+    train_subjects = np.array(sorted(set(description.loc[~test, "subject"])))
+    overlap = set(train_subjects) & set(description.loc[test, "subject"])
+    if overlap:
+        raise ValueError(f"Subjects {sorted(overlap)[:5]} are in both the training and eval sets.")
+    rng = np.random.default_rng(random_state)
+    n_valid = max(1, int(round(valid_fraction * len(train_subjects))))
+    valid_subjects = set(rng.choice(train_subjects, size=n_valid, replace=False))
+    role = np.where(
+        test, "test", np.where(description["subject"].isin(valid_subjects), "valid", "train")
+    )
+    by = {name: np.flatnonzero(role == name).tolist() for name in ("train", "valid", "test")}
+    return dict(windows.split({name: rows for name, rows in by.items() if rows}))

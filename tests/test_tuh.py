@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+
+from braindecode_pars.datasets.tuh import (
+    TUH_CHANNELS_19,
+    TUH_CHANNELS_21,
+    load_tuab,
+    load_tueg,
+    load_tusz,
+    parse_tuh_file_name,
+    read_csv_bi,
+    read_tuh_edf,
+    seizure_labels,
+    tuh_subject_split,
+    tuh_subjects,
+)
+
+from .tuh_fixtures import make_tuab, make_tueg, make_tusz, write_csv_bi, write_tuh_edf
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tuh")
+    return {"tuab": make_tuab(root), "tusz": make_tusz(root), "tueg": make_tueg(root)}
+
+
+def test_channels_are_picked_renamed_and_ordered_from_either_reference(tmp_path):
+    for reference in ("REF", "LE"):
+        fname = write_tuh_edf(tmp_path / f"x_{reference}.edf", reference=reference, seconds=10)
+        raw = read_tuh_edf(fname, TUH_CHANNELS_21)
+        assert tuple(raw.ch_names) == TUH_CHANNELS_21  # EKG and EMG left out
+    raw19 = read_tuh_edf(fname, TUH_CHANNELS_19)
+    assert tuple(raw19.ch_names) == TUH_CHANNELS_19
+    with pytest.raises(ValueError, match=r"lacks the channels \['Oz'\]"):
+        read_tuh_edf(fname, TUH_CHANNELS_19 + ("Oz",))
+
+
+def test_file_names_give_subject_session_segment():
+    assert parse_tuh_file_name("a/b/aaaaaaav_s004_t002.edf") == ("aaaaaaav", 4, 2)
+    with pytest.raises(ValueError, match="not named as TUH files are"):
+        parse_tuh_file_name("recording.edf")
+
+
+def test_tuab_windows_labels_and_preprocessing(corpora):
+    windows = load_tuab(corpora["tuab"])
+    desc = windows.description
+    assert len(desc) == 6 and set(desc.split) == {"train", "eval"}
+    assert len(windows) == 6 * 2  # two 30-s windows per 60-s recording
+    X, y, _ = windows[0]
+    assert X.shape == (21, 6000)  # 21 channels, 30 s at 200 Hz
+    raw = windows.datasets[0].raw
+    assert raw.info["sfreq"] == 200 and raw.info["highpass"] == pytest.approx(0.3)
+    assert raw.info["lowpass"] == pytest.approx(75)
+    md = windows.get_metadata()
+    # every window carries its recording's label: abnormal folders are 1
+    for path, target in zip(md.path, md.target, strict=True):
+        assert target == (1 if "/abnormal/" in path else 0)
+
+
+def test_tuab_patient_split_keeps_patients_apart(corpora):
+    windows = load_tuab(corpora["tuab"])
+    split = tuh_subject_split(windows, valid_fraction=0.25, random_state=0)
+    subjects = {k: set(v.description.subject) for k, v in split.items()}
+    assert subjects["test"] == {"aaaaaaae", "aaaaaaaf"}  # the official eval set
+    assert len(subjects["valid"]) == 1 and len(subjects["train"]) == 3
+    assert not (subjects["train"] & subjects["valid"])
+
+
+def test_csv_bi_parsing_and_window_labels(tmp_path):
+    write_csv_bi(tmp_path / "a.csv_bi", [(35.0, 50.0), (58.0, 60.0)])
+    np.testing.assert_allclose(read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
+    intervals = np.array([[35.0, 50.0]])
+    np.testing.assert_array_equal(seizure_labels([0, 30], [30, 60], intervals), [0, 1])
+    np.testing.assert_array_equal(seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])
+    np.testing.assert_array_equal(seizure_labels([0], [30], np.zeros((0, 2))), [0])
+
+
+def test_tusz_windows_are_labelled_from_the_annotations(corpora):
+    windows = load_tusz(corpora["tusz"])
+    md = windows.get_metadata()
+    assert windows[0][0].shape == (19, 6000)
+    labels = {
+        subject: grp.sort_values("i_start_in_trial").target.tolist()
+        for subject, grp in md.groupby("subject")
+    }
+    assert labels == {
+        "aaaaaaac": [0, 1],  # seizure 35-50 s: second window
+        "aaaaaaag": [0, 0],  # no seizure
+        "aaaaaaah": [1, 1],  # 5-12 s and 58-60 s
+        "aaaaaaai": [1, 1],  # 20-31 s crosses the boundary
+    }
+    assert [windows[i][1] for i in range(len(windows))] == md.target.tolist()
+    assert set(windows.description.split) == {"train", "dev", "eval"}
+
+
+def test_tusz_minimum_overlap_and_missing_annotation(corpora, tmp_path):
+    windows = load_tusz(corpora["tusz"], splits=("eval",), min_overlap_seconds=5.0)
+    assert windows.get_metadata().target.tolist() == [1, 0]  # only 1 s of seizure after 30 s
+    folder = tmp_path / "edf" / "train" / "x" / "s001_2000" / "01_tcp_ar"
+    write_tuh_edf(folder / "x_s001_t000.edf", seconds=10)
+    with pytest.raises(FileNotFoundError, match="has no annotation file"):
+        load_tusz(tmp_path / "edf", splits=("train",))
+
+
+def test_tueg_leaves_out_fine_tuning_patients(corpora):
+    excluded = tuh_subjects(corpora["tuab"]) + tuh_subjects(corpora["tusz"])
+    windows = load_tueg(corpora["tueg"], exclude_subjects=excluded)
+    assert set(windows.description.subject) == {"aaaaaaax"}  # a and c are TUAB/TUSZ patients
+    assert windows[0][0].shape == (19, 6000)
+    with pytest.raises(ValueError, match="belongs to an excluded subject"):
+        load_tueg(corpora["tueg"], exclude_subjects=["aaaaaaaa", "aaaaaaac", "aaaaaaax"])
+
+
+def test_missing_folders_and_bad_splits_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="TUAB train/normal folder"):
+        load_tuab(tmp_path)
+    with pytest.raises(ValueError, match="'splits' parameter"):
+        load_tusz(tmp_path, splits=("test",))
