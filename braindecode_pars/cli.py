@@ -71,6 +71,7 @@ def _pretrain(args):
     import torch
 
     from .datasets import SingleChannelWindows, load_physionet_mi_continuous
+    from .models import pretext_params
     from .training import init_distributed, pretrain
     from .training.distributed import rank
 
@@ -90,12 +91,7 @@ def _pretrain(args):
     encoder_kwargs = dict(
         emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
     )
-    pretext = {
-        "pars": dict(n_patches=args.n_patches, pos_mask_ratio=args.pos_mask_ratio),
-        "mae": dict(mask_ratio=args.mask_ratio),
-        "mp3": dict(mask_ratio=args.mask_ratio),
-        "droppos": dict(mask_ratio=args.mask_ratio, pos_mask_ratio=args.pos_mask_ratio),
-    }[args.method]
+    pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
     net = pretrain(
         view,
         args.method,

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_int, check_option, check_range
 from .datasets.single_channel import SingleChannelWindows
-from .models import PRETEXT_MODELS
+from .models import PRETEXT_MODELS, pretext_params
 from .models.classifier import MultiChannelClassifier
 from .models.encoder import PatchEncoder
 from .training.checkpoints import load_encoder
@@ -317,12 +317,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
 
     def _pretext_params(self):
         """Arguments of the pretext model named by ``pretrain``."""
-        return {
-            "pars": dict(n_patches=self.n_patches, pos_mask_ratio=self.pos_mask_ratio),
-            "mae": dict(mask_ratio=self.mask_ratio),
-            "mp3": dict(mask_ratio=self.mask_ratio),
-            "droppos": dict(mask_ratio=self.mask_ratio, pos_mask_ratio=self.pos_mask_ratio),
-        }[self.pretrain]
+        return pretext_params(self.pretrain, self.n_patches, self.pos_mask_ratio, self.mask_ratio)
 
     def fit(self, X, y=None, X_unlabeled=None):
         """Pretrain (unless an encoder is given or ``pretrain_epochs=0``), then fine-tune.

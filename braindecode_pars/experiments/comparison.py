@@ -34,6 +34,7 @@ from .._checks import check_option
 from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
 from ..estimator import PARSClassifier, windows_to_arrays
 from ..metrics import balanced_accuracy, cohen_kappa
+from ..models import pretext_params
 from ..training import pretrain, save_encoder
 
 logger = logging.getLogger(__name__)
@@ -80,12 +81,7 @@ class ComparisonConfig:
 def pretrain_method(method, seed, config, view, out):
     """Pretrain one pretext task on the shared view; returns the encoder file and losses."""
     torch.manual_seed(seed)
-    params = {
-        "pars": dict(n_patches=config.n_patches, pos_mask_ratio=config.pos_mask_ratio),
-        "mae": dict(mask_ratio=config.mask_ratio),
-        "mp3": dict(mask_ratio=config.mask_ratio),
-        "droppos": dict(mask_ratio=config.mask_ratio, pos_mask_ratio=config.pos_mask_ratio),
-    }[method]
+    params = pretext_params(method, config.n_patches, config.pos_mask_ratio, config.mask_ratio)
     run_dir = out / "pretrain" / f"{method}_seed{seed}"
     net = pretrain(
         view,
