@@ -5,6 +5,8 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, LeaveOneGroupOut, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils import estimator_checks
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from braindecode_pars import PARSClassifier, PatchEncoder, save_encoder
 from braindecode_pars.datasets import load_physionet_mi
@@ -185,3 +187,37 @@ def test_cross_val_score_leave_one_group_out_on_bundled_eeg(mi):
     )
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
     torch.manual_seed(0)  # the estimator must not depend on global state left behind
+
+
+# scikit-learn has no data checks for 3-D input: it says so with a SkipTestWarning and
+# runs the checks that apply (cloning); the parameter checks below run explicitly.
+@pytest.mark.filterwarnings("ignore:Can't test estimator PARSClassifier")
+@parametrize_with_checks([PARSClassifier(sfreq=10)])
+def test_scikit_learn_checks_for_a_three_d_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        estimator_checks.check_no_attributes_set_in_init,
+        estimator_checks.check_get_params_invariance,
+        estimator_checks.check_set_params,
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_scikit_learn_parameter_checks(check):
+    check("PARSClassifier", PARSClassifier(sfreq=10))
+
+
+def test_defaults_are_constructible_and_match_the_paper():
+    estimator_checks.check_parameters_default_constructible("PARSClassifier", PARSClassifier())
+    params = PARSClassifier().get_params()
+    assert (params["emb_dim"], params["depth"], params["n_heads"], params["ff_dim"]) == (
+        512,
+        8,
+        8,
+        512,
+    )
+    assert (params["n_patches"], params["pos_mask_ratio"], params["lr"]) == (40, 0.8, 1e-4)
+    assert params["max_epochs"] == 200 and params["spatial_drop_prob"] == 0.5
