@@ -27,12 +27,22 @@ from .tuh import (
     tuh_subject_split,
     tuh_subjects,
 )
+from .ysyw import (
+    SLEEP_STAGES,
+    YSYW_CHANNELS,
+    load_ysyw,
+    load_ysyw_pretraining,
+    read_ysyw_record,
+    ysyw_subject_split,
+)
 
 __all__ = [
     "IMAGERY_RUNS",
     "NON_IMAGERY_RUNS",
     "PHYSIONET_MI_CLASSES",
     "PHYSIONET_MI_SPLIT",
+    "SLEEP_STAGES",
+    "YSYW_CHANNELS",
     "TUH_CHANNELS_19",
     "TUH_CHANNELS_21",
     "SingleChannelWindows",
@@ -42,15 +52,19 @@ __all__ = [
     "load_tuab",
     "load_tueg",
     "load_tusz",
+    "load_ysyw",
+    "load_ysyw_pretraining",
     "physionet_mi_preprocessors",
     "physionet_mi_run_path",
     "physionet_mi_subject_split",
     "read_csv_bi",
     "read_physionet_mi",
     "read_tuh_edf",
+    "read_ysyw_record",
     "read_window_store",
     "run_block",
     "tuh_subject_split",
     "tuh_subjects",
     "write_window_store",
+    "ysyw_subject_split",
 ]

@@ -1,0 +1,95 @@
+import numpy as np
+import pytest
+import wfdb
+
+from braindecode_pars.datasets.ysyw import (
+    SLEEP_STAGES,
+    YSYW_CHANNELS,
+    load_ysyw,
+    load_ysyw_pretraining,
+    read_ysyw_record,
+    ysyw_subject_split,
+)
+
+from .ysyw_fixtures import make_ysyw, write_record
+
+
+@pytest.fixture(scope="module")
+def ysyw(tmp_path_factory):
+    return make_ysyw(tmp_path_factory.mktemp("ysyw"))
+
+
+def test_record_reads_six_eeg_channels_in_volts_and_the_stages(ysyw):
+    root, stages = ysyw
+    raw = read_ysyw_record(root / "training" / "tr03-0005")
+    assert tuple(raw.ch_names) == YSYW_CHANNELS and raw.info["sfreq"] == 200
+    assert 1e-7 < np.std(raw.get_data()) < 1e-3  # volts, as MNE expects
+    ann = raw.annotations
+    assert list(ann.description) == stages["tr03-0005"]  # arousals left out
+    np.testing.assert_allclose(ann.onset, [0.005, 30.005, 60.005, 90.005])
+    assert set(ann.duration) == {30.0}
+
+
+def test_an_epoch_cut_by_the_end_of_the_recording_is_left_out(tmp_path):
+    folder = write_record(tmp_path, "tr09-0001", ["W", "N1"], arousal=False)
+    # shorten the record to 59 s: the second epoch no longer fits
+    rec = wfdb.rdrecord(str(folder / "tr09-0001"))
+    assert rec.sig_len == 2 * 6000 + 200
+    wfdb.wrsamp(
+        "tr09-0001",
+        fs=200,
+        units=rec.units,
+        sig_name=rec.sig_name,
+        p_signal=rec.p_signal[:11800],
+        fmt=["16"] * 6,
+        write_dir=str(folder),
+    )
+    (folder / "tr09-0001.mat").unlink()
+    raw = read_ysyw_record(folder)
+    assert list(raw.annotations.description) == ["W"]
+
+
+def test_windows_carry_the_five_stages_and_drop_undefined(ysyw):
+    root, stages = ysyw
+    windows = load_ysyw(root)
+    md = windows.get_metadata()
+    expected = [SLEEP_STAGES[s] for r in sorted(stages) for s in stages[r] if s != "undefined"]
+    assert md.target.tolist() == expected  # 19 epochs: the undefined one is left out
+    X, y, _ = windows[0]
+    assert X.shape == (6, 6000)
+    raw = windows.datasets[0].raw
+    assert raw.info["highpass"] == pytest.approx(0.3) and raw.info["lowpass"] == pytest.approx(75)
+    assert 1 < np.std(raw.get_data()) < 1e4  # microvolts after preprocessing
+
+
+def test_split_is_sixty_twenty_twenty_of_the_annotated_patients(ysyw):
+    root, stages = ysyw
+    split = ysyw_subject_split(root, random_state=3)
+    assert [len(split[k]) for k in ("train", "valid", "test")] == [3, 1, 1]
+    assert sorted(sum(split.values(), [])) == sorted(stages)
+    assert split == ysyw_subject_split(root, random_state=3)
+    windows = load_ysyw(root, records=split["valid"])
+    assert list(windows.description.record) == split["valid"]
+
+
+def test_pretraining_uses_both_sets_but_not_held_out_patients(ysyw):
+    root, _ = ysyw
+    split = ysyw_subject_split(root, random_state=0)
+    held_out = split["valid"] + split["test"]
+    windows = load_ysyw_pretraining(root, exclude_records=held_out)
+    records = set(windows.description.record)
+    assert {"te03-0001", "te05-0047"} <= records
+    assert not records & set(held_out)
+    assert windows[0][0].shape == (6, 6000)
+
+
+def test_errors_name_what_is_wrong(ysyw, tmp_path):
+    root, _ = ysyw
+    with pytest.raises(FileNotFoundError, match="YSYW training folder"):
+        load_ysyw(tmp_path)
+    with pytest.raises(ValueError, match=r"Records \['tr99-0001'\] are not under"):
+        load_ysyw(root, records=["tr99-0001"])
+    with pytest.raises(ValueError, match="three numbers summing to 1"):
+        ysyw_subject_split(root, fractions=(0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="lacks the signals"):
+        read_ysyw_record(root / "training" / "tr03-0005", channels=("Fp1-M2",))
