@@ -88,6 +88,10 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         Stratified share of the training windows used to pick the best epoch.
     spatial_drop_prob : float
         Spatial-token dropout of the fine-tuning model. Paper: 0.5.
+    augmentation : list of braindecode Transform | None
+        Augmentations of the fine-tuning batches, e.g.
+        :class:`~braindecode_pars.datasets.eesm17.ChannelNoise` as the paper uses on
+        EESM17.
     sfreq : float | None
         Sampling rate of array input; read from braindecode windows otherwise.
     device : str
@@ -139,6 +143,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         weight_decay=1e-4,
         valid_fraction=0.2,
         spatial_drop_prob=0.5,
+        augmentation=None,
         sfreq=None,
         device="cpu",
         random_state=None,
@@ -163,6 +168,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.valid_fraction = valid_fraction
         self.spatial_drop_prob = spatial_drop_prob
+        self.augmentation = augmentation
         self.sfreq = sfreq
         self.device = device
         self.random_state = random_state
@@ -255,10 +261,23 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y])
         if missing.any():
             raise ValueError(f"Labels are missing for {int(missing.sum())} window(s).")
-        classes = np.unique(y)
+        classes, counts = np.unique(y, return_counts=True)
         if len(classes) < 2:
             raise ValueError(
                 f"Classification needs at least two classes, but 'y' holds only {classes.tolist()}."
+            )
+        if counts.min() < 2:
+            rare = classes[counts < 2].tolist()
+            raise ValueError(
+                f"Classes {rare} have a single window; the stratified validation split "
+                "('valid_fraction') needs at least two windows of every class."
+            )
+        n_valid = int(np.ceil(self.valid_fraction * n))
+        if min(n_valid, n - n_valid) < len(classes):
+            raise ValueError(
+                f"valid_fraction={self.valid_fraction} of {n} windows leaves {n_valid} for "
+                f"validation and {n - n_valid} for training; each needs at least one window "
+                f"of each of the {len(classes)} classes."
             )
         return y, classes
 
@@ -377,6 +396,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 random_state=self.random_state,
                 device=self.device,
                 progress_bar=bool(self.verbose),
+                transforms=self.augmentation,
             )
             self.net_.fit(X, y_codes)
         finally:

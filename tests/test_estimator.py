@@ -121,6 +121,11 @@ class _Exploding(PARSClassifier):
             id="one-label-missing",
         ),
         pytest.param(lambda X, y: (X, np.zeros_like(y)), "at least two classes", id="one-class"),
+        pytest.param(
+            lambda X, y: (X, np.where(np.arange(len(y)) == 0, 7, y)),
+            r"Classes \[7\] have a single window",
+            id="singleton-class",
+        ),
         pytest.param(lambda X, y: (X[:, :, :20], y), "shorter than one patch", id="short"),
         pytest.param(lambda X, y: (X[:, 0], y), r"shape \(n_windows, n_chans, n_times\)", id="2d"),
     ],
@@ -140,6 +145,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
         pytest.param(dict(pretrain_epochs=-1), "'pretrain_epochs' must be >= 0", id="epochs"),
         pytest.param(dict(valid_fraction=1.0), "'valid_fraction' must lie in", id="valid"),
         pytest.param(dict(sfreq=None), "needs the sampling rate: set 'sfreq'", id="sfreq"),
+        pytest.param(dict(valid_fraction=0.02), "leaves 1 for validation", id="tiny-valid"),
     ],
 )
 def test_bad_parameters_are_refused_at_fit(params, match):

@@ -1,5 +1,12 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
+from .eesm17 import (
+    EESM17_EAR_CHANNELS,
+    EESM17_STAGES,
+    ChannelNoise,
+    leave_one_subject_out,
+    load_eesm17,
+)
 from .physionet_mi import (
     IMAGERY_RUNS,
     NON_IMAGERY_RUNS,
@@ -37,6 +44,11 @@ from .ysyw import (
 )
 
 __all__ = [
+    "ChannelNoise",
+    "EESM17_EAR_CHANNELS",
+    "EESM17_STAGES",
+    "leave_one_subject_out",
+    "load_eesm17",
     "IMAGERY_RUNS",
     "NON_IMAGERY_RUNS",
     "PHYSIONET_MI_CLASSES",

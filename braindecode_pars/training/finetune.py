@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import torch
 from braindecode import EEGClassifier
+from braindecode.augmentation import AugmentedDataLoader
 from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
 from skorch.dataset import ValidSplit
 
@@ -44,6 +45,7 @@ def make_finetune_net(
     device="cpu",
     progress_bar=False,
     callbacks=None,
+    transforms=None,
 ):
     """braindecode ``EEGClassifier`` with the paper's fine-tuning settings.
 
@@ -55,6 +57,8 @@ def make_finetune_net(
     split, and the parameters of the epoch with the lowest validation loss restored
     at the end of training (``Checkpoint(load_best=True)`` in ``checkpoint_dir``).
     The validation balanced accuracy is recorded as ``valid_bal_acc`` each epoch.
+    ``transforms`` (braindecode augmentations) are applied to training batches only,
+    through braindecode's ``AugmentedDataLoader``.
     """
     scoring = EpochScoring(
         _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False, on_train=False
@@ -73,6 +77,11 @@ def make_finetune_net(
     if progress_bar:
         cbs.append(("progress_bar", ProgressBar()))
     cbs += list(callbacks or [])
+    augment = {}
+    if transforms:
+        augment = dict(
+            iterator_train=AugmentedDataLoader, iterator_train__transforms=list(transforms)
+        )
     return EEGClassifier(
         module,
         **{f"module__{k}": v for k, v in module_kwargs.items()},
@@ -89,4 +98,5 @@ def make_finetune_net(
         classes=list(range(n_classes)),
         device=device,
         verbose=0,
+        **augment,
     )
