@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from braindecode.datasets import BaseConcatDataset
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_int, check_option, check_range
@@ -43,6 +44,60 @@ def windows_to_arrays(windows):
     first = windows.datasets[0]
     info = first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
     return X, y, float(info["sfreq"])
+
+
+class LabelledWindows(torch.utils.data.Dataset):
+    """Windows with integer class codes, read one at a time: items ``(X, code)``.
+
+    ``source`` is an array (n_windows, n_chans, n_times) or braindecode windows; nothing
+    is copied, so a windows dataset is streamed from its recordings.
+    """
+
+    def __init__(self, source, codes, indices=None):
+        self.source = source
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.indices = np.arange(len(source)) if indices is None else np.asarray(indices)
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        j = int(self.indices[i])
+        x = self.source[j] if isinstance(self.source, np.ndarray) else self.source[j][0]
+        return torch.as_tensor(np.asarray(x, dtype=np.float32)), int(self.codes[j])
+
+
+def _windows_shape_and_bad(windows):
+    """(n_chans, n_times) of braindecode windows, and how many hold NaN or inf.
+
+    Reads preloaded recordings in place (one slice per window); other windows one by
+    one. Raises if the windows do not all have one shape.
+    """
+    shapes, bad = set(), 0
+    for ds in windows.datasets:
+        raw = getattr(ds, "raw", None)
+        if raw is not None and getattr(raw, "preload", False):
+            data = raw._data
+            for _, start, stop in ds.crop_inds:
+                window = data[:, start:stop]
+                shapes.add(window.shape)
+                bad += int(not np.isfinite(window).all())
+        else:
+            for i in range(len(ds)):
+                window = np.asarray(ds[i][0])
+                shapes.add(window.shape)
+                bad += int(not np.isfinite(window).all())
+    if len(shapes) != 1:
+        raise ValueError(
+            f"'X' windows must all have one shape (n_chans, n_times), but got {sorted(shapes)}."
+        )
+    return shapes.pop(), bad
+
+
+def _windows_sfreq(windows):
+    first = windows.datasets[0]
+    info = first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
+    return float(info["sfreq"])
 
 
 class PARSClassifier(ClassifierMixin, BaseEstimator):
@@ -219,40 +274,51 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             )
 
     def _check_X(self, X, y=None, fitting=False):
-        """Arrays (and sfreq) from braindecode windows or an array; refuse bad data."""
+        """Check windows (an array or braindecode windows) without copying them.
+
+        Returns the source (an array or the windows dataset), the labels (from the
+        windows' metadata when ``y`` is None), the sampling rate and the window shape.
+        """
         if isinstance(X, BaseConcatDataset):
-            X, y_ds, sfreq = windows_to_arrays(X)
-            y = y_ds if y is None else y
-            if self.sfreq is not None and abs(self.sfreq - sfreq) > 1e-6:
+            if len(X) == 0:
+                raise ValueError("'X' holds no window.")
+            sfreq = _windows_sfreq(X)
+            if y is None and "target" in X.get_metadata().columns:
+                y = X.get_metadata()["target"].to_numpy()
+            if fitting and self.sfreq is not None and abs(self.sfreq - sfreq) > 1e-6:
                 raise ValueError(
                     f"'sfreq'={self.sfreq} differs from the windows' sampling rate ({sfreq} Hz)."
                 )
+            shape, bad = _windows_shape_and_bad(X)
+            source = X
         else:
-            X = np.asarray(X)
+            source = np.asarray(X)
             sfreq = self.sfreq if fitting else self.sfreq_
             if sfreq is None:
                 raise ValueError(
                     "Array input needs the sampling rate: set 'sfreq' (or pass braindecode "
                     "windows, which carry it)."
                 )
-        if X.ndim != 3:
-            raise ValueError(
-                f"'X' must have shape (n_windows, n_chans, n_times), but got shape {X.shape}."
-            )
-        if not np.issubdtype(X.dtype, np.number):
-            raise ValueError(f"'X' must be numeric, but got dtype {X.dtype}.")
-        X = X.astype(np.float32, copy=False)
-        if not np.isfinite(X).all():
-            bad = int((~np.isfinite(X)).any(axis=(1, 2)).sum())
+            if source.ndim != 3:
+                raise ValueError(
+                    "'X' must have shape (n_windows, n_chans, n_times), but got shape "
+                    f"{source.shape}."
+                )
+            if not np.issubdtype(source.dtype, np.number):
+                raise ValueError(f"'X' must be numeric, but got dtype {source.dtype}.")
+            source = source.astype(np.float32, copy=False)
+            shape = source.shape[1:]
+            bad = int((~np.isfinite(source)).any(axis=(1, 2)).sum())
+        if bad:
             raise ValueError(f"'X' holds NaN or infinite values in {bad} window(s).")
-        if not fitting and X.shape[1:] != (self.n_chans_, self.n_times_):
+        if not fitting and tuple(shape) != (self.n_chans_, self.n_times_):
             raise ValueError(
-                f"'X' windows have shape {X.shape[1:]}, but the classifier was fitted on "
+                f"'X' windows have shape {tuple(shape)}, but the classifier was fitted on "
                 f"{(self.n_chans_, self.n_times_)}."
             )
-        return X, y, float(sfreq)
+        return source, y, float(sfreq), tuple(shape)
 
-    def _check_y(self, y, n):
+    def _check_y(self, y, n, stratify=True, at_least=2):
         if y is None:
             raise ValueError("Labels are missing: pass 'y', or windows with targets.")
         y = np.asarray(y)
@@ -262,10 +328,12 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         if missing.any():
             raise ValueError(f"Labels are missing for {int(missing.sum())} window(s).")
         classes, counts = np.unique(y, return_counts=True)
-        if len(classes) < 2:
+        if len(classes) < at_least:
             raise ValueError(
                 f"Classification needs at least two classes, but 'y' holds only {classes.tolist()}."
             )
+        if not stratify:
+            return y, classes
         if counts.min() < 2:
             rare = classes[counts < 2].tolist()
             raise ValueError(
@@ -338,25 +406,41 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         """Arguments of the pretext model named by ``pretrain``."""
         return pretext_params(self.pretrain, self.n_patches, self.pos_mask_ratio, self.mask_ratio)
 
-    def fit(self, X, y=None, X_unlabeled=None):
+    def fit(self, X, y=None, X_unlabeled=None, X_valid=None, y_valid=None):
         """Pretrain (unless an encoder is given or ``pretrain_epochs=0``), then fine-tune.
 
         Parameters
         ----------
         X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            Labelled windows; labels are read from braindecode windows when ``y`` is None.
+            Labelled windows; labels are read from braindecode windows when ``y`` is
+            None. Windows datasets are streamed, not copied into memory.
         y : array-like, shape (n_windows,) | None
         X_unlabeled : braindecode BaseConcatDataset | ndarray | list of them | None
             More windows for pretraining only (e.g. recordings without labels).
+        X_valid, y_valid : like ``X`` and ``y`` | None
+            A fixed validation set for choosing the best epoch (the paper's splits have
+            one); by default a stratified ``valid_fraction`` of ``X``.
 
         Returns
         -------
         self : PARSClassifier
         """
         self._check_params()
-        X, y, sfreq = self._check_X(X, y, fitting=True)
-        y, classes = self._check_y(y, len(X))
-        n_times = X.shape[2]
+        source, y, sfreq, (n_chans, n_times) = self._check_X(X, y, fitting=True)
+        if X_valid is not None:
+            y, classes = self._check_y(y, len(source), stratify=False)
+            v_source, y_valid, v_sfreq, v_shape = self._check_X(X_valid, y_valid, fitting=True)
+            y_valid, _ = self._check_y(y_valid, len(v_source), stratify=False, at_least=1)
+            if v_shape != (n_chans, n_times) or abs(v_sfreq - sfreq) > 1e-6:
+                raise ValueError(
+                    f"'X_valid' windows ({v_shape} at {v_sfreq} Hz) differ from 'X' "
+                    f"({(n_chans, n_times)} at {sfreq} Hz)."
+                )
+            unknown = sorted(set(np.unique(y_valid).tolist()) - set(classes.tolist()))
+            if unknown:
+                raise ValueError(f"'y_valid' holds classes {unknown} that 'y' does not.")
+        else:
+            y, classes = self._check_y(y, len(source))
         patch = int(round(self.patch_seconds * sfreq))
         if n_times < patch:
             raise ValueError(
@@ -365,17 +449,29 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             )
         self.classes_ = classes
         self.sfreq_ = sfreq
-        self.n_chans_, self.n_times_ = X.shape[1:]
-        y_codes = np.searchsorted(classes, y).astype(np.int64)
+        self.n_chans_, self.n_times_ = n_chans, n_times
+        codes = np.searchsorted(classes, y).astype(np.int64)
+        if X_valid is not None:
+            train = LabelledWindows(source, codes)
+            valid = LabelledWindows(v_source, np.searchsorted(classes, y_valid))
+        else:
+            splitter = StratifiedShuffleSplit(
+                n_splits=1, test_size=self.valid_fraction, random_state=self.random_state
+            )
+            train_idx, valid_idx = next(splitter.split(np.zeros(len(codes)), codes))
+            train = LabelledWindows(source, codes, train_idx)
+            valid = LabelledWindows(source, codes, valid_idx)
 
         if self.random_state is not None:
             torch.manual_seed(self.random_state)
         workdir = Path(tempfile.mkdtemp(prefix="braindecode_pars_"))
         try:
-            encoder, self.pretrain_history_ = self._encoder(sfreq, n_times, X, X_unlabeled, workdir)
+            encoder, self.pretrain_history_ = self._encoder(
+                sfreq, n_times, source, X_unlabeled, workdir
+            )
             module_kwargs = dict(
                 n_outputs=len(classes),
-                n_chans=self.n_chans_,
+                n_chans=n_chans,
                 n_times=n_times,
                 sfreq=sfreq,
                 encoder=encoder,
@@ -385,20 +481,19 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             self.net_ = make_finetune_net(
                 MultiChannelClassifier,
                 module_kwargs,
-                y_codes,
+                train.codes[train.indices],
                 len(classes),
                 checkpoint_dir=workdir / "finetune",
+                valid_dataset=valid,
                 max_epochs=self.max_epochs,
                 batch_size=self.batch_size,
                 lr=self.lr,
                 weight_decay=self.weight_decay,
-                valid_fraction=self.valid_fraction,
-                random_state=self.random_state,
                 device=self.device,
                 progress_bar=bool(self.verbose),
                 transforms=self.augmentation,
             )
-            self.net_.fit(X, y_codes)
+            self.net_.fit(train, y=None)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         self.module_ = self.net_.module_
@@ -409,8 +504,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities, shape (n_windows, n_classes), columns in ``classes_`` order."""
         check_is_fitted(self, "net_")
-        X, _, _ = self._check_X(X)
-        return self.net_.predict_proba(X)
+        source, _, _, _ = self._check_X(X)
+        return self.net_.predict_proba(LabelledWindows(source, np.zeros(len(source))))
 
     def predict(self, X):
         """Predicted labels, shape (n_windows,)."""

@@ -227,3 +227,47 @@ def test_defaults_are_constructible_and_match_the_paper():
     )
     assert (params["n_patches"], params["pos_mask_ratio"], params["lr"]) == (40, 0.8, 1e-4)
     assert params["max_epochs"] == 200 and params["spatial_drop_prob"] == 0.5
+
+
+def test_windows_are_streamed_not_copied(mi, monkeypatch):
+    import braindecode_pars.estimator as est
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("fit must not stack the windows into one array")
+
+    monkeypatch.setattr(est, "windows_to_arrays", refuse)
+    windows = mi[0]
+    clf = PARSClassifier(**{**SMALL, "sfreq": None, "pretrain_epochs": 1, "max_epochs": 1})
+    clf.fit(windows)
+    assert clf.predict(windows).shape == (len(windows),)
+    assert clf.predict_proba(windows).shape == (len(windows), 4)
+
+
+def test_nan_inside_a_preloaded_recording_is_found_in_its_window(mi):
+    windows = load_physionet_mi(runs=[4])
+    ds = windows.datasets[0]
+    _, start, stop = ds.crop_inds[3]
+    ds.raw._data[5, start + 10] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite values in 1 window"):
+        _Exploding(**{**SMALL, "sfreq": None}).fit(windows)
+
+
+def test_an_explicit_validation_set_picks_the_best_epoch(mi):
+    _, X, y, sfreq, blocks = mi
+    train, valid = blocks != 3, blocks == 3
+    clf = PARSClassifier(**{**SMALL, "sfreq": sfreq, "pretrain_epochs": 0, "max_epochs": 3})
+    clf.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
+    hist = clf.history_
+    assert hist[-1, "valid_batch_count"] == int(np.ceil(valid.sum() / clf.batch_size))
+    assert hist[-1, "train_batch_count"] == int(np.ceil(train.sum() / clf.batch_size))
+    with pytest.raises(ValueError, match=r"'y_valid' holds classes \[9\]"):
+        _Exploding(**SMALL).fit(
+            X[train, :3, :100],
+            y[train],
+            X_valid=X[valid, :3, :100],
+            y_valid=np.full(valid.sum(), 9),
+        )
+    with pytest.raises(ValueError, match="'X_valid' windows"):
+        _Exploding(**SMALL).fit(
+            X[train, :3, :100], y[train], X_valid=X[valid, :2, :100], y_valid=y[valid]
+        )

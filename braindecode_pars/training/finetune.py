@@ -10,6 +10,7 @@ from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
 from skorch.dataset import ValidSplit
+from skorch.helper import predefined_split
 
 from ..metrics import balanced_accuracy
 
@@ -36,6 +37,7 @@ def make_finetune_net(
     y_train,
     n_classes,
     checkpoint_dir,
+    valid_dataset=None,
     max_epochs=200,
     batch_size=64,
     lr=1e-4,
@@ -53,9 +55,10 @@ def make_finetune_net(
     as ``module__<name>``, so that skorch builds the model at ``initialize``).
 
     Cross-entropy weighted by class frequency (:func:`class_weights`), AdamW with the
-    pretraining's learning rate and weight decay (1e-4 each), a stratified validation
-    split, and the parameters of the epoch with the lowest validation loss restored
-    at the end of training (``Checkpoint(load_best=True)`` in ``checkpoint_dir``).
+    pretraining's learning rate and weight decay (1e-4 each), a validation set
+    (``valid_dataset``, or a stratified ``valid_fraction`` of the training data), and
+    the parameters of the epoch with the lowest validation loss restored at the end
+    of training (``Checkpoint(load_best=True)`` in ``checkpoint_dir``).
     The validation balanced accuracy is recorded as ``valid_bal_acc`` each epoch.
     ``transforms`` (braindecode augmentations) are applied to training batches only,
     through braindecode's ``AugmentedDataLoader``.
@@ -92,7 +95,11 @@ def make_finetune_net(
         lr=lr,
         max_epochs=max_epochs,
         batch_size=batch_size,
-        train_split=ValidSplit(valid_fraction, stratified=True, random_state=random_state),
+        train_split=(
+            predefined_split(valid_dataset)
+            if valid_dataset is not None
+            else ValidSplit(valid_fraction, stratified=True, random_state=random_state)
+        ),
         iterator_train__drop_last=False,
         callbacks=cbs,
         classes=list(range(n_classes)),
