@@ -9,6 +9,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 
 def _demo(args):
     from .experiments.demo import DemoConfig, format_results, run_demo
@@ -114,6 +116,73 @@ def _pretrain(args):
         )
 
 
+def _read_config(path):
+    import json
+
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"braindecode-pars: no configuration file '{path}'") from None
+    except json.JSONDecodeError as err:
+        raise SystemExit(f"braindecode-pars: '{path}' is not valid JSON: {err}") from None
+
+
+def _experiment(args):
+    from .experiments.protocols import run_experiment
+
+    config = _read_config(args.config)
+    frame = run_experiment(config, args.out)
+    out = Path(args.out or config.get("out", f"results/{config['protocol']}"))
+    sys.stdout.write(f"{len(frame)} results in {out}/results.csv\n")
+
+
+def _finetune(args):
+    import json
+    import pickle
+
+    from .datasets.recipes import load_recipe
+    from .experiments.protocols import _estimator, _labels
+    from .metrics import scores
+
+    config = _read_config(args.config)
+    spec = config["data"]
+    split = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
+    clf = _estimator(config.get("encoder"), config.get("seed", 0), config.get("estimator", {}))
+    valid = split.get("valid")
+    if valid is not None:
+        clf.fit(split["train"], X_valid=valid, y_valid=_labels(valid))
+    else:
+        clf.fit(split["train"])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "model.pkl", "wb") as f:
+        pickle.dump(clf, f)
+    test = split["test"]
+    codes = np.searchsorted(clf.classes_, _labels(test))
+    result = scores(codes, clf.predict_proba(test), len(clf.classes_))
+    (out / "test_scores.json").write_text(json.dumps(result, indent=2))
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+def _evaluate(args):
+    import json
+    import pickle
+
+    from .datasets.recipes import load_recipe
+    from .experiments.protocols import _labels
+    from .metrics import scores
+
+    with open(args.model, "rb") as f:
+        clf = pickle.load(f)
+    config = _read_config(args.config)
+    spec = config["data"]
+    windows = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
+    part = windows[args.split]
+    codes = np.searchsorted(clf.classes_, _labels(part))
+    result = scores(codes, clf.predict_proba(part), len(clf.classes_))
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="braindecode-pars",
@@ -194,6 +263,30 @@ def build_parser():
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     pre.add_argument("--seed", type=int, default=0)
     pre.set_defaults(func=_pretrain)
+
+    exp = sub.add_parser(
+        "experiment",
+        help="run a protocol of the paper (label_efficiency, "
+        "transfer, loso, ablation) from a JSON configuration; resumable",
+    )
+    exp.add_argument("--config", required=True, help="JSON configuration file")
+    exp.add_argument("--out", help="output folder (default: the configuration's 'out')")
+    exp.set_defaults(func=_experiment)
+
+    fin = sub.add_parser(
+        "finetune",
+        help="fine-tune on a recipe's train split (JSON "
+        "configuration: data, encoder, estimator, seed); saves model.pkl",
+    )
+    fin.add_argument("--config", required=True)
+    fin.add_argument("--out", required=True)
+    fin.set_defaults(func=_finetune)
+
+    ev = sub.add_parser("evaluate", help="score a saved model on a split of a recipe")
+    ev.add_argument("--model", required=True, help="model.pkl written by finetune")
+    ev.add_argument("--config", required=True, help="JSON configuration with 'data'")
+    ev.add_argument("--split", default="test", help="train, valid, test (or all)")
+    ev.set_defaults(func=_evaluate)
     return parser
 
 

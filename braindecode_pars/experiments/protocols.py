@@ -1,0 +1,327 @@
+"""The paper's experiments as protocols over any recipe (paper section 3, appendix A.4).
+
+- :func:`label_efficiency` (Fig. 3): fine-tune on ``n`` training patients chosen by
+  the seed, evaluate on the fixed test patients, for every method, ``n`` and seed;
+- :func:`transfer` (Table 1): fine-tune on each dataset's train split, evaluate on its
+  test split, mean ± std over seeds, with each dataset's metrics;
+- :func:`leave_one_subject_out_protocol` (Fig. 5): per-subject kappa on EESM17;
+- :func:`ablation` (Fig. 4): pretrain PARS under each configuration (patches and
+  masking ratio, sampling, decoder), fine-tune, evaluate.
+
+A method is a saved encoder (or ``None``: training from scratch). Every protocol
+writes one row per finished job to ``results.csv`` at once; run again, it skips the
+jobs already there, so an interrupted run resumes. ``run_experiment`` reads the
+whole set-up from a configuration (a JSON file for the command line).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
+from tqdm.auto import tqdm
+
+from .._checks import check_option
+from ..datasets import SingleChannelWindows
+from ..datasets.recipes import load_recipe, subject_column, subjects_of
+from ..estimator import PARSClassifier
+from ..metrics import scores
+from ..training import pretrain
+
+logger = logging.getLogger(__name__)
+
+PROTOCOLS = ("label_efficiency", "transfer", "loso", "ablation")
+
+
+class ResultsLog:
+    """Rows of a protocol in a CSV file, written after every job (atomically)."""
+
+    def __init__(self, path, key_columns):
+        self.path = Path(path)
+        self.key_columns = list(key_columns)
+        self.rows = pd.read_csv(self.path).to_dict("records") if self.path.is_file() else []
+        self._done = {self._key(r) for r in self.rows}
+
+    def _key(self, row):
+        return tuple(str(row[k]) for k in self.key_columns)
+
+    def done(self, **key):
+        return self._key(key) in self._done
+
+    def add(self, row):
+        self.rows.append(row)
+        self._done.add(self._key(row))
+        tmp = self.path.with_suffix(".tmp")
+        pd.DataFrame(self.rows).to_csv(tmp, index=False)
+        os.replace(tmp, self.path)
+
+    def frame(self):
+        return pd.DataFrame(self.rows)
+
+
+def _estimator(encoder, seed, params):
+    if encoder is None:
+        return PARSClassifier(pretrain_epochs=0, random_state=seed, **params)
+    return PARSClassifier(pretrained_encoder=encoder, random_state=seed, **params)
+
+
+def _labels(windows):
+    return windows.get_metadata()["target"].to_numpy()
+
+
+def _keep_classes(windows, classes):
+    """The windows whose label is in ``classes`` (None if there are none).
+
+    braindecode's ``split`` selects whole recordings; this keeps single windows, as new
+    window datasets over the same recordings with the rows of the kept windows.
+    """
+    if np.isin(_labels(windows), classes).all():
+        return windows
+    kept = []
+    for ds in windows.datasets:
+        mask = np.isin(ds.metadata["target"].to_numpy(), classes)
+        if mask.any():
+            kept.append(
+                EEGWindowsDataset(
+                    ds.raw,
+                    ds.metadata[mask].reset_index(drop=True),
+                    description=ds.description,
+                    targets_from=ds.targets_from,
+                    last_target_only=ds.last_target_only,
+                )
+            )
+    return BaseConcatDataset(kept) if kept else None
+
+
+def fit_and_score(encoder, train, test, seed, params, valid=None):
+    """Fine-tune from ``encoder`` (None: scratch) and score on ``test``.
+
+    With few training patients a class can be missing from the training windows;
+    validation then uses the classes seen in training, and test windows of other
+    classes, which no prediction could match, are left out of the scores and
+    counted in ``n_test_unseen``.
+    """
+    clf = _estimator(encoder, seed, params)
+    classes = np.unique(_labels(train))
+    if valid is not None:
+        valid = _keep_classes(valid, classes)
+    torch.manual_seed(seed)
+    if valid is not None:
+        clf.fit(train, X_valid=valid, y_valid=_labels(valid))
+    else:
+        clf.fit(train)
+    seen = _keep_classes(test, clf.classes_)
+    n_unseen = len(test) - (0 if seen is None else len(seen))
+    if seen is None:
+        raise ValueError("No test window belongs to a class seen in training.")
+    codes = np.searchsorted(clf.classes_, _labels(seen))
+    result = scores(codes, clf.predict_proba(seen), len(clf.classes_))
+    return {**result, "n_test": len(seen), "n_test_unseen": n_unseen}
+
+
+def _subset(windows, subjects):
+    column = subject_column(windows)
+    keep = np.flatnonzero(windows.description[column].isin(list(subjects)))
+    return windows.split({"keep": keep.tolist()})["keep"]
+
+
+def label_efficiency(split, methods, subject_counts, seeds, params, out):
+    """Fig. 3: scores against the number of labelled training patients."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = ResultsLog(out / "results.csv", ["method", "n_subjects", "seed"])
+    pool = subjects_of(split["train"])
+    too_many = [n for n in subject_counts if n > len(pool)]
+    if too_many:
+        raise ValueError(f"'subject_counts' {too_many} exceed the {len(pool)} training patients.")
+    jobs = list(itertools.product(seeds, subject_counts, methods))
+    for seed, n, method in tqdm(jobs, desc="label efficiency", leave=False):
+        if log.done(method=method, n_subjects=n, seed=seed):
+            continue
+        chosen = np.random.default_rng([seed, n]).choice(pool, size=n, replace=False)
+        train = _subset(split["train"], chosen)
+        result = fit_and_score(
+            methods[method], train, split["test"], seed, params, valid=split.get("valid")
+        )
+        log.add({"method": method, "n_subjects": n, "seed": seed, **result})
+    frame = log.frame()
+    summary = (
+        frame.groupby(["method", "n_subjects"]).agg(["mean", "std"]).drop(columns="seed", level=0)
+    )
+    fig = plot_lines(summary, "n_subjects", "labelled training patients")
+    fig.savefig(out / "label_efficiency.png", dpi=120)
+    return frame
+
+
+def transfer(splits, methods, seeds, params, out):
+    """Table 1: each dataset's test scores, mean ± std over seeds, per method."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = ResultsLog(out / "results.csv", ["dataset", "method", "seed"])
+    jobs = list(itertools.product(splits, seeds, methods))
+    for dataset, seed, method in tqdm(jobs, desc="transfer", leave=False):
+        if log.done(dataset=dataset, method=method, seed=seed):
+            continue
+        split = splits[dataset]
+        result = fit_and_score(
+            methods[method], split["train"], split["test"], seed, params, valid=split.get("valid")
+        )
+        log.add({"dataset": dataset, "method": method, "seed": seed, **result})
+    frame = log.frame()
+    lines = ["| dataset | method | balanced accuracy | kappa | AUROC |", "|---|---|---|---|---|"]
+    for (dataset, method), grp in frame.groupby(["dataset", "method"], sort=False):
+        cells = []
+        for metric in ("balanced_accuracy", "kappa", "auroc"):
+            values = grp[metric].dropna() if metric in grp else pd.Series(dtype=float)
+            cells.append(f"{values.mean():.3f} ± {values.std():.3f}" if len(values) else "")
+        lines.append(f"| {dataset} | {method} | " + " | ".join(cells) + " |")
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    return frame
+
+
+def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
+    """Fig. 5: per-subject scores, each subject held out in turn."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = ResultsLog(out / "results.csv", ["method", "subject", "seed"])
+    subjects = subjects_of(windows)
+    if len(subjects) < 2:
+        raise ValueError(f"Leave-one-subject-out needs two subjects, but got {subjects}.")
+    jobs = list(itertools.product(seeds, subjects, methods))
+    for seed, subject, method in tqdm(jobs, desc="leave one subject out", leave=False):
+        if log.done(method=method, subject=subject, seed=seed):
+            continue
+        train = _subset(windows, [s for s in subjects if s != subject])
+        test = _subset(windows, [subject])
+        result = fit_and_score(methods[method], train, test, seed, params)
+        log.add({"method": method, "subject": subject, "seed": seed, **result})
+    frame = log.frame()
+    fig = plot_subject_bars(frame)
+    fig.savefig(out / "per_subject_kappa.png", dpi=120)
+    return frame
+
+
+def ablation(split, configs, seeds, params, pretrain_params, out):
+    """Fig. 4: PARS pretrained under each configuration, then fine-tuned and scored.
+
+    ``configs`` maps a name to PARS settings (``n_patches``, ``pos_mask_ratio``,
+    ``sampling``, ``decoder``); pretraining uses the train split's windows.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = ResultsLog(out / "results.csv", ["config", "seed"])
+    view = SingleChannelWindows(split["train"])
+    encoder_kwargs = {
+        k: params[k] for k in ("emb_dim", "depth", "n_heads", "ff_dim") if k in params
+    }
+    for seed, name in tqdm(list(itertools.product(seeds, configs)), desc="ablation", leave=False):
+        if log.done(config=name, seed=seed):
+            continue
+        torch.manual_seed(seed)
+        run_dir = out / "pretrain" / f"{name}_seed{seed}"
+        net = pretrain(
+            view,
+            "pars",
+            checkpoint_dir=run_dir,
+            progress_bar=False,
+            encoder_kwargs=encoder_kwargs,
+            **pretrain_params,
+            **configs[name],
+        )
+        result = fit_and_score(
+            run_dir / "encoder.pt",
+            split["train"],
+            split["test"],
+            seed,
+            params,
+            valid=split.get("valid"),
+        )
+        log.add(
+            {
+                "config": name,
+                "seed": seed,
+                "pretrain_loss": float(net.history[-1, "train_loss"]),
+                **result,
+            }
+        )
+    frame = log.frame()
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(configs)), 3.5), constrained_layout=True)
+    grouped = frame.groupby("config", sort=False)["kappa"]
+    ax.bar(list(grouped.groups), grouped.mean(), yerr=grouped.std().fillna(0), capsize=3)
+    ax.set_ylabel("Cohen's kappa")
+    ax.set_title("PARS ablations (mean ± std over seeds)")
+    fig.savefig(out / "ablation.png", dpi=120)
+    return frame
+
+
+def plot_lines(summary, x, xlabel, metrics=("balanced_accuracy", "kappa")):
+    """One line per method with a ±std band, one panel per metric."""
+    fig, axes = plt.subplots(
+        1, len(metrics), figsize=(5 * len(metrics), 3.8), constrained_layout=True, squeeze=False
+    )
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for method in summary.index.get_level_values("method").unique():
+            part = summary.loc[method]
+            xs = part.index.to_numpy()
+            mean = part[(metric, "mean")].to_numpy()
+            std = np.nan_to_num(part[(metric, "std")].to_numpy())
+            ax.plot(xs, mean, marker="o", label=method)
+            ax.fill_between(xs, mean - std, mean + std, alpha=0.15)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metric.replace("_", " "))
+    axes[0][0].legend(fontsize=8)
+    return fig
+
+
+def plot_subject_bars(frame, metric="kappa"):
+    """Per-subject bars, one colour per method (paper Fig. 5)."""
+    table = frame.groupby(["subject", "method"])[metric].mean().unstack("method")
+    fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(table)), 3.5), constrained_layout=True)
+    width = 0.8 / max(len(table.columns), 1)
+    for i, method in enumerate(table.columns):
+        ax.bar(np.arange(len(table)) + i * width, table[method], width, label=method)
+    ax.set_xticks(np.arange(len(table)) + 0.4 - width / 2, [str(s) for s in table.index])
+    ax.set_xlabel("held-out subject")
+    ax.set_ylabel("Cohen's kappa" if metric == "kappa" else metric)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def run_experiment(config, out=None):
+    """Run one protocol from a configuration dictionary (see the documentation page).
+
+    Keys: ``protocol``; ``data`` (``recipe``, ``path``, ``options``) or, for
+    ``transfer``, ``datasets`` (name -> such a dict); ``methods`` (name -> encoder file
+    or null); ``estimator`` (PARSClassifier parameters); ``seeds``; and per protocol
+    ``subject_counts`` (label efficiency), ``configs`` and ``pretrain`` (ablation).
+    """
+    config = dict(config)
+    protocol = config.get("protocol")
+    check_option("protocol", protocol, PROTOCOLS)
+    out = Path(out or config.get("out", f"results/{protocol}"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    methods = config.get("methods", {"scratch": None})
+    params = config.get("estimator", {})
+    seeds = config.get("seeds", [0])
+
+    def data(spec):
+        return load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
+
+    if protocol == "transfer":
+        splits = {name: data(spec) for name, spec in config["datasets"].items()}
+        return transfer(splits, methods, seeds, params, out)
+    split = data(config["data"])
+    if protocol == "label_efficiency":
+        return label_efficiency(split, methods, config["subject_counts"], seeds, params, out)
+    if protocol == "loso":
+        return leave_one_subject_out_protocol(split["all"], methods, params, out, seeds)
+    return ablation(split, config["configs"], seeds, params, config.get("pretrain", {}), out)

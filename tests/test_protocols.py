@@ -1,0 +1,172 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from braindecode_pars import PatchEncoder, save_encoder
+from braindecode_pars.cli import main
+from braindecode_pars.datasets.recipes import load_recipe, subjects_of
+
+from .bids_fixtures import make_eesm17
+from .tuh_fixtures import make_tuab, make_tusz
+from .ysyw_fixtures import make_ysyw
+
+TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16, "max_epochs": 1, "batch_size": 8}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpora")
+    enc = PatchEncoder(sfreq=200, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    save_encoder(enc, root / "encoder.pt")
+    return {
+        "ysyw": make_ysyw(root / "ysyw")[0],
+        "tuab": make_tuab(root / "tuh"),
+        "tusz": make_tusz(root / "tuh"),
+        "eesm17": make_eesm17(root / "bids")[0],
+        "encoder": str(root / "encoder.pt"),
+    }
+
+
+def _run(config, tmp_path, name):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(config))
+    main(["experiment", "--config", str(path), "--out", str(tmp_path / name)])
+    return pd.read_csv(tmp_path / name / "results.csv")
+
+
+def test_recipes_give_the_paper_splits(data):
+    ysyw = load_recipe("ysyw", data["ysyw"])
+    assert [len(subjects_of(ysyw[k])) for k in ("train", "valid", "test")] == [3, 1, 1]
+    tuab = load_recipe("tuab", data["tuab"])
+    assert set(tuab["test"].description.split) == {"eval"}
+    assert not set(subjects_of(tuab["train"])) & set(subjects_of(tuab["valid"]))
+    assert list(load_recipe("eesm17", data["eesm17"])) == ["all"]
+    mi = load_recipe("physionet_mi", None, split={"train": [1], "test": [1]})
+    assert len(mi["train"]) == 90
+    with pytest.raises(ValueError, match="'name' parameter"):
+        load_recipe("sleep-edf")
+
+
+def test_label_efficiency_end_to_end_and_resumable(data, tmp_path, monkeypatch):
+    config = {
+        "protocol": "label_efficiency",
+        "data": {"recipe": "ysyw", "path": str(data["ysyw"])},
+        "methods": {"scratch": None, "pars": data["encoder"]},
+        "estimator": TINY,
+        "seeds": [0],
+        "subject_counts": [1, 3],
+    }
+    rows = _run(config, tmp_path, "le")
+    assert len(rows) == 4 and set(rows.method) == {"scratch", "pars"}
+    assert set(rows.n_subjects) == {1, 3} and rows.kappa.notna().all()
+    assert (tmp_path / "le" / "label_efficiency.png").is_file()
+
+    import braindecode_pars.estimator as est
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished job ran again")
+
+    monkeypatch.setattr(est.PARSClassifier, "fit", refuse)
+    assert len(_run(config, tmp_path, "le")) == 4  # nothing to do: every job is done
+    rows.iloc[:3].to_csv(tmp_path / "le" / "results.csv", index=False)  # as if interrupted
+    monkeypatch.undo()
+    assert len(_run(config, tmp_path, "le")) == 4  # only the missing job ran
+
+
+def test_transfer_table_over_two_datasets(data, tmp_path):
+    config = {
+        "protocol": "transfer",
+        "methods": {"scratch": None},
+        "estimator": TINY,
+        "seeds": [0, 1],
+        "datasets": {
+            "TUAB": {"recipe": "tuab", "path": str(data["tuab"])},
+            "TUSZ": {"recipe": "tusz", "path": str(data["tusz"])},
+        },
+    }
+    rows = _run(config, tmp_path, "transfer")
+    assert len(rows) == 2 * 2 and set(rows.dataset) == {"TUAB", "TUSZ"}
+    table = (tmp_path / "transfer" / "table.md").read_text()
+    assert "| TUAB | scratch |" in table and "±" in table
+
+
+def test_leave_one_subject_out_bars(data, tmp_path):
+    # light (W, N1) against deep (N2, N3) sleep: with two training subjects of four
+    # epochs each, every class then has the two windows a stratified split needs
+    stages = {"W": 0, "N1": 0, "N2": 1, "N3": 1}
+    config = {
+        "protocol": "loso",
+        "data": {"recipe": "eesm17", "path": str(data["eesm17"]), "options": {"stages": stages}},
+        "methods": {"scratch": None},
+        "estimator": {**TINY, "valid_fraction": 0.5},
+    }
+    rows = _run(config, tmp_path, "loso")
+    assert sorted(rows.subject.astype(str).str.zfill(3)) == ["001", "002", "003"]
+    assert rows.balanced_accuracy.notna().all()
+    assert (tmp_path / "loso" / "per_subject_kappa.png").is_file()
+
+
+def test_ablation_pretrains_each_configuration(data, tmp_path):
+    config = {
+        "protocol": "ablation",
+        "data": {"recipe": "ysyw", "path": str(data["ysyw"])},
+        "estimator": TINY,
+        "seeds": [0],
+        "pretrain": {"max_epochs": 1, "batch_size": 8},
+        "configs": {
+            "N8-gamma0.75": {"n_patches": 8, "pos_mask_ratio": 0.75},
+            "fixed": {"n_patches": 8, "sampling": "fixed"},
+            "mlp": {"n_patches": 8, "decoder": "mlp"},
+        },
+    }
+    rows = _run(config, tmp_path, "ablation")
+    assert list(rows.config) == ["N8-gamma0.75", "fixed", "mlp"]
+    assert rows.pretrain_loss.notna().all()
+    for name in rows.config:
+        assert (tmp_path / "ablation" / "pretrain" / f"{name}_seed0" / "encoder.pt").is_file()
+
+
+def test_finetune_then_evaluate_from_the_command_line(data, tmp_path):
+    config = {
+        "data": {"recipe": "tuab", "path": str(data["tuab"])},
+        "encoder": data["encoder"],
+        "estimator": TINY,
+        "seed": 0,
+    }
+    path = tmp_path / "ft.json"
+    path.write_text(json.dumps(config))
+    cli = [sys.executable, "-m", "braindecode_pars.cli"]
+    env_path = str(Path(__file__).parents[1])
+    fin = subprocess.run(
+        [*cli, "finetune", "--config", str(path), "--out", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+    )
+    assert fin.returncode == 0, fin.stderr[-2000:]
+    scores = json.loads(fin.stdout.strip().splitlines()[-1])
+    assert {"balanced_accuracy", "kappa", "auroc"} <= set(scores)
+    ev = subprocess.run(
+        [*cli, "evaluate", "--model", str(tmp_path / "m" / "model.pkl"), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+    )
+    assert ev.returncode == 0, ev.stderr[-2000:]
+    assert json.loads(ev.stdout.strip().splitlines()[-1]) == pytest.approx(scores)
+
+
+def test_bad_configuration_is_refused(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"protocol": "grid"}))
+    with pytest.raises(ValueError, match="'protocol' parameter. Allowed values are"):
+        main(["experiment", "--config", str(path)])
+    path.write_text("{not json")
+    with pytest.raises(SystemExit, match="is not valid JSON"):
+        main(["experiment", "--config", str(path)])
