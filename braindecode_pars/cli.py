@@ -56,15 +56,24 @@ def _compare(args):
 
 
 def _store(args):
-    from .datasets import load_physionet_mi_continuous, write_window_store
+    from .datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
 
-    windows = load_physionet_mi_continuous(
-        args.subjects,
-        runs=args.runs,
-        path=args.data_path,
-        window_seconds=args.window_seconds,
-        stride_seconds=args.stride_seconds,
-    )
+    if args.ysyw or args.tueg:
+        windows = pretraining_corpus(
+            ysyw_path=args.ysyw,
+            tueg_path=args.tueg,
+            tuab_path=args.tuab,
+            tusz_path=args.tusz,
+            window_seconds=args.window_seconds,
+        )
+    else:
+        windows = load_physionet_mi_continuous(
+            args.subjects,
+            runs=args.runs,
+            path=args.data_path,
+            window_seconds=args.window_seconds,
+            stride_seconds=args.stride_seconds,
+        )
     write_window_store(windows, args.out, overwrite=args.overwrite)
     sys.stdout.write(f"{len(windows)} windows written to {args.out}/\n")
 
@@ -233,6 +242,10 @@ def build_parser():
     store.add_argument("--window-seconds", type=float, default=30.0)
     store.add_argument("--stride-seconds", type=float, default=5.0)
     store.add_argument("--overwrite", action="store_true")
+    store.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
+    store.add_argument("--tueg", help="TUEG edf folder")
+    store.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
+    store.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
     store.set_defaults(func=_store)
 
     pre = sub.add_parser(

@@ -1,5 +1,6 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
+from .corpus import pretraining_corpus
 from .eesm17 import (
     EESM17_EAR_CHANNELS,
     EESM17_STAGES,
@@ -69,6 +70,7 @@ __all__ = [
     "physionet_mi_preprocessors",
     "physionet_mi_run_path",
     "physionet_mi_subject_split",
+    "pretraining_corpus",
     "read_csv_bi",
     "read_physionet_mi",
     "read_tuh_edf",
