@@ -170,3 +170,29 @@ def test_bad_configuration_is_refused(tmp_path):
     path.write_text("{not json")
     with pytest.raises(SystemExit, match="is not valid JSON"):
         main(["experiment", "--config", str(path)])
+
+
+def test_configurations_name_the_channel_noise_augmentation():
+    from braindecode_pars.datasets import ChannelNoise
+    from braindecode_pars.experiments.protocols import _estimator
+
+    clf = _estimator(None, 0, {"augmentation": {"channel_noise": {"std": 0.3}}})
+    (aug,) = clf.augmentation
+    assert isinstance(aug, ChannelNoise) and aug.std == 0.3
+    with pytest.raises(ValueError, match="'augmentation' parameter"):
+        _estimator(None, 0, {"augmentation": {"mixup": {}}})
+
+
+@pytest.mark.parametrize("name", ["label_efficiency", "transfer", "eesm17_loso", "ablation"])
+def test_documented_configurations_are_valid(name):
+    config = json.loads(
+        (Path(__file__).parents[1] / "docs" / "configs" / f"{name}.json").read_text()
+    )
+    from braindecode_pars.experiments.protocols import PROTOCOLS, _estimator
+
+    assert config["protocol"] in PROTOCOLS
+    for encoder in config.get("methods", {"x": None}).values():
+        _estimator(encoder, 0, config["estimator"])._check_params()  # names and values
+    PARS_KEYS = {"n_patches", "pos_mask_ratio", "sampling", "decoder"}
+    for settings in config.get("configs", {}).values():
+        assert set(settings) <= PARS_KEYS

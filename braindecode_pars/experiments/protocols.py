@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from .._checks import check_option
 from ..datasets import SingleChannelWindows
+from ..datasets.eesm17 import ChannelNoise
 from ..datasets.recipes import load_recipe, subject_column, subjects_of
 from ..estimator import PARSClassifier
 from ..metrics import scores
@@ -67,7 +68,20 @@ class ResultsLog:
         return pd.DataFrame(self.rows)
 
 
+def _augmentations(spec):
+    """Transforms from a configuration: {"channel_noise": {ChannelNoise arguments}}."""
+    if spec is None or isinstance(spec, list):
+        return spec
+    allowed = {"channel_noise": ChannelNoise}
+    for name in spec:
+        check_option("augmentation", name, tuple(allowed))
+    return [allowed[name](**kwargs) for name, kwargs in spec.items()]
+
+
 def _estimator(encoder, seed, params):
+    params = dict(params)
+    if "augmentation" in params:
+        params["augmentation"] = _augmentations(params["augmentation"])
     if encoder is None:
         return PARSClassifier(pretrain_epochs=0, random_state=seed, **params)
     return PARSClassifier(pretrained_encoder=encoder, random_state=seed, **params)
