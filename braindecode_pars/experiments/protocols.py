@@ -223,12 +223,18 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
     return frame
 
 
-def ablation(split, configs, seeds, params, pretrain_params, out):
+def ablation(
+    split, configs, seeds, params, pretrain_params, out, n_subjects=None, evaluate_on="test"
+):
     """Fig. 4: PARS pretrained under each configuration, then fine-tuned and scored.
 
     ``configs`` maps a name to PARS settings (``n_patches``, ``pos_mask_ratio``,
-    ``sampling``, ``decoder``); pretraining uses the train split's windows.
+    ``sampling``, ``decoder``); pretraining uses the train split's windows. The paper
+    fine-tunes on 100 training patients (``n_subjects``, drawn by the seed) and
+    scores on the validation patients (``evaluate_on="valid"``), which also choose
+    the best epoch, as for every fine-tuning of the paper.
     """
+    check_option("evaluate_on", evaluate_on, ("test", "valid"))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log = ResultsLog(out / "results.csv", ["config", "seed"])
@@ -250,13 +256,15 @@ def ablation(split, configs, seeds, params, pretrain_params, out):
             **pretrain_params,
             **configs[name],
         )
+        train = split["train"]
+        if n_subjects is not None:
+            chosen = np.random.default_rng([seed, n_subjects]).choice(
+                subjects_of(train), size=n_subjects, replace=False
+            )
+            train = _subset(train, chosen)
+        valid = split.get("valid")  # with evaluate_on="valid" it both picks and scores
         result = fit_and_score(
-            run_dir / "encoder.pt",
-            split["train"],
-            split["test"],
-            seed,
-            params,
-            valid=split.get("valid"),
+            run_dir / "encoder.pt", train, split[evaluate_on], seed, params, valid=valid
         )
         log.add(
             {
@@ -338,4 +346,13 @@ def run_experiment(config, out=None):
         return label_efficiency(split, methods, config["subject_counts"], seeds, params, out)
     if protocol == "loso":
         return leave_one_subject_out_protocol(split["all"], methods, params, out, seeds)
-    return ablation(split, config["configs"], seeds, params, config.get("pretrain", {}), out)
+    return ablation(
+        split,
+        config["configs"],
+        seeds,
+        params,
+        config.get("pretrain", {}),
+        out,
+        n_subjects=config.get("n_subjects"),
+        evaluate_on=config.get("evaluate_on", "test"),
+    )
