@@ -98,3 +98,34 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
     clf.fit(windows)
     assert seen and all(shape[1:] == (12, 6000) for shape in seen)
     assert clf.predict(windows[0][0][None]).shape == (1,)
+
+
+def test_fetch_needs_openneuro_py_and_names_it(tmp_path, monkeypatch):
+    import builtins
+
+    from braindecode_pars.datasets import fetch_eesm17
+
+    real_import = builtins.__import__
+
+    def no_openneuro(name, *args, **kwargs):
+        if name == "openneuro":
+            raise ImportError("No module named 'openneuro'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_openneuro)
+    with pytest.raises(ImportError, match="pip install openneuro-py"):
+        fetch_eesm17(tmp_path)
+
+
+def test_fetch_asks_openneuro_for_ds004348(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from braindecode_pars.datasets import fetch_eesm17
+
+    calls = []
+    fake = types.ModuleType("openneuro")
+    fake.download = lambda **kwargs: calls.append(kwargs)
+    monkeypatch.setitem(sys.modules, "openneuro", fake)
+    assert fetch_eesm17(tmp_path, subjects=["001"]) == tmp_path
+    assert calls == [{"dataset": "ds004348", "target_dir": str(tmp_path), "include": ["sub-001"]}]

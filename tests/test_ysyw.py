@@ -93,3 +93,20 @@ def test_errors_name_what_is_wrong(ysyw, tmp_path):
         ysyw_subject_split(root, fractions=(0.5, 0.5, 0.5))
     with pytest.raises(ValueError, match="lacks the signals"):
         read_ysyw_record(root / "training" / "tr03-0005", channels=("Fp1-M2",))
+
+
+def test_fetch_delegates_to_braindecode_and_returns_the_root(tmp_path, monkeypatch):
+    import braindecode.datasets.sleep_physio_challe_18 as pc18
+
+    from braindecode_pars.datasets import fetch_ysyw
+
+    calls = []
+
+    def fake_fetch(subjects, path=None):  # braindecode's return: [mat, hea, arousal] per record
+        calls.append((subjects, path))
+        rec = tmp_path / "pc18-sleep-data" / "training" / "tr03-0005"
+        return [[str(rec / "tr03-0005.mat"), str(rec / "tr03-0005.hea"), None]]
+
+    monkeypatch.setattr(pc18, "fetch_pc18_data", fake_fetch)
+    assert fetch_ysyw([989], path=str(tmp_path)) == tmp_path / "pc18-sleep-data"
+    assert calls == [([989], str(tmp_path))]

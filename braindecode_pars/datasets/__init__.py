@@ -5,6 +5,7 @@ from .eesm17 import (
     EESM17_EAR_CHANNELS,
     EESM17_STAGES,
     ChannelNoise,
+    fetch_eesm17,
     leave_one_subject_out,
     load_eesm17,
 )
@@ -38,6 +39,7 @@ from .tuh import (
 from .ysyw import (
     SLEEP_STAGES,
     YSYW_CHANNELS,
+    fetch_ysyw,
     load_ysyw,
     load_ysyw_pretraining,
     read_ysyw_record,
@@ -60,6 +62,8 @@ __all__ = [
     "TUH_CHANNELS_21",
     "SingleChannelWindows",
     "bundled_data_path",
+    "fetch_eesm17",
+    "fetch_ysyw",
     "load_physionet_mi",
     "load_physionet_mi_continuous",
     "load_tuab",

@@ -69,6 +69,22 @@ EESM17_STAGES = {
 }
 
 
+def fetch_eesm17(path, subjects=None):
+    """Download OpenNeuro ds004348 into ``path`` (needs the internet and ``openneuro-py``).
+
+    Returns ``path``, the BIDS root for :func:`load_eesm17`.
+    """
+    try:
+        import openneuro
+    except ImportError as err:
+        raise ImportError(
+            "Downloading EESM17 needs the 'openneuro-py' package: pip install openneuro-py"
+        ) from err
+    include = None if subjects is None else [f"sub-{s}" for s in subjects]
+    openneuro.download(dataset="ds004348", target_dir=str(path), include=include)
+    return Path(path)
+
+
 def eesm17_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=50.0):
     """Microvolts, resample, 0.3-75 Hz band-pass, 50 Hz notch (paper A.3)."""
     return [

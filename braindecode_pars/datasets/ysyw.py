@@ -39,6 +39,27 @@ SLEEP_STAGES = {"W": 0, "N1": 1, "N2": 2, "N3": 3, "R": 4}
 EPOCH_SECONDS = 30.0
 
 
+def fetch_ysyw(subjects, path=None):
+    """Download challenge records from PhysioNet (needs the internet), return the folder.
+
+    Delegates to braindecode's ``fetch_pc18_data``, which keeps PhysioNet's layout
+    (``training/tr03-0005/...``), so that the returned folder is the ``path`` of
+    :func:`load_ysyw`. ``subjects`` are braindecode's indices: 0-988 for the test
+    set, 989-1982 for the annotated training set.
+
+    Returns
+    -------
+    path : Path
+        The folder holding ``training/`` and ``test/``.
+    """
+    from braindecode.datasets.sleep_physio_challe_18 import fetch_pc18_data
+
+    files = fetch_pc18_data(list(subjects), path=path)
+    if not files:
+        raise ValueError(f"No record was fetched for subjects {list(subjects)}.")
+    return Path(files[0][0]).parents[2]  # .../<set>/<record>/<record>.mat -> the root
+
+
 def read_ysyw_record(record_dir, channels=YSYW_CHANNELS):
     """One challenge record as an MNE Raw (volts) with its sleep stages as annotations.
 
