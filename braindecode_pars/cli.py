@@ -9,8 +9,6 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 
 def _demo(args):
     from .experiments.demo import DemoConfig, format_results, run_demo
@@ -150,8 +148,7 @@ def _finetune(args):
     import pickle
 
     from .datasets.recipes import load_recipe
-    from .experiments.protocols import _estimator, _labels
-    from .metrics import scores
+    from .experiments.protocols import _estimator, _labels, score_windows
 
     config = _read_config(args.config)
     spec = config["data"]
@@ -166,9 +163,7 @@ def _finetune(args):
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "model.pkl", "wb") as f:
         pickle.dump(clf, f)
-    test = split["test"]
-    codes = np.searchsorted(clf.classes_, _labels(test))
-    result = scores(codes, clf.predict_proba(test), len(clf.classes_))
+    result = score_windows(clf, split["test"])
     (out / "test_scores.json").write_text(json.dumps(result, indent=2))
     sys.stdout.write(json.dumps(result) + "\n")
 
@@ -178,17 +173,14 @@ def _evaluate(args):
     import pickle
 
     from .datasets.recipes import load_recipe
-    from .experiments.protocols import _labels
-    from .metrics import scores
+    from .experiments.protocols import score_windows
 
     with open(args.model, "rb") as f:
         clf = pickle.load(f)
     config = _read_config(args.config)
     spec = config["data"]
     windows = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
-    part = windows[args.split]
-    codes = np.searchsorted(clf.classes_, _labels(part))
-    result = scores(codes, clf.predict_proba(part), len(clf.classes_))
+    result = score_windows(clf, windows[args.split])
     sys.stdout.write(json.dumps(result) + "\n")
 
 

@@ -23,10 +23,11 @@ import numpy as np
 import torch
 from braindecode.augmentation import Transform
 from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import Preprocessor, create_windows_from_events, preprocess
+from braindecode.preprocessing import Preprocessor, preprocess
 
 from .._checks import check_range
 from .physionet_mi import volts_to_microvolts
+from .sleep import stage_windows
 
 logger = logging.getLogger(__name__)
 
@@ -168,18 +169,7 @@ def load_eesm17(
     ds = BaseConcatDataset(datasets)
     with mne.use_log_level("error"):
         preprocess(ds, eesm17_preprocessors(sfreq), n_jobs=n_jobs)
-    size = int(round(window_seconds * sfreq))
-    return create_windows_from_events(
-        ds,
-        trial_start_offset_samples=0,
-        trial_stop_offset_samples=0,
-        window_size_samples=size,
-        window_stride_samples=size,
-        on_last_window="drop",
-        mapping=stages,
-        on_missing="ignore",
-        preload=True,
-    )
+    return stage_windows(ds, stages, window_seconds)
 
 
 def leave_one_subject_out(windows):

@@ -23,12 +23,12 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import (
     Preprocessor,
     create_fixed_length_windows,
-    create_windows_from_events,
     preprocess,
 )
 
 from .._checks import check_option, check_range
 from .physionet_mi import volts_to_microvolts
+from .sleep import stage_windows
 
 logger = logging.getLogger(__name__)
 
@@ -161,18 +161,7 @@ def load_ysyw(path, records=None, n_jobs=1):
             raise ValueError(f"Records {sorted(unknown)[:5]} are not under '{path}/training'.")
         available = [r for r in available if r.name in wanted]
     ds = _read(path, "training", available, n_jobs)
-    size = int(round(EPOCH_SECONDS * ds.datasets[0].raw.info["sfreq"]))
-    return create_windows_from_events(
-        ds,
-        trial_start_offset_samples=0,
-        trial_stop_offset_samples=0,
-        window_size_samples=size,
-        window_stride_samples=size,
-        on_last_window="drop",
-        mapping=SLEEP_STAGES,
-        on_missing="ignore",
-        preload=True,
-    )
+    return stage_windows(ds, SLEEP_STAGES, EPOCH_SECONDS)
 
 
 def load_ysyw_pretraining(

@@ -132,13 +132,21 @@ def fit_and_score(encoder, train, test, seed, params, valid=None):
         clf.fit(train, X_valid=valid, y_valid=_labels(valid))
     else:
         clf.fit(train)
-    seen = _keep_classes(test, clf.classes_)
-    n_unseen = len(test) - (0 if seen is None else len(seen))
+    return score_windows(clf, test)
+
+
+def score_windows(clf, windows):
+    """Every metric of a fitted classifier on labelled windows.
+
+    Windows of classes the classifier never saw, which no prediction could match,
+    are left out and counted in ``n_test_unseen``.
+    """
+    seen = _keep_classes(windows, clf.classes_)
     if seen is None:
-        raise ValueError("No test window belongs to a class seen in training.")
+        raise ValueError("No window belongs to a class the classifier was trained on.")
     codes = np.searchsorted(clf.classes_, _labels(seen))
     result = scores(codes, clf.predict_proba(seen), len(clf.classes_))
-    return {**result, "n_test": len(seen), "n_test_unseen": n_unseen}
+    return {**result, "n_test": len(seen), "n_test_unseen": len(windows) - len(seen)}
 
 
 def _subset(windows, subjects):
