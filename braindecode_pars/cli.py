@@ -245,7 +245,12 @@ def build_parser():
         help="pretrain an encoder with one pretext task; resumable; several processes "
         "under torchrun (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)",
     )
-    pre.add_argument("--out", required=True, help="checkpoint folder (resumed if it holds a run)")
+    pre.add_argument(
+        "--config",
+        help="JSON file of these options by name (e.g. "
+        '{"method": "pars", "epochs": 1000}); flags given here take precedence',
+    )
+    pre.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
     pre.add_argument("--method", default="pars", choices=["pars", "mae", "mp3", "droppos"])
     pre.add_argument("--store", help="window store folder (see 'store'); default: bundled EEG")
     pre.add_argument("--subjects", nargs="+", type=int, default=[1])
@@ -295,8 +300,33 @@ def build_parser():
     return parser
 
 
+def _parse(argv):
+    """Parse, letting a ``--config`` JSON file set the defaults of ``pretrain``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "pretrain" and args.config:
+        config = _read_config(args.config)
+        sub = next(
+            a
+            for a in parser._subparsers._group_actions
+            if isinstance(a, argparse._SubParsersAction)
+        ).choices["pretrain"]
+        known = {a.dest for a in sub._actions}
+        unknown = sorted(set(k.replace("-", "_") for k in config) - known)
+        if unknown:
+            raise SystemExit(
+                f"braindecode-pars pretrain: unknown options {unknown} in "
+                f"'{args.config}'; allowed: {sorted(known - {'help', 'config'})}"
+            )
+        sub.set_defaults(**{k.replace("-", "_"): v for k, v in config.items()})
+        args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "pretrain" and not args.out:
+        raise SystemExit("braindecode-pars pretrain: give --out (or 'out' in --config).")
+    return args
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     # braindecode's model zoo warns about MNE montage names at import; not ours to fix
     warnings.filterwarnings("ignore", category=FutureWarning, module="braindecode")
     warnings.filterwarnings("ignore", message=".*standard_1020.*")

@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 
@@ -85,3 +86,41 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     assert again.returncode == 0, again.stderr[-3000:]
     assert "3 epochs" in again.stdout and "Resuming pretraining" in again.stderr
     assert (tmp_path / "run" / "encoder.pt").is_file()
+
+
+def test_pretrain_reads_a_configuration_file_and_flags_take_precedence(tmp_path, monkeypatch):
+    import json
+
+    import braindecode_pars.training as training
+    from braindecode_pars.cli import main
+
+    seen = {}
+
+    def fake_pretrain(view, method, **kwargs):
+        seen.update(method=method, **kwargs)
+        raise SystemExit(0)  # stop before any training
+
+    monkeypatch.setattr(training, "pretrain", fake_pretrain)
+    config = tmp_path / "pre.json"
+    config.write_text(
+        json.dumps(
+            {
+                "method": "mae",
+                "epochs": 7,
+                "out": str(tmp_path / "run"),
+                "emb-dim": 16,
+                "depth": 1,
+                "n_heads": 2,
+                "ff_dim": 16,
+                "window_seconds": 10,
+                "batch_size": 4,
+            }
+        )
+    )
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--config", str(config), "--epochs", "3", "--device", "cpu"])
+    assert seen["method"] == "mae" and seen["max_epochs"] == 3  # the flag wins
+    assert seen["encoder_kwargs"]["emb_dim"] == 16 and seen["batch_size"] == 4
+    config.write_text(json.dumps({"epoch": 7}))
+    with pytest.raises(SystemExit, match=r"unknown options \['epoch'\]"):
+        main(["pretrain", "--config", str(config)])
