@@ -148,17 +148,18 @@ def _finetune(args):
     import pickle
 
     from .datasets.recipes import load_recipe
-    from .experiments.protocols import _estimator, _labels, score_windows
+    from .experiments.protocols import fit_on, score_windows
 
     config = _read_config(args.config)
     spec = config["data"]
     split = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
-    clf = _estimator(config.get("encoder"), config.get("seed", 0), config.get("estimator", {}))
-    valid = split.get("valid")
-    if valid is not None:
-        clf.fit(split["train"], X_valid=valid, y_valid=_labels(valid))
-    else:
-        clf.fit(split["train"])
+    clf = fit_on(
+        config.get("encoder"),
+        split["train"],
+        config.get("seed", 0),
+        config.get("estimator", {}),
+        valid=split.get("valid"),
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "model.pkl", "wb") as f:

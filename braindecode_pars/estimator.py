@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import numbers
@@ -354,9 +355,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         patch = int(round(self.patch_seconds * sfreq))
         if self.pretrained_encoder is not None:
             encoder = load_encoder(self.pretrained_encoder)
-            if isinstance(self.pretrained_encoder, PatchEncoder):
-                encoder = type(encoder)(**_encoder_config(encoder))
-                encoder.load_state_dict(self.pretrained_encoder.state_dict())
+            if encoder is self.pretrained_encoder:  # never train the caller's own object
+                encoder = copy.deepcopy(encoder)
             if abs(encoder.sfreq - sfreq) > 1e-6:
                 raise ValueError(
                     f"The pretrained encoder works at sfreq={encoder.sfreq} Hz but the data is "
@@ -514,15 +514,3 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
 
 def _as_list(x):
     return list(x) if isinstance(x, list | tuple) else [x]
-
-
-def _encoder_config(encoder):
-    return dict(
-        sfreq=encoder.sfreq,
-        patch_seconds=encoder.patch_seconds,
-        emb_dim=encoder.emb_dim,
-        depth=encoder.depth,
-        n_heads=encoder.n_heads,
-        ff_dim=encoder.ff_dim,
-        drop_prob=encoder.drop_prob,
-    )

@@ -101,6 +101,17 @@ def parse_tuh_file_name(fname):
     return match.group("subject"), int(match.group("session")), int(match.group("segment"))
 
 
+def _recording(fname, channels, target_name=None, **description):
+    """One TUH file as a braindecode RawDataset described by subject, session, segment."""
+    subject, session, segment = parse_tuh_file_name(fname)
+    description = dict(
+        subject=subject, session=session, segment=segment, **description, path=str(fname)
+    )
+    return RawDataset(
+        read_tuh_edf(fname, channels), description=description, target_name=target_name
+    )
+
+
 def tuh_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=60.0):
     """The paper's TUH preprocessing: microvolts, resample, band-pass, notch."""
     return [
@@ -163,23 +174,12 @@ def load_tuab(
         for label, pathological in (("normal", 0), ("abnormal", 1)):
             folder = Path(path) / split / label
             files = _edf_files(folder, f"TUAB {split}/{label}")[:max_files]
-            for fname in files:
-                subject, session, segment = parse_tuh_file_name(fname)
-                raw = read_tuh_edf(fname, TUH_CHANNELS_21)
-                datasets.append(
-                    RawDataset(
-                        raw,
-                        description=dict(
-                            subject=subject,
-                            session=session,
-                            segment=segment,
-                            split=split,
-                            pathological=pathological,
-                            path=str(fname),
-                        ),
-                        target_name="pathological",
-                    )
+            datasets += [
+                _recording(
+                    f, TUH_CHANNELS_21, "pathological", split=split, pathological=pathological
                 )
+                for f in files
+            ]
     return _windows(datasets, TUH_CHANNELS_21, window_seconds, sfreq, n_jobs)
 
 
@@ -234,20 +234,7 @@ def load_tusz(
             annotation = fname.with_suffix(".csv_bi")
             if not annotation.is_file():
                 raise FileNotFoundError(f"'{fname}' has no annotation file '{annotation}'.")
-            subject, session, segment = parse_tuh_file_name(fname)
-            raw = read_tuh_edf(fname, TUH_CHANNELS_19)
-            datasets.append(
-                RawDataset(
-                    raw,
-                    description=dict(
-                        subject=subject,
-                        session=session,
-                        segment=segment,
-                        split=split,
-                        path=str(fname),
-                    ),
-                )
-            )
+            datasets.append(_recording(fname, TUH_CHANNELS_19, split=split))
             intervals.append(read_csv_bi(annotation))
     windows = _windows(datasets, TUH_CHANNELS_19, window_seconds, sfreq, n_jobs)
     for ds, seiz in zip(windows.datasets, intervals, strict=True):
@@ -284,21 +271,12 @@ def load_tueg(
     excluded = set(exclude_subjects)
     datasets, skipped = [], 0
     for fname in _edf_files(path, "TUEG"):
-        subject, session, segment = parse_tuh_file_name(fname)
-        if subject in excluded:
+        if parse_tuh_file_name(fname)[0] in excluded:
             skipped += 1
             continue
         if max_files is not None and len(datasets) >= max_files:
             break
-        raw = read_tuh_edf(fname, channels)
-        datasets.append(
-            RawDataset(
-                raw,
-                description=dict(
-                    subject=subject, session=session, segment=segment, path=str(fname)
-                ),
-            )
-        )
+        datasets.append(_recording(fname, channels))
     logger.info("TUEG: %d recordings, %d left out as fine-tuning patients.", len(datasets), skipped)
     if not datasets:
         raise ValueError(f"Every TUEG recording under '{path}' belongs to an excluded subject.")

@@ -36,6 +36,7 @@ from ..estimator import PARSClassifier, windows_to_arrays
 from ..metrics import balanced_accuracy, cohen_kappa
 from ..models import pretext_params
 from ..training import pretrain, save_encoder
+from .demo import finetune_params
 
 logger = logging.getLogger(__name__)
 
@@ -139,17 +140,7 @@ def run_comparison(out="results/comparison", config=None):
             {"method": method, "seed": seed, "first_loss": first, "last_loss": last}
         )
 
-    common = dict(
-        emb_dim=config.emb_dim,
-        depth=config.depth,
-        n_heads=config.n_heads,
-        ff_dim=config.ff_dim,
-        max_epochs=config.finetune_epochs,
-        batch_size=config.finetune_batch_size,
-        lr=config.lr,
-        sfreq=sfreq,
-        device=config.device,
-    )
+    common = finetune_params(config, sfreq)
     jobs = list(itertools.product(config.seeds, all_blocks, config.n_train_blocks, config.methods))
     rows = []
     for seed, test_block, n_train, method in tqdm(jobs, desc="fine-tuning", leave=False):

@@ -63,6 +63,22 @@ class DemoConfig:
         return dataclasses.replace(self, emb_dim=512, depth=8, n_heads=8, ff_dim=512)
 
 
+def finetune_params(config, sfreq, **extra):
+    """PARSClassifier parameters from an experiment configuration (demo or comparison)."""
+    return dict(
+        emb_dim=config.emb_dim,
+        depth=config.depth,
+        n_heads=config.n_heads,
+        ff_dim=config.ff_dim,
+        max_epochs=config.finetune_epochs,
+        batch_size=config.finetune_batch_size,
+        lr=config.lr,
+        sfreq=sfreq,
+        device=config.device,
+        **extra,
+    )
+
+
 def pretrain_encoder(config, out):
     """Pretrain PARS on the non-imagery runs; resumes from ``out/pretrain`` if interrupted."""
     windows = load_physionet_mi_continuous(
@@ -129,18 +145,7 @@ def run_demo(out="results/demo", config=None):
     windows = load_physionet_mi(config.subjects, path=config.data_path)
     X, y, sfreq = windows_to_arrays(windows)
     groups = windows.get_metadata()["block"].to_numpy()
-    common = dict(
-        emb_dim=config.emb_dim,
-        depth=config.depth,
-        n_heads=config.n_heads,
-        ff_dim=config.ff_dim,
-        max_epochs=config.finetune_epochs,
-        batch_size=config.finetune_batch_size,
-        lr=config.lr,
-        sfreq=sfreq,
-        device=config.device,
-        random_state=config.seed,
-    )
+    common = finetune_params(config, sfreq, random_state=config.seed)
     methods = {
         "PARS": PARSClassifier(pretrained_encoder=str(out / "encoder.pt"), **common),
         "scratch": PARSClassifier(pretrain_epochs=0, **common),

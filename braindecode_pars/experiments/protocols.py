@@ -123,16 +123,23 @@ def fit_and_score(encoder, train, test, seed, params, valid=None):
     classes, which no prediction could match, are left out of the scores and
     counted in ``n_test_unseen``.
     """
+    return score_windows(fit_on(encoder, train, seed, params, valid), test)
+
+
+def fit_on(encoder, train, seed, params, valid=None):
+    """A PARSClassifier fine-tuned from ``encoder`` (None: scratch) on ``train``.
+
+    ``valid`` picks the best epoch, restricted to the classes seen in training.
+    """
     clf = _estimator(encoder, seed, params)
-    classes = np.unique(_labels(train))
     if valid is not None:
-        valid = _keep_classes(valid, classes)
+        valid = _keep_classes(valid, np.unique(_labels(train)))
     torch.manual_seed(seed)
     if valid is not None:
         clf.fit(train, X_valid=valid, y_valid=_labels(valid))
     else:
         clf.fit(train)
-    return score_windows(clf, test)
+    return clf
 
 
 def score_windows(clf, windows):
