@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -94,17 +96,25 @@ class DropPos(PretextModel):
         dist2 = (grid - positions[..., None].float()) ** 2
         return torch.softmax(-dist2 / (2 * self.label_sigma**2), dim=-1)
 
-    def forward(self, X):
-        """Returns ``loss``, ``logits`` (batch, n_visible, N), ``target``, ``pos_mask``."""
+    def forward(self, X, generator=None):
+        """Returns ``loss``, ``trivial_loss`` (the loss of the uniform guess), ``logits``
+        (batch, n_visible, N), ``target``, ``pos_mask``."""
         self.check_input(X)
-        B = X.shape[0]
-        starts = self.fixed_starts(X.device)  # (N,)
+        B, device = X.shape[0], X.device
+        starts = self.fixed_starts(device)  # (N,)
         N = len(starts)
-        visible, _, _ = self.random_split(B, N, self.n_visible, X.device)  # (B, n_visible)
-        _, _, pos_mask = self.random_split(B, self.n_visible, self.n_pos_masked, X.device)
+        visible, _, _ = self.random_split(B, N, self.n_visible, device, generator)  # (B, n_vis)
+        _, _, pos_mask = self.random_split(B, self.n_visible, self.n_pos_masked, device, generator)
         tokens = gather_tokens(self.encoder.tokenize(X, starts), visible)
         tokens = tokens + self.encoder.position_embedding(starts[visible], pos_mask)
         logits = self.head(self.encoder.encode(tokens))  # (B, n_visible, N)
         target = self.targets(visible, N)  # visible holds each token's true position
         loss = -(target * logits.log_softmax(-1)).sum(-1)[pos_mask].mean()
-        return {"loss": loss, "logits": logits, "target": visible, "pos_mask": pos_mask}
+        trivial = loss.new_tensor(math.log(N))  # uniform over N: -sum(t * log(1/N)) = ln N
+        return {
+            "loss": loss,
+            "trivial_loss": trivial,
+            "logits": logits,
+            "target": visible,
+            "pos_mask": pos_mask,
+        }

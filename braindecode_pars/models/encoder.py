@@ -115,7 +115,9 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
     drop_prob : float
         Dropout in the blocks. The paper does not give one; 0 by default.
     eps : float
-        Added to the variance in the instance normalisation.
+        Relative floor of the instance normalisation: the variance gets ``eps`` times
+        the window's mean square added, so the output does not depend on the unit
+        (volts, microvolts, ADC counts) and a flat channel gives zeros, not NaN.
 
     References
     ----------
@@ -208,10 +210,17 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         return torch.arange(0, n_times - self.patch_size + 1, stride, device=device)
 
     def normalize(self, X):
-        """Instance normalisation: zero mean, unit variance over time, per window."""
+        """Instance normalisation: zero mean, unit variance over time, per window.
+
+        Scale-invariant: ``(X - mean) / sqrt(var + eps * mean(X**2))``, so the same
+        recording in volts (as MNE returns it) or in microvolts gives the same result,
+        and a flat channel gives zeros rather than NaN (an all-zero one included).
+        """
         mean = X.mean(dim=-1, keepdim=True)
         var = X.var(dim=-1, keepdim=True, unbiased=False)
-        return (X - mean) / torch.sqrt(var + self.eps)
+        floor = self.eps * X.pow(2).mean(dim=-1, keepdim=True)
+        tiny = torch.finfo(X.dtype).tiny
+        return (X - mean) / torch.sqrt((var + floor).clamp_min(tiny))
 
     def cut_patches(self, X, starts):
         """Patches ``X[b, 0, s : s + patch_size]`` for every start ``s`` of ``starts[b]``.

@@ -90,7 +90,7 @@ class MAE(PretextModel):
         self.decoder_norm = nn.LayerNorm(enc.emb_dim)
         self.reconstruct = nn.Linear(enc.emb_dim, enc.patch_size)
 
-    def forward_encoder(self, X):
+    def forward_encoder(self, X, generator=None):
         """Tokens with PE, random masking, encoder on the visible ones.
 
         Returns the encoded visible tokens (batch, n_visible, emb_dim), the indices of
@@ -99,7 +99,9 @@ class MAE(PretextModel):
         B = X.shape[0]
         starts = self.fixed_starts(X.device)  # (N,)
         tokens = self.encoder.tokenize(X, starts) + self.encoder.position_embedding(starts)
-        masked, visible, mask = self.random_split(B, len(starts), self.n_masked, X.device)
+        masked, visible, mask = self.random_split(
+            B, len(starts), self.n_masked, X.device, generator
+        )
         latent = self.encoder.encode(gather_tokens(tokens, visible))  # (B, n_visible, F)
         return latent, visible, masked, mask
 
@@ -117,14 +119,28 @@ class MAE(PretextModel):
     def forward_loss(self, X, recon, mask):
         """MSE between reconstruction and the normalised patches (masked ones by default)."""
         target = self.encoder.cut_patches(self.encoder.normalize(X), self.fixed_starts(X.device))
-        err = ((recon - target) ** 2).mean(dim=-1)  # (B, N)
+        return self._patch_mean(((recon - target) ** 2).mean(dim=-1), mask)
+
+    def trivial_loss(self, X, mask):
+        """The loss of predicting zero, the mean of the normalised signal, for every sample."""
+        target = self.encoder.cut_patches(self.encoder.normalize(X), self.fixed_starts(X.device))
+        return self._patch_mean(target.pow(2).mean(dim=-1), mask)
+
+    def _patch_mean(self, err, mask):
+        """Mean of per-patch errors (B, N) over the patches of the loss."""
         if self.loss_on == "masked":
             return (err * mask).sum() / mask.sum()
         return err.mean()
 
-    def forward(self, X):
-        """Returns ``loss``, ``reconstruction`` (batch, n_patches, patch_size) and ``mask``."""
+    def forward(self, X, generator=None):
+        """Returns ``loss``, ``trivial_loss``, ``reconstruction`` (batch, n_patches,
+        patch_size) and ``mask``."""
         self.check_input(X)
-        latent, visible, _, mask = self.forward_encoder(X)
+        latent, visible, _, mask = self.forward_encoder(X, generator)
         recon = self.forward_decoder(latent, visible, mask.shape[1])
-        return {"loss": self.forward_loss(X, recon, mask), "reconstruction": recon, "mask": mask}
+        return {
+            "loss": self.forward_loss(X, recon, mask),
+            "trivial_loss": self.trivial_loss(X, mask),
+            "reconstruction": recon,
+            "mask": mask,
+        }

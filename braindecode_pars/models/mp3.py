@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import torch
+import math
+
 import torch.nn.functional as F
 from torch import nn
 
@@ -69,15 +70,23 @@ class MP3(PretextModel):
         self.n_hidden = min(int(round(mask_ratio * N)), N - 1)  # keep one key visible
         self.head = nn.Linear(self.encoder.emb_dim, N)
 
-    def forward(self, X):
-        """Returns ``loss``, ``logits`` (batch, N, N), ``target`` and ``key_mask``."""
+    def forward(self, X, generator=None):
+        """Returns ``loss``, ``trivial_loss`` (ln N, the uniform guess), ``logits``
+        (batch, N, N), ``target`` and ``key_mask``."""
         self.check_input(X)
         B = X.shape[0]
         starts = self.fixed_starts(X.device)  # (N,)
         N = len(starts)
-        perm = torch.rand(B, N, device=X.device).argsort(dim=-1)  # shuffled order
+        perm = self.rand((B, N), X.device, generator).argsort(dim=-1)  # shuffled order
         tokens = gather_tokens(self.encoder.tokenize(X, starts), perm)  # no PE
-        _, _, key_mask = self.random_split(B, N, self.n_hidden, X.device)
+        _, _, key_mask = self.random_split(B, N, self.n_hidden, X.device, generator)
         logits = self.head(self.encoder.encode(tokens, key_mask))  # (B, N, N)
         loss = F.cross_entropy(logits.reshape(B * N, N), perm.reshape(-1))
-        return {"loss": loss, "logits": logits, "target": perm, "key_mask": key_mask}
+        trivial = loss.new_tensor(math.log(N))  # cross-entropy of the uniform distribution
+        return {
+            "loss": loss,
+            "trivial_loss": trivial,
+            "logits": logits,
+            "target": perm,
+            "key_mask": key_mask,
+        }

@@ -36,10 +36,14 @@ class PARS(PretextModel):
     decoder : {"cross_attention", "mlp"}
         Pair decoder: the cross-attention of eq. 2 (paper default) or the pairwise
         MLP of the ablation (appendix A.4).
-    sampling : {"random", "fixed"}
+    sampling : {"random", "disjoint", "fixed"}
         "random": start times drawn uniformly (patches may overlap), the paper's
-        choice; "fixed": ``n_patches`` distinct patches of a grid with a stride of
-        one patch (the ablation of appendix A.4), in shuffled order.
+        choice; "disjoint": random start times with no two patches overlapping, so a
+        shift can never be read off by matching the samples two patches share (a
+        check of how much of the task is waveform alignment; needs
+        ``n_patches * patch_size <= n_times``); "fixed": ``n_patches`` distinct
+        patches of a grid with a stride of one patch (the ablation of appendix A.4),
+        in shuffled order.
     decoder_heads : int
         Heads of the cross-attention decoder (not given by the paper; 8 as the encoder).
     decoder_hidden : int
@@ -95,7 +99,7 @@ class PARS(PretextModel):
         check_int("n_patches", n_patches, 2)
         check_range("pos_mask_ratio", pos_mask_ratio, 0, 1, low_open=True)
         check_option("decoder", decoder, ("cross_attention", "mlp"))
-        check_option("sampling", sampling, ("random", "fixed"))
+        check_option("sampling", sampling, ("random", "disjoint", "fixed"))
         check_option("decoder_impl", decoder_impl, ("folded", "naive"))
         n_masked = int(round(pos_mask_ratio * n_patches))
         if n_masked < 2:
@@ -126,6 +130,12 @@ class PARS(PretextModel):
                     f"sampling='fixed' places at most {n_grid} non-overlapping patches in "
                     f"n_times={self.n_times} samples, but n_patches={n_patches}."
                 )
+        if sampling == "disjoint" and n_patches * self.encoder.patch_size > self.n_times:
+            raise ValueError(
+                f"sampling='disjoint' needs n_patches * patch_size <= n_times, but "
+                f"{n_patches} patches of {self.encoder.patch_size} samples do not fit in "
+                f"n_times={self.n_times}; use fewer patches or longer windows."
+            )
         emb_dim = self.encoder.emb_dim
         if decoder == "cross_attention":
             self.decoder = CrossAttentionPairDecoder(emb_dim, decoder_heads)
@@ -133,23 +143,30 @@ class PARS(PretextModel):
             self.decoder = MLPPairDecoder(emb_dim, decoder_hidden)
 
     # -- steps ---------------------------------------------------------------------------
-    def sample_patches(self, batch_size, device):
+    def sample_patches(self, batch_size, device, generator=None):
         """Patch start samples, (batch, n_patches) long, in random order."""
+        M, N, shape = self.encoder.patch_size, self.n_patches, (batch_size, self.n_patches)
         if self.sampling == "random":
-            high = self.n_times - self.encoder.patch_size + 1
-            return torch.randint(0, high, (batch_size, self.n_patches), device=device)
+            return self.randint(self.n_times - M + 1, shape, device, generator)
+        if self.sampling == "disjoint":
+            # N sorted offsets in [0, n_times - N * M], the i-th pushed right by i
+            # patches: starts at least one patch apart, in random order.
+            slack = self.randint(self.n_times - N * M + 1, shape, device, generator)
+            starts = slack.sort(dim=-1).values + M * torch.arange(N, device=device)
+            order = self.rand(shape, device, generator).argsort(dim=-1)
+            return starts.gather(1, order)
         grid = self.encoder.fixed_starts(self.n_times, device=device)  # (n_grid,)
-        pick = torch.rand(batch_size, len(grid), device=device).argsort(dim=-1)
+        pick = self.rand((batch_size, len(grid)), device, generator).argsort(dim=-1)
         return grid[pick[:, : self.n_patches]]
 
-    def mask_positions(self, batch_size, device):
+    def mask_positions(self, batch_size, device, generator=None):
         """Choose the position-masked patches.
 
         Returns ``pos_mask`` (batch, n_patches) bool and ``masked_idx``
         (batch, n_masked) long, the indices of the masked patches.
         """
         masked_idx, _, pos_mask = self.random_split(
-            batch_size, self.n_patches, self.n_masked, device
+            batch_size, self.n_patches, self.n_masked, device, generator
         )
         return pos_mask, masked_idx
 
@@ -172,12 +189,12 @@ class PARS(PretextModel):
         """Mean squared error over the N_m x N_m masked pairs (paper section 2.3)."""
         return F.mse_loss(theta_hat, theta.to(theta_hat.dtype))
 
-    def forward(self, X):
+    def forward(self, X, generator=None):
         """Sample, mask, encode, decode; see the class docstring for the returned dict."""
         self.check_input(X)
         B, device = X.shape[0], X.device
-        starts = self.sample_patches(B, device)  # (batch, n_patches)
-        pos_mask, masked_idx = self.mask_positions(B, device)  # (batch, n_patches), (batch, n_m)
+        starts = self.sample_patches(B, device, generator)  # (batch, n_patches)
+        pos_mask, masked_idx = self.mask_positions(B, device, generator)  # (B, N), (B, n_m)
         y = self.forward_encoder(X, starts, pos_mask)  # (batch, n_patches, emb_dim)
         theta_hat = self.forward_decoder(y, masked_idx)  # (batch, n_m, n_m)
         theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
@@ -190,6 +207,7 @@ class PARS(PretextModel):
         )
         return {
             "loss": loss,
+            "trivial_loss": theta.pow(2).mean(),  # predicting no shift for every pair
             "theta_pred": theta_pred,
             "theta_true": self.shift_targets(starts),
             "pair_mask": pos_mask[:, :, None] & pos_mask[:, None, :],

@@ -23,9 +23,16 @@ ENCODER_PARAMS = (
 class PretextModel(EEGModuleMixin, nn.Module):
     """Base of the pretext models: wraps one :class:`PatchEncoder` by composition.
 
-    A subclass implements ``forward(X) -> dict`` with at least a ``loss`` entry; the
-    pretraining net minimises it. ``self.encoder`` is handed back, unchanged, for
-    fine-tuning.
+    A subclass implements ``forward(X, generator=None) -> dict`` with at least a
+    ``loss`` entry, which the pretraining net minimises, and a ``trivial_loss`` entry:
+    the loss, on the same batch and the same draws, of the predictor that learned
+    nothing (PARS: no shift; MAE: zero; MP3, DropPos: the uniform distribution).
+    ``skill = 1 - loss / trivial_loss`` is then 0 for a model that learned nothing and
+    1 for a perfect one (:func:`pretext_skill`). Every random draw of ``forward``
+    (patches, masks, orders) comes from ``generator`` when one is given (a
+    :class:`torch.Generator`), so a seeded generator gives the same draws on every
+    call; otherwise from torch's global generator. ``self.encoder`` is handed back,
+    unchanged, for fine-tuning.
 
     Parameters
     ----------
@@ -110,7 +117,25 @@ class PretextModel(EEGModuleMixin, nn.Module):
         return self.encoder.fixed_starts(self.n_times, device=device)
 
     @staticmethod
-    def random_split(batch_size, n_tokens, n_chosen, device=None):
+    def rand(shape, device=None, generator=None):
+        """Uniform draws in [0, 1) of ``shape`` on ``device``, from ``generator`` if given.
+
+        A generator lives on one device; draws are made there and moved.
+        """
+        if generator is None:
+            return torch.rand(shape, device=device)
+        return torch.rand(shape, generator=generator, device=generator.device).to(device)
+
+    @classmethod
+    def randint(cls, high, shape, device=None, generator=None):
+        """Integers uniform in [0, high) of ``shape``, from ``generator`` if given."""
+        if generator is None:
+            return torch.randint(0, high, shape, device=device)
+        out = torch.randint(0, high, shape, generator=generator, device=generator.device)
+        return out.to(device)
+
+    @classmethod
+    def random_split(cls, batch_size, n_tokens, n_chosen, device=None, generator=None):
         """Choose ``n_chosen`` of ``n_tokens`` indices per example, uniformly at random.
 
         Returns
@@ -120,7 +145,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
         chosen_mask : torch.Tensor of bool, shape (batch, n_tokens)
             True at the chosen indices.
         """
-        order = torch.rand(batch_size, n_tokens, device=device).argsort(dim=-1)
+        order = cls.rand((batch_size, n_tokens), device, generator).argsort(dim=-1)
         chosen, rest = order[:, :n_chosen], order[:, n_chosen:]
         chosen_mask = torch.zeros(batch_size, n_tokens, dtype=torch.bool, device=device)
         chosen_mask.scatter_(1, chosen, True)
@@ -139,3 +164,12 @@ class PretextModel(EEGModuleMixin, nn.Module):
                 f"'X' windows hold {X.shape[-1]} samples but the model was built for "
                 f"n_times={self.n_times}."
             )
+
+
+def pretext_skill(loss, trivial_loss):
+    """``1 - loss / trivial_loss``: 0 for a model that learned nothing, 1 for a perfect one.
+
+    Negative when the model does worse than the trivial predictor. Works on floats,
+    arrays and tensors alike.
+    """
+    return 1.0 - loss / trivial_loss
