@@ -45,6 +45,8 @@ def main(out):
             "state_dict": {k: v.cpu() for k, v in net.encoder.state_dict().items()},
             "history": net.history[:, "train_loss"],
             "batches": len(net.history[-1, "batches"]),
+            "lrs": [b["event_lr"] for row in net.history for b in row["batches"]],
+            "skill": net.history[:, "train_skill"],
             "has_writers": "encoder_checkpoint" in dict(net.callbacks_),
         },
         out / f"rank{rank()}.pt",

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from braindecode_pars.training import warmup_cosine_factor
+
 
 def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     worker = Path(__file__).with_name("ddp_worker.py")
@@ -29,6 +31,11 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     assert r0["history"] == r1["history"]  # batch losses averaged over the ranks
     assert sum(r0["history"][-5:]) / 5 < 0.5 * sum(r0["history"][:3]) / 3
     assert r0["batches"] == 4  # 64 windows, 2 ranks, 8 per step: each rank saw half
+    # the schedule counts the batches of one rank: 25 epochs of 4 batches, step for step
+    # the curve of a single process that trains on 32 windows
+    expected = [3e-3 * warmup_cosine_factor(s / 100) for s in range(100)]
+    assert r0["lrs"] == pytest.approx(expected) and r1["lrs"] == r0["lrs"]
+    assert r0["skill"] == r1["skill"] and r0["skill"][-1] > 0.3  # averaged over ranks
     assert r0["has_writers"] and not r1["has_writers"]  # only rank 0 writes
     assert (tmp_path / "run" / "encoder_last.pt").is_file()
 

@@ -8,6 +8,7 @@ from skorch.callbacks import Callback
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.training import (
     PretrainNet,
+    StateCheckpoint,
     load_encoder,
     save_encoder,
     warmup_cosine_factor,
@@ -45,6 +46,10 @@ def test_pretraining_through_skorch_lowers_the_loss_and_follows_the_schedule():
     lrs = net.history[:, "lr"]
     assert lrs[0] == pytest.approx(3e-4)  # 10 % of the maximum at the start
     assert max(lrs) <= 3e-3 and lrs[-1] < 0.1 * 3e-3
+    # stepped every batch: 4 batches an epoch, 120 in all, on the paper's curve
+    batch_lrs = [b["event_lr"] for row in net.history for b in row["batches"] if "event_lr" in b]
+    expected = [3e-3 * warmup_cosine_factor(s / 120) for s in range(120)]
+    assert batch_lrs == pytest.approx(expected)
 
 
 class _Interrupt(Callback):
@@ -74,11 +79,14 @@ def test_an_interrupted_run_resumes_its_loss_curve_from_the_checkpoint(tmp_path)
     )
     first.fit(data)  # skorch ends training on KeyboardInterrupt, as after a Ctrl-C
     assert len(first.history) == 5
-    saved = json.loads((tmp_path / "history.json").read_text())
+    state = StateCheckpoint.current(tmp_path)
+    saved = json.loads((state / "history.json").read_text())
     assert len(saved) == 5
-    assert {"encoder_last.pt", "encoder_best.pt", "params.pt", "optimizer.pt"} <= {
+    assert {"encoder_last.pt", "encoder_best.pt", "config.json", "state.json"} <= {
         p.name for p in tmp_path.iterdir()
     }
+    assert {"params.pt", "optimizer.pt", "history.json"} <= {p.name for p in state.iterdir()}
+    assert len(list(tmp_path.glob("state-*"))) == 1  # older states are removed
     assert not list(tmp_path.glob("*.tmp"))  # every file written whole
 
     resumed = PretrainNet(
@@ -121,3 +129,38 @@ def test_bf16_autocast_runs_the_encoder_in_bfloat16_and_still_learns():
     assert net.module_.encoder.tokenizer.weight.dtype == torch.float32  # master weights
     losses = net.history[:, "train_loss"]
     assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:3]) / 3
+
+
+def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path):
+    data = _ramp_dataset(32)
+    PretrainNet(
+        _pars(), max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    ).fit(data)
+    other = PARS(n_times=300, sfreq=10, n_patches=10, pos_mask_ratio=0.75, **TINY)
+    net = PretrainNet(
+        other, max_epochs=3, batch_size=8, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    )
+    with pytest.raises(ValueError, match=r"batch_size: saved 16, now 8; n_patches: saved 12"):
+        net.fit(data)
+    # the same settings with more epochs resume
+    more = PretrainNet(
+        _pars(), max_epochs=3, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    ).fit(data)
+    assert len(more.history) == 3
+
+
+def test_validation_skill_is_measured_on_the_same_draws_every_epoch():
+    torch.manual_seed(0)
+    net = PretrainNet(
+        _pars(), max_epochs=12, batch_size=16, lr=3e-3, progress_bar=False, valid_fraction=0.25
+    )
+    net.fit(_ramp_dataset())
+    trivial = net.history[:, "valid_trivial"]
+    assert trivial == pytest.approx([trivial[0]] * len(trivial), rel=0, abs=0)
+    skill = net.history[:, "valid_skill"]
+    assert skill[-1] > 0.5 and skill[-1] > skill[0]  # a ramp reveals every patch's place
+    train = net.history[:, "train_skill"]
+    assert train[-1] > 0.5
+    # skill is 1 - loss / trivial loss
+    last = net.history[-1]
+    assert last["valid_skill"] == pytest.approx(1 - last["valid_loss"] / last["valid_trivial"])

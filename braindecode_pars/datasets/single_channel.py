@@ -146,10 +146,22 @@ class SingleChannelWindows(Dataset):
             self._rng_seed = seed
         return self._rng
 
+    def fixed_draws(self, indices, seed=0):
+        """Items ``indices`` drawn once with a seeded generator, as a TensorDataset.
+
+        The same ``seed`` gives the same crops and channels: a validation set whose
+        windows do not change from epoch to epoch. Torch's global generator is not
+        touched.
+        """
+        items = self._draw(np.asarray(indices, dtype=np.int64), np.random.default_rng(seed))
+        X = torch.stack([x for x, _ in items])
+        return torch.utils.data.TensorDataset(X, torch.zeros(len(X)))
+
     def __getitems__(self, indices):
         """A batch of items at once: the random draws are made together, crops are slices."""
-        indices = np.asarray(indices, dtype=np.int64)
-        rng = self._generator()
+        return self._draw(np.asarray(indices, dtype=np.int64), self._generator())
+
+    def _draw(self, indices, rng):
         rows = self.index[indices]
         out = []
         for (rec, _, _), i, u, v in zip(

@@ -1,16 +1,17 @@
 """Training: skorch pretraining, schedules, checkpoints, fine-tuning defaults."""
 
-from .checkpoints import AtomicCheckpoint, EncoderCheckpoint, load_encoder, save_encoder
+from .checkpoints import EncoderCheckpoint, StateCheckpoint, load_encoder, save_encoder
 from .distributed import init_distributed
-from .pretrain import PretextLoss, PretrainNet
+from .pretrain import PretextLoss, PretextSkill, PretrainNet
 from .run import pretrain
 from .schedule import WarmupCosineLR, warmup_cosine_factor
 
 __all__ = [
-    "AtomicCheckpoint",
     "EncoderCheckpoint",
     "PretextLoss",
+    "PretextSkill",
     "PretrainNet",
+    "StateCheckpoint",
     "WarmupCosineLR",
     "init_distributed",
     "load_encoder",

@@ -25,6 +25,7 @@ def pretrain(
     compile=False,
     num_workers=0,
     progress_bar=True,
+    valid_fraction=None,
     encoder_kwargs=None,
     **pretext_kwargs,
 ):
@@ -45,6 +46,8 @@ def pretrain(
         ``torch.compile`` the model (skorch's ``compile``).
     num_workers : int
         DataLoader worker processes.
+    valid_fraction : float | None
+        Share of the windows held out to measure the validation pretext skill.
     encoder_kwargs : dict | None
         ``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, ``patch_seconds``; the
         paper's values by default.
@@ -78,6 +81,7 @@ def pretrain(
         compile=compile,
         checkpoint_dir=checkpoint_dir,
         progress_bar=progress_bar,
+        valid_fraction=valid_fraction,
         iterator_train__num_workers=num_workers,
     )
     logger.info("Pretraining %s on %d windows.", type(model).__name__, len(view))

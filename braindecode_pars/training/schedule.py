@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from skorch.callbacks import Callback
+from skorch.callbacks import LRScheduler
+from torch.optim.lr_scheduler import LambdaLR
 
 from .._checks import check_range
 
@@ -24,13 +25,16 @@ def warmup_cosine_factor(progress, warmup_fraction=0.1, start_factor=0.1, final_
     return final_factor + (1.0 - final_factor) * 0.5 * (1.0 + math.cos(math.pi * rest))
 
 
-class WarmupCosineLR(Callback):
-    """Set the learning rate before every training batch from the run's progress.
+class WarmupCosineLR(LRScheduler):
+    """skorch's :class:`~skorch.callbacks.LRScheduler` with a ``LambdaLR`` stepped every batch.
 
-    Progress is ``(epochs done + batches done / batches per epoch) / max_epochs``,
-    read from the net's history, so a resumed run continues the same curve. The
-    maximum learning rate is ``net.lr``; the epoch's starting rate is recorded in the
-    history as ``lr``.
+    The factor of batch ``s`` is ``warmup_cosine_factor(s / total)`` with ``total =
+    max_epochs * batches per epoch``, the batches that *this process* trains on (under
+    DistributedDataParallel each rank steps once per batch of its own share, so the
+    curve does not depend on the number of processes). The batches already done are
+    counted from the history (skorch's ``train_batch_count``), so a resumed run
+    continues the same curve. The maximum rate is ``net.lr``; the rate of each batch is
+    in the history's batches as ``event_lr`` and the epoch's first rate as ``lr``.
 
     Parameters
     ----------
@@ -43,37 +47,47 @@ class WarmupCosineLR(Callback):
     """
 
     def __init__(self, warmup_fraction=0.1, start_factor=0.1, final_factor=0.0):
+        super().__init__(policy=LambdaLR, step_every="batch", event_name="event_lr")
         self.warmup_fraction = warmup_fraction
         self.start_factor = start_factor
         self.final_factor = final_factor
+
+    @property
+    def kwargs(self):
+        return {}  # the LambdaLR is built in on_epoch_begin, when the batches are known
 
     def initialize(self):
         check_range("warmup_fraction", self.warmup_fraction, 0, 1, high_open=True)
         check_range("start_factor", self.start_factor, 0, 1)
         check_range("final_factor", self.final_factor, 0, 1)
-        self.batches_per_epoch_ = None
-        self.batch_idx_ = 0
+        super().initialize()
+        self.total_steps_ = None
         return self
 
-    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
-        self.batch_idx_ = 0
-        if dataset_train is not None:
-            self.batches_per_epoch_ = max(1, math.ceil(len(dataset_train) / net.batch_size))
-        net.history.record("lr", self._lr(net))
+    def _get_scheduler(self, net, policy, **scheduler_kwargs):
+        return None  # built on the first epoch, from the training iterator's length
 
-    def on_batch_begin(self, net, training=False, **kwargs):
-        if not training:
-            return
-        lr = self._lr(net)
-        for group in net.optimizer_.param_groups:
-            group["lr"] = lr
-        self.batch_idx_ += 1
-
-    def _lr(self, net):
-        epochs_done = len(net.history) - 1  # the current epoch's row already exists
-        within = self.batch_idx_ / self.batches_per_epoch_ if self.batches_per_epoch_ else 0.0
-        progress = (epochs_done + within) / max(net.max_epochs, 1)
-        factor = warmup_cosine_factor(
+    def factor(self, step):
+        """Multiplier of ``net.lr`` at batch ``step`` (0-based) of the run."""
+        progress = step / max(self.total_steps_, 1)
+        return warmup_cosine_factor(
             progress, self.warmup_fraction, self.start_factor, self.final_factor
         )
-        return net.lr * factor
+
+    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        if self.lr_scheduler_ is None:
+            per_epoch = len(net.get_iterator(dataset_train, training=True))
+            self.total_steps_ = max(1, per_epoch * net.max_epochs)
+            for group in net.optimizer_.param_groups:
+                group["initial_lr"] = net.lr
+            self.lr_scheduler_ = LambdaLR(
+                net.optimizer_, self.factor, last_epoch=self.batch_idx_ - 1
+            )
+        net.history.record("lr", net.optimizer_.param_groups[0]["lr"])
+
+    def on_batch_begin(self, net, training=False, **kwargs):
+        if training:  # record the rate this batch trains with
+            net.history.record_batch("event_lr", net.optimizer_.param_groups[0]["lr"])
+
+    def _record_last_lr(self, net, kind):
+        pass  # recorded in on_batch_begin: the rate used, not the next one
