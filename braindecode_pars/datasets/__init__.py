@@ -1,6 +1,14 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
 from .corpus import pretraining_corpus
+from .eegmat import (
+    EEGMAT_CHANNELS,
+    EEGMAT_CLASSES,
+    EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
+    load_eegmat,
+    read_eegmat,
+)
 from .eesm17 import (
     EESM17_EAR_CHANNELS,
     EESM17_STAGES,
@@ -23,7 +31,9 @@ from .physionet_mi import (
     read_physionet_mi,
     run_block,
 )
+from .recordings import find_recordings, load_recordings, recording_preprocessors, shared_corpus
 from .single_channel import SingleChannelWindows
+from .sleep_edf import read_sleep_edf_mat
 from .store import read_window_store, write_window_store
 from .tuh import (
     TUH_CHANNELS_19,
@@ -47,6 +57,17 @@ from .ysyw import (
 )
 
 __all__ = [
+    "EEGMAT_CHANNELS",
+    "EEGMAT_CLASSES",
+    "EEGMAT_TEST_SUBJECTS",
+    "EEGMAT_TRAIN_SUBJECTS",
+    "find_recordings",
+    "load_eegmat",
+    "load_recordings",
+    "read_eegmat",
+    "read_sleep_edf_mat",
+    "recording_preprocessors",
+    "shared_corpus",
     "ChannelNoise",
     "EESM17_EAR_CHANNELS",
     "EESM17_STAGES",

@@ -1,0 +1,162 @@
+"""The EEGMAT and Sleep-EDF readers on the real files of ../shared/data (also in CI)."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+
+from braindecode_pars.datasets import (
+    EEGMAT_CHANNELS,
+    EEGMAT_CLASSES,
+    EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
+    load_eegmat,
+    read_eegmat,
+    read_sleep_edf_mat,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+EEGMAT = DATA / "eegmat"
+SLEEP = DATA / "sleep-edf-atm"
+
+
+def csv_count_quality():
+    """subject -> count quality, read straight from PhysioNet's subject-info.csv."""
+    with open(EEGMAT / "subject-info.csv", newline="") as f:
+        return {int(r["Subject"][7:]): int(r["Count quality"]) for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def windows():
+    """Subjects 0 and 1 (full-length recordings), 4 and 31 (shorter rest recordings)."""
+    return load_eegmat(EEGMAT, subjects=[0, 1, 4, 31])
+
+
+def test_read_eegmat_gives_19_named_channels_in_volts_and_the_csv_count_quality():
+    dataset = read_eegmat(EEGMAT, subjects=range(36))  # headers only: nothing is loaded
+    description = dataset.description
+    assert len(dataset.datasets) == 72
+    assert description.subject.tolist() == [s for s in range(36) for _ in (1, 2)]
+    assert (description.target == description.session - 1).all()  # 0 rest, 1 arithmetic
+    quality = csv_count_quality()
+    assert description.count_quality.tolist() == [quality[s] for s in description.subject]
+    assert sum(quality.values()) == 26 and len(quality) == 36  # 26 good, 10 bad counters
+    raw = dataset.datasets[0].raw
+    assert tuple(raw.ch_names) == EEGMAT_CHANNELS
+    assert set(raw.get_channel_types()) == {"eeg"}
+    assert raw.info["sfreq"] == 500
+    assert not np.isnan(np.stack([ch["loc"][:3] for ch in raw.info["chs"]])).any()  # montage
+    std = raw.get_data(tmin=0, tmax=10).std(axis=1)
+    assert np.all((std > 1e-6) & (std < 1e-4))  # volts
+
+
+def test_train_and_test_subjects_split_all_36():
+    assert len(EEGMAT_TEST_SUBJECTS) == 12 and len(EEGMAT_TRAIN_SUBJECTS) == 24
+    assert sorted(EEGMAT_TEST_SUBJECTS + EEGMAT_TRAIN_SUBJECTS) == list(range(36))
+    quality = csv_count_quality()
+    assert sum(1 - quality[s] for s in EEGMAT_TEST_SUBJECTS) == 4  # bad counters in test
+    assert EEGMAT_CLASSES == {"rest": 0, "arithmetic": 1}
+
+
+def test_load_eegmat_gives_10_s_windows_at_100_hz(windows):
+    X, y, _ = windows[0]
+    assert X.shape == (19, 1000)
+    assert windows.datasets[0].raw.info["sfreq"] == 100
+    assert windows.datasets[0].raw.info["lowpass"] == pytest.approx(45)
+    metadata = windows.get_metadata()
+    counts = metadata.groupby(["subject", "target"]).size().to_dict()
+    # 182-s rest, 62-s arithmetic; Subject04's rest is 170 s, Subject31's 80 s
+    assert counts == {
+        (0, 0): 18, (0, 1): 6, (1, 0): 18, (1, 1): 6,
+        (4, 0): 17, (4, 1): 6, (31, 0): 8, (31, 1): 6,
+    }  # fmt: skip
+    # the windows' own targets (what a classifier reads) match the metadata
+    targets = np.asarray([windows[i][1] for i in range(len(windows))])
+    np.testing.assert_array_equal(targets, metadata.target.to_numpy())
+    assert {"subject", "count_quality"} <= set(metadata.columns)
+    assert set(metadata.count_quality[metadata.subject == 1]) == {csv_count_quality()[1]}
+
+
+def test_load_eegmat_prints_nothing(capfd):
+    load_eegmat(EEGMAT, subjects=[2], window_seconds=30.0)
+    out, err = capfd.readouterr()
+    assert "Reading" not in out + err
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        pytest.param(
+            dict(subjects=[0, 36]),
+            ValueError,
+            r"EEGMAT 'subjects' must lie in 0..35, but got \[36\]",
+            id="subject-36",
+        ),
+        pytest.param(
+            dict(subjects=-1),
+            ValueError,
+            r"EEGMAT 'subjects' must lie in 0..35, but got \[-1\]",
+            id="subject-minus-1",
+        ),
+        pytest.param(
+            dict(subjects=["1"]),
+            TypeError,
+            r"EEGMAT 'subjects' must be ints in 0..35, but got str \('1'\)",
+            id="subject-str",
+        ),
+        pytest.param(
+            dict(subjects=[]),
+            ValueError,
+            "EEGMAT 'subjects' must name at least one subject",
+            id="no-subject",
+        ),
+        pytest.param(
+            dict(subjects=0, sessions=(1, 3)),
+            ValueError,
+            r"EEGMAT 'sessions' must be 1 \(rest\) and/or 2 \(arithmetic\), but got \[3\]",
+            id="session-3",
+        ),
+    ],
+)
+def test_bad_subjects_and_sessions_are_refused(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        read_eegmat(EEGMAT, **kwargs)
+
+
+def test_one_session_and_a_missing_file(tmp_path):
+    rest = read_eegmat(EEGMAT, subjects=3, sessions=1)
+    assert rest.description.session.tolist() == [1]
+    with pytest.raises(FileNotFoundError, match=r"EEGMAT file '.*Subject00_1.edf' is missing"):
+        read_eegmat(tmp_path, subjects=0)
+    with pytest.raises(ValueError, match=r"'window_seconds' must lie in \(0, inf\]"):
+        load_eegmat(EEGMAT, subjects=0, window_seconds=0)
+
+
+def test_read_sleep_edf_mat_reads_one_channel_at_100_hz():
+    file = SLEEP / "SC4012E0-PSG_edfm.mat"
+    dataset = read_sleep_edf_mat(file)
+    assert len(dataset.datasets) == 1
+    raw = dataset.datasets[0].raw
+    assert raw.ch_names == ["Pz-Oz"] and raw.info["sfreq"] == 100
+    assert raw.n_times == 1_000_000
+    np.testing.assert_array_equal(raw.get_data()[0], scipy.io.loadmat(file)["val"][0])
+    description = dataset.description.iloc[0]
+    assert (description.subject, description.night) == (1, 2)
+    assert description.file == "SC4012E0-PSG_edfm.mat"
+
+
+def test_read_sleep_edf_mat_folder_and_errors(tmp_path):
+    names = sorted(p.name for p in SLEEP.glob("*_edfm.mat"))
+    with pytest.raises(FileNotFoundError, match="No Sleep-EDF"):
+        read_sleep_edf_mat(tmp_path)
+    scipy.io.savemat(tmp_path / "other.mat", {"data": np.zeros((1, 10))})
+    with pytest.raises(ValueError, match=r"holds no variable 'val'; variables: \[.*'data'"):
+        read_sleep_edf_mat(tmp_path / "other.mat")
+    scipy.io.savemat(tmp_path / "SC4991E0-PSG_edfm.mat", {"val": np.zeros((2, 10))})
+    with pytest.raises(ValueError, match=r"'val' of .* must have shape \(1, n_samples\)"):
+        read_sleep_edf_mat(tmp_path)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_sleep_edf_mat(tmp_path / "missing.mat")
+    assert len(names) == 9
