@@ -3,7 +3,7 @@
 import logging
 
 from .estimator import PARSClassifier
-from .models import PARS, MultiChannelClassifier, PatchEncoder
+from .models import MAE, MP3, PARS, DropPos, MultiChannelClassifier, PatchEncoder
 from .training import PretrainNet, load_encoder, save_encoder
 
 __version__ = "0.1.0.dev0"
@@ -11,6 +11,9 @@ __version__ = "0.1.0.dev0"
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "DropPos",
+    "MAE",
+    "MP3",
     "MultiChannelClassifier",
     "PARS",
     "PARSClassifier",

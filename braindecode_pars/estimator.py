@@ -6,6 +6,7 @@ import copy
 import logging
 import math
 import numbers
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,8 +15,11 @@ import numpy as np
 import torch
 from braindecode.datasets import BaseConcatDataset
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.utils.validation import check_is_fitted
+from skorch.helper import SliceDataset
+from torch.utils.data import Subset
 
 from ._checks import check_int, check_option, check_range
 from .datasets.single_channel import SingleChannelWindows
@@ -50,8 +54,9 @@ def windows_to_arrays(windows):
 class LabelledWindows(torch.utils.data.Dataset):
     """Windows with integer class codes, read one at a time: items ``(X, code)``.
 
-    ``source`` is an array (n_windows, n_chans, n_times) or braindecode windows; nothing
-    is copied, so a windows dataset is streamed from its recordings.
+    ``source`` is an array (n_windows, n_chans, n_times) or a dataset of window items
+    ``(x, y, ...)`` (braindecode windows); nothing is copied, so a windows dataset is
+    streamed from its recordings.
     """
 
     def __init__(self, source, codes, indices=None):
@@ -68,31 +73,170 @@ class LabelledWindows(torch.utils.data.Dataset):
         return torch.as_tensor(np.asarray(x, dtype=np.float32)), int(self.codes[j])
 
 
-def _windows_shape_and_bad(windows):
-    """(n_chans, n_times) of braindecode windows, and how many hold NaN or inf.
+class _Windows(torch.utils.data.Dataset):
+    """A selection of window items ``(x, y, ...)`` of a dataset, read one at a time.
 
-    Reads preloaded recordings in place (one slice per window); other windows one by
-    one. Raises if the windows do not all have one shape.
+    ``base`` is a braindecode ``BaseConcatDataset``, any dataset of window items, or
+    a list of items (what scikit-learn makes of braindecode windows when it splits
+    them); ``indices`` selects items of ``base`` (None: all of them). The sampling
+    rate and the labels are read from ``base`` when it is braindecode windows.
     """
-    shapes, bad = set(), 0
-    for ds in windows.datasets:
-        raw = getattr(ds, "raw", None)
-        if raw is not None and getattr(raw, "preload", False):
-            data = raw._data
-            for _, start, stop in ds.crop_inds:
-                window = data[:, start:stop]
-                shapes.add(window.shape)
-                bad += int(not np.isfinite(window).all())
+
+    def __init__(self, base, indices=None):
+        self.base = base
+        self.indices = None if indices is None else np.asarray(indices, dtype=np.int64)
+
+    def __len__(self):
+        return len(self.base) if self.indices is None else len(self.indices)
+
+    def __getitem__(self, i):
+        return self.base[i if self.indices is None else int(self.indices[i])]
+
+    @property
+    def braindecode(self):
+        return isinstance(self.base, BaseConcatDataset)
+
+    def sfreq(self):
+        """The windows' sampling rate, or None where no braindecode dataset is reachable."""
+        return _windows_sfreq(self.base) if self.braindecode else None
+
+    def targets(self):
+        """Labels: the ``target`` metadata column of braindecode windows, else items' ``y``."""
+        if self.braindecode:
+            metadata = self.base.get_metadata()
+            if "target" not in metadata.columns:
+                return None
+            targets = metadata["target"].to_numpy()
+            return targets if self.indices is None else targets[self.indices]
+        return np.asarray([np.asarray(self[i][1]).item() for i in range(len(self))])
+
+    def shape_and_bad(self, name):
+        """(n_chans, n_times) of the windows and how many hold NaN or inf."""
+        if self.braindecode:
+            shapes, bad = _windows_shapes_and_bad(self.base, self.indices)
         else:
-            for i in range(len(ds)):
-                window = np.asarray(ds[i][0])
+            shapes, bad = set(), 0
+            for i in range(len(self)):
+                window = np.asarray(self[i][0])
                 shapes.add(window.shape)
                 bad += int(not np.isfinite(window).all())
-    if len(shapes) != 1:
-        raise ValueError(
-            f"'X' windows must all have one shape (n_chans, n_times), but got {sorted(shapes)}."
-        )
-    return shapes.pop(), bad
+        if len(shapes) != 1:
+            raise ValueError(
+                f"'{name}' windows must all have one shape (n_chans, n_times), but got "
+                f"{sorted(shapes)}."
+            )
+        shape = shapes.pop()
+        if len(shape) != 2:
+            raise ValueError(
+                f"'{name}' items must be windows of shape (n_chans, n_times), but got shape "
+                f"{shape}; cut recordings into windows with braindecode's "
+                "create_windows_from_events or create_fixed_length_windows."
+            )
+        return shape, bad
+
+    def pretraining_sources(self):
+        """What :class:`SingleChannelWindows` reads: the whole braindecode dataset (crops
+        may then reach beyond a window, into its recording), or the selected windows."""
+        if self.braindecode and self.indices is None:
+            return [self.base]
+        return [np.asarray(self[i][0], dtype=np.float32)[None] for i in range(len(self))]
+
+
+def _unwrap_subsets(dataset, indices=None):
+    """The dataset under nested ``torch.utils.data.Subset`` s, and the indices into it."""
+    while isinstance(dataset, Subset):
+        inner = np.asarray(dataset.indices, dtype=np.int64)
+        indices = inner if indices is None else inner[np.asarray(indices, dtype=np.int64)]
+        dataset = dataset.dataset
+    return dataset, indices
+
+
+def _is_window_items(X):
+    """Whether ``X`` is a list of window items ``(x, y, ...)``, as indexing windows gives."""
+    if not isinstance(X, list | tuple) or len(X) == 0:
+        return False
+    if not all(isinstance(item, tuple) and len(item) >= 2 for item in X):
+        return False
+    return np.ndim(X[0][0]) == 2
+
+
+def _as_windows(X, name="X"):
+    """``X`` as :class:`_Windows`, or None for array input.
+
+    Windows are braindecode windows (a ``BaseConcatDataset``), a ``Subset`` of them, a
+    skorch ``SliceDataset`` of them (``idx=0``), or the list of items ``(x, y, inds)``
+    that scikit-learn's splitters make of braindecode windows.
+    """
+    if isinstance(X, SliceDataset):
+        if X.idx != 0:
+            raise ValueError(
+                f"'{name}' is a SliceDataset of item {X.idx} of each window; pass "
+                f"SliceDataset(windows, idx=0) as '{name}' (and idx=1 as 'y')."
+            )
+        return _Windows(*_unwrap_subsets(X.dataset, X.indices_))
+    if isinstance(X, BaseConcatDataset | Subset):
+        return _Windows(*_unwrap_subsets(X))
+    if _is_window_items(X):
+        return _Windows(X)
+    return None
+
+
+def _as_labels(y):
+    """``y`` as an array; a skorch ``SliceDataset`` of labels reads braindecode metadata."""
+    if isinstance(y, SliceDataset) and y.idx == 1:
+        windows = _Windows(*_unwrap_subsets(y.dataset, y.indices_))
+        labels = windows.targets() if windows.braindecode else None
+        if labels is not None:
+            return labels
+    return None if y is None else np.asarray(y)
+
+
+def _windows_shapes_and_bad(windows, indices=None):
+    """The shapes of braindecode windows (all, or those at ``indices``), and how many
+    hold NaN or inf.
+
+    Each preloaded recording is read once through MNE's ``get_data`` and sliced per
+    window; other windows are read one by one.
+    """
+    selected = np.arange(len(windows)) if indices is None else np.asarray(indices)
+    ends = np.asarray(windows.cumulative_sizes, dtype=np.int64)
+    which = np.searchsorted(ends, selected, side="right")  # the dataset of each window
+    starts = np.concatenate([[0], ends[:-1]])
+    shapes, bad = set(), 0
+    for k in np.unique(which):
+        ds = windows.datasets[k]
+        local = selected[which == k] - starts[k]
+        raw = getattr(ds, "raw", None)
+        crop_inds = getattr(ds, "crop_inds", None)
+        if raw is not None and getattr(raw, "preload", False) and crop_inds is not None:
+            data = raw.get_data()
+            items = (data[:, start:stop] for _, start, stop in np.asarray(crop_inds)[local])
+        else:
+            items = (np.asarray(ds[int(i)][0]) for i in local)
+        for window in items:
+            shapes.add(window.shape)
+            bad += int(not np.isfinite(window).all())
+    return shapes, bad
+
+
+def _shortest(sources):
+    """Samples of the shortest recording or window :class:`SingleChannelWindows` would
+    crop from ``sources`` (arrays or braindecode windows)."""
+    lengths = []
+    for source in sources:
+        if not isinstance(source, BaseConcatDataset):
+            lengths.append(source.shape[-1])
+            continue
+        for ds in source.datasets:
+            raw = getattr(ds, "raw", None)
+            crop_inds = getattr(ds, "crop_inds", None)
+            if raw is not None and getattr(raw, "preload", False):
+                lengths.append(raw.n_times)
+            elif crop_inds is not None and len(crop_inds):
+                lengths.append(int(min(stop - start for _, start, stop in crop_inds)))
+            else:
+                lengths += [np.shape(ds[i][0])[-1] for i in range(len(ds))]
+    return min(lengths)
 
 
 def _windows_sfreq(windows):
@@ -114,13 +258,23 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     ``pretrain_epochs=0`` without one trains from scratch, the paper's supervised
     baseline.
 
+    ``X`` is an array (n_windows, n_chans, n_times) or braindecode windows, which
+    are streamed rather than copied and carry their labels (metadata ``target``) and
+    sampling rate. Windows go through scikit-learn's model selection as they are:
+    ``cross_val_score(clf, windows, groups=groups, cv=LeaveOneGroupOut())`` hands
+    ``fit`` the lists of window items ``(x, y, inds)`` that scikit-learn makes of them
+    (these carry no sampling rate: set ``sfreq``); skorch's ``SliceDataset(windows)``
+    as ``X`` (and ``SliceDataset(windows, idx=1)`` as ``y``) keeps the dataset, its
+    sampling rate and its labels. A ``torch.utils.data.Subset`` of windows works too.
+
     Parameters
     ----------
     pretrain : {"pars", "mae", "mp3", "droppos"}
         The pretext task. All share the encoder, the pretraining net and its settings.
     pretrained_encoder : str | Path | PatchEncoder | None
-        An encoder saved by :func:`~braindecode_pars.training.save_encoder` (or an
-        instance; it is copied). Its sampling rate and patch length must match.
+        An encoder saved by :func:`~braindecode_pars.save_encoder` (or an instance;
+        it is copied). Its sampling rate and patch length must match. It is read at
+        the start of ``fit``.
     emb_dim, depth, n_heads, ff_dim, patch_seconds
         Encoder size; defaults are the paper's (512, 8, 8, 512, 1 s).
     n_patches, pos_mask_ratio
@@ -129,7 +283,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     mask_ratio : float
         Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
     pretrain_window_seconds : float | None
-        Length of the pretraining crops; default: the fine-tuning window.
+        Length of the pretraining crops; default: the fine-tuning window. Windows of
+        ``X_unlabeled`` must be at least this long.
     pretrain_epochs : int
         Pretraining epochs (paper: 1000 on a large corpus); 0 for no pretraining.
     pretrain_batch_size : int
@@ -149,13 +304,22 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         :class:`~braindecode_pars.datasets.eesm17.ChannelNoise` as the paper uses on
         EESM17.
     sfreq : float | None
-        Sampling rate of array input; read from braindecode windows otherwise.
+        Sampling rate of array input and of window items split by scikit-learn;
+        read from braindecode windows otherwise.
     device : str
-        ``"cpu"`` or ``"cuda"``.
+        ``"cpu"`` or ``"cuda"`` (``"cuda:1"``...); a GPU must be visible to torch.
     random_state : int | None
-        Seed of every random draw: the same seed gives the same predictions.
+        Seed of every random draw: the same seed gives the same predictions. An int
+        seeds torch's global generator (``torch.manual_seed(random_state)`` at the
+        start of training, as braindecode's ``set_random_seeds`` does), from which
+        the model's initialisation, dropout, batch shuffling and the pretraining
+        crops draw; it seeds the validation split too. None leaves torch's
+        generator alone, and two fits then differ.
     verbose : int
-        0: quiet; 1: progress bars.
+        1 (default): progress bars of pretraining and fine-tuning, and the
+        fine-tuning epoch table, as skorch and braindecode's ``EEGClassifier`` print
+        them (the pretraining epoch table goes to the ``braindecode_pars`` logger).
+        0: quiet.
 
     Attributes
     ----------
@@ -173,9 +337,14 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
+    >>> from skorch.helper import SliceDataset
+    >>> from braindecode_pars.datasets import load_physionet_mi
+    >>> windows = load_physionet_mi()  # doctest: +SKIP
+    >>> blocks = windows.get_metadata()["block"]  # doctest: +SKIP
     >>> clf = PARSClassifier(emb_dim=64, depth=2, n_heads=4, ff_dim=64, n_patches=8,
-    ...                      pretrain_epochs=5, max_epochs=20, sfreq=200)
-    >>> cross_val_score(clf, X, y, groups=runs, cv=LeaveOneGroupOut())  # doctest: +SKIP
+    ...                      pretrain_epochs=5, max_epochs=20)
+    >>> cross_val_score(clf, SliceDataset(windows), groups=blocks,
+    ...                 cv=LeaveOneGroupOut())  # doctest: +SKIP
     """
 
     def __init__(
@@ -203,7 +372,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         sfreq=None,
         device="cpu",
         random_state=None,
-        verbose=0,
+        verbose=1,
     ):
         self.pretrain = pretrain
         self.pretrained_encoder = pretrained_encoder
@@ -261,6 +430,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             raise TypeError(
                 f"'random_state' must be an int or None, but got {self.random_state!r}."
             )
+        self._check_device()
         if self.emb_dim % self.n_heads or self.emb_dim % 2:
             raise ValueError(
                 f"'emb_dim' must be even and divisible by 'n_heads' ({self.n_heads}), but got "
@@ -274,27 +444,65 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 f"{n_masked} patch(es); PARS needs at least 2."
             )
 
-    def _check_X(self, X, y=None, fitting=False):
+    def _check_device(self):
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(
+                f"Invalid value for 'device': {self.device!r} is not a torch device ({err})."
+            ) from err
+        if device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ValueError(
+                    f"Invalid value for 'device': {self.device!r} but torch sees no GPU "
+                    "(torch.cuda.is_available() is False); use device='cpu'."
+                )
+            if device.index is not None and device.index >= torch.cuda.device_count():
+                raise ValueError(
+                    f"Invalid value for 'device': {self.device!r} but torch sees "
+                    f"{torch.cuda.device_count()} GPU(s)."
+                )
+
+    def _check_X(self, X, y=None, fitting=False, labels=True, name="X"):
         """Check windows (an array or braindecode windows) without copying them.
 
-        Returns the source (an array or the windows dataset), the labels (from the
-        windows' metadata when ``y`` is None), the sampling rate and the window shape.
+        Returns the source (an array or a dataset of window items), the labels (from
+        the windows when ``y`` is None and ``labels``), the sampling rate and the
+        window shape.
         """
-        if isinstance(X, BaseConcatDataset):
-            if len(X) == 0:
-                raise ValueError("'X' holds no window.")
-            sfreq = _windows_sfreq(X)
-            if y is None and "target" in X.get_metadata().columns:
-                y = X.get_metadata()["target"].to_numpy()
-            if fitting and self.sfreq is not None and abs(self.sfreq - sfreq) > 1e-6:
+        y = _as_labels(y)
+        known_sfreq = self.sfreq if fitting else self.sfreq_
+        windows = _as_windows(X, name)
+        if windows is not None:
+            if len(windows) == 0:
+                raise ValueError(f"'{name}' holds no window.")
+            sfreq = windows.sfreq()
+            if sfreq is None and known_sfreq is None:
                 raise ValueError(
-                    f"'sfreq'={self.sfreq} differs from the windows' sampling rate ({sfreq} Hz)."
+                    f"The windows of '{name}' (a {type(X).__name__} of {len(windows)}) do not "
+                    "carry their sampling rate, as the lists of items (x, y, inds) that "
+                    "scikit-learn makes of braindecode windows when it splits them do not: "
+                    "set 'sfreq', or pass skorch.helper.SliceDataset(windows), which keeps it."
                 )
-            shape, bad = _windows_shape_and_bad(X)
-            source = X
+            if sfreq is None:
+                sfreq = known_sfreq
+            elif known_sfreq is not None and abs(known_sfreq - sfreq) > 1e-6:
+                if fitting:
+                    raise ValueError(
+                        f"'sfreq'={known_sfreq} differs from the '{name}' windows' sampling "
+                        f"rate ({sfreq} Hz)."
+                    )
+                raise ValueError(
+                    f"'{name}' windows are sampled at {sfreq} Hz, but the classifier was "
+                    f"fitted at {known_sfreq} Hz."
+                )
+            if y is None and labels:
+                y = windows.targets()
+            shape, bad = windows.shape_and_bad(name)
+            source = windows
         else:
             source = np.asarray(X)
-            sfreq = self.sfreq if fitting else self.sfreq_
+            sfreq = known_sfreq
             if sfreq is None:
                 raise ValueError(
                     "Array input needs the sampling rate: set 'sfreq' (or pass braindecode "
@@ -302,20 +510,20 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 )
             if source.ndim != 3:
                 raise ValueError(
-                    "'X' must have shape (n_windows, n_chans, n_times), but got shape "
+                    f"'{name}' must have shape (n_windows, n_chans, n_times), but got shape "
                     f"{source.shape}."
                 )
             if not np.issubdtype(source.dtype, np.number):
-                raise ValueError(f"'X' must be numeric, but got dtype {source.dtype}.")
+                raise ValueError(f"'{name}' must be numeric, but got dtype {source.dtype}.")
             source = source.astype(np.float32, copy=False)
             shape = source.shape[1:]
             bad = int((~np.isfinite(source)).any(axis=(1, 2)).sum())
         if bad:
-            raise ValueError(f"'X' holds NaN or infinite values in {bad} window(s).")
+            raise ValueError(f"'{name}' holds NaN or infinite values in {bad} window(s).")
         if not fitting and tuple(shape) != (self.n_chans_, self.n_times_):
             raise ValueError(
-                f"'X' windows have shape {tuple(shape)}, but the classifier was fitted on "
-                f"{(self.n_chans_, self.n_times_)}."
+                f"'{name}' windows have shape {tuple(shape)}, but the classifier was fitted "
+                f"on {(self.n_chans_, self.n_times_)}."
             )
         return source, y, float(sfreq), tuple(shape)
 
@@ -350,24 +558,84 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             )
         return y, classes
 
-    # -- stages --------------------------------------------------------------------------
-    def _encoder(self, sfreq, n_times, X, X_unlabeled, workdir):
+    def _load_pretrained(self):
+        """The encoder named by ``pretrained_encoder`` (a copy), or None."""
+        value = self.pretrained_encoder
+        if value is None:
+            return None
+        if isinstance(value, PatchEncoder):
+            return copy.deepcopy(value)  # never train the caller's own object
+        if not isinstance(value, str | os.PathLike):
+            raise TypeError(
+                "'pretrained_encoder' must be the path of a saved encoder, a PatchEncoder "
+                f"or None, but got {type(value).__name__} ({value!r})."
+            )
+        path = Path(value)
+        if not path.is_file():
+            raise FileNotFoundError(f"'pretrained_encoder': there is no file at '{path}'.")
+        try:
+            return load_encoder(path)
+        except Exception as err:  # torch.load's errors say nothing of what was expected
+            why = f"{type(err).__name__}: {err}"
+            if "is not an encoder saved by" in str(err):  # load_encoder's own check
+                why = "it holds no 'config' and 'state_dict'"
+            raise ValueError(
+                f"'pretrained_encoder': '{path}' is not an encoder saved by "
+                f"braindecode_pars.save_encoder ({why})."
+            ) from err
+
+    def _check_pretrained(self, encoder, sfreq):
+        if abs(encoder.sfreq - sfreq) > 1e-6:
+            raise ValueError(
+                f"The pretrained encoder works at sfreq={encoder.sfreq} Hz but the data is "
+                f"at {sfreq} Hz; resample the data (it is not resampled silently)."
+            )
+        if abs(encoder.patch_seconds - self.patch_seconds) > 1e-9:
+            raise ValueError(
+                f"The pretrained encoder cuts {encoder.patch_seconds}-s patches but "
+                f"'patch_seconds'={self.patch_seconds}."
+            )
+
+    def _pretraining_data(self, source, X_unlabeled, sfreq, n_times):
+        """The pretraining crop length and the sources of its single-channel view.
+
+        Checks that every source holds crops of that length, naming the culprit.
+        """
         patch = int(round(self.patch_seconds * sfreq))
-        if self.pretrained_encoder is not None:
-            encoder = load_encoder(self.pretrained_encoder)
-            if encoder is self.pretrained_encoder:  # never train the caller's own object
-                encoder = copy.deepcopy(encoder)
-            if abs(encoder.sfreq - sfreq) > 1e-6:
+        n_crop = n_times
+        if self.pretrain_window_seconds is not None:
+            n_crop = int(round(self.pretrain_window_seconds * sfreq))
+            if n_crop < patch:
                 raise ValueError(
-                    f"The pretrained encoder works at sfreq={encoder.sfreq} Hz but the data is "
-                    f"at {sfreq} Hz; resample the data (it is not resampled silently)."
+                    f"'pretrain_window_seconds'={self.pretrain_window_seconds} gives "
+                    f"pretraining windows of {n_crop} samples, shorter than one patch "
+                    f"({patch} samples)."
                 )
-            if abs(encoder.patch_seconds - self.patch_seconds) > 1e-9:
+        sources = _pretraining_sources(source)
+        if n_crop > _shortest(sources):
+            raise ValueError(
+                f"'pretrain_window_seconds'={self.pretrain_window_seconds} gives pretraining "
+                f"windows of {n_crop} samples, longer than the windows of 'X' "
+                f"({_shortest(sources)} samples)."
+            )
+        if self.pretrain_window_seconds is None:
+            why = "the length of the 'X' windows, as 'pretrain_window_seconds' is None"
+        else:
+            why = f"'pretrain_window_seconds'={self.pretrain_window_seconds}"
+        for unlabeled in _unlabeled_sources(X_unlabeled, sfreq):
+            if n_crop > _shortest(unlabeled):
                 raise ValueError(
-                    f"The pretrained encoder cuts {encoder.patch_seconds}-s patches but "
-                    f"'patch_seconds'={self.patch_seconds}."
+                    f"'X_unlabeled' holds windows of {_shortest(unlabeled)} samples, shorter "
+                    f"than the pretraining windows ({n_crop} samples: {why})."
                 )
-            return encoder, None
+            sources += unlabeled
+        return n_crop, sources
+
+    def _encoder(self, sfreq, pretrained, n_crop, sources, workdir):
+        """The encoder to fine-tune: ``pretrained``, or a new one, pretrained on
+        ``sources`` unless they are None."""
+        if pretrained is not None:
+            return pretrained, None
         encoder = PatchEncoder(
             sfreq=sfreq,
             patch_seconds=self.patch_seconds,
@@ -376,17 +644,11 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             n_heads=self.n_heads,
             ff_dim=self.ff_dim,
         )
-        if self.pretrain_epochs == 0:
+        if sources is None:
             return encoder, None
-        pre_times = n_times
-        if self.pretrain_window_seconds is not None:
-            pre_times = int(round(self.pretrain_window_seconds * sfreq))
-        sources = [X] + ([] if X_unlabeled is None else _as_list(X_unlabeled))
-        view = SingleChannelWindows(sources, n_times=pre_times)
-        if pre_times < patch:
-            raise ValueError(f"Pretraining windows of {pre_times} samples hold no patch.")
+        view = SingleChannelWindows(sources, n_times=n_crop)
         model = PRETEXT_MODELS[self.pretrain](
-            n_times=pre_times, encoder=encoder, **self._pretext_params()
+            n_times=n_crop, encoder=encoder, **self._pretext_params()
         )
         net = PretrainNet(
             model,
@@ -411,12 +673,17 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            Labelled windows; labels are read from braindecode windows when ``y`` is
-            None. Windows datasets are streamed, not copied into memory.
-        y : array-like, shape (n_windows,) | None
-        X_unlabeled : braindecode BaseConcatDataset | ndarray | list of them | None
-            More windows for pretraining only (e.g. recordings without labels).
+        X : windows | ndarray, shape (n_windows, n_chans, n_times)
+            Labelled windows: braindecode windows (a ``BaseConcatDataset``), skorch's
+            ``SliceDataset`` or a ``torch.utils.data.Subset`` of them, or the list of
+            window items ``(x, y, inds)`` scikit-learn makes of them. Labels are read
+            from windows when ``y`` is None. Windows are streamed, not stacked into one
+            array (pretraining on a selection of windows reads those windows into
+            memory, as it reads the whole recordings of a braindecode dataset).
+        y : array-like, shape (n_windows,) | SliceDataset | None
+        X_unlabeled : windows or ndarray, like ``X`` | list of them | None
+            More windows for pretraining only (e.g. recordings without labels), at
+            least ``pretrain_window_seconds`` long.
         X_valid, y_valid : like ``X`` and ``y`` | None
             A fixed validation set for choosing the best epoch (the paper's splits have
             one); by default a stratified ``valid_fraction`` of ``X``.
@@ -426,10 +693,13 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self : PARSClassifier
         """
         self._check_params()
+        pretrained = self._load_pretrained()
         source, y, sfreq, (n_chans, n_times) = self._check_X(X, y, fitting=True)
         if X_valid is not None:
             y, classes = self._check_y(y, len(source), stratify=False)
-            v_source, y_valid, v_sfreq, v_shape = self._check_X(X_valid, y_valid, fitting=True)
+            v_source, y_valid, v_sfreq, v_shape = self._check_X(
+                X_valid, y_valid, fitting=True, name="X_valid"
+            )
             y_valid, _ = self._check_y(y_valid, len(v_source), stratify=False, at_least=1)
             if v_shape != (n_chans, n_times) or abs(v_sfreq - sfreq) > 1e-6:
                 raise ValueError(
@@ -446,6 +716,13 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"Windows of {n_times} samples are shorter than one patch of "
                 f"patch_seconds={self.patch_seconds} s ({patch} samples at {sfreq} Hz)."
+            )
+        n_crop, pretraining_sources = None, None
+        if pretrained is not None:
+            self._check_pretrained(pretrained, sfreq)
+        elif self.pretrain_epochs > 0:
+            n_crop, pretraining_sources = self._pretraining_data(
+                source, X_unlabeled, sfreq, n_times
             )
         self.classes_ = classes
         self.sfreq_ = sfreq
@@ -467,7 +744,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         workdir = Path(tempfile.mkdtemp(prefix="braindecode_pars_"))
         try:
             encoder, self.pretrain_history_ = self._encoder(
-                sfreq, n_times, source, X_unlabeled, workdir
+                sfreq, pretrained, n_crop, pretraining_sources, workdir
             )
             module_kwargs = dict(
                 n_outputs=len(classes),
@@ -493,6 +770,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 progress_bar=bool(self.verbose),
                 transforms=self.augmentation,
             )
+            self.net_.set_params(verbose=int(self.verbose))  # skorch's epoch table
             self.net_.fit(train, y=None)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -504,13 +782,66 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Class probabilities, shape (n_windows, n_classes), columns in ``classes_`` order."""
         check_is_fitted(self, "net_")
-        source, _, _, _ = self._check_X(X)
+        source, _, _, _ = self._check_X(X, labels=False)
+        return self._predict_proba(source)
+
+    def _predict_proba(self, source):
         return self.net_.predict_proba(LabelledWindows(source, np.zeros(len(source))))
 
     def predict(self, X):
         """Predicted labels, shape (n_windows,)."""
+        check_is_fitted(self, "net_")
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
+    def score(self, X, y=None, sample_weight=None):
+        """Accuracy on ``X``; labels are read from windows when ``y`` is None.
 
-def _as_list(x):
-    return list(x) if isinstance(x, list | tuple) else [x]
+        Parameters
+        ----------
+        X : like ``X`` of :meth:`fit`
+        y : array-like, shape (n_windows,) | SliceDataset | None
+        sample_weight : array-like, shape (n_windows,) | None
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self, "net_")
+        source, y, _, _ = self._check_X(X, y)
+        if y is None:
+            raise ValueError("Labels are missing: pass 'y', or windows with targets.")
+        predicted = self.classes_[self._predict_proba(source).argmax(axis=1)]
+        return accuracy_score(y, predicted, sample_weight=sample_weight)
+
+
+def _pretraining_sources(source):
+    """What :class:`SingleChannelWindows` reads of ``X``: an array or windows."""
+    return source.pretraining_sources() if isinstance(source, _Windows) else [source]
+
+
+def _unlabeled_sources(X_unlabeled, sfreq):
+    """The sources of ``X_unlabeled`` for :class:`SingleChannelWindows`, checked."""
+    if X_unlabeled is None:
+        return []
+    one = not isinstance(X_unlabeled, list | tuple) or _is_window_items(X_unlabeled)
+    checked = []
+    for source in [X_unlabeled] if one else X_unlabeled:
+        windows = _as_windows(source, "X_unlabeled")
+        if windows is None:
+            array = np.asarray(source)
+            if array.ndim != 3 or not np.issubdtype(array.dtype, np.number):
+                raise ValueError(
+                    "'X_unlabeled' arrays must be numeric, of shape (n_windows, n_chans, "
+                    f"n_times), but got shape {array.shape} and dtype {array.dtype}."
+                )
+            checked.append([array])
+            continue
+        if len(windows) == 0:
+            raise ValueError("'X_unlabeled' holds no window.")
+        own = windows.sfreq()
+        if own is not None and abs(own - sfreq) > 1e-6:
+            raise ValueError(
+                f"'X_unlabeled' windows are sampled at {own} Hz but 'X' at {sfreq} Hz."
+            )
+        checked.append(windows.pretraining_sources())
+    return checked

@@ -25,6 +25,7 @@ SMALL = dict(
     batch_size=16,
     sfreq=50,
     random_state=0,
+    verbose=0,
 )
 
 

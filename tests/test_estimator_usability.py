@@ -1,0 +1,340 @@
+"""What braindecode, skorch and scikit-learn users meet first with PARSClassifier."""
+
+import numpy as np
+import pytest
+import torch
+from braindecode.datasets import BaseConcatDataset
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import (
+    GridSearchCV,
+    LeaveOneGroupOut,
+    cross_val_score,
+    cross_validate,
+)
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from skorch.helper import SliceDataset
+from torch.utils.data import Subset
+
+import braindecode_pars
+from braindecode_pars import PARSClassifier, PatchEncoder, save_encoder
+from braindecode_pars.datasets import load_physionet_mi
+from braindecode_pars.estimator import windows_to_arrays
+
+#: Tiny settings for the bundled EEG (90 windows, 64 channels, 4 s at 200 Hz).
+FAST = dict(
+    emb_dim=16,
+    depth=1,
+    n_heads=2,
+    ff_dim=16,
+    n_patches=4,
+    pretrain_epochs=1,
+    pretrain_batch_size=128,
+    max_epochs=1,
+    batch_size=32,
+    random_state=0,
+    verbose=0,
+)
+
+
+@pytest.fixture(scope="module")
+def mi():
+    """The bundled windows and their blocks (3 groups of 30 windows)."""
+    windows = load_physionet_mi()
+    return windows, windows.get_metadata()["block"].to_numpy()
+
+
+def _toy(n=24, n_chans=2, n_times=100, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, n_chans, n_times)).astype(np.float32), np.repeat([0, 1], n // 2)
+
+
+class _Exploding(PARSClassifier):
+    def _encoder(self, *args, **kwargs):  # pragma: no cover - must never be reached
+        raise AssertionError("training started before the input was checked")
+
+
+class _Untouchable:
+    """Data that fails the test when read."""
+
+    def _read(self, *args, **kwargs):
+        raise AssertionError("the data was read before the parameters were checked")
+
+    __len__ = __getitem__ = __array__ = __iter__ = _read
+
+
+# -- braindecode windows through scikit-learn's model selection ---------------------------
+@pytest.mark.parametrize("with_y", [pytest.param(True, id="y"), pytest.param(False, id="no-y")])
+def test_cross_val_score_on_windows_as_written(mi, with_y):
+    windows, blocks = mi
+    y = windows.get_metadata()["target"].to_numpy() if with_y else None
+    clf = PARSClassifier(**FAST, sfreq=200)  # split windows carry no sampling rate
+    scores = cross_val_score(
+        clf, windows, y, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
+    )
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+
+
+def test_split_windows_without_sfreq_say_how_to_keep_it(mi):
+    windows, blocks = mi
+    with pytest.raises(ValueError, match=r"set 'sfreq', or pass skorch.helper.SliceDataset"):
+        cross_val_score(
+            _Exploding(**FAST), windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
+        )
+
+
+@pytest.mark.parametrize("with_y", [pytest.param(True, id="y"), pytest.param(False, id="no-y")])
+def test_cross_val_score_on_a_skorch_slice_dataset(mi, with_y):
+    windows, blocks = mi
+    y = SliceDataset(windows, idx=1) if with_y else None
+    scores = cross_val_score(
+        PARSClassifier(**FAST),  # no sfreq: the SliceDataset keeps the windows' own
+        SliceDataset(windows),
+        y,
+        groups=blocks,
+        cv=LeaveOneGroupOut(),
+        error_score="raise",
+    )
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+
+
+@pytest.mark.parametrize(
+    "wrap, sfreq",
+    [pytest.param(None, 200, id="windows"), pytest.param(SliceDataset, None, id="slice-dataset")],
+)
+def test_grid_search_over_max_epochs_on_windows(mi, wrap, sfreq):
+    windows, blocks = mi
+    starts = np.concatenate([[0], windows.cumulative_sizes[:-1]])
+    two_blocks = BaseConcatDataset(  # two groups keep it quick: 2 x 2 fits and a refit
+        [ds for ds, start in zip(windows.datasets, starts, strict=True) if blocks[start] != 3]
+    )
+    grid = GridSearchCV(
+        PARSClassifier(**{**FAST, "pretrain_epochs": 0, "sfreq": sfreq}),
+        {"max_epochs": [1, 2]},
+        cv=LeaveOneGroupOut(),
+        error_score="raise",
+    )
+    X = two_blocks if wrap is None else wrap(two_blocks)
+    grid.fit(X, groups=two_blocks.get_metadata()["block"].to_numpy())
+    assert grid.best_params_["max_epochs"] in (1, 2)
+    assert grid.best_estimator_.sfreq_ == 200
+    assert grid.predict(windows).shape == (len(windows),)
+    assert 0 <= grid.score(windows) <= 1
+
+
+def test_cross_validate_a_pipeline_on_windows(mi):
+    windows, blocks = mi
+    pipe = make_pipeline(FunctionTransformer(), PARSClassifier(**FAST, sfreq=200))
+    result = cross_validate(
+        pipe, windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
+    )
+    assert result["test_score"].shape == (3,) and np.all(np.isfinite(result["test_score"]))
+
+
+def test_a_subset_of_windows_is_read_lazily_with_its_labels_and_sampling_rate(mi):
+    windows, blocks = mi
+    train = Subset(windows, np.flatnonzero(blocks != 3))
+    test = Subset(windows, np.flatnonzero(blocks == 3))
+    clf = PARSClassifier(**FAST).fit(train)
+    assert clf.sfreq_ == 200 and (clf.n_chans_, clf.n_times_) == (64, 800)
+    assert list(clf.classes_) == [0, 1, 2, 3]
+    assert clf.predict(test).shape == (30,)
+    targets = windows.get_metadata()["target"].to_numpy()[blocks == 3]
+    assert clf.score(test) == pytest.approx(np.mean(clf.predict(test) == targets))
+
+
+def test_labels_of_split_windows_are_the_windows_targets(mi):
+    windows, _ = mi
+    X, y, _ = windows_to_arrays(windows)
+    items = [windows[i] for i in range(0, len(windows), 2)]  # as scikit-learn splits them
+    a = _Exploding(**FAST, sfreq=200)
+    source, labels, sfreq, shape = a._check_X(items, fitting=True)
+    np.testing.assert_array_equal(labels, y[::2])
+    np.testing.assert_array_equal(np.asarray(source[3][0]), X[6])
+    assert sfreq == 200 and shape == (64, 800)
+    sliced = SliceDataset(windows, indices=np.arange(0, len(windows), 2))
+    _, labels, sfreq, _ = PARSClassifier()._check_X(sliced, fitting=True)
+    np.testing.assert_array_equal(labels, y[::2])
+    assert sfreq == 200
+
+
+def test_windows_checks_read_each_recording_once_through_the_public_api(mi, monkeypatch):
+    windows, _ = mi
+    calls = []
+    for ds in windows.datasets:
+        read = ds.raw.get_data
+        monkeypatch.setattr(
+            ds.raw, "get_data", lambda *a, _read=read, **k: calls.append(1) or _read(*a, **k)
+        )
+    with pytest.raises(AssertionError, match="training started"):
+        _Exploding(**FAST).fit(windows)
+    assert len(calls) == len(windows.datasets)
+
+
+def test_predict_refuses_windows_at_another_sampling_rate(mi):
+    windows, _ = mi
+    X, y, _ = windows_to_arrays(windows)
+    clf = PARSClassifier(**{**FAST, "pretrain_epochs": 0, "sfreq": 100}).fit(X, y)
+    with pytest.raises(ValueError, match=r"sampled at 200.0 Hz, but the classifier was fitted"):
+        clf.predict(windows)
+
+
+def test_slice_dataset_of_labels_as_X_is_refused(mi):
+    windows, _ = mi
+    with pytest.raises(ValueError, match=r"'X' is a SliceDataset of item 1 .* idx=0"):
+        _Exploding(**FAST).fit(SliceDataset(windows, idx=1))
+
+
+def test_window_items_serve_as_unlabelled_pretraining_data():
+    X, y = _toy()
+    extra = [(x, -1, None) for x in _toy(n=6, seed=1)[0]]  # unlabelled window items
+    clf = PARSClassifier(**{**FAST, "sfreq": 50}).fit(X, y, X_unlabeled=extra)
+    assert len(clf.pretrain_history_) == 1
+
+
+# -- the package's names ---------------------------------------------------------------------
+def test_every_public_model_net_and_estimator_is_exported():
+    from braindecode_pars import MAE, MP3, DropPos  # noqa: F401
+    from braindecode_pars.models import PRETEXT_MODELS
+
+    expected = {
+        "MultiChannelClassifier",
+        "PatchEncoder",
+        "PARS",
+        "MAE",
+        "MP3",
+        "DropPos",
+        "PretrainNet",
+        "PARSClassifier",
+        "load_encoder",
+        "save_encoder",
+    }
+    assert expected <= set(braindecode_pars.__all__)
+    assert {cls.__name__ for cls in PRETEXT_MODELS.values()} <= set(braindecode_pars.__all__)
+    for name in braindecode_pars.__all__:
+        assert getattr(braindecode_pars, name) is not None
+
+
+# -- errors users meet -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "method", [pytest.param(m, id=m) for m in ("predict", "predict_proba", "score")]
+)
+def test_using_an_unfitted_classifier_raises_not_fitted(method):
+    X, y = _toy()
+    args = (X, y) if method == "score" else (X,)
+    with pytest.raises(NotFittedError, match="PARSClassifier instance is not fitted yet"):
+        getattr(PARSClassifier(sfreq=50), method)(*args)
+
+
+def _truncated(path):
+    save_encoder(PatchEncoder(sfreq=50, emb_dim=16, depth=1, n_heads=2, ff_dim=16), path)
+    path.write_bytes(path.read_bytes()[:200])
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(_truncated, id="truncated"),
+        pytest.param(lambda p: p.write_text("not an encoder\n"), id="text"),
+        pytest.param(lambda p: torch.save([1, 2, 3], p), id="list"),
+        pytest.param(lambda p: torch.save({"weights": torch.zeros(2)}, p), id="dict"),
+    ],
+)
+def test_a_file_that_is_not_a_saved_encoder_is_refused_before_the_data_is_read(tmp_path, write):
+    path = tmp_path / "enc.pt"
+    write(path)
+    with pytest.raises(
+        ValueError,
+        match=r"'pretrained_encoder': '.*enc\.pt' is not an encoder saved by "
+        r"braindecode_pars\.save_encoder \(\w+",
+    ):
+        _Exploding(sfreq=50, pretrained_encoder=path).fit(_Untouchable())
+
+
+@pytest.mark.parametrize(
+    "value, error, match",
+    [
+        pytest.param(
+            "missing.pt", FileNotFoundError, "'pretrained_encoder': there is no file", id="missing"
+        ),
+        pytest.param(3, TypeError, r"'pretrained_encoder' must be .* but got int \(3\)", id="int"),
+    ],
+)
+def test_a_missing_or_mistyped_pretrained_encoder_is_refused(tmp_path, value, error, match):
+    value = tmp_path / value if isinstance(value, str) else value
+    with pytest.raises(error, match=match):
+        _Exploding(sfreq=50, pretrained_encoder=value).fit(_Untouchable())
+
+
+def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(
+        ValueError, match=r"Invalid value for 'device': 'cuda' but torch sees no GPU"
+    ):
+        _Exploding(sfreq=50, device="cuda").fit(_Untouchable())
+    with pytest.raises(ValueError, match=r"Invalid value for 'device': 'gpu' is not a torch"):
+        _Exploding(sfreq=50, device="gpu").fit(_Untouchable())
+
+
+@pytest.mark.parametrize(
+    "params, unlabeled, match",
+    [
+        pytest.param(
+            {},
+            np.zeros((4, 2, 60), np.float32),
+            r"'X_unlabeled' holds windows of 60 samples, shorter than the pretraining "
+            r"windows \(100 samples",
+            id="short-unlabeled",
+        ),
+        pytest.param(
+            {},
+            [np.zeros((4, 2, 100), np.float32), np.zeros((4, 2, 80), np.float32)],
+            "'X_unlabeled' holds windows of 80 samples",
+            id="short-in-a-list",
+        ),
+        pytest.param(
+            {"pretrain_window_seconds": 3.0},
+            None,
+            r"'pretrain_window_seconds'=3.0 gives pretraining windows of 150 samples, "
+            r"longer than the windows of 'X' \(100 samples\)",
+            id="longer-than-X",
+        ),
+        pytest.param(
+            {"pretrain_window_seconds": 0.5},
+            None,
+            r"'pretrain_window_seconds'=0.5 gives pretraining windows of 25 samples, "
+            r"shorter than one patch \(50 samples\)",
+            id="shorter-than-a-patch",
+        ),
+        pytest.param(
+            {},
+            np.zeros((4, 100), np.float32),
+            r"'X_unlabeled' arrays must be numeric, of shape \(n_windows, n_chans, n_times\), "
+            r"but got shape \(4, 100\)",
+            id="2d-unlabeled",
+        ),
+    ],
+)
+def test_pretraining_data_that_cannot_be_cropped_is_refused(params, unlabeled, match):
+    X, y = _toy()
+    with pytest.raises(ValueError, match=match):
+        _Exploding(**{**FAST, "sfreq": 50, **params}).fit(X, y, X_unlabeled=unlabeled)
+
+
+def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
+    windows, _ = mi
+    X, y = _toy()
+    with pytest.raises(ValueError, match="'X_unlabeled' windows are sampled at 200.0 Hz but"):
+        _Exploding(**{**FAST, "sfreq": 50}).fit(X, y, X_unlabeled=SliceDataset(windows))
+
+
+# -- progress ------------------------------------------------------------------------------------
+def test_progress_is_shown_by_default_and_silenced_by_verbose_0(capsys):
+    assert PARSClassifier().verbose == 1
+    X, y = _toy()
+    PARSClassifier(**{**FAST, "sfreq": 50, "verbose": 1}).fit(X, y)
+    out, err = capsys.readouterr()
+    assert "valid_loss" in out  # the fine-tuning epoch table, as skorch prints it
+    assert err  # the progress bars
+    PARSClassifier(**{**FAST, "sfreq": 50, "verbose": 0}).fit(X, y)
+    assert capsys.readouterr() == ("", "")
