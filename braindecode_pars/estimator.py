@@ -272,8 +272,10 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     pretrain : {"pars", "mae", "mp3", "droppos"}
         The pretext task. All share the encoder, the pretraining net and its settings.
     pretrained_encoder : str | Path | PatchEncoder | None
-        An encoder saved by :func:`~braindecode_pars.save_encoder` (or an instance;
-        it is copied). Its sampling rate and patch length must match. It is read at
+        The name of an encoder shipped with the package (``"pars-small"``), a folder
+        written by ``encoder.save_pretrained`` (braindecode's Hugging Face layout), a
+        file written by :func:`~braindecode_pars.save_encoder`, or an instance (it is
+        copied). Its sampling rate and patch length must match. It is read at
         the start of ``fit``.
     emb_dim, depth, n_heads, ff_dim, patch_seconds
         Encoder size; defaults are the paper's (512, 8, 8, 512, 1 s).
@@ -283,20 +285,52 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     mask_ratio : float
         Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
     pretrain_window_seconds : float | None
-        Length of the pretraining crops; default: the fine-tuning window. Windows of
-        ``X_unlabeled`` must be at least this long.
-    pretrain_epochs : int
-        Pretraining epochs (paper: 1000 on a large corpus); 0 for no pretraining.
-    pretrain_batch_size : int
-        Paper: 512.
+        Length of the pretraining crops; default: 10 s, or the fine-tuning window
+        when that is shorter (paper: 30 s). Windows of ``X_unlabeled`` must be at
+        least this long.
+    pretrain_epochs : int | None
+        Pretraining epochs; None (default): as many as ``pretrain_steps`` optimiser
+        steps take; 0: no pretraining (training from scratch).
+    pretrain_steps : int
+        Pretraining budget in optimiser steps when ``pretrain_epochs`` is None.
+    pretrain_batch_size, pretrain_lr : int, float
+        Pretraining batch size and maximum learning rate (warm-up then cosine).
+    pretrain_valid_fraction : float | None
+        Share of the pretraining windows held out to measure the pretext skill
+        (``pretrain_history_``'s ``valid_skill``).
+    pretrain_preset : {None, "paper"}
+        The pretraining defaults (10-s crops, lr 1e-3, batch 64, 3,000 steps) make
+        a few hundred windows learn on a CPU: measured on real EEG, the paper's
+        settings (lr 1e-4, batch 512, 30-s windows) stay at the loss of predicting
+        no shift for thousands of steps (``benchmarks/results/pretext_settings.md``).
+        ``"paper"`` restores them for a corpus of the paper's size: lr 1e-4,
+        batch 512, 1000 epochs, 30-s crops.
+    finetune : {"full", "frozen", "lp-ft"}
+        "full" (the paper's): every weight is trained; "frozen": the encoder is
+        fixed and only the spatial head trains (a probe of the representation);
+        "lp-ft": the probe for half of ``max_epochs``, then every weight at the
+        encoder rate ``lr * encoder_lr_scale``.
+    encoder_lr_scale : float
+        The encoder's learning rate as a fraction of ``lr`` ("full" and the second
+        stage of "lp-ft").
+    amplitude : bool
+        Give the spatial head each channel's log amplitude, which the encoder's
+        instance normalisation removes (see :class:`MultiChannelClassifier`).
     max_epochs : int
         Fine-tuning epochs. Paper: 200.
     batch_size : int
         Fine-tuning batch size.
     lr, weight_decay : float
-        AdamW settings of both stages. Paper: 1e-4 and 1e-4.
+        AdamW settings of fine-tuning (and the weight decay of pretraining).
+        Paper: 1e-4 and 1e-4.
     valid_fraction : float
-        Stratified share of the training windows used to pick the best epoch.
+        Share of the training windows used to pick the best epoch: stratified, or,
+        when ``fit`` gets ``groups``, whole groups (subjects).
+    min_valid_groups : int
+        With ``groups`` from fewer subjects than this, no validation split is made:
+        with one or two subjects, the best of a handful of windows picks an epoch by
+        chance. The model then trains on every window for ``max_epochs`` and keeps
+        the last epoch.
     spatial_drop_prob : float
         Spatial-token dropout of the fine-tuning model. Paper: 0.5.
     augmentation : list of braindecode Transform | None
@@ -360,13 +394,21 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         pos_mask_ratio=0.8,
         mask_ratio=0.75,
         pretrain_window_seconds=None,
-        pretrain_epochs=100,
-        pretrain_batch_size=512,
+        pretrain_epochs=None,
+        pretrain_steps=3000,
+        pretrain_batch_size=64,
+        pretrain_lr=1e-3,
+        pretrain_valid_fraction=0.1,
+        pretrain_preset=None,
+        finetune="full",
+        encoder_lr_scale=1.0,
+        amplitude=False,
         max_epochs=200,
         batch_size=64,
         lr=1e-4,
         weight_decay=1e-4,
         valid_fraction=0.2,
+        min_valid_groups=3,
         spatial_drop_prob=0.5,
         augmentation=None,
         sfreq=None,
@@ -386,12 +428,20 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self.mask_ratio = mask_ratio
         self.pretrain_window_seconds = pretrain_window_seconds
         self.pretrain_epochs = pretrain_epochs
+        self.pretrain_steps = pretrain_steps
         self.pretrain_batch_size = pretrain_batch_size
+        self.pretrain_lr = pretrain_lr
+        self.pretrain_valid_fraction = pretrain_valid_fraction
+        self.pretrain_preset = pretrain_preset
+        self.finetune = finetune
+        self.encoder_lr_scale = encoder_lr_scale
+        self.amplitude = amplitude
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
         self.weight_decay = weight_decay
         self.valid_fraction = valid_fraction
+        self.min_valid_groups = min_valid_groups
         self.spatial_drop_prob = spatial_drop_prob
         self.augmentation = augmentation
         self.sfreq = sfreq
@@ -412,9 +462,21 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)
         for name in ("emb_dim", "depth", "n_heads", "ff_dim", "n_patches", "max_epochs"):
             check_int(name, getattr(self, name), 1)
-        check_int("pretrain_epochs", self.pretrain_epochs, 0)
+        if self.pretrain_epochs is not None:
+            check_int("pretrain_epochs", self.pretrain_epochs, 0)
+        check_int("pretrain_steps", self.pretrain_steps, 1)
         check_int("batch_size", self.batch_size, 1)
         check_int("pretrain_batch_size", self.pretrain_batch_size, 1)
+        check_range("pretrain_lr", self.pretrain_lr, 0, math.inf, low_open=True)
+        if self.pretrain_valid_fraction is not None:
+            check_range(
+                "pretrain_valid_fraction", self.pretrain_valid_fraction, 0, 1, high_open=True
+            )
+        check_option("pretrain_preset", self.pretrain_preset, (None, "paper"))
+        check_option("finetune", self.finetune, ("full", "frozen", "lp-ft"))
+        check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
+        check_option("amplitude", self.amplitude, (False, True))
+        check_int("min_valid_groups", self.min_valid_groups, 2)
         check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
         check_range("patch_seconds", self.patch_seconds, 0, math.inf, low_open=True)
         check_range("lr", self.lr, 0, math.inf, low_open=True)
@@ -438,11 +500,28 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             )
         n_masked = int(round(self.pos_mask_ratio * self.n_patches))
         pars = self.pretrain == "pars"
-        if pars and self.pretrain_epochs > 0 and self.pretrained_encoder is None and n_masked < 2:
+        if pars and self._pretrains() and n_masked < 2:
             raise ValueError(
                 f"pos_mask_ratio={self.pos_mask_ratio} of n_patches={self.n_patches} masks "
                 f"{n_masked} patch(es); PARS needs at least 2."
             )
+
+    def _pretraining_settings(self):
+        """lr, batch size, epochs (None: from steps), steps and crop length (s) in force."""
+        if self.pretrain_preset == "paper":
+            epochs = 1000 if self.pretrain_epochs is None else self.pretrain_epochs
+            return dict(lr=1e-4, batch_size=512, epochs=epochs, steps=None, window=30.0)
+        return dict(
+            lr=self.pretrain_lr,
+            batch_size=self.pretrain_batch_size,
+            epochs=self.pretrain_epochs,
+            steps=self.pretrain_steps,
+            window=self.pretrain_window_seconds,
+        )
+
+    def _pretrains(self):
+        """Whether ``fit`` pretrains (no encoder given, a non-zero budget)."""
+        return self.pretrained_encoder is None and self.pretrain_epochs != 0
 
     def _check_device(self):
         try:
@@ -570,9 +649,16 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 "'pretrained_encoder' must be the path of a saved encoder, a PatchEncoder "
                 f"or None, but got {type(value).__name__} ({value!r})."
             )
+        from .pretrained import PRETRAINED_ENCODERS
+
+        if isinstance(value, str) and value in PRETRAINED_ENCODERS:
+            return load_encoder(value)
         path = Path(value)
-        if not path.is_file():
-            raise FileNotFoundError(f"'pretrained_encoder': there is no file at '{path}'.")
+        if not path.exists():
+            raise FileNotFoundError(
+                f"'pretrained_encoder': there is no file or folder at '{path}', and it is "
+                f"not the name of a shipped encoder ({', '.join(PRETRAINED_ENCODERS)})."
+            )
         try:
             return load_encoder(path)
         except Exception as err:  # torch.load's errors say nothing of what was expected
@@ -602,9 +688,10 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         Checks that every source holds crops of that length, naming the culprit.
         """
         patch = int(round(self.patch_seconds * sfreq))
-        n_crop = n_times
-        if self.pretrain_window_seconds is not None:
-            n_crop = int(round(self.pretrain_window_seconds * sfreq))
+        window = self._pretraining_settings()["window"]
+        n_crop = min(n_times, int(round(10.0 * sfreq)))
+        if window is not None:
+            n_crop = int(round(window * sfreq))
             if n_crop < patch:
                 raise ValueError(
                     f"'pretrain_window_seconds'={self.pretrain_window_seconds} gives "
@@ -618,8 +705,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 f"windows of {n_crop} samples, longer than the windows of 'X' "
                 f"({_shortest(sources)} samples)."
             )
-        if self.pretrain_window_seconds is None:
-            why = "the length of the 'X' windows, as 'pretrain_window_seconds' is None"
+        if window is None:
+            why = "10 s or the 'X' windows if shorter, as 'pretrain_window_seconds' is None"
         else:
             why = f"'pretrain_window_seconds'={self.pretrain_window_seconds}"
         for unlabeled in _unlabeled_sources(X_unlabeled, sfreq):
@@ -650,12 +737,20 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         model = PRETEXT_MODELS[self.pretrain](
             n_times=n_crop, encoder=encoder, **self._pretext_params()
         )
+        settings = self._pretraining_settings()
+        epochs = settings["epochs"]
+        valid = self.pretrain_valid_fraction or None
+        if epochs is None:  # the step budget, over the windows left for training
+            n_train = len(view) - (int(math.ceil(valid * len(view))) if valid else 0)
+            per_epoch = max(1, math.ceil(n_train / settings["batch_size"]))
+            epochs = max(1, math.ceil(settings["steps"] / per_epoch))
         net = PretrainNet(
             model,
-            max_epochs=self.pretrain_epochs,
-            batch_size=self.pretrain_batch_size,
-            lr=self.lr,
+            max_epochs=epochs,
+            batch_size=settings["batch_size"],
+            lr=settings["lr"],
             optimizer__weight_decay=self.weight_decay,
+            valid_fraction=valid,
             device=self.device,
             progress_bar=bool(self.verbose),
             checkpoint_dir=workdir / "pretrain",
@@ -668,7 +763,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         """Arguments of the pretext model named by ``pretrain``."""
         return pretext_params(self.pretrain, self.n_patches, self.pos_mask_ratio, self.mask_ratio)
 
-    def fit(self, X, y=None, X_unlabeled=None, X_valid=None, y_valid=None):
+    def fit(self, X, y=None, groups=None, X_unlabeled=None, X_valid=None, y_valid=None):
         """Pretrain (unless an encoder is given or ``pretrain_epochs=0``), then fine-tune.
 
         Parameters
@@ -681,6 +776,12 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             array (pretraining on a selection of windows reads those windows into
             memory, as it reads the whole recordings of a braindecode dataset).
         y : array-like, shape (n_windows,) | SliceDataset | None
+        groups : array-like, shape (n_windows,) | None
+            The subject (or session) of every window. The validation split that picks
+            the best epoch then holds out whole groups (about ``valid_fraction`` of
+            them); with fewer than ``min_valid_groups`` groups there is no split and
+            the last of ``max_epochs`` epochs is kept. Braindecode windows with a
+            ``subject`` metadata column give their groups by themselves.
         X_unlabeled : windows or ndarray, like ``X`` | list of them | None
             More windows for pretraining only (e.g. recordings without labels), at
             least ``pretrain_window_seconds`` long.
@@ -720,7 +821,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         n_crop, pretraining_sources = None, None
         if pretrained is not None:
             self._check_pretrained(pretrained, sfreq)
-        elif self.pretrain_epochs > 0:
+        elif self._pretrains():
             n_crop, pretraining_sources = self._pretraining_data(
                 source, X_unlabeled, sfreq, n_times
             )
@@ -732,12 +833,10 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             train = LabelledWindows(source, codes)
             valid = LabelledWindows(v_source, np.searchsorted(classes, y_valid))
         else:
-            splitter = StratifiedShuffleSplit(
-                n_splits=1, test_size=self.valid_fraction, random_state=self.random_state
-            )
-            train_idx, valid_idx = next(splitter.split(np.zeros(len(codes)), codes))
+            groups = self._groups(groups, source)
+            train_idx, valid_idx = self._validation_split(codes, groups)
             train = LabelledWindows(source, codes, train_idx)
-            valid = LabelledWindows(source, codes, valid_idx)
+            valid = None if valid_idx is None else LabelledWindows(source, codes, valid_idx)
 
         if self.random_state is not None:
             torch.manual_seed(self.random_state)
@@ -753,31 +852,117 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 sfreq=sfreq,
                 encoder=encoder,
                 spatial_drop_prob=self.spatial_drop_prob,
+                amplitude=self.amplitude,
                 n_heads=encoder.n_heads,
             )
-            self.net_ = make_finetune_net(
-                MultiChannelClassifier,
-                module_kwargs,
-                train.codes[train.indices],
-                len(classes),
-                checkpoint_dir=workdir / "finetune",
-                valid_dataset=valid,
-                max_epochs=self.max_epochs,
-                batch_size=self.batch_size,
-                lr=self.lr,
-                weight_decay=self.weight_decay,
-                device=self.device,
-                progress_bar=bool(self.verbose),
-                transforms=self.augmentation,
-            )
-            self.net_.set_params(verbose=int(self.verbose))  # skorch's epoch table
-            self.net_.fit(train, y=None)
+            self._finetune(module_kwargs, train, valid, len(classes), workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         self.module_ = self.net_.module_
         self.encoder_ = self.module_.encoder
         self.history_ = self.net_.history
         return self
+
+    def _groups(self, groups, source):
+        """The group of every window: ``groups``, or the windows' ``subject`` column."""
+        if groups is not None:
+            groups = np.asarray(groups)
+            if groups.shape != (len(source),):
+                raise ValueError(
+                    f"'groups' must have shape ({len(source)},), one group per window, but "
+                    f"got {groups.shape}."
+                )
+            return groups
+        if isinstance(source, _Windows) and source.braindecode:
+            metadata = source.base.get_metadata()
+            if "subject" in metadata.columns:
+                subjects = metadata["subject"].to_numpy()
+                return subjects if source.indices is None else subjects[source.indices]
+        return None
+
+    def _validation_split(self, codes, groups):
+        """Training and validation indices; None for validation when there is no split.
+
+        Without groups: a stratified ``valid_fraction``. With groups: whole groups, at
+        least one, about ``valid_fraction`` of them, drawn so that the validation
+        windows hold every class where possible; fewer than ``min_valid_groups``
+        groups: no validation (the last epoch is kept).
+        """
+        n = len(codes)
+        if groups is None:
+            splitter = StratifiedShuffleSplit(
+                n_splits=1, test_size=self.valid_fraction, random_state=self.random_state
+            )
+            return next(splitter.split(np.zeros(n), codes))
+        unique = np.unique(groups)
+        if len(unique) < self.min_valid_groups:
+            logger.info(
+                "%d group(s) < min_valid_groups=%d: training on every window for %d epochs, "
+                "keeping the last.",
+                len(unique),
+                self.min_valid_groups,
+                self.max_epochs,
+            )
+            return np.arange(n), None
+        n_valid = max(1, int(round(self.valid_fraction * len(unique))))
+        rng = np.random.default_rng(self.random_state)
+        n_classes = len(np.unique(codes))
+        for _ in range(100):  # prefer a draw whose validation windows hold every class
+            held = rng.choice(unique, n_valid, replace=False)
+            valid = np.isin(groups, held)
+            if len(np.unique(codes[valid])) == n_classes == len(np.unique(codes[~valid])):
+                break
+        return np.flatnonzero(~valid), np.flatnonzero(valid)
+
+    def _finetune(self, module_kwargs, train, valid, n_classes, workdir):
+        """Fine-tune with the chosen strategy; sets ``net_``."""
+        encoder = module_kwargs["encoder"]
+
+        def make(max_epochs, lr, param_groups=None):
+            net = make_finetune_net(
+                MultiChannelClassifier,
+                module_kwargs,
+                train.codes[train.indices],
+                n_classes,
+                checkpoint_dir=workdir / "finetune",
+                valid_dataset=valid,
+                validation=valid is not None,
+                max_epochs=max_epochs,
+                batch_size=self.batch_size,
+                lr=lr,
+                weight_decay=self.weight_decay,
+                device=self.device,
+                progress_bar=bool(self.verbose),
+                transforms=self.augmentation,
+                optimizer_param_groups=param_groups,
+            )
+            net.set_params(verbose=int(self.verbose))  # skorch's epoch table
+            return net
+
+        encoder_groups = None
+        if self.encoder_lr_scale != 1.0:
+            encoder_groups = [("encoder.*", {"lr": self.lr * self.encoder_lr_scale})]
+        if self.finetune == "full":
+            self.net_ = make(self.max_epochs, self.lr, encoder_groups)
+            self.net_.fit(train, y=None)
+            return
+        # frozen, and the first stage of lp-ft: the encoder as a fixed feature extractor
+        encoder.requires_grad_(False)
+        probe_epochs = (
+            self.max_epochs if self.finetune == "frozen" else max(1, self.max_epochs // 2)
+        )
+        self.net_ = make(probe_epochs, self.lr)
+        self.net_.fit(train, y=None)
+        encoder.requires_grad_(True)
+        if self.finetune == "frozen":
+            return
+        # lp-ft: every weight, the encoder at lr * encoder_lr_scale, from the probe
+        self.net_.set_params(
+            lr=self.lr,
+            optimizer__param_groups=[("encoder.*", {"lr": self.lr * self.encoder_lr_scale})],
+        )
+        self.net_.initialize_optimizer()
+        self.net_.partial_fit(train, y=None, epochs=self.max_epochs - probe_epochs)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_windows, n_classes), columns in ``classes_`` order."""

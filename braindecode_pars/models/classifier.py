@@ -37,6 +37,12 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
     spatial_drop_prob : float
         Probability of dropping a spatial token during training. Paper: 0.5
         (section 2.5).
+    amplitude : bool
+        Give the head what instance normalisation removes: each channel's log
+        standard deviation, standardised per channel (cumulative statistics of the
+        training batches),
+        projected and added to its spatial token. The encoder is unchanged. Off by
+        default (the paper's model).
     channel_embedding : bool
         Add a learnable embedding per channel to the spatial tokens.
     n_heads : int
@@ -73,6 +79,7 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         encoder=None,
         spatial_drop_prob=0.5,  # paper section 2.5: "dropped with 0.5 probability"
         channel_embedding=True,
+        amplitude=False,
         n_heads=8,
         encoder_n_heads=8,
         **encoder_kwargs,
@@ -108,6 +115,12 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         self.spatial_drop_prob = spatial_drop_prob
         self.n_heads = n_heads
         emb_dim = encoder.emb_dim
+        self.amplitude = amplitude
+        if amplitude:
+            # each channel's log standard deviation, standardised over the training
+            # batches (so the unit of the data does not matter), projected to a token
+            self.amplitude_norm = nn.BatchNorm1d(self.n_chans, affine=False, momentum=None)
+            self.amplitude_proj = nn.Linear(1, emb_dim)
         self.channel_embedding = None
         if channel_embedding:
             self.channel_embedding = nn.Parameter(torch.zeros(1, self.n_chans, emb_dim))
@@ -123,6 +136,20 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         B, C, T = X.shape
         tokens = self.encoder(X.reshape(B * C, 1, T))  # fixed 1-s patches, full PE
         return tokens.mean(dim=1).view(B, C, -1)
+
+    def amplitude_tokens(self, X):
+        """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): what normalisation took.
+
+        The log standard deviation of every channel, standardised per channel with
+        cumulative statistics of the training batches, through a linear map.
+        """
+        log_std = torch.log(X.float().std(dim=-1) + torch.finfo(torch.float32).tiny)
+        norm = self.amplitude_norm
+        if norm.training and log_std.shape[0] < 2:  # one window: no batch statistics
+            z = (log_std - norm.running_mean) / torch.sqrt(norm.running_var + norm.eps)
+        else:
+            z = norm(log_std)  # (batch, n_chans)
+        return self.amplitude_proj(z[..., None])
 
     def spatial_dropout(self, B, C, device):
         """Key mask (batch, n_chans), True = dropped; never drops every channel."""
@@ -149,6 +176,8 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
             )
         B, C, _ = X.shape
         spatial = self.spatial_tokens(X)  # (batch, n_chans, emb_dim)
+        if self.amplitude:
+            spatial = spatial + self.amplitude_tokens(X)
         if self.channel_embedding is not None:
             spatial = spatial + self.channel_embedding
         drop = self.spatial_dropout(B, C, X.device)

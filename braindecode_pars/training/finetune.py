@@ -48,6 +48,8 @@ def make_finetune_net(
     progress_bar=False,
     callbacks=None,
     transforms=None,
+    validation=True,
+    optimizer_param_groups=None,
 ):
     """braindecode ``EEGClassifier`` with the paper's fine-tuning settings.
 
@@ -61,7 +63,10 @@ def make_finetune_net(
     of training (``Checkpoint(load_best=True)`` in ``checkpoint_dir``).
     The validation balanced accuracy is recorded as ``valid_bal_acc`` each epoch.
     ``transforms`` (braindecode augmentations) are applied to training batches only,
-    through braindecode's ``AugmentedDataLoader``.
+    through braindecode's ``AugmentedDataLoader``. ``validation=False`` trains on
+    all of the given data for ``max_epochs`` and keeps the last epoch (no split, no
+    best-epoch restore). ``optimizer_param_groups`` is skorch's
+    ``optimizer__param_groups`` (e.g. ``[("encoder.*", {"lr": 1e-5})]``).
     """
     scoring = EpochScoring(
         _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False, on_train=False
@@ -76,7 +81,7 @@ def make_finetune_net(
         load_best=True,
         sink=logger.debug,
     )
-    cbs = [("valid_bal_acc", scoring), ("best_valid_loss", best)]
+    cbs = [("valid_bal_acc", scoring), ("best_valid_loss", best)] if validation else []
     if progress_bar:
         cbs.append(("progress_bar", ProgressBar()))
     cbs += list(callbacks or [])
@@ -96,7 +101,9 @@ def make_finetune_net(
         max_epochs=max_epochs,
         batch_size=batch_size,
         train_split=(
-            predefined_split(valid_dataset)
+            None
+            if not validation
+            else predefined_split(valid_dataset)
             if valid_dataset is not None
             else ValidSplit(valid_fraction, stratified=True, random_state=random_state)
         ),
@@ -105,5 +112,6 @@ def make_finetune_net(
         classes=list(range(n_classes)),
         device=device,
         verbose=0,
+        **({"optimizer__param_groups": optimizer_param_groups} if optimizer_param_groups else {}),
         **augment,
     )

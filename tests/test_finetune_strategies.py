@@ -1,0 +1,135 @@
+"""Fine-tuning strategies, the amplitude path, group-wise epoch selection, and the
+pretraining defaults of PARSClassifier."""
+
+import numpy as np
+import pytest
+import torch
+
+from braindecode_pars import PARSClassifier, PatchEncoder
+from braindecode_pars.models.classifier import MultiChannelClassifier
+
+from .conftest import TINY
+
+SMALL = dict(**TINY, n_patches=6, pos_mask_ratio=0.5, sfreq=100, verbose=0, random_state=0)
+
+
+def _amplitude_task(n=48, seed=0):
+    """Two classes that differ only in amplitude: instance normalisation hides them."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    X = rng.standard_normal((n, 2, 300)).astype(np.float32)
+    X *= np.where(y == 1, 4.0, 1.0)[:, None, None]
+    return X * 1e-5, y  # volts, as MNE gives them
+
+
+def _encoder():
+    torch.manual_seed(0)
+    return PatchEncoder(sfreq=100, **TINY)
+
+
+@pytest.mark.parametrize("strategy, changes", [("full", True), ("frozen", False), ("lp-ft", True)])
+def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
+    X, y = _amplitude_task()
+    encoder = _encoder()
+    before = {k: v.clone() for k, v in encoder.state_dict().items()}
+    clf = PARSClassifier(
+        pretrained_encoder=encoder, finetune=strategy, max_epochs=4, lr=1e-3, **SMALL
+    ).fit(X, y)
+    after = clf.encoder_.state_dict()
+    moved = any(not torch.equal(before[k], after[k]) for k in before)
+    assert moved is changes
+    assert all(p.requires_grad for p in clf.encoder_.parameters())  # unfrozen afterwards
+    assert len(clf.history_) == 4  # lp-ft: 2 probe epochs, then 2 of everything
+    for k in before:  # the caller's encoder is never trained
+        assert torch.equal(before[k], encoder.state_dict()[k])
+
+
+def test_the_amplitude_path_sees_what_normalisation_removes_in_any_unit():
+    X, y = _amplitude_task(n=64)
+    Xt, yt = _amplitude_task(n=64, seed=1)
+    params = dict(pretrain_epochs=0, max_epochs=30, batch_size=16, lr=3e-3, **SMALL)
+    blind = PARSClassifier(amplitude=False, **params).fit(X, y)
+    seeing = PARSClassifier(amplitude=True, **params).fit(X, y)
+    assert seeing.score(Xt, yt) > 0.9
+    assert blind.score(Xt, yt) < 0.75  # the encoder alone sees unit-variance noise
+    in_uv = PARSClassifier(amplitude=True, **params).fit(X * 1e6, y)
+    np.testing.assert_allclose(
+        in_uv.predict_proba(Xt * 1e6), seeing.predict_proba(Xt), rtol=1e-3, atol=1e-3
+    )
+
+
+def test_the_amplitude_statistics_are_those_of_all_training_batches():
+    model = MultiChannelClassifier(
+        n_outputs=2,
+        n_chans=3,
+        n_times=300,
+        sfreq=100,
+        amplitude=True,
+        encoder=_encoder(),
+        n_heads=4,
+    )
+    batches = [torch.randn(4, 3, 300) * s for s in (1e-5, 3e-5, 2e-5)]
+    for X in batches:
+        model(X)
+    log_std = torch.cat([X.std(dim=-1).log() for X in batches])  # (12, 3)
+    torch.testing.assert_close(model.amplitude_norm.running_mean, log_std.mean(0))
+    model.eval()
+    assert model(batches[0][:1]).shape == (1, 2)  # a single window in eval mode
+    model.train()
+    assert model(batches[0][:1]).shape == (1, 2)  # and in training (no batch statistics)
+
+
+def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch(monkeypatch):
+    X, y = _amplitude_task(n=48)
+    params = dict(pretrain_epochs=0, max_epochs=3, **SMALL)
+    four = np.repeat([10, 11, 12, 13], 12)
+    clf = PARSClassifier(valid_fraction=0.25, **params)
+    train_idx, valid_idx = clf._validation_split(y, four)
+    assert set(four[valid_idx]).isdisjoint(four[train_idx]) and len(set(four[valid_idx])) == 1
+    clf.fit(X, y, groups=four)
+    assert "valid_loss" in clf.history_[-1]
+    two = np.repeat([10, 11], 24)
+    clf = PARSClassifier(**params).fit(X, y, groups=two)
+    assert "valid_loss" not in clf.history_[-1] and len(clf.history_) == 3
+    with pytest.raises(ValueError, match=r"'groups' must have shape \(48,\)"):
+        PARSClassifier(**params).fit(X, y, groups=two[:10])
+
+
+def test_default_pretraining_learns_on_a_few_hundred_windows():
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 300)
+    # a ramp gives every patch's position away: a pretext task with a known answer
+    X = (rng.uniform(0.5, 4, (200, 2, 1)) * t + rng.standard_normal((200, 2, 1))).astype(np.float32)
+    y = np.repeat([0, 1], 100)
+    clf = PARSClassifier(pretrain_steps=300, max_epochs=1, **SMALL).fit(X, y)
+    history = clf.pretrain_history_
+    assert history[-1, "valid_skill"] > 0.5  # 0 = predicting no shift
+    assert max(history[:, "lr"]) == pytest.approx(1e-3, rel=0.05)  # pretrain_lr, not lr
+    steps = sum(row["train_batch_count"] for row in history)
+    assert 300 <= steps < 300 + len(history)
+
+
+def test_the_paper_preset_is_one_argument_away(monkeypatch):
+    import braindecode_pars.estimator as estimator
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_net(model, **kwargs):
+        seen.update(kwargs, n_times=model.n_times)
+        raise Stop
+
+    monkeypatch.setattr(estimator, "PretrainNet", fake_net)
+    X = np.random.default_rng(0).standard_normal((40, 2, 3000)).astype(np.float32)
+    y = np.repeat([0, 1], 20)
+    with pytest.raises(Stop):
+        PARSClassifier(pretrain_preset="paper", **SMALL).fit(X, y)
+    assert (seen["lr"], seen["batch_size"], seen["max_epochs"]) == (1e-4, 512, 1000)
+    assert seen["n_times"] == 3000  # 30-s crops
+    with pytest.raises(Stop):
+        PARSClassifier(**SMALL).fit(X, y)
+    assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
+    with pytest.raises(ValueError, match="Allowed values are 'full', 'frozen' and 'lp-ft'"):
+        PARSClassifier(finetune="probe", **SMALL).fit(X, y)
