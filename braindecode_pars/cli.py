@@ -13,21 +13,18 @@ from pathlib import Path
 def _demo(args):
     from .experiments.demo import DemoConfig, format_results, run_demo
 
-    config = DemoConfig()
-    if args.paper_size:
-        config = config.paper_size()
     overrides = {
         k: v
         for k, v in dict(
-            pretrain_epochs=args.pretrain_epochs,
             finetune_epochs=args.finetune_epochs,
-            seed=args.seed,
+            seeds=tuple(args.seeds) if args.seeds else None,
+            ks=tuple(args.ks) if args.ks else None,
             device=args.device,
-            data_path=args.data_path,
+            encoder=args.encoder,
         ).items()
         if v is not None
     }
-    config = dataclasses.replace(config, **overrides)
+    config = dataclasses.replace(DemoConfig(), **overrides)
     results = run_demo(args.out, config)
     sys.stdout.write(format_results(results) + "\n")
     sys.stdout.write(f"Tables and figures written to {args.out}/\n")
@@ -55,8 +52,20 @@ def _compare(args):
 
 def _store(args):
     from .datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
+    from .datasets.recordings import load_recordings, shared_corpus
 
-    if args.ysyw or args.tueg:
+    if args.recordings:
+        windows = load_recordings(
+            args.recordings,
+            sfreq=args.sfreq or 100.0,
+            window_seconds=args.window_seconds,
+            stride_seconds=args.stride_seconds,
+        )
+    elif args.shared_data:
+        windows = shared_corpus(
+            args.shared_data, sfreq=args.sfreq or 100.0, window_seconds=args.window_seconds
+        )
+    elif args.ysyw or args.tueg:
         windows = pretraining_corpus(
             ysyw_path=args.ysyw,
             tueg_path=args.tueg,
@@ -76,31 +85,63 @@ def _store(args):
     sys.stdout.write(f"{len(windows)} windows written to {args.out}/\n")
 
 
+#: The paper's pretraining optimisation (section 2.5), for its 1.5-million-window corpus.
+PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30.0)
+
+
+def _pretrain_view(args):
+    """The pretraining windows the flags name: a store, recordings, the shared corpus, or
+    the bundled PhysioNet-MI subject."""
+    from .datasets import SingleChannelWindows, load_physionet_mi_continuous
+    from .datasets.recordings import load_recordings, shared_corpus
+
+    if args.store:
+        return SingleChannelWindows.from_store(args.store)
+    if args.recordings:
+        windows = load_recordings(
+            args.recordings,
+            sfreq=args.sfreq or 100.0,
+            window_seconds=args.window_seconds,
+            stride_seconds=args.stride_seconds,
+            l_freq=args.l_freq,
+            h_freq=args.h_freq,
+            notch_freq=args.notch_freq,
+        )
+    elif args.shared_data:
+        windows = shared_corpus(
+            args.shared_data, sfreq=args.sfreq or 100.0, window_seconds=args.window_seconds
+        )
+    else:
+        windows = load_physionet_mi_continuous(
+            args.subjects,
+            path=args.data_path,
+            window_seconds=args.window_seconds,
+            stride_seconds=args.stride_seconds,
+        )
+    return SingleChannelWindows(windows)
+
+
 def _pretrain(args):
     import torch
 
-    from .datasets import SingleChannelWindows, load_physionet_mi_continuous
     from .models import pretext_params
     from .training import init_distributed, pretrain
     from .training.distributed import rank
 
+    if args.paper:
+        for name, value in PAPER_PRETRAINING.items():
+            setattr(args, name, value)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = init_distributed(args.device)
     torch.manual_seed(args.seed)
-    if args.store:
-        view = SingleChannelWindows.from_store(args.store)
-    else:
-        view = SingleChannelWindows(
-            load_physionet_mi_continuous(
-                args.subjects,
-                path=args.data_path,
-                window_seconds=args.window_seconds,
-                stride_seconds=args.stride_seconds,
-            )
-        )
+    view = _pretrain_view(args)
     encoder_kwargs = dict(
         emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
     )
     pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
+    if args.method == "pars":
+        pretext["sampling"] = args.sampling
     net = pretrain(
         view,
         args.method,
@@ -112,15 +153,24 @@ def _pretrain(args):
         amp=args.amp,
         compile=args.compile,
         num_workers=args.workers,
+        valid_fraction=args.valid_fraction or None,
         encoder_kwargs=encoder_kwargs,
         **pretext,
     )
     if rank() == 0:
-        loss = net.history[-1, "train_loss"]
+        last = net.history[-1]
+        skill = last.get("valid_skill", last.get("train_skill", float("nan")))
         sys.stdout.write(
-            f"{len(net.history)} epochs, final loss {loss:.4f}; encoder written "
-            f"to {args.out}/encoder.pt\n"
+            f"{len(net.history)} epochs, final loss {last['train_loss']:.4f}, pretext skill "
+            f"{skill:.3f}; encoder written to {args.out}/encoder.pt\n"
         )
+
+
+def _export(args):
+    from .pretrained import export_run
+
+    folder = export_run(args.run, args.out)
+    sys.stdout.write(f"Encoder of {args.run} written to {folder}/ (load_encoder('{folder}'))\n")
 
 
 def _read_config(path):
@@ -194,20 +244,15 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo",
-        help="pretrain PARS on bundled PhysioNet-MI EEG and compare it with training from "
-        "scratch on the 4-class motor-imagery task",
+        help="the shipped PARS encoder against scratch and a band-power floor with 1 and 2 "
+        "labelled subjects on bundled EEGMAT (rest vs mental arithmetic)",
     )
     demo.add_argument("--out", default="results/demo", help="output folder")
-    demo.add_argument(
-        "--paper-size",
-        action="store_true",
-        help="the paper's encoder (512 features, 8 blocks) instead of a small one",
-    )
-    demo.add_argument("--pretrain-epochs", type=int)
+    demo.add_argument("--encoder", help="shipped encoder name or saved encoder (pars-small)")
+    demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
+    demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
     demo.add_argument("--finetune-epochs", type=int)
-    demo.add_argument("--seed", type=int)
     demo.add_argument("--device", help="cpu or cuda")
-    demo.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
     demo.set_defaults(func=_demo)
 
     compare = sub.add_parser(
@@ -235,6 +280,9 @@ def build_parser():
     store.add_argument("--window-seconds", type=float, default=30.0)
     store.add_argument("--stride-seconds", type=float, default=5.0)
     store.add_argument("--overwrite", action="store_true")
+    store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
+    store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
+    store.add_argument("--sfreq", type=float, help="resample recordings to this rate (100 Hz)")
     store.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
     store.add_argument("--tueg", help="TUEG edf folder")
     store.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
@@ -254,13 +302,40 @@ def build_parser():
     pre.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
     pre.add_argument("--method", default="pars", choices=["pars", "mae", "mp3", "droppos"])
     pre.add_argument("--store", help="window store folder (see 'store'); default: bundled EEG")
+    pre.add_argument(
+        "--recordings",
+        nargs="+",
+        help="your own recordings: folders or globs of files MNE reads "
+        "(EDF, BDF, FIF, BrainVision, EEGLAB...), e.g. 'data/**/*.edf'",
+    )
+    pre.add_argument(
+        "--shared-data",
+        help="folder with eegmat/ and sleep-edf-atm/: the shipped encoder's corpus",
+    )
+    pre.add_argument("--sfreq", type=float, help="resample recordings to this rate (100 Hz)")
+    pre.add_argument("--l-freq", type=float, default=0.3, help="high-pass of recordings (Hz)")
+    pre.add_argument("--h-freq", type=float, help="low-pass (default: min(75, 0.45 sfreq))")
+    pre.add_argument("--notch-freq", type=float, help="power-line notch of recordings (50/60)")
     pre.add_argument("--subjects", nargs="+", type=int, default=[1])
     pre.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
-    pre.add_argument("--window-seconds", type=float, default=30.0)
+    pre.add_argument(
+        "--window-seconds", type=float, default=10.0, help="pretraining crops (paper: 30)"
+    )
     pre.add_argument("--stride-seconds", type=float, default=5.0)
-    pre.add_argument("--epochs", type=int, default=1000, help="paper: 1000")
-    pre.add_argument("--batch-size", type=int, default=512, help="per process (paper: 512 in all)")
-    pre.add_argument("--lr", type=float, default=1e-4, help="paper: 1e-4")
+    pre.add_argument("--epochs", type=int, default=100, help="paper: 1000")
+    pre.add_argument("--batch-size", type=int, default=64, help="per process (paper: 512 in all)")
+    pre.add_argument("--lr", type=float, default=1e-3, help="paper: 1e-4")
+    pre.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's optimisation for its 1.5-million-window corpus: lr 1e-4, batch "
+        "512, 1000 epochs, 30-s windows (learns nothing in a few thousand steps)",
+    )
+    pre.add_argument(
+        "--valid-fraction", type=float, default=0.1, help="held out for validation skill"
+    )
+    pre.add_argument("--sampling", default="random", choices=["random", "disjoint", "fixed"])
+    pre.add_argument("--threads", type=int, help="torch CPU threads")
     pre.add_argument("--emb-dim", type=int, default=512)
     pre.add_argument("--depth", type=int, default=8)
     pre.add_argument("--n-heads", type=int, default=8)
@@ -274,6 +349,15 @@ def build_parser():
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     pre.add_argument("--seed", type=int, default=0)
     pre.set_defaults(func=_pretrain)
+
+    exp_ = sub.add_parser(
+        "export",
+        help="write a pretraining run's encoder in braindecode's Hugging Face layout "
+        "(config.json, model.safetensors), with its pretext model and history",
+    )
+    exp_.add_argument("--run", required=True, help="the pretrain --out folder")
+    exp_.add_argument("--out", required=True, help="folder to write")
+    exp_.set_defaults(func=_export)
 
     exp = sub.add_parser(
         "experiment",

@@ -60,8 +60,37 @@ def plot_shift_matrices(out, index=0, title=None):
     return fig
 
 
+def plot_pretext_skill(history, ax=None, title="pretext skill"):
+    """Train and validation pretext skill per epoch (0 = learned nothing, 1 = perfect).
+
+    Parameters
+    ----------
+    history : skorch History | list of dict
+        A :class:`~braindecode_pars.PretrainNet` history (``train_skill``, and
+        ``valid_skill`` when a validation share was held out).
+    ax : matplotlib Axes | None
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
+    epochs = [row["epoch"] for row in history]
+    for key, label in (("train_skill", "train"), ("valid_skill", "validation")):
+        values = [row.get(key, np.nan) for row in history]
+        if not np.all(np.isnan(values)):
+            ax.plot(epochs, values, label=label)
+    ax.axhline(0, color="k", lw=0.8, ls="--", label="learned nothing")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("skill = 1 - loss / trivial loss")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    return ax
+
+
 def plot_training_curves(pretrain_history=None, finetune_histories=None):
-    """Pretraining loss and learning rate; fine-tuning losses per run.
+    """Pretraining loss, skill and learning rate; fine-tuning losses per run.
 
     Parameters
     ----------
@@ -73,7 +102,8 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
     -------
     fig : matplotlib.figure.Figure
     """
-    n = int(pretrain_history is not None) + int(bool(finetune_histories))
+    has_skill = pretrain_history is not None and "train_skill" in pretrain_history[0]
+    n = int(pretrain_history is not None) + int(has_skill) + int(bool(finetune_histories))
     fig, axes = plt.subplots(
         1, max(n, 1), figsize=(5.5 * max(n, 1), 3.8), squeeze=False, constrained_layout=True
     )
@@ -84,14 +114,26 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
         ax.plot(epochs, [row["train_loss"] for row in pretrain_history], label="train loss")
         if "valid_loss" in pretrain_history[0]:
             ax.plot(epochs, [row["valid_loss"] for row in pretrain_history], label="valid loss")
+        trivial = "valid_trivial" if "valid_trivial" in pretrain_history[0] else "train_trivial"
+        if trivial in pretrain_history[0]:
+            ax.plot(
+                epochs,
+                [row[trivial] for row in pretrain_history],
+                color="k",
+                ls="--",
+                lw=0.8,
+                label="learned nothing",
+            )
         ax.set_xlabel("epoch")
-        ax.set_ylabel("PARS loss (MSE)")
+        ax.set_ylabel("pretext loss")
         ax.set_title("pretraining")
         if "lr" in pretrain_history[0]:
             lr_ax = ax.twinx()
             lr_ax.plot(epochs, [row["lr"] for row in pretrain_history], color="0.6", ls=":")
             lr_ax.set_ylabel("learning rate", color="0.4")
         ax.legend(loc="upper right")
+    if has_skill:
+        plot_pretext_skill(pretrain_history, axes.pop(0))
     if finetune_histories:
         ax = axes.pop(0)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -99,12 +141,14 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
             for i, hist in enumerate(histories):
                 epochs = [row["epoch"] for row in hist]
                 label = name if i == 0 else None
-                ax.plot(epochs, [row["valid_loss"] for row in hist], color=color, label=label)
-                ax.plot(
-                    epochs, [row["train_loss"] for row in hist], color=color, ls="--", alpha=0.5
-                )
+                if "valid_loss" in hist[0]:
+                    valid = [row["valid_loss"] for row in hist]
+                    ax.plot(epochs, valid, color=color, label=label)
+                    label = None
+                train = [row["train_loss"] for row in hist]
+                ax.plot(epochs, train, color=color, ls="--", alpha=0.5, label=label)
         ax.set_xlabel("epoch")
         ax.set_ylabel("cross-entropy (solid: valid, dashed: train)")
-        ax.set_title("fine-tuning, one line per fold")
+        ax.set_title("fine-tuning, one line per run")
         ax.legend()
     return fig

@@ -31,47 +31,48 @@ def test_training_curves_figure_has_both_panels():
     hist = [{"epoch": e, "train_loss": 1 / e, "valid_loss": 1.2 / e, "lr": 1e-4} for e in (1, 2)]
     fig = plot_training_curves(hist, {"PARS": [hist], "scratch": [hist]})
     assert len(fig.axes) == 3  # pretraining, its learning-rate twin, fine-tuning
+    skill = [
+        {**row, "train_skill": 0.1 * e, "valid_skill": 0.1 * e, "train_trivial": 1.0}
+        for e, row in enumerate(hist, 1)
+    ]
+    fig = plot_training_curves(skill, None)
+    assert len(fig.axes) == 3  # pretraining, its learning-rate twin, skill
+    assert any("skill" in ax.get_ylabel() for ax in fig.axes)
 
 
-TINY = dict(
-    emb_dim=16,
-    depth=1,
-    n_heads=2,
-    ff_dim=16,
-    n_patches=10,
-    pretrain_epochs=2,
-    finetune_epochs=2,
-    pretrain_batch_size=64,
-)
+#: The main job at its smallest: one draw, one labelled subject, two test subjects.
+TINY = dict(ks=(1,), seeds=(0,), test_subjects=(1, 4), pool_subjects=(0, 2), finetune_epochs=2)
 
 
 def test_demo_writes_the_table_and_figures(tmp_path):
     results = run_demo(tmp_path, DemoConfig(**TINY))
-    assert len(results) == 6 and set(results.method) == {"PARS", "scratch"}
-    assert sorted(results.test_block.unique()) == [1, 2, 3]
+    assert len(results) == 3
+    assert set(results.method) == {"floor (band power)", "PARS (pars-small)", "scratch"}
     assert np.isfinite(results[["balanced_accuracy", "kappa"]].to_numpy()).all()
     for name in (
         "results.csv",
         "results.json",
         "shift_matrices.png",
         "training_curves.png",
-        "encoder.pt",
-        "pretrain/encoder_best.pt",
+        "label_efficiency.png",
     ):
         assert (tmp_path / name).is_file(), name
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["config"]["emb_dim"] == 16 and len(saved["folds"]) == 6
-    assert "mean" in format_results(results)
+    assert saved["config"]["ks"] == [1] and len(saved["runs"]) == 3
+    # the shipped model predicts shifts on a window of a subject it never saw
+    assert saved["shipped_encoder_skill_on_test_window"] > 0.1
+    assert "k=1" in format_results(results)
+    again = run_demo(tmp_path, DemoConfig(**TINY))  # resumes: nothing runs again
+    assert again.equals(results) or np.allclose(
+        again.balanced_accuracy.to_numpy(), results.balanced_accuracy.to_numpy()
+    )
 
 
 def test_command_line_runs_the_demo(tmp_path, capsys, monkeypatch):
     import braindecode_pars.experiments.demo as demo
 
     monkeypatch.setattr(demo, "DemoConfig", lambda: DemoConfig(**TINY))
-    assert (
-        main(["demo", "--out", str(tmp_path), "--pretrain-epochs", "1", "--finetune-epochs", "1"])
-        == 0
-    )
+    assert main(["demo", "--out", str(tmp_path), "--finetune-epochs", "1"]) == 0
     printed = capsys.readouterr().out
-    assert "scratch" in printed and "chance" in printed
-    assert json.loads((tmp_path / "results.json").read_text())["config"]["pretrain_epochs"] == 1
+    assert "scratch" in printed and "chance" in printed and "floor" in printed
+    assert json.loads((tmp_path / "results.json").read_text())["config"]["finetune_epochs"] == 1

@@ -1,0 +1,179 @@
+"""The low-label protocol: k labelled subjects, fixed test subjects, many draws.
+
+For each ``k`` and each seed, ``k`` subjects are drawn from a pool of labelled
+subjects (each seed its own draw), every method is fitted on their windows and
+scored on the windows of test subjects that are never used for anything else.
+Rows are appended to a CSV file as they finish, so an interrupted run resumes
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+from tqdm.auto import tqdm
+
+from .._checks import check_int
+
+logger = logging.getLogger(__name__)
+
+#: Columns of the results table.
+COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "seconds")
+
+
+def draw_subjects(pool, k, seed):
+    """``k`` subjects of ``pool`` for draw ``seed`` (the same seed, the same subjects)."""
+    pool = sorted(pool)
+    if k > len(pool):
+        raise ValueError(f"'k'={k} labelled subjects asked for, but the pool holds {len(pool)}.")
+    rng = np.random.default_rng(seed)
+    return sorted(int(s) for s in rng.choice(pool, size=k, replace=False))
+
+
+def run_low_label(
+    X,
+    y,
+    subjects,
+    methods,
+    test_subjects,
+    pool_subjects,
+    ks=(1, 2, 4, 8),
+    seeds=(0, 1, 2, 3, 4),
+    out=None,
+    progress=True,
+    histories=None,
+):
+    """Fit every method on k labelled subjects and score it on the test subjects.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_windows, n_chans, n_times)
+    y : ndarray, shape (n_windows,)
+    subjects : ndarray, shape (n_windows,)
+        The subject of every window.
+    methods : dict of str -> estimator
+        scikit-learn classifiers (cloned for every fit; a ``random_state``
+        parameter, where there is one, is set to the seed). ``fit`` gets
+        ``groups=subjects`` of the training windows when it accepts it.
+    test_subjects, pool_subjects : sequence of int
+        Disjoint: the subjects scored on, and those labelled subjects are drawn from.
+        ``k`` equal to the pool size means all of them (one draw).
+    ks, seeds : sequences of int
+    out : str | Path | None
+        CSV file the rows are appended to; existing rows are kept and not run again.
+    histories : dict | None
+        If given, the training history of every fitted estimator that has one
+        (``history_``, epochs without their batches) is stored in it under
+        ``(method, k, seed)``.
+
+    Returns
+    -------
+    results : pandas.DataFrame
+        One row per method, k and seed: balanced accuracy and Cohen's kappa on the
+        test subjects, the subjects drawn, the seconds the fit and scoring took.
+    """
+    test_subjects, pool_subjects = list(test_subjects), list(pool_subjects)
+    overlap = sorted(set(test_subjects) & set(pool_subjects))
+    if overlap:
+        raise ValueError(f"Subjects {overlap} are both test and labelled subjects.")
+    for k in ks:
+        check_int("ks", k, 1)
+    subjects = np.asarray(subjects)
+    test = np.isin(subjects, test_subjects)
+    if not test.any():
+        raise ValueError("No window belongs to the test subjects.")
+    done = pd.DataFrame(columns=list(COLUMNS))
+    if out is not None and Path(out).is_file():
+        done = pd.read_csv(out)
+    keys = {(r.method, int(r.k), int(r.seed)) for r in done.itertuples()}
+    jobs = []
+    for k in ks:
+        for seed in seeds if k < len(pool_subjects) else seeds[:1]:
+            for name in methods:
+                if (name, k, seed) not in keys:
+                    jobs.append((k, seed, name))
+    rows = done.to_dict("records")
+    for k, seed, name in tqdm(jobs, desc="low-label fits", disable=not progress):
+        drawn = draw_subjects(pool_subjects, k, seed)
+        train = np.isin(subjects, drawn)
+        clf = clone(methods[name])
+        if "random_state" in clf.get_params():
+            clf.set_params(random_state=seed)
+        start = time.perf_counter()
+        fit_kwargs = {}
+        if "groups" in clf.fit.__code__.co_varnames:
+            fit_kwargs["groups"] = subjects[train]
+        clf.fit(X[train], y[train], **fit_kwargs)
+        pred = clf.predict(X[test])
+        if histories is not None and getattr(clf, "history_", None) is not None:
+            histories[(name, k, seed)] = [
+                {key: v for key, v in row.items() if key != "batches"} for row in clf.history_
+            ]
+        row = {
+            "method": name,
+            "k": k,
+            "seed": seed,
+            "subjects": " ".join(map(str, drawn)),
+            "balanced_accuracy": balanced_accuracy_score(y[test], pred),
+            "kappa": cohen_kappa_score(y[test], pred),
+            "seconds": time.perf_counter() - start,
+        }
+        logger.info(
+            "%s, k=%d, seed %d: balanced accuracy %.3f", name, k, seed, row["balanced_accuracy"]
+        )
+        rows.append(row)
+        if out is not None:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(out, index=False)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def summarize(results):
+    """Mean and standard deviation over seeds per method and k."""
+    grouped = results.groupby(["method", "k"], sort=False)
+    table = grouped[["balanced_accuracy", "kappa"]].agg(["mean", "std", "count"])
+    return table
+
+
+def format_summary(results, chance=0.5):
+    """The summary as a text table, methods as rows and k as columns."""
+    ks = sorted(results["k"].unique())
+    head = f"{'method':<22}" + "".join(f"{f'k={k}':>15}" for k in ks)
+    lines = [head, "balanced accuracy, mean ± std over draws"]
+    for name in results["method"].unique():
+        cells = []
+        for k in ks:
+            sel = results[(results.method == name) & (results.k == k)]["balanced_accuracy"]
+            std = sel.std() if len(sel) > 1 else 0.0
+            cells.append(f"{sel.mean():>8.3f}±{std:.3f}" if len(sel) else f"{'-':>14}")
+        lines.append(f"{name:<22}" + "".join(f"{c:>15}" for c in cells))
+    lines.append(f"chance: balanced accuracy {chance:.3f}")
+    return "\n".join(lines)
+
+
+def plot_label_efficiency(results, metric="balanced_accuracy", chance=None, ax=None):
+    """The paper's Fig. 3 for these results: metric against labelled subjects, ± std."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    for name in results["method"].unique():
+        sel = results[results.method == name].groupby("k")[metric]
+        mean, std = sel.mean(), sel.std().fillna(0)
+        ax.plot(mean.index, mean.values, marker="o", label=name)
+        ax.fill_between(mean.index, mean - std, mean + std, alpha=0.2)
+    if chance is not None:
+        ax.axhline(chance, color="k", lw=0.8, ls="--", label="chance")
+    ax.set_xscale("log", base=2)
+    ks = sorted(results["k"].unique())
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("labelled subjects")
+    ax.set_ylabel(metric.replace("_", " "))
+    ax.legend(fontsize=8)
+    return ax
