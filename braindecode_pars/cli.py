@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -136,6 +137,11 @@ def _pretrain(args):
     device = init_distributed(args.device)
     torch.manual_seed(args.seed)
     view = _pretrain_view(args)
+    if args.epochs is None:  # the step budget: steps of one process over its share
+        from .training.distributed import world_size
+
+        n_train = len(view) * (1 - (args.valid_fraction or 0)) / world_size()
+        args.epochs = max(1, math.ceil(args.steps / max(1, math.ceil(n_train / args.batch_size))))
     encoder_kwargs = dict(
         emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
     )
@@ -322,7 +328,13 @@ def build_parser():
         "--window-seconds", type=float, default=10.0, help="pretraining crops (paper: 30)"
     )
     pre.add_argument("--stride-seconds", type=float, default=5.0)
-    pre.add_argument("--epochs", type=int, default=100, help="paper: 1000")
+    pre.add_argument("--epochs", type=int, help="paper: 1000 (default: as many as --steps take)")
+    pre.add_argument(
+        "--steps",
+        type=int,
+        default=3000,
+        help="optimiser steps (of each process) when --epochs is not given",
+    )
     pre.add_argument("--batch-size", type=int, default=64, help="per process (paper: 512 in all)")
     pre.add_argument("--lr", type=float, default=1e-3, help="paper: 1e-4")
     pre.add_argument(

@@ -28,8 +28,8 @@ TINY = dict(
 
 def test_every_method_runs_on_the_same_footing(tmp_path):
     scores = run_comparison(tmp_path, ComparisonConfig(**TINY))
-    assert len(scores) == 5 * 3  # five methods, three held-out blocks
-    assert set(scores.method) == {"scratch", "mae", "mp3", "droppos", "pars"}
+    assert len(scores) == 6 * 3  # the floor and five methods, three held-out blocks
+    assert set(scores.method) == {"floor", "scratch", "mae", "mp3", "droppos", "pars"}
     # the same training blocks for every method of a seed and test block
     per_fold = scores.groupby(["test_block"])["train_blocks"].nunique()
     assert (per_fold == 1).all()
@@ -69,7 +69,7 @@ def test_summary_is_mean_and_std_over_seeds_of_the_mean_over_test_blocks():
 
 
 def test_bad_method_is_refused_before_any_work(tmp_path):
-    with pytest.raises(ValueError, match="'methods' parameter. Allowed values are 'scratch'"):
+    with pytest.raises(ValueError, match="'methods' parameter. Allowed values are 'floor', 'scratch'"):
         run_comparison(tmp_path, ComparisonConfig(methods=("pars", "byol")))
     assert not (tmp_path / "scores.csv").exists()
 

@@ -36,12 +36,20 @@ from ..estimator import PARSClassifier, windows_to_arrays
 from ..metrics import balanced_accuracy, cohen_kappa
 from ..models import pretext_params
 from ..training import pretrain, save_encoder
+from ..floor import BandPowerClassifier
 from .demo import finetune_params
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("scratch", "mae", "mp3", "droppos", "pars")
-LABELS = {"scratch": "Scratch", "mae": "MAE", "mp3": "MP3", "droppos": "DropPos", "pars": "PARS"}
+METHODS = ("floor", "scratch", "mae", "mp3", "droppos", "pars")
+LABELS = {
+    "floor": "Floor (band power)",
+    "scratch": "Scratch",
+    "mae": "MAE",
+    "mp3": "MP3",
+    "droppos": "DropPos",
+    "pars": "PARS",
+}
 
 
 @dataclasses.dataclass
@@ -131,7 +139,7 @@ def run_comparison(out="results/comparison", config=None):
 
     encoders, pretrain_log = {}, []
     for method, seed in itertools.product(config.methods, config.seeds):
-        if method == "scratch":
+        if method in ("scratch", "floor"):
             continue
         logger.info("Pretraining %s, seed %d.", LABELS[method], seed)
         path, first, last = pretrain_method(method, seed, config, view, out)
@@ -140,7 +148,7 @@ def run_comparison(out="results/comparison", config=None):
             {"method": method, "seed": seed, "first_loss": first, "last_loss": last}
         )
 
-    common = finetune_params(config, sfreq)
+    common = finetune_params(config, sfreq, verbose=0)
     jobs = list(itertools.product(config.seeds, all_blocks, config.n_train_blocks, config.methods))
     rows = []
     for seed, test_block, n_train, method in tqdm(jobs, desc="fine-tuning", leave=False):
@@ -149,7 +157,9 @@ def run_comparison(out="results/comparison", config=None):
         train_blocks = sorted(rng.choice(pool, size=n_train, replace=False).tolist())
         train = np.isin(blocks, train_blocks)
         test = blocks == test_block
-        if method == "scratch":
+        if method == "floor":  # log band power + logistic regression
+            clf = BandPowerClassifier(sfreq=sfreq)
+        elif method == "scratch":
             clf = PARSClassifier(pretrain_epochs=0, random_state=seed, **common)
         else:
             clf = PARSClassifier(
