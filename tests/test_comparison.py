@@ -69,7 +69,9 @@ def test_summary_is_mean_and_std_over_seeds_of_the_mean_over_test_blocks():
 
 
 def test_bad_method_is_refused_before_any_work(tmp_path):
-    with pytest.raises(ValueError, match="'methods' parameter. Allowed values are 'floor', 'scratch'"):
+    with pytest.raises(
+        ValueError, match="'methods' parameter. Allowed values are 'floor', 'scratch'"
+    ):
         run_comparison(tmp_path, ComparisonConfig(methods=("pars", "byol")))
     assert not (tmp_path / "scores.csv").exists()
 

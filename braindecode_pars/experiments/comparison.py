@@ -33,10 +33,10 @@ from tqdm.auto import tqdm
 from .._checks import check_option
 from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
 from ..estimator import PARSClassifier, windows_to_arrays
+from ..floor import BandPowerClassifier
 from ..metrics import balanced_accuracy, cohen_kappa
 from ..models import pretext_params
 from ..training import pretrain, save_encoder
-from ..floor import BandPowerClassifier
 from .demo import finetune_params
 
 logger = logging.getLogger(__name__)
