@@ -115,9 +115,10 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
     drop_prob : float
         Dropout in the blocks. The paper does not give one; 0 by default.
     eps : float
-        Relative floor of the instance normalisation: the variance gets ``eps`` times
-        the window's mean square added, so the output does not depend on the unit
-        (volts, microvolts, ADC counts) and a flat channel gives zeros, not NaN.
+        A window whose standard deviation is below ``eps`` times its root mean square
+        counts as flat and normalises to zeros (instead of NaN). The normalisation is
+        otherwise exactly invariant to gain and offset: volts, microvolts and ADC
+        counts give the same tokens.
 
     References
     ----------
@@ -212,15 +213,17 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
     def normalize(self, X):
         """Instance normalisation: zero mean, unit variance over time, per window.
 
-        Scale-invariant: ``(X - mean) / sqrt(var + eps * mean(X**2))``, so the same
-        recording in volts (as MNE returns it) or in microvolts gives the same result,
-        and a flat channel gives zeros rather than NaN (an all-zero one included).
+        Invariant to gain and offset, so the same recording in volts (as MNE returns
+        it), microvolts or ADC counts gives the same result. A channel whose standard
+        deviation is below ``eps`` times its root mean square (a flat channel, within
+        float precision) gives zeros rather than NaN or amplified rounding noise.
         """
         mean = X.mean(dim=-1, keepdim=True)
         var = X.var(dim=-1, keepdim=True, unbiased=False)
-        floor = self.eps * X.pow(2).mean(dim=-1, keepdim=True)
+        flat = var <= self.eps**2 * X.pow(2).mean(dim=-1, keepdim=True)
         tiny = torch.finfo(X.dtype).tiny
-        return (X - mean) / torch.sqrt((var + floor).clamp_min(tiny))
+        out = (X - mean) / torch.sqrt(var.clamp_min(tiny))
+        return torch.where(flat, torch.zeros_like(out), out)
 
     def cut_patches(self, X, starts):
         """Patches ``X[b, 0, s : s + patch_size]`` for every start ``s`` of ``starts[b]``.
