@@ -44,7 +44,8 @@ def test_every_method_runs_on_the_same_footing(tmp_path):
     table = (tmp_path / "table.md").read_text()
     assert "Made by:" in table and "| PARS | 2 |" in table
     rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
-    assert rows[1:6] == ["Scratch", "MAE", "MP3", "DropPos", "PARS"]  # the paper's order
+    # the floor first, then the paper's order
+    assert rows[1:7] == ["Floor (band power)", "Scratch", "MAE", "MP3", "DropPos", "PARS"]
 
 
 def test_summary_is_mean_and_std_over_seeds_of_the_mean_over_test_blocks():

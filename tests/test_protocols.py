@@ -203,7 +203,9 @@ def test_documented_configurations_are_valid(name):
 
     assert config["protocol"] in PROTOCOLS
     for encoder in config.get("methods", {"x": None}).values():
-        _estimator(encoder, 0, config["estimator"])._check_params()  # names and values
+        estimator = _estimator(encoder, 0, config["estimator"])
+        assert estimator.device in ("cpu", "cuda")
+        estimator.set_params(device="cpu")._check_params()  # names and values, GPU or not
     PARS_KEYS = {"n_patches", "pos_mask_ratio", "sampling", "decoder"}
     for settings in config.get("configs", {}).values():
         assert set(settings) <= PARS_KEYS
