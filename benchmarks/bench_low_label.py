@@ -69,6 +69,7 @@ def main():
     parser.add_argument("--max-epochs", type=int, default=40)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--suffix", default="", help="appended to the method names")
     parser.add_argument("--data", default=str(SHARED / "eegmat"))
     parser.add_argument("--out", default="benchmarks/results/low_label_eegmat.md")
     args = parser.parse_args()
@@ -89,7 +90,10 @@ def main():
         X,
         y,
         subjects,
-        methods(names, sfreq, encoder, args.max_epochs, args.lr),
+        {
+            name + args.suffix: clf
+            for name, clf in methods(names, sfreq, encoder, args.max_epochs, args.lr).items()
+        },
         EEGMAT_TEST_SUBJECTS,
         EEGMAT_TRAIN_SUBJECTS,
         ks=args.ks,

@@ -94,7 +94,12 @@ def main():
         for sampling in ("random", "disjoint"):
             torch.manual_seed(0)
             model = PARS(
-                n_times=n_times, sfreq=100, n_patches=args.n_patches, sampling=sampling, **SMALL
+                n_times=n_times,
+                sfreq=100,
+                n_patches=args.n_patches,
+                sampling=sampling,
+                patch_seconds=args.patch_seconds,
+                **SMALL,
             )
             curve = skill_curve(
                 model,
