@@ -27,11 +27,20 @@ logger = logging.getLogger(__name__)
 COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "seconds")
 
 
-def draw_subjects(pool, k, seed):
-    """``k`` subjects of ``pool`` for draw ``seed`` (the same seed, the same subjects)."""
+def draw_subjects(pool, k, seed, spread=False):
+    """``k`` subjects of ``pool`` for draw ``seed`` (the same seed, the same subjects).
+
+    ``spread=False``: an independent random draw per seed. ``spread=True``: draw
+    ``seed`` takes the ``seed``-th block of ``k`` subjects of one fixed random order of
+    the pool (wrapping around), so that draws overlap as little as the pool allows:
+    with a small pool, independent draws keep returning the same subjects.
+    """
     pool = sorted(pool)
     if k > len(pool):
         raise ValueError(f"'k'={k} labelled subjects asked for, but the pool holds {len(pool)}.")
+    if spread:
+        order = np.random.default_rng(0).permutation(pool)
+        return sorted(int(order[(seed * k + j) % len(pool)]) for j in range(k))
     rng = np.random.default_rng(seed)
     return sorted(int(s) for s in rng.choice(pool, size=k, replace=False))
 
@@ -48,6 +57,7 @@ def run_low_label(
     out=None,
     progress=True,
     histories=None,
+    spread=False,
 ):
     """Fit every method on k labelled subjects and score it on the test subjects.
 
@@ -67,6 +77,8 @@ def run_low_label(
     ks, seeds : sequences of int
     out : str | Path | None
         CSV file the rows are appended to; existing rows are kept and not run again.
+    spread : bool
+        How subjects are drawn (see :func:`draw_subjects`).
     histories : dict | None
         If given, the training history of every fitted estimator that has one
         (``history_``, epochs without their batches) is stored in it under
@@ -100,7 +112,7 @@ def run_low_label(
                     jobs.append((k, seed, name))
     rows = done.to_dict("records")
     for k, seed, name in tqdm(jobs, desc="low-label fits", disable=not progress):
-        drawn = draw_subjects(pool_subjects, k, seed)
+        drawn = draw_subjects(pool_subjects, k, seed, spread)
         train = np.isin(subjects, drawn)
         clf = clone(methods[name])
         if "random_state" in clf.get_params():
