@@ -53,20 +53,9 @@ def _compare(args):
 
 def _store(args):
     from .datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
-    from .datasets.recordings import load_recordings, shared_corpus
 
-    if args.recordings:
-        windows = load_recordings(
-            args.recordings,
-            sfreq=args.sfreq or 100.0,
-            window_seconds=args.window_seconds,
-            stride_seconds=args.stride_seconds,
-        )
-    elif args.shared_data:
-        windows = shared_corpus(
-            args.shared_data, sfreq=args.sfreq or 100.0, window_seconds=args.window_seconds
-        )
-    elif args.ysyw or args.tueg:
+    windows = _recording_windows(args)
+    if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
             ysyw_path=args.ysyw,
             tueg_path=args.tueg,
@@ -74,7 +63,7 @@ def _store(args):
             tusz_path=args.tusz,
             window_seconds=args.window_seconds,
         )
-    else:
+    elif windows is None:
         windows = load_physionet_mi_continuous(
             args.subjects,
             runs=args.runs,
@@ -90,16 +79,12 @@ def _store(args):
 PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30.0)
 
 
-def _pretrain_view(args):
-    """The pretraining windows the flags name: a store, recordings, the shared corpus, or
-    the bundled PhysioNet-MI subject."""
-    from .datasets import SingleChannelWindows, load_physionet_mi_continuous
+def _recording_windows(args):
+    """Windows of ``--recordings`` or ``--shared-data`` (100 Hz unless ``--sfreq``), or None."""
     from .datasets.recordings import load_recordings, shared_corpus
 
-    if args.store:
-        return SingleChannelWindows.from_store(args.store)
     if args.recordings:
-        windows = load_recordings(
+        return load_recordings(
             args.recordings,
             sfreq=args.sfreq or 100.0,
             window_seconds=args.window_seconds,
@@ -108,11 +93,22 @@ def _pretrain_view(args):
             h_freq=args.h_freq,
             notch_freq=args.notch_freq,
         )
-    elif args.shared_data:
-        windows = shared_corpus(
+    if args.shared_data:
+        return shared_corpus(
             args.shared_data, sfreq=args.sfreq or 100.0, window_seconds=args.window_seconds
         )
-    else:
+    return None
+
+
+def _pretrain_view(args):
+    """The pretraining windows the flags name: a store, recordings, the shared corpus, or
+    the bundled PhysioNet-MI subject."""
+    from .datasets import SingleChannelWindows, load_physionet_mi_continuous
+
+    if args.store:
+        return SingleChannelWindows.from_store(args.store)
+    windows = _recording_windows(args)
+    if windows is None:
         windows = load_physionet_mi_continuous(
             args.subjects,
             path=args.data_path,
@@ -289,6 +285,9 @@ def build_parser():
     store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
     store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
     store.add_argument("--sfreq", type=float, help="resample recordings to this rate (100 Hz)")
+    store.add_argument("--l-freq", type=float, default=0.3, help="high-pass of recordings (Hz)")
+    store.add_argument("--h-freq", type=float, help="low-pass (default: min(75, 0.45 sfreq))")
+    store.add_argument("--notch-freq", type=float, help="power-line notch of recordings (50/60)")
     store.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
     store.add_argument("--tueg", help="TUEG edf folder")
     store.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")

@@ -141,3 +141,25 @@ def test_shared_corpus_leaves_out_the_eegmat_test_subjects():
     assert lengths == {3000}
     n_sleep = sum(len(ds) for ds in windows.datasets[48:])
     assert n_sleep == 9 * 333  # 10,000 s a night, non-overlapping 30-s windows
+
+
+def test_pretrain_and_store_commands_read_recordings(tmp_path):
+    """``braindecode-pars pretrain --recordings GLOB`` and ``store --recordings GLOB``."""
+    import json
+
+    from braindecode_pars.cli import main
+    from braindecode_pars.datasets import SingleChannelWindows
+
+    for i in range(2):
+        write(make_raw(seconds=40.0, seed=i), tmp_path / "data" / f"s{i}.edf", "edf")
+    pattern = str(tmp_path / "data" / "*.edf")
+    store = ["store", "--recordings", pattern, "--out", str(tmp_path / "store")]
+    assert main([*store, "--window-seconds", "10", "--stride-seconds", "10"]) == 0
+    view = SingleChannelWindows.from_store(tmp_path / "store")
+    assert view.sfreq == 100 and view.n_times == 1000 and len(view) == 2 * 4  # 4 x 10 s each
+    small = ["--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16"]
+    args = ["pretrain", "--recordings", pattern, "--out", str(tmp_path / "run"), "--steps", "4"]
+    assert main([*args, *small, "--n-patches", "10", "--batch-size", "4", "--device", "cpu"]) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["sfreq"] == 100 and config["lr"] == 1e-3 and config["n_times"] == 1000
+    assert (tmp_path / "run" / "encoder.pt").is_file()
