@@ -1,6 +1,6 @@
 """The low-label benchmark: EEGMAT rest vs mental arithmetic with k labelled subjects.
 
-12 test subjects (``EEGMAT_TEST_SUBJECTS``) never used for anything else; k
+12 test subjects (``EEGMAT_TEST_SUBJECTS``) that no fit trains on; k
 labelled subjects drawn from the other 24 (each seed its own draw); 10-s windows,
 19 channels at 100 Hz. Rows: the band-power floor; the small encoder from scratch;
 the shipped PARS encoder (``pars-small``) fine-tuned with each strategy. Balanced
@@ -110,8 +110,8 @@ def main():
         "",
         f"Machine: {machine()}. Command: `python benchmarks/bench_low_label.py --ks "
         f"{' '.join(map(str, args.ks))} --seeds {' '.join(map(str, args.seeds))} "
-        f"--max-epochs {args.max_epochs} --lr {args.lr:g}`. 12 test subjects never used "
-        "for anything else; k labelled subjects drawn from the other 24 per seed; 10-s "
+        f"--max-epochs {args.max_epochs} --lr {args.lr:g}`. 12 test subjects that no "
+        "fit trains on; k labelled subjects drawn from the other 24 per seed; 10-s "
         "windows, 19 channels, 100 Hz. Deep rows: the small encoder (64 x 4), batch 16, "
         f"{args.max_epochs} epochs, lr {args.lr:g} unless the row says otherwise, groups = "
         "subjects (fewer than 3 subjects: no validation split, the last epoch).",

@@ -2,7 +2,7 @@
 
 For each ``k`` and each seed, ``k`` subjects are drawn from a pool of labelled
 subjects (each seed its own draw), every method is fitted on their windows and
-scored on the windows of test subjects that are never used for anything else.
+scored on the windows of fixed test subjects that no fit ever trains on.
 Rows are appended to a CSV file as they finish, so an interrupted run resumes
 where it stopped.
 """
