@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import math
 import sys
 import warnings
 from pathlib import Path
@@ -135,9 +134,11 @@ def _pretrain(args):
     view = _pretrain_view(args)
     if args.epochs is None:  # the step budget: steps of one process over its share
         from .training.distributed import world_size
+        from .training.schedule import epochs_for_steps
 
-        n_train = len(view) * (1 - (args.valid_fraction or 0)) / world_size()
-        args.epochs = max(1, math.ceil(args.steps / max(1, math.ceil(n_train / args.batch_size))))
+        args.epochs = epochs_for_steps(
+            args.steps, len(view), args.batch_size, args.valid_fraction or None, world_size()
+        )
     encoder_kwargs = dict(
         emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
     )

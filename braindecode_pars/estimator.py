@@ -29,6 +29,7 @@ from .models.encoder import PatchEncoder
 from .training.checkpoints import load_encoder
 from .training.finetune import make_finetune_net
 from .training.pretrain import PretrainNet
+from .training.schedule import epochs_for_steps
 
 logger = logging.getLogger(__name__)
 
@@ -750,9 +751,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         epochs = settings["epochs"]
         valid = self.pretrain_valid_fraction or None
         if epochs is None:  # the step budget, over the windows left for training
-            n_train = len(view) - (int(math.ceil(valid * len(view))) if valid else 0)
-            per_epoch = max(1, math.ceil(n_train / settings["batch_size"]))
-            epochs = max(1, math.ceil(settings["steps"] / per_epoch))
+            epochs = epochs_for_steps(settings["steps"], len(view), settings["batch_size"], valid)
         net = PretrainNet(
             model,
             max_epochs=epochs,

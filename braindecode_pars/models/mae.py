@@ -116,14 +116,20 @@ class MAE(PretextModel):
             full = block(full)
         return self.reconstruct(self.decoder_norm(full))  # (B, N, patch_size)
 
-    def forward_loss(self, X, recon, mask):
-        """MSE between reconstruction and the normalised patches (masked ones by default)."""
-        target = self.encoder.cut_patches(self.encoder.normalize(X), self.fixed_starts(X.device))
+    def targets(self, X):
+        """The normalised patches to reconstruct, (batch, n_patches, patch_size)."""
+        return self.encoder.cut_patches(self.encoder.normalize(X), self.fixed_starts(X.device))
+
+    def forward_loss(self, X, recon, mask, target=None):
+        """MSE between reconstruction and the normalised patches (masked ones by default).
+
+        ``target`` (from :meth:`targets`) saves normalising ``X`` again.
+        """
+        target = self.targets(X) if target is None else target
         return self._patch_mean(((recon - target) ** 2).mean(dim=-1), mask)
 
-    def trivial_loss(self, X, mask):
+    def trivial_loss(self, target, mask):
         """The loss of predicting zero, the mean of the normalised signal, for every sample."""
-        target = self.encoder.cut_patches(self.encoder.normalize(X), self.fixed_starts(X.device))
         return self._patch_mean(target.pow(2).mean(dim=-1), mask)
 
     def _patch_mean(self, err, mask):
@@ -138,9 +144,10 @@ class MAE(PretextModel):
         self.check_input(X)
         latent, visible, _, mask = self.forward_encoder(X, generator)
         recon = self.forward_decoder(latent, visible, mask.shape[1])
+        target = self.targets(X)
         return {
-            "loss": self.forward_loss(X, recon, mask),
-            "trivial_loss": self.trivial_loss(X, mask),
+            "loss": self.forward_loss(X, recon, mask, target),
+            "trivial_loss": self.trivial_loss(target, mask),
             "reconstruction": recon,
             "mask": mask,
         }

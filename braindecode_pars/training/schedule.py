@@ -8,6 +8,28 @@ from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import LambdaLR
 
 from .._checks import check_range
+from . import distributed
+
+
+def batches_per_epoch(n_windows, batch_size, world_size=1):
+    """Optimiser steps one process takes per epoch over ``n_windows`` training windows.
+
+    Under DistributedDataParallel each of ``world_size`` processes reads
+    ``ceil(n_windows / world_size)`` windows (torch's ``DistributedSampler`` pads);
+    the last batch is kept even when short.
+    """
+    per_process = math.ceil(n_windows / max(world_size, 1))
+    return max(1, math.ceil(per_process / batch_size))
+
+
+def epochs_for_steps(steps, n_windows, batch_size, valid_fraction=None, world_size=1):
+    """Epochs that make at least ``steps`` optimiser steps of one process.
+
+    ``valid_fraction`` of the windows is held out (rounded up, as skorch's
+    ``ValidSplit`` does) and does not train.
+    """
+    n_train = n_windows - (math.ceil(valid_fraction * n_windows) if valid_fraction else 0)
+    return max(1, math.ceil(steps / batches_per_epoch(n_train, batch_size, world_size)))
 
 
 def warmup_cosine_factor(progress, warmup_fraction=0.1, start_factor=0.1, final_factor=0.0):
@@ -76,7 +98,10 @@ class WarmupCosineLR(LRScheduler):
 
     def on_epoch_begin(self, net, dataset_train=None, **kwargs):
         if self.lr_scheduler_ is None:
-            per_epoch = len(net.get_iterator(dataset_train, training=True))
+            # from the data size, without building an iterator: under DDP that would
+            # replace the DistributedSampler the epoch loop reshuffles
+            world = distributed.world_size() if getattr(net, "distributed_", False) else 1
+            per_epoch = batches_per_epoch(len(dataset_train), net.batch_size, world)
             self.total_steps_ = max(1, per_epoch * net.max_epochs)
             for group in net.optimizer_.param_groups:
                 group["initial_lr"] = net.lr
