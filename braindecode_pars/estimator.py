@@ -27,7 +27,7 @@ from .models import PRETEXT_MODELS, pretext_params
 from .models.classifier import MultiChannelClassifier
 from .models.encoder import PatchEncoder
 from .training.checkpoints import load_encoder
-from .training.finetune import make_finetune_net
+from .training.finetune import FixedCrops, RandomCrops, crop_starts, make_finetune_net
 from .training.pretrain import PretrainNet
 from .training.schedule import epochs_for_steps
 
@@ -343,8 +343,16 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         the last epoch.
     spatial_drop_prob : float
         Spatial-token dropout of the fine-tuning model. Paper: 0.5.
+    crop_seconds : float | None
+        Fine-tune on random crops of this length cut from the labelled windows (a new
+        crop of every window each epoch) and predict a window by averaging the class
+        probabilities of ``n_eval_crops`` crops spread over it (validation scores
+        those crops too). None (default): whole windows, as the paper.
+    n_eval_crops : int
+        Crops per window at validation and prediction when ``crop_seconds`` is set.
     augmentation : list of braindecode Transform | None
-        Augmentations of the fine-tuning batches, e.g.
+        Augmentations of the fine-tuning batches (``braindecode.augmentation``,
+        through its ``AugmentedDataLoader``), e.g. ``[FTSurrogate(0.5)]`` or
         :class:`~braindecode_pars.datasets.eesm17.ChannelNoise` as the paper uses on
         EESM17.
     sfreq : float | None
@@ -420,6 +428,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         valid_fraction=0.2,
         min_valid_groups=3,
         spatial_drop_prob=0.5,
+        crop_seconds=None,
+        n_eval_crops=5,
         augmentation=None,
         sfreq=None,
         device="cpu",
@@ -453,6 +463,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self.valid_fraction = valid_fraction
         self.min_valid_groups = min_valid_groups
         self.spatial_drop_prob = spatial_drop_prob
+        self.crop_seconds = crop_seconds
+        self.n_eval_crops = n_eval_crops
         self.augmentation = augmentation
         self.sfreq = sfreq
         self.device = device
@@ -494,6 +506,9 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         check_range("valid_fraction", self.valid_fraction, 0, 1, low_open=True, high_open=True)
         check_range("spatial_drop_prob", self.spatial_drop_prob, 0, 1, high_open=True)
         check_option("verbose", self.verbose, (0, 1, False, True))
+        if self.crop_seconds is not None:
+            check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
+        check_int("n_eval_crops", self.n_eval_crops, 1)
         if self.pretrain_window_seconds is not None:
             check_range(
                 "pretrain_window_seconds", self.pretrain_window_seconds, 0, math.inf, low_open=True
@@ -826,6 +841,14 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 f"Windows of {n_times} samples are shorter than one patch of "
                 f"patch_seconds={self.patch_seconds} s ({patch} samples at {sfreq} Hz)."
             )
+        n_fit = n_times
+        if self.crop_seconds is not None:
+            n_fit = int(round(self.crop_seconds * sfreq))
+            if not patch <= n_fit <= n_times:
+                raise ValueError(
+                    f"'crop_seconds' must be between one patch ({self.patch_seconds} s) and "
+                    f"the window ({n_times / sfreq:g} s), but got {self.crop_seconds}."
+                )
         n_crop, pretraining_sources = None, None
         if pretrained is not None:
             self._check_pretrained(pretrained, sfreq)
@@ -836,6 +859,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.sfreq_ = sfreq
         self.n_chans_, self.n_times_ = n_chans, n_times
+        self.n_crop_ = n_fit
         codes = np.searchsorted(classes, y).astype(np.int64)
         if X_valid is not None:
             train = LabelledWindows(source, codes)
@@ -856,7 +880,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             module_kwargs = dict(
                 n_outputs=len(classes),
                 n_chans=n_chans,
-                n_times=n_times,
+                n_times=n_fit,
                 sfreq=sfreq,
                 encoder=encoder,
                 spatial_drop_prob=self.spatial_drop_prob,
@@ -925,12 +949,17 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     def _finetune(self, module_kwargs, train, valid, n_classes, workdir):
         """Fine-tune with the chosen strategy; sets ``net_``."""
         encoder = module_kwargs["encoder"]
+        y_train = train.codes[train.indices]
+        if self._crops():
+            train = RandomCrops(train, self.n_crop_)
+            if valid is not None:
+                valid = FixedCrops(valid, self.n_crop_, self._eval_starts())
 
         def make(max_epochs, lr, param_groups=None):
             net = make_finetune_net(
                 MultiChannelClassifier,
                 module_kwargs,
-                train.codes[train.indices],
+                y_train,
                 n_classes,
                 checkpoint_dir=workdir / "finetune",
                 valid_dataset=valid,
@@ -978,8 +1007,18 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         source, _, _, _ = self._check_X(X, labels=False)
         return self._predict_proba(source)
 
+    def _crops(self):
+        return self.n_crop_ < self.n_times_
+
+    def _eval_starts(self):
+        return crop_starts(self.n_times_, self.n_crop_, self.n_eval_crops)
+
     def _predict_proba(self, source):
-        return self.net_.predict_proba(LabelledWindows(source, np.zeros(len(source))))
+        windows = LabelledWindows(source, np.zeros(len(source)))
+        if not getattr(self, "n_crop_", self.n_times_) < self.n_times_:
+            return self.net_.predict_proba(windows)
+        crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
+        return crops.average(self.net_.predict_proba(crops))
 
     def predict(self, X):
         """Predicted labels, shape (n_windows,)."""

@@ -1,0 +1,85 @@
+"""Fine-tuning on random crops and predicting by averaging over crops."""
+
+import numpy as np
+import pytest
+import torch
+
+from braindecode_pars import PARSClassifier
+from braindecode_pars.estimator import LabelledWindows
+from braindecode_pars.training.finetune import FixedCrops, RandomCrops, crop_starts
+
+from .conftest import TINY
+
+SMALL = dict(**TINY, sfreq=100, verbose=0, random_state=0, pretrain_epochs=0)
+
+
+def _rhythm_task(n, seed, n_times=300):
+    """Two classes told apart by the frequency of a rhythm under noise (6 vs 12 Hz)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    t = np.arange(n_times) / 100
+    f = np.where(y == 1, 12.0, 6.0)[:, None, None]
+    phase = rng.uniform(0, 2 * np.pi, (n, 2, 1))
+    X = np.sin(2 * np.pi * f * t + phase) + rng.standard_normal((n, 2, n_times))
+    return X.astype(np.float32), y
+
+
+def test_crop_starts_span_the_window():
+    np.testing.assert_array_equal(crop_starts(1000, 500, 5), [0, 125, 250, 375, 500])
+    np.testing.assert_array_equal(crop_starts(1000, 500, 1), [250])
+    np.testing.assert_array_equal(crop_starts(500, 500, 3), [0])  # one crop fits
+    with pytest.raises(ValueError, match="do not fit"):
+        crop_starts(400, 500, 2)
+
+
+def test_random_crops_are_slices_of_their_window_and_vary():
+    X = np.arange(2 * 3 * 50, dtype=np.float32).reshape(2, 3, 50)
+    crops = RandomCrops(LabelledWindows(X, [0, 1]), 20)
+    torch.manual_seed(0)
+    starts = set()
+    for _ in range(30):
+        x, y = crops[1]
+        start = int(x[0, 0]) - int(X[1, 0, 0])
+        np.testing.assert_array_equal(x.numpy(), X[1, :, start : start + 20])
+        assert y == 1
+        starts.add(start)
+    assert len(starts) > 5 and min(starts) >= 0 and max(starts) <= 30
+
+
+def test_fixed_crops_enumerate_and_average_per_window():
+    X = np.arange(2 * 1 * 10, dtype=np.float32).reshape(2, 1, 10)
+    crops = FixedCrops(LabelledWindows(X, [0, 1]), 4, [0, 3, 6])
+    assert len(crops) == 6
+    np.testing.assert_array_equal(crops[4][0].numpy(), X[1, :, 3:7])
+    values = np.arange(12.0).reshape(6, 2)
+    np.testing.assert_allclose(crops.average(values), [[2.0, 3.0], [8.0, 9.0]])
+
+
+def test_a_classifier_on_crops_learns_and_averages_its_crops():
+    X, y = _rhythm_task(80, 0)
+    Xt, yt = _rhythm_task(40, 1)
+    clf = PARSClassifier(crop_seconds=1.5, n_eval_crops=3, max_epochs=15, lr=3e-3, **SMALL)
+    clf.fit(X, y)
+    assert clf.module_.n_times == 150
+    assert clf.score(Xt, yt) > 0.85
+    # the prediction of a window is the mean of the module's probabilities on 3 crops
+    module = clf.module_.eval()
+    with torch.no_grad():
+        naive = np.mean(
+            [torch.softmax(module(torch.as_tensor(Xt[:, :, s : s + 150])), -1).numpy()
+             for s in (0, 75, 150)],
+            axis=0,
+        )  # fmt: skip
+    np.testing.assert_allclose(clf.predict_proba(Xt), naive, rtol=1e-5, atol=1e-6)
+    # validation scored the crops of the held-out windows
+    assert np.isfinite(clf.history_[-1, "valid_loss"])
+
+
+def test_crops_longer_than_the_window_are_refused_before_training():
+    X, y = _rhythm_task(20, 0)
+    with pytest.raises(ValueError, match=r"'crop_seconds' must be between .* but got 5"):
+        PARSClassifier(crop_seconds=5, **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="crop_seconds"):
+        PARSClassifier(crop_seconds=-1, **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="n_eval_crops"):
+        PARSClassifier(crop_seconds=1, n_eval_crops=0, **SMALL).fit(X, y)
