@@ -1,22 +1,28 @@
-"""The low-label benchmark: EEGMAT rest vs mental arithmetic with k labelled subjects.
+"""The low-label benchmark: k labelled subjects (or blocks), fixed test subjects.
 
-12 test subjects (``EEGMAT_TEST_SUBJECTS``) that no fit trains on; k
-labelled subjects drawn from the other 24 (each seed its own draw); 10-s windows,
-19 channels at 100 Hz. Rows: the band-power floor; the small encoder from scratch;
-the shipped PARS encoder (``pars-small``) fine-tuned with each strategy. Balanced
-accuracy and Cohen's kappa on the test subjects, mean ± std over draws. Resumable:
-rows are appended to the CSV as they finish.
+Two tasks. ``eegmat``: EEGMAT rest vs mental arithmetic, 12 test subjects
+(``EEGMAT_TEST_SUBJECTS``) that no fit trains on, k labelled subjects drawn from the
+other 24 (each seed its own draw), 10-s windows, 19 channels at 100 Hz.
+``physionet-mi``: the bundled PhysioNet-MI subject S001, 4 classes, block 3 tested,
+k of blocks 1 and 2 labelled. Rows: the band-power floor; the small encoder from
+scratch; the shipped PARS encoder (``pars-small``) and an MAE encoder pretrained on
+the same corpus with the same budget, fine-tuned with each strategy, on whole
+windows or random crops, with or without augmentation. Balanced accuracy and
+Cohen's kappa on the test set, mean ± std over draws. Resumable: rows are appended
+to the CSV as they finish, and each command is recorded beside it.
 
 Usage::
 
-    python benchmarks/bench_low_label.py --ks 1 2 4 --seeds 0 1 2 3 4 \\
-        --out benchmarks/results/low_label_eegmat.md
+    python benchmarks/bench_low_label.py --task eegmat --ks 1 2 4 8 24 --threads 1 \
+        --methods "floor (band power)" scratch "PARS full" "MAE full"
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import shlex
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -27,9 +33,15 @@ import numpy as np
 import torch
 from _measure import machine
 from _pretext import SHARED
+from braindecode.augmentation import ChannelsDropout, FTSurrogate, SmoothTimeMask
 
 from braindecode_pars import PARSClassifier
-from braindecode_pars.datasets import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS, load_eegmat
+from braindecode_pars.datasets import (
+    EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
+    load_eegmat,
+    load_physionet_mi,
+)
 from braindecode_pars.estimator import windows_to_arrays
 from braindecode_pars.experiments.low_label import (
     format_summary,
@@ -40,81 +52,191 @@ from braindecode_pars.experiments.low_label import (
 from braindecode_pars.floor import BandPowerClassifier
 from braindecode_pars.training.checkpoints import load_encoder
 
+#: The MAE encoder pretrained on the same corpus with the same budget as pars-small
+#: (``benchmarks/encoders/mae-small/README.md`` says how it was made).
+MAE_ENCODER = Path(__file__).resolve().parent / "encoders" / "mae-small"
 
-def methods(names, sfreq, encoder, max_epochs, lr):
+
+def augmentations(sfreq):
+    """Label-preserving braindecode augmentations that do not depend on the unit."""
+    return [
+        FTSurrogate(0.5),
+        ChannelsDropout(0.5, p_drop=0.2),
+        SmoothTimeMask(0.5, mask_len_samples=int(sfreq)),
+    ]
+
+
+def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
     size = dict(
         emb_dim=encoder.emb_dim, depth=encoder.depth, n_heads=encoder.n_heads, ff_dim=encoder.ff_dim
     )
     common = dict(sfreq=sfreq, verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)
+    scratch = dict(pretrain_epochs=0, **size, **common)
     pars = dict(pretrained_encoder="pars-small", **common)
+    mae = dict(pretrained_encoder=MAE_ENCODER, **common)
+    crops = dict(crop_seconds=crop_seconds)
+    augment = dict(augmentation=augmentations(sfreq))
     table = {
         "floor (band power)": BandPowerClassifier(sfreq=sfreq),
-        "scratch": PARSClassifier(pretrain_epochs=0, **size, **common),
-        "scratch + amplitude": PARSClassifier(pretrain_epochs=0, amplitude=True, **size, **common),
+        "scratch": PARSClassifier(**scratch),
+        "scratch + amplitude": PARSClassifier(amplitude=True, **scratch),
+        "scratch, crops": PARSClassifier(**crops, **scratch),
+        "scratch + augmentation": PARSClassifier(**augment, **scratch),
         "PARS full": PARSClassifier(**pars),
         "PARS full, lr 1e-4": PARSClassifier(**{**pars, "lr": 1e-4}),
         "PARS full + amplitude": PARSClassifier(amplitude=True, **pars),
         "PARS frozen": PARSClassifier(finetune="frozen", **pars),
         "PARS frozen + amplitude": PARSClassifier(finetune="frozen", amplitude=True, **pars),
         "PARS lp-ft + amplitude": PARSClassifier(finetune="lp-ft", amplitude=True, **pars),
+        "PARS full, crops": PARSClassifier(**crops, **pars),
+        "PARS frozen, crops": PARSClassifier(finetune="frozen", **crops, **pars),
+        "PARS full + augmentation": PARSClassifier(**augment, **pars),
+        "PARS full, crops + augmentation": PARSClassifier(**crops, **augment, **pars),
+        "MAE full": PARSClassifier(**mae),
+        "MAE frozen": PARSClassifier(finetune="frozen", **mae),
     }
+    unknown = sorted(set(names) - set(table))
+    if unknown:
+        raise ValueError(f"Unknown methods {unknown}; known: {sorted(table)}.")
     return {name: table[name] for name in names}
+
+
+def physionet_mi(sfreq):
+    """PhysioNet-MI S001, 4 classes, executed and imagined runs; groups = blocks 1-3."""
+    windows = load_physionet_mi(runs=range(3, 15), sfreq=sfreq)
+    X, y, sfreq = windows_to_arrays(windows)
+    return X, y, sfreq, windows.get_metadata()["block"].to_numpy()
+
+
+#: Selection of the defaults inside the 24 training subjects (never the test subjects).
+SELECTION_TEST = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[0::2])
+SELECTION_POOL = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[1::2])
+
+TASKS = {
+    "eegmat": dict(
+        title="EEGMAT rest vs mental arithmetic",
+        groups="subjects",
+        ks=[1, 2, 4, 8, 24],
+        crop_seconds=5.0,
+        chance=0.5,
+        out="benchmarks/results/low_label_eegmat.md",
+        about=(
+            "12 test subjects that no fit trains on; k labelled subjects drawn from the "
+            "other 24 per seed (k = 24: all of them, one draw); 10-s windows, 19 channels, "
+            "100 Hz."
+        ),
+    ),
+    "eegmat-selection": dict(
+        title="EEGMAT rest vs arithmetic, selection within the 24 training subjects",
+        groups="subjects",
+        ks=[1, 2],
+        crop_seconds=5.0,
+        chance=0.5,
+        out="benchmarks/results/low_label_eegmat_selection.md",
+        about=(
+            "Choosing the fine-tuning defaults without the 12 test subjects: the 24 "
+            "training subjects split into 12 selection-test subjects (every other one: "
+            f"{' '.join(map(str, SELECTION_TEST))}) and 12 labelled-pool subjects "
+            f"({' '.join(map(str, SELECTION_POOL))}); k labelled subjects drawn from the "
+            "pool per seed; 10-s windows, 19 channels, 100 Hz."
+        ),
+    ),
+    "physionet-mi": dict(
+        title="PhysioNet-MI S001, left fist / right fist / both fists / both feet",
+        groups="blocks",
+        ks=[1, 2],
+        crop_seconds=2.0,
+        chance=0.25,
+        out="benchmarks/results/low_label_physionet_mi.md",
+        about=(
+            "One subject (S001, bundled), executed and imagined runs 3-14, 4-s windows from "
+            "each cue, 64 channels, 100 Hz. The runs form three blocks, each holding one run "
+            "of every task: block 3 (runs 11-14) is the test set, k labelled blocks are "
+            "drawn from blocks 1 and 2 per seed (k = 2: both, one draw)."
+        ),
+    ),
+}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ks", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--task", choices=sorted(TASKS), default="eegmat")
+    parser.add_argument("--ks", nargs="+", type=int, help="default: every k of the task")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--methods", nargs="+")
     parser.add_argument("--max-epochs", type=int, default=40)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--crop-seconds", type=float, help="rows with crops (default: task's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--suffix", default="", help="appended to the method names")
     parser.add_argument("--data", default=str(SHARED / "eegmat"))
-    parser.add_argument("--out", default="benchmarks/results/low_label_eegmat.md")
+    parser.add_argument("--out", help="default: benchmarks/results/low_label_<task>.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
-    windows = load_eegmat(args.data)
-    X, y, sfreq = windows_to_arrays(windows)
-    subjects = windows.get_metadata()["subject"].to_numpy()
+    task = TASKS[args.task]
+    ks = args.ks or task["ks"]
+    crop_seconds = args.crop_seconds or task["crop_seconds"]
     encoder = load_encoder("pars-small")
+    if args.task.startswith("eegmat"):
+        windows = load_eegmat(args.data)
+        X, y, sfreq = windows_to_arrays(windows)
+        groups = windows.get_metadata()["subject"].to_numpy()
+        test, pool = EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+        if args.task == "eegmat-selection":
+            test, pool = SELECTION_TEST, SELECTION_POOL
+            keep = np.isin(groups, EEGMAT_TRAIN_SUBJECTS)  # the test subjects are not read
+            X, y, groups = X[keep], y[keep], groups[keep]
+    else:
+        X, y, sfreq, groups = physionet_mi(encoder.sfreq)
+        test, pool = [3], [1, 2]
     all_names = [
-        "floor (band power)", "scratch", "scratch + amplitude", "PARS full",
-        "PARS full + amplitude", "PARS frozen", "PARS frozen + amplitude",
-        "PARS lp-ft + amplitude",
+        "floor (band power)", "scratch", "PARS full", "PARS frozen", "MAE full", "MAE frozen",
     ]  # fmt: skip
     names = args.methods or all_names
-    out = Path(args.out)
+    out = Path(args.out or task["out"])
     results = run_low_label(
         X,
         y,
-        subjects,
+        groups,
         {
             name + args.suffix: clf
-            for name, clf in methods(names, sfreq, encoder, args.max_epochs, args.lr).items()
+            for name, clf in methods(
+                names, sfreq, encoder, args.max_epochs, args.lr, crop_seconds
+            ).items()
         },
-        EEGMAT_TEST_SUBJECTS,
-        EEGMAT_TRAIN_SUBJECTS,
-        ks=args.ks,
+        test,
+        pool,
+        ks=ks,
         seeds=args.seeds,
         out=out.with_suffix(".csv"),
     )
-    fig, ax = plt.subplots(figsize=(7, 4.5), constrained_layout=True)
-    plot_label_efficiency(results, chance=0.5, ax=ax)
-    ax.set_title("EEGMAT rest vs arithmetic, 12 test subjects")
+    commands_file = out.with_suffix(".commands")
+    commands = commands_file.read_text().splitlines() if commands_file.exists() else []
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    if command not in commands:
+        commands.append(command)
+        commands_file.write_text("\n".join(commands) + "\n")
+    fig, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
+    plot_label_efficiency(results, chance=task["chance"], ax=ax)
+    ax.set_xlabel(f"labelled {task['groups']}")
+    ax.set_title(task["title"])
     fig.savefig(out.with_suffix(".png"), dpi=110)
     summary = summarize(results)
     lines = [
-        "# Low-label benchmark: EEGMAT rest vs mental arithmetic",
+        f"# Low-label benchmark: {task['title']}",
         "",
-        f"Machine: {machine()}. Command: `python benchmarks/bench_low_label.py --ks "
-        f"{' '.join(map(str, args.ks))} --seeds {' '.join(map(str, args.seeds))} "
-        f"--max-epochs {args.max_epochs} --lr {args.lr:g}`. 12 test subjects that no "
-        "fit trains on; k labelled subjects drawn from the other 24 per seed; 10-s "
-        "windows, 19 channels, 100 Hz. Deep rows: the small encoder (64 x 4), batch 16, "
-        f"{args.max_epochs} epochs, lr {args.lr:g} unless the row says otherwise, groups = "
-        "subjects (fewer than 3 subjects: no validation split, the last epoch).",
+        f"Machine: {machine()}. {task['about']} Deep rows: the small encoder (64 x 4; PARS = "
+        "the shipped `pars-small`, MAE = `benchmarks/encoders/mae-small`, pretrained on "
+        "the same corpus for the same 80 epochs), batch 16, lr 1e-3, 40 epochs unless the "
+        f"row says otherwise; crops: {crop_seconds:g}-s random crops in training, "
+        "5 crops averaged in prediction; augmentation: braindecode's FTSurrogate, "
+        "ChannelsDropout (0.2) and SmoothTimeMask (1 s), each with probability 0.5; groups "
+        f"= {task['groups']} (fewer than 3: no validation split, the last epoch).",
+        "",
+        "Commands (each adds its rows to the same CSV; rows already there are not run again):",
+        "",
+        *[f"    {c}" for c in commands],
         "",
         "| method | k | balanced accuracy | kappa | draws |",
         "|---|---|---|---|---|",
@@ -125,7 +247,7 @@ def main():
             f"| {name} | {k} | {ba['mean']:.3f} ± {np.nan_to_num(ba['std']):.3f} | "
             f"{ka['mean']:.3f} ± {np.nan_to_num(ka['std']):.3f} | {int(ba['count'])} |"
         )
-    lines += ["", "```", format_summary(results), "```"]
+    lines += ["", "```", format_summary(results, chance=task["chance"]), "```"]
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
