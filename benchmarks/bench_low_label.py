@@ -33,7 +33,6 @@ import numpy as np
 import torch
 from _measure import machine
 from _pretext import SHARED
-from braindecode.augmentation import ChannelsDropout, FTSurrogate, SmoothTimeMask
 
 from braindecode_pars import PARSClassifier
 from braindecode_pars.datasets import (
@@ -57,15 +56,6 @@ from braindecode_pars.training.checkpoints import load_encoder
 MAE_ENCODER = Path(__file__).resolve().parent / "encoders" / "mae-small"
 
 
-def augmentations(sfreq):
-    """Label-preserving braindecode augmentations that do not depend on the unit."""
-    return [
-        FTSurrogate(0.5),
-        ChannelsDropout(0.5, p_drop=0.2),
-        SmoothTimeMask(0.5, mask_len_samples=int(sfreq)),
-    ]
-
-
 def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
     size = dict(
         emb_dim=encoder.emb_dim, depth=encoder.depth, n_heads=encoder.n_heads, ff_dim=encoder.ff_dim
@@ -75,7 +65,7 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
     pars = dict(pretrained_encoder="pars-small", **common)
     mae = dict(pretrained_encoder=MAE_ENCODER, **common)
     crops = dict(crop_seconds=crop_seconds)
-    augment = dict(augmentation=augmentations(sfreq))
+    augment = dict(augmentation="standard")  # FTSurrogate, ChannelsDropout, SmoothTimeMask
     table = {
         "floor (band power)": BandPowerClassifier(sfreq=sfreq),
         "scratch": PARSClassifier(**scratch),

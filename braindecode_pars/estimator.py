@@ -27,7 +27,14 @@ from .models import PRETEXT_MODELS, pretext_params
 from .models.classifier import MultiChannelClassifier
 from .models.encoder import PatchEncoder
 from .training.checkpoints import load_encoder
-from .training.finetune import FixedCrops, RandomCrops, crop_starts, make_finetune_net
+from .training.finetune import (
+    AUGMENTATION_PRESETS,
+    FixedCrops,
+    RandomCrops,
+    crop_starts,
+    make_finetune_net,
+    standard_augmentation,
+)
 from .training.pretrain import PretrainNet
 from .training.schedule import epochs_for_steps
 
@@ -350,11 +357,14 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         those crops too). None (default): whole windows, as the paper.
     n_eval_crops : int
         Crops per window at validation and prediction when ``crop_seconds`` is set.
-    augmentation : list of braindecode Transform | None
+    augmentation : "standard" | list of braindecode Transform | None
         Augmentations of the fine-tuning batches (``braindecode.augmentation``,
-        through its ``AugmentedDataLoader``), e.g. ``[FTSurrogate(0.5)]`` or
+        through its ``AugmentedDataLoader``): ``"standard"``
+        (:func:`~braindecode_pars.training.finetune.standard_augmentation`:
+        FTSurrogate, ChannelsDropout, SmoothTimeMask, each with probability 0.5),
+        a list of transforms, e.g. ``[FTSurrogate(0.5)]`` or
         :class:`~braindecode_pars.datasets.eesm17.ChannelNoise` as the paper uses on
-        EESM17.
+        EESM17, or None.
     sfreq : float | None
         Sampling rate of array input and of window items split by scikit-learn;
         read from braindecode windows otherwise.
@@ -509,6 +519,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         if self.crop_seconds is not None:
             check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
         check_int("n_eval_crops", self.n_eval_crops, 1)
+        if isinstance(self.augmentation, str):
+            check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
         if self.pretrain_window_seconds is not None:
             check_range(
                 "pretrain_window_seconds", self.pretrain_window_seconds, 0, math.inf, low_open=True
@@ -970,7 +982,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 weight_decay=self.weight_decay,
                 device=self.device,
                 progress_bar=bool(self.verbose),
-                transforms=self.augmentation,
+                transforms=self._augmentation(),
                 optimizer_param_groups=param_groups,
             )
             net.set_params(verbose=int(self.verbose))  # skorch's epoch table
@@ -1006,6 +1018,11 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "net_")
         source, _, _, _ = self._check_X(X, labels=False)
         return self._predict_proba(source)
+
+    def _augmentation(self):
+        if self.augmentation == "standard":
+            return standard_augmentation(self.sfreq_)
+        return self.augmentation
 
     def _crops(self):
         return self.n_crop_ < self.n_times_

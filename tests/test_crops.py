@@ -83,3 +83,45 @@ def test_crops_longer_than_the_window_are_refused_before_training():
         PARSClassifier(crop_seconds=-1, **SMALL).fit(X, y)
     with pytest.raises(ValueError, match="n_eval_crops"):
         PARSClassifier(crop_seconds=1, n_eval_crops=0, **SMALL).fit(X, y)
+
+
+def test_the_standard_augmentation_is_braindecodes_and_ignores_the_unit():
+    from braindecode.augmentation import AugmentedDataLoader, FTSurrogate
+
+    X, y = _rhythm_task(80, 0)
+    Xt, yt = _rhythm_task(40, 1)
+    clf = PARSClassifier(augmentation="standard", max_epochs=15, lr=3e-3, **SMALL).fit(X, y)
+    assert clf.net_.iterator_train is AugmentedDataLoader
+    transforms = clf.net_.get_params()["iterator_train__transforms"]
+    assert [type(t).__name__ for t in transforms] == [
+        "FTSurrogate", "ChannelsDropout", "SmoothTimeMask"
+    ]  # fmt: skip
+    assert transforms[2].mask_len_samples == 100  # one second at 100 Hz
+    assert clf.score(Xt, yt) > 0.85  # the rhythm survives phase surrogates
+    # an FT surrogate keeps the amplitude spectrum of every channel, in any unit
+    x = torch.as_tensor(X[:4] * 1e-6)
+    out = FTSurrogate(1.0, random_state=0)(x)
+    np.testing.assert_allclose(
+        np.abs(np.fft.rfft(out.numpy(), axis=-1))[..., 1:-1],
+        np.abs(np.fft.rfft(x.numpy(), axis=-1))[..., 1:-1],
+        rtol=1e-3,
+        atol=1e-12,
+    )
+
+
+def test_an_unknown_augmentation_preset_is_refused_before_training():
+    X, y = _rhythm_task(20, 0)
+    with pytest.raises(ValueError, match=r"'augmentation'.*'standard'.*'strong'"):
+        PARSClassifier(augmentation="strong", **SMALL).fit(X, y)
+
+
+def test_configurations_name_braindecode_augmentations():
+    from braindecode.augmentation import ChannelsDropout
+
+    from braindecode_pars.experiments.protocols import _augmentations
+
+    transforms = _augmentations({"ChannelsDropout": {"probability": 0.5, "p_drop": 0.3}})
+    assert isinstance(transforms[0], ChannelsDropout) and transforms[0].p_drop == 0.3
+    assert _augmentations("standard") == "standard"
+    with pytest.raises(ValueError, match="'augmentation'.*'FTSurrogate'.*'Bogus'"):
+        _augmentations({"Bogus": {}})

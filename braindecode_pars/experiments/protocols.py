@@ -69,12 +69,28 @@ class ResultsLog:
 
 
 def _augmentations(spec):
-    """Transforms from a configuration: {"channel_noise": {ChannelNoise arguments}}."""
-    if spec is None or isinstance(spec, list):
+    """Transforms from a configuration.
+
+    ``"standard"`` (a preset of ``PARSClassifier``), or a mapping of transform names
+    to their arguments: ``"channel_noise"`` (:class:`ChannelNoise`) or any class of
+    ``braindecode.augmentation``, e.g. ``{"FTSurrogate": {"probability": 0.5}}``.
+    """
+    import braindecode.augmentation as augmentation
+
+    if spec is None or isinstance(spec, (list, str)):
         return spec
     allowed = {"channel_noise": ChannelNoise}
+    allowed.update(
+        {
+            name: getattr(augmentation, name)
+            for name in augmentation.__all__
+            if isinstance(getattr(augmentation, name), type)
+            and issubclass(getattr(augmentation, name), augmentation.Transform)
+            and name not in ("Transform", "IdentityTransform", "Compose")
+        }
+    )
     for name in spec:
-        check_option("augmentation", name, tuple(allowed))
+        check_option("augmentation", name, tuple(sorted(allowed)))
     return [allowed[name](**kwargs) for name, kwargs in spec.items()]
 
 

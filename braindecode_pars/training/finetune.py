@@ -7,7 +7,12 @@ import logging
 import numpy as np
 import torch
 from braindecode import EEGClassifier
-from braindecode.augmentation import AugmentedDataLoader
+from braindecode.augmentation import (
+    AugmentedDataLoader,
+    ChannelsDropout,
+    FTSurrogate,
+    SmoothTimeMask,
+)
 from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
 from skorch.dataset import ValidSplit
 from skorch.helper import predefined_split
@@ -25,6 +30,26 @@ def class_weights(y, n_classes):
     counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes).astype(np.float64)
     weights = np.where(counts > 0, len(y) / (n_classes * np.maximum(counts, 1)), 0.0)
     return torch.as_tensor(weights, dtype=torch.float32)
+
+
+#: Names ``PARSClassifier(augmentation=...)`` accepts for a preset.
+AUGMENTATION_PRESETS = ("standard",)
+
+
+def standard_augmentation(sfreq, probability=0.5):
+    """braindecode augmentations that keep the label of most EEG tasks and ignore the unit.
+
+    Each applied to a batch with ``probability``: ``FTSurrogate`` (random Fourier
+    phases: the spectrum kept, the waveform new), ``ChannelsDropout`` (20 % of the
+    channels zeroed) and ``SmoothTimeMask`` (one second masked). None of them adds a
+    fixed amount of noise, so volts and microvolts are augmented alike (the
+    encoder's instance normalisation ignores the unit too).
+    """
+    return [
+        FTSurrogate(probability),
+        ChannelsDropout(probability, p_drop=0.2),
+        SmoothTimeMask(probability, mask_len_samples=max(1, int(round(sfreq)))),
+    ]
 
 
 def _valid_balanced_accuracy(net, X, y):
