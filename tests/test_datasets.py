@@ -47,6 +47,25 @@ def test_preprocessing_is_the_papers(mi_windows):
     assert power[np.abs(freqs - 60) < 0.3].mean() < 0.1 * power[near].mean()
 
 
+def test_a_rate_below_twice_the_line_frequency_skips_the_notch():
+    from braindecode_pars.datasets.physionet_mi import physionet_mi_preprocessors
+
+    def names(sfreq):
+        return [p.fn if isinstance(p.fn, str) else p.fn.__name__
+                for p in physionet_mi_preprocessors(sfreq)]  # fmt: skip
+
+    assert "notch_filter" in names(200.0) and "notch_filter" not in names(100.0)
+    windows = load_physionet_mi(runs=[4], sfreq=100.0)  # failed: 60 Hz above Nyquist
+    raw = windows.datasets[0].raw
+    assert raw.info["sfreq"] == 100 and windows[0][0].shape == (64, 400)
+    # resampling cut the 60 Hz line rather than folding it onto 40 Hz
+    data = raw.get_data()
+    freqs = np.fft.rfftfreq(data.shape[1], 1 / 100)
+    power = (np.abs(np.fft.rfft(data, axis=1)) ** 2).mean(0)
+    near = (np.abs(freqs - 40) > 2) & (np.abs(freqs - 40) < 6)
+    assert power[np.abs(freqs - 40) < 0.3].mean() < 2 * power[near].mean()
+
+
 def test_trial_labels_follow_the_annotations_of_each_run():
     ds = read_physionet_mi(runs=[4, 6])
     lr, ff = (set(d.raw.annotations.description) for d in ds.datasets)

@@ -167,18 +167,25 @@ def physionet_mi_preprocessors(sfreq=200.0, l_freq=0.3, notch_freq=60.0):
 
     Scale volts to microvolts, resample to ``sfreq`` (paper: 160 -> 200 Hz),
     high-pass at ``l_freq`` (0.3 Hz), notch at ``notch_freq`` (60 Hz), average
-    reference.
+    reference. At a rate whose Nyquist frequency is at or below ``notch_freq``
+    (100 Hz, say) there is no notch: resampling's low-pass has removed the line.
     """
-    return [
+    steps = [
         Preprocessor("pick", picks="eeg", apply_on_array=False),
         Preprocessor(volts_to_microvolts, apply_on_array=True),
         Preprocessor("resample", sfreq=sfreq, apply_on_array=False),
         Preprocessor("filter", l_freq=l_freq, h_freq=None, apply_on_array=False, verbose="error"),
-        Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error"),
+    ]
+    if notch_freq is not None and notch_freq < sfreq / 2:
+        steps.append(
+            Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error")
+        )
+    steps.append(
         Preprocessor(
             "set_eeg_reference", ref_channels="average", apply_on_array=False, verbose="error"
-        ),
-    ]
+        )
+    )
+    return steps
 
 
 def load_physionet_mi(
