@@ -82,6 +82,11 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
         "PARS frozen, crops": PARSClassifier(finetune="frozen", **crops, **pars),
         "PARS full + augmentation": PARSClassifier(**augment, **pars),
         "PARS full, crops + augmentation": PARSClassifier(**crops, **augment, **pars),
+        "PARS full, last epoch": PARSClassifier(min_valid_groups=10**6, **pars),
+        "PARS frozen, crops, last epoch": PARSClassifier(
+            finetune="frozen", min_valid_groups=10**6, **crops, **pars
+        ),
+        "scratch, last epoch": PARSClassifier(min_valid_groups=10**6, **scratch),
         "MAE full": PARSClassifier(**mae),
         "MAE frozen": PARSClassifier(finetune="frozen", **mae),
     }
@@ -119,7 +124,7 @@ TASKS = {
     "eegmat-selection": dict(
         title="EEGMAT rest vs arithmetic, selection within the 24 training subjects",
         groups="subjects",
-        ks=[1, 2],
+        ks=[1, 2, 4, 8],
         crop_seconds=5.0,
         chance=0.5,
         out="benchmarks/results/low_label_eegmat_selection.md",
