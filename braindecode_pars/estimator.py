@@ -333,13 +333,17 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         Paper: 1e-4 and 1e-4.
 
         The fine-tuning defaults (``finetune="full"``, ``amplitude=False``, lr 1e-3,
-        batch 16, 40 epochs) are the configuration that the low-label benchmark
+        batch 16, 40 epochs) were read off the low-label benchmark
         (``benchmarks/results/low_label_eegmat.md``: EEGMAT, 1 to 4 labelled
-        subjects, the shipped encoder) found best at the lowest label count; 120
+        subjects, the shipped encoder), whose scores are on its test subjects; 120
         epochs did no better there, and the amplitude path did worse at 1 and 2
-        subjects. The paper's lr 1e-4, batch 64 and 200 epochs are for thousands of
-        labelled windows: pass them for the paper's protocols (the configurations in
-        ``docs/configs`` do).
+        subjects. A selection inside the training subjects only
+        (``benchmarks/results/low_label_eegmat_selection.md``) ranks
+        ``finetune="frozen", crop_seconds=5`` first at 1 and 2 labelled subjects
+        (0.544 and 0.621 balanced accuracy against 0.534 and 0.544 for these
+        defaults): pass those for 10-s windows and few labels. The paper's lr 1e-4,
+        batch 64 and 200 epochs are for thousands of labelled windows: pass them for
+        the paper's protocols (the configurations in ``docs/configs`` do).
     valid_fraction : float
         Share of the training windows used to pick the best epoch: stratified, or,
         when ``fit`` gets ``groups``, whole groups (subjects).
