@@ -1029,14 +1029,15 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         return self.augmentation
 
     def _crops(self):
-        return self.n_crop_ < self.n_times_
+        """Whether the model was fitted on crops (estimators fitted before crops: no)."""
+        return getattr(self, "n_crop_", self.n_times_) < self.n_times_
 
     def _eval_starts(self):
         return crop_starts(self.n_times_, self.n_crop_, self.n_eval_crops)
 
     def _predict_proba(self, source):
         windows = LabelledWindows(source, np.zeros(len(source)))
-        if not getattr(self, "n_crop_", self.n_times_) < self.n_times_:
+        if not self._crops():
             return self.net_.predict_proba(windows)
         crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
         return crops.average(self.net_.predict_proba(crops))
