@@ -40,6 +40,9 @@ from .training.schedule import epochs_for_steps
 
 logger = logging.getLogger(__name__)
 
+#: Values of ``PARSClassifier(finetune=...)``.
+FINETUNE_STRATEGIES = ("auto", "full", "frozen", "lp-ft")
+
 
 def windows_to_arrays(windows):
     """Stack braindecode windows into arrays.
@@ -313,11 +316,14 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         no shift for thousands of steps (``benchmarks/results/pretext_settings.md``).
         ``"paper"`` restores them for a corpus of the paper's size: lr 1e-4,
         batch 512, 1000 epochs, 30-s crops.
-    finetune : {"full", "frozen", "lp-ft"}
+    finetune : {"auto", "full", "frozen", "lp-ft"}
         "full" (the paper's): every weight is trained; "frozen": the encoder is
         fixed and only the spatial head trains (a probe of the representation);
         "lp-ft": the probe for half of ``max_epochs``, then every weight at the
-        encoder rate ``lr * encoder_lr_scale``.
+        encoder rate ``lr * encoder_lr_scale``. "auto" (default): "frozen" when the
+        encoder is pretrained (``pretrained_encoder``, or pretraining in ``fit``),
+        "full" when it is trained from scratch (``pretrain_epochs=0``); the
+        strategy used is ``finetune_``. See "Defaults" below.
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` ("full" and the second
         stage of "lp-ft").
@@ -354,11 +360,13 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         the last epoch.
     spatial_drop_prob : float
         Spatial-token dropout of the fine-tuning model. Paper: 0.5.
-    crop_seconds : float | None
+    crop_seconds : "auto" | float | None
         Fine-tune on random crops of this length cut from the labelled windows (a new
         crop of every window each epoch) and predict a window by averaging the class
         probabilities of ``n_eval_crops`` crops spread over it (validation scores
-        those crops too). None (default): whole windows, as the paper.
+        those crops too). "auto" (default): half the window (5 s of a 10-s window),
+        or whole windows when half a window holds fewer than two patches; the crop
+        used is ``n_crop_`` samples. None: whole windows, as the paper.
     n_eval_crops : int
         Crops per window at validation and prediction when ``crop_seconds`` is set.
     augmentation : "standard" | list of braindecode Transform | None
@@ -391,6 +399,10 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray
         The labels seen in ``fit``.
+    finetune_ : str
+        The fine-tuning strategy used ("auto" resolved).
+    n_crop_ : int
+        Samples per fine-tuning crop (``n_times_`` without crops).
     encoder_ : PatchEncoder
         The fine-tuned encoder.
     module_ : MultiChannelClassifier
@@ -432,7 +444,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         pretrain_lr=1e-3,
         pretrain_valid_fraction=0.1,
         pretrain_preset=None,
-        finetune="full",
+        finetune="auto",
         encoder_lr_scale=1.0,
         amplitude=False,
         max_epochs=40,
@@ -442,7 +454,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         valid_fraction=0.2,
         min_valid_groups=3,
         spatial_drop_prob=0.5,
-        crop_seconds=None,
+        crop_seconds="auto",
         n_eval_crops=5,
         augmentation=None,
         sfreq=None,
@@ -509,7 +521,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 "pretrain_valid_fraction", self.pretrain_valid_fraction, 0, 1, high_open=True
             )
         check_option("pretrain_preset", self.pretrain_preset, (None, "paper"))
-        check_option("finetune", self.finetune, ("full", "frozen", "lp-ft"))
+        check_option("finetune", self.finetune, FINETUNE_STRATEGIES)
         check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
         check_option("amplitude", self.amplitude, (False, True))
         check_int("min_valid_groups", self.min_valid_groups, 2)
@@ -520,7 +532,13 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         check_range("valid_fraction", self.valid_fraction, 0, 1, low_open=True, high_open=True)
         check_range("spatial_drop_prob", self.spatial_drop_prob, 0, 1, high_open=True)
         check_option("verbose", self.verbose, (0, 1, False, True))
-        if self.crop_seconds is not None:
+        if isinstance(self.crop_seconds, str) and self.crop_seconds != "auto":
+            raise ValueError(
+                "Invalid value for the 'crop_seconds' parameter. Allowed values are "
+                f"'auto', a positive number of seconds and None, but got "
+                f"{self.crop_seconds!r} instead."
+            )
+        if self.crop_seconds not in (None, "auto"):
             check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
         check_int("n_eval_crops", self.n_eval_crops, 1)
         if isinstance(self.augmentation, str):
@@ -559,6 +577,30 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             steps=self.pretrain_steps,
             window=self.pretrain_window_seconds,
         )
+
+    def _finetune_strategy(self):
+        """The strategy in force: ``finetune``, with "auto" resolved."""
+        if self.finetune != "auto":
+            return self.finetune
+        pretrained = self.pretrained_encoder is not None or self._pretrains()
+        return "frozen" if pretrained else "full"
+
+    def _crop_samples(self, n_times, sfreq):
+        """Samples per fine-tuning crop (``n_times``: whole windows), ``crop_seconds``
+        resolved and checked against the window."""
+        patch = int(round(self.patch_seconds * sfreq))
+        if self.crop_seconds is None:
+            return n_times
+        if self.crop_seconds == "auto":
+            half = n_times // 2
+            return half if half >= 2 * patch else n_times
+        n_fit = int(round(self.crop_seconds * sfreq))
+        if not patch <= n_fit <= n_times:
+            raise ValueError(
+                f"'crop_seconds' must be between one patch ({self.patch_seconds} s) and "
+                f"the window ({n_times / sfreq:g} s), but got {self.crop_seconds}."
+            )
+        return n_fit
 
     def _pretrains(self):
         """Whether ``fit`` pretrains (no encoder given, a non-zero budget)."""
@@ -857,14 +899,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 f"Windows of {n_times} samples are shorter than one patch of "
                 f"patch_seconds={self.patch_seconds} s ({patch} samples at {sfreq} Hz)."
             )
-        n_fit = n_times
-        if self.crop_seconds is not None:
-            n_fit = int(round(self.crop_seconds * sfreq))
-            if not patch <= n_fit <= n_times:
-                raise ValueError(
-                    f"'crop_seconds' must be between one patch ({self.patch_seconds} s) and "
-                    f"the window ({n_times / sfreq:g} s), but got {self.crop_seconds}."
-                )
+        n_fit = self._crop_samples(n_times, sfreq)
         n_crop, pretraining_sources = None, None
         if pretrained is not None:
             self._check_pretrained(pretrained, sfreq)
@@ -876,6 +911,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         self.sfreq_ = sfreq
         self.n_chans_, self.n_times_ = n_chans, n_times
         self.n_crop_ = n_fit
+        self.finetune_ = self._finetune_strategy()
         codes = np.searchsorted(classes, y).astype(np.int64)
         if X_valid is not None:
             train = LabelledWindows(source, codes)
@@ -995,19 +1031,20 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         encoder_groups = None
         if self.encoder_lr_scale != 1.0:
             encoder_groups = [("encoder.*", {"lr": self.lr * self.encoder_lr_scale})]
-        if self.finetune == "full":
+        strategy = self.finetune_
+        if strategy == "full":
             self.net_ = make(self.max_epochs, self.lr, encoder_groups)
             self.net_.fit(train, y=None)
             return
         # frozen, and the first stage of lp-ft: the encoder as a fixed feature extractor
         encoder.requires_grad_(False)
         probe_epochs = (
-            self.max_epochs if self.finetune == "frozen" else max(1, self.max_epochs // 2)
+            self.max_epochs if strategy == "frozen" else max(1, self.max_epochs // 2)
         )
         self.net_ = make(probe_epochs, self.lr)
         self.net_.fit(train, y=None)
         encoder.requires_grad_(True)
-        if self.finetune == "frozen":
+        if strategy == "frozen":
             return
         # lp-ft: every weight, the encoder at lr * encoder_lr_scale, from the probe
         self.net_.set_params(

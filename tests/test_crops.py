@@ -125,3 +125,14 @@ def test_configurations_name_braindecode_augmentations():
     assert _augmentations("standard") == "standard"
     with pytest.raises(ValueError, match="'augmentation'.*'FTSurrogate'.*'Bogus'"):
         _augmentations({"Bogus": {}})
+
+
+def test_auto_crops_are_half_the_window_or_the_whole_window_when_short():
+    X, y = _rhythm_task(24, 0, n_times=400)  # 4 s at 100 Hz: 2-s crops hold 2 patches
+    clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
+    assert clf.crop_seconds == "auto" and clf.n_crop_ == 200 and clf.module_.n_times == 200
+    X, y = _rhythm_task(24, 0, n_times=300)  # 3 s: half (1.5 s) holds one patch only
+    clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
+    assert clf.n_crop_ == 300 and not clf._crops()
+    with pytest.raises(ValueError, match=r"'crop_seconds'.*'auto', a positive number.*'half'"):
+        PARSClassifier(crop_seconds="half", **SMALL).fit(X, y)

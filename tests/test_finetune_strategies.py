@@ -133,3 +133,18 @@ def test_the_paper_preset_is_one_argument_away(monkeypatch):
     assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
     with pytest.raises(ValueError, match="Allowed values are 'full', 'frozen' and 'lp-ft'"):
         PARSClassifier(finetune="probe", **SMALL).fit(X, y)
+
+
+def test_auto_strategy_probes_a_pretrained_encoder_and_trains_scratch_fully():
+    X, y = _amplitude_task()
+    encoder = _encoder()
+    pretrained = PARSClassifier(pretrained_encoder=encoder, max_epochs=2, **SMALL).fit(X, y)
+    assert pretrained.finetune == "auto" and pretrained.finetune_ == "frozen"
+    for k, v in encoder.state_dict().items():  # the probe leaves the encoder as it was
+        assert torch.equal(v, pretrained.encoder_.state_dict()[k])
+    scratch = PARSClassifier(pretrain_epochs=0, max_epochs=2, **SMALL).fit(X, y)
+    assert scratch.finetune_ == "full"
+    pretrains = PARSClassifier(pretrain_epochs=1, max_epochs=1, **SMALL)
+    assert pretrains._finetune_strategy() == "frozen"
+    with pytest.raises(ValueError, match=r"'finetune'.*'auto', 'full', 'frozen' and 'lp-ft'.*'probe'"):
+        PARSClassifier(finetune="probe", **SMALL).fit(X, y)
