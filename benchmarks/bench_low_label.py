@@ -60,35 +60,47 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
     size = dict(
         emb_dim=encoder.emb_dim, depth=encoder.depth, n_heads=encoder.n_heads, ff_dim=encoder.ff_dim
     )
+    # every row names its strategy, crops and epoch selection: the estimator's "auto"
+    # defaults are what these rows chose, so they must not change what a row means
     common = dict(sfreq=sfreq, verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)
+    common.update(finetune="full", crop_seconds=None, min_valid_groups=3)
     scratch = dict(pretrain_epochs=0, **size, **common)
     pars = dict(pretrained_encoder="pars-small", **common)
     mae = dict(pretrained_encoder=MAE_ENCODER, **common)
     crops = dict(crop_seconds=crop_seconds)
     augment = dict(augmentation="standard")  # FTSurrogate, ChannelsDropout, SmoothTimeMask
+    frozen = dict(finetune="frozen")
+    last = dict(min_valid_groups=10**6)  # no validation split: the last epoch
+
+    def clf(base, *changes):
+        params = dict(base)
+        for change in changes:
+            params.update(change)
+        return PARSClassifier(**params)
+
     table = {
         "floor (band power)": BandPowerClassifier(sfreq=sfreq),
-        "scratch": PARSClassifier(**scratch),
-        "scratch + amplitude": PARSClassifier(amplitude=True, **scratch),
-        "scratch, crops": PARSClassifier(**crops, **scratch),
-        "scratch + augmentation": PARSClassifier(**augment, **scratch),
-        "PARS full": PARSClassifier(**pars),
-        "PARS full, lr 1e-4": PARSClassifier(**{**pars, "lr": 1e-4}),
-        "PARS full + amplitude": PARSClassifier(amplitude=True, **pars),
-        "PARS frozen": PARSClassifier(finetune="frozen", **pars),
-        "PARS frozen + amplitude": PARSClassifier(finetune="frozen", amplitude=True, **pars),
-        "PARS lp-ft + amplitude": PARSClassifier(finetune="lp-ft", amplitude=True, **pars),
-        "PARS full, crops": PARSClassifier(**crops, **pars),
-        "PARS frozen, crops": PARSClassifier(finetune="frozen", **crops, **pars),
-        "PARS full + augmentation": PARSClassifier(**augment, **pars),
-        "PARS full, crops + augmentation": PARSClassifier(**crops, **augment, **pars),
-        "PARS full, last epoch": PARSClassifier(min_valid_groups=10**6, **pars),
-        "PARS frozen, crops, last epoch": PARSClassifier(
-            finetune="frozen", min_valid_groups=10**6, **crops, **pars
-        ),
-        "scratch, last epoch": PARSClassifier(min_valid_groups=10**6, **scratch),
-        "MAE full": PARSClassifier(**mae),
-        "MAE frozen": PARSClassifier(finetune="frozen", **mae),
+        "scratch": clf(scratch),
+        "scratch + amplitude": clf(scratch, dict(amplitude=True)),
+        "scratch, crops": clf(scratch, crops),
+        "scratch + augmentation": clf(scratch, augment),
+        "scratch, last epoch": clf(scratch, last),
+        "scratch, crops, last epoch": clf(scratch, crops, last),
+        "PARS full": clf(pars),
+        "PARS full, lr 1e-4": clf(pars, dict(lr=1e-4)),
+        "PARS full + amplitude": clf(pars, dict(amplitude=True)),
+        "PARS frozen": clf(pars, frozen),
+        "PARS frozen + amplitude": clf(pars, frozen, dict(amplitude=True)),
+        "PARS lp-ft + amplitude": clf(pars, dict(finetune="lp-ft", amplitude=True)),
+        "PARS full, crops": clf(pars, crops),
+        "PARS frozen, crops": clf(pars, frozen, crops),
+        "PARS full + augmentation": clf(pars, augment),
+        "PARS full, crops + augmentation": clf(pars, crops, augment),
+        "PARS full, last epoch": clf(pars, last),
+        "PARS frozen, last epoch": clf(pars, frozen, last),
+        "PARS frozen, crops, last epoch": clf(pars, frozen, crops, last),
+        "MAE full": clf(mae),
+        "MAE frozen": clf(mae, frozen),
     }
     unknown = sorted(set(names) - set(table))
     if unknown:

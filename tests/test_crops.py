@@ -136,3 +136,29 @@ def test_auto_crops_are_half_the_window_or_the_whole_window_when_short():
     assert clf.n_crop_ == 300 and not clf._crops()
     with pytest.raises(ValueError, match=r"'crop_seconds'.*'auto', a positive number.*'half'"):
         PARSClassifier(crop_seconds="half", **SMALL).fit(X, y)
+
+
+def test_augmented_fits_with_the_same_seed_are_the_same():
+    X, y = _rhythm_task(40, 0)
+    np.random.seed(1)  # the global generators must not matter
+    first = PARSClassifier(augmentation="standard", max_epochs=3, **SMALL).fit(X, y)
+    np.random.seed(2)
+    torch.manual_seed(2)
+    second = PARSClassifier(augmentation="standard", max_epochs=3, **SMALL).fit(X, y)
+    np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+
+
+def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():
+    from braindecode_pars.training.finetune import class_weights
+
+    np.testing.assert_allclose(class_weights([0, 0, 1], 3), [0.5, 1.0, 1.0])  # n / (3 n_c)
+    X, y = _rhythm_task(24, 0, n_times=400)
+    y = y.copy()
+    y[[0, 1]] = 2  # class 2: two windows, both in the validation subject
+    groups = np.repeat([0, 1, 2], 8)
+    groups[[0, 1]] = 2
+    # crops of one window fill whole batches; each validation batch a single class
+    clf = PARSClassifier(max_epochs=2, batch_size=2, n_eval_crops=2, **SMALL)
+    clf.set_params(valid_fraction=0.34, min_valid_groups=3, random_state=1)
+    clf.fit(X, y, groups=groups)
+    assert np.isfinite(clf.history_[:, "valid_loss"]).all()

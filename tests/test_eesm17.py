@@ -96,7 +96,8 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
         augmentation=[Recording(probability=1.0)],
     )
     clf.fit(windows)
-    assert seen and all(shape[1:] == (12, 6000) for shape in seen)
+    assert clf.n_crop_ == 3000  # crop_seconds="auto": half of each 30-s window
+    assert seen and all(shape[1:] == (12, 3000) for shape in seen)
     assert clf.predict(windows[0][0][None]).shape == (1,)
 
 

@@ -83,13 +83,15 @@ def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch(monkeypatch):
     X, y = _amplitude_task(n=48)
     params = dict(pretrain_epochs=0, max_epochs=3, **SMALL)
     four = np.repeat([10, 11, 12, 13], 12)
-    clf = PARSClassifier(valid_fraction=0.25, **params)
+    default = PARSClassifier(**params).fit(X, y, groups=four)  # 4 < min_valid_groups=10
+    assert "valid_loss" not in default.history_[-1] and len(default.history_) == 3
+    clf = PARSClassifier(valid_fraction=0.25, min_valid_groups=3, **params)
     train_idx, valid_idx = clf._validation_split(y, four)
     assert set(four[valid_idx]).isdisjoint(four[train_idx]) and len(set(four[valid_idx])) == 1
     clf.fit(X, y, groups=four)
     assert "valid_loss" in clf.history_[-1]
     two = np.repeat([10, 11], 24)
-    clf = PARSClassifier(**params).fit(X, y, groups=two)
+    clf = PARSClassifier(min_valid_groups=3, **params).fit(X, y, groups=two)
     assert "valid_loss" not in clf.history_[-1] and len(clf.history_) == 3
     with pytest.raises(ValueError, match=r"'groups' must have shape \(48,\)"):
         PARSClassifier(**params).fit(X, y, groups=two[:10])
@@ -131,7 +133,7 @@ def test_the_paper_preset_is_one_argument_away(monkeypatch):
     with pytest.raises(Stop):
         PARSClassifier(**SMALL).fit(X, y)
     assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
-    with pytest.raises(ValueError, match="Allowed values are 'full', 'frozen' and 'lp-ft'"):
+    with pytest.raises(ValueError, match="Allowed values are 'auto', 'full', 'frozen' and 'lp-ft'"):
         PARSClassifier(finetune="probe", **SMALL).fit(X, y)
 
 

@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 import torch
+from sklearn.utils import check_random_state
 from braindecode import EEGClassifier
 from braindecode.augmentation import (
     AugmentedDataLoader,
@@ -25,10 +26,12 @@ logger = logging.getLogger(__name__)
 def class_weights(y, n_classes):
     """Cross-entropy weights by class frequency: ``n / (n_classes * count_c)``.
 
-    A class absent from ``y`` gets weight 0.
+    A class absent from ``y`` gets weight 1: training never sees it, and a
+    validation batch holding only that class (crops of one window share a batch)
+    keeps a finite loss, where weight 0 would give 0 / 0.
     """
     counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes).astype(np.float64)
-    weights = np.where(counts > 0, len(y) / (n_classes * np.maximum(counts, 1)), 0.0)
+    weights = np.where(counts > 0, len(y) / (n_classes * np.maximum(counts, 1)), 1.0)
     return torch.as_tensor(weights, dtype=torch.float32)
 
 
@@ -36,19 +39,23 @@ def class_weights(y, n_classes):
 AUGMENTATION_PRESETS = ("standard",)
 
 
-def standard_augmentation(sfreq, probability=0.5):
+def standard_augmentation(sfreq, probability=0.5, random_state=None):
     """braindecode augmentations that keep the label of most EEG tasks and ignore the unit.
 
     Each applied to a batch with ``probability``: ``FTSurrogate`` (random Fourier
     phases: the spectrum kept, the waveform new), ``ChannelsDropout`` (20 % of the
     channels zeroed) and ``SmoothTimeMask`` (one second masked). None of them adds a
     fixed amount of noise, so volts and microvolts are augmented alike (the
-    encoder's instance normalisation ignores the unit too).
+    encoder's instance normalisation ignores the unit too). ``random_state`` seeds
+    their draws (None: numpy's global generator, as braindecode does).
     """
+    rng = check_random_state(random_state)  # one stream shared by the three
     return [
-        FTSurrogate(probability),
-        ChannelsDropout(probability, p_drop=0.2),
-        SmoothTimeMask(probability, mask_len_samples=max(1, int(round(sfreq)))),
+        FTSurrogate(probability, random_state=rng),
+        ChannelsDropout(probability, p_drop=0.2, random_state=rng),
+        SmoothTimeMask(
+            probability, mask_len_samples=max(1, int(round(sfreq))), random_state=rng
+        ),
     ]
 
 
