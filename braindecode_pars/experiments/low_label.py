@@ -10,6 +10,7 @@ where it stopped.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -141,9 +142,23 @@ def run_low_label(
         )
         rows.append(row)
         if out is not None:
-            Path(out).parent.mkdir(parents=True, exist_ok=True)
-            pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(out, index=False)
+            rows = _save_row(out, row, rows)
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _save_row(out, row, rows):
+    """Write ``row`` to the CSV ``out`` without losing rows another run wrote there
+    since this one read it (two runs may add to one file); returns every row."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.is_file():
+        rows = pd.read_csv(out).to_dict("records") + [row]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame = frame.drop_duplicates(["method", "k", "seed"], keep="last")
+    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, out)  # a reader never sees half a file
+    return frame.to_dict("records")
 
 
 def summarize(results):

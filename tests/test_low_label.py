@@ -1,0 +1,65 @@
+"""The low-label runner: draws, scores, and a results file that runs share."""
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+
+from braindecode_pars.experiments.low_label import draw_subjects, run_low_label
+
+
+class _MeanLevel(ClassifierMixin, BaseEstimator):
+    """Logistic regression on each window's mean (the class signal of ``_task``)."""
+
+    def __init__(self, random_state=None, hook=None):
+        self.random_state = random_state
+        self.hook = hook
+
+    def fit(self, X, y):
+        if self.hook is not None:
+            self.hook()
+        self.lr_ = LogisticRegression().fit(X.mean(axis=(1, 2))[:, None], y)
+        self.classes_ = self.lr_.classes_
+        return self
+
+    def predict(self, X):
+        return self.lr_.predict(X.mean(axis=(1, 2))[:, None])
+
+
+def _task(n_subjects=6, per_subject=10, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.tile(np.repeat([0, 1], per_subject // 2), n_subjects)
+    subjects = np.repeat(np.arange(n_subjects), per_subject)
+    X = rng.standard_normal((len(y), 2, 20)) + 0.5 * y[:, None, None]
+    return X, y, subjects
+
+
+def test_rows_beat_chance_resume_and_keep_what_another_run_wrote(tmp_path):
+    X, y, subjects = _task()
+    out = tmp_path / "results.csv"
+    other = {"method": "other run", "k": 1, "seed": 0, "subjects": "5",
+             "balanced_accuracy": 0.5, "kappa": 0.0, "seconds": 1.0}  # fmt: skip
+
+    def another_run_writes():  # between this run's start and its first row
+        if not out.is_file():
+            pd.DataFrame([other]).to_csv(out, index=False)
+
+    methods = {"mean level": _MeanLevel(hook=another_run_writes)}
+    results = run_low_label(
+        X, y, subjects, methods, [0, 1], [2, 3, 4, 5], ks=[1, 2], seeds=[0, 1], out=out,
+        progress=False,
+    )  # fmt: skip
+    assert len(results) == 4 + 1 and (results["method"] == "other run").sum() == 1
+    saved = pd.read_csv(out)
+    assert sorted(saved["method"]) == ["mean level"] * 4 + ["other run"]
+    ours = saved[saved["method"] == "mean level"]
+    assert (ours["balanced_accuracy"] > 0.8).all()  # the mean separates the classes
+    assert ours["subjects"].tolist() == [
+        " ".join(map(str, draw_subjects([2, 3, 4, 5], k, s))) for k in (1, 2) for s in (0, 1)
+    ]
+    calls = []
+    again = run_low_label(
+        X, y, subjects, {"mean level": _MeanLevel(hook=lambda: calls.append(1))},
+        [0, 1], [2, 3, 4, 5], ks=[1, 2], seeds=[0, 1], out=out, progress=False,
+    )  # fmt: skip
+    assert not calls and len(again) == 5  # every row was there: nothing refitted
