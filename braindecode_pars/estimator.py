@@ -1051,9 +1051,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
             return
         # frozen, and the first stage of lp-ft: the encoder as a fixed feature extractor
         encoder.requires_grad_(False)
-        probe_epochs = (
-            self.max_epochs if strategy == "frozen" else max(1, self.max_epochs // 2)
-        )
+        probe_epochs = self.max_epochs if strategy == "frozen" else max(1, self.max_epochs // 2)
         self.net_ = make(probe_epochs, self.lr)
         self.net_.fit(train, y=None)
         encoder.requires_grad_(True)

@@ -6,7 +6,6 @@ import logging
 
 import numpy as np
 import torch
-from sklearn.utils import check_random_state
 from braindecode import EEGClassifier
 from braindecode.augmentation import (
     AugmentedDataLoader,
@@ -14,6 +13,7 @@ from braindecode.augmentation import (
     FTSurrogate,
     SmoothTimeMask,
 )
+from sklearn.utils import check_random_state
 from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
 from skorch.dataset import ValidSplit
 from skorch.helper import predefined_split
@@ -53,9 +53,7 @@ def standard_augmentation(sfreq, probability=0.5, random_state=None):
     return [
         FTSurrogate(probability, random_state=rng),
         ChannelsDropout(probability, p_drop=0.2, random_state=rng),
-        SmoothTimeMask(
-            probability, mask_len_samples=max(1, int(round(sfreq))), random_state=rng
-        ),
+        SmoothTimeMask(probability, mask_len_samples=max(1, int(round(sfreq))), random_state=rng),
     ]
 
 
