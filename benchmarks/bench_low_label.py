@@ -99,6 +99,10 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
         "PARS full, last epoch": clf(pars, last),
         "PARS frozen, last epoch": clf(pars, frozen, last),
         "PARS frozen, crops, last epoch": clf(pars, frozen, crops, last),
+        "PARS frozen, crops + augmentation, last epoch": clf(pars, frozen, crops, augment, last),
+        "PARS frozen, crops, last epoch, 80 epochs": clf(
+            pars, frozen, crops, last, dict(max_epochs=80)
+        ),
         "MAE full": clf(mae),
         "MAE frozen": clf(mae, frozen),
     }

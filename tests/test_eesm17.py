@@ -96,7 +96,7 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
         augmentation=[Recording(probability=1.0)],
     )
     clf.fit(windows)
-    assert clf.n_crop_ == 3000  # crop_seconds="auto": half of each 30-s window
+    assert clf.n_crop_ == 3000  # crop_seconds="auto": half of each 30-s window (200 Hz)
     assert seen and all(shape[1:] == (12, 3000) for shape in seen)
     assert clf.predict(windows[0][0][None]).shape == (1,)
 

@@ -231,7 +231,7 @@ def test_defaults_are_constructible_and_documented():
     # fine-tuning: the low-label selection run's best configuration at few labels
     assert (params["lr"], params["batch_size"], params["max_epochs"]) == (1e-3, 16, 40)
     assert (params["finetune"], params["amplitude"]) == ("auto", False)
-    assert (params["crop_seconds"], params["min_valid_groups"]) == ("auto", 10)
+    assert (params["crop_seconds"], params["min_valid_groups"]) == ("auto", 30)
     doc = PARSClassifier.__doc__
     assert 'finetune="auto"' in doc and "low_label_eegmat_selection.md" in doc
 
@@ -265,10 +265,8 @@ def test_an_explicit_validation_set_picks_the_best_epoch(mi):
     clf = PARSClassifier(**{**SMALL, "sfreq": sfreq, "pretrain_epochs": 0, "max_epochs": 3})
     clf.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     hist = clf.history_
-    # crop_seconds="auto": 2-s crops of the 4-s windows, n_eval_crops per validation window
-    assert clf.n_crop_ == 2 * int(sfreq)
-    n_valid = valid.sum() * clf.n_eval_crops
-    assert hist[-1, "valid_batch_count"] == int(np.ceil(n_valid / clf.batch_size))
+    assert clf.n_crop_ == X.shape[-1]  # crop_seconds="auto": 4-s windows stay whole
+    assert hist[-1, "valid_batch_count"] == int(np.ceil(valid.sum() / clf.batch_size))
     assert hist[-1, "train_batch_count"] == int(np.ceil(train.sum() / clf.batch_size))
     with pytest.raises(ValueError, match=r"'y_valid' holds classes \[9\]"):
         _Exploding(**SMALL).fit(

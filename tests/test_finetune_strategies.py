@@ -83,7 +83,7 @@ def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch(monkeypatch):
     X, y = _amplitude_task(n=48)
     params = dict(pretrain_epochs=0, max_epochs=3, **SMALL)
     four = np.repeat([10, 11, 12, 13], 12)
-    default = PARSClassifier(**params).fit(X, y, groups=four)  # 4 < min_valid_groups=10
+    default = PARSClassifier(**params).fit(X, y, groups=four)  # 4 < min_valid_groups=30
     assert "valid_loss" not in default.history_[-1] and len(default.history_) == 3
     clf = PARSClassifier(valid_fraction=0.25, min_valid_groups=3, **params)
     train_idx, valid_idx = clf._validation_split(y, four)
