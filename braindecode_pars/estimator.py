@@ -422,8 +422,8 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     labelled subjects drawn from the other 12, five draws, the shipped
     ``pars-small`` encoder). Balanced accuracy at k = 1 / 2 / 4 / 8: 0.544 / 0.621 /
     0.639 / 0.629, against 0.534 / 0.544 / 0.507 / 0.591 for full fine-tuning of
-    whole windows with the best validation epoch (the earlier defaults), 0.490 /
-    0.538 / 0.500 / 0.519 from scratch, and 0.564 / 0.581 / 0.625 / 0.622 for the
+    whole windows with the best validation epoch (the earlier defaults), 0.485 /
+    0.546 / 0.562 / 0.507 from scratch with these defaults, and 0.564 / 0.581 / 0.625 / 0.622 for the
     band-power floor (:class:`~braindecode_pars.floor.BandPowerClassifier`). The
     same probe with the epoch of lowest validation loss on 1 or 2 held-out
     subjects scored 0.552 / 0.508 at k = 4 / 8, and with all 24 training subjects
