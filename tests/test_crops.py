@@ -134,8 +134,12 @@ def test_auto_crops_are_half_of_a_long_window_and_none_of_a_short_one():
     X, y = _rhythm_task(24, 0, n_times=990)  # 9.9 s at 100 Hz: whole windows
     clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
     assert clf.n_crop_ == 990 and not clf._crops()
-    with pytest.raises(ValueError, match=r"'crop_seconds'.*'auto', a positive number.*'half'"):
-        PARSClassifier(crop_seconds="half", **SMALL).fit(X, y)
+    X, y = _rhythm_task(24, 0, n_times=200)  # 10 s at 20 Hz, but 6-s patches: whole
+    clf = PARSClassifier(max_epochs=1, **{**SMALL, "sfreq": 20, "patch_seconds": 6}).fit(X, y)
+    assert clf.n_crop_ == 200
+    for bad in ("half", [5], True):
+        with pytest.raises(ValueError, match=r"'crop_seconds'.*'auto', a positive number.*got"):
+            PARSClassifier(crop_seconds=bad, **SMALL).fit(X, y)
 
 
 def test_augmented_fits_with_the_same_seed_are_the_same():
@@ -146,6 +150,8 @@ def test_augmented_fits_with_the_same_seed_are_the_same():
     torch.manual_seed(2)
     second = PARSClassifier(augmentation="standard", max_epochs=3, **SMALL).fit(X, y)
     np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+    plain = PARSClassifier(max_epochs=3, **SMALL).fit(X, y)  # the augmentation did act
+    assert not np.allclose(first.predict_proba(X), plain.predict_proba(X))
 
 
 def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():

@@ -147,8 +147,10 @@ def run_low_label(
 
 
 def _save_row(out, row, rows):
-    """Write ``row`` to the CSV ``out`` without losing rows another run wrote there
-    since this one read it (two runs may add to one file); returns every row."""
+    """Add ``row`` to what the CSV ``out`` holds now, so rows another run wrote
+    since this one started are kept (two runs may add to one file); returns every
+    row. Two writes in the same instant can still lose one row, which a resumed
+    run refits."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.is_file():
