@@ -34,6 +34,10 @@ import pandas as pd
 import torch
 from _measure import machine
 from _pretext import SHARED
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars import PARSClassifier
 from braindecode_pars.datasets import (
@@ -55,6 +59,51 @@ from braindecode_pars.training.checkpoints import load_encoder
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
 #: (``benchmarks/encoders/mae-small/README.md`` says how it was made).
 MAE_ENCODER = Path(__file__).resolve().parent / "encoders" / "mae-small"
+
+
+class InstanceNormalized(TransformerMixin, BaseEstimator):
+    """Each channel of each window to zero mean and unit variance, as the encoder
+    sees it (:meth:`PatchEncoder.normalize`): what the floor keeps without power."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        std = X.std(axis=-1, keepdims=True)
+        return (X - X.mean(axis=-1, keepdims=True)) / np.where(std > 0, std, 1.0)
+
+
+class EncoderFeatures(TransformerMixin, BaseEstimator):
+    """A frozen encoder's tokens, averaged over each channel's 1-s patches and
+    concatenated over channels: (n_windows, n_chans * emb_dim)."""
+
+    def __init__(self, encoder="pars-small", batch_size=32):
+        self.encoder = encoder
+        self.batch_size = batch_size
+
+    def fit(self, X, y=None):
+        self.encoder_ = load_encoder(self.encoder).eval()
+        return self
+
+    def transform(self, X):
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(X), self.batch_size):
+                xb = torch.as_tensor(np.asarray(X[i : i + self.batch_size]), dtype=torch.float32)
+                B, C, T = xb.shape
+                tokens = self.encoder_(xb.reshape(B * C, 1, T))  # (B * C, patches, emb)
+                out.append(tokens.mean(dim=1).reshape(B, -1).numpy())
+        return np.concatenate(out)
+
+
+def linear_probe(encoder):
+    """Logistic regression on a frozen encoder's pooled features (class-balanced)."""
+    return make_pipeline(
+        EncoderFeatures(encoder),
+        StandardScaler(),
+        LogisticRegression(class_weight="balanced", max_iter=2000),
+    )
 
 
 def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
@@ -81,6 +130,11 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
 
     table = {
         "floor (band power)": BandPowerClassifier(sfreq=sfreq),
+        "floor on instance-normalised windows": make_pipeline(
+            InstanceNormalized(), BandPowerClassifier(sfreq=sfreq)
+        ),
+        "PARS features + logistic regression": linear_probe("pars-small"),
+        "MAE features + logistic regression": linear_probe(MAE_ENCODER),
         "scratch": clf(scratch),
         "scratch + amplitude": clf(scratch, dict(amplitude=True)),
         "scratch, crops": clf(scratch, crops),
