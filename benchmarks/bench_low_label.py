@@ -146,6 +146,7 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
         "PARS full + amplitude": clf(pars, dict(amplitude=True)),
         "PARS frozen": clf(pars, frozen),
         "PARS frozen + amplitude": clf(pars, frozen, dict(amplitude=True)),
+        "PARS lp-ft": clf(pars, dict(finetune="lp-ft")),
         "PARS lp-ft + amplitude": clf(pars, dict(finetune="lp-ft", amplitude=True)),
         "PARS full, crops": clf(pars, crops),
         "PARS frozen, crops": clf(pars, frozen, crops),
@@ -167,6 +168,7 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
         ),
         "MAE full": clf(mae),
         "MAE frozen": clf(mae, frozen),
+        "MAE lp-ft": clf(mae, dict(finetune="lp-ft")),
         "MAE frozen, crops, last epoch": clf(mae, frozen, crops, last),
     }
     unknown = sorted(set(names) - set(table))
