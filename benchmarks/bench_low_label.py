@@ -200,6 +200,7 @@ DEFAULT_LABELS = {
 #: Rows in the EEGMAT figures: the floor, the defaults, the paper's strategy.
 EEGMAT_PLOT = [
     "floor (band power)",
+    "floor on instance-normalised windows",
     "PARS frozen, crops, last epoch",
     "MAE frozen, crops, last epoch",
     "scratch, crops, last epoch",
@@ -330,8 +331,9 @@ def main():
     plotted["method"] = pd.Categorical(plotted["method"], categories=shown, ordered=True)
     plotted = plotted.sort_values("method")
     plotted["method"] = plotted["method"].astype(str).map(lambda m: task["labels"].get(m, m))
-    fig, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(11, 5), constrained_layout=True)
     plot_label_efficiency(plotted, chance=task["chance"], ax=ax)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the curves
     ax.set_xlabel(f"labelled {task['groups']}")
     ax.set_title(task["title"])
     fig.savefig(out.with_suffix(".png"), dpi=110)
