@@ -220,8 +220,8 @@ TASKS = {
         out="benchmarks/results/low_label_eegmat.md",
         about=(
             "12 test subjects that no fit trains on; k labelled subjects drawn from the "
-            "other 24 per seed (k = 24: all of them, one draw); 10-s windows, 19 channels, "
-            "100 Hz."
+            "other 24 per seed (k = 24: all of them, the seed changing only the fit); "
+            "10-s windows, 19 channels, 100 Hz."
         ),
     ),
     "eegmat-selection": dict(
@@ -258,7 +258,7 @@ TASKS = {
             "One subject (S001, bundled), executed and imagined runs 3-14, 4-s windows from "
             "each cue, 64 channels, 100 Hz. The runs form three blocks, each holding one run "
             "of every task: block 3 (runs 11-14) is the test set, k labelled blocks are "
-            "drawn from blocks 1 and 2 per seed (k = 2: both, one draw)."
+            "drawn from blocks 1 and 2 per seed (k = 2: both, the seed changing only the fit)."
         ),
     ),
 }

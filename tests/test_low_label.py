@@ -63,3 +63,13 @@ def test_rows_beat_chance_resume_and_keep_what_another_run_wrote(tmp_path):
         [0, 1], [2, 3, 4, 5], ks=[1, 2], seeds=[0, 1], out=out, progress=False,
     )  # fmt: skip
     assert not calls and len(again) == 5  # every row was there: nothing refitted
+
+
+def test_all_subjects_of_the_pool_are_fitted_once_per_seed():
+    X, y, subjects = _task()
+    results = run_low_label(
+        X, y, subjects, {"mean level": _MeanLevel()}, [0, 1], [2, 3, 4, 5], ks=[4],
+        seeds=[0, 1, 2], progress=False,
+    )  # fmt: skip
+    assert results["seed"].tolist() == [0, 1, 2]
+    assert set(results["subjects"]) == {"2 3 4 5"}  # the same subjects, three fits

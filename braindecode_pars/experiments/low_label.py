@@ -74,7 +74,8 @@ def run_low_label(
         ``groups=subjects`` of the training windows when it accepts it.
     test_subjects, pool_subjects : sequence of int
         Disjoint: the subjects scored on, and those labelled subjects are drawn from.
-        ``k`` equal to the pool size means all of them (one draw).
+        ``k`` equal to the pool size means all of them: the same subjects for every
+        seed, so the spread over seeds is that of the fits alone.
     ks, seeds : sequences of int
     out : str | Path | None
         CSV file the rows are appended to; existing rows are kept and not run again.
@@ -107,7 +108,7 @@ def run_low_label(
     keys = {(r.method, int(r.k), int(r.seed)) for r in done.itertuples()}
     jobs = []
     for k in ks:
-        for seed in seeds if k < len(pool_subjects) else seeds[:1]:
+        for seed in seeds:
             for name in methods:
                 if (name, k, seed) not in keys:
                     jobs.append((k, seed, name))
