@@ -431,10 +431,11 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
     band-power floor (:class:`~braindecode_pars.floor.BandPowerClassifier`). The
     same probe with the epoch of lowest validation loss on 1 or 2 held-out
     subjects scored 0.552 / 0.508 at k = 4 / 8, and with all 24 training subjects
-    (5 held out for validation) 0.523 on the test subjects against 0.631 for the
-    last epoch: hence no validation split below 30 subjects. Crops of 2.5 or 7.5 s,
-    augmentation, the amplitude path, lr 3e-3, spatial dropout 0.2 and 80 epochs
-    did no better there (at most 1.2 points above at one k, below at the others).
+    (5 held out for validation) 0.534 ± 0.016 on the test subjects against 0.588 ±
+    0.027 for the last epoch (five fit seeds): hence no validation split below 30
+    subjects. Crops of 2.5 or 7.5 s, augmentation, the amplitude path, lr 3e-3,
+    spatial dropout 0.2 and 80 epochs did no better there (at most 1.2 points above
+    at one k, below at the others).
     Scores on the test subjects are in ``benchmarks/results/low_label_eegmat.md``.
     From scratch, "auto" fine-tunes every weight (a frozen random encoder is no
     representation).
