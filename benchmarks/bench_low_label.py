@@ -54,6 +54,7 @@ from braindecode_pars.experiments.low_label import (
     summarize,
 )
 from braindecode_pars.floor import BandPowerClassifier
+from braindecode_pars.models.classifier import channel_tokens
 from braindecode_pars.training.checkpoints import load_encoder
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
@@ -66,12 +67,11 @@ class InstanceNormalized(TransformerMixin, BaseEstimator):
     sees it (:meth:`PatchEncoder.normalize`): what the floor keeps without power."""
 
     def fit(self, X, y=None):
+        self.encoder_ = load_encoder("pars-small")  # only its normalisation is used
         return self
 
     def transform(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        std = X.std(axis=-1, keepdims=True)
-        return (X - X.mean(axis=-1, keepdims=True)) / np.where(std > 0, std, 1.0)
+        return self.encoder_.normalize(torch.as_tensor(np.asarray(X))).numpy()
 
 
 class EncoderFeatures(TransformerMixin, BaseEstimator):
@@ -91,9 +91,7 @@ class EncoderFeatures(TransformerMixin, BaseEstimator):
         with torch.no_grad():
             for i in range(0, len(X), self.batch_size):
                 xb = torch.as_tensor(np.asarray(X[i : i + self.batch_size]), dtype=torch.float32)
-                B, C, T = xb.shape
-                tokens = self.encoder_(xb.reshape(B * C, 1, T))  # (B * C, patches, emb)
-                out.append(tokens.mean(dim=1).reshape(B, -1).numpy())
+                out.append(channel_tokens(self.encoder_, xb).flatten(1).numpy())
         return np.concatenate(out)
 
 

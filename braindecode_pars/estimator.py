@@ -614,10 +614,9 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
         pretrained = self.pretrained_encoder is not None or self._pretrains()
         return "frozen" if pretrained else "full"
 
-    def _crop_samples(self, n_times, sfreq):
+    def _crop_samples(self, n_times, sfreq, patch):
         """Samples per fine-tuning crop (``n_times``: whole windows), ``crop_seconds``
-        resolved and checked against the window."""
-        patch = int(round(self.patch_seconds * sfreq))
+        resolved and checked against the window and the ``patch`` length (samples)."""
         if self.crop_seconds is None:
             return n_times
         if self.crop_seconds == "auto":  # half of a window of 10 s or more
@@ -928,7 +927,7 @@ class PARSClassifier(ClassifierMixin, BaseEstimator):
                 f"Windows of {n_times} samples are shorter than one patch of "
                 f"patch_seconds={self.patch_seconds} s ({patch} samples at {sfreq} Hz)."
             )
-        n_fit = self._crop_samples(n_times, sfreq)
+        n_fit = self._crop_samples(n_times, sfreq, patch)
         n_crop, pretraining_sources = None, None
         if pretrained is not None:
             self._check_pretrained(pretrained, sfreq)

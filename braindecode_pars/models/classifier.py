@@ -10,6 +10,14 @@ from .._checks import check_range
 from .encoder import PatchEncoder
 
 
+def channel_tokens(encoder, X):
+    """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): each channel through the
+    single-channel ``encoder`` (fixed 1-s patches, full PE), averaged over patches."""
+    B, C, T = X.shape
+    tokens = encoder(X.reshape(B * C, 1, T))
+    return tokens.mean(dim=1).view(B, C, -1)
+
+
 class MultiChannelClassifier(EEGModuleMixin, nn.Module):
     """Every channel through one pretrained PatchEncoder, then spatial cross-attention.
 
@@ -133,9 +141,7 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
 
     def spatial_tokens(self, X):
         """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): per-channel mean token."""
-        B, C, T = X.shape
-        tokens = self.encoder(X.reshape(B * C, 1, T))  # fixed 1-s patches, full PE
-        return tokens.mean(dim=1).view(B, C, -1)
+        return channel_tokens(self.encoder, X)
 
     def amplitude_tokens(self, X):
         """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): what normalisation took.
