@@ -65,3 +65,12 @@ def machine():
         f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch "
         f"threads, torch {torch.__version__}"
     )
+
+
+def write_report(lines, out=None):
+    """Join the report's ``lines``, write them to the file ``out`` if given, and print them."""
+    text = "\n".join(lines) + "\n"
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    print(text)

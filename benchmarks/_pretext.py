@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import time
 from pathlib import Path
 
@@ -9,11 +11,35 @@ import numpy as np
 import torch
 
 from braindecode_pars.datasets import SingleChannelWindows, write_window_store
-from braindecode_pars.datasets.recordings import shared_corpus
+from braindecode_pars.datasets.corpus import shared_corpus
 from braindecode_pars.models.pretext import pretext_skill
 from braindecode_pars.training.schedule import warmup_cosine_factor
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pretext_parser(doc, steps, out):
+    """A pretext benchmark's command line: ``--steps``, ``--threads``, ``--store``, ``--out``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--store", default="results/store-shared")
+    parser.add_argument("--out", default=out)
+    return parser
+
+
+def open_corpus(args):
+    """Set torch's threads to ``args.threads``; the corpus store at ``args.store``."""
+    torch.set_num_threads(args.threads)
+    return corpus_store(args.store)
+
+
+def save_curves(results, out):
+    """Write ``results`` as JSON beside the report ``out`` (a .json file); ``out`` as a Path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    return out
 
 
 def corpus_store(path, data_path=SHARED, sfreq=100.0):

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 import torch
-from _measure import machine
+from _measure import machine, write_report
 from torch.utils.data import DataLoader, RandomSampler
 
 from braindecode_pars.datasets import (
@@ -81,11 +81,7 @@ def main():
         "cores with the main process, so per-core figures with 2 workers understate a "
         "machine with a core per worker.",
     ]
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    write_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -46,16 +46,18 @@ from braindecode_pars.datasets import (
     load_eegmat,
     load_physionet_mi,
 )
-from braindecode_pars.estimator import windows_to_arrays
+from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.experiments.low_label import (
     format_summary,
     plot_label_efficiency,
     run_low_label,
     summarize,
+    summary_table,
 )
-from braindecode_pars.floor import BandPowerClassifier
+from braindecode_pars.floor import band_power_pipeline
+from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.classifier import channel_tokens
-from braindecode_pars.training.checkpoints import load_encoder
+from braindecode_pars.models.encoder import size_of
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
 #: (``benchmarks/encoders/mae-small/README.md`` says how it was made).
@@ -105,9 +107,7 @@ def linear_probe(encoder):
 
 
 def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
-    size = dict(
-        emb_dim=encoder.emb_dim, depth=encoder.depth, n_heads=encoder.n_heads, ff_dim=encoder.ff_dim
-    )
+    size = dict(encoder=size_of(encoder))
     # every row names its strategy, crops and epoch selection: the estimator's "auto"
     # defaults are what these rows chose, so they must not change what a row means
     common = dict(sfreq=sfreq, verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)
@@ -127,9 +127,9 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
         return PARSClassifier(**params)
 
     table = {
-        "floor (band power)": BandPowerClassifier(sfreq=sfreq),
+        "floor (band power)": band_power_pipeline(sfreq=sfreq),
         "floor on instance-normalised windows": make_pipeline(
-            InstanceNormalized(), BandPowerClassifier(sfreq=sfreq)
+            InstanceNormalized(), band_power_pipeline(sfreq=sfreq)
         ),
         "PARS features + logistic regression": linear_probe("pars-small"),
         "MAE features + logistic regression": linear_probe(MAE_ENCODER),
@@ -178,7 +178,8 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
 def physionet_mi(sfreq):
     """PhysioNet-MI S001, 4 classes, executed and imagined runs; groups = blocks 1-3."""
     windows = load_physionet_mi(runs=range(3, 15), sfreq=sfreq)
-    X, y, sfreq = windows_to_arrays(windows)
+    data = read_windows(windows)
+    X, y, sfreq = data.X, data.y, data.sfreq
     return X, y, sfreq, windows.get_metadata()["block"].to_numpy()
 
 
@@ -287,7 +288,8 @@ def main():
     encoder = load_encoder("pars-small")
     if args.task.startswith("eegmat"):
         windows = load_eegmat(args.data)
-        X, y, sfreq = windows_to_arrays(windows)
+        data = read_windows(windows)
+        X, y, sfreq = data.X, data.y, data.sfreq
         groups = windows.get_metadata()["subject"].to_numpy()
         test, pool = EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
         if args.task == "eegmat-selection":
@@ -351,15 +353,8 @@ def main():
         "",
         *[f"    {c}" for c in commands],
         "",
-        "| method | k | balanced accuracy | kappa | draws |",
-        "|---|---|---|---|---|",
+        *summary_table(summary, count_header="draws"),
     ]
-    for (name, k), row in summary.iterrows():
-        ba, ka = row["balanced_accuracy"], row["kappa"]
-        lines.append(
-            f"| {name} | {k} | {ba['mean']:.3f} ± {np.nan_to_num(ba['std']):.3f} | "
-            f"{ka['mean']:.3f} ± {np.nan_to_num(ka['std']):.3f} | {int(ba['count'])} |"
-        )
     lines += ["", "```", format_summary(results, chance=task["chance"]), "```"]
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

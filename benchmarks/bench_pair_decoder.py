@@ -20,7 +20,7 @@ import argparse
 import json
 
 import torch
-from _measure import in_child, machine, median_times, peak_growth
+from _measure import in_child, machine, median_times, peak_growth, write_report
 
 from braindecode_pars import PARS
 
@@ -119,11 +119,7 @@ def main():
             f"{nai['peak_mib']:.0f} | {fol['step_s']:.2f} | {nai['step_s']:.2f} |"
         )
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    write_report(lines, args.out)
 
 
 if __name__ == "__main__":

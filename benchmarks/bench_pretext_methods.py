@@ -15,41 +15,28 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import torch
-from _measure import machine
-from _pretext import corpus_store, fixed_batch, skill_curve, split_views
+from _measure import machine, write_report
+from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 
-from braindecode_pars.models import PRETEXT_MODELS
-
-SMALL = dict(emb_dim=64, depth=4, n_heads=4, ff_dim=128)
+from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1500)
+    parser = pretext_parser(__doc__, steps=1500, out="benchmarks/results/pretext_methods.md")
     parser.add_argument("--methods", nargs="+", default=["pars", "mae", "mp3", "droppos"])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--store", default="results/store-shared")
-    parser.add_argument("--out", default="benchmarks/results/pretext_methods.md")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    store = corpus_store(args.store)
+    store = open_corpus(args)
     train, valid = split_views(store, 1000)
     X_valid = fixed_batch(valid, 512)
     rows = []
     for method in args.methods:
         torch.manual_seed(0)
-        model = PRETEXT_MODELS[method](n_times=1000, sfreq=100, **SMALL)
+        model = PRETEXT_MODELS[method](n_times=1000, sfreq=100, **ENCODER_SIZES["small"])
         curve = skill_curve(model, train, X_valid, args.steps, 64, 1e-3, args.steps // 10)
         rows.append(dict(method=method, curve=curve))
         print(method, f"{curve[-1]['valid_skill']:.3f}", flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    out = save_curves(rows, args.out)
     lines = [
         "# Pretext skill of each method with the library's defaults (real EEG)",
         "",
@@ -67,8 +54,7 @@ def main():
             f"| {r['method']} | {c[-1]['valid_trivial']:.4f} | {c[-1]['valid_loss']:.4f} | "
             f"{half:.3f} | {c[-1]['valid_skill']:.3f} | {c[-1]['seconds']:.0f} |"
         )
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(lines, out)
 
 
 if __name__ == "__main__":

@@ -15,21 +15,17 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
-from _measure import machine
-from _pretext import corpus_store, fixed_batch, skill_curve, split_views
+from _measure import machine, write_report
+from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 
 from braindecode_pars import PARS
+from braindecode_pars.models import ENCODER_SIZES
 
-SMALL = dict(emb_dim=64, depth=4, n_heads=4, ff_dim=128)
 BASE = dict(lr=1e-3, window=10.0, n_patches=40)
 GRID = [
     dict(lr=1e-4), dict(lr=3e-4), dict(), dict(lr=3e-3),
@@ -38,16 +34,11 @@ GRID = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=1000)
+    parser = pretext_parser(__doc__, steps=1000, out="benchmarks/results/pretext_settings.md")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--eval-every", type=int, default=100)
-    parser.add_argument("--store", default="results/store-shared")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default="benchmarks/results/pretext_settings.md")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    store = corpus_store(args.store)
+    store = open_corpus(args)
     results = []
     for change in GRID:
         cfg = {**BASE, **change}
@@ -55,7 +46,9 @@ def main():
         train, valid = split_views(store, n_times)
         X_valid = fixed_batch(valid, 512)
         torch.manual_seed(0)
-        model = PARS(n_times=n_times, sfreq=100, n_patches=cfg["n_patches"], **SMALL)
+        model = PARS(
+            n_times=n_times, sfreq=100, n_patches=cfg["n_patches"], **ENCODER_SIZES["small"]
+        )
         rows = skill_curve(
             model, train, X_valid, args.steps, args.batch_size, cfg["lr"], args.eval_every
         )
@@ -65,9 +58,7 @@ def main():
             f"valid skill {rows[-1]['valid_skill']:.3f} in {rows[-1]['seconds']:.0f} s",
             flush=True,
         )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    out = save_curves(results, args.out)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     lines = [
         "# PARS pretext skill against optimiser steps (real EEG)",
@@ -95,8 +86,7 @@ def main():
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=110)
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(lines, out)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import argparse
 import json
 
 import torch
-from _measure import in_child, machine, median_times, peak_growth
+from _measure import in_child, machine, median_times, peak_growth, write_report
 
 from braindecode_pars.models import PRETEXT_MODELS
 
@@ -90,11 +90,7 @@ def main():
         )
         print(lines[-1], flush=True)
     lines += ["", "MAE, MP3 and DropPos use the 30 non-overlapping 1-s patches of a window."]
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    print(text)
+    write_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -23,18 +23,13 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import numpy as np
 import torch
-from _measure import machine
-from _pretext import corpus_store, fixed_batch, skill_curve, split_views
+from _measure import machine, write_report
+from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 
 from braindecode_pars import PARS
-
-SMALL = dict(emb_dim=64, depth=4, n_heads=4, ff_dim=128)
+from braindecode_pars.models import ENCODER_SIZES
 
 
 def phase_randomise(X, rng):
@@ -73,19 +68,14 @@ class Transformed:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=800)
+    parser = pretext_parser(__doc__, steps=800, out="benchmarks/results/shortcut.md")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--window", type=float, default=10.0)
     parser.add_argument("--n-patches", type=int, default=32)
     parser.add_argument("--patch-seconds", type=float, default=0.25)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--store", default="results/store-shared")
-    parser.add_argument("--out", default="benchmarks/results/shortcut.md")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    store = corpus_store(args.store)
+    store = open_corpus(args)
     n_times = int(args.window * 100)
     results = []
     for kind in ("real", "surrogate", "noise"):
@@ -99,7 +89,7 @@ def main():
                 n_patches=args.n_patches,
                 sampling=sampling,
                 patch_seconds=args.patch_seconds,
-                **SMALL,
+                **ENCODER_SIZES["small"],
             )
             curve = skill_curve(
                 model,
@@ -112,9 +102,7 @@ def main():
             )
             results.append(dict(data=kind, sampling=sampling, curve=curve))
             print(kind, sampling, f"{curve[-1]['valid_skill']:.3f}", flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    out = save_curves(results, args.out)
     skill = {(r["data"], r["sampling"]): r["curve"][-1]["valid_skill"] for r in results}
     lines = [
         "# Shortcut check: PARS skill on real EEG, its surrogate and white noise",
@@ -133,8 +121,7 @@ def main():
         lines.append(
             f"| {kind} | {skill[(kind, 'random')]:.3f} | {skill[(kind, 'disjoint')]:.3f} |"
         )
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(lines, out)
 
 
 if __name__ == "__main__":

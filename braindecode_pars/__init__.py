@@ -3,8 +3,9 @@
 import logging
 
 from .estimator import PARSClassifier
+from .hub import load_encoder, save_encoder
 from .models import MAE, MP3, PARS, DropPos, MultiChannelClassifier, PatchEncoder
-from .training import PretrainNet, load_encoder, save_encoder
+from .training import PretrainNet
 
 __version__ = "0.1.0.dev0"
 

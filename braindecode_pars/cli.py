@@ -11,6 +11,8 @@ from pathlib import Path
 
 
 def _demo(args):
+    """The shipped PARS encoder against scratch and a band-power floor with 1 and 2 labelled
+    subjects on bundled EEGMAT (rest vs mental arithmetic)."""
     from .experiments.demo import DemoConfig, format_results, run_demo
 
     overrides = {
@@ -31,6 +33,8 @@ def _demo(args):
 
 
 def _compare(args):
+    """Compare scratch, MAE, MP3, DropPos and PARS on the same data, encoder, epochs and seeds;
+    writes a table and the label-efficiency figure."""
     from .experiments.comparison import ComparisonConfig, run_comparison
 
     overrides = {
@@ -51,7 +55,8 @@ def _compare(args):
 
 
 def _store(args):
-    from .datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
+    """Write PhysioNet-MI recordings to a memory-mappable window store for pretraining."""
+    from .datasets import pretraining_corpus, write_window_store
 
     windows = _recording_windows(args)
     if windows is None and (args.ysyw or args.tueg):
@@ -63,13 +68,7 @@ def _store(args):
             window_seconds=args.window_seconds,
         )
     elif windows is None:
-        windows = load_physionet_mi_continuous(
-            args.subjects,
-            runs=args.runs,
-            path=args.data_path,
-            window_seconds=args.window_seconds,
-            stride_seconds=args.stride_seconds,
-        )
+        windows = _physionet_windows(args, runs=args.runs)
     write_window_store(windows, args.out, overwrite=args.overwrite)
     sys.stdout.write(f"{len(windows)} windows written to {args.out}/\n")
 
@@ -80,7 +79,8 @@ PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30
 
 def _recording_windows(args):
     """Windows of ``--recordings`` or ``--shared-data`` (100 Hz unless ``--sfreq``), or None."""
-    from .datasets.recordings import load_recordings, shared_corpus
+    from .datasets.corpus import shared_corpus
+    from .datasets.recordings import load_recordings
 
     if args.recordings:
         return load_recordings(
@@ -99,25 +99,33 @@ def _recording_windows(args):
     return None
 
 
+def _physionet_windows(args, **options):
+    """Continuous windows of PhysioNet-MI's ``--subjects`` (bundled, or in ``--data-path``)."""
+    from .datasets import load_physionet_mi_continuous
+
+    return load_physionet_mi_continuous(
+        args.subjects,
+        path=args.data_path,
+        window_seconds=args.window_seconds,
+        stride_seconds=args.stride_seconds,
+        **options,
+    )
+
+
 def _pretrain_view(args):
     """The pretraining windows the flags name: a store, recordings, the shared corpus, or
     the bundled PhysioNet-MI subject."""
-    from .datasets import SingleChannelWindows, load_physionet_mi_continuous
+    from .datasets import SingleChannelWindows
 
     if args.store:
         return SingleChannelWindows.from_store(args.store)
     windows = _recording_windows(args)
-    if windows is None:
-        windows = load_physionet_mi_continuous(
-            args.subjects,
-            path=args.data_path,
-            window_seconds=args.window_seconds,
-            stride_seconds=args.stride_seconds,
-        )
-    return SingleChannelWindows(windows)
+    return SingleChannelWindows(_physionet_windows(args) if windows is None else windows)
 
 
 def _pretrain(args):
+    """Pretrain an encoder with one pretext task; resumable; several processes under torchrun
+    (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)."""
     import torch
 
     from .models import pretext_params
@@ -170,7 +178,9 @@ def _pretrain(args):
 
 
 def _export(args):
-    from .pretrained import export_run
+    """Write a pretraining run's encoder in braindecode's Hugging Face layout (config.json,
+    model.safetensors), with its pretext model and history."""
+    from .hub import export_run
 
     folder = export_run(args.run, args.out)
     sys.stdout.write(f"Encoder of {args.run} written to {folder}/ (load_encoder('{folder}'))\n")
@@ -188,6 +198,8 @@ def _read_config(path):
 
 
 def _experiment(args):
+    """Run a protocol of the paper (label_efficiency, transfer, loso, ablation) from a JSON
+    configuration; resumable."""
     from .experiments.protocols import run_experiment
 
     config = _read_config(args.config)
@@ -197,6 +209,8 @@ def _experiment(args):
 
 
 def _finetune(args):
+    """Fine-tune on a recipe's train split (JSON configuration: data, encoder, estimator, seed);
+    saves model.pkl."""
     import json
     import pickle
 
@@ -223,6 +237,7 @@ def _finetune(args):
 
 
 def _evaluate(args):
+    """Score a saved model on a split of a recipe."""
     import json
     import pickle
 
@@ -238,6 +253,15 @@ def _evaluate(args):
     sys.stdout.write(json.dumps(result) + "\n")
 
 
+def _command(sub, func):
+    """The parser of the subcommand that runs ``func(args)``: named as ``func`` without its
+    leading underscore, with the first paragraph of its docstring as help."""
+    help_text = " ".join((func.__doc__ or "").split("\n\n")[0].split()).rstrip(".")
+    command = sub.add_parser(func.__name__.lstrip("_"), help=help_text[:1].lower() + help_text[1:])
+    command.set_defaults(func=func)
+    return command
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="braindecode-pars",
@@ -245,24 +269,15 @@ def build_parser():
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser(
-        "demo",
-        help="the shipped PARS encoder against scratch and a band-power floor with 1 and 2 "
-        "labelled subjects on bundled EEGMAT (rest vs mental arithmetic)",
-    )
+    demo = _command(sub, _demo)
     demo.add_argument("--out", default="results/demo", help="output folder")
     demo.add_argument("--encoder", help="shipped encoder name or saved encoder (pars-small)")
     demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
     demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
     demo.add_argument("--finetune-epochs", type=int)
     demo.add_argument("--device", help="cpu or cuda")
-    demo.set_defaults(func=_demo)
 
-    compare = sub.add_parser(
-        "compare",
-        help="compare scratch, MAE, MP3, DropPos and PARS on the same data, encoder, epochs "
-        "and seeds; writes a table and the label-efficiency figure",
-    )
+    compare = _command(sub, _compare)
     compare.add_argument("--out", default="results/comparison", help="output folder")
     compare.add_argument("--methods", nargs="+", help="subset of scratch mae mp3 droppos pars")
     compare.add_argument("--seeds", nargs="+", type=int)
@@ -270,12 +285,8 @@ def build_parser():
     compare.add_argument("--finetune-epochs", type=int)
     compare.add_argument("--device", help="cpu or cuda")
     compare.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
-    compare.set_defaults(func=_compare)
 
-    store = sub.add_parser(
-        "store",
-        help="write PhysioNet-MI recordings to a memory-mappable window store for pretraining",
-    )
+    store = _command(sub, _store)
     store.add_argument("--out", required=True, help="store folder")
     store.add_argument("--subjects", nargs="+", type=int, default=[1])
     store.add_argument("--runs", nargs="+", type=int, default=[1, 2, 3, 5, 7, 9, 11, 13])
@@ -293,13 +304,8 @@ def build_parser():
     store.add_argument("--tueg", help="TUEG edf folder")
     store.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
     store.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
-    store.set_defaults(func=_store)
 
-    pre = sub.add_parser(
-        "pretrain",
-        help="pretrain an encoder with one pretext task; resumable; several processes "
-        "under torchrun (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)",
-    )
+    pre = _command(sub, _pretrain)
     pre.add_argument(
         "--config",
         help="JSON file of these options by name (e.g. "
@@ -360,40 +366,23 @@ def build_parser():
     pre.add_argument("--compile", action="store_true", help="torch.compile the model")
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     pre.add_argument("--seed", type=int, default=0)
-    pre.set_defaults(func=_pretrain)
 
-    exp_ = sub.add_parser(
-        "export",
-        help="write a pretraining run's encoder in braindecode's Hugging Face layout "
-        "(config.json, model.safetensors), with its pretext model and history",
-    )
+    exp_ = _command(sub, _export)
     exp_.add_argument("--run", required=True, help="the pretrain --out folder")
     exp_.add_argument("--out", required=True, help="folder to write")
-    exp_.set_defaults(func=_export)
 
-    exp = sub.add_parser(
-        "experiment",
-        help="run a protocol of the paper (label_efficiency, "
-        "transfer, loso, ablation) from a JSON configuration; resumable",
-    )
+    exp = _command(sub, _experiment)
     exp.add_argument("--config", required=True, help="JSON configuration file")
     exp.add_argument("--out", help="output folder (default: the configuration's 'out')")
-    exp.set_defaults(func=_experiment)
 
-    fin = sub.add_parser(
-        "finetune",
-        help="fine-tune on a recipe's train split (JSON "
-        "configuration: data, encoder, estimator, seed); saves model.pkl",
-    )
+    fin = _command(sub, _finetune)
     fin.add_argument("--config", required=True)
     fin.add_argument("--out", required=True)
-    fin.set_defaults(func=_finetune)
 
-    ev = sub.add_parser("evaluate", help="score a saved model on a split of a recipe")
+    ev = _command(sub, _evaluate)
     ev.add_argument("--model", required=True, help="model.pkl written by finetune")
     ev.add_argument("--config", required=True, help="JSON configuration with 'data'")
     ev.add_argument("--split", default="test", help="train, valid, test (or all)")
-    ev.set_defaults(func=_evaluate)
     return parser
 
 

@@ -4,6 +4,18 @@ Any learned model should beat this: the log mean power of each channel in six
 frequency bands spanning 0.5-45 Hz (Welch's method), standardised, fed to a
 class-balanced logistic regression. It trains in seconds on a CPU, so every
 benchmark can report it beside the pretrained models.
+
+The floor is a plain scikit-learn pipeline, :func:`band_power_pipeline`:
+:class:`BandPowerFeatures`, a :class:`~sklearn.preprocessing.StandardScaler` and a
+:class:`~sklearn.linear_model.LogisticRegression`, steps named ``"bandpowerfeatures"``,
+``"standardscaler"`` and ``"logisticregression"`` (so ``logisticregression__C`` in a
+grid search). It reads its input through the package's one adapter,
+:func:`~braindecode_pars.datasets.adapters.read_windows`, and so takes what
+:class:`~braindecode_pars.PARSClassifier` takes: arrays with ``sfreq``, braindecode
+windows (whose labels and sampling rate it reads), ``Subset`` s and skorch
+``SliceDataset`` s of them, and the lists of window items scikit-learn makes of
+windows when it splits them. :class:`LabelledPipeline`, the pipeline it returns,
+reads the labels of windows in ``fit`` and ``score`` when ``y`` is None.
 """
 
 from __future__ import annotations
@@ -11,16 +23,16 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from braindecode.datasets import BaseConcatDataset
 from mne.time_frequency import psd_array_welch
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_int, check_range
-from .estimator import windows_to_arrays
+from .datasets.adapters import labels_of, read_windows
 
 #: The six bands, ``(name, low, high)`` in Hz, each half-open ``[low, high)``.
 DEFAULT_BANDS = (
@@ -63,45 +75,22 @@ def _check_bands(bands, sfreq):
     return out
 
 
-def _windows_input(X, y, sfreq):
-    """Windows as a float array, their labels and sampling rate.
+def _read(X, sfreq):
+    """Windows of ``X`` through :func:`read_windows`, as float64, with a sampling rate.
 
-    ``X`` is an array of shape (n_windows, n_chans, n_times) or braindecode windows;
-    for windows, ``y`` defaults to their metadata's ``target`` column and ``sfreq`` to
-    their sampling rate.
+    The adapter reads windows into float32; an array is read from the caller's own
+    numbers (a float64 array without a copy), so that its features keep their precision.
     """
-    ch_names = None
-    if isinstance(X, BaseConcatDataset):
-        if len(X) == 0:
-            raise ValueError("'X' holds no window.")
-        X_arr, targets, windows_sfreq = windows_to_arrays(X)
-        if sfreq is not None and abs(sfreq - windows_sfreq) > 1e-6:
-            raise ValueError(
-                f"'sfreq'={sfreq} differs from the windows' sampling rate ({windows_sfreq} Hz)."
-            )
-        first = X.datasets[0]
-        info = first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
-        ch_names = list(info["ch_names"]) if len(info["ch_names"]) == X_arr.shape[1] else None
-        if y is None:
-            # as PARSClassifier: the metadata's targets, which also hold a description's
-            # 'target' column when the recordings were made without target_name
-            metadata = X.get_metadata()
-            y = metadata["target"].to_numpy() if "target" in metadata else targets
-        return X_arr.astype(np.float64), y, windows_sfreq, ch_names
-    X_arr = np.asarray(X, dtype=np.float64)
-    if X_arr.ndim != 3:
+    windows = read_windows(X, sfreq=sfreq, name="X")
+    if windows.sfreq is None:
         raise ValueError(
-            "'X' must be braindecode windows or an array of shape (n_windows, n_chans, "
-            f"n_times), but got an array of shape {X_arr.shape}."
+            "'X' does not carry its sampling rate (an array, or the list of window items "
+            "scikit-learn makes when it splits braindecode windows): set 'sfreq', or pass "
+            "braindecode windows or a SliceDataset of them, whose sampling rate is read "
+            "from their recordings."
         )
-    if X_arr.shape[0] == 0:
-        raise ValueError("'X' holds no window.")
-    if sfreq is None:
-        raise ValueError(
-            "Array input needs the sampling rate: set 'sfreq' (or pass braindecode "
-            "windows, whose sampling rate is read from their recordings)."
-        )
-    return X_arr, y, float(sfreq), ch_names
+    windows.X = np.asarray(X if isinstance(X, np.ndarray) else windows.X, dtype=np.float64)
+    return windows
 
 
 class BandPowerFeatures(TransformerMixin, BaseEstimator):
@@ -117,7 +106,9 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
     ----------
     sfreq : float | None
         Sampling rate of the windows in Hz. None reads it from braindecode windows
-        (array input then fails).
+        (array input then fails); where both are known they must agree. Lists of
+        window items (what scikit-learn makes of braindecode windows when it splits
+        them) do not carry it: set it for them, or pass a ``SliceDataset``.
     bands : dict | sequence of (name, low, high)
         Frequency bands in Hz, each half-open ``[low, high)``; by default
         :data:`DEFAULT_BANDS`, six bands spanning 0.5-45 Hz (delta, theta, alpha,
@@ -138,12 +129,14 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
         The segment length used.
     n_chans_ : int
         The number of channels seen in ``fit``.
+    ch_names_ : list of str | None
+        The channel names of the windows seen in ``fit``, where they carry them.
     n_features_out_ : int
         ``n_chans_ * len(bands_)``.
 
     See Also
     --------
-    BandPowerClassifier : these features, standardised, into a logistic regression.
+    band_power_pipeline : these features, standardised, into a logistic regression.
 
     Examples
     --------
@@ -174,8 +167,10 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows.
+        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
+Subset | SliceDataset | list of window items | mne.Epochs
+            The windows, read by
+            :func:`~braindecode_pars.datasets.adapters.read_windows`.
         y : None
             Ignored.
 
@@ -183,14 +178,39 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
         -------
         self : BandPowerFeatures
         """
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then compute the band powers of the same windows, read once.
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        features : ndarray, shape (n_windows, n_chans * n_bands)
+            As :meth:`transform`.
+        """
+        return self._band_power(self._fit(X))
+
+    def _fit(self, X):
+        """Check the parameters, read the windows and fit; return the windows' array."""
+        # the parameters first, as far as they can be checked without the windows
         if self.sfreq is not None:
             check_range("sfreq", self.sfreq, 0, np.inf, low_open=True)
-        X, _, sfreq, ch_names = _windows_input(X, None, self.sfreq)
+        if self.n_per_seg is not None:
+            check_int("n_per_seg", self.n_per_seg, 2)
+        _check_bands(self.bands, np.inf if self.sfreq is None else self.sfreq)
+        windows = _read(X, self.sfreq)
+        X, sfreq, ch_names = windows.X, windows.sfreq, windows.ch_names
         n_times = X.shape[-1]
         if self.n_per_seg is None:
             n_per_seg = min(n_times, int(round(DEFAULT_SEGMENT_SECONDS * sfreq)))
         else:
-            n_per_seg = check_int("n_per_seg", self.n_per_seg, 2)
+            n_per_seg = int(self.n_per_seg)
             if n_per_seg > n_times:
                 raise ValueError(
                     f"'n_per_seg'={n_per_seg} exceeds the window length ({n_times} samples)."
@@ -210,15 +230,16 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
         self.n_chans_ = X.shape[1]
         self.ch_names_ = ch_names
         self.n_features_out_ = self.n_chans_ * len(bands)
-        return self
+        return X
 
     def transform(self, X):
         """Compute the band powers.
 
         Parameters
         ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows, with the channels seen in ``fit``.
+        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
+Subset | SliceDataset | list of window items | mne.Epochs
+            The windows, with the channels and sampling rate seen in ``fit``.
 
         Returns
         -------
@@ -226,7 +247,10 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
             For each channel in turn, the (log) mean power of each band.
         """
         check_is_fitted(self, "bands_")
-        X, _, _, _ = _windows_input(X, None, self.sfreq_)
+        return self._band_power(_read(X, self.sfreq_).X)
+
+    def _band_power(self, X):
+        """The features of windows read as a float64 array."""
         if X.shape[1] != self.n_chans_:
             raise ValueError(
                 f"'X' has {X.shape[1]} channels, but the transformer was fitted on {self.n_chans_}."
@@ -236,8 +260,6 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
                 f"'X' windows have {X.shape[2]} samples, fewer than the fitted "
                 f"n_per_seg={self.n_per_seg_}."
             )
-        if not np.isfinite(X).all():
-            raise ValueError("'X' holds NaN or infinite values.")
         psd, freqs = psd_array_welch(
             X,
             self.sfreq_,
@@ -263,77 +285,159 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
         return np.asarray([f"{ch}_{name}" for ch in chans for name, _, _ in self.bands_])
 
 
-def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, random_state=None):
-    """Band power, standardisation and logistic regression as a scikit-learn pipeline.
+class LabelledPipeline(Pipeline):
+    """A scikit-learn :class:`~sklearn.pipeline.Pipeline` that reads the labels of windows.
+
+    ``fit`` and ``score`` take ``y=None`` where the windows carry their labels
+    (braindecode windows and ``Subset`` s or skorch ``SliceDataset`` s of them, lists
+    of window items, ``mne.Epochs``): the labels are read through
+    :func:`~braindecode_pars.datasets.adapters.read_windows`. A skorch
+    ``SliceDataset(windows, idx=1)`` given as ``y`` is read from the windows'
+    metadata. Everything else is :class:`~sklearn.pipeline.Pipeline`'s: its
+    parameters, ``steps`` and ``named_steps``, cloning, grid search over
+    ``<step>__<parameter>``, and pickling.
 
     Parameters
     ----------
-    sfreq : float | None
-        Sampling rate of the windows in Hz (None: read from braindecode windows).
-    bands : dict | sequence of (name, low, high)
-        See :class:`BandPowerFeatures`.
-    n_per_seg : int | None
-        See :class:`BandPowerFeatures`.
-    C : float
-        Inverse L2 regularisation strength of the logistic regression.
-    random_state : int | None
-        Seed of the logistic regression's solver.
+    steps : list of (str, estimator)
+        The steps, as for :class:`~sklearn.pipeline.Pipeline`; the first must take
+        windows (for example :class:`BandPowerFeatures`).
+    **kwargs
+        ``memory``, ``verbose`` and ``transform_input``, as for
+        :class:`~sklearn.pipeline.Pipeline`.
 
-    Returns
-    -------
-    pipeline : sklearn.pipeline.Pipeline
-        ``BandPowerFeatures -> StandardScaler -> LogisticRegression(class_weight=
-        "balanced", max_iter=1000)``. It takes arrays of shape
-        (n_windows, n_chans, n_times) and explicit labels; for braindecode windows
-        use :class:`BandPowerClassifier`, which reads their labels.
+    See Also
+    --------
+    band_power_pipeline : the band-power floor as a ``LabelledPipeline``.
 
     Examples
     --------
     >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.standard_normal((20, 2, 400)), np.repeat([0, 1], 10)
-    >>> pipe = band_power_pipeline(sfreq=100).fit(X, y)
-    >>> pipe.predict(X).shape
+    >>> pipe = LabelledPipeline(
+    ...     [("features", BandPowerFeatures(sfreq=100)), ("clf", LogisticRegression())]
+    ... )
+    >>> pipe.fit(X, y).predict(X).shape
     (20,)
     """
-    return make_pipeline(
-        BandPowerFeatures(sfreq=sfreq, bands=bands, n_per_seg=n_per_seg),
-        StandardScaler(),
-        LogisticRegression(C=C, class_weight="balanced", max_iter=1000, random_state=random_state),
-    )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        try:
+            first = get_tags(self.steps[0][1]).input_tags
+            tags.input_tags.two_d_array = first.two_d_array
+            tags.input_tags.three_d_array = first.three_d_array
+        except (AttributeError, IndexError, TypeError, ValueError):
+            pass  # steps not yet valid: Pipeline's own tags
+        return tags
+
+    @staticmethod
+    def _labels(X, y):
+        """``y`` as an array, or the labels the windows ``X`` carry."""
+        if y is not None:
+            y = labels_of(y)
+            try:
+                n_windows = len(X)
+            except (TypeError, RuntimeError):  # no length without reading: the steps check
+                n_windows = None
+            if n_windows is not None and y.shape != (n_windows,):
+                raise ValueError(
+                    f"'y' must have shape ({n_windows},), one label per window, but got {y.shape}."
+                )
+            return y
+        if isinstance(X, np.ndarray):  # no labels to read: no need to read the windows
+            labels = None
+        else:
+            labels = read_windows(X, name="X").y
+        if labels is None:
+            raise ValueError(
+                "'y' is None and 'X' carries no labels: pass 'y', one label per window, or "
+                "braindecode windows (or a Subset or SliceDataset of them) whose metadata "
+                "holds a 'target' column."
+            )
+        return labels
+
+    def fit(self, X, y=None, **params):
+        """Fit the steps, reading the labels of the windows when ``y`` is None.
+
+        Parameters
+        ----------
+        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
+Subset | SliceDataset | list of window items | mne.Epochs
+            The windows.
+        y : array-like, shape (n_windows,) | SliceDataset | None
+            Labels; None reads those of the windows (an error names 'y' when they
+            carry none).
+        **params
+            Passed to :meth:`sklearn.pipeline.Pipeline.fit`.
+
+        Returns
+        -------
+        self : LabelledPipeline
+        """
+        return super().fit(X, self._labels(X, y), **params)
+
+    def score(self, X, y=None, sample_weight=None, **params):
+        """The final step's score (accuracy for a classifier); ``y`` defaults to the
+        labels of the windows.
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`: the windows and their true labels.
+        sample_weight : array-like, shape (n_windows,) | None
+            Weights of the windows.
+        **params
+            Passed to :meth:`sklearn.pipeline.Pipeline.score`.
+
+        Returns
+        -------
+        score : float
+        """
+        return super().score(X, self._labels(X, y), sample_weight=sample_weight, **params)
 
 
-class BandPowerClassifier(ClassifierMixin, BaseEstimator):
-    """The classical floor: log band power per channel, standardised, logistic regression.
+#: ``max_iter`` of the floor's logistic regression.
+LOGISTIC_MAX_ITER = 1000
+
+
+def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, random_state=None):
+    """The classical floor: log band power, standardised, into a logistic regression.
 
     :class:`BandPowerFeatures` (the log mean power of each channel in six bands
-    spanning 0.5-45 Hz), a :class:`~sklearn.preprocessing.StandardScaler` and a
-    class-balanced :class:`~sklearn.linear_model.LogisticRegression`. It takes the
-    same input as :class:`~braindecode_pars.PARSClassifier`: arrays, or braindecode
-    windows whose labels and sampling rate it reads.
+    spanning 0.5-45 Hz by default), a :class:`~sklearn.preprocessing.StandardScaler`
+    and a class-balanced :class:`~sklearn.linear_model.LogisticRegression`, as a
+    :class:`LabelledPipeline`. It takes the same input as
+    :class:`~braindecode_pars.PARSClassifier`: arrays with ``sfreq``, or braindecode
+    windows (and ``Subset`` s and ``SliceDataset`` s of them) whose labels and
+    sampling rate it reads.
 
     Parameters
     ----------
     sfreq : float | None
-        Sampling rate of the windows in Hz. None reads it from braindecode windows
-        (array input then fails).
+        Sampling rate of the windows in Hz (None: read from the windows; array
+        input then fails).
     bands : dict | sequence of (name, low, high)
         Frequency bands in Hz; see :class:`BandPowerFeatures`.
     n_per_seg : int | None
-        Length of Welch's segments in samples (None: 2 s).
+        Length of Welch's segments in samples (None: 2 s); see
+        :class:`BandPowerFeatures`.
     C : float
-        Inverse L2 regularisation strength of the logistic regression.
+        Inverse L2 regularisation strength of the logistic regression, in (0, inf]
+        (checked by scikit-learn in ``fit``).
     random_state : int | None
-        Seed of the logistic regression's solver.
+        Seed of the logistic regression's solver (lbfgs, which is deterministic).
 
-    Attributes
-    ----------
-    pipeline_ : sklearn.pipeline.Pipeline
-        The fitted pipeline (see :func:`band_power_pipeline`).
-    classes_ : ndarray
-        The class labels.
-    sfreq_ : float
-        The sampling rate used.
+    Returns
+    -------
+    pipeline : LabelledPipeline
+        Steps ``"bandpowerfeatures"`` (:class:`BandPowerFeatures`),
+        ``"standardscaler"`` and ``"logisticregression"``
+        (``LogisticRegression(C=C, class_weight="balanced", max_iter=1000,
+        random_state=random_state)``); search over ``C`` as
+        ``logisticregression__C``.
 
     Examples
     --------
@@ -343,119 +447,27 @@ class BandPowerClassifier(ClassifierMixin, BaseEstimator):
     >>> y = np.repeat([0, 1], 20)
     >>> alpha = np.sin(2 * np.pi * 10 * t + rng.uniform(0, 6.3, (40, 1, 1)))
     >>> X = rng.standard_normal((40, 3, 500)) + 2 * y[:, None, None] * alpha
-    >>> clf = BandPowerClassifier(sfreq=100).fit(X, y)
-    >>> clf.score(X, y)
+    >>> floor = band_power_pipeline(sfreq=100).fit(X, y)
+    >>> floor.score(X, y)
     1.0
+    >>> list(floor.named_steps)
+    ['bandpowerfeatures', 'standardscaler', 'logisticregression']
+
+    braindecode windows carry their labels and sampling rate:
+    ``band_power_pipeline().fit(windows)``, or ``.fit(SliceDataset(windows))``.
     """
-
-    def __init__(self, sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, random_state=None):
-        self.sfreq = sfreq
-        self.bands = bands
-        self.n_per_seg = n_per_seg
-        self.C = C
-        self.random_state = random_state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        return tags
-
-    def fit(self, X, y=None):
-        """Fit the band-power features' scaler and the logistic regression.
-
-        Parameters
-        ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows.
-        y : array-like, shape (n_windows,) | None
-            Labels; None reads the windows' targets (braindecode windows only).
-
-        Returns
-        -------
-        self : BandPowerClassifier
-        """
-        check_range("C", self.C, 0, np.inf, low_open=True)
-        if self.sfreq is not None:
-            check_range("sfreq", self.sfreq, 0, np.inf, low_open=True)
-        X, y, sfreq, _ = _windows_input(X, y, self.sfreq)
-        if y is None:
-            raise ValueError("'y' is required with array input (braindecode windows carry it).")
-        y = np.asarray(y)
-        if y.shape != (len(X),):
-            raise ValueError(f"'y' must have shape ({len(X)},), but got {y.shape}.")
-        self.pipeline_ = band_power_pipeline(
-            sfreq, self.bands, self.n_per_seg, self.C, self.random_state
-        ).fit(X, y)
-        self.classes_ = self.pipeline_.classes_
-        self.sfreq_ = sfreq
-        return self
-
-    def _features_input(self, X):
-        check_is_fitted(self, "pipeline_")
-        X, _, _, _ = _windows_input(X, None, self.sfreq_)
-        return X
-
-    def predict(self, X):
-        """Predict the class of each window.
-
-        Parameters
-        ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows.
-
-        Returns
-        -------
-        y_pred : ndarray, shape (n_windows,)
-        """
-        return self.pipeline_.predict(self._features_input(X))
-
-    def predict_proba(self, X):
-        """Class probabilities of each window, columns in the order of ``classes_``.
-
-        Parameters
-        ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows.
-
-        Returns
-        -------
-        proba : ndarray, shape (n_windows, n_classes)
-        """
-        return self.pipeline_.predict_proba(self._features_input(X))
-
-    def decision_function(self, X):
-        """The logistic regression's decision values.
-
-        Parameters
-        ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows.
-
-        Returns
-        -------
-        scores : ndarray, shape (n_windows,) or (n_windows, n_classes)
-        """
-        return self.pipeline_.decision_function(self._features_input(X))
-
-    def score(self, X, y=None, sample_weight=None):
-        """Accuracy; ``y`` defaults to the targets of braindecode windows.
-
-        Parameters
-        ----------
-        X : braindecode BaseConcatDataset | ndarray, shape (n_windows, n_chans, n_times)
-            The windows.
-        y : array-like, shape (n_windows,) | None
-            True labels (None: the windows' targets).
-        sample_weight : array-like, shape (n_windows,) | None
-            Weights of the windows.
-
-        Returns
-        -------
-        score : float
-        """
-        check_is_fitted(self, "pipeline_")
-        X, y, _, _ = _windows_input(X, y, self.sfreq_)
-        if y is None:
-            raise ValueError("'y' is required with array input (braindecode windows carry it).")
-        return super().score(X, y, sample_weight=sample_weight)
+    return LabelledPipeline(
+        [
+            ("bandpowerfeatures", BandPowerFeatures(sfreq=sfreq, bands=bands, n_per_seg=n_per_seg)),
+            ("standardscaler", StandardScaler()),
+            (
+                "logisticregression",
+                LogisticRegression(
+                    C=C,
+                    class_weight="balanced",
+                    max_iter=LOGISTIC_MAX_ITER,
+                    random_state=random_state,
+                ),
+            ),
+        ]
+    )

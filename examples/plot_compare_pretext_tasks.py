@@ -11,7 +11,7 @@ Each pretext model wraps the same :class:`~braindecode_pars.PatchEncoder` and
 trains through the same :class:`~braindecode_pars.PretrainNet`; the fine-tuned
 estimator is :class:`~braindecode_pars.PARSClassifier` with ``pretrained_encoder``
 (or ``pretrain_epochs=0`` for scratch); the floor is
-:class:`~braindecode_pars.floor.BandPowerClassifier`. The settings below take about a minute; the
+:func:`~braindecode_pars.floor.band_power_pipeline`. The settings below take about a minute; the
 recorded comparison of the repository uses ``braindecode-pars compare``.
 """
 

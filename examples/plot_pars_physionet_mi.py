@@ -35,7 +35,7 @@ from braindecode_pars.datasets import (
     load_physionet_mi,
     load_physionet_mi_continuous,
 )
-from braindecode_pars.estimator import windows_to_arrays
+from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 from braindecode_pars.viz import plot_shift_matrices, plot_training_curves
 
@@ -90,15 +90,12 @@ plt.show()
 # ---------------------------------------------------------
 # Runs 3-6, 7-10 and 11-14 each hold every class once, so each test fold does too.
 windows = load_physionet_mi()
-X, y, sfreq = windows_to_arrays(windows)
+data = read_windows(windows)
+X, y, sfreq = data.X, data.y, data.sfreq
 blocks = windows.get_metadata()["block"].to_numpy()
 encoder_path = Path(tempfile.mkdtemp()) / "pars_encoder.pt"
 save_encoder(net.module_.encoder, encoder_path)
 common = dict(
-    emb_dim=32,
-    depth=2,
-    n_heads=4,
-    ff_dim=64,
     max_epochs=20,
     batch_size=16,
     sfreq=sfreq,
@@ -108,7 +105,9 @@ common = dict(
 results = {}
 for name, clf in {
     "PARS": PARSClassifier(pretrained_encoder=encoder_path, **common),
-    "scratch": PARSClassifier(pretrain_epochs=0, **common),
+    "scratch": PARSClassifier(
+        pretrain_epochs=0, encoder=dict(emb_dim=32, depth=2, n_heads=4, ff_dim=64), **common
+    ),
 }.items():
     results[name] = cross_val_score(
         clf, X, y, groups=blocks, cv=LeaveOneGroupOut(), scoring=make_scorer("balanced_accuracy")

@@ -31,9 +31,9 @@ from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars import PARSClassifier, load_encoder
 from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
-from braindecode_pars.floor import BandPowerClassifier
+from braindecode_pars.floor import band_power_pipeline
+from braindecode_pars.hub import load_pretext_model, pretrained_path
 from braindecode_pars.models.pretext import pretext_skill
-from braindecode_pars.pretrained import load_pretext_model, pretrained_path
 from braindecode_pars.viz import plot_pretext_skill, plot_shift_matrices
 
 encoder = load_encoder("pars-small")
@@ -98,7 +98,7 @@ classifiers = {
         random_state=0,
         verbose=0,
     ),
-    "band-power floor": BandPowerClassifier(),
+    "band-power floor": band_power_pipeline(),
 }
 for name, clf in classifiers.items():
     clf.fit(train)  # labels and sampling rate come from the windows

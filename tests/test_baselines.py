@@ -197,10 +197,7 @@ def test_every_pretext_task_pretrains_and_fine_tunes_through_the_estimator(pretr
     y = np.repeat([0, 1], 12)
     clf = PARSClassifier(
         pretrain=pretrain,
-        emb_dim=16,
-        depth=1,
-        n_heads=2,
-        ff_dim=16,
+        encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
         n_patches=8,
         pretrain_epochs=2,
         pretrain_batch_size=8,

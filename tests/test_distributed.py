@@ -93,6 +93,17 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     assert again.returncode == 0, again.stderr[-3000:]
     assert "3 epochs" in again.stdout and "Resuming pretraining" in again.stderr
     assert (tmp_path / "run" / "encoder.pt").is_file()
+    # the run's parameters carry DistributedDataParallel's "module." prefix; export drops it
+    from braindecode_pars.cli import main
+    from braindecode_pars.hub import load_encoder, run_state
+
+    params = torch.load(run_state(tmp_path / "run") / "params.pt", weights_only=True)
+    assert all(key.startswith("module.") for key in params)
+    main(["export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "shared")])
+    exported = load_encoder(tmp_path / "shared").state_dict()
+    final = load_encoder(tmp_path / "run" / "encoder.pt").state_dict()
+    assert exported.keys() == final.keys()
+    assert all(torch.equal(exported[k], v) for k, v in final.items())
 
 
 def test_pretrain_reads_a_configuration_file_and_flags_take_precedence(tmp_path, monkeypatch):

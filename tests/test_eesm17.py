@@ -84,10 +84,7 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
             return super().forward(X, y)
 
     clf = PARSClassifier(
-        emb_dim=16,
-        depth=1,
-        n_heads=2,
-        ff_dim=16,
+        encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
         pretrain_epochs=0,
         max_epochs=2,
         batch_size=4,

@@ -19,14 +19,11 @@ from torch.utils.data import Subset
 import braindecode_pars
 from braindecode_pars import PARSClassifier, PatchEncoder, save_encoder
 from braindecode_pars.datasets import load_physionet_mi
-from braindecode_pars.estimator import windows_to_arrays
+from braindecode_pars.datasets.adapters import read_windows
 
 #: Tiny settings for the bundled EEG (90 windows, 64 channels, 4 s at 200 Hz).
 FAST = dict(
-    emb_dim=16,
-    depth=1,
-    n_heads=2,
-    ff_dim=16,
+    encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
     n_patches=4,
     pretrain_epochs=1,
     pretrain_batch_size=128,
@@ -77,7 +74,10 @@ def test_cross_val_score_on_windows_as_written(mi, with_y):
 
 def test_split_windows_without_sfreq_say_how_to_keep_it(mi):
     windows, blocks = mi
-    with pytest.raises(ValueError, match=r"set 'sfreq', or pass skorch.helper.SliceDataset"):
+    with pytest.raises(
+        ValueError,
+        match=r"set 'sfreq', or pass the braindecode windows, skorch.helper.SliceDataset",
+    ):
         cross_val_score(
             _Exploding(**FAST), windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
         )
@@ -145,17 +145,16 @@ def test_a_subset_of_windows_is_read_lazily_with_its_labels_and_sampling_rate(mi
 
 def test_labels_of_split_windows_are_the_windows_targets(mi):
     windows, _ = mi
-    X, y, _ = windows_to_arrays(windows)
+    X, y = read_windows(windows).X, read_windows(windows).y
     items = [windows[i] for i in range(0, len(windows), 2)]  # as scikit-learn splits them
-    a = _Exploding(**FAST, sfreq=200)
-    source, labels, sfreq, shape = a._check_X(items, fitting=True)
-    np.testing.assert_array_equal(labels, y[::2])
-    np.testing.assert_array_equal(np.asarray(source[3][0]), X[6])
-    assert sfreq == 200 and shape == (64, 800)
+    data = _Exploding(**FAST, sfreq=200)._read(items)
+    np.testing.assert_array_equal(data.y, y[::2])
+    np.testing.assert_array_equal(data.X[3], X[6])
+    assert data.sfreq == 200 and data.shape == (64, 800)
     sliced = SliceDataset(windows, indices=np.arange(0, len(windows), 2))
-    _, labels, sfreq, _ = PARSClassifier()._check_X(sliced, fitting=True)
-    np.testing.assert_array_equal(labels, y[::2])
-    assert sfreq == 200
+    data = PARSClassifier()._read(sliced)
+    np.testing.assert_array_equal(data.y, y[::2])
+    assert data.sfreq == 200
 
 
 def test_windows_checks_read_each_recording_once_through_the_public_api(mi, monkeypatch):
@@ -173,7 +172,7 @@ def test_windows_checks_read_each_recording_once_through_the_public_api(mi, monk
 
 def test_predict_refuses_windows_at_another_sampling_rate(mi):
     windows, _ = mi
-    X, y, _ = windows_to_arrays(windows)
+    X, y = read_windows(windows).X, read_windows(windows).y
     clf = PARSClassifier(**{**FAST, "pretrain_epochs": 0, "sfreq": 100}).fit(X, y)
     with pytest.raises(ValueError, match=r"sampled at 200.0 Hz, but the classifier was fitted"):
         clf.predict(windows)
@@ -295,8 +294,8 @@ def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch):
         pytest.param(
             {"pretrain_window_seconds": 3.0},
             None,
-            r"'pretrain_window_seconds'=3.0 gives pretraining windows of 150 samples, "
-            r"longer than the windows of 'X' \(100 samples\)",
+            r"'X' holds windows of 100 samples, shorter than the pretraining windows "
+            r"\(150 samples: 'pretrain_window_seconds'=3.0\)",
             id="longer-than-X",
         ),
         pytest.param(
@@ -309,8 +308,8 @@ def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch):
         pytest.param(
             {},
             np.zeros((4, 100), np.float32),
-            r"'X_unlabeled' arrays must be numeric, of shape \(n_windows, n_chans, n_times\), "
-            r"but got shape \(4, 100\)",
+            r"'X_unlabeled' must be windows of shape \(n_windows, n_chans, n_times\), "
+            r"but got an array of shape \(4, 100\)",
             id="2d-unlabeled",
         ),
     ],
@@ -324,7 +323,8 @@ def test_pretraining_data_that_cannot_be_cropped_is_refused(params, unlabeled, m
 def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
     windows, _ = mi
     X, y = _toy()
-    with pytest.raises(ValueError, match="'X_unlabeled' windows are sampled at 200.0 Hz but"):
+    match = r"'sfreq'=50.0 differs from the sampling rate of the 'X_unlabeled' windows \(200"
+    with pytest.raises(ValueError, match=match):
         _Exploding(**{**FAST, "sfreq": 50}).fit(X, y, X_unlabeled=SliceDataset(windows))
 
 
@@ -334,7 +334,7 @@ def test_progress_is_shown_by_default_and_silenced_by_verbose_0(capsys):
     X, y = _toy()
     PARSClassifier(**{**FAST, "sfreq": 50, "verbose": 1}).fit(X, y)
     out, err = capsys.readouterr()
-    assert "valid_loss" in out  # the fine-tuning epoch table, as skorch prints it
+    assert "train_loss" in out  # the fine-tuning epoch table, as skorch prints it
     assert err  # the progress bars
     PARSClassifier(**{**FAST, "sfreq": 50, "verbose": 0}).fit(X, y)
     assert capsys.readouterr() == ("", "")

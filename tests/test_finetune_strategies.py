@@ -10,7 +10,7 @@ from braindecode_pars.models.classifier import MultiChannelClassifier
 
 from .conftest import TINY
 
-SMALL = dict(**TINY, n_patches=6, pos_mask_ratio=0.5, sfreq=100, verbose=0, random_state=0)
+SMALL = dict(n_patches=6, pos_mask_ratio=0.5, sfreq=100, verbose=0, random_state=0)
 
 
 def _amplitude_task(n=48, seed=0):
@@ -38,7 +38,8 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
     after = clf.encoder_.state_dict()
     moved = any(not torch.equal(before[k], after[k]) for k in before)
     assert moved is changes
-    assert all(p.requires_grad for p in clf.encoder_.parameters())  # unfrozen afterwards
+    # skorch's Freezer leaves the probe's encoder frozen; lp-ft's Unfreezer thaws it
+    assert all(p.requires_grad is changes for p in clf.encoder_.parameters())
     assert len(clf.history_) == 4  # lp-ft: 2 probe epochs, then 2 of everything
     for k in before:  # the caller's encoder is never trained
         assert torch.equal(before[k], encoder.state_dict()[k])
@@ -47,7 +48,7 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
 def test_the_amplitude_path_sees_what_normalisation_removes_in_any_unit():
     X, y = _amplitude_task(n=64)
     Xt, yt = _amplitude_task(n=64, seed=1)
-    params = dict(pretrain_epochs=0, max_epochs=30, batch_size=16, lr=3e-3, **SMALL)
+    params = dict(pretrain_epochs=0, max_epochs=30, batch_size=16, lr=3e-3, encoder=TINY, **SMALL)
     blind = PARSClassifier(amplitude=False, **params).fit(X, y)
     seeing = PARSClassifier(amplitude=True, **params).fit(X, y)
     assert seeing.score(Xt, yt) > 0.9
@@ -81,15 +82,17 @@ def test_the_amplitude_statistics_are_those_of_all_training_batches():
 
 def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch(monkeypatch):
     X, y = _amplitude_task(n=48)
-    params = dict(pretrain_epochs=0, max_epochs=3, **SMALL)
+    params = dict(pretrain_epochs=0, max_epochs=3, encoder=TINY, **SMALL)
     four = np.repeat([10, 11, 12, 13], 12)
     default = PARSClassifier(**params).fit(X, y, groups=four)  # 4 < min_valid_groups=30
     assert "valid_loss" not in default.history_[-1] and len(default.history_) == 3
+    assert default.validation_ == "none"
     clf = PARSClassifier(valid_fraction=0.25, min_valid_groups=3, **params)
-    train_idx, valid_idx = clf._validation_split(y, four)
+    clf.seed_ = 0
+    train_idx, valid_idx, rule = clf._split(y, four)
     assert set(four[valid_idx]).isdisjoint(four[train_idx]) and len(set(four[valid_idx])) == 1
     clf.fit(X, y, groups=four)
-    assert "valid_loss" in clf.history_[-1]
+    assert "valid_loss" in clf.history_[-1] and clf.validation_ == rule == "groups"
     two = np.repeat([10, 11], 24)
     clf = PARSClassifier(min_valid_groups=3, **params).fit(X, y, groups=two)
     assert "valid_loss" not in clf.history_[-1] and len(clf.history_) == 3
@@ -103,7 +106,7 @@ def test_default_pretraining_learns_on_a_few_hundred_windows():
     # a ramp gives every patch's position away: a pretext task with a known answer
     X = (rng.uniform(0.5, 4, (200, 2, 1)) * t + rng.standard_normal((200, 2, 1))).astype(np.float32)
     y = np.repeat([0, 1], 100)
-    clf = PARSClassifier(pretrain_steps=300, max_epochs=1, **SMALL).fit(X, y)
+    clf = PARSClassifier(pretrain_steps=300, max_epochs=1, encoder=TINY, **SMALL).fit(X, y)
     history = clf.pretrain_history_
     assert history[-1, "valid_skill"] > 0.5  # 0 = predicting no shift
     assert max(history[:, "lr"]) == pytest.approx(1e-3, rel=0.05)  # pretrain_lr, not lr
@@ -112,8 +115,9 @@ def test_default_pretraining_learns_on_a_few_hundred_windows():
 
 
 def test_the_paper_preset_is_one_argument_away(monkeypatch):
-    import braindecode_pars.estimator as estimator
+    import importlib
 
+    run = importlib.import_module("braindecode_pars.training.run")
     seen = {}
 
     class Stop(Exception):
@@ -123,15 +127,15 @@ def test_the_paper_preset_is_one_argument_away(monkeypatch):
         seen.update(kwargs, n_times=model.n_times)
         raise Stop
 
-    monkeypatch.setattr(estimator, "PretrainNet", fake_net)
+    monkeypatch.setattr(run, "PretrainNet", fake_net)
     X = np.random.default_rng(0).standard_normal((40, 2, 3000)).astype(np.float32)
     y = np.repeat([0, 1], 20)
     with pytest.raises(Stop):
-        PARSClassifier(pretrain_preset="paper", **SMALL).fit(X, y)
+        PARSClassifier(pretrain_preset="paper", encoder=TINY, **SMALL).fit(X, y)
     assert (seen["lr"], seen["batch_size"], seen["max_epochs"]) == (1e-4, 512, 1000)
     assert seen["n_times"] == 3000  # 30-s crops
     with pytest.raises(Stop):
-        PARSClassifier(**SMALL).fit(X, y)
+        PARSClassifier(encoder=TINY, **SMALL).fit(X, y)
     assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
     with pytest.raises(ValueError, match="Allowed values are 'auto', 'full', 'frozen' and 'lp-ft'"):
         PARSClassifier(finetune="probe", **SMALL).fit(X, y)
@@ -144,7 +148,7 @@ def test_auto_strategy_probes_a_pretrained_encoder_and_trains_scratch_fully():
     assert pretrained.finetune == "auto" and pretrained.finetune_ == "frozen"
     for k, v in encoder.state_dict().items():  # the probe leaves the encoder as it was
         assert torch.equal(v, pretrained.encoder_.state_dict()[k])
-    scratch = PARSClassifier(pretrain_epochs=0, max_epochs=2, **SMALL).fit(X, y)
+    scratch = PARSClassifier(pretrain_epochs=0, max_epochs=2, encoder=TINY, **SMALL).fit(X, y)
     assert scratch.finetune_ == "full"
     pretrains = PARSClassifier(pretrain_epochs=1, max_epochs=1, **SMALL)
     assert pretrains._finetune_strategy() == "frozen"

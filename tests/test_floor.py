@@ -1,3 +1,5 @@
+import pickle
+
 import mne
 import numpy as np
 import pytest
@@ -5,14 +7,15 @@ import scipy.signal
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
 from sklearn.base import clone
-from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
-from sklearn.utils import estimator_checks
-from sklearn.utils._tags import get_tags
+from sklearn.model_selection import GridSearchCV, LeaveOneGroupOut, cross_val_score
+from sklearn.utils import estimator_checks, get_tags
+from skorch.helper import SliceDataset
+from torch.utils.data import Subset
 
 from braindecode_pars.floor import (
     DEFAULT_BANDS,
-    BandPowerClassifier,
     BandPowerFeatures,
+    LabelledPipeline,
     band_power_pipeline,
 )
 
@@ -95,6 +98,7 @@ def test_feature_layout_custom_bands_and_names():
     features = BandPowerFeatures(sfreq=SFREQ, bands=bands, n_per_seg=100).fit(x)
     out = features.transform(x)
     assert out.shape == (1, 4) and features.n_features_out_ == 4
+    np.testing.assert_array_equal(clone(features).fit_transform(x), out)  # read once
     assert out[0, 0] > out[0, 1] and out[0, 3] > out[0, 2]  # channel-major, then band
     assert features.get_feature_names_out().tolist() == [
         "ch0_low",
@@ -104,29 +108,40 @@ def test_feature_layout_custom_bands_and_names():
     ]
 
 
-def test_classifier_beats_chance_on_alpha_power_and_not_on_shuffled_labels():
+def test_pipeline_beats_chance_on_alpha_power_and_not_on_shuffled_labels():
     X, y, groups = alpha_data()
-    clf = BandPowerClassifier(sfreq=SFREQ, random_state=0)
+    floor = band_power_pipeline(sfreq=SFREQ, random_state=0)
     scores = cross_val_score(
-        clf, X, y, groups=groups, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
+        floor, X, y, groups=groups, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
     )
     assert scores.shape == (4,)
     assert scores.mean() > 0.9
     shuffled = np.random.default_rng(1).permutation(y)
     chance = cross_val_score(
-        clf, X, shuffled, groups=groups, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
+        floor, X, shuffled, groups=groups, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
     )
     assert 0.3 < chance.mean() < 0.7
 
 
-def test_pipeline_and_classifier_agree():
+def test_pipeline_steps_and_logistic_regression_settings():
     X, y, _ = alpha_data(n_subjects=2, n_per_class=10)
-    clf = BandPowerClassifier(sfreq=SFREQ, C=0.5, random_state=0).fit(X, y)
-    pipe = band_power_pipeline(sfreq=SFREQ, C=0.5, random_state=0).fit(X, y)
-    np.testing.assert_allclose(clf.predict_proba(X), pipe.predict_proba(X))
-    np.testing.assert_allclose(clf.decision_function(X), pipe.decision_function(X))
-    assert clf.pipeline_[-1].class_weight == "balanced" and clf.pipeline_[-1].max_iter == 1000
-    assert clf.classes_.tolist() == [0, 1]
+    floor = band_power_pipeline(sfreq=SFREQ, n_per_seg=100, C=0.5, random_state=0)
+    assert isinstance(floor, LabelledPipeline)
+    assert list(floor.named_steps) == ["bandpowerfeatures", "standardscaler", "logisticregression"]
+    params = floor.get_params()
+    assert params["bandpowerfeatures__sfreq"] == SFREQ
+    assert params["bandpowerfeatures__n_per_seg"] == 100
+    assert params["logisticregression__C"] == 0.5
+    assert params["logisticregression__class_weight"] == "balanced"
+    assert params["logisticregression__max_iter"] == 1000
+    assert params["logisticregression__random_state"] == 0
+    floor.fit(X, y)
+    assert floor.classes_.tolist() == [0, 1]
+    assert floor.decision_function(X).shape == (len(X),)
+    np.testing.assert_allclose(floor.predict_proba(X).sum(axis=1), 1.0)
+    assert floor.named_steps["bandpowerfeatures"].sfreq_ == SFREQ
+    assert get_tags(floor).input_tags.three_d_array
+    assert not get_tags(floor).input_tags.two_d_array
 
 
 def _windows(X, y, target_name="target"):
@@ -154,115 +169,176 @@ def _windows(X, y, target_name="target"):
 def test_braindecode_windows_give_labels_and_sampling_rate(target_name):
     X, y, _ = alpha_data(n_subjects=2, n_per_class=10)
     windows = _windows(X, y, target_name)
-    clf = BandPowerClassifier(random_state=0).fit(windows)  # no sfreq, no y
-    assert clf.sfreq_ == SFREQ and clf.classes_.tolist() == [0, 1]
-    from_arrays = BandPowerClassifier(sfreq=SFREQ, random_state=0).fit(X, y)
+    floor = band_power_pipeline(random_state=0).fit(windows)  # no sfreq, no y
+    assert floor.named_steps["bandpowerfeatures"].sfreq_ == SFREQ
+    assert floor.classes_.tolist() == [0, 1]
+    from_arrays = band_power_pipeline(sfreq=SFREQ, random_state=0).fit(X, y)
+    # the windows are read in float32, the arrays in float64
     np.testing.assert_allclose(
-        clf.predict_proba(windows), from_arrays.predict_proba(X), rtol=1e-4, atol=1e-6
+        floor.predict_proba(windows), from_arrays.predict_proba(X), rtol=1e-4, atol=1e-6
     )
-    assert clf.score(windows) == pytest.approx(from_arrays.score(X, y))
+    assert floor.score(windows) == pytest.approx(from_arrays.score(X, y))
     names = BandPowerFeatures().fit(windows).get_feature_names_out()
     assert names[:2].tolist() == ["EEG0_delta", "EEG0_theta"]
-    with pytest.raises(ValueError, match=r"'sfreq'=200 differs from the windows' sampling rate"):
-        BandPowerClassifier(sfreq=200).fit(windows)
+    with pytest.raises(
+        ValueError, match=r"'sfreq'=200 differs from the sampling rate of the 'X' windows"
+    ):
+        band_power_pipeline(sfreq=200).fit(windows)
+
+
+def test_predictions_on_arrays_equal_those_on_the_same_windows():
+    X, y, _ = alpha_data(n_subjects=2, n_per_class=10)
+    windows = _windows(X, y)
+    floor = band_power_pipeline(sfreq=SFREQ, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(floor.predict(windows), floor.predict(X))
+    np.testing.assert_array_equal(floor.predict(SliceDataset(windows)), floor.predict(X))
+    np.testing.assert_allclose(
+        floor.predict_proba(windows), floor.predict_proba(X), rtol=1e-4, atol=1e-6
+    )
+    # a Subset keeps the windows' sampling rate and selects their windows
+    subset = Subset(windows, np.arange(0, len(windows), 3))
+    np.testing.assert_array_equal(floor.predict(subset), floor.predict(X[::3]))
+
+
+def test_slice_dataset_of_windows_without_labels():
+    X, y, _ = alpha_data(n_subjects=2, n_per_class=10)
+    windows = _windows(X, y)
+    floor = band_power_pipeline(random_state=0).fit(SliceDataset(windows))  # no y, no sfreq
+    assert floor.classes_.tolist() == [0, 1]
+    assert floor.score(SliceDataset(windows)) == pytest.approx(floor.score(windows))
+    assert floor.score(SliceDataset(windows), SliceDataset(windows, idx=1)) == pytest.approx(
+        floor.score(X, y)
+    )
+
+
+def test_cross_validation_over_subjects_with_slice_datasets():
+    X, y, groups = alpha_data(n_per_class=10)
+    windows = _windows(X, y)
+    scores = cross_val_score(
+        band_power_pipeline(),
+        SliceDataset(windows),
+        SliceDataset(windows, idx=1),
+        groups=groups,
+        cv=LeaveOneGroupOut(),
+        scoring="balanced_accuracy",
+    )
+    assert scores.shape == (4,)
+    assert np.isfinite(scores).all()
+    assert scores.mean() > 0.9  # the classes differ by their alpha power
+
+
+def test_cross_validation_on_windows_split_into_item_lists():
+    # scikit-learn splits braindecode windows into lists of items (x, y, inds), which
+    # carry the labels but not the sampling rate: set 'sfreq'
+    X, y, groups = alpha_data(n_per_class=10)
+    windows = _windows(X, y)
+    scores = cross_val_score(
+        band_power_pipeline(sfreq=SFREQ), windows, groups=groups, cv=LeaveOneGroupOut()
+    )
+    assert scores.shape == (4,) and scores.mean() > 0.9
+    with pytest.raises(ValueError, match="'X' does not carry its sampling rate"):
+        band_power_pipeline().fit([windows[i] for i in range(len(windows))])
+
+
+def test_grid_search_over_the_logistic_regression():
+    X, y, groups = alpha_data(n_subjects=3, n_per_class=10)
+    search = GridSearchCV(
+        band_power_pipeline(sfreq=SFREQ),
+        {"logisticregression__C": [0.01, 1.0]},
+        cv=LeaveOneGroupOut(),
+        scoring="balanced_accuracy",
+    ).fit(X, y, groups=groups)
+    assert search.best_params_["logisticregression__C"] in (0.01, 1.0)
+    assert (
+        search.best_estimator_.named_steps["logisticregression"].C
+        == search.best_params_["logisticregression__C"]
+    )
+    assert search.score(X, y) > 0.9
 
 
 X_OK = np.zeros((4, 2, 500))
 Y_OK = np.array([0, 1, 0, 1])
 
 
+def bad(case_id, match, X=X_OK, y=Y_OK, error=ValueError, **params):
+    """A case of ``band_power_pipeline(**params).fit(X, y)`` raising ``error``."""
+    return pytest.param(band_power_pipeline(**params), X, y, error, match, id=case_id)
+
+
 @pytest.mark.parametrize(
     "estimator, X, y, error, match",
     [
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ),
-            np.zeros((4, 500)),
-            Y_OK,
-            ValueError,
-            r"'X' must be braindecode windows or an array of shape \(n_windows, n_chans, "
-            r"n_times\), but got an array of shape \(4, 500\)",
-            id="two-dimensional-X",
+        bad(
+            "two-dimensional-X",
+            r"'X' must be windows of shape \(n_windows, n_chans, n_times\), but got an "
+            r"array of shape \(4, 500\)",
+            X=np.zeros((4, 500)),
+            sfreq=SFREQ,
         ),
-        pytest.param(
-            BandPowerClassifier(),
-            X_OK,
-            Y_OK,
-            ValueError,
-            "Array input needs the sampling rate: set 'sfreq'",
-            id="no-sfreq",
-        ),
-        pytest.param(
-            BandPowerClassifier(sfreq=60),
-            X_OK,
-            Y_OK,
-            ValueError,
+        bad("no-sfreq", "'X' does not carry its sampling rate .*: set 'sfreq'"),
+        bad(
+            "band-above-nyquist",
             r"'bands' entry 'gamma' \(30-45 Hz\) ends above the Nyquist frequency 30 Hz",
-            id="band-above-nyquist",
+            sfreq=60,
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ, bands=[("alpha", 13, 8)]),
-            X_OK,
-            Y_OK,
-            ValueError,
+        bad(
+            "band-reversed",
             "'bands' entry 'alpha' must have 0 <= low < high",
-            id="band-reversed",
+            sfreq=SFREQ,
+            bands=[("alpha", 13, 8)],
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ, bands=[(8, 13)]),
-            X_OK,
-            Y_OK,
-            ValueError,
+        bad(
+            "band-without-name",
             r"'bands' must be a dict name -> \(low, high\)",
-            id="band-without-name",
+            sfreq=SFREQ,
+            bands=[(8, 13)],
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ, n_per_seg=20),
-            X_OK,
-            Y_OK,
-            ValueError,
+        bad(
+            "segments-too-short-for-delta",
             r"Band 'delta' \(0.5-4 Hz\) holds no frequency bin at the resolution "
             r"sfreq / n_per_seg = 5 Hz; raise 'n_per_seg'",
-            id="segments-too-short-for-delta",
+            sfreq=SFREQ,
+            n_per_seg=20,
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ, n_per_seg=600),
-            X_OK,
-            Y_OK,
-            ValueError,
+        bad(
+            "segments-longer-than-windows",
             r"'n_per_seg'=600 exceeds the window length \(500 samples\)",
-            id="segments-longer-than-windows",
+            sfreq=SFREQ,
+            n_per_seg=600,
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ),
-            X_OK,
-            None,
-            ValueError,
-            "'y' is required with array input",
-            id="no-labels",
+        bad(
+            "non-integer-segments",
+            r"'n_per_seg' must be an int, but got float \(1.5\)",
+            error=TypeError,
+            sfreq=SFREQ,
+            n_per_seg=1.5,
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ, C=0),
-            X_OK,
-            Y_OK,
-            ValueError,
-            r"'C' must lie in \(0, inf\]",
-            id="bad-C",
+        bad("no-labels", "'y' is None and 'X' carries no labels: pass 'y'", y=None, sfreq=SFREQ),
+        bad(
+            "labels-of-another-length",
+            r"'y' must have shape \(4,\), one label per window, but got \(3,\)",
+            y=Y_OK[:3],
+            sfreq=SFREQ,
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=-1),
-            X_OK,
-            Y_OK,
-            ValueError,
-            r"'sfreq' must lie in \(0, inf\]",
-            id="bad-sfreq",
+        bad(
+            "bad-C",
+            r"The 'C' parameter of LogisticRegression must be a float in the range "
+            r"\(0.0, inf\]. Got 0 instead",
+            sfreq=SFREQ,
+            C=0,
         ),
-        pytest.param(
-            BandPowerClassifier(sfreq=SFREQ),
-            np.full((4, 2, 500), np.nan),
-            Y_OK,
-            ValueError,
-            "'X' holds NaN or infinite values",
-            id="nan",
+        bad("bad-sfreq", r"'sfreq' must lie in \(0, inf\], but got -1", sfreq=-1),
+        bad(  # the parameters are checked before the windows are read
+            "bad-sfreq-before-bad-X",
+            r"'sfreq' must lie in \(0, inf\], but got -1",
+            X=np.zeros((4, 500)),
+            sfreq=-1,
+        ),
+        bad(
+            "nan",
+            r"'X' holds NaN or infinite values in 4 window\(s\)",
+            X=np.full((4, 2, 500), np.nan),
+            sfreq=SFREQ,
         ),
     ],
 )
@@ -278,28 +354,38 @@ def test_transform_checks_the_channels_seen_in_fit():
         features.transform(rng.standard_normal((3, 3, 500)))
 
 
-def test_clone_before_and_after_fit():
+def test_clone_and_pickle_before_and_after_fit():
     X, y, _ = alpha_data(n_subjects=2, n_per_class=10)
-    clf = BandPowerClassifier(sfreq=SFREQ, bands={"alpha": (8, 13)}, C=2.0, random_state=0)
-    fresh = clone(clf)
-    assert fresh.get_params() == clf.get_params()
-    clf.fit(X, y)
-    refit = clone(clf)
-    assert not hasattr(refit, "pipeline_")
-    np.testing.assert_array_equal(refit.fit(X, y).predict(X), clf.predict(X))
-    assert get_tags(clf).input_tags.three_d_array and not get_tags(clf).input_tags.two_d_array
+    floor = band_power_pipeline(sfreq=SFREQ, bands={"alpha": (8, 13)}, C=2.0, random_state=0)
+    fresh = clone(floor)
+    assert type(fresh) is LabelledPipeline
+    assert fresh.get_params()["logisticregression__C"] == 2.0
+    assert fresh.get_params()["bandpowerfeatures__bands"] == {"alpha": (8, 13)}
+    floor.fit(X, y)
+    refit = clone(floor)
+    assert not hasattr(refit.named_steps["logisticregression"], "coef_")
+    np.testing.assert_array_equal(refit.fit(X, y).predict(X), floor.predict(X))
+    restored = pickle.loads(pickle.dumps(floor))
+    assert type(restored) is LabelledPipeline
+    np.testing.assert_array_equal(restored.predict_proba(X), floor.predict_proba(X))
+
+
+PARAMETER_CHECKS = [
+    estimator_checks.check_no_attributes_set_in_init,
+    estimator_checks.check_get_params_invariance,
+    estimator_checks.check_set_params,
+]
 
 
 @pytest.mark.parametrize(
     "check",
-    [
-        estimator_checks.check_no_attributes_set_in_init,
-        estimator_checks.check_get_params_invariance,
-        estimator_checks.check_set_params,
-        estimator_checks.check_parameters_default_constructible,
-    ],
+    [*PARAMETER_CHECKS, estimator_checks.check_parameters_default_constructible],
     ids=lambda c: c.__name__,
 )
-@pytest.mark.parametrize("estimator", [BandPowerClassifier(), BandPowerFeatures()], ids=repr)
-def test_scikit_learn_parameter_checks(check, estimator):
-    check(type(estimator).__name__, estimator)
+def test_scikit_learn_parameter_checks(check):
+    check("BandPowerFeatures", BandPowerFeatures())
+
+
+@pytest.mark.parametrize("check", PARAMETER_CHECKS, ids=lambda c: c.__name__)
+def test_scikit_learn_parameter_checks_of_the_pipeline(check):
+    check("LabelledPipeline", band_power_pipeline())

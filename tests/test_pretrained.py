@@ -8,15 +8,16 @@ import torch
 
 from braindecode_pars import PARSClassifier, PatchEncoder
 from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
-from braindecode_pars.models import PARS
-from braindecode_pars.models.pretext import pretext_skill
-from braindecode_pars.pretrained import (
+from braindecode_pars.hub import (
     PRETRAINED_ENCODERS,
+    export_run,
+    load_encoder,
     load_pretext_model,
     pretrained_path,
     save_pretrained_encoder,
 )
-from braindecode_pars.training import load_encoder
+from braindecode_pars.models import PARS
+from braindecode_pars.models.pretext import pretext_skill
 
 from .conftest import TINY
 
@@ -86,9 +87,10 @@ def test_real_eeg_in_volts_and_microvolts_gives_the_same_tokens(eegmat_window):
 
 def test_the_classifier_trains_alike_in_volts_and_microvolts():
     windows = load_bundled_eegmat(subjects=[0, 2])
-    from braindecode_pars.estimator import windows_to_arrays
+    from braindecode_pars.datasets.adapters import read_windows
 
-    X, y, sfreq = windows_to_arrays(windows)
+    data = read_windows(windows)
+    X, y, sfreq = data.X, data.y, data.sfreq
     params = dict(
         pretrained_encoder="pars-small", max_epochs=3, sfreq=sfreq, verbose=0, random_state=0
     )
@@ -100,3 +102,40 @@ def test_the_classifier_trains_alike_in_volts_and_microvolts():
     np.testing.assert_allclose(
         volts.predict_proba(X[:8]), micro.predict_proba(X[:8] * 1e6), atol=1e-4
     )
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        pytest.param("", id="plain"),
+        pytest.param("_orig_mod.", id="compile"),
+        pytest.param("module.", id="ddp"),
+        pytest.param("module._orig_mod.", id="ddp-of-compiled"),
+    ],
+)
+def test_a_run_trained_compiled_or_under_torchrun_exports(tmp_path, prefix):
+    from braindecode_pars.training import PretrainNet
+
+    torch.manual_seed(1)
+    model = PARS(n_times=500, sfreq=100, n_patches=6, **TINY)
+    config = PretrainNet(model, progress_bar=False).initialize().run_config()
+    run = tmp_path / "run"
+    state = run / "state-000002"
+    state.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "state.json").write_text(json.dumps({"state": state.name, "epoch": 2}))
+    wrapped = {prefix + k: v.clone() for k, v in model.state_dict().items()}
+    torch.save(wrapped, state / "params.pt")
+    (state / "history.json").write_text(json.dumps([{"epoch": 1, "batches": [{}]}]))
+
+    folder = export_run(run, tmp_path / "out")
+
+    encoder = load_encoder(folder)
+    expected = model.encoder.state_dict()
+    assert encoder.state_dict().keys() == expected.keys()
+    for name, value in encoder.state_dict().items():
+        assert torch.equal(value, expected[name]), name
+    pretext = load_pretext_model(folder)
+    for name, value in pretext.state_dict().items():
+        assert torch.equal(value, model.state_dict()[name]), name
+    assert json.loads((folder / "pretrain_history.json").read_text()) == [{"epoch": 1}]

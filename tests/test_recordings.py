@@ -99,8 +99,8 @@ def test_upsampled_recordings_and_notch(tmp_path):
     assert [s.fn if isinstance(s.fn, str) else s.fn.__name__ for s in steps] == [
         "pick",
         "load_data",
-        "_band_pass",
-        "_notch",
+        "band_pass",
+        "notch",
         "resample",
     ]
     assert steps[2].kwargs == {"l_freq": 0.3, "h_freq": 75.0}

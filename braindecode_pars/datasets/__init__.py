@@ -1,6 +1,6 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
-from .corpus import pretraining_corpus
+from .corpus import pretraining_corpus, shared_corpus
 from .eegmat import (
     EEGMAT_CHANNELS,
     EEGMAT_CLASSES,
@@ -31,7 +31,7 @@ from .physionet_mi import (
     read_physionet_mi,
     run_block,
 )
-from .recordings import find_recordings, load_recordings, recording_preprocessors, shared_corpus
+from .recordings import find_recordings, load_recordings
 from .single_channel import SingleChannelWindows
 from .sleep_edf import read_sleep_edf_mat
 from .store import read_window_store, write_window_store
@@ -46,6 +46,7 @@ from .tuh import (
     tuh_subject_split,
     tuh_subjects,
 )
+from .windowing import recording_preprocessors
 from .ysyw import (
     SLEEP_STAGES,
     YSYW_CHANNELS,

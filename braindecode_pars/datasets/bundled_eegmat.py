@@ -30,7 +30,7 @@ from .eegmat import (
     eegmat_preprocessors,
     read_eegmat,
 )
-from .recordings import windows_of
+from .windowing import windows_of
 
 #: The labelled pool of the main job: the first 8 training subjects.
 BUNDLED_POOL_SUBJECTS = EEGMAT_TRAIN_SUBJECTS[:8]

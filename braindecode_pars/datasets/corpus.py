@@ -1,12 +1,17 @@
-"""The pretraining corpus of the paper: YSYW and TUEG together (appendix A.3)."""
+"""Pretraining corpora: the paper's (YSYW and TUEG, appendix A.3) and the shipped encoder's."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from braindecode.datasets import BaseConcatDataset
+from braindecode.preprocessing import preprocess
 
+from .eegmat import EEGMAT_TRAIN_SUBJECTS, eegmat_preprocessors, read_eegmat
+from .sleep_edf import read_sleep_edf_mat
 from .tuh import load_tueg, tuh_subjects
+from .windowing import windows_of
 from .ysyw import load_ysyw_pretraining, ysyw_subject_split
 
 logger = logging.getLogger(__name__)
@@ -71,4 +76,50 @@ def pretraining_corpus(
         parts.append(tueg)
     if not parts:
         raise ValueError("Give at least one of 'ysyw_path' and 'tueg_path'.")
+    return BaseConcatDataset([ds for part in parts for ds in part.datasets])
+
+
+def shared_corpus(data_path, sfreq=100.0, window_seconds=30.0, stride_seconds=None, n_jobs=1):
+    """The corpus of the shipped encoder: EEGMAT's 24 training subjects + Sleep-EDF.
+
+    The 12 EEGMAT test subjects
+    (:data:`~braindecode_pars.datasets.eegmat.EEGMAT_TEST_SUBJECTS`) and
+    PhysioNet-MI are left out: the benchmarks test on them.
+
+    Parameters
+    ----------
+    data_path : str | Path
+        Folder holding ``eegmat/`` (PhysioNet EEGMAT EDF files) and
+        ``sleep-edf-atm/`` (the single-channel ``*_edfm.mat`` segments).
+    sfreq : float
+        Sampling rate of the windows.
+    window_seconds : float
+        Window length.
+    stride_seconds : float | None
+        Stride of both parts; None: an eighth of a window for EEGMAT (so that its
+        24 subjects weigh about as much as the nine nights) and no overlap for
+        Sleep-EDF.
+    n_jobs : int
+        Parallel jobs of the preprocessing.
+
+    Returns
+    -------
+    windows : braindecode BaseConcatDataset
+        EEGMAT's 19-channel windows (in volts, 0.3-45 Hz) then Sleep-EDF's
+        single-channel ones (in the files' digital units, 0.3-45 Hz); description
+        column ``dataset`` (``"eegmat"`` or ``"sleep-edf"``) besides each reader's own.
+        The units differ: the encoder's instance normalisation is scale-invariant.
+    """
+    data_path = Path(data_path)
+    eegmat = read_eegmat(data_path / "eegmat", EEGMAT_TRAIN_SUBJECTS)
+    eegmat.set_description({"dataset": ["eegmat"] * len(eegmat.datasets)})
+    preprocess(eegmat, eegmat_preprocessors(sfreq), n_jobs=n_jobs)
+    sleep = read_sleep_edf_mat(data_path / "sleep-edf-atm")
+    sleep.set_description({"dataset": ["sleep-edf"] * len(sleep.datasets)})
+    preprocess(sleep, eegmat_preprocessors(sfreq), n_jobs=n_jobs)  # EEGMAT's 0.3-45 Hz, resampled
+    eegmat_stride = window_seconds / 8 if stride_seconds is None else stride_seconds
+    parts = [
+        windows_of(eegmat, None, sfreq, window_seconds, eegmat_stride),
+        windows_of(sleep, None, sfreq, window_seconds, stride_seconds),
+    ]
     return BaseConcatDataset([ds for part in parts for ds in part.datasets])

@@ -22,10 +22,9 @@ from pathlib import Path
 import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import Preprocessor
 
 from .._checks import check_range
-from .recordings import windows_of
+from .windowing import recording_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -150,15 +149,12 @@ def eegmat_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None):
     The paper band-passes 0.3-75 Hz at 200 Hz; at the 100 Hz of the shipped small
     encoder the upper edge is 45 Hz, below the new Nyquist frequency (``h_freq=None``
     takes 45 Hz, or 45 % of ``sfreq`` when that is lower). The files are already
-    notch-filtered at 50 Hz. Values stay in volts.
+    notch-filtered at 50 Hz. Values stay in volts. :func:`recording_preprocessors`
+    with these edges.
     """
     check_range("sfreq", sfreq, 0, np.inf, low_open=True)
     h_freq = min(45.0, 0.45 * sfreq) if h_freq is None else h_freq
-    return [
-        Preprocessor("load_data", apply_on_array=False, verbose="error"),
-        Preprocessor("filter", l_freq=l_freq, h_freq=h_freq, apply_on_array=False, verbose="error"),
-        Preprocessor("resample", sfreq=sfreq, apply_on_array=False, verbose="error"),
-    ]
+    return recording_preprocessors(sfreq, l_freq, h_freq)
 
 
 def load_eegmat(

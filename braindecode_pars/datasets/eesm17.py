@@ -23,11 +23,10 @@ import numpy as np
 import torch
 from braindecode.augmentation import Transform
 from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import Preprocessor, preprocess
+from braindecode.preprocessing import preprocess
 
 from .._checks import check_range
-from .physionet_mi import volts_to_microvolts
-from .sleep import stage_windows
+from .windowing import event_windows, microvolt_preprocessors
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +87,7 @@ def fetch_eesm17(path, subjects=None):
 
 def eesm17_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=50.0):
     """Microvolts, resample, 0.3-75 Hz band-pass, 50 Hz notch (paper A.3)."""
-    return [
-        Preprocessor(volts_to_microvolts, apply_on_array=True),
-        Preprocessor("resample", sfreq=sfreq, apply_on_array=False),
-        Preprocessor("filter", l_freq=l_freq, h_freq=h_freq, apply_on_array=False, verbose="error"),
-        Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error"),
-    ]
+    return microvolt_preprocessors(sfreq, l_freq, h_freq, notch_freq)
 
 
 def _pick(raw, channels, fname):
@@ -169,7 +163,7 @@ def load_eesm17(
     ds = BaseConcatDataset(datasets)
     with mne.use_log_level("error"):
         preprocess(ds, eesm17_preprocessors(sfreq), n_jobs=n_jobs)
-    return stage_windows(ds, stages, window_seconds)
+    return event_windows(ds, stages, window_seconds)
 
 
 def leave_one_subject_out(windows):

@@ -15,14 +15,10 @@ from pathlib import Path
 import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import (
-    Preprocessor,
-    create_fixed_length_windows,
-    create_windows_from_events,
-    preprocess,
-)
+from braindecode.preprocessing import Preprocessor, preprocess
 
 from .._checks import check_int
+from .windowing import event_windows, microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -157,11 +153,6 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
     return BaseConcatDataset(datasets)
 
 
-def volts_to_microvolts(data):
-    """Scale EEG from volts (MNE's unit) to microvolts."""
-    return data * 1e6
-
-
 def physionet_mi_preprocessors(sfreq=200.0, l_freq=0.3, notch_freq=60.0):
     """The paper's PhysioNet-MI preprocessing as braindecode Preprocessors.
 
@@ -170,22 +161,13 @@ def physionet_mi_preprocessors(sfreq=200.0, l_freq=0.3, notch_freq=60.0):
     reference. At a rate whose Nyquist frequency is at or below ``notch_freq``
     (100 Hz, say) there is no notch: resampling's low-pass has removed the line.
     """
-    steps = [
+    return [
         Preprocessor("pick", picks="eeg", apply_on_array=False),
-        Preprocessor(volts_to_microvolts, apply_on_array=True),
-        Preprocessor("resample", sfreq=sfreq, apply_on_array=False),
-        Preprocessor("filter", l_freq=l_freq, h_freq=None, apply_on_array=False, verbose="error"),
-    ]
-    if notch_freq is not None and notch_freq < sfreq / 2:
-        steps.append(
-            Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error")
-        )
-    steps.append(
+        *microvolt_preprocessors(sfreq, l_freq, None, notch_freq),
         Preprocessor(
             "set_eeg_reference", ref_channels="average", apply_on_array=False, verbose="error"
-        )
-    )
-    return steps
+        ),
+    ]
 
 
 def load_physionet_mi(
@@ -225,18 +207,7 @@ def load_physionet_mi(
     ds = read_physionet_mi(subjects, runs, path=path, download=download)
     with mne.use_log_level("error"):
         preprocess(ds, physionet_mi_preprocessors(sfreq), n_jobs=n_jobs)
-    size = int(round(window_seconds * sfreq))
-    return create_windows_from_events(
-        ds,
-        trial_start_offset_samples=0,
-        trial_stop_offset_samples=0,  # trials last 4.1-4.2 s: one window from each onset
-        window_size_samples=size,
-        window_stride_samples=size,
-        on_last_window="drop",
-        mapping=PHYSIONET_MI_CLASSES,
-        on_missing="ignore",
-        preload=True,
-    )
+    return event_windows(ds, PHYSIONET_MI_CLASSES, window_seconds)  # one window per trial
 
 
 def load_physionet_mi_continuous(
@@ -262,11 +233,5 @@ def load_physionet_mi_continuous(
     """
     ds = read_physionet_mi(subjects, runs, path=path, download=download)
     with mne.use_log_level("error"):
-        preprocess(ds, physionet_mi_preprocessors(sfreq), n_jobs=n_jobs)
-    return create_fixed_length_windows(
-        ds,
-        window_size_samples=int(round(window_seconds * sfreq)),
-        window_stride_samples=int(round(stride_seconds * sfreq)),
-        on_last_window="drop",
-        preload=True,
-    )
+        preprocessors = physionet_mi_preprocessors(sfreq)
+        return windows_of(ds, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

@@ -25,10 +25,9 @@ import mne
 import numpy as np
 import pandas as pd
 from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import Preprocessor, create_fixed_length_windows, preprocess
 
 from .._checks import check_option, check_range
-from .physionet_mi import volts_to_microvolts
+from .windowing import microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -114,12 +113,7 @@ def _recording(fname, channels, target_name=None, **description):
 
 def tuh_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=60.0):
     """The paper's TUH preprocessing: microvolts, resample, band-pass, notch."""
-    return [
-        Preprocessor(volts_to_microvolts, apply_on_array=True),
-        Preprocessor("resample", sfreq=sfreq, apply_on_array=False),
-        Preprocessor("filter", l_freq=l_freq, h_freq=h_freq, apply_on_array=False, verbose="error"),
-        Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error"),
-    ]
+    return microvolt_preprocessors(sfreq, l_freq, h_freq, notch_freq)
 
 
 def _edf_files(root, what):
@@ -135,15 +129,7 @@ def _edf_files(root, what):
 def _windows(datasets, channels, window_seconds, sfreq, n_jobs):
     ds = BaseConcatDataset(datasets)
     with mne.use_log_level("error"):
-        preprocess(ds, tuh_preprocessors(sfreq), n_jobs=n_jobs)
-    size = int(round(window_seconds * sfreq))
-    return create_fixed_length_windows(
-        ds,
-        window_size_samples=size,
-        window_stride_samples=size,
-        on_last_window="drop",
-        preload=True,
-    )
+        return windows_of(ds, tuh_preprocessors(sfreq), sfreq, window_seconds, n_jobs=n_jobs)
 
 
 def load_tuab(

@@ -20,15 +20,10 @@ import mne
 import numpy as np
 import wfdb
 from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import (
-    Preprocessor,
-    create_fixed_length_windows,
-    preprocess,
-)
+from braindecode.preprocessing import preprocess
 
 from .._checks import check_option, check_range
-from .physionet_mi import volts_to_microvolts
-from .sleep import stage_windows
+from .windowing import event_windows, microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -114,19 +109,8 @@ def _records(path, split):
 
 
 def ysyw_preprocessors(l_freq=0.3, h_freq=75.0, notch_freq=60.0):
-    """Microvolts, 0.3-75 Hz FIR band-pass, 60 Hz notch (paper A.3)."""
-    return [
-        Preprocessor(volts_to_microvolts, apply_on_array=True),
-        Preprocessor(
-            "filter",
-            l_freq=l_freq,
-            h_freq=h_freq,
-            fir_design="firwin",
-            apply_on_array=False,
-            verbose="error",
-        ),
-        Preprocessor("notch_filter", freqs=[notch_freq], apply_on_array=False, verbose="error"),
-    ]
+    """Microvolts, 0.3-75 Hz FIR band-pass (MNE's firwin), 60 Hz notch (paper A.3)."""
+    return microvolt_preprocessors(None, l_freq, h_freq, notch_freq)
 
 
 def _read(path, split, records, n_jobs):
@@ -161,7 +145,7 @@ def load_ysyw(path, records=None, n_jobs=1):
             raise ValueError(f"Records {sorted(unknown)[:5]} are not under '{path}/training'.")
         available = [r for r in available if r.name in wanted]
     ds = _read(path, "training", available, n_jobs)
-    return stage_windows(ds, SLEEP_STAGES, EPOCH_SECONDS)
+    return event_windows(ds, SLEEP_STAGES, EPOCH_SECONDS)
 
 
 def load_ysyw_pretraining(
@@ -182,14 +166,8 @@ def load_ysyw_pretraining(
             datasets += _read(path, split, records, n_jobs).datasets
     if not datasets:
         raise ValueError(f"Every YSYW record under '{path}' is excluded.")
-    size = int(round(window_seconds * datasets[0].raw.info["sfreq"]))
-    return create_fixed_length_windows(
-        BaseConcatDataset(datasets),
-        window_size_samples=size,
-        window_stride_samples=size,
-        on_last_window="drop",
-        preload=True,
-    )
+    sfreq = datasets[0].raw.info["sfreq"]
+    return windows_of(BaseConcatDataset(datasets), None, sfreq, window_seconds)
 
 
 def ysyw_subject_split(path, fractions=(0.6, 0.2, 0.2), random_state=0):

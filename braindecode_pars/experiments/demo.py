@@ -25,12 +25,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..datasets.adapters import read_windows
 from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from ..estimator import PARSClassifier, windows_to_arrays
-from ..floor import BandPowerClassifier
+from ..estimator import PARSClassifier
+from ..floor import band_power_pipeline
+from ..hub import load_encoder, load_pretext_model, pretrained_path
+from ..models.encoder import size_of
 from ..models.pretext import pretext_skill
-from ..pretrained import load_pretext_model, pretrained_path
 from ..viz import plot_shift_matrices, plot_training_curves
 from .low_label import format_summary, plot_label_efficiency, run_low_label, summarize
 
@@ -55,43 +57,17 @@ class DemoConfig:
     device: str = "cpu"
 
 
-def finetune_params(config, sfreq, **extra):
-    """PARSClassifier parameters from an experiment configuration (the comparison's).
-
-    Every pretext encoder, and scratch, is fully fine-tuned on whole windows, as in
-    the paper's Table 1, rather than with the estimator's low-label defaults.
-    """
-    return dict(
-        finetune="full",
-        crop_seconds=None,
-        emb_dim=config.emb_dim,
-        depth=config.depth,
-        n_heads=config.n_heads,
-        ff_dim=config.ff_dim,
-        max_epochs=config.finetune_epochs,
-        batch_size=config.finetune_batch_size,
-        lr=config.lr,
-        sfreq=sfreq,
-        device=config.device,
-        **extra,
-    )
-
-
 def demo_methods(config, sfreq):
     """The floor, PARS (shipped encoder) and scratch, as scikit-learn estimators."""
-    from ..training.checkpoints import load_encoder
-
     encoder = load_encoder(config.encoder)
-    size = dict(
-        emb_dim=encoder.emb_dim, depth=encoder.depth, n_heads=encoder.n_heads, ff_dim=encoder.ff_dim
-    )
+    size = size_of(encoder)
     common = dict(sfreq=sfreq, device=config.device, verbose=0)
     if config.finetune_epochs is not None:
         common["max_epochs"] = config.finetune_epochs
     return {
-        "floor (band power)": BandPowerClassifier(sfreq=sfreq),
+        "floor (band power)": band_power_pipeline(sfreq=sfreq),
         f"PARS ({config.encoder})": PARSClassifier(pretrained_encoder=config.encoder, **common),
-        "scratch": PARSClassifier(pretrain_epochs=0, **size, **common),
+        "scratch": PARSClassifier(pretrain_epochs=0, encoder=size, **common),
     }
 
 
@@ -137,7 +113,8 @@ def run_demo(out="results/demo", config=None):
     out.mkdir(parents=True, exist_ok=True)
     subjects = tuple(config.test_subjects) + tuple(config.pool_subjects)
     windows = load_bundled_eegmat(subjects)
-    X, y, sfreq = windows_to_arrays(windows)
+    data = read_windows(windows)
+    X, y, sfreq = data.X, data.y, data.sfreq
     groups = windows.get_metadata()["subject"].to_numpy()
     held_out_skill = shift_matrix_figure(config, windows, out)
     histories = {}

@@ -35,6 +35,7 @@ from ..datasets.eesm17 import ChannelNoise
 from ..datasets.recipes import load_recipe, subject_column, subjects_of
 from ..estimator import PARSClassifier
 from ..metrics import scores
+from ..models.encoder import ENCODER_SIZE_KEYS
 from ..training import pretrain
 
 logger = logging.getLogger(__name__)
@@ -95,11 +96,17 @@ def _augmentations(spec):
 
 
 def _estimator(encoder, seed, params):
+    """The classifier of a configuration's fine-tuning settings: a flat mapping of
+    PARSClassifier parameters, where the encoder size (``emb_dim``, ``depth``,
+    ``n_heads``, ``ff_dim``) sizes a scratch encoder and ``weight_decay`` is AdamW's."""
     params = dict(params)
+    size = {k: params.pop(k) for k in ENCODER_SIZE_KEYS if k in params}
+    if "weight_decay" in params:
+        params["optimizer__weight_decay"] = params.pop("weight_decay")
     if "augmentation" in params:
         params["augmentation"] = _augmentations(params["augmentation"])
     if encoder is None:
-        return PARSClassifier(pretrain_epochs=0, random_state=seed, **params)
+        return PARSClassifier(pretrain_epochs=0, encoder=size or None, random_state=seed, **params)
     return PARSClassifier(pretrained_encoder=encoder, random_state=seed, **params)
 
 

@@ -2,7 +2,7 @@
 
 from .classifier import MultiChannelClassifier
 from .droppos import DropPos
-from .encoder import PatchEncoder, sinusoidal_embedding
+from .encoder import ENCODER_SIZES, PatchEncoder, encoder_size, sinusoidal_embedding, size_of
 from .mae import MAE
 from .mp3 import MP3
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
@@ -28,6 +28,9 @@ def pretext_params(method, n_patches=40, pos_mask_ratio=0.8, mask_ratio=0.75):
 
 
 __all__ = [
+    "ENCODER_SIZES",
+    "encoder_size",
+    "size_of",
     "PRETEXT_MODELS",
     "CrossAttentionPairDecoder",
     "DropPos",

@@ -7,7 +7,7 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .._checks import check_range
-from .encoder import PatchEncoder
+from .encoder import checked_encoder
 
 
 def channel_tokens(encoder, X):
@@ -94,35 +94,16 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
     ):
         if encoder is not None and sfreq is None and input_window_seconds is None:
             sfreq = encoder.sfreq
-        super().__init__(
-            n_outputs=n_outputs,
-            n_chans=n_chans,
-            chs_info=chs_info,
-            n_times=n_times,
-            input_window_seconds=input_window_seconds,
-            sfreq=sfreq,
-        )
+        super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
         if encoder is None:
-            encoder = PatchEncoder(sfreq=self.sfreq, n_heads=encoder_n_heads, **encoder_kwargs)
-        elif not isinstance(encoder, PatchEncoder):
-            raise TypeError(
-                f"'encoder' must be a PatchEncoder or None, but got {type(encoder).__name__}."
-            )
-        elif abs(encoder.sfreq - self.sfreq) > 1e-6:
-            raise ValueError(
-                f"The encoder was pretrained at sfreq={encoder.sfreq} Hz but the data has "
-                f"sfreq={self.sfreq} Hz; resample the data to {encoder.sfreq} Hz."
-            )
-        if self.n_times < encoder.patch_size:
-            raise ValueError(
-                f"Windows of n_times={self.n_times} samples are shorter than one patch of "
-                f"{encoder.patch_seconds} s ({encoder.patch_size} samples)."
-            )
-        self.encoder = encoder
+            encoder_kwargs["n_heads"] = encoder_n_heads
+        else:
+            encoder_kwargs = {}  # settings of a new encoder; a given one is used as it is
+        self.encoder = checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
         self.spatial_drop_prob = spatial_drop_prob
         self.n_heads = n_heads
-        emb_dim = encoder.emb_dim
+        emb_dim = self.encoder.emb_dim
         self.amplitude = amplitude
         if amplitude:
             # each channel's log standard deviation, standardised over the training

@@ -71,7 +71,7 @@ class DropPos(PretextModel):
             n_times,
             input_window_seconds,
             sfreq,
-            encoder=encoder,
+            encoder,
             **encoder_kwargs,
         )
         self.mask_ratio = mask_ratio

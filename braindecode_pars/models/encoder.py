@@ -17,6 +17,68 @@ from torch import nn
 
 from .._checks import check_int, check_range
 
+#: Encoder sizes by name: the keyword arguments of :class:`PatchEncoder` they set.
+#: "small" is the size of the shipped ``pars-small`` encoder, of the main job and of
+#: every benchmark (140 k parameters; pretrains at hundreds of windows/s on a CPU);
+#: "paper" is the paper's (section 2.5 and appendix A.1: 512 features, 8 blocks of
+#: 8 heads, feed-forward 512; 12.7 M parameters, for a GPU).
+ENCODER_SIZES = {
+    "small": {"emb_dim": 64, "depth": 4, "n_heads": 4, "ff_dim": 128},
+    "paper": {"emb_dim": 512, "depth": 8, "n_heads": 8, "ff_dim": 512},
+}
+
+#: The settings of an encoder's size, as :func:`encoder_size` accepts them.
+ENCODER_SIZE_KEYS = ("emb_dim", "depth", "n_heads", "ff_dim", "drop_prob")
+
+
+def encoder_size(size):
+    """The :class:`PatchEncoder` keyword arguments of ``size``, checked.
+
+    Parameters
+    ----------
+    size : "small" | "paper" | dict
+        A name of :data:`ENCODER_SIZES`, or a dict of some of ``emb_dim``, ``depth``,
+        ``n_heads``, ``ff_dim`` and ``drop_prob`` (the rest from "small").
+
+    Returns
+    -------
+    kwargs : dict
+    """
+    if isinstance(size, str):
+        if size not in ENCODER_SIZES:
+            raise ValueError(
+                "Invalid value for the 'encoder' parameter. Allowed values are "
+                + ", ".join(repr(k) for k in ENCODER_SIZES)
+                + f" and a dict of PatchEncoder sizes, but got {size!r} instead."
+            )
+        return dict(ENCODER_SIZES[size])
+    if not isinstance(size, dict):
+        raise TypeError(
+            "'encoder' must be a size name ("
+            + ", ".join(repr(k) for k in ENCODER_SIZES)
+            + f") or a dict of PatchEncoder sizes, but got {type(size).__name__} ({size!r})."
+        )
+    unknown = sorted(set(size) - set(ENCODER_SIZE_KEYS))
+    if unknown:
+        raise ValueError(
+            f"'encoder' holds unknown keys {unknown}; allowed keys are {list(ENCODER_SIZE_KEYS)}."
+        )
+    kwargs = dict(ENCODER_SIZES["small"], **size)
+    emb_dim, n_heads = kwargs["emb_dim"], kwargs["n_heads"]
+    for name in ("emb_dim", "depth", "n_heads", "ff_dim"):
+        check_int(f"encoder['{name}']", kwargs[name], 1)
+    if emb_dim % 2 or emb_dim % n_heads:
+        raise ValueError(
+            f"encoder['emb_dim'] must be even and divisible by encoder['n_heads'] ({n_heads}), "
+            f"but got {emb_dim}."
+        )
+    return kwargs
+
+
+def size_of(encoder):
+    """The size settings of a :class:`PatchEncoder` instance, as :func:`encoder_size` takes them."""
+    return {name: getattr(encoder, name) for name in ENCODER_SIZE_KEYS}
+
 
 def sinusoidal_embedding(positions, emb_dim):
     """Sinusoidal positional embedding evaluated at continuous positions.
@@ -157,14 +219,7 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         drop_prob=0.0,
         eps=1e-5,
     ):
-        super().__init__(
-            n_outputs=n_outputs,
-            n_chans=n_chans,
-            chs_info=chs_info,
-            n_times=n_times,
-            input_window_seconds=input_window_seconds,
-            sfreq=sfreq,
-        )
+        super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         del n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
         if self.n_chans != 1:
             raise ValueError(
@@ -268,13 +323,22 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
             tokens = block(tokens, key_mask)
         return self.norm(tokens)
 
-    def check_input(self, X):
-        """Raise unless ``X`` is a (batch, 1, n_times) tensor at least one patch long."""
+    def check_input(self, X, n_times=None):
+        """Raise unless ``X`` is a (batch, 1, n_times) tensor at least one patch long.
+
+        With ``n_times`` (a model built for windows of that length), the windows must
+        hold exactly ``n_times`` samples.
+        """
         if not torch.is_tensor(X) or X.dim() != 3 or X.shape[1] != 1:
             shape = tuple(X.shape) if hasattr(X, "shape") else type(X).__name__
             raise ValueError(
                 "'X' must be a tensor of shape (batch, 1, n_times) holding one channel, "
                 f"but got shape {shape}."
+            )
+        if n_times is not None and X.shape[-1] != n_times:
+            raise ValueError(
+                f"'X' windows hold {X.shape[-1]} samples but the model was built for "
+                f"n_times={n_times}."
             )
         if X.shape[-1] < self.patch_size:
             raise ValueError(
@@ -308,3 +372,36 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         if add_pe:
             tokens = tokens + self.position_embedding(starts, pos_mask)
         return self.encode(tokens, key_mask)
+
+
+def checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
+    """The :class:`PatchEncoder` of a model of windows of ``n_times`` samples at ``sfreq``.
+
+    Builds one from ``encoder_kwargs`` if ``encoder`` is None; otherwise checks that
+    ``encoder`` is a PatchEncoder made for ``sfreq`` and returns it unchanged. In both
+    cases one patch must fit in a window.
+    """
+    if encoder is None:
+        encoder = PatchEncoder(sfreq=sfreq, **encoder_kwargs)
+    elif not isinstance(encoder, PatchEncoder):
+        raise TypeError(
+            f"'encoder' must be a PatchEncoder or None, but got {type(encoder).__name__}."
+        )
+    elif encoder_kwargs:
+        raise ValueError(
+            f"Encoder settings {sorted(encoder_kwargs)} cannot be given together with "
+            "an 'encoder' instance."
+        )
+    elif abs(encoder.sfreq - sfreq) > 1e-6:
+        raise ValueError(
+            f"The encoder was pretrained at sfreq={encoder.sfreq} Hz but the data has "
+            f"sfreq={sfreq} Hz; resample the data to {encoder.sfreq} Hz (braindecode's "
+            "Preprocessor 'resample') rather than the encoder."
+        )
+    if n_times < encoder.patch_size:
+        raise ValueError(
+            f"A patch of patch_seconds={encoder.patch_seconds} s ({encoder.patch_size} "
+            f"samples) is longer than the window, n_times={n_times}; windows must not be "
+            "shorter than one patch."
+        )
+    return encoder

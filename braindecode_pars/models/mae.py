@@ -69,7 +69,7 @@ class MAE(PretextModel):
             n_times,
             input_window_seconds,
             sfreq,
-            encoder=encoder,
+            encoder,
             **encoder_kwargs,
         )
         self.mask_ratio = mask_ratio

@@ -60,7 +60,7 @@ class MP3(PretextModel):
             n_times,
             input_window_seconds,
             sfreq,
-            encoder=encoder,
+            encoder,
             **encoder_kwargs,
         )
         self.mask_ratio = mask_ratio

@@ -108,13 +108,13 @@ class PARS(PretextModel):
                 "patch(es); PARS needs at least 2 position-masked patches to form a pair."
             )
         super().__init__(
-            n_outputs=n_outputs,
-            n_chans=n_chans,
-            chs_info=chs_info,
-            n_times=n_times,
-            input_window_seconds=input_window_seconds,
-            sfreq=sfreq,
-            encoder=encoder,
+            n_outputs,
+            n_chans,
+            chs_info,
+            n_times,
+            input_window_seconds,
+            sfreq,
+            encoder,
             **encoder_kwargs,
         )
         self.n_patches = n_patches

@@ -6,7 +6,7 @@ import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .encoder import PatchEncoder
+from .encoder import checked_encoder
 
 #: Encoder settings a pretext model forwards to the PatchEncoder it builds.
 ENCODER_PARAMS = (
@@ -62,14 +62,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
     ):
         if encoder is not None and sfreq is None and input_window_seconds is None:
             sfreq = encoder.sfreq
-        super().__init__(
-            n_outputs=n_outputs,
-            n_chans=n_chans,
-            chs_info=chs_info,
-            n_times=n_times,
-            input_window_seconds=input_window_seconds,
-            sfreq=sfreq,
-        )
+        super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         if self.n_chans != 1:
             raise ValueError(
                 f"{type(self).__name__} pretrains on single-channel windows: 'n_chans' must "
@@ -82,30 +75,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
                 f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
                 f"encoder settings are {list(ENCODER_PARAMS)}."
             )
-        if encoder is None:
-            encoder = PatchEncoder(sfreq=self.sfreq, **encoder_kwargs)
-        else:
-            if not isinstance(encoder, PatchEncoder):
-                raise TypeError(
-                    f"'encoder' must be a PatchEncoder or None, but got {type(encoder).__name__}."
-                )
-            if encoder_kwargs:
-                raise ValueError(
-                    f"Encoder settings {sorted(encoder_kwargs)} cannot be given together with "
-                    "an 'encoder' instance."
-                )
-            if abs(encoder.sfreq - self.sfreq) > 1e-6:
-                raise ValueError(
-                    f"The encoder was built for sfreq={encoder.sfreq} Hz but the data has "
-                    f"sfreq={self.sfreq} Hz; resample the data (braindecode's Preprocessor "
-                    "'resample') rather than the encoder."
-                )
-        self.encoder = encoder
-        if self.n_times < encoder.patch_size:
-            raise ValueError(
-                f"A patch of patch_seconds={encoder.patch_seconds} s ({encoder.patch_size} "
-                f"samples) is longer than the window, n_times={self.n_times}."
-            )
+        self.encoder = checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
 
     @property
     def n_fixed_patches(self):
@@ -153,17 +123,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
 
     def check_input(self, X):
         """Raise unless ``X`` is (batch, 1, n_times) with exactly this model's n_times."""
-        if not torch.is_tensor(X) or X.dim() != 3 or X.shape[1] != 1:
-            shape = tuple(X.shape) if hasattr(X, "shape") else type(X).__name__
-            raise ValueError(
-                "'X' must be a tensor of shape (batch, 1, n_times) holding one channel, "
-                f"but got shape {shape}."
-            )
-        if X.shape[-1] != self.n_times:
-            raise ValueError(
-                f"'X' windows hold {X.shape[-1]} samples but the model was built for "
-                f"n_times={self.n_times}."
-            )
+        self.encoder.check_input(X, n_times=self.n_times)
 
 
 def pretext_skill(loss, trivial_loss):

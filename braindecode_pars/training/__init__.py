@@ -1,6 +1,6 @@
 """Training: skorch pretraining, schedules, checkpoints, fine-tuning defaults."""
 
-from .checkpoints import EncoderCheckpoint, StateCheckpoint, load_encoder, save_encoder
+from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .distributed import init_distributed
 from .pretrain import PretextLoss, PretextSkill, PretrainNet
 from .run import pretrain
@@ -14,8 +14,6 @@ __all__ = [
     "StateCheckpoint",
     "WarmupCosineLR",
     "init_distributed",
-    "load_encoder",
     "pretrain",
-    "save_encoder",
     "warmup_cosine_factor",
 ]

@@ -1,24 +1,21 @@
-"""Fine-tuning as the paper does it (section 2.5), through braindecode's EEGClassifier."""
+"""Pieces of fine-tuning: class weights, the in-memory best epoch, augmentation, crops."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import torch
-from braindecode import EEGClassifier
 from braindecode.augmentation import (
-    AugmentedDataLoader,
     ChannelsDropout,
     FTSurrogate,
     SmoothTimeMask,
 )
+from sklearn.metrics import balanced_accuracy_score
 from sklearn.utils import check_random_state
-from skorch.callbacks import Checkpoint, EpochScoring, ProgressBar
-from skorch.dataset import ValidSplit
-from skorch.helper import predefined_split
-
-from ..metrics import balanced_accuracy
+from sklearn.utils.class_weight import compute_class_weight
+from skorch.callbacks import Callback, Checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +23,68 @@ logger = logging.getLogger(__name__)
 def class_weights(y, n_classes):
     """Cross-entropy weights by class frequency: ``n / (n_classes * count_c)``.
 
-    A class absent from ``y`` gets weight 1: training never sees it, and a
-    validation batch holding only that class (crops of one window share a batch)
+    scikit-learn's ``compute_class_weight("balanced")`` when every class is in
+    ``y``; a class absent from ``y`` (held out whole by a validation split) gets
+    weight 1: training never sees it, and a validation batch holding only that class
     keeps a finite loss, where weight 0 would give 0 / 0.
+
+    Returns
+    -------
+    weights : torch.Tensor, shape (n_classes,), float32
     """
-    counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_classes).astype(np.float64)
-    weights = np.where(counts > 0, len(y) / (n_classes * np.maximum(counts, 1)), 1.0)
+    y = np.asarray(y, dtype=np.int64)
+    present = np.unique(y)
+    weights = np.ones(n_classes)
+    balanced = compute_class_weight("balanced", classes=present, y=y)  # n / (n_present c)
+    weights[present] = balanced * len(present) / n_classes
     return torch.as_tensor(weights, dtype=torch.float32)
+
+
+class BestState(Callback):
+    """Keep, in memory, the module's parameters of the epoch with the best ``monitor``
+    (skorch's ``valid_loss_best`` by default) and load them when training ends.
+
+    skorch's ``Checkpoint(load_best=True)`` does the same through files; this one
+    writes nothing, so a fit leaves no file behind. The copy is on the CPU.
+    """
+
+    def __init__(self, monitor="valid_loss_best"):
+        self.monitor = monitor
+
+    def initialize(self):
+        self.state_ = None
+        self.epoch_ = None
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        if net.history[-1, self.monitor]:
+            self.state_ = {
+                k: v.detach().to("cpu", copy=True) for k, v in net.module_.state_dict().items()
+            }
+            self.epoch_ = len(net.history)
+
+    def on_train_end(self, net, **kwargs):
+        if self.state_ is not None:
+            net.module_.load_state_dict(self.state_)
+            logger.debug("Loaded the parameters of epoch %d (best %s).", self.epoch_, self.monitor)
+
+
+def best_epoch(checkpoint_dir=None):
+    """The callback that restores the epoch of lowest validation loss at the end of
+    training: :class:`BestState` (in memory, no file), or, with ``checkpoint_dir``,
+    skorch's ``Checkpoint`` writing ``<checkpoint_dir>/finetune/best_params.pt``."""
+    if checkpoint_dir is None:
+        return BestState("valid_loss_best")
+    return Checkpoint(
+        monitor="valid_loss_best",
+        dirname=str(Path(checkpoint_dir) / "finetune"),
+        f_params="best_params.pt",
+        f_optimizer=None,
+        f_criterion=None,
+        f_history=None,
+        load_best=True,
+        sink=logger.debug,
+    )
 
 
 #: Names ``PARSClassifier(augmentation=...)`` accepts for a preset.
@@ -57,96 +109,6 @@ def standard_augmentation(sfreq, probability=0.5, random_state=None):
     ]
 
 
-def _valid_balanced_accuracy(net, X, y):
-    return balanced_accuracy(np.asarray(y), net.predict(X))
-
-
-def make_finetune_net(
-    module,
-    module_kwargs,
-    y_train,
-    n_classes,
-    checkpoint_dir,
-    valid_dataset=None,
-    max_epochs=200,
-    batch_size=64,
-    lr=1e-4,
-    weight_decay=1e-4,
-    valid_fraction=0.2,
-    random_state=None,
-    device="cpu",
-    progress_bar=False,
-    callbacks=None,
-    transforms=None,
-    validation=True,
-    optimizer_param_groups=None,
-):
-    """braindecode ``EEGClassifier`` with the paper's fine-tuning settings.
-
-    ``module`` is a model class and ``module_kwargs`` its arguments (given to the net
-    as ``module__<name>``, so that skorch builds the model at ``initialize``).
-
-    Cross-entropy weighted by class frequency (:func:`class_weights`), AdamW with the
-    pretraining's learning rate and weight decay (1e-4 each), a validation set
-    (``valid_dataset``, or a stratified ``valid_fraction`` of the training data), and
-    the parameters of the epoch with the lowest validation loss restored at the end
-    of training (``Checkpoint(load_best=True)`` in ``checkpoint_dir``).
-    The validation balanced accuracy is recorded as ``valid_bal_acc`` each epoch.
-    ``transforms`` (braindecode augmentations) are applied to training batches only,
-    through braindecode's ``AugmentedDataLoader``. ``validation=False`` trains on
-    all of the given data for ``max_epochs`` and keeps the last epoch (no split, no
-    best-epoch restore). ``optimizer_param_groups`` is skorch's
-    ``optimizer__param_groups`` (e.g. ``[("encoder.*", {"lr": 1e-5})]``).
-    """
-    scoring = EpochScoring(
-        _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False, on_train=False
-    )
-    best = Checkpoint(
-        monitor="valid_loss_best",
-        dirname=str(checkpoint_dir),
-        f_params="best_params.pt",
-        f_optimizer=None,
-        f_criterion=None,
-        f_history=None,
-        load_best=True,
-        sink=logger.debug,
-    )
-    cbs = [("valid_bal_acc", scoring), ("best_valid_loss", best)] if validation else []
-    if progress_bar:
-        cbs.append(("progress_bar", ProgressBar()))
-    cbs += list(callbacks or [])
-    augment = {}
-    if transforms:
-        augment = dict(
-            iterator_train=AugmentedDataLoader, iterator_train__transforms=list(transforms)
-        )
-    return EEGClassifier(
-        module,
-        **{f"module__{k}": v for k, v in module_kwargs.items()},
-        criterion=torch.nn.CrossEntropyLoss,
-        criterion__weight=class_weights(y_train, n_classes),
-        optimizer=torch.optim.AdamW,
-        optimizer__weight_decay=weight_decay,
-        lr=lr,
-        max_epochs=max_epochs,
-        batch_size=batch_size,
-        train_split=(
-            None
-            if not validation
-            else predefined_split(valid_dataset)
-            if valid_dataset is not None
-            else ValidSplit(valid_fraction, stratified=True, random_state=random_state)
-        ),
-        iterator_train__drop_last=False,
-        callbacks=cbs,
-        classes=list(range(n_classes)),
-        device=device,
-        verbose=0,
-        **({"optimizer__param_groups": optimizer_param_groups} if optimizer_param_groups else {}),
-        **augment,
-    )
-
-
 def crop_starts(n_times, n_crop, n_crops):
     """Starts of ``n_crops`` crops of ``n_crop`` samples spread evenly over a window.
 
@@ -162,8 +124,8 @@ def crop_starts(n_times, n_crop, n_crops):
 class RandomCrops(torch.utils.data.Dataset):
     """Items ``(x, y)`` of ``dataset`` cut to a random crop of ``n_crop`` samples.
 
-    Every read draws a new start from torch's global generator (seeded by
-    ``PARSClassifier``'s ``random_state``), so each epoch sees other crops of the
+    Every read draws a new start from torch's generator (inside
+    ``PARSClassifier.fit``, seeded by its ``random_state``), so each epoch sees other crops of the
     same labelled windows: training on crops, as braindecode's cropped decoding
     does, with the crops drawn rather than enumerated.
     """
@@ -215,3 +177,43 @@ class FixedCrops(torch.utils.data.Dataset):
         return crop_values.reshape(
             len(self.dataset), len(self.starts), *crop_values.shape[1:]
         ).mean(1)
+
+
+class CodedWindows(torch.utils.data.Dataset):
+    """Windows (an array, n_windows x n_chans x n_times) with integer class codes:
+    items ``(x, code)``; ``indices`` selects windows (None: all)."""
+
+    def __init__(self, X, codes, indices=None):
+        self.X = X
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.indices = np.arange(len(X)) if indices is None else np.asarray(indices)
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        j = int(self.indices[i])
+        return torch.as_tensor(self.X[j]), int(self.codes[j])
+
+    def targets(self):
+        """The code of every item."""
+        return self.codes[self.indices]
+
+
+def _codes(dataset):
+    """The class code of every item of a fine-tuning dataset (crops included)."""
+    if isinstance(dataset, FixedCrops):
+        return np.repeat(_codes(dataset.dataset), len(dataset.starts))
+    if isinstance(dataset, RandomCrops):
+        return _codes(dataset.dataset)
+    return dataset.targets()
+
+
+def _valid_balanced_accuracy(net, dataset, y=None):
+    """Balanced accuracy of the items of ``dataset`` (each crop is an item)."""
+    from braindecode import (
+        EEGClassifier,  # the net's own prediction, without PARSClassifier's reading of X
+    )
+
+    proba = EEGClassifier.predict_proba(net, dataset)
+    return balanced_accuracy_score(_codes(dataset), proba.argmax(axis=1))

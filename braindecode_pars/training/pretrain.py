@@ -21,6 +21,7 @@ from ..datasets.single_channel import SingleChannelWindows
 from ..models.pretext import PretextModel, pretext_skill
 from . import distributed
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
+from .interrupt import PropagateInterrupt
 from .schedule import WarmupCosineLR
 
 logger = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class _SamplerEpoch(Callback):
             sampler.set_epoch(len(net.history))
 
 
-class PretrainNet(NeuralNet):
+class PretrainNet(PropagateInterrupt, NeuralNet):
     """skorch net that pretrains a pretext model (PARS, MAE, MP3, DropPos) on unlabelled data.
 
     ``fit(dataset)`` takes any dataset of ``(x, y)`` items with ``x`` a

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..hub import save_encoder
 from ..models import PRETEXT_MODELS
 from . import distributed
-from .checkpoints import save_encoder
 from .pretrain import PretrainNet
 
 logger = logging.getLogger(__name__)
@@ -27,6 +27,7 @@ def pretrain(
     progress_bar=True,
     valid_fraction=None,
     encoder_kwargs=None,
+    weight_decay=1e-4,
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -48,6 +49,8 @@ def pretrain(
         DataLoader worker processes.
     valid_fraction : float | None
         Share of the windows held out to measure the validation pretext skill.
+    weight_decay : float
+        AdamW's weight decay (paper: 1e-4).
     encoder_kwargs : dict | None
         ``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, ``patch_seconds``; the
         paper's values by default.
@@ -83,8 +86,18 @@ def pretrain(
         progress_bar=progress_bar,
         valid_fraction=valid_fraction,
         iterator_train__num_workers=num_workers,
+        optimizer__weight_decay=weight_decay,
     )
-    logger.info("Pretraining %s on %d windows.", type(model).__name__, len(view))
+    logger.info(
+        "Pretraining %s (%d parameters) on %d single-channel windows of %d samples for %d "
+        "epochs on %s.",
+        type(model).__name__,
+        sum(p.numel() for p in model.parameters()),
+        len(view),
+        view.n_times,
+        max_epochs,
+        device,
+    )
     net.fit(view)
     if checkpoint_dir is not None and distributed.rank() == 0:
         save_encoder(net.encoder, Path(checkpoint_dir) / "encoder.pt")

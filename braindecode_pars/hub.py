@@ -1,0 +1,250 @@
+"""Encoders on disk: the shipped ones by name, saving, loading, and exporting a run.
+
+- :data:`PRETRAINED_ENCODERS`, :func:`pretrained_path`: the encoders shipped with the
+  package, in the package-data folder ``braindecode_pars/pretrained/<name>/``;
+- :func:`save_encoder`, :func:`load_encoder`: one :class:`PatchEncoder` in one file,
+  or (loading) a shipped name or a folder in braindecode's Hugging Face layout;
+- :func:`save_pretrained_encoder`, :func:`load_pretext_model`: that layout
+  (``config.json`` and ``model.safetensors``, read by
+  :meth:`PatchEncoder.from_pretrained <braindecode_pars.PatchEncoder>`), optionally with
+  the whole pretext model (``pretext.safetensors`` and ``pretext.json``);
+- :func:`export_run`: a pretraining run's last state to that layout, for sharing.
+
+This module reads the files the training callbacks write; it imports nothing from
+:mod:`braindecode_pars.training`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .models import PRETEXT_MODELS
+from .models.encoder import PatchEncoder
+
+#: Names of the shipped encoders.
+PRETRAINED_ENCODERS = ("pars-small",)
+
+#: PatchEncoder settings written beside its weights.
+_ENCODER_CONFIG = ("sfreq", "patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob")
+
+#: The pretext model's settings in a run's ``config.json``: (constructor name, key).
+_RUN_MODEL_SETTINGS = (
+    ("n_patches", "n_patches"),
+    ("pos_mask_ratio", "pos_mask_ratio"),
+    ("sampling", "sampling"),
+    ("decoder", "decoder_name"),
+    ("mask_ratio", "mask_ratio"),
+)
+
+
+def pretrained_path(name):
+    """Folder of the shipped encoder ``name``."""
+    if name not in PRETRAINED_ENCODERS:
+        allowed = ", ".join(repr(n) for n in PRETRAINED_ENCODERS)
+        raise ValueError(
+            f"Invalid value for the encoder name. Allowed values are {allowed}, but got "
+            f"{name!r} instead."
+        )
+    return Path(resources.files("braindecode_pars.pretrained") / name)
+
+
+def _atomic_save(obj, path):
+    """``torch.save`` to a temporary file, then rename: a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def save_encoder(encoder, path, **extra):
+    """Save a :class:`PatchEncoder` with what is needed to rebuild it.
+
+    Parameters
+    ----------
+    encoder : PatchEncoder
+    path : str | Path
+        File to write (atomically).
+    **extra
+        Anything else worth keeping with the weights (e.g. ``epoch``, ``train_loss``).
+    """
+    config = {name: getattr(encoder, name) for name in _ENCODER_CONFIG}
+    activation = type(encoder.blocks[0].ff[1])
+    config["activation"] = activation.__name__
+    state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
+    _atomic_save({"config": config, "state_dict": state, **extra}, path)
+
+
+def load_encoder(path_or_encoder, map_location="cpu"):
+    """Load a :class:`PatchEncoder` by name, from a folder or from a file.
+
+    Parameters
+    ----------
+    path_or_encoder : str | Path | PatchEncoder
+        - the name of an encoder shipped with the package (``"pars-small"``, see
+          :data:`PRETRAINED_ENCODERS`);
+        - a folder written by ``encoder.save_pretrained(folder)`` (braindecode's
+          Hugging Face layout: ``config.json`` and ``model.safetensors``), e.g. by
+          :func:`save_pretrained_encoder` or :func:`export_run`;
+        - a file written by :func:`save_encoder`;
+        - an encoder, returned as it is.
+
+    Returns
+    -------
+    encoder : PatchEncoder
+    """
+    if isinstance(path_or_encoder, PatchEncoder):
+        return path_or_encoder
+    if isinstance(path_or_encoder, str) and path_or_encoder in PRETRAINED_ENCODERS:
+        path_or_encoder = pretrained_path(path_or_encoder)
+    path = Path(path_or_encoder)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(
+                f"'{path}' is a folder without config.json: not an encoder saved with "
+                "save_pretrained."
+            )
+        return PatchEncoder.from_pretrained(str(path), map_location=map_location).eval()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"No saved encoder at '{path}' (and it is not one of the shipped encoders: "
+            f"{', '.join(PRETRAINED_ENCODERS)})."
+        )
+    try:
+        saved = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # a truncated download, a file of another kind
+        raise ValueError(
+            f"'{path}' is not an encoder saved by braindecode_pars.save_encoder: torch could "
+            f"not read it ({type(err).__name__}: {err})."
+        ) from err
+    if not isinstance(saved, dict) or "config" not in saved or "state_dict" not in saved:
+        raise ValueError(f"'{path}' is not an encoder saved by braindecode_pars.save_encoder.")
+    config = dict(saved["config"])
+    config["activation"] = getattr(nn, config.pop("activation"))
+    encoder = PatchEncoder(**config)
+    encoder.load_state_dict(saved["state_dict"])
+    return encoder
+
+
+def unwrapped_state_dict(state):
+    """A state dict without the key prefixes of torch.compile and DistributedDataParallel.
+
+    A module compiled with ``torch.compile`` saves its keys under ``_orig_mod.`` (at
+    any depth, where a submodule was compiled); one wrapped in
+    ``DistributedDataParallel`` under ``module.``. Every ``_orig_mod`` part is
+    dropped, and a leading ``module.`` is dropped while every key has one.
+    """
+    state = {
+        ".".join(part for part in key.split(".") if part != "_orig_mod"): value
+        for key, value in state.items()
+    }
+    while state and all(key.startswith("module.") for key in state):
+        state = {key[len("module.") :]: value for key, value in state.items()}
+    return state
+
+
+def load_pretext_model(name_or_path):
+    """The whole pretext model (encoder and decoder) saved beside a shipped encoder.
+
+    Parameters
+    ----------
+    name_or_path : str | Path
+        A shipped name (``"pars-small"``) or a folder written by
+        :func:`save_pretrained_encoder` with ``pretext=...`` (or by :func:`export_run`).
+
+    Returns
+    -------
+    model : PARS | MAE | MP3 | DropPos
+    """
+    from safetensors.torch import load_file
+
+    folder = Path(name_or_path)
+    if str(name_or_path) in PRETRAINED_ENCODERS:
+        folder = pretrained_path(str(name_or_path))
+    spec = json.loads((folder / "pretext.json").read_text())
+    method = spec.pop("method")
+    model = PRETEXT_MODELS[method](**spec)
+    model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
+    return model.eval()
+
+
+def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None):
+    """Save an encoder in the Hugging Face layout (and optionally its pretext model).
+
+    ``encoder.save_pretrained(folder)`` writes ``config.json`` and
+    ``model.safetensors``; braindecode's extra ``pytorch_model.bin`` is removed to
+    keep the folder small. ``pretext`` (a pretext model) is written as
+    ``pretext.safetensors`` with ``pretext_spec`` (its constructor arguments and
+    ``method``) as ``pretext.json``.
+    """
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    encoder.save_pretrained(folder)
+    if (folder / "pytorch_model.bin").is_file():  # the same weights again, as a pickle
+        (folder / "pytorch_model.bin").unlink()
+    if pretext is not None:
+        state = {k: v.detach().cpu().contiguous() for k, v in pretext.state_dict().items()}
+        save_file(unwrapped_state_dict(state), folder / "pretext.safetensors")
+        (folder / "pretext.json").write_text(json.dumps(pretext_spec, indent=1))
+    return folder
+
+
+def run_state(run_dir):
+    """The folder of the last complete state of a pretraining run, or None.
+
+    The state is written by :class:`~braindecode_pars.training.StateCheckpoint`:
+    ``<run_dir>/state.json`` names a folder holding ``params.pt``, ``optimizer.pt``
+    and ``history.json``.
+    """
+    pointer = Path(run_dir) / "state.json"
+    if not pointer.is_file():
+        return None
+    folder = Path(run_dir) / json.loads(pointer.read_text())["state"]
+    return folder if (folder / "params.pt").is_file() else None
+
+
+def export_run(run_dir, folder):
+    """Export a pretraining run (a :class:`PretrainNet` ``checkpoint_dir``) for sharing.
+
+    Rebuilds the pretext model from the run's ``config.json``, loads the parameters
+    of its last complete state (a run trained with ``compile=True`` or under
+    ``torchrun`` too: their ``_orig_mod.`` and ``module.`` key prefixes are dropped,
+    see :func:`unwrapped_state_dict`), and writes the encoder in the Hugging Face
+    layout (:func:`save_pretrained_encoder`, with the pretext model) plus the run's
+    history without its batches (``pretrain_history.json``) and settings
+    (``run_config.json``).
+
+    Returns
+    -------
+    folder : Path
+    """
+    run_dir = Path(run_dir)
+    config = json.loads((run_dir / "config.json").read_text())
+    state = run_state(run_dir)
+    if state is None:
+        raise FileNotFoundError(f"'{run_dir}' holds no saved training state.")
+    method = config["model"].lower()
+    spec = {"method": method, "n_times": config["n_times"], "sfreq": config["sfreq"]}
+    for name, key in _RUN_MODEL_SETTINGS:
+        if key in config:
+            spec[name] = config[key]
+    for name in ("patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob"):
+        spec[name] = config[f"encoder.{name}"]
+    kwargs = {k: v for k, v in spec.items() if k != "method"}
+    model = PRETEXT_MODELS[method](**kwargs)
+    params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)
+    model.load_state_dict(unwrapped_state_dict(params))
+    folder = save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
+    history = json.loads((state / "history.json").read_text())
+    history = [{k: v for k, v in row.items() if k != "batches"} for row in history]
+    (folder / "pretrain_history.json").write_text(json.dumps(history, indent=1))
+    (folder / "run_config.json").write_text(json.dumps(config, indent=1))
+    return folder

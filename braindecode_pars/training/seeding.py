@@ -1,0 +1,44 @@
+"""Randomness that stays inside a fit: seeded generators, global state left as found."""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numpy as np
+import torch
+
+
+def fit_seed(random_state):
+    """The seed of one fit: ``random_state``, or fresh entropy from the operating
+    system when it is None (numpy's global generator is not touched)."""
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+        raise TypeError(
+            f"'random_state' must be an int or None, but got {type(random_state).__name__} "
+            f"({random_state!r})."
+        )
+    return int(random_state)
+
+
+@contextlib.contextmanager
+def isolated_random_state(seed, device="cpu"):
+    """Seed torch's generators with ``seed`` inside the block, and give torch's and
+    numpy's global generators back as they were when it ends (also on error).
+
+    Model initialisation, dropout, batch shuffling and the random draws of the
+    pretext models and crops inside the block all come from torch's generator,
+    seeded here; what the caller's code drew before and draws after is unchanged.
+    """
+    device = torch.device(device)
+    devices = []
+    if device.type == "cuda":
+        devices = [device.index if device.index is not None else torch.cuda.current_device()]
+    numpy_state = np.random.get_state()  # noqa: NPY002 (the legacy global is what we keep)
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)  # noqa: NPY002

@@ -1,0 +1,125 @@
+"""The package's layout: no import cycle between its modules, even through lazy imports."""
+
+import ast
+import importlib.util
+from pathlib import Path
+
+PACKAGE = "braindecode_pars"
+#: The package's folder, found without importing (running) it.
+ROOT = Path(importlib.util.find_spec(PACKAGE).submodule_search_locations[0]).resolve()
+
+
+def _module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join([PACKAGE, *parts])
+
+
+def _modules():
+    """Every module of the package: name -> (path, is a package ``__init__``)."""
+    return {
+        _module_name(path): (path, path.name == "__init__.py")
+        for path in sorted(ROOT.rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
+
+
+def _resolve(name, modules):
+    """``name`` if it is a module of the package, else the nearest package that is."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module, path, is_package, modules):
+    """The package modules that ``module`` imports, at module level or in a function.
+
+    ``from X import a`` depends on ``X.a`` when that is a submodule, else on ``X``
+    (whose ``__init__`` defines or re-exports ``a``).
+    """
+    base = module if is_package else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                source = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            names = [f"{source}.{alias.name}" for alias in node.names]
+            names = [n if n in modules else source for n in names]
+        else:
+            continue
+        for name in names:
+            target = _resolve(name, modules) if name.startswith(PACKAGE) else None
+            if target is not None and target != module:
+                found.add(target)
+    return found
+
+
+def import_graph():
+    modules = _modules()
+    return {
+        name: _imports(name, path, is_package, modules)
+        for name, (path, is_package) in modules.items()
+    }
+
+
+def find_cycle(graph):
+    """One cycle of ``graph`` as a list of nodes (first == last), or None."""
+    state = {}  # 1: on the current path, 2: done
+    stack = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle_and_the_graph_is_complete():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    graph = import_graph()
+    assert "braindecode_pars.hub" in graph["braindecode_pars"]
+    assert "braindecode_pars.hub" in graph["braindecode_pars.training.checkpoints"]
+    assert "braindecode_pars.datasets.windowing" in graph["braindecode_pars.datasets.eegmat"]
+
+
+def test_no_module_of_the_package_imports_itself_back():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "Import cycle: " + " -> ".join(cycle)
+
+
+def test_the_hub_does_not_import_training():
+    assert not any(m.startswith("braindecode_pars.training") for m in _closure("hub"))
+
+
+def _closure(name):
+    graph = import_graph()
+    seen, todo = set(), [f"{PACKAGE}.{name}"]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
