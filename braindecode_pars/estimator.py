@@ -322,8 +322,7 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
             (``clf.set_fit_request(groups=True)``), ``cross_val_score(..., params=
             {"groups": g})`` hands them to ``fit`` as well as to the splitter.
         X_unlabeled : windows or ndarray, like ``X`` | list of them | None
-            More windows for pretraining only, at least ``pretrain_window_seconds``
-            long.
+            More windows for pretraining only, at least ``pretrain_window_seconds`` long.
         X_valid, y_valid : like ``X`` and ``y`` | None
             A fixed validation set for choosing the best epoch.
 
@@ -424,19 +423,11 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         if epochs is None:  # the step budget, over the windows left for training
             epochs = epochs_for_steps(settings["steps"], len(view), settings["batch_size"], valid)
         folder = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / "pretrain"
+        run = dict(max_epochs=epochs, lr=settings["lr"], batch_size=settings["batch_size"])
+        run.update(device=self.device, valid_fraction=valid, progress_bar=bool(self.verbose))
+        run["weight_decay"] = self.get_params_for("optimizer").get("weight_decay", 0.0)
         net = pretrain(
-            view,
-            self.pretrain,
-            checkpoint_dir=folder,
-            max_epochs=epochs,
-            batch_size=settings["batch_size"],
-            lr=settings["lr"],
-            device=self.device,
-            progress_bar=bool(self.verbose),
-            valid_fraction=valid,
-            encoder_kwargs=size,
-            weight_decay=self.get_params_for("optimizer").get("weight_decay", 0.0),
-            **self._pretext_params(),
+            view, self.pretrain, folder, encoder_kwargs=size, **run, **self._pretext_params()
         )
         return net.encoder.cpu(), net.history
 
@@ -454,10 +445,10 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
 
     # -- skorch hooks --------------------------------------------------------------------
     def _set_signal_args(self, X, y, classes):
-        """The module's signal arguments come from ``fit`` (:meth:`get_params_for`)."""
+        """No inference: the module's signal arguments come from ``fit``."""
 
     def check_data(self, X, y):
-        """``fit`` has checked the data already."""
+        """No check: ``fit`` has checked the data already."""
 
     def get_params_for(self, prefix):
         """skorch's, plus what ``fit`` resolved: the module's signal arguments and
@@ -572,9 +563,7 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         """Each window's embedding: the spatial head's pooled token, shape
         (n_windows, emb_dim) (the mean over crops when the model was fitted on crops).
 
-        For a scikit-learn pipeline on the learned features, e.g.
-        ``make_pipeline(PARSClassifier(...), LogisticRegression())``.
-        """
+        E.g. ``make_pipeline(PARSClassifier(...), LogisticRegression())``."""
         self._check_fitted()
         windows = self._windows(self._read(X, fitted=True))
         dataset = windows

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from skorch.callbacks import Callback
 
 torch.set_num_threads(2)
 
@@ -11,3 +12,54 @@ def _seed():
 
 #: A small encoder configuration that keeps unit tests fast.
 TINY = dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32)
+
+
+class InterruptAt(Callback):
+    """A skorch callback that raises KeyboardInterrupt (Ctrl-C) at the end of ``epoch``."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            raise KeyboardInterrupt
+
+
+#: PARSClassifier settings that keep unit tests fast: a 16-feature, one-block encoder,
+#: 2 pretraining and 4 fine-tuning epochs of batch 16, quiet. Add ``sfreq`` for arrays;
+#: override what a test needs (``dict(SMALL_CLASSIFIER, pretrain_epochs=0)``).
+SMALL_CLASSIFIER = dict(
+    encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
+    n_patches=6,
+    pretrain_epochs=2,
+    pretrain_batch_size=16,
+    max_epochs=4,
+    batch_size=16,
+    random_state=0,
+    verbose=0,
+)
+
+
+@pytest.fixture(scope="session")
+def ysyw(tmp_path_factory):
+    """A small YSYW layout, ``(root, stages)`` (see ``ysyw_fixtures.make_ysyw``)."""
+    from .ysyw_fixtures import make_ysyw
+
+    return make_ysyw(tmp_path_factory.mktemp("ysyw"))
+
+
+@pytest.fixture(scope="session")
+def eesm17(tmp_path_factory):
+    """A small EESM17 BIDS dataset, ``(root, stages)`` (see ``bids_fixtures.make_eesm17``)."""
+    from .bids_fixtures import make_eesm17
+
+    return make_eesm17(tmp_path_factory.mktemp("bids"))
+
+
+@pytest.fixture(scope="session")
+def tuh_corpora(tmp_path_factory):
+    """Small TUAB, TUSZ and TUEG folders in TUH's layouts, by name (see ``tuh_fixtures``)."""
+    from .tuh_fixtures import make_tuab, make_tueg, make_tusz
+
+    root = tmp_path_factory.mktemp("tuh")
+    return {"tuab": make_tuab(root), "tusz": make_tusz(root), "tueg": make_tueg(root)}

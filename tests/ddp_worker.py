@@ -5,30 +5,19 @@ from pathlib import Path
 
 import torch
 
-from braindecode_pars import PARS, PretrainNet
+from braindecode_pars import PretrainNet
 from braindecode_pars.training import init_distributed
 from braindecode_pars.training.distributed import rank, world_size
+from tests.ramp_fixtures import ramp_dataset, ramp_pars
 
 
 def main(out):
     out = Path(out)
     device = init_distributed("cpu")
     torch.manual_seed(0)  # the same initial weights on every rank, the same data
-    n, T = 64, 300
-    t = torch.linspace(0, 1, T)
-    X = (torch.rand(n, 1, 1) * 4 + 0.5) * t + torch.randn(n, 1, 1) + 0.01 * torch.randn(n, 1, T)
-    data = torch.utils.data.TensorDataset(X, torch.zeros(n))
+    data = ramp_dataset()  # 64 windows of 300 samples, as tests/test_training.py
     torch.manual_seed(100 + rank())  # different patch draws on each rank
-    model = PARS(
-        n_times=T,
-        sfreq=10,
-        n_patches=12,
-        pos_mask_ratio=0.75,
-        emb_dim=32,
-        depth=1,
-        n_heads=4,
-        ff_dim=32,
-    )
+    model = ramp_pars(emb_dim=32, depth=1, n_heads=4, ff_dim=32)
     net = PretrainNet(
         model,
         max_epochs=25,

@@ -8,7 +8,7 @@ from braindecode_pars import PARSClassifier
 from braindecode_pars.models import MAE, MP3, DropPos
 from braindecode_pars.models.encoder import sinusoidal_embedding
 
-from .conftest import TINY
+from .conftest import SMALL_CLASSIFIER, TINY
 
 SIG = dict(n_times=300, sfreq=10)  # 30 patches of 10 samples
 
@@ -195,17 +195,7 @@ def test_every_pretext_task_pretrains_and_fine_tunes_through_the_estimator(pretr
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 3, 400)).astype(np.float32)
     y = np.repeat([0, 1], 12)
-    clf = PARSClassifier(
-        pretrain=pretrain,
-        encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
-        n_patches=8,
-        pretrain_epochs=2,
-        pretrain_batch_size=8,
-        max_epochs=2,
-        batch_size=8,
-        sfreq=100,
-        random_state=0,
-    ).fit(X, y)
+    clf = PARSClassifier(pretrain=pretrain, sfreq=100, **SMALL_CLASSIFIER).fit(X, y)
     assert len(clf.pretrain_history_) == 2
     assert np.isfinite(clf.pretrain_history_[:, "train_loss"]).all()
     assert clf.predict(X).shape == (24,)

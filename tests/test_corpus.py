@@ -9,19 +9,11 @@ from braindecode_pars.datasets import (
 )
 from braindecode_pars.datasets.tuh import tuh_subjects
 
-from .tuh_fixtures import make_tuab, make_tueg, make_tusz
-from .ysyw_fixtures import make_ysyw
-
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sources")
-    return {
-        "ysyw_path": make_ysyw(root / "ysyw")[0],
-        "tueg_path": make_tueg(root / "tuh"),
-        "tuab_path": make_tuab(root / "tuh"),
-        "tusz_path": make_tusz(root / "tuh"),
-    }
+def sources(ysyw, tuh_corpora):
+    """The arguments of pretraining_corpus: every source's folder."""
+    return {"ysyw_path": ysyw[0], **{f"{k}_path": v for k, v in tuh_corpora.items()}}
 
 
 def test_corpus_combines_sources_without_any_fine_tuning_test_patient(sources, tmp_path):

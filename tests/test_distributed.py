@@ -8,21 +8,15 @@ import torch
 
 from braindecode_pars.training import warmup_cosine_factor
 
+#: Two CPU processes on this machine under torchrun, one thread each, this checkout.
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+
 
 def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     worker = Path(__file__).with_name("ddp_worker.py")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        str(worker),
-        str(tmp_path),
-    ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    cmd = [*TORCHRUN, str(worker), str(tmp_path)]
+    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=False)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=False)
@@ -41,11 +35,10 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
 
 
 def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
     cli = [sys.executable, "-m", "braindecode_pars.cli"]
     subprocess.run(
         [*cli, "store", "--out", str(tmp_path / "store"), "--runs", "1", "2"],
-        env=env,
+        env=ENV,
         check=True,
         capture_output=True,
         timeout=300,
@@ -67,12 +60,7 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
         "cpu",
     ]
     run = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
+        *TORCHRUN,
         "-m",
         "braindecode_pars.cli",
         "pretrain",
@@ -83,12 +71,12 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
         *small,
     ]
     first = subprocess.run(
-        [*run, "--epochs", "2"], env=env, capture_output=True, text=True, timeout=300
+        [*run, "--epochs", "2"], env=ENV, capture_output=True, text=True, timeout=300
     )
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.count("final loss") == 1  # rank 0 reports, rank 1 does not
     again = subprocess.run(
-        [*run, "--epochs", "3"], env=env, capture_output=True, text=True, timeout=300
+        [*run, "--epochs", "3"], env=ENV, capture_output=True, text=True, timeout=300
     )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "3 epochs" in again.stdout and "Resuming pretraining" in again.stderr

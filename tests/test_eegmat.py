@@ -7,14 +7,12 @@ import numpy as np
 import pytest
 import scipy.io
 
-from braindecode_pars.datasets import (
-    EEGMAT_CHANNELS,
-    EEGMAT_CLASSES,
+from braindecode_pars.datasets import EEGMAT_CHANNELS, EEGMAT_CLASSES, read_sleep_edf_mat
+from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     load_eegmat,
     read_eegmat,
-    read_sleep_edf_mat,
 )
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -12,12 +12,7 @@ from braindecode_pars.datasets.eesm17 import (
     load_eesm17,
 )
 
-from .bids_fixtures import make_eesm17
-
-
-@pytest.fixture(scope="module")
-def eesm17(tmp_path_factory):
-    return make_eesm17(tmp_path_factory.mktemp("bids"))
+from .conftest import SMALL_CLASSIFIER
 
 
 def test_bids_recordings_give_ear_eeg_sleep_stage_windows(eesm17):
@@ -83,15 +78,8 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
             seen.append(X.shape)
             return super().forward(X, y)
 
-    clf = PARSClassifier(
-        encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
-        pretrain_epochs=0,
-        max_epochs=2,
-        batch_size=4,
-        random_state=0,
-        valid_fraction=0.5,
-        augmentation=[Recording(probability=1.0)],
-    )
+    params = dict(SMALL_CLASSIFIER, pretrain_epochs=0, max_epochs=2, batch_size=4)
+    clf = PARSClassifier(valid_fraction=0.5, augmentation=[Recording(probability=1.0)], **params)
     clf.fit(windows)
     assert clf.n_crop_ == 3000  # crop_seconds="auto": half of each 30-s window (200 Hz)
     assert seen and all(shape[1:] == (12, 3000) for shape in seen)

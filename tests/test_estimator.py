@@ -13,17 +13,9 @@ from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 
-SMALL = dict(
-    encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
-    n_patches=6,
-    pretrain_epochs=2,
-    pretrain_batch_size=16,
-    max_epochs=4,
-    batch_size=16,
-    sfreq=50,
-    random_state=0,
-    verbose=0,
-)
+from .conftest import SMALL_CLASSIFIER
+
+SMALL = dict(SMALL_CLASSIFIER, sfreq=50)
 
 
 def _toy(n=48, n_chans=3, T=100, seed=0):

@@ -11,22 +11,14 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
-from skorch.callbacks import Callback, EarlyStopping
+from skorch.callbacks import EarlyStopping
 
 from braindecode_pars import PARSClassifier
 
+from .conftest import SMALL_CLASSIFIER, InterruptAt
+
 SFREQ = 50.0
-SMALL = dict(
-    encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
-    n_patches=6,
-    pretrain_epochs=2,
-    pretrain_batch_size=16,
-    max_epochs=4,
-    batch_size=16,
-    sfreq=SFREQ,
-    random_state=0,
-    verbose=0,
-)
+SMALL = dict(SMALL_CLASSIFIER, sfreq=SFREQ)
 
 
 def _toy(n=48, n_chans=3, T=100, seed=0, n_subjects=6):
@@ -144,18 +136,9 @@ def test_groups_reach_fit_through_scikit_learns_metadata_routing():
     assert seen == [True, True] and np.all(np.isfinite(scores))
 
 
-class _InterruptAt(Callback):
-    def __init__(self, epoch):
-        self.epoch = epoch
-
-    def on_epoch_end(self, net, **kwargs):
-        if len(net.history) == self.epoch:
-            raise KeyboardInterrupt
-
-
 def test_ctrl_c_during_fine_tuning_stops_fit():
     X, y, _ = _toy()
-    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "callbacks": [_InterruptAt(2)]})
+    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "callbacks": [InterruptAt(2)]})
     with pytest.raises(KeyboardInterrupt):
         clf.fit(X, y)
     assert len(clf.history_) == 2
@@ -168,7 +151,7 @@ def test_ctrl_c_during_pretraining_stops_fit(monkeypatch):
     original = PretrainNet.get_default_callbacks
 
     def with_interrupt(self):
-        return original(self) + [("interrupt", _InterruptAt(1))]
+        return original(self) + [("interrupt", InterruptAt(1))]
 
     monkeypatch.setattr(PretrainNet, "get_default_callbacks", with_interrupt)
     finetuned = []

@@ -3,23 +3,17 @@ import math
 
 import pytest
 import torch
-from skorch.callbacks import Callback
 
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.hub import load_encoder, save_encoder
 from braindecode_pars.training import PretrainNet, StateCheckpoint, warmup_cosine_factor
 
-from .conftest import TINY
-
-
-def _ramp_dataset(n=64, T=300):
-    t = torch.linspace(0, 1, T)
-    X = (torch.rand(n, 1, 1) * 4 + 0.5) * t + torch.randn(n, 1, 1) + 0.01 * torch.randn(n, 1, T)
-    return torch.utils.data.TensorDataset(X, torch.zeros(n))
+from .conftest import TINY, InterruptAt
+from .ramp_fixtures import ramp_dataset, ramp_pars
 
 
 def _pars():
-    return PARS(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.75, **TINY)
+    return ramp_pars(**TINY)
 
 
 def test_warmup_then_cosine_matches_the_paper_schedule():
@@ -35,7 +29,7 @@ def test_warmup_then_cosine_matches_the_paper_schedule():
 
 def test_pretraining_through_skorch_lowers_the_loss_and_follows_the_schedule():
     net = PretrainNet(_pars(), max_epochs=30, batch_size=16, lr=3e-3, progress_bar=False)
-    net.fit(_ramp_dataset())
+    net.fit(ramp_dataset())
     losses = net.history[:, "train_loss"]
     assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:3]) / 3
     lrs = net.history[:, "lr"]
@@ -47,17 +41,8 @@ def test_pretraining_through_skorch_lowers_the_loss_and_follows_the_schedule():
     assert batch_lrs == pytest.approx(expected)
 
 
-class _Interrupt(Callback):
-    def __init__(self, after):
-        self.after = after
-
-    def on_epoch_end(self, net, **kwargs):
-        if len(net.history) == self.after:
-            raise KeyboardInterrupt
-
-
 def test_an_interrupted_run_resumes_its_loss_curve_from_the_checkpoint(tmp_path):
-    data = _ramp_dataset()
+    data = ramp_dataset()
     torch.manual_seed(1)
     full = PretrainNet(_pars(), max_epochs=8, batch_size=16, lr=3e-3, progress_bar=False)
     full.fit(data)
@@ -70,7 +55,7 @@ def test_an_interrupted_run_resumes_its_loss_curve_from_the_checkpoint(tmp_path)
         lr=3e-3,
         progress_bar=False,
         checkpoint_dir=tmp_path,
-        callbacks=[("stop", _Interrupt(5))],
+        callbacks=[("stop", InterruptAt(5))],
     )
     with pytest.raises(KeyboardInterrupt):  # a Ctrl-C stops fit; what was saved stays
         first.fit(data)
@@ -120,7 +105,7 @@ def test_bf16_autocast_runs_the_encoder_in_bfloat16_and_still_learns():
     seen = []
     net.initialize()
     net.module_.encoder.tokenizer.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
-    net.fit(_ramp_dataset())
+    net.fit(ramp_dataset())
     assert seen and all(dtype == torch.bfloat16 for dtype in seen)
     assert net.module_.encoder.tokenizer.weight.dtype == torch.float32  # master weights
     losses = net.history[:, "train_loss"]
@@ -128,7 +113,7 @@ def test_bf16_autocast_runs_the_encoder_in_bfloat16_and_still_learns():
 
 
 def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path):
-    data = _ramp_dataset(32)
+    data = ramp_dataset(32)
     PretrainNet(
         _pars(), max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
     ).fit(data)
@@ -150,7 +135,7 @@ def test_validation_skill_is_measured_on_the_same_draws_every_epoch():
     net = PretrainNet(
         _pars(), max_epochs=12, batch_size=16, lr=3e-3, progress_bar=False, valid_fraction=0.25
     )
-    net.fit(_ramp_dataset())
+    net.fit(ramp_dataset())
     trivial = net.history[:, "valid_trivial"]
     assert trivial == pytest.approx([trivial[0]] * len(trivial), rel=0, abs=0)
     skill = net.history[:, "valid_skill"]

@@ -15,13 +15,7 @@ from braindecode_pars.datasets.tuh import (
     tuh_subjects,
 )
 
-from .tuh_fixtures import make_tuab, make_tueg, make_tusz, write_csv_bi, write_tuh_edf
-
-
-@pytest.fixture(scope="module")
-def corpora(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tuh")
-    return {"tuab": make_tuab(root), "tusz": make_tusz(root), "tueg": make_tueg(root)}
+from .tuh_fixtures import write_csv_bi, write_tuh_edf
 
 
 def test_channels_are_picked_renamed_and_ordered_from_either_reference(tmp_path):
@@ -41,8 +35,8 @@ def test_file_names_give_subject_session_segment():
         parse_tuh_file_name("recording.edf")
 
 
-def test_tuab_windows_labels_and_preprocessing(corpora):
-    windows = load_tuab(corpora["tuab"])
+def test_tuab_windows_labels_and_preprocessing(tuh_corpora):
+    windows = load_tuab(tuh_corpora["tuab"])
     desc = windows.description
     assert len(desc) == 6 and set(desc.split) == {"train", "eval"}
     assert len(windows) == 6 * 2  # two 30-s windows per 60-s recording
@@ -57,8 +51,8 @@ def test_tuab_windows_labels_and_preprocessing(corpora):
         assert target == (1 if "/abnormal/" in path else 0)
 
 
-def test_tuab_patient_split_keeps_patients_apart(corpora):
-    windows = load_tuab(corpora["tuab"])
+def test_tuab_patient_split_keeps_patients_apart(tuh_corpora):
+    windows = load_tuab(tuh_corpora["tuab"])
     split = tuh_subject_split(windows, valid_fraction=0.25, random_state=0)
     subjects = {k: set(v.description.subject) for k, v in split.items()}
     assert subjects["test"] == {"aaaaaaae", "aaaaaaaf"}  # the official eval set
@@ -75,8 +69,8 @@ def test_csv_bi_parsing_and_window_labels(tmp_path):
     np.testing.assert_array_equal(seizure_labels([0], [30], np.zeros((0, 2))), [0])
 
 
-def test_tusz_windows_are_labelled_from_the_annotations(corpora):
-    windows = load_tusz(corpora["tusz"])
+def test_tusz_windows_are_labelled_from_the_annotations(tuh_corpora):
+    windows = load_tusz(tuh_corpora["tusz"])
     md = windows.get_metadata()
     assert windows[0][0].shape == (19, 6000)
     labels = {
@@ -93,8 +87,8 @@ def test_tusz_windows_are_labelled_from_the_annotations(corpora):
     assert set(windows.description.split) == {"train", "dev", "eval"}
 
 
-def test_tusz_minimum_overlap_and_missing_annotation(corpora, tmp_path):
-    windows = load_tusz(corpora["tusz"], splits=("eval",), min_overlap_seconds=5.0)
+def test_tusz_minimum_overlap_and_missing_annotation(tuh_corpora, tmp_path):
+    windows = load_tusz(tuh_corpora["tusz"], splits=("eval",), min_overlap_seconds=5.0)
     assert windows.get_metadata().target.tolist() == [1, 0]  # only 1 s of seizure after 30 s
     folder = tmp_path / "edf" / "train" / "x" / "s001_2000" / "01_tcp_ar"
     write_tuh_edf(folder / "x_s001_t000.edf", seconds=10)
@@ -102,13 +96,13 @@ def test_tusz_minimum_overlap_and_missing_annotation(corpora, tmp_path):
         load_tusz(tmp_path / "edf", splits=("train",))
 
 
-def test_tueg_leaves_out_fine_tuning_patients(corpora):
-    excluded = tuh_subjects(corpora["tuab"]) + tuh_subjects(corpora["tusz"])
-    windows = load_tueg(corpora["tueg"], exclude_subjects=excluded)
+def test_tueg_leaves_out_fine_tuning_patients(tuh_corpora):
+    excluded = tuh_subjects(tuh_corpora["tuab"]) + tuh_subjects(tuh_corpora["tusz"])
+    windows = load_tueg(tuh_corpora["tueg"], exclude_subjects=excluded)
     assert set(windows.description.subject) == {"aaaaaaax"}  # a and c are TUAB/TUSZ patients
     assert windows[0][0].shape == (19, 6000)
     with pytest.raises(ValueError, match="belongs to an excluded subject"):
-        load_tueg(corpora["tueg"], exclude_subjects=["aaaaaaaa", "aaaaaaac", "aaaaaaax"])
+        load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaaa", "aaaaaaac", "aaaaaaax"])
 
 
 def test_missing_folders_and_bad_splits_are_clear_errors(tmp_path):

@@ -11,12 +11,7 @@ from braindecode_pars.datasets.ysyw import (
     ysyw_subject_split,
 )
 
-from .ysyw_fixtures import make_ysyw, write_record
-
-
-@pytest.fixture(scope="module")
-def ysyw(tmp_path_factory):
-    return make_ysyw(tmp_path_factory.mktemp("ysyw"))
+from .ysyw_fixtures import write_record
 
 
 def test_record_reads_six_eeg_channels_in_volts_and_the_stages(ysyw):

@@ -64,16 +64,8 @@ class DropPos(PretextModel):
         check_range("mask_ratio", mask_ratio, 0, 1, high_open=True)
         check_range("pos_mask_ratio", pos_mask_ratio, 0, 1, low_open=True)
         check_range("label_sigma", label_sigma, 0, float("inf"))
-        super().__init__(
-            n_outputs,
-            n_chans,
-            chs_info,
-            n_times,
-            input_window_seconds,
-            sfreq,
-            encoder,
-            **encoder_kwargs,
-        )
+        signal = (n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
+        super().__init__(*signal, encoder, **encoder_kwargs)
         self.mask_ratio = mask_ratio
         self.pos_mask_ratio = pos_mask_ratio
         self.label_sigma = label_sigma

@@ -62,16 +62,8 @@ class MAE(PretextModel):
     ):
         check_range("mask_ratio", mask_ratio, 0, 1, low_open=True, high_open=True)
         check_option("loss_on", loss_on, ("masked", "all"))
-        super().__init__(
-            n_outputs,
-            n_chans,
-            chs_info,
-            n_times,
-            input_window_seconds,
-            sfreq,
-            encoder,
-            **encoder_kwargs,
-        )
+        signal = (n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
+        super().__init__(*signal, encoder, **encoder_kwargs)
         self.mask_ratio = mask_ratio
         self.loss_on = loss_on
         N = self.n_fixed_patches

@@ -38,8 +38,6 @@ class MP3(PretextModel):
        strategy. ICML 2022.
     """
 
-    uses_all_parameters = False  # the encoder's position-mask token is not used
-
     def __init__(
         self,
         n_outputs=None,
@@ -53,22 +51,17 @@ class MP3(PretextModel):
         **encoder_kwargs,
     ):
         check_range("mask_ratio", mask_ratio, 0, 1, high_open=True)
-        super().__init__(
-            n_outputs,
-            n_chans,
-            chs_info,
-            n_times,
-            input_window_seconds,
-            sfreq,
-            encoder,
-            **encoder_kwargs,
-        )
+        signal = (n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
+        super().__init__(*signal, encoder, **encoder_kwargs)
         self.mask_ratio = mask_ratio
         N = self.n_fixed_patches
         if N < 2:
             raise ValueError(f"MP3 needs at least 2 patches per window, but n_times gives {N}.")
         self.n_hidden = min(int(round(mask_ratio * N)), N - 1)  # keep one key visible
         self.head = nn.Linear(self.encoder.emb_dim, N)
+
+    #: the encoder's position-mask token is not used (DDP must know)
+    uses_all_parameters = False
 
     def forward(self, X, generator=None):
         """Returns ``loss``, ``trivial_loss`` (ln N, the uniform guess), ``logits``

@@ -1,0 +1,22 @@
+"""The pretraining problem of the training tests: ramps, and a PARS model for them.
+
+Used by tests/test_training.py and by tests/ddp_worker.py (which torchrun runs outside
+pytest, so this module has no side effects).
+"""
+
+import torch
+
+from braindecode_pars import PARS
+
+
+def ramp_dataset(n=64, T=300):
+    """``n`` single-channel ramps of ``T`` samples (random slope and offset, a little
+    noise): a patch's level gives its position away, so PARS learns them quickly."""
+    t = torch.linspace(0, 1, T)
+    X = (torch.rand(n, 1, 1) * 4 + 0.5) * t + torch.randn(n, 1, 1) + 0.01 * torch.randn(n, 1, T)
+    return torch.utils.data.TensorDataset(X, torch.zeros(n))
+
+
+def ramp_pars(**encoder):
+    """PARS for the ramps: 300 samples at 10 Hz, 12 patches, 75 % position-masked."""
+    return PARS(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.75, **encoder)
