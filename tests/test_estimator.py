@@ -172,6 +172,13 @@ def test_bad_parameters_are_refused_at_fit(params, match):
         clf.fit(X, y)
 
 
+def test_a_class_with_one_window_is_accepted_when_no_split_is_made():
+    X, y = _toy()
+    y = np.where(np.arange(len(y)) == 0, 7, y)  # class 7: a single window
+    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "max_epochs": 1}).fit(X, y)
+    assert clf.validation_ == "none" and list(clf.classes_) == [0, 1, 7]
+
+
 def test_predict_refuses_windows_of_another_shape():
     X, y = _toy()
     clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "max_epochs": 1}).fit(X, y)

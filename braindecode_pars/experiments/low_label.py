@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+from sklearn.utils.validation import has_fit_parameter
 from tqdm.auto import tqdm
 
 from .._checks import check_int
@@ -121,7 +122,7 @@ def run_low_label(
             clf.set_params(random_state=seed)
         start = time.perf_counter()
         fit_kwargs = {}
-        if "groups" in clf.fit.__code__.co_varnames:
+        if has_fit_parameter(clf, "groups"):
             fit_kwargs["groups"] = subjects[train]
         clf.fit(X[train], y[train], **fit_kwargs)
         pred = clf.predict(X[test])
