@@ -16,6 +16,8 @@ This module reads the files the training callbacks write; it imports nothing fro
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from importlib import resources
@@ -110,7 +112,10 @@ def load_encoder(path_or_encoder, map_location="cpu"):
                 f"'{path}' is a folder without config.json: not an encoder saved with "
                 "save_pretrained."
             )
-        return PatchEncoder.from_pretrained(str(path), map_location=map_location).eval()
+        # huggingface_hub prints "Loading weights from local directory" on every load
+        with contextlib.redirect_stdout(io.StringIO()):
+            encoder = PatchEncoder.from_pretrained(str(path), map_location=map_location)
+        return encoder.eval()
     if not path.is_file():
         raise FileNotFoundError(
             f"No saved encoder at '{path}' (and it is not one of the shipped encoders: "

@@ -139,3 +139,11 @@ def test_a_run_trained_compiled_or_under_torchrun_exports(tmp_path, prefix):
     for name, value in pretext.state_dict().items():
         assert torch.equal(value, model.state_dict()[name]), name
     assert json.loads((folder / "pretrain_history.json").read_text()) == [{"epoch": 1}]
+
+
+def test_loading_the_shipped_encoder_prints_nothing(capsys):
+    from braindecode_pars.hub import load_encoder
+
+    encoder = load_encoder("pars-small")
+    assert encoder.emb_dim == 64 and not encoder.training
+    assert capsys.readouterr().out == ""
