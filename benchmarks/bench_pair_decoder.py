@@ -1,12 +1,17 @@
 """Cost of the PARS pair decoder beside the encoder, on this machine.
 
-Measures, at the paper's defaults (emb_dim 512, depth 8, 8 heads, ff 512, 1-s patches
-of 30-s windows at 200 Hz, pos_mask_ratio 0.8, batch 16):
+One command records:
 
-1. the time of one training step (forward, backward, AdamW step) of PARS with the
-   folded decoder and with the naive, materialising one, against the step of the
-   encoder alone on the same patches (its loss a plain mean of squares);
-2. the peak resident memory of one training step at n_patches 40, 80 and 128, each
+1. the training step (forward, backward, AdamW step) of PARS against the step of the
+   encoder alone on the same patches and masks (its loss a plain mean of squares),
+   in windows per second, at three encoder sizes: 64 x 4 (the shipped ``pars-small``)
+   and 128 x 6 (8 heads, ff 256), both at batch 64 of 10-s windows at 100 Hz, and the
+   paper's 512 x 8 at batch 16 of 30-s windows at 200 Hz; 40 patches, pos_mask_ratio
+   0.8 throughout; and the step of every pretext task at 64 x 4, in the same table;
+2. where the time of a PARS step goes at 64 x 4 and 128 x 6 (a hand breakdown: each
+   part timed on its own, the median over the steps);
+3. at the paper's size, the folded decoders against the naive, materialising ones;
+4. the peak resident memory of one training step at n_patches 40, 80 and 128, each
    configuration in a fresh process.
 
 Usage::
@@ -18,21 +23,91 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import time
 
 import torch
 from _measure import in_child, machine, median_times, peak_growth, write_report
 
 from braindecode_pars import PARS
+from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
 
 N_TIMES, SFREQ = 6000, 200.0  # 30-s windows at 200 Hz (paper section 2.5)
+SMALL_N_TIMES, SMALL_SFREQ, SMALL_BATCH = 1000, 100.0, 64  # 10-s windows at 100 Hz
+
+#: Encoder sizes of the step table: name -> (encoder settings, small signal?)
+SIZES = {
+    "64 x 4": (ENCODER_SIZES["small"], True),
+    "128 x 6": (dict(emb_dim=128, depth=6, n_heads=8, ff_dim=256), True),
+    "512 x 8 (paper)": (ENCODER_SIZES["paper"], False),
+}
 
 
-def make_steps(n_patches, decoder, impl, batch_size):
+#: Notes written under the tables: the breakdown of the step before the float32 factor
+#: tables (the code of commit 6f9c362), measured with ``step_breakdown`` in the same
+#: session as the first run of this version of the script.
+NOTES = """## Notes
+
+Before and after. The code before this version of the decoder (commit 6f9c362: float64
+factor tables, autograd through each elementwise step, `gather` for the masked tokens,
+`index_put` for the prediction grid), measured with the same script in the same
+session (`step_breakdown`, median of 21 steps, milliseconds):
+
+| part | 64 x 4 before | 128 x 6 before |
+|---|---|---|
+| sampling and masking | 0.5 | 0.5 |
+| encoder forward | 21.0 | 64.6 |
+| decoder forward | 15.6 | 16.7 |
+| targets and loss | 0.9 | 0.9 |
+| rest of the forward | 1.0 | 0.9 |
+| encoder backward | 35.6 | 136.9 |
+| decoder backward | 34.7 | 29.8 |
+| AdamW step | 6.3 | 8.0 |
+| sum | 115.5 | 258.4 |
+
+and the step table before: 64 x 4, PARS 590 windows/s against 1,344 for the encoder
+alone (ratio 2.28); 128 x 6, 248 against 328 (1.32); 512 x 8, 28 against 30 (1.07;
+1.07 to 1.14 over runs). At 64 x 4 the decoder took 43 % of the step, its backward
+pass alone as long as the encoder's: torch.profiler put 27 ms per step in float64
+`bmm` (512 products of 32 x 40 tables per product, four times the float32 time
+here), 12 ms in elementwise `mul` and 5 ms in `copy_` (the float64 casts, the
+autograd of each step). Sampling, masking, targets, loss and the returned tensors
+cost about 2 ms in all, before and after.
+
+What the decoder does now: float32 factor tables (float64 for float64 input; under
+autocast the decoder leaves autocast and computes in float32), exponentiated without
+a shift when every logit is within 20 and shifted by their row maxima otherwise; the
+pairs whose denominator still falls below `sqrt(tiny)` are recomputed from their
+logits, exactly. The table products and a hand-written backward pass (four products
+of n x n by n x N tables, a few passes over the tables, dq and dk computed
+transposed, 2 to 3 times as fast at 8 features per head) run as one autograd
+function, on a CPU in chunks of about 1 MB of tables whose scratch memory is reused
+from chunk to chunk. What is left at 64 x 4 is mostly the table products (about 300
+MFLOP per step in products of 32 x 40 matrices; the decoder in all does about 20 % of
+the encoder's arithmetic), the exp of 1.3 M table entries, and about 200 operator
+calls. At the paper's size the decoder is bound by its dense projections (the keys
+and `s` of 40 tokens, `u` and `v` of 32, the fold `W_q A_Q`), the same before and
+after: about 9 % of the encoder's arithmetic.
+
+This machine's speed moves by up to a third from minute to minute (another tenant's
+load, page faults on freshly allocated memory): absolute windows/s of two runs differ
+by that much, the ratios of interleaved steps by about 0.05.
+"""
+
+
+def make_steps(n_patches, decoder, impl, batch_size, size=None, small=False):
+    """A PARS training step and the encoder-alone step on the same patches and masks."""
+    n_times, sfreq = (SMALL_N_TIMES, SMALL_SFREQ) if small else (N_TIMES, SFREQ)
     model = PARS(
-        n_times=N_TIMES, sfreq=SFREQ, n_patches=n_patches, decoder=decoder, decoder_impl=impl
+        n_times=n_times,
+        sfreq=sfreq,
+        n_patches=n_patches,
+        decoder=decoder,
+        decoder_impl=impl,
+        **(size or {}),
     )
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
-    X = torch.randn(batch_size, 1, N_TIMES)
+    X = torch.randn(batch_size, 1, n_times)
     starts = model.sample_patches(batch_size, "cpu")
     pos_mask, _ = model.mask_positions(batch_size, "cpu")
 
@@ -49,6 +124,92 @@ def make_steps(n_patches, decoder, impl, batch_size):
     return pars_step, encoder_step
 
 
+def pretext_step(method, batch_size):
+    """A training step of a pretext task with its defaults, 64 x 4, 10-s windows at 100 Hz."""
+    model = PRETEXT_MODELS[method](
+        n_times=SMALL_N_TIMES, sfreq=SMALL_SFREQ, **ENCODER_SIZES["small"]
+    )
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
+    X = torch.randn(batch_size, 1, SMALL_N_TIMES)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(X)["loss"].backward()
+        opt.step()
+
+    return step
+
+
+def step_breakdown(size, batch_size, repeats, warmup=2):
+    """Median milliseconds of each part of a PARS step (10-s windows, 40 patches).
+
+    The model's step methods are wrapped in timers and the step runs as in training,
+    so that the parts add up to the whole forward; "rest of the forward" is what
+    ``PARS.forward`` does beside them (input check, the N x N prediction grid, the
+    pair mask, the trivial loss). The backward pass is split by timing, in the same
+    step, the backward of the decoder alone on a detached copy of the encoder's output.
+    """
+    model = PARS(n_times=SMALL_N_TIMES, sfreq=SMALL_SFREQ, n_patches=40, **size)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
+    X = torch.randn(batch_size, 1, SMALL_N_TIMES)
+    parts = {
+        "sample_patches": "sampling and masking",
+        "mask_positions": "sampling and masking",
+        "forward_encoder": "encoder forward",
+        "forward_decoder": "decoder forward",
+        "shift_targets": "targets and loss",
+        "forward_loss": "targets and loss",
+    }
+    step = {}
+
+    def timed(name, method):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = method(*args, **kwargs)
+            step[name] = step.get(name, 0.0) + 1e3 * (time.perf_counter() - t0)
+            return out
+
+        return wrapper
+
+    for attr, name in parts.items():
+        setattr(model, attr, timed(name, getattr(model, attr)))
+
+    def run():
+        step.clear()
+        opt.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
+        out = model(X)
+        t1 = time.perf_counter()
+        out["loss"].backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        step["rest of the forward"] = 1e3 * (t1 - t0) - sum(step.values())
+        step["backward"] = 1e3 * (t2 - t1)
+        step["AdamW step"] = 1e3 * (t3 - t2)
+        # the decoder's share of the backward pass, on the same patches and masks
+        y = model.encoder(X, starts=out["starts"], pos_mask=out["pos_mask"]).detach()
+        y.requires_grad_()
+        idx = out["pos_mask"].nonzero()[:, 1].view(batch_size, -1)
+        theta = model.shift_targets(out["starts"].gather(1, idx))
+        loss = model.forward_loss(model.decoder(y, idx), theta)
+        t0 = time.perf_counter()
+        loss.backward()
+        decoder_backward = 1e3 * (time.perf_counter() - t0)
+        return {
+            **{name: step[name] for name in dict.fromkeys(parts.values())},
+            "rest of the forward": step["rest of the forward"],
+            "encoder backward": step["backward"] - decoder_backward,
+            "decoder backward": decoder_backward,
+            "AdamW step": step["AdamW step"],
+        }
+
+    for _ in range(warmup):
+        run()
+    rows = [run() for _ in range(repeats)]
+    return {name: statistics.median(r[name] for r in rows) for name in rows[0]}
+
+
 def memory_child(n_patches, impl, what, batch_size):
     """Run in a fresh process: growth of the peak resident memory over one step, in MiB."""
     pars_step, encoder_step = make_steps(n_patches, "cross_attention", impl, batch_size)
@@ -62,9 +223,9 @@ def measure_memory(n_patches, impl, what, batch_size):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", help="write the Markdown table here (default: stdout only)")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--out", help="write the Markdown tables here (default: stdout only)")
+    parser.add_argument("--batch-size", type=int, default=16, help="at the paper's size")
+    parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -73,32 +234,84 @@ def main():
         return
 
     torch.manual_seed(0)
-    B = args.batch_size
+    B, R = args.batch_size, args.repeats
     lines = [
         "# Pair decoder benchmark",
         "",
-        f"Machine: {machine()}. Paper defaults: emb_dim 512, depth 8, 30-s windows at 200 Hz, "
-        f"pos_mask_ratio 0.8, batch {B}. Median of {args.repeats} steps.",
+        f"Machine: {machine()}. Training steps (forward, backward, AdamW), median of {R} "
+        "steps after 2 warm-up steps, the steps compared interleaved.",
         "",
         "Command: `python benchmarks/bench_pair_decoder.py --out "
         "benchmarks/results/pair_decoder.md`",
         "",
-        "## Training step time, n_patches = 40",
+        "## PARS step against the encoder alone, and every pretext task",
+        "",
+        "Encoder-alone step: the same encoder on the same patches and masks, its loss a "
+        "mean of squares. 64 x 4 and 128 x 6 (8 heads, ff 256): batch 64 of 10-s windows "
+        f"at 100 Hz; 512 x 8: the paper's size, batch {B} of 30-s windows at 200 Hz; PARS "
+        "with 40 patches, pos_mask_ratio 0.8, the folded cross-attention decoder. MAE, MP3 "
+        "and DropPos use their defaults (the 10 non-overlapping 1-s patches of a window).",
+        "",
+        "| encoder | pretext task | windows/s | encoder-alone windows/s | ratio of step times |",
+        "|---|---|---|---|---|",
+    ]
+    steps = {}
+    for name, (size, small) in SIZES.items():
+        batch = SMALL_BATCH if small else B
+        pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, size, small)
+        t_pars, t_enc = median_times([pars_step, encoder_step], R)
+        steps[name] = (t_pars, t_enc)
+        lines.append(
+            f"| {name} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | "
+            f"{t_pars / t_enc:.2f} |"
+        )
+        print(lines[-1], flush=True)
+    others = ("mae", "mp3", "droppos")
+    times = median_times([pretext_step(m, SMALL_BATCH) for m in others], R)
+    for method, t in zip(others, times, strict=True):
+        label = {"mae": "MAE", "mp3": "MP3", "droppos": "DropPos"}[method]
+        lines.append(f"| 64 x 4 | {label} | {SMALL_BATCH / t:,.0f} | | |")
+        print(lines[-1], flush=True)
+
+    lines += [
+        "",
+        "## Where the time of a PARS step goes",
+        "",
+        "Milliseconds per step (batch 64, 10-s windows at 100 Hz, 40 patches), each part "
+        "timed on its own, median over the steps; see `step_breakdown` for how the "
+        "backward pass is split.",
+        "",
+        "| part | 64 x 4 (ms) | 128 x 6 (ms) |",
+        "|---|---|---|",
+    ]
+    small = step_breakdown(SIZES["64 x 4"][0], SMALL_BATCH, R)
+    mid = step_breakdown(SIZES["128 x 6"][0], SMALL_BATCH, R)
+    for part in small:
+        lines.append(f"| {part} | {small[part]:.1f} | {mid[part]:.1f} |")
+    lines.append(f"| sum | {sum(small.values()):.1f} | {sum(mid.values()):.1f} |")
+    print("\n".join(lines[-len(small) - 1 :]), flush=True)
+
+    lines += [
+        "",
+        f"## Folded and naive decoders at the paper's size, batch {B}, n_patches = 40",
         "",
         "| decoder | implementation | PARS step (s) | encoder-alone step (s) | ratio |",
         "|---|---|---|---|---|",
     ]
     for decoder in ("cross_attention", "mlp"):
         for impl in ("folded", "naive"):
-            pars_step, encoder_step = make_steps(40, decoder, impl, B)
-            t_pars, t_enc = median_times([pars_step, encoder_step], args.repeats)
+            if (decoder, impl) == ("cross_attention", "folded"):
+                t_pars, t_enc = steps["512 x 8 (paper)"]
+            else:
+                pars_step, encoder_step = make_steps(40, decoder, impl, B)
+                t_pars, t_enc = median_times([pars_step, encoder_step], R)
             lines.append(
                 f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | {t_pars / t_enc:.2f} |"
             )
             print(lines[-1], flush=True)
     lines += [
         "",
-        "## Peak memory of one training step (cross-attention decoder)",
+        "## Peak memory of one training step (cross-attention decoder, paper's size)",
         "",
         "Growth of the process's peak resident memory (VmHWM, reset before the step) over "
         "the first training step, which also allocates the gradients and AdamW's state "
@@ -119,6 +332,7 @@ def main():
             f"{nai['peak_mib']:.0f} | {fol['step_s']:.2f} | {nai['step_s']:.2f} |"
         )
         print(lines[-1], flush=True)
+    lines += ["", *NOTES.strip().splitlines()]
     write_report(lines, args.out)
 
 

@@ -1,9 +1,11 @@
 import pytest
 import torch
 
+from braindecode_pars.models import pair_decoders
 from braindecode_pars.models.pair_decoders import (
     CrossAttentionPairDecoder,
     MLPPairDecoder,
+    gather_tokens,
     pair_embeddings,
 )
 
@@ -82,7 +84,112 @@ def test_naive_mlp_decoder_reads_the_concatenated_pair():
             torch.testing.assert_close(out[0, j, k], expected[0])
 
 
-def test_float32_folded_decoder_agrees_with_naive():
-    dec = CrossAttentionPairDecoder(64, 8)
-    y, idx = _random_case(2, 40, 32, 64, dtype=torch.float32)
-    torch.testing.assert_close(dec(y, idx), dec.forward_naive(y, idx), rtol=1e-4, atol=1e-5)
+#: Tolerance of the folded decoder in float32 (and under bf16 autocast, where it leaves
+#: autocast and computes in float32) against the naive one in float64: every output and
+#: every gradient within 1e-5 of the largest magnitude of its reference (measured: at
+#: most 2e-6; the naive decoder's own float32 error is as large).
+FLOAT32_TOL = 1e-5
+
+
+@pytest.fixture
+def bad_pairs(monkeypatch):
+    """Record, per call of the folded decoder, how many pairs took the exact fallback."""
+    calls = []
+    apply = pair_decoders._FactorisedPairAttention.apply
+
+    def recording_apply(*args):
+        theta, bad = apply(*args)
+        calls.append(int(bad.sum()))
+        return theta, bad
+
+    monkeypatch.setattr(pair_decoders._FactorisedPairAttention, "apply", recording_apply)
+    return calls
+
+
+def _wide(decoder, std):
+    for p in decoder.parameters():
+        torch.nn.init.normal_(p, std=std)
+    return decoder
+
+
+def _check_against_float64_naive(dec, y, idx, tol, autocast=False):
+    """``dec`` (float32) against the naive computation of a float64 copy: values, gradients."""
+    ref_dec = CrossAttentionPairDecoder(dec.emb_dim, dec.n_heads).double()
+    ref_dec.load_state_dict(dec.state_dict())
+    y64 = y.detach().double().requires_grad_()
+    ref = ref_dec.forward_naive(y64, idx)
+    weights = torch.randn_like(ref)  # a random upstream gradient
+    g_ref = torch.autograd.grad((ref * weights).sum(), [y64, *ref_dec.parameters()])
+    y32 = y.detach().float().requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        out = dec(y32, idx)
+    assert out.dtype == torch.float32
+    g = torch.autograd.grad((out * weights.float()).sum(), [y32, *dec.parameters()])
+    for a, b in zip((out, *g), (ref, *g_ref), strict=True):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a.double(), b, rtol=0, atol=tol * b.abs().max().item())
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
+@pytest.mark.parametrize(
+    "B, N, n, F, H, weight_std",
+    [
+        pytest.param(2, 10, 8, 32, 4, None, id="small"),
+        pytest.param(3, 40, 32, 64, 8, None, id="paper-N"),
+        pytest.param(3, 40, 32, 64, 8, 0.2, id="paper-N-wide-weights"),
+    ],
+)
+def test_float32_folded_decoder_equals_float64_naive(B, N, n, F, H, weight_std, autocast):
+    dec = CrossAttentionPairDecoder(F, H)
+    if weight_std is not None:
+        _wide(dec, weight_std)
+    y, idx = _random_case(B, N, n, F, dtype=torch.float32)
+    _check_against_float64_naive(dec, y, idx, FLOAT32_TOL, autocast)
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
+def test_float32_underflowing_pairs_are_computed_exactly(bad_pairs, autocast):
+    # logits spread over ~100 nats: the float32 factor tables of some pairs underflow.
+    # Logits that large carry float32 rounding of ~1e-5 nats themselves (the naive
+    # decoder in float32 is off by 4e-5 here): the tolerance is 5e-5.
+    dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL, autocast)
+    assert bad_pairs and 0 < bad_pairs[0] < 2 * 2 * 9 * 9  # some pairs, not all
+
+
+def test_float64_underflowing_pairs_are_computed_exactly(bad_pairs):
+    # logits spread over more than 700 nats: even float64 factor tables underflow
+    dec = _wide(CrossAttentionPairDecoder(16, 2).double(), std=2.0)
+    y = torch.randn(2, 12, 16, dtype=torch.float64, requires_grad=True)
+    _check_against_naive(dec, y, torch.arange(9).repeat(2, 1), rtol=1e-9)
+    assert bad_pairs and bad_pairs[0] > 0
+
+
+def test_chunked_tables_on_cpu_equal_the_naive_decoder(monkeypatch, bad_pairs):
+    # 7 windows of 4 heads, chunks of 2 windows: 4 chunks, the last one short
+    monkeypatch.setattr(pair_decoders, "CPU_CHUNK_ELEMENTS", 2 * 4 * (2 * 6) * 10)
+    dec = CrossAttentionPairDecoder(16, 4).double()
+    y, idx = _random_case(7, 10, 6, 16)
+    _check_against_naive(dec, y, idx, rtol=1e-9)
+    assert bad_pairs == [0]  # one call, no fallback: the chunks alone are tested
+
+
+def test_folded_decoder_backward_can_run_twice():
+    dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)  # with fallback pairs
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    loss = dec(y, idx).pow(2).sum()
+    (g1,) = torch.autograd.grad(loss, y, retain_graph=True)
+    (g2,) = torch.autograd.grad(loss, y)
+    torch.testing.assert_close(g1, g2, rtol=0, atol=0)
+
+
+def test_gather_tokens_picks_the_rows_of_each_window():
+    y = torch.randn(3, 7, 5, requires_grad=True)
+    idx = torch.stack([torch.randperm(7)[:4] for _ in range(3)])
+    out = gather_tokens(y, idx)
+    torch.testing.assert_close(out, y[torch.arange(3)[:, None], idx], rtol=0, atol=0)
+    (grad,) = torch.autograd.grad(out.sum(), y)
+    expected = torch.zeros(3, 7, 5)
+    expected[torch.arange(3)[:, None], idx] = 1.0
+    torch.testing.assert_close(grad, expected, rtol=0, atol=0)

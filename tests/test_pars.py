@@ -84,6 +84,21 @@ def test_folded_and_naive_implementations_give_the_same_step(decoder):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-3, atol=1e-5, msg=name)
 
 
+def test_under_bf16_autocast_the_decoder_computes_in_float32():
+    model = _tiny_pars()
+    X = torch.randn(3, 1, 300)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = model.encoder(X, starts=model.sample_patches(3, "cpu"))
+        idx = torch.stack([torch.randperm(12)[:9] for _ in range(3)])
+        theta_amp = model.decoder(y, idx)
+        out = model(X)
+    assert theta_amp.dtype == y.dtype  # the decoder returns its input's dtype
+    torch.testing.assert_close(theta_amp.float(), model.decoder(y.float(), idx))
+    out["loss"].backward()
+    assert torch.isfinite(out["loss"])
+    assert all(torch.isfinite(p.grad).all() for p in model.decoder.parameters())
+
+
 def _ramp_windows(n, T):
     """Windows whose content gives away the time: a ramp with random gain, offset, noise."""
     t = torch.linspace(0, 1, T)

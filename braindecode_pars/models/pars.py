@@ -200,15 +200,13 @@ class PARS(PretextModel):
         theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
         loss = self.forward_loss(theta_hat, theta)
 
-        rows = torch.arange(B, device=device)[:, None, None]
-        theta_pred = theta_hat.new_zeros(B, self.n_patches, self.n_patches)
-        theta_pred = theta_pred.index_put(
-            (rows, masked_idx[:, :, None], masked_idx[:, None, :]), theta_hat
-        )
+        N, n_m = self.n_patches, self.n_masked  # theta_hat scattered into an N x N grid
+        pair = (masked_idx[:, :, None] * N + masked_idx[:, None, :]).view(B, n_m * n_m)
+        theta_pred = theta_hat.new_zeros(B, N * N).scatter(1, pair, theta_hat.reshape(B, -1))
         return {
             "loss": loss,
             "trivial_loss": theta.pow(2).mean(),  # predicting no shift for every pair
-            "theta_pred": theta_pred,
+            "theta_pred": theta_pred.view(B, N, N),
             "theta_true": self.shift_targets(starts),
             "pair_mask": pos_mask[:, :, None] & pos_mask[:, None, :],
             "starts": starts,
