@@ -1,12 +1,18 @@
+import json
+import logging
+
+import numpy as np
 import pytest
 import torch
 
 from braindecode_pars.datasets import (
     SingleChannelWindows,
     pretraining_corpus,
+    read_window_store,
     write_window_store,
     ysyw_subject_split,
 )
+from braindecode_pars.datasets.recipes import load_recipe
 from braindecode_pars.datasets.tuh import tuh_subjects
 
 
@@ -64,3 +70,56 @@ def test_store_command_writes_the_paper_corpus(sources, tmp_path):
     )
     view = SingleChannelWindows.from_store(tmp_path / "store")
     assert len(view.recordings) == len(pretraining_corpus(**sources).datasets)
+
+
+@pytest.mark.parametrize(
+    "given, missing",
+    [
+        pytest.param((), r"'tuab_path' and 'tusz_path' missing", id="neither"),
+        pytest.param(("tuab",), r"'tusz_path' missing", id="no TUSZ"),
+        pytest.param(("tusz",), r"'tuab_path' missing", id="no TUAB"),
+    ],
+)
+def test_a_corpus_with_test_patients_is_refused_unless_allowed(tuh_corpora, caplog, given, missing):
+    paths = {f"{name}_path": tuh_corpora[name] for name in given}
+    with pytest.raises(ValueError, match=missing + r".*or allow_test_patients=True to pretrain"):
+        pretraining_corpus(tueg_path=tuh_corpora["tueg"], **paths)
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars.datasets.corpus"):
+        corpus = pretraining_corpus(
+            tueg_path=tuh_corpora["tueg"], allow_test_patients=True, **paths
+        )
+    assert any("test patients included" in r.getMessage() for r in caplog.records)
+    kept = set(corpus.description.subject)
+    assert "aaaaaaax" in kept
+    assert ("aaaaaaaa" in kept) == ("tuab" not in given)  # a TUAB patient
+    assert ("aaaaaaac" in kept) == (given == ())  # a TUAB and TUSZ patient
+
+
+def test_the_corpus_and_the_recipe_read_the_same_split_file(ysyw, tmp_path):
+    root, _ = ysyw
+    file = tmp_path / "split.json"
+    drawn = ysyw_subject_split(root, random_state=0)
+    # a split that the seed would not give: every patient the seed trains on is tested on
+    parts = {"train": drawn["valid"] + drawn["test"], "valid": [], "test": drawn["train"]}
+    file.write_text(json.dumps({"records": parts}))
+    corpus = pretraining_corpus(ysyw_path=root, ysyw_split_file=file)
+    records = set(corpus.description.record)
+    assert records == set(parts["train"]) | {"te03-0001", "te05-0047"}
+    recipe = load_recipe("ysyw", root, split_file=file)
+    assert sorted(set(recipe["test"].description.record)) == sorted(parts["test"])
+    assert list(recipe) == ["train", "test"]  # an empty part is left out, as for TUH
+    assert not records & set(recipe["test"].description.record)
+
+
+def test_a_lazy_corpus_writes_the_same_store_as_the_corpus_in_memory(sources, tmp_path):
+    stream = pretraining_corpus(**sources, lazy=True)
+    assert len(stream) == 5 + 1  # YSYW: 3 train and 2 test-set records; TUEG: 1 patient
+    write_window_store(stream, tmp_path / "stream")
+    write_window_store(pretraining_corpus(**sources), tmp_path / "memory")
+    a, index_a, info_a = read_window_store(tmp_path / "stream")
+    b, index_b, info_b = read_window_store(tmp_path / "memory")
+    np.testing.assert_array_equal(index_a, index_b)
+    assert info_a == info_b
+    assert [r["description"]["source"] for r in info_a["recordings"]] == ["ysyw"] * 5 + ["tueg"]
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)

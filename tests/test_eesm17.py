@@ -115,3 +115,17 @@ def test_fetch_asks_openneuro_for_ds004348(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "openneuro", fake)
     assert fetch_eesm17(tmp_path, subjects=["001"]) == tmp_path
     assert calls == [{"dataset": "ds004348", "target_dir": str(tmp_path), "include": ["sub-001"]}]
+
+
+def test_cached_windows_equal_those_in_memory_and_keep_subject_labels(eesm17, tmp_path):
+    root, _ = eesm17
+    memory = load_eesm17(root)
+    cached = load_eesm17(root, cache_dir=tmp_path / "cache")
+    assert not any(ds.raw.preload for ds in cached.datasets)
+    assert cached.description.subject.tolist() == ["001", "002", "003"]  # strings, as read
+    assert cached.get_metadata().target.tolist() == memory.get_metadata().target.tolist()
+    for i in (0, len(memory) - 1):
+        np.testing.assert_allclose(cached[i][0], memory[i][0], rtol=1e-6)
+    assert [s for s, _, _ in leave_one_subject_out(cached)] == ["001", "002", "003"]
+    with pytest.raises(FileExistsError, match=r"they differ in \['stages'\]"):
+        load_eesm17(root, stages={"W": 0, "N2": 1}, cache_dir=tmp_path / "cache")

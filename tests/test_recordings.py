@@ -2,17 +2,21 @@
 
 import importlib.util
 import logging
+import shutil
 from pathlib import Path
 
 import mne
 import numpy as np
 import pytest
+from braindecode.datasets import BaseConcatDataset
 
 from braindecode_pars.datasets import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
+    SingleChannelWindows,
     find_recordings,
     load_recordings,
+    non_eeg_channels,
     recording_preprocessors,
     shared_corpus,
 )
@@ -163,3 +167,110 @@ def test_pretrain_and_store_commands_read_recordings(tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["sfreq"] == 100 and config["lr"] == 1e-3 and config["n_times"] == 1000
     assert (tmp_path / "run" / "encoder.pt").is_file()
+
+
+EEGMAT_FILES = [DATA / "eegmat" / "Subject00_2.edf", DATA / "eegmat" / "Subject01_2.edf"]
+
+
+@pytest.mark.parametrize(
+    "name, left_out",
+    [
+        pytest.param("EEG Fp1", False, id="scalp site"),
+        pytest.param("EEG Fp1-REF", False, id="scalp site against REF"),
+        pytest.param("C3-M2", False, id="scalp site against a mastoid"),
+        pytest.param("TP9", False, id="mastoid-adjacent site"),
+        pytest.param("EEG0", False, id="numbered EEG"),
+        pytest.param("EEG A2-A1", True, id="reference derivation"),
+        pytest.param("A1", True, id="ear electrode"),
+        pytest.param("M2", True, id="mastoid"),
+        pytest.param("REF", True, id="reference"),
+        pytest.param("ECG ECG", True, id="ECG"),
+        pytest.param("EEG EKG1-REF", True, id="EKG in TUH's naming"),
+        pytest.param("EMG Chin", True, id="EMG"),
+        pytest.param("EOG LOC-A2", True, id="EOG"),
+        pytest.param("Resp oro-nasal", True, id="respiration"),
+        pytest.param("SpO2", True, id="oximetry"),
+    ],
+)
+def test_channel_names_that_are_not_eeg(name, left_out):
+    assert non_eeg_channels([name]) == ([name] if left_out else [])
+
+
+def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, caplog):
+    for file in EEGMAT_FILES:  # EDF types every channel EEG, 'ECG ECG' included
+        shutil.copy(file, tmp_path)
+    with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
+        windows = load_recordings(tmp_path, window_seconds=10.0)
+    names = windows.datasets[0].raw.ch_names
+    assert len(names) == 19 and "EEG A2-A1" not in names and "ECG ECG" not in names
+    assert {tuple(ds.raw.ch_names) for ds in windows.datasets} == {tuple(names)}
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(logged) == 1  # once: both recordings keep the same channels
+    assert logged[0].startswith("Pretraining on 19 channels of the 2 recordings: EEG Fp1, ")
+    assert logged[0].endswith("left out (exclude='auto'): EEG A2-A1, ECG ECG.")
+
+    # the same channels, one recording at a time
+    view = SingleChannelWindows(load_recordings(tmp_path, window_seconds=10.0, lazy=True))
+    expected = SingleChannelWindows(windows)
+    for a, b in zip(view.recordings, expected.recordings, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    # channels asked for are kept
+    every = load_recordings(tmp_path, window_seconds=10.0, exclude=[])
+    assert len(every.datasets[0].raw.ch_names) == 21
+    picked = load_recordings(tmp_path, window_seconds=10.0, picks=["EEG Fp1", "ECG ECG"])
+    assert picked.datasets[0].raw.ch_names == ["EEG Fp1", "ECG ECG"]
+    named = load_recordings(tmp_path, window_seconds=10.0, exclude=["ECG ECG"])
+    assert named.datasets[0].raw.ch_names[-1] == "EEG A2-A1"
+    assert len(named.datasets[0].raw.ch_names) == 20
+    with pytest.raises(ValueError, match="'auto' and a list of channel names, but got 'none'"):
+        load_recordings(tmp_path, exclude="none")
+
+
+def test_recordings_with_other_channels_are_logged_one_by_one(tmp_path, caplog):
+    shutil.copy(EEGMAT_FILES[0], tmp_path)
+    muse = sorted((DATA / "muse-cueing").rglob("*.edf"))[0]  # TP9, AF7, AF8, TP10
+    shutil.copy(muse, tmp_path)
+    with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
+        windows = load_recordings(tmp_path, window_seconds=10.0)
+    assert sorted(len(ds.raw.ch_names) for ds in windows.datasets) == [4, 19]
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(logged) == 2
+    assert any(muse.name in m and "4 channels: TP9, AF7, AF8, TP10; left out" in m for m in logged)
+    assert any("Subject00_2.edf: pretraining on 19 channels" in m for m in logged)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["in memory", "lazy"])
+def test_an_unreadable_file_is_named_before_any_work_or_skipped(
+    tmp_path, caplog, monkeypatch, lazy
+):
+    for file in EEGMAT_FILES:
+        shutil.copy(file, tmp_path)
+    (tmp_path / "zz_broken.edf").write_text("a text file, not an EDF recording\n")
+    import braindecode_pars.datasets.recordings as recordings
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("preprocessing started before every file was checked")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(recordings, "windows_of", no_work)
+        patch.setattr(recordings, "fixed_length_windower", no_work)
+        with pytest.raises(
+            ValueError,
+            match=r"Cannot read the recording '.*zz_broken\.edf' \(ValueError: Bad EDF file "
+            r"provided\.\)\. Remove it, or pass on_error='skip'",
+        ):
+            load_recordings(tmp_path, window_seconds=10.0, lazy=lazy)
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars.datasets.recordings"):
+        windows = load_recordings(tmp_path, window_seconds=10.0, on_error="skip", lazy=lazy)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("Skipping" in m and "zz_broken.edf" in m and "Bad EDF file" in m for m in warned)
+    if lazy:
+        assert len(windows) == 2
+        windows = BaseConcatDataset([ds for w in windows for ds in w.datasets])
+    assert sorted(Path(f).name for f in windows.description.file) == [
+        "Subject00_2.edf",
+        "Subject01_2.edf",
+    ]
+    with pytest.raises(ValueError, match="Allowed values are 'raise' and 'skip', but got 'ignore'"):
+        load_recordings(tmp_path, on_error="ignore")

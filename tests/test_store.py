@@ -1,13 +1,27 @@
+import functools
+import gc
+import json
+import os
+import pickle
+import weakref
+
+import mne
 import numpy as np
 import pytest
 import torch
+from braindecode.datasets import BaseConcatDataset, RawDataset
+from braindecode.preprocessing import create_fixed_length_windows
 
+import braindecode_pars.datasets.store as store_module
 from braindecode_pars.datasets import (
+    RecordingStream,
     SingleChannelWindows,
     load_physionet_mi_continuous,
+    load_recordings,
     read_window_store,
     write_window_store,
 )
+from braindecode_pars.datasets.windowing import fixed_length_windower
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +77,190 @@ def test_store_refuses_to_overwrite_and_lazy_recordings(windows, tmp_path):
         read_window_store(tmp_path / "nothing")
     with pytest.raises(TypeError, match="BaseConcatDataset"):
         write_window_store(np.zeros((2, 3, 4)), tmp_path / "other")
+
+
+# --- streaming: one recording at a time -------------------------------------------------
+
+
+def make_raw(seed=0, seconds=12.0, sfreq=100.0, n_eeg=3, extra=True):
+    """``n_eeg`` EEG channels (channel c holds c + noise), and an EOG and an ECG channel."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * sfreq)
+    data = np.arange(n_eeg)[:, None] + 1e-3 * rng.standard_normal((n_eeg, n))
+    names, types = [f"C{c}" for c in range(n_eeg)], ["eeg"] * n_eeg
+    if extra:
+        data = np.vstack([data, 100 + rng.standard_normal((2, n))])
+        names, types = names + ["EOG", "ECG"], types + ["eog", "ecg"]
+    return mne.io.RawArray(data, mne.create_info(names, sfreq, types), verbose="error")
+
+
+def fixed_windows(raw, preload=True, seconds=2.0, **kwargs):
+    size = int(seconds * raw.info["sfreq"])
+    return create_fixed_length_windows(
+        BaseConcatDataset([RawDataset(raw, {"name": "r"})]),
+        window_size_samples=size,
+        window_stride_samples=size,
+        on_last_window="drop",
+        preload=preload,
+        **kwargs,
+    )
+
+
+def test_a_stream_is_written_holding_one_recording_at_a_time(tmp_path):
+    alive, counts = [], []  # weak references to every recording; how many live at each read
+
+    def read(seed):
+        gc.collect()
+        counts.append(sum(ref() is not None for ref in alive))
+        raw = make_raw(seed)
+        alive.append(weakref.ref(raw))
+        return RawDataset(raw, {"seed": seed})
+
+    window = fixed_length_windower(None, 100.0, 2.0)
+
+    def windower(recording):
+        windows = window(recording)
+        alive.extend(weakref.ref(ds.raw) for ds in windows.datasets)
+        return windows
+
+    stream = RecordingStream([functools.partial(read, s) for s in range(4)], windower)
+    assert len(stream) == 4
+    write_window_store(stream, tmp_path / "store")
+    assert counts == [0, 0, 0, 0]  # the previous recording was let go before each read
+    gc.collect()
+    assert not any(ref() is not None for ref in alive)
+
+    recordings, index, info = read_window_store(tmp_path / "store")
+    assert len(recordings) == 4 and len(index) == 4 * 6
+    assert [r["description"]["seed"] for r in info["recordings"]] == [0, 1, 2, 3]
+    expected = make_raw(2).get_data(picks="eeg").astype(np.float32)  # no preprocessing
+    np.testing.assert_array_equal(recordings[2], expected)
+    assert not (tmp_path / "store" / "data.tmp").exists()
+
+    counts.clear()  # the in-memory view reads a stream the same way and keeps float32 only
+    view = SingleChannelWindows(stream)
+    assert counts == [0, 0, 0, 0] and len(view) == 24
+    assert all(r.dtype == np.float32 and r.shape == (3, 1200) for r in view.recordings)
+
+
+def test_stores_from_a_stream_and_from_memory_are_identical(tmp_path):
+    for i in range(3):
+        make_raw(i, seconds=30.0, sfreq=250.0).save(tmp_path / f"r{i}_raw.fif", verbose="error")
+    pattern = str(tmp_path / "*.fif")
+    options = dict(sfreq=100.0, window_seconds=5.0, stride_seconds=2.5)
+    write_window_store(load_recordings(pattern, **options), tmp_path / "memory")
+    write_window_store(load_recordings(pattern, lazy=True, **options), tmp_path / "stream")
+    a, index_a, info_a = read_window_store(tmp_path / "memory")
+    b, index_b, info_b = read_window_store(tmp_path / "stream")
+    np.testing.assert_array_equal(index_a, index_b)
+    assert info_a == info_b and info_a["recordings"][0]["ch_names"] == ["C0", "C1", "C2"]
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_recordings_that_are_not_preloaded_are_written_from_their_files(tmp_path):
+    make_raw(0, seconds=40.0).save(tmp_path / "r_raw.fif", verbose="error")
+    raw = mne.io.read_raw_fif(tmp_path / "r_raw.fif", preload=False, verbose="error")
+    store_module._CHUNK_BYTES = 8 * 3 * 333  # chunks of 333 samples of the 3 EEG channels
+    try:
+        write_window_store(fixed_windows(raw, preload=False), tmp_path / "lazy")
+    finally:
+        store_module._CHUNK_BYTES = 1 << 24
+    recordings, index, _ = read_window_store(tmp_path / "lazy")
+    expected = raw.get_data(picks="eeg").astype(np.float32)
+    np.testing.assert_array_equal(recordings[0], expected)  # EOG and ECG left out
+    assert index[:, 1].tolist() == list(range(0, 4000, 200))
+
+
+def test_a_store_is_one_data_file_and_pickles_without_its_data(tmp_path):
+    windows = BaseConcatDataset(
+        [ds for s in range(3) for ds in fixed_windows(make_raw(s, seconds=60.0)).datasets]
+    )
+    write_window_store(windows, tmp_path / "store")
+    assert sorted(os.listdir(tmp_path / "store")) == [
+        "data.f32",
+        "index.npz",
+        "info.json",
+        "recordings.json",
+    ]
+    assert os.path.getsize(tmp_path / "store" / "data.f32") == 3 * 3 * 6000 * 4
+    view = SingleChannelWindows.from_store(tmp_path / "store")
+    blob = pickle.dumps(view)
+    assert len(blob) < 20_000  # the index, not the 216 kB of data
+    clone = pickle.loads(blob)
+    assert all(isinstance(r, np.memmap) for r in clone.recordings)
+    torch.manual_seed(1)
+    a = view.__getitems__(list(range(20)))
+    torch.manual_seed(1)
+    b = clone.__getitems__(list(range(20)))
+    for (xa, _), (xb, _) in zip(a, b, strict=True):
+        torch.testing.assert_close(xa, xb)
+
+
+def test_stores_of_the_earlier_layout_are_read(tmp_path):
+    folder = tmp_path / "old"
+    (folder / "recordings").mkdir(parents=True)
+    data = [np.arange(2 * 50, dtype=np.float32).reshape(2, 50), np.ones((3, 40), np.float32)]
+    for rec, array in enumerate(data):
+        np.save(folder / "recordings" / f"{rec:05d}.npy", array)
+    info = {"sfreq": 10.0, "recordings": [{"ch_names": [], "description": {}}] * 2}
+    (folder / "info.json").write_text(json.dumps(info))
+    np.savez(folder / "index.npz", index=np.array([[0, 0, 20], [1, 10, 30]]))
+    view = SingleChannelWindows.from_store(folder)
+    assert len(view) == 2 and view.sfreq == 10.0
+    np.testing.assert_array_equal(view.recordings[0], data[0])
+    write_window_store(fixed_windows(make_raw()), folder, overwrite=True)
+    assert not (folder / "recordings").exists()  # overwriting removes the old layout
+
+
+def test_store_errors_name_the_recording_and_the_rates(tmp_path):
+    slow, fast = fixed_windows(make_raw(0, sfreq=100.0)), fixed_windows(make_raw(1, sfreq=200.0))
+    with pytest.raises(ValueError, match=r"different sampling rates \(100 and 200 Hz"):
+        write_window_store(iter([slow, fast]), tmp_path / "a")
+    assert not (tmp_path / "a" / "index.npz").exists()
+    no_eeg = make_raw(0).pick(["EOG", "ECG"])
+    with pytest.raises(ValueError, match=r"Recording 0 \(name=r\) has no EEG channel"):
+        write_window_store(fixed_windows(no_eeg), tmp_path / "b")
+    with pytest.raises(ValueError, match="holds no window"):
+        write_window_store(iter([]), tmp_path / "c")
+    with pytest.raises(TypeError, match="Item 1 of 'windows' must be braindecode windows"):
+        write_window_store([slow, np.zeros((2, 3, 4))], tmp_path / "d")
+    epochs = fixed_windows(make_raw(0), use_mne_epochs=True)
+    with pytest.raises(ValueError, match="epochs-based"):
+        write_window_store(epochs, tmp_path / "e")
+
+
+# --- the in-memory view: EEG channels only, whatever the windows ------------------------
+
+
+def test_view_draws_eeg_channels_only_from_preloaded_lazy_and_epochs_windows(tmp_path):
+    raw = make_raw(0, seconds=20.0)
+    raw.save(tmp_path / "r_raw.fif", verbose="error")
+    on_disk = mne.io.read_raw_fif(tmp_path / "r_raw.fif", preload=False, verbose="error")
+    expected = raw.get_data(picks="eeg").astype(np.float32)
+    views = {
+        "preloaded": SingleChannelWindows(fixed_windows(raw)),
+        "lazy": SingleChannelWindows(fixed_windows(on_disk, preload=False)),
+        "epochs": SingleChannelWindows(fixed_windows(raw, use_mne_epochs=True)),
+    }
+    for name, view in views.items():
+        assert view.sfreq == 100.0, name
+        assert {r.shape[0] for r in view.recordings} == {3}, name  # C0-C2, not EOG or ECG
+        torch.manual_seed(0)
+        values = torch.cat([x for x, _ in view.__getitems__(list(range(len(view))) * 20)])
+        assert values.max() < 3, name  # EEG values are 0, 1, 2; EOG and ECG about 100
+    np.testing.assert_array_equal(views["lazy"].recordings[0], expected)
+    np.testing.assert_array_equal(views["preloaded"].recordings[0], expected)
+    assert len(views["epochs"].recordings) == 10  # epochs: each window stands alone
+
+
+def test_view_refuses_mixed_rates_and_recordings_without_eeg():
+    slow, fast = fixed_windows(make_raw(0, sfreq=100.0)), fixed_windows(make_raw(1, sfreq=200.0))
+    with pytest.raises(ValueError, match=r"different sampling rates \(100 and 200 Hz"):
+        SingleChannelWindows([slow, fast])
+    with pytest.raises(ValueError, match=r"different sampling rates \(100 and 200 Hz"):
+        SingleChannelWindows(BaseConcatDataset(slow.datasets + fast.datasets))
+    with pytest.raises(ValueError, match=r"\(name=r\) has no EEG channel"):
+        SingleChannelWindows(fixed_windows(make_raw(0).pick(["EOG", "ECG"])))
+    with pytest.raises(ValueError, match=r"\(name=r\) is a recording, not windows"):
+        SingleChannelWindows(BaseConcatDataset([RawDataset(make_raw(0), {"name": "r"})]))

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from braindecode.datasets import BaseConcatDataset
 
 from braindecode_pars.datasets.tuh import (
     TUH_CHANNELS_19,
@@ -110,3 +111,39 @@ def test_missing_folders_and_bad_splits_are_clear_errors(tmp_path):
         load_tuab(tmp_path)
     with pytest.raises(ValueError, match="'splits' parameter"):
         load_tusz(tmp_path, splits=("test",))
+
+
+def _same_windows(a, b):
+    """The same recordings, windows, labels and (to float32) samples."""
+    assert a.description.path.tolist() == b.description.path.tolist()
+    assert a.get_metadata().target.tolist() == b.get_metadata().target.tolist()
+    assert len(a) == len(b)
+    for i in (0, len(a) // 2, len(a) - 1):
+        np.testing.assert_allclose(a[i][0], b[i][0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("loader, corpus", [(load_tuab, "tuab"), (load_tusz, "tusz")])
+def test_cached_windows_equal_those_in_memory_and_are_read_lazily(
+    tuh_corpora, tmp_path, loader, corpus
+):
+    memory = loader(tuh_corpora[corpus])
+    cached = loader(tuh_corpora[corpus], cache_dir=tmp_path / "cache")
+    assert not any(ds.raw.preload for ds in cached.datasets)
+    _same_windows(cached, memory)
+    split = tuh_subject_split(cached, random_state=0)  # the recipe's split works on them
+    assert set(split["test"].description.split) == {"eval"}
+    again = loader(tuh_corpora[corpus], cache_dir=tmp_path / "cache")  # read as it is
+    _same_windows(again, memory)
+    with pytest.raises(FileExistsError, match=r"they differ in \['window_seconds'\]"):
+        loader(tuh_corpora[corpus], window_seconds=10.0, cache_dir=tmp_path / "cache")
+
+
+def test_tueg_stream_reads_one_recording_at_a_time_as_the_reader_does(tuh_corpora):
+    memory = load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaac"])
+    stream = load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaac"], lazy=True)
+    assert len(stream) == 2
+    streamed = BaseConcatDataset([ds for windows in stream for ds in windows.datasets])
+    assert streamed.description.subject.tolist() == ["aaaaaaaa", "aaaaaaax"]
+    assert len(streamed) == len(memory)
+    for i in (0, len(memory) - 1):
+        np.testing.assert_array_equal(streamed[i][0], memory[i][0])

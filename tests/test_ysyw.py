@@ -1,13 +1,21 @@
+import json
+import shutil
+
+import mne
 import numpy as np
 import pytest
 import wfdb
+from braindecode.datasets import BaseConcatDataset
 
+import braindecode_pars.datasets.ysyw as ysyw_module
+from braindecode_pars.datasets.recipes import load_recipe
 from braindecode_pars.datasets.ysyw import (
     SLEEP_STAGES,
     YSYW_CHANNELS,
     load_ysyw,
     load_ysyw_pretraining,
     read_ysyw_record,
+    ysyw_split,
     ysyw_subject_split,
 )
 
@@ -105,3 +113,104 @@ def test_fetch_delegates_to_braindecode_and_returns_the_root(tmp_path, monkeypat
     monkeypatch.setattr(pc18, "fetch_pc18_data", fake_fetch)
     assert fetch_ysyw([989], path=str(tmp_path)) == tmp_path / "pc18-sleep-data"
     assert calls == [([989], str(tmp_path))]
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("called although the file says it all")
+
+
+def test_the_split_is_written_once_then_read_from_its_file(ysyw, tmp_path, monkeypatch):
+    root, stages = ysyw
+    file = tmp_path / "split.json"
+    split = ysyw_split(root, file, random_state=3)
+    assert split == ysyw_subject_split(root, random_state=3)
+    content = json.loads(file.read_text())
+    assert content["random_state"] == 3 and content["records"] == split
+
+    monkeypatch.setattr(ysyw_module, "ysyw_subject_split", _refuse)
+    assert ysyw_split(root, file, random_state=3) == split  # read, not drawn again
+    with pytest.raises(
+        ValueError,
+        match=r"'random_state'=0 differs from the split file '.*split\.json', drawn with "
+        r"random_state=3; pass random_state=3",
+    ):
+        ysyw_split(root, file)
+
+    by_hand = tmp_path / "by_hand.json"  # a split written by hand: read as it is
+    parts = {"train": ["tr03-0005", "tr03-0029"], "valid": ["tr04-0014"], "test": []}
+    by_hand.write_text(json.dumps({"records": parts}))
+    with pytest.raises(ValueError, match=r"\['tr05-1034', 'tr07-0168'\] \(2 in all\) are in no"):
+        ysyw_split(root, by_hand)
+    parts["test"] = ["tr05-1034", "tr07-0168"]
+    by_hand.write_text(json.dumps({"records": parts}))
+    assert ysyw_split(root, by_hand, random_state=5) == parts  # no seed in the file
+    parts["valid"].append("tr03-0005")
+    by_hand.write_text(json.dumps({"records": parts}))
+    with pytest.raises(ValueError, match=r"puts \['tr03-0005'\] in two parts"):
+        ysyw_split(root, by_hand)
+    by_hand.write_text("not json")
+    with pytest.raises(ValueError, match="is not a YSYW split file"):
+        ysyw_split(root, by_hand)
+
+
+def test_the_split_file_lies_in_the_data_folder_by_default(ysyw, tmp_path):
+    root = tmp_path / "ysyw"
+    shutil.copytree(ysyw[0], root)
+    (root / "splits.json").unlink(missing_ok=True)
+    split = ysyw_split(root)
+    assert json.loads((root / "splits.json").read_text())["records"] == split
+    assert load_recipe("ysyw", root)["test"].description.record.tolist() == split["test"]
+
+
+def test_cached_windows_are_lazy_float32_and_equal_those_in_memory(ysyw, tmp_path, monkeypatch):
+    root, _ = ysyw
+    records = ["tr03-0005", "tr04-0014"]
+    memory = load_ysyw(root, records=records)
+    cached = load_ysyw(root, records=records, cache_dir=tmp_path / "cache")
+    assert not any(ds.raw.preload for ds in cached.datasets)  # read from disk as used
+    fif = sorted((tmp_path / "cache").rglob("*-raw.fif"))
+    assert len(fif) == 2 and mne.io.read_raw_fif(fif[0], verbose="error").orig_format == "single"
+    md, md_cached = memory.get_metadata(), cached.get_metadata()
+    assert md_cached.target.tolist() == md.target.tolist()
+    assert md_cached.record.tolist() == md.record.tolist()
+    assert len(cached) == len(memory) == 7
+    for i in range(len(memory)):
+        x, y, _ = cached[i]
+        np.testing.assert_allclose(x, memory[i][0], rtol=1e-6)
+        assert y == memory[i][1]
+
+    monkeypatch.setattr(ysyw_module, "read_ysyw_record", _refuse)
+    again = load_ysyw(root, records=records, cache_dir=tmp_path / "cache")
+    assert len(again) == 7  # the folder is read as it is
+    with pytest.raises(FileExistsError, match=r"other settings \(they differ in \['records'\]\)"):
+        load_ysyw(root, records=["tr03-0005"], cache_dir=tmp_path / "cache")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="holds files that are not a cache"):
+        load_ysyw(root, records=records, cache_dir=tmp_path / "other")
+
+
+def test_the_recipe_reads_every_record_once_through_the_cache(ysyw, tmp_path):
+    root, _ = ysyw
+    memory = load_recipe("ysyw", root)
+    cached = load_recipe("ysyw", root, cache_dir=tmp_path / "cache")
+    assert list(cached) == ["train", "valid", "test"]
+    for part in memory:
+        assert cached[part].description.record.tolist() == memory[part].description.record.tolist()
+        assert cached[part].get_metadata().target.tolist() == (
+            memory[part].get_metadata().target.tolist()
+        )
+    assert len(list((tmp_path / "cache").glob("[0-9]*"))) == 5  # every annotated record once
+
+
+def test_pretraining_stream_reads_one_record_at_a_time_as_the_reader_does(ysyw):
+    root, _ = ysyw
+    held_out = ["tr03-0029", "tr05-1034"]
+    memory = load_ysyw_pretraining(root, exclude_records=held_out)
+    stream = load_ysyw_pretraining(root, exclude_records=held_out, lazy=True)
+    assert len(stream) == 5
+    streamed = BaseConcatDataset([ds for windows in stream for ds in windows.datasets])
+    assert streamed.description.record.tolist() == memory.description.record.tolist()
+    assert len(streamed) == len(memory)
+    for i in (0, len(memory) - 1):
+        np.testing.assert_array_equal(streamed[i][0], memory[i][0])

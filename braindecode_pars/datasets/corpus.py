@@ -12,7 +12,7 @@ from .eegmat import EEGMAT_TRAIN_SUBJECTS, eegmat_preprocessors, read_eegmat
 from .sleep_edf import read_sleep_edf_mat
 from .tuh import load_tueg, tuh_subjects
 from .windowing import windows_of
-from .ysyw import load_ysyw_pretraining, ysyw_subject_split
+from .ysyw import load_ysyw_pretraining, ysyw_split
 
 logger = logging.getLogger(__name__)
 
@@ -26,36 +26,104 @@ def pretraining_corpus(
     window_seconds=30.0,
     max_files=None,
     n_jobs=1,
+    allow_test_patients=False,
+    ysyw_split_file=None,
+    lazy=False,
 ):
     """Windows of every pretraining source, with no fine-tuning test patient in them.
 
-    - YSYW: both sets of patients, except the annotated patients that
-      :func:`ysyw_subject_split` (with ``ysyw_random_state``) puts in validation or
-      test (paper: "hold out some patients with annotations for validation and
-      testing");
+    - YSYW: both sets of patients, except the annotated patients that the split
+      file puts in validation or test (paper: "hold out some patients with
+      annotations for validation and testing"). The split file is the one
+      ``load_recipe("ysyw")`` scores with (:func:`~braindecode_pars.datasets.ysyw.ysyw_split`:
+      written once, by whichever runs first, and read by both);
     - TUEG: every recording, except those of the TUAB and TUSZ patients ("we discard
-      all TUAB/TUSZ patients from the pretraining").
+      all TUAB/TUSZ patients from the pretraining"). Without both ``tuab_path`` and
+      ``tusz_path`` their patients cannot be left out, and the call is refused
+      unless ``allow_test_patients=True``.
 
     Combine the result with :class:`SingleChannelWindows` (one random channel of a
-    random crop per example) or write it once with :func:`write_window_store`.
+    random crop per example) or write it with :func:`write_window_store`; at the
+    paper's scale, ``lazy=True`` and a store::
+
+        write_window_store(pretraining_corpus(..., lazy=True), "store/")
+
+    Parameters
+    ----------
+    ysyw_path, tueg_path : str | Path | None
+        The YSYW folder (``training/`` and ``test/``) and the TUEG ``edf`` folder.
+    tuab_path, tusz_path : str | Path | None
+        The TUAB and TUSZ ``edf`` folders, whose patients are left out of TUEG.
+    ysyw_random_state : int
+        Seed of the YSYW patient split, when its split file is written.
+    window_seconds : float
+        Window length.
+    max_files : int | None
+        Read at most this many TUEG files (for quick runs).
+    n_jobs : int
+        Parallel jobs of the preprocessing (without ``lazy``).
+    allow_test_patients : bool
+        Build a TUEG corpus without ``tuab_path`` or ``tusz_path``, keeping their
+        patients (test patients of the TUAB and TUSZ tasks) in pretraining; a
+        warning says so. Scores on TUAB or TUSZ of an encoder pretrained on it are
+        not the paper's protocol.
+    ysyw_split_file : str | Path | None
+        The YSYW split file; None: ``splits.json`` in ``ysyw_path``. Give the same
+        file to ``load_recipe("ysyw", split_file=...)``.
+    lazy : bool
+        False: every recording is read and windowed now, in memory. True: a
+        :class:`~braindecode_pars.datasets.windowing.RecordingStream` that reads,
+        preprocesses and windows one recording at a time as it is iterated, for
+        :func:`write_window_store`.
 
     Returns
     -------
-    windows : braindecode BaseConcatDataset
+    windows : braindecode BaseConcatDataset | RecordingStream
         Description columns ``source`` ("ysyw" or "tueg") and ``subject`` or ``record``.
+
+    Raises
+    ------
+    ValueError
+        With ``tueg_path`` but without ``tuab_path`` or ``tusz_path``, unless
+        ``allow_test_patients=True``.
     """
+    if ysyw_path is None and tueg_path is None:
+        raise ValueError("Give at least one of 'ysyw_path' and 'tueg_path'.")
+    missing = [name for name, p in (("tuab_path", tuab_path), ("tusz_path", tusz_path)) if not p]
+    if tueg_path is not None and missing:
+        if not allow_test_patients:
+            raise ValueError(
+                f"{' and '.join(repr(m) for m in missing)} missing: pretraining_corpus "
+                "leaves the TUAB and TUSZ patients out of TUEG, so that no test patient of "
+                "theirs is pretrained on, and needs both folders for that. Pass "
+                "'tuab_path' and 'tusz_path', or allow_test_patients=True to pretrain on "
+                "every TUEG patient."
+            )
+        logger.warning(
+            "%s not given: TUEG keeps the patients of %s, test patients included "
+            "(allow_test_patients=True).",
+            " and ".join(missing),
+            " and ".join(m[:4].upper() for m in missing),
+        )
     parts = []
     if ysyw_path is not None:
-        split = ysyw_subject_split(ysyw_path, random_state=ysyw_random_state)
+        split = ysyw_split(ysyw_path, ysyw_split_file, random_state=ysyw_random_state)
         held_out = split["valid"] + split["test"]
         ysyw = load_ysyw_pretraining(
-            ysyw_path, exclude_records=held_out, window_seconds=window_seconds, n_jobs=n_jobs
+            ysyw_path,
+            exclude_records=held_out,
+            window_seconds=window_seconds,
+            n_jobs=n_jobs,
+            lazy=lazy,
         )
-        ysyw.set_description({"source": ["ysyw"] * len(ysyw.datasets)})
+        if lazy:
+            ysyw = ysyw.with_description({"source": "ysyw"})
+        else:
+            ysyw.set_description({"source": ["ysyw"] * len(ysyw.datasets)})
         parts.append(ysyw)
         logger.info(
             "YSYW: %d recordings; %d annotated patients held out.",
-            len(ysyw.datasets),
+            len(ysyw) if lazy else len(ysyw.datasets),
             len(held_out),
         )
     if tueg_path is not None:
@@ -63,19 +131,21 @@ def pretraining_corpus(
         for path in (tuab_path, tusz_path):
             if path is not None:
                 excluded += tuh_subjects(path)
-        if not excluded:
-            logger.warning("No TUAB or TUSZ path given: TUEG keeps every patient.")
         tueg = load_tueg(
             tueg_path,
             exclude_subjects=excluded,
             window_seconds=window_seconds,
             max_files=max_files,
             n_jobs=n_jobs,
+            lazy=lazy,
         )
-        tueg.set_description({"source": ["tueg"] * len(tueg.datasets)})
+        if lazy:
+            tueg = tueg.with_description({"source": "tueg"})
+        else:
+            tueg.set_description({"source": ["tueg"] * len(tueg.datasets)})
         parts.append(tueg)
-    if not parts:
-        raise ValueError("Give at least one of 'ysyw_path' and 'tueg_path'.")
+    if lazy:
+        return sum(parts[1:], parts[0])
     return BaseConcatDataset([ds for part in parts for ds in part.datasets])
 
 

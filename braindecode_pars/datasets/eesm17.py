@@ -15,6 +15,7 @@ OpenNeuro: ``openneuro-py download --dataset ds004348``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import preprocess
 
 from .._checks import check_range
-from .windowing import event_windows, microvolt_preprocessors
+from .cache import cached_windows
+from .windowing import RecordingStream, event_windower, event_windows, microvolt_preprocessors
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +103,16 @@ def _pick(raw, channels, fname):
     return raw
 
 
+def _read_one(path, channels):
+    """One BIDS recording as a braindecode RawDataset: the ear channels, loaded."""
+    from mne_bids import read_raw_bids
+
+    raw = read_raw_bids(path, verbose="error")
+    _pick(raw.load_data(), channels, path.fpath)
+    description = dict(subject=path.subject, session=path.session or "", path=str(path.fpath))
+    return RawDataset(raw, description=description)
+
+
 def load_eesm17(
     bids_root,
     subjects=None,
@@ -109,6 +121,7 @@ def load_eesm17(
     sfreq=200.0,
     window_seconds=30.0,
     n_jobs=1,
+    cache_dir=None,
 ):
     """EESM17 sleep-stage windows from a BIDS dataset, through mne-bids.
 
@@ -125,13 +138,20 @@ def load_eesm17(
         (``invalid``) are left out.
     sfreq, window_seconds : float
         Resampling rate and window length (paper: 30 s).
+    n_jobs : int
+        Parallel jobs of the preprocessing (without ``cache_dir``).
+    cache_dir : str | Path | None
+        None: every recording is read and held in memory. A folder: the recordings
+        are read, preprocessed, windowed and written there one at a time (float32),
+        and the windows read back lazily from disk; a later call with the same
+        settings reads the folder as it is.
 
     Returns
     -------
     windows : braindecode BaseConcatDataset
         Description columns ``subject`` and ``session``.
     """
-    from mne_bids import find_matching_paths, read_raw_bids
+    from mne_bids import find_matching_paths
 
     bids_root = Path(bids_root)
     if not (bids_root / "dataset_description.json").is_file():
@@ -148,19 +168,21 @@ def load_eesm17(
     )
     if not paths:
         raise FileNotFoundError(f"No EEG recording under '{bids_root}' for subjects {subjects}.")
-    datasets = []
-    for path in paths:
-        raw = read_raw_bids(path, verbose="error")
-        _pick(raw.load_data(), channels, path.fpath)
-        datasets.append(
-            RawDataset(
-                raw,
-                description=dict(
-                    subject=path.subject, session=path.session or "", path=str(path.fpath)
-                ),
-            )
+    if cache_dir is not None:
+        stream = RecordingStream(
+            [functools.partial(_read_one, path, channels) for path in paths],
+            event_windower(eesm17_preprocessors(sfreq), stages, window_seconds),
         )
-    ds = BaseConcatDataset(datasets)
+        settings = {
+            "reader": "load_eesm17",
+            "files": [str(Path(path.fpath).resolve()) for path in paths],
+            "channels": list(channels),
+            "stages": stages,
+            "sfreq": sfreq,
+            "window_seconds": window_seconds,
+        }
+        return cached_windows(stream, cache_dir, settings)
+    ds = BaseConcatDataset([_read_one(path, channels) for path in paths])
     with mne.use_log_level("error"):
         preprocess(ds, eesm17_preprocessors(sfreq), n_jobs=n_jobs)
     return event_windows(ds, stages, window_seconds)

@@ -6,14 +6,22 @@ the preprocessing and the windowing are in :mod:`.windowing`.
 
 from __future__ import annotations
 
+import functools
 import glob
 import logging
+import re
 from pathlib import Path
 
 import mne
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
-from .windowing import recording_preprocessors, windows_of
+from .._checks import check_option
+from .windowing import (
+    RecordingStream,
+    fixed_length_windower,
+    recording_preprocessors,
+    windows_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +78,134 @@ def _is_recording(path):
     return path.is_file() and path.name.lower().endswith(RECORDING_EXTENSIONS)
 
 
+#: Words of channel names that mark a signal other than EEG (a word starting with the
+#: first five: ``EKG1``, ``EMG-chin``, ``Resp oro-nasal``), matched without regard to case.
+NON_EEG_PREFIXES = ("ECG", "EKG", "EOG", "EMG", "RESP")
+NON_EEG_WORDS = (
+    "LOC", "ROC", "SPO2", "SAO2", "PLETH", "PULSE", "HR", "THOR", "THORAX", "ABD", "ABDO",
+    "ABDOMEN", "AIRFLOW", "FLOW", "NASAL", "SNORE", "CHIN", "LEG", "POSITION", "LIGHT",
+    "TEMP", "STATUS", "TRIGGER", "STIM", "STI", "EVENT", "MARKER", "PHOTIC", "IBI",
+    "BURSTS", "SUPPR", "MISC",
+)  # fmt: skip
+#: Reference electrodes: a channel whose name holds only these (``A1``, ``A2-A1``,
+#: ``EEG M1-M2``, ``REF``) is a reference derivation, not EEG of a scalp site.
+REFERENCE_NAMES = ("A1", "A2", "M1", "M2", "REF", "LE", "RE", "AVG", "AR", "CAR", "GND")
+
+
+def non_eeg_channels(ch_names):
+    """The channel names that mark a non-EEG signal or a reference derivation.
+
+    A name is cut into words at every character that is not a letter or a digit,
+    a leading ``EEG`` is dropped (EDF's type prefix), and the channel is left out
+    when a word names another signal (:data:`NON_EEG_PREFIXES`,
+    :data:`NON_EEG_WORDS`: ``ECG ECG``, ``EOG LOC-A2``, ``EMG Chin``...) or when
+    every word is a reference electrode (:data:`REFERENCE_NAMES`: ``EEG A2-A1``,
+    ``M1``, ``REF``). Scalp sites measured against a reference (``EEG Fp1-REF``,
+    ``C3-M2``) and mastoid-adjacent sites (``TP9``) are EEG.
+
+    Parameters
+    ----------
+    ch_names : list of str
+
+    Returns
+    -------
+    names : list of str
+        The names left out, in their order.
+    """
+    out = []
+    for name in ch_names:
+        words = [w for w in re.split(r"[^0-9A-Z]+", name.upper()) if w]
+        if words[:1] == ["EEG"]:
+            words = words[1:]
+        other = any(w.startswith(NON_EEG_PREFIXES) or w in NON_EEG_WORDS for w in words)
+        reference = bool(words) and all(w in REFERENCE_NAMES for w in words)
+        if other or reference:
+            out.append(name)
+    return out
+
+
+def _excluded(raw, picks, exclude):
+    """The channel names of ``raw`` that ``exclude`` leaves out of ``picks``."""
+    if isinstance(exclude, str):
+        asked = set(picks) if isinstance(picks, list | tuple) else set()
+        return [ch for ch in non_eeg_channels(raw.ch_names) if ch not in asked]
+    return [ch for ch in raw.ch_names if ch in set(exclude)]
+
+
+def _check_exclude(exclude):
+    """``exclude`` as "auto" or a list of channel names, or an error in MNE's wording."""
+    if exclude == "auto":
+        return exclude
+    if isinstance(exclude, list | tuple | set) and all(isinstance(n, str) for n in exclude):
+        return list(exclude)
+    raise ValueError(
+        "Invalid value for the 'exclude' parameter. Allowed values are 'auto' and a list "
+        f"of channel names, but got {exclude!r} instead."
+    )
+
+
+def _channels(file, picks, exclude, on_error):
+    """The recording's header (not its data) and the channels kept, or None to skip it."""
+    try:
+        raw = mne.io.read_raw(file, preload=False, verbose="error")
+    except Exception as err:  # MNE's readers raise ValueError, OSError, RuntimeError...
+        reason = f"{type(err).__name__}: {err}"
+        if on_error == "raise":
+            raise ValueError(
+                f"Cannot read the recording '{file}' ({reason}). Remove it, or pass "
+                "on_error='skip' to leave unreadable files out with a warning."
+            ) from err
+        logger.warning("Skipping '%s': cannot read it (%s).", file, reason)
+        return None
+    try:
+        raw.pick(picks)
+    except ValueError:
+        logger.warning("Skipping %s: no channel matches picks=%r.", file, picks)
+        return None
+    left_out = _excluded(raw, picks, exclude)
+    kept = [ch for ch in raw.ch_names if ch not in left_out]
+    if not kept:
+        logger.warning(
+            "Skipping %s: every channel of picks=%r is left out by exclude=%r (%s).",
+            file,
+            picks,
+            exclude,
+            left_out,
+        )
+        return None
+    return raw.pick(kept), left_out
+
+
+def _read(file, channels):
+    """The recording ``file`` with ``channels``, as a braindecode RawDataset."""
+    raw = mne.io.read_raw(file, preload=False, verbose="error")
+    return RawDataset(raw.pick(channels), {"file": str(file)})
+
+
+def _log_channels(kept, exclude):
+    """Log the channels kept (once when every recording has the same)."""
+    if len({(tuple(channels), tuple(out)) for channels, out in kept.values()}) == 1:
+        channels, left_out = next(iter(kept.values()))
+        logger.info(
+            "Pretraining on %d channels of the %d recordings: %s; left out (exclude=%r): %s.",
+            len(channels),
+            len(kept),
+            ", ".join(channels),
+            exclude,
+            ", ".join(left_out) or "none",
+        )
+        return
+    for file, (channels, left_out) in kept.items():
+        logger.info(
+            "%s: pretraining on %d channels: %s; left out (exclude=%r): %s.",
+            file,
+            len(channels),
+            ", ".join(channels),
+            exclude,
+            ", ".join(left_out) or "none",
+        )
+
+
 def load_recordings(
     patterns,
     sfreq=100.0,
@@ -80,13 +216,20 @@ def load_recordings(
     notch_freq=None,
     picks="eeg",
     n_jobs=1,
+    exclude="auto",
+    on_error="raise",
+    lazy=False,
 ):
     """Any recordings MNE reads (EDF, BDF, FIF, BrainVision, EEGLAB...) as pretraining windows.
 
-    Each file is read with :func:`mne.io.read_raw`, preprocessed as the paper does
+    Each file is read with :func:`mne.io.read_raw`, its EEG channels kept
+    (``picks``, ``exclude``), preprocessed as the paper does
     (:func:`recording_preprocessors`) through braindecode's ``preprocess``, and cut
     into fixed-length windows. Recordings shorter than one window are skipped with
-    a warning. Hand the result to
+    a warning. Every file's header is read first, so that an unreadable file stops
+    the call (or is skipped, ``on_error="skip"``) before any preprocessing. The
+    channels kept are logged (``logging.INFO``), once when every recording has the
+    same. Hand the result to
     :class:`~braindecode_pars.datasets.SingleChannelWindows` (one random channel of a
     random crop per example) or write it once with :func:`write_window_store`.
 
@@ -99,13 +242,31 @@ def load_recordings(
     window_seconds, stride_seconds : float
         Window length and stride (default: the length).
     l_freq, h_freq, notch_freq, picks
-        See :func:`recording_preprocessors`.
+        See :func:`recording_preprocessors`. ``picks`` selects channels as MNE does:
+        ``"eeg"`` (the default) keeps the channels typed EEG, which in an EDF file is
+        every channel, ECG and reference derivations included (hence ``exclude``).
     n_jobs : int
-        Parallel jobs of the preprocessing.
+        Parallel jobs of the preprocessing (without ``lazy``).
+    exclude : "auto" | list of str
+        Channels left out of ``picks``. ``"auto"``: those whose names mark another
+        signal (ECG, EKG, EOG, EMG, respiration...) or a reference derivation (A1,
+        A2, M1, M2, ``A2-A1``, REF...), see :func:`non_eeg_channels`, except the
+        names ``picks`` lists itself. A list: exactly these names (MNE's meaning of
+        ``exclude``); ``[]`` keeps every channel ``picks`` selects.
+    on_error : "raise" | "skip"
+        A file that cannot be read (not the format its extension says, damaged):
+        ``"raise"`` stops with an error naming the file and the reason; ``"skip"``
+        leaves it out with a logged warning.
+    lazy : bool
+        False: every recording is read and windowed now, in memory. True: a
+        :class:`~braindecode_pars.datasets.windowing.RecordingStream` that reads,
+        preprocesses and windows one recording at a time as it is iterated, for
+        :func:`write_window_store` (a store of any number of recordings in the
+        memory of one).
 
     Returns
     -------
-    windows : braindecode BaseConcatDataset
+    windows : braindecode BaseConcatDataset | RecordingStream
         Description column ``file``; no targets (pretraining windows).
 
     Examples
@@ -113,21 +274,34 @@ def load_recordings(
     >>> windows = load_recordings("my_study/**/*.edf", sfreq=100, window_seconds=10)
     ... # doctest: +SKIP
     """
+    check_option("on_error", on_error, ("raise", "skip"))
+    exclude = _check_exclude(exclude)
     files = find_recordings(patterns)
-    datasets = []
+    kept, raws = {}, []
     for file in files:
-        raw = mne.io.read_raw(file, preload=False, verbose="error")
-        try:
-            raw.pick(picks)
-        except ValueError:
-            logger.warning("Skipping %s: no channel matches picks=%r.", file, picks)
+        found = _channels(file, picks, exclude, on_error)
+        if found is None:
             continue
-        datasets.append(RawDataset(raw, {"file": str(file)}))
-    if not datasets:
-        raise ValueError(f"No recording matching {patterns!r} has channels picks={picks!r}.")
+        raw, left_out = found
+        kept[file] = (list(raw.ch_names), left_out)
+        if not lazy:
+            raws.append(RawDataset(raw, {"file": str(file)}))
+    if not kept:
+        raise ValueError(
+            f"No recording matching {patterns!r} has channels picks={picks!r} "
+            f"(exclude={exclude!r})."
+        )
+    _log_channels(kept, exclude)
+    # the channels are picked already: the preprocessing keeps them all
+    preprocessors = recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all")
+    if lazy:
+        readers = [functools.partial(_read, file, channels) for file, (channels, _) in kept.items()]
+        return RecordingStream(
+            readers, fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
+        )
     return windows_of(
-        BaseConcatDataset(datasets),
-        recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks),
+        BaseConcatDataset(raws),
+        preprocessors,
         sfreq,
         window_seconds,
         stride_seconds,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 from braindecode.datasets import BaseConcatDataset
 from torch.utils.data import Dataset
 
 from .._checks import check_int
+from .store import check_same_sfreq, describe, eeg_picks, read_float32, read_window_store
+from .windowing import RecordingStream
 
 
 class SingleChannelWindows(Dataset):
@@ -23,15 +27,26 @@ class SingleChannelWindows(Dataset):
     Draws come from a generator seeded by torch's, so ``torch.manual_seed`` makes
     them reproducible and DataLoader workers draw differently. A DataLoader fetches
     whole batches through ``__getitems__``. :meth:`from_store` reads a
-    memory-mapped store written by :func:`write_window_store`.
+    memory-mapped store written by :func:`write_window_store`: the way to pretrain
+    on a corpus larger than memory, or in several processes.
+
+    Only EEG channels are drawn (MNE's channel type ``eeg``, bad channels left out),
+    whether the recordings are preloaded, read from their files or cut into epochs;
+    arrays carry no channel types and every channel is drawn. Every source must
+    have one sampling rate.
 
     Parameters
     ----------
-    windows : braindecode BaseConcatDataset | numpy.ndarray | list of them
+    windows : braindecode BaseConcatDataset | RecordingStream | numpy.ndarray | list of them
         braindecode windows (from ``create_windows_from_events`` or
-        ``create_fixed_length_windows``; preloaded recordings are read in memory),
-        or arrays of shape (n_windows, n_chans, n_times_window). Several sources
-        are concatenated.
+        ``create_fixed_length_windows``), whose recordings are copied to float32
+        (read from their files when they are not preloaded), or epochs-based windows,
+        copied one by one; a
+        :class:`~braindecode_pars.datasets.windowing.RecordingStream` (a reader's
+        ``lazy=True`` output), read one recording at a time and kept as float32;
+        arrays of shape (n_windows, n_chans, n_times_window). Several sources are
+        concatenated. The view holds every recording in memory, as float32: for a
+        corpus larger than that, write a store and use :meth:`from_store`.
     n_times : int | None
         Samples per crop; default: the window length (which must then be the same
         for every window).
@@ -52,6 +67,7 @@ class SingleChannelWindows(Dataset):
         sources = windows if isinstance(windows, list | tuple) else [windows]
         self.recordings = []  # (n_chans, n_samples) float32 arrays, or memory maps
         self.sfreq = None
+        self._store = None
         index = []  # (recording, window start, window stop)
         for source in sources:
             self._add(source, index)
@@ -61,16 +77,28 @@ class SingleChannelWindows(Dataset):
     def from_store(cls, path, n_times=None, max_shift=None):
         """The view of a store written by :func:`write_window_store`, memory-mapped.
 
-        Nothing is read until items are drawn; DataLoader workers share the mapped
-        files through the page cache.
+        Nothing is read until items are drawn; processes and DataLoader workers
+        share the mapped file through the page cache.
         """
-        from .store import read_window_store
-
         view = cls.__new__(cls)
-        view.recordings, index, info = read_window_store(path)
+        view.recordings, index, info = read_window_store(path, descriptions=False)
         view.sfreq = info["sfreq"]
+        view._store = str(path)
         view._finish(index, n_times, max_shift)
         return view
+
+    def __getstate__(self):
+        """A view of a store pickles without its data (DataLoader workers started by
+        spawn or forkserver map the store again)."""
+        state = self.__dict__.copy()
+        if state.get("_store") is not None:
+            state["recordings"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.__dict__.get("_store") is not None and self.recordings is None:
+            self.recordings = read_window_store(self._store, descriptions=False)[0]
 
     def _finish(self, index, n_times, max_shift):
         if len(index) == 0:
@@ -99,17 +127,12 @@ class SingleChannelWindows(Dataset):
     def _add(self, source, index):
         if isinstance(source, BaseConcatDataset):
             for ds in source.datasets:
-                raw = getattr(ds, "raw", None)
-                if raw is not None:
-                    self.sfreq = raw.info["sfreq"]
-                if raw is not None and getattr(raw, "preload", False):
-                    rec = len(self.recordings)
-                    self.recordings.append(np.asarray(raw.get_data(picks="eeg"), np.float32))
-                    for _, start, stop in ds.crop_inds:
-                        index.append((rec, int(start), int(stop)))
-                else:  # epochs-based or lazy windows: each window stands alone
-                    for i in range(len(ds)):
-                        self._add_window(np.asarray(ds[i][0], np.float32), index)
+                self._add_dataset(ds, index)
+            return
+        if isinstance(source, RecordingStream | Iterator):
+            for windows in source:  # one recording at a time, kept as float32
+                self._add(windows, index)
+                del windows  # let the recording go before the next one is read
             return
         array = np.asarray(source, dtype=np.float32)
         if array.ndim != 3:
@@ -119,6 +142,31 @@ class SingleChannelWindows(Dataset):
             )
         for window in array:
             self._add_window(window, index)
+
+    def _add_dataset(self, ds, index):
+        """One braindecode windows dataset: its EEG channels, at the common rate."""
+        what = describe(ds, len(self.recordings))
+        raw = getattr(ds, "raw", None)
+        signal = raw if raw is not None else getattr(ds, "windows", None)
+        if signal is None:  # not an MNE-backed dataset: read its items as they are
+            for i in range(len(ds)):
+                self._add_window(np.asarray(ds[i][0], np.float32), index)
+            return
+        self.sfreq = check_same_sfreq(self.sfreq, signal.info["sfreq"], what)
+        picks = eeg_picks(signal.info, what)
+        if raw is not None:
+            if getattr(ds, "crop_inds", None) is None:
+                raise ValueError(
+                    f"{what} is a recording, not windows: cut it into windows first "
+                    "(braindecode's create_fixed_length_windows)."
+                )
+            rec = len(self.recordings)
+            self.recordings.append(read_float32(raw, picks))
+            for _, start, stop in ds.crop_inds:
+                index.append((rec, int(start), int(stop)))
+        else:  # epochs-based windows: each window stands alone
+            for window in signal.get_data(picks=picks):
+                self._add_window(np.asarray(window, np.float32), index)
 
     def _add_window(self, window, index):
         self.recordings.append(window)

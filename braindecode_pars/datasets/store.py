@@ -1,16 +1,26 @@
-"""Windows stored once, memory-mappable: one float32 array per recording plus an index.
+"""Windows stored once, memory-mappable: every recording in one float32 file, plus an index.
 
 A pretraining corpus is preprocessed once (braindecode ``preprocess``), windowed, and
-written with :func:`write_window_store`; :meth:`SingleChannelWindows.from_store`
-then memory-maps the recordings, so that data-loading workers share the operating
-system's page cache instead of holding copies, and a crop is a slice of a mapped file.
+written with :func:`write_window_store`, one recording at a time when it comes from a
+:class:`~braindecode_pars.datasets.windowing.RecordingStream` (``lazy=True`` readers);
+:meth:`SingleChannelWindows.from_store` then memory-maps it, so that processes and
+data-loading workers share the operating system's page cache instead of holding
+copies, and a crop is a slice of the mapped file.
 
-Layout of a store folder::
+Layout of a store folder (format 2)::
 
     store/
-      recordings/00000.npy ...   (n_chans, n_samples) float32, one per recording
-      index.npz                  recording, start, stop of every window
-      info.json                  sfreq, channel names and description per recording
+      data.f32          the EEG channels of every recording, float32 little-endian,
+                        one recording after the other, each (n_chans, n_samples), C order
+      index.npz         windows: (n_windows, 3) recording, start, stop;
+                        recordings: (n_recordings, 3) offset (samples), n_chans, n_samples
+      info.json         format, sfreq, numbers of recordings and windows
+      recordings.json   channel names and description of every recording
+
+One data file, whatever the number of recordings, so that reading a store of tens
+of thousands of recordings opens one file and makes one memory map. Stores written
+by earlier versions (``recordings/00000.npy`` per recording, everything in
+``info.json``) are read as well.
 """
 
 from __future__ import annotations
@@ -18,33 +28,175 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
+import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset
 from tqdm.auto import tqdm
 
 logger = logging.getLogger(__name__)
 
+#: Version of the layout written by :func:`write_window_store`.
+STORE_FORMAT = 2
+#: Bytes of float64 samples read from a recording at a time while writing it.
+_CHUNK_BYTES = 1 << 24
 
-def _atomic_npy(path, array):
-    tmp = path.with_name(path.stem + ".tmp.npy")
-    np.save(tmp, array)
+
+def eeg_picks(info, what):
+    """Indices of the EEG channels of ``info`` (bad channels left out), or a clear error.
+
+    ``what`` names the recording in the error message.
+    """
+    picks = mne.pick_types(info, eeg=True, exclude="bads")
+    if len(picks) == 0:
+        types = sorted(set(info.get_channel_types()))
+        raise ValueError(
+            f"{what} has no EEG channel (channel types: {types}); pretraining reads EEG "
+            "channels only: set the channel types with raw.set_channel_types()."
+        )
+    return picks
+
+
+def describe(ds, position):
+    """A short name of a recording for messages: its description, or its position."""
+    description = getattr(ds, "description", None)
+    if description is None or len(description) == 0:
+        return f"Recording {position}"
+    items = ", ".join(f"{k}={v}" for k, v in description.to_dict().items())
+    return f"Recording {position} ({items})"
+
+
+def check_same_sfreq(sfreq, new, what):
+    """The common sampling rate so far, or ``ValueError`` naming both rates."""
+    if sfreq is not None and abs(sfreq - new) > 1e-6:
+        raise ValueError(
+            f"Recordings have different sampling rates ({sfreq:g} and {new:g} Hz, the "
+            f"latter in {what}); resample them to one rate (the readers' 'sfreq', or "
+            "braindecode's Preprocessor('resample', sfreq=...)) before pretraining."
+        )
+    return float(new)
+
+
+def _chunks(windows):
+    """The windows as an iterable of BaseConcatDatasets (one, or a stream of them)."""
+    if isinstance(windows, BaseConcatDataset):
+        return [windows]
+    if isinstance(windows, Iterable) and not isinstance(windows, np.ndarray | str | bytes | Path):
+        return windows
+    raise TypeError(
+        "'windows' must be braindecode windows (a BaseConcatDataset) or an iterable of "
+        "them, one recording at a time (a RecordingStream, a generator), but got "
+        f"{type(windows).__name__}."
+    )
+
+
+def float32_blocks(raw, picks):
+    """``(start, block)`` pairs covering the ``picks`` of ``raw``, float32, in time order.
+
+    About ``_CHUNK_BYTES`` of float64 samples are read at a time (from memory, or from
+    the file of a recording that is not preloaded), so that converting a recording
+    adds little to it.
+    """
+    step = max(1, _CHUNK_BYTES // (8 * len(picks)))
+    for start in range(0, raw.n_times, step):
+        stop = min(raw.n_times, start + step)
+        yield start, raw.get_data(picks=picks, start=start, stop=stop).astype(np.float32)
+
+
+def read_float32(raw, picks):
+    """The ``picks`` of ``raw`` as one (n_picks, n_times) float32 array, read in blocks."""
+    out = np.empty((len(picks), raw.n_times), dtype=np.float32)
+    for start, block in float32_blocks(raw, picks):
+        out[:, start : start + block.shape[1]] = block
+    return out
+
+
+def _write_recording(f, raw, picks, offset):
+    """Write the ``picks`` of ``raw`` at sample ``offset`` of the data file, float32 LE."""
+    n_times = raw.n_times
+    for start, block in float32_blocks(raw, picks):
+        for c, row in enumerate(block.astype("<f4", copy=False)):
+            f.seek(4 * (offset + c * n_times + start))
+            f.write(row.tobytes())
+
+
+def _clear(path):
+    """Remove what a store writes in ``path`` (index first: the store is then incomplete)."""
+    for name in ("index.npz", "data.f32", "data.tmp", "info.json", "recordings.json"):
+        if (path / name).exists():
+            (path / name).unlink()
+    if (path / "recordings").is_dir():  # the per-recording files of format 1
+        shutil.rmtree(path / "recordings")
+
+
+def _dump_json(path, content):
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(content, f, default=str)
     os.replace(tmp, path)
 
 
-def write_window_store(windows, path, overwrite=False):
-    """Write braindecode windows (with preloaded recordings) to a store folder.
+class _Written:
+    """What a store writer has written so far: shapes, index and descriptions."""
 
-    Every recording is written once, whatever the number of its windows; each file
-    is written whole or not at all, and the index last, so an interrupted write
-    leaves no store that looks complete.
+    def __init__(self):
+        self.rows, self.shapes, self.recordings, self.sfreq, self.offset = [], [], [], None, 0
+
+    def add(self, f, ds):
+        """Write the EEG channels of one windows dataset ``ds`` to the open data file."""
+        rec = len(self.recordings)
+        what = describe(ds, rec)
+        raw = getattr(ds, "raw", None)
+        if raw is None or getattr(ds, "crop_inds", None) is None:
+            raise ValueError(
+                f"{what} is not windows of a continuous recording (epochs-based "
+                "windows?): window it with create_fixed_length_windows or "
+                "create_windows_from_events (use_mne_epochs=False)."
+            )
+        self.sfreq = check_same_sfreq(self.sfreq, raw.info["sfreq"], what)
+        picks = eeg_picks(raw.info, what)
+        _write_recording(f, raw, picks, self.offset)
+        crops = np.asarray(ds.crop_inds, dtype=np.int64).reshape(-1, 3)
+        self.rows.append(np.column_stack([np.full(len(crops), rec, np.int64), crops[:, 1:]]))
+        self.shapes.append((self.offset, len(picks), raw.n_times))
+        self.offset += len(picks) * raw.n_times
+        description = {
+            k: (v.item() if hasattr(v, "item") else v) for k, v in ds.description.items()
+        }
+        self.recordings.append(
+            {"ch_names": [raw.ch_names[p] for p in picks], "description": description}
+        )
+
+    def add_all(self, f, windows):
+        """Write every windows dataset of ``windows`` (a BaseConcatDataset)."""
+        for ds in windows.datasets:
+            self.add(f, ds)
+
+    def index(self):
+        return np.concatenate(self.rows) if self.rows else np.zeros((0, 3), np.int64)
+
+
+def write_window_store(windows, path, overwrite=False):
+    """Write braindecode windows to a store folder, one recording at a time.
+
+    Every recording's EEG channels (MNE type ``eeg``, bad channels left out) are
+    written once, as float32, whatever the number of its windows; a recording that
+    is not preloaded is read from its file in chunks. Given an iterable (a
+    :class:`~braindecode_pars.datasets.windowing.RecordingStream` from a reader with
+    ``lazy=True``, a generator), each item is written and then let go: memory holds
+    one recording at a time, plus the index. The data file is written under a
+    temporary name and the index last, so an interrupted write leaves no store that
+    looks complete.
 
     Parameters
     ----------
-    windows : braindecode BaseConcatDataset
+    windows : braindecode BaseConcatDataset | iterable of BaseConcatDataset
         Windows from ``create_windows_from_events`` or ``create_fixed_length_windows``
-        whose recordings are preloaded.
+        (whose recordings are ``mne.io.Raw``, preloaded or not), or an iterable
+        yielding such windows, e.g. one recording at a time.
     path : str | Path
         The store folder.
     overwrite : bool
@@ -53,69 +205,96 @@ def write_window_store(windows, path, overwrite=False):
     Returns
     -------
     path : Path
+
+    Examples
+    --------
+    >>> from braindecode_pars.datasets import load_recordings
+    >>> stream = load_recordings("my_study/**/*.edf", lazy=True)  # doctest: +SKIP
+    >>> write_window_store(stream, "store/")  # doctest: +SKIP
     """
     path = Path(path)
     if (path / "index.npz").exists() and not overwrite:
         raise FileExistsError(f"A window store exists at '{path}'; pass overwrite=True.")
-    if not isinstance(windows, BaseConcatDataset):
-        raise TypeError(
-            f"'windows' must be a braindecode BaseConcatDataset, but got {type(windows).__name__}."
-        )
-    (path / "recordings").mkdir(parents=True, exist_ok=True)
-    if (path / "index.npz").exists():
-        (path / "index.npz").unlink()
-    index, recordings, sfreq = [], [], None
-    for rec, ds in enumerate(tqdm(windows.datasets, desc="writing recordings", leave=False)):
-        raw = getattr(ds, "raw", None)
-        if raw is None or not getattr(raw, "preload", False):
-            raise ValueError(
-                f"Recording {rec} is not preloaded: window the data with preload=True "
-                "(or call raw.load_data()) before writing a store."
-            )
-        if sfreq is not None and raw.info["sfreq"] != sfreq:
-            raise ValueError(
-                f"Recordings have different sampling rates ({sfreq} and {raw.info['sfreq']} Hz)."
-            )
-        sfreq = raw.info["sfreq"]
-        _atomic_npy(
-            path / "recordings" / f"{rec:05d}.npy", raw.get_data(picks="eeg").astype(np.float32)
-        )
-        index += [(rec, int(start), int(stop)) for _, start, stop in ds.crop_inds]
-        recordings.append(
-            {
-                "ch_names": [
-                    raw.ch_names[i]
-                    for i in np.flatnonzero(np.isin(raw.get_channel_types(), ["eeg"]))
-                ],
-                "description": {
-                    k: (v.item() if hasattr(v, "item") else v) for k, v in ds.description.items()
-                },
-            }
-        )
-    with open(path / "info.json", "w") as f:
-        json.dump({"sfreq": sfreq, "recordings": recordings}, f, default=str)
-    index = np.asarray(index, dtype=np.int64)
-    tmp = path / "index.tmp.npz"
-    np.savez(tmp, index=index)
-    os.replace(tmp, path / "index.npz")
+    chunks = _chunks(windows)
+    path.mkdir(parents=True, exist_ok=True)
+    _clear(path)
+    written = _Written()
+    total = len(chunks) if hasattr(chunks, "__len__") else None
+    # no enumerate() or tqdm() around the iterable: either keeps a reference to the
+    # previous recording while the next one is read
+    with open(path / "data.tmp", "wb") as f, tqdm(total=total, desc="writing", leave=False) as bar:
+        for chunk in chunks:
+            if not isinstance(chunk, BaseConcatDataset):
+                raise TypeError(
+                    f"Item {bar.n} of 'windows' must be braindecode windows (a "
+                    f"BaseConcatDataset), but got {type(chunk).__name__}."
+                )
+            written.add_all(f, chunk)
+            del chunk  # let the recording go before the next one is read
+            bar.update()
+    index, recordings, sfreq = written.index(), written.recordings, written.sfreq
+    if len(index) == 0:
+        (path / "data.tmp").unlink()
+        raise ValueError("'windows' holds no window: nothing to write.")
+    os.replace(path / "data.tmp", path / "data.f32")
+    _dump_json(path / "recordings.json", recordings)
+    _dump_json(
+        path / "info.json",
+        {
+            "format": STORE_FORMAT,
+            "dtype": "<f4",
+            "sfreq": sfreq,
+            "n_recordings": len(recordings),
+            "n_windows": len(index),
+        },
+    )
+    with open(path / "index.tmp.npz", "wb") as f:
+        np.savez(f, index=index, recordings=np.asarray(written.shapes, dtype=np.int64))
+    os.replace(path / "index.tmp.npz", path / "index.npz")
     logger.info("Wrote %d windows of %d recordings to %s.", len(index), len(recordings), path)
     return path
 
 
-def read_window_store(path):
+def read_window_store(path, descriptions=True):
     """Memory-map a store: returns (recordings, index, info).
 
-    ``recordings`` is a list of read-only ``np.memmap`` arrays (n_chans, n_samples),
-    ``index`` an (n_windows, 3) array of recording, start and stop.
+    Parameters
+    ----------
+    path : str | Path
+        The store folder.
+    descriptions : bool
+        Read the channel names and description of every recording into
+        ``info["recordings"]``; False leaves them on disk (what pretraining does).
+
+    Returns
+    -------
+    recordings : list of numpy.memmap, shape (n_chans, n_samples)
+        Read-only views of the mapped data file, one per recording.
+    index : ndarray, shape (n_windows, 3)
+        Recording, start and stop of every window.
+    info : dict
+        ``sfreq``, and ``recordings`` (a list of dicts with ``ch_names`` and
+        ``description``) when ``descriptions`` is True.
     """
     path = Path(path)
     if not (path / "index.npz").is_file():
         raise FileNotFoundError(f"No complete window store at '{path}' (index.npz is missing).")
     with open(path / "info.json") as f:
         info = json.load(f)
+    arrays = np.load(path / "index.npz")
+    index = arrays["index"]
+    if info.get("format", 1) == 1:  # one .npy per recording, everything in info.json
+        recordings = [
+            np.load(path / "recordings" / f"{rec:05d}.npy", mmap_mode="r")
+            for rec in range(len(info["recordings"]))
+        ]
+        return recordings, index, info
+    data = np.memmap(path / "data.f32", dtype=info["dtype"], mode="r")
     recordings = [
-        np.load(path / "recordings" / f"{rec:05d}.npy", mmap_mode="r")
-        for rec in range(len(info["recordings"]))
+        data[offset : offset + n_chans * n_times].reshape(n_chans, n_times)
+        for offset, n_chans, n_times in arrays["recordings"].tolist()
     ]
-    index = np.load(path / "index.npz")["index"]
+    if descriptions:
+        with open(path / "recordings.json") as f:
+            info["recordings"] = json.load(f)
     return recordings, index, info

@@ -13,10 +13,16 @@ The subject is the first token of the file name. Channels are the paper's common
 reference montage; preprocessing is the paper's: microvolts, 200 Hz, 0.3-75 Hz
 band-pass, 60 Hz notch. Nothing is downloaded: the corpora are distributed on
 request by their authors (https://isip.piconepress.com/projects/nedc/html/tuh_eeg/).
+
+TUEG holds about 70,000 recordings: ``load_tueg(lazy=True)`` gives a stream that
+reads, preprocesses and windows one at a time, for :func:`write_window_store`;
+``load_tuab`` and ``load_tusz`` take a ``cache_dir`` where each recording's windows
+are written once (float32) and read back lazily.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from pathlib import Path
@@ -27,7 +33,8 @@ import pandas as pd
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from .._checks import check_option, check_range
-from .windowing import microvolt_preprocessors, windows_of
+from .cache import cached_windows
+from .windowing import RecordingStream, fixed_length_windower, microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +139,20 @@ def _windows(datasets, channels, window_seconds, sfreq, n_jobs):
         return windows_of(ds, tuh_preprocessors(sfreq), sfreq, window_seconds, n_jobs=n_jobs)
 
 
+def _stream(readers, window_seconds, sfreq, windower=None):
+    """The recordings of ``readers`` read, preprocessed and windowed one at a time."""
+    windower = windower or fixed_length_windower(tuh_preprocessors(sfreq), sfreq, window_seconds)
+    return RecordingStream(readers, windower)
+
+
 def load_tuab(
-    path, splits=("train", "eval"), window_seconds=30.0, sfreq=200.0, max_files=None, n_jobs=1
+    path,
+    splits=("train", "eval"),
+    window_seconds=30.0,
+    sfreq=200.0,
+    max_files=None,
+    n_jobs=1,
+    cache_dir=None,
 ):
     """TUAB v3.0.1: abnormal-EEG detection windows (paper A.3).
 
@@ -152,21 +171,41 @@ def load_tuab(
         Paper: 30 s (the fine-tuning windows) and 200 Hz.
     max_files : int | None
         Read at most this many files per split and label (for quick runs).
+    n_jobs : int
+        Parallel jobs of the preprocessing (without ``cache_dir``).
+    cache_dir : str | Path | None
+        None: every recording is read and held in memory. A folder: the recordings
+        are read, preprocessed, windowed and written there one at a time (float32),
+        and the windows read back lazily from disk; a later call with the same
+        settings reads the folder as it is.
     """
     for split in splits:
         check_option("splits", split, ("train", "eval"))
-    datasets = []
+    readers = []
     for split in splits:
         for label, pathological in (("normal", 0), ("abnormal", 1)):
             folder = Path(path) / split / label
             files = _edf_files(folder, f"TUAB {split}/{label}")[:max_files]
-            datasets += [
-                _recording(
-                    f, TUH_CHANNELS_21, "pathological", split=split, pathological=pathological
+            readers += [
+                functools.partial(
+                    _recording,
+                    f,
+                    TUH_CHANNELS_21,
+                    "pathological",
+                    split=split,
+                    pathological=pathological,
                 )
                 for f in files
             ]
-    return _windows(datasets, TUH_CHANNELS_21, window_seconds, sfreq, n_jobs)
+    if cache_dir is not None:
+        settings = {
+            "reader": "load_tuab",
+            "files": [str(Path(r.args[0]).resolve()) for r in readers],
+            "window_seconds": window_seconds,
+            "sfreq": sfreq,
+        }
+        return cached_windows(_stream(readers, window_seconds, sfreq), cache_dir, settings)
+    return _windows([read() for read in readers], TUH_CHANNELS_21, window_seconds, sfreq, n_jobs)
 
 
 def read_csv_bi(fname):
@@ -196,6 +235,7 @@ def load_tusz(
     min_overlap_seconds=0.0,
     max_files=None,
     n_jobs=1,
+    cache_dir=None,
 ):
     """TUSZ v2.0.3: seizure-detection windows labelled from the ``.csv_bi`` files.
 
@@ -210,20 +250,45 @@ def load_tusz(
     ----------
     path : str | Path
         The folder holding ``train/``, ``dev/`` and ``eval/`` (``.../v2.0.3/edf``).
+    cache_dir : str | Path | None
+        As for :func:`load_tuab`: a folder where each recording's labelled windows
+        are written once and read back lazily.
     """
     for split in splits:
         check_option("splits", split, ("train", "dev", "eval"))
     check_range("min_overlap_seconds", min_overlap_seconds, 0, window_seconds, high_open=True)
-    datasets, intervals = [], []
+    files = []
     for split in splits:
         for fname in _edf_files(Path(path) / split, f"TUSZ {split}")[:max_files]:
             annotation = fname.with_suffix(".csv_bi")
             if not annotation.is_file():
                 raise FileNotFoundError(f"'{fname}' has no annotation file '{annotation}'.")
-            datasets.append(_recording(fname, TUH_CHANNELS_19, split=split))
-            intervals.append(read_csv_bi(annotation))
-    windows = _windows(datasets, TUH_CHANNELS_19, window_seconds, sfreq, n_jobs)
-    for ds, seiz in zip(windows.datasets, intervals, strict=True):
+            files.append((fname, split))
+    readers = [functools.partial(_recording, f, TUH_CHANNELS_19, split=split) for f, split in files]
+    if cache_dir is not None:
+        windower = functools.partial(
+            _seizure_windows,
+            windower=fixed_length_windower(tuh_preprocessors(sfreq), sfreq, window_seconds),
+            min_overlap_seconds=min_overlap_seconds,
+        )
+        settings = {
+            "reader": "load_tusz",
+            "files": [str(f.resolve()) for f, _ in files],
+            "window_seconds": window_seconds,
+            "sfreq": sfreq,
+            "min_overlap_seconds": min_overlap_seconds,
+        }
+        stream = _stream(readers, window_seconds, sfreq, windower)
+        return cached_windows(stream, cache_dir, settings)
+    windows = _windows([read() for read in readers], TUH_CHANNELS_19, window_seconds, sfreq, n_jobs)
+    _label_seizures(windows, min_overlap_seconds)
+    return windows
+
+
+def _label_seizures(windows, min_overlap_seconds):
+    """Set every window's target from its recording's ``.csv_bi`` (description ``path``)."""
+    for ds in windows.datasets:
+        seiz = read_csv_bi(Path(ds.description["path"]).with_suffix(".csv_bi"))
         fs = ds.raw.info["sfreq"]
         starts = ds.metadata["i_start_in_trial"].to_numpy() / fs
         stops = ds.metadata["i_stop_in_trial"].to_numpy() / fs
@@ -231,6 +296,12 @@ def load_tusz(
         ds.metadata["target"] = labels
         ds.y = labels.tolist()
     return windows
+
+
+def _seizure_windows(recording, windower, min_overlap_seconds):
+    """The windower of a TUSZ stream: windows of one recording, labelled."""
+    windows = windower(recording)
+    return None if windows is None else _label_seizures(windows, min_overlap_seconds)
 
 
 def tuh_subjects(path):
@@ -246,6 +317,7 @@ def load_tueg(
     sfreq=200.0,
     max_files=None,
     n_jobs=1,
+    lazy=False,
 ):
     """TUEG recordings for pretraining, without the patients of the fine-tuning sets.
 
@@ -253,19 +325,31 @@ def load_tueg(
     ``exclude_subjects=tuh_subjects(tuab_path) + tuh_subjects(tusz_path)``.
     19 channels, 200 Hz, 0.3-75 Hz band-pass, 60 Hz notch, ``window_seconds``
     windows (the single-channel view draws crops and channels from them).
+
+    Parameters
+    ----------
+    lazy : bool
+        False: every recording is read and windowed now, in memory. True: a
+        :class:`~braindecode_pars.datasets.windowing.RecordingStream` that reads,
+        preprocesses and windows one recording at a time as it is iterated, for
+        :func:`write_window_store` (the way to a store of all of TUEG).
     """
     excluded = set(exclude_subjects)
-    datasets, skipped = [], 0
+    files, skipped = [], 0
     for fname in _edf_files(path, "TUEG"):
         if parse_tuh_file_name(fname)[0] in excluded:
             skipped += 1
             continue
-        if max_files is not None and len(datasets) >= max_files:
+        if max_files is not None and len(files) >= max_files:
             break
-        datasets.append(_recording(fname, channels))
-    logger.info("TUEG: %d recordings, %d left out as fine-tuning patients.", len(datasets), skipped)
-    if not datasets:
+        files.append(fname)
+    logger.info("TUEG: %d recordings, %d left out as fine-tuning patients.", len(files), skipped)
+    if not files:
         raise ValueError(f"Every TUEG recording under '{path}' belongs to an excluded subject.")
+    if lazy:
+        readers = [functools.partial(_recording, f, channels) for f in files]
+        return _stream(readers, window_seconds, sfreq)
+    datasets = [_recording(f, channels) for f in files]
     return _windows(datasets, channels, window_seconds, sfreq, n_jobs)
 
 

@@ -7,8 +7,10 @@ paper's datasets (:mod:`.physionet_mi`, :mod:`.tuh`, :mod:`.ysyw`, :mod:`.eesm17
 
 from __future__ import annotations
 
+import functools
 import logging
 
+import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset
 from braindecode.preprocessing import (
@@ -148,21 +150,20 @@ def event_windows(recordings, mapping, window_seconds):
     )
 
 
-def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=None, n_jobs=1):
-    """Preprocess raw recordings and cut them into windows, skipping too-short ones.
-
-    A recording shorter than one window (after preprocessing) is left out with a
-    logged warning; if none is long enough, ``ValueError``.
-    """
+def _window_size(window_seconds, stride_seconds, sfreq):
+    """Window length and stride in samples, the arguments checked."""
     check_range("window_seconds", window_seconds, 0, float("inf"), low_open=True)
     if stride_seconds is not None:
         check_range("stride_seconds", stride_seconds, 0, float("inf"), low_open=True)
-    if preprocessors:
-        preprocess(dataset, preprocessors, n_jobs=n_jobs)
     size = int(round(window_seconds * sfreq))
     stride = size if stride_seconds is None else max(1, int(round(stride_seconds * sfreq)))
+    return size, stride
+
+
+def _long_enough(datasets, size, window_seconds):
+    """The recordings of at least ``size`` samples; a warning names each one left out."""
     kept = []
-    for ds in dataset.datasets:
+    for ds in datasets:
         if ds.raw.n_times >= size:
             kept.append(ds)
         else:
@@ -173,6 +174,21 @@ def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=Non
                 window_seconds,
                 size,
             )
+    return kept
+
+
+def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=None, n_jobs=1):
+    """Preprocess raw recordings and cut them into windows, skipping too-short ones.
+
+    A recording shorter than one window (after preprocessing) is left out with a
+    logged warning; if none is long enough, ``ValueError``. Every recording is held
+    in memory; :class:`RecordingStream` with :func:`fixed_length_windower` does the
+    same one recording at a time.
+    """
+    size, stride = _window_size(window_seconds, stride_seconds, sfreq)
+    if preprocessors:
+        preprocess(dataset, preprocessors, n_jobs=n_jobs)
+    kept = _long_enough(dataset.datasets, size, window_seconds)
     if not kept:
         raise ValueError(
             f"No recording is at least window_seconds={window_seconds} s long "
@@ -185,3 +201,122 @@ def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=Non
         on_last_window="drop",
         preload=True,
     )
+
+
+def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_seconds):
+    if preprocessors:
+        with mne.use_log_level("error"):
+            preprocess(recording, preprocessors)
+    sfreq = recording.datasets[0].raw.info["sfreq"] if sfreq is None else sfreq
+    size, stride = _window_size(window_seconds, stride_seconds, sfreq)
+    kept = _long_enough(recording.datasets, size, window_seconds)
+    if not kept:
+        return None
+    return create_fixed_length_windows(
+        BaseConcatDataset(kept),
+        window_size_samples=size,
+        window_stride_samples=stride,
+        on_last_window="drop",
+        preload=True,
+    )
+
+
+def fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
+    """The windower of :class:`RecordingStream` that :func:`windows_of` applies to all at once.
+
+    Preprocess one recording, then cut it into fixed-length windows; a recording
+    shorter than one window is skipped with a logged warning. ``sfreq`` is the rate
+    after preprocessing; None: each recording's own.
+    """
+    _window_size(window_seconds, stride_seconds, 1.0 if sfreq is None else sfreq)  # checks
+    return functools.partial(
+        _fixed_length,
+        preprocessors=preprocessors,
+        sfreq=sfreq,
+        window_seconds=window_seconds,
+        stride_seconds=stride_seconds,
+    )
+
+
+def _event_windows(recording, preprocessors, mapping, window_seconds):
+    with mne.use_log_level("error"):
+        preprocess(recording, preprocessors)
+    return event_windows(recording, mapping, window_seconds)
+
+
+def event_windower(preprocessors, mapping, window_seconds):
+    """The windower of :class:`RecordingStream` that :func:`event_windows` applies after
+    preprocessing (labelled windows of scored events)."""
+    return functools.partial(
+        _event_windows, preprocessors=preprocessors, mapping=mapping, window_seconds=window_seconds
+    )
+
+
+class RecordingStream:
+    """Recordings read, preprocessed and cut into windows one at a time, as it is iterated.
+
+    Iterating yields the windows of one recording at a time (a braindecode
+    ``BaseConcatDataset`` with one windows dataset); the recording is read only then,
+    so a consumer that keeps nothing of it, such as :func:`write_window_store`, holds
+    one recording in memory whatever the number of recordings. The stream can be
+    iterated again (every recording is then read again). The readers
+    (:func:`load_recordings`, ``load_tueg``, ``load_ysyw_pretraining`` and
+    ``pretraining_corpus`` with ``lazy=True``) build it; streams add up with ``+``.
+
+    Parameters
+    ----------
+    readers : list of callable
+        One per recording: called without arguments, returns the recording as a
+        braindecode ``RawDataset`` (with its description), or None to skip it.
+    windower : callable
+        Turns one recording (a ``BaseConcatDataset`` of one ``RawDataset``) into its
+        windows, or None to skip it (e.g. :func:`fixed_length_windower`).
+    description : dict | None
+        Description columns set on every recording (e.g. ``{"source": "tueg"}``).
+
+    Examples
+    --------
+    >>> stream = load_recordings("my_study/**/*.edf", lazy=True)  # doctest: +SKIP
+    >>> write_window_store(stream, "store/")  # doctest: +SKIP
+    """
+
+    def __init__(self, readers, windower, description=None):
+        self._parts = [(tuple(readers), windower, dict(description or {}))]
+
+    def __len__(self):
+        """The number of recordings (some may yield no window)."""
+        return sum(len(readers) for readers, _, _ in self._parts)
+
+    def __add__(self, other):
+        if not isinstance(other, RecordingStream):
+            return NotImplemented
+        stream = RecordingStream((), None)
+        stream._parts = [part for part in self._parts + other._parts if part[0]]
+        return stream
+
+    def with_description(self, description):
+        """The same stream, with ``description`` (a dict of columns) set on every recording."""
+        stream = RecordingStream((), None)
+        stream._parts = [(r, w, {**d, **description}) for r, w, d in self._parts]
+        return stream
+
+    def __iter__(self):
+        for readers, windower, description in self._parts:
+            for read in readers:
+                windows = self._windows(read, windower, description)
+                if windows is not None:
+                    yield windows
+                del windows  # let the recording go before the next one is read
+
+    @staticmethod
+    def _windows(read, windower, description):
+        recording = read()
+        if recording is None:
+            return None
+        if description:
+            recording.set_description(description, overwrite=True)
+        windows = windower(BaseConcatDataset([recording]))
+        return windows if windows is not None and len(windows.datasets) else None
+
+    def __repr__(self):
+        return f"RecordingStream({len(self)} recordings, read one at a time)"
