@@ -6,10 +6,10 @@ PY := $(VENV)/bin/python
 
 .PHONY: install test lint demo compare docs benchmark clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,docs]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,docs]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -43,3 +43,37 @@ def check_range(name, value, low, high, low_open=False, high_open=False):
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"'{name}' must lie in {interval}, but got {value}.")
     return float(value)
+
+
+def check_device(name, value):
+    """``value`` must name a CPU or an available CUDA device (None: the caller's default).
+
+    Apple's ``mps`` and other backends are refused: the models run there in principle,
+    but the package is tested on CPUs and CUDA GPUs only.
+    """
+    import torch
+
+    if value is None:
+        return
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(
+            f"Invalid value for '{name}': {value!r} is not a torch device ({err})."
+        ) from err
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(
+            f"Invalid value for '{name}': {value!r}; allowed are 'cpu' and 'cuda' devices, "
+            f"the ones the package is tested on ('{device.type}' has never run its tests)."
+        )
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"Invalid value for '{name}': {value!r} but torch sees no GPU "
+                "(torch.cuda.is_available() is False); use 'cpu'."
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"Invalid value for '{name}': {value!r} but torch sees "
+                f"{torch.cuda.device_count()} GPU(s)."
+            )

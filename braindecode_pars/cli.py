@@ -55,10 +55,13 @@ def _compare(args):
 
 
 def _store(args):
-    """Write PhysioNet-MI recordings to a memory-mappable window store for pretraining."""
+    """Write recordings (yours, the shared corpus, YSYW/TUEG or PhysioNet-MI) to a
+    memory-mappable window store for pretraining, one recording at a time."""
+    import json
+
     from .datasets import pretraining_corpus, write_window_store
 
-    windows = _recording_windows(args)
+    windows = _recording_windows(args, lazy=True)
     if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
             ysyw_path=args.ysyw,
@@ -66,19 +69,25 @@ def _store(args):
             tuab_path=args.tuab,
             tusz_path=args.tusz,
             window_seconds=args.window_seconds,
+            allow_test_patients=args.allow_test_patients,
+            ysyw_split_file=args.ysyw_split_file,
+            lazy=True,
         )
     elif windows is None:
         windows = _physionet_windows(args, runs=args.runs)
     write_window_store(windows, args.out, overwrite=args.overwrite)
-    sys.stdout.write(f"{len(windows)} windows written to {args.out}/\n")
+    info = json.loads((Path(args.out) / "info.json").read_text())
+    n_windows = info.get("n_windows", len(windows))
+    sys.stdout.write(f"{n_windows} windows written to {args.out}/\n")
 
 
 #: The paper's pretraining optimisation (section 2.5), for its 1.5-million-window corpus.
 PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30.0)
 
 
-def _recording_windows(args):
-    """Windows of ``--recordings`` or ``--shared-data`` (100 Hz unless ``--sfreq``), or None."""
+def _recording_windows(args, lazy=False):
+    """Windows of ``--recordings`` or ``--shared-data`` (100 Hz unless ``--sfreq``), or None;
+    ``lazy``: a stream that reads one recording at a time (for writing a store)."""
     from .datasets.corpus import shared_corpus
     from .datasets.recordings import load_recordings
 
@@ -91,6 +100,9 @@ def _recording_windows(args):
             l_freq=args.l_freq,
             h_freq=args.h_freq,
             notch_freq=args.notch_freq,
+            exclude=[] if args.keep_all_channels else (args.exclude or "auto"),
+            on_error=args.on_error,
+            lazy=lazy,
         )
     if args.shared_data:
         return shared_corpus(
@@ -114,13 +126,57 @@ def _physionet_windows(args, **options):
 
 def _pretrain_view(args):
     """The pretraining windows the flags name: a store, recordings, the shared corpus, or
-    the bundled PhysioNet-MI subject."""
-    from .datasets import SingleChannelWindows
+    the bundled PhysioNet-MI subject.
+
+    Under torchrun, recordings and the shared corpus are read once: rank 0 writes them
+    to a window store inside ``--out`` (one per set of data flags), the other processes
+    wait for it, and every process memory-maps it.
+    """
+    from .datasets import SingleChannelWindows, write_window_store
+    from .training.distributed import is_distributed, rank
 
     if args.store:
         return SingleChannelWindows.from_store(args.store)
-    windows = _recording_windows(args)
-    return SingleChannelWindows(_physionet_windows(args) if windows is None else windows)
+    if not (args.recordings or args.shared_data) or not is_distributed():
+        windows = _recording_windows(args)
+        return SingleChannelWindows(_physionet_windows(args) if windows is None else windows)
+    store = Path(args.out) / f"store-{_data_key(args)}"
+    if rank() == 0 and not (store / "index.npz").is_file():
+        write_window_store(_recording_windows(args, lazy=True), store, overwrite=True)
+    _wait_for(store / "index.npz")
+    return SingleChannelWindows.from_store(store)
+
+
+def _data_key(args):
+    """A short hash of the flags that choose and preprocess the pretraining data."""
+    import hashlib
+    import json
+
+    names = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
+             "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels")  # fmt: skip
+    spec = json.dumps({n: getattr(args, n, None) for n in names}, sort_keys=True)
+    return hashlib.sha1(spec.encode()).hexdigest()[:10]
+
+
+def _wait_for(path, poll_seconds=1.0):
+    """Wait until ``path`` exists (written by rank 0; torchrun ends every process if one
+    fails)."""
+    import time
+
+    while not Path(path).is_file():
+        time.sleep(poll_seconds)
+
+
+#: The command-line flag of each setting a resumed run must share.
+_FLAGS = {
+    "max_epochs": "--epochs / --steps", "batch_size": "--batch-size", "lr": "--lr",
+    "n_patches": "--n-patches", "pos_mask_ratio": "--pos-mask-ratio", "sampling": "--sampling",
+    "mask_ratio": "--mask-ratio", "encoder.emb_dim": "--emb-dim", "encoder.depth": "--depth",
+    "encoder.n_heads": "--n-heads", "encoder.ff_dim": "--ff-dim", "model": "--method",
+    "valid_fraction": "--valid-fraction", "n_times": "--window-seconds / --sfreq",
+    "sfreq": "--sfreq", "data.n_windows": "the data (--store, --recordings...)",
+    "data.fingerprint": "the data (--store, --recordings...)",
+}  # fmt: skip
 
 
 def _pretrain(args):
@@ -128,53 +184,127 @@ def _pretrain(args):
     (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)."""
     import torch
 
+    from ._checks import check_device
     from .models import pretext_params
-    from .training import init_distributed, pretrain
-    from .training.distributed import rank
+    from .training import RunMismatchError, init_distributed, pretrain
+    from .training.distributed import rank, world_size
 
-    if args.paper:
-        for name, value in PAPER_PRETRAINING.items():
-            setattr(args, name, value)
+    try:
+        check_device("--device", args.device)
+    except ValueError as err:
+        raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     if args.threads:
         torch.set_num_threads(args.threads)
     device = init_distributed(args.device)
-    torch.manual_seed(args.seed)
-    view = _pretrain_view(args)
-    if args.epochs is None:  # the step budget: steps of one process over its share
-        from .training.distributed import world_size
-        from .training.schedule import epochs_for_steps
+    main_process = rank() == 0  # asked now: the process group ends with this command
+    try:
+        if args.paper:
+            for name, value in PAPER_PRETRAINING.items():
+                setattr(args, name, value)
+            # the paper's batch of 512 is the global one: shared by the processes
+            args.batch_size = max(1, PAPER_PRETRAINING["batch_size"] // world_size())
+        torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
+        view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws
+        if args.epochs is None:  # the step budget: steps of one process over its share
+            from .training.schedule import epochs_for_steps
 
-        args.epochs = epochs_for_steps(
-            args.steps, len(view), args.batch_size, args.valid_fraction or None, world_size()
+            args.epochs = epochs_for_steps(
+                args.steps, len(view), args.batch_size, args.valid_fraction or None, world_size()
+            )
+        encoder_kwargs = dict(
+            emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
         )
-    encoder_kwargs = dict(
-        emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
-    )
-    pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
-    if args.method == "pars":
-        pretext["sampling"] = args.sampling
-    net = pretrain(
-        view,
-        args.method,
-        checkpoint_dir=args.out,
-        max_epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        device=device,
-        amp=args.amp,
-        compile=args.compile,
-        num_workers=args.workers,
-        valid_fraction=args.valid_fraction or None,
-        encoder_kwargs=encoder_kwargs,
-        **pretext,
-    )
-    if rank() == 0:
-        last = net.history[-1]
-        skill = last.get("valid_skill", last.get("train_skill", float("nan")))
+        pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
+        if args.method == "pars":
+            pretext["sampling"] = args.sampling
+        net = pretrain(
+            view,
+            args.method,
+            checkpoint_dir=args.out,
+            max_epochs=args.epochs,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            device=device,
+            amp=args.amp,
+            compile=args.compile,
+            num_workers=args.workers,
+            valid_fraction=args.valid_fraction or None,
+            encoder_kwargs=encoder_kwargs,
+            max_minutes=args.max_minutes,
+            allow_new_budget=args.extend,
+            run_info=_run_info(args),
+            **pretext,
+        )
+    except RunMismatchError as err:
+        listed = "; ".join(
+            f"{_FLAGS.get(k, k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
+        )
+        extend = (
+            " (--extend resumes with the new epoch budget)"
+            if "max_epochs" in err.differences
+            else ""
+        )
+        raise SystemExit(
+            f"braindecode-pars pretrain: --out '{args.out}' holds a run with other settings: "
+            f"{listed}{extend}. Give another --out, or the run's settings to resume it."
+        ) from None
+    except KeyboardInterrupt:
+        from .hub import run_status
+
+        status = run_status(args.out)
+        saved = (
+            f"{status['epoch']} of {status['max_epochs']} epochs are saved in '{args.out}' "
+            "(no encoder.pt: the run is unfinished). Run the same command to resume."
+            if status["epoch"]
+            else "no epoch was saved yet."
+        )
+        if main_process:
+            sys.stderr.write(f"braindecode-pars pretrain: interrupted; {saved}\n")
+        raise SystemExit(130) from None
+    finally:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+    if main_process:
+        _report(net, args)
+
+
+def _run_info(args):
+    """What the model card of a command-line run says of how it was made."""
+    import shlex
+
+    info = {"command": shlex.join(["braindecode-pars", *sys.argv[1:]])}
+    if args.store:
+        info["data.store"] = str(args.store)
+    elif args.recordings:
+        info["data.recordings"] = list(args.recordings)
+    elif args.shared_data:
+        info["data.recordings"] = [str(args.shared_data)]
+    else:
+        info["data.recordings"] = [f"PhysioNet-MI subjects {args.subjects} (bundled)"]
+    if args.recordings or args.shared_data:
+        info["data.preprocessing"] = (
+            f"resampled to {args.sfreq or 100.0} Hz, high-pass {args.l_freq} Hz, low-pass "
+            f"{args.h_freq or 'min(75, 0.45 sfreq)'} Hz, notch {args.notch_freq or 'none'}; "
+            f"{args.window_seconds}-s windows every {args.stride_seconds} s"
+        )
+    return info
+
+
+def _report(net, args):
+    """What a pretraining run did, and where its encoder is."""
+    last = net.history[-1]
+    skill = last.get("valid_skill", last.get("train_skill", float("nan")))
+    done = len(net.history)
+    if done < args.epochs:
         sys.stdout.write(
-            f"{len(net.history)} epochs, final loss {last['train_loss']:.4f}, pretext skill "
-            f"{skill:.3f}; encoder written to {args.out}/encoder.pt\n"
+            f"Stopped after {done} of {args.epochs} epochs (--max-minutes {args.max_minutes}); "
+            f"pretext skill {skill:.3f}. Run the same command to continue.\n"
         )
+        return
+    sys.stdout.write(
+        f"{done} epochs, final loss {last['train_loss']:.4f}, pretext skill "
+        f"{skill:.3f}; encoder written to {args.out}/encoder.pt\n"
+    )
 
 
 def _export(args):
@@ -262,6 +392,28 @@ def _command(sub, func):
     return command
 
 
+def _recording_flags(parser):
+    """The flags of ``--recordings`` that choose channels and treat unreadable files."""
+    parser.add_argument(
+        "--exclude",
+        nargs="+",
+        help="channel names to leave out of --recordings (default: channels named like "
+        "ECG/EOG/EMG/respiration or reference derivations such as A1, A2, A2-A1)",
+    )
+    parser.add_argument(
+        "--keep-all-channels",
+        action="store_true",
+        help="keep every EEG-typed channel of --recordings, ECG-like names included",
+    )
+    parser.add_argument(
+        "--on-error",
+        default="raise",
+        choices=["raise", "skip"],
+        help="a file of --recordings that cannot be read: stop naming it, or skip it "
+        "with a warning",
+    )
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="braindecode-pars",
@@ -304,6 +456,15 @@ def build_parser():
     store.add_argument("--tueg", help="TUEG edf folder")
     store.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
     store.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
+    store.add_argument(
+        "--allow-test-patients",
+        action="store_true",
+        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients",
+    )
+    store.add_argument(
+        "--ysyw-split-file", help="YSYW split file (default: <ysyw>/splits.json, the recipe's)"
+    )
+    _recording_flags(store)
 
     pre = _command(sub, _pretrain)
     pre.add_argument(
@@ -328,6 +489,7 @@ def build_parser():
     pre.add_argument("--l-freq", type=float, default=0.3, help="high-pass of recordings (Hz)")
     pre.add_argument("--h-freq", type=float, help="low-pass (default: min(75, 0.45 sfreq))")
     pre.add_argument("--notch-freq", type=float, help="power-line notch of recordings (50/60)")
+    _recording_flags(pre)
     pre.add_argument("--subjects", nargs="+", type=int, default=[1])
     pre.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
     pre.add_argument(
@@ -341,7 +503,9 @@ def build_parser():
         default=3000,
         help="optimiser steps (of each process) when --epochs is not given",
     )
-    pre.add_argument("--batch-size", type=int, default=64, help="per process (paper: 512 in all)")
+    pre.add_argument(
+        "--batch-size", type=int, default=64, help="per process (--paper: 512 shared by all)"
+    )
     pre.add_argument("--lr", type=float, default=1e-3, help="paper: 1e-4")
     pre.add_argument(
         "--paper",
@@ -366,6 +530,18 @@ def build_parser():
     pre.add_argument("--compile", action="store_true", help="torch.compile the model")
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     pre.add_argument("--seed", type=int, default=0)
+    pre.add_argument(
+        "--max-minutes",
+        type=float,
+        help="stop after the epoch in which this many minutes have passed; the run is "
+        "saved unfinished and the same command continues it (0: after one epoch)",
+    )
+    pre.add_argument(
+        "--extend",
+        action="store_true",
+        help="resume a run in --out with another --epochs / --steps (the learning-rate "
+        "curve is redrawn for the new budget)",
+    )
 
     exp_ = _command(sub, _export)
     exp_.add_argument("--run", required=True, help="the pretrain --out folder")

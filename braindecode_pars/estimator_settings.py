@@ -15,10 +15,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-import torch
 from sklearn.model_selection import GroupShuffleSplit
 
-from ._checks import check_int, check_option, check_range
+from ._checks import check_device, check_int, check_option, check_range
 from .datasets.adapters import read_windows
 from .hub import PRETRAINED_ENCODERS, load_encoder
 from .models import PRETEXT_MODELS
@@ -109,29 +108,7 @@ class EstimatorSettings:
         return size
 
     def _check_device_param(self):
-        try:
-            device = torch.device(self.device)
-        except (RuntimeError, TypeError) as err:
-            raise ValueError(
-                f"Invalid value for 'device': {self.device!r} is not a torch device ({err})."
-            ) from err
-        if device.type not in ("cpu", "cuda"):
-            raise ValueError(
-                f"Invalid value for 'device': {self.device!r}; the package runs on 'cpu' and "
-                f"'cuda' devices (the folded pair decoder computes in float64, which "
-                f"'{device.type}' lacks)."
-            )
-        if device.type == "cuda":
-            if not torch.cuda.is_available():
-                raise ValueError(
-                    f"Invalid value for 'device': {self.device!r} but torch sees no GPU "
-                    "(torch.cuda.is_available() is False); use device='cpu'."
-                )
-            if device.index is not None and device.index >= torch.cuda.device_count():
-                raise ValueError(
-                    f"Invalid value for 'device': {self.device!r} but torch sees "
-                    f"{torch.cuda.device_count()} GPU(s)."
-                )
+        check_device("device", self.device)
 
     def _read(self, X, y=None, groups=None, name="X", fitted=False):
         """``X`` read once (:func:`read_windows`), its sampling rate required."""
@@ -210,9 +187,10 @@ class EstimatorSettings:
         if abs(encoder.sfreq - sfreq) > 1e-6:
             raise ValueError(
                 f"The pretrained encoder works at sfreq={encoder.sfreq} Hz but the data is "
-                f"at {sfreq} Hz; resample the windows to {encoder.sfreq} Hz first (e.g. "
-                "braindecode's preprocess with Preprocessor('resample', "
-                f"sfreq={encoder.sfreq}) before windowing, or mne's resample)."
+                f"at {sfreq} Hz; resample the windows to {encoder.sfreq} Hz first: "
+                "braindecode_pars.datasets.resample_windows(X, sfreq="
+                f"{sfreq}, new_sfreq={encoder.sfreq}) (arrays, braindecode windows or "
+                "mne.Epochs; MNE's resampling)."
             )
         if abs(encoder.patch_seconds - self.patch_seconds) > 1e-9:
             raise ValueError(

@@ -9,6 +9,8 @@
   :meth:`PatchEncoder.from_pretrained <braindecode_pars.PatchEncoder>`), optionally with
   the whole pretext model (``pretext.safetensors`` and ``pretext.json``);
 - :func:`export_run`: a pretraining run's last state to that layout, for sharing.
+- :func:`model_card` (from :mod:`braindecode_pars.models.card`): the ``README.md``
+  model card both write.
 
 This module reads the files the training callbacks write; it imports nothing from
 :mod:`braindecode_pars.training`.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 from importlib import resources
 from pathlib import Path
@@ -27,7 +30,10 @@ import torch
 from torch import nn
 
 from .models import PRETEXT_MODELS
+from .models.card import model_card
 from .models.encoder import PatchEncoder
+
+logger = logging.getLogger(__name__)
 
 #: Names of the shipped encoders.
 PRETRAINED_ENCODERS = ("pars-small",)
@@ -42,6 +48,9 @@ _RUN_MODEL_SETTINGS = (
     ("sampling", "sampling"),
     ("decoder", "decoder_name"),
     ("mask_ratio", "mask_ratio"),
+    ("decoder_impl", "decoder_impl"),
+    ("loss_on", "loss_on"),
+    ("label_sigma", "label_sigma"),
 )
 
 
@@ -179,26 +188,47 @@ def load_pretext_model(name_or_path):
     return model.eval()
 
 
-def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None):
+def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, license=None):
     """Save an encoder in the Hugging Face layout (and optionally its pretext model).
 
     ``encoder.save_pretrained(folder)`` writes ``config.json`` and
-    ``model.safetensors``; braindecode's extra ``pytorch_model.bin`` is removed to
-    keep the folder small. ``pretext`` (a pretext model) is written as
-    ``pretext.safetensors`` with ``pretext_spec`` (its constructor arguments and
-    ``method``) as ``pretext.json``.
+    ``model.safetensors`` (and no pickled copy of the weights: see
+    :meth:`PatchEncoder._save_pretrained <braindecode_pars.PatchEncoder>`). ``pretext``
+    (a pretext model) is written as ``pretext.safetensors`` with ``pretext_spec`` (its
+    constructor arguments and ``method``) as ``pretext.json``. ``README.md`` is the
+    model card of :func:`model_card`: the encoder's size and, with ``pretext_spec``,
+    its pretext task (:func:`export_run` writes the card of a whole run).
+
+    Parameters
+    ----------
+    encoder : PatchEncoder
+    folder : str | Path
+    pretext : PretextModel | None
+    pretext_spec : dict | None
+    license : str | None
+        The licence of the weights, as a Hugging Face licence identifier
+        (``"bsd-3-clause"``, ``"cc-by-4.0"``...), written into the card's header;
+        None: not stated.
+
+    Returns
+    -------
+    folder : Path
     """
     from safetensors.torch import save_file
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    stale = folder / "pytorch_model.bin"  # written by earlier versions: other weights
+    if stale.is_file():
+        logger.info("Removing '%s', a copy of earlier weights.", stale)
+        stale.unlink()
     encoder.save_pretrained(folder)
-    if (folder / "pytorch_model.bin").is_file():  # the same weights again, as a pickle
-        (folder / "pytorch_model.bin").unlink()
     if pretext is not None:
         state = {k: v.detach().cpu().contiguous() for k, v in pretext.state_dict().items()}
         save_file(unwrapped_state_dict(state), folder / "pretext.safetensors")
         (folder / "pretext.json").write_text(json.dumps(pretext_spec, indent=1))
+    card = model_card(encoder, pretext_spec=pretext_spec, license=license, name=folder.name)
+    (folder / "README.md").write_text(card)
     return folder
 
 
@@ -216,7 +246,26 @@ def run_state(run_dir):
     return folder if (folder / "params.pt").is_file() else None
 
 
-def export_run(run_dir, folder):
+def run_status(run_dir):
+    """How far a pretraining run got: ``{"epoch", "max_epochs", "finished"}``.
+
+    ``epoch`` is the number of epochs of its last complete state (0 if none),
+    ``max_epochs`` its budget (None if not recorded) and ``finished`` whether it did
+    them all and wrote its final ``encoder.pt``. An interrupted run, or one stopped by
+    a time limit, is unfinished until it is resumed to the end.
+    """
+    run_dir = Path(run_dir)
+    pointer = run_dir / "state.json"
+    saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
+    config_file = run_dir / "config.json"
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    epoch = int(saved.get("epoch", 0)) if run_state(run_dir) is not None else 0
+    budget = saved.get("max_epochs", config.get("max_epochs"))
+    finished = (run_dir / "encoder.pt").is_file() and (budget is None or epoch >= budget)
+    return {"epoch": epoch, "max_epochs": budget, "finished": finished}
+
+
+def export_run(run_dir, folder, license=None):
     """Export a pretraining run (a :class:`PretrainNet` ``checkpoint_dir``) for sharing.
 
     Rebuilds the pretext model from the run's ``config.json``, loads the parameters
@@ -224,8 +273,21 @@ def export_run(run_dir, folder):
     ``torchrun`` too: their ``_orig_mod.`` and ``module.`` key prefixes are dropped,
     see :func:`unwrapped_state_dict`), and writes the encoder in the Hugging Face
     layout (:func:`save_pretrained_encoder`, with the pretext model) plus the run's
-    history without its batches (``pretrain_history.json``) and settings
-    (``run_config.json``).
+    history without its batches (``pretrain_history.json``), settings
+    (``run_config.json``) and model card (``README.md``, :func:`model_card`: the
+    pretext task, the encoder, the data, the budget, the skill reached, whether the
+    run finished, how to load it and the command that made it, where the run
+    recorded one in its ``config.json`` or ``state.json``).
+
+    Parameters
+    ----------
+    run_dir : str | Path
+        The run's folder.
+    folder : str | Path
+        The folder to write.
+    license : str | None
+        The licence of the weights (a Hugging Face licence identifier, such as
+        ``"cc-by-4.0"``) for the card's header; None: not stated.
 
     Returns
     -------
@@ -236,6 +298,12 @@ def export_run(run_dir, folder):
     state = run_state(run_dir)
     if state is None:
         raise FileNotFoundError(f"'{run_dir}' holds no saved training state.")
+    status = run_status(run_dir)
+    if not status["finished"]:
+        logger.warning(
+            "'%s' is an unfinished run (%d of %s epochs); exporting its last saved state.",
+            run_dir, status["epoch"], status["max_epochs"],
+        )  # fmt: skip
     method = config["model"].lower()
     spec = {"method": method, "n_times": config["n_times"], "sfreq": config["sfreq"]}
     for name, key in _RUN_MODEL_SETTINGS:
@@ -252,4 +320,16 @@ def export_run(run_dir, folder):
     history = [{k: v for k, v in row.items() if k != "batches"} for row in history]
     (folder / "pretrain_history.json").write_text(json.dumps(history, indent=1))
     (folder / "run_config.json").write_text(json.dumps(config, indent=1))
+    pointer = json.loads((run_dir / "state.json").read_text())
+    card = model_card(
+        model.encoder,
+        pretext_spec=spec,
+        run_config=config,
+        history=history,
+        status=status,
+        command=config.get("command", pointer.get("command")),
+        license=license,
+        name=folder.name,
+    )
+    (folder / "README.md").write_text(card)
     return folder

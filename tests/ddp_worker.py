@@ -14,10 +14,17 @@ from tests.ramp_fixtures import ramp_dataset, ramp_pars
 def main(out):
     out = Path(out)
     device = init_distributed("cpu")
-    torch.manual_seed(0)  # the same initial weights on every rank, the same data
+    torch.manual_seed(0)  # every rank seeded alike, as a torchrun script usually is
     data = ramp_dataset()  # 64 windows of 300 samples, as tests/test_training.py
-    torch.manual_seed(100 + rank())  # different patch draws on each rank
     model = ramp_pars(emb_dim=32, depth=1, n_heads=4, ff_dim=32)
+    draws = []  # the patch starts and position masks of this rank's first steps
+    model.register_forward_hook(
+        lambda m, i, out: (
+            draws.append((out["starts"].clone(), out["pos_mask"].clone()))
+            if m.training and len(draws) < 3
+            else None
+        )
+    )
     net = PretrainNet(
         model,
         max_epochs=25,
@@ -37,6 +44,7 @@ def main(out):
             "lrs": [b["event_lr"] for row in net.history for b in row["batches"]],
             "skill": net.history[:, "train_skill"],
             "has_writers": "encoder_checkpoint" in dict(net.callbacks_),
+            "draws": draws,
         },
         out / f"rank{rank()}.pt",
     )

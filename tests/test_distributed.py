@@ -22,6 +22,10 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=False)
     for name, w0 in r0["state_dict"].items():  # gradients were averaged every step
         torch.testing.assert_close(w0, r1["state_dict"][name], rtol=0, atol=0, msg=name)
+    # both ranks were seeded alike, yet each drew its own patches and masks
+    for (starts0, mask0), (starts1, mask1) in zip(r0["draws"], r1["draws"], strict=True):
+        assert starts0.shape == starts1.shape and not torch.equal(starts0, starts1)
+        assert not torch.equal(mask0, mask1)
     assert r0["history"] == r1["history"]  # batch losses averaged over the ranks
     assert sum(r0["history"][-5:]) / 5 < 0.5 * sum(r0["history"][:3]) / 3
     assert r0["batches"] == 4  # 64 windows, 2 ranks, 8 per step: each rank saw half
@@ -75,18 +79,25 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     )
     assert first.returncode == 0, first.stderr[-3000:]
     assert first.stdout.count("final loss") == 1  # rank 0 reports, rank 1 does not
-    again = subprocess.run(
+    refused = subprocess.run(
         [*run, "--epochs", "3"], env=ENV, capture_output=True, text=True, timeout=300
+    )  # another budget would redraw the learning-rate curve: refused, naming --out
+    assert refused.returncode != 0
+    assert f"--out '{tmp_path / 'run'}' holds a run with other settings" in refused.stderr
+    assert "--epochs / --steps: saved 2, now 3 (--extend resumes" in refused.stderr
+    again = subprocess.run(
+        [*run, "--epochs", "3", "--extend"], env=ENV, capture_output=True, text=True, timeout=300
     )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "3 epochs" in again.stdout and "Resuming pretraining" in again.stderr
+    assert "with 3 epochs instead of 2" in again.stderr
     assert (tmp_path / "run" / "encoder.pt").is_file()
-    # the run's parameters carry DistributedDataParallel's "module." prefix; export drops it
+    # the state holds the model unwrapped from DistributedDataParallel
     from braindecode_pars.cli import main
     from braindecode_pars.hub import load_encoder, run_state
 
     params = torch.load(run_state(tmp_path / "run") / "params.pt", weights_only=True)
-    assert all(key.startswith("module.") for key in params)
+    assert not any(key.startswith("module.") for key in params)
     main(["export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "shared")])
     exported = load_encoder(tmp_path / "shared").state_dict()
     final = load_encoder(tmp_path / "run" / "encoder.pt").state_dict()
@@ -130,3 +141,132 @@ def test_pretrain_reads_a_configuration_file_and_flags_take_precedence(tmp_path,
     config.write_text(json.dumps({"epoch": 7}))
     with pytest.raises(SystemExit, match=r"unknown options \['epoch'\]"):
         main(["pretrain", "--config", str(config)])
+
+
+@pytest.mark.slow
+def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_process(tmp_path):
+    """The path a cluster user takes, end to end on this CPU: two processes (gloo) with
+    torch.compile and bf16 autocast stop after one epoch (--max-minutes 0); the same run
+    is resumed alone without compile; then it is exported, loaded and fine-tuned."""
+    import json
+
+    from braindecode_pars import PARSClassifier
+    from braindecode_pars.cli import main
+    from braindecode_pars.datasets import load_physionet_mi
+    from braindecode_pars.hub import load_encoder, run_state, run_status
+
+    run_dir = tmp_path / "run"
+    common = ["--out", str(run_dir), "--epochs", "3", "--lr", "1e-3", "--emb-dim", "16",
+              "--depth", "1", "--n-heads", "2", "--ff-dim", "16", "--n-patches", "10",
+              "--batch-size", "32", "--device", "cpu", "--amp"]  # fmt: skip
+    cli = ["-m", "braindecode_pars.cli", "pretrain", *common]
+    first = subprocess.run(
+        [*TORCHRUN, *cli, "--compile", "--max-minutes", "0"],
+        env=ENV, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Stopped after 1 of 3 epochs" in first.stdout
+    assert run_status(run_dir) == {"epoch": 1, "max_epochs": 3, "finished": False}
+    assert not (run_dir / "encoder.pt").exists()
+    pointer = json.loads((run_dir / "state.json").read_text())
+    assert (pointer["world_size"], pointer["compile"], pointer["amp"]) == (2, True, True)
+    params = torch.load(run_state(run_dir) / "params.pt", weights_only=True)
+    assert not any(k.startswith(("module.", "_orig_mod.")) or "._orig_mod." in k for k in params)
+
+    alone = subprocess.run(
+        [sys.executable, *cli], env=ENV, capture_output=True, text=True, timeout=600
+    )
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert "Resuming pretraining" in alone.stderr and "3 epochs, final loss" in alone.stdout
+    assert "world_size 2 -> 1, compile True -> False" in alone.stderr
+    assert run_status(run_dir)["finished"]
+
+    main(["export", "--run", str(run_dir), "--out", str(tmp_path / "export")])
+    history = json.loads((tmp_path / "export" / "pretrain_history.json").read_text())
+    # one epoch of two processes, two of one (twice the batches an epoch), one curve
+    assert [row["lr"] for row in history] == pytest.approx(
+        [1e-3 * warmup_cosine_factor(e / 3) for e in range(3)]
+    )
+    card = (tmp_path / "export" / "README.md").read_text()
+    assert "braindecode-pars pretrain --out" in card and "3 of 3 epochs" in card
+    encoder = load_encoder(tmp_path / "export")
+    final = load_encoder(run_dir / "encoder.pt").state_dict()
+    assert all(torch.equal(encoder.state_dict()[k], v) for k, v in final.items())
+
+    windows = load_physionet_mi(sfreq=encoder.sfreq)
+    clf = PARSClassifier(
+        pretrained_encoder=str(tmp_path / "export"),
+        pretrain_epochs=0, finetune="frozen", max_epochs=2, batch_size=16,
+        random_state=0, verbose=0,
+    ).fit(windows)  # fmt: skip
+    assert all(torch.equal(clf.encoder_.state_dict()[k], v) for k, v in final.items())
+    assert clf.predict_proba(windows).shape == (len(windows), len(clf.classes_))
+
+
+def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path):
+    import signal
+    import time
+
+    from braindecode_pars.hub import run_status
+
+    cli = [sys.executable, "-m", "braindecode_pars.cli"]
+    subprocess.run(
+        [*cli, "store", "--out", str(tmp_path / "store"), "--runs", "1", "2"],
+        env=ENV, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    run_dir = tmp_path / "run"
+    command = [*cli, "pretrain", "--out", str(run_dir), "--store", str(tmp_path / "store"),
+               "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
+               "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
+               "--epochs", "500"]  # fmt: skip
+    proc = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (run_dir / "state.json").is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()[-3000:]
+    status = run_status(run_dir)
+    assert 1 <= status["epoch"] < 500 and status["max_epochs"] == 500
+    assert not status["finished"] and not (run_dir / "encoder.pt").exists()
+    assert f"interrupted; {status['epoch']} of 500 epochs are saved" in err.decode()
+    assert "KeyError" not in err.decode() and "final loss" not in out.decode()
+    # the same command resumes (here for one more epoch, then stops by the time limit)
+    again = subprocess.run(
+        [*command, "--max-minutes", "0"], env=ENV, capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"Resuming pretraining from {run_dir} after {status['epoch']} epochs" in again.stderr
+    assert run_status(run_dir)["epoch"] == status["epoch"] + 1
+
+
+def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path):
+    """Under torchrun, --recordings are windowed once (rank 0 writes a store in --out)
+    and every process memory-maps it; ECG and the ear reference stay out."""
+    import json
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "eegmat"
+    for name in ("Subject00_1.edf", "Subject01_1.edf"):
+        (tmp_path / "edf").mkdir(exist_ok=True)
+        (tmp_path / "edf" / name).symlink_to(data / name)
+    (tmp_path / "edf" / "notes.edf").write_text("not an EDF file")
+    run_dir = tmp_path / "run"
+    command = [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),
+               "--recordings", str(tmp_path / "edf" / "*.edf"), "--window-seconds", "10",
+               "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
+               "--n-patches", "10", "--batch-size", "16", "--device", "cpu",
+               "--epochs", "1"]  # fmt: skip
+    refused = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "notes.edf" in refused.stderr  # named, before work
+    done = subprocess.run(
+        [*command, "--on-error", "skip"], env=ENV, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    stores = list(run_dir.glob("store-*"))
+    assert len(stores) == 1  # written once, by rank 0
+    recordings = json.loads((stores[0] / "recordings.json").read_text())
+    kept = {name for rec in recordings for name in rec["ch_names"]}
+    assert len(recordings) == 2 and len(kept) == 19
+    assert not {"ECG ECG", "EEG A2-A1"} & kept
+    assert "EEG Fp1" in done.stderr  # the channels kept are said
+    assert done.stdout.count("final loss") == 1

@@ -159,7 +159,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
             dict(pretrained_encoder="pars-small"), "leave 'encoder' as None", id="size-and-encoder"
         ),
         pytest.param(dict(finetune="lp-ft", max_epochs=1), "'max_epochs' must be >= 2", id="lpft"),
-        pytest.param(dict(device="mps"), "runs on 'cpu' and 'cuda'", id="mps"),
+        pytest.param(dict(device="mps"), "allowed are 'cpu' and 'cuda'", id="mps"),
         pytest.param(dict(pretrain_epochs=-1), "'pretrain_epochs' must be >= 0", id="epochs"),
         pytest.param(dict(valid_fraction=1.0), "'valid_fraction' must lie in", id="valid"),
         pytest.param(dict(sfreq=None), "do not carry their sampling rate", id="sfreq"),

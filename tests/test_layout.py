@@ -123,3 +123,25 @@ def _closure(name):
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def test_dependencies_are_ranges_that_hold_the_tested_set_of_constraints_txt():
+    """pyproject declares ranges (installable beside a cluster's torch); constraints.txt
+    pins the tested set, torch and torchaudio of one release, inside those ranges."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {}
+    for line in (root / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            pins[req.name.lower().replace("_", "-")] = next(iter(req.specifier)).version
+    for text in declared:
+        req = Requirement(text)
+        assert not any(spec.operator == "==" for spec in req.specifier), text
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is not pinned in constraints.txt"
+        assert req.specifier.contains(pins[name]), f"{pins[name]} is outside {text}"
+    assert pins["torch"].split("+")[0] == pins["torchaudio"].split("+")[0]

@@ -112,24 +112,33 @@ def _wide(decoder, std):
     return decoder
 
 
-def _check_against_float64_naive(dec, y, idx, tol, autocast=False):
-    """``dec`` (float32) against the naive computation of a float64 copy: values, gradients."""
+#: The devices this machine has: the CPU, and a CUDA GPU where one is present (the GPU
+#: runs of the benchmark notes; CI has none).
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def _check_against_float64_naive(dec, y, idx, tol, autocast=False, device="cpu"):
+    """``dec`` (float32, run on ``device``) against the naive computation of a float64
+    copy on the CPU: values, gradients."""
     ref_dec = CrossAttentionPairDecoder(dec.emb_dim, dec.n_heads).double()
     ref_dec.load_state_dict(dec.state_dict())
     y64 = y.detach().double().requires_grad_()
     ref = ref_dec.forward_naive(y64, idx)
     weights = torch.randn_like(ref)  # a random upstream gradient
     g_ref = torch.autograd.grad((ref * weights).sum(), [y64, *ref_dec.parameters()])
-    y32 = y.detach().float().requires_grad_()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        out = dec(y32, idx)
+    dec = dec.to(device)
+    y32 = y.detach().float().to(device).requires_grad_()
+    with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=autocast):
+        out = dec(y32, idx.to(device))
     assert out.dtype == torch.float32
-    g = torch.autograd.grad((out * weights.float()).sum(), [y32, *dec.parameters()])
+    weights = weights.float().to(device)
+    g = torch.autograd.grad((out * weights).sum(), [y32, *dec.parameters()])
     for a, b in zip((out, *g), (ref, *g_ref), strict=True):
         assert a.dtype == torch.float32
-        torch.testing.assert_close(a.double(), b, rtol=0, atol=tol * b.abs().max().item())
+        torch.testing.assert_close(a.double().cpu(), b, rtol=0, atol=tol * b.abs().max().item())
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
 @pytest.mark.parametrize(
     "B, N, n, F, H, weight_std",
@@ -139,22 +148,23 @@ def _check_against_float64_naive(dec, y, idx, tol, autocast=False):
         pytest.param(3, 40, 32, 64, 8, 0.2, id="paper-N-wide-weights"),
     ],
 )
-def test_float32_folded_decoder_equals_float64_naive(B, N, n, F, H, weight_std, autocast):
+def test_float32_folded_decoder_equals_float64_naive(B, N, n, F, H, weight_std, autocast, device):
     dec = CrossAttentionPairDecoder(F, H)
     if weight_std is not None:
         _wide(dec, weight_std)
     y, idx = _random_case(B, N, n, F, dtype=torch.float32)
-    _check_against_float64_naive(dec, y, idx, FLOAT32_TOL, autocast)
+    _check_against_float64_naive(dec, y, idx, FLOAT32_TOL, autocast, device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
-def test_float32_underflowing_pairs_are_computed_exactly(bad_pairs, autocast):
+def test_float32_underflowing_pairs_are_computed_exactly(bad_pairs, autocast, device):
     # logits spread over ~100 nats: the float32 factor tables of some pairs underflow.
     # Logits that large carry float32 rounding of ~1e-5 nats themselves (the naive
     # decoder in float32 is off by 4e-5 here): the tolerance is 5e-5.
     dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
-    _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL, autocast)
+    _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL, autocast, device)
     assert bad_pairs and 0 < bad_pairs[0] < 2 * 2 * 9 * 9  # some pairs, not all
 
 

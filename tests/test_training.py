@@ -1,12 +1,20 @@
 import json
+import logging
 import math
 
 import pytest
 import torch
 
 from braindecode_pars import PARS, PatchEncoder
-from braindecode_pars.hub import load_encoder, save_encoder
-from braindecode_pars.training import PretrainNet, StateCheckpoint, warmup_cosine_factor
+from braindecode_pars.datasets import SingleChannelWindows
+from braindecode_pars.hub import load_encoder, run_status, save_encoder
+from braindecode_pars.training import (
+    PretrainNet,
+    RunMismatchError,
+    StateCheckpoint,
+    pretrain,
+    warmup_cosine_factor,
+)
 
 from .conftest import TINY, InterruptAt
 from .ramp_fixtures import ramp_dataset, ramp_pars
@@ -94,6 +102,19 @@ def test_encoder_checkpoints_round_trip(tmp_path):
         load_encoder(tmp_path / "missing.pt")
 
 
+def test_pretrain_net_and_the_command_line_refuse_an_untested_device_before_any_work(
+    monkeypatch,
+):
+    net = PretrainNet(_pars(), max_epochs=1, progress_bar=False, device="mps")
+    with pytest.raises(ValueError, match="'device': 'mps'; allowed are 'cpu' and 'cuda'"):
+        net.fit(ramp_dataset(16))
+    import braindecode_pars.cli as cli
+
+    monkeypatch.setattr(cli, "_pretrain_view", lambda args: pytest.fail("data were read"))
+    with pytest.raises(SystemExit, match="'--device': 'mps'; allowed are 'cpu' and 'cuda'"):
+        cli.main(["pretrain", "--out", "unused", "--device", "mps"])
+
+
 def test_pretrain_net_refuses_a_model_that_is_not_a_pretext_model():
     net = PretrainNet(torch.nn.Linear(3, 3), max_epochs=1, progress_bar=False)
     with pytest.raises(TypeError, match="'module' must be a pretext model"):
@@ -112,8 +133,15 @@ def test_bf16_autocast_runs_the_encoder_in_bfloat16_and_still_learns():
     assert sum(losses[-5:]) / 5 < 0.5 * sum(losses[:3]) / 3
 
 
-def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path):
-    data = ramp_dataset(32)
+def _ramp_view(n=32, seed=0):
+    torch.manual_seed(seed)
+    view = SingleChannelWindows(ramp_dataset(n).tensors[0].numpy())
+    view.sfreq = 10.0
+    return view
+
+
+def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path, caplog):
+    data = _ramp_view()
     PretrainNet(
         _pars(), max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
     ).fit(data)
@@ -123,11 +151,61 @@ def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path):
     )
     with pytest.raises(ValueError, match=r"batch_size: saved 16, now 8; n_patches: saved 12"):
         net.fit(data)
-    # the same settings with more epochs resume
-    more = PretrainNet(
+    # another epoch budget would redraw the learning-rate curve mid-run: refused...
+    longer = PretrainNet(
         _pars(), max_epochs=3, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
-    ).fit(data)
+    )
+    with pytest.raises(RunMismatchError, match=r"max_epochs: saved 2, now 3.*allow_new_budget"):
+        longer.fit(data)
+    # ...other data too (the same number of windows, other values)
+    other_data = PretrainNet(
+        _pars(), max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    )
+    with pytest.raises(RunMismatchError) as refused:
+        other_data.fit(_ramp_view(seed=1))
+    assert set(refused.value.differences) == {"data.fingerprint"}
+    # ...unless asked, with a warning that says what happens to the rate
+    longer.set_params(allow_new_budget=True)
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars"):
+        more = longer.fit(data)
     assert len(more.history) == 3
+    assert "with 3 epochs instead of 2: after epoch 2 the learning rate goes from" in caplog.text
+
+
+def test_a_time_limit_stops_a_run_unfinished_and_the_same_call_finishes_it(tmp_path):
+    view = _ramp_view()
+    kwargs = dict(
+        checkpoint_dir=tmp_path, max_epochs=4, batch_size=16, lr=3e-3, progress_bar=False,
+        n_patches=12, pos_mask_ratio=0.5, encoder_kwargs=TINY,
+    )  # fmt: skip
+    first = pretrain(view, max_minutes=0, **kwargs)  # 0 minutes: stop after one epoch
+    assert len(first.history) == 1 and not first.interrupted_
+    assert run_status(tmp_path) == {"epoch": 1, "max_epochs": 4, "finished": False}
+    assert not (tmp_path / "encoder.pt").exists()  # the folder says it is unfinished
+    done = pretrain(view, **kwargs)
+    assert len(done.history) == 4
+    assert run_status(tmp_path) == {"epoch": 4, "max_epochs": 4, "finished": True}
+    # the learning rate of the resumed epochs is the uninterrupted curve's
+    expected = [3e-3 * warmup_cosine_factor(e / 4) for e in range(4)]
+    assert done.history[:, "lr"] == pytest.approx(expected)
+
+
+def test_the_state_holds_the_unwrapped_model_and_older_prefixed_states_load(tmp_path):
+    data = ramp_dataset(32)
+    net = PretrainNet(
+        _pars(), max_epochs=1, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    ).fit(data)
+    params_file = StateCheckpoint.current(tmp_path) / "params.pt"
+    params = torch.load(params_file, weights_only=True)
+    assert params.keys() == net.pretext_.state_dict().keys()
+    # a state saved with DistributedDataParallel's and torch.compile's prefixes loads
+    torch.save({f"module._orig_mod.{k}": v + 1 for k, v in params.items()}, params_file)
+    fresh = PretrainNet(
+        _pars(), max_epochs=1, batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path
+    ).initialize()
+    assert StateCheckpoint.load(fresh, tmp_path) == 1
+    for name, value in fresh.pretext_.state_dict().items():
+        torch.testing.assert_close(value, params[name] + 1)
 
 
 def test_validation_skill_is_measured_on_the_same_draws_every_epoch():

@@ -30,7 +30,7 @@ from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
 from .._checks import check_option
-from ..datasets import SingleChannelWindows
+from ..datasets import SingleChannelWindows, write_window_store
 from ..datasets.eesm17 import ChannelNoise
 from ..datasets.recipes import load_recipe, subject_column, subjects_of
 from ..estimator import PARSClassifier
@@ -262,7 +262,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
 
 
 def ablation(
-    split, configs, seeds, params, pretrain_params, out, n_subjects=None, evaluate_on="test"
+    split, configs, seeds, params, pretrain_params, out, n_subjects=None, evaluate_on="valid"
 ):
     """Fig. 4: PARS pretrained under each configuration, then fine-tuned and scored.
 
@@ -276,7 +276,10 @@ def ablation(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log = ResultsLog(out / "results.csv", ["config", "seed"])
-    view = SingleChannelWindows(split["train"])
+    store = out / "train_store"  # the train split once on disk, memory-mapped: a corpus
+    if not (store / "index.npz").is_file():  # of any size costs its index in memory
+        write_window_store(split["train"], store, overwrite=True)
+    view = SingleChannelWindows.from_store(store)
     encoder_kwargs = {
         k: params[k] for k in ("emb_dim", "depth", "n_heads", "ff_dim") if k in params
     }
@@ -392,5 +395,5 @@ def run_experiment(config, out=None):
         config.get("pretrain", {}),
         out,
         n_subjects=config.get("n_subjects"),
-        evaluate_on=config.get("evaluate_on", "test"),
+        evaluate_on=config.get("evaluate_on", "valid"),
     )

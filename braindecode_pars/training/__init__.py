@@ -2,7 +2,8 @@
 
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .distributed import init_distributed
-from .pretrain import PretextLoss, PretextSkill, PretrainNet
+from .interrupt import TimeLimit
+from .pretrain import PretextLoss, PretextSkill, PretrainNet, RunMismatchError
 from .run import pretrain
 from .schedule import WarmupCosineLR, warmup_cosine_factor
 
@@ -11,7 +12,9 @@ __all__ = [
     "PretextLoss",
     "PretextSkill",
     "PretrainNet",
+    "RunMismatchError",
     "StateCheckpoint",
+    "TimeLimit",
     "WarmupCosineLR",
     "init_distributed",
     "pretrain",

@@ -1,8 +1,59 @@
-"""Ctrl-C stops a skorch fit instead of being swallowed."""
+"""Ctrl-C stops a skorch fit instead of being swallowed; a time limit stops it cleanly."""
 
 from __future__ import annotations
 
-from skorch.callbacks import EarlyStopping
+import time
+
+import torch
+from skorch.callbacks import Callback, EarlyStopping
+
+from . import distributed
+
+
+class TimeLimit(Callback):
+    """End training after the epoch in which ``minutes`` of training have passed.
+
+    Meant for runs done in sittings (a cluster job's wall-clock limit, a laptop
+    session): with a checkpoint folder the epochs done are saved (the callback runs
+    after the net's own checkpoints), ``fit`` returns normally with ``stopped_`` set,
+    and fitting again with the same folder resumes. Under DistributedDataParallel
+    rank 0's clock decides for every process, so all stop at the same epoch.
+    ``minutes=0`` stops after the first epoch.
+
+    Parameters
+    ----------
+    minutes : float
+        Training time after which no new epoch starts.
+    """
+
+    def __init__(self, minutes):
+        self.minutes = minutes
+
+    def initialize(self):
+        if not isinstance(self.minutes, int | float) or self.minutes < 0:
+            raise ValueError(
+                f"'minutes' must be a number of minutes >= 0, but got {self.minutes!r}."
+            )
+        self.stopped_ = False
+        return self
+
+    def on_train_begin(self, net, **kwargs):
+        self.start_ = time.monotonic()
+        self.stopped_ = False
+
+    def on_epoch_end(self, net, **kwargs):
+        over = torch.tensor(float(time.monotonic() - self.start_ >= 60.0 * self.minutes))
+        if distributed.is_distributed():
+            over = over.to(_collective_device(net))
+            torch.distributed.broadcast(over, src=0)
+        if over.item():
+            self.stopped_ = True
+            raise KeyboardInterrupt  # skorch's way to end training (as EarlyStopping)
+
+
+def _collective_device(net):
+    device = torch.device(net.device)
+    return device if device.type == "cuda" else torch.device("cpu")
 
 
 class PropagateInterrupt:
@@ -25,10 +76,11 @@ class PropagateInterrupt:
             raise
 
     def _stopped_early(self):
-        """Whether skorch's ``EarlyStopping`` ended training (it raises
-        ``KeyboardInterrupt`` to do so): that stop is a normal end of ``fit``."""
+        """Whether skorch's ``EarlyStopping`` or a :class:`TimeLimit` ended training (they
+        raise ``KeyboardInterrupt`` to do so): that stop is a normal end of ``fit``."""
         return any(
-            isinstance(cb, EarlyStopping) and getattr(cb, "misses_", 0) >= cb.patience
+            (isinstance(cb, EarlyStopping) and getattr(cb, "misses_", 0) >= cb.patience)
+            or (isinstance(cb, TimeLimit) and cb.stopped_)
             for _, cb in getattr(self, "callbacks_", [])
         )
 

@@ -16,15 +16,18 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDataset
 
-from .._checks import check_int, check_range
+from .._checks import check_device, check_int, check_range
 from ..datasets.single_channel import SingleChannelWindows
 from ..models.pretext import PretextModel, pretext_skill
 from . import distributed
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .interrupt import PropagateInterrupt
-from .schedule import WarmupCosineLR
+from .schedule import WarmupCosineLR, batches_per_epoch, warmup_cosine_factor
 
 logger = logging.getLogger(__name__)
+#: The epoch table of a run (skorch's PrintLog): shown by the command line, and by
+#: ``PARSClassifier`` with ``verbose=2``.
+epoch_logger = logging.getLogger(__name__ + ".epochs")
 
 
 class PretextLoss(nn.Module):
@@ -55,6 +58,60 @@ class PretextSkill(Callback):
             trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
             net.history.record(f"{prefix}_trivial", trivial)
             net.history.record(f"{prefix}_skill", pretext_skill(loss, trivial))
+
+
+class EpochProgress(Callback):
+    """A progress bar over the epochs of a run: epoch k of N, skill, time left.
+
+    One ``tqdm`` bar (on stderr, so it shows without any logging set up) whose
+    postfix holds the last epoch's training and validation pretext skill and whose
+    estimate of the time left is tqdm's, from the epochs done in this sitting; a
+    resumed run starts at the epochs already done. Runs with long epochs
+    (``batch_bar_from`` batches or more) also get skorch's bar over the batches of
+    each epoch.
+
+    Parameters
+    ----------
+    desc : str
+        The bar's label.
+    batch_bar_from : int
+        Batches per epoch from which a second bar shows the batches of each epoch.
+    """
+
+    def __init__(self, desc="pretraining", batch_bar_from=50):
+        self.desc = desc
+        self.batch_bar_from = batch_bar_from
+
+    def on_train_begin(self, net, X=None, **kwargs):
+        from tqdm.auto import tqdm
+
+        done = len(net.history)  # the epochs of a resumed run already in the history
+        self.bar_ = tqdm(total=net.max_epochs, initial=done, desc=self.desc, unit="epoch")
+        self.batches_ = ProgressBar(postfix_keys=["train_loss"]).initialize()
+
+    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        if dataset_train is not None and self._long_epochs(net, dataset_train):
+            self.batches_.on_epoch_begin(net, dataset_train=dataset_train, **kwargs)
+
+    def on_batch_end(self, net, **kwargs):
+        if getattr(self.batches_, "pbar_", None) is not None:
+            self.batches_.on_batch_end(net, **kwargs)
+
+    def on_epoch_end(self, net, **kwargs):
+        if getattr(self.batches_, "pbar_", None) is not None:
+            self.batches_.pbar_.close()
+            self.batches_.pbar_ = None
+        row = net.history[-1]
+        postfix = {k: f"{row[k]:.3f}" for k in ("train_skill", "valid_skill") if k in row}
+        self.bar_.set_postfix(postfix, refresh=False)
+        self.bar_.update(1)
+
+    def on_train_end(self, net, **kwargs):
+        self.bar_.close()
+
+    def _long_epochs(self, net, dataset):
+        world = distributed.world_size() if getattr(net, "distributed_", False) else 1
+        return batches_per_epoch(len(dataset), net.batch_size, world) >= self.batch_bar_from
 
 
 class _SamplerEpoch(Callback):
@@ -105,11 +162,23 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         from that state if it exists: the history and the learning-rate curve
         continue, and only the remaining epochs run. A folder whose saved settings
         differ from this net's (model, pretext settings, learning rate, batch size,
-        weight decay) is refused with an error that names the differences.
+        weight decay, the data's fingerprint, the epoch budget) is refused with a
+        :class:`RunMismatchError` that names the differences. The number of
+        processes, ``compile`` and ``amp`` may change between sittings: the state is
+        saved unwrapped (see :class:`StateCheckpoint`).
+    run_info : dict | None
+        Facts about the run written into ``config.json`` beside its settings but not
+        compared on resume (the command line that launched it, the recordings), for
+        its model card.
+    allow_new_budget : bool
+        Resume a run saved with another ``max_epochs``. The learning-rate curve is a
+        function of the fraction of the run done, so the rate jumps to where the new
+        budget puts the epochs already done (a warning says from what to what).
     warmup_fraction : float
         Fraction of the epochs of linear warm-up. Paper: 0.1.
     progress_bar : bool
-        Show a progress bar over the batches of each epoch.
+        Show a progress bar over the epochs, with the skill and the time left
+        (:class:`EpochProgress`).
     amp : bool
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
         device. The PARS decoder keeps its float64 factor tables. For
@@ -122,7 +191,11 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         every epoch) with ``batch_size`` windows per step, so the global batch is
         ``batch_size * world_size``; batch losses are averaged over the processes,
         so every process records the same history; only rank 0 logs, shows progress
-        and writes checkpoints.
+        and writes checkpoints. The model starts from the same weights on every
+        process (DistributedDataParallel broadcasts rank 0's); then torch's global
+        generator of process ``r`` is reseeded with ``torch.initial_seed() + r``, so
+        that every process draws its own patches, masks, crops and channels even when
+        all were seeded alike (as ``torchrun`` scripts usually are).
     The history records ``train_loss``, ``train_skill`` and, with validation,
     ``valid_loss`` and ``valid_skill`` every epoch (see :class:`PretextSkill`); the
     progress bar shows them. A module given as an instance is trained in place, as
@@ -163,6 +236,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         progress_bar=True,
         amp=False,
         distributed=None,
+        allow_new_budget=False,
+        run_info=None,
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", 1e-4)  # paper section 2.5
@@ -185,6 +260,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         self.progress_bar = progress_bar
         self.amp = amp
         self.distributed = distributed
+        self.allow_new_budget = allow_new_budget
+        self.run_info = run_info
 
     @property
     def distributed_(self):
@@ -203,14 +280,14 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         if distributed.rank() != 0:  # only rank 0 shows progress, logs and writes
             return callbacks
         if self.progress_bar:
-            keys = ["train_loss", "train_skill", "valid_loss", "valid_skill"]
-            callbacks.append(("progress_bar", ProgressBar(postfix_keys=keys)))
+            name = getattr(self.module, "__name__", type(self.module).__name__)
+            callbacks.append(("progress_bar", EpochProgress(f"pretraining {name}")))
         if self.checkpoint_dir is not None:
             callbacks += [
                 ("encoder_checkpoint", EncoderCheckpoint(self.checkpoint_dir)),
                 ("state_checkpoint", StateCheckpoint(self.checkpoint_dir)),
             ]
-        callbacks.append(("print_log", PrintLog(sink=logger.info)))
+        callbacks.append(("print_log", PrintLog(sink=epoch_logger.info)))
         return callbacks
 
     # -- validation on fixed draws ---------------------------------------------------------
@@ -290,6 +367,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         return self.pretext_.encoder
 
     def initialize_module(self):
+        check_device("device", self.device)
         super().initialize_module()
         if not isinstance(self.pretext_, PretextModel):
             raise TypeError(
@@ -303,7 +381,10 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
                 module,
                 device_ids=device_ids,
                 find_unused_parameters=not module.uses_all_parameters,
-            )
+            )  # broadcasts rank 0's weights: every process starts from the same model
+            seed = torch.initial_seed() + distributed.rank()
+            torch.manual_seed(seed)  # ...and draws its own patches, masks, crops, channels
+            logger.debug("Process %d draws from seed %d.", distributed.rank(), seed)
         return self
 
     def infer(self, x, **fit_params):
@@ -323,8 +404,9 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         self.history.record_batch("train_skill", pretext_skill(step["loss"].item(), trivial.item()))
         return step
 
-    def run_config(self):
-        """The settings a resumed run must share: model, pretext task, optimisation."""
+    def run_config(self, X=None):
+        """The settings a resumed run must share: model, pretext task, optimisation,
+        epoch budget and, given the training data ``X``, their fingerprint."""
         model = self.pretext_
         config = {"model": type(model).__name__}
         for name in _MODEL_SETTINGS:
@@ -341,27 +423,45 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             optimizer=getattr(self.optimizer, "__name__", str(self.optimizer)),
             warmup_fraction=self.warmup_fraction,
             valid_fraction=self.valid_fraction,
+            max_epochs=self.max_epochs,
         )
+        if X is not None:
+            config.update(data_fingerprint(X))
         return config
 
-    def _check_resume(self, folder):
-        """Refuse to resume a run whose saved settings differ from this net's."""
+    def _check_resume(self, folder, X=None):
+        """Refuse to resume a run whose saved settings differ from this net's (given the
+        training data ``X``, their fingerprint too)."""
         saved_file = Path(folder) / "config.json"
-        config = json.loads(json.dumps(self.run_config()))
+        config = json.loads(json.dumps(self.run_config(X)))
         if not saved_file.is_file():
             return config
         saved = json.loads(saved_file.read_text())
-        diffs = [
-            f"{key}: saved {saved.get(key)!r}, now {config.get(key)!r}"
+        info = set(self.run_info or {}) | set(saved.get("run_info", []))
+        diffs = {  # a key the saved run does not have was not recorded by its version
+            key: (saved.get(key), config.get(key))
             for key in sorted(set(saved) | set(config))
             if not _same(saved.get(key), config.get(key))
-        ]
-        if diffs:
-            raise ValueError(
-                f"'checkpoint_dir' {str(folder)!r} holds a run with other settings; resuming "
-                "it would mix them. Differences: " + "; ".join(diffs) + ". Use another "
-                "'checkpoint_dir', or the saved settings."
-            )
+            and not (key in _RECORDED_SINCE and key not in saved)
+            and key not in info
+            and key != "run_info"
+        }
+        budget = diffs.pop("max_epochs", None)
+        if diffs or (budget and not self.allow_new_budget):
+            if budget:
+                diffs["max_epochs"] = budget
+            raise RunMismatchError(folder, diffs)
+        if budget:
+            done = json.loads((Path(folder) / "state.json").read_text()).get("epoch", 0)
+            old, new = budget
+            logger.warning(
+                "Resuming %s with %s epochs instead of %s: after epoch %d the learning rate "
+                "goes from %.3g (%.0f %% of the old run) to %.3g (%.0f %% of the new one) "
+                "and follows the new curve.",
+                folder, new, old, done,
+                self.lr * warmup_cosine_factor(done / old, self.warmup_fraction), 100 * done / old,
+                self.lr * warmup_cosine_factor(done / new, self.warmup_fraction), 100 * done / new,
+            )  # fmt: skip
         return config
 
     def fit(self, X, y=None, **fit_params):
@@ -371,12 +471,15 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         self._valid_fixed = None
         done = 0
         if self.checkpoint_dir is not None:
-            config = self._check_resume(self.checkpoint_dir)
+            config = self._check_resume(self.checkpoint_dir, X)
             if StateCheckpoint.current(self.checkpoint_dir) is not None and not self.warm_start:
                 done = StateCheckpoint.load(self, self.checkpoint_dir)
+                _log_launch_change(self, self.checkpoint_dir)
                 logger.info(
                     "Resuming pretraining from %s after %d epochs.", self.checkpoint_dir, done
                 )
+            if self.run_info:
+                config.update(self.run_info, run_info=sorted(self.run_info))
             if distributed.rank() == 0:
                 Path(self.checkpoint_dir).mkdir(parents=True, exist_ok=True)
                 (Path(self.checkpoint_dir) / "config.json").write_text(json.dumps(config, indent=1))
@@ -385,6 +488,75 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             self.partial_fit(X, y, epochs=epochs, **fit_params)
         return self
 
+
+class RunMismatchError(ValueError):
+    """A checkpoint folder holds a run with other settings than the one asked for.
+
+    Attributes
+    ----------
+    folder : Path
+        The checkpoint folder.
+    differences : dict
+        ``{setting: (saved, now)}`` for every setting that differs.
+    """
+
+    def __init__(self, folder, differences, name="checkpoint_dir"):
+        self.folder = Path(folder)
+        self.differences = dict(differences)
+        listed = "; ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in differences.items())
+        hint = ""
+        if "max_epochs" in differences:
+            hint = " (another epoch budget: pass allow_new_budget=True to change it)"
+        super().__init__(
+            f"'{name}' {str(folder)!r} holds a run with other settings; resuming it would mix "
+            f"them. Differences: {listed}{hint}. Use another '{name}', or the saved settings."
+        )
+
+
+def data_fingerprint(X):
+    """Number of windows and a short hash of a pretraining dataset, to recognise it.
+
+    For a :class:`~braindecode_pars.datasets.SingleChannelWindows` view (or any object
+    with ``recordings`` and ``index``), the hash covers the window index, the
+    recordings' shapes, the first and last 4,096 samples of each recording, the window
+    length and the sampling rate: cheap for a memory-mapped store of any size, and
+    different whenever other recordings or windows are given. Other datasets are
+    recognised by their length and type only.
+    """
+    import hashlib
+
+    digest = hashlib.sha1(type(X).__name__.encode())
+    recordings, index = getattr(X, "recordings", None), getattr(X, "index", None)
+    if recordings is not None and index is not None:
+        digest.update(np.ascontiguousarray(np.asarray(index, dtype=np.int64)).tobytes())
+        digest.update(repr((getattr(X, "n_times", None), getattr(X, "sfreq", None))).encode())
+        for rec in recordings:
+            digest.update(repr(tuple(rec.shape)).encode())
+            flat = np.asarray(rec).reshape(-1)
+            for part in (flat[:4096], flat[-4096:]):
+                digest.update(np.ascontiguousarray(part, dtype=np.float32).tobytes())
+    return {"data.n_windows": len(X), "data.fingerprint": digest.hexdigest()[:16]}
+
+
+def _log_launch_change(net, folder):
+    """Log how this sitting's launch (processes, compile, amp) differs from the saved one."""
+    pointer = Path(folder) / "state.json"
+    saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
+    now = {
+        "world_size": distributed.world_size() if net.distributed_ else 1,
+        "compile": bool(net.compile),
+        "amp": bool(net.amp),
+    }
+    changed = [f"{k} {saved[k]} -> {v}" for k, v in now.items() if k in saved and saved[k] != v]
+    if changed:
+        logger.warning(
+            "Resuming %s with %s (the global batch is batch_size x processes: %d x %d).",
+            folder, ", ".join(changed), net.batch_size, now["world_size"],
+        )  # fmt: skip
+
+
+#: Settings that runs saved by earlier versions do not record.
+_RECORDED_SINCE = ("max_epochs", "data.n_windows", "data.fingerprint")
 
 #: Settings of a pretext model that a resumed run must keep.
 _MODEL_SETTINGS = (

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import math
+import warnings
 from pathlib import Path
 
 from ..hub import save_encoder
 from ..models import PRETEXT_MODELS
 from . import distributed
+from .interrupt import TimeLimit
 from .pretrain import PretrainNet
+from .schedule import batches_per_epoch
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +32,9 @@ def pretrain(
     valid_fraction=None,
     encoder_kwargs=None,
     weight_decay=1e-4,
+    max_minutes=None,
+    allow_new_budget=False,
+    run_info=None,
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -39,8 +46,11 @@ def pretrain(
     method : {"pars", "mae", "mp3", "droppos"}
         The pretext task.
     checkpoint_dir : str | Path | None
-        Checkpoints and the resumable state (see :class:`PretrainNet`); the final
-        encoder is also written there as ``encoder.pt`` (by rank 0).
+        Checkpoints and the resumable state (see :class:`PretrainNet`); when the run
+        has done all ``max_epochs``, the final encoder is also written there as
+        ``encoder.pt`` (by rank 0). A folder without ``encoder.pt`` holds an unfinished
+        run (interrupted, or stopped by ``max_minutes``): calling again with the same
+        settings resumes it.
     max_epochs, batch_size, lr, device, amp
         As in :class:`PretrainNet` (``batch_size`` per process when distributed).
     compile : bool
@@ -51,6 +61,15 @@ def pretrain(
         Share of the windows held out to measure the validation pretext skill.
     weight_decay : float
         AdamW's weight decay (paper: 1e-4).
+    max_minutes : float | None
+        Stop after the epoch in which this many minutes of training have passed
+        (:class:`~braindecode_pars.training.TimeLimit`), to pretrain in sittings; the
+        returned net then has fewer than ``max_epochs`` epochs in its history.
+    allow_new_budget : bool
+        Resume a run saved with another ``max_epochs`` (see :class:`PretrainNet`).
+    run_info : dict | None
+        Facts recorded in the run's ``config.json`` for its model card (see
+        :class:`PretrainNet`).
     encoder_kwargs : dict | None
         ``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, ``patch_seconds``; the
         paper's values by default.
@@ -87,18 +106,51 @@ def pretrain(
         valid_fraction=valid_fraction,
         iterator_train__num_workers=num_workers,
         optimizer__weight_decay=weight_decay,
+        allow_new_budget=allow_new_budget,
+        run_info=run_info,
+        callbacks=None if max_minutes is None else [("time_limit", TimeLimit(max_minutes))],
     )
+    steps = max_epochs * batches_per_epoch(
+        len(view) - (math.ceil(valid_fraction * len(view)) if valid_fraction else 0),
+        batch_size,
+        distributed.world_size(),
+    )
+    encoder = model.encoder
     logger.info(
-        "Pretraining %s (%d parameters) on %d single-channel windows of %d samples for %d "
-        "epochs on %s.",
-        type(model).__name__,
-        sum(p.numel() for p in model.parameters()),
-        len(view),
-        view.n_times,
-        max_epochs,
-        device,
-    )
+        "Pretraining %s with a %d x %d encoder (%s parameters) on %d single-channel windows "
+        "of %g s for %d epochs (%d steps of batch %d) on %s.",
+        type(model).__name__, encoder.emb_dim, encoder.depth,
+        f"{sum(p.numel() for p in model.parameters()):,}", len(view),
+        view.n_times / view.sfreq, max_epochs, steps, batch_size, device,
+    )  # fmt: skip
     net.fit(view)
-    if checkpoint_dir is not None and distributed.rank() == 0:
+    _check_skill(net)
+    finished = len(net.history) >= max_epochs
+    if checkpoint_dir is not None and distributed.rank() == 0 and finished:
         save_encoder(net.encoder, Path(checkpoint_dir) / "encoder.pt")
     return net
+
+
+#: Pretext skill at or below which a run is said to have learned nothing.
+NO_SKILL = 0.02
+
+
+def _check_skill(net):
+    """Warn when the run's last pretext skill says the encoder learned nothing."""
+    if distributed.rank() != 0:
+        return
+    last = net.history[-1]
+    key = "valid_skill" if "valid_skill" in last else "train_skill"
+    skill = last.get(key)
+    if skill is None or skill > NO_SKILL:
+        return
+    warnings.warn(
+        f"Pretraining ended with a pretext skill of {skill:.3f} ({key}, epoch "
+        f"{len(net.history)}): the loss is no lower than that of predicting no shift, so "
+        "the encoder learned (almost) nothing about where its patches come from and its "
+        "features are close to a random encoder's. Try more steps, a larger learning "
+        "rate, more or longer windows, or start from a pretrained encoder "
+        "(pretrained_encoder='pars-small').",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from skorch.callbacks import LRScheduler
-from torch.optim.lr_scheduler import LambdaLR
+from skorch.callbacks import Callback
 
 from .._checks import check_range
 from . import distributed
@@ -47,16 +46,17 @@ def warmup_cosine_factor(progress, warmup_fraction=0.1, start_factor=0.1, final_
     return final_factor + (1.0 - final_factor) * 0.5 * (1.0 + math.cos(math.pi * rest))
 
 
-class WarmupCosineLR(LRScheduler):
-    """skorch's :class:`~skorch.callbacks.LRScheduler` with a ``LambdaLR`` stepped every batch.
+class WarmupCosineLR(Callback):
+    """The paper's learning-rate curve, set before every training batch.
 
-    The factor of batch ``s`` is ``warmup_cosine_factor(s / total)`` with ``total =
-    max_epochs * batches per epoch``, the batches that *this process* trains on (under
-    DistributedDataParallel each rank steps once per batch of its own share, so the
-    curve does not depend on the number of processes). The batches already done are
-    counted from the history (skorch's ``train_batch_count``), so a resumed run
-    continues the same curve. The maximum rate is ``net.lr``; the rate of each batch is
-    in the history's batches as ``event_lr`` and the epoch's first rate as ``lr``.
+    The rate of a batch is ``net.lr * warmup_cosine_factor(progress)`` with
+    ``progress`` the fraction of the run done: ``(epoch + b / n) / max_epochs`` for
+    batch ``b`` of the ``n`` batches of ``epoch`` (0-based) that *this process*
+    trains on. With the same batches every epoch this is ``step / total_steps``; and
+    because progress is counted in epochs, a run resumed with another number of
+    processes (other batches per epoch) continues the same curve. The rate of each
+    batch is in the history's batches as ``event_lr`` and the epoch's first rate as
+    ``lr``.
 
     Parameters
     ----------
@@ -69,50 +69,44 @@ class WarmupCosineLR(LRScheduler):
     """
 
     def __init__(self, warmup_fraction=0.1, start_factor=0.1, final_factor=0.0):
-        super().__init__(policy=LambdaLR, step_every="batch", event_name="event_lr")
         self.warmup_fraction = warmup_fraction
         self.start_factor = start_factor
         self.final_factor = final_factor
-
-    @property
-    def kwargs(self):
-        return {}  # the LambdaLR is built in on_epoch_begin, when the batches are known
 
     def initialize(self):
         check_range("warmup_fraction", self.warmup_fraction, 0, 1, high_open=True)
         check_range("start_factor", self.start_factor, 0, 1)
         check_range("final_factor", self.final_factor, 0, 1)
-        super().initialize()
-        self.total_steps_ = None
         return self
 
-    def _get_scheduler(self, net, policy, **scheduler_kwargs):
-        return None  # built on the first epoch, from the training iterator's length
-
-    def factor(self, step):
-        """Multiplier of ``net.lr`` at batch ``step`` (0-based) of the run."""
-        progress = step / max(self.total_steps_, 1)
+    def factor(self, progress):
+        """Multiplier of ``net.lr`` at ``progress`` in [0, 1] of the run."""
         return warmup_cosine_factor(
             progress, self.warmup_fraction, self.start_factor, self.final_factor
         )
 
     def on_epoch_begin(self, net, dataset_train=None, **kwargs):
-        if self.lr_scheduler_ is None:
-            # from the data size, without building an iterator: under DDP that would
-            # replace the DistributedSampler the epoch loop reshuffles
-            world = distributed.world_size() if getattr(net, "distributed_", False) else 1
-            per_epoch = batches_per_epoch(len(dataset_train), net.batch_size, world)
-            self.total_steps_ = max(1, per_epoch * net.max_epochs)
-            for group in net.optimizer_.param_groups:
-                group["initial_lr"] = net.lr
-            self.lr_scheduler_ = LambdaLR(
-                net.optimizer_, self.factor, last_epoch=self.batch_idx_ - 1
-            )
+        # from the data size, without building an iterator: under DDP that would
+        # replace the DistributedSampler the epoch loop reshuffles
+        world = distributed.world_size() if getattr(net, "distributed_", False) else 1
+        self.per_epoch_ = batches_per_epoch(len(dataset_train), net.batch_size, world)
+        self.epoch_ = len(net.history) - 1  # the row of this epoch is already there
+        self.batch_ = 0
+        self._set(net)
         net.history.record("lr", net.optimizer_.param_groups[0]["lr"])
+
+    def _set(self, net):
+        progress = (self.epoch_ + min(self.batch_, self.per_epoch_) / self.per_epoch_) / max(
+            net.max_epochs, 1
+        )
+        for group in net.optimizer_.param_groups:
+            group["lr"] = net.lr * self.factor(progress)
 
     def on_batch_begin(self, net, training=False, **kwargs):
         if training:  # record the rate this batch trains with
+            self._set(net)
             net.history.record_batch("event_lr", net.optimizer_.param_groups[0]["lr"])
 
-    def _record_last_lr(self, net, kind):
-        pass  # recorded in on_batch_begin: the rate used, not the next one
+    def on_batch_end(self, net, training=False, **kwargs):
+        if training:
+            self.batch_ += 1

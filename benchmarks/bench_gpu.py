@@ -1,0 +1,404 @@
+"""PARS training steps on one accelerator: throughput under bf16 and torch.compile, peak memory.
+
+One command records, on one device (a CUDA GPU by default):
+
+1. the training step (forward, backward, AdamW step) of PARS at the paper's size
+   (512 x 8, 30-s windows at 200 Hz: the "512 x 8 (paper)" row of
+   ``bench_pair_decoder.py``), 40 patches, pos_mask_ratio 0.8, in windows per second,
+   in float32, under bf16 autocast, and under bf16 autocast with ``torch.compile``,
+   each against the encoder-alone step on the same patches and masks (the encoder of
+   the same model, its loss a plain mean of squares, as in ``bench_pair_decoder.py``);
+   the first step of each is timed on its own (with ``torch.compile`` it holds the
+   compilation of the forward and backward passes);
+2. the memory of one training step (bf16 autocast, no compilation, after one warm-up
+   step that allocates AdamW's state) at n_patches 40, 80 and 128, PARS and the encoder
+   alone: on CUDA the peak allocated (``torch.cuda.max_memory_allocated`` after
+   ``reset_peak_memory_stats``) and its growth over what was allocated before the step;
+   on a CPU the growth of the resident peak (VmHWM) over the step.
+
+``--tiny`` swaps in a 32 x 1 encoder, 10-s windows at 100 Hz and batch 8, so that the
+same code runs on a CPU in seconds; the test suite runs it so, and the benchmark cannot
+rot on machines without a GPU.
+
+Usage::
+
+    python benchmarks/bench_gpu.py --out benchmarks/results/gpu.md
+    python benchmarks/bench_gpu.py --device cpu --tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import shlex
+import sys
+import time
+from typing import NamedTuple
+
+import torch
+import torch._inductor.config
+from _measure import machine, median_times, peak_growth, write_report
+from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
+from torch._dynamo.utils import counters
+
+from braindecode_pars import PARS
+from braindecode_pars.models.encoder import encoder_size
+
+MIB = 2**20
+
+
+class Config(NamedTuple):
+    """An encoder size, the windows it reads and the default batch sizes."""
+
+    name: str
+    size: dict
+    n_times: int
+    sfreq: float
+    batch_sizes: tuple
+
+
+#: The paper's size on its 30-s windows at 200 Hz, as bench_pair_decoder's "512 x 8".
+PAPER = Config(
+    "512 x 8 (paper), 30-s windows at 200 Hz", encoder_size("paper"), N_TIMES, SFREQ, (256, 1024)
+)
+#: Small enough for a CPU in seconds: a check that the code runs, not a measure of PARS.
+TINY = Config(
+    "32 x 1 (tiny), 10-s windows at 100 Hz",
+    encoder_size(dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32)),
+    SMALL_N_TIMES,
+    SMALL_SFREQ,
+    (8,),
+)
+
+#: Rows of the step table: label -> (bf16 autocast?, torch.compile?).
+VARIANTS = {
+    "float32": (False, False),
+    "bf16 autocast": (True, False),
+    "bf16 autocast + torch.compile": (True, True),
+}
+
+#: n_patches of the memory table.
+MEMORY_PATCHES = (40, 80, 128)
+
+
+def synchronize(device):
+    """Wait for the work queued on ``device`` (CUDA); nothing on a CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class TrainingSteps:
+    """A PARS model, its AdamW, one batch on a device, and two training steps on them.
+
+    :meth:`pars_step` trains PARS (fresh patches and masks at every step);
+    :meth:`encoder_step` trains the model's encoder alone on one fixed draw of patches
+    and masks, its loss the mean of squares of the tokens. Each step ends with the
+    device synchronised, so that a wall-clock timer around it times the step.
+
+    Parameters
+    ----------
+    config : Config
+        Encoder size and windows.
+    n_patches : int
+        Patches per window.
+    batch_size : int
+        Windows per step.
+    device : str | torch.device
+        Where the model, the batch and the steps live.
+    bf16 : bool
+        Run the forward passes under ``torch.autocast(device_type, dtype=torch.bfloat16)``.
+    compiled : bool
+        Run the forward passes through ``torch.compile`` (``dynamic=False``) of the PARS
+        module and of the encoder; the backward passes are compiled with them.
+    backend : str
+        ``torch.compile``'s backend.
+
+    Attributes
+    ----------
+    model : PARS
+    X : torch.Tensor, shape (batch_size, 1, n_times)
+    pars_loss, encoder_loss : torch.Tensor | None
+        The loss of the last step of each kind (detached), None before it.
+    """
+
+    def __init__(
+        self,
+        config,
+        n_patches,
+        batch_size,
+        device,
+        bf16=True,
+        compiled=False,
+        backend="inductor",
+    ):
+        self.device, self.bf16 = torch.device(device), bf16
+        self.model = PARS(
+            n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size
+        ).to(self.device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-4)
+        self.X = torch.randn(batch_size, 1, config.n_times, device=self.device)
+        self.starts = self.model.sample_patches(batch_size, self.device)
+        self.pos_mask, _ = self.model.mask_positions(batch_size, self.device)
+        self.pars, self.encoder = self.model, self.model.encoder
+        if compiled:
+            self.pars = torch.compile(self.model, dynamic=False, backend=backend)
+            self.encoder = torch.compile(self.model.encoder, dynamic=False, backend=backend)
+        self.pars_loss = self.encoder_loss = None
+        synchronize(self.device)
+
+    def _step(self, forward):
+        self.opt.zero_grad(set_to_none=True)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            loss = forward()
+        loss.backward()
+        self.opt.step()
+        synchronize(self.device)
+        return loss.detach()
+
+    def pars_step(self):
+        """One PARS training step."""
+        self.pars_loss = self._step(lambda: self.pars(self.X)["loss"])
+
+    def encoder_step(self):
+        """One training step of the encoder alone on the fixed patches and masks."""
+        self.encoder_loss = self._step(
+            lambda: self.encoder(self.X, starts=self.starts, pos_mask=self.pos_mask).pow(2).mean()
+        )
+
+
+def first_step(step):
+    """Run ``step`` once: its duration in seconds and the graph breaks it traced."""
+    breaks = sum(counters["graph_break"].values())
+    t0 = time.perf_counter()
+    step()
+    return time.perf_counter() - t0, sum(counters["graph_break"].values()) - breaks
+
+
+def break_reasons():
+    """The first line of every graph-break reason torch.compile met in this process."""
+    return sorted({reason.splitlines()[0] for reason in counters["graph_break"]})
+
+
+def step_table(config, n_patches, batch_size, device, repeats, backend):
+    """The step table's rows at one batch size: a dict per variant of :data:`VARIANTS`.
+
+    Each variant is a fresh model (seed 0); the first steps are timed one by one, then
+    the median over ``repeats`` steps of all six steps interleaved (2 warm-up steps).
+    On a CPU a variant whose compilation fails is reported skipped, with the error.
+    """
+    rows, built = {}, {}
+    for label, (bf16, compiled) in VARIANTS.items():
+        torch.manual_seed(0)
+        steps = TrainingSteps(config, n_patches, batch_size, device, bf16, compiled, backend)
+        try:
+            pars_first, pars_breaks = first_step(steps.pars_step)
+            enc_first, enc_breaks = first_step(steps.encoder_step)
+        except Exception as err:  # a CPU without a working compiler; never on CUDA
+            if not compiled or steps.device.type == "cuda":
+                raise
+            rows[label] = dict(
+                skipped=f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
+            )
+            continue
+        built[label] = steps
+        rows[label] = dict(
+            pars_first=pars_first,
+            encoder_first=enc_first,
+            breaks=(pars_breaks, enc_breaks) if compiled else None,
+        )
+    pairs = [(b.pars_step, b.encoder_step) for b in built.values()]
+    times = median_times([step for pair in pairs for step in pair], repeats)
+    for i, (label, steps) in enumerate(built.items()):
+        t_pars, t_enc = times[2 * i], times[2 * i + 1]
+        rows[label].update(
+            pars_wps=batch_size / t_pars,
+            encoder_wps=batch_size / t_enc,
+            ratio=t_pars / t_enc,
+            loss=float(steps.pars_loss),
+        )
+    return rows
+
+
+def step_memory(step, device):
+    """Memory of one call of ``step`` in MiB: its growth, and the peak (None on a CPU).
+
+    CUDA: the peak allocated during the step (``max_memory_allocated`` after
+    ``reset_peak_memory_stats``) and its growth over the memory allocated before it.
+    CPU: the growth of the resident peak (VmHWM) over the resident memory before it.
+    """
+    if device.type != "cuda":
+        return peak_growth(step)[0], None
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    step()
+    peak = torch.cuda.max_memory_allocated(device)
+    return (peak - before) / MIB, peak / MIB
+
+
+def memory_row(config, n_patches, batch_size, device):
+    """Memory of a PARS and of an encoder-alone step (bf16 autocast, eager), each model fresh."""
+    row = {}
+    for what in ("encoder", "pars"):
+        if device.type == "cuda":  # (on a CPU peak_growth collects)
+            gc.collect()
+            torch.cuda.empty_cache()
+        torch.manual_seed(0)
+        steps = TrainingSteps(config, n_patches, batch_size, device, bf16=True)
+        step = steps.pars_step if what == "pars" else steps.encoder_step
+        step()  # allocates AdamW's state
+        row[what] = step_memory(step, device)
+        del steps, step
+    return row
+
+
+def parse_args(argv=None):
+    """The command line; ``argv`` as ``sys.argv[1:]`` (that if None)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", help="write the Markdown tables here (default: stdout only)")
+    parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
+    parser.add_argument(
+        "--tiny", action="store_true", help="a 32 x 1 encoder and batch 8: seconds on a CPU"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        nargs="+",
+        help=f"batch sizes (default: {PAPER.batch_sizes}, with --tiny {TINY.batch_sizes})",
+    )
+    parser.add_argument("--n-patches", type=int, default=40, help="of the step table")
+    parser.add_argument(
+        "--repeats", type=int, help="timed steps per median (default: 21, with --tiny 3)"
+    )
+    parser.add_argument(
+        "--compile-backend",
+        default="inductor",
+        help="torch.compile's backend (default: inductor; aot_eager compiles in seconds)",
+    )
+    return parser.parse_args(argv)
+
+
+def describe(device):
+    """The device's name, and torch's version with its CUDA's."""
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        return name, (
+            f"torch {torch.__version__}, CUDA {torch.version.cuda}, float32 matmul precision "
+            f"{torch.get_float32_matmul_precision()!r}"
+        )
+    return f"CPU ({machine()})", f"torch {torch.__version__}"
+
+
+def main(argv=None):
+    """Run the benchmark, write its Markdown to ``--out`` and stdout; the rows as a dict.
+
+    Parameters
+    ----------
+    argv : list of str | None
+        The command line's arguments (``sys.argv[1:]`` if None).
+
+    Returns
+    -------
+    results : dict
+        ``steps``: {batch size: {variant: row}}; ``memory``: {(batch size, n_patches):
+        {"encoder" | "pars": (growth MiB, peak MiB or None)}}.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    config = TINY if args.tiny else PAPER
+    device = torch.device(args.device)
+    batch_sizes = args.batch_size or config.batch_sizes
+    repeats = args.repeats or (3 if args.tiny else 21)
+    cuda = device.type == "cuda"
+    command = shlex.join(["python", "benchmarks/bench_gpu.py", *argv])
+    name, versions = describe(device)
+    if not args.tiny:
+        label = "GPU, the paper's size" if cuda else "CPU, the paper's size, not a GPU figure"
+    else:
+        label = "GPU" if cuda else "CPU"
+        label += ", tiny configuration, not a GPU figure"
+    memory_measure = (
+        "peak allocated (`torch.cuda.max_memory_allocated` after `reset_peak_memory_stats`)"
+        " and its growth over the memory allocated before the step (parameters, AdamW's "
+        "state)"
+        if cuda
+        else "growth of the process's resident peak (VmHWM, reset before the step) over its "
+        "resident memory before the step; no allocator peak on a CPU"
+    )
+    lines = [
+        "# PARS training steps on one accelerator",
+        "",
+        f"## {label}",
+        "",
+        f"- Device: {name}",
+        f"- Versions: {versions}",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- Command: `{command}`",
+        f"- Encoder: {config.name}; PARS with the folded cross-attention decoder, "
+        "pos_mask_ratio 0.8; AdamW (lr 1e-4, weight decay 1e-4).",
+        "",
+        f"### Training step, n_patches = {args.n_patches}",
+        "",
+        f"Windows per second: median of {repeats} steps after 2 warm-up steps, the six "
+        "steps of a batch size interleaved"
+        + (", each ending with `torch.cuda.synchronize()`" if cuda else "")
+        + ". First step: the first call of a fresh model, timed on its own; with "
+        f"`torch.compile` (backend `{args.compile_backend}`, `dynamic=False`, the whole "
+        "PARS module and the encoder compiled, AdamW eager, on-disk compile caches "
+        "disabled) it holds the compilation. Encoder alone: the same model's encoder on "
+        "one fixed draw of patches and masks, its loss a mean of squares. PARS loss: of "
+        "the last timed step.",
+        "",
+        "| batch | precision | PARS windows/s | encoder-alone windows/s | ratio of step times "
+        "| PARS first step (s) | encoder-alone first step (s) | graph breaks (PARS, encoder) "
+        "| PARS loss |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    results = {"steps": {}, "memory": {}}
+    with torch._inductor.config.patch(force_disable_caches=True):
+        for batch in batch_sizes:
+            rows = step_table(config, args.n_patches, batch, device, repeats, args.compile_backend)
+            results["steps"][batch] = rows
+            for variant, r in rows.items():
+                if "skipped" in r:
+                    lines.append(f"| {batch} | {variant} | skipped: {r['skipped']} |||||||")
+                    continue
+                breaks = "" if r["breaks"] is None else f"{r['breaks'][0]}, {r['breaks'][1]}"
+                lines.append(
+                    f"| {batch} | {variant} | {r['pars_wps']:,.1f} | {r['encoder_wps']:,.1f} | "
+                    f"{r['ratio']:.2f} | {r['pars_first']:.2f} | {r['encoder_first']:.2f} | "
+                    f"{breaks} | {r['loss']:.4f} |"
+                )
+                print(lines[-1], flush=True)
+    reasons = break_reasons()
+    if reasons:
+        lines += ["", "Graph-break reasons: " + "; ".join(reasons) + "."]
+    torch._dynamo.reset()
+    lines += [
+        "",
+        "### Memory of one training step",
+        "",
+        f"bf16 autocast, no compilation, the second step of a fresh model (the first "
+        f"allocates AdamW's state): {memory_measure}.",
+        "",
+        "| batch | n_patches | masked pairs per window | encoder alone: growth (MiB) "
+        "| PARS: growth (MiB) | encoder alone: peak (MiB) | PARS: peak (MiB) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for batch in batch_sizes:
+        for n_patches in MEMORY_PATCHES:
+            row = memory_row(config, n_patches, batch, device)
+            results["memory"][batch, n_patches] = row
+            (enc, enc_peak), (pars, pars_peak) = row["encoder"], row["pars"]
+            peaks = f"{enc_peak:,.0f} | {pars_peak:,.0f}" if cuda else "n/a on CPU | n/a on CPU"
+            n_m = round(0.8 * n_patches)
+            lines.append(
+                f"| {batch} | {n_patches} | {n_m * n_m} | {enc:,.0f} | {pars:,.0f} | {peaks} |"
+            )
+            print(lines[-1], flush=True)
+    write_report(lines, args.out)
+    return results
+
+
+if __name__ == "__main__":
+    main()

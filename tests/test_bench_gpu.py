@@ -1,0 +1,93 @@
+"""The GPU benchmark in its tiny CPU configuration: it runs, its tables are whole, and
+its timed PARS step computes PARS's loss and trains the model."""
+
+import copy
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench_gpu():
+    """``benchmarks/bench_gpu.py`` as a module (its folder on sys.path while imported)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_gpu
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return bench_gpu
+
+
+def table(text, header):
+    """The cells of the rows of the Markdown table whose header starts with ``header``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header)) + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def number(cell):
+    return float(cell.replace(",", ""))
+
+
+@pytest.mark.slow  # 20 to 30 s on 2 busy CPU cores, half of it torch.compile
+@pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")
+def test_tiny_cpu_run_writes_whole_tables(bench_gpu, tmp_path):
+    out = tmp_path / "gpu.md"
+    argv = ["--device", "cpu", "--tiny", "--repeats", "2", "--compile-backend", "aot_eager"]
+    results = bench_gpu.main([*argv, "--out", str(out)])
+    text = out.read_text()
+    assert "## CPU, tiny configuration, not a GPU figure" in text
+    assert f"`python benchmarks/bench_gpu.py {' '.join(argv)} --out {out}`" in text
+    assert f"torch {torch.__version__}" in text
+
+    steps = table(text, "| batch | precision")
+    assert [row[:2] for row in steps] == [["8", variant] for variant in bench_gpu.VARIANTS]
+    for row, measured in zip(steps, results["steps"][8].values(), strict=True):
+        pars_wps, enc_wps, ratio, pars_first, enc_first = map(number, row[2:7])
+        assert all(math.isfinite(x) and x > 0 for x in (pars_wps, enc_wps, ratio))
+        assert pars_first > 0 and enc_first > 0
+        # the ratio of step times is the inverse ratio of the windows per second
+        assert measured["ratio"] == pytest.approx(measured["encoder_wps"] / measured["pars_wps"])
+        assert ratio == pytest.approx(measured["ratio"], abs=0.005)
+        assert ratio == pytest.approx(enc_wps / pars_wps, abs=0.01 + 1e-3 * ratio)
+        loss = number(row[8])
+        assert math.isfinite(loss) and loss > 0
+        assert loss == pytest.approx(measured["loss"], abs=5e-5)
+    assert steps[2][7] and steps[0][7] == steps[1][7] == ""  # graph breaks: compiled row only
+
+    memory = table(text, "| batch | n_patches")
+    assert [row[:3] for row in memory] == [
+        ["8", "40", "1024"],
+        ["8", "80", "4096"],
+        ["8", "128", "10404"],
+    ]
+    for row in memory:
+        assert number(row[3]) >= 0 and number(row[4]) >= 0
+        assert row[5:] == ["n/a on CPU", "n/a on CPU"]
+
+
+@pytest.mark.parametrize("bf16, rel", [(False, 1e-6), (True, 2e-2)])
+def test_pars_step_trains_on_the_pars_loss(bench_gpu, bf16, rel):
+    """The timed step's loss is the PARS loss of its batch, computed apart in float32."""
+    steps = bench_gpu.TrainingSteps(bench_gpu.TINY, 40, 8, "cpu", bf16=bf16)
+    before = copy.deepcopy(steps.model)
+    rng = torch.get_rng_state()
+    steps.pars_step()
+    torch.set_rng_state(rng)  # the same patches and masks
+    with torch.no_grad():
+        expected = before(steps.X)["loss"]
+    assert steps.pars_loss.dtype == torch.float32
+    assert float(steps.pars_loss) == pytest.approx(float(expected), rel=rel)
+    for part in ("encoder", "decoder"):  # one AdamW step moved both
+        old, new = getattr(before, part).parameters(), getattr(steps.model, part).parameters()
+        assert any(not torch.equal(a, b) for a, b in zip(old, new, strict=True))
