@@ -19,6 +19,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import accuracy_score
 from skorch.callbacks import EpochScoring, Freezer, ProgressBar, Unfreezer
 
+from ._logging import verbose_logging
 from .datasets.single_channel import SingleChannelWindows
 from .estimator_settings import (  # noqa: F401
     AUTO_CROP_MIN_SECONDS,
@@ -330,6 +331,10 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         -------
         self : PARSClassifier
         """
+        with verbose_logging(self.verbose):
+            return self._fit(X, y, groups, X_unlabeled, X_valid, y_valid)
+
+    def _fit(self, X, y, groups, X_unlabeled, X_valid, y_valid):
         size = self._check_params()
         pretrained = self._load_pretrained()  # a bad file is refused before the data is read
         data = self._read(X, y, groups)
@@ -401,6 +406,12 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
             self.fit_context_ = dict(
                 encoder=encoder, valid=held_out, transforms=self._augmentation()
             )
+            logger.info(
+                "Fine-tuning (finetune=%r) on %d windows of %d channels x %g s for %d epochs "
+                "on %s; validation: %s.",
+                self.finetune_, len(train), n_chans, self.n_crop_ / sfreq, self.max_epochs,
+                self.device, self.validation_,
+            )  # fmt: skip
             try:
                 super().fit(train, y=None)
             finally:

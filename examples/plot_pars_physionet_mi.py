@@ -1,86 +1,101 @@
 """
-Pretrain with PARS, then fine-tune on motor imagery
-====================================================
+Continue PARS pretraining on your recordings, then fine-tune on motor imagery
+=============================================================================
 
 This example runs the library's main workflow on the bundled recordings of one
-PhysioNet-MI subject:
+PhysioNet-MI subject, starting from the shipped encoder (``pars-small``, 64 x 4,
+pretrained on about 55 channel-hours of other EEG):
 
-1. pretrain a :class:`~braindecode_pars.PatchEncoder` with PARS on the runs that
-   hold no imagery trial (baselines and executed movements), one random channel of
-   a random 30-s crop per example;
-2. look at the predicted and true shift matrices of a window that pretraining
-   never saw (the paper's Fig. 6);
+1. measure the shipped model's pretext skill on this subject's recordings, then
+   continue PARS pretraining on the runs that hold no imagery trial (baselines and
+   executed movements), one random channel of a random 10-s crop per example;
+2. look at the predicted and true shift matrices of a window from an imagery run
+   that pretraining never saw (the paper's Fig. 6);
 3. fine-tune the 4-class imagery task (left fist, right fist, both fists, both
    feet) with :func:`sklearn.model_selection.cross_val_score`, leaving one block of
-   runs out, from the pretrained encoder and from scratch.
+   runs out, from the continued encoder and from scratch, beside the band-power
+   floor.
 
-The encoder here is tiny and trained for seconds, so that the example builds with
-the documentation; the paper's encoder is ``PatchEncoder(sfreq=200)``.
+Pretraining from nothing needs far more data and time than a documentation build
+has (see :doc:`/pretraining`); continuing from the shipped encoder takes seconds.
 """
 
 # %%
-# Pretraining data: one channel of a random crop per example
-# ----------------------------------------------------------
-import tempfile
-from pathlib import Path
-
+# Pretraining data at the shipped encoder's rate
+# ----------------------------------------------
+# The shipped encoder works at 100 Hz on 10-s windows; the recordings are cut to
+# that directly (``sfreq=100``). A tenth of the windows is held out to measure the
+# pretext skill on fixed draws: 1 - loss / (loss of predicting no shift), 0 for an
+# encoder that learned nothing.
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
 
-from braindecode_pars import PARS, PARSClassifier, PretrainNet, save_encoder
+from braindecode_pars import PARSClassifier, PretrainNet
 from braindecode_pars.datasets import (
     SingleChannelWindows,
     load_physionet_mi,
     load_physionet_mi_continuous,
+    resample_windows,
 )
 from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.floor import band_power_pipeline
+from braindecode_pars.hub import load_pretext_model
 from braindecode_pars.metrics import make_scorer
+from braindecode_pars.models.pretext import pretext_skill
 from braindecode_pars.viz import plot_shift_matrices, plot_training_curves
 
 torch.manual_seed(0)
-pretrain_windows = load_physionet_mi_continuous(window_seconds=30, stride_seconds=5)
-view = SingleChannelWindows(pretrain_windows)
-x, _ = view[0]
-print(f"{len(view)} windows of {len(view.recordings)} recordings; one example: {tuple(x.shape)}")
+view = SingleChannelWindows(load_physionet_mi_continuous(window_seconds=10, sfreq=100))
+view.sfreq = 100.0
+held_out = SingleChannelWindows(
+    load_physionet_mi_continuous(runs=[4], window_seconds=10, stride_seconds=10, sfreq=100),
+    max_shift=0,
+)
+X_held_out = torch.stack([held_out[i][0] for i in range(len(held_out))])
+print(f"{len(view)} pretraining windows, {len(X_held_out)} held-out windows of imagery run 4")
+
+
+def skill_on(model, X):
+    """Pretext skill on ``X`` with fixed patches and masks."""
+    with torch.no_grad():
+        out = model.eval()(X, generator=torch.Generator().manual_seed(0))
+    return pretext_skill(out["loss"].item(), out["trivial_loss"].item())
+
+
+model = load_pretext_model("pars-small")  # the encoder and its pair decoder
+print(f"shipped model's skill on imagery run 4, before: {skill_on(model, X_held_out):.3f}")
 
 # %%
-# Pretrain PARS through skorch
-# ----------------------------
-# 40 patches per 30-s window, 80 % of them without positional embedding: the
-# decoder predicts the 32 x 32 shifts between the position-masked patches. A tenth
-# of the windows is held out to measure the pretext skill on fixed draws (0 is the
-# loss of predicting no shift; see :doc:`/pretraining`).
-model = PARS(
-    n_times=view.n_times,
-    sfreq=200,
-    n_patches=40,
-    pos_mask_ratio=0.8,
-    emb_dim=32,
-    depth=2,
-    n_heads=4,
-    ff_dim=64,
-)
+# Continue pretraining through skorch
+# -----------------------------------
+# A few epochs at a small learning rate, without warm-up. The shipped encoder
+# already places this subject's patches well above chance (a skill near 0.5, where
+# an encoder that learned nothing scores 0); a few seconds of continued pretraining
+# keep it there rather than raise it: adapting to a new amplifier takes more data
+# than one subject's six minutes.
 net = PretrainNet(
-    model, max_epochs=15, batch_size=32, lr=1e-3, valid_fraction=0.1, progress_bar=False
+    model,
+    max_epochs=8,
+    batch_size=32,
+    lr=3e-4,
+    warmup_fraction=0.0,
+    valid_fraction=0.1,
+    progress_bar=False,
 )
 net.fit(view)
-first, last = net.history[0], net.history[-1]
-print(f"PARS loss: {first['train_loss']:.3f} -> {last['train_loss']:.3f}")
-print(f"validation skill: {first['valid_skill']:.3f} -> {last['valid_skill']:.3f}")
+skill = net.history[:, "valid_skill"]
+print(f"validation skill by epoch: {np.round(skill, 3)}")
+print(f"skill on imagery run 4, after: {skill_on(net.module_, X_held_out):.3f}")
 
 # %%
 # Shift matrices of a held-out window
 # -----------------------------------
-# Imagery run 4 was not used for pretraining. Rows and columns of patches that kept
-# their positional embedding are empty: those pairs are not in the loss. A seeded
-# generator fixes the patches and masks.
-held_out = SingleChannelWindows(
-    load_physionet_mi_continuous(runs=[4], window_seconds=30, stride_seconds=30), max_shift=0
-)
+# Rows and columns of patches that kept their positional embedding are empty: those
+# pairs are not in the loss. The predicted shifts follow the targets: the encoder
+# places patches it has never seen from their content alone.
 with torch.no_grad():
-    X_held_out = torch.stack([held_out[i][0] for i in range(len(held_out))])
     out = net.module_.eval()(X_held_out, generator=torch.Generator().manual_seed(0))
 plot_shift_matrices(out, index=0)
 plt.show()
@@ -88,37 +103,38 @@ plt.show()
 # %%
 # Fine-tune the 4-class task, leaving one block of runs out
 # ---------------------------------------------------------
-# Runs 3-6, 7-10 and 11-14 each hold every class once, so each test fold does too.
+# ``load_physionet_mi`` gives 4-s trials at 200 Hz; :func:`resample_windows`
+# brings them to the encoder's 100 Hz with MNE's resampling. Runs 3-6, 7-10 and
+# 11-14 each hold every class once, so each test fold does too.
 windows = load_physionet_mi()
-data = read_windows(windows)
-X, y, sfreq = data.X, data.y, data.sfreq
+windows_100 = resample_windows(windows, sfreq=None, new_sfreq=100)
+data = read_windows(windows_100)
+X, y = data.X, data.y
 blocks = windows.get_metadata()["block"].to_numpy()
-encoder_path = Path(tempfile.mkdtemp()) / "pars_encoder.pt"
-save_encoder(net.module_.encoder, encoder_path)
-common = dict(
-    max_epochs=20,
-    batch_size=16,
-    sfreq=sfreq,
-    random_state=0,
-    verbose=0,
-)
+print(f"{len(X)} trials of {X.shape[1]} channels x {X.shape[2]} samples at {data.sfreq} Hz")
+
+common = dict(max_epochs=20, batch_size=16, sfreq=data.sfreq, random_state=0, verbose=0)
+candidates = {
+    "PARS (continued)": PARSClassifier(pretrained_encoder=net.encoder, **common),
+    "scratch": PARSClassifier(pretrain_epochs=0, encoder="small", **common),
+    "band-power floor": band_power_pipeline(sfreq=data.sfreq),
+}
+scorer = make_scorer("balanced_accuracy")
 results = {}
-for name, clf in {
-    "PARS": PARSClassifier(pretrained_encoder=encoder_path, **common),
-    "scratch": PARSClassifier(
-        pretrain_epochs=0, encoder=dict(emb_dim=32, depth=2, n_heads=4, ff_dim=64), **common
-    ),
-}.items():
-    results[name] = cross_val_score(
-        clf, X, y, groups=blocks, cv=LeaveOneGroupOut(), scoring=make_scorer("balanced_accuracy")
-    )
-    print(f"{name:8s} balanced accuracy per block: {np.round(results[name], 3)}")
+for name, clf in candidates.items():
+    results[name] = cross_val_score(clf, X, y, groups=blocks, cv=LeaveOneGroupOut(), scoring=scorer)
+    print(f"{name:17s} balanced accuracy per block: {np.round(results[name], 3)}")
 
 # %%
-# With one subject, 60 training trials per fold and seconds of training, the
-# scores sit near chance (0.25); the comparison the paper makes needs its
-# pretraining corpus. The pretraining loss against the loss of learning nothing,
-# the skill, and the fine-tuning curves of one fitted classifier:
-clf = PARSClassifier(pretrained_encoder=encoder_path, **common).fit(X[blocks != 3], y[blocks != 3])
-plot_training_curves(net.history, {"PARS": [clf.history_]})
+# With one subject and 15 training trials per class in each fold, the classical
+# floor wins here: log band power (the mu and beta rhythms that motor imagery
+# modulates) into a logistic regression scores well above both transformers, and
+# the pretrained encoder scores a little above the same model from scratch. This
+# example shows the workflow, not the method's best case; the comparisons over
+# subjects and seeds are in ``benchmarks/results/``. The pretraining loss against
+# the loss of learning nothing, the skill, and the fine-tuning curves of one fitted
+# classifier:
+clf = PARSClassifier(pretrained_encoder=net.encoder, **common)
+clf.fit(X[blocks != 3], y[blocks != 3])
+plot_training_curves(net.history, {"PARS (continued)": [clf.history_]})
 plt.show()

@@ -147,3 +147,152 @@ def test_loading_the_shipped_encoder_prints_nothing(capsys):
     encoder = load_encoder("pars-small")
     assert encoder.emb_dim == 64 and not encoder.training
     assert capsys.readouterr().out == ""
+
+
+# -- the model card and the files of the Hugging Face layout ------------------------------
+
+#: What huggingface_hub's generic card says, which no card of ours may say.
+_STUB = ("More Information Needed", "pushed to the Hub", "PytorchModelHubMixin")
+
+
+def _tiny_run(run_dir, max_epochs=3, valid_fraction=0.25, **kwargs):
+    """A real pretraining run on ramps (10 Hz, 30-s windows), written to ``run_dir``."""
+    from braindecode_pars.datasets import SingleChannelWindows
+    from braindecode_pars.training import pretrain
+
+    from .ramp_fixtures import ramp_dataset
+
+    torch.manual_seed(0)
+    view = SingleChannelWindows(ramp_dataset(32).tensors[0].numpy())
+    view.sfreq = 10.0
+    return pretrain(
+        view, checkpoint_dir=run_dir, max_epochs=max_epochs, batch_size=16, lr=3e-3,
+        progress_bar=False, n_patches=12, pos_mask_ratio=0.5, encoder_kwargs=TINY,
+        valid_fraction=valid_fraction, **kwargs,
+    )  # fmt: skip
+
+
+def _saved_history(run_dir):
+    """The run's history as its last state saved it, read without the hub module."""
+    pointer = json.loads((run_dir / "state.json").read_text())
+    return json.loads((run_dir / pointer["state"] / "history.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def exported_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("card")
+    _tiny_run(root / "run")
+    return root / "run", export_run(root / "run", root / "tiny-pars", license="cc-by-4.0")
+
+
+def test_an_exported_run_gets_a_model_card_with_its_own_numbers(exported_run):
+    from huggingface_hub import ModelCard
+
+    run, folder = exported_run
+    card = (folder / "README.md").read_text()
+    for stub in _STUB:
+        assert stub not in card
+    header = ModelCard.load(folder / "README.md").data
+    assert header.library_name == "braindecode" and header.license == "cc-by-4.0"
+    assert {"eeg", "self-supervised", "pars"} <= set(header.tags)
+
+    config = json.loads((run / "config.json").read_text())
+    history = _saved_history(run)
+    valid = [row["valid_skill"] for row in history]
+    encoder = load_encoder(folder)
+    n_params = sum(p.numel() for p in encoder.parameters())
+    expected = [
+        "PARS",  # the pretext task and its settings
+        f"| patches per window | {config['n_patches']} |",
+        f"| share of patches whose position is masked (gamma_pos) | {config['pos_mask_ratio']} |",
+        f"| parameters | {n_params:,} |",  # the encoder
+        f"| features (`emb_dim`) | {TINY['emb_dim']} |",
+        "| sampling rate | 10 Hz |",
+        "| patch length | 1 s (10 samples) |",
+        "| window length | 30 s (300 samples) |",
+        f"- windows: {config['data.n_windows']} ",  # the data
+        f"`{config['data.fingerprint']}`",
+        "- recordings: not recorded",
+        "- preprocessing: not recorded",
+        "- held out for validation: 25 % of the windows",
+        "**finished**, 3 of 3 epochs",  # the budget
+        f"- learning rate: {config['lr']:g}",
+        f"- weight decay: {config['weight_decay']:g}",
+        f"- batch size: {config['batch_size']}",
+        f"held-out (validation) skill: **{valid[-1]:.3f}** at the last epoch ({len(valid)})",
+        f"best {max(valid):.3f} (epoch {int(np.argmax(valid)) + 1})",
+        "load_encoder(folder)",  # how to load it
+        "PARSClassifier(pretrained_encoder=folder, sfreq=10)",
+        "load_pretext_model(folder)",
+        "The command that made this run is not recorded",  # how to reproduce it
+        "`cc-by-4.0`",
+    ]
+    for needed in expected:
+        assert needed in card, needed
+    assert "training skill" not in card
+
+
+def test_an_exported_run_holds_one_copy_of_the_weights(exported_run):
+    _, folder = exported_run
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md", "config.json", "model.safetensors", "pretext.json",
+        "pretext.safetensors", "pretrain_history.json", "run_config.json",
+    ]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:Pretraining ended with a pretext skill")
+def test_the_card_of_an_unfinished_run_says_so_and_names_its_command(tmp_path, caplog):
+    run = tmp_path / "run"
+    _tiny_run(run, max_epochs=4, valid_fraction=None, max_minutes=0)  # stops after epoch 1
+    command = "braindecode-pars pretrain --store store --out run --epochs 4"
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "command": command}))
+    with caplog.at_level("WARNING", logger="braindecode_pars.hub"):
+        folder = export_run(run, tmp_path / "out")
+    assert "unfinished run (1 of 4 epochs)" in caplog.text
+    card = (folder / "README.md").read_text()
+    train = _saved_history(run)[-1]["train_skill"]
+    assert "**unfinished**, 1 of 4 epochs done" in card
+    assert "training skill (on the training batches: no windows were held out" in card
+    assert f"{train:.3f} at the last epoch (1)" in card
+    assert "held-out (validation) skill" not in card
+    assert "- held out for validation: none" in card
+    assert f"```bash\n{command}\n```" in card
+    assert "license" not in card.split("---")[1]  # not stated, so not in the header
+    assert "Not stated for the weights" in card
+
+
+def test_save_pretrained_writes_no_duplicate_weights_and_a_real_card(tmp_path):
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=100, **TINY).eval()
+    encoder.save_pretrained(tmp_path / "direct")  # braindecode's / huggingface_hub's call
+    folder = tmp_path / "direct"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md", "config.json", "model.safetensors",
+    ]  # fmt: skip
+    card = (folder / "README.md").read_text()
+    for stub in _STUB:
+        assert stub not in card
+    n_params = sum(p.numel() for p in encoder.parameters())
+    for needed in (
+        "library_name: braindecode", f"| parameters | {n_params:,} |",
+        "| sampling rate | 100 Hz |", "load_encoder(folder)", "## Training\n\nNot recorded",
+    ):  # fmt: skip
+        assert needed in card, needed
+    # config.json is braindecode's: its loader and ours read the folder back
+    import braindecode
+
+    config = json.loads((folder / "config.json").read_text())
+    assert config == {**encoder.get_config(), "braindecode_version": braindecode.__version__}
+    X = torch.randn(2, 1, 300)
+    torch.testing.assert_close(PatchEncoder.from_pretrained(str(folder)).eval()(X), encoder(X))
+    torch.testing.assert_close(load_encoder(folder)(X), encoder(X))
+
+
+def test_saving_again_removes_the_pickled_weights_of_earlier_versions(tmp_path):
+    encoder = PatchEncoder(sfreq=100, **TINY)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"weights of an earlier save")
+    save_pretrained_encoder(encoder, tmp_path, license="bsd-3-clause")
+    assert not (tmp_path / "pytorch_model.bin").exists()
+    card = (tmp_path / "README.md").read_text()
+    assert "license: bsd-3-clause" in card and "Not recorded (an encoder saved without" in card

@@ -1,5 +1,6 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
+from .adapters import RESAMPLE_METHODS, read_windows, resample_windows
 from .corpus import pretraining_corpus, shared_corpus
 from .eegmat import (
     EEGMAT_CHANNELS,
@@ -31,7 +32,7 @@ from .physionet_mi import (
     read_physionet_mi,
     run_block,
 )
-from .recordings import find_recordings, load_recordings
+from .recordings import find_recordings, load_recordings, non_eeg_channels
 from .single_channel import SingleChannelWindows
 from .sleep_edf import read_sleep_edf_mat
 from .store import read_window_store, write_window_store
@@ -46,7 +47,7 @@ from .tuh import (
     tuh_subject_split,
     tuh_subjects,
 )
-from .windowing import recording_preprocessors
+from .windowing import RecordingStream, recording_preprocessors
 from .ysyw import (
     SLEEP_STAGES,
     YSYW_CHANNELS,
@@ -54,10 +55,14 @@ from .ysyw import (
     load_ysyw,
     load_ysyw_pretraining,
     read_ysyw_record,
+    ysyw_split,
     ysyw_subject_split,
 )
 
 __all__ = [
+    "RESAMPLE_METHODS",
+    "read_windows",
+    "resample_windows",
     "EEGMAT_CHANNELS",
     "EEGMAT_CLASSES",
     "EEGMAT_TEST_SUBJECTS",
@@ -65,9 +70,11 @@ __all__ = [
     "find_recordings",
     "load_eegmat",
     "load_recordings",
+    "non_eeg_channels",
     "read_eegmat",
     "read_sleep_edf_mat",
     "recording_preprocessors",
+    "RecordingStream",
     "shared_corpus",
     "ChannelNoise",
     "EESM17_EAR_CHANNELS",
@@ -106,5 +113,6 @@ __all__ = [
     "tuh_subject_split",
     "tuh_subjects",
     "write_window_store",
+    "ysyw_split",
     "ysyw_subject_split",
 ]

@@ -255,6 +255,44 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         )
         self.norm = nn.LayerNorm(emb_dim)
 
+    # -- saving (braindecode's Hugging Face layout) ----------------------------------------
+    def _save_pretrained(self, save_directory):
+        """Write ``config.json`` and ``model.safetensors``, as braindecode does, and no more.
+
+        Called by ``save_pretrained(folder)`` (huggingface_hub's ``ModelHubMixin``).
+        braindecode's ``EEGModuleMixin._save_pretrained`` writes the same two files and
+        also ``pytorch_model.bin``, the same weights again as a pickle, which
+        ``from_pretrained`` never reads when ``model.safetensors`` is there; this
+        override writes braindecode's ``config.json`` (``get_config()`` and the
+        ``braindecode_version``) and lets huggingface_hub's ``PyTorchModelHubMixin``
+        write the safetensors file.
+        """
+        import json
+        from pathlib import Path
+
+        from braindecode import __version__ as braindecode_version
+        from huggingface_hub import PyTorchModelHubMixin
+
+        config = dict(self.get_config(), braindecode_version=braindecode_version)
+        (Path(save_directory) / "config.json").write_text(json.dumps(config, indent=2))
+        PyTorchModelHubMixin._save_pretrained(self, Path(save_directory))
+
+    def generate_model_card(self, *args, **kwargs):
+        """The ``README.md`` that ``save_pretrained`` writes: this encoder's card.
+
+        Instead of huggingface_hub's generic stub, the card of
+        :func:`braindecode_pars.hub.model_card` (:mod:`braindecode_pars.models.card`):
+        the encoder's size, parameter count,
+        sampling rate and patch length and how to load it (an existing ``README.md``
+        is kept, as huggingface_hub does; :func:`~braindecode_pars.hub.export_run`
+        writes the card of a whole run).
+        """
+        from huggingface_hub import ModelCard
+
+        from .card import model_card
+
+        return ModelCard(model_card(self))
+
     # -- steps ---------------------------------------------------------------------------
     def fixed_starts(self, n_times, stride=None, device=None):
         """Start samples of non-overlapping patches on a fixed grid (fine-tuning sampling).
@@ -395,8 +433,8 @@ def checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
     elif abs(encoder.sfreq - sfreq) > 1e-6:
         raise ValueError(
             f"The encoder was pretrained at sfreq={encoder.sfreq} Hz but the data has "
-            f"sfreq={sfreq} Hz; resample the data to {encoder.sfreq} Hz (braindecode's "
-            "Preprocessor 'resample') rather than the encoder."
+            f"sfreq={sfreq} Hz; resample the data to {encoder.sfreq} Hz "
+            "(braindecode_pars.datasets.resample_windows) rather than the encoder."
         )
     if n_times < encoder.patch_size:
         raise ValueError(

@@ -1,0 +1,399 @@
+"""The model card (``README.md``) of a saved encoder: what its files record, in words.
+
+:func:`model_card` writes a Hugging Face model card (a YAML header read by the Hub,
+then Markdown) from an encoder and, when there is one, its pretraining run: the run's
+``config.json``, history and status. It imports nothing else from the package, so
+that :meth:`PatchEncoder.generate_model_card <braindecode_pars.PatchEncoder>` (the card
+``save_pretrained`` writes) and :mod:`braindecode_pars.hub` (the card of an exported
+run) share it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import metadata
+
+import numpy as np
+
+#: Tags of every model card the package writes.
+CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")
+
+#: The pretext tasks' names as the paper writes them.
+_METHOD_NAMES = {"pars": "PARS", "mae": "MAE", "mp3": "MP3", "droppos": "DropPos"}
+
+#: What each pretext task asks of the encoder, for the model card.
+_PRETEXT_TASKS = {
+    "pars": (
+        "PARS (pairwise relative shift, Sandino et al. 2025): patches are drawn from a "
+        "single-channel window, a share of them loses its positional embedding, and a pair "
+        "decoder predicts the relative shift of every pair of position-masked patches "
+        "from the encoder's tokens (mean squared error)"
+    ),
+    "mae": (
+        "MAE (masked autoencoder): a share of the 1-s patches is removed and a small "
+        "decoder reconstructs their samples from the encoder's tokens of the others"
+    ),
+    "mp3": (
+        "MP3 (masked patch position prediction): shuffled patches without positional "
+        "embedding, a share hidden from the attention; a linear head classifies the "
+        "position of every patch"
+    ),
+    "droppos": (
+        "DropPos: a share of the patches is removed and, of the visible ones, a share "
+        "loses its positional embedding; a linear head classifies their positions"
+    ),
+}
+
+#: The pretext settings a run records, with the words of the card.
+_PRETEXT_SETTINGS = (
+    ("n_patches", "patches per window"),
+    ("pos_mask_ratio", "share of patches whose position is masked (gamma_pos)"),
+    ("mask_ratio", "share of patches masked (gamma)"),
+    ("sampling", "patch sampling"),
+    ("decoder_name", "pair decoder"),
+    ("decoder", "pair decoder"),
+    ("loss_on", "loss on"),
+    ("label_sigma", "label smoothing (sigma, positions)"),
+)
+
+
+def _package_version():
+    """``braindecode-pars <version>`` as installed (the package's metadata)."""
+    try:
+        return f"braindecode-pars {metadata.version('braindecode-pars')}"
+    except metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "braindecode-pars"
+
+
+def _number(value):
+    """A number as the card writes it: integers with thousands separators, floats short."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 1:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
+def _skill_rows(history, key):
+    """``[(epoch, skill)]`` of the epochs of ``history`` that recorded a finite ``key``."""
+    rows = []
+    for position, row in enumerate(history or ()):
+        value = row.get(key)
+        if isinstance(value, int | float) and math.isfinite(value):
+            rows.append((int(row.get("epoch", position + 1)), float(value)))
+    return rows
+
+
+def _card_skill(history):
+    """The card's section on the pretext skill the run reached."""
+    lines = ["## Pretext skill", ""]
+    lines.append(
+        "Skill = 1 - loss / trivial loss, the trivial loss being that of a predictor that "
+        "learned nothing, on the same batch and draws (for PARS: predicting no shift); "
+        "0 means the encoder learned nothing, 1 a perfect answer."
+    )
+    lines.append("")
+    valid, train = _skill_rows(history, "valid_skill"), _skill_rows(history, "train_skill")
+    if valid:
+        key, rows = "valid_skill", valid
+        (last_epoch, last), (best_epoch, best) = rows[-1], max(rows, key=lambda r: r[1])
+        lines.append(
+            f"- held-out (validation) skill: **{last:.3f}** at the last epoch ({last_epoch}); "
+            f"best {best:.3f} (epoch {best_epoch}). The validation windows are a held-out "
+            "share of the pretraining windows, not of other recordings."
+        )
+    elif train:
+        key, rows = "train_skill", train
+        (last_epoch, last), (best_epoch, best) = rows[-1], max(rows, key=lambda r: r[1])
+        lines.append(
+            f"- training skill (on the training batches: no windows were held out, so this "
+            f"is not a held-out measure): {last:.3f} at the last epoch ({last_epoch}); best "
+            f"{best:.3f} (epoch {best_epoch})."
+        )
+    else:
+        lines.append("- not recorded (the run's history holds no skill).")
+        return lines
+    picked = sorted({rows[int(round(i))] for i in np.linspace(0, len(rows) - 1, 5)})
+    if (best_epoch, best) not in picked:
+        picked = sorted([*picked, (best_epoch, best)])
+    by_epoch = {int(row.get("epoch", i + 1)): row for i, row in enumerate(history)}
+    columns = [("train_loss", "train loss"), ("valid_loss", "validation loss")]
+    columns += [(f"{key.split('_')[0]}_trivial", "trivial loss")]
+    columns = [(k, t) for k, t in columns if any(k in row for row in history)]
+    skill_title = "validation skill" if key == "valid_skill" else "training skill"
+    lines += ["", "| epoch | " + " | ".join(t for _, t in columns) + f" | {skill_title} |"]
+    lines.append("|---" * (len(columns) + 2) + "|")
+    for epoch, value in picked:
+        row = by_epoch.get(epoch, {})
+        cells = [f"{row[k]:.4f}" if isinstance(row.get(k), int | float) else "" for k, _ in columns]
+        lines.append(f"| {epoch} | " + " | ".join(cells) + f" | {value:.3f} |")
+    lines += ["", "Every epoch: `pretrain_history.json`."]
+    return lines
+
+
+def model_card(
+    encoder,
+    pretext_spec=None,
+    run_config=None,
+    history=None,
+    status=None,
+    command=None,
+    license=None,
+    name=None,
+):
+    """The ``README.md`` model card (Hugging Face format) of an encoder and its run.
+
+    It states what is known and says what is not: the encoder's size and parameter
+    count, its sampling rate and patch length; with ``pretext_spec`` or
+    ``run_config``, the pretext task and its settings and the window length; with
+    ``run_config`` (a run's ``config.json``), the data (``data.n_windows``,
+    ``data.fingerprint``, and ``data.recordings``, ``data.preprocessing`` where a run
+    records them), the training budget and optimiser; with ``history``, the last and
+    best held-out pretext skill (``valid_skill``; ``train_skill``, labelled as such,
+    when nothing was held out); with ``status``
+    (:func:`~braindecode_pars.hub.run_status`), whether the run
+    finished; how to load the folder; and how to reproduce it (``command``, or
+    ``run_config["command"]``).
+
+    Parameters
+    ----------
+    encoder : PatchEncoder
+    pretext_spec : dict | None
+        The pretext model's constructor arguments and ``method`` (``pretext.json``).
+    run_config : dict | None
+        The run's settings (its ``config.json``, ``run_config.json`` of an export).
+    history : list of dict | None
+        The run's history, one dict per epoch (``pretrain_history.json``).
+    status : dict | None
+        ``{"epoch", "max_epochs", "finished"}``, as
+        :func:`~braindecode_pars.hub.run_status` returns it.
+    command : str | None
+        The command that made the run.
+    license : str | None
+        The licence of the weights (a Hugging Face licence identifier); None: not
+        stated.
+    name : str | None
+        The model's name, the card's title (the folder's name); default
+        ``"PatchEncoder"``.
+
+    Returns
+    -------
+    card : str
+        Markdown with a YAML header (``library_name: braindecode``, tags
+        :data:`CARD_TAGS`, ``license`` when given).
+
+    Examples
+    --------
+    >>> from braindecode_pars import PatchEncoder
+    >>> from braindecode_pars.hub import model_card
+    >>> encoder = PatchEncoder(sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
+    >>> card = model_card(encoder, name="tiny")
+    >>> card.splitlines()[1]
+    'library_name: braindecode'
+    """
+    from huggingface_hub import ModelCardData
+
+    config = dict(run_config or {})
+    spec = dict(pretext_spec or {})
+    method = str(spec.get("method", config.get("model", ""))).lower() or None
+    header = ModelCardData(library_name="braindecode", license=license, tags=list(CARD_TAGS))
+    n_params = sum(p.numel() for p in encoder.parameters())
+    sfreq = float(encoder.sfreq)
+    task = _PRETEXT_TASKS.get(method, method)
+    lines = ["---", header.to_yaml(), "---", f"# {name or 'PatchEncoder'}", ""]
+    pretrained = f" pretrained with {_METHOD_NAMES.get(method, method)}" if method else ""
+    lines.append(
+        f"A single-channel `PatchEncoder` ({_package_version()}){pretrained}. "
+        "This card was written from the saved files: what they do not record is marked "
+        "as not recorded."
+    )
+    lines += ["", "## Encoder", "", "| setting | value |", "|---|---|"]
+    rows = [
+        ("sampling rate", f"{_number(sfreq)} Hz"),
+        ("patch length", f"{_number(encoder.patch_seconds)} s ({encoder.patch_size} samples)"),
+        ("features (`emb_dim`)", _number(encoder.emb_dim)),
+        ("transformer blocks (`depth`)", _number(encoder.depth)),
+        ("attention heads (`n_heads`)", _number(encoder.n_heads)),
+        ("feed-forward size (`ff_dim`)", _number(encoder.ff_dim)),
+        ("activation", type(encoder.blocks[0].ff[1]).__name__),
+        ("dropout (`drop_prob`)", _number(encoder.drop_prob)),
+        ("parameters", _number(n_params)),
+    ]
+    lines += [f"| {k} | {v} |" for k, v in rows]
+    n_times = config.get("n_times", spec.get("n_times"))
+    lines += [
+        "",
+        f"Input: single-channel windows, shape (batch, 1, n_times), at {_number(sfreq)} Hz, "
+        "of any length of at least one patch; any unit (instance normalisation).",
+    ]
+    lines += ["", "## Pretext task", ""]
+    if method:
+        lines.append(f"{task}.")
+        settings = {}  # label -> value, the first key that holds one
+        for key, label in _PRETEXT_SETTINGS:
+            value = spec.get(key, config.get(key))
+            if value is not None:
+                settings.setdefault(label, value)
+        settings = list(settings.items())
+        if n_times is not None:
+            seconds = _number(n_times / sfreq)
+            settings.insert(0, ("window length", f"{seconds} s ({_number(n_times)} samples)"))
+        if settings:
+            lines += ["", "| setting | value |", "|---|---|"]
+            lines += [f"| {t} | {v if isinstance(v, str) else _number(v)} |" for t, v in settings]
+    else:
+        lines.append("Not recorded (an encoder saved without its pretext task).")
+    lines += _card_data(config) if run_config is not None else []
+    lines += _card_training(config, status) if run_config is not None else []
+    if run_config is None:
+        lines += [
+            "",
+            "## Training",
+            "",
+            "Not recorded: this folder was written without its run. `braindecode-pars "
+            "export` (`braindecode_pars.hub.export_run`) writes a card with the run's data, "
+            "budget and skill.",
+        ]
+    if history is not None:
+        lines += [""] + _card_skill(history)
+    lines += _card_usage(sfreq, name, pretext=bool(spec))
+    lines += ["", "## How to reproduce", ""]
+    command = command or config.get("command")
+    if command:
+        lines += ["```bash", str(command), "```"]
+        lines.append("")
+        lines.append("The settings the run recorded are in `run_config.json`.")
+    elif run_config is not None:
+        lines.append(
+            "The command that made this run is not recorded; its settings are in `run_config.json`."
+        )
+    else:
+        lines.append("Not recorded.")
+    lines += ["", "## Licence", ""]
+    if license:
+        lines.append(f"The weights: `{license}` (as stated by whoever exported them).")
+    else:
+        lines.append(
+            "Not stated for the weights; the licences of the pretraining data may apply to "
+            "them. The braindecode-pars code is BSD-3-Clause."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _card_data(config):
+    """The card's section on the pretraining data."""
+    lines = ["", "## Data", ""]
+    n_windows, fingerprint = config.get("data.n_windows"), config.get("data.fingerprint")
+    if n_windows is not None:
+        lines.append(f"- windows: {_number(n_windows)} (`data.n_windows`)")
+    else:
+        lines.append("- windows: not recorded")
+    if fingerprint is not None:
+        lines.append(
+            f"- data fingerprint: `{fingerprint}` (`data.fingerprint`, "
+            "`braindecode_pars.training.pretrain.data_fingerprint`: a hash of the window "
+            "index and the ends of every recording)"
+        )
+    else:
+        lines.append("- data fingerprint: not recorded")
+    recordings = config.get("data.recordings")
+    if isinstance(recordings, list | tuple):
+        shown = ", ".join(str(r) for r in recordings[:20])
+        more = f" and {len(recordings) - 20} more" if len(recordings) > 20 else ""
+        lines.append(f"- recordings ({len(recordings)}): {shown}{more}")
+    elif recordings is not None:
+        lines.append(f"- recordings: {recordings}")
+    else:
+        lines.append("- recordings: not recorded")
+    preprocessing = config.get("data.preprocessing", config.get("preprocessing"))
+    if preprocessing is not None:
+        text = preprocessing if isinstance(preprocessing, str) else json.dumps(preprocessing)
+        lines.append(f"- preprocessing: {text}")
+    else:
+        lines.append("- preprocessing: not recorded")
+    for key in sorted(config):
+        if key.startswith("data.") and key not in (
+            "data.n_windows", "data.fingerprint", "data.recordings", "data.preprocessing",
+        ):  # fmt: skip
+            lines.append(f"- {key[len('data.') :]}: {config[key]}")
+    if config.get("n_times") is not None and config.get("sfreq"):
+        seconds = _number(config["n_times"] / config["sfreq"])
+        lines.append(
+            f"- each example: one random EEG channel of a {seconds}-s crop "
+            f"({_number(config['n_times'])} samples at {_number(config['sfreq'])} Hz)"
+        )
+    valid = config.get("valid_fraction")
+    if valid:
+        lines.append(f"- held out for validation: {_number(100 * valid)} % of the windows")
+    elif "valid_fraction" in config:
+        lines.append("- held out for validation: none")
+    return lines
+
+
+def _card_training(config, status):
+    """The card's section on the training budget and whether the run finished."""
+    lines = ["", "## Training", ""]
+    max_epochs = config.get("max_epochs")
+    if status is not None:
+        done, budget = status.get("epoch"), status.get("max_epochs", max_epochs)
+        of = f" of {_number(budget)}" if budget is not None else " (budget not recorded)"
+        if status.get("finished"):
+            lines.append(f"- status: **finished**, {_number(done)}{of} epochs")
+        else:
+            lines.append(
+                f"- status: **unfinished**, {_number(done)}{of} epochs done; these are "
+                "the weights of its last saved epoch, not of a finished run"
+            )
+    elif max_epochs is not None:
+        lines.append(f"- epoch budget: {_number(max_epochs)} (epochs done: not recorded)")
+    else:
+        lines.append("- status and epoch budget: not recorded")
+    optim = [
+        ("optimiser", config.get("optimizer")),
+        ("learning rate", config.get("lr")),
+        ("weight decay", config.get("weight_decay")),
+        ("batch size", config.get("batch_size")),
+    ]
+    for label, value in optim:
+        shown = "not recorded" if value is None else _number(value)
+        lines.append(f"- {label}: {shown}")
+    warmup = config.get("warmup_fraction")
+    if warmup is not None:
+        lines.append(
+            f"- schedule: linear warm-up over {_number(100 * warmup)} % of the epochs, "
+            "then cosine to 0, stepped every batch"
+        )
+    return lines
+
+
+def _card_usage(sfreq, name, pretext):
+    """The card's section on loading the folder."""
+    rate = _number(sfreq)
+    lines = [
+        "",
+        "## How to load",
+        "",
+        "```python",
+        "from braindecode_pars import PARSClassifier, load_encoder",
+        "",
+        f'folder = "path/to/{name or "this-folder"}"  # this folder',
+        f"encoder = load_encoder(folder)  # PatchEncoder, {rate} Hz",
+        f"clf = PARSClassifier(pretrained_encoder=folder, sfreq={rate})  # fine-tune it",
+    ]
+    if pretext:
+        lines += [
+            "",
+            "from braindecode_pars.hub import load_pretext_model",
+            "model = load_pretext_model(folder)  # the encoder with its pretext decoder",
+        ]
+    lines += [
+        "```",
+        "",
+        f"The windows must be at {rate} Hz: resample others first "
+        f"(`braindecode_pars.datasets.adapters.resample_windows(X, sfreq, {rate})`, "
+        f'or braindecode\'s `Preprocessor("resample", sfreq={rate})` before windowing). '
+        "`PatchEncoder.from_pretrained(folder)` (braindecode's loader) reads "
+        "`config.json` and `model.safetensors` too.",
+    ]
+    return lines
