@@ -2,6 +2,7 @@ import json
 import logging
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -223,3 +224,27 @@ def test_validation_skill_is_measured_on_the_same_draws_every_epoch():
     # skill is 1 - loss / trivial loss
     last = net.history[-1]
     assert last["valid_skill"] == pytest.approx(1 - last["valid_loss"] / last["valid_trivial"])
+
+
+def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
+    from braindecode_pars.datasets import load_physionet_mi_continuous
+    from braindecode_pars.training.pretrain import held_out_recordings
+
+    view = SingleChannelWindows(load_physionet_mi_continuous(window_seconds=10, sfreq=100))
+    view.sfreq = 100.0
+    recording = view.index[:, 0]
+    valid = held_out_recordings(view, 0.1)
+    train = np.setdiff1d(np.arange(len(view)), valid)
+    assert not set(recording[valid]) & set(recording[train])  # no recording on both sides
+    assert 0.1 <= len(valid) / len(view) <= 0.2
+    net = PretrainNet(
+        PARS(n_times=1000, sfreq=100, n_patches=10, pos_mask_ratio=0.5, **TINY),
+        max_epochs=1, batch_size=32, progress_bar=False, valid_fraction=0.1,
+    )  # fmt: skip
+    dataset_train, _ = net.initialize().get_split_datasets(view)
+    assert net.valid_split_ == "recordings"
+    assert np.array_equal(np.sort(dataset_train.indices), train)
+    # windows that stand alone (arrays) are split by window; so is a single recording
+    assert held_out_recordings(_ramp_view(), 0.25) is not None
+    one = SingleChannelWindows(load_physionet_mi_continuous(runs=[1], window_seconds=10))
+    assert held_out_recordings(one, 0.1) is None

@@ -146,7 +146,10 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         Maximum learning rate. Paper: 1e-4.
     valid_fraction : float | None
         Share of the windows held out to measure the pretext loss and skill on data
-        the model does not train on (a seeded split). Their crops and channels are
+        the model does not train on (a seeded split): whole recordings of a
+        :class:`~braindecode_pars.datasets.SingleChannelWindows` view (see
+        :func:`held_out_recordings`; ``valid_split_`` is then ``"recordings"``),
+        otherwise windows (``"windows"``). Their crops and channels are
         drawn once (at most ``max_valid_windows`` of them) and the model's patches
         and masks come from a generator reseeded before every validation pass, so
         the validation numbers of different epochs are comparable. None or 0: no
@@ -295,9 +298,19 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         """The training and validation sets; validation crops are drawn once, seeded."""
         if self.valid_fraction and self.train_split is None:
             check_range("valid_fraction", self.valid_fraction, 0, 1, high_open=True)
-            split = ValidSplit(self.valid_fraction, stratified=False, random_state=0)
             dataset = self.get_dataset(X, y)
-            dataset_train, dataset_valid = split(dataset, None)
+            valid_idx = held_out_recordings(dataset, self.valid_fraction)
+            if valid_idx is not None:
+                self.valid_split_ = "recordings"
+                train_idx = np.setdiff1d(np.arange(len(dataset)), valid_idx)
+                dataset_train, dataset_valid = (
+                    Subset(dataset, train_idx),
+                    Subset(dataset, valid_idx),
+                )
+            else:
+                self.valid_split_ = "windows"
+                split = ValidSplit(self.valid_fraction, stratified=False, random_state=0)
+                dataset_train, dataset_valid = split(dataset, None)
         else:
             dataset_train, dataset_valid = super().get_split_datasets(X, y, **fit_params)
         if dataset_valid is not None and not getattr(self, "_valid_fixed", None):
@@ -487,6 +500,33 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         if epochs > 0:
             self.partial_fit(X, y, epochs=epochs, **fit_params)
         return self
+
+
+def held_out_recordings(dataset, fraction, seed=0):
+    """Indices of the windows of whole recordings held out for validation, or None.
+
+    For a :class:`~braindecode_pars.datasets.SingleChannelWindows` view, recordings are
+    taken in a seeded random order until their windows make at least ``fraction`` of
+    all windows: validation windows then share no recording with the training
+    windows, whose crops may reach beyond their own window into its neighbours. None
+    (split by windows instead) when the dataset does not say which recording a window
+    comes from, when it has fewer than 2 recordings, or when the first recording drawn
+    alone holds more than twice ``fraction`` of the windows (too few recordings for a
+    split by recording of that size).
+    """
+    index = getattr(dataset, "index", None)
+    if index is None or len(index) == 0:
+        return None
+    recording = np.asarray(index)[:, 0]
+    names, counts = np.unique(recording, return_counts=True)
+    if len(names) < 2:
+        return None
+    order = np.random.default_rng(seed).permutation(len(names))
+    taken = np.cumsum(counts[order])
+    n_valid = int(np.searchsorted(taken, fraction * len(recording))) + 1
+    if taken[n_valid - 1] > 2 * fraction * len(recording) or n_valid >= len(names):
+        return None
+    return np.flatnonzero(np.isin(recording, names[order[:n_valid]]))
 
 
 class RunMismatchError(ValueError):
