@@ -12,11 +12,14 @@ from sklearn.utils import estimator_checks, get_tags
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
+from braindecode_pars.datasets import load_physionet_mi
+from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.floor import (
     DEFAULT_BANDS,
     BandPowerFeatures,
     LabelledPipeline,
     band_power_pipeline,
+    riemann_pipeline,
 )
 
 SFREQ = 100.0
@@ -389,3 +392,52 @@ def test_scikit_learn_parameter_checks(check):
 @pytest.mark.parametrize("check", PARAMETER_CHECKS, ids=lambda c: c.__name__)
 def test_scikit_learn_parameter_checks_of_the_pipeline(check):
     check("LabelledPipeline", band_power_pipeline())
+
+
+def _coupled_channels(n=60, seed=0):
+    """Two classes with the same power in every channel and band, told apart only by the
+    sign of the coupling of two channels through a shared source."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    source = rng.standard_normal((n, 1, 400))
+    X = rng.standard_normal((n, 2, 400))
+    X += source * np.where(y[:, None, None] == 1, 1.0, np.array([[1.0], [-1.0]]))
+    return X, y
+
+
+def test_the_riemannian_floor_sees_what_band_power_cannot():
+    X, y = _coupled_channels()
+    train, test = np.arange(0, 60, 2), np.arange(1, 60, 2)
+    riemann = riemann_pipeline(sfreq=100).fit(X[train], y[train])
+    band_power = band_power_pipeline(sfreq=100).fit(X[train], y[train])
+    assert riemann.score(X[test], y[test]) > 0.9
+    assert band_power.score(X[test], y[test]) < 0.7  # equal spectra: near chance
+
+
+def test_tangent_space_features_equal_the_formula():
+    from scipy.linalg import logm, sqrtm
+
+    X, y = _coupled_channels()
+    pipe = riemann_pipeline(sfreq=100).fit(X, y)
+    covs = pipe[:2].transform(X)  # windowsarray, covariances
+    ref = pipe.named_steps["tangentspace"].reference_
+    isqrt = np.linalg.inv(sqrtm(ref).real)
+    expected = []
+    for C in covs:
+        S = logm(isqrt @ C @ isqrt).real
+        rows, cols = np.triu_indices(2)
+        weight = np.where(rows == cols, 1.0, np.sqrt(2.0))
+        expected.append(weight * S[rows, cols])
+    np.testing.assert_allclose(pipe[:3].transform(X), np.array(expected), rtol=1e-8, atol=1e-10)
+
+
+def test_the_riemannian_floor_reads_windows_and_their_labels():
+    windows = load_physionet_mi()
+    data = read_windows(windows)
+    by_windows = riemann_pipeline().fit(windows)
+    by_arrays = riemann_pipeline(sfreq=data.sfreq).fit(data.X, data.y)
+    np.testing.assert_allclose(
+        by_windows.predict_proba(windows), by_arrays.predict_proba(data.X), rtol=1e-6
+    )
+    with pytest.raises(ValueError, match="'X' has 3 channels but the pipeline was fitted on 64"):
+        by_arrays.predict(data.X[:, :3])
