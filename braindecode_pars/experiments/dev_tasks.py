@@ -1,0 +1,191 @@
+"""The development tasks: labelled tasks of different character, each with a fixed
+selection split and a fixed test split.
+
+Defaults of the library are chosen on the **selection** splits only; each **test**
+split is scored once per reported configuration and never used to choose. Encoders
+that a selection run scores with are pretrained without any subject (or recording)
+that a selection or test split scores: on the **pool** subjects of EEGMAT and the
+unlabelled corpora (Sleep-EDF segments, the Muse recordings).
+
+=====================  ==========================================  ======  ========
+task                   what                                        window  split by
+=====================  ==========================================  ======  ========
+``eegmat-arithmetic``  EEGMAT rest vs mental arithmetic            10 s    subject
+``mi-imagery-lr``      PhysioNet-MI S001 imagined left vs right    4 s     block
+``mi-executed-lr``     PhysioNet-MI S001 executed left vs right    4 s     block
+``mi-imagery-4``       PhysioNet-MI S001 left, right, fists, feet  4 s     block
+=====================  ==========================================  ======  ========
+
+EEGMAT's good vs bad counters (a per-subject trait, from the rest recordings) was
+tried and dropped: leaving one of the 12 selection subjects out at a time, 10-s rest
+windows at 100 Hz, both floors sit at chance (balanced accuracy 0.475 for band power,
+0.472 for the Riemannian tangent space; 0.444 for both by majority vote per
+subject), so the task cannot rank recipes.
+
+EEGMAT's 36 subjects: the 12 test subjects of the main job
+(:data:`~braindecode_pars.datasets.EEGMAT_TEST_SUBJECTS`), 12 selection subjects and
+12 pool subjects, the last two drawn from the other 24 with
+``numpy.random.default_rng(2026)``, half of the good and half of the bad counters
+each (3 bad counters in each; 4 among the test subjects), so that a trait task
+could use the same splits. PhysioNet-MI's one subject
+is split by block of runs (runs 3-6, 7-10, 11-14; see
+:func:`~braindecode_pars.datasets.physionet_mi.run_block`): blocks 1 and 2 select,
+block 3 tests. S001 is scored by both, so no selection encoder sees any of its runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._checks import check_option
+from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+
+#: The EEGMAT subjects whose scores choose defaults (3 bad counters, 9 good).
+EEGMAT_SELECTION_SUBJECTS = (0, 2, 3, 6, 10, 12, 15, 17, 18, 24, 25, 31)
+#: The EEGMAT subjects no development split scores: pretraining data of selection
+#: encoders (3 bad counters, 9 good).
+EEGMAT_POOL_SUBJECTS = tuple(s for s in EEGMAT_TRAIN_SUBJECTS if s not in EEGMAT_SELECTION_SUBJECTS)
+#: PhysioNet-MI S001 blocks of runs that select, and the one that tests.
+MI_SELECTION_BLOCKS = (1, 2)
+MI_TEST_BLOCKS = (3,)
+
+
+@dataclasses.dataclass(frozen=True)
+class DevData:
+    """The windows of a development task's part: ``X`` (n_windows, n_chans, n_times),
+    labels ``y``, the unit each window belongs to (``groups``: a subject or a block) and
+    the sampling rate."""
+
+    X: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+    sfreq: float
+
+
+@dataclasses.dataclass(frozen=True)
+class DevTask:
+    """A labelled development task and its fixed splits.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    window_seconds : float
+    unit : {"subject", "block"}
+        What the splits and the labelled sets are made of.
+    selection, test : tuple of int
+        The units of the selection split and of the test split.
+    """
+
+    name: str
+    description: str
+    window_seconds: float
+    unit: str
+    selection: tuple
+    test: tuple
+
+    def load(self, part, eegmat_path=None, sfreq=100.0):
+        """The windows of ``part`` ("selection" or "test") at ``sfreq``.
+
+        PhysioNet-MI S001 is bundled with the package. EEGMAT tasks read PhysioNet's
+        EDF files from ``eegmat_path`` (the package bundles 20 of the 36 subjects,
+        not every selection subject).
+
+        Returns
+        -------
+        data : DevData
+        """
+        check_option("part", part, ("selection", "test"))
+        units = self.selection if part == "selection" else self.test
+        if self.name.startswith("eegmat") and eegmat_path is None:
+            raise ValueError(
+                f"'eegmat_path' is needed for the task {self.name!r}: the folder of "
+                "PhysioNet's EEGMAT files (SubjectNN_1.edf, SubjectNN_2.edf, "
+                "subject-info.csv), but got None."
+            )
+        return _LOADERS[self.name](units, sfreq, self.window_seconds, eegmat_path)
+
+
+def _eegmat(units, sfreq, window_seconds, path):
+    from ..datasets.adapters import read_windows
+    from ..datasets.eegmat import load_eegmat
+
+    windows = load_eegmat(path, list(units), sfreq=sfreq, window_seconds=window_seconds)
+    data = read_windows(windows)
+    meta = windows.get_metadata()
+    subjects = meta["subject"].to_numpy().astype(int)
+    return DevData(data.X, data.y, subjects, float(data.sfreq))
+
+
+def _physionet(runs):
+    def load(units, sfreq, window_seconds, path=None):
+        from ..datasets import load_physionet_mi
+        from ..datasets.adapters import read_windows
+        from ..datasets.physionet_mi import run_block
+
+        chosen = [r for r in runs if run_block(r) in units]
+        windows = load_physionet_mi(runs=chosen, window_seconds=window_seconds, sfreq=sfreq)
+        data = read_windows(windows)
+        blocks = windows.get_metadata()["block"].to_numpy().astype(int)
+        return DevData(data.X, data.y, blocks, float(sfreq))
+
+    return load
+
+
+#: The development tasks by name.
+DEV_TASKS = {
+    task.name: task
+    for task in (
+        DevTask(
+            "eegmat-arithmetic",
+            "EEGMAT rest vs mental arithmetic, across subjects",
+            10.0,
+            "subject",
+            EEGMAT_SELECTION_SUBJECTS,
+            EEGMAT_TEST_SUBJECTS,
+        ),
+        DevTask(
+            "mi-imagery-lr",
+            "PhysioNet-MI S001 imagined left vs right fist, across blocks of runs",
+            4.0,
+            "block",
+            MI_SELECTION_BLOCKS,
+            MI_TEST_BLOCKS,
+        ),
+        DevTask(
+            "mi-executed-lr",
+            "PhysioNet-MI S001 executed left vs right fist, across blocks of runs",
+            4.0,
+            "block",
+            MI_SELECTION_BLOCKS,
+            MI_TEST_BLOCKS,
+        ),
+        DevTask(
+            "mi-imagery-4",
+            "PhysioNet-MI S001 imagined left fist, right fist, both fists, both feet",
+            4.0,
+            "block",
+            MI_SELECTION_BLOCKS,
+            MI_TEST_BLOCKS,
+        ),
+    )
+}
+
+_LOADERS = {
+    "eegmat-arithmetic": _eegmat,
+    "mi-imagery-lr": _physionet((4, 8, 12)),
+    "mi-executed-lr": _physionet((3, 7, 11)),
+    "mi-imagery-4": _physionet((4, 6, 8, 10, 12, 14)),
+}
+
+
+def scored_subjects():
+    """What any development split scores, by dataset: EEGMAT subjects and PhysioNet-MI
+    subjects. A selection encoder's pretraining data must hold none of them; a test
+    encoder's none of the test splits' (``part="test"``)."""
+    return {
+        "eegmat": {"selection": EEGMAT_SELECTION_SUBJECTS, "test": EEGMAT_TEST_SUBJECTS},
+        "physionet-mi": {"selection": (1,), "test": (1,)},
+    }

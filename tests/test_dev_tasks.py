@@ -1,0 +1,57 @@
+"""The development tasks: fixed, disjoint splits, and data that match them."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, read_eegmat_info
+from braindecode_pars.experiments.dev_tasks import (
+    DEV_TASKS,
+    EEGMAT_POOL_SUBJECTS,
+    EEGMAT_SELECTION_SUBJECTS,
+    MI_SELECTION_BLOCKS,
+    MI_TEST_BLOCKS,
+)
+
+EEGMAT = Path(__file__).resolve().parents[2] / "shared" / "data" / "eegmat"
+
+
+def test_eegmat_subjects_fall_in_exactly_one_of_pool_selection_and_test():
+    parts = [set(EEGMAT_POOL_SUBJECTS), set(EEGMAT_SELECTION_SUBJECTS), set(EEGMAT_TEST_SUBJECTS)]
+    assert [len(p) for p in parts] == [12, 12, 12]
+    assert set.union(*parts) == set(range(36))
+    assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+    info = read_eegmat_info(EEGMAT)
+    bad = {s for s, row in info.items() if row["count_quality"] == 0}
+    assert [len(p & bad) for p in parts] == [3, 3, 4]  # bad counters in every part
+    assert not set(MI_SELECTION_BLOCKS) & set(MI_TEST_BLOCKS)
+
+
+@pytest.mark.parametrize(
+    "name, n_windows, classes",
+    [
+        ("mi-imagery-lr", (30, 15), {0, 1}),
+        ("mi-executed-lr", (30, 15), {0, 1}),
+        ("mi-imagery-4", (60, 30), {0, 1, 2, 3}),
+        ("eegmat-arithmetic", None, {0, 1}),
+    ],
+)
+def test_each_part_holds_its_units_and_every_class(name, n_windows, classes):
+    task = DEV_TASKS[name]
+    for i, part in enumerate(("selection", "test")):
+        data = task.load(part, eegmat_path=EEGMAT)
+        units = task.selection if part == "selection" else task.test
+        assert set(np.unique(data.groups)) == set(units)
+        assert set(np.unique(data.y)) == classes
+        assert data.X.shape[0] == len(data.y) == len(data.groups)
+        assert data.X.shape[-1] == int(task.window_seconds * data.sfreq)
+        if n_windows is not None:
+            assert len(data.y) == n_windows[i]
+
+
+def test_eegmat_tasks_ask_for_the_files():
+    with pytest.raises(
+        ValueError, match="'eegmat_path' is needed for the task 'eegmat-arithmetic'"
+    ):
+        DEV_TASKS["eegmat-arithmetic"].load("test")
