@@ -106,9 +106,35 @@ def _recording_windows(args, lazy=False):
         )
     if args.shared_data:
         return shared_corpus(
-            args.shared_data, sfreq=args.sfreq or 100.0, window_seconds=args.window_seconds
+            args.shared_data,
+            sfreq=args.sfreq or 100.0,
+            window_seconds=args.window_seconds,
+            eegmat_subjects=_eegmat_subjects(args.eegmat_subjects),
+            muse=args.muse,
         )
     return None
+
+
+def _eegmat_subjects(names):
+    """``--eegmat-subjects``: numbers, or "pool" / "train" (None: the 24 training ones)."""
+    from .datasets.eegmat import EEGMAT_TRAIN_SUBJECTS
+    from .experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
+
+    named = {"pool": EEGMAT_POOL_SUBJECTS, "train": EEGMAT_TRAIN_SUBJECTS}
+    if not names:
+        return EEGMAT_TRAIN_SUBJECTS
+    subjects = []
+    for name in names:
+        if name in named:
+            subjects += list(named[name])
+        elif name.isdigit():
+            subjects.append(int(name))
+        else:
+            raise SystemExit(
+                f"braindecode-pars: --eegmat-subjects takes subject numbers, 'pool' or "
+                f"'train', but got {name!r}."
+            )
+    return tuple(sorted(set(subjects)))
 
 
 def _physionet_windows(args, **options):
@@ -153,7 +179,8 @@ def _data_key(args):
     import json
 
     names = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
-             "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels")  # fmt: skip
+             "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels",
+             "eegmat_subjects", "muse")  # fmt: skip
     spec = json.dumps({n: getattr(args, n, None) for n in names}, sort_keys=True)
     return hashlib.sha1(spec.encode()).hexdigest()[:10]
 
@@ -393,7 +420,19 @@ def _command(sub, func):
 
 
 def _recording_flags(parser):
-    """The flags of ``--recordings`` that choose channels and treat unreadable files."""
+    """The flags of ``--recordings`` that choose channels and treat unreadable files, and
+    those of ``--shared-data`` that choose its parts."""
+    parser.add_argument(
+        "--eegmat-subjects",
+        nargs="+",
+        help="with --shared-data: EEGMAT subjects (numbers, 'pool' for the 12 that no "
+        "development split scores, 'train' for the 24 non-test ones; default: train)",
+    )
+    parser.add_argument(
+        "--muse",
+        action="store_true",
+        help="with --shared-data: add the Muse headband recordings of muse-cueing/",
+    )
     parser.add_argument(
         "--exclude",
         nargs="+",

@@ -274,3 +274,20 @@ def test_an_unreadable_file_is_named_before_any_work_or_skipped(
     ]
     with pytest.raises(ValueError, match="Allowed values are 'raise' and 'skip', but got 'ignore'"):
         load_recordings(tmp_path, on_error="ignore")
+
+
+def test_shared_corpus_takes_chosen_eegmat_subjects_and_the_muse_headband():
+    from braindecode_pars.experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
+
+    windows = shared_corpus(
+        DATA, sfreq=100.0, window_seconds=10.0, eegmat_subjects=EEGMAT_POOL_SUBJECTS, muse=True
+    )
+    description = windows.description
+    eegmat = description[description.dataset == "eegmat"]
+    assert sorted(set(eegmat.subject.astype(int))) == list(EEGMAT_POOL_SUBJECTS)
+    muse = [ds for ds, name in zip(windows.datasets, description.dataset) if name == "muse"]
+    assert len(muse) == 129  # every recording of the 65 people
+    assert all(ds.raw.ch_names == ["TP9", "AF7", "AF8", "TP10"] for ds in muse)
+    assert all(ds.raw.info["sfreq"] == 100.0 for ds in muse)
+    with pytest.raises(ValueError, match=r"'eegmat_subjects' holds EEGMAT test subjects \[1\]"):
+        shared_corpus(DATA, eegmat_subjects=(0, 1))

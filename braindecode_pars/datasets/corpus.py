@@ -8,7 +8,13 @@ from pathlib import Path
 from braindecode.datasets import BaseConcatDataset
 from braindecode.preprocessing import preprocess
 
-from .eegmat import EEGMAT_TRAIN_SUBJECTS, eegmat_preprocessors, read_eegmat
+from .eegmat import (
+    EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
+    eegmat_preprocessors,
+    read_eegmat,
+)
+from .recordings import load_recordings
 from .sleep_edf import read_sleep_edf_mat
 from .tuh import load_tueg, tuh_subjects
 from .windowing import windows_of
@@ -149,12 +155,24 @@ def pretraining_corpus(
     return BaseConcatDataset([ds for part in parts for ds in part.datasets])
 
 
-def shared_corpus(data_path, sfreq=100.0, window_seconds=30.0, stride_seconds=None, n_jobs=1):
+def shared_corpus(
+    data_path,
+    sfreq=100.0,
+    window_seconds=30.0,
+    stride_seconds=None,
+    n_jobs=1,
+    eegmat_subjects=EEGMAT_TRAIN_SUBJECTS,
+    muse=False,
+):
     """The corpus of the shipped encoder: EEGMAT's 24 training subjects + Sleep-EDF.
 
     The 12 EEGMAT test subjects
     (:data:`~braindecode_pars.datasets.eegmat.EEGMAT_TEST_SUBJECTS`) and
-    PhysioNet-MI are left out: the benchmarks test on them.
+    PhysioNet-MI are left out: the benchmarks test on them. ``eegmat_subjects``
+    narrows EEGMAT further (a selection encoder takes the pool subjects,
+    :data:`~braindecode_pars.experiments.dev_tasks.EEGMAT_POOL_SUBJECTS`), and
+    ``muse=True`` adds the Muse headband recordings of ``muse-cueing/`` (65 people, 4
+    channels, a consumer device; BSD-3 licence).
 
     Parameters
     ----------
@@ -171,6 +189,12 @@ def shared_corpus(data_path, sfreq=100.0, window_seconds=30.0, stride_seconds=No
         Sleep-EDF.
     n_jobs : int
         Parallel jobs of the preprocessing.
+    eegmat_subjects : sequence of int
+        The EEGMAT subjects to take; test subjects are refused.
+    muse : bool
+        Add ``muse-cueing/**/*.edf`` (read with
+        :func:`~braindecode_pars.datasets.load_recordings`: resampled, 0.3-45 Hz,
+        non-overlapping windows), description ``dataset`` ``"muse"``.
 
     Returns
     -------
@@ -181,7 +205,13 @@ def shared_corpus(data_path, sfreq=100.0, window_seconds=30.0, stride_seconds=No
         The units differ: the encoder's instance normalisation is scale-invariant.
     """
     data_path = Path(data_path)
-    eegmat = read_eegmat(data_path / "eegmat", EEGMAT_TRAIN_SUBJECTS)
+    scored = sorted(set(eegmat_subjects) & set(EEGMAT_TEST_SUBJECTS))
+    if scored:
+        raise ValueError(
+            f"'eegmat_subjects' holds EEGMAT test subjects {scored}, which the benchmarks "
+            "score; a pretraining corpus must leave them out."
+        )
+    eegmat = read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
     eegmat.set_description({"dataset": ["eegmat"] * len(eegmat.datasets)})
     preprocess(eegmat, eegmat_preprocessors(sfreq), n_jobs=n_jobs)
     sleep = read_sleep_edf_mat(data_path / "sleep-edf-atm")
@@ -192,4 +222,16 @@ def shared_corpus(data_path, sfreq=100.0, window_seconds=30.0, stride_seconds=No
         windows_of(eegmat, None, sfreq, window_seconds, eegmat_stride),
         windows_of(sleep, None, sfreq, window_seconds, stride_seconds),
     ]
+    if muse:
+        headband = load_recordings(
+            str(data_path / "muse-cueing" / "**" / "*.edf"),
+            sfreq=sfreq,
+            window_seconds=window_seconds,
+            stride_seconds=stride_seconds,
+            l_freq=0.3,
+            h_freq=45.0,
+            n_jobs=n_jobs,
+        )
+        headband.set_description({"dataset": ["muse"] * len(headband.datasets)})
+        parts.append(headband)
     return BaseConcatDataset([ds for part in parts for ds in part.datasets])
