@@ -93,8 +93,10 @@ print(f"skill on imagery run 4, after: {skill_on(net.module_, X_held_out):.3f}")
 # Shift matrices of a held-out window
 # -----------------------------------
 # Rows and columns of patches that kept their positional embedding are empty: those
-# pairs are not in the loss. The predicted shifts follow the targets: the encoder
-# places patches it has never seen from their content alone.
+# pairs are not in the loss. The predicted shifts follow the targets' sign and order
+# (earlier patches above, later ones below), shrunk towards zero as a squared-error
+# predictor hedges when unsure: the encoder places patches it has never seen from
+# their content alone.
 with torch.no_grad():
     out = net.module_.eval()(X_held_out, generator=torch.Generator().manual_seed(0))
 plot_shift_matrices(out, index=0)
