@@ -270,3 +270,22 @@ def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path):
     assert not {"ECG ECG", "EEG A2-A1"} & kept
     assert "EEG Fp1" in done.stderr  # the channels kept are said
     assert done.stdout.count("final loss") == 1
+
+
+def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
+    import braindecode_pars.cli as cli
+    import braindecode_pars.training as training
+    import braindecode_pars.training.distributed as dist
+
+    seen = {}
+
+    def fake_pretrain(view, method, **kwargs):
+        seen.update(kwargs)
+        raise SystemExit(0)  # stop before any training
+
+    monkeypatch.setattr(training, "pretrain", fake_pretrain)
+    monkeypatch.setattr(cli, "_pretrain_view", lambda args: list(range(100)))
+    monkeypatch.setattr(dist, "world_size", lambda: 4)
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])
+    assert seen["batch_size"] == 128 and seen["lr"] == 1e-4 and seen["max_epochs"] == 1000
