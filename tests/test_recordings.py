@@ -285,7 +285,9 @@ def test_shared_corpus_takes_chosen_eegmat_subjects_and_the_muse_headband():
     description = windows.description
     eegmat = description[description.dataset == "eegmat"]
     assert sorted(set(eegmat.subject.astype(int))) == list(EEGMAT_POOL_SUBJECTS)
-    muse = [ds for ds, name in zip(windows.datasets, description.dataset) if name == "muse"]
+    muse = [
+        ds for ds, name in zip(windows.datasets, description.dataset, strict=True) if name == "muse"
+    ]
     assert len(muse) == 129  # every recording of the 65 people
     assert all(ds.raw.ch_names == ["TP9", "AF7", "AF8", "TP10"] for ds in muse)
     assert all(ds.raw.info["sfreq"] == 100.0 for ds in muse)
