@@ -244,6 +244,12 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
     dataset_train, _ = net.initialize().get_split_datasets(view)
     assert net.valid_split_ == "recordings"
     assert np.array_equal(np.sort(dataset_train.indices), train)
+    net.fit(view)  # the split is in the history, and the model card says it
+    assert net.history[-1, "valid_split"] == "recordings"
+    from braindecode_pars.hub import model_card
+
+    card = model_card(net.encoder, history=net.history.to_list())
+    assert "come from whole recordings that pretraining never trained on" in card
     # windows that stand alone (arrays) are split by window; so is a single recording
     assert held_out_recordings(_ramp_view(), 0.25) is not None
     one = SingleChannelWindows(load_physionet_mi_continuous(runs=[1], window_seconds=10))

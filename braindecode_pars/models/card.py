@@ -75,6 +75,25 @@ def _number(value):
     return f"{value:g}"
 
 
+#: What the card says of the validation windows, by the run's recorded split.
+_VALID_SPLIT = {
+    "recordings": "The validation windows come from whole recordings that pretraining "
+    "never trained on (held out by recording).",
+    "windows": "The validation windows are a held-out share of the pretraining windows, "
+    "split by window within recordings, not of other recordings.",
+    None: "How the validation windows were split from the pretraining windows is not "
+    "recorded (runs of versions before 0.1 split them by window within recordings).",
+}
+
+
+def _valid_split(history):
+    """The ``valid_split`` the run recorded ("recordings", "windows"), or None."""
+    for row in reversed(history or []):
+        if row.get("valid_split") in ("recordings", "windows"):
+            return row["valid_split"]
+    return None
+
+
 def _skill_rows(history, key):
     """``[(epoch, skill)]`` of the epochs of ``history`` that recorded a finite ``key``."""
     rows = []
@@ -100,8 +119,7 @@ def _card_skill(history):
         (last_epoch, last), (best_epoch, best) = rows[-1], max(rows, key=lambda r: r[1])
         lines.append(
             f"- held-out (validation) skill: **{last:.3f}** at the last epoch ({last_epoch}); "
-            f"best {best:.3f} (epoch {best_epoch}). The validation windows are a held-out "
-            "share of the pretraining windows, not of other recordings."
+            f"best {best:.3f} (epoch {best_epoch}). {_VALID_SPLIT[_valid_split(history)]}"
         )
     elif train:
         key, rows = "train_skill", train

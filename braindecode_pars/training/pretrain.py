@@ -58,6 +58,8 @@ class PretextSkill(Callback):
             trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
             net.history.record(f"{prefix}_trivial", trivial)
             net.history.record(f"{prefix}_skill", pretext_skill(loss, trivial))
+        if getattr(net, "valid_split_", None) and "valid_loss" in net.history[-1]:
+            net.history.record("valid_split", net.valid_split_)  # "recordings" or "windows"
 
 
 class EpochProgress(Callback):
