@@ -1,8 +1,13 @@
 """Sphinx configuration of braindecode-pars (builds offline: `make docs`)."""
 
+import inspect
 import os
+import re
 import sys
 from datetime import date
+
+from docutils import nodes
+from sphinx.util import inspect as sphinx_inspect
 
 sys.path.insert(0, os.path.abspath(".."))
 
@@ -41,4 +46,117 @@ sphinx_gallery_conf = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = "braindecode-pars"
-html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    # the first pages of the toctree (quick start, examples, API) stay in the top bar,
+    # the others go under "More" (the examples were there, sixth of the toctree)
+    "header_links_before_dropdown": 3,
+}
+# pages without subpages: no empty "Section Navigation" sidebar
+html_sidebars = dict.fromkeys(
+    ["index", "quickstart", "pretraining", "architecture", "scaling", "reproducing", "benchmarks"],
+    [],
+)
+
+
+# -- Signatures ----------------------------------------------------------------------
+# braindecode models inherit ``__new__(cls, *args, **kwargs)`` from huggingface_hub's
+# ``ModelHubMixin``; autodoc reads a class's signature from ``__new__`` before
+# ``__init__``, so every model rendered as ``(*args, **kwargs)``. Such a pass-through
+# ``__new__`` says nothing: read the signature from ``__init__`` instead.
+def _passes_through(method):
+    try:
+        params = list(inspect.signature(method).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return False
+    kinds = [p.kind for p in params]
+    return kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
+def _init_signature(app, what, name, obj, options, signature, return_annotation):
+    if what != "class" or not name.startswith("braindecode_pars."):
+        return None
+    new = getattr(obj, "__new__", None)
+    if new is None or new is object.__new__ or not _passes_through(new):
+        return None
+    sig = sphinx_inspect.signature(obj.__init__, bound_method=True)
+    return sphinx_inspect.stringify_signature(sig, show_return_annotation=False), None
+
+
+# -- Text that other packages append to our docstrings ------------------------------
+# braindecode appends a "Hugging Face Hub integration" section to every model's
+# docstring, written for its own models (``from braindecode.models import PARS``,
+# which does not exist) and pointing at a label of braindecode's documentation;
+# scikit-learn's generated ``set_*_request`` methods point at its user guide and
+# glossary. Offline, without intersphinx, those are broken references: point them at
+# the published pages instead.
+BRAINDECODE_HUB = (
+    "https://braindecode.org/stable/auto_examples/model_building/plot_load_pretrained_models.html"
+)
+SKLEARN = "https://scikit-learn.org/stable/"
+HUB_NOTE = [
+    ".. rubric:: Saving, loading and the Hugging Face Hub",
+    "",
+    "As every braindecode model, it has braindecode's Hub methods (``save_pretrained``,",
+    "``from_pretrained``, ``push_to_hub``, ``get_config`` / ``from_config``): see",
+    f"`braindecode's tutorial <{BRAINDECODE_HUB}>`__. Encoders shipped with this",
+    "package and pretraining runs load with :func:`braindecode_pars.hub.load_encoder`",
+    "and :func:`braindecode_pars.hub.load_pretext_model`.",
+    "",
+]
+
+
+def _sklearn_link(default, page):
+    return lambda match: f"`{match.group(1) or default} <{SKLEARN}{page}>`__"
+
+
+# ``:ref:`User Guide <metadata_routing>```, ``:ref:`sklearn:metadata_routing```, and
+# ``:term:`meta-estimator```
+_EXTERNAL_REFS = [
+    (
+        re.compile(r":ref:`(?:([^`<]+?)\s*<)?(?:sklearn:)?metadata_routing>?`"),
+        _sklearn_link("scikit-learn's metadata routing guide", "metadata_routing.html"),
+    ),
+    (
+        re.compile(r":term:`(meta-estimators?)`"),
+        _sklearn_link(None, "glossary.html#term-meta-estimator"),
+    ),
+]
+
+
+def _external_links(app, what, name, obj, options, lines):
+    for i, line in enumerate(lines):
+        if line.strip() == ".. rubric:: Hugging Face Hub integration":
+            # the section runs to the end of the docstring
+            indent = line[: len(line) - len(line.lstrip())]
+            lines[i:] = [indent + text if text else "" for text in HUB_NOTE]
+            break
+    for i, line in enumerate(lines):
+        for pattern, link in _EXTERNAL_REFS:
+            line = pattern.sub(link, line)
+        lines[i] = line
+
+
+# -- Citations -----------------------------------------------------------------------
+# numpydoc renames a docstring's citation labels (``[Sandino2025]`` becomes
+# ``[Rc816a29768d8-Sandino2025]``) so that two docstrings may cite the same work, and
+# gives them back their name on the docstring's own page; a summary line that
+# autosummary copies into a table (the API page) kept the mangled label.
+_MANGLED = re.compile(r"^\[?R[0-9a-f]{12}-(.+?)\]?$")
+
+
+def _readable_citations(app, doctree):
+    for node in doctree.findall(nodes.Text):
+        match = _MANGLED.match(node.astext())
+        if match:
+            bracket = node.astext().startswith("[")
+            label = f"[{match.group(1)}]" if bracket else match.group(1)
+            node.parent.replace(node, nodes.Text(label))
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _init_signature)
+    # before numpydoc (priority 500) parses the docstring
+    app.connect("autodoc-process-docstring", _external_links, priority=400)
+    app.connect("doctree-read", _readable_citations, priority=600)
