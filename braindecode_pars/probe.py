@@ -1,0 +1,277 @@
+"""A linear probe of a frozen encoder, with the classical features beside it.
+
+With a few labelled subjects, fine-tuning a transformer (or even training a spatial
+head over a frozen one) has many weights and little data to fit them; a logistic
+regression over fixed features has few. :func:`probe_pipeline` is that recipe for a
+pretrained :class:`~braindecode_pars.PatchEncoder`:
+
+- :class:`EncoderFeatures`: each channel of each window through the frozen encoder
+  (fixed 1-s patches, full positional embedding), its tokens averaged over patches:
+  ``n_chans * emb_dim`` features per window;
+- beside them, optionally, the two classical floors' features: log band power
+  (:class:`~braindecode_pars.floor.BandPowerFeatures`), which gives back the absolute
+  amplitude that the encoder's instance normalisation removes, and the Riemannian
+  tangent space of the channels' shrunk covariances, which sees how channels co-vary;
+- each block standardised and divided by the square root of its size
+  (:class:`BlockScaler`), so that a block's share of the L2 penalty does not grow
+  with its number of features (the encoder's 1,216 features of 19 channels would
+  otherwise drown the 114 band powers of the same channels);
+- a class-balanced logistic regression.
+
+Every step is a scikit-learn estimator: the pipeline clones, pickles, grid-searches
+(``logisticregression__C``) and takes what the floors take (arrays with ``sfreq``,
+braindecode windows, ``Subset`` s and ``SliceDataset`` s of them, ``mne.Epochs``).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
+
+from ._checks import check_device, check_int
+from .datasets.adapters import read_windows
+from .floor import LOGISTIC_MAX_ITER, BandPowerFeatures, LabelledPipeline, WindowsArray
+from .models.classifier import channel_tokens
+from .models.encoder import checked_encoder
+
+
+class EncoderFeatures(TransformerMixin, BaseEstimator):
+    """Each channel's embedding by a frozen single-channel encoder.
+
+    Every channel of every window goes through the encoder on its own (fixed 1-s
+    patches on a one-patch stride, every patch with its positional embedding, as in
+    fine-tuning); its tokens are averaged over patches. Nothing is trained: ``fit``
+    loads and checks the encoder, ``transform`` computes the features, under
+    ``torch.no_grad`` in float32.
+
+    Parameters
+    ----------
+    encoder : str | Path | PatchEncoder
+        A shipped encoder's name (``"pars-small"``), a folder or file written by the
+        package (see :func:`~braindecode_pars.hub.load_encoder`), or an encoder. It is
+        copied in ``fit``: the given object is never changed.
+    sfreq : float | None
+        Sampling rate of the windows (None: read from windows that carry it). It must
+        be the encoder's; resample other windows first
+        (:func:`~braindecode_pars.datasets.adapters.resample_windows`).
+    batch_size : int
+        Windows per forward pass.
+    device : str
+        Torch device of the forward passes (``"cpu"`` or ``"cuda"``).
+
+    Attributes
+    ----------
+    encoder_ : PatchEncoder
+        The encoder used, in evaluation mode.
+    n_chans_ : int
+        The number of channels seen in ``fit``.
+    n_features_out_ : int
+        ``n_chans_ * encoder_.emb_dim``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from braindecode_pars import PatchEncoder
+    >>> encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=32)
+    >>> X = np.random.default_rng(0).standard_normal((5, 3, 400))
+    >>> EncoderFeatures(encoder, sfreq=100).fit_transform(X).shape  # 3 channels x 16
+    (5, 48)
+    """
+
+    def __init__(self, encoder="pars-small", sfreq=None, batch_size=256, device="cpu"):
+        self.encoder = encoder
+        self.sfreq = sfreq
+        self.batch_size = batch_size
+        self.device = device
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        tags.non_deterministic = False
+        return tags
+
+    def fit(self, X, y=None):
+        """Load the encoder and check it against the windows.
+
+        Parameters
+        ----------
+        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
+Subset | SliceDataset | list of window items | mne.Epochs
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : EncoderFeatures
+        """
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then compute the features of the same windows, read once."""
+        return self._features(self._fit(X))
+
+    def _fit(self, X):
+        from .hub import load_encoder
+
+        check_int("batch_size", self.batch_size, 1)
+        check_device("device", self.device)
+        windows = read_windows(X, sfreq=self.sfreq, name="X")
+        if windows.sfreq is None:
+            raise ValueError(
+                "'sfreq' is None and the windows do not carry their sampling rate: set "
+                "'sfreq' (the encoder's rate) for array input."
+            )
+        encoder = copy.deepcopy(load_encoder(self.encoder))
+        self.encoder_ = checked_encoder(encoder, windows.sfreq, windows.X.shape[-1]).eval()
+        self.sfreq_ = float(windows.sfreq)
+        self.n_chans_ = windows.X.shape[1]
+        self.n_features_out_ = self.n_chans_ * self.encoder_.emb_dim
+        return windows.X
+
+    def transform(self, X):
+        """The features of ``X``.
+
+        Returns
+        -------
+        features : ndarray, shape (n_windows, n_chans * emb_dim)
+            For each channel in turn, its mean token.
+        """
+        check_is_fitted(self, "encoder_")
+        X = read_windows(X, sfreq=self.sfreq_, name="X").X
+        if X.shape[1] != self.n_chans_:
+            raise ValueError(
+                f"'X' has {X.shape[1]} channels but the features were fitted on {self.n_chans_}."
+            )
+        return self._features(X)
+
+    def _features(self, X):
+        encoder = self.encoder_.to(self.device)
+        out = []
+        with torch.no_grad():
+            for start in range(0, len(X), self.batch_size):
+                batch = torch.as_tensor(
+                    np.asarray(X[start : start + self.batch_size], dtype=np.float32),
+                    device=self.device,
+                )
+                out.append(channel_tokens(encoder, batch).flatten(1).cpu().numpy())
+        return np.concatenate(out).astype(np.float64)
+
+
+class BlockScaler(StandardScaler):
+    """Standardise each feature, then divide all of them by the square root of their
+    number, so that a block of features of any size has a total variance of 1.
+
+    In a :class:`~sklearn.pipeline.FeatureUnion` of blocks into an L2-penalised model
+    each block then weighs the same whatever its size. Parameters as
+    :class:`~sklearn.preprocessing.StandardScaler`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).standard_normal((200, 16)) * 5 + 3
+    >>> Z = BlockScaler().fit_transform(X)
+    >>> round(float(Z.var(axis=0).sum()), 6)
+    1.0
+    """
+
+    def transform(self, X, copy=None):
+        return super().transform(X, copy=copy) / np.sqrt(self.n_features_in_)
+
+    def inverse_transform(self, X, copy=None):
+        return super().inverse_transform(np.asarray(X) * np.sqrt(self.n_features_in_), copy=copy)
+
+
+def probe_pipeline(
+    encoder="pars-small",
+    *,
+    sfreq=None,
+    band_power=True,
+    tangent_space=False,
+    C=1.0,
+    random_state=None,
+    batch_size=256,
+    device="cpu",
+):
+    """A logistic regression over a frozen encoder's features and classical features.
+
+    Parameters
+    ----------
+    encoder : str | Path | PatchEncoder | None
+        The encoder (see :class:`EncoderFeatures`); None leaves it out, which gives
+        the classical features alone through the same scaling and model.
+    sfreq : float | None
+        Sampling rate of the windows (None: read from the windows).
+    band_power : bool
+        Add log band power (:class:`~braindecode_pars.floor.BandPowerFeatures`, six
+        bands 0.5-45 Hz).
+    tangent_space : bool
+        Add the Riemannian tangent space of the channels' covariances (OAS
+        shrinkage, reference point the training windows' Riemannian mean).
+    C : float
+        Inverse L2 strength of the logistic regression.
+    random_state : int | None
+        Seed of the logistic regression's solver.
+    batch_size, device
+        Of :class:`EncoderFeatures`.
+
+    Returns
+    -------
+    pipeline : LabelledPipeline
+        Steps ``"features"`` (a :class:`~sklearn.pipeline.FeatureUnion` of the blocks
+        ``"encoder"``, ``"bandpower"``, ``"tangentspace"`` that are on, each ending in
+        a :class:`BlockScaler`) and ``"logisticregression"``
+        (``class_weight="balanced"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from braindecode_pars import PatchEncoder
+    >>> rng = np.random.default_rng(0)
+    >>> t = np.arange(400) / 100
+    >>> y = np.repeat([0, 1], 20)
+    >>> alpha = np.sin(2 * np.pi * 10 * t + rng.uniform(0, 6.3, (40, 1, 1)))
+    >>> X = rng.standard_normal((40, 2, 400)) * (1 + y[:, None, None]) + alpha
+    >>> encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=32)
+    >>> probe = probe_pipeline(encoder, sfreq=100).fit(X[::2], y[::2])
+    >>> probe.score(X[1::2], y[1::2])
+    1.0
+    """
+    if encoder is None and not band_power and not tangent_space:
+        raise ValueError(
+            "probe_pipeline needs at least one block of features: 'encoder' is None and "
+            "'band_power' and 'tangent_space' are both False."
+        )
+    blocks = []
+    if encoder is not None:
+        features = EncoderFeatures(encoder, sfreq=sfreq, batch_size=batch_size, device=device)
+        blocks.append(("encoder", make_pipeline(features, BlockScaler())))
+    if band_power:
+        blocks.append(("bandpower", make_pipeline(BandPowerFeatures(sfreq=sfreq), BlockScaler())))
+    if tangent_space:
+        from pyriemann.estimation import Covariances
+        from pyriemann.tangentspace import TangentSpace
+
+        blocks.append(
+            (
+                "tangentspace",
+                make_pipeline(
+                    WindowsArray(sfreq=sfreq),
+                    Covariances(estimator="oas"),
+                    TangentSpace(metric="riemann"),
+                    BlockScaler(),
+                ),
+            )
+        )
+    model = LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+    )
+    return LabelledPipeline([("features", FeatureUnion(blocks)), ("logisticregression", model)])

@@ -1,0 +1,124 @@
+"""The linear probe: encoder features, block scaling, the pipeline."""
+
+import numpy as np
+import pytest
+import torch
+from pyriemann.estimation import Covariances
+from pyriemann.tangentspace import TangentSpace
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+
+from braindecode_pars import PatchEncoder
+from braindecode_pars.floor import LOGISTIC_MAX_ITER, BandPowerFeatures
+from braindecode_pars.probe import BlockScaler, EncoderFeatures, probe_pipeline
+
+
+def small_encoder(seed=0, sfreq=100):
+    torch.manual_seed(seed)
+    return PatchEncoder(sfreq=sfreq, emb_dim=16, depth=1, n_heads=2, ff_dim=32)
+
+
+def alpha_task(n=60, n_chans=3, n_times=400, seed=0):
+    """Class 1: a 10 Hz rhythm on channel 0 twice as strong, unit noise elsewhere."""
+    rng = np.random.default_rng(seed)
+    y = np.tile([0, 1], n // 2)
+    t = np.arange(n_times) / 100
+    alpha = np.sin(2 * np.pi * 10 * t + rng.uniform(0, 2 * np.pi, (n, 1, 1)))
+    X = rng.standard_normal((n, n_chans, n_times))
+    X[:, :1] += (1 + 2 * y[:, None, None]) * alpha
+    return X, y
+
+
+def test_block_scaler_total_variance_is_one_and_inverts():
+    X = np.random.default_rng(0).standard_normal((300, 10)) * np.arange(1, 11) + 5
+    scaler = BlockScaler().fit(X)
+    Z = scaler.transform(X)
+    assert Z.var(axis=0).sum() == pytest.approx(1.0)
+    assert Z.var(axis=0) == pytest.approx(np.full(10, 0.1))
+    np.testing.assert_allclose(scaler.inverse_transform(Z), X)
+
+
+def test_encoder_features_equal_a_channel_by_channel_loop():
+    encoder = small_encoder()
+    X = np.random.default_rng(1).standard_normal((7, 3, 300)).astype(np.float32)
+    features = EncoderFeatures(encoder, sfreq=100, batch_size=3).fit_transform(X)
+    encoder.eval()
+    with torch.no_grad():
+        expected = np.concatenate(
+            [encoder(torch.as_tensor(X[:, [c]])).mean(dim=1).numpy() for c in range(3)], axis=1
+        )
+    assert features.shape == (7, 48)
+    np.testing.assert_allclose(features, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_encoder_features_leave_the_given_encoder_alone():
+    encoder = small_encoder().train()
+    before = {k: v.clone() for k, v in encoder.state_dict().items()}
+    X = np.random.default_rng(2).standard_normal((4, 2, 200))
+    step = EncoderFeatures(encoder, sfreq=100).fit(X)
+    assert step.encoder_ is not encoder and encoder.training
+    for k, v in encoder.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+def test_encoder_features_refuse_another_rate_and_bad_input():
+    X = np.random.default_rng(3).standard_normal((4, 2, 400))
+    with pytest.raises(ValueError, match="resample"):
+        EncoderFeatures(small_encoder(), sfreq=200).fit(X)
+    with pytest.raises(ValueError, match="'sfreq' is None"):
+        EncoderFeatures(small_encoder()).fit(X)
+    with pytest.raises(ValueError, match="batch_size"):
+        EncoderFeatures(small_encoder(), sfreq=100, batch_size=0).fit(X)
+    step = EncoderFeatures(small_encoder(), sfreq=100).fit(X)
+    with pytest.raises(ValueError, match="3 channels but the features were fitted on 2"):
+        step.transform(np.zeros((2, 3, 400)))
+
+
+def test_probe_learns_built_data_and_clones():
+    X, y = alpha_task()
+    probe = probe_pipeline(small_encoder(), sfreq=100, tangent_space=True, random_state=0)
+    assert list(probe.named_steps["features"].named_transformers) == [
+        "encoder",
+        "bandpower",
+        "tangentspace",
+    ]
+    fitted = clone(probe).fit(X[:40], y[:40])
+    assert fitted.score(X[40:], y[40:]) >= 0.9  # chance 0.5
+    # the encoder block alone on a rhythm it never saw pretrained: still a valid model
+    only_encoder = probe_pipeline(small_encoder(), sfreq=100, band_power=False).fit(X, y)
+    assert only_encoder.predict(X).shape == (60,)
+
+
+def test_probe_equals_its_blocks_computed_once():
+    """What the development-task benchmark computes (features once per window, scalers
+    and regression per fit) is the pipeline's prediction."""
+    X, y = alpha_task(seed=4)
+    encoder = small_encoder(5)
+    train, test = np.arange(40), np.arange(40, 60)
+    probe = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=10.0, random_state=0)
+    expected = probe.fit(X[train], y[train]).decision_function(X[test])
+
+    enc = EncoderFeatures(encoder, sfreq=100).fit_transform(X)
+    bp = BandPowerFeatures(sfreq=100).fit_transform(X)
+    covs = Covariances(estimator="oas").fit_transform(X)
+    ts = TangentSpace(metric="riemann").fit(covs[train])
+    tr, te = [], []
+    for F_tr, F_te in ((enc[train], enc[test]), (bp[train], bp[test])):
+        scaler = BlockScaler().fit(F_tr)
+        tr.append(scaler.transform(F_tr))
+        te.append(scaler.transform(F_te))
+    T_tr, T_te = ts.transform(covs[train]), ts.transform(covs[test])
+    scaler = BlockScaler().fit(T_tr)
+    tr.append(scaler.transform(T_tr))
+    te.append(scaler.transform(T_te))
+    model = LogisticRegression(
+        C=10.0, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=0
+    ).fit(np.hstack(tr), y[train])
+    np.testing.assert_allclose(
+        model.decision_function(np.hstack(te)), expected, rtol=1e-4, atol=1e-6
+    )
+
+
+def test_probe_needs_a_block():
+    with pytest.raises(ValueError, match="'band_power' and 'tangent_space' are both False"):
+        probe_pipeline(None, band_power=False)
