@@ -1,0 +1,343 @@
+"""Few labels on the development tasks: the floors, linear probes of an encoder, and
+``PARSClassifier``, on a task's selection split or its test split.
+
+Splits (:mod:`braindecode_pars.experiments.dev_tasks`):
+
+- ``eegmat-arithmetic``: ``--part selection`` draws k labelled subjects from the 12
+  pool subjects and scores the 12 selection subjects; ``--part test`` draws from the
+  24 training subjects (pool and selection) and scores the 12 test subjects.
+- ``mi-*`` (PhysioNet-MI S001, one subject): ``selection`` labels one of blocks 1
+  and 2 and scores the other (draw ``s`` labels block ``1 + s % 2``); ``test`` labels
+  k of blocks 1 and 2 and scores block 3.
+
+k = "all" labels every unit the part offers. Each row is appended to the CSV as it
+finishes (resumable); the command is recorded beside it, the tables and figure are
+written from the CSV.
+
+Rows. ``floor (band power)`` and ``floor (tangent space)`` are
+:func:`~braindecode_pars.floor.band_power_pipeline` and
+:func:`~braindecode_pars.floor.riemann_pipeline`. ``probe[BLOCKS, C]`` is
+:func:`~braindecode_pars.probe.probe_pipeline` with the blocks ``enc`` (the encoder's
+features), ``rand`` (the same architecture, randomly initialised: the recipe without
+pretraining), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
+``cv``: chosen among 0.1, 1, 10, 100 by leave-one-group-out over the labelled units
+when there are at least two (balanced accuracy), else 1. Every feature except the
+tangent space is a function of its window alone, so the benchmark computes it once
+per window and fits the scalers and the logistic regression per draw; the result is
+the pipeline's (``tests/test_probe.py`` checks the two agree). ``PARSClassifier``
+rows (``deep ...``) fit the estimator itself.
+
+Usage::
+
+    python benchmarks/bench_dev_tasks.py --part selection \
+        --encoder benchmarks/encoders/pars-selection --out benchmarks/results/dev_tasks_selection
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from _measure import machine
+from _pretext import SHARED
+from pyriemann.estimation import Covariances
+from pyriemann.tangentspace import TangentSpace
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+from sklearn.preprocessing import StandardScaler
+
+from braindecode_pars.datasets import load_eegmat, load_physionet_mi
+from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+from braindecode_pars.datasets.physionet_mi import run_block
+from braindecode_pars.experiments.dev_tasks import (
+    DEV_TASKS,
+    EEGMAT_POOL_SUBJECTS,
+    EEGMAT_SELECTION_SUBJECTS,
+    MI_SELECTION_BLOCKS,
+    MI_TEST_BLOCKS,
+)
+from braindecode_pars.experiments.low_label import draw_subjects
+from braindecode_pars.floor import LOGISTIC_MAX_ITER, BandPowerFeatures
+from braindecode_pars.hub import load_encoder
+from braindecode_pars.models.encoder import PatchEncoder, size_of
+from braindecode_pars.probe import BlockScaler, EncoderFeatures
+
+logger = logging.getLogger("bench_dev_tasks")
+
+MI_RUNS = {
+    "mi-imagery-lr": (4, 8, 12),
+    "mi-executed-lr": (3, 7, 11),
+    "mi-imagery-4": (4, 6, 8, 10, 12, 14),
+}
+C_GRID = (0.1, 1.0, 10.0, 100.0)
+COLUMNS = ("task", "part", "method", "k", "seed", "units", "balanced_accuracy", "kappa", "seconds")
+
+
+def load_task(name, part, sfreq=100.0):
+    """Windows, labels, units and the (pool, scored) units of a task's part."""
+    task = DEV_TASKS[name]
+    if name == "eegmat-arithmetic":
+        if part == "selection":
+            pool, scored = EEGMAT_POOL_SUBJECTS, EEGMAT_SELECTION_SUBJECTS
+        else:
+            pool, scored = EEGMAT_TRAIN_SUBJECTS, EEGMAT_TEST_SUBJECTS
+        windows = load_eegmat(SHARED / "eegmat", sorted(pool + scored), sfreq=sfreq)
+        units = windows.get_metadata()["subject"].to_numpy().astype(int)
+    else:
+        blocks = (
+            MI_SELECTION_BLOCKS if part == "selection" else MI_SELECTION_BLOCKS + MI_TEST_BLOCKS
+        )
+        runs = [r for r in MI_RUNS[name] if run_block(r) in blocks]
+        windows = load_physionet_mi(runs=runs, window_seconds=task.window_seconds, sfreq=sfreq)
+        units = windows.get_metadata()["block"].to_numpy().astype(int)
+        pool, scored = (
+            (MI_SELECTION_BLOCKS, None)
+            if part == "selection"
+            else (MI_SELECTION_BLOCKS, MI_TEST_BLOCKS)
+        )
+    data = read_windows(windows)
+    return data.X.astype(np.float32), data.y, units, tuple(pool), scored, float(data.sfreq)
+
+
+def split(units, pool, scored, k, seed):
+    """Indices of the labelled and the scored windows of a draw, and the labelled units."""
+    if scored is None:  # one-subject task, selection part: one block labelled, the other scored
+        labelled = [pool[seed % len(pool)]]
+        scored = [u for u in pool if u not in labelled]
+    else:
+        k = len(pool) if k == "all" else int(k)
+        labelled = draw_subjects(pool, k, seed, spread=True)
+    train = np.flatnonzero(np.isin(units, labelled))
+    test = np.flatnonzero(np.isin(units, scored))
+    return train, test, labelled
+
+
+def parse_probe(method):
+    """``probe[enc+bp, cv]`` -> ({"enc", "bp"}, "cv")."""
+    inner = method[len("probe[") : -1]
+    blocks, C = (s.strip() for s in inner.split(","))
+    return set(blocks.split("+")), (C if C == "cv" else float(C))
+
+
+def fit_blocks(blocks, train, test, C, seed):
+    """Block-scale each feature block on the training windows, fit the regression,
+    predict the scored windows."""
+    tr, te = [], []
+    for F, kind in blocks.values():
+        if kind == "covariances":
+            ts = TangentSpace(metric="riemann").fit(F[train])
+            Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
+        else:
+            Ftr, Fte = F[train], F[test]
+        scaler = BlockScaler().fit(Ftr)
+        tr.append(scaler.transform(Ftr))
+        te.append(scaler.transform(Fte))
+    model = LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
+    )
+    return model.fit(np.hstack(tr), _y[train]).predict(np.hstack(te))
+
+
+def inner_c(blocks, train, units, seed):
+    """C of C_GRID with the best leave-one-group-out balanced accuracy over the
+    labelled units; 1 with a single unit."""
+    groups = np.unique(units[train])
+    if len(groups) < 2:
+        return 1.0
+    scores = []
+    for C in C_GRID:
+        fold = []
+        for g in groups:
+            tr, te = train[units[train] != g], train[units[train] == g]
+            if len(np.unique(_y[tr])) < 2:
+                continue
+            fold.append(balanced_accuracy_score(_y[te], fit_blocks(blocks, tr, te, C, seed)))
+        scores.append(np.mean(fold) if fold else -np.inf)
+    return C_GRID[int(np.argmax(scores))]
+
+
+_y = None  # the labels of the current task (set in main)
+
+
+def fit_floor(kind, F, train, test, seed):
+    if kind == "ts":
+        ts = TangentSpace(metric="riemann").fit(F[train])
+        Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
+    else:
+        Ftr, Fte = F[train], F[test]
+    scaler = StandardScaler().fit(Ftr)
+    model = LogisticRegression(
+        C=1.0, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
+    )
+    return model.fit(scaler.transform(Ftr), _y[train]).predict(scaler.transform(Fte))
+
+
+def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
+    from braindecode_pars import PARSClassifier
+
+    kwargs = dict(pretrained_encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0)
+    if method == "deep scratch":
+        kwargs = dict(
+            encoder=size_of(load_encoder(encoder)),
+            pretrain_epochs=0,
+            sfreq=sfreq,
+            random_state=seed,
+            verbose=0,
+        )
+    clf = PARSClassifier(**kwargs)
+    clf.fit(X[train], _y[train], groups=units[train])
+    return clf.predict(X[test])
+
+
+def features(X, sfreq, encoder, seed=0):
+    """The per-window features: encoder, random encoder, band power, covariances."""
+    enc = load_encoder(encoder)
+    torch.manual_seed(seed)
+    rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
+    return {
+        "enc": (EncoderFeatures(enc, sfreq=sfreq).fit_transform(X), "features"),
+        "rand": (EncoderFeatures(rand, sfreq=sfreq).fit_transform(X), "features"),
+        "bp": (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features"),
+        "ts": (Covariances(estimator="oas").fit_transform(X.astype(np.float64)), "covariances"),
+    }
+
+
+def summarize(df):
+    grouped = df.groupby(["task", "method", "k"], sort=False)["balanced_accuracy"]
+    return grouped.agg(["mean", "std", "count"]).reset_index()
+
+
+def main(argv=None):
+    global _y
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=("selection", "test"), required=True)
+    parser.add_argument("--encoder", required=True, help="shipped name or folder")
+    parser.add_argument("--tasks", nargs="+", default=list(DEV_TASKS))
+    parser.add_argument("--ks", nargs="+", default=["1", "2", "4", "all"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--methods", nargs="+", required=True)
+    parser.add_argument("--deep-ks", nargs="+", default=["1"], help="k of the deep rows")
+    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md/.png")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    csv = args.out.with_suffix(".csv")
+    csv.parent.mkdir(parents=True, exist_ok=True)
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    key = set(zip(done.task, done.method, done.k.astype(str), done.seed, strict=True))
+    with open(args.out.with_suffix(".commands"), "a") as f:
+        f.write(shlex.join(["python", *sys.argv]) + "\n")
+    for name in args.tasks:
+        X, _y, units, pool, scored, sfreq = load_task(name, args.part)
+        blocks = features(X, sfreq, args.encoder)
+        ks = ["1"] if scored is None else args.ks
+        for k in ks:
+            for seed in args.seeds:
+                train, test, labelled = split(units, pool, scored, k, seed)
+                for method in args.methods:
+                    if (name, method, str(k), seed) in key:
+                        continue
+                    if method.startswith("deep") and k not in args.deep_ks:
+                        continue
+                    start = time.perf_counter()
+                    if method == "floor (band power)":
+                        pred = fit_floor("bp", blocks["bp"][0], train, test, seed)
+                    elif method == "floor (tangent space)":
+                        pred = fit_floor("ts", blocks["ts"][0], train, test, seed)
+                    elif method.startswith("probe["):
+                        names, C = parse_probe(method)
+                        chosen = {b: blocks[b] for b in ("enc", "rand", "bp", "ts") if b in names}
+                        if C == "cv":
+                            C = inner_c(chosen, train, units, seed)
+                        pred = fit_blocks(chosen, train, test, C, seed)
+                    elif method.startswith("deep"):
+                        pred = fit_deep(method, args.encoder, X, train, test, units, sfreq, seed)
+                    else:
+                        raise ValueError(f"Unknown method {method!r}.")
+                    row = dict(
+                        task=name,
+                        part=args.part,
+                        method=method,
+                        k=k,
+                        seed=seed,
+                        units=" ".join(map(str, labelled)),
+                        balanced_accuracy=balanced_accuracy_score(_y[test], pred),
+                        kappa=cohen_kappa_score(_y[test], pred),
+                        seconds=time.perf_counter() - start,
+                    )
+                    pd.DataFrame([row], columns=COLUMNS).to_csv(
+                        csv, mode="a", header=not csv.exists(), index=False
+                    )
+                    logger.info(
+                        "%s %s k=%s seed=%d: %.3f", name, method, k, seed, row["balanced_accuracy"]
+                    )
+    write_report(pd.read_csv(csv), args)
+
+
+def write_report(df, args):
+    df["k"] = df["k"].astype(str)
+    lines = [
+        f"# Development tasks, {args.part} splits",
+        "",
+        f"Encoder: `{args.encoder}`. {machine()}",
+        "",
+    ]
+    lines += ["Commands: see the `.commands` file beside this one.", ""]
+    for metric in ("balanced_accuracy", "kappa"):
+        g = (
+            df.groupby(["task", "method", "k"], sort=False)[metric]
+            .agg(["mean", "std"])
+            .reset_index()
+        )
+        lines += [f"## {metric.replace('_', ' ')}, mean ± std over draws", ""]
+        for task in df.task.unique():
+            t = g[g.task == task]
+            ks = list(dict.fromkeys(t.k))
+            lines += [f"### {task}", "", "| method | " + " | ".join(f"k = {k}" for k in ks) + " |"]
+            lines += ["|---|" + "---|" * len(ks)]
+            for method in dict.fromkeys(t.method):
+                cells = []
+                for k in ks:
+                    r = t[(t.method == method) & (t.k == k)]
+                    cells.append(
+                        f"{r['mean'].iloc[0]:.3f} ± {np.nan_to_num(r['std'].iloc[0]):.3f}"
+                        if len(r)
+                        else ""
+                    )
+                lines.append(f"| {method} | " + " | ".join(cells) + " |")
+            lines.append("")
+    # the lowest k of every task, and the mean over tasks
+    low = df[df.k == "1"].groupby(["method", "task"])["balanced_accuracy"].mean().unstack()
+    low["mean over tasks"] = low.mean(axis=1)
+    lines += ["## Lowest k (one labelled unit), balanced accuracy, mean over draws", ""]
+    lines += ["| method | " + " | ".join(low.columns) + " |", "|---|" + "---|" * len(low.columns)]
+    for method, r in low.sort_values("mean over tasks", ascending=False).iterrows():
+        lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(low) + 1.5))
+    order = low.sort_values("mean over tasks")
+    ax.barh(order.index, order["mean over tasks"], color="tab:blue")
+    for task in low.columns[:-1]:
+        ax.scatter(order[task], order.index, s=12, label=task)
+    ax.axvline(0.5, color="k", lw=0.5)
+    ax.set_xlabel("balanced accuracy, one labelled unit (bars: mean over tasks)")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(args.out.with_suffix(".png"), dpi=120)
+
+
+if __name__ == "__main__":
+    main()
