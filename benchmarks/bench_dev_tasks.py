@@ -243,7 +243,11 @@ def main(argv=None):
     for name in args.tasks:
         X, _y, units, pool, scored, sfreq = load_task(name, args.part)
         blocks = features(X, sfreq, args.encoder)
-        ks = ["1"] if scored is None else args.ks
+        # k up to the pool's size; "all" only where it is not already one of the ks
+        ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]
+        if str(len(pool)) in ks:
+            ks = [k for k in ks if k != "all"]
+        ks = ["1"] if scored is None else ks
         for k in ks:
             for seed in args.seeds:
                 train, test, labelled = split(units, pool, scored, k, seed)
