@@ -366,7 +366,7 @@ def main(argv=None):
                 breaks = "" if r["breaks"] is None else f"{r['breaks'][0]}, {r['breaks'][1]}"
                 lines.append(
                     f"| {batch} | {variant} | {r['pars_wps']:,.1f} | {r['encoder_wps']:,.1f} | "
-                    f"{r['ratio']:.2f} | {r['pars_first']:.2f} | {r['encoder_first']:.2f} | "
+                    f"{r['ratio']:.2f} | {r['pars_first']:.3g} | {r['encoder_first']:.3g} | "
                     f"{breaks} | {r['loss']:.4f} |"
                 )
                 print(lines[-1], flush=True)

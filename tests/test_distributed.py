@@ -219,7 +219,12 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
                "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
                "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
                "--epochs", "500"]  # fmt: skip
-    proc = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # a shell's background job (nohup ... &) starts with SIGINT ignored, and so would
+    # this child: give it the default disposition, as a terminal's foreground job has
+    proc = subprocess.Popen(
+        command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     deadline = time.monotonic() + 120
     while not (run_dir / "state.json").is_file() and time.monotonic() < deadline:
         time.sleep(0.05)
