@@ -131,9 +131,10 @@ def parse_probe(method):
     return set(blocks.split("+")), (C if C == "cv" else float(C))
 
 
-def fit_blocks(blocks, train, test, C, seed):
-    """Block-scale each feature block on the training windows, fit the regression,
-    predict the scored windows."""
+def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
+    """Scale each feature block on the training windows (the tangent space's reference
+    point too), fit the regression, predict the scored windows. The floors are one
+    block with a ``StandardScaler`` and C = 1."""
     tr, te = [], []
     for F, kind in blocks.values():
         if kind == "covariances":
@@ -141,9 +142,9 @@ def fit_blocks(blocks, train, test, C, seed):
             Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
         else:
             Ftr, Fte = F[train], F[test]
-        scaler = BlockScaler().fit(Ftr)
-        tr.append(scaler.transform(Ftr))
-        te.append(scaler.transform(Fte))
+        fitted = scaler().fit(Ftr)
+        tr.append(fitted.transform(Ftr))
+        te.append(fitted.transform(Fte))
     model = LogisticRegression(
         C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
     )
@@ -169,19 +170,6 @@ def inner_c(blocks, train, units, seed):
 
 
 _y = None  # the labels of the current task (set in main)
-
-
-def fit_floor(kind, F, train, test, seed):
-    if kind == "ts":
-        ts = TangentSpace(metric="riemann").fit(F[train])
-        Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
-    else:
-        Ftr, Fte = F[train], F[test]
-    scaler = StandardScaler().fit(Ftr)
-    model = LogisticRegression(
-        C=1.0, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
-    )
-    return model.fit(scaler.transform(Ftr), _y[train]).predict(scaler.transform(Fte))
 
 
 def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
@@ -212,11 +200,6 @@ def features(X, sfreq, encoder, seed=0):
         "bp": (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features"),
         "ts": (Covariances(estimator="oas").fit_transform(X.astype(np.float64)), "covariances"),
     }
-
-
-def summarize(df):
-    grouped = df.groupby(["task", "method", "k"], sort=False)["balanced_accuracy"]
-    return grouped.agg(["mean", "std", "count"]).reset_index()
 
 
 def main(argv=None):
@@ -258,9 +241,13 @@ def main(argv=None):
                         continue
                     start = time.perf_counter()
                     if method == "floor (band power)":
-                        pred = fit_floor("bp", blocks["bp"][0], train, test, seed)
+                        pred = fit_blocks(
+                            {"bp": blocks["bp"]}, train, test, 1.0, seed, StandardScaler
+                        )
                     elif method == "floor (tangent space)":
-                        pred = fit_floor("ts", blocks["ts"][0], train, test, seed)
+                        pred = fit_blocks(
+                            {"ts": blocks["ts"]}, train, test, 1.0, seed, StandardScaler
+                        )
                     elif method.startswith("probe["):
                         names, C = parse_probe(method)
                         chosen = {b: blocks[b] for b in ("enc", "rand", "bp", "ts") if b in names}

@@ -102,7 +102,18 @@ def _read(X, sfreq):
     return windows
 
 
-class BandPowerFeatures(TransformerMixin, BaseEstimator):
+class WindowsInputMixin:
+    """scikit-learn tags of a step that takes windows, (n_windows, n_chans, n_times),
+    not 2-D feature arrays."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        return tags
+
+
+class BandPowerFeatures(WindowsInputMixin, TransformerMixin, BaseEstimator):
     """Log mean power per channel in frequency bands, by Welch's method.
 
     For each window and channel the power spectral density is estimated with
@@ -164,12 +175,6 @@ class BandPowerFeatures(TransformerMixin, BaseEstimator):
         self.bands = bands
         self.n_per_seg = n_per_seg
         self.log = log
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        return tags
 
     def fit(self, X, y=None):
         """Check the parameters against the windows.

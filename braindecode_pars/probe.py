@@ -37,12 +37,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_device, check_int
 from .datasets.adapters import read_windows
-from .floor import LOGISTIC_MAX_ITER, BandPowerFeatures, LabelledPipeline, WindowsArray
+from .floor import (
+    LOGISTIC_MAX_ITER,
+    BandPowerFeatures,
+    LabelledPipeline,
+    WindowsArray,
+    WindowsInputMixin,
+)
 from .models.classifier import channel_tokens
 from .models.encoder import checked_encoder
 
 
-class EncoderFeatures(TransformerMixin, BaseEstimator):
+class EncoderFeatures(WindowsInputMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
 
     Every channel of every window goes through the encoder on its own (fixed 1-s
@@ -90,13 +96,6 @@ class EncoderFeatures(TransformerMixin, BaseEstimator):
         self.sfreq = sfreq
         self.batch_size = batch_size
         self.device = device
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        tags.non_deterministic = False
-        return tags
 
     def fit(self, X, y=None):
         """Load the encoder and check it against the windows.
