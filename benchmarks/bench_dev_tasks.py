@@ -25,7 +25,11 @@ when there are at least two (balanced accuracy), else 1. Every feature except th
 tangent space is a function of its window alone, so the benchmark computes it once
 per window and fits the scalers and the logistic regression per draw; the result is
 the pipeline's (``tests/test_probe.py`` checks the two agree). ``PARSClassifier``
-rows (``deep ...``) fit the estimator itself.
+rows fit the estimator itself: ``deep pars`` with its current defaults (the probe
+``probe[enc+bp+ts, 100]``, so the two rows agree), ``deep pars, earlier defaults``
+(the trained spatial head over the frozen encoder on half-window crops of windows of
+10 s or more, the defaults before the probe) and ``deep scratch`` (``pretrain_epochs=0``:
+a new encoder of the same size, every weight trained on whole windows).
 
 Usage::
 
@@ -172,11 +176,21 @@ def inner_c(blocks, train, units, seed):
 _y = None  # the labels of the current task (set in main)
 
 
+#: The ``PARSClassifier`` rows: the estimator's current defaults on the encoder, the
+#: defaults it had before the probe (a trained spatial head over the frozen encoder,
+#: on random crops of half the window for windows of 10 s or more), and scratch (a new
+#: encoder of the same size, every weight trained, whole windows).
+DEEP_METHODS = ("deep pars", "deep pars, earlier defaults", "deep scratch")
+
+
 def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
     from braindecode_pars import PARSClassifier
 
     kwargs = dict(pretrained_encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0)
-    if method == "deep scratch":
+    if method == "deep pars, earlier defaults":
+        long = X.shape[-1] / sfreq >= 10.0 - 1e-6
+        kwargs.update(finetune="frozen", crop_seconds=X.shape[-1] / 2 / sfreq if long else None)
+    elif method == "deep scratch":
         kwargs = dict(
             encoder=size_of(load_encoder(encoder)),
             pretrain_epochs=0,
@@ -184,6 +198,8 @@ def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
             random_state=seed,
             verbose=0,
         )
+    elif method != "deep pars":
+        raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
     clf = PARSClassifier(**kwargs)
     clf.fit(X[train], _y[train], groups=units[train])
     return clf.predict(X[test])

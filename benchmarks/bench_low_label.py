@@ -108,8 +108,8 @@ def linear_probe(encoder):
 
 def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
     size = dict(encoder=size_of(encoder))
-    # every row names its strategy, crops and epoch selection: the estimator's "auto"
-    # defaults are what these rows chose, so they must not change what a row means
+    # every row names its strategy, crops and epoch selection, so that a change of the
+    # estimator's defaults (the probe since the development tasks) changes no row
     common = dict(sfreq=sfreq, verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)
     common.update(finetune="full", crop_seconds=None, min_valid_groups=3)
     scratch = dict(pretrain_epochs=0, **size, **common)
@@ -187,11 +187,11 @@ def physionet_mi(sfreq):
 SELECTION_TEST = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[0::2])
 SELECTION_POOL = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[1::2])
 
-#: Figure labels of the rows that are what PARSClassifier's defaults do.
+#: Figure labels of the rows that are what PARSClassifier's defaults did before the probe.
 DEFAULT_LABELS = {
-    "PARS frozen, crops, last epoch": "PARS frozen, crops, last epoch (the defaults)",
-    "MAE frozen, crops, last epoch": "MAE frozen, crops, last epoch (the defaults)",
-    "scratch, crops, last epoch": "scratch, crops, last epoch (the defaults from scratch)",
+    "PARS frozen, crops, last epoch": "PARS frozen, crops, last epoch (earlier defaults)",
+    "MAE frozen, crops, last epoch": "MAE frozen, crops, last epoch (earlier defaults)",
+    "scratch, crops, last epoch": "scratch, crops, last epoch (earlier defaults, scratch)",
     "PARS full": "PARS full, best epoch from 3 subjects (the paper's strategy)",
     "scratch": "scratch full, best epoch from 3 subjects",
 }
@@ -248,8 +248,8 @@ TASKS = {
         chance=0.25,
         plot=["floor (band power)", "PARS frozen", "MAE frozen", "scratch", "PARS full"],
         labels={
-            "PARS frozen": "PARS frozen (the defaults: 4-s windows stay whole)",
-            "scratch": "scratch (the defaults from scratch)",
+            "PARS frozen": "PARS frozen, whole 4-s windows (earlier defaults)",
+            "scratch": "scratch (earlier defaults, scratch)",
             "PARS full": "PARS full (the paper's strategy)",
         },
         out="benchmarks/results/low_label_physionet_mi.md",

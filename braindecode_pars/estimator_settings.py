@@ -27,11 +27,8 @@ from .training.seeding import fit_seed
 
 logger = logging.getLogger(__name__)
 
-#: ``crop_seconds="auto"`` crops windows at least this long (s) to half their length.
-AUTO_CROP_MIN_SECONDS = 10.0
-
 #: Values of ``PARSClassifier(finetune=...)``.
-FINETUNE_STRATEGIES = ("auto", "full", "frozen", "lp-ft")
+FINETUNE_STRATEGIES = ("auto", "probe", "full", "frozen", "lp-ft")
 
 
 class EstimatorSettings:
@@ -61,9 +58,11 @@ class EstimatorSettings:
             )
         check_option("pretrain_preset", self.pretrain_preset, (None, "paper"))
         check_option("finetune", self.finetune, FINETUNE_STRATEGIES)
+        check_range("probe_C", self.probe_C, 0, math.inf, low_open=True)
         if self.finetune == "lp-ft" and self.max_epochs < 2:
             raise ValueError(
-                f"finetune='lp-ft' trains the probe for half of 'max_epochs' and then every "
+                f"finetune='lp-ft' trains the head over the frozen encoder for half of "
+                "'max_epochs' and then every "
                 f"weight, so 'max_epochs' must be >= 2, but got {self.max_epochs}."
             )
         check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
@@ -77,10 +76,10 @@ class EstimatorSettings:
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         crop = self.crop_seconds
         is_number = isinstance(crop, numbers.Real) and not isinstance(crop, bool)
-        if not (crop is None or (isinstance(crop, str) and crop == "auto") or is_number):
+        if not (crop is None or is_number):
             raise ValueError(
                 "Invalid value for the 'crop_seconds' parameter. Allowed values are "
-                f"'auto', a positive number of seconds and None, but got {crop!r} instead."
+                f"a positive number of seconds and None, but got {crop!r} instead."
             )
         if is_number:
             check_range("crop_seconds", crop, 0, math.inf, low_open=True)
@@ -98,6 +97,22 @@ class EstimatorSettings:
                 f"'encoder'={self.encoder!r} sets the size of a new encoder, but "
                 "'pretrained_encoder' brings its own: leave 'encoder' as None."
             )
+        if self._finetune_strategy() == "probe":
+            given = {
+                "crop_seconds": self.crop_seconds,
+                "augmentation": self.augmentation or None,
+                "amplitude": self.amplitude or None,
+            }
+            given = {name: value for name, value in given.items() if value is not None}
+            if given:
+                why = "" if self.finetune == "probe" else " ('auto' with a pretrained encoder)"
+                raise ValueError(
+                    f"{', '.join(f'{k}={v!r}' for k, v in given.items())}: these train the "
+                    f"neural head, but finetune={self.finetune!r} fits the probe{why}, a "
+                    "logistic regression over whole windows that uses none of them (band "
+                    "power gives it the amplitude). Leave them at their defaults, or set "
+                    "finetune='frozen', 'full' or 'lp-ft'."
+                )
         size = encoder_size("small" if self.encoder is None else self.encoder)
         n_masked = int(round(self.pos_mask_ratio * self.n_patches))
         if self.pretrain == "pars" and self._pretrains() and n_masked < 2:
@@ -221,15 +236,12 @@ class EstimatorSettings:
         if self.finetune != "auto":
             return self.finetune
         pretrained = self.pretrained_encoder is not None or self._pretrains()
-        return "frozen" if pretrained else "full"
+        return "probe" if pretrained else "full"
 
     def _crop_samples(self, n_times, sfreq, patch):
         """Samples per fine-tuning crop (``n_times``: whole windows)."""
         if self.crop_seconds is None:
             return n_times
-        if self.crop_seconds == "auto":  # half of a window of 10 s or more
-            long = n_times / sfreq >= AUTO_CROP_MIN_SECONDS - 1e-6
-            return n_times // 2 if long and n_times // 2 >= patch else n_times
         n_fit = int(round(self.crop_seconds * sfreq))
         if not patch <= n_fit <= n_times:
             raise ValueError(

@@ -56,6 +56,21 @@ DEFAULT_BANDS = (
 DEFAULT_SEGMENT_SECONDS = 2.0
 
 
+def bands_below_nyquist(sfreq, bands=DEFAULT_BANDS):
+    """The ``(name, low, high)`` bands that start below the Nyquist frequency of
+    ``sfreq``, each ending at it at the latest (all of :data:`DEFAULT_BANDS` at 100 Hz).
+
+    Examples
+    --------
+    >>> [name for name, low, high in bands_below_nyquist(100)]
+    ['delta', 'theta', 'alpha', 'beta_low', 'beta_high', 'gamma']
+    >>> bands_below_nyquist(30)[-1]
+    ('beta_low', 13.0, 15.0)
+    """
+    nyquist = sfreq / 2
+    return [(name, low, min(high, nyquist)) for name, low, high in bands if low < nyquist]
+
+
 def _check_bands(bands, sfreq):
     """``bands`` as a list of ``(name, low, high)``, each below the Nyquist frequency."""
     items = list(bands.items()) if isinstance(bands, dict) else list(bands)

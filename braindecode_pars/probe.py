@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._checks import check_device, check_int
 from .datasets.adapters import read_windows
 from .floor import (
+    DEFAULT_BANDS,
     LOGISTIC_MAX_ITER,
     BandPowerFeatures,
     LabelledPipeline,
@@ -155,13 +156,16 @@ Subset | SliceDataset | list of window items | mne.Epochs
     def _features(self, X):
         encoder = self.encoder_.to(self.device)
         out = []
-        with torch.no_grad():
-            for start in range(0, len(X), self.batch_size):
-                batch = torch.as_tensor(
-                    np.asarray(X[start : start + self.batch_size], dtype=np.float32),
-                    device=self.device,
-                )
-                out.append(channel_tokens(encoder, batch).flatten(1).cpu().numpy())
+        try:
+            with torch.no_grad():
+                for start in range(0, len(X), self.batch_size):
+                    batch = torch.as_tensor(
+                        np.asarray(X[start : start + self.batch_size], dtype=np.float32),
+                        device=self.device,
+                    )
+                    out.append(channel_tokens(encoder, batch).flatten(1).cpu().numpy())
+        finally:
+            self.encoder_.cpu()  # kept on the CPU between calls: it pickles anywhere
         return np.concatenate(out).astype(np.float64)
 
 
@@ -194,6 +198,7 @@ def probe_pipeline(
     *,
     sfreq=None,
     band_power=True,
+    bands=None,
     tangent_space=False,
     C=1.0,
     random_state=None,
@@ -210,8 +215,10 @@ def probe_pipeline(
     sfreq : float | None
         Sampling rate of the windows (None: read from the windows).
     band_power : bool
-        Add log band power (:class:`~braindecode_pars.floor.BandPowerFeatures`, six
-        bands 0.5-45 Hz).
+        Add log band power (:class:`~braindecode_pars.floor.BandPowerFeatures`).
+    bands : dict | sequence of (name, low, high) | None
+        Its bands; None: six bands 0.5-45 Hz
+        (:data:`~braindecode_pars.floor.DEFAULT_BANDS`).
     tangent_space : bool
         Add the Riemannian tangent space of the channels' covariances (OAS
         shrinkage, reference point the training windows' Riemannian mean).
@@ -254,7 +261,9 @@ def probe_pipeline(
         features = EncoderFeatures(encoder, sfreq=sfreq, batch_size=batch_size, device=device)
         blocks.append(("encoder", make_pipeline(features, BlockScaler())))
     if band_power:
-        blocks.append(("bandpower", make_pipeline(BandPowerFeatures(sfreq=sfreq), BlockScaler())))
+        bands = DEFAULT_BANDS if bands is None else bands
+        band_power_features = BandPowerFeatures(sfreq=sfreq, bands=bands)
+        blocks.append(("bandpower", make_pipeline(band_power_features, BlockScaler())))
     if tangent_space:
         from pyriemann.estimation import Covariances
         from pyriemann.tangentspace import TangentSpace

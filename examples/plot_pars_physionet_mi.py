@@ -118,6 +118,9 @@ print(f"{len(X)} trials of {X.shape[1]} channels x {X.shape[2]} samples at {data
 common = dict(max_epochs=20, batch_size=16, sfreq=data.sfreq, random_state=0, verbose=0)
 candidates = {
     "PARS (continued)": PARSClassifier(pretrained_encoder=net.encoder, **common),
+    "PARS (continued), frozen head": PARSClassifier(
+        pretrained_encoder=net.encoder, finetune="frozen", **common
+    ),
     "scratch": PARSClassifier(pretrain_epochs=0, encoder="small", **common),
     "band-power floor": band_power_pipeline(sfreq=data.sfreq),
 }
@@ -125,7 +128,7 @@ scorer = make_scorer("balanced_accuracy")
 results = {}
 for name, clf in candidates.items():
     results[name] = cross_val_score(clf, X, y, groups=blocks, cv=LeaveOneGroupOut(), scoring=scorer)
-    print(f"{name:17s} balanced accuracy per block: {np.round(results[name], 3)}")
+    print(f"{name:29s} balanced accuracy per block: {np.round(results[name], 3)}")
 
 # %%
 # With one subject and 15 training trials per class in each fold, the classical
@@ -136,7 +139,7 @@ for name, clf in candidates.items():
 # subjects and seeds are in ``benchmarks/results/``. The pretraining loss against
 # the loss of learning nothing, the skill, and the fine-tuning curves of one fitted
 # classifier:
-clf = PARSClassifier(pretrained_encoder=net.encoder, **common)
+clf = PARSClassifier(pretrained_encoder=net.encoder, finetune="frozen", **common)
 clf.fit(X[blocks != 3], y[blocks != 3])
-plot_training_curves(net.history, {"PARS (continued)": [clf.history_]})
+plot_training_curves(net.history, {"PARS (continued), frozen head": [clf.history_]})
 plt.show()

@@ -195,7 +195,8 @@ def test_every_pretext_task_pretrains_and_fine_tunes_through_the_estimator(pretr
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 3, 400)).astype(np.float32)
     y = np.repeat([0, 1], 12)
-    clf = PARSClassifier(pretrain=pretrain, sfreq=100, **SMALL_CLASSIFIER).fit(X, y)
+    params = dict(SMALL_CLASSIFIER, finetune="frozen")  # the neural head; the probe: below
+    clf = PARSClassifier(pretrain=pretrain, sfreq=100, **params).fit(X, y)
     assert len(clf.pretrain_history_) == 2
     assert np.isfinite(clf.pretrain_history_[:, "train_loss"]).all()
     assert clf.predict(X).shape == (24,)

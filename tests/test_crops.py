@@ -126,18 +126,12 @@ def test_configurations_name_braindecode_augmentations():
         _augmentations({"Bogus": {}})
 
 
-def test_auto_crops_are_half_of_a_long_window_and_none_of_a_short_one():
-    X, y = _rhythm_task(24, 0, n_times=200)
-    clf = PARSClassifier(max_epochs=1, **{**SMALL, "sfreq": 20}).fit(X, y)  # 10 s at 20 Hz
-    assert clf.crop_seconds == "auto" and clf.n_crop_ == 100 and clf.module_.n_times == 100
-    X, y = _rhythm_task(24, 0, n_times=990)  # 9.9 s at 100 Hz: whole windows
+def test_windows_stay_whole_by_default_and_bad_crops_are_refused():
+    X, y = _rhythm_task(24, 0, n_times=3000)  # a 30-s epoch is never cut by default
     clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
-    assert clf.n_crop_ == 990
-    X, y = _rhythm_task(24, 0, n_times=200)  # 10 s at 20 Hz, but 6-s patches: whole
-    clf = PARSClassifier(max_epochs=1, **{**SMALL, "sfreq": 20, "patch_seconds": 6}).fit(X, y)
-    assert clf.n_crop_ == 200
-    for bad in ("half", [5], True):
-        with pytest.raises(ValueError, match=r"'crop_seconds'.*'auto', a positive number.*got"):
+    assert clf.crop_seconds is None and clf.n_crop_ == 3000 and clf.module_.n_times == 3000
+    for bad in ("auto", "half", [5], True):
+        with pytest.raises(ValueError, match=r"'crop_seconds'.*a positive number.*None.*got"):
             PARSClassifier(crop_seconds=bad, **SMALL).fit(X, y)
 
 
@@ -164,7 +158,7 @@ def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():
     groups[[0, 1]] = 2
     # crops of one window fill whole batches; each validation batch a single class
     clf = PARSClassifier(max_epochs=2, batch_size=2, n_eval_crops=2, **{**SMALL, "sfreq": 40})
-    clf.set_params(valid_fraction=0.34, min_valid_groups=3, random_state=1)
+    clf.set_params(valid_fraction=0.34, min_valid_groups=3, random_state=1, crop_seconds=5.0)
     clf.fit(X, y, groups=groups)
     assert clf.n_crop_ < clf.n_times_  # 10 s at 40 Hz: 5-s crops
     assert np.isfinite(clf.history_[:, "valid_loss"]).all()

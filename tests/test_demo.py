@@ -46,8 +46,8 @@ TINY = dict(ks=(1,), seeds=(0,), test_subjects=(1, 4), pool_subjects=(0, 2), fin
 
 def test_demo_writes_the_table_and_figures(tmp_path):
     results = run_demo(tmp_path, DemoConfig(**TINY))
-    assert len(results) == 3
-    assert set(results.method) == {"floor (band power)", "PARS (pars-small)", "scratch"}
+    names = {"floor (band power)", "PARS (pars-small)", "same, random encoder", "scratch"}
+    assert len(results) == 4 and set(results.method) == names
     assert np.isfinite(results[["balanced_accuracy", "kappa"]].to_numpy()).all()
     for name in (
         "results.csv",
@@ -58,7 +58,7 @@ def test_demo_writes_the_table_and_figures(tmp_path):
     ):
         assert (tmp_path / name).is_file(), name
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["config"]["ks"] == [1] and len(saved["runs"]) == 3
+    assert saved["config"]["ks"] == [1] and len(saved["runs"]) == 4
     # the shipped model predicts shifts on a window of a subject it never saw
     assert saved["shipped_encoder_skill_on_test_window"] > 0.1
     assert "k=1" in format_results(results)

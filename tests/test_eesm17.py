@@ -81,8 +81,8 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
     params = dict(SMALL_CLASSIFIER, pretrain_epochs=0, max_epochs=2, batch_size=4)
     clf = PARSClassifier(valid_fraction=0.5, augmentation=[Recording(probability=1.0)], **params)
     clf.fit(windows)
-    assert clf.n_crop_ == 3000  # crop_seconds="auto": half of each 30-s window (200 Hz)
-    assert seen and all(shape[1:] == (12, 3000) for shape in seen)
+    assert clf.n_crop_ == 6000  # whole 30-s sleep epochs (200 Hz), never cut by default
+    assert seen and all(shape[1:] == (12, 6000) for shape in seen)
     assert clf.predict(windows[0][0][None]).shape == (1,)
 
 

@@ -15,7 +15,9 @@ from braindecode_pars.metrics import make_scorer
 
 from .conftest import SMALL_CLASSIFIER
 
-SMALL = dict(SMALL_CLASSIFIER, sfreq=50)
+# the neural path (a trained spatial head over the frozen encoder, auto's choice before
+# the probe); the default probe has its tests in test_finetune_strategies.py
+SMALL = dict(SMALL_CLASSIFIER, sfreq=50, finetune="frozen")
 
 
 def _toy(n=48, n_chans=3, T=100, seed=0):
@@ -251,10 +253,10 @@ def test_defaults_are_constructible_and_documented():
     assert params["encoder"] is None  # the "small" size of the shipped encoder
     assert (params["n_patches"], params["pos_mask_ratio"]) == (40, 0.8)
     assert params["spatial_drop_prob"] == 0.5 and params["optimizer__weight_decay"] == 1e-4
-    # fine-tuning: the low-label selection run's best configuration at few labels
+    # fine-tuning: the development tasks' selection splits (see the class docstring)
     assert (params["lr"], params["batch_size"], params["max_epochs"]) == (1e-3, 16, 40)
-    assert (params["finetune"], params["amplitude"]) == ("auto", False)
-    assert (params["crop_seconds"], params["min_valid_groups"]) == ("auto", 30)
+    assert (params["finetune"], params["probe_C"], params["amplitude"]) == ("auto", 100.0, False)
+    assert (params["crop_seconds"], params["min_valid_groups"]) == (None, 30)
 
 
 def test_windows_are_read_once_per_fit_and_once_per_predict(mi, monkeypatch):
@@ -312,3 +314,39 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
         _Exploding(**SMALL).fit(
             X[train, :3, :100], y[train], X_valid=X[valid, :2, :100], y_valid=y[valid]
         )
+
+
+def test_the_default_probe_in_cross_validation_over_blocks_of_windows(mi, tmp_path):
+    """The probe through scikit-learn's cross-validation on braindecode windows equals
+    a hand-written loop over the blocks with probe_pipeline; it clones, pickles, and
+    refuses the neural-head-only calls."""
+    import pickle
+
+    from sklearn.base import clone
+    from skorch.helper import SliceDataset
+
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.probe import probe_pipeline
+
+    windows, X, y, sfreq, blocks = mi
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=sfreq, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    clf = PARSClassifier(pretrained_encoder=encoder, verbose=0, random_state=0)
+    scores = cross_val_score(
+        clf, SliceDataset(windows), SliceDataset(windows, idx=1), groups=blocks,
+        cv=LeaveOneGroupOut(),
+    )  # fmt: skip
+    expected = []
+    for block in np.unique(blocks):
+        train, test = blocks != block, blocks == block
+        probe = probe_pipeline(encoder, sfreq=sfreq, tangent_space=True, C=100.0)
+        expected.append(probe.fit(X[train], y[train]).score(X[test], y[test]))
+    np.testing.assert_allclose(scores, expected)
+    fitted = clone(clf).fit(windows)
+    assert fitted.finetune_ == "probe"
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.predict_proba(X), fitted.predict_proba(X))
+    with pytest.raises(ValueError, match="save_params.*probe.*pickle"):
+        fitted.save_params(f_params=tmp_path / "params.pt")
+    with pytest.raises(ValueError, match="partial_fit.*probe.*refit it with fit"):
+        fitted.partial_fit(X, y)

@@ -18,7 +18,9 @@ from braindecode_pars import PARSClassifier
 from .conftest import SMALL_CLASSIFIER, InterruptAt
 
 SFREQ = 50.0
-SMALL = dict(SMALL_CLASSIFIER, sfreq=SFREQ)
+# the neural path (a trained spatial head over the frozen encoder, auto's choice before
+# the probe); the default probe has its tests in test_finetune_strategies.py
+SMALL = dict(SMALL_CLASSIFIER, sfreq=SFREQ, finetune="frozen")
 
 
 def _toy(n=48, n_chans=3, T=100, seed=0, n_subjects=6):

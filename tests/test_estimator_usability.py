@@ -25,7 +25,9 @@ from braindecode_pars.datasets.adapters import read_windows
 from .conftest import SMALL_CLASSIFIER
 
 #: Tiny settings for the bundled EEG (90 windows, 64 channels, 4 s at 200 Hz).
-FAST = dict(SMALL_CLASSIFIER, n_patches=4, pretrain_epochs=1, max_epochs=1)
+# the neural path (a trained spatial head over the frozen encoder, auto's choice before
+# the probe); the default probe has its tests in test_finetune_strategies.py
+FAST = dict(SMALL_CLASSIFIER, n_patches=4, pretrain_epochs=1, max_epochs=1, finetune="frozen")
 FAST.update(pretrain_batch_size=128, batch_size=32)
 
 

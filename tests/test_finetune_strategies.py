@@ -137,18 +137,75 @@ def test_the_paper_preset_is_one_argument_away(monkeypatch):
     with pytest.raises(Stop):
         PARSClassifier(encoder=TINY, **SMALL).fit(X, y)
     assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
-    with pytest.raises(ValueError, match="Allowed values are 'auto', 'full', 'frozen' and 'lp-ft'"):
-        PARSClassifier(finetune="probe", **SMALL).fit(X, y)
+    with pytest.raises(
+        ValueError, match="Allowed values are 'auto', 'probe', 'full', 'frozen' and 'lp-ft'"
+    ):
+        PARSClassifier(finetune="linear", **SMALL).fit(X, y)
 
 
 def test_auto_strategy_probes_a_pretrained_encoder_and_trains_scratch_fully():
     X, y = _amplitude_task()
     encoder = _encoder()
-    pretrained = PARSClassifier(pretrained_encoder=encoder, max_epochs=2, **SMALL).fit(X, y)
-    assert pretrained.finetune == "auto" and pretrained.finetune_ == "frozen"
+    pretrained = PARSClassifier(pretrained_encoder=encoder, **SMALL).fit(X, y)
+    assert pretrained.finetune == "auto" and pretrained.finetune_ == "probe"
     for k, v in encoder.state_dict().items():  # the probe leaves the encoder as it was
         assert torch.equal(v, pretrained.encoder_.state_dict()[k])
     scratch = PARSClassifier(pretrain_epochs=0, max_epochs=2, encoder=TINY, **SMALL).fit(X, y)
     assert scratch.finetune_ == "full"
     pretrains = PARSClassifier(pretrain_epochs=1, max_epochs=1, **SMALL)
-    assert pretrains._finetune_strategy() == "frozen"
+    assert pretrains._finetune_strategy() == "probe"
+
+
+def test_the_probe_is_probe_pipeline_over_the_encoder():
+    from braindecode_pars.probe import probe_pipeline
+
+    X, y = _amplitude_task(n=40)
+    Xt, _ = _amplitude_task(n=40, seed=1)
+    encoder = _encoder()
+    clf = PARSClassifier(pretrained_encoder=encoder, probe_C=3.0, **SMALL).fit(X, y)
+    reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
+    # features: 2 channels x emb_dim of the encoder, 2 x 6 band powers, 3 of the tangent space
+    assert clf.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
+    assert clf.validation_ == "none" and len(clf.history_) == 0
+
+
+def test_the_probe_sees_amplitude_that_the_frozen_head_cannot():
+    X, y = _amplitude_task(n=64)
+    Xt, yt = _amplitude_task(n=64, seed=1)
+    encoder = _encoder()
+    probe = PARSClassifier(pretrained_encoder=encoder, **SMALL).fit(X, y)
+    assert probe.score(Xt, yt) > 0.95  # log band power carries the 4-fold amplitude
+    head = PARSClassifier(pretrained_encoder=encoder, finetune="frozen", max_epochs=10, **SMALL)
+    assert head.fit(X, y).score(Xt, yt) < 0.75  # the encoder sees unit-variance noise
+
+
+def test_the_probe_pretrains_first_without_an_encoder():
+    X, y = _amplitude_task(n=32)
+    clf = PARSClassifier(encoder=TINY, pretrain_epochs=2, pretrain_batch_size=16, **SMALL)
+    clf.fit(X, y)
+    assert clf.finetune_ == "probe" and len(clf.pretrain_history_) == 2
+    assert clf.predict(X).shape == (32,)
+
+
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        (dict(crop_seconds=1.0), "crop_seconds=1.0"),
+        (dict(augmentation="standard"), "augmentation='standard'"),
+        (dict(amplitude=True), "amplitude=True"),
+    ],
+)
+def test_settings_the_probe_does_not_use_are_refused_before_any_work(params, name, monkeypatch):
+    import braindecode_pars.estimator_settings as settings
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the windows were read before the parameters were checked")
+
+    monkeypatch.setattr(settings, "read_windows", no_reading)
+    X, y = _amplitude_task(n=8)
+    clf = PARSClassifier(pretrained_encoder=_encoder(), **params, **SMALL)
+    with pytest.raises(ValueError, match=rf"{name}.*finetune='auto' fits the probe"):
+        clf.fit(X, y)
+    with pytest.raises(ValueError, match="'X_valid'.*the probe"):
+        PARSClassifier(pretrained_encoder=_encoder(), **SMALL).fit(X, y, X_valid=X, y_valid=y)

@@ -38,7 +38,8 @@ def test_fit_shows_epoch_k_of_n_skill_time_left_and_its_plan_without_logging_set
     _no_logging_setup(monkeypatch)
     X, y = _windows()
     handlers = list(logging.getLogger("braindecode_pars").handlers)
-    PARSClassifier(**dict(SMALL_CLASSIFIER, verbose=1, pretrain_epochs=3), sfreq=40).fit(X, y)
+    params = dict(SMALL_CLASSIFIER, verbose=1, pretrain_epochs=3, finetune="frozen")
+    PARSClassifier(**params, sfreq=40).fit(X, y)
     err = capfd.readouterr().err
     final = err.replace("\r", "\n").split("\n")
     bar = [line for line in final if line.startswith("pretraining PARS: 100%")]
@@ -48,6 +49,9 @@ def test_fit_shows_epoch_k_of_n_skill_time_left_and_its_plan_without_logging_set
     assert "Fine-tuning (finetune=" in err and "for 4 epochs on cpu" in err
     assert "epoch    train_loss" not in err  # the per-epoch tables wait for verbose=2
     assert logging.getLogger("braindecode_pars").handlers == handlers  # taken back
+    PARSClassifier(**dict(SMALL_CLASSIFIER, verbose=1, pretrain_epochs=1), sfreq=40).fit(X, y)
+    err = capfd.readouterr().err  # the default, the probe, says what it fits
+    assert "Fitting the probe: a class-balanced logistic regression (C=100)" in err
 
 
 def test_verbose_0_is_silent_and_verbose_2_adds_the_epoch_tables(capfd, monkeypatch):

@@ -210,3 +210,26 @@ def test_documented_configurations_are_valid(name):
     PARS_KEYS = {"n_patches", "pos_mask_ratio", "sampling", "decoder"}
     for settings in config.get("configs", {}).values():
         assert set(settings) <= PARS_KEYS
+
+
+def test_a_probe_fits_on_the_training_windows_alone(monkeypatch):
+    """The probe has no epochs to choose: ``fit_on`` hands it no validation windows."""
+    from braindecode_pars.experiments import protocols
+
+    seen = {}
+
+    class Recorder:
+        def _finetune_strategy(self):
+            return seen["strategy"]
+
+        def fit(self, train, **kwargs):
+            seen["kwargs"] = kwargs
+            return self
+
+    monkeypatch.setattr(protocols, "_estimator", lambda encoder, seed, params: Recorder())
+    monkeypatch.setattr(protocols, "_keep_classes", lambda valid, classes: valid)
+    monkeypatch.setattr(protocols, "_labels", lambda windows: list(windows))
+    for strategy, passed in (("probe", False), ("full", True)):
+        seen["strategy"] = strategy
+        protocols.fit_on(None, [0, 1], seed=0, params={}, valid=[1, 0])
+        assert ("X_valid" in seen["kwargs"]) is passed

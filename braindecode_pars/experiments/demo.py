@@ -5,10 +5,13 @@ floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic).
    24 training subjects and nine Sleep-EDF nights; see its model card).
 2. For k = 1 and 2 labelled subjects (five draws from a pool of 8 that overlap as
    little as the pool allows: five different subjects at k = 1), fit
-   the band-power + logistic-regression floor, the PARS-pretrained classifier and the
-   same classifier from scratch, and score each on 12 test subjects that neither
-   pretraining never saw (the fine-tuning defaults were picked by the low-label
-   benchmark, which scores on the same subjects).
+   the band-power + logistic-regression floor, ``PARSClassifier`` with its defaults on
+   the shipped encoder (the probe: a logistic regression over the frozen encoder's
+   features, band power and the tangent space), the same over a randomly initialised
+   encoder of the same size, and the classifier trained from scratch (every weight),
+   and score each on 12 test subjects that neither
+   pretraining nor the choice of the defaults saw (those were chosen on the
+   development tasks' selection splits, :mod:`~braindecode_pars.experiments.dev_tasks`).
 3. Print the table (mean ± std over draws) and write ``results.csv``,
    ``results.json``, ``label_efficiency.png``, ``shift_matrices.png`` (the shipped
    model's shift predictions on a test subject's window) and ``training_curves.png``
@@ -31,8 +34,9 @@ from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from ..estimator import PARSClassifier
 from ..floor import band_power_pipeline
 from ..hub import load_encoder, load_pretext_model, pretrained_path
-from ..models.encoder import size_of
+from ..models.encoder import PatchEncoder, size_of
 from ..models.pretext import pretext_skill
+from ..training.seeding import isolated_random_state
 from ..viz import plot_shift_matrices, plot_training_curves
 from .low_label import format_summary, plot_label_efficiency, run_low_label, summarize
 
@@ -58,15 +62,19 @@ class DemoConfig:
 
 
 def demo_methods(config, sfreq):
-    """The floor, PARS (shipped encoder) and scratch, as scikit-learn estimators."""
+    """The floor, PARS (shipped encoder), the same recipe over a random encoder, and
+    scratch, as scikit-learn estimators."""
     encoder = load_encoder(config.encoder)
     size = size_of(encoder)
+    with isolated_random_state(config.seed, "cpu"):
+        random_encoder = PatchEncoder(sfreq=encoder.sfreq, **size)
     common = dict(sfreq=sfreq, device=config.device, verbose=0)
     if config.finetune_epochs is not None:
         common["max_epochs"] = config.finetune_epochs
     return {
         "floor (band power)": band_power_pipeline(sfreq=sfreq),
         f"PARS ({config.encoder})": PARSClassifier(pretrained_encoder=config.encoder, **common),
+        "same, random encoder": PARSClassifier(pretrained_encoder=random_encoder, **common),
         "scratch": PARSClassifier(pretrain_epochs=0, encoder=size, **common),
     }
 

@@ -126,7 +126,7 @@ def run_low_label(
             fit_kwargs["groups"] = subjects[train]
         clf.fit(X[train], y[train], **fit_kwargs)
         pred = clf.predict(X[test])
-        if histories is not None and getattr(clf, "history_", None) is not None:
+        if histories is not None and len(getattr(clf, "history_", None) or []):
             histories[(name, k, seed)] = [
                 {key: v for key, v in row.items() if key != "batches"} for row in clf.history_
             ]

@@ -152,9 +152,13 @@ def fit_and_score(encoder, train, test, seed, params, valid=None):
 def fit_on(encoder, train, seed, params, valid=None):
     """A PARSClassifier fine-tuned from ``encoder`` (None: scratch) on ``train``.
 
-    ``valid`` picks the best epoch, restricted to the classes seen in training.
+    ``valid`` picks the best epoch, restricted to the classes seen in training; the
+    probe (``finetune="probe"``, or "auto" with an encoder) has no epochs and fits on
+    ``train`` alone.
     """
     clf = _estimator(encoder, seed, params)
+    if clf._finetune_strategy() == "probe":
+        valid = None
     if valid is not None:
         valid = _keep_classes(valid, np.unique(_labels(train)))
     torch.manual_seed(seed)
