@@ -62,8 +62,10 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
     ``callbacks`` (``EarlyStopping``, loggers), ``history_``, ``module_``,
     ``save_params`` / ``load_params``, pickling, ``device``, ``optimizer__*`` and
     ``module__*`` parameters, ``clone``, ``set_params`` and grid search over every
-    parameter below. ``transform`` gives each window's embedding, so the
-    classifier also works as a feature extractor in a scikit-learn ``Pipeline``.
+    parameter below (``save_params`` and ``partial_fit`` are for the neural head:
+    a classifier fitted with the probe is pickled whole). ``transform`` gives each
+    window's features, so the classifier also works as a feature extractor in a
+    scikit-learn ``Pipeline``.
 
     **What to expect.** With a pretrained encoder the default is a probe: a
     logistic regression over the frozen encoder's features beside log band power

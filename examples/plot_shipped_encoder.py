@@ -111,7 +111,7 @@ for name, clf in classifiers.items():
     print(f"{name:24s} balanced accuracy on 2 test subjects: {score:.3f}")
 
 # %%
-# Two subjects, five epochs and two test subjects say little: chance is 0.5 and the
+# Two labelled subjects and two test subjects say little: chance is 0.5 and the
 # spread between draws of subjects is large. ``braindecode-pars demo`` runs this
 # comparison with 1 and 2 labelled subjects, five draws each, on all 12 test
 # subjects, with training from scratch beside it.
