@@ -128,7 +128,47 @@ class WindowsInputMixin:
         return tags
 
 
-class BandPowerFeatures(WindowsInputMixin, TransformerMixin, BaseEstimator):
+class WindowsFeaturesMixin(WindowsInputMixin):
+    """``fit`` and ``fit_transform`` of a transformer of windows into features, over
+    its ``_fit(X)`` (check, read the windows once, fit; return their array) and
+    ``_features(X)`` (the features of an array of windows)."""
+
+    def fit(self, X, y=None):
+        """Check the parameters against the windows and fit.
+
+        Parameters
+        ----------
+        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
+Subset | SliceDataset | list of window items | mne.Epochs
+            The windows, read by
+            :func:`~braindecode_pars.datasets.adapters.read_windows`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then compute the features of the same windows, read once.
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        features : ndarray, shape (n_windows, n_features)
+            As :meth:`transform`.
+        """
+        return self._features(self._fit(X))
+
+
+class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Log mean power per channel in frequency bands, by Welch's method.
 
     For each window and channel the power spectral density is estimated with
@@ -191,40 +231,6 @@ class BandPowerFeatures(WindowsInputMixin, TransformerMixin, BaseEstimator):
         self.n_per_seg = n_per_seg
         self.log = log
 
-    def fit(self, X, y=None):
-        """Check the parameters against the windows.
-
-        Parameters
-        ----------
-        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
-Subset | SliceDataset | list of window items | mne.Epochs
-            The windows, read by
-            :func:`~braindecode_pars.datasets.adapters.read_windows`.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : BandPowerFeatures
-        """
-        self._fit(X)
-        return self
-
-    def fit_transform(self, X, y=None):
-        """Fit, then compute the band powers of the same windows, read once.
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        features : ndarray, shape (n_windows, n_chans * n_bands)
-            As :meth:`transform`.
-        """
-        return self._band_power(self._fit(X))
-
     def _fit(self, X):
         """Check the parameters, read the windows and fit; return the windows' array."""
         # the parameters first, as far as they can be checked without the windows
@@ -276,9 +282,9 @@ Subset | SliceDataset | list of window items | mne.Epochs
             For each channel in turn, the (log) mean power of each band.
         """
         check_is_fitted(self, "bands_")
-        return self._band_power(_read(X, self.sfreq_).X)
+        return self._features(_read(X, self.sfreq_).X)
 
-    def _band_power(self, X):
+    def _features(self, X):
         """The features of windows read as a float64 array."""
         if X.shape[1] != self.n_chans_:
             raise ValueError(

@@ -43,13 +43,13 @@ from .floor import (
     BandPowerFeatures,
     LabelledPipeline,
     WindowsArray,
-    WindowsInputMixin,
+    WindowsFeaturesMixin,
 )
 from .models.classifier import channel_tokens
 from .models.encoder import checked_encoder
 
 
-class EncoderFeatures(WindowsInputMixin, TransformerMixin, BaseEstimator):
+class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
 
     Every channel of every window goes through the encoder on its own (fixed 1-s
@@ -97,27 +97,6 @@ class EncoderFeatures(WindowsInputMixin, TransformerMixin, BaseEstimator):
         self.sfreq = sfreq
         self.batch_size = batch_size
         self.device = device
-
-    def fit(self, X, y=None):
-        """Load the encoder and check it against the windows.
-
-        Parameters
-        ----------
-        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
-Subset | SliceDataset | list of window items | mne.Epochs
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : EncoderFeatures
-        """
-        self._fit(X)
-        return self
-
-    def fit_transform(self, X, y=None):
-        """Fit, then compute the features of the same windows, read once."""
-        return self._features(self._fit(X))
 
     def _fit(self, X):
         from .hub import load_encoder
