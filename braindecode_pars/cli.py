@@ -301,7 +301,18 @@ def _run_info(args):
 
     info = {"command": shlex.join(["braindecode-pars", *sys.argv[1:]])}
     if args.store:
+        from .datasets.store import store_summary
+
         info["data.store"] = str(args.store)
+        summary = store_summary(args.store)
+        info["data.channel_hours"] = summary["channel_hours"]
+        info["data.hours"] = summary["hours"]
+        info["data.people"] = summary["people"]
+        info["data.datasets"] = "; ".join(
+            f"{name}: {d['n_recordings']} recordings of {d['people']} people, "
+            f"{d['channel_hours']} channel-hours"
+            for name, d in summary["datasets"].items()
+        )
     elif args.recordings:
         info["data.recordings"] = list(args.recordings)
     elif args.shared_data:

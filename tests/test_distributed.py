@@ -236,6 +236,13 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
     assert not status["finished"] and not (run_dir / "encoder.pt").exists()
     assert f"interrupted; {status['epoch']} of 500 epochs are saved" in err.decode()
     assert "KeyError" not in err.decode() and "final loss" not in out.decode()
+    # the run records what its store holds: two 1-minute runs of 64 channels, one person
+    import json
+
+    with open(run_dir / "config.json") as f:
+        config = json.load(f)
+    assert config["data.channel_hours"] == pytest.approx(2 * 64 / 60, rel=0.05)
+    assert config["data.people"] == 1
     # the same command resumes (here for one more epoch, then stops by the time limit)
     again = subprocess.run(
         [*command, "--max-minutes", "0"], env=ENV, capture_output=True, text=True, timeout=300

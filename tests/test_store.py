@@ -7,6 +7,7 @@ import weakref
 
 import mne
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from braindecode.datasets import BaseConcatDataset, RawDataset
@@ -19,6 +20,7 @@ from braindecode_pars.datasets import (
     load_physionet_mi_continuous,
     load_recordings,
     read_window_store,
+    store_summary,
     write_window_store,
 )
 from braindecode_pars.datasets.windowing import fixed_length_windower
@@ -264,3 +266,36 @@ def test_view_refuses_mixed_rates_and_recordings_without_eeg():
         SingleChannelWindows(fixed_windows(make_raw(0).pick(["EOG", "ECG"])))
     with pytest.raises(ValueError, match=r"\(name=r\) is a recording, not windows"):
         SingleChannelWindows(BaseConcatDataset([RawDataset(make_raw(0), {"name": "r"})]))
+
+
+def test_store_summary_counts_each_sample_once_and_people_by_subject_or_folder(tmp_path):
+    """Channel-hours of overlapping windows equal those of the recordings; people are
+    distinct (dataset, subject) pairs, or the folder of the file without a subject."""
+    sfreq = 100.0
+    parts = []
+    # dataset "a": subject 1 twice (2 channels, 360 s and 180 s), subject 2 once (720 s)
+    for subject, seconds in ((1, 360), (1, 180), (2, 720)):
+        info = mne.create_info(["C3", "C4"], sfreq, "eeg")
+        raw = mne.io.RawArray(np.zeros((2, int(seconds * sfreq))), info, verbose=False)
+        parts.append(RawDataset(raw, pd.Series({"subject": subject, "dataset": "a"})))
+    # dataset "b": no subject, two files in the folder of one person, one in another's
+    for folder, seconds in (("p1", 36), ("p1", 36), ("p2", 72)):
+        info = mne.create_info(["Fz", "Cz", "Pz", "Oz"], sfreq, "eeg")
+        raw = mne.io.RawArray(np.zeros((4, int(seconds * sfreq))), info, verbose=False)
+        description = pd.Series({"file": f"/data/{folder}/run.edf", "dataset": "b"})
+        parts.append(RawDataset(raw, description))
+    windows = create_fixed_length_windows(
+        BaseConcatDataset(parts),
+        window_size_samples=1000,
+        window_stride_samples=250,  # windows overlap four times over
+        drop_last_window=True,
+    )
+    write_window_store(windows, tmp_path / "store")
+    summary = store_summary(tmp_path / "store")
+    a, b = summary["datasets"]["a"], summary["datasets"]["b"]
+    assert a["channel_hours"] == pytest.approx(2 * (360 + 180 + 720) / 3600, abs=0.01)
+    assert b["channel_hours"] == pytest.approx(4 * (36 + 36 + 72) / 3600, abs=0.01)
+    assert (a["people"], b["people"], summary["people"]) == (2, 2, 4)
+    assert (a["n_recordings"], b["n_recordings"]) == (3, 3)
+    assert summary["n_windows"] == len(windows) == a["n_windows"] + b["n_windows"]
+    assert summary["hours"] == pytest.approx((1260 + 144) / 3600, abs=0.01)

@@ -35,7 +35,7 @@ from .physionet_mi import (
 from .recordings import find_recordings, load_recordings, non_eeg_channels
 from .single_channel import SingleChannelWindows
 from .sleep_edf import read_sleep_edf_mat
-from .store import read_window_store, write_window_store
+from .store import read_window_store, store_summary, write_window_store
 from .tuh import (
     TUH_CHANNELS_19,
     TUH_CHANNELS_21,
@@ -109,6 +109,7 @@ __all__ = [
     "read_tuh_edf",
     "read_ysyw_record",
     "read_window_store",
+    "store_summary",
     "run_block",
     "tuh_subject_split",
     "tuh_subjects",

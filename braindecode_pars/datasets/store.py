@@ -298,3 +298,95 @@ def read_window_store(path, descriptions=True):
         with open(path / "recordings.json") as f:
             info["recordings"] = json.load(f)
     return recordings, index, info
+
+
+def _person(description):
+    """Who a recording is from: its description's ``subject``, else the folder of its
+    ``file`` (the layout of per-subject folders, e.g. ``subject101/``), else None."""
+    subject = description.get("subject")
+    if subject is not None:
+        return str(subject)
+    file = description.get("file")
+    if file:
+        return Path(str(file)).parent.name or None
+    return None
+
+
+def store_summary(path):
+    """What a store holds: recordings, channel-hours and people, in all and per dataset.
+
+    Channel-hours count every stored sample of every channel once (overlapping
+    windows do not count twice). People are the distinct (dataset, person) pairs, a
+    recording's person being its description's ``subject`` or, without one, the
+    folder of its ``file``; recordings with neither are counted in
+    ``unattributed_recordings``.
+
+    Parameters
+    ----------
+    path : str | Path
+        A store folder (:func:`write_window_store`).
+
+    Returns
+    -------
+    summary : dict
+        ``n_recordings``, ``n_windows``, ``hours`` (recording time),
+        ``channel_hours``, ``people``, ``unattributed_recordings``, and ``datasets``:
+        the same keys for each value of the descriptions' ``dataset`` (``"?"``
+        without one).
+
+    Examples
+    --------
+    >>> import numpy as np, mne
+    >>> from braindecode.datasets import BaseConcatDataset, RawDataset
+    >>> from braindecode.preprocessing import create_fixed_length_windows
+    >>> import pandas as pd, tempfile
+    >>> info = mne.create_info(["C3", "C4"], 100.0, "eeg")
+    >>> raw = mne.io.RawArray(np.zeros((2, 36000)), info, verbose=False)
+    >>> ds = BaseConcatDataset([RawDataset(raw, pd.Series({"subject": 1}))])
+    >>> windows = create_fixed_length_windows(
+    ...     ds, window_size_samples=1000, window_stride_samples=1000, drop_last_window=True
+    ... )
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = write_window_store(windows, folder, overwrite=True)
+    >>> summary = store_summary(folder)
+    >>> summary["channel_hours"], summary["people"]
+    (0.2, 1)
+    """
+    path = Path(path)
+    recordings, index, info = read_window_store(path)
+    sfreq = float(info["sfreq"])
+    per = {}
+    for rec, meta in zip(recordings, info["recordings"], strict=True):
+        description = meta.get("description") or {}
+        dataset = str(description.get("dataset", "?"))
+        entry = per.setdefault(
+            dataset,
+            {"n_recordings": 0, "n_windows": 0, "hours": 0.0, "channel_hours": 0.0,
+             "people": set(), "unattributed_recordings": 0},
+        )  # fmt: skip
+        n_chans, n_times = rec.shape
+        entry["n_recordings"] += 1
+        entry["hours"] += n_times / sfreq / 3600
+        entry["channel_hours"] += n_chans * n_times / sfreq / 3600
+        person = _person(description)
+        if person is None:
+            entry["unattributed_recordings"] += 1
+        else:
+            entry["people"].add(person)
+    counts = np.bincount(index[:, 0], minlength=len(recordings))
+    for meta, n in zip(info["recordings"], counts, strict=True):
+        dataset = str((meta.get("description") or {}).get("dataset", "?"))
+        per[dataset]["n_windows"] += int(n)
+    datasets = {}
+    for name, entry in per.items():
+        datasets[name] = dict(entry, people=len(entry["people"]))
+    summary = {
+        key: sum(d[key] for d in datasets.values())
+        for key in ("n_recordings", "n_windows", "hours", "channel_hours", "people",
+                    "unattributed_recordings")
+    }  # fmt: skip
+    summary["datasets"] = datasets
+    for entry in [summary, *datasets.values()]:
+        entry["hours"] = round(entry["hours"], 2)
+        entry["channel_hours"] = round(entry["channel_hours"], 2)
+    return summary
