@@ -1,0 +1,370 @@
+"""What more pretraining buys: held-out pretext skill and few-label downstream accuracy
+against pretraining steps, corpus and encoder size, and PARS against MAE at equal
+wall-clock.
+
+Every encoder of the curve is pretrained on data that no selection or test split of
+the development tasks scores (:mod:`braindecode_pars.experiments.dev_tasks`): the
+12 EEGMAT pool subjects, the nine Sleep-EDF segments and, except on the corpus axis's
+smaller point, the 129 Muse headband recordings (``store-selection``: 74.6
+channel-hours, 82 people; without the headband 40.5 channel-hours, 17 people). Its
+pretext skill is measured on whole recordings held out of pretraining (10 %).
+
+Downstream: the selection splits of the four development tasks at one labelled unit
+(``bench_dev_tasks.py``'s splits and 5 draws), balanced accuracy, two recipes over
+the frozen encoder:
+
+- ``probe[enc, 1]``: a logistic regression on the encoder's features alone (what
+  the encoder itself carries);
+- ``probe[enc+bp+ts, 100]``: the library's default recipe (``PARSClassifier`` with
+  a pretrained encoder), encoder features beside log band power and the tangent
+  space.
+
+and three reference rows that need no pretraining: ``probe[rand, 1]`` and
+``probe[rand+bp+ts, 100]`` (a randomly initialised 64 x 4 encoder), and
+``probe[bp+ts, 100]`` (no encoder).
+
+The axes (each run in :data:`RUNS`, its command recorded in the ``.commands`` file):
+
+- steps: PARS 64 x 4 for 1,000, 3,000, 10,000 and 30,000 optimiser steps (batch 64),
+  each with its own full learning-rate schedule (warm-up, cosine to 0); the
+  30,000-step point is ``benchmarks/encoders/pars-selection``;
+- corpus: the 10,000-step run without the headband recordings, same steps;
+- size: 128 x 6 (8 heads, ff 256) for as many steps as fit the 10,000-step 64 x 4
+  run's wall-clock on this CPU (from a 400-step throughput probe);
+- method: MAE 64 x 4 for as many steps as fit the same wall-clock.
+
+Usage::
+
+    python benchmarks/bench_pretraining_curve.py --pretrain   # runs what is missing
+    python benchmarks/bench_pretraining_curve.py              # evaluates and reports
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import bench_dev_tasks as dev
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from _measure import machine
+from pyriemann.estimation import Covariances
+from sklearn.metrics import balanced_accuracy_score
+
+from braindecode_pars.datasets.store import store_summary
+from braindecode_pars.experiments.dev_tasks import DEV_TASKS
+from braindecode_pars.floor import BandPowerFeatures
+from braindecode_pars.hub import load_encoder
+from braindecode_pars.models.encoder import PatchEncoder
+from braindecode_pars.probe import EncoderFeatures
+
+logger = logging.getLogger("bench_pretraining_curve")
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = "braindecode-pars"
+SMALL = "--emb-dim 64 --depth 4 --n-heads 4 --ff-dim 128"
+LARGE = "--emb-dim 128 --depth 6 --n-heads 8 --ff-dim 256"
+COMMON = "--n-patches 40 --valid-fraction 0.1 --threads 2 --device cpu"
+STORES = {
+    "store-selection": "--eegmat-subjects pool --muse",
+    "store-selection-nomuse": "--eegmat-subjects pool",
+}
+#: Steps of the equal-wall-clock runs: the 10,000-step 64 x 4 run's minutes times each
+#: configuration's steps per minute in a 400-step probe (``probe-*`` runs).
+STEPS_128x6 = 3900
+STEPS_MAE = 43600
+
+#: name -> (axes, store, pretrain arguments, exported folder or None for
+#: results/curve/enc/<name>)
+RUNS = {
+    "pars-64x4-1000": (("steps",), "store-selection", f"{SMALL} --steps 1000", None),
+    "pars-64x4-3000": (("steps",), "store-selection", f"{SMALL} --steps 3000", None),
+    "pars-64x4-10000": (
+        ("steps", "corpus", "size", "method"),
+        "store-selection",
+        f"{SMALL} --steps 10000",
+        None,
+    ),
+    "pars-64x4-30000": (
+        ("steps",),
+        "store-selection",
+        f"{SMALL} --steps 30000",
+        "benchmarks/encoders/pars-selection",
+    ),
+    "pars-64x4-10000-nomuse": (
+        ("corpus",),
+        "store-selection-nomuse",
+        f"{SMALL} --steps 10000",
+        None,
+    ),
+    "pars-128x6-equal-time": (("size",), "store-selection", f"{LARGE} --steps {STEPS_128x6}", None),
+    "mae-64x4-equal-time": (
+        ("method",),
+        "store-selection",
+        f"--method mae {SMALL} --steps {STEPS_MAE}",
+        None,
+    ),
+}
+NOTES = """Notes on reading it:
+
+- The 30,000-step point is the selection encoder
+  (`benchmarks/encoders/pars-selection`), run in sittings on one or two threads with
+  the CPU shared at times: its minutes do not compare with the other rows'.
+- Held-out skill compares along the steps and size/method axes (the same held-out
+  recordings). On the corpus axis each run is scored on held-out recordings of its
+  own corpus, and the headband recordings are harder to predict: the two skills do
+  not compare; the downstream columns do.
+- The equal-wall-clock step counts came from 400-step throughput probes (the
+  128 x 6 probe with 4 heads, the run with 8, hence its 13.3 minutes against 11.5).
+- Downstream noise: the three PhysioNet-MI tasks' selection splits have two distinct
+  draws (block 1 labelled and block 2 scored, or the reverse), so the std over the
+  5 draws understates how much a row would move with other data; differences of a
+  few points between single rows are within what one block of one subject gives."""
+ENCODER_METHODS = ("probe[enc, 1]", "probe[enc+bp+ts, 100]")
+REFERENCE_METHODS = ("probe[rand, 1]", "probe[rand+bp+ts, 100]", "probe[bp+ts, 100]")
+SEEDS = (0, 1, 2, 3, 4)
+COLUMNS = ("encoder", "task", "method", "seed", "balanced_accuracy")
+
+
+def encoder_folder(name):
+    exported = RUNS[name][3]
+    return ROOT / (exported or f"results/curve/enc/{name}")
+
+
+def commands(name):
+    """The store, pretraining and export commands of a run."""
+    _, store, arguments, exported = RUNS[name]
+    out = f"results/curve/{name}"
+    return [
+        f"{CLI} store --shared-data ../shared/data {STORES[store]} --window-seconds 10 "
+        f"--out results/{store}",
+        f"{CLI} pretrain --store results/{store} --out {out} {arguments} {COMMON}",
+        f"{CLI} export --run {out} --out {exported or f'results/curve/enc/{name}'}",
+    ]
+
+
+def pretrain(names):
+    """Build the stores and run the pretraining and export of every missing run, one at
+    a time (a stopped run continues when this is run again)."""
+    bindir = Path(sys.executable).parent
+    for name in names:
+        if (encoder_folder(name) / "model.safetensors").is_file():
+            continue
+        store, run, export = commands(name)
+        if not (ROOT / "results" / RUNS[name][1] / "index.npz").is_file():
+            subprocess.run(shlex.split(store), cwd=ROOT, check=True, env=_env(bindir))
+        for command in (run, export):
+            logger.info("%s", command)
+            subprocess.run(shlex.split(command), cwd=ROOT, check=True, env=_env(bindir))
+
+
+def _env(bindir):
+    import os
+
+    env = dict(os.environ)
+    env["PATH"] = f"{bindir}:{env.get('PATH', '')}"
+    return env
+
+
+def run_facts(name):
+    """Steps, wall-clock, held-out skill, corpus and size of an exported run."""
+    folder = encoder_folder(name)
+    with open(folder / "pretrain_history.json") as f:
+        history = json.load(f)
+    with open(folder / "run_config.json") as f:
+        config = json.load(f)
+    # the split is recorded per epoch since it was introduced; the selection encoder's
+    # first sitting (epochs 1-86) held out the same recordings but did not record it
+    splits = {row.get("valid_split") for row in history} - {None}
+    if splits != {"recordings"} or history[-1].get("valid_split") != "recordings":
+        raise ValueError(f"{name}: validation split {splits}, not whole recordings")
+    encoder = load_encoder(folder)
+    summary = store_summary(ROOT / "results" / RUNS[name][1])
+    return dict(
+        encoder=name,
+        method=config["model"],
+        size=f"{encoder.emb_dim} x {encoder.depth}",
+        parameters=sum(p.numel() for p in encoder.parameters()),
+        steps=int(sum(row["train_batch_count"] for row in history)),
+        minutes=sum(row["dur"] for row in history) / 60,
+        channel_hours=summary["channel_hours"],
+        people=summary["people"],
+        valid_skill=history[-1]["valid_skill"],
+    )
+
+
+def evaluate(names, csv):
+    """Probe rows of every encoder (and the reference rows) on the selection splits at
+    one labelled unit; rows are appended to ``csv`` as they finish."""
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    key = set(zip(done.encoder, done.task, done.method, done.seed, strict=True))
+    for task in DEV_TASKS:
+        X, y, units, pool, scored, sfreq = dev.load_task(task, "selection")
+        dev._y = y
+        blocks = None
+        for name in ["reference", *names]:
+            methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
+            if all((name, task, m, s) in key for m in methods for s in SEEDS):
+                continue
+            if blocks is None:
+                torch.manual_seed(0)
+                rand = PatchEncoder(sfreq=100.0, emb_dim=64, depth=4, n_heads=4, ff_dim=128)
+                blocks = {
+                    "rand": (EncoderFeatures(rand, sfreq=sfreq).fit_transform(X), "features"),
+                    "bp": (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features"),
+                    "ts": (
+                        Covariances(estimator="oas").fit_transform(X.astype(np.float64)),
+                        "covariances",
+                    ),
+                }
+            if name != "reference":
+                encoder = load_encoder(encoder_folder(name))
+                blocks["enc"] = (
+                    EncoderFeatures(encoder, sfreq=sfreq).fit_transform(X),
+                    "features",
+                )
+            rows = []
+            for seed in SEEDS:
+                train, test, _ = dev.split(units, pool, scored, "1", seed)
+                for method in methods:
+                    chosen, C = dev.parse_probe(method)
+                    pred = dev.fit_blocks({b: blocks[b] for b in chosen}, train, test, C, seed)
+                    score = balanced_accuracy_score(y[test], pred)
+                    rows.append(dict(encoder=name, task=task, method=method, seed=seed,
+                                     balanced_accuracy=score))  # fmt: skip
+            pd.DataFrame(rows, columns=COLUMNS).to_csv(
+                csv, mode="a", header=not csv.exists(), index=False
+            )
+            logger.info("%s %s done", task, name)
+    return pd.read_csv(csv)
+
+
+def report(scores, facts, out):
+    """The table (markdown) and the figure."""
+    # mean over the 4 tasks of each draw, then mean and std over draws
+    per_draw = scores.groupby(["encoder", "method", "seed"]).balanced_accuracy.mean()
+    summary = per_draw.groupby(["encoder", "method"]).agg(["mean", "std"])
+    per_task = scores.groupby(["encoder", "method", "task"]).balanced_accuracy.mean()
+    facts = pd.DataFrame(facts).set_index("encoder")
+
+    def cell(encoder, method):
+        m, s = summary.loc[(encoder, method)]
+        return f"{m:.3f} ± {s:.3f}"
+
+    lines = [
+        "# Pretraining curve: steps, corpus, encoder size, and MAE at equal wall-clock",
+        "",
+        f"{machine()}. Commands: `benchmarks/results/pretraining_curve.commands`; "
+        "how to run: `python benchmarks/bench_pretraining_curve.py --help`.",
+        "",
+        "Held-out skill: pretext skill (1 - loss / loss of predicting nothing) on whole "
+        "recordings held out of pretraining, last epoch. Downstream: balanced accuracy on "
+        "the selection splits of the four development tasks at one labelled unit, mean "
+        "over the tasks, mean ± std over 5 draws.",
+        "",
+        "| run | axes | method | size | parameters | steps | minutes | channel-hours | "
+        "people | held-out skill | probe[enc, 1] | probe[enc+bp+ts, 100] (default) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in facts.iterrows():
+        lines.append(
+            f"| {name} | {', '.join(RUNS[name][0])} | {row.method} | {row['size']} | "
+            f"{row.parameters:,} | {row.steps:,} | {row.minutes:.1f} | "
+            f"{row.channel_hours:.1f} | {row.people} | {row.valid_skill:.3f} | "
+            f"{cell(name, ENCODER_METHODS[0])} | {cell(name, ENCODER_METHODS[1])} |"
+        )
+    lines += ["", NOTES]
+    lines += ["", "Reference rows, no pretraining:", "", "| row | downstream |", "|---|---|"]
+    lines += [f"| {m} | {cell('reference', m)} |" for m in REFERENCE_METHODS]
+    lines += ["", "Per task (mean over draws):", ""]
+    tasks = list(DEV_TASKS)
+    lines += ["| run | method | " + " | ".join(tasks) + " |", "|---|---|" + "---|" * len(tasks)]
+    for name in ["reference", *facts.index]:
+        for method in REFERENCE_METHODS if name == "reference" else ENCODER_METHODS:
+            values = [per_task.loc[(name, method, t)] for t in tasks]
+            lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5), sharey="row")
+    steps = [n for n in facts.index if "steps" in RUNS[n][0]]
+    steps.sort(key=lambda n: facts.loc[n, "steps"])
+    x = facts.loc[steps, "steps"].to_numpy()
+    axes[0, 0].plot(x, facts.loc[steps, "valid_skill"], "o-", color="C0")
+    for j, method in enumerate(ENCODER_METHODS):
+        m = [summary.loc[(n, method), "mean"] for n in steps]
+        s = [summary.loc[(n, method), "std"] for n in steps]
+        axes[1, 0].errorbar(x, m, yerr=s, fmt="o-", color=f"C{j}", capsize=3, label=method)
+    for ax in axes[:, 0]:
+        ax.set_xscale("log")
+    axes[1, 0].set_xlabel("pretraining steps (PARS 64 x 4)")
+    pairs = [
+        (1, "corpus (skill: each on its own held-out recordings)",
+         [("pars-64x4-10000-nomuse", "without headband"), ("pars-64x4-10000", "with headband")]),
+        (2, "size / method, equal wall-clock", [("pars-64x4-10000", "PARS 64 x 4"),
+                                                ("pars-128x6-equal-time", "PARS 128 x 6"),
+                                                ("mae-64x4-equal-time", "MAE 64 x 4")]),
+    ]  # fmt: skip
+    for col, title, runs in pairs:
+        runs = [(n, label) for n, label in runs if n in facts.index]
+        pos = np.arange(len(runs))
+        axes[0, col].bar(pos, [facts.loc[n, "valid_skill"] for n, _ in runs], color="C0")
+        for j, method in enumerate(ENCODER_METHODS):
+            m = [summary.loc[(n, method), "mean"] for n, _ in runs]
+            s = [summary.loc[(n, method), "std"] for n, _ in runs]
+            axes[1, col].errorbar(pos + 0.1 * (j - 0.5), m, yerr=s, fmt="o", color=f"C{j}",
+                                  capsize=3, label=method)  # fmt: skip
+        for ax in axes[:, col]:
+            ax.set_xticks(pos, [label for _, label in runs])
+            ax.set_xlim(-0.6, len(runs) - 0.4)
+        axes[0, col].set_title(title)
+    axes[0, 0].set_title("steps")
+    axes[0, 0].set_ylabel("held-out pretext skill")
+    axes[1, 0].set_ylabel("balanced accuracy, k = 1\n(selection splits, mean of 4 tasks)")
+    for ax in axes[1]:
+        for j, method in enumerate(REFERENCE_METHODS):
+            ax.axhline(summary.loc[("reference", method), "mean"], color=f"C{j + 2}", ls="--",
+                       lw=1, label=method if ax is axes[1, 0] else None)  # fmt: skip
+    axes[1, 0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=120)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pretrain", action="store_true", help="run the missing runs first")
+    parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/pretraining_curve")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    with open(args.out.with_suffix(".commands"), "w") as f:
+        for name in args.runs:
+            f.write(f"# {name}\n" + "\n".join(commands(name)) + "\n")
+        f.write("python benchmarks/bench_pretraining_curve.py\n")
+    if args.pretrain:
+        pretrain(args.runs)
+    names = [n for n in args.runs if (encoder_folder(n) / "model.safetensors").is_file()]
+    missing = sorted(set(args.runs) - set(names))
+    if missing:
+        logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
+    start = time.perf_counter()
+    scores = evaluate(names, args.out.with_suffix(".csv"))
+    scores = scores[scores.encoder.isin(["reference", *names])]
+    report(scores, [run_facts(n) for n in names], args.out)
+    logger.info("done in %.0f s", time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
