@@ -1,9 +1,14 @@
 """The low-label runner: draws, scores, and a results file that runs share."""
 
+import json
+
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from braindecode_pars.experiments.low_label import draw_subjects, run_low_label
 
@@ -73,3 +78,57 @@ def test_all_subjects_of_the_pool_are_fitted_once_per_seed():
     )  # fmt: skip
     assert results["seed"].tolist() == [0, 1, 2]
     assert set(results["subjects"]) == {"2 3 4 5"}  # the same subjects, three fits
+
+
+def _flatten(X):
+    return X.reshape(len(X), -1)
+
+
+def _lr(C):
+    return make_pipeline(FunctionTransformer(_flatten), LogisticRegression(C=C))
+
+
+def test_a_run_with_other_settings_is_refused_before_any_fit(tmp_path):
+    """Rows are keyed by method, k and seed: a rerun whose method changed under the same
+    name, or on other subjects or data, would keep the old rows as its own."""
+    X, y, subjects = _task()
+    out = tmp_path / "results.csv"
+    run = dict(ks=[1], seeds=[0], out=out, progress=False)
+    methods = {"lr": _lr(1.0), "mean level": _MeanLevel(hook=lambda: None)}
+    flat = X
+    run_low_label(flat, y, subjects, methods, [0, 1], [2, 3, 4, 5], **run)
+    settings = json.loads((tmp_path / "results.settings.json").read_text())
+    assert settings["methods"]["lr"]["params"]["steps"][1][1]["params"]["C"] == 1.0
+    calls = []
+    changed = {"lr": _lr(10.0), "mean level": _MeanLevel(hook=lambda: None)}
+    with pytest.raises(ValueError, match=r"'out'=.*results.csv.*these differ: method 'lr';"):
+        run_low_label(flat, y, subjects, changed, [0, 1], [2, 3, 4, 5], **run)
+    with pytest.raises(ValueError, match="these differ: test_subjects, pool_subjects;"):
+        run_low_label(flat, y, subjects, methods, [0, 2], [3, 4, 5], **run)
+    with pytest.raises(ValueError, match="these differ: data;"):
+        run_low_label(flat + 1.0, y, subjects, methods, [0, 1], [2, 3, 4, 5], **run)
+    # the same settings resume; a new method joins the record
+    more = {**methods, "C=10": _lr(10.0)}
+    more["mean level"] = _MeanLevel(hook=lambda: calls.append(1))
+    rows = run_low_label(flat, y, subjects, more, [0, 1], [2, 3, 4, 5], **run)
+    assert not calls and sorted(rows["method"]) == ["C=10", "lr", "mean level"]
+    settings = json.loads((tmp_path / "results.settings.json").read_text())
+    assert sorted(settings["methods"]) == ["C=10", "lr", "mean level"]
+
+
+def test_settings_describe_estimators_modules_and_arrays():
+    import torch
+
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.experiments.low_label import describe
+
+    torch.manual_seed(0)
+    a = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=16)
+    b = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=16)
+    assert describe(a) != describe(b)  # other weights
+    assert describe(a) == describe(a)
+    assert describe(np.arange(3)) != describe(np.arange(4))
+    nested = describe(make_pipeline(StandardScaler(), LogisticRegression(C=3.0)))
+    assert nested["class"] == "sklearn.pipeline.Pipeline"
+    assert nested["params"]["steps"][1][1]["params"]["C"] == 3.0
+    json.dumps(nested)  # plain JSON

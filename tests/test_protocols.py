@@ -75,6 +75,14 @@ def test_label_efficiency_end_to_end_and_resumable(data, tmp_path, monkeypatch):
     rows.iloc[:3].to_csv(tmp_path / "le" / "results.csv", index=False)  # as if interrupted
     monkeypatch.undo()
     assert len(_run(config, tmp_path, "le")) == 4  # only the missing job ran
+    monkeypatch.setattr(est.PARSClassifier, "fit", refuse)
+    other = {**config, "estimator": {**TINY, "lr": 1e-2}}  # rows keyed by method and seed
+    with pytest.raises(
+        ValueError,
+        match=r"another configuration \(keys that differ from its config.json: estimator\)",
+    ):
+        _run(other, tmp_path, "le")  # refused before any fit
+    assert json.loads((tmp_path / "le" / "config.json").read_text()) == config
 
 
 def test_transfer_table_over_two_datasets(data, tmp_path):

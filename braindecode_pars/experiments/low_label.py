@@ -4,14 +4,19 @@ For each ``k`` and each seed, ``k`` subjects are drawn from a pool of labelled
 subjects (each seed its own draw), every method is fitted on their windows and
 scored on the windows of fixed test subjects that no fit ever trains on.
 Rows are appended to a CSV file as they finish, so an interrupted run resumes
-where it stopped.
+where it stopped. Beside the CSV, ``<name>.settings.json`` records what produced its
+rows (each method's parameters, the subjects, a fingerprint of the data), so that a
+run with other settings is refused instead of being passed off as the old rows.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +85,9 @@ def run_low_label(
     ks, seeds : sequences of int
     out : str | Path | None
         CSV file the rows are appended to; existing rows are kept and not run again.
+        The settings are recorded beside it (:func:`check_settings`): a method whose
+        parameters changed under the same name, other subjects or other data raise a
+        ``ValueError`` before any fit.
     spread : bool
         How subjects are drawn (see :func:`draw_subjects`).
     histories : dict | None
@@ -104,6 +112,17 @@ def run_low_label(
     if not test.any():
         raise ValueError("No window belongs to the test subjects.")
     done = pd.DataFrame(columns=list(COLUMNS))
+    if out is not None:
+        check_settings(
+            out,
+            {
+                "test_subjects": sorted(int(s) for s in test_subjects),
+                "pool_subjects": sorted(int(s) for s in pool_subjects),
+                "spread": bool(spread),
+                "data": data_fingerprint(X, y, subjects),
+            },
+            {name: describe(est) for name, est in methods.items()},
+        )
     if out is not None and Path(out).is_file():
         done = pd.read_csv(out)
     keys = {(r.method, int(r.k), int(r.seed)) for r in done.itertuples()}
@@ -146,6 +165,85 @@ def run_low_label(
         if out is not None:
             rows = _save_row(out, row, rows)
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def describe(obj):
+    """A JSON description of a setting: estimators by their class and parameters
+    (recursively), torch modules by their class and a hash of their weights, arrays by
+    a hash, classes and module-level functions by their qualified name."""
+    import torch
+
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    if isinstance(obj, list | tuple):
+        return [describe(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): describe(v) for k, v in obj.items()}
+    if isinstance(obj, type):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    if isinstance(obj, types.FunctionType | types.BuiltinFunctionType):
+        name = getattr(obj, "__qualname__", repr(obj))
+        return "<local function>" if "<" in name else f"{obj.__module__}.{name}"
+    if isinstance(obj, torch.nn.Module):
+        digest = hashlib.sha1()
+        for key, value in obj.state_dict().items():
+            digest.update(key.encode())
+            digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+        return {"class": describe(type(obj)), "weights": digest.hexdigest()[:16]}
+    if isinstance(obj, np.ndarray | torch.Tensor):
+        array = np.ascontiguousarray(obj.detach().cpu().numpy() if torch.is_tensor(obj) else obj)
+        return {"array": list(array.shape), "sha1": hashlib.sha1(array.tobytes()).hexdigest()[:16]}
+    if hasattr(obj, "get_params"):
+        return {"class": describe(type(obj)), "params": describe(obj.get_params(deep=False))}
+    return repr(obj)
+
+
+def data_fingerprint(X, y, subjects):
+    """A short hash of the windows, labels and subjects of a run."""
+    digest = hashlib.sha1()
+    for part in (X, y, subjects):
+        array = np.ascontiguousarray(part)
+        digest.update(str((array.shape, array.dtype.str)).encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()[:16]
+
+
+def settings_path(out):
+    """The settings file beside the results CSV ``out``."""
+    out = Path(out)
+    return out.with_name(out.stem + ".settings.json")
+
+
+def check_settings(out, common, methods):
+    """Refuse to add to the results ``out`` when its rows came from other settings.
+
+    ``common`` (subjects, data) must equal what the settings file records; each
+    method already recorded under a name must have the same description. New methods
+    are added to the record (several runs may add methods to one file). A CSV without
+    a settings file (written before there were any) is taken as it is.
+    """
+    path = settings_path(out)
+    recorded = json.loads(path.read_text()) if path.is_file() else None
+    common, methods = json.loads(json.dumps(common)), json.loads(json.dumps(methods))
+    if recorded is not None:
+        changed = [k for k in common if recorded.get(k) != common[k]]
+        changed += [
+            f"method {name!r}"
+            for name, desc in methods.items()
+            if name in recorded.get("methods", {}) and recorded["methods"][name] != desc
+        ]
+        if changed:
+            raise ValueError(
+                f"The results in 'out'={str(out)!r} were made with other settings "
+                f"(these differ: {', '.join(changed)}; recorded in {path}); their rows would be "
+                "kept as this run's. Write to another 'out', or delete both files to "
+                "start again."
+            )
+        methods = {**recorded.get("methods", {}), **methods}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({**common, "methods": methods}, indent=1))
+    os.replace(tmp, path)
 
 
 def _save_row(out, row, rows):

@@ -374,8 +374,19 @@ def run_experiment(config, out=None):
     protocol = config.get("protocol")
     check_option("protocol", protocol, PROTOCOLS)
     out = Path(out or config.get("out", f"results/{protocol}"))
+    recorded = out / "config.json"
+    if recorded.is_file():
+        before, now = json.loads(recorded.read_text()), json.loads(json.dumps(config))
+        changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+        if changed:
+            raise ValueError(
+                f"'out'={str(out)!r} holds the results of another configuration (keys "
+                f"that differ from its config.json: {', '.join(changed)}); a resumed run "
+                "would keep its rows as this configuration's. Give another 'out', or "
+                "delete that folder to start again."
+            )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    recorded.write_text(json.dumps(config, indent=2))
     methods = config.get("methods", {"scratch": None})
     params = config.get("estimator", {})
     seeds = config.get("seeds", [0])
