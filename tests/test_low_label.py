@@ -132,3 +132,4 @@ def test_settings_describe_estimators_modules_and_arrays():
     assert nested["class"] == "sklearn.pipeline.Pipeline"
     assert nested["params"]["steps"][1][1]["params"]["C"] == 3.0
     json.dumps(nested)  # plain JSON
+    assert describe(object()) == describe(object()) == "<object object>"  # no address

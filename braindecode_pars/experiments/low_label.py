@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 import types
 from pathlib import Path
@@ -195,7 +196,7 @@ def describe(obj):
         return {"array": list(array.shape), "sha1": hashlib.sha1(array.tobytes()).hexdigest()[:16]}
     if hasattr(obj, "get_params"):
         return {"class": describe(type(obj)), "params": describe(obj.get_params(deep=False))}
-    return repr(obj)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))  # no address: it differs per run
 
 
 def data_fingerprint(X, y, subjects):
