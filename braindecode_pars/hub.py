@@ -109,6 +109,8 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     Returns
     -------
     encoder : PatchEncoder
+        In evaluation mode when read from a folder or file (call ``.train()`` to
+        train it further); a given encoder is returned as it is.
     """
     if isinstance(path_or_encoder, PatchEncoder):
         return path_or_encoder
@@ -143,7 +145,7 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     config["activation"] = getattr(nn, config.pop("activation"))
     encoder = PatchEncoder(**config)
     encoder.load_state_dict(saved["state_dict"])
-    return encoder
+    return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
 
 def unwrapped_state_dict(state):

@@ -47,6 +47,17 @@ def test_instance_normalisation_makes_tokens_invariant_to_gain_and_offset():
     torch.testing.assert_close(enc(X), enc(3.5 * X - 20.0), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_windows_in_volts_are_normalised_like_float64(dtype):
+    """EEG in volts (about 1e-5) has a variance (1e-10) that float16 cannot hold."""
+    enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    X = 2e-5 * torch.randn(3, 1, 60, dtype=torch.float64)
+    reference = (X - X.mean(-1, keepdim=True)) / X.std(-1, unbiased=False, keepdim=True)
+    out = enc.normalize(X.to(dtype))
+    assert out.dtype == dtype and out.abs().amax() > 1.0  # not flushed to zero
+    torch.testing.assert_close(out.double(), reference, atol=2e-2, rtol=2e-2)
+
+
 def test_position_mask_token_replaces_the_embedding_only_where_masked():
     enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
     starts = torch.tensor([[0, 13, 27], [5, 40, 2]])

@@ -3,8 +3,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from braindecode_pars import PatchEncoder, save_encoder
 from braindecode_pars.cli import main
@@ -131,7 +133,12 @@ def test_ablation_pretrains_each_configuration(data, tmp_path):
             "mlp": {"n_patches": 8, "decoder": "mlp"},
         },
     }
+    torch.manual_seed(123)
+    before, numpy_before = torch.get_rng_state(), np.random.get_state()[1].copy()  # noqa: NPY002
     rows = _run(config, tmp_path, "ablation")
+    # pretraining and fine-tuning are seeded inside; the caller's generators are kept
+    assert torch.equal(torch.get_rng_state(), before)
+    assert np.array_equal(np.random.get_state()[1], numpy_before)  # noqa: NPY002
     assert list(rows.config) == ["N8-gamma0.75", "fixed", "mlp"]
     # scored on the validation patients by default, as the paper scores its ablations
     n_valid = len(load_recipe("ysyw", data["ysyw"])["valid"])

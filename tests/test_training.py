@@ -96,8 +96,10 @@ def test_encoder_checkpoints_round_trip(tmp_path):
     save_encoder(enc, tmp_path / "enc.pt", epoch=3)
     loaded = load_encoder(tmp_path / "enc.pt")
     assert loaded.sfreq == 10 and loaded.patch_seconds == 2.0 and loaded.emb_dim == 32
+    enc.save_pretrained(tmp_path / "folder")
+    assert not loaded.training and not load_encoder(tmp_path / "folder").training  # alike
     X = torch.randn(2, 1, 100)
-    enc.eval(), loaded.eval()
+    enc.eval()
     torch.testing.assert_close(enc(X), loaded(X))
     with pytest.raises(FileNotFoundError, match="No saved encoder"):
         load_encoder(tmp_path / "missing.pt")
@@ -224,6 +226,19 @@ def test_validation_skill_is_measured_on_the_same_draws_every_epoch():
     # skill is 1 - loss / trivial loss
     last = net.history[-1]
     assert last["valid_skill"] == pytest.approx(1 - last["valid_loss"] / last["valid_trivial"])
+
+
+def test_partial_fit_on_other_data_draws_its_validation_windows_from_that_data():
+    torch.manual_seed(0)
+    net = PretrainNet(_pars(), max_epochs=1, batch_size=16, progress_bar=False, valid_fraction=0.25)
+    first, second = ramp_dataset(), ramp_dataset()
+    second.tensors = (second.tensors[0] * 0 + 7.0, second.tensors[1])  # constant windows
+    net.fit(first)
+    drawn = net._valid_fixed.tensors[0].clone()
+    net.partial_fit(first)
+    assert torch.equal(net._valid_fixed.tensors[0], drawn)  # same data: same draws
+    net.partial_fit(second)
+    assert torch.all(net._valid_fixed.tensors[0] == 7.0)  # drawn from the new data
 
 
 def test_validation_holds_out_whole_recordings_when_the_view_knows_them():

@@ -27,7 +27,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from tqdm.auto import tqdm
 
 from .._checks import check_option
@@ -39,6 +38,7 @@ from ..hub import save_encoder
 from ..metrics import balanced_accuracy, cohen_kappa
 from ..models import pretext_params
 from ..training import pretrain
+from ..training.seeding import isolated_random_state
 from .low_label import summary_table
 
 logger = logging.getLogger(__name__)
@@ -116,23 +116,26 @@ def finetune_params(config, sfreq, **extra):
 
 def pretrain_method(method, seed, config, view, out):
     """Pretrain one pretext task on the shared view; returns the encoder file and losses."""
-    torch.manual_seed(seed)
     params = pretext_params(method, config.n_patches, config.pos_mask_ratio, config.mask_ratio)
     run_dir = out / "pretrain" / f"{method}_seed{seed}"
-    net = pretrain(
-        view,
-        method,
-        checkpoint_dir=run_dir,
-        max_epochs=config.pretrain_epochs,
-        batch_size=config.pretrain_batch_size,
-        lr=config.pretrain_lr,
-        device=config.device,
-        progress_bar=False,
-        encoder_kwargs=dict(
-            emb_dim=config.emb_dim, depth=config.depth, n_heads=config.n_heads, ff_dim=config.ff_dim
-        ),
-        **params,
-    )
+    with isolated_random_state(seed, config.device):  # the caller's generators are kept
+        net = pretrain(
+            view,
+            method,
+            checkpoint_dir=run_dir,
+            max_epochs=config.pretrain_epochs,
+            batch_size=config.pretrain_batch_size,
+            lr=config.pretrain_lr,
+            device=config.device,
+            progress_bar=False,
+            encoder_kwargs=dict(
+                emb_dim=config.emb_dim,
+                depth=config.depth,
+                n_heads=config.n_heads,
+                ff_dim=config.ff_dim,
+            ),
+            **params,
+        )
     path = out / "encoders" / f"{method}_seed{seed}.pt"
     save_encoder(net.encoder, path)
     losses = net.history[:, "train_loss"]

@@ -25,7 +25,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
@@ -37,6 +36,7 @@ from ..estimator import PARSClassifier
 from ..metrics import scores
 from ..models.encoder import ENCODER_SIZE_KEYS
 from ..training import pretrain
+from ..training.seeding import isolated_random_state
 
 logger = logging.getLogger(__name__)
 
@@ -161,11 +161,11 @@ def fit_on(encoder, train, seed, params, valid=None):
         valid = None
     if valid is not None:
         valid = _keep_classes(valid, np.unique(_labels(train)))
-    torch.manual_seed(seed)
-    if valid is not None:
-        clf.fit(train, X_valid=valid, y_valid=_labels(valid))
-    else:
-        clf.fit(train)
+    with isolated_random_state(seed):  # the caller's generators stay as they were
+        if valid is not None:
+            clf.fit(train, X_valid=valid, y_valid=_labels(valid))
+        else:
+            clf.fit(train)
     return clf
 
 
@@ -290,17 +290,17 @@ def ablation(
     for seed, name in tqdm(list(itertools.product(seeds, configs)), desc="ablation", leave=False):
         if log.done(config=name, seed=seed):
             continue
-        torch.manual_seed(seed)
         run_dir = out / "pretrain" / f"{name}_seed{seed}"
-        net = pretrain(
-            view,
-            "pars",
-            checkpoint_dir=run_dir,
-            progress_bar=False,
-            encoder_kwargs=encoder_kwargs,
-            **pretrain_params,
-            **configs[name],
-        )
+        with isolated_random_state(seed, pretrain_params.get("device") or "cpu"):
+            net = pretrain(
+                view,
+                "pars",
+                checkpoint_dir=run_dir,
+                progress_bar=False,
+                encoder_kwargs=encoder_kwargs,
+                **pretrain_params,
+                **configs[name],
+            )
         train = split["train"]
         if n_subjects is not None:
             chosen = np.random.default_rng([seed, n_subjects]).choice(

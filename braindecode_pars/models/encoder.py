@@ -310,13 +310,17 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         it), microvolts or ADC counts gives the same result. A channel whose standard
         deviation is below ``eps`` times its root mean square (a flat channel, within
         float precision) gives zeros rather than NaN or amplified rounding noise.
+        Half-precision input is normalised in float32 and returned in its own type.
         """
+        dtype = X.dtype
+        if dtype in (torch.float16, torch.bfloat16):
+            X = X.float()  # a variance of volts (1e-10) underflows in float16
         mean = X.mean(dim=-1, keepdim=True)
         var = X.var(dim=-1, keepdim=True, unbiased=False)
         flat = var <= self.eps**2 * X.pow(2).mean(dim=-1, keepdim=True)
         tiny = torch.finfo(X.dtype).tiny
         out = (X - mean) / torch.sqrt(var.clamp_min(tiny))
-        return torch.where(flat, torch.zeros_like(out), out)
+        return torch.where(flat, torch.zeros_like(out), out).to(dtype)
 
     def cut_patches(self, X, starts):
         """Patches ``X[b, 0, s : s + patch_size]`` for every start ``s`` of ``starts[b]``.

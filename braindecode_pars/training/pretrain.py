@@ -315,8 +315,13 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
                 dataset_train, dataset_valid = split(dataset, None)
         else:
             dataset_train, dataset_valid = super().get_split_datasets(X, y, **fit_params)
-        if dataset_valid is not None and not getattr(self, "_valid_fixed", None):
+        # the fixed draws belong to the data they were drawn from: a partial_fit on
+        # other data draws them anew
+        source = (id(X), len(X))
+        fixed = getattr(self, "_valid_fixed", None)
+        if dataset_valid is not None and (not fixed or self._valid_source != source):
             self._valid_fixed = self._fixed_draws(dataset_valid)
+            self._valid_source = source
         if dataset_valid is not None:
             dataset_valid = self._valid_fixed
         return dataset_train, dataset_valid
