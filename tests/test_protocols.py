@@ -218,6 +218,12 @@ def test_documented_configurations_are_valid(name):
     from braindecode_pars.experiments.protocols import PROTOCOLS, _estimator
 
     assert config["protocol"] in PROTOCOLS
+    # the paper's datasets are hundreds of GB: each is prepared once to disk and read
+    # lazily, never loaded whole into memory
+    specs = [config["data"]] if "data" in config else list(config["datasets"].values())
+    for spec in specs:
+        if spec["recipe"] in ("ysyw", "tuab", "tusz", "eesm17"):
+            assert spec["options"]["cache_dir"].startswith("cache/")
     for encoder in config.get("methods", {"x": None}).values():
         estimator = _estimator(encoder, 0, config["estimator"])
         assert estimator.device in ("cpu", "cuda")
