@@ -133,3 +133,43 @@ def test_settings_describe_estimators_modules_and_arrays():
     assert nested["params"]["steps"][1][1]["params"]["C"] == 3.0
     json.dumps(nested)  # plain JSON
     assert describe(object()) == describe(object()) == "<object object>"  # no address
+
+
+def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
+    """skorch keeps a set among its parameters, whose order follows the hash seed."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from braindecode_pars import PARSClassifier; "
+        "from braindecode_pars.experiments.low_label import describe; "
+        "print(json.dumps(describe(PARSClassifier(pretrained_encoder='pars-small', "
+        "sfreq=100, probe_C=10.0)), sort_keys=True))"
+    )
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        outs.append(run.stdout.strip().splitlines()[-1])
+    assert outs[0] == outs[1] and '"probe_C": 10.0' in outs[0]
+
+
+def test_paths_are_described_by_contents_and_unsaved_methods_may_change(tmp_path):
+    from braindecode_pars.experiments.low_label import check_settings, describe
+
+    for folder in ("a", "b"):
+        (tmp_path / folder / "enc").mkdir(parents=True)
+        (tmp_path / folder / "enc" / "w.bin").write_bytes(b"weights")
+    a, b = tmp_path / "a" / "enc", tmp_path / "b" / "enc"
+    assert describe(a) == describe(str(b))  # the same files elsewhere
+    (b / "w.bin").write_bytes(b"other weights")
+    assert describe(a) != describe(b)
+    out = tmp_path / "results.csv"
+    common = {"data": "d", "missing": float("nan")}  # NaN equals NaN here
+    check_settings(out, common, {"m": describe(a)})
+    check_settings(out, {**common}, {"m": describe(b)})  # no rows of "m" yet: taken
+    with pytest.raises(ValueError, match="these differ: method 'm'"):
+        check_settings(out, common, {"m": describe(a)}, done=["m"])

@@ -114,6 +114,7 @@ def run_low_label(
         raise ValueError("No window belongs to the test subjects.")
     done = pd.DataFrame(columns=list(COLUMNS))
     if out is not None:
+        has_rows = pd.read_csv(out)["method"].unique() if Path(out).is_file() else ()
         check_settings(
             out,
             {
@@ -123,6 +124,7 @@ def run_low_label(
                 "data": data_fingerprint(X, y, subjects),
             },
             {name: describe(est) for name, est in methods.items()},
+            done=has_rows,
         )
     if out is not None and Path(out).is_file():
         done = pd.read_csv(out)
@@ -169,15 +171,22 @@ def run_low_label(
 
 
 def describe(obj):
-    """A JSON description of a setting: estimators by their class and parameters
-    (recursively), torch modules by their class and a hash of their weights, arrays by
-    a hash, classes and module-level functions by their qualified name."""
+    """A JSON description of a setting, the same in every process: estimators by their
+    class and public parameters (recursively), torch modules by their class and a hash
+    of their weights, arrays by a hash, files and folders (a ``Path``, or a string
+    with a ``/`` naming one that exists) by their name and a hash of their contents
+    (where they lie does not matter), sets sorted, classes and module-level functions
+    by their qualified name."""
     import torch
 
+    if isinstance(obj, Path) or (isinstance(obj, str) and "/" in obj and os.path.exists(obj)):
+        return _describe_path(Path(obj))
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     if isinstance(obj, list | tuple):
         return [describe(v) for v in obj]
+    if isinstance(obj, set | frozenset):  # a set's order changes with the hash seed
+        return sorted((describe(v) for v in obj), key=lambda d: json.dumps(d, sort_keys=True))
     if isinstance(obj, dict):
         return {str(k): describe(v) for k, v in obj.items()}
     if isinstance(obj, type):
@@ -189,14 +198,33 @@ def describe(obj):
         digest = hashlib.sha1()
         for key, value in obj.state_dict().items():
             digest.update(key.encode())
-            digest.update(value.detach().cpu().contiguous().numpy().tobytes())
+            digest.update(value.detach().cpu().float().contiguous().numpy().tobytes())
         return {"class": describe(type(obj)), "weights": digest.hexdigest()[:16]}
     if isinstance(obj, np.ndarray | torch.Tensor):
-        array = np.ascontiguousarray(obj.detach().cpu().numpy() if torch.is_tensor(obj) else obj)
+        if torch.is_tensor(obj):
+            obj = obj.detach().cpu().float().numpy()
+        array = np.ascontiguousarray(obj)
         return {"array": list(array.shape), "sha1": hashlib.sha1(array.tobytes()).hexdigest()[:16]}
     if hasattr(obj, "get_params"):
-        return {"class": describe(type(obj)), "params": describe(obj.get_params(deep=False))}
+        params = {k: v for k, v in obj.get_params(deep=False).items() if not k.startswith("_")}
+        return {"class": describe(type(obj)), "params": describe(params)}
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))  # no address: it differs per run
+
+
+def _describe_path(path):
+    """A file or folder by its name and the hash of its contents (where it lies on
+    this machine does not matter); a path that does not exist by its name."""
+    if not path.exists():
+        return str(path)
+    digest = hashlib.sha1()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    size = sum(file.stat().st_size for file in files)
+    if size > 2**30:  # not an encoder: its size stands for its contents
+        return {"path": path.name, "bytes": size}
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
+        digest.update(file.read_bytes())
+    return {"path": path.name, "sha1": digest.hexdigest()[:16]}
 
 
 def data_fingerprint(X, y, subjects):
@@ -215,30 +243,35 @@ def settings_path(out):
     return out.with_name(out.stem + ".settings.json")
 
 
-def check_settings(out, common, methods):
+def check_settings(out, common, methods, done=()):
     """Refuse to add to the results ``out`` when its rows came from other settings.
 
     ``common`` (subjects, data) must equal what the settings file records; each
-    method already recorded under a name must have the same description. New methods
-    are added to the record (several runs may add methods to one file). A CSV without
-    a settings file (written before there were any) is taken as it is.
+    method in ``done`` (the methods that have rows in ``out``) must have the
+    description recorded for it. The record then takes this run's methods (several
+    runs may add methods to one file). A CSV without a settings file (written before
+    there were any) is taken as it is.
     """
     path = settings_path(out)
     recorded = json.loads(path.read_text()) if path.is_file() else None
-    common, methods = json.loads(json.dumps(common)), json.loads(json.dumps(methods))
+
+    def same(a, b):  # as JSON text: NaN equals NaN, and key order does not matter
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
     if recorded is not None:
-        changed = [k for k in common if recorded.get(k) != common[k]]
+        changed = [k for k in common if not same(recorded.get(k), common[k])]
         changed += [
             f"method {name!r}"
             for name, desc in methods.items()
-            if name in recorded.get("methods", {}) and recorded["methods"][name] != desc
+            if name in set(done) & set(recorded.get("methods", {}))
+            and not same(recorded["methods"][name], desc)
         ]
         if changed:
             raise ValueError(
                 f"The results in 'out'={str(out)!r} were made with other settings "
-                f"(these differ: {', '.join(changed)}; recorded in {path}); their rows would be "
-                "kept as this run's. Write to another 'out', or delete both files to "
-                "start again."
+                f"(these differ: {', '.join(changed)}; recorded in {path}); their rows "
+                "would be kept as this run's. Write to another 'out', or delete both "
+                "files to start again."
             )
         methods = {**recorded.get("methods", {}), **methods}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import torch
 from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
@@ -161,7 +162,11 @@ def fit_on(encoder, train, seed, params, valid=None):
         valid = None
     if valid is not None:
         valid = _keep_classes(valid, np.unique(_labels(train)))
-    with isolated_random_state(seed):  # the caller's generators stay as they were
+    # the caller's generators (CUDA's too) stay as they were; the estimator itself
+    # refuses a device this machine lacks, with a clear message
+    device = params.get("device") or "cpu"
+    device = device if torch.cuda.is_available() else "cpu"
+    with isolated_random_state(seed, device):
         if valid is not None:
             clf.fit(train, X_valid=valid, y_valid=_labels(valid))
         else:

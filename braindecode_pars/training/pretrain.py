@@ -315,13 +315,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
                 dataset_train, dataset_valid = split(dataset, None)
         else:
             dataset_train, dataset_valid = super().get_split_datasets(X, y, **fit_params)
-        # the fixed draws belong to the data they were drawn from: a partial_fit on
-        # other data draws them anew
-        source = (id(X), len(X))
-        fixed = getattr(self, "_valid_fixed", None)
-        if dataset_valid is not None and (not fixed or self._valid_source != source):
+        if dataset_valid is not None and not getattr(self, "_valid_fixed", None):
             self._valid_fixed = self._fixed_draws(dataset_valid)
-            self._valid_source = source
         if dataset_valid is not None:
             dataset_valid = self._valid_fixed
         return dataset_train, dataset_valid
@@ -484,11 +479,16 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             )  # fmt: skip
         return config
 
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """skorch's; the fixed validation draws are made anew from ``X`` (the same data
+        gives the same draws, seeded; other data its own), then kept for its epochs."""
+        self._valid_fixed = None
+        return super().partial_fit(X, y, classes=classes, **fit_params)
+
     def fit(self, X, y=None, **fit_params):
         """Pretrain for ``max_epochs``, resuming from ``checkpoint_dir`` when it holds a run."""
         if not (self.warm_start and self.initialized_):
             self.initialize()
-        self._valid_fixed = None
         done = 0
         if self.checkpoint_dir is not None:
             config = self._check_resume(self.checkpoint_dir, X)
