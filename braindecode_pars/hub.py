@@ -35,8 +35,10 @@ from .models.encoder import PatchEncoder
 
 logger = logging.getLogger(__name__)
 
-#: Names of the shipped encoders.
-PRETRAINED_ENCODERS = ("pars-small",)
+#: Names of the shipped encoders: ``pars-small`` (55 channel-hours of 29 people, 14,960
+#: steps; kept for reproducibility) and ``pars-small-v2`` (the same size on 89.5
+#: channel-hours of 94 people and three kinds of device, 42,336 steps).
+PRETRAINED_ENCODERS = ("pars-small", "pars-small-v2")
 
 #: PatchEncoder settings written beside its weights.
 _ENCODER_CONFIG = ("sfreq", "patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob")

@@ -28,23 +28,38 @@ def eegmat_window():
     return torch.as_tensor(np.asarray(windows[0][0], dtype=np.float32))  # (19, 1000), volts
 
 
-def test_the_shipped_encoder_loads_by_name_and_its_card_tells_its_skill():
-    assert "pars-small" in PRETRAINED_ENCODERS
-    encoder = load_encoder("pars-small")
+@pytest.mark.parametrize("name", ["pars-small", "pars-small-v2"])
+def test_the_shipped_encoder_loads_by_name_and_its_card_tells_its_skill(name):
+    assert name in PRETRAINED_ENCODERS
+    encoder = load_encoder(name)
     assert isinstance(encoder, PatchEncoder) and encoder.sfreq == 100 and encoder.emb_dim == 64
-    folder = pretrained_path("pars-small")
+    folder = pretrained_path(name)
     card = (folder / "README.md").read_text()
     for needed in ("Open Data Commons", "skill", "braindecode-pars pretrain", "EEGMAT"):
         assert needed in card
     history = json.loads((folder / "pretrain_history.json").read_text())
     assert history[-1]["valid_skill"] >= 0.3  # the model card's promise
     assert sum(f.stat().st_size for f in folder.iterdir()) < 5e6  # shipped small
-    with pytest.raises(ValueError, match="Allowed values are 'pars-small'"):
+    with pytest.raises(ValueError, match="Allowed values are 'pars-small', 'pars-small-v2'"):
         pretrained_path("pars-huge")
 
 
-def test_the_shipped_model_predicts_shifts_on_a_subject_it_never_saw(eegmat_window):
-    model = load_pretext_model("pars-small")
+def test_the_second_encoder_card_states_its_corpus_and_held_out_skill():
+    """pars-small-v2 is validated on whole recordings left out of pretraining, on at
+    least 85 channel-hours of at least 90 people, and its card says so."""
+    folder = pretrained_path("pars-small-v2")
+    config = json.loads((folder / "run_config.json").read_text())
+    assert config["data.channel_hours"] >= 85 and config["data.people"] >= 90
+    history = json.loads((folder / "pretrain_history.json").read_text())
+    assert {row["valid_split"] for row in history} == {"recordings"}
+    card = (folder / "README.md").read_text()
+    for needed in ("BSD", "Muse", "held out by recording", "channel-hours", "94 people"):
+        assert needed in card
+
+
+@pytest.mark.parametrize("name", ["pars-small", "pars-small-v2"])
+def test_the_shipped_model_predicts_shifts_on_a_subject_it_never_saw(eegmat_window, name):
+    model = load_pretext_model(name)
     X = eegmat_window[:, None, : model.n_times]  # every channel of a test subject
     with torch.no_grad():
         out = model(X, generator=torch.Generator().manual_seed(0))
