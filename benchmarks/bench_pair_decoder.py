@@ -7,7 +7,10 @@ One command records:
    in windows per second, at three encoder sizes: 64 x 4 (the shipped ``pars-small``)
    and 128 x 6 (8 heads, ff 256), both at batch 64 of 10-s windows at 100 Hz, and the
    paper's 512 x 8 at batch 16 of 30-s windows at 200 Hz; 40 patches, pos_mask_ratio
-   0.8 throughout; and the step of every pretext task at 64 x 4, in the same table;
+   0.8 throughout; at 64 x 4 also under bf16 autocast, through ``torch.compile``,
+   and spread over two processes of one thread each (DistributedDataParallel with
+   gloo, the global batch of 64 shared); and the step of every pretext task at
+   64 x 4, in the same table;
 2. where the time of a PARS step goes at 64 x 4 and 128 x 6 (a hand breakdown: each
    part timed on its own, the median over the steps);
 3. at the paper's size, the folded decoders against the naive, materialising ones;
@@ -22,6 +25,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 import time
@@ -47,6 +51,16 @@ SIZES = {
 #: tables (the code of commit 6f9c362), measured with ``step_breakdown`` in the same
 #: session as the first run of this version of the script.
 NOTES = """## Notes
+
+The other ways to run the 64 x 4 step on this CPU (the rows marked bf16 autocast,
+torch.compile, and 2 processes x 1 thread) were measured to see whether any of them
+trains PARS faster than eager float32 on two threads; on this 2-core x86_64 CPU
+none does: bf16 matrix products on these small shapes are slower than float32 and
+autocast adds casts; torch.compile speeds up the encoder little and leaves the
+decoder's hand-written autograd function as it is; two processes of one thread each
+(DistributedDataParallel over gloo, half the batch each) pay for the all-reduce and
+the smaller batches more than the second process gains. Eager float32, the default
+of `braindecode-pars pretrain`, is the CPU setting to use.
 
 Before and after. The code before this version of the decoder (commit 6f9c362: float64
 factor tables, autograd through each elementwise step, `gather` for the masked tokens,
@@ -95,8 +109,12 @@ by that much, the ratios of interleaved steps by about 0.05.
 """
 
 
-def make_steps(n_patches, decoder, impl, batch_size, size=None, small=False):
-    """A PARS training step and the encoder-alone step on the same patches and masks."""
+def make_steps(
+    n_patches, decoder, impl, batch_size, size=None, small=False, amp=False, compiled=False
+):
+    """A PARS training step and the encoder-alone step on the same patches and masks;
+    ``amp``: forward passes under bf16 autocast (as ``PretrainNet(amp=True)``);
+    ``compiled``: the model and the encoder through ``torch.compile``."""
     n_times, sfreq = (SMALL_N_TIMES, SMALL_SFREQ) if small else (N_TIMES, SFREQ)
     model = PARS(
         n_times=n_times,
@@ -110,15 +128,21 @@ def make_steps(n_patches, decoder, impl, batch_size, size=None, small=False):
     X = torch.randn(batch_size, 1, n_times)
     starts = model.sample_patches(batch_size, "cpu")
     pos_mask, _ = model.mask_positions(batch_size, "cpu")
+    pars = torch.compile(model) if compiled else model
+    encoder = torch.compile(model.encoder) if compiled else model.encoder
 
     def pars_step():
         opt.zero_grad(set_to_none=True)
-        model(X)["loss"].backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            loss = pars(X)["loss"]
+        loss.backward()
         opt.step()
 
     def encoder_step():
         opt.zero_grad(set_to_none=True)
-        model.encoder(X, starts=starts, pos_mask=pos_mask).pow(2).mean().backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            loss = encoder(X, starts=starts, pos_mask=pos_mask).float().pow(2).mean()
+        loss.backward()
         opt.step()
 
     return pars_step, encoder_step
@@ -210,6 +234,70 @@ def step_breakdown(size, batch_size, repeats, warmup=2):
     return {name: statistics.median(r[name] for r in rows) for name in rows[0]}
 
 
+def _ddp_worker(rank, world, port, threads, global_batch, repeats, results):
+    """One process of :func:`ddp_rates`: DistributedDataParallel PARS and encoder-alone
+    steps on its share of the global batch, timed on rank 0 (each step ends in the
+    gradients' all-reduce, so the ranks stay in step)."""
+    import os
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        torch.manual_seed(0)  # the same weights everywhere, as after DDP's broadcast
+        size, small = SIZES["64 x 4"]
+        local = global_batch // world
+        model = PARS(n_times=SMALL_N_TIMES, sfreq=SMALL_SFREQ, n_patches=40, **size)
+        encoder = copy.deepcopy(model.encoder)
+        torch.manual_seed(rank + 1)  # each rank its own windows, patches and masks
+        X = torch.randn(local, 1, SMALL_N_TIMES)
+        starts = model.sample_patches(local, "cpu")
+        pos_mask, _ = model.mask_positions(local, "cpu")
+        pars, enc = DDP(model), DDP(encoder)
+        opts = [torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-4) for m in (pars, enc)]
+
+        def pars_step():
+            opts[0].zero_grad(set_to_none=True)
+            pars(X)["loss"].backward()
+            opts[0].step()
+
+        def encoder_step():
+            opts[1].zero_grad(set_to_none=True)
+            enc(X, starts=starts, pos_mask=pos_mask).pow(2).mean().backward()
+            opts[1].step()
+
+        times = median_times([pars_step, encoder_step], repeats, warmup=3)
+        if rank == 0:
+            results.put(times)
+    finally:
+        dist.destroy_process_group()
+
+
+def ddp_rates(world=2, threads=1, global_batch=SMALL_BATCH, repeats=21):
+    """Median step times (PARS, encoder alone) of 64 x 4 pretraining spread over
+    ``world`` CPU processes of ``threads`` torch threads each, the global batch shared
+    (as ``torchrun --nproc_per_node 2 braindecode-pars pretrain --threads 1``)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    results = ctx.SimpleQueue()
+    mp.start_processes(
+        _ddp_worker,
+        args=(world, port, threads, global_batch, repeats, results),
+        nprocs=world,
+        start_method="spawn",
+    )
+    return results.get()
+
+
 def memory_child(n_patches, impl, what, batch_size):
     """Run in a fresh process: growth of the peak resident memory over one step, in MiB."""
     pars_step, encoder_step = make_steps(n_patches, "cross_attention", impl, batch_size)
@@ -266,6 +354,28 @@ def main():
             f"{t_pars / t_enc:.2f} |"
         )
         print(lines[-1], flush=True)
+    variants = {
+        "bf16 autocast": dict(amp=True),
+        "torch.compile": dict(compiled=True),
+        "torch.compile, bf16 autocast": dict(amp=True, compiled=True),
+    }
+    for label, options in variants.items():
+        size, small = SIZES["64 x 4"]
+        pars_step, encoder_step = make_steps(
+            40, "cross_attention", "folded", SMALL_BATCH, size, small, **options
+        )
+        t_pars, t_enc = median_times([pars_step, encoder_step], R, warmup=3)
+        lines.append(
+            f"| 64 x 4, {label} | PARS | {SMALL_BATCH / t_pars:,.0f} | "
+            f"{SMALL_BATCH / t_enc:,.0f} | {t_pars / t_enc:.2f} |"
+        )
+        print(lines[-1], flush=True)
+    t_pars, t_enc = ddp_rates(world=2, threads=1, repeats=R)
+    lines.append(
+        f"| 64 x 4, 2 processes x 1 thread (DDP, gloo; global batch {SMALL_BATCH}) | PARS | "
+        f"{SMALL_BATCH / t_pars:,.0f} | {SMALL_BATCH / t_enc:,.0f} | {t_pars / t_enc:.2f} |"
+    )
+    print(lines[-1], flush=True)
     others = ("mae", "mp3", "droppos")
     times = median_times([pretext_step(m, SMALL_BATCH) for m in others], R)
     for method, t in zip(others, times, strict=True):
