@@ -551,7 +551,9 @@ def build_parser():
         "--steps",
         type=int,
         default=3000,
-        help="optimiser steps (of each process) when --epochs is not given",
+        help="optimiser steps (of each process) when --epochs is not given, counted "
+        "over the windows a --valid-fraction split by window leaves (a split by "
+        "recording can hold out more, so fewer steps run: the log says how many)",
     )
     pre.add_argument(
         "--batch-size", type=int, default=64, help="per process (--paper: 512 shared by all)"

@@ -265,6 +265,11 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
 
     card = model_card(net.encoder, history=net.history.to_list())
     assert "come from whole recordings that pretraining never trained on" in card
+    # a step budget counts the windows that will train: whole recordings held out
+    from braindecode_pars.training.pretrain import training_windows
+
+    assert training_windows(view, 0.1) == len(train) < len(view) - math.ceil(0.1 * len(view))
+    assert training_windows(view, 0) == len(view)
     # windows that stand alone (arrays) are split by window; so is a single recording
     assert held_out_recordings(_ramp_view(), 0.25) is not None
     one = SingleChannelWindows(load_physionet_mi_continuous(runs=[1], window_seconds=10))

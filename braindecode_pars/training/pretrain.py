@@ -536,6 +536,19 @@ def held_out_recordings(dataset, fraction, seed=0):
     return np.flatnonzero(np.isin(recording, names[order[:n_valid]]))
 
 
+def training_windows(dataset, valid_fraction):
+    """How many windows of ``dataset`` train when ``valid_fraction`` is held out, as
+    :meth:`PretrainNet.get_split_datasets` splits it: whole recordings when
+    :func:`held_out_recordings` can (their windows need not make exactly the
+    fraction), else the fraction of the windows rounded up, as skorch's ``ValidSplit``."""
+    if not valid_fraction:
+        return len(dataset)
+    valid = held_out_recordings(dataset, valid_fraction)
+    if valid is not None:
+        return len(dataset) - len(valid)
+    return len(dataset) - math.ceil(valid_fraction * len(dataset))
+
+
 class RunMismatchError(ValueError):
     """A checkpoint folder holds a run with other settings than the one asked for.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import warnings
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from ..hub import save_encoder
 from ..models import PRETEXT_MODELS
 from . import distributed
 from .interrupt import TimeLimit
-from .pretrain import PretrainNet
+from .pretrain import PretrainNet, training_windows
 from .schedule import batches_per_epoch
 
 logger = logging.getLogger(__name__)
@@ -111,9 +110,7 @@ def pretrain(
         callbacks=None if max_minutes is None else [("time_limit", TimeLimit(max_minutes))],
     )
     steps = max_epochs * batches_per_epoch(
-        len(view) - (math.ceil(valid_fraction * len(view)) if valid_fraction else 0),
-        batch_size,
-        distributed.world_size(),
+        training_windows(view, valid_fraction), batch_size, distributed.world_size()
     )
     encoder = model.encoder
     logger.info(
