@@ -274,3 +274,17 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
     assert held_out_recordings(_ramp_view(), 0.25) is not None
     one = SingleChannelWindows(load_physionet_mi_continuous(runs=[1], window_seconds=10))
     assert held_out_recordings(one, 0.1) is None
+
+
+def test_isolated_random_state_keeps_the_callers_generators_for_any_device_name():
+    from braindecode_pars.training.seeding import isolated_random_state
+
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    for device in ("cpu", "cuda", None):  # "cuda" on a machine without CUDA: the CPU's
+        with isolated_random_state(3, device):
+            drawn = torch.rand(2)
+        assert torch.equal(torch.get_rng_state(), before)
+        torch.manual_seed(3)
+        assert torch.equal(drawn, torch.rand(2))  # seeded inside
+        torch.set_rng_state(before)

@@ -113,8 +113,9 @@ def run_low_label(
     if not test.any():
         raise ValueError("No window belongs to the test subjects.")
     done = pd.DataFrame(columns=list(COLUMNS))
+    if out is not None and Path(out).is_file():
+        done = pd.read_csv(out)
     if out is not None:
-        has_rows = pd.read_csv(out)["method"].unique() if Path(out).is_file() else ()
         check_settings(
             out,
             {
@@ -124,10 +125,8 @@ def run_low_label(
                 "data": data_fingerprint(X, y, subjects),
             },
             {name: describe(est) for name, est in methods.items()},
-            done=has_rows,
+            done=done["method"].unique(),
         )
-    if out is not None and Path(out).is_file():
-        done = pd.read_csv(out)
     keys = {(r.method, int(r.k), int(r.seed)) for r in done.itertuples()}
     jobs = []
     for k in ks:
@@ -195,16 +194,10 @@ def describe(obj):
         name = getattr(obj, "__qualname__", repr(obj))
         return "<local function>" if "<" in name else f"{obj.__module__}.{name}"
     if isinstance(obj, torch.nn.Module):
-        digest = hashlib.sha1()
-        for key, value in obj.state_dict().items():
-            digest.update(key.encode())
-            digest.update(value.detach().cpu().float().contiguous().numpy().tobytes())
-        return {"class": describe(type(obj)), "weights": digest.hexdigest()[:16]}
+        parts = [part for k, v in obj.state_dict().items() for part in (k, _bytes(v))]
+        return {"class": describe(type(obj)), "weights": _digest(*parts)}
     if isinstance(obj, np.ndarray | torch.Tensor):
-        if torch.is_tensor(obj):
-            obj = obj.detach().cpu().float().numpy()
-        array = np.ascontiguousarray(obj)
-        return {"array": list(array.shape), "sha1": hashlib.sha1(array.tobytes()).hexdigest()[:16]}
+        return {"array": list(obj.shape), "sha1": _digest(_bytes(obj))}
     if hasattr(obj, "get_params"):
         params = {k: v for k, v in obj.get_params(deep=False).items() if not k.startswith("_")}
         return {"class": describe(type(obj)), "params": describe(params)}
@@ -216,25 +209,34 @@ def _describe_path(path):
     this machine does not matter); a path that does not exist by its name."""
     if not path.exists():
         return str(path)
-    digest = hashlib.sha1()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     size = sum(file.stat().st_size for file in files)
     if size > 2**30:  # not an encoder: its size stands for its contents
         return {"path": path.name, "bytes": size}
-    for file in files:
-        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
-        digest.update(file.read_bytes())
-    return {"path": path.name, "sha1": digest.hexdigest()[:16]}
+    names = [str(file.relative_to(path) if path.is_dir() else file.name) for file in files]
+    parts = [part for name, f in zip(names, files, strict=True) for part in (name, f.read_bytes())]
+    return {"path": path.name, "sha1": _digest(*parts)}
+
+
+def _bytes(array):
+    """An array's or tensor's values as bytes (tensors in float32, from any device)."""
+    if hasattr(array, "detach"):
+        array = array.detach().cpu().float().numpy()
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _digest(*parts):
+    """The first 16 hex digits of the SHA-1 of ``parts`` (strings or bytes), in turn."""
+    digest = hashlib.sha1()
+    for part in parts:
+        digest.update(part.encode() if isinstance(part, str) else part)
+    return digest.hexdigest()[:16]
 
 
 def data_fingerprint(X, y, subjects):
     """A short hash of the windows, labels and subjects of a run."""
-    digest = hashlib.sha1()
-    for part in (X, y, subjects):
-        array = np.ascontiguousarray(part)
-        digest.update(str((array.shape, array.dtype.str)).encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()[:16]
+    arrays = [np.ascontiguousarray(part) for part in (X, y, subjects)]
+    return _digest(*(p for a in arrays for p in (str((a.shape, a.dtype.str)), _bytes(a))))
 
 
 def settings_path(out):

@@ -25,7 +25,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
@@ -162,11 +161,7 @@ def fit_on(encoder, train, seed, params, valid=None):
         valid = None
     if valid is not None:
         valid = _keep_classes(valid, np.unique(_labels(train)))
-    # the caller's generators (CUDA's too) stay as they were; the estimator itself
-    # refuses a device this machine lacks, with a clear message
-    device = params.get("device") or "cpu"
-    device = device if torch.cuda.is_available() else "cpu"
-    with isolated_random_state(seed, device):
+    with isolated_random_state(seed, params.get("device")):  # the caller's are kept
         if valid is not None:
             clf.fit(train, X_valid=valid, y_valid=_labels(valid))
         else:
@@ -296,7 +291,7 @@ def ablation(
         if log.done(config=name, seed=seed):
             continue
         run_dir = out / "pretrain" / f"{name}_seed{seed}"
-        with isolated_random_state(seed, pretrain_params.get("device") or "cpu"):
+        with isolated_random_state(seed, pretrain_params.get("device")):
             net = pretrain(
                 view,
                 "pars",

@@ -30,10 +30,12 @@ def isolated_random_state(seed, device="cpu"):
     Model initialisation, dropout, batch shuffling and the random draws of the
     pretext models and crops inside the block all come from torch's generator,
     seeded here; what the caller's code drew before and draws after is unchanged.
+    A CUDA ``device`` on a machine without CUDA forks the CPU generator alone (the
+    caller's own device check gives the error).
     """
-    device = torch.device(device)
+    device = torch.device(device or "cpu")
     devices = []
-    if device.type == "cuda":
+    if device.type == "cuda" and torch.cuda.is_available():
         devices = [device.index if device.index is not None else torch.cuda.current_device()]
     numpy_state = np.random.get_state()  # noqa: NPY002 (the legacy global is what we keep)
     with torch.random.fork_rng(devices=devices):
