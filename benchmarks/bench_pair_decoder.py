@@ -110,11 +110,22 @@ by that much, the ratios of interleaved steps by about 0.05.
 
 
 def make_steps(
-    n_patches, decoder, impl, batch_size, size=None, small=False, amp=False, compiled=False
+    n_patches,
+    decoder,
+    impl,
+    batch_size,
+    size=None,
+    small=False,
+    amp=False,
+    wrap=None,
+    own_encoder=False,
 ):
     """A PARS training step and the encoder-alone step on the same patches and masks;
     ``amp``: forward passes under bf16 autocast (as ``PretrainNet(amp=True)``);
-    ``compiled``: the model and the encoder through ``torch.compile``."""
+    ``wrap``: applied to the model and to the encoder (``torch.compile``,
+    DistributedDataParallel); ``own_encoder``: the encoder-alone step trains a copy
+    of the encoder with its own optimiser (two DistributedDataParallel wrappers must
+    not share parameters)."""
     n_times, sfreq = (SMALL_N_TIMES, SMALL_SFREQ) if small else (N_TIMES, SFREQ)
     model = PARS(
         n_times=n_times,
@@ -124,26 +135,32 @@ def make_steps(
         decoder_impl=impl,
         **(size or {}),
     )
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
     X = torch.randn(batch_size, 1, n_times)
     starts = model.sample_patches(batch_size, "cpu")
     pos_mask, _ = model.mask_positions(batch_size, "cpu")
-    pars = torch.compile(model) if compiled else model
-    encoder = torch.compile(model.encoder) if compiled else model.encoder
+    encoder = copy.deepcopy(model.encoder) if own_encoder else model.encoder
+    wrap = wrap or (lambda module: module)
+    pars, encoder = wrap(model), wrap(encoder)
+
+    def optimiser(module):
+        return torch.optim.AdamW(module.parameters(), lr=1e-4, weight_decay=1e-4)
+
+    pars_opt = optimiser(pars)
+    encoder_opt = optimiser(encoder) if own_encoder else pars_opt
 
     def pars_step():
-        opt.zero_grad(set_to_none=True)
+        pars_opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
             loss = pars(X)["loss"]
         loss.backward()
-        opt.step()
+        pars_opt.step()
 
     def encoder_step():
-        opt.zero_grad(set_to_none=True)
+        encoder_opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
             loss = encoder(X, starts=starts, pos_mask=pos_mask).float().pow(2).mean()
         loss.backward()
-        opt.step()
+        encoder_opt.step()
 
     return pars_step, encoder_step
 
@@ -247,29 +264,15 @@ def _ddp_worker(rank, world, port, threads, global_batch, repeats, results):
     torch.set_num_threads(threads)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        torch.manual_seed(0)  # the same weights everywhere, as after DDP's broadcast
+        # each rank its own windows, patches and masks; DistributedDataParallel
+        # broadcasts rank 0's weights when it wraps the modules
+        torch.manual_seed(rank + 1)
         size, small = SIZES["64 x 4"]
-        local = global_batch // world
-        model = PARS(n_times=SMALL_N_TIMES, sfreq=SMALL_SFREQ, n_patches=40, **size)
-        encoder = copy.deepcopy(model.encoder)
-        torch.manual_seed(rank + 1)  # each rank its own windows, patches and masks
-        X = torch.randn(local, 1, SMALL_N_TIMES)
-        starts = model.sample_patches(local, "cpu")
-        pos_mask, _ = model.mask_positions(local, "cpu")
-        pars, enc = DDP(model), DDP(encoder)
-        opts = [torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-4) for m in (pars, enc)]
-
-        def pars_step():
-            opts[0].zero_grad(set_to_none=True)
-            pars(X)["loss"].backward()
-            opts[0].step()
-
-        def encoder_step():
-            opts[1].zero_grad(set_to_none=True)
-            enc(X, starts=starts, pos_mask=pos_mask).pow(2).mean().backward()
-            opts[1].step()
-
-        times = median_times([pars_step, encoder_step], repeats, warmup=3)
+        steps = make_steps(
+            40, "cross_attention", "folded", global_batch // world, size, small,
+            wrap=DDP, own_encoder=True,
+        )  # fmt: skip
+        times = median_times(list(steps), repeats, warmup=3)
         if rank == 0:
             results.put(times)
     finally:
@@ -356,8 +359,8 @@ def main():
         print(lines[-1], flush=True)
     variants = {
         "bf16 autocast": dict(amp=True),
-        "torch.compile": dict(compiled=True),
-        "torch.compile, bf16 autocast": dict(amp=True, compiled=True),
+        "torch.compile": dict(wrap=torch.compile),
+        "torch.compile, bf16 autocast": dict(amp=True, wrap=torch.compile),
     }
     for label, options in variants.items():
         size, small = SIZES["64 x 4"]
