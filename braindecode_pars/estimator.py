@@ -39,6 +39,7 @@ from .training.finetune import (
     standard_augmentation,
 )
 from .training.interrupt import PropagateInterrupt
+from .training.optim import with_fused_default
 from .training.run import pretrain
 from .training.schedule import epochs_for_steps
 from .training.seeding import fit_seed, isolated_random_state
@@ -554,7 +555,8 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
 
     def get_params_for(self, prefix):
         """skorch's, plus what ``fit`` resolved: the module's signal arguments and
-        encoder, and the class weights of the criterion."""
+        encoder, and the class weights of the criterion; AdamW runs fused on a CPU or
+        CUDA unless told otherwise (:func:`~braindecode_pars.training.optim.with_fused_default`)."""
         params = super().get_params_for(prefix)
         if prefix == "module" and hasattr(self, "fit_context_"):
             encoder = self.fit_context_["encoder"]
@@ -577,6 +579,8 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
                 params["param_groups"] = groups + [
                     ("encoder.*", {"lr": self.lr * self.encoder_lr_scale})
                 ]
+        if prefix == "optimizer":
+            params = with_fused_default(self.optimizer, params, self.device)
         return params
 
     def initialize_module(self):

@@ -288,3 +288,44 @@ def test_isolated_random_state_keeps_the_callers_generators_for_any_device_name(
         torch.manual_seed(3)
         assert torch.equal(drawn, torch.rand(2))  # seeded inside
         torch.set_rng_state(before)
+
+
+def test_adamw_runs_fused_by_default_and_updates_as_the_loop_does():
+    from braindecode_pars.training.optim import with_fused_default
+
+    adamw, sgd = torch.optim.AdamW, torch.optim.SGD
+    assert with_fused_default(adamw, {"lr": 1.0}, "cpu") == {"lr": 1.0, "fused": True}
+    assert with_fused_default(adamw, {}, torch.device("cuda", 0)) == {"fused": True}
+    for kwargs in ({"foreach": True}, {"fused": False}, {"differentiable": True}):
+        assert with_fused_default(adamw, kwargs, "cpu") == kwargs  # the caller's choice
+    assert with_fused_default(sgd, {}, "cpu") == {}
+    assert with_fused_default(adamw, {}, "meta") == {}
+
+    class MyAdamW(adamw):  # a subclass may not accept ``fused``
+        pass
+
+    assert with_fused_default(MyAdamW, {}, "cpu") == {}
+
+    net = PretrainNet(_pars(), max_epochs=1, batch_size=16, progress_bar=False)
+    net.fit(ramp_dataset(32))
+    assert net.optimizer_.param_groups[0]["fused"] is True
+    net = PretrainNet(
+        _pars(), max_epochs=1, batch_size=16, progress_bar=False, optimizer__foreach=True
+    ).fit(ramp_dataset(32))
+    assert not net.optimizer_.param_groups[0]["fused"]
+
+    # the fused update against torch's loop, three steps on the same gradients, float64
+    torch.manual_seed(0)
+    weights = [torch.randn(5, 3, dtype=torch.float64) for _ in range(3)]
+    grads = [torch.randn_like(w) for w in weights]
+    results = []
+    for fused in (True, False):
+        params = [w.clone().requires_grad_() for w in weights]
+        opt = adamw(params, lr=1e-2, weight_decay=1e-4, fused=fused or None)
+        for _ in range(3):
+            for p, g in zip(params, grads, strict=True):
+                p.grad = g.clone()
+            opt.step()
+        results.append(torch.cat([p.detach().ravel() for p in params]))
+    assert not torch.equal(results[1], torch.cat([w.ravel() for w in weights]))
+    torch.testing.assert_close(results[0], results[1], rtol=0, atol=1e-12)

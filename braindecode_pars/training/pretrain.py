@@ -22,6 +22,7 @@ from ..models.pretext import PretextModel, pretext_skill
 from . import distributed
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .interrupt import PropagateInterrupt
+from .optim import with_fused_default
 from .schedule import WarmupCosineLR, batches_per_epoch, warmup_cosine_factor
 
 logger = logging.getLogger(__name__)
@@ -351,6 +352,14 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         kwargs.setdefault("batch_size", self.batch_size)
         self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
         return DataLoader(dataset, sampler=self.train_sampler_, **kwargs)
+
+    def get_params_for(self, prefix):
+        """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
+        (:func:`~braindecode_pars.training.optim.with_fused_default`)."""
+        params = super().get_params_for(prefix)
+        if prefix == "optimizer":
+            params = with_fused_default(self.optimizer, params, self.device)
+        return params
 
     def get_loss(self, y_pred, y_true=None, X=None, training=False):
         """The pretext loss; the trivial loss of the same batch is kept for the skill."""
