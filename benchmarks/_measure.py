@@ -13,8 +13,9 @@ import time
 import torch
 
 
-def median_times(steps, repeats, warmup=2):
-    """Median time of each step, the steps interleaved so that they share machine state."""
+def step_times(steps, repeats, warmup=2):
+    """Times of each step over ``repeats`` rounds, the steps interleaved so that they
+    share machine state: ``times[i][r]`` is step ``i`` in round ``r``."""
     for _ in range(warmup):
         for step in steps:
             step()
@@ -24,7 +25,23 @@ def median_times(steps, repeats, warmup=2):
             t0 = time.perf_counter()
             step()
             record.append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
+    return times
+
+
+def median_times(steps, repeats, warmup=2):
+    """Median time of each step, the steps interleaved (see :func:`step_times`)."""
+    return [statistics.median(t) for t in step_times(steps, repeats, warmup)]
+
+
+def paired_ratio(times_a, times_b):
+    """Median and quartiles of ``a / b`` over the rounds of interleaved steps.
+
+    Each round's two steps ran one after the other, so their ratio cancels most of
+    this machine's drift in speed, which moves absolute times by up to a third.
+    """
+    ratios = sorted(a / b for a, b in zip(times_a, times_b, strict=True))
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return median, q1, q3
 
 
 def status_mib(field):

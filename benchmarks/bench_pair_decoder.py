@@ -31,10 +31,19 @@ import statistics
 import time
 
 import torch
-from _measure import in_child, machine, median_times, peak_growth, write_report
+from _measure import (
+    in_child,
+    machine,
+    median_times,
+    paired_ratio,
+    peak_growth,
+    step_times,
+    write_report,
+)
 
 from braindecode_pars import PARS
 from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
+from braindecode_pars.training.optim import with_fused_default
 
 N_TIMES, SFREQ = 6000, 200.0  # 30-s windows at 200 Hz (paper section 2.5)
 SMALL_N_TIMES, SMALL_SFREQ, SMALL_BATCH = 1000, 100.0, 64  # 10-s windows at 100 Hz
@@ -109,6 +118,13 @@ by that much, the ratios of interleaved steps by about 0.05.
 """
 
 
+def optimiser(module):
+    """AdamW as pretraining builds it on a CPU (``PretrainNet``'s defaults: lr 1e-4,
+    weight decay 1e-4, the fused implementation)."""
+    kwargs = with_fused_default(torch.optim.AdamW, dict(lr=1e-4, weight_decay=1e-4), "cpu")
+    return torch.optim.AdamW(module.parameters(), **kwargs)
+
+
 def make_steps(
     n_patches,
     decoder,
@@ -142,9 +158,6 @@ def make_steps(
     wrap = wrap or (lambda module: module)
     pars, encoder = wrap(model), wrap(encoder)
 
-    def optimiser(module):
-        return torch.optim.AdamW(module.parameters(), lr=1e-4, weight_decay=1e-4)
-
     pars_opt = optimiser(pars)
     encoder_opt = optimiser(encoder) if own_encoder else pars_opt
 
@@ -170,7 +183,7 @@ def pretext_step(method, batch_size):
     model = PRETEXT_MODELS[method](
         n_times=SMALL_N_TIMES, sfreq=SMALL_SFREQ, **ENCODER_SIZES["small"]
     )
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
+    opt = optimiser(model)
     X = torch.randn(batch_size, 1, SMALL_N_TIMES)
 
     def step():
@@ -191,7 +204,7 @@ def step_breakdown(size, batch_size, repeats, warmup=2):
     step, the backward of the decoder alone on a detached copy of the encoder's output.
     """
     model = PARS(n_times=SMALL_N_TIMES, sfreq=SMALL_SFREQ, n_patches=40, **size)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4)
+    opt = optimiser(model)
     X = torch.randn(batch_size, 1, SMALL_N_TIMES)
     parts = {
         "sample_patches": "sampling and masking",
@@ -272,7 +285,7 @@ def _ddp_worker(rank, world, port, threads, global_batch, repeats, results):
             40, "cross_attention", "folded", global_batch // world, size, small,
             wrap=DDP, own_encoder=True,
         )  # fmt: skip
-        times = median_times(list(steps), repeats, warmup=3)
+        times = step_times(list(steps), repeats, warmup=3)
         if rank == 0:
             results.put(times)
     finally:
@@ -280,7 +293,7 @@ def _ddp_worker(rank, world, port, threads, global_batch, repeats, results):
 
 
 def ddp_rates(world=2, threads=1, global_batch=SMALL_BATCH, repeats=21):
-    """Median step times (PARS, encoder alone) of 64 x 4 pretraining spread over
+    """Step times (PARS, encoder alone; a list each) of 64 x 4 pretraining spread over
     ``world`` CPU processes of ``threads`` torch threads each, the global batch shared
     (as ``torchrun --nproc_per_node 2 braindecode-pars pretrain --threads 1``)."""
     import socket
@@ -329,8 +342,12 @@ def main():
     lines = [
         "# Pair decoder benchmark",
         "",
-        f"Machine: {machine()}. Training steps (forward, backward, AdamW), median of {R} "
-        "steps after 2 warm-up steps, the steps compared interleaved.",
+        f"Machine: {machine()}. Training steps (forward, backward, AdamW as pretraining "
+        f"builds it: fused), median of {R} steps after 2 warm-up steps, the steps "
+        "compared interleaved. The ratio of step times is the median over the rounds of "
+        "the ratio of a round's two steps (one after the other), with its quartiles: "
+        "this machine's speed drifts by up to a third within minutes, which a ratio of "
+        "two medians taken over different moments would carry.",
         "",
         "Command: `python benchmarks/bench_pair_decoder.py --out "
         "benchmarks/results/pair_decoder.md`",
@@ -343,42 +360,50 @@ def main():
         "with 40 patches, pos_mask_ratio 0.8, the folded cross-attention decoder. MAE, MP3 "
         "and DropPos use their defaults (the 10 non-overlapping 1-s patches of a window).",
         "",
-        "| encoder | pretext task | windows/s | encoder-alone windows/s | ratio of step times |",
+        "| encoder | pretext task | windows/s | encoder-alone windows/s | "
+        "ratio of step times (quartiles) |",
         "|---|---|---|---|---|",
     ]
     steps = {}
+
+    def row(label, batch, times):
+        """A row of the step table from interleaved PARS and encoder-alone times."""
+        t_pars, t_enc = (statistics.median(t) for t in times)
+        ratio, q1, q3 = paired_ratio(*times)
+        lines.append(
+            f"| {label} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | "
+            f"{ratio:.2f} ({q1:.2f}-{q3:.2f}) |"
+        )
+        print(lines[-1], flush=True)
+        return t_pars, t_enc
+
     for name, (size, small) in SIZES.items():
         batch = SMALL_BATCH if small else B
         pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, size, small)
-        t_pars, t_enc = median_times([pars_step, encoder_step], R)
-        steps[name] = (t_pars, t_enc)
-        lines.append(
-            f"| {name} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | "
-            f"{t_pars / t_enc:.2f} |"
-        )
-        print(lines[-1], flush=True)
+        steps[name] = row(name, batch, step_times([pars_step, encoder_step], R))
     variants = {
+        "1 thread": dict(threads=1),
         "bf16 autocast": dict(amp=True),
         "torch.compile": dict(wrap=torch.compile),
         "torch.compile, bf16 autocast": dict(amp=True, wrap=torch.compile),
     }
     for label, options in variants.items():
         size, small = SIZES["64 x 4"]
+        threads = options.pop("threads", None)
         pars_step, encoder_step = make_steps(
             40, "cross_attention", "folded", SMALL_BATCH, size, small, **options
         )
-        t_pars, t_enc = median_times([pars_step, encoder_step], R, warmup=3)
-        lines.append(
-            f"| 64 x 4, {label} | PARS | {SMALL_BATCH / t_pars:,.0f} | "
-            f"{SMALL_BATCH / t_enc:,.0f} | {t_pars / t_enc:.2f} |"
-        )
-        print(lines[-1], flush=True)
-    t_pars, t_enc = ddp_rates(world=2, threads=1, repeats=R)
-    lines.append(
-        f"| 64 x 4, 2 processes x 1 thread (DDP, gloo; global batch {SMALL_BATCH}) | PARS | "
-        f"{SMALL_BATCH / t_pars:,.0f} | {SMALL_BATCH / t_enc:,.0f} | {t_pars / t_enc:.2f} |"
+        default_threads = torch.get_num_threads()
+        torch.set_num_threads(threads or default_threads)
+        try:
+            row(f"64 x 4, {label}", SMALL_BATCH, step_times([pars_step, encoder_step], R, 3))
+        finally:
+            torch.set_num_threads(default_threads)
+    row(
+        f"64 x 4, 2 processes x 1 thread (DDP, gloo; global batch {SMALL_BATCH})",
+        SMALL_BATCH,
+        ddp_rates(world=2, threads=1, repeats=R),
     )
-    print(lines[-1], flush=True)
     others = ("mae", "mp3", "droppos")
     times = median_times([pretext_step(m, SMALL_BATCH) for m in others], R)
     for method, t in zip(others, times, strict=True):
