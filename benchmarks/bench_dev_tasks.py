@@ -226,11 +226,28 @@ def main(argv=None):
     parser.add_argument("--tasks", nargs="+", default=list(DEV_TASKS))
     parser.add_argument("--ks", nargs="+", default=["1", "2", "4", "all"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--methods", nargs="+", required=True)
+    parser.add_argument("--methods", nargs="+", default=[])
     parser.add_argument("--deep-ks", nargs="+", default=["1"], help="k of the deep rows")
     parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md/.png")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--selection-csv",
+        type=Path,
+        default=Path(__file__).parent / "results" / "dev_tasks_selection.csv",
+        help="with --part test: the selection run whose floors choose each task's floor "
+        "(the floors do not depend on the encoder)",
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="write the tables and figure from the CSV"
+    )
     args = parser.parse_args(argv)
+    if args.part == "selection":
+        args.selection_csv = None
+    if args.report_only:
+        write_report(pd.read_csv(args.out.with_suffix(".csv")), args)
+        return
+    if not args.methods:
+        parser.error("--methods is required unless --report-only is given")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
     csv = args.out.with_suffix(".csv")
@@ -294,8 +311,60 @@ def main(argv=None):
     write_report(pd.read_csv(csv), args)
 
 
+def draw_summary(df, metric):
+    """Mean ± std of ``metric`` per (task, method, k), each distinct labelled set
+    weighted once.
+
+    Seeds that draw the same labelled set (PhysioNet-MI has two blocks to label, so its
+    five seeds draw two sets, three times and twice) are averaged first; the mean and
+    std are then over the distinct sets. With one set (k = all) they are over the seeds
+    (the training's own randomness; 0 for the deterministic rows). ``sets`` is the
+    number of distinct labelled sets, ``draws`` the number of rows.
+    """
+    rows = []
+    for (task, method, k), g in df.groupby(["task", "method", "k"], sort=False):
+        per_set = g.groupby("units")[metric].mean()
+        values = per_set if len(per_set) > 1 else g[metric]
+        rows.append(
+            dict(
+                task=task,
+                method=method,
+                k=k,
+                mean=values.mean(),
+                std=np.nan_to_num(values.std(ddof=1)) if len(values) > 1 else 0.0,
+                sets=len(per_set),
+                draws=len(g),
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def chosen_floor(selection_csv):
+    """Per task, the floor (band power or tangent space) with the higher mean balanced
+    accuracy at k = 1 on the selection split (each labelled set weighted once)."""
+    sel = pd.read_csv(selection_csv)
+    sel["k"] = sel["k"].astype(str)
+    s = draw_summary(
+        sel[sel.method.str.startswith("floor (") & (sel.k == "1")], "balanced_accuracy"
+    )
+    return {task: g.sort_values("mean").method.iloc[-1] for task, g in s.groupby("task")}
+
+
+def with_chosen_floor(df, selection_csv):
+    """``df`` with the rows of each task's floor chosen on the selection split copied
+    as the method ``floor (chosen on selection)``."""
+    choice = chosen_floor(selection_csv)
+    picked = df[[choice.get(t) == m for t, m in zip(df.task, df.method, strict=True)]]
+    return pd.concat([df, picked.assign(method="floor (chosen on selection)")]), choice
+
+
 def write_report(df, args):
+    df = df.copy()
     df["k"] = df["k"].astype(str)
+    df["units"] = df["units"].astype(str)
+    choice = None
+    if args.selection_csv is not None and args.selection_csv.exists():
+        df, choice = with_chosen_floor(df, args.selection_csv)
     lines = [
         f"# Development tasks, {args.part} splits",
         "",
@@ -303,37 +372,65 @@ def write_report(df, args):
         "",
     ]
     lines += ["Commands: see the `.commands` file beside this one.", ""]
+    lines += [
+        "Means and stds weight each distinct labelled set once: seeds that draw the same "
+        "set are averaged first (PhysioNet-MI S001 has two blocks to label, so its five "
+        "seeds draw two sets). Where only one set exists (k = all) the std is over seeds.",
+        "",
+    ]
+    if choice:
+        lines += [
+            "`floor (chosen on selection)`: per task, the better floor at k = 1 on "
+            f"`{args.selection_csv.name}`: "
+            + "; ".join(f"{t}: {m}" for t, m in sorted(choice.items()))
+            + ".",
+            "",
+        ]
     for metric in ("balanced_accuracy", "kappa"):
-        g = (
-            df.groupby(["task", "method", "k"], sort=False)[metric]
-            .agg(["mean", "std"])
-            .reset_index()
-        )
-        lines += [f"## {metric.replace('_', ' ')}, mean ± std over draws", ""]
+        g = draw_summary(df, metric)
+        lines += [f"## {metric.replace('_', ' ')}, mean ± std over labelled sets", ""]
         for task in df.task.unique():
             t = g[g.task == task]
             ks = list(dict.fromkeys(t.k))
-            lines += [f"### {task}", "", "| method | " + " | ".join(f"k = {k}" for k in ks) + " |"]
+            sets = t.groupby("k", sort=False)[["sets", "draws"]].max()
+            lines += [
+                f"### {task}",
+                "",
+                "Labelled sets (rows): "
+                + ", ".join(f"k = {k}: {sets.loc[k, 'sets']} ({sets.loc[k, 'draws']})" for k in ks),
+                "",
+                "| method | " + " | ".join(f"k = {k}" for k in ks) + " |",
+            ]
             lines += ["|---|" + "---|" * len(ks)]
             for method in dict.fromkeys(t.method):
                 cells = []
                 for k in ks:
                     r = t[(t.method == method) & (t.k == k)]
                     cells.append(
-                        f"{r['mean'].iloc[0]:.3f} ± {np.nan_to_num(r['std'].iloc[0]):.3f}"
-                        if len(r)
-                        else ""
+                        f"{r['mean'].iloc[0]:.3f} ± {r['std'].iloc[0]:.3f}" if len(r) else ""
                     )
                 lines.append(f"| {method} | " + " | ".join(cells) + " |")
             lines.append("")
     # the lowest k of every task, and the mean over tasks
-    low = df[df.k == "1"].groupby(["method", "task"])["balanced_accuracy"].mean().unstack()
-    low["mean over tasks"] = low.mean(axis=1)
-    lines += ["## Lowest k (one labelled unit), balanced accuracy, mean over draws", ""]
-    lines += ["| method | " + " | ".join(low.columns) + " |", "|---|" + "---|" * len(low.columns)]
-    for method, r in low.sort_values("mean over tasks", ascending=False).iterrows():
-        lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
-    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    tables = {}
+    for metric in ("balanced_accuracy", "kappa"):
+        s = draw_summary(df[df.k == "1"], metric)
+        low = s.pivot(index="method", columns="task", values="mean")[list(df.task.unique())]
+        low["mean over tasks"] = low.mean(axis=1)
+        tables[metric] = low
+        lines += [
+            f"## Lowest k (one labelled unit), {metric.replace('_', ' ')}, mean over labelled sets",
+            "",
+        ]
+        lines += [
+            "| method | " + " | ".join(low.columns) + " |",
+            "|---|" + "---|" * len(low.columns),
+        ]
+        for method, r in low.sort_values("mean over tasks", ascending=False).iterrows():
+            lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
+        lines.append("")
+    args.out.with_suffix(".md").write_text("\n".join(lines))
+    low = tables["balanced_accuracy"]
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(low) + 1.5))
     order = low.sort_values("mean over tasks")
     ax.barh(order.index, order["mean over tasks"], color="tab:blue")

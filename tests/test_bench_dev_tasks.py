@@ -1,0 +1,72 @@
+"""The development-task benchmark's summaries: each distinct labelled set counts once,
+and the test tables' floor is the one the selection split chose."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_dev_tasks
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return bench_dev_tasks
+
+
+def _rows(task, method, k, units_and_scores):
+    return [
+        dict(task=task, method=method, k=k, seed=i, units=u, balanced_accuracy=v, kappa=v)
+        for i, (u, v) in enumerate(units_and_scores)
+    ]
+
+
+def test_seeds_that_draw_the_same_set_count_once(bench):
+    # five seeds over two blocks: block 1 three times (0.4), block 2 twice (0.8)
+    df = pd.DataFrame(
+        _rows("mi", "floor", "1", [("1", 0.4), ("2", 0.8), ("1", 0.4), ("2", 0.8), ("1", 0.4)])
+        # one set, two seeds with their own training randomness
+        + _rows("mi", "deep", "all", [("1 2", 0.5), ("1 2", 0.7)])
+        # a set drawn twice with different results is averaged before the spread
+        + _rows("eeg", "floor", "1", [("3", 0.6), ("3", 0.8), ("5", 0.5)])
+    )
+    s = bench.draw_summary(df, "balanced_accuracy").set_index(["task", "method", "k"])
+    mi = s.loc[("mi", "floor", "1")]
+    assert mi["mean"] == pytest.approx(0.6)  # not 0.56, the 3:2-weighted mean
+    assert mi["std"] == pytest.approx(pd.Series([0.4, 0.8]).std())
+    assert (mi["sets"], mi["draws"]) == (2, 5)
+    deep = s.loc[("mi", "deep", "all")]
+    assert deep["mean"] == pytest.approx(0.6)
+    assert deep["std"] == pytest.approx(pd.Series([0.5, 0.7]).std())
+    assert deep["sets"] == 1
+    eeg = s.loc[("eeg", "floor", "1")]
+    assert eeg["mean"] == pytest.approx((0.7 + 0.5) / 2)
+
+
+def test_the_test_tables_take_the_floor_the_selection_split_chose(bench, tmp_path):
+    selection = pd.DataFrame(
+        # band power is better on 'a' once the duplicated draw of block 1 counts once
+        _rows("a", "floor (band power)", "1", [("1", 0.5), ("2", 0.9), ("1", 0.5)])
+        + _rows("a", "floor (tangent space)", "1", [("1", 0.68), ("2", 0.68), ("1", 0.68)])
+        + _rows("b", "floor (band power)", "1", [("1", 0.5)])
+        + _rows("b", "floor (tangent space)", "1", [("1", 0.6)])
+        + _rows("b", "floor (tangent space)", "all", [("1 2", 0.1)])  # not k = 1
+    )
+    path = tmp_path / "selection.csv"
+    selection.to_csv(path, index=False)
+    assert bench.chosen_floor(path) == {"a": "floor (band power)", "b": "floor (tangent space)"}
+    test = pd.DataFrame(
+        _rows("a", "floor (band power)", "1", [("1", 0.3)])
+        + _rows("a", "floor (tangent space)", "1", [("1", 0.9)])
+        + _rows("b", "floor (tangent space)", "1", [("1", 0.7)])
+    )
+    both, _ = bench.with_chosen_floor(test, path)
+    chosen = both[both.method == "floor (chosen on selection)"].set_index("task")
+    assert chosen.loc["a", "balanced_accuracy"] == 0.3  # band power's, though worse on test
+    assert chosen.loc["b", "balanced_accuracy"] == 0.7
