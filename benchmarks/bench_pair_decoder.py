@@ -61,15 +61,54 @@ SIZES = {
 #: session as the first run of this version of the script.
 NOTES = """## Notes
 
-The other ways to run the 64 x 4 step on this CPU (the rows marked bf16 autocast,
-torch.compile, and 2 processes x 1 thread) were measured to see whether any of them
-trains PARS faster than eager float32 on two threads; on this 2-core x86_64 CPU
-none does: bf16 matrix products on these small shapes are slower than float32 and
-autocast adds casts; torch.compile speeds up the encoder little and leaves the
-decoder's hand-written autograd function as it is; two processes of one thread each
+The other ways to run the 64 x 4 step on this CPU (the rows marked 1 thread, bf16
+autocast, torch.compile, and 2 processes x 1 thread) were measured to see whether any
+of them trains PARS faster than eager float32 on two threads; on this 2-core x86_64
+CPU none does reliably: bf16 matrix products on these small shapes are slower than
+float32 and autocast adds casts; torch.compile leaves the decoder's hand-written
+autograd function as it is and its encoder-alone step is within the drift of the
+eager one (faster in one run, slower in the next); two processes of one thread each
 (DistributedDataParallel over gloo, half the batch each) pay for the all-reduce and
 the smaller batches more than the second process gains. Eager float32, the default
-of `braindecode-pars pretrain`, is the CPU setting to use.
+of `braindecode-pars pretrain`, is the CPU setting to use. From one thread to two
+the encoder-alone step gets about 1.2 times as fast and the decoder about 1.4 times.
+
+The AdamW step is fused (`torch.optim.AdamW(fused=True)`, which `PretrainNet` and
+`PARSClassifier` choose on a CPU or CUDA unless told otherwise): 0.4 ms per step at
+64 x 4 against 2.0 ms for torch's default loop over the 61 parameter tensors. It
+shortens both steps by the same time, so it raises the throughput a little and leaves
+the ratio as it was.
+
+How far the 64 x 4 ratio can go. The decoder does about 0.49 GFLOP per step (the
+products of the factor tables about 0.25, the logits and their gradients with 8
+features per head 0.06, the token projections to keys, `s`, `u` and `v` 0.17)
+against the encoder's 2.3 (four blocks over 2,560 tokens, forward and backward): 21 %.
+At the encoder's efficiency the step ratio would be 1.21; the decoder runs at about
+70 % of it. A profile of the decoder alone (forward and backward, two threads, about
+12 ms): the table products about 4 ms (batched 32 x 40 products at 65-70 GFLOP/s,
+against about 90 GFLOP/s for the same shape on warm data and 124 for large
+products), the logit and gradient products with their 8-wide inner or outer
+dimension about 2 ms, the projections about 2 ms, `exp` of the 1.3 M table entries
+1 ms, the elementwise passes about 2 ms and Python and operator dispatch about
+1.5 ms.
+
+Tried and not kept:
+
+- one stacked table block per head, `[e_u * s; e_u; e_v]`, so that one product gives
+  the numerator and the denominator and the backward pass needs two products of
+  (2n x n) by (n x N) instead of four: interleaved in one process against the decoder
+  above it was 0.5 to 1.0 ms slower per decoder step (10.7 against 10.1, 11.2 against
+  10.2, 14.9 against 14.2 ms); a batched product cannot write into the strided logit
+  block (torch falls back to a loop over the matrices), and the extra copy costs more
+  than the calls saved;
+- keeping freed memory in the process: a PARS step takes 1,100 to 2,700 minor page
+  faults (the decoder's tables are allocated anew each step) against 200 to 400 for
+  the encoder alone; with glibc's trimming off (`MALLOC_TRIM_THRESHOLD_`,
+  `MALLOC_MMAP_THRESHOLD_` at 32 MiB) they fall to none, but the ratio stayed within
+  the drift (1.26 to 1.38 with either setting, three runs each);
+- other chunk sizes of the tables on a CPU (2^16 to 2^22 entries per chunk): in a
+  quiet run 2^18, the setting, was the fastest (decoder forward and backward 14.0 ms,
+  against 14.7 for 2^17 and 2^19, 16.0 for 2^20, 19.4 for 2^16 and 2^22).
 
 Before and after. The code before this version of the decoder (commit 6f9c362: float64
 factor tables, autograd through each elementwise step, `gather` for the masked tokens,
@@ -112,9 +151,10 @@ calls. At the paper's size the decoder is bound by its dense projections (the ke
 and `s` of 40 tokens, `u` and `v` of 32, the fold `W_q A_Q`), the same before and
 after: about 9 % of the encoder's arithmetic.
 
-This machine's speed moves by up to a third from minute to minute (another tenant's
-load, page faults on freshly allocated memory): absolute windows/s of two runs differ
-by that much, the ratios of interleaved steps by about 0.05.
+This machine's speed moves by up to a third from minute to minute: absolute
+windows/s of two runs differ by that much, and the median paired ratio of the 64 x 4
+step by up to about 0.1 (the last table repeats the first rows to show it), more than
+the quartiles of one measurement suggest.
 """
 
 
@@ -380,7 +420,8 @@ def main():
     for name, (size, small) in SIZES.items():
         batch = SMALL_BATCH if small else B
         pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, size, small)
-        steps[name] = row(name, batch, step_times([pars_step, encoder_step], R))
+        steps[name] = step_times([pars_step, encoder_step], R)
+        row(name, batch, steps[name])
     variants = {
         "1 thread": dict(threads=1),
         "bf16 autocast": dict(amp=True),
@@ -433,18 +474,20 @@ def main():
         "",
         f"## Folded and naive decoders at the paper's size, batch {B}, n_patches = 40",
         "",
-        "| decoder | implementation | PARS step (s) | encoder-alone step (s) | ratio |",
+        "| decoder | implementation | PARS step (s) | encoder-alone step (s) | ratio (quartiles) |",
         "|---|---|---|---|---|",
     ]
     for decoder in ("cross_attention", "mlp"):
         for impl in ("folded", "naive"):
             if (decoder, impl) == ("cross_attention", "folded"):
-                t_pars, t_enc = steps["512 x 8 (paper)"]
+                times = steps["512 x 8 (paper)"]
             else:
-                pars_step, encoder_step = make_steps(40, decoder, impl, B)
-                t_pars, t_enc = median_times([pars_step, encoder_step], R)
+                times = step_times(list(make_steps(40, decoder, impl, B)), R)
+            t_pars, t_enc = (statistics.median(t) for t in times)
+            ratio, q1, q3 = paired_ratio(*times)
             lines.append(
-                f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | {t_pars / t_enc:.2f} |"
+                f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | "
+                f"{ratio:.2f} ({q1:.2f}-{q3:.2f}) |"
             )
             print(lines[-1], flush=True)
     lines += [
@@ -470,6 +513,22 @@ def main():
             f"{nai['peak_mib']:.0f} | {fol['step_s']:.2f} | {nai['step_s']:.2f} |"
         )
         print(lines[-1], flush=True)
+    lines += [
+        "",
+        "## The 64 x 4 and paper-size rows again, at the end of the run",
+        "",
+        "The first two rows of the step table measured anew, minutes later, on new models:",
+        "how much the same measurement moves within one run on this machine.",
+        "",
+        "| encoder | pretext task | windows/s | encoder-alone windows/s | "
+        "ratio of step times (quartiles) |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("64 x 4", "512 x 8 (paper)"):
+        size, small = SIZES[name]
+        batch = SMALL_BATCH if small else B
+        pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, size, small)
+        row(name, batch, step_times([pars_step, encoder_step], R))
     lines += ["", *NOTES.strip().splitlines()]
     write_report(lines, args.out)
 
