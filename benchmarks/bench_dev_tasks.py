@@ -28,8 +28,10 @@ the pipeline's (``tests/test_probe.py`` checks the two agree). ``PARSClassifier`
 rows fit the estimator itself: ``deep pars`` with its current defaults (the probe
 ``probe[enc+bp+ts, 100]``, so the two rows agree), ``deep pars, earlier defaults``
 (the trained spatial head over the frozen encoder on half-window crops of windows of
-10 s or more, the defaults before the probe) and ``deep scratch`` (``pretrain_epochs=0``:
-a new encoder of the same size, every weight trained on whole windows).
+10 s or more, at lr 1e-3: the defaults before the probe) and ``deep scratch``
+(``pretrain_epochs=0``: a new encoder of the same size, every weight trained on whole
+windows, at the estimator's current settings). A deep row
+may set ``PARSClassifier`` parameters over its own: ``deep scratch[lr=3e-4, max_epochs=80]``.
 
 Usage::
 
@@ -40,6 +42,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import logging
 import shlex
 import sys
@@ -93,10 +96,7 @@ def load_task(name, part, sfreq=100.0):
     """Windows, labels, units and the (pool, scored) units of a task's part."""
     task = DEV_TASKS[name]
     if name == "eegmat-arithmetic":
-        if part == "selection":
-            pool, scored = EEGMAT_POOL_SUBJECTS, EEGMAT_SELECTION_SUBJECTS
-        else:
-            pool, scored = EEGMAT_TRAIN_SUBJECTS, EEGMAT_TEST_SUBJECTS
+        pool, scored = part_units(name, part)
         windows = load_eegmat(SHARED / "eegmat", sorted(pool + scored), sfreq=sfreq)
         units = windows.get_metadata()["subject"].to_numpy().astype(int)
     else:
@@ -106,23 +106,39 @@ def load_task(name, part, sfreq=100.0):
         runs = [r for r in MI_RUNS[name] if run_block(r) in blocks]
         windows = load_physionet_mi(runs=runs, window_seconds=task.window_seconds, sfreq=sfreq)
         units = windows.get_metadata()["block"].to_numpy().astype(int)
-        pool, scored = (
-            (MI_SELECTION_BLOCKS, None)
-            if part == "selection"
-            else (MI_SELECTION_BLOCKS, MI_TEST_BLOCKS)
-        )
+        pool, scored = part_units(name, part)
     data = read_windows(windows)
     return data.X.astype(np.float32), data.y, units, tuple(pool), scored, float(data.sfreq)
 
 
+def part_units(name, part):
+    """The (pool, scored) units of a task's part: the labelled units are drawn from the
+    pool; ``scored`` None: the pool's other units are scored (one-subject task,
+    selection part)."""
+    if name == "eegmat-arithmetic":
+        if part == "selection":
+            return EEGMAT_POOL_SUBJECTS, EEGMAT_SELECTION_SUBJECTS
+        return EEGMAT_TRAIN_SUBJECTS, EEGMAT_TEST_SUBJECTS
+    return (
+        (MI_SELECTION_BLOCKS, None)
+        if part == "selection"
+        else (MI_SELECTION_BLOCKS, MI_TEST_BLOCKS)
+    )
+
+
+def labelled_units(pool, scored, k, seed):
+    """The labelled units of draw ``seed`` (see :func:`split`)."""
+    if scored is None:  # one-subject task, selection part: one block labelled, the other scored
+        return [pool[seed % len(pool)]]
+    k = len(pool) if k == "all" else int(k)
+    return draw_subjects(pool, k, seed, spread=True)
+
+
 def split(units, pool, scored, k, seed):
     """Indices of the labelled and the scored windows of a draw, and the labelled units."""
-    if scored is None:  # one-subject task, selection part: one block labelled, the other scored
-        labelled = [pool[seed % len(pool)]]
+    labelled = labelled_units(pool, scored, k, seed)
+    if scored is None:
         scored = [u for u in pool if u not in labelled]
-    else:
-        k = len(pool) if k == "all" else int(k)
-        labelled = draw_subjects(pool, k, seed, spread=True)
     train = np.flatnonzero(np.isin(units, labelled))
     test = np.flatnonzero(np.isin(units, scored))
     return train, test, labelled
@@ -183,13 +199,29 @@ _y = None  # the labels of the current task (set in main)
 DEEP_METHODS = ("deep pars", "deep pars, earlier defaults", "deep scratch")
 
 
+def parse_deep(method):
+    """``deep scratch[lr=3e-4, max_epochs=80]`` -> ("deep scratch", {"lr": 3e-4, ...}):
+    a deep row with ``PARSClassifier`` parameters set over the row's own."""
+    if not method.endswith("]"):
+        return method, {}
+    base, inner = method[:-1].split("[", 1)
+    overrides = {}
+    for item in inner.split(","):
+        key, value = (part.strip() for part in item.split("=", 1))
+        overrides[key] = ast.literal_eval(value)
+    return base.strip(), overrides
+
+
 def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
     from braindecode_pars import PARSClassifier
 
+    method, overrides = parse_deep(method)
     kwargs = dict(pretrained_encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0)
     if method == "deep pars, earlier defaults":
         long = X.shape[-1] / sfreq >= 10.0 - 1e-6
-        kwargs.update(finetune="frozen", crop_seconds=X.shape[-1] / 2 / sfreq if long else None)
+        kwargs.update(
+            finetune="frozen", crop_seconds=X.shape[-1] / 2 / sfreq if long else None, lr=1e-3
+        )
     elif method == "deep scratch":
         kwargs = dict(
             encoder=size_of(load_encoder(encoder)),
@@ -200,7 +232,7 @@ def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
         )
     elif method != "deep pars":
         raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
-    clf = PARSClassifier(**kwargs)
+    clf = PARSClassifier(**{**kwargs, **overrides})
     clf.fit(X[train], _y[train], groups=units[train])
     return clf.predict(X[test])
 

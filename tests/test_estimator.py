@@ -254,7 +254,7 @@ def test_defaults_are_constructible_and_documented():
     assert (params["n_patches"], params["pos_mask_ratio"]) == (40, 0.8)
     assert params["spatial_drop_prob"] == 0.5 and params["optimizer__weight_decay"] == 1e-4
     # fine-tuning: the development tasks' selection splits (see the class docstring)
-    assert (params["lr"], params["batch_size"], params["max_epochs"]) == (1e-3, 16, 40)
+    assert (params["lr"], params["batch_size"], params["max_epochs"]) == (3e-4, 16, 40)
     assert (params["finetune"], params["probe_C"], params["amplitude"]) == ("auto", 100.0, False)
     assert (params["crop_seconds"], params["min_valid_groups"]) == (None, 30)
 

@@ -36,10 +36,12 @@ EEGMAT_CHANNELS = (
 #: Class codes of the rest vs mental arithmetic task.
 EEGMAT_CLASSES = {"rest": 0, "arithmetic": 1}
 #: The 12 subjects the development task's test split, the low-label benchmark and the
-#: main job test on. They are never used for pretraining, training or choosing a
-#: setting (a fixed draw; 4 of them are bad counters, 6 of the other 24). The
-#: defaults of PARSClassifier are chosen on the selection split
-#: (:mod:`braindecode_pars.experiments.dev_tasks`).
+#: main job test on. They are never used for pretraining or training (a fixed draw;
+#: 4 of them are bad counters, 6 of the other 24). The defaults of PARSClassifier
+#: are chosen on the selection split (:mod:`braindecode_pars.experiments.dev_tasks`);
+#: the README's "Where the defaults come from" lists each default with its evidence,
+#: including the earlier ones that had been read off these subjects and were measured
+#: again on the selection split.
 EEGMAT_TEST_SUBJECTS = (1, 4, 7, 9, 13, 16, 19, 22, 26, 29, 32, 35)
 #: The other 24: the pool of labelled subjects and the pretraining recordings.
 EEGMAT_TRAIN_SUBJECTS = tuple(s for s in range(36) if s not in EEGMAT_TEST_SUBJECTS)
