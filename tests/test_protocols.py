@@ -104,7 +104,7 @@ def test_transfer_table_over_two_datasets(data, tmp_path):
     assert "| TUAB | scratch |" in table and "±" in table
 
 
-def test_leave_one_subject_out_bars(data, tmp_path):
+def test_leave_one_subject_out_bars(data, tmp_path, monkeypatch):
     # light (W, N1) against deep (N2, N3) sleep: with two training subjects of four
     # epochs each, every class then has the two windows a stratified split needs
     stages = {"W": 0, "N1": 0, "N2": 1, "N3": 1}
@@ -114,8 +114,24 @@ def test_leave_one_subject_out_bars(data, tmp_path):
         "methods": {"scratch": None},
         "estimator": {**TINY, "valid_fraction": 0.5},
     }
+    from braindecode_pars.experiments import protocols
+
+    folds = []  # (subjects trained on, subjects scored) of every fit
+
+    def recording_fit_and_score(encoder, train, test, seed, params):
+        folds.append((set(subjects_of(train)), set(subjects_of(test))))
+        return fit_and_score(encoder, train, test, seed, params)
+
+    fit_and_score = protocols.fit_and_score
+    monkeypatch.setattr(protocols, "fit_and_score", recording_fit_and_score)
     rows = _run(config, tmp_path, "loso")
     assert sorted(rows.subject.astype(str).str.zfill(3)) == ["001", "002", "003"]
+    everyone = set.union(*(trained | scored for trained, scored in folds))
+    assert len(folds) == 3 and len(everyone) == 3
+    for trained, scored in folds:  # each fold scores one subject, trained on the others
+        assert len(scored) == 1 and not trained & scored and trained | scored == everyone
+    scored_subjects = sorted(str(next(iter(scored))).zfill(3) for _, scored in folds)
+    assert scored_subjects == sorted(rows.subject.astype(str).str.zfill(3))
     assert rows.balanced_accuracy.notna().all()
     assert (tmp_path / "loso" / "per_subject_kappa.png").is_file()
 
