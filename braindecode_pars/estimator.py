@@ -126,7 +126,8 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         Pretraining batch size and maximum learning rate (warm-up then cosine).
     pretrain_valid_fraction : float | None
         Share of the pretraining windows held out to measure the pretext skill
-        (``pretrain_history_``'s ``valid_skill``).
+        (``pretrain_history_``'s ``valid_skill``): whole groups (subjects) when
+        ``fit`` has groups, each unlabelled recording whole; windows otherwise.
     pretrain_preset : {None, "paper"}
         ``"paper"``: the paper's lr 1e-4, batch 512, 1000 epochs and 30-s crops,
         for a corpus of its size (on a few hundred windows they stay at the loss of
@@ -473,7 +474,7 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
                 held_out = FixedCrops(held_out, self.n_crop_, self._eval_starts())
         with isolated_random_state(self.seed_, self.device):
             encoder, self.pretrain_history_ = self._encoder(
-                sfreq, pretrained, size, sources, n_pretrain
+                sfreq, pretrained, size, sources, n_pretrain, data.groups
             )
             # what the skorch hooks read during this fit only (a dict: skorch refuses
             # modules as attributes set outside its initialize methods)
@@ -498,7 +499,7 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         self.class_weight_ = class_weights(codes, len(self.classes_inferred_))
         with isolated_random_state(self.seed_, self.device):
             encoder, self.pretrain_history_ = self._encoder(
-                self.sfreq_, pretrained, size, sources, n_pretrain
+                self.sfreq_, pretrained, size, sources, n_pretrain, data.groups
             )
             # module_ holds the encoder (encoder_, save_params); its head stays untrained
             self.fit_context_ = dict(encoder=encoder, valid=None, transforms=[])
@@ -529,9 +530,15 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
             device=self.device,
         )
 
-    def _encoder(self, sfreq, pretrained, size, sources, n_crop):
+    def _encoder(self, sfreq, pretrained, size, sources, n_crop, groups=None):
         """The encoder to fine-tune: ``pretrained``, a new one of ``size``, or a new one
-        pretrained on ``sources`` (arrays of windows), and the pretraining history."""
+        pretrained on ``sources`` (arrays of windows; the first holds the labelled
+        windows, of ``groups``), and the pretraining history.
+
+        With ``groups``, the pretext skill is validated on whole groups (subjects)
+        held out of pretraining, the unlabelled windows each by their recording; else
+        each labelled window counts as its own recording.
+        """
         if pretrained is not None:
             return pretrained, None
         size = dict(size, patch_seconds=self.patch_seconds)
@@ -539,6 +546,10 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
             return PatchEncoder(sfreq=sfreq, **size), None
         view = SingleChannelWindows(sources, n_times=n_crop)
         view.sfreq = sfreq
+        if groups is not None:
+            labelled = [f"group {g}" for g in np.asarray(groups)]
+            rest = [f"recording {r}" for r in view.index[len(labelled) :, 0]]
+            view.split_groups = np.asarray(labelled + rest)
         settings = self._pretraining_settings()
         valid = self.pretrain_valid_fraction or None
         epochs = settings["epochs"]

@@ -209,3 +209,43 @@ def test_the_default_encoder_is_the_shipped_size_and_the_paper_size_is_one_argum
     assert (small.emb_dim, small.depth, small.n_heads, small.ff_dim) == (64, 4, 4, 128)
     paper = PARSClassifier(**{**params, "encoder": "paper"}).fit(X, y).encoder_
     assert (paper.emb_dim, paper.depth, paper.n_heads, paper.ff_dim) == (512, 8, 8, 512)
+
+
+def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
+    """With ``groups``, the pretext skill of fit's own pretraining is measured on whole
+    subjects held out of pretraining, not on windows of subjects it trains on."""
+    import importlib
+
+    from braindecode_pars.datasets import SingleChannelWindows
+
+    pretrain_module = importlib.import_module("braindecode_pars.training.pretrain")
+
+    # the rule itself: a view with split_groups is split by them
+    view = SingleChannelWindows(np.zeros((20, 2, 60), np.float32))
+    view.split_groups = np.repeat(list("abcde"), 4)
+    valid = pretrain_module.held_out_recordings(view, 0.2)
+    held = set(view.split_groups[valid])
+    assert len(held) == 1 and len(valid) == 4
+    assert not held & set(np.delete(view.split_groups, valid))
+    view.split_groups = view.split_groups[:-1]
+    with pytest.raises(ValueError, match="'split_groups' has 19 labels"):
+        pretrain_module.held_out_recordings(view, 0.2)
+
+    seen = []
+    original = pretrain_module.held_out_recordings
+
+    def recording(dataset, fraction, seed=0):
+        valid = original(dataset, fraction, seed)
+        seen.append((np.asarray(dataset.split_groups), valid))
+        return valid
+
+    monkeypatch.setattr(pretrain_module, "held_out_recordings", recording)
+    X, y, groups = _toy(n=60, n_subjects=6)
+    params = dict(SMALL, finetune="full", pretrain_epochs=1, pretrain_valid_fraction=0.2)
+    clf = PARSClassifier(**params).fit(X, y, groups=groups)
+    split_groups, valid = seen[0]
+    assert valid is not None and len(split_groups) == len(X)
+    train = np.delete(split_groups, valid)
+    assert set(split_groups[valid]) and not set(split_groups[valid]) & set(train)
+    assert set(split_groups) == {f"group {g}" for g in range(6)}
+    assert np.isfinite(clf.pretrain_history_[-1, "valid_skill"])

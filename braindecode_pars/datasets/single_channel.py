@@ -54,6 +54,14 @@ class SingleChannelWindows(Dataset):
         Largest shift of the crop from the window's start, in samples; default: half
         a crop. 0 keeps crops aligned with the windows.
 
+    Attributes
+    ----------
+    split_groups : numpy.ndarray | None
+        One label per window (e.g. its subject) by which pretraining holds windows
+        out for validation (see
+        :func:`~braindecode_pars.training.pretrain.held_out_recordings`); None
+        (default): by recording.
+
     Examples
     --------
     >>> import numpy as np
@@ -68,6 +76,7 @@ class SingleChannelWindows(Dataset):
         self.recordings = []  # (n_chans, n_samples) float32 arrays, or memory maps
         self.sfreq = None
         self._store = None
+        self.split_groups = None
         index = []  # (recording, window start, window stop)
         for source in sources:
             self._add(source, index)
@@ -84,6 +93,7 @@ class SingleChannelWindows(Dataset):
         view.recordings, index, info = read_window_store(path, descriptions=False)
         view.sfreq = info["sfreq"]
         view._store = str(path)
+        view.split_groups = None
         view._finish(index, n_times, max_shift)
         return view
 

@@ -528,12 +528,21 @@ def held_out_recordings(dataset, fraction, seed=0):
     (split by windows instead) when the dataset does not say which recording a window
     comes from, when it has fewer than 2 recordings, or when the first recording drawn
     alone holds more than twice ``fraction`` of the windows (too few recordings for a
-    split by recording of that size).
+    split by recording of that size). A view whose ``split_groups`` is set (one label
+    per window, e.g. the subject) is split by those groups instead of its recordings.
     """
     index = getattr(dataset, "index", None)
     if index is None or len(index) == 0:
         return None
     recording = np.asarray(index)[:, 0]
+    groups = getattr(dataset, "split_groups", None)
+    if groups is not None:
+        recording = np.asarray(groups)
+        if len(recording) != len(index):
+            raise ValueError(
+                f"'split_groups' has {len(recording)} labels, but the view has "
+                f"{len(index)} windows."
+            )
     names, counts = np.unique(recording, return_counts=True)
     if len(names) < 2:
         return None
