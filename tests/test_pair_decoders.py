@@ -203,3 +203,17 @@ def test_gather_tokens_picks_the_rows_of_each_window():
     expected = torch.zeros(3, 7, 5)
     expected[torch.arange(3)[:, None], idx] = 1.0
     torch.testing.assert_close(grad, expected, rtol=0, atol=0)
+
+
+def test_folded_decoder_refuses_an_attention_it_cannot_fold():
+    torch.manual_seed(0)
+    y, idx = torch.randn(2, 6, 8), torch.arange(4).expand(2, 4)
+    dec = pair_decoders.CrossAttentionPairDecoder(8, 2)
+    dec.attn.dropout = 0.1  # the naive decoder would drop attention weights in training
+    with pytest.raises(ValueError, match="dropout"):
+        dec(y, idx)
+    dec.eval()  # no dropout in evaluation: the fold is exact again
+    torch.testing.assert_close(dec(y, idx), dec.forward_naive(y, idx), rtol=1e-5, atol=1e-5)
+    dec.attn.add_zero_attn = True
+    with pytest.raises(ValueError, match="add_zero_attn"):
+        dec(y, idx)

@@ -270,7 +270,31 @@ class CrossAttentionPairDecoder(nn.Module):
             theta = self._forward(y.to(dtype), idx)
         return theta.to(out_dtype)
 
+    def _check_foldable(self):
+        """The fold reads ``attn``'s packed in-projection and its biases and assumes no
+        attention dropout, no extra key/value biases and no zero attention; refuse an
+        ``attn`` changed otherwise rather than compute something else."""
+        attn = self.attn
+        changed = [
+            name
+            for name, bad in (
+                ("dropout", attn.dropout != 0.0 and self.training),
+                ("bias_k/bias_v", attn.bias_k is not None or attn.bias_v is not None),
+                ("add_zero_attn", attn.add_zero_attn),
+                ("separate q/k/v projections", not attn._qkv_same_embed_dim),
+                ("in_proj_bias", attn.in_proj_bias is None),
+            )
+            if bad
+        ]
+        if changed:
+            raise ValueError(
+                "The folded cross-attention decoder computes nn.MultiheadAttention with its "
+                f"defaults, but 'attn' has {', '.join(changed)} changed; use "
+                "decoder_impl='naive' for such an attention."
+            )
+
     def _forward(self, y, idx):
+        self._check_foldable()
         B, N, Fd = y.shape  # (batch, n_patches, emb_dim)
         H, n = self.n_heads, idx.shape[1]
         d = Fd // H
