@@ -270,3 +270,32 @@ def test_a_probe_fits_on_the_training_windows_alone(monkeypatch):
         seen["strategy"] = strategy
         protocols.fit_on(None, [0, 1], seed=0, params={}, valid=[1, 0])
         assert ("X_valid" in seen["kwargs"]) is passed
+
+
+def test_protocol_functions_refuse_a_log_made_with_other_settings(data, tmp_path, monkeypatch):
+    """Called directly (not through the command line's config.json check), a protocol
+    refuses an 'out' whose rows came from other settings, before fitting anything."""
+    import braindecode_pars.estimator as est
+    from braindecode_pars.experiments import protocols
+
+    split = load_recipe("ysyw", data["ysyw"])
+    methods = {"scratch": None}
+    rows = protocols.label_efficiency(split, methods, [1], [0], TINY, tmp_path)
+    assert len(rows) == 1
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("fit ran")
+
+    monkeypatch.setattr(est.PARSClassifier, "fit", refuse)
+    again = protocols.label_efficiency(split, methods, [1], [0], TINY, tmp_path)
+    assert again.equals(rows)  # the same settings: the row is reused, nothing refits
+    for changed in (
+        dict(params={**TINY, "max_epochs": 2}),
+        dict(methods={"scratch": data["encoder"]}),
+        dict(split={**split, "test": split["valid"]}),
+    ):
+        args = {**dict(split=split, methods=methods, params=TINY), **changed}
+        with pytest.raises(ValueError, match="made with other settings"):
+            protocols.label_efficiency(
+                args["split"], args["methods"], [1], [0], args["params"], tmp_path
+            )

@@ -37,6 +37,7 @@ from ..metrics import scores
 from ..models.encoder import ENCODER_SIZE_KEYS
 from ..training import pretrain
 from ..training.seeding import isolated_random_state
+from .low_label import check_settings, describe
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +45,25 @@ PROTOCOLS = ("label_efficiency", "transfer", "loso", "ablation")
 
 
 class ResultsLog:
-    """Rows of a protocol in a CSV file, written after every job (atomically)."""
+    """Rows of a protocol in a CSV file, written after every job (atomically).
 
-    def __init__(self, path, key_columns):
+    ``settings`` (a dict: the methods' encoders, estimator parameters, the data's
+    summary; not the key "methods", which the settings file keeps for itself)
+    is recorded beside the CSV (``results.settings.json``, see
+    :func:`~braindecode_pars.experiments.low_label.check_settings`); a log whose
+    rows were made with other settings is refused before any job runs, so a rerun
+    never takes stale rows for its own.
+    """
+
+    def __init__(self, path, key_columns, settings=None):
         self.path = Path(path)
         self.key_columns = list(key_columns)
         self.rows = pd.read_csv(self.path).to_dict("records") if self.path.is_file() else []
         self._done = {self._key(r) for r in self.rows}
+        if settings is not None:
+            if "methods" in settings:
+                raise ValueError("'settings' must not use the key 'methods'; use 'encoders'.")
+            check_settings(self.path, {k: describe(v) for k, v in settings.items()}, {})
 
     def _key(self, row):
         return tuple(str(row[k]) for k in self.key_columns)
@@ -189,11 +202,22 @@ def _subset(windows, subjects):
     return windows.split({"keep": keep.tolist()})["keep"]
 
 
+def _data_summary(windows):
+    """What a results log records of its data: windows and subjects per split."""
+    if isinstance(windows, dict):
+        return {name: _data_summary(w) for name, w in windows.items()}
+    return {"windows": len(windows), "subjects": [str(s) for s in subjects_of(windows)]}
+
+
 def label_efficiency(split, methods, subject_counts, seeds, params, out):
     """Fig. 3: scores against the number of labelled training patients."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    log = ResultsLog(out / "results.csv", ["method", "n_subjects", "seed"])
+    settings = dict(
+        encoders=methods, subject_counts=list(subject_counts), params=params,
+        data=_data_summary(split),
+    )  # fmt: skip
+    log = ResultsLog(out / "results.csv", ["method", "n_subjects", "seed"], settings)
     pool = subjects_of(split["train"])
     too_many = [n for n in subject_counts if n > len(pool)]
     if too_many:
@@ -221,7 +245,8 @@ def transfer(splits, methods, seeds, params, out):
     """Table 1: each dataset's test scores, mean ± std over seeds, per method."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    log = ResultsLog(out / "results.csv", ["dataset", "method", "seed"])
+    settings = dict(encoders=methods, params=params, data=_data_summary(splits))
+    log = ResultsLog(out / "results.csv", ["dataset", "method", "seed"], settings)
     jobs = list(itertools.product(splits, seeds, methods))
     for dataset, seed, method in tqdm(jobs, desc="transfer", leave=False):
         if log.done(dataset=dataset, method=method, seed=seed):
@@ -247,7 +272,8 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
     """Fig. 5: per-subject scores, each subject held out in turn."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    log = ResultsLog(out / "results.csv", ["method", "subject", "seed"])
+    settings = dict(encoders=methods, params=params, data=_data_summary(windows))
+    log = ResultsLog(out / "results.csv", ["method", "subject", "seed"], settings)
     subjects = subjects_of(windows)
     if len(subjects) < 2:
         raise ValueError(f"Leave-one-subject-out needs two subjects, but got {subjects}.")
@@ -279,7 +305,11 @@ def ablation(
     check_option("evaluate_on", evaluate_on, ("test", "valid"))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    log = ResultsLog(out / "results.csv", ["config", "seed"])
+    settings = dict(
+        configs=configs, params=params, pretrain=pretrain_params, n_subjects=n_subjects,
+        evaluate_on=evaluate_on, data=_data_summary(split),
+    )  # fmt: skip
+    log = ResultsLog(out / "results.csv", ["config", "seed"], settings)
     store = out / "train_store"  # the train split once on disk, memory-mapped: a corpus
     if not (store / "index.npz").is_file():  # of any size costs its index in memory
         write_window_store(split["train"], store, overwrite=True)
