@@ -40,6 +40,8 @@ def paired_ratio(times_a, times_b):
     this machine's drift in speed, which moves absolute times by up to a third.
     """
     ratios = sorted(a / b for a, b in zip(times_a, times_b, strict=True))
+    if len(ratios) < 2:  # quantiles need two values
+        return ratios[0], ratios[0], ratios[0]
     q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
     return median, q1, q3
 

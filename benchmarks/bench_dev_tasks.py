@@ -447,7 +447,10 @@ def write_report(df, args):
     tables = {}
     for metric in ("balanced_accuracy", "kappa"):
         s = draw_summary(df[df.k == "1"], metric)
-        low = s.pivot(index="method", columns="task", values="mean")[list(df.task.unique())]
+        if s.empty:  # no row at one labelled unit
+            continue
+        tasks = [t for t in df.task.unique() if t in set(s.task)]
+        low = s.pivot(index="method", columns="task", values="mean")[tasks]
         low["mean over tasks"] = low.mean(axis=1)
         tables[metric] = low
         lines += [
@@ -462,6 +465,8 @@ def write_report(df, args):
             lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
         lines.append("")
     args.out.with_suffix(".md").write_text("\n".join(lines))
+    if "balanced_accuracy" not in tables:  # no row at one labelled unit: no figure
+        return
     low = tables["balanced_accuracy"]
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(low) + 1.5))
     order = low.sort_values("mean over tasks")

@@ -40,6 +40,7 @@ from .training.finetune import (
 )
 from .training.interrupt import PropagateInterrupt
 from .training.optim import with_fused_default
+from .training.pretrain import training_windows
 from .training.run import pretrain
 from .training.schedule import epochs_for_steps
 from .training.seeding import fit_seed, isolated_random_state
@@ -127,7 +128,9 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
     pretrain_valid_fraction : float | None
         Share of the pretraining windows held out to measure the pretext skill
         (``pretrain_history_``'s ``valid_skill``): whole groups (subjects) when
-        ``fit`` has groups, each unlabelled recording whole; windows otherwise.
+        ``fit`` has groups, each unlabelled window on its own, if whole groups can
+        make about that share (at most twice it); windows otherwise (a warning says
+        so when groups were given).
     pretrain_preset : {None, "paper"}
         ``"paper"``: the paper's lr 1e-4, batch 512, 1000 epochs and 30-s crops,
         for a corpus of its size (on a few hundred windows they stay at the loss of
@@ -536,8 +539,8 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         windows, of ``groups``), and the pretraining history.
 
         With ``groups``, the pretext skill is validated on whole groups (subjects)
-        held out of pretraining, the unlabelled windows each by their recording; else
-        each labelled window counts as its own recording.
+        held out of pretraining where they allow it (each unlabelled window counts on
+        its own); else each labelled window counts as its own recording.
         """
         if pretrained is not None:
             return pretrained, None
@@ -548,13 +551,14 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         view.sfreq = sfreq
         if groups is not None:
             labelled = [f"group {g}" for g in np.asarray(groups)]
-            rest = [f"recording {r}" for r in view.index[len(labelled) :, 0]]
+            rest = [f"window {r}" for r in view.index[len(labelled) :, 0]]
             view.split_groups = np.asarray(labelled + rest)
         settings = self._pretraining_settings()
         valid = self.pretrain_valid_fraction or None
         epochs = settings["epochs"]
-        if epochs is None:  # the step budget, over the windows left for training
-            epochs = epochs_for_steps(settings["steps"], len(view), settings["batch_size"], valid)
+        if epochs is None:  # the step budget, over the windows the split leaves to train
+            n_train = training_windows(view, valid)
+            epochs = epochs_for_steps(settings["steps"], n_train, settings["batch_size"])
         folder = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / "pretrain"
         run = dict(max_epochs=epochs, lr=settings["lr"], batch_size=settings["batch_size"])
         run.update(device=self.device, valid_fraction=valid, progress_bar=bool(self.verbose))

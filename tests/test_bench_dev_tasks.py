@@ -70,3 +70,13 @@ def test_the_test_tables_take_the_floor_the_selection_split_chose(bench, tmp_pat
     chosen = both[both.method == "floor (chosen on selection)"].set_index("task")
     assert chosen.loc["a", "balanced_accuracy"] == 0.3  # band power's, though worse on test
     assert chosen.loc["b", "balanced_accuracy"] == 0.7
+
+
+def test_the_report_of_a_run_without_one_labelled_unit(bench, tmp_path):
+    import argparse
+
+    df = pd.DataFrame(_rows("a", "floor (band power)", "2", [("1 2", 0.6), ("3 4", 0.8)]))
+    args = argparse.Namespace(part="test", encoder="x", out=tmp_path / "report", selection_csv=None)
+    bench.write_report(df, args)
+    text = (tmp_path / "report.md").read_text()
+    assert "| floor (band power) | 0.700 ± 0.141 |" in text and "Lowest k" not in text

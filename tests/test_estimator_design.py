@@ -249,3 +249,4 @@ def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
     assert set(split_groups[valid]) and not set(split_groups[valid]) & set(train)
     assert set(split_groups) == {f"group {g}" for g in range(6)}
     assert np.isfinite(clf.pretrain_history_[-1, "valid_skill"])
+    assert clf.pretrain_history_[-1, "valid_split"] == "groups"

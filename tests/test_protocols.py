@@ -299,3 +299,13 @@ def test_protocol_functions_refuse_a_log_made_with_other_settings(data, tmp_path
             protocols.label_efficiency(
                 args["split"], args["methods"], [1], [0], args["params"], tmp_path
             )
+
+
+def test_a_run_that_wrote_no_row_does_not_lock_its_out(tmp_path):
+    from braindecode_pars.experiments.protocols import ResultsLog
+
+    ResultsLog(tmp_path / "results.csv", ["seed"], {"params": {"lr": 1.0}})  # failed early
+    log = ResultsLog(tmp_path / "results.csv", ["seed"], {"params": {"lr": 2.0}})
+    log.add({"seed": 0, "score": 0.5})
+    with pytest.raises(ValueError, match="made with other settings"):
+        ResultsLog(tmp_path / "results.csv", ["seed"], {"params": {"lr": 1.0}})

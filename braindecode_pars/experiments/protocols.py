@@ -37,7 +37,7 @@ from ..metrics import scores
 from ..models.encoder import ENCODER_SIZE_KEYS
 from ..training import pretrain
 from ..training.seeding import isolated_random_state
-from .low_label import check_settings, describe
+from .low_label import check_settings, describe, settings_path
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,8 @@ class ResultsLog:
         if settings is not None:
             if "methods" in settings:
                 raise ValueError("'settings' must not use the key 'methods'; use 'encoders'.")
+            if not self.rows:  # no row to protect: a run that failed before its first
+                settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
             check_settings(self.path, {k: describe(v) for k, v in settings.items()}, {})
 
     def _key(self, row):
@@ -203,7 +205,9 @@ def _subset(windows, subjects):
 
 
 def _data_summary(windows):
-    """What a results log records of its data: windows and subjects per split."""
+    """What a results log records of its data: the number of windows and the subjects
+    of each split (not their samples: data preprocessed otherwise into the same
+    windows and subjects passes)."""
     if isinstance(windows, dict):
         return {name: _data_summary(w) for name, w in windows.items()}
     return {"windows": len(windows), "subjects": [str(s) for s in subjects_of(windows)]}
@@ -213,15 +217,15 @@ def label_efficiency(split, methods, subject_counts, seeds, params, out):
     """Fig. 3: scores against the number of labelled training patients."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    pool = subjects_of(split["train"])
+    too_many = [n for n in subject_counts if n > len(pool)]
+    if too_many:
+        raise ValueError(f"'subject_counts' {too_many} exceed the {len(pool)} training patients.")
     settings = dict(
         encoders=methods, subject_counts=list(subject_counts), params=params,
         data=_data_summary(split),
     )  # fmt: skip
     log = ResultsLog(out / "results.csv", ["method", "n_subjects", "seed"], settings)
-    pool = subjects_of(split["train"])
-    too_many = [n for n in subject_counts if n > len(pool)]
-    if too_many:
-        raise ValueError(f"'subject_counts' {too_many} exceed the {len(pool)} training patients.")
     jobs = list(itertools.product(seeds, subject_counts, methods))
     for seed, n, method in tqdm(jobs, desc="label efficiency", leave=False):
         if log.done(method=method, n_subjects=n, seed=seed):

@@ -278,7 +278,7 @@ class CrossAttentionPairDecoder(nn.Module):
         changed = [
             name
             for name, bad in (
-                ("dropout", attn.dropout != 0.0 and self.training),
+                ("dropout", attn.dropout != 0.0 and attn.training),
                 ("bias_k/bias_v", attn.bias_k is not None or attn.bias_v is not None),
                 ("add_zero_attn", attn.add_zero_attn),
                 ("separate q/k/v projections", not attn._qkv_same_embed_dim),

@@ -60,7 +60,7 @@ class PretextSkill(Callback):
             net.history.record(f"{prefix}_trivial", trivial)
             net.history.record(f"{prefix}_skill", pretext_skill(loss, trivial))
         if getattr(net, "valid_split_", None) and "valid_loss" in net.history[-1]:
-            net.history.record("valid_split", net.valid_split_)  # "recordings" or "windows"
+            net.history.record("valid_split", net.valid_split_)  # recordings, groups, windows
 
 
 class EpochProgress(Callback):
@@ -151,7 +151,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         Share of the windows held out to measure the pretext loss and skill on data
         the model does not train on (a seeded split): whole recordings of a
         :class:`~braindecode_pars.datasets.SingleChannelWindows` view (see
-        :func:`held_out_recordings`; ``valid_split_`` is then ``"recordings"``),
+        :func:`held_out_recordings`; ``valid_split_`` is then ``"recordings"``), or
+        whole groups of a view whose ``split_groups`` is set (``"groups"``),
         otherwise windows (``"windows"``). Their crops and channels are
         drawn once (at most ``max_valid_windows`` of them) and the model's patches
         and masks come from a generator reseeded before every validation pass, so
@@ -303,8 +304,16 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             check_range("valid_fraction", self.valid_fraction, 0, 1, high_open=True)
             dataset = self.get_dataset(X, y)
             valid_idx = held_out_recordings(dataset, self.valid_fraction)
+            by_groups = getattr(dataset, "split_groups", None) is not None
+            if valid_idx is None and by_groups:
+                logger.warning(
+                    "Too few groups to hold out about %g of the pretraining windows as "
+                    "whole groups; the pretext skill is validated on windows of the "
+                    "training groups.",
+                    self.valid_fraction,
+                )
             if valid_idx is not None:
-                self.valid_split_ = "recordings"
+                self.valid_split_ = "groups" if by_groups else "recordings"
                 train_idx = np.setdiff1d(np.arange(len(dataset)), valid_idx)
                 dataset_train, dataset_valid = (
                     Subset(dataset, train_idx),
