@@ -354,6 +354,14 @@ def ddp_rates(world=2, threads=1, global_batch=SMALL_BATCH, repeats=21):
     return results.get()
 
 
+def summary(times):
+    """Median PARS and encoder-alone step times of interleaved ``times`` and their
+    paired ratio as the tables print it, "median (q1-q3)"."""
+    t_pars, t_enc = (statistics.median(t) for t in times)
+    ratio, q1, q3 = paired_ratio(*times)
+    return t_pars, t_enc, f"{ratio:.2f} ({q1:.2f}-{q3:.2f})"
+
+
 def memory_child(n_patches, impl, what, batch_size):
     """Run in a fresh process: growth of the peak resident memory over one step, in MiB."""
     pars_step, encoder_step = make_steps(n_patches, "cross_attention", impl, batch_size)
@@ -408,20 +416,21 @@ def main():
 
     def row(label, batch, times):
         """A row of the step table from interleaved PARS and encoder-alone times."""
-        t_pars, t_enc = (statistics.median(t) for t in times)
-        ratio, q1, q3 = paired_ratio(*times)
-        lines.append(
-            f"| {label} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | "
-            f"{ratio:.2f} ({q1:.2f}-{q3:.2f}) |"
-        )
+        t_pars, t_enc, ratio = summary(times)
+        lines.append(f"| {label} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | {ratio} |")
         print(lines[-1], flush=True)
-        return t_pars, t_enc
 
-    for name, (size, small) in SIZES.items():
+    def size_row(name):
+        """The step-table row of an encoder size of SIZES; its step times."""
+        size, small = SIZES[name]
         batch = SMALL_BATCH if small else B
         pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, size, small)
-        steps[name] = step_times([pars_step, encoder_step], R)
-        row(name, batch, steps[name])
+        times = step_times([pars_step, encoder_step], R)
+        row(name, batch, times)
+        return times
+
+    for name in SIZES:
+        steps[name] = size_row(name)
     variants = {
         "1 thread": dict(threads=1),
         "bf16 autocast": dict(amp=True),
@@ -483,12 +492,8 @@ def main():
                 times = steps["512 x 8 (paper)"]
             else:
                 times = step_times(list(make_steps(40, decoder, impl, B)), R)
-            t_pars, t_enc = (statistics.median(t) for t in times)
-            ratio, q1, q3 = paired_ratio(*times)
-            lines.append(
-                f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | "
-                f"{ratio:.2f} ({q1:.2f}-{q3:.2f}) |"
-            )
+            t_pars, t_enc, ratio = summary(times)
+            lines.append(f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | {ratio} |")
             print(lines[-1], flush=True)
     lines += [
         "",
@@ -525,10 +530,7 @@ def main():
         "|---|---|---|---|---|",
     ]
     for name in ("64 x 4", "512 x 8 (paper)"):
-        size, small = SIZES[name]
-        batch = SMALL_BATCH if small else B
-        pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, size, small)
-        row(name, batch, step_times([pars_step, encoder_step], R))
+        size_row(name)
     lines += ["", *NOTES.strip().splitlines()]
     write_report(lines, args.out)
 

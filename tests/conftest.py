@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 from skorch.callbacks import Callback
@@ -63,3 +65,19 @@ def tuh_corpora(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("tuh")
     return {"tuab": make_tuab(root), "tusz": make_tusz(root), "tueg": make_tueg(root)}
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def import_benchmark(name):
+    """``benchmarks/<name>.py`` as a module (its folder on sys.path while imported, for
+    the helpers it imports beside it)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))

@@ -1,23 +1,15 @@
 """The development-task benchmark's summaries: each distinct labelled set counts once,
 and the test tables' floor is the one the selection split chose."""
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from .conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import bench_dev_tasks
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return bench_dev_tasks
+    return import_benchmark("bench_dev_tasks")
 
 
 def _rows(task, method, k, units_and_scores):

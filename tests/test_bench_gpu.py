@@ -3,24 +3,17 @@ its timed PARS step computes PARS's loss and trains the model."""
 
 import copy
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from .conftest import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench_gpu():
-    """``benchmarks/bench_gpu.py`` as a module (its folder on sys.path while imported)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import bench_gpu
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return bench_gpu
+    """``benchmarks/bench_gpu.py`` as a module."""
+    return import_benchmark("bench_gpu")
 
 
 def table(text, header):
