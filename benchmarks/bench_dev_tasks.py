@@ -79,7 +79,12 @@ from braindecode_pars.experiments.low_label import draw_subjects
 from braindecode_pars.floor import LOGISTIC_MAX_ITER, BandPowerFeatures
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder, size_of
-from braindecode_pars.probe import BlockScaler, EncoderFeatures
+from braindecode_pars.probe import (
+    BlockScaler,
+    EncoderFeatures,
+    align_covariances,
+    align_features,
+)
 
 logger = logging.getLogger("bench_dev_tasks")
 
@@ -145,18 +150,39 @@ def split(units, pool, scored, k, seed):
 
 
 def parse_probe(method):
-    """``probe[enc+bp, cv]`` -> ({"enc", "bp"}, "cv")."""
+    """``probe[enc+bp, cv]`` -> ({"enc", "bp"}, "cv", False); ``probe[enc+bp, 100,
+    aligned]`` -> ({"enc", "bp"}, 100.0, True)."""
     inner = method[len("probe[") : -1]
-    blocks, C = (s.strip() for s in inner.split(","))
-    return set(blocks.split("+")), (C if C == "cv" else float(C))
+    parts = [s.strip() for s in inner.split(",")]
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "aligned"):
+        raise ValueError(f"Unknown probe row {method!r}: probe[BLOCKS, C] or probe[BLOCKS, C, aligned].")
+    blocks, C = parts[:2]
+    return set(blocks.split("+")), (C if C == "cv" else float(C)), len(parts) == 3
 
 
-def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
+#: The floors, by row name: (block, aligned within units).
+FLOORS = {
+    "floor (band power)": ("bp", False),
+    "floor (tangent space)": ("ts", False),
+    "floor (band power, aligned)": ("bp", True),
+    "floor (tangent space, aligned)": ("ts", True),
+}
+
+
+def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler, units=None):
     """Scale each feature block on the training windows (the tangent space's reference
     point too), fit the regression, predict the scored windows. The floors are one
-    block with a ``StandardScaler`` and C = 1."""
+    block with a ``StandardScaler`` and C = 1. ``units`` given: each unit's windows
+    are first aligned on themselves, as :class:`~braindecode_pars.probe.AlignedProbe`
+    does (features standardised, covariances re-centred)."""
     tr, te = [], []
     for F, kind in blocks.values():
+        if units is not None:
+            aligner = align_covariances if kind == "covariances" else align_features
+            index = np.concatenate([train, test])
+            aligned = np.empty_like(F, dtype=np.float64)
+            aligned[index] = aligner(F[index], units[index])
+            F = aligned
         if kind == "covariances":
             ts = TangentSpace(metric="riemann").fit(F[train])
             Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
@@ -234,7 +260,7 @@ def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
         raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
     clf = PARSClassifier(**{**kwargs, **overrides})
     clf.fit(X[train], _y[train], groups=units[train])
-    return clf.predict(X[test])
+    return clf.predict(X[test], groups=units[test])
 
 
 def features(X, sfreq, encoder, seed=0):
@@ -305,20 +331,20 @@ def main(argv=None):
                     if method.startswith("deep") and k not in args.deep_ks:
                         continue
                     start = time.perf_counter()
-                    if method == "floor (band power)":
+                    if method in FLOORS:
+                        block, aligned = FLOORS[method]
                         pred = fit_blocks(
-                            {"bp": blocks["bp"]}, train, test, 1.0, seed, StandardScaler
-                        )
-                    elif method == "floor (tangent space)":
-                        pred = fit_blocks(
-                            {"ts": blocks["ts"]}, train, test, 1.0, seed, StandardScaler
-                        )
+                            {block: blocks[block]}, train, test, 1.0, seed, StandardScaler,
+                            units if aligned else None,
+                        )  # fmt: skip
                     elif method.startswith("probe["):
-                        names, C = parse_probe(method)
+                        names, C, aligned = parse_probe(method)
                         chosen = {b: blocks[b] for b in ("enc", "rand", "bp", "ts") if b in names}
                         if C == "cv":
                             C = inner_c(chosen, train, units, seed)
-                        pred = fit_blocks(chosen, train, test, C, seed)
+                        pred = fit_blocks(
+                            chosen, train, test, C, seed, units=units if aligned else None
+                        )
                     elif method.startswith("deep"):
                         pred = fit_deep(method, args.encoder, X, train, test, units, sfreq, seed)
                     else:
@@ -372,13 +398,13 @@ def draw_summary(df, metric):
 
 
 def chosen_floor(selection_csv):
-    """Per task, the floor (band power or tangent space) with the higher mean balanced
-    accuracy at k = 1 on the selection split (each labelled set weighted once)."""
+    """Per task, the floor (band power or tangent space, unaligned: the field's two
+    classical decoders) with the higher mean balanced accuracy at k = 1 on the
+    selection split (each labelled set weighted once)."""
     sel = pd.read_csv(selection_csv)
     sel["k"] = sel["k"].astype(str)
-    s = draw_summary(
-        sel[sel.method.str.startswith("floor (") & (sel.k == "1")], "balanced_accuracy"
-    )
+    floors = ("floor (band power)", "floor (tangent space)")
+    s = draw_summary(sel[sel.method.isin(floors) & (sel.k == "1")], "balanced_accuracy")
     return {task: g.sort_values("mean").method.iloc[-1] for task, g in s.groupby("task")}
 
 

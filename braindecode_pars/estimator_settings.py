@@ -59,6 +59,7 @@ class EstimatorSettings:
         check_option("pretrain_preset", self.pretrain_preset, (None, "paper"))
         check_option("finetune", self.finetune, FINETUNE_STRATEGIES)
         check_range("probe_C", self.probe_C, 0, math.inf, low_open=True)
+        check_option("probe_align", self.probe_align, (None, "groups"))
         if self.finetune == "lp-ft" and self.max_epochs < 2:
             raise ValueError(
                 f"finetune='lp-ft' trains the head over the frozen encoder for half of "

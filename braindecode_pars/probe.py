@@ -26,11 +26,13 @@ braindecode windows, ``Subset`` s and ``SliceDataset`` s of them, ``mne.Epochs``
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score
 from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
@@ -44,6 +46,7 @@ from .floor import (
     LabelledPipeline,
     WindowsArray,
     WindowsFeaturesMixin,
+    WindowsInputMixin,
 )
 from .models.classifier import channel_tokens
 from .models.encoder import checked_encoder
@@ -262,3 +265,294 @@ def probe_pipeline(
         C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
     )
     return LabelledPipeline([("features", FeatureUnion(blocks)), ("logisticregression", model)])
+
+
+#: The fewest windows a group may have for :class:`AlignedProbe` to standardise it.
+ALIGN_MIN_WINDOWS = 8
+
+
+def align_features(F, groups):
+    """Each feature standardised within each group: zero mean, unit standard deviation
+    over the group's rows (a feature constant in a group is only centred there).
+
+    Parameters
+    ----------
+    F : ndarray, shape (n_windows, n_features)
+    groups : ndarray, shape (n_windows,)
+
+    Returns
+    -------
+    aligned : ndarray, shape (n_windows, n_features), float64
+    """
+    F = np.asarray(F, dtype=np.float64)
+    out = np.empty_like(F)
+    for g in np.unique(groups):
+        rows = groups == g
+        block = F[rows]
+        std = block.std(axis=0)
+        out[rows] = (block - block.mean(axis=0)) / np.where(std > 0, std, 1.0)
+    return out
+
+
+def align_covariances(C, groups):
+    """Riemannian re-centring: each group's covariances moved so that their Riemannian
+    mean is the identity, ``M^{-1/2} C M^{-1/2}`` with ``M`` the group's mean (Zanini
+    et al., IEEE TBME 65(5), 2018).
+
+    Parameters
+    ----------
+    C : ndarray, shape (n_windows, n_chans, n_chans)
+        Symmetric positive definite matrices.
+    groups : ndarray, shape (n_windows,)
+
+    Returns
+    -------
+    aligned : ndarray, shape (n_windows, n_chans, n_chans)
+    """
+    try:
+        from pyriemann.geometry.base import invsqrtm
+        from pyriemann.geometry.mean import mean_riemann
+    except ImportError:  # pyriemann < 0.12
+        from pyriemann.utils.base import invsqrtm
+        from pyriemann.utils.mean import mean_riemann
+
+    C = np.asarray(C, dtype=np.float64)
+    out = np.empty_like(C)
+    for g in np.unique(groups):
+        rows = groups == g
+        W = invsqrtm(mean_riemann(C[rows]))
+        out[rows] = W @ C[rows] @ W
+    return out
+
+
+class AlignedProbe(WindowsInputMixin, ClassifierMixin, BaseEstimator):
+    """The probe of :func:`probe_pipeline`, with every group's features aligned to the
+    group itself before the model sees them.
+
+    EEG differs more between people (and between sessions of one person) than between
+    the conditions a task compares: skull, electrode contact and amplitude move every
+    feature of a subject together. Here each **group** (a subject, or a block of runs)
+    is put on a common footing with its own windows, labels unused: the encoder's and
+    the band-power features are standardised within the group (:func:`align_features`),
+    and its channel covariances are re-centred so that their Riemannian mean is the
+    identity (:func:`align_covariances`) before the tangent space. The scaling per
+    block (:class:`BlockScaler`) and the class-balanced logistic regression follow, as
+    in :func:`probe_pipeline`.
+
+    So a prediction depends on the other windows of its group: ``predict(X, groups)``
+    aligns each group of ``X`` on its own windows (``groups=None``: all of ``X`` is
+    one group, e.g. the held-out subject of a leave-one-subject-out fold). A group
+    needs at least :data:`ALIGN_MIN_WINDOWS` windows, and should hold the conditions
+    in roughly the proportions the task has (a group of one class only is centred on
+    that class).
+
+    Parameters
+    ----------
+    encoder, sfreq, band_power, bands, tangent_space, C, random_state, batch_size, \
+device
+        As :func:`probe_pipeline`.
+
+    Attributes
+    ----------
+    blocks_ : list of str
+        The feature blocks, of ``"encoder"``, ``"bandpower"``, ``"tangentspace"``.
+    classes_ : ndarray
+    logisticregression_ : LogisticRegression
+
+    Examples
+    --------
+    Two subjects whose amplitudes differ tenfold; the class doubles the power within
+    each. Trained on one, the other is scored:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.tile([0, 1], 20)
+    >>> def subject(scale):
+    ...     return scale * rng.standard_normal((40, 2, 400)) * (1 + y[:, None, None])
+    >>> probe = AlignedProbe(None, sfreq=100).fit(subject(1.0), y, groups=np.zeros(40))
+    >>> float(probe.score(subject(10.0), y))
+    1.0
+    """
+
+    def __init__(
+        self,
+        encoder="pars-small",
+        *,
+        sfreq=None,
+        band_power=True,
+        bands=None,
+        tangent_space=False,
+        C=1.0,
+        random_state=None,
+        batch_size=256,
+        device="cpu",
+    ):
+        self.encoder = encoder
+        self.sfreq = sfreq
+        self.band_power = band_power
+        self.bands = bands
+        self.tangent_space = tangent_space
+        self.C = C
+        self.random_state = random_state
+        self.batch_size = batch_size
+        self.device = device
+
+    def _feature_steps(self, sfreq):
+        """(name, transformer of windows into raw features, kind) of each block."""
+        steps = []
+        if self.encoder is not None:
+            steps.append(
+                (
+                    "encoder",
+                    EncoderFeatures(
+                        self.encoder,
+                        sfreq=sfreq,
+                        batch_size=self.batch_size,
+                        device=self.device,
+                    ),
+                    "features",
+                )
+            )
+        if self.band_power:
+            bands = DEFAULT_BANDS if self.bands is None else self.bands
+            steps.append(("bandpower", BandPowerFeatures(sfreq=sfreq, bands=bands), "features"))
+        if self.tangent_space:
+            from pyriemann.estimation import Covariances
+
+            covariances = make_pipeline(WindowsArray(sfreq=sfreq), Covariances(estimator="oas"))
+            steps.append(("tangentspace", covariances, "covariances"))
+        if not steps:
+            raise ValueError(
+                "AlignedProbe needs at least one block of features: 'encoder' is None and "
+                "'band_power' and 'tangent_space' are both False."
+            )
+        return steps
+
+    @staticmethod
+    def _groups(groups, n, name="groups"):
+        if groups is None:
+            groups = np.zeros(n, dtype=np.int64)
+        groups = np.asarray(groups)
+        if groups.shape != (n,):
+            raise ValueError(
+                f"'{name}' must give one group per window: {n} windows, {groups.shape[0]} "
+                "groups."
+                if groups.ndim == 1
+                else f"'{name}' must be 1-D, one group per window; got shape {groups.shape}."
+            )
+        values, counts = np.unique(groups, return_counts=True)
+        small = values[counts < ALIGN_MIN_WINDOWS]
+        if len(small):
+            raise ValueError(
+                f"AlignedProbe standardises each group on its own windows and needs at "
+                f"least ALIGN_MIN_WINDOWS={ALIGN_MIN_WINDOWS} per group; '{name}' has "
+                f"{len(small)} group(s) with fewer ({small[:5].tolist()}"
+                f"{'...' if len(small) > 5 else ''}: {counts[counts < ALIGN_MIN_WINDOWS][:5].tolist()} "
+                "windows). Pass the windows of a group together, or use the unaligned probe "
+                "(probe_pipeline; PARSClassifier's default probe_align=None)."
+            )
+        return groups
+
+    def _aligned(self, X, groups, fit):
+        """The raw features of each block, aligned within ``groups``."""
+        if fit:
+            self.feature_steps_ = self._feature_steps(self.sfreq_)
+        blocks = []
+        for name, step, kind in self.feature_steps_:
+            raw = step.fit_transform(X) if fit else step.transform(X)
+            aligner = align_covariances if kind == "covariances" else align_features
+            blocks.append((name, kind, aligner(raw, groups)))
+        return blocks
+
+    def _read(self, X, y=None, groups=None, fitted=False):
+        """(windows array, labels, groups) of ``X``; groups None: the windows' own
+        (the ``subject`` of braindecode windows), else one group."""
+        windows = read_windows(X, y, groups, sfreq=self.sfreq_ if fitted else self.sfreq, name="X")
+        sfreq = windows.sfreq if windows.sfreq is not None else self.sfreq
+        if sfreq is None:
+            raise ValueError(
+                "'sfreq' is None and the windows do not carry their sampling rate: set "
+                "'sfreq' for array input."
+            )
+        data = np.asarray(X if isinstance(X, np.ndarray) else windows.X)
+        return data, windows.y, self._groups(windows.groups, len(data)), float(sfreq)
+
+    def fit(self, X, y=None, groups=None):
+        """Compute the features, align each group of ``groups`` (None: one group),
+        fit the scalers and the logistic regression.
+
+        Parameters
+        ----------
+        X : windows, as :func:`probe_pipeline` takes them
+        y : array-like, shape (n_windows,) | None
+            Labels; None: read from the windows.
+        groups : array-like, shape (n_windows,) | None
+            The subject (or block) of each window.
+
+        Returns
+        -------
+        self : AlignedProbe
+        """
+        data, y, groups, self.sfreq_ = self._read(X, y, groups)
+        if y is None:
+            raise ValueError("Labels are missing: pass 'y', or windows that carry their targets.")
+        y = np.asarray(y)
+        if all(len(np.unique(y[groups == g])) == 1 for g in np.unique(groups)):
+            warnings.warn(
+                "Every group of 'groups' holds a single class: aligning each group on "
+                "itself removes the differences between groups, which is all these labels "
+                "vary with (a trait of the subject). Use the unaligned probe "
+                "(probe_pipeline; PARSClassifier(probe_align=None)).",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.scalers_ = []
+        features = []
+        for _, kind, F in self._aligned(data, groups, fit=True):
+            scaler = [BlockScaler()]
+            if kind == "covariances":
+                from pyriemann.tangentspace import TangentSpace
+
+                scaler.insert(0, TangentSpace(metric="riemann"))
+            scaler = make_pipeline(*scaler)
+            features.append(scaler.fit_transform(F))
+            self.scalers_.append(scaler)
+        self.blocks_ = [name for name, _, _ in self.feature_steps_]
+        self.logisticregression_ = LogisticRegression(
+            C=self.C,
+            class_weight="balanced",
+            max_iter=LOGISTIC_MAX_ITER,
+            random_state=self.random_state,
+        ).fit(np.hstack(features), np.asarray(y))
+        self.classes_ = self.logisticregression_.classes_
+        return self
+
+    def transform(self, X, groups=None):
+        """The aligned, scaled features the logistic regression sees, shape
+        (n_windows, n_features), blocks in ``blocks_`` order."""
+        check_is_fitted(self, "logisticregression_")
+        data, _, groups, _ = self._read(X, groups=groups, fitted=True)
+        return self._scaled(data, groups)
+
+    def _scaled(self, data, groups):
+        blocks = self._aligned(data, groups, fit=False)
+        return np.hstack(
+            [scaler.transform(F) for (_, _, F), scaler in zip(blocks, self.scalers_, strict=True)]
+        )
+
+    def predict_proba(self, X, groups=None):
+        """Class probabilities, columns in ``classes_`` order."""
+        return self.logisticregression_.predict_proba(self.transform(X, groups))
+
+    def predict(self, X, groups=None):
+        """Predicted labels."""
+        return self.logisticregression_.predict(self.transform(X, groups))
+
+    def score(self, X, y=None, groups=None, sample_weight=None):
+        """Accuracy; labels read from the windows when ``y`` is None."""
+        check_is_fitted(self, "logisticregression_")
+        data, y, groups, _ = self._read(X, y, groups, fitted=True)
+        if y is None:
+            raise ValueError("Labels are missing: pass 'y', or windows that carry their targets.")
+        predicted = self.logisticregression_.predict(self._scaled(data, groups))
+        return accuracy_score(np.asarray(y), predicted, sample_weight=sample_weight)

@@ -49,6 +49,8 @@ def test_the_test_tables_take_the_floor_the_selection_split_chose(bench, tmp_pat
         + _rows("b", "floor (band power)", "1", [("1", 0.5)])
         + _rows("b", "floor (tangent space)", "1", [("1", 0.6)])
         + _rows("b", "floor (tangent space)", "all", [("1 2", 0.1)])  # not k = 1
+        # an aligned floor is a row of its own, not one of the two floors to choose from
+        + _rows("b", "floor (band power, aligned)", "1", [("1", 0.95)])
     )
     path = tmp_path / "selection.csv"
     selection.to_csv(path, index=False)
@@ -72,3 +74,38 @@ def test_the_report_of_a_run_without_one_labelled_unit(bench, tmp_path):
     bench.write_report(df, args)
     text = (tmp_path / "report.md").read_text()
     assert "| floor (band power) | 0.700 ± 0.141 |" in text and "Lowest k" not in text
+
+
+def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
+    """The benchmark's aligned probe (features once per window, alignment per unit over
+    the labelled and the scored windows) predicts what AlignedProbe predicts. Labels
+    unrelated to the data make the predictions an exacting comparison."""
+    import numpy as np
+    import torch
+    from pyriemann.estimation import Covariances
+
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.floor import BandPowerFeatures
+    from braindecode_pars.probe import AlignedProbe, EncoderFeatures
+
+    rng = np.random.default_rng(0)
+    units = np.repeat([3, 4, 7, 8], 12)
+    X = rng.standard_normal((48, 3, 200)) * np.repeat([1.0, 4.0, 0.5, 2.0], 12)[:, None, None]
+    y = rng.integers(0, 2, 48)
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    blocks = {
+        "enc": (EncoderFeatures(encoder, sfreq=100).fit_transform(X), "features"),
+        "bp": (BandPowerFeatures(sfreq=100).fit_transform(X), "features"),
+        "ts": (Covariances(estimator="oas").fit_transform(X), "covariances"),
+    }
+    train, test = np.flatnonzero(units < 5), np.flatnonzero(units > 5)
+    monkeypatch.setattr(bench, "_y", y)
+    got = bench.fit_blocks(blocks, train, test, 100.0, 0, units=units)
+    probe = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=100.0, random_state=0)
+    expected = probe.fit(X[train], y[train], units[train]).predict(X[test], units[test])
+    np.testing.assert_array_equal(got, expected)
+    assert 0.2 < (got == y[test]).mean() < 0.8  # labels unrelated: no perfect agreement
+    assert bench.parse_probe("probe[enc+bp+ts, 100, aligned]") == ({"enc", "bp", "ts"}, 100.0, True)
+    with pytest.raises(ValueError, match="Unknown probe row"):
+        bench.parse_probe("probe[enc, 100, centred]")

@@ -318,30 +318,35 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
 
 def test_the_default_probe_in_cross_validation_over_blocks_of_windows(mi, tmp_path):
     """The probe through scikit-learn's cross-validation on braindecode windows equals
-    a hand-written loop over the blocks with probe_pipeline; it clones, pickles, and
-    refuses the neural-head-only calls."""
+    a hand-written loop over the blocks with AlignedProbe (one subject: each side of a
+    fold is one group), and without alignment with probe_pipeline; it clones,
+    pickles, and refuses the neural-head-only calls."""
     import pickle
 
     from sklearn.base import clone
     from skorch.helper import SliceDataset
 
     from braindecode_pars import PatchEncoder
-    from braindecode_pars.probe import probe_pipeline
+    from braindecode_pars.probe import AlignedProbe, probe_pipeline
 
     windows, X, y, sfreq, blocks = mi
     torch.manual_seed(0)
     encoder = PatchEncoder(sfreq=sfreq, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
-    clf = PARSClassifier(pretrained_encoder=encoder, verbose=0, random_state=0)
-    scores = cross_val_score(
-        clf, SliceDataset(windows), SliceDataset(windows, idx=1), groups=blocks,
-        cv=LeaveOneGroupOut(),
-    )  # fmt: skip
-    expected = []
-    for block in np.unique(blocks):
-        train, test = blocks != block, blocks == block
-        probe = probe_pipeline(encoder, sfreq=sfreq, tangent_space=True, C=100.0)
-        expected.append(probe.fit(X[train], y[train]).score(X[test], y[test]))
-    np.testing.assert_allclose(scores, expected)
+    for align, make in (("groups", AlignedProbe), (None, probe_pipeline)):
+        clf = PARSClassifier(
+            pretrained_encoder=encoder, probe_align=align, verbose=0, random_state=0
+        )
+        scores = cross_val_score(
+            clf, SliceDataset(windows), SliceDataset(windows, idx=1), groups=blocks,
+            cv=LeaveOneGroupOut(),
+        )  # fmt: skip
+        expected = []
+        for block in np.unique(blocks):
+            train, test = blocks != block, blocks == block
+            probe = make(encoder, sfreq=sfreq, tangent_space=True, C=100.0)
+            expected.append(probe.fit(X[train], y[train]).score(X[test], y[test]))
+        np.testing.assert_allclose(scores, expected)
+    clf.set_params(probe_align="groups")
     fitted = clone(clf).fit(windows)
     assert fitted.finetune_ == "probe"
     again = pickle.loads(pickle.dumps(fitted))

@@ -129,13 +129,18 @@ def test_groups_reach_fit_through_scikit_learns_metadata_routing():
 
     class Recording(PARSClassifier):
         def fit(self, X, y=None, groups=None, **kwargs):
-            seen.append(groups is not None)
+            seen.append(("fit", groups is not None))
             return super().fit(X, y, groups=groups, **kwargs)
+
+        def score(self, X, y=None, sample_weight=None, groups=None):
+            seen.append(("score", groups is not None))
+            return super().score(X, y, sample_weight=sample_weight, groups=groups)
 
     with sklearn.config_context(enable_metadata_routing=True):
         clf = Recording(**{**SMALL, "min_valid_groups": 2}).set_fit_request(groups=True)
         scores = cross_val_score(clf, X, y, cv=GroupKFold(2), params={"groups": groups})
-    assert seen == [True, True] and np.all(np.isfinite(scores))
+    # the scored groups reach score too (the aligned probe aligns each on its own)
+    assert seen == [("fit", True), ("score", True)] * 2 and np.all(np.isfinite(scores))
 
 
 def test_ctrl_c_during_fine_tuning_stops_fit():

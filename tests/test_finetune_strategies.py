@@ -156,18 +156,33 @@ def test_auto_strategy_probes_a_pretrained_encoder_and_trains_scratch_fully():
     assert pretrains._finetune_strategy() == "probe"
 
 
-def test_the_probe_is_probe_pipeline_over_the_encoder():
-    from braindecode_pars.probe import probe_pipeline
+def test_the_probe_is_the_aligned_probe_or_probe_pipeline_over_the_encoder():
+    from braindecode_pars.probe import AlignedProbe, probe_pipeline
 
     X, y = _amplitude_task(n=40)
     Xt, _ = _amplitude_task(n=40, seed=1)
+    groups, groups_t = np.repeat([0, 1], 20), np.repeat([5, 6], 20)
     encoder = _encoder()
-    clf = PARSClassifier(pretrained_encoder=encoder, probe_C=3.0, **SMALL).fit(X, y)
-    reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
+    clf = PARSClassifier(
+        pretrained_encoder=encoder, probe_C=3.0, probe_align="groups", **SMALL
+    ).fit(X, y, groups)
+    reference = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y, groups)
+    np.testing.assert_allclose(
+        clf.predict_proba(Xt, groups_t), reference.predict_proba(Xt, groups_t), atol=1e-6
+    )
+    # without groups at predict, all of Xt is one group: another alignment
+    assert not np.allclose(clf.transform(Xt), clf.transform(Xt, groups_t))
     np.testing.assert_allclose(clf.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
+    unaligned = PARSClassifier(pretrained_encoder=encoder, probe_C=3.0, **SMALL).fit(X, y, groups)
+    assert unaligned.probe_align is None  # the default
+    reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
+    np.testing.assert_allclose(
+        unaligned.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6
+    )
     # features: 2 channels x emb_dim of the encoder, 2 x 6 band powers, 3 of the tangent space
-    assert clf.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
-    assert clf.validation_ == "none" and len(clf.history_) == 0
+    for fitted in (clf, unaligned):
+        assert fitted.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
+        assert fitted.validation_ == "none" and len(fitted.history_) == 0
 
 
 def test_the_probe_sees_amplitude_that_the_frozen_head_cannot():

@@ -10,7 +10,14 @@ from sklearn.linear_model import LogisticRegression
 
 from braindecode_pars import PatchEncoder
 from braindecode_pars.floor import LOGISTIC_MAX_ITER, BandPowerFeatures
-from braindecode_pars.probe import BlockScaler, EncoderFeatures, probe_pipeline
+from braindecode_pars.probe import (
+    AlignedProbe,
+    BlockScaler,
+    EncoderFeatures,
+    align_covariances,
+    align_features,
+    probe_pipeline,
+)
 
 
 def small_encoder(seed=0, sfreq=100):
@@ -122,3 +129,92 @@ def test_probe_equals_its_blocks_computed_once():
 def test_probe_needs_a_block():
     with pytest.raises(ValueError, match="'band_power' and 'tangent_space' are both False"):
         probe_pipeline(None, band_power=False)
+
+
+# -- alignment within groups -------------------------------------------------------------
+def test_align_features_standardises_each_group_on_its_own():
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((30, 4)) * [1, 2, 3, 4] + [5, 0, -2, 7]
+    groups = np.repeat(["a", "b", "c"], 10)
+    F[groups == "b", 2] = 3.0  # constant within a group: centred, not divided by 0
+    out = align_features(F, groups)
+    for g in "abc":
+        rows = out[groups == g]
+        np.testing.assert_allclose(rows.mean(axis=0), 0, atol=1e-12)
+        expected_std = [1, 1, 0, 1] if g == "b" else [1, 1, 1, 1]
+        np.testing.assert_allclose(rows.std(axis=0), expected_std, atol=1e-12)
+    # one group's numbers never reach another's
+    moved = F.copy()
+    moved[groups == "a"] *= 100
+    np.testing.assert_allclose(align_features(moved, groups)[10:], out[10:])
+
+
+def test_align_covariances_recentres_each_group_on_the_identity():
+    from pyriemann.geometry.mean import mean_riemann
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 3))
+    C = Covariances().fit_transform(rng.standard_normal((12, 3, 200)))
+    # the second group is the first one seen through another mixing of the channels
+    C2 = A @ C @ A.T
+    out = align_covariances(np.concatenate([C, C2]), np.repeat([0, 1], 12))
+    for g in (0, 1):
+        np.testing.assert_allclose(mean_riemann(out[12 * g : 12 * (g + 1)]), np.eye(3), atol=1e-6)
+    # a congruence is undone up to a rotation, which keeps every eigenvalue
+    np.testing.assert_allclose(
+        np.linalg.eigvalsh(out[:12]), np.linalg.eigvalsh(out[12:]), rtol=1e-6
+    )
+
+
+def _subjects(scales, n=24, seed=0):
+    """Subjects whose amplitudes differ by ``scales``; within each, class 1 has twice
+    the power of class 0 on channel 0."""
+    rng = np.random.default_rng(seed)
+    X, y, groups = [], [], []
+    for s, scale in enumerate(scales):
+        labels = np.tile([0, 1], n // 2)
+        x = rng.standard_normal((n, 2, 200))
+        x[:, 0] *= np.sqrt(1 + labels)[:, None]
+        X.append(scale * x)
+        y.append(labels)
+        groups.append(np.full(n, s))
+    return np.concatenate(X), np.concatenate(y), np.concatenate(groups)
+
+
+def test_aligned_probe_scores_a_subject_at_another_amplitude():
+    """Trained on two subjects, scored on a third ten times louder: aligned, each
+    subject's classes fall on the same side; unaligned, all of it looks like class 1."""
+    X, y, groups = _subjects([1.0, 2.0, 20.0])
+    train, test = groups < 2, groups == 2
+    aligned = AlignedProbe(None, sfreq=100).fit(X[train], y[train], groups[train])
+    assert aligned.score(X[test], y[test]) > 0.9
+    plain = probe_pipeline(None, sfreq=100).fit(X[train], y[train])
+    assert plain.score(X[test], y[test]) < 0.6
+    # the same through the tangent space alone (the covariances re-centred)
+    ts = AlignedProbe(None, sfreq=100, band_power=False, tangent_space=True)
+    assert ts.fit(X[train], y[train], groups[train]).score(X[test], y[test]) > 0.9
+
+
+def test_aligned_probe_clones_pickles_and_checks_its_groups():
+    import pickle
+
+    X, y, groups = _subjects([1.0, 3.0], n=16)
+    encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    probe = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=10.0)
+    assert clone(probe).get_params()["C"] == 10.0
+    fitted = probe.fit(X, y, groups)
+    assert fitted.blocks_ == ["encoder", "bandpower", "tangentspace"]
+    # 2 channels x 8 encoder features, 2 x 6 band powers, 3 of the tangent space
+    assert fitted.transform(X, groups).shape == (32, 16 + 12 + 3)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.predict_proba(X, groups), fitted.predict_proba(X, groups))
+    with pytest.raises(ValueError, match=r"ALIGN_MIN_WINDOWS=8.*'groups' has 1 group"):
+        fitted.predict(X[:5])
+    with pytest.raises(ValueError, match="'groups'"):
+        fitted.predict(X, groups[:4])
+    # a trait task: each subject holds one class, which alignment would erase
+    trait = np.repeat([0, 1], 16)
+    with pytest.warns(UserWarning, match="single class"):
+        AlignedProbe(None, sfreq=100).fit(X, trait, groups)
+    with pytest.raises(ValueError, match="needs at least one block"):
+        AlignedProbe(None, sfreq=100, band_power=False).fit(X, y, groups)

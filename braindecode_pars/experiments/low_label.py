@@ -12,6 +12,7 @@ run with other settings is refused instead of being passed off as the old rows.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -33,6 +34,18 @@ logger = logging.getLogger(__name__)
 
 #: Columns of the results table.
 COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "seconds")
+
+
+def fit_predict(clf, X, y, groups, train, test):
+    """Fit ``clf`` on the ``train`` windows and predict the ``test`` ones, handing each
+    side its ``groups`` where the estimator takes them (``PARSClassifier``: the
+    validation split in ``fit``; the aligned probe aligns each group of both sides on
+    its own windows)."""
+    fit_kwargs = {"groups": groups[train]} if has_fit_parameter(clf, "groups") else {}
+    clf.fit(X[train], y[train], **fit_kwargs)
+    if "groups" in inspect.signature(clf.predict).parameters:
+        return clf.predict(X[test], groups=groups[test])
+    return clf.predict(X[test])
 
 
 def draw_subjects(pool, k, seed, spread=False):
@@ -142,11 +155,7 @@ def run_low_label(
         if "random_state" in clf.get_params():
             clf.set_params(random_state=seed)
         start = time.perf_counter()
-        fit_kwargs = {}
-        if has_fit_parameter(clf, "groups"):
-            fit_kwargs["groups"] = subjects[train]
-        clf.fit(X[train], y[train], **fit_kwargs)
-        pred = clf.predict(X[test])
+        pred = fit_predict(clf, X, y, subjects, train, test)
         if histories is not None and len(getattr(clf, "history_", None) or []):
             histories[(name, k, seed)] = [
                 {key: v for key, v in row.items() if key != "batches"} for row in clf.history_
