@@ -21,7 +21,13 @@ Rows. ``floor (band power)`` and ``floor (tangent space)`` are
 features), ``rand`` (the same architecture, randomly initialised: the recipe without
 pretraining), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
 ``cv``: chosen among 0.1, 1, 10, 100 by leave-one-group-out over the labelled units
-when there are at least two (balanced accuracy), else 1. Every feature except the
+when there are at least two (balanced accuracy), else 1; a third field ``aligned``
+(``probe[enc+bp+ts, 100, aligned]``) aligns each unit (subject or block), labelled
+or scored, on its own windows first, as :class:`~braindecode_pars.probe.AlignedProbe`
+does (``tests/test_bench_dev_tasks.py`` checks the two agree);
+``floor (band power, aligned)`` and ``floor (tangent space, aligned)`` are the floors
+so aligned (the floor a task's test table compares with stays the better of the two
+unaligned floors on the selection split). Every feature except the
 tangent space is a function of its window alone, so the benchmark computes it once
 per window and fits the scalers and the logistic regression per draw; the result is
 the pipeline's (``tests/test_probe.py`` checks the two agree). ``PARSClassifier``
