@@ -161,7 +161,9 @@ def parse_probe(method):
     inner = method[len("probe[") : -1]
     parts = [s.strip() for s in inner.split(",")]
     if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "aligned"):
-        raise ValueError(f"Unknown probe row {method!r}: probe[BLOCKS, C] or probe[BLOCKS, C, aligned].")
+        raise ValueError(
+            f"Unknown probe row {method!r}: probe[BLOCKS, C] or probe[BLOCKS, C, aligned]."
+        )
     blocks, C = parts[:2]
     return set(blocks.split("+")), (C if C == "cv" else float(C)), len(parts) == 3
 

@@ -435,20 +435,19 @@ device
         groups = np.asarray(groups)
         if groups.shape != (n,):
             raise ValueError(
-                f"'{name}' must give one group per window: {n} windows, {groups.shape[0]} "
-                "groups."
+                f"'{name}' must give one group per window: {n} windows, {groups.shape[0]} groups."
                 if groups.ndim == 1
                 else f"'{name}' must be 1-D, one group per window; got shape {groups.shape}."
             )
         values, counts = np.unique(groups, return_counts=True)
-        small = values[counts < ALIGN_MIN_WINDOWS]
+        small, few = values[counts < ALIGN_MIN_WINDOWS], counts[counts < ALIGN_MIN_WINDOWS]
         if len(small):
             raise ValueError(
                 f"AlignedProbe standardises each group on its own windows and needs at "
                 f"least ALIGN_MIN_WINDOWS={ALIGN_MIN_WINDOWS} per group; '{name}' has "
                 f"{len(small)} group(s) with fewer ({small[:5].tolist()}"
-                f"{'...' if len(small) > 5 else ''}: {counts[counts < ALIGN_MIN_WINDOWS][:5].tolist()} "
-                "windows). Pass the windows of a group together, or use the unaligned probe "
+                f"{'...' if len(small) > 5 else ''}: {few[:5].tolist()} windows). Pass the "
+                "windows of a group together, or use the unaligned probe "
                 "(probe_pipeline; PARSClassifier's default probe_align=None)."
             )
         return groups

@@ -176,9 +176,7 @@ def test_the_probe_is_the_aligned_probe_or_probe_pipeline_over_the_encoder():
     unaligned = PARSClassifier(pretrained_encoder=encoder, probe_C=3.0, **SMALL).fit(X, y, groups)
     assert unaligned.probe_align is None  # the default
     reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
-    np.testing.assert_allclose(
-        unaligned.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6
-    )
+    np.testing.assert_allclose(unaligned.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
     # features: 2 channels x emb_dim of the encoder, 2 x 6 band powers, 3 of the tangent space
     for fitted in (clf, unaligned):
         assert fitted.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
