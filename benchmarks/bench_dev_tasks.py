@@ -205,9 +205,9 @@ def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler, units=None):
     return model.fit(np.hstack(tr), _y[train]).predict(np.hstack(te))
 
 
-def inner_c(blocks, train, units, seed):
+def inner_c(blocks, train, units, seed, aligned=False):
     """C of C_GRID with the best leave-one-group-out balanced accuracy over the
-    labelled units; 1 with a single unit."""
+    labelled units (each aligned on itself with ``aligned``); 1 with a single unit."""
     groups = np.unique(units[train])
     if len(groups) < 2:
         return 1.0
@@ -218,7 +218,8 @@ def inner_c(blocks, train, units, seed):
             tr, te = train[units[train] != g], train[units[train] == g]
             if len(np.unique(_y[tr])) < 2:
                 continue
-            fold.append(balanced_accuracy_score(_y[te], fit_blocks(blocks, tr, te, C, seed)))
+            pred = fit_blocks(blocks, tr, te, C, seed, units=units if aligned else None)
+            fold.append(balanced_accuracy_score(_y[te], pred))
         scores.append(np.mean(fold) if fold else -np.inf)
     return C_GRID[int(np.argmax(scores))]
 
@@ -349,7 +350,7 @@ def main(argv=None):
                         names, C, aligned = parse_probe(method)
                         chosen = {b: blocks[b] for b in ("enc", "rand", "bp", "ts") if b in names}
                         if C == "cv":
-                            C = inner_c(chosen, train, units, seed)
+                            C = inner_c(chosen, train, units, seed, aligned)
                         pred = fit_blocks(
                             chosen, train, test, C, seed, units=units if aligned else None
                         )

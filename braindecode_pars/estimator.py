@@ -162,9 +162,13 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         group (one held-out subject at a time, as in a leave-one-subject-out fold).
         Each group needs at least :data:`~braindecode_pars.probe.ALIGN_MIN_WINDOWS`
         windows and both conditions: on a task whose label is the subject's own
-        (patient vs control) it removes the signal. Not the default: on the
-        development tasks it ties on the selection splits and loses on the test
-        splits (Notes).
+        (patient vs control) it removes the signal. A scorer given by name
+        (``scoring="balanced_accuracy"``) calls ``predict`` without groups, so an
+        array fold of several subjects is aligned as one group: pass braindecode
+        windows, whose subjects are read, or hold out one subject per fold. Only
+        with the probe (``finetune="probe"``, or "auto" with a pretrained encoder).
+        Not the default: on the development tasks it ties on the selection splits
+        and loses on the test splits (Notes).
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` (an optimizer parameter
         group).
@@ -307,8 +311,8 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
     ...                 groups=blocks, cv=LeaveOneGroupOut())  # doctest: +SKIP
     """
 
-    # under metadata routing, the groups that reach ``fit`` reach ``score`` too: the
-    # aligned probe aligns each scored subject on its own windows
+    # under metadata routing, ``score`` asks for the scored windows' groups (whether or
+    # not ``fit`` asks for its own): the aligned probe aligns each subject on itself
     __metadata_request__score = {"groups": True}
 
     def __init__(
@@ -528,6 +532,8 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
 
     def _fit_probe(self, data, codes, pretrained, size, sources, n_pretrain):
         """The encoder (given or pretrained here), then the probe over it."""
+        if self.probe_align is not None:  # groups too small are refused before pretraining
+            AlignedProbe._groups(data.groups, len(data))
         self.validation_ = "none"
         self.class_weight_ = class_weights(codes, len(self.classes_inferred_))
         with isolated_random_state(self.seed_, self.device):
@@ -775,6 +781,11 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
                 features.append(self.infer(Xi, return_features=True).cpu().numpy())
         features = np.concatenate(features)
         return dataset.average(features) if dataset is not windows else features
+
+    def fit_transform(self, X, y=None, groups=None, **fit_params):
+        """``fit``, then :meth:`transform` of the same windows with the same ``groups``
+        (the aligned probe aligns them as ``fit`` did)."""
+        return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
 
     def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy on ``X``; labels are read from windows when ``y`` is None;

@@ -98,6 +98,13 @@ class EstimatorSettings:
                 f"'encoder'={self.encoder!r} sets the size of a new encoder, but "
                 "'pretrained_encoder' brings its own: leave 'encoder' as None."
             )
+        if self.probe_align is not None and self._finetune_strategy() != "probe":
+            raise ValueError(
+                f"probe_align={self.probe_align!r} aligns the probe's features, but "
+                f"finetune={self.finetune!r} trains the neural head "
+                f"({self._finetune_strategy()!r}); leave 'probe_align' as None, or set "
+                "finetune='probe'."
+            )
         if self._finetune_strategy() == "probe":
             given = {
                 "crop_seconds": self.crop_seconds,

@@ -29,6 +29,7 @@ import copy
 import warnings
 
 import numpy as np
+import pandas as pd
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.linear_model import LogisticRegression
@@ -356,13 +357,20 @@ device
     ----------
     blocks_ : list of str
         The feature blocks, of ``"encoder"``, ``"bandpower"``, ``"tangentspace"``.
+    feature_steps_ : list of (str, transformer, str)
+        Each block's fitted transformer of windows into raw features, and its kind
+        (``"features"`` or ``"covariances"``).
+    scalers_ : list of Pipeline
+        Each block's fitted scaling (after the tangent space for the covariances).
+    sfreq_ : float
+        The sampling rate of the windows seen in ``fit``.
     classes_ : ndarray
     logisticregression_ : LogisticRegression
 
     Examples
     --------
-    Two subjects whose amplitudes differ tenfold; the class doubles the power within
-    each. Trained on one, the other is scored:
+    Two subjects whose amplitudes differ tenfold; the class doubles the amplitude
+    within each. Trained on one, the other is scored:
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -373,6 +381,9 @@ device
     >>> float(probe.score(subject(10.0), y))
     1.0
     """
+
+    # under metadata routing, ``score`` asks for the scored windows' groups
+    __metadata_request__score = {"groups": True}
 
     def __init__(
         self,
@@ -433,6 +444,12 @@ device
         if groups is None:
             groups = np.zeros(n, dtype=np.int64)
         groups = np.asarray(groups)
+        missing = pd.isna(groups) if groups.ndim == 1 else np.zeros(0, dtype=bool)
+        if missing.any():
+            raise ValueError(
+                f"'{name}' has {int(missing.sum())} missing value(s) (NaN or None): every "
+                "window needs its group (a subject or a block) to be aligned."
+            )
         if groups.shape != (n,):
             raise ValueError(
                 f"'{name}' must give one group per window: {n} windows, {groups.shape[0]} groups."
@@ -547,7 +564,7 @@ device
         """Predicted labels."""
         return self.logisticregression_.predict(self.transform(X, groups))
 
-    def score(self, X, y=None, groups=None, sample_weight=None):
+    def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
         check_is_fitted(self, "logisticregression_")
         data, y, groups, _ = self._read(X, y, groups, fitted=True)

@@ -1,6 +1,8 @@
 """Fine-tuning strategies, the amplitude path, group-wise epoch selection, and the
 pretraining defaults of PARSClassifier."""
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -181,6 +183,25 @@ def test_the_probe_is_the_aligned_probe_or_probe_pipeline_over_the_encoder():
     for fitted in (clf, unaligned):
         assert fitted.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
         assert fitted.validation_ == "none" and len(fitted.history_) == 0
+
+
+def test_the_aligned_probe_fit_transform_aligns_as_fit_does(caplog):
+    X, y = _amplitude_task(n=40)
+    groups = np.tile([0, 1], 20)
+    clf = PARSClassifier(pretrained_encoder=_encoder(), probe_align="groups", **SMALL)
+    features = clf.fit_transform(X, y, groups=groups)
+    np.testing.assert_allclose(features, clf.transform(X, groups), atol=1e-10)
+    assert not np.allclose(features, clf.transform(X), atol=1e-6)  # one group: another
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars.estimator"):
+        clf.fit(X, y)
+    assert "fit has no groups" in caplog.text
+    # groups too small are refused, and the setting is refused where no probe runs
+    with pytest.raises(ValueError, match="ALIGN_MIN_WINDOWS"):
+        clf.fit(X, y, groups=np.arange(40) % 8)
+    with pytest.raises(ValueError, match="probe_align='groups'.*finetune='full'"):
+        PARSClassifier(probe_align="groups", finetune="full", **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="Allowed values are None and 'groups'"):
+        PARSClassifier(probe_align="subject", **SMALL).fit(X, y)
 
 
 def test_the_probe_sees_amplitude_that_the_frozen_head_cannot():

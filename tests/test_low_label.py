@@ -173,3 +173,30 @@ def test_paths_are_described_by_contents_and_unsaved_methods_may_change(tmp_path
     check_settings(out, {**common}, {"m": describe(b)})  # no rows of "m" yet: taken
     with pytest.raises(ValueError, match="these differ: method 'm'"):
         check_settings(out, common, {"m": describe(a)}, done=["m"])
+
+
+def test_fit_predict_hands_each_side_its_groups():
+    from braindecode_pars.experiments.low_label import fit_predict
+
+    seen = {}
+
+    class Grouped(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y, groups=None):
+            seen["fit"] = groups
+            self.classes_ = np.unique(y)
+            return self
+
+        def predict(self, X, groups=None):
+            seen["predict"] = groups
+            return np.zeros(len(X), dtype=int)
+
+    X, y = np.zeros((6, 2)), np.array([0, 1, 0, 1, 0, 1])
+    groups = np.array([1, 1, 2, 2, 3, 3])
+    train, test = np.arange(4), np.arange(4, 6)
+    assert fit_predict(Grouped(), X, y, groups, train, test).shape == (2,)
+    np.testing.assert_array_equal(seen["fit"], [1, 1, 2, 2])
+    np.testing.assert_array_equal(seen["predict"], [3, 3])
+    # an estimator that takes no groups gets none
+    assert fit_predict(
+        LogisticRegression(), X + np.arange(6)[:, None], y, groups, train, test
+    ).shape == (2,)

@@ -150,7 +150,10 @@ def test_align_features_standardises_each_group_on_its_own():
 
 
 def test_align_covariances_recentres_each_group_on_the_identity():
-    from pyriemann.geometry.mean import mean_riemann
+    try:
+        from pyriemann.geometry.mean import mean_riemann
+    except ImportError:  # pyriemann < 0.12
+        from pyriemann.utils.mean import mean_riemann
 
     rng = np.random.default_rng(0)
     A = rng.standard_normal((3, 3))
@@ -212,6 +215,14 @@ def test_aligned_probe_clones_pickles_and_checks_its_groups():
         fitted.predict(X[:5])
     with pytest.raises(ValueError, match="'groups'"):
         fitted.predict(X, groups[:4])
+    missing = groups.astype(float)
+    missing[3] = np.nan
+    with pytest.raises(ValueError, match=r"'groups' has 1 missing value"):
+        fitted.predict(X, missing)
+    # scikit-learn's argument order: score(X, y, sample_weight)
+    np.testing.assert_allclose(
+        fitted.score(X, y, np.ones(32), groups), fitted.score(X, y, groups=groups)
+    )
     # a trait task: each subject holds one class, which alignment would erase
     trait = np.repeat([0, 1], 16)
     with pytest.warns(UserWarning, match="single class"):
