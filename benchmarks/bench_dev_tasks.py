@@ -289,7 +289,11 @@ def main(argv=None):
     global _y
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("selection", "test"), required=True)
-    parser.add_argument("--encoder", required=True, help="shipped name or folder")
+    parser.add_argument(
+        "--encoder",
+        help="shipped name or folder (with --report-only: read from the .commands file's "
+        "last command when left out)",
+    )
     parser.add_argument("--tasks", nargs="+", default=list(DEV_TASKS))
     parser.add_argument("--ks", nargs="+", default=["1", "2", "4", "all"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -311,8 +315,12 @@ def main(argv=None):
     if args.part == "selection":
         args.selection_csv = None
     if args.report_only:
+        if args.encoder is None:
+            args.encoder = recorded_encoder(args.out.with_suffix(".commands"))
         write_report(pd.read_csv(args.out.with_suffix(".csv")), args)
         return
+    if args.encoder is None:
+        parser.error("--encoder is required unless --report-only is given")
     if not args.methods:
         parser.error("--methods is required unless --report-only is given")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -404,6 +412,20 @@ def draw_summary(df, metric):
             )
         )
     return pd.DataFrame(rows)
+
+
+def recorded_encoder(commands):
+    """The ``--encoder`` of the last command recorded in a ``.commands`` file."""
+    encoder = None
+    for line in Path(commands).read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        words = shlex.split(line)
+        if "--encoder" in words:
+            encoder = words[words.index("--encoder") + 1]
+    if encoder is None:
+        raise ValueError(f"No command in {commands} names its --encoder: pass --encoder.")
+    return encoder
 
 
 def chosen_floor(selection_csv):

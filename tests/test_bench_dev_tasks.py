@@ -109,3 +109,16 @@ def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
     assert bench.parse_probe("probe[enc+bp+ts, 100, aligned]") == ({"enc", "bp", "ts"}, 100.0, True)
     with pytest.raises(ValueError, match="Unknown probe row"):
         bench.parse_probe("probe[enc, 100, centred]")
+
+
+def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
+    commands = tmp_path / "run.commands"
+    commands.write_text(
+        "python bench_dev_tasks.py --part test --encoder pars-small --methods 'deep pars'\n"
+        "# a note\n"
+        "python bench_dev_tasks.py --part test --encoder 'encoders/my enc' --ks 1\n"
+    )
+    assert bench.recorded_encoder(commands) == "encoders/my enc"
+    commands.write_text("# nothing run\n")
+    with pytest.raises(ValueError, match="pass --encoder"):
+        bench.recorded_encoder(commands)
