@@ -315,3 +315,20 @@ def test_saving_again_removes_the_pickled_weights_of_earlier_versions(tmp_path):
     assert not (tmp_path / "pytorch_model.bin").exists()
     card = (tmp_path / "README.md").read_text()
     assert "license: bsd-3-clause" in card and "Not recorded (an encoder saved without" in card
+
+
+def test_the_aligned_probe_reads_the_subjects_of_braindecode_windows():
+    """Windows of four subjects: fit and predict read each window's subject from the
+    metadata, as arrays with explicit groups do; all of them as one group differ."""
+    from braindecode_pars.datasets.adapters import read_windows
+
+    windows = load_bundled_eegmat(subjects=[0, 2, 3, 5])
+    data = read_windows(windows)
+    subjects = windows.get_metadata()["subject"].to_numpy()
+    params = dict(pretrained_encoder="pars-small", probe_align="groups", verbose=0)
+    from_windows = PARSClassifier(**params).fit(windows)
+    from_arrays = PARSClassifier(sfreq=data.sfreq, **params).fit(data.X, data.y, subjects)
+    expected = from_arrays.predict_proba(data.X, groups=subjects)
+    np.testing.assert_allclose(from_windows.predict_proba(windows), expected, atol=1e-6)
+    one_group = from_arrays.predict_proba(data.X)
+    assert np.abs(one_group - expected).max() > 1e-3
