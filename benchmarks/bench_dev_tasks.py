@@ -177,20 +177,24 @@ FLOORS = {
 }
 
 
-def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler, units=None):
+def align_blocks(blocks, units):
+    """Each block with every unit's windows aligned on themselves, as
+    :class:`~braindecode_pars.probe.AlignedProbe` does (features standardised,
+    covariances re-centred). A unit's alignment reads its own windows only, so it is
+    computed once per task and serves every draw."""
+    return {
+        name: ((align_covariances if kind == "covariances" else align_features)(F, units), kind)
+        for name, (F, kind) in blocks.items()
+    }
+
+
+def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
     """Scale each feature block on the training windows (the tangent space's reference
     point too), fit the regression, predict the scored windows. The floors are one
-    block with a ``StandardScaler`` and C = 1. ``units`` given: each unit's windows
-    are first aligned on themselves, as :class:`~braindecode_pars.probe.AlignedProbe`
-    does (features standardised, covariances re-centred)."""
+    block with a ``StandardScaler`` and C = 1; aligned rows pass blocks through
+    :func:`align_blocks` first."""
     tr, te = [], []
     for F, kind in blocks.values():
-        if units is not None:
-            aligner = align_covariances if kind == "covariances" else align_features
-            index = np.concatenate([train, test])
-            aligned = np.empty_like(F, dtype=np.float64)
-            aligned[index] = aligner(F[index], units[index])
-            F = aligned
         if kind == "covariances":
             ts = TangentSpace(metric="riemann").fit(F[train])
             Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
@@ -205,9 +209,9 @@ def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler, units=None):
     return model.fit(np.hstack(tr), _y[train]).predict(np.hstack(te))
 
 
-def inner_c(blocks, train, units, seed, aligned=False):
+def inner_c(blocks, train, units, seed):
     """C of C_GRID with the best leave-one-group-out balanced accuracy over the
-    labelled units (each aligned on itself with ``aligned``); 1 with a single unit."""
+    labelled units; 1 with a single unit."""
     groups = np.unique(units[train])
     if len(groups) < 2:
         return 1.0
@@ -218,8 +222,7 @@ def inner_c(blocks, train, units, seed, aligned=False):
             tr, te = train[units[train] != g], train[units[train] == g]
             if len(np.unique(_y[tr])) < 2:
                 continue
-            pred = fit_blocks(blocks, tr, te, C, seed, units=units if aligned else None)
-            fold.append(balanced_accuracy_score(_y[te], pred))
+            fold.append(balanced_accuracy_score(_y[te], fit_blocks(blocks, tr, te, C, seed)))
         scores.append(np.mean(fold) if fold else -np.inf)
     return C_GRID[int(np.argmax(scores))]
 
@@ -334,6 +337,7 @@ def main(argv=None):
     for name in args.tasks:
         X, _y, units, pool, scored, sfreq = load_task(name, args.part)
         blocks = features(X, sfreq, args.encoder)
+        aligned_blocks = None  # align_blocks(blocks, units), made when a row needs it
         # k up to the pool's size; "all" only where it is not already one of the ks
         ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]
         if str(len(pool)) in ks:
@@ -350,18 +354,18 @@ def main(argv=None):
                     start = time.perf_counter()
                     if method in FLOORS:
                         block, aligned = FLOORS[method]
-                        pred = fit_blocks(
-                            {block: blocks[block]}, train, test, 1.0, seed, StandardScaler,
-                            units if aligned else None,
-                        )  # fmt: skip
+                        names, C, scaler = {block}, 1.0, StandardScaler
                     elif method.startswith("probe["):
                         names, C, aligned = parse_probe(method)
-                        chosen = {b: blocks[b] for b in ("enc", "rand", "bp", "ts") if b in names}
+                        scaler = BlockScaler
+                    if method in FLOORS or method.startswith("probe["):
+                        if aligned and aligned_blocks is None:
+                            aligned_blocks = align_blocks(blocks, units)
+                        source = aligned_blocks if aligned else blocks
+                        chosen = {b: source[b] for b in ("enc", "rand", "bp", "ts") if b in names}
                         if C == "cv":
-                            C = inner_c(chosen, train, units, seed, aligned)
-                        pred = fit_blocks(
-                            chosen, train, test, C, seed, units=units if aligned else None
-                        )
+                            C = inner_c(chosen, train, units, seed)
+                        pred = fit_blocks(chosen, train, test, C, seed, scaler)
                     elif method.startswith("deep"):
                         pred = fit_deep(method, args.encoder, X, train, test, units, sfreq, seed)
                     else:

@@ -176,6 +176,46 @@ class BlockScaler(StandardScaler):
         return super().inverse_transform(np.asarray(X) * np.sqrt(self.n_features_in_), copy=copy)
 
 
+def _raw_blocks(who, encoder, sfreq, band_power, bands, tangent_space, batch_size, device):
+    """(name, steps from windows to the block's raw features, kind) of each block on,
+    kind "features" or "covariances"; ``who`` names the caller in the error."""
+    blocks = []
+    if encoder is not None:
+        features = EncoderFeatures(encoder, sfreq=sfreq, batch_size=batch_size, device=device)
+        blocks.append(("encoder", [features], "features"))
+    if band_power:
+        bands = DEFAULT_BANDS if bands is None else bands
+        blocks.append(("bandpower", [BandPowerFeatures(sfreq=sfreq, bands=bands)], "features"))
+    if tangent_space:
+        from pyriemann.estimation import Covariances
+
+        covariances = [WindowsArray(sfreq=sfreq), Covariances(estimator="oas")]
+        blocks.append(("tangentspace", covariances, "covariances"))
+    if not blocks:
+        raise ValueError(
+            f"{who} needs at least one block of features: 'encoder' is None and "
+            "'band_power' and 'tangent_space' are both False."
+        )
+    return blocks
+
+
+def _block_scaling(kind):
+    """The steps from a block's raw features to what the regression sees: the tangent
+    space (covariances), then :class:`BlockScaler`."""
+    if kind == "covariances":
+        from pyriemann.tangentspace import TangentSpace
+
+        return [TangentSpace(metric="riemann"), BlockScaler()]
+    return [BlockScaler()]
+
+
+def _logistic(C, random_state):
+    """The probe's class-balanced logistic regression."""
+    return LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+    )
+
+
 def probe_pipeline(
     encoder="pars-small",
     *,
@@ -234,37 +274,11 @@ def probe_pipeline(
     >>> probe.score(X[1::2], y[1::2])
     1.0
     """
-    if encoder is None and not band_power and not tangent_space:
-        raise ValueError(
-            "probe_pipeline needs at least one block of features: 'encoder' is None and "
-            "'band_power' and 'tangent_space' are both False."
-        )
-    blocks = []
-    if encoder is not None:
-        features = EncoderFeatures(encoder, sfreq=sfreq, batch_size=batch_size, device=device)
-        blocks.append(("encoder", make_pipeline(features, BlockScaler())))
-    if band_power:
-        bands = DEFAULT_BANDS if bands is None else bands
-        band_power_features = BandPowerFeatures(sfreq=sfreq, bands=bands)
-        blocks.append(("bandpower", make_pipeline(band_power_features, BlockScaler())))
-    if tangent_space:
-        from pyriemann.estimation import Covariances
-        from pyriemann.tangentspace import TangentSpace
-
-        blocks.append(
-            (
-                "tangentspace",
-                make_pipeline(
-                    WindowsArray(sfreq=sfreq),
-                    Covariances(estimator="oas"),
-                    TangentSpace(metric="riemann"),
-                    BlockScaler(),
-                ),
-            )
-        )
-    model = LogisticRegression(
-        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+    raw = _raw_blocks(
+        "probe_pipeline", encoder, sfreq, band_power, bands, tangent_space, batch_size, device
     )
+    blocks = [(name, make_pipeline(*steps, *_block_scaling(kind))) for name, steps, kind in raw]
+    model = _logistic(C, random_state)
     return LabelledPipeline([("features", FeatureUnion(blocks)), ("logisticregression", model)])
 
 
@@ -410,34 +424,11 @@ device
 
     def _feature_steps(self, sfreq):
         """(name, transformer of windows into raw features, kind) of each block."""
-        steps = []
-        if self.encoder is not None:
-            steps.append(
-                (
-                    "encoder",
-                    EncoderFeatures(
-                        self.encoder,
-                        sfreq=sfreq,
-                        batch_size=self.batch_size,
-                        device=self.device,
-                    ),
-                    "features",
-                )
-            )
-        if self.band_power:
-            bands = DEFAULT_BANDS if self.bands is None else self.bands
-            steps.append(("bandpower", BandPowerFeatures(sfreq=sfreq, bands=bands), "features"))
-        if self.tangent_space:
-            from pyriemann.estimation import Covariances
-
-            covariances = make_pipeline(WindowsArray(sfreq=sfreq), Covariances(estimator="oas"))
-            steps.append(("tangentspace", covariances, "covariances"))
-        if not steps:
-            raise ValueError(
-                "AlignedProbe needs at least one block of features: 'encoder' is None and "
-                "'band_power' and 'tangent_space' are both False."
-            )
-        return steps
+        raw = _raw_blocks(
+            "AlignedProbe", self.encoder, sfreq, self.band_power, self.bands,
+            self.tangent_space, self.batch_size, self.device,
+        )  # fmt: skip
+        return [(name, make_pipeline(*steps), kind) for name, steps, kind in raw]
 
     @staticmethod
     def _groups(groups, n, name="groups"):
@@ -525,21 +516,13 @@ device
         self.scalers_ = []
         features = []
         for _, kind, F in self._aligned(data, groups, fit=True):
-            scaler = [BlockScaler()]
-            if kind == "covariances":
-                from pyriemann.tangentspace import TangentSpace
-
-                scaler.insert(0, TangentSpace(metric="riemann"))
-            scaler = make_pipeline(*scaler)
+            scaler = make_pipeline(*_block_scaling(kind))
             features.append(scaler.fit_transform(F))
             self.scalers_.append(scaler)
         self.blocks_ = [name for name, _, _ in self.feature_steps_]
-        self.logisticregression_ = LogisticRegression(
-            C=self.C,
-            class_weight="balanced",
-            max_iter=LOGISTIC_MAX_ITER,
-            random_state=self.random_state,
-        ).fit(np.hstack(features), np.asarray(y))
+        self.logisticregression_ = _logistic(self.C, self.random_state).fit(
+            np.hstack(features), np.asarray(y)
+        )
         self.classes_ = self.logisticregression_.classes_
         return self
 

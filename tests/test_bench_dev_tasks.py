@@ -101,7 +101,7 @@ def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
     }
     train, test = np.flatnonzero(units < 5), np.flatnonzero(units > 5)
     monkeypatch.setattr(bench, "_y", y)
-    got = bench.fit_blocks(blocks, train, test, 100.0, 0, units=units)
+    got = bench.fit_blocks(bench.align_blocks(blocks, units), train, test, 100.0, 0)
     probe = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=100.0, random_state=0)
     expected = probe.fit(X[train], y[train], units[train]).predict(X[test], units[test])
     np.testing.assert_array_equal(got, expected)
