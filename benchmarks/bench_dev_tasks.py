@@ -94,11 +94,6 @@ from braindecode_pars.probe import (
 
 logger = logging.getLogger("bench_dev_tasks")
 
-MI_RUNS = {
-    "mi-imagery-lr": (4, 8, 12),
-    "mi-executed-lr": (3, 7, 11),
-    "mi-imagery-4": (4, 6, 8, 10, 12, 14),
-}
 C_GRID = (0.1, 1.0, 10.0, 100.0)
 COLUMNS = ("task", "part", "method", "k", "seed", "units", "balanced_accuracy", "kappa", "seconds")
 
@@ -114,7 +109,7 @@ def load_task(name, part, sfreq=100.0):
         blocks = (
             MI_SELECTION_BLOCKS if part == "selection" else MI_SELECTION_BLOCKS + MI_TEST_BLOCKS
         )
-        runs = [r for r in MI_RUNS[name] if run_block(r) in blocks]
+        runs = [r for r in task.runs if run_block(r) in blocks]
         windows = load_physionet_mi(runs=runs, window_seconds=task.window_seconds, sfreq=sfreq)
         units = windows.get_metadata()["block"].to_numpy().astype(int)
         pool, scored = part_units(name, part)
@@ -512,7 +507,7 @@ def write_report(df, args):
             continue
         tasks = [t for t in df.task.unique() if t in set(s.task)]
         low = s.pivot(index="method", columns="task", values="mean")[tasks]
-        low["mean over tasks"] = low.mean(axis=1)
+        low["mean over tasks"] = low.mean(axis=1, skipna=False)  # blank unless every task ran
         tables[metric] = low
         lines += [
             f"## Lowest k (one labelled unit), {metric.replace('_', ' ')}, mean over labelled sets",
@@ -523,7 +518,8 @@ def write_report(df, args):
             "|---|" + "---|" * len(low.columns),
         ]
         for method, r in low.sort_values("mean over tasks", ascending=False).iterrows():
-            lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
+            cells = ("" if np.isnan(v) else f"{v:.3f}" for v in r)
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
         lines.append("")
     args.out.with_suffix(".md").write_text("\n".join(lines))
     if "balanced_accuracy" not in tables:  # no row at one labelled unit: no figure

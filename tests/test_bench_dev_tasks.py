@@ -76,6 +76,21 @@ def test_the_report_of_a_run_without_one_labelled_unit(bench, tmp_path):
     assert "| floor (band power) | 0.700 ± 0.141 |" in text and "Lowest k" not in text
 
 
+def test_the_mean_over_tasks_is_left_blank_for_a_row_missing_a_task(bench, tmp_path):
+    import argparse
+
+    df = pd.DataFrame(
+        _rows("a", "floor", "1", [("1", 0.6)])
+        + _rows("b", "floor", "1", [("1", 0.8)])
+        + _rows("a", "probe", "1", [("1", 0.9)])  # never ran on task b
+    )
+    args = argparse.Namespace(part="test", encoder="x", out=tmp_path / "report", selection_csv=None)
+    bench.write_report(df, args)
+    text = (tmp_path / "report.md").read_text()
+    assert "| floor | 0.600 | 0.800 | 0.700 |" in text
+    assert "| probe | 0.900 |  |  |" in text  # not 0.900, a mean over task a alone
+
+
 def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
     """The benchmark's aligned probe (features once per window, alignment per unit over
     the labelled and the scored windows) predicts what AlignedProbe predicts. Labels

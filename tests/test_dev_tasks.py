@@ -34,6 +34,7 @@ def test_eegmat_subjects_fall_in_exactly_one_of_pool_selection_and_test():
         ("mi-imagery-lr", (30, 15), {0, 1}),
         ("mi-executed-lr", (30, 15), {0, 1}),
         ("mi-imagery-4", (60, 30), {0, 1, 2, 3}),
+        ("mi-executed-ff", (30, 15), {2, 3}),
         ("eegmat-arithmetic", None, {0, 1}),
     ],
 )

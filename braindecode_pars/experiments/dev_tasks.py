@@ -14,7 +14,13 @@ task                   what                                        window  split
 ``mi-imagery-lr``      PhysioNet-MI S001 imagined left vs right    4 s     block
 ``mi-executed-lr``     PhysioNet-MI S001 executed left vs right    4 s     block
 ``mi-imagery-4``       PhysioNet-MI S001 left, right, fists, feet  4 s     block
+``mi-executed-ff``     PhysioNet-MI S001 executed fists vs feet    4 s     block
 =====================  ==========================================  ======  ========
+
+The four PhysioNet-MI tasks read every task run of S001 (runs 3-14): imagined left vs
+right fist (4, 8, 12), executed left vs right fist (3, 7, 11), the four imagined
+classes (4, 6, 8, 10, 12, 14) and executed both fists vs both feet (5, 9, 13). Runs 1-2
+are one-minute baselines with no task.
 
 EEGMAT's good vs bad counters (a per-subject trait, from the rest recordings) was
 tried and dropped: leaving one of the 12 selection subjects out at a time, 10-s rest
@@ -77,6 +83,8 @@ class DevTask:
         What the splits and the labelled sets are made of.
     selection, test : tuple of int
         The units of the selection split and of the test split.
+    runs : tuple of int
+        The PhysioNet-MI runs of the task; empty for EEGMAT tasks.
     """
 
     name: str
@@ -85,6 +93,7 @@ class DevTask:
     unit: str
     selection: tuple
     test: tuple
+    runs: tuple = ()
 
     def load(self, part, eegmat_path=None, sfreq=100.0):
         """The windows of ``part`` ("selection" or "test") at ``sfreq``.
@@ -105,7 +114,9 @@ class DevTask:
                 "PhysioNet's EEGMAT files (SubjectNN_1.edf, SubjectNN_2.edf, "
                 "subject-info.csv), but got None."
             )
-        return _LOADERS[self.name](units, sfreq, self.window_seconds, eegmat_path)
+        if self.runs:
+            return _physionet(self.runs, units, sfreq, self.window_seconds)
+        return _eegmat(units, sfreq, self.window_seconds, eegmat_path)
 
 
 def _eegmat(units, sfreq, window_seconds, path):
@@ -119,19 +130,16 @@ def _eegmat(units, sfreq, window_seconds, path):
     return DevData(data.X, data.y, subjects, float(data.sfreq))
 
 
-def _physionet(runs):
-    def load(units, sfreq, window_seconds, path=None):
-        from ..datasets import load_physionet_mi
-        from ..datasets.adapters import read_windows
-        from ..datasets.physionet_mi import run_block
+def _physionet(runs, units, sfreq, window_seconds):
+    from ..datasets import load_physionet_mi
+    from ..datasets.adapters import read_windows
+    from ..datasets.physionet_mi import run_block
 
-        chosen = [r for r in runs if run_block(r) in units]
-        windows = load_physionet_mi(runs=chosen, window_seconds=window_seconds, sfreq=sfreq)
-        data = read_windows(windows)
-        blocks = windows.get_metadata()["block"].to_numpy().astype(int)
-        return DevData(data.X, data.y, blocks, float(sfreq))
-
-    return load
+    chosen = [r for r in runs if run_block(r) in units]
+    windows = load_physionet_mi(runs=chosen, window_seconds=window_seconds, sfreq=sfreq)
+    data = read_windows(windows)
+    blocks = windows.get_metadata()["block"].to_numpy().astype(int)
+    return DevData(data.X, data.y, blocks, float(sfreq))
 
 
 #: The development tasks by name.
@@ -153,6 +161,7 @@ DEV_TASKS = {
             "block",
             MI_SELECTION_BLOCKS,
             MI_TEST_BLOCKS,
+            (4, 8, 12),
         ),
         DevTask(
             "mi-executed-lr",
@@ -161,6 +170,7 @@ DEV_TASKS = {
             "block",
             MI_SELECTION_BLOCKS,
             MI_TEST_BLOCKS,
+            (3, 7, 11),
         ),
         DevTask(
             "mi-imagery-4",
@@ -169,15 +179,18 @@ DEV_TASKS = {
             "block",
             MI_SELECTION_BLOCKS,
             MI_TEST_BLOCKS,
+            (4, 6, 8, 10, 12, 14),
+        ),
+        DevTask(
+            "mi-executed-ff",
+            "PhysioNet-MI S001 executed both fists vs both feet, across blocks of runs",
+            4.0,
+            "block",
+            MI_SELECTION_BLOCKS,
+            MI_TEST_BLOCKS,
+            (5, 9, 13),
         ),
     )
-}
-
-_LOADERS = {
-    "eegmat-arithmetic": _eegmat,
-    "mi-imagery-lr": _physionet((4, 8, 12)),
-    "mi-executed-lr": _physionet((3, 7, 11)),
-    "mi-imagery-4": _physionet((4, 6, 8, 10, 12, 14)),
 }
 
 
