@@ -160,9 +160,11 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
         of ``predict``, ``predict_proba``, ``transform`` and ``score``: their
         ``groups``, the windows' subjects, or else all the windows of the call as one
         group (one held-out subject at a time, as in a leave-one-subject-out fold).
-        Each group needs at least :data:`~braindecode_pars.probe.ALIGN_MIN_WINDOWS`
-        windows and both conditions: on a task whose label is the subject's own
-        (patient vs control) it removes the signal. A scorer given by name
+        A group of fewer than :data:`~braindecode_pars.probe.ALIGN_MIN_WINDOWS`
+        windows (a few windows predicted on their own) is aligned on statistics
+        shrunk toward the training groups' (``fit`` needs one group that large).
+        Each group should hold both conditions: on a task whose label is the
+        subject's own (patient vs control) it removes the signal. A scorer given by name
         (``scoring="balanced_accuracy"``) calls ``predict`` without groups, so an
         array fold of several subjects is aligned as one group: pass braindecode
         windows, whose subjects are read, or hold out one subject per fold. Only
@@ -543,7 +545,7 @@ class PARSClassifier(PropagateInterrupt, EstimatorSettings, TransformerMixin, EE
     def _fit_probe(self, data, codes, pretrained, size, sources, n_pretrain):
         """The encoder (given or pretrained here), then the probe over it."""
         if self.probe_align is not None:  # groups too small are refused before pretraining
-            AlignedProbe._groups(data.groups, len(data))
+            AlignedProbe._groups(data.groups, len(data), fit=True)
         self.validation_ = "none"
         self.class_weight_ = class_weights(codes, len(self.classes_inferred_))
         with isolated_random_state(self.seed_, self.device):

@@ -282,18 +282,77 @@ def probe_pipeline(
     return LabelledPipeline([("features", FeatureUnion(blocks)), ("logisticregression", model)])
 
 
-#: The fewest windows a group may have for :class:`AlignedProbe` to standardise it.
+#: A group of at least this many windows is aligned on its own windows alone; a group
+#: of ``n`` fewer is aligned on statistics shrunk toward the reference of the training
+#: groups, with weight ``n / ALIGN_MIN_WINDOWS`` on its own (:func:`align_features`,
+#: :func:`align_covariances`).
 ALIGN_MIN_WINDOWS = 8
 
 
-def align_features(F, groups):
+def _riemann():
+    try:
+        from pyriemann.geometry.base import invsqrtm
+        from pyriemann.geometry.geodesic import geodesic_riemann
+        from pyriemann.geometry.mean import mean_riemann
+    except ImportError:  # pyriemann < 0.12
+        from pyriemann.utils.base import invsqrtm
+        from pyriemann.utils.geodesic import geodesic_riemann
+        from pyriemann.utils.mean import mean_riemann
+    return invsqrtm, geodesic_riemann, mean_riemann
+
+
+def _large_groups(groups):
+    """The groups of at least :data:`ALIGN_MIN_WINDOWS` windows."""
+    values, counts = np.unique(groups, return_counts=True)
+    return values[counts >= ALIGN_MIN_WINDOWS]
+
+
+def _refuse_small_group(groups, name="groups"):
+    values, counts = np.unique(groups, return_counts=True)
+    small = values[counts < ALIGN_MIN_WINDOWS]
+    raise ValueError(
+        f"'{name}' has {len(small)} group(s) of fewer than ALIGN_MIN_WINDOWS="
+        f"{ALIGN_MIN_WINDOWS} windows ({small[:5].tolist()}{'...' if len(small) > 5 else ''}) "
+        "and no reference to shrink them toward: pass 'reference' (the training groups' "
+        "statistics), or the windows of a group together."
+    )
+
+
+def feature_reference(F, groups):
+    """The statistics a small group's features are shrunk toward: the mean over the
+    groups of at least :data:`ALIGN_MIN_WINDOWS` windows of their per-feature means and
+    of their per-feature variances.
+
+    Returns
+    -------
+    reference : tuple of ndarray, (mean, variance), each shape (n_features,)
+    """
+    F = np.asarray(F, dtype=np.float64)
+    large = _large_groups(groups)
+    if not len(large):
+        _refuse_small_group(groups)
+    rows = [F[groups == g] for g in large]
+    return np.mean([r.mean(axis=0) for r in rows], axis=0), np.mean(
+        [r.var(axis=0) for r in rows], axis=0
+    )
+
+
+def align_features(F, groups, reference=None):
     """Each feature standardised within each group: zero mean, unit standard deviation
     over the group's rows (a feature constant in a group is only centred there).
+
+    A group of ``n`` < :data:`ALIGN_MIN_WINDOWS` windows (a few windows predicted on
+    their own) is standardised with ``w * its mean + (1 - w) * the reference mean``
+    and the same mix of the variances, ``w = n / ALIGN_MIN_WINDOWS``: one window alone
+    is mostly placed by the training groups' statistics.
 
     Parameters
     ----------
     F : ndarray, shape (n_windows, n_features)
     groups : ndarray, shape (n_windows,)
+    reference : tuple of ndarray | None
+        ``(mean, variance)`` of :func:`feature_reference` on the training groups;
+        needed only when a group is smaller than :data:`ALIGN_MIN_WINDOWS`.
 
     Returns
     -------
@@ -304,38 +363,70 @@ def align_features(F, groups):
     for g in np.unique(groups):
         rows = groups == g
         block = F[rows]
-        std = block.std(axis=0)
-        out[rows] = (block - block.mean(axis=0)) / np.where(std > 0, std, 1.0)
+        mean, var = block.mean(axis=0), block.var(axis=0)
+        n = len(block)
+        if n < ALIGN_MIN_WINDOWS:
+            if reference is None:
+                _refuse_small_group(groups)
+            w = n / ALIGN_MIN_WINDOWS
+            mean = w * mean + (1 - w) * reference[0]
+            var = w * var + (1 - w) * reference[1]
+        std = np.sqrt(var)
+        out[rows] = (block - mean) / np.where(std > 0, std, 1.0)
     return out
 
 
-def align_covariances(C, groups):
+def covariance_reference(C, groups):
+    """The matrix a small group's covariances are re-centred toward: the Riemannian
+    mean of the Riemannian means of the groups of at least :data:`ALIGN_MIN_WINDOWS`
+    windows.
+
+    Returns
+    -------
+    reference : ndarray, shape (n_chans, n_chans)
+    """
+    _, _, mean_riemann = _riemann()
+    C = np.asarray(C, dtype=np.float64)
+    large = _large_groups(groups)
+    if not len(large):
+        _refuse_small_group(groups)
+    return mean_riemann(np.stack([mean_riemann(C[groups == g]) for g in large]))
+
+
+def align_covariances(C, groups, reference=None):
     """Riemannian re-centring: each group's covariances moved so that their Riemannian
     mean is the identity, ``M^{-1/2} C M^{-1/2}`` with ``M`` the group's mean (Zanini
     et al., IEEE TBME 65(5), 2018).
+
+    A group of ``n`` < :data:`ALIGN_MIN_WINDOWS` windows is re-centred on the point
+    at ``w = n / ALIGN_MIN_WINDOWS`` of the geodesic from ``reference`` to its own
+    mean: ``R^{1/2} (R^{-1/2} M R^{-1/2})^w R^{1/2}``.
 
     Parameters
     ----------
     C : ndarray, shape (n_windows, n_chans, n_chans)
         Symmetric positive definite matrices.
     groups : ndarray, shape (n_windows,)
+    reference : ndarray, shape (n_chans, n_chans) | None
+        :func:`covariance_reference` of the training groups; needed only when a group
+        is smaller than :data:`ALIGN_MIN_WINDOWS`.
 
     Returns
     -------
     aligned : ndarray, shape (n_windows, n_chans, n_chans)
     """
-    try:
-        from pyriemann.geometry.base import invsqrtm
-        from pyriemann.geometry.mean import mean_riemann
-    except ImportError:  # pyriemann < 0.12
-        from pyriemann.utils.base import invsqrtm
-        from pyriemann.utils.mean import mean_riemann
-
+    invsqrtm, geodesic_riemann, mean_riemann = _riemann()
     C = np.asarray(C, dtype=np.float64)
     out = np.empty_like(C)
     for g in np.unique(groups):
         rows = groups == g
-        W = invsqrtm(mean_riemann(C[rows]))
+        M = mean_riemann(C[rows])
+        n = int(rows.sum())
+        if n < ALIGN_MIN_WINDOWS:
+            if reference is None:
+                _refuse_small_group(groups)
+            M = geodesic_riemann(reference, M, n / ALIGN_MIN_WINDOWS)
+        W = invsqrtm(M)
         out[rows] = W @ C[rows] @ W
     return out
 
@@ -357,9 +448,12 @@ class AlignedProbe(WindowsInputMixin, ClassifierMixin, BaseEstimator):
     So a prediction depends on the other windows of its group: ``predict(X, groups)``
     aligns each group of ``X`` on its own windows (``groups=None``: all of ``X`` is
     one group, e.g. the held-out subject of a leave-one-subject-out fold). A group
-    needs at least :data:`ALIGN_MIN_WINDOWS` windows, and should hold the conditions
-    in roughly the proportions the task has (a group of one class only is centred on
-    that class).
+    should hold the conditions in roughly the proportions the task has (a group of
+    one class only is centred on that class). A group of fewer than
+    :data:`ALIGN_MIN_WINDOWS` windows (a few windows predicted on their own) is
+    aligned on statistics shrunk toward those of the training groups (``references_``),
+    a single window mostly on the latter; ``fit`` needs at least one group of
+    :data:`ALIGN_MIN_WINDOWS` windows or more.
 
     Parameters
     ----------
@@ -374,6 +468,9 @@ device
     feature_steps_ : list of (str, transformer, str)
         Each block's fitted transformer of windows into raw features, and its kind
         (``"features"`` or ``"covariances"``).
+    references_ : list
+        Each block's reference of the training groups (:func:`feature_reference` or
+        :func:`covariance_reference`), toward which small groups are shrunk.
     scalers_ : list of Pipeline
         Each block's fitted scaling (after the tangent space for the covariances).
     sfreq_ : float
@@ -431,7 +528,7 @@ device
         return [(name, make_pipeline(*steps), kind) for name, steps, kind in raw]
 
     @staticmethod
-    def _groups(groups, n, name="groups"):
+    def _groups(groups, n, name="groups", fit=False):
         if groups is None:
             groups = np.zeros(n, dtype=np.int64)
         groups = np.asarray(groups)
@@ -447,15 +544,14 @@ device
                 if groups.ndim == 1
                 else f"'{name}' must be 1-D, one group per window; got shape {groups.shape}."
             )
-        values, counts = np.unique(groups, return_counts=True)
-        small, few = values[counts < ALIGN_MIN_WINDOWS], counts[counts < ALIGN_MIN_WINDOWS]
-        if len(small):
+        if fit and not len(_large_groups(groups)):
+            counts = np.unique(groups, return_counts=True)[1]
             raise ValueError(
-                f"AlignedProbe standardises each group on its own windows and needs at "
-                f"least ALIGN_MIN_WINDOWS={ALIGN_MIN_WINDOWS} per group; '{name}' has "
-                f"{len(small)} group(s) with fewer ({small[:5].tolist()}"
-                f"{'...' if len(small) > 5 else ''}: {few[:5].tolist()} windows). Pass the "
-                "windows of a group together, or use the unaligned probe "
+                f"AlignedProbe aligns each group on its own windows and, to fit, needs "
+                f"at least one group of ALIGN_MIN_WINDOWS={ALIGN_MIN_WINDOWS} windows or "
+                f"more (the reference smaller groups are shrunk toward); '{name}' has "
+                f"{len(counts)} group(s), the largest of {counts.max()} windows. Pass "
+                "the subject or block of each window, or use the unaligned probe "
                 "(probe_pipeline; PARSClassifier's default probe_align=None)."
             )
         return groups
@@ -464,14 +560,19 @@ device
         """The raw features of each block, aligned within ``groups``."""
         if fit:
             self.feature_steps_ = self._feature_steps(self.sfreq_)
+            self.references_ = []
         blocks = []
-        for name, step, kind in self.feature_steps_:
+        for i, (name, step, kind) in enumerate(self.feature_steps_):
             raw = step.fit_transform(X) if fit else step.transform(X)
-            aligner = align_covariances if kind == "covariances" else align_features
-            blocks.append((name, kind, aligner(raw, groups)))
+            covariances = kind == "covariances"
+            if fit:
+                reference = covariance_reference if covariances else feature_reference
+                self.references_.append(reference(raw, groups))
+            aligner = align_covariances if covariances else align_features
+            blocks.append((name, kind, aligner(raw, groups, self.references_[i])))
         return blocks
 
-    def _read(self, X, y=None, groups=None, fitted=False):
+    def _read(self, X, y=None, groups=None, fitted=False, fit=False):
         """(windows array, labels, groups) of ``X``; groups None: the windows' own
         (the ``subject`` of braindecode windows), else one group."""
         windows = read_windows(X, y, groups, sfreq=self.sfreq_ if fitted else self.sfreq, name="X")
@@ -482,7 +583,7 @@ device
                 "'sfreq' for array input."
             )
         data = np.asarray(X if isinstance(X, np.ndarray) else windows.X)
-        return data, windows.y, self._groups(windows.groups, len(data)), float(sfreq)
+        return data, windows.y, self._groups(windows.groups, len(data), fit=fit), float(sfreq)
 
     def fit(self, X, y=None, groups=None):
         """Compute the features, align each group of ``groups`` (None: one group),
@@ -500,7 +601,7 @@ device
         -------
         self : AlignedProbe
         """
-        data, y, groups, self.sfreq_ = self._read(X, y, groups)
+        data, y, groups, self.sfreq_ = self._read(X, y, groups, fit=True)
         if y is None:
             raise ValueError("Labels are missing: pass 'y', or windows that carry their targets.")
         y = np.asarray(y)

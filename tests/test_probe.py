@@ -16,6 +16,8 @@ from braindecode_pars.probe import (
     EncoderFeatures,
     align_covariances,
     align_features,
+    covariance_reference,
+    feature_reference,
     probe_pipeline,
 )
 
@@ -169,6 +171,61 @@ def test_align_covariances_recentres_each_group_on_the_identity():
     )
 
 
+def test_small_groups_are_shrunk_toward_the_training_groups():
+    rng = np.random.default_rng(1)
+    F = rng.standard_normal((25, 3)) * [1, 2, 3] + [4, 0, -1]
+    groups = np.repeat(["a", "b", "c"], [10, 12, 3])
+    train = groups != "c"
+    reference = feature_reference(F[train], groups[train])
+    a, b, c = (F[groups == g] for g in "abc")
+    np.testing.assert_allclose(reference[0], (a.mean(0) + b.mean(0)) / 2)
+    np.testing.assert_allclose(reference[1], (a.var(0) + b.var(0)) / 2)
+    out = align_features(F, groups, reference)
+    # groups of 8 windows or more: as without a reference
+    np.testing.assert_allclose(out[train], align_features(F[train], groups[train]))
+    # 3 windows: weight 3/8 on their own mean and variance
+    w = 3 / 8
+    mean = w * c.mean(0) + (1 - w) * reference[0]
+    std = np.sqrt(w * c.var(0) + (1 - w) * reference[1])
+    np.testing.assert_allclose(out[~train], (c - mean) / std)
+    with pytest.raises(ValueError, match=r"'groups' has 1 group\(s\) of fewer than ALIGN_MIN"):
+        align_features(F, groups)
+
+
+def _spd_power(A, p):
+    vals, vecs = np.linalg.eigh(A)
+    return (vecs * vals**p) @ vecs.T
+
+
+def test_small_covariance_groups_are_recentred_on_the_geodesic_to_the_reference():
+    rng = np.random.default_rng(2)
+    mix = np.eye(3) + 0.5 * rng.standard_normal((3, 3))
+    C = Covariances().fit_transform(rng.standard_normal((21, 3, 300)))
+    C[10:20] = mix @ C[10:20] @ mix.T
+    groups = np.repeat([0, 1, 2], [10, 10, 1])
+    train = groups < 2
+    reference = covariance_reference(C[train], groups[train])
+    # the Riemannian mean of two matrices is the midpoint of their geodesic
+    try:
+        from pyriemann.geometry.mean import mean_riemann
+    except ImportError:  # pyriemann < 0.12
+        from pyriemann.utils.mean import mean_riemann
+    A, B = (mean_riemann(C[groups == g]) for g in (0, 1))
+    half = _spd_power(A, 0.5)
+    inv_half = _spd_power(A, -0.5)
+    midpoint = half @ _spd_power(inv_half @ B @ inv_half, 0.5) @ half
+    np.testing.assert_allclose(reference, midpoint, rtol=1e-6)
+    out = align_covariances(C, groups, reference)
+    np.testing.assert_allclose(out[train], align_covariances(C[train], groups[train]), rtol=1e-8)
+    # one window: re-centred on the point 1/8 of the way from the reference to it
+    R_half, R_inv_half = _spd_power(reference, 0.5), _spd_power(reference, -0.5)
+    M = R_half @ _spd_power(R_inv_half @ C[20] @ R_inv_half, 1 / 8) @ R_half
+    W = _spd_power(M, -0.5)
+    np.testing.assert_allclose(out[20], W @ C[20] @ W, rtol=1e-6)
+    with pytest.raises(ValueError, match="no reference to shrink them toward"):
+        align_covariances(C, groups)
+
+
 def _subjects(scales, n=24, seed=0):
     """Subjects whose amplitudes differ by ``scales``; within each, class 1 has twice
     the power of class 0 on channel 0."""
@@ -211,8 +268,21 @@ def test_aligned_probe_clones_pickles_and_checks_its_groups():
     assert fitted.transform(X, groups).shape == (32, 16 + 12 + 3)
     again = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(again.predict_proba(X, groups), fitted.predict_proba(X, groups))
-    with pytest.raises(ValueError, match=r"ALIGN_MIN_WINDOWS=8.*'groups' has 1 group"):
-        fitted.predict(X[:5])
+    # a few windows on their own: aligned on statistics shrunk toward the training groups'
+    raw = [step.transform(X[:5]) for _, step, _ in fitted.feature_steps_]
+    aligners = (align_features, align_features, align_covariances)
+    manual = np.hstack(
+        [
+            scaler.transform(align(F, np.zeros(5), ref))
+            for align, F, ref, scaler in zip(
+                aligners, raw, fitted.references_, fitted.scalers_, strict=True
+            )
+        ]
+    )
+    np.testing.assert_allclose(fitted.transform(X[:5]), manual, rtol=1e-10)
+    assert fitted.predict(X[:1]).shape == (1,)
+    with pytest.raises(ValueError, match=r"ALIGN_MIN_WINDOWS=8.*the largest of 4 windows"):
+        clone(probe).fit(X, y, np.arange(32) % 8)  # no group large enough to be a reference
     with pytest.raises(ValueError, match="'groups'"):
         fitted.predict(X, groups[:4])
     missing = groups.astype(float)
