@@ -19,7 +19,8 @@ Rows. ``floor (band power)`` and ``floor (tangent space)`` are
 :func:`~braindecode_pars.floor.riemann_pipeline`. ``probe[BLOCKS, C]`` is
 :func:`~braindecode_pars.probe.probe_pipeline` with the blocks ``enc`` (the encoder's
 features), ``rand`` (the same architecture, randomly initialised: the recipe without
-pretraining), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
+pretraining; ``rand1``, ``rand2``, ... other initialisations, seeds 1, 2, ..., for the
+spread over them), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
 ``cv``: chosen among 0.1, 1, 10, 100 by leave-one-group-out over the labelled units
 when there are at least two (balanced accuracy), else 1; a third field ``aligned``
 (``probe[enc+bp+ts, 100, aligned]``) aligns each unit (subject or block), labelled
@@ -270,17 +271,54 @@ def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
     return clf.predict(X[test], groups=units[test])
 
 
-def features(X, sfreq, encoder, seed=0):
-    """The per-window features: encoder, random encoder, band power, covariances."""
+def random_block_seed(name):
+    """The initialisation seed of a random-encoder block: ``rand`` 0, ``rand3`` 3; None
+    for any other block."""
+    if name == "rand":
+        return 0
+    if name.startswith("rand") and name[4:].isdigit():
+        return int(name[4:])
+    return None
+
+
+def block_order(names):
+    """Blocks in the order they are stacked: the encoder, random encoders by seed, band
+    power, tangent space."""
+    rand = sorted((n for n in names if random_block_seed(n) is not None), key=random_block_seed)
+    return [n for n in ("enc", *rand, "bp", "ts") if n in names]
+
+
+def features(X, sfreq, encoder, rand_seeds=(0,)):
+    """The per-window features: encoder, random encoders (one block per seed of
+    ``rand_seeds``: ``rand`` for seed 0, ``rand<seed>`` for the others), band power,
+    covariances."""
     enc = load_encoder(encoder)
-    torch.manual_seed(seed)
-    rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
-    return {
-        "enc": (EncoderFeatures(enc, sfreq=sfreq).fit_transform(X), "features"),
-        "rand": (EncoderFeatures(rand, sfreq=sfreq).fit_transform(X), "features"),
-        "bp": (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features"),
-        "ts": (Covariances(estimator="oas").fit_transform(X.astype(np.float64)), "covariances"),
-    }
+    blocks = {"enc": (EncoderFeatures(enc, sfreq=sfreq).fit_transform(X), "features")}
+    for seed in rand_seeds:
+        torch.manual_seed(seed)
+        rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
+        name = "rand" if seed == 0 else f"rand{seed}"
+        blocks[name] = (EncoderFeatures(rand, sfreq=sfreq).fit_transform(X), "features")
+    blocks["bp"] = (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features")
+    blocks["ts"] = (Covariances(estimator="oas").fit_transform(X.astype(np.float64)), "covariances")
+    return blocks
+
+
+def requested_blocks(methods):
+    """Every block name the probe rows of ``methods`` use; unknown names are refused."""
+    names = set()
+    for method in methods:
+        if method.startswith("probe["):
+            names |= parse_probe(method)[0]
+    unknown = sorted(
+        n for n in names if n not in ("enc", "bp", "ts") and random_block_seed(n) is None
+    )
+    if unknown:
+        raise ValueError(
+            f"Unknown probe block(s) {unknown}: blocks are enc, rand (rand1, rand2, ...: "
+            "other random initialisations), bp and ts."
+        )
+    return names
 
 
 def main(argv=None):
@@ -321,6 +359,11 @@ def main(argv=None):
         parser.error("--encoder is required unless --report-only is given")
     if not args.methods:
         parser.error("--methods is required unless --report-only is given")
+    try:
+        names = requested_blocks(args.methods)
+    except ValueError as err:
+        parser.error(str(err))
+    rand_seeds = sorted({0} | {random_block_seed(n) for n in names} - {None})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
     csv = args.out.with_suffix(".csv")
@@ -331,7 +374,7 @@ def main(argv=None):
         f.write(shlex.join(["python", *sys.argv]) + "\n")
     for name in args.tasks:
         X, _y, units, pool, scored, sfreq = load_task(name, args.part)
-        blocks = features(X, sfreq, args.encoder)
+        blocks = features(X, sfreq, args.encoder, rand_seeds)
         aligned_blocks = None  # align_blocks(blocks, units), made when a row needs it
         # k up to the pool's size; "all" only where it is not already one of the ks
         ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]
@@ -357,7 +400,7 @@ def main(argv=None):
                         if aligned and aligned_blocks is None:
                             aligned_blocks = align_blocks(blocks, units)
                         source = aligned_blocks if aligned else blocks
-                        chosen = {b: source[b] for b in ("enc", "rand", "bp", "ts") if b in names}
+                        chosen = {b: source[b] for b in block_order(names)}
                         if C == "cv":
                             C = inner_c(chosen, train, units, seed)
                         pred = fit_blocks(chosen, train, test, C, seed, scaler)

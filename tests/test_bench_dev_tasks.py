@@ -137,3 +137,40 @@ def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
     commands.write_text("# nothing run\n")
     with pytest.raises(ValueError, match="pass --encoder"):
         bench.recorded_encoder(commands)
+
+
+def test_random_encoder_blocks_of_other_seeds(bench):
+    import numpy as np
+    import torch
+
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.probe import EncoderFeatures
+
+    assert [bench.random_block_seed(n) for n in ("rand", "rand3", "enc", "randx")] == [
+        0,
+        3,
+        None,
+        None,
+    ]
+    assert bench.block_order({"ts", "rand12", "rand", "enc", "rand2"}) == [
+        "enc",
+        "rand",
+        "rand2",
+        "rand12",
+        "ts",
+    ]
+    assert bench.requested_blocks(["probe[rand2+bp, 1]", "floor (band power)"]) == {"rand2", "bp"}
+    with pytest.raises(ValueError, match=r"Unknown probe block\(s\) \['rnd'\]"):
+        bench.requested_blocks(["probe[rnd+bp, 1]"])
+    encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    X = np.random.default_rng(0).standard_normal((6, 2, 300)).astype(np.float32)
+    blocks = bench.features(X, 100.0, encoder, rand_seeds=(0, 2))
+    assert set(blocks) == {"enc", "rand", "rand2", "bp", "ts"}
+    # seed 0 is the block the benchmark always had; seed 2 is another initialisation
+    np.testing.assert_array_equal(blocks["rand"][0], bench.features(X, 100.0, encoder)["rand"][0])
+    torch.manual_seed(2)
+    again = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    np.testing.assert_allclose(
+        blocks["rand2"][0], EncoderFeatures(again, sfreq=100).fit_transform(X), rtol=1e-6
+    )
+    assert not np.allclose(blocks["rand"][0], blocks["rand2"][0])
