@@ -456,13 +456,52 @@ def draw_summary(df, metric):
     return pd.DataFrame(rows)
 
 
+def over_initialisations(low):
+    """Markdown lines: rows that differ only in the seed of their random encoder
+    (``rand``, ``rand1``, ...), summarised over the seeds, from the lowest-k table
+    ``low`` (methods x tasks, with the mean over tasks); nothing when no row has two
+    seeds."""
+    import re
+
+    families = {}
+    for method in low.index:
+        if method.startswith("probe["):
+            family = re.sub(r"\brand\d*\b", "rand*", method)
+            if family != method:
+                families.setdefault(family, []).append(method)
+    families = {f: m for f, m in families.items() if len(m) > 1}
+    if not families:
+        return []
+    tasks = list(low.columns[:-1])
+    lines = [
+        "## Lowest k, balanced accuracy: random encoders, mean ± std over their initialisations",
+        "",
+        "Each random-encoder row once per initialisation seed (`rand` is seed 0, "
+        "`rand<seed>` the others); per task and for the mean over tasks, the mean ± "
+        "std over the seeds, and the range of the mean over tasks.",
+        "",
+        "| method | seeds | " + " | ".join(tasks) + " | mean over tasks | range |",
+        "|---|---|" + "---|" * (len(tasks) + 2),
+    ]
+    for family, methods in families.items():
+        t = low.loc[methods]
+        cells = [f"{t[c].mean():.3f} ± {t[c].std(ddof=1):.3f}" for c in [*tasks, "mean over tasks"]]
+        spread = t["mean over tasks"]
+        lines.append(
+            f"| {family} | {len(methods)} | "
+            + " | ".join(cells)
+            + f" | {spread.min():.3f} - {spread.max():.3f} |"
+        )
+    return [*lines, ""]
+
+
 def recorded_encoder(commands):
     """The ``--encoder`` of the last command recorded in a ``.commands`` file."""
     encoder = None
     for line in Path(commands).read_text().splitlines():
         if line.startswith("#"):
             continue
-        words = shlex.split(line)
+        words = shlex.split(line, comments=True)  # an inline "# ..." note may hold quotes
         if "--encoder" in words:
             encoder = words[words.index("--encoder") + 1]
     if encoder is None:
@@ -564,6 +603,8 @@ def write_report(df, args):
             cells = ("" if np.isnan(v) else f"{v:.3f}" for v in r)
             lines.append(f"| {method} | " + " | ".join(cells) + " |")
         lines.append("")
+    if "balanced_accuracy" in tables:
+        lines += over_initialisations(tables["balanced_accuracy"])
     args.out.with_suffix(".md").write_text("\n".join(lines))
     if "balanced_accuracy" not in tables:  # no row at one labelled unit: no figure
         return

@@ -132,6 +132,7 @@ def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
         "python bench_dev_tasks.py --part test --encoder pars-small --methods 'deep pars'\n"
         "# a note\n"
         "python bench_dev_tasks.py --part test --encoder 'encoders/my enc' --ks 1\n"
+        "python bench_dev_tasks.py --part test --ks 2  # the encoder's as above\n"
     )
     assert bench.recorded_encoder(commands) == "encoders/my enc"
     commands.write_text("# nothing run\n")
@@ -174,3 +175,27 @@ def test_random_encoder_blocks_of_other_seeds(bench):
         blocks["rand2"][0], EncoderFeatures(again, sfreq=100).fit_transform(X), rtol=1e-6
     )
     assert not np.allclose(blocks["rand"][0], blocks["rand2"][0])
+
+
+def test_random_encoder_rows_are_summarised_over_their_seeds(bench, tmp_path):
+    import argparse
+
+    df = pd.DataFrame(
+        _rows("a", "probe[rand+bp, 1]", "1", [("1", 0.6)])
+        + _rows("b", "probe[rand+bp, 1]", "1", [("1", 0.8)])
+        + _rows("a", "probe[rand2+bp, 1]", "1", [("1", 0.4)])
+        + _rows("b", "probe[rand2+bp, 1]", "1", [("1", 0.6)])
+        + _rows("a", "probe[enc+bp, 1]", "1", [("1", 0.9)])
+        + _rows("b", "probe[enc+bp, 1]", "1", [("1", 0.9)])
+    )
+    args = argparse.Namespace(part="test", encoder="x", out=tmp_path / "report", selection_csv=None)
+    bench.write_report(df, args)
+    text = (tmp_path / "report.md").read_text()
+    # seeds 0 and 2: task a 0.6 and 0.4, b 0.8 and 0.6, means over tasks 0.7 and 0.5
+    sd = pd.Series([0.6, 0.4]).std()
+    expected = (
+        f"| probe[rand*+bp, 1] | 2 | 0.500 ± {sd:.3f} | 0.700 ± {sd:.3f} | 0.600 ± {sd:.3f} "
+        "| 0.500 - 0.700 |"
+    )
+    assert expected in text
+    assert "probe[enc+bp, 1] | 2" not in text  # one encoder, no family
