@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import ast
 import logging
+import re
 import shlex
 import sys
 import time
@@ -461,8 +462,6 @@ def over_initialisations(low):
     (``rand``, ``rand1``, ...), summarised over the seeds, from the lowest-k table
     ``low`` (methods x tasks, with the mean over tasks); nothing when no row has two
     seeds."""
-    import re
-
     families = {}
     for method in low.index:
         if method.startswith("probe["):
