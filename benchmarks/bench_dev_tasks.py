@@ -370,6 +370,11 @@ def main(argv=None):
     csv = args.out.with_suffix(".csv")
     csv.parent.mkdir(parents=True, exist_ok=True)
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    if len(done):
+        try:
+            check_resume_encoder(args.out.with_suffix(".commands"), args.encoder)
+        except ValueError as err:
+            parser.error(str(err))
     key = set(zip(done.task, done.method, done.k.astype(str), done.seed, strict=True))
     with open(args.out.with_suffix(".commands"), "a") as f:
         f.write(shlex.join(["python", *sys.argv]) + "\n")
@@ -506,6 +511,29 @@ def recorded_encoder(commands):
     if encoder is None:
         raise ValueError(f"No command in {commands} names its --encoder: pass --encoder.")
     return encoder
+
+
+def check_resume_encoder(commands, encoder):
+    """Refuse to resume rows that another encoder made.
+
+    A run resumes by skipping every (task, method, k, seed) already in its CSV, whatever
+    encoder made it; so rows are only added to a CSV whose recorded commands name the
+    same ``--encoder``.
+    """
+    commands = Path(commands)
+    try:
+        recorded = recorded_encoder(commands)
+    except (FileNotFoundError, ValueError):
+        raise ValueError(
+            f"--out already holds rows but {commands} records no --encoder, so they cannot "
+            "be told apart from another encoder's: choose another --out."
+        ) from None
+    if recorded != encoder:
+        raise ValueError(
+            f"--encoder {encoder!r}: the rows already under this --out were made with "
+            f"--encoder {recorded!r} ({commands}); resuming would keep them as this "
+            "encoder's. Pass that encoder to resume, or choose another --out."
+        )
 
 
 def chosen_floor(selection_csv):

@@ -140,6 +140,36 @@ def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
         bench.recorded_encoder(commands)
 
 
+def test_rows_of_another_encoder_are_not_resumed(bench, tmp_path):
+    out = tmp_path / "run"
+    pd.DataFrame(
+        _rows("eegmat-arithmetic", "probe[enc, 1]", "1", [("1", 0.6)]), columns=bench.COLUMNS
+    ).to_csv(out.with_suffix(".csv"), index=False)
+    out.with_suffix(".commands").write_text(
+        "# a note\npython bench_dev_tasks.py --part selection --encoder encoders/a --out run\n"
+    )
+    bench.check_resume_encoder(out.with_suffix(".commands"), "encoders/a")  # same: resumes
+    with pytest.raises(ValueError, match="'encoders/b'.*'encoders/a'"):
+        bench.check_resume_encoder(out.with_suffix(".commands"), "encoders/b")
+    with pytest.raises(SystemExit):  # main refuses before any row is run
+        bench.main(
+            [
+                "--part",
+                "selection",
+                "--encoder",
+                "encoders/b",
+                "--methods",
+                "probe[enc, 1]",
+                "--out",
+                str(out),
+            ]
+        )
+    assert out.with_suffix(".commands").read_text().count("python") == 1  # nothing appended
+    out.with_suffix(".commands").write_text("# nothing run\n")
+    with pytest.raises(ValueError, match="records no --encoder"):
+        bench.check_resume_encoder(out.with_suffix(".commands"), "encoders/a")
+
+
 def test_random_encoder_blocks_of_other_seeds(bench):
     import numpy as np
     import torch
