@@ -26,6 +26,8 @@ when there are at least two (balanced accuracy), else 1; a third field ``aligned
 (``probe[enc+bp+ts, 100, aligned]``) aligns each unit (subject or block), labelled
 or scored, on its own windows first, as :class:`~braindecode_pars.probe.AlignedProbe`
 does (``tests/test_bench_dev_tasks.py`` checks the two agree);
+``probe[enc|bp+ts, C]`` is late fusion: one logistic regression on each part between
+``|`` (each block scaled as in the probe), their class probabilities averaged;
 ``floor (band power, aligned)`` and ``floor (tangent space, aligned)`` are the floors
 so aligned (the floor a task's test table compares with stays the better of the two
 unaligned floors on the selection split). Every feature except the
@@ -162,7 +164,16 @@ def parse_probe(method):
             f"Unknown probe row {method!r}: probe[BLOCKS, C] or probe[BLOCKS, C, aligned]."
         )
     blocks, C = parts[:2]
-    return set(blocks.split("+")), (C if C == "cv" else float(C)), len(parts) == 3
+    return set(re.split(r"[+|]", blocks)), (C if C == "cv" else float(C)), len(parts) == 3
+
+
+def fusion_parts(method):
+    """The parts of a late-fusion probe row, in order: ``probe[enc|bp+ts, 100]`` ->
+    [["enc"], ["bp", "ts"]]; None for a row without ``|`` (one regression)."""
+    blocks = method[len("probe[") :].split(",")[0].strip()
+    if "|" not in blocks:
+        return None
+    return [block_order(set(part.split("+"))) for part in blocks.split("|")]
 
 
 #: The floors, by row name: (block, aligned within units).
@@ -204,6 +215,29 @@ def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
         C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
     )
     return model.fit(np.hstack(tr), _y[train]).predict(np.hstack(te))
+
+
+def fit_fused(parts, train, test, C, seed):
+    """Late fusion: one class-balanced logistic regression per part (a dict of blocks,
+    each scaled as in :func:`fit_blocks`), the class probabilities of the scored
+    windows averaged over the parts, the most probable class predicted."""
+    proba = 0.0
+    for blocks in parts:
+        tr, te = [], []
+        for F, kind in blocks.values():
+            if kind == "covariances":
+                ts = TangentSpace(metric="riemann").fit(F[train])
+                Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
+            else:
+                Ftr, Fte = F[train], F[test]
+            fitted = BlockScaler().fit(Ftr)
+            tr.append(fitted.transform(Ftr))
+            te.append(fitted.transform(Fte))
+        model = LogisticRegression(
+            C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
+        ).fit(np.hstack(tr), _y[train])
+        proba = proba + model.predict_proba(np.hstack(te)) / len(parts)
+    return model.classes_[np.argmax(proba, axis=1)]
 
 
 def inner_c(blocks, train, units, seed):
@@ -407,9 +441,16 @@ def main(argv=None):
                             aligned_blocks = align_blocks(blocks, units)
                         source = aligned_blocks if aligned else blocks
                         chosen = {b: source[b] for b in block_order(names)}
-                        if C == "cv":
-                            C = inner_c(chosen, train, units, seed)
-                        pred = fit_blocks(chosen, train, test, C, seed, scaler)
+                        fused = fusion_parts(method) if method.startswith("probe[") else None
+                        if fused is not None:
+                            if C == "cv":
+                                raise ValueError(f"{method!r}: late fusion takes a fixed C.")
+                            parts = [{b: source[b] for b in part} for part in fused]
+                            pred = fit_fused(parts, train, test, C, seed)
+                        else:
+                            if C == "cv":
+                                C = inner_c(chosen, train, units, seed)
+                            pred = fit_blocks(chosen, train, test, C, seed, scaler)
                     elif method.startswith("deep"):
                         pred = fit_deep(method, args.encoder, X, train, test, units, sfreq, seed)
                     else:

@@ -140,6 +140,37 @@ def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
         bench.recorded_encoder(commands)
 
 
+def test_late_fusion_averages_the_parts_probabilities(bench, monkeypatch):
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 30)
+    a = rng.standard_normal((60, 5)) + y[:, None] * 0.8  # informative
+    b = rng.standard_normal((60, 40))  # noise
+    monkeypatch.setattr(bench, "_y", y)
+    train, test = np.arange(0, 60, 2), np.arange(1, 60, 2)
+    blocks_a, blocks_b = {"enc": (a, "features")}, {"bp": (b, "features")}
+    # one part: the probe of that block
+    np.testing.assert_array_equal(
+        bench.fit_fused([blocks_a], train, test, 10.0, 0),
+        bench.fit_blocks(blocks_a, train, test, 10.0, 0),
+    )
+    # two parts: the mean of the two regressions' probabilities, by hand
+    proba = 0
+    for F in (a, b):
+        sc = StandardScaler().fit(F[train])
+        Z = lambda idx, F=F, sc=sc: sc.transform(F[idx]) / np.sqrt(F.shape[1])  # noqa: E731
+        lr = LogisticRegression(C=10.0, class_weight="balanced", max_iter=1000, random_state=0)
+        proba = proba + lr.fit(Z(train), y[train]).predict_proba(Z(test)) / 2
+    got = bench.fit_fused([blocks_a, blocks_b], train, test, 10.0, 0)
+    np.testing.assert_array_equal(got, proba.argmax(1))
+    assert bench.fusion_parts("probe[enc|bp+ts, 100]") == [["enc"], ["bp", "ts"]]
+    assert bench.fusion_parts("probe[enc+bp+ts, 100]") is None
+    assert bench.parse_probe("probe[enc|bp+ts, 10]") == ({"enc", "bp", "ts"}, 10.0, False)
+
+
 def test_rows_of_another_encoder_are_not_resumed(bench, tmp_path):
     out = tmp_path / "run"
     pd.DataFrame(
