@@ -130,7 +130,15 @@ NOTES = """Notes on reading it:
 - Downstream noise: the three PhysioNet-MI tasks' selection splits have two distinct
   draws (block 1 labelled and block 2 scored, or the reverse), so the std over the
   5 draws understates how much a row would move with other data; differences of a
-  few points between single rows are within what one block of one subject gives."""
+  few points between single rows are within what one block of one subject gives.
+- Seeds: the 30,000-step run again with pretraining seeds 1 and 2
+  (`benchmarks/encoders/pars-selection-seed1`, `-seed2`; the same held-out
+  recordings): held-out skill 0.540 and 0.586 against 0.676, the default recipe
+  0.505 and 0.548 against 0.579 on these four tasks
+  (`benchmarks/results/dev_tasks_selection_seeds.md`). The spread over seeds at one
+  budget is as wide as the differences along the steps axis; the three seeds rank
+  the same by skill and downstream, but three points show little (`pars-small-v3`,
+  trained further, rose in skill and not downstream: below)."""
 ENCODER_METHODS = ("probe[enc, 1]", "probe[enc+bp+ts, 100]")
 REFERENCE_METHODS = ("probe[rand, 1]", "probe[rand+bp+ts, 100]", "probe[bp+ts, 100]")
 SEEDS = (0, 1, 2, 3, 4)
