@@ -196,11 +196,10 @@ def align_blocks(blocks, units):
     }
 
 
-def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
-    """Scale each feature block on the training windows (the tangent space's reference
-    point too), fit the regression, predict the scored windows. The floors are one
-    block with a ``StandardScaler`` and C = 1; aligned rows pass blocks through
-    :func:`align_blocks` first."""
+def scaled_blocks(blocks, train, test, scaler=BlockScaler):
+    """The blocks' training and scored features, each block scaled on the training
+    windows (covariances through the tangent space at the training windows' mean
+    first), side by side: (X_train, X_test)."""
     tr, te = [], []
     for F, kind in blocks.values():
         if kind == "covariances":
@@ -211,10 +210,19 @@ def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
         fitted = scaler().fit(Ftr)
         tr.append(fitted.transform(Ftr))
         te.append(fitted.transform(Fte))
+    return np.hstack(tr), np.hstack(te)
+
+
+def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
+    """Scale each feature block on the training windows (the tangent space's reference
+    point too), fit the regression, predict the scored windows. The floors are one
+    block with a ``StandardScaler`` and C = 1; aligned rows pass blocks through
+    :func:`align_blocks` first."""
+    Xtr, Xte = scaled_blocks(blocks, train, test, scaler)
     model = LogisticRegression(
         C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
     )
-    return model.fit(np.hstack(tr), _y[train]).predict(np.hstack(te))
+    return model.fit(Xtr, _y[train]).predict(Xte)
 
 
 def fit_fused(parts, train, test, C, seed):
@@ -223,20 +231,11 @@ def fit_fused(parts, train, test, C, seed):
     windows averaged over the parts, the most probable class predicted."""
     proba = 0.0
     for blocks in parts:
-        tr, te = [], []
-        for F, kind in blocks.values():
-            if kind == "covariances":
-                ts = TangentSpace(metric="riemann").fit(F[train])
-                Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
-            else:
-                Ftr, Fte = F[train], F[test]
-            fitted = BlockScaler().fit(Ftr)
-            tr.append(fitted.transform(Ftr))
-            te.append(fitted.transform(Fte))
+        Xtr, Xte = scaled_blocks(blocks, train, test)
         model = LogisticRegression(
             C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
-        ).fit(np.hstack(tr), _y[train])
-        proba = proba + model.predict_proba(np.hstack(te)) / len(parts)
+        ).fit(Xtr, _y[train])
+        proba = proba + model.predict_proba(Xte) / len(parts)
     return model.classes_[np.argmax(proba, axis=1)]
 
 
