@@ -219,10 +219,7 @@ def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
     block with a ``StandardScaler`` and C = 1; aligned rows pass blocks through
     :func:`align_blocks` first."""
     Xtr, Xte = scaled_blocks(blocks, train, test, scaler)
-    model = LogisticRegression(
-        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
-    )
-    return model.fit(Xtr, _y[train]).predict(Xte)
+    return logistic(C, seed).fit(Xtr, _y[train]).predict(Xte)
 
 
 def fit_fused(parts, train, test, C, seed):
@@ -232,9 +229,7 @@ def fit_fused(parts, train, test, C, seed):
     proba = 0.0
     for blocks in parts:
         Xtr, Xte = scaled_blocks(blocks, train, test)
-        model = LogisticRegression(
-            C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
-        ).fit(Xtr, _y[train])
+        model = logistic(C, seed).fit(Xtr, _y[train])
         proba = proba + model.predict_proba(Xte) / len(parts)
     return model.classes_[np.argmax(proba, axis=1)]
 
@@ -502,6 +497,26 @@ def draw_summary(df, metric):
     return pd.DataFrame(rows)
 
 
+def lowest_k(df, metric):
+    """Methods x tasks: ``metric`` at one labelled unit (each distinct labelled set
+    weighted once, :func:`draw_summary`), with the "mean over tasks" (blank unless every
+    task ran); None when no row has k = 1. ``df``'s ``k`` and ``units`` as strings."""
+    s = draw_summary(df[df.k == "1"], metric)
+    if s.empty:
+        return None
+    tasks = [t for t in df.task.unique() if t in set(s.task)]
+    low = s.pivot(index="method", columns="task", values="mean")[tasks]
+    low["mean over tasks"] = low.mean(axis=1, skipna=False)
+    return low
+
+
+def logistic(C, seed):
+    """The probes' and floors' regression: class-balanced, L2 of inverse strength C."""
+    return LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
+    )
+
+
 def over_initialisations(low):
     """Markdown lines: rows that differ only in the seed of their random encoder
     (``rand``, ``rand1``, ...), summarised over the seeds, from the lowest-k table
@@ -651,12 +666,9 @@ def write_report(df, args):
     # the lowest k of every task, and the mean over tasks
     tables = {}
     for metric in ("balanced_accuracy", "kappa"):
-        s = draw_summary(df[df.k == "1"], metric)
-        if s.empty:  # no row at one labelled unit
+        low = lowest_k(df, metric)
+        if low is None:  # no row at one labelled unit
             continue
-        tasks = [t for t in df.task.unique() if t in set(s.task)]
-        low = s.pivot(index="method", columns="task", values="mean")[tasks]
-        low["mean over tasks"] = low.mean(axis=1, skipna=False)  # blank unless every task ran
         tables[metric] = low
         lines += [
             f"## Lowest k (one labelled unit), {metric.replace('_', ' ')}, mean over labelled sets",

@@ -28,10 +28,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import bench_dev_tasks
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from bench_dev_tasks import draw_summary
 
 #: Blocks of a probe row that come from the selection encoder (``enc``); rows without
 #: one (floors, ``bp``, ``ts``, random encoders) do not change with its seed.
@@ -39,16 +39,13 @@ ENCODER_ROW = re.compile(r"\benc\b|^deep pars")
 
 
 def lowest_k(csv):
-    """Methods x tasks balanced accuracy at one labelled unit, with the mean over tasks
-    (blank unless every task ran)."""
+    """Methods x tasks balanced accuracy at one labelled unit of one CSV, with the mean
+    over tasks (:func:`bench_dev_tasks.lowest_k`)."""
     df = pd.read_csv(csv)
     df["k"], df["units"] = df["k"].astype(str), df["units"].astype(str)
-    s = draw_summary(df[df.k == "1"], "balanced_accuracy")
-    if s.empty:
+    low = bench_dev_tasks.lowest_k(df, "balanced_accuracy")
+    if low is None:
         raise ValueError(f"{csv} has no row at one labelled unit (k = 1).")
-    tasks = list(dict.fromkeys(df.task))
-    low = s.pivot(index="method", columns="task", values="mean")[tasks]
-    low["mean over tasks"] = low.mean(axis=1, skipna=False)
     return low
 
 
@@ -100,6 +97,17 @@ def over_encoders(tables, labels):
     return per_encoder, summary, fixed
 
 
+def task_table(title, rows, tasks):
+    """Markdown lines: a section ``title`` with one line per row of ``rows``, its value
+    per task and the mean over tasks."""
+    columns = [*tasks, "mean over tasks"]
+    lines = ["", f"## {title}", "", "| method | " + " | ".join(columns) + " |"]
+    lines.append("|---|" + "---|" * len(columns))
+    for m, r in rows.iterrows():
+        lines.append(f"| {m} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |")
+    return lines
+
+
 def write(csvs, labels, out, command):
     tables = [lowest_k(c) for c in csvs]
     per_encoder, summary, fixed = over_encoders(tables, labels)
@@ -127,29 +135,12 @@ def write(csvs, labels, out, command):
             + " | ".join(f"{v:.3f}" for v in r)
             + f" | {s['mean over tasks']:.3f} ± {s['std']:.3f} | {s['range']} |"
         )
-    lines += [
-        "",
-        "## The same rows per task, mean over the encoders",
-        "",
-        "| method | " + " | ".join(tasks) + " | mean over tasks |",
-        "|---|" + "---|" * (len(tasks) + 1),
-    ]
-    for m in order:
-        s = summary.loc[m]
-        lines.append(
-            f"| {m} | " + " | ".join(f"{s[c]:.3f}" for c in [*tasks, "mean over tasks"]) + " |"
-        )
-    lines += [
-        "",
-        "## Rows that do not read the encoder (the same with every encoder)",
-        "",
-        "| method | " + " | ".join(tasks) + " | mean over tasks |",
-        "|---|" + "---|" * (len(tasks) + 1),
-    ]
-    for m, r in fixed.sort_values("mean over tasks", ascending=False).iterrows():
-        lines.append(
-            f"| {m} | " + " | ".join(f"{r[c]:.3f}" for c in [*tasks, "mean over tasks"]) + " |"
-        )
+    lines += task_table("The same rows per task, mean over the encoders", summary.loc[order], tasks)
+    lines += task_table(
+        "Rows that do not read the encoder (the same with every encoder)",
+        fixed.sort_values("mean over tasks", ascending=False),
+        tasks,
+    )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text("\n".join([*lines, ""]))
