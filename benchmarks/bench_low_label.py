@@ -183,7 +183,8 @@ def physionet_mi(sfreq):
     return X, y, sfreq, windows.get_metadata()["block"].to_numpy()
 
 
-#: Selection of the defaults inside the 24 training subjects (never the test subjects).
+#: The run that chose the earlier defaults, inside the 24 training subjects (never the test
+#: subjects); it chooses nothing now (the development tasks' selection splits do).
 SELECTION_TEST = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[0::2])
 SELECTION_POOL = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[1::2])
 
@@ -233,8 +234,9 @@ TASKS = {
         labels=DEFAULT_LABELS,
         out="benchmarks/results/low_label_eegmat_selection.md",
         about=(
-            "Choosing the fine-tuning defaults without the 12 test subjects: the 24 "
-            "training subjects split into 12 selection-test subjects (every other one: "
+            "How the earlier fine-tuning defaults were chosen without the 12 test "
+            "subjects: the 24 training subjects split into 12 selection-test subjects "
+            "(every other one: "
             f"{' '.join(map(str, SELECTION_TEST))}) and 12 labelled-pool subjects "
             f"({' '.join(map(str, SELECTION_POOL))}); k labelled subjects drawn from the "
             "pool per seed; 10-s windows, 19 channels, 100 Hz."

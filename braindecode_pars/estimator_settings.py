@@ -68,7 +68,14 @@ class EstimatorSettings:
             )
         check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
         check_option("amplitude", self.amplitude, (False, True))
-        check_int("min_valid_groups", self.min_valid_groups, 2)
+        if self.min_valid_groups is not None:
+            value = self.min_valid_groups
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(
+                    "'min_valid_groups' must be None (no validation split from groups) or "
+                    f"an int >= 2, but got {type(value).__name__} ({value!r})."
+                )
+            check_int("min_valid_groups", value, 2)
         check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
         check_range("patch_seconds", self.patch_seconds, 0, math.inf, low_open=True)
         check_range("lr", self.lr, 0, math.inf, low_open=True)
@@ -284,13 +291,17 @@ class EstimatorSettings:
         """Training and validation indices (None: no split) and the rule that applied."""
         n = len(codes)
         n_groups = 0 if groups is None else len(np.unique(groups))
-        if n_groups < self.min_valid_groups:
+        if self.min_valid_groups is None or n_groups < self.min_valid_groups:
+            if self.min_valid_groups is None:
+                why = "min_valid_groups=None"
+            elif groups is None:
+                why = "no groups"
+            else:
+                why = f"{n_groups} group(s) < min_valid_groups={self.min_valid_groups}"
             logger.info(
                 "%s: no validation split; training on every window for %d epochs and "
                 "keeping the last.",
-                "no groups"
-                if groups is None
-                else f"{n_groups} group(s) < min_valid_groups={self.min_valid_groups}",
+                why,
                 self.max_epochs,
             )
             return np.arange(n), None, "none"

@@ -164,6 +164,10 @@ def test_bad_data_is_refused_before_training(mutate, match):
         pytest.param(dict(device="mps"), "allowed are 'cpu' and 'cuda'", id="mps"),
         pytest.param(dict(pretrain_epochs=-1), "'pretrain_epochs' must be >= 0", id="epochs"),
         pytest.param(dict(valid_fraction=1.0), "'valid_fraction' must lie in", id="valid"),
+        pytest.param(
+            dict(min_valid_groups="all"), r"'min_valid_groups' must be None \(no valid", id="mvg"
+        ),
+        pytest.param(dict(min_valid_groups=1), "'min_valid_groups' must be >= 2", id="mvg-1"),
         pytest.param(dict(sfreq=None), "do not carry their sampling rate", id="sfreq"),
     ],
 )
@@ -256,7 +260,7 @@ def test_defaults_are_constructible_and_documented():
     # fine-tuning: the development tasks' selection splits (see the class docstring)
     assert (params["lr"], params["batch_size"], params["max_epochs"]) == (3e-4, 16, 40)
     assert (params["finetune"], params["probe_C"], params["amplitude"]) == ("auto", 100.0, False)
-    assert (params["crop_seconds"], params["min_valid_groups"]) == (None, 30)
+    assert (params["crop_seconds"], params["min_valid_groups"]) == (None, None)
 
 
 def test_windows_are_read_once_per_fit_and_once_per_predict(mi, monkeypatch):

@@ -86,9 +86,16 @@ def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch(monkeypatch):
     X, y = _amplitude_task(n=48)
     params = dict(pretrain_epochs=0, max_epochs=3, encoder=TINY, **SMALL)
     four = np.repeat([10, 11, 12, 13], 12)
-    default = PARSClassifier(**params).fit(X, y, groups=four)  # 4 < min_valid_groups=30
+    default = PARSClassifier(**params).fit(X, y, groups=four)  # min_valid_groups=None
     assert "valid_loss" not in default.history_[-1] and len(default.history_) == 3
     assert default.validation_ == "none"
+    # None never splits, however many groups; an int splits from that many on
+    many = np.arange(48)  # one window per group
+    assert PARSClassifier(**params)._split(y, many)[1:] == (None, "none")
+    clf = PARSClassifier(min_valid_groups=48, **params)
+    clf.seed_ = 0
+    assert clf._split(y, many)[2] == "groups"
+    assert PARSClassifier(min_valid_groups=49, **params)._split(y, many)[1:] == (None, "none")
     clf = PARSClassifier(valid_fraction=0.25, min_valid_groups=3, **params)
     clf.seed_ = 0
     train_idx, valid_idx, rule = clf._split(y, four)

@@ -9,9 +9,9 @@ floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic).
    the shipped encoder (the probe: a logistic regression over the frozen encoder's
    features, band power and the tangent space), the same over a randomly initialised
    encoder of the same size, and the classifier trained from scratch (every weight),
-   and score each on 12 test subjects that neither
-   pretraining nor the choice of the defaults saw (those were chosen on the
-   development tasks' selection splits, :mod:`~braindecode_pars.experiments.dev_tasks`).
+   and score each on 12 test subjects that pretraining never saw and that no current
+   default was chosen on (those were chosen on the development tasks' selection
+   splits, :mod:`~braindecode_pars.experiments.dev_tasks`).
 3. Print the table (mean ± std over draws) and write ``results.csv``,
    ``results.json``, ``label_efficiency.png``, ``shift_matrices.png`` (the shipped
    model's shift predictions on a test subject's window) and ``training_curves.png``
