@@ -76,15 +76,26 @@ def underflow_threshold(dtype):
 UNSHIFTED_LOGIT_BOUND = 20.0
 
 
-def _factor_tables_(logits):
-    """``exp(logits - shift)`` in place, the shift 0 or each row's maximum.
+#: ``log2(e)``: the factor tables are computed as ``2 ** (log2(e) * logits)``, the
+#: factor folded into the scale of the logits' product. On a CPU torch's ``exp2`` of
+#: float32 runs about three times as fast as its ``exp`` (33 against 93 us for the
+#: 225 k entries of one chunk of tables at 64 x 4), for a relative error of the tables
+#: of at most about ``|logit| * 1e-7`` (4e-6 at a logit of 80), the same order as the
+#: rounding of the logits themselves.
+LOG2_E = math.log2(math.e)
 
-    The shift of a row cancels between the softmax's numerator and denominator.
+
+def _factor_tables_(logits2):
+    """``2 ** (logits2 - shift)`` in place, the shift 0 or each row's maximum.
+
+    ``logits2`` are the logits in base 2 (times ``log2(e)``); the shift of a row
+    cancels between the softmax's numerator and denominator.
     """
-    low, high = torch.aminmax(logits)
-    if not (-UNSHIFTED_LOGIT_BOUND <= low and high <= UNSHIFTED_LOGIT_BOUND):  # or NaN
-        logits.sub_(logits.amax(dim=-1, keepdim=True))
-    return logits.exp_()
+    bound = UNSHIFTED_LOGIT_BOUND * LOG2_E
+    low, high = torch.aminmax(logits2)
+    if not (-bound <= low and high <= bound):  # or NaN
+        logits2.sub_(logits2.amax(dim=-1, keepdim=True))
+    return logits2.exp2_()
 
 
 class _FactorisedPairAttention(torch.autograd.Function):
@@ -93,7 +104,7 @@ class _FactorisedPairAttention(torch.autograd.Function):
     Inputs: ``q`` (batch, H, 2n, d), per head the rows ``u_1..u_n`` then ``v_1..v_n``;
     ``k`` (batch, H, N, d); ``s`` (batch, H, N); ``n``; ``scale`` of the logits
     ``[U; V] = scale * q @ k.T``. Per head, with ``e_u = exp(U - shift)`` and
-    ``e_v = exp(V - shift)``,
+    ``e_v = exp(V - shift)`` (computed as powers of 2, see :data:`LOG2_E`),
     ``den = e_u @ e_v.T`` and ``num = (e_u * s) @ e_v.T``. The backward pass is
     written out: with ``A = dtheta / den`` and ``C = A * theta_h``,
     ``dU = e_u * (s * (A @ e_v) - C @ e_v)``, ``dV = e_v * (s * (A.T @ e_u) - C.T @ e_u)``
@@ -121,8 +132,10 @@ class _FactorisedPairAttention(torch.autograd.Function):
         for b0, b1 in _chunks(B, chunk):
             rows = slice(b0 * H, b1 * H)
             logits = tables[rows]
-            e = _factor_tables_(
-                torch.baddbmm(logits, q3[rows], k3[rows].mT, beta=0, alpha=scale, out=logits)
+            e = _factor_tables_(  # the logits in base 2: the scale times log2(e)
+                torch.baddbmm(
+                    logits, q3[rows], k3[rows].mT, beta=0, alpha=scale * LOG2_E, out=logits
+                )
             )
             e_u, e_vt = e[:, :n], e[:, n:].mT
             torch.bmm(torch.mul(e_u, s3[rows], out=scratch[: e.shape[0]]), e_vt, out=num[rows])
