@@ -223,6 +223,10 @@ def _pretrain(args):
     if args.threads:
         torch.set_num_threads(args.threads)
     device = init_distributed(args.device)
+    if args.keep_freed_memory and str(device) == "cpu":
+        from .training.memory import keep_freed_memory
+
+        keep_freed_memory()  # steps stop faulting freed pages back in (training/memory.py)
     main_process = rank() == 0  # asked now: the process group ends with this command
     try:
         if args.paper:
@@ -570,6 +574,14 @@ def build_parser():
     )
     pre.add_argument("--sampling", default="random", choices=["random", "disjoint", "fixed"])
     pre.add_argument("--threads", type=int, help="torch CPU threads")
+    pre.add_argument(
+        "--keep-freed-memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="on a CPU, keep memory that training steps free for the next step instead "
+        "of giving it back to the system (glibc's malloc thresholds; faster steps, the "
+        "same peak memory)",
+    )
     pre.add_argument("--emb-dim", type=int, default=512)
     pre.add_argument("--depth", type=int, default=8)
     pre.add_argument("--n-heads", type=int, default=8)

@@ -3,6 +3,7 @@
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .distributed import init_distributed
 from .interrupt import TimeLimit
+from .memory import keep_freed_memory
 from .pretrain import PretextLoss, PretextSkill, PretrainNet, RunMismatchError
 from .run import pretrain
 from .schedule import WarmupCosineLR, warmup_cosine_factor
@@ -17,6 +18,7 @@ __all__ = [
     "TimeLimit",
     "WarmupCosineLR",
     "init_distributed",
+    "keep_freed_memory",
     "pretrain",
     "warmup_cosine_factor",
 ]
