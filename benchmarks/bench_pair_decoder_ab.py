@@ -1,0 +1,164 @@
+"""The 64 x 4 PARS step with the pair decoder of another revision, against this one.
+
+A change to the decoder that saves a millisecond moves the PARS / encoder-alone
+ratio by about 0.02, less than this machine's drift between two runs of
+``bench_pair_decoder_repeat.py``. This script compares two versions of the decoder's
+factorised attention in one process, on the same model and batch: the module
+``braindecode_pars/models/pair_decoders.py`` as it is in the git revision
+``--against`` is loaded beside the working one, and every round runs the PARS step
+with each (their order alternating) and the encoder-alone step, so that each round's
+ratios share the machine's state. Reported per run: each version's median ratio to
+the encoder-alone step, and the median over rounds of the new step's time over the
+old one's.
+
+Usage::
+
+    python benchmarks/bench_pair_decoder_ab.py --against HEAD~1 \
+        --out benchmarks/results/pair_decoder_ab.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from _measure import machine, write_report
+from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
+
+import braindecode_pars.models.pair_decoders as pair_decoders
+
+logger = logging.getLogger("bench_pair_decoder_ab")
+ROOT = Path(__file__).resolve().parents[1]
+MODULE = "braindecode_pars/models/pair_decoders.py"
+
+
+def load_revision(revision):
+    """The pair-decoder module as it is in git ``revision``, imported under another name."""
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:{MODULE}"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    except subprocess.CalledProcessError as err:
+        raise SystemExit(
+            f"bench_pair_decoder_ab: '--against {revision}': git has no {MODULE} there "
+            f"({err.stderr.strip()})"
+        ) from None
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("pair_decoders_against", f.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    Path(f.name).unlink()
+    return module
+
+
+def ab_rounds(old_function, rounds, warmup=3):
+    """Per round the times of the PARS step with ``old_function`` and with this
+    revision's factorised attention, and of the encoder-alone step (seconds)."""
+    new_function = pair_decoders._FactorisedPairAttention
+    encoder, small = SIZES["64 x 4"]
+    pars_step, encoder_step = make_steps(
+        40, "cross_attention", "folded", SMALL_BATCH, encoder, small
+    )
+
+    def with_function(function):
+        def step():
+            pair_decoders._FactorisedPairAttention = function
+            pars_step()
+
+        return step
+
+    steps = [with_function(old_function), with_function(new_function), encoder_step]
+    try:
+        for _ in range(warmup):
+            for step in steps:
+                step()
+        times = [[] for _ in steps]
+        for r in range(rounds):
+            for i in (0, 1, 2) if r % 2 else (1, 0, 2):
+                t0 = time.perf_counter()
+                steps[i]()
+                times[i].append(time.perf_counter() - t0)
+    finally:
+        pair_decoders._FactorisedPairAttention = new_function
+    return times
+
+
+def summary(times):
+    """(old ratio, new ratio, new / old step): medians over the rounds."""
+    old, new, encoder = times
+    return (
+        statistics.median(a / e for a, e in zip(old, encoder, strict=True)),
+        statistics.median(b / e for b, e in zip(new, encoder, strict=True)),
+        statistics.median(b / a for a, b in zip(old, new, strict=True)),
+    )
+
+
+def report(results, args, revision_line):
+    """Markdown lines: every run, then the medians over the runs."""
+    lines = [
+        "# The 64 x 4 PARS step: this revision's pair decoder against another's",
+        "",
+        f"Machine: {machine()}. {revision_line} Each run: {args.rounds} rounds after 3 "
+        "warm-up rounds, each round the PARS step with either decoder (their order "
+        "alternating) and the encoder-alone step; the same model and batch (batch 64 of "
+        "10-s windows at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention "
+        "decoder, fused AdamW). Ratios: medians over the rounds.",
+        "",
+        f"Command: `python benchmarks/bench_pair_decoder_ab.py --against {args.against} "
+        f"--runs {args.runs} --rounds {args.rounds} --out {args.out or '...'}`",
+        "",
+        "| run | ratio to the encoder-alone step, against | ratio, this revision | "
+        "step time, this revision / against |",
+        "|---|---|---|---|",
+    ]
+    for i, (old, new, rel) in enumerate(results, 1):
+        lines.append(f"| {i} | {old:.3f} | {new:.3f} | {rel:.3f} |")
+    medians = [statistics.median(r[k] for r in results) for k in range(3)]
+    lines.append(f"| median | {medians[0]:.3f} | {medians[1]:.3f} | {medians[2]:.3f} |")
+    lines.append(
+        f"| runs where this revision's ratio is lower | | "
+        f"{sum(r[1] < r[0] for r in results)} of {len(results)} | |"
+    )
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--against", required=True, help="git revision of the other decoder")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
+    args = parser.parse_args(argv)
+    for name, value in (("--runs", args.runs), ("--rounds", args.rounds)):
+        if value < 1:
+            parser.error(f"{name} must be at least 1, got {value}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    old = load_revision(args.against)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", args.against],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    torch.manual_seed(0)
+    results = []
+    for i in range(args.runs):
+        results.append(summary(ab_rounds(old._FactorisedPairAttention, args.rounds)))
+        logger.info("run %d: against %.3f, this %.3f, step %.3f", i + 1, *results[-1])
+    line = f"This revision: {head}; against: {args.against} ({commit})."
+    write_report(report(results, args, line), args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
