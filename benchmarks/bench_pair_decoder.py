@@ -167,7 +167,8 @@ autograd of each step). Sampling, masking, targets, loss and the returned tensor
 cost about 2 ms in all, before and after.
 
 What the decoder does now: float32 factor tables (float64 for float64 input; under
-autocast the decoder leaves autocast and computes in float32), exponentiated without
+autocast the decoder leaves autocast and computes in float32), exponentiated (as
+powers of 2, see below) without
 a shift when every logit is within 20 and shifted by their row maxima otherwise; the
 pairs whose denominator still falls below `sqrt(tiny)` are recomputed from their
 logits, exactly. The table products and a hand-written backward pass (four products
@@ -180,6 +181,34 @@ the encoder's arithmetic), the exp of 1.3 M table entries, and about 200 operato
 calls. At the paper's size the decoder is bound by its dense projections (the keys
 and `s` of 40 tokens, `u` and `v` of 32, the fold `W_q A_Q`), the same before and
 after: about 9 % of the encoder's arithmetic.
+
+Since the tables above were measured: the factor tables are computed as powers of 2,
+`log2(e)` folded into the scale of the logits' product (torch's `exp2` of float32
+runs about three times as fast as `exp` on this CPU: 33 against 93 us for the 225 k
+entries of one chunk of tables; float32 values and gradients against the float64
+naive decoder within 1.9e-6 of their largest magnitude, against 1.7e-6 with `exp`).
+A saving of this size is below the drift between two runs of the repeat benchmark,
+so it was measured with `bench_pair_decoder_ab.py`, which loads the decoder of
+another revision beside this one and times the two PARS steps and the encoder-alone
+step in every round (`pair_decoder_ab.md`, six runs of 100 rounds): the PARS step
+0.995 times the one before (median over runs; 4 of 6 runs lower), the 64 x 4 ratio
+1.304 against 1.315. Chunks of 2^19 entries, measured the same way against 2^18:
+1.012, 1.019, 1.026 and 0.993 times the step; 2^18 kept.
+
+Page faults. With glibc's `malloc` defaults the PARS step at 64 x 4 faults about
+2,300 to 2,800 pages per step back in (memory the step before freed and glibc gave
+back to the system); in one profile the logits' product, the first to write a chunk
+of freshly allocated tables, took 300 us per chunk against 75 us with no faults.
+`braindecode_pars.training.keep_freed_memory()` fixes glibc's thresholds from inside
+the process so that freed memory is reused; `braindecode-pars pretrain` calls it on a
+CPU. `freed_memory.md` (fresh processes, the two settings alternating, four of each):
+no faults with it; median PARS throughput 1,293 against 1,085 windows/s at 64 x 4
+(ranges 1,077 to 1,348 against 970 to 1,371; faster in three of the four adjacent
+pairs, the one default process that happened to fault none the fastest) and 39.2
+against 38.0 at the paper's size, the encoder-alone step gaining alike (1,710
+against 1,475 windows/s at 64 x 4), so the ratio stays where it was (1.32 against 1.31
+with the steps run alone in blocks, 1.28 against 1.31 interleaved). The tables of this
+file were measured with glibc's defaults.
 
 This machine's speed moves by up to a third from minute to minute: absolute
 windows/s of two runs differ by that much, and the median paired ratio of the 64 x 4
