@@ -223,7 +223,7 @@ def _pretrain(args):
     if args.threads:
         torch.set_num_threads(args.threads)
     device = init_distributed(args.device)
-    if args.keep_freed_memory and str(device) == "cpu":
+    if args.keep_freed_memory and str(device).startswith("cpu"):
         from .training.memory import keep_freed_memory
 
         keep_freed_memory()  # steps stop faulting freed pages back in (training/memory.py)

@@ -87,6 +87,7 @@ def test_bad_thresholds_are_refused_before_anything_is_set(kwargs, error, match,
 
 @pytest.mark.parametrize("flags, device, called", [
     ([], "cpu", True),
+    ([], "cpu:0", True),
     (["--no-keep-freed-memory"], "cpu", False),
     ([], "cuda", False),
 ])  # fmt: skip
