@@ -9,10 +9,10 @@ use. With the thresholds fixed high, freed memory stays in the process and the n
 step reuses it.
 
 On this project's 2-core CPU the PARS step of the 64 x 4 encoder (batch 64 of 10-s
-windows, 40 patches) took 2,600 to 5,300 minor page faults per step with glibc's
-defaults, run step after step as in training, against about 320 for the
-encoder-alone step; with the thresholds below none. See
-``benchmarks/results/pair_decoder.md`` for the step times with and without.
+windows, 40 patches), run step after step as in training, took 2,160 to 2,750
+minor page faults per step with glibc's defaults in three fresh processes of four
+(none in the fourth), the encoder-alone step 0 to 460; with the thresholds below
+none. ``benchmarks/results/freed_memory.md`` has the step times with and without.
 
 The setting is the process's, like ``torch.set_num_threads``: it applies to every
 allocation after it, of torch and of everything else. The peak resident memory is
