@@ -193,7 +193,13 @@ another revision beside this one and times the two PARS steps and the encoder-al
 step in every round (`pair_decoder_ab.md`, six runs of 100 rounds): the PARS step
 0.995 times the one before (median over runs; 4 of 6 runs lower), the 64 x 4 ratio
 1.304 against 1.315. Chunks of 2^19 entries, measured the same way against 2^18:
-1.012, 1.019, 1.026 and 0.993 times the step; 2^18 kept.
+1.012, 1.019, 1.026 and 0.993 times the step; 2^18 kept. Also measured so and not
+kept: the bound check of the logits read as two Python floats instead of two tensor
+comparisons, the backward's negation of `C` taken by its products (`alpha=-1`)
+instead of a pass of its own, and the keys, `s` and `[u, v]` of every token from one
+projection (`[u, v]` then picked for the masked tokens) instead of two: together
+1.006 times the step (six runs of 100 rounds; lower in 2 of 6), the first two alone
+1.000.
 
 Page faults. With glibc's `malloc` defaults the PARS step at 64 x 4 faults about
 2,300 to 2,800 pages per step back in (memory the step before freed and glibc gave
@@ -274,6 +280,7 @@ def make_steps(
         loss.backward()
         encoder_opt.step()
 
+    pars_step.model = model  # for benchmarks that change the model between steps
     return pars_step, encoder_step
 
 

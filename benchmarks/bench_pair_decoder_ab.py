@@ -2,11 +2,12 @@
 
 A change to the decoder that saves a millisecond moves the PARS / encoder-alone
 ratio by about 0.02, less than this machine's drift between two runs of
-``bench_pair_decoder_repeat.py``. This script compares two versions of the decoder's
-factorised attention in one process, on the same model and batch: the module
-``braindecode_pars/models/pair_decoders.py`` as it is in the git revision
+``bench_pair_decoder_repeat.py``. This script compares two versions of the
+cross-attention decoder's code in one process, on the same model and batch: the
+module ``braindecode_pars/models/pair_decoders.py`` as it is in the git revision
 ``--against`` is loaded beside the working one, and every round runs the PARS step
-with each (their order alternating) and the encoder-alone step, so that each round's
+with the decoder as each module's class (the same parameters; their order
+alternating) and the encoder-alone step, so that each round's
 ratios share the machine's state. Reported per run: each version's median ratio to
 the encoder-alone step, and the median over rounds of the new step's time over the
 old one's.
@@ -32,8 +33,6 @@ from pathlib import Path
 import torch
 from _measure import machine, write_report
 from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
-
-import braindecode_pars.models.pair_decoders as pair_decoders
 
 logger = logging.getLogger("bench_pair_decoder_ab")
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,23 +60,29 @@ def load_revision(revision):
     return module
 
 
-def ab_rounds(old_function, rounds, warmup=3):
-    """Per round the times of the PARS step with ``old_function`` and with this
-    revision's factorised attention, and of the encoder-alone step (seconds)."""
-    new_function = pair_decoders._FactorisedPairAttention
+def ab_rounds(old_class, rounds, warmup=3):
+    """Per round the times of the PARS step with its decoder of class ``old_class``
+    and of this revision's class, and of the encoder-alone step (seconds).
+
+    The decoder keeps its parameters; only its class changes between the steps, and
+    with it all the code its forward and backward run (the functions of the other
+    revision's module included).
+    """
     encoder, small = SIZES["64 x 4"]
     pars_step, encoder_step = make_steps(
         40, "cross_attention", "folded", SMALL_BATCH, encoder, small
     )
+    decoder = pars_step.model.decoder
+    new_class = type(decoder)
 
-    def with_function(function):
+    def with_class(cls):
         def step():
-            pair_decoders._FactorisedPairAttention = function
+            decoder.__class__ = cls
             pars_step()
 
         return step
 
-    steps = [with_function(old_function), with_function(new_function), encoder_step]
+    steps = [with_class(old_class), with_class(new_class), encoder_step]
     try:
         for _ in range(warmup):
             for step in steps:
@@ -89,7 +94,7 @@ def ab_rounds(old_function, rounds, warmup=3):
                 steps[i]()
                 times[i].append(time.perf_counter() - t0)
     finally:
-        pair_decoders._FactorisedPairAttention = new_function
+        decoder.__class__ = new_class
     return times
 
 
@@ -154,7 +159,7 @@ def main(argv=None):
     torch.manual_seed(0)
     results = []
     for i in range(args.runs):
-        results.append(summary(ab_rounds(old._FactorisedPairAttention, args.rounds)))
+        results.append(summary(ab_rounds(old.CrossAttentionPairDecoder, args.rounds)))
         logger.info("run %d: against %.3f, this %.3f, step %.3f", i + 1, *results[-1])
     line = f"This revision: {head}; against: {args.against} ({commit})."
     write_report(report(results, args, line), args.out)

@@ -19,19 +19,38 @@ def test_another_revision_is_loaded_as_its_own_module(bench):
     old = bench.load_revision("HEAD")
     assert old is not current and old.__name__ == "pair_decoders_against"
     assert old._FactorisedPairAttention is not current._FactorisedPairAttention
+    assert old.CrossAttentionPairDecoder is not current.CrossAttentionPairDecoder
 
 
-def test_rounds_time_both_decoders_and_restore_this_one(bench):
+def test_rounds_run_each_revisions_code_in_turn_and_restore_this_one(bench, monkeypatch):
     import braindecode_pars.models.pair_decoders as current
 
-    this = current._FactorisedPairAttention
-    times = bench.ab_rounds(
-        bench.load_revision("HEAD")._FactorisedPairAttention, rounds=2, warmup=1
-    )
+    old = bench.load_revision("HEAD")
+    ran = []  # whose factorised attention each PARS step ran
+    for module in (old, current):
+        function = module._FactorisedPairAttention.apply
+
+        def apply(*args, name=module.__name__, function=function):
+            ran.append(name)
+            return function(*args)
+
+        monkeypatch.setattr(module._FactorisedPairAttention, "apply", apply)
+    made = []
+    make_steps = bench.make_steps
+
+    def recording_make_steps(*args):
+        made.append(make_steps(*args))
+        return made[-1]
+
+    monkeypatch.setattr(bench, "make_steps", recording_make_steps)
+    times = bench.ab_rounds(old.CrossAttentionPairDecoder, rounds=2, warmup=1)
     assert [len(t) for t in times] == [2, 2, 2] and all(x > 0 for t in times for x in t)
-    assert current._FactorisedPairAttention is this
-    old, new, rel = bench.summary(times)
-    assert old > 1.0 and new > 1.0  # both steps add a decoder to the encoder's step
+    this, other = current.__name__, old.__name__
+    # warm-up: other, this; round 0: this, other; round 1: other, this
+    assert ran == [other, this, this, other, other, this]
+    assert type(made[0][0].model.decoder) is current.CrossAttentionPairDecoder
+    old_ratio, new_ratio, rel = bench.summary(times)
+    assert old_ratio > 1.0 and new_ratio > 1.0  # both add a decoder to the encoder's step
 
 
 def test_the_report_gives_each_run_and_the_medians(bench):
