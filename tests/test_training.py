@@ -175,6 +175,32 @@ def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path, capl
     assert "with 3 epochs instead of 2: after epoch 2 the learning rate goes from" in caplog.text
 
 
+def test_a_run_resumed_with_other_decoder_heads_is_refused_and_older_runs_still_resume(
+    tmp_path,
+):
+    # the heads of nn.MultiheadAttention leave its weights' shapes as they are: without
+    # the record, 8-head weights would load into 4 heads and the run go on as another
+    data = _ramp_view()
+
+    def net(**pars_kwargs):
+        model = PARS(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.5, **pars_kwargs, **TINY)
+        return PretrainNet(
+            model, max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False,
+            checkpoint_dir=tmp_path,
+        )  # fmt: skip
+
+    net(decoder_heads=2).fit(data)
+    config_file = tmp_path / "config.json"
+    assert json.loads(config_file.read_text())["decoder_heads"] == 2
+    with pytest.raises(RunMismatchError, match=r"decoder_heads: saved 2, now 4"):
+        net(decoder_heads=4).fit(data)
+    # a run saved before the heads were recorded resumes (it could not say them)
+    config = json.loads(config_file.read_text())
+    del config["decoder_heads"]
+    config_file.write_text(json.dumps(config))
+    assert len(net(decoder_heads=2).fit(data).history) == 2
+
+
 def test_a_time_limit_stops_a_run_unfinished_and_the_same_call_finishes_it(tmp_path):
     view = _ramp_view()
     kwargs = dict(

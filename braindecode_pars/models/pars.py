@@ -123,6 +123,10 @@ class PARS(PretextModel):
         self.decoder_name = decoder
         self.sampling = sampling
         self.decoder_impl = decoder_impl
+        # the decoder's size: not in its parameters' shapes (the heads) or only there
+        # (the hidden size), so a resumed run checks it by these attributes
+        self.decoder_heads = decoder_heads if decoder == "cross_attention" else None
+        self.decoder_hidden = decoder_hidden if decoder == "mlp" else None
         if sampling == "fixed":
             n_grid = len(self.encoder.fixed_starts(self.n_times))
             if n_patches > n_grid:

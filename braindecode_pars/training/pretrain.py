@@ -643,12 +643,14 @@ def _log_launch_change(net, folder):
 
 
 #: Settings that runs saved by earlier versions do not record.
-_RECORDED_SINCE = ("max_epochs", "data.n_windows", "data.fingerprint")
+_RECORDED_SINCE = (
+    "max_epochs", "data.n_windows", "data.fingerprint", "decoder_heads", "decoder_hidden",
+)  # fmt: skip
 
 #: Settings of a pretext model that a resumed run must keep.
 _MODEL_SETTINGS = (
     "n_times", "sfreq", "n_patches", "pos_mask_ratio", "sampling", "decoder_name",
-    "decoder_impl", "mask_ratio", "loss_on", "label_sigma",
+    "decoder_heads", "decoder_hidden", "decoder_impl", "mask_ratio", "loss_on", "label_sigma",
 )  # fmt: skip
 _ENCODER_SETTINGS = ("patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob", "eps")
 
