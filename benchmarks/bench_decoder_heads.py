@@ -110,7 +110,7 @@ def report(results, args):
         "# PARS pretext skill with 8 and 4 decoder heads (small encoder, real EEG)",
         "",
         f"Machine: {machine()}. Command: `python benchmarks/bench_decoder_heads.py --steps "
-        f"{args.steps} --threads {args.threads} --seeds {args.seeds}`. Batch "
+        f"{args.steps} --threads {args.threads} --seeds {args.seeds} --out {args.out}`. Batch "
         f"{args.batch_size}, lr {args.lr:g}, 10-s crops at 100 Hz, 40 patches, "
         "pos_mask_ratio 0.8, encoder 64 x 4 (4 heads); warm-up 5 % then cosine over the "
         "run. Skill = 1 - loss / loss of predicting no shift, on 512 fixed validation "

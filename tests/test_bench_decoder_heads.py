@@ -27,7 +27,7 @@ def test_the_report_gives_each_run_and_the_mean_and_spread_per_decoder(bench):
         dict(heads=8, seed=1, curve=_curve(0.08, 0.34, 210)),
         dict(heads=4, seed=1, curve=_curve(0.11, 0.26, 190)),
     ]
-    args = argparse.Namespace(steps=100, threads=2, seeds=2, batch_size=64, lr=1e-3)
+    args = argparse.Namespace(steps=100, threads=2, seeds=2, batch_size=64, lr=1e-3, out="o.md")
     text = "\n".join(bench.report(results, args))
     assert "| 8 | 0 | 0.100 | 0.300 | 200 |" in text
     assert "| 4 | 1 | 0.110 | 0.260 | 190 |" in text
