@@ -222,10 +222,12 @@ heads the table work halves: at 64 x 4 the step ratio is 1.176 against 1.257 wit
 in the same rounds (`decoder_heads_ratio.md`, four runs of 60 rounds: 1.17 to 1.20
 against 1.26). Pretraining the small encoder 2,000 steps on real EEG
 (`decoder_heads.md`, three seeds each) reached a held-out pretext skill of 0.283 ±
-0.023 with 4 heads against 0.286 ± 0.018 with 8, in 118 against 136 s. This is the
-change that would put the 64 x 4 ratio clearly under 1.3, but it changes the
-pretraining model: every stored 64 x 4 run and model card was made with 8 decoder
-heads, and the evidence is three short runs. It is not made here.
+0.023 with 4 heads against 0.286 ± 0.018 with 8, in 118 against 136 s; 6,000 steps
+(`decoder_heads_long.md`, two seeds each) 0.450 ± 0.020 against 0.450 ± 0.025, in
+405 against 430 s (per seed 0.464 / 0.436 against 0.467 / 0.433). This is the change
+that would put the 64 x 4 ratio clearly under 1.3, but it changes the pretraining
+model: every stored 64 x 4 run and model card was made with 8 decoder heads. It is
+not made here.
 
 This machine's speed moves by up to a third from minute to minute: absolute
 windows/s of two runs differ by that much, and the median paired ratio of the 64 x 4

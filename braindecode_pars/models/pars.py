@@ -48,7 +48,8 @@ class PARS(PretextModel):
         Heads of the cross-attention decoder (not given by the paper; 8 as the paper's
         encoder). With the small encoder (64 x 4), 4 heads cost less per step (1.18
         against 1.26 times the encoder-alone step) and reached the same held-out
-        pretext skill in 2,000 steps (``benchmarks/results/decoder_heads.md``).
+        pretext skill in 2,000 and 6,000 steps (``benchmarks/results/decoder_heads.md``,
+        ``decoder_heads_long.md``).
     decoder_hidden : int
         Hidden size of the MLP decoder. Paper: 512 (appendix A.4).
     decoder_impl : {"folded", "naive"}
