@@ -28,6 +28,23 @@ def step_times(steps, repeats, warmup=2):
     return times
 
 
+def alternating_step_times(steps, rounds, warmup=2):
+    """Like :func:`step_times`, but the first two steps (the two being compared) swap
+    places every other round, so neither always runs straight after the other; the
+    steps after them keep their place at the end of each round."""
+    for _ in range(warmup):
+        for step in steps:
+            step()
+    rest = tuple(range(2, len(steps)))
+    times = [[] for _ in steps]
+    for r in range(rounds):
+        for i in ((0, 1) if r % 2 else (1, 0)) + rest:
+            t0 = time.perf_counter()
+            steps[i]()
+            times[i].append(time.perf_counter() - t0)
+    return times
+
+
 def median_times(steps, repeats, warmup=2):
     """Median time of each step, the steps interleaved (see :func:`step_times`)."""
     return [statistics.median(t) for t in step_times(steps, repeats, warmup)]

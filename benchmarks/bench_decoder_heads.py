@@ -23,10 +23,9 @@ Usage::
 from __future__ import annotations
 
 import statistics
-import time
 
 import torch
-from _measure import machine, write_report
+from _measure import alternating_step_times, machine, paired_ratio, write_report
 from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
 
@@ -65,17 +64,9 @@ def step_ratios(runs, rounds, warmup=3):
             step()
     results = []
     for _ in range(runs):
-        times = [[] for _ in steps]
-        for r in range(rounds):
-            for i in (0, 1, 2) if r % 2 else (1, 0, 2):
-                t0 = time.perf_counter()
-                steps[i]()
-                times[i].append(time.perf_counter() - t0)
+        times = alternating_step_times(steps, rounds, warmup=0)
         results.append(
-            [
-                statistics.median(t / e for t, e in zip(times[i], times[2], strict=True))
-                for i in (0, 1)
-            ]
+            [paired_ratio(times[i], times[2])[0] for i in (0, 1)]
             + [SMALL_BATCH / statistics.median(times[i]) for i in (0, 1)]
         )
     return results

@@ -27,11 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
-from _measure import machine, write_report
+from _measure import alternating_step_times, machine, paired_ratio, write_report
 from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
 
 logger = logging.getLogger("bench_pair_decoder_ab")
@@ -84,28 +83,15 @@ def ab_rounds(old_class, rounds, warmup=3):
 
     steps = [with_class(old_class), with_class(new_class), encoder_step]
     try:
-        for _ in range(warmup):
-            for step in steps:
-                step()
-        times = [[] for _ in steps]
-        for r in range(rounds):
-            for i in (0, 1, 2) if r % 2 else (1, 0, 2):
-                t0 = time.perf_counter()
-                steps[i]()
-                times[i].append(time.perf_counter() - t0)
+        return alternating_step_times(steps, rounds, warmup)
     finally:
         decoder.__class__ = new_class
-    return times
 
 
 def summary(times):
     """(old ratio, new ratio, new / old step): medians over the rounds."""
     old, new, encoder = times
-    return (
-        statistics.median(a / e for a, e in zip(old, encoder, strict=True)),
-        statistics.median(b / e for b, e in zip(new, encoder, strict=True)),
-        statistics.median(b / a for a, b in zip(old, new, strict=True)),
-    )
+    return paired_ratio(old, encoder)[0], paired_ratio(new, encoder)[0], paired_ratio(new, old)[0]
 
 
 def report(results, args, revision_line):

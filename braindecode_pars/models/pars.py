@@ -127,10 +127,6 @@ class PARS(PretextModel):
         self.decoder_name = decoder
         self.sampling = sampling
         self.decoder_impl = decoder_impl
-        # the decoder's size: not in its parameters' shapes (the heads) or only there
-        # (the hidden size), so a resumed run checks it by these attributes
-        self.decoder_heads = decoder_heads if decoder == "cross_attention" else None
-        self.decoder_hidden = decoder_hidden if decoder == "mlp" else None
         if sampling == "fixed":
             n_grid = len(self.encoder.fixed_starts(self.n_times))
             if n_patches > n_grid:
@@ -149,6 +145,16 @@ class PARS(PretextModel):
             self.decoder = CrossAttentionPairDecoder(emb_dim, decoder_heads)
         else:
             self.decoder = MLPPairDecoder(emb_dim, decoder_hidden)
+
+    # the decoder's size, read by a resumed run's check of its settings: the heads are
+    # not in the parameters' shapes, the hidden size only there (None: the other decoder)
+    @property
+    def decoder_heads(self):
+        return getattr(self.decoder, "n_heads", None)
+
+    @property
+    def decoder_hidden(self):
+        return getattr(self.decoder, "hidden_dim", None)
 
     # -- steps ---------------------------------------------------------------------------
     def sample_patches(self, batch_size, device, generator=None):
