@@ -198,6 +198,7 @@ def _wait_for(path, poll_seconds=1.0):
 _FLAGS = {
     "max_epochs": "--epochs / --steps", "batch_size": "--batch-size", "lr": "--lr",
     "n_patches": "--n-patches", "pos_mask_ratio": "--pos-mask-ratio", "sampling": "--sampling",
+    "decoder_heads": "--decoder-heads",
     "mask_ratio": "--mask-ratio", "encoder.emb_dim": "--emb-dim", "encoder.depth": "--depth",
     "encoder.n_heads": "--n-heads", "encoder.ff_dim": "--ff-dim", "model": "--method",
     "valid_fraction": "--valid-fraction", "n_times": "--window-seconds / --sfreq",
@@ -213,12 +214,15 @@ def _pretrain(args):
 
     from ._checks import check_device
     from .models import pretext_params
+    from .models.pair_decoders import check_heads
     from .training import RunMismatchError, init_distributed, pretrain
     from .training.distributed import rank, world_size
 
     try:
         check_device("--device", args.device)
-    except ValueError as err:
+        if args.method == "pars":
+            check_heads("--decoder-heads", args.decoder_heads, args.emb_dim)
+    except (TypeError, ValueError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -247,7 +251,7 @@ def _pretrain(args):
         )
         pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
         if args.method == "pars":
-            pretext["sampling"] = args.sampling
+            pretext.update(sampling=args.sampling, decoder_heads=args.decoder_heads)
         net = pretrain(
             view,
             args.method,
@@ -588,6 +592,14 @@ def build_parser():
     pre.add_argument("--ff-dim", type=int, default=512)
     pre.add_argument("--n-patches", type=int, default=40)
     pre.add_argument("--pos-mask-ratio", type=float, default=0.8)
+    pre.add_argument(
+        "--decoder-heads",
+        type=int,
+        default=8,
+        help="heads of PARS's cross-attention pair decoder (not given by the paper); with "
+        "a 64-wide encoder 4 make each step cheaper for the same pretext skill "
+        "(benchmarks/results/decoder_heads.md)",
+    )
     pre.add_argument("--mask-ratio", type=float, default=0.75)
     pre.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     pre.add_argument("--amp", action="store_true", help="bf16 autocast")

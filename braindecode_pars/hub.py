@@ -49,6 +49,8 @@ _RUN_MODEL_SETTINGS = (
     ("pos_mask_ratio", "pos_mask_ratio"),
     ("sampling", "sampling"),
     ("decoder", "decoder_name"),
+    ("decoder_heads", "decoder_heads"),
+    ("decoder_hidden", "decoder_hidden"),
     ("mask_ratio", "mask_ratio"),
     ("decoder_impl", "decoder_impl"),
     ("loss_on", "loss_on"),

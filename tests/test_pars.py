@@ -152,6 +152,17 @@ def test_given_encoder_is_used_unchanged_and_its_sfreq_must_match():
         pytest.param(dict(n_chans=3), "'n_chans' must be 1, but got 3", id="chans"),
         pytest.param(dict(n_patches=1), "'n_patches' must be >= 2", id="n-patches"),
         pytest.param(dict(emb_size=3), "unexpected keyword arguments", id="typo"),
+        pytest.param(
+            dict(decoder_heads=3),
+            r"'decoder_heads' must divide the token size emb_dim=32 \(one of \[1, 2, 4, 8, 16, "
+            r"32\]\), but got 3",
+            id="heads-not-dividing",
+        ),
+        pytest.param(dict(decoder_heads=0), "'decoder_heads' must be >= 1, but got 0", id="heads0"),
+        pytest.param(dict(decoder_heads=4.0), "'decoder_heads' must be an int", id="heads-float"),
+        pytest.param(
+            dict(decoder="mlp", decoder_hidden=0), "'decoder_hidden' must be >= 1", id="hidden0"
+        ),
     ],
 )
 def test_bad_arguments_raise_naming_the_parameter(kwargs, match):

@@ -160,6 +160,27 @@ def test_a_run_trained_compiled_or_under_torchrun_exports(tmp_path, prefix):
     assert json.loads((folder / "pretrain_history.json").read_text()) == [{"epoch": 1}]
 
 
+def test_an_exported_run_keeps_its_decoder_heads(tmp_path):
+    # nn.MultiheadAttention's weights have the same shapes for any number of heads: a
+    # pretext model rebuilt with the default 8 would load these weights and compute
+    # something else
+    run = tmp_path / "run"
+    _tiny_run(run, max_epochs=1, valid_fraction=None, decoder_heads=2)
+    folder = export_run(run, tmp_path / "out")
+    assert json.loads((folder / "pretext.json").read_text())["decoder_heads"] == 2
+    assert "| pair decoder's attention heads | 2 |" in (folder / "README.md").read_text()
+    model = load_pretext_model(folder)
+    assert model.decoder.n_heads == 2
+    trained = PARS(n_times=300, sfreq=10.0, n_patches=12, pos_mask_ratio=0.5,
+                   decoder_heads=2, **TINY)  # fmt: skip
+    pointer = json.loads((run / "state.json").read_text())
+    trained.load_state_dict(torch.load(run / pointer["state"] / "params.pt", weights_only=True))
+    X = torch.randn(4, 1, 300)
+    expected = trained.eval()(X, generator=torch.Generator().manual_seed(0))["theta_pred"]
+    got = model(X, generator=torch.Generator().manual_seed(0))["theta_pred"]
+    torch.testing.assert_close(got, expected)
+
+
 def test_loading_the_shipped_encoder_prints_nothing(capsys):
     from braindecode_pars.hub import load_encoder
 

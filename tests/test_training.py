@@ -118,6 +118,36 @@ def test_pretrain_net_and_the_command_line_refuse_an_untested_device_before_any_
         cli.main(["pretrain", "--out", "unused", "--device", "mps"])
 
 
+def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_work(
+    monkeypatch, tmp_path
+):
+    import braindecode_pars.cli as cli
+    import braindecode_pars.training as training
+
+    monkeypatch.setattr(cli, "_pretrain_view", lambda args: pytest.fail("data were read"))
+    with pytest.raises(SystemExit, match="'--decoder-heads' must divide the token size emb_dim=64"):
+        cli.main(["pretrain", "--out", "unused", "--emb-dim", "64", "--decoder-heads", "3"])
+    given = {}
+
+    def fake_pretrain(view, method, **kwargs):
+        given[method] = kwargs
+        raise SystemExit(0)  # stop before any training
+
+    monkeypatch.setattr(training, "pretrain", fake_pretrain)
+    monkeypatch.setattr(cli, "_pretrain_view", lambda args: list(range(100)))
+    run = str(tmp_path / "run")
+    for flags in (
+        ["--method", "mae", "--decoder-heads", "3"],  # MAE has no pair decoder: not read
+        ["--decoder-heads", "4"],
+    ):
+        with pytest.raises(SystemExit):
+            cli.main(["pretrain", "--out", run, "--emb-dim", "64", *flags])
+    assert "decoder_heads" not in given["mae"] and given["pars"]["decoder_heads"] == 4
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", "--out", run])
+    assert given["pars"]["decoder_heads"] == 8
+
+
 def test_pretrain_net_refuses_a_model_that_is_not_a_pretext_model():
     net = PretrainNet(torch.nn.Linear(3, 3), max_epochs=1, progress_bar=False)
     with pytest.raises(TypeError, match="'module' must be a pretext model"):

@@ -53,6 +53,8 @@ _PRETEXT_SETTINGS = (
     ("sampling", "patch sampling"),
     ("decoder_name", "pair decoder"),
     ("decoder", "pair decoder"),
+    ("decoder_heads", "pair decoder's attention heads"),
+    ("decoder_hidden", "pair decoder's hidden size"),
     ("loss_on", "loss on"),
     ("label_sigma", "label smoothing (sigma, positions)"),
 )

@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._checks import check_int
+
 #: On a CPU the factor tables are processed this many elements (table entries of one
 #: chunk of windows) at a time: about 1 MB of float32, so that a chunk's tables stay in
 #: cache between the operations that read them, and the backward pass's scratch memory
@@ -199,6 +201,18 @@ def _chunks(B, chunk):
     return [(b, min(b + chunk, B)) for b in range(0, B, chunk)]
 
 
+def check_heads(name, n_heads, emb_dim):
+    """Raise unless ``n_heads`` (the parameter ``name``) is a positive int dividing ``emb_dim``."""
+    check_int(name, n_heads, 1)
+    if emb_dim % n_heads:
+        divisors = [h for h in range(1, emb_dim + 1) if emb_dim % h == 0]
+        raise ValueError(
+            f"'{name}' must divide the token size emb_dim={emb_dim} (one of {divisors}), "
+            f"but got {n_heads}."
+        )
+    return n_heads
+
+
 class CrossAttentionPairDecoder(nn.Module):
     """Cross-attention shift decoder, paper eq. 2.
 
@@ -218,6 +232,7 @@ class CrossAttentionPairDecoder(nn.Module):
 
     def __init__(self, emb_dim, n_heads=8):
         super().__init__()
+        check_heads("n_heads", n_heads, emb_dim)
         self.emb_dim = emb_dim
         self.n_heads = n_heads
         self.query_proj = nn.Linear(2 * emb_dim, emb_dim)  # A_Q in R^{2F x F}

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from .._checks import check_int, check_option, check_range
-from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
+from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder, check_heads
 from .pretext import PretextModel
 
 
@@ -105,6 +105,7 @@ class PARS(PretextModel):
         check_option("decoder", decoder, ("cross_attention", "mlp"))
         check_option("sampling", sampling, ("random", "disjoint", "fixed"))
         check_option("decoder_impl", decoder_impl, ("folded", "naive"))
+        check_int("decoder_hidden", decoder_hidden, 1)
         n_masked = int(round(pos_mask_ratio * n_patches))
         if n_masked < 2:
             raise ValueError(
@@ -142,6 +143,7 @@ class PARS(PretextModel):
             )
         emb_dim = self.encoder.emb_dim
         if decoder == "cross_attention":
+            check_heads("decoder_heads", decoder_heads, emb_dim)
             self.decoder = CrossAttentionPairDecoder(emb_dim, decoder_heads)
         else:
             self.decoder = MLPPairDecoder(emb_dim, decoder_hidden)
