@@ -32,6 +32,7 @@ from torch import nn
 from .models import PRETEXT_MODELS
 from .models.card import model_card
 from .models.encoder import PatchEncoder
+from .models.pars import with_decoder_size
 
 logger = logging.getLogger(__name__)
 
@@ -189,6 +190,8 @@ def load_pretext_model(name_or_path):
         folder = pretrained_path(str(name_or_path))
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
+    if method == "pars":  # saved before the decoder's size was recorded: the defaults then
+        spec = with_decoder_size(spec, "decoder")
     model = PRETEXT_MODELS[method](**spec)
     model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
@@ -311,10 +314,13 @@ def export_run(run_dir, folder, license=None):
             run_dir, status["epoch"], status["max_epochs"],
         )  # fmt: skip
     method = config["model"].lower()
+    settings = config  # with the decoder's size of a run saved before it was recorded
+    if method == "pars":
+        settings = with_decoder_size(config, "decoder_name")
     spec = {"method": method, "n_times": config["n_times"], "sfreq": config["sfreq"]}
     for name, key in _RUN_MODEL_SETTINGS:
-        if key in config:
-            spec[name] = config[key]
+        if key in settings:
+            spec[name] = settings[key]
     for name in ("patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob"):
         spec[name] = config[f"encoder.{name}"]
     kwargs = {k: v for k, v in spec.items() if k != "method"}

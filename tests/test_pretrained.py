@@ -179,6 +179,10 @@ def test_an_exported_run_keeps_its_decoder_heads(tmp_path):
     expected = trained.eval()(X, generator=torch.Generator().manual_seed(0))["theta_pred"]
     got = model(X, generator=torch.Generator().manual_seed(0))["theta_pred"]
     torch.testing.assert_close(got, expected)
+    # encoders exported before the heads were recorded were pretrained with 8
+    shipped = json.loads((pretrained_path("pars-small") / "pretext.json").read_text())
+    assert "decoder_heads" not in shipped
+    assert load_pretext_model("pars-small").decoder.n_heads == 8
 
 
 def test_loading_the_shipped_encoder_prints_nothing(capsys):

@@ -205,18 +205,18 @@ def test_a_run_resumed_with_other_settings_is_refused_naming_them(tmp_path, capl
     assert "with 3 epochs instead of 2: after epoch 2 the learning rate goes from" in caplog.text
 
 
-def test_a_run_resumed_with_other_decoder_heads_is_refused_and_older_runs_still_resume(
+def test_a_run_resumed_with_other_decoder_heads_is_refused_also_when_saved_without_them(
     tmp_path,
 ):
     # the heads of nn.MultiheadAttention leave its weights' shapes as they are: without
     # the record, 8-head weights would load into 4 heads and the run go on as another
     data = _ramp_view()
 
-    def net(**pars_kwargs):
+    def net(folder=tmp_path, **pars_kwargs):
         model = PARS(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.5, **pars_kwargs, **TINY)
         return PretrainNet(
             model, max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False,
-            checkpoint_dir=tmp_path,
+            checkpoint_dir=folder,
         )  # fmt: skip
 
     net(decoder_heads=2).fit(data)
@@ -224,11 +224,16 @@ def test_a_run_resumed_with_other_decoder_heads_is_refused_and_older_runs_still_
     assert json.loads(config_file.read_text())["decoder_heads"] == 2
     with pytest.raises(RunMismatchError, match=r"decoder_heads: saved 2, now 4"):
         net(decoder_heads=4).fit(data)
-    # a run saved before the heads were recorded resumes (it could not say them)
-    config = json.loads(config_file.read_text())
+    # a run saved before the heads were recorded had the 8 of that time's default: it
+    # resumes with 8, and another number is refused rather than loaded into its weights
+    older = tmp_path / "older"
+    net(older, decoder_heads=8).fit(data)
+    config = json.loads((older / "config.json").read_text())
     del config["decoder_heads"]
-    config_file.write_text(json.dumps(config))
-    assert len(net(decoder_heads=2).fit(data).history) == 2
+    (older / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunMismatchError, match=r"decoder_heads: saved 8, now 2"):
+        net(older, decoder_heads=2).fit(data)
+    assert len(net(older, decoder_heads=8).fit(data).history) == 2
 
 
 def test_a_time_limit_stops_a_run_unfinished_and_the_same_call_finishes_it(tmp_path):

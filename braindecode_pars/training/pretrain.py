@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDatas
 
 from .._checks import check_device, check_int, check_range
 from ..datasets.single_channel import SingleChannelWindows
+from ..models.pars import with_decoder_size
 from ..models.pretext import PretextModel, pretext_skill
 from . import distributed
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
@@ -470,6 +471,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         if not saved_file.is_file():
             return config
         saved = json.loads(saved_file.read_text())
+        if saved.get("model") == "PARS":  # its decoder's size, where it was not recorded
+            saved = with_decoder_size(saved, "decoder_name")
         info = set(self.run_info or {}) | set(saved.get("run_info", []))
         diffs = {  # a key the saved run does not have was not recorded by its version
             key: (saved.get(key), config.get(key))
@@ -644,7 +647,7 @@ def _log_launch_change(net, folder):
 
 #: Settings that runs saved by earlier versions do not record.
 _RECORDED_SINCE = (
-    "max_epochs", "data.n_windows", "data.fingerprint", "decoder_heads", "decoder_hidden",
+    "max_epochs", "data.n_windows", "data.fingerprint",
 )  # fmt: skip
 
 #: Settings of a pretext model that a resumed run must keep.
