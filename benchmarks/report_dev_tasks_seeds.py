@@ -182,10 +182,11 @@ def write(csvs, labels, out, command):
         )
     ax.set_yticks(ypos, shown, fontsize=8)
     ax.set_xlabel("balanced accuracy, one labelled unit, mean over the tasks")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    # beside the axes, where it covers neither the points nor the axis label
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("Selection splits: rows that read the encoder, per pretraining seed", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=120)
+    fig.savefig(out.with_suffix(".png"), dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
