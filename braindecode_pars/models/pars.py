@@ -66,10 +66,13 @@ class PARS(PretextModel):
         in shuffled order.
     decoder_heads : int
         Heads of the cross-attention decoder (not given by the paper; 8 as the paper's
-        encoder). With the small encoder (64 x 4), 4 heads cost less per step (1.18
-        against 1.26 times the encoder-alone step) and reached the same held-out
-        pretext skill in 2,000 and 6,000 steps (``benchmarks/results/decoder_heads.md``,
-        ``decoder_heads_long.md``).
+        encoder); must divide the encoder's ``emb_dim``. With the small encoder
+        (64 x 4), 4 heads cost less per step (1.18 against 1.26 times the
+        encoder-alone step) and reached the same held-out pretext skill in 2,000 and
+        6,000 steps (``benchmarks/results/decoder_heads.md``, ``decoder_heads_long.md``);
+        after 30,000 steps one 4-head run sat at the low end of three 8-head seeds in
+        pretext skill and few-label selection scores
+        (``benchmarks/results/dev_tasks_selection_heads.md``).
     decoder_hidden : int
         Hidden size of the MLP decoder. Paper: 512 (appendix A.4).
     decoder_impl : {"folded", "naive"}
