@@ -9,7 +9,6 @@ from .._checks import check_int, check_option, check_range
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder, check_heads
 from .pretext import PretextModel
 
-
 #: The pair decoder's size of PARS runs saved before it was recorded (in a run's
 #: ``config.json`` or beside an exported encoder): the defaults of the time, by decoder.
 DECODER_SIZE_BEFORE_RECORDED = {
