@@ -39,7 +39,10 @@ MODULE = "braindecode_pars/models/pair_decoders.py"
 
 
 def load_revision(revision):
-    """The pair-decoder module as it is in git ``revision``, imported under another name."""
+    """The pair-decoder module as it is in git ``revision``, imported under another name.
+
+    It is a module of this ``braindecode_pars.models``, so that its relative imports
+    (argument checks and the like) resolve to this revision's package."""
     try:
         source = subprocess.run(
             ["git", "show", f"{revision}:{MODULE}"],
@@ -52,7 +55,9 @@ def load_revision(revision):
         ) from None
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(source)
-    spec = importlib.util.spec_from_file_location("pair_decoders_against", f.name)
+    spec = importlib.util.spec_from_file_location(
+        "braindecode_pars.models.pair_decoders_against", f.name
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     Path(f.name).unlink()

@@ -17,7 +17,7 @@ def test_another_revision_is_loaded_as_its_own_module(bench):
     import braindecode_pars.models.pair_decoders as current
 
     old = bench.load_revision("HEAD")
-    assert old is not current and old.__name__ == "pair_decoders_against"
+    assert old is not current and old.__name__ == "braindecode_pars.models.pair_decoders_against"
     assert old._FactorisedPairAttention is not current._FactorisedPairAttention
     assert old.CrossAttentionPairDecoder is not current.CrossAttentionPairDecoder
 
