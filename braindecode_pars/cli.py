@@ -597,8 +597,8 @@ def build_parser():
         type=int,
         default=8,
         help="heads of PARS's cross-attention pair decoder (not given by the paper); with "
-        "a 64-wide encoder 4 make each step about 6%% cheaper (benchmarks/results/"
-        "decoder_heads.md, dev_tasks_selection_heads.md)",
+        "a 64-wide encoder 4 make each step about 6%% cheaper, for a lower skill over "
+        "long runs (benchmarks/results/decoder_heads.md, dev_tasks_selection_heads.md)",
     )
     pre.add_argument("--mask-ratio", type=float, default=0.75)
     pre.add_argument("--device", help="cpu or cuda (default: cuda when available)")

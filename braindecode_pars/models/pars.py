@@ -69,8 +69,8 @@ class PARS(PretextModel):
         (64 x 4), 4 heads cost less per step (1.18 against 1.26 times the
         encoder-alone step) and reached the same held-out pretext skill in 2,000 and
         6,000 steps (``benchmarks/results/decoder_heads.md``, ``decoder_heads_long.md``);
-        after 30,000 steps one 4-head run sat at the low end of three 8-head seeds in
-        pretext skill and few-label selection scores
+        after 30,000 steps two 4-head seeds were below three 8-head seeds in pretext
+        skill and with the estimator's few-label probe on the selection splits
         (``benchmarks/results/dev_tasks_selection_heads.md``).
     decoder_hidden : int
         Hidden size of the MLP decoder. Paper: 512 (appendix A.4).
