@@ -190,8 +190,7 @@ def load_pretext_model(name_or_path):
         folder = pretrained_path(str(name_or_path))
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
-    if method == "pars":  # saved before the decoder's size was recorded: the defaults then
-        spec = with_decoder_size(spec, "decoder")
+    spec = with_decoder_size(spec, "decoder")  # of an older save: the defaults of its time
     model = PRETEXT_MODELS[method](**spec)
     model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
@@ -314,9 +313,8 @@ def export_run(run_dir, folder, license=None):
             run_dir, status["epoch"], status["max_epochs"],
         )  # fmt: skip
     method = config["model"].lower()
-    settings = config  # with the decoder's size of a run saved before it was recorded
-    if method == "pars":
-        settings = with_decoder_size(config, "decoder_name")
+    # the decoder's size, also of a run saved before it was recorded
+    settings = with_decoder_size(config, "decoder_name")
     spec = {"method": method, "n_times": config["n_times"], "sfreq": config["sfreq"]}
     for name, key in _RUN_MODEL_SETTINGS:
         if key in settings:

@@ -21,11 +21,12 @@ def with_decoder_size(settings, decoder_key):
     """``settings`` of a PARS model with the decoder size an older record leaves out.
 
     ``decoder_key`` names the entry that holds the decoder (``"decoder_name"`` in a
-    run's ``config.json``, ``"decoder"`` in ``pretext.json``; the paper's
-    cross-attention where absent). The heads of ``nn.MultiheadAttention`` are not in
-    its weights' shapes, so a record without them must not be read as any number.
+    run's ``config.json``, ``"decoder"`` in ``pretext.json``); only PARS records one, so
+    the settings of other pretext models come back as they are. The heads of
+    ``nn.MultiheadAttention`` are not in its weights' shapes, so a record without them
+    must not be read as any number.
     """
-    implied = DECODER_SIZE_BEFORE_RECORDED.get(settings.get(decoder_key, "cross_attention"), {})
+    implied = DECODER_SIZE_BEFORE_RECORDED.get(settings.get(decoder_key), {})
     return {**implied, **settings}
 
 

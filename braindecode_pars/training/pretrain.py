@@ -471,8 +471,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         if not saved_file.is_file():
             return config
         saved = json.loads(saved_file.read_text())
-        if saved.get("model") == "PARS":  # its decoder's size, where it was not recorded
-            saved = with_decoder_size(saved, "decoder_name")
+        saved = with_decoder_size(saved, "decoder_name")  # the decoder's size of older runs
         info = set(self.run_info or {}) | set(saved.get("run_info", []))
         diffs = {  # a key the saved run does not have was not recorded by its version
             key: (saved.get(key), config.get(key))
