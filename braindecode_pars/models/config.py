@@ -1,0 +1,118 @@
+"""The one definition of a :class:`~braindecode_pars.PatchEncoder`'s settings.
+
+As nanoGPT's ``GPTConfig``: one dataclass names every setting of an encoder; the
+encoder, the pretext models, the hub (save, load, export), the run records, the
+command line and :class:`~braindecode_pars.PARSPretrainer` read it. The defaults are
+the paper's (section 2.5, appendix A.1); :data:`ENCODER_SIZES` names the two sizes the
+package uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from torch import nn
+
+from .._checks import check_int, check_option, check_range
+
+#: Activations by the name a record stores (an activation class is not serialisable).
+ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+
+
+@dataclasses.dataclass(frozen=True)
+class PatchEncoderConfig:
+    """Every setting of a :class:`~braindecode_pars.PatchEncoder` but its sampling rate.
+
+    Parameters
+    ----------
+    patch_seconds : float
+        Patch length; paper section 2.5: "small 1-sec patches".
+    emb_dim : int
+        Token size; paper: 512.
+    depth : int
+        Transformer blocks; paper: 8.
+    n_heads : int
+        Attention heads per block; paper: 8. Must divide ``emb_dim``.
+    ff_dim : int
+        Hidden size of each block's feed-forward layer; paper: 512.
+    activation : {"gelu", "relu"}
+        The feed-forward activation; paper appendix A.1: GELU.
+    drop_prob : float
+        Dropout in the blocks; the paper gives none.
+    eps : float
+        The instance normalisation's floor on the variance, relative to the window's
+        mean square.
+    """
+
+    patch_seconds: float = 1.0
+    emb_dim: int = 512
+    depth: int = 8
+    n_heads: int = 8
+    ff_dim: int = 512
+    activation: str = "gelu"
+    drop_prob: float = 0.0
+    eps: float = 1e-5
+
+    def __post_init__(self):
+        check_range("patch_seconds", self.patch_seconds, 0, math.inf, low_open=True)
+        for name in ("emb_dim", "depth", "n_heads", "ff_dim"):
+            check_int(name, getattr(self, name), 1)
+        check_option("activation", self.activation, tuple(ACTIVATIONS))
+        check_range("drop_prob", self.drop_prob, 0, 1, high_open=True)
+        check_range("eps", self.eps, 0, math.inf)
+        if self.emb_dim % 2 or self.emb_dim % self.n_heads:
+            divisors = [h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]
+            raise ValueError(
+                f"'emb_dim' must be even and divisible by 'n_heads', but got emb_dim="
+                f"{self.emb_dim} and n_heads={self.n_heads} (divisors of emb_dim: {divisors})."
+            )
+
+    @classmethod
+    def fields(cls):
+        """The names of the settings, in order."""
+        return tuple(field.name for field in dataclasses.fields(cls))
+
+    @classmethod
+    def of(cls, source):
+        """The config of a :class:`PatchEncoder`, an estimator or a record.
+
+        ``source`` is anything with the settings as attributes (an encoder, a
+        :class:`~braindecode_pars.PARSPretrainer`) or a dict of them (a run record, a
+        saved config); a missing setting takes its default, unknown keys of a dict
+        are refused.
+        """
+        if isinstance(source, cls):
+            return source
+        if isinstance(source, dict):
+            unknown = sorted(set(source) - set(cls.fields()) - {"sfreq"})
+            if unknown:
+                raise ValueError(
+                    f"Unknown encoder settings {unknown}; the settings are {list(cls.fields())}."
+                )
+            values = {k: v for k, v in source.items() if k in cls.fields()}
+        else:
+            values = {k: getattr(source, k) for k in cls.fields() if hasattr(source, k)}
+        activation = values.get("activation")
+        if isinstance(activation, type):  # a class, as PatchEncoder keeps it
+            names = {v: k for k, v in ACTIVATIONS.items()}
+            values["activation"] = names.get(activation, activation)
+        return cls(**values)
+
+    def asdict(self):
+        """The settings as a plain dict (a record's or a card's)."""
+        return dataclasses.asdict(self)
+
+    def encoder_kwargs(self):
+        """The :class:`PatchEncoder` keyword arguments (the activation as its class)."""
+        return dict(self.asdict(), activation=ACTIVATIONS[self.activation])
+
+
+#: The named sizes. "small" is the shipped ``pars-small`` encoder's, the default of
+#: :class:`~braindecode_pars.PARSPretrainer` and of every benchmark (140 k parameters;
+#: pretrains at hundreds of windows/s on a CPU); "paper" is the paper's (12.7 M
+#: parameters, for a GPU).
+ENCODER_SIZES = {
+    "small": {"emb_dim": 64, "depth": 4, "n_heads": 4, "ff_dim": 128},
+    "paper": {"emb_dim": 512, "depth": 8, "n_heads": 8, "ff_dim": 512},
+}
