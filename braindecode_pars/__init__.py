@@ -1,11 +1,18 @@
 """braindecode-pars: self-supervised pretraining of EEG models with PARS and its baselines."""
 
 import logging
+import warnings
 
-from .estimator import PARSClassifier
-from .hub import load_encoder, save_encoder
-from .models import MAE, MP3, PARS, DropPos, MultiChannelClassifier, PatchEncoder
-from .training import PretrainNet
+with warnings.catch_warnings():
+    # braindecode's import announces a change of its standard_1020 montage, which this
+    # package does not use: an import of the package prints nothing
+    warnings.filterwarnings("ignore", message=".*standard_1020.*", category=FutureWarning)
+    # and wfdb, which braindecode imports, uses a pandas argument pandas deprecates
+    warnings.filterwarnings("ignore", module=r"wfdb\.")
+    from .estimators import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
+    from .hub import load_encoder, save_encoder
+    from .models import MAE, MP3, PARS, DropPos, MultiChannelClassifier, PatchEncoder
+    from .training import PretrainNet
 
 __version__ = "0.1.0.dev0"
 
@@ -18,6 +25,9 @@ __all__ = [
     "MultiChannelClassifier",
     "PARS",
     "PARSClassifier",
+    "PARSFineTuner",
+    "PARSPretrainer",
+    "PARSProbe",
     "PatchEncoder",
     "PretrainNet",
     "__version__",

@@ -35,13 +35,17 @@ import numpy as np
 from mne.time_frequency import psd_array_welch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_int, check_range
-from .datasets.adapters import labels_of, read_windows
+from .windows_input import (
+    LOGISTIC_MAX_ITER,
+    LabelledPipeline,
+    WindowsArray,
+    WindowsFeaturesMixin,
+    read_float64,
+)
 
 #: The six bands, ``(name, low, high)`` in Hz, each half-open ``[low, high)``.
 DEFAULT_BANDS = (
@@ -97,75 +101,6 @@ def _check_bands(bands, sfreq):
     if not out:
         raise ValueError("'bands' must hold at least one band, but got none.")
     return out
-
-
-def _read(X, sfreq):
-    """Windows of ``X`` through :func:`read_windows`, as float64, with a sampling rate.
-
-    The adapter reads windows into float32; an array is read from the caller's own
-    numbers (a float64 array without a copy), so that its features keep their precision.
-    """
-    windows = read_windows(X, sfreq=sfreq, name="X")
-    if windows.sfreq is None:
-        raise ValueError(
-            "'X' does not carry its sampling rate (an array, or the list of window items "
-            "scikit-learn makes when it splits braindecode windows): set 'sfreq', or pass "
-            "braindecode windows or a SliceDataset of them, whose sampling rate is read "
-            "from their recordings."
-        )
-    windows.X = np.asarray(X if isinstance(X, np.ndarray) else windows.X, dtype=np.float64)
-    return windows
-
-
-class WindowsInputMixin:
-    """scikit-learn tags of a step that takes windows, (n_windows, n_chans, n_times),
-    not 2-D feature arrays."""
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.three_d_array = True
-        return tags
-
-
-class WindowsFeaturesMixin(WindowsInputMixin):
-    """``fit`` and ``fit_transform`` of a transformer of windows into features, over
-    its ``_fit(X)`` (check, read the windows once, fit; return their array) and
-    ``_features(X)`` (the features of an array of windows)."""
-
-    def fit(self, X, y=None):
-        """Check the parameters against the windows and fit.
-
-        Parameters
-        ----------
-        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
-Subset | SliceDataset | list of window items | mne.Epochs
-            The windows, read by
-            :func:`~braindecode_pars.datasets.adapters.read_windows`.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-        """
-        self._fit(X)
-        return self
-
-    def fit_transform(self, X, y=None):
-        """Fit, then compute the features of the same windows, read once.
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`.
-
-        Returns
-        -------
-        features : ndarray, shape (n_windows, n_features)
-            As :meth:`transform`.
-        """
-        return self._features(self._fit(X))
 
 
 class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
@@ -239,7 +174,7 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         if self.n_per_seg is not None:
             check_int("n_per_seg", self.n_per_seg, 2)
         _check_bands(self.bands, np.inf if self.sfreq is None else self.sfreq)
-        windows = _read(X, self.sfreq)
+        windows = read_float64(X, self.sfreq)
         X, sfreq, ch_names = windows.X, windows.sfreq, windows.ch_names
         n_times = X.shape[-1]
         if self.n_per_seg is None:
@@ -282,7 +217,7 @@ Subset | SliceDataset | list of window items | mne.Epochs
             For each channel in turn, the (log) mean power of each band.
         """
         check_is_fitted(self, "bands_")
-        return self._features(_read(X, self.sfreq_).X)
+        return self._features(read_float64(X, self.sfreq_).X)
 
     def _features(self, X):
         """The features of windows read as a float64 array."""
@@ -318,124 +253,6 @@ Subset | SliceDataset | list of window items | mne.Epochs
         check_is_fitted(self, "bands_")
         chans = self.ch_names_ or [f"ch{c}" for c in range(self.n_chans_)]
         return np.asarray([f"{ch}_{name}" for ch in chans for name, _, _ in self.bands_])
-
-
-class LabelledPipeline(Pipeline):
-    """A scikit-learn :class:`~sklearn.pipeline.Pipeline` that reads the labels of windows.
-
-    ``fit`` and ``score`` take ``y=None`` where the windows carry their labels
-    (braindecode windows and ``Subset`` s or skorch ``SliceDataset`` s of them, lists
-    of window items, ``mne.Epochs``): the labels are read through
-    :func:`~braindecode_pars.datasets.adapters.read_windows`. A skorch
-    ``SliceDataset(windows, idx=1)`` given as ``y`` is read from the windows'
-    metadata. Everything else is :class:`~sklearn.pipeline.Pipeline`'s: its
-    parameters, ``steps`` and ``named_steps``, cloning, grid search over
-    ``<step>__<parameter>``, and pickling.
-
-    Parameters
-    ----------
-    steps : list of (str, estimator)
-        The steps, as for :class:`~sklearn.pipeline.Pipeline`; the first must take
-        windows (for example :class:`BandPowerFeatures`).
-    **kwargs
-        ``memory``, ``verbose`` and ``transform_input``, as for
-        :class:`~sklearn.pipeline.Pipeline`.
-
-    See Also
-    --------
-    band_power_pipeline : the band-power floor as a ``LabelledPipeline``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> rng = np.random.default_rng(0)
-    >>> X, y = rng.standard_normal((20, 2, 400)), np.repeat([0, 1], 10)
-    >>> pipe = LabelledPipeline(
-    ...     [("features", BandPowerFeatures(sfreq=100)), ("clf", LogisticRegression())]
-    ... )
-    >>> pipe.fit(X, y).predict(X).shape
-    (20,)
-    """
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        try:
-            first = get_tags(self.steps[0][1]).input_tags
-            tags.input_tags.two_d_array = first.two_d_array
-            tags.input_tags.three_d_array = first.three_d_array
-        except (AttributeError, IndexError, TypeError, ValueError):
-            pass  # steps not yet valid: Pipeline's own tags
-        return tags
-
-    @staticmethod
-    def _labels(X, y):
-        """``y`` as an array, or the labels the windows ``X`` carry."""
-        if y is not None:
-            y = labels_of(y)
-            try:
-                n_windows = len(X)
-            except (TypeError, RuntimeError):  # no length without reading: the steps check
-                n_windows = None
-            if n_windows is not None and y.shape != (n_windows,):
-                raise ValueError(
-                    f"'y' must have shape ({n_windows},), one label per window, but got {y.shape}."
-                )
-            return y
-        if isinstance(X, np.ndarray):  # no labels to read: no need to read the windows
-            labels = None
-        else:
-            labels = read_windows(X, name="X").y
-        if labels is None:
-            raise ValueError(
-                "'y' is None and 'X' carries no labels: pass 'y', one label per window, or "
-                "braindecode windows (or a Subset or SliceDataset of them) whose metadata "
-                "holds a 'target' column."
-            )
-        return labels
-
-    def fit(self, X, y=None, **params):
-        """Fit the steps, reading the labels of the windows when ``y`` is None.
-
-        Parameters
-        ----------
-        X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | \
-Subset | SliceDataset | list of window items | mne.Epochs
-            The windows.
-        y : array-like, shape (n_windows,) | SliceDataset | None
-            Labels; None reads those of the windows (an error names 'y' when they
-            carry none).
-        **params
-            Passed to :meth:`sklearn.pipeline.Pipeline.fit`.
-
-        Returns
-        -------
-        self : LabelledPipeline
-        """
-        return super().fit(X, self._labels(X, y), **params)
-
-    def score(self, X, y=None, sample_weight=None, **params):
-        """The final step's score (accuracy for a classifier); ``y`` defaults to the
-        labels of the windows.
-
-        Parameters
-        ----------
-        X, y
-            As in :meth:`fit`: the windows and their true labels.
-        sample_weight : array-like, shape (n_windows,) | None
-            Weights of the windows.
-        **params
-            Passed to :meth:`sklearn.pipeline.Pipeline.score`.
-
-        Returns
-        -------
-        score : float
-        """
-        return super().score(X, self._labels(X, y), sample_weight=sample_weight, **params)
-
-
-#: ``max_iter`` of the floor's logistic regression.
-LOGISTIC_MAX_ITER = 1000
 
 
 def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, random_state=None):
@@ -506,40 +323,6 @@ def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, 
             ),
         ]
     )
-
-
-class WindowsArray(TransformerMixin, BaseEstimator):
-    """The windows of any input the package takes, as a float64 array.
-
-    The first step of a pipeline whose next step wants ``(n_windows, n_chans,
-    n_times)`` arrays (pyriemann's estimators): arrays pass through, braindecode
-    windows, ``Subset`` s, ``SliceDataset`` s, lists of window items and
-    ``mne.Epochs`` are read through
-    :func:`~braindecode_pars.datasets.adapters.read_windows`.
-
-    Parameters
-    ----------
-    sfreq : float | None
-        Sampling rate of the windows, checked against the windows' own where they
-        carry it (the array itself does not depend on it).
-    """
-
-    def __init__(self, sfreq=None):
-        self.sfreq = sfreq
-
-    def fit(self, X, y=None):
-        self.n_chans_ = read_windows(X, sfreq=self.sfreq, name="X").X.shape[1]
-        return self
-
-    def transform(self, X):
-        check_is_fitted(self, "n_chans_")
-        windows = read_windows(X, sfreq=self.sfreq, name="X")
-        X = np.asarray(X if isinstance(X, np.ndarray) else windows.X, dtype=np.float64)
-        if X.shape[1] != self.n_chans_:
-            raise ValueError(
-                f"'X' has {X.shape[1]} channels but the pipeline was fitted on {self.n_chans_}."
-            )
-        return X
 
 
 def riemann_pipeline(sfreq=None, estimator="oas", metric="riemann", C=1.0, random_state=None):

@@ -1,0 +1,172 @@
+"""What the estimators share: reading windows once, checking labels, encoders and scale."""
+
+from __future__ import annotations
+
+import copy
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..datasets.adapters import read_windows
+
+#: A scale at ``predict`` this many times larger (or smaller) than at ``fit`` warns.
+SCALE_WARNING_FACTOR = 100.0
+
+
+def read_input(X, y=None, groups=None, sfreq=None, name="X"):
+    """``X`` read once (:func:`read_windows`), with a sampling rate required."""
+    data = read_windows(X, y, groups, sfreq=sfreq, name=name)
+    if data.sfreq is None:
+        raise ValueError(
+            f"The windows of '{name}' (a {type(X).__name__}) do not carry their sampling "
+            "rate (arrays and the lists of items (x, y, inds) scikit-learn makes of "
+            "braindecode windows do not): set 'sfreq', or pass the braindecode windows, "
+            "skorch.helper.SliceDataset(windows) or mne.Epochs, which carry it."
+        )
+    return data
+
+
+def read_fitted(estimator, X, y=None, groups=None, name="X"):
+    """``X`` read once at ``predict`` / ``transform`` / ``score`` of a fitted estimator
+    (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against
+    what ``fit`` saw; a change of amplitude scale by :data:`SCALE_WARNING_FACTOR` or
+    more warns."""
+    data = read_windows(X, y, groups, sfreq=None, name=name)
+    if data.sfreq is not None and abs(data.sfreq - estimator.sfreq_) > 1e-6:
+        raise ValueError(
+            f"'{name}' windows are sampled at {data.sfreq} Hz, but the estimator was "
+            f"fitted at {estimator.sfreq_} Hz."
+        )
+    data.sfreq = estimator.sfreq_
+    expected = (estimator.n_chans_, estimator.n_times_)
+    if data.shape != expected:
+        raise ValueError(
+            f"'{name}' windows have shape {data.shape} (n_chans, n_times), but the "
+            f"estimator was fitted on {expected}."
+        )
+    check_scale(estimator.scale_, data.X, type(estimator).__name__)
+    return data
+
+
+def window_scale(X):
+    """A robust amplitude of windows: the median over windows of each one's standard
+    deviation (0 for flat windows)."""
+    X = np.asarray(X)
+    return float(np.median(X.reshape(len(X), -1).std(axis=1)))
+
+
+def check_scale(fitted, X, who):
+    """Warn when the amplitude of ``X`` differs from ``fitted`` (:func:`window_scale` of
+    the windows seen in ``fit``) by a factor of :data:`SCALE_WARNING_FACTOR` or more:
+    band power and covariances are absolute, so windows in another unit (volts
+    against microvolts) give predictions unrelated to the fitted ones."""
+    scale = window_scale(X)
+    if fitted <= 0 or scale <= 0:
+        return
+    factor = scale / fitted
+    if factor >= SCALE_WARNING_FACTOR or factor <= 1 / SCALE_WARNING_FACTOR:
+        warnings.warn(
+            f"{who}: the windows are about {factor:.3g} times the amplitude of those it "
+            f"was fitted on (median standard deviation {scale:.3g} against {fitted:.3g}); "
+            "are they in another unit (volts against microvolts)? The band-power and "
+            "covariance features are absolute: convert the windows to the unit of fit.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def check_labels(y, name="y", at_least=2):
+    """The sorted classes of ``y``, checked (present, no missing value, enough classes)."""
+    if y is None:
+        raise ValueError(f"Labels are missing: pass '{name}', or windows that carry their targets.")
+    y = np.asarray(y)
+    missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y])
+    if missing.any():
+        raise ValueError(f"Labels are missing for {int(missing.sum())} window(s) in '{name}'.")
+    classes = np.unique(y)
+    if len(classes) < at_least:
+        raise ValueError(
+            f"Classification needs at least two classes, but '{name}' holds only "
+            f"{classes.tolist()}."
+        )
+    return classes
+
+
+def load_encoder_param(value, name="encoder", allow_none=True):
+    """The encoder a parameter names (a copy: the caller's object is never trained), or
+    None: a shipped name, a saved file or folder, or a PatchEncoder instance."""
+    from ..hub import PRETRAINED_ENCODERS, load_encoder
+    from ..models.encoder import PatchEncoder
+
+    if value is None and allow_none:
+        return None
+    if isinstance(value, PatchEncoder):
+        return copy.deepcopy(value)
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(
+            f"'{name}' must be the name of a shipped encoder ({', '.join(PRETRAINED_ENCODERS)}), "
+            f"the path of a saved encoder, a PatchEncoder"
+            + (" or None" if allow_none else "")
+            + f", but got {type(value).__name__} ({value!r})."
+        )
+    if isinstance(value, str) and value in PRETRAINED_ENCODERS:
+        return load_encoder(value)
+    path = Path(value)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"'{name}': there is no file or folder at '{path}', and it is not the name of a "
+            f"shipped encoder ({', '.join(PRETRAINED_ENCODERS)})."
+        )
+    try:
+        return load_encoder(path)
+    except Exception as err:  # torch.load's errors say nothing of what was expected
+        why = f"{type(err).__name__}: {err}"
+        if "is not an encoder saved by" in str(err):
+            why = "it holds no 'config' and 'state_dict'"
+        raise ValueError(
+            f"'{name}': '{path}' is not an encoder saved by braindecode_pars.save_encoder ({why})."
+        ) from err
+
+
+def check_encoder_rate(encoder, sfreq, n_times, name="encoder"):
+    """Refuse an encoder whose sampling rate is not the windows' or whose patch is longer
+    than a window, with the resampling hint."""
+    if abs(encoder.sfreq - sfreq) > 1e-6:
+        raise ValueError(
+            f"The '{name}' works at sfreq={encoder.sfreq} Hz but the windows are at {sfreq} "
+            f"Hz; resample them to {encoder.sfreq} Hz first: "
+            f"braindecode_pars.datasets.resample_windows(X, sfreq={sfreq}, "
+            f"new_sfreq={encoder.sfreq}) (arrays, braindecode windows or mne.Epochs)."
+        )
+    patch = int(round(encoder.patch_seconds * sfreq))
+    if n_times < patch:
+        raise ValueError(
+            f"Windows of {n_times} samples are shorter than one {encoder.patch_seconds}-s "
+            f"patch of the '{name}' ({patch} samples at {sfreq} Hz)."
+        )
+
+
+def check_window_length(n_times, n_chans, patch_seconds, sfreq):
+    """Refuse windows shorter than one patch, hinting at swapped axes."""
+    patch = int(round(patch_seconds * sfreq))
+    if n_times < patch:
+        hint = ""
+        if n_chans >= patch:
+            hint = (
+                f" The windows are {n_chans} x {n_times}: if that is (n_times, n_chans), the "
+                "axes are swapped; windows are (n_windows, n_chans, n_times)."
+            )
+        raise ValueError(
+            f"Windows of {n_times} samples are shorter than one patch of "
+            f"patch_seconds={patch_seconds} s ({patch} samples at {sfreq} Hz).{hint}"
+        )
+    return patch
+
+
+def three_d_tags(tags):
+    """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times)."""
+    tags.input_tags.two_d_array = False
+    tags.input_tags.three_d_array = True
+    return tags

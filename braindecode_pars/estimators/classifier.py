@@ -1,0 +1,240 @@
+"""PARSClassifier: an encoder stage, then a head, as one scikit-learn classifier."""
+
+from __future__ import annotations
+
+import logging
+
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .._checks import check_option
+from .._logging import verbose_logging
+from ..probe import PARSProbe
+from ..training.seeding import fit_seed
+from ._common import check_labels, load_encoder_param, read_input, three_d_tags
+from .finetuner import STRATEGIES, PARSFineTuner
+from .pretrainer import PARSPretrainer
+
+logger = logging.getLogger(__name__)
+
+
+class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Pretrain (or load) a single-channel encoder, then classify multi-channel windows
+    with a head over it, in one ``fit``.
+
+    A meta-estimator of two stages, as scikit-learn's ``Pipeline`` composes steps:
+
+    - the **encoder stage**: a :class:`~braindecode_pars.PARSPretrainer` (PARS or a
+      baseline pretext task on ``X`` and ``X_unlabeled``; the default), or an encoder
+      used as it is: a shipped name (``"pars-small"``), a saved encoder's path, a
+      :class:`~braindecode_pars.PatchEncoder`;
+    - the **head**: a :class:`~braindecode_pars.PARSProbe` (a logistic regression over
+      the frozen encoder's features, log band power and the tangent space; the
+      default) or a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning,
+      a braindecode ``EEGClassifier``), or any classifier with an ``encoder``
+      parameter. A clone of it gets the encoder (``set_params(encoder=encoder_)``).
+
+    Each stage's parameters are reached by scikit-learn's nested names
+    (``encoder__steps``, ``encoder__depth``, ``head__C``, ``head__max_epochs``), so
+    ``set_params``, ``clone`` and ``GridSearchCV`` reach every stage (give the stage
+    as an instance to search its parameters) and unknown names are refused. ``X`` is
+    read once per call: an array (set ``sfreq``), braindecode windows, a ``Subset``
+    or skorch ``SliceDataset`` of them, the item lists scikit-learn makes of
+    windows, or ``mne.Epochs`` (read in microvolts, as braindecode does).
+
+    **What to expect**: the default pretrains for minutes on a CPU, then fits the
+    probe in seconds. How each encoder and head scores against classical features
+    and the field's compact networks is on the benchmarks page
+    (``docs/benchmarks.rst``): compare with ``PARSProbe()`` (no encoder) on your data.
+
+    Parameters
+    ----------
+    encoder : PARSPretrainer | str | Path | PatchEncoder | None
+        None: ``PARSPretrainer()``, pretraining with the package's defaults inside
+        ``fit``. An estimator whose ``fit(X, groups=..., X_unlabeled=...)`` sets
+        ``encoder_``; or an encoder used as it is (no pretraining).
+    head : PARSProbe | PARSFineTuner | {"probe", "full", "frozen", "lp-ft"} | estimator | None
+        None or "probe": ``PARSProbe()``; "full", "frozen", "lp-ft":
+        ``PARSFineTuner(strategy=...)``; or a classifier taking ``encoder``.
+    sfreq : float | None
+        Sampling rate of array input; read from windows that carry it.
+    random_state : int | None
+        When set, given to both stages (their own ``random_state`` otherwise).
+    verbose : int
+        0: silent; 1: what ``fit`` is about to do.
+
+    Attributes
+    ----------
+    encoder_ : PatchEncoder
+        The encoder the head got (pretrained here, or the one given).
+    pretrainer_ : estimator | None
+        The fitted encoder stage (None when an encoder was given).
+    pretrain_history_ : skorch History | None
+        The pretraining history (None without pretraining).
+    head_ : estimator
+        The fitted head.
+    classes_ : ndarray
+    sfreq_, n_chans_, n_times_ : float, int, int
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
+    >>> clf = PARSClassifier(encoder="pars-small")
+    >>> cross_val_score(clf, windows, groups=subjects, cv=LeaveOneGroupOut())  # doctest: +SKIP
+    """
+
+    # under metadata routing, ``score`` asks for the scored windows' groups (an aligned
+    # probe aligns each group on itself)
+    __metadata_request__score = {"groups": True}
+
+    def __init__(self, encoder=None, head=None, *, sfreq=None, random_state=None, verbose=1):
+        self.encoder = encoder
+        self.head = head
+        self.sfreq = sfreq
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = three_d_tags(super().__sklearn_tags__())
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    # -- the stages ----------------------------------------------------------------------
+    def _encoder_stage(self):
+        """(a clone of the pretraining stage, None) or (None, the given encoder)."""
+        value = PARSPretrainer() if self.encoder is None else self.encoder
+        if hasattr(value, "fit") and hasattr(value, "get_params"):
+            stage = clone(value)
+            if self.random_state is not None and "random_state" in stage.get_params():
+                stage.set_params(random_state=self.random_state)
+            return stage, None
+        return None, load_encoder_param(value, "encoder", allow_none=False)
+
+    def _head(self):
+        value = "probe" if self.head is None else self.head
+        if isinstance(value, str):
+            check_option("head", value, ("probe", *STRATEGIES))
+            value = PARSProbe() if value == "probe" else PARSFineTuner(strategy=value)
+        if not (hasattr(value, "fit") and hasattr(value, "get_params")):
+            raise TypeError(
+                "'head' must be None, 'probe', 'full', 'frozen', 'lp-ft' or a classifier "
+                f"with an 'encoder' parameter, but got {type(value).__name__} ({value!r})."
+            )
+        if "encoder" not in value.get_params(deep=False):
+            raise ValueError(
+                f"'head' ({type(value).__name__}) has no 'encoder' parameter to receive "
+                "the encoder."
+            )
+        head = clone(value)
+        if self.random_state is not None and "random_state" in head.get_params(deep=False):
+            head.set_params(random_state=self.random_state)
+        return head
+
+    # -- fit -----------------------------------------------------------------------------
+    def fit(self, X, y=None, groups=None, X_unlabeled=None, X_valid=None, y_valid=None):
+        """Read the windows once, fit the encoder stage, then the head over its encoder.
+
+        Parameters
+        ----------
+        X : windows | ndarray, shape (n_windows, n_chans, n_times)
+            Labelled windows.
+        y : array-like, shape (n_windows,) | None
+            Labels; None: read from the windows.
+        groups : array-like, shape (n_windows,) | None
+            The subject (or block) of each window: pretraining validates its skill on
+            whole held-out groups, a head that needs groups (an aligned probe, a
+            validation split) gets them. braindecode windows give their ``subject``.
+            In ``cross_val_score``, pass them to ``fit`` too:
+            ``params={"groups": groups}``.
+        X_unlabeled : windows | ndarray | list of them | None
+            More windows for pretraining only.
+        X_valid, y_valid : like ``X`` and ``y`` | None
+            A fixed validation set, for a neural head.
+
+        Returns
+        -------
+        self : PARSClassifier
+        """
+        check_option("verbose", self.verbose, (0, 1, 2, False, True))
+        if self.random_state is not None:
+            fit_seed(self.random_state)  # type check
+        head = self._head()  # every check that needs no data, before reading it
+        stage, encoder = self._encoder_stage()
+        if X_valid is not None and not isinstance(head, PARSFineTuner):
+            raise ValueError(
+                "'X_valid' chooses the best epoch of a neural head, but the head is a "
+                f"{type(head).__name__}: leave 'X_valid' as None, or use "
+                "head=PARSFineTuner(...)."
+            )
+        if X_unlabeled is not None and stage is None:
+            raise ValueError(
+                "'X_unlabeled' feeds pretraining, but 'encoder' is an encoder used as it is; "
+                "leave 'X_unlabeled' as None, or set encoder=PARSPretrainer(...)."
+            )
+        data = read_input(X, y, groups, sfreq=self.sfreq)
+        check_labels(data.y)
+        with verbose_logging(self.verbose):
+            history = None
+            if stage is not None:
+                try:
+                    stage.fit(data, groups=data.groups, X_unlabeled=X_unlabeled)
+                except KeyboardInterrupt:
+                    self._forget()
+                    raise
+                encoder = stage.encoder_
+                history = getattr(stage, "history_", None)
+            head.set_params(encoder=encoder)
+            extra = {} if X_valid is None else dict(X_valid=X_valid, y_valid=y_valid)
+            try:
+                head.fit(data, groups=data.groups, **extra)
+            except KeyboardInterrupt:
+                self._forget()
+                raise
+        self.pretrainer_ = stage
+        self.pretrain_history_ = history
+        self.encoder_ = encoder
+        self.head_ = head
+        self.classes_ = head.classes_
+        self.sfreq_ = float(data.sfreq)
+        self.n_chans_, self.n_times_ = data.shape
+        return self
+
+    def _forget(self):
+        """Leave the estimator unfitted (an interrupted fit sets nothing)."""
+        for name in ("pretrainer_", "pretrain_history_", "encoder_", "head_", "classes_"):
+            self.__dict__.pop(name, None)
+
+    # -- prediction ----------------------------------------------------------------------
+    def _read(self, X, y=None, groups=None):
+        check_is_fitted(self, "head_")
+        return read_input(X, y, groups, sfreq=self.sfreq_, name="X")
+
+    def _head_call(self, method, data, *args, **kwargs):
+        if "groups" in _arguments(getattr(self.head_, method)):
+            kwargs["groups"] = data.groups
+        return getattr(self.head_, method)(data, *args, **kwargs)
+
+    def predict_proba(self, X, groups=None):
+        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
+        order; ``groups`` as the head reads them (an aligned probe)."""
+        return self._head_call("predict_proba", self._read(X, groups=groups))
+
+    def predict(self, X, groups=None):
+        """Predicted labels, shape (n_windows,)."""
+        return self.classes_[self.predict_proba(X, groups=groups).argmax(axis=1)]
+
+    def transform(self, X, groups=None):
+        """The head's features of each window (the probe's scaled blocks, or the neural
+        head's pooled token)."""
+        return self._head_call("transform", self._read(X, groups=groups))
+
+    def score(self, X, y=None, sample_weight=None, groups=None):
+        """Accuracy; labels read from the windows when ``y`` is None."""
+        data = self._read(X, y, groups)
+        return self._head_call("score", data, sample_weight=sample_weight)
+
+
+def _arguments(method):
+    import inspect
+
+    return inspect.signature(method).parameters

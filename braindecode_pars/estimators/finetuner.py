@@ -1,0 +1,524 @@
+"""PARSFineTuner: the neural head, a thin braindecode ``EEGClassifier`` over a
+:class:`~braindecode_pars.MultiChannelClassifier` built on a PatchEncoder.
+
+Built as braindecode builds ``EEGClassifier`` on skorch: a few hooks (the module's
+arguments, the class weights, the validation split, crops, augmentation, default
+callbacks); ``fit`` reads the windows once and hands skorch a dataset of them, and
+everything else (``partial_fit``, ``save_params``, ``classes``, ``callbacks``,
+``history_``) is skorch's.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+
+import numpy as np
+import torch
+from braindecode import EEGClassifier
+from braindecode.augmentation import AugmentedDataLoader
+from sklearn.base import TransformerMixin
+from sklearn.model_selection import GroupShuffleSplit
+from skorch.callbacks import EpochScoring, Freezer, Unfreezer
+
+from .._checks import check_device, check_int, check_option, check_range
+from ..models.classifier import MultiChannelClassifier
+from ..models.config import ENCODER_SIZES
+from ..models.encoder import PatchEncoder
+from ..training.finetune import (
+    AUGMENTATION_PRESETS,
+    CodedWindows,
+    FixedCrops,
+    RandomCrops,
+    _valid_balanced_accuracy,
+    best_epoch,
+    class_weights,
+    crop_starts,
+    standard_augmentation,
+)
+from ..training.interrupt import PropagateInterrupt
+from ..training.optim import with_fused_default
+from ..training.seeding import fit_seed, isolated_random_state
+from ._common import (
+    check_encoder_rate,
+    check_labels,
+    check_window_length,
+    load_encoder_param,
+    read_fitted,
+    read_input,
+    three_d_tags,
+    window_scale,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Values of ``PARSFineTuner(strategy=...)``.
+STRATEGIES = ("full", "frozen", "lp-ft")
+
+
+class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
+    """Fine-tune a PatchEncoder with a spatial head on multi-channel windows.
+
+    Each channel goes through the single-channel encoder; a cross-attention head
+    pools the channels' tokens and classifies (the paper's fine-tuning model,
+    :class:`~braindecode_pars.MultiChannelClassifier`). ``strategy="full"`` trains
+    every weight (the paper's), ``"frozen"`` only the head (skorch's ``Freezer``),
+    ``"lp-ft"`` the head for half of ``max_epochs`` and then every weight. With
+    ``encoder=None`` the encoder is new: training from scratch, the paper's
+    supervised baseline. It is the neural head of
+    :class:`~braindecode_pars.PARSClassifier` (``head=PARSFineTuner(...)``,
+    parameters ``head__<name>``), and a braindecode ``EEGClassifier``: ``callbacks``,
+    ``history_``, ``partial_fit``, ``save_params``, ``classes``, ``device``,
+    ``optimizer__*`` and ``module__*`` work as there.
+
+    **What to expect**: minutes per fit on a CPU; its scores beside the probe and the
+    field's compact networks are on the benchmarks page (``docs/benchmarks.rst``).
+
+    Parameters
+    ----------
+    module : type
+        The model class; its signal arguments, ``encoder``, ``spatial_drop_prob``,
+        ``amplitude`` and ``n_heads`` are set by ``fit`` (others: ``module__<name>``).
+    encoder : str | Path | PatchEncoder | None
+        A shipped encoder's name, a saved encoder's path, an instance (copied at each
+        fit), or None: a new small encoder (``ENCODER_SIZES["small"]``).
+    strategy : {"full", "frozen", "lp-ft"}
+    encoder_lr_scale : float
+        The encoder's learning rate as a fraction of ``lr``.
+    amplitude : bool
+        Give the head each channel's log amplitude, which the encoder's instance
+        normalisation removes.
+    spatial_drop_prob : float
+        Spatial-token dropout (paper: 0.5).
+    crop_seconds : float | None
+        Train on random crops of this length and predict a window by the mean of
+        ``n_eval_crops`` crops; None: whole windows.
+    n_eval_crops : int
+    augmentation : "standard" | list of braindecode Transform | None
+        Augmentations of the training batches (braindecode's ``AugmentedDataLoader``).
+    valid_fraction : float
+        Share of the groups held out to pick the best epoch (see ``min_valid_groups``).
+    min_valid_groups : int | None
+        None: no validation split, the last epoch is kept. An int: with at least this
+        many groups (``fit``'s ``groups``, the ``subject`` of braindecode windows),
+        about ``valid_fraction`` of them are held out and the epoch of lowest
+        validation loss is kept. ``X_valid`` overrides both.
+    checkpoint_dir : str | Path | None
+        Where the best epoch's parameters are written; None: kept in memory.
+    sfreq : float | None
+        Sampling rate of array input; read from windows that carry it.
+    random_state : int | None
+        Seed of every draw of ``fit``; the global generators are left as they were.
+    criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, verbose, **kwargs
+        skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 3e-4,
+        40 epochs, batch 16; ``verbose=1`` prints skorch's epoch table.
+
+    Attributes
+    ----------
+    module_, history_, classes_
+        skorch's.
+    encoder_ : PatchEncoder
+        The fine-tuned encoder (``module_.encoder``).
+    validation_ : str
+        How the kept epoch was chosen: "groups", "X_valid" or "none" (last epoch).
+    n_crop_ : int
+        Samples per training crop (``n_times_`` without crops).
+    """
+
+    def __init__(
+        self,
+        module=MultiChannelClassifier,
+        *,
+        encoder=None,
+        strategy="full",
+        encoder_lr_scale=1.0,
+        amplitude=False,
+        spatial_drop_prob=0.5,
+        crop_seconds=None,
+        n_eval_crops=5,
+        augmentation=None,
+        valid_fraction=0.2,
+        min_valid_groups=None,
+        checkpoint_dir=None,
+        sfreq=None,
+        random_state=None,
+        criterion=torch.nn.CrossEntropyLoss,
+        optimizer=torch.optim.AdamW,
+        lr=3e-4,
+        max_epochs=40,
+        batch_size=16,
+        callbacks=None,
+        device="cpu",
+        verbose=1,
+        **kwargs,
+    ):
+        self.encoder = encoder
+        self.strategy = strategy
+        self.encoder_lr_scale = encoder_lr_scale
+        self.amplitude = amplitude
+        self.spatial_drop_prob = spatial_drop_prob
+        self.crop_seconds = crop_seconds
+        self.n_eval_crops = n_eval_crops
+        self.augmentation = augmentation
+        self.valid_fraction = valid_fraction
+        self.min_valid_groups = min_valid_groups
+        self.checkpoint_dir = checkpoint_dir
+        self.sfreq = sfreq
+        self.random_state = random_state
+        kwargs.setdefault("optimizer__weight_decay", 1e-4)  # paper section 2.5
+        kwargs.setdefault("iterator_train__drop_last", False)
+        kwargs.setdefault("train_split", None)  # the split is fit's (see min_valid_groups)
+        super().__init__(
+            module,
+            criterion=criterion,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            callbacks=callbacks,
+            device=device,
+            verbose=verbose,
+            **kwargs,
+        )
+
+    def __setattr__(self, name, attr):
+        # ``encoder`` is a parameter (copied into the module at each fit), not a module
+        # of the net: skorch's rule against setting modules outside initialize does not
+        # apply, so set_params(encoder=<PatchEncoder>) and grid searches over encoders work
+        if name == "encoder":
+            object.__setattr__(self, name, attr)
+            return
+        super().__setattr__(name, attr)
+
+    def __sklearn_tags__(self):
+        tags = three_d_tags(super().__sklearn_tags__())
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    # -- checks --------------------------------------------------------------------------
+    def _check_params(self):
+        check_option("strategy", self.strategy, STRATEGIES)
+        if self.train_split is not None:
+            raise ValueError(
+                f"'train_split'={self.train_split!r} is not used: PARSFineTuner makes its "
+                "validation split from 'groups' (see 'min_valid_groups'), or takes "
+                "'X_valid' and 'y_valid' in fit; leave 'train_split' as None."
+            )
+        for name in ("max_epochs", "batch_size", "n_eval_crops"):
+            check_int(name, getattr(self, name), 1)
+        if self.strategy == "lp-ft" and self.max_epochs < 2:
+            raise ValueError(
+                "strategy='lp-ft' trains the head over the frozen encoder for half of "
+                f"'max_epochs' and then every weight, so 'max_epochs' must be >= 2, but got "
+                f"{self.max_epochs}."
+            )
+        check_range("lr", self.lr, 0, math.inf, low_open=True)
+        check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
+        check_option("amplitude", self.amplitude, (False, True))
+        check_range("spatial_drop_prob", self.spatial_drop_prob, 0, 1, high_open=True)
+        check_range("valid_fraction", self.valid_fraction, 0, 1, low_open=True, high_open=True)
+        if self.min_valid_groups is not None:
+            value = self.min_valid_groups
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(
+                    "'min_valid_groups' must be None (no validation split from groups) or "
+                    f"an int >= 2, but got {type(value).__name__} ({value!r})."
+                )
+            check_int("min_valid_groups", value, 2)
+        crop = self.crop_seconds
+        is_number = isinstance(crop, numbers.Real) and not isinstance(crop, bool)
+        if not (crop is None or is_number):
+            raise ValueError(
+                "Invalid value for the 'crop_seconds' parameter. Allowed values are a "
+                f"positive number of seconds and None, but got {crop!r} instead."
+            )
+        if is_number:
+            check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+        if isinstance(self.augmentation, str):
+            check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
+        check_device("device", self.device)
+        fit_seed(self.random_state if self.random_state is not None else 0)  # type check
+
+    # -- fit -----------------------------------------------------------------------------
+    def fit(self, X, y=None, groups=None, X_valid=None, y_valid=None, **fit_params):
+        """Read the windows once and train.
+
+        Parameters
+        ----------
+        X : windows | ndarray, shape (n_windows, n_chans, n_times)
+        y : array-like, shape (n_windows,) | None
+            Labels; None: read from the windows.
+        groups : array-like, shape (n_windows,) | None
+            The subject of each window, for the validation rule (``min_valid_groups``).
+        X_valid, y_valid : like ``X`` and ``y`` | None
+            A fixed validation set for choosing the best epoch.
+        **fit_params
+            skorch's (passed to the module's forward).
+
+        Returns
+        -------
+        self : PARSFineTuner
+        """
+        self._check_params()
+        given = load_encoder_param(self.encoder)  # a bad file is refused before reading
+        data = read_input(X, y, groups, sfreq=self.sfreq)
+        classes = check_labels(data.y)
+        n_chans, n_times = data.shape
+        patch_seconds = 1.0 if given is None else given.patch_seconds
+        patch = check_window_length(n_times, n_chans, patch_seconds, data.sfreq)
+        if given is not None:
+            check_encoder_rate(given, data.sfreq, n_times)
+        self.classes_inferred_ = classes
+        self._check_classes(data.y)
+        valid = None
+        if X_valid is not None:
+            valid = read_input(X_valid, y_valid, sfreq=data.sfreq, name="X_valid")
+            check_labels(valid.y, "y_valid", at_least=1)
+            if valid.shape != data.shape:
+                raise ValueError(
+                    f"'X_valid' windows {valid.shape} differ from those of 'X' {data.shape}."
+                )
+            self._check_classes(valid.y, "y_valid")
+        self.seed_ = fit_seed(self.random_state)
+        self.sfreq_ = float(data.sfreq)
+        self.n_chans_, self.n_times_ = n_chans, n_times
+        self.scale_ = window_scale(data.X)
+        self.n_crop_ = self._crop_samples(n_times, patch, patch_seconds)
+        codes = self._codes(data.y)
+        if valid is not None:
+            train = CodedWindows(data.X, codes)
+            held_out = CodedWindows(valid.X, self._codes(valid.y))
+            self.validation_ = "X_valid"
+        else:
+            train_idx, valid_idx, self.validation_ = self._split(codes, data.groups)
+            train = CodedWindows(data.X, codes, train_idx)
+            held_out = None if valid_idx is None else CodedWindows(data.X, codes, valid_idx)
+        self.class_weight_ = class_weights(train.targets(), len(self.classes_))
+        if held_out is not None and self.n_crop_ < n_times:
+            held_out = FixedCrops(held_out, self.n_crop_, self._eval_starts())
+        # what the hooks read during this fit (skorch refuses modules, such as
+        # braindecode's transforms, as attributes set outside its initialize methods)
+        self._fit_state = dict(valid=held_out, transforms=self._augmentation())
+        logger.info(
+            "Fine-tuning (strategy=%r) on %d windows of %d channels x %g s for %d epochs on "
+            "%s; validation: %s.",
+            self.strategy, len(train), n_chans, self.n_crop_ / self.sfreq_, self.max_epochs,
+            self.device, self.validation_,
+        )  # fmt: skip
+        try:
+            with isolated_random_state(self.seed_, self.device):
+                super().fit(self._crops(train), y=None, **fit_params)
+        finally:
+            self._fit_state["valid"] = None  # partial_fit trains without a validation set
+        return self
+
+    def _check_classes(self, y, name="y"):
+        unknown = sorted(set(np.unique(y).tolist()) - set(np.asarray(self.classes_).tolist()))
+        if unknown:
+            source = "'classes'" if self.classes is not None else "'y'"
+            raise ValueError(f"'{name}' holds classes {unknown} that {source} does not.")
+
+    def _codes(self, y):
+        """Labels as indices into ``classes_`` (the user's ``classes`` order if given)."""
+        index = {label: i for i, label in enumerate(np.asarray(self.classes_).tolist())}
+        return np.asarray([index[v] for v in np.asarray(y).tolist()], dtype=np.int64)
+
+    def _crop_samples(self, n_times, patch, patch_seconds):
+        if self.crop_seconds is None:
+            return n_times
+        n_fit = int(round(self.crop_seconds * self.sfreq_))
+        if not patch <= n_fit <= n_times:
+            raise ValueError(
+                f"'crop_seconds' must be between one patch ({patch_seconds} s) and the "
+                f"window ({n_times / self.sfreq_:g} s), but got {self.crop_seconds}."
+            )
+        return n_fit
+
+    def _crops(self, dataset):
+        return RandomCrops(dataset, self.n_crop_) if self.n_crop_ < self.n_times_ else dataset
+
+    def _eval_starts(self):
+        return crop_starts(self.n_times_, self.n_crop_, self.n_eval_crops)
+
+    def _augmentation(self):
+        if self.augmentation == "standard":
+            return standard_augmentation(self.sfreq_, random_state=self.seed_)
+        return list(self.augmentation or [])
+
+    def _split(self, codes, groups):
+        """Training and validation indices (None: no split) and the rule that applied."""
+        n = len(codes)
+        n_groups = 0 if groups is None else len(np.unique(groups))
+        if self.min_valid_groups is None or n_groups < self.min_valid_groups:
+            return np.arange(n), None, "none"
+        n_valid = max(1, int(round(self.valid_fraction * n_groups)))
+        rng = np.random.default_rng(self.seed_)
+        n_classes = len(np.unique(codes))
+        for _ in range(100):  # prefer a draw whose two parts hold every class
+            splitter = GroupShuffleSplit(1, test_size=n_valid, random_state=rng.integers(2**31))
+            train, valid = next(splitter.split(codes, codes, groups))
+            if len(np.unique(codes[valid])) == n_classes == len(np.unique(codes[train])):
+                break
+        else:
+            logger.warning(
+                "No draw of %d held-out group(s) in 100 holds every class on both sides; "
+                "keeping the last draw.",
+                n_valid,
+            )
+        return train, valid, "groups"
+
+    def _initial_encoder(self):
+        """The encoder a new module starts from: ``encoder`` (a copy), or a new small one."""
+        given = load_encoder_param(self.encoder)
+        if given is not None:
+            return given
+        return PatchEncoder(sfreq=self.sfreq_, **ENCODER_SIZES["small"])
+
+    # -- skorch hooks --------------------------------------------------------------------
+    def _set_signal_args(self, X, y, classes):
+        """No inference: the module's signal arguments come from ``fit``."""
+
+    def check_data(self, X, y):
+        """No check here: :meth:`get_dataset` reads and checks the windows."""
+
+    def get_dataset(self, X, y=None):
+        """A dataset of coded windows: what ``fit`` built, or ``X`` read and coded
+        (``partial_fit`` on new windows; labels read from windows when ``y`` is None)."""
+        if isinstance(X, torch.utils.data.Dataset) and not hasattr(X, "datasets"):
+            if isinstance(X, CodedWindows | RandomCrops | FixedCrops):
+                return X
+        data = read_fitted(self, X, y)
+        check_labels(data.y, at_least=1)
+        self._check_classes(data.y)
+        return self._crops(CodedWindows(data.X, self._codes(data.y)))
+
+    def get_split_datasets(self, X, y=None, **fit_params):
+        """The training set and the validation set ``fit`` built (None: no split)."""
+        state = getattr(self, "_fit_state", None) or {}
+        return self.get_dataset(X, y), state.get("valid")
+
+    def get_params_for(self, prefix):
+        """skorch's, plus what ``fit`` resolved: the module's signal arguments and
+        encoder, the class weights, the encoder's learning rate; AdamW runs fused on a
+        CPU or CUDA unless told otherwise."""
+        params = super().get_params_for(prefix)
+        if prefix == "module" and hasattr(self, "n_crop_"):
+            encoder = self._initial_encoder()
+            resolved = dict(
+                n_outputs=len(self.classes_),
+                n_chans=self.n_chans_,
+                n_times=self.n_crop_,
+                sfreq=self.sfreq_,
+                encoder=encoder,
+                spatial_drop_prob=self.spatial_drop_prob,
+                amplitude=self.amplitude,
+                n_heads=encoder.n_heads,
+            )
+            params = {**resolved, **params}
+        if prefix == "criterion" and hasattr(self, "class_weight_"):
+            params.setdefault("weight", self.class_weight_)
+        if prefix == "optimizer" and self.encoder_lr_scale != 1.0:
+            groups = list(params.get("param_groups", []))
+            if not any(pattern == "encoder.*" for pattern, _ in groups):
+                params["param_groups"] = groups + [
+                    ("encoder.*", {"lr": self.lr * self.encoder_lr_scale})
+                ]
+        if prefix == "optimizer":
+            params = with_fused_default(self.optimizer, params, self.device)
+        return params
+
+    def initialize_module(self):
+        if not hasattr(self, "n_crop_"):
+            raise RuntimeError(
+                "PARSFineTuner builds its module in fit (its signal arguments come from the "
+                "windows); call fit, not initialize."
+            )
+        return super().initialize_module()
+
+    @property
+    def _default_callbacks(self):
+        """skorch's epoch timer, losses and table; the validation balanced accuracy and
+        best epoch when a validation set exists; the freezing of the encoder."""
+        callbacks = [(name, cb) for name, cb in super()._default_callbacks if name != "valid_acc"]
+        if getattr(self, "validation_", "none") != "none":
+            scoring = EpochScoring(
+                _valid_balanced_accuracy,
+                name="valid_bal_acc",
+                lower_is_better=False,
+                use_caching=False,
+            )
+            callbacks.append(("valid_bal_acc", scoring))
+            callbacks.append(("best_valid_loss", best_epoch(self.checkpoint_dir)))
+        if self.strategy in ("frozen", "lp-ft"):
+            callbacks.append(("freeze_encoder", Freezer("encoder.*")))
+        if self.strategy == "lp-ft":
+            at = max(1, self.max_epochs // 2) + 1
+            callbacks.append(("unfreeze_encoder", Unfreezer("encoder.*", at=at)))
+        return callbacks
+
+    def get_iterator(self, dataset, training=False, drop_index=True):
+        """Training batches through braindecode's ``AugmentedDataLoader`` when
+        ``augmentation`` is set."""
+        transforms = (getattr(self, "_fit_state", None) or {}).get("transforms")
+        if training and transforms:
+            kwargs = self.get_params_for("iterator_train")
+            kwargs.setdefault("batch_size", self.batch_size)
+            return AugmentedDataLoader(dataset, transforms=transforms, **kwargs)
+        return super().get_iterator(dataset, training=training, drop_index=drop_index)
+
+    # -- prediction ----------------------------------------------------------------------
+    def _windows(self, X):
+        data = read_fitted(self, X)
+        return CodedWindows(data.X, np.zeros(len(data), dtype=np.int64))
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
+        order; with crops, the mean over ``n_eval_crops`` crops of each window."""
+        self.check_is_fitted()
+        windows = X if isinstance(X, CodedWindows) else self._windows(X)
+        if self.n_crop_ == self.n_times_:
+            return super().predict_proba(windows)
+        crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
+        return crops.average(super().predict_proba(crops))
+
+    def predict(self, X):
+        """Predicted labels, shape (n_windows,)."""
+        return np.asarray(self.classes_)[self.predict_proba(X).argmax(axis=1)]
+
+    def score(self, X, y=None, sample_weight=None):
+        """Accuracy; labels read from the windows when ``y`` is None."""
+        from sklearn.metrics import accuracy_score
+
+        self.check_is_fitted()
+        data = read_fitted(self, X, y)
+        check_labels(data.y, at_least=1)
+        windows = CodedWindows(data.X, np.zeros(len(data), dtype=np.int64))
+        predicted = np.asarray(self.classes_)[self.predict_proba(windows).argmax(axis=1)]
+        return accuracy_score(data.y, predicted, sample_weight=sample_weight)
+
+    def transform(self, X):
+        """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops
+        when fitted on crops)."""
+        self.check_is_fitted()
+        windows = self._windows(X)
+        dataset = windows
+        if self.n_crop_ < self.n_times_:
+            dataset = FixedCrops(windows, self.n_crop_, self._eval_starts())
+        self.module_.eval()
+        features = []
+        with torch.no_grad():
+            for Xi, _ in self.get_iterator(dataset, training=False):
+                Xi = Xi.to(self.device)
+                features.append(self.infer(Xi, return_features=True).cpu().numpy())
+        features = np.concatenate(features)
+        return dataset.average(features) if dataset is not windows else features
+
+    def fit_transform(self, X, y=None, **fit_params):
+        return self.fit(X, y, **fit_params).transform(X)
+
+    @property
+    def encoder_(self):
+        """The fine-tuned :class:`PatchEncoder` (``module_.encoder``)."""
+        self.check_is_fitted()
+        return self.module_.encoder

@@ -1,0 +1,387 @@
+"""PARSPretrainer: the encoder stage, a scikit-learn transformer that pretrains a
+:class:`~braindecode_pars.PatchEncoder` with PARS (or a baseline pretext task)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._checks import check_device, check_int, check_option, check_range
+from .._logging import verbose_logging
+from ..datasets.adapters import Windows, read_windows, windows_info
+from ..datasets.single_channel import SingleChannelWindows
+from ..models import PRETEXT_MODELS, pretext_params
+from ..models.config import ENCODER_SIZES, PatchEncoderConfig
+from ..models.encoder import PatchEncoder
+from ..training.seeding import fit_seed, isolated_random_state
+from ._common import check_window_length, read_input, three_d_tags
+
+logger = logging.getLogger(__name__)
+
+_SMALL = ENCODER_SIZES["small"]
+
+
+class PARSPretrainer(TransformerMixin, BaseEstimator):
+    """Pretrain a single-channel :class:`~braindecode_pars.PatchEncoder` on windows.
+
+    ``fit`` draws one random channel of a random crop of each window (of ``X`` and
+    ``X_unlabeled``; labels are not used) and trains the encoder with a pretext
+    task: PARS (the paper's: predict the time shift between every pair of
+    position-masked patches), MAE, MP3 or DropPos, through skorch
+    (:class:`~braindecode_pars.PretrainNet`). ``transform`` gives each window's
+    per-channel features from the pretrained encoder. It is the encoder stage of
+    :class:`~braindecode_pars.PARSClassifier` (``encoder=PARSPretrainer(...)``,
+    parameters ``encoder__<name>``), and is usable alone.
+
+    **What to expect**: minutes per fit on a CPU at the default 3,000 steps of the
+    small encoder; the pretext skill reached and what the encoder adds to a probe
+    are on the benchmarks page (``docs/benchmarks.rst``).
+
+    Parameters
+    ----------
+    method : {"pars", "mae", "mp3", "droppos"}
+        The pretext task.
+    patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob, eps
+        The new encoder's settings (:class:`~braindecode_pars.models.config.PatchEncoderConfig`);
+        the defaults are the small size (``ENCODER_SIZES["small"]``: 64 features, 4
+        blocks of 4 heads, feed-forward 128, 140 k parameters), which pretrains on a
+        CPU; ``PARSPretrainer(**ENCODER_SIZES["paper"])`` is the paper's 512 x 8
+        (12.7 M parameters, for a GPU).
+    n_patches, pos_mask_ratio
+        PARS's patches per crop and share of them without a position (paper: 40,
+        0.8); ``pos_mask_ratio`` is also DropPos's ``gamma_pos``.
+    mask_ratio : float
+        Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
+    decoder_heads : int
+        Attention heads of PARS's pair decoder.
+    window_seconds : float | None
+        Length of the pretraining crops; None: 10 s, or the windows of ``X`` when
+        shorter (paper: 30 s). Windows of ``X_unlabeled`` must be at least this long.
+    max_epochs : int | None
+        Pretraining epochs; None: as many as ``steps`` optimiser steps take; 0: no
+        pretraining, a randomly initialised encoder (training from scratch).
+    steps : int
+        The budget in optimiser steps when ``max_epochs`` is None.
+    batch_size, lr, weight_decay
+        Batch size, maximum learning rate (warm-up, then cosine) and AdamW's weight
+        decay.
+    valid_fraction : float | None
+        Share held out to measure the pretext skill (``history_``'s ``valid_skill``):
+        whole groups when ``fit`` has groups, else whole windows.
+    preset : {None, "paper"}
+        ``"paper"``: the paper's lr 1e-4, batch 512, 1000 epochs and 30-s crops, for a
+        corpus of its size.
+    checkpoint_dir : str | Path | None
+        Where pretraining keeps its resumable state (``<checkpoint_dir>/pretrain``): a
+        rerun resumes it, and an interrupted fit loses no finished epoch. None: no file.
+    sfreq : float | None
+        Sampling rate of array input; read from windows that carry it.
+    device : str
+        Torch device of pretraining.
+    random_state : int | None
+        Seed of every draw (initialisation, crops, channels, patches, masks, batch
+        order, the validation split); None: a fresh seed. The global generators are
+        left as they were.
+    verbose : int
+        0: silent; 1: one line before pretraining and one per epoch; 2: the epoch table.
+
+    Attributes
+    ----------
+    encoder_ : PatchEncoder
+        The pretrained encoder, on the CPU, in evaluation mode.
+    config_ : PatchEncoderConfig
+    history_ : skorch History | None
+        The pretraining history (None with ``max_epochs=0``).
+    sfreq_ : float
+    n_crop_ : int | None
+        Samples per pretraining crop (None without pretraining).
+    """
+
+    def __init__(
+        self,
+        method="pars",
+        *,
+        patch_seconds=1.0,
+        emb_dim=_SMALL["emb_dim"],
+        depth=_SMALL["depth"],
+        n_heads=_SMALL["n_heads"],
+        ff_dim=_SMALL["ff_dim"],
+        activation="gelu",
+        drop_prob=0.0,
+        eps=1e-5,
+        n_patches=40,
+        pos_mask_ratio=0.8,
+        mask_ratio=0.75,
+        decoder_heads=8,
+        window_seconds=None,
+        max_epochs=None,
+        steps=3000,
+        batch_size=64,
+        lr=1e-3,
+        weight_decay=1e-4,
+        valid_fraction=0.1,
+        preset=None,
+        checkpoint_dir=None,
+        sfreq=None,
+        device="cpu",
+        random_state=None,
+        verbose=1,
+    ):
+        self.method = method
+        self.patch_seconds = patch_seconds
+        self.emb_dim = emb_dim
+        self.depth = depth
+        self.n_heads = n_heads
+        self.ff_dim = ff_dim
+        self.activation = activation
+        self.drop_prob = drop_prob
+        self.eps = eps
+        self.n_patches = n_patches
+        self.pos_mask_ratio = pos_mask_ratio
+        self.mask_ratio = mask_ratio
+        self.decoder_heads = decoder_heads
+        self.window_seconds = window_seconds
+        self.max_epochs = max_epochs
+        self.steps = steps
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.valid_fraction = valid_fraction
+        self.preset = preset
+        self.checkpoint_dir = checkpoint_dir
+        self.sfreq = sfreq
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = three_d_tags(super().__sklearn_tags__())
+        tags.non_deterministic = self.random_state is None
+        tags.target_tags.required = False
+        return tags
+
+    # -- checks and settings -------------------------------------------------------------
+    def _check_params(self):
+        """Every parameter, before any work; returns the encoder's config."""
+        check_option("method", self.method, tuple(PRETEXT_MODELS))
+        config = PatchEncoderConfig.of(self)
+        check_int("n_patches", self.n_patches, 1)
+        check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
+        check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)
+        check_int("decoder_heads", self.decoder_heads, 1)
+        if self.emb_dim % self.decoder_heads:
+            divisors = [h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]
+            raise ValueError(
+                f"'decoder_heads' must divide emb_dim={self.emb_dim} (one of {divisors}), but "
+                f"got {self.decoder_heads}."
+            )
+        if self.window_seconds is not None:
+            check_range("window_seconds", self.window_seconds, 0, math.inf, low_open=True)
+        if self.max_epochs is not None:
+            check_int("max_epochs", self.max_epochs, 0)
+        check_int("steps", self.steps, 1)
+        check_int("batch_size", self.batch_size, 1)
+        check_range("lr", self.lr, 0, math.inf, low_open=True)
+        check_range("weight_decay", self.weight_decay, 0, math.inf)
+        if self.valid_fraction is not None:
+            check_range("valid_fraction", self.valid_fraction, 0, 1, high_open=True)
+        check_option("preset", self.preset, (None, "paper"))
+        check_device("device", self.device)
+        check_option("verbose", self.verbose, (0, 1, 2, False, True))
+        fit_seed(self.random_state if self.random_state is not None else 0)  # type check
+        n_masked = int(round(self.pos_mask_ratio * self.n_patches))
+        if self.method == "pars" and self._pretrains() and n_masked < 2:
+            raise ValueError(
+                f"pos_mask_ratio={self.pos_mask_ratio} of n_patches={self.n_patches} masks "
+                f"{n_masked} patch(es); PARS needs at least 2."
+            )
+        return config
+
+    def _pretrains(self):
+        return self.max_epochs != 0
+
+    def _settings(self):
+        """lr, batch size, epochs (None: from steps), steps and crop length (s) in force."""
+        if self.preset == "paper":
+            epochs = 1000 if self.max_epochs is None else self.max_epochs
+            return dict(lr=1e-4, batch_size=512, epochs=epochs, steps=None, window=30.0)
+        return dict(
+            lr=self.lr,
+            batch_size=self.batch_size,
+            epochs=self.max_epochs,
+            steps=self.steps,
+            window=self.window_seconds,
+        )
+
+    def _crop(self, sfreq, patch, lengths):
+        """Samples per pretraining crop, checked against the shortest windows of each
+        source (``lengths``: name -> samples)."""
+        window = self._settings()["window"]
+        n_crop = min(lengths["X"], int(round(10.0 * sfreq)))
+        why = "10 s or the 'X' windows if shorter, as 'window_seconds' is None"
+        if window is not None:
+            n_crop = int(round(window * sfreq))
+            why = f"'window_seconds'={window}"
+            if n_crop < patch:
+                raise ValueError(
+                    f"{why} gives pretraining windows of {n_crop} samples, shorter than one "
+                    f"patch ({patch} samples)."
+                )
+        for name, n in lengths.items():
+            if n_crop > n:
+                raise ValueError(
+                    f"'{name}' holds windows of {n} samples, shorter than the pretraining "
+                    f"windows ({n_crop} samples: {why})."
+                )
+        return n_crop
+
+    @staticmethod
+    def _unlabeled_sources(X_unlabeled, sfreq):
+        """The sources of ``X_unlabeled`` (one or a list), each as pretraining reads it:
+        braindecode windows as their recordings (crops may cross window boundaries,
+        overlapping windows are not duplicated), anything else as an array of windows."""
+        from braindecode.datasets import BaseConcatDataset
+
+        if X_unlabeled is None:
+            return []
+        one = not isinstance(X_unlabeled, list | tuple) or (
+            len(X_unlabeled) > 0 and isinstance(X_unlabeled[0], tuple)
+        )
+        sources = []
+        for source in [X_unlabeled] if one else X_unlabeled:
+            if isinstance(source, BaseConcatDataset):
+                rate = float(windows_info(source)["sfreq"])
+                if abs(rate - sfreq) > 1e-6:
+                    raise ValueError(
+                        f"'X_unlabeled' windows are sampled at {rate} Hz, 'X' at {sfreq} Hz."
+                    )
+                sources.append(source)
+                continue
+            if isinstance(source, np.ndarray) and not np.issubdtype(source.dtype, np.number):
+                raise ValueError(
+                    "'X_unlabeled' arrays must be numeric, of shape (n_windows, n_chans, "
+                    f"n_times), but got shape {source.shape} and dtype {source.dtype}."
+                )
+            sources.append(read_windows(source, sfreq=sfreq, name="X_unlabeled").X)
+        return sources
+
+    @staticmethod
+    def _source_length(source):
+        """Samples per window of a source (an array, or braindecode windows)."""
+        if isinstance(source, np.ndarray):
+            return source.shape[-1]
+        return int(np.shape(source[0][0])[-1])
+
+    # -- fit -----------------------------------------------------------------------------
+    def fit(self, X, y=None, groups=None, X_unlabeled=None):
+        """Pretrain a new encoder on ``X`` (labels ignored) and ``X_unlabeled``.
+
+        Parameters
+        ----------
+        X : windows | ndarray, shape (n_windows, n_chans, n_times)
+            Windows: an array (set ``sfreq``), braindecode windows, a ``Subset`` or
+            ``SliceDataset`` of them, or ``mne.Epochs``.
+        y : ignored
+        groups : array-like, shape (n_windows,) | None
+            The subject of each window: the pretext skill is then validated on whole
+            subjects held out of pretraining.
+        X_unlabeled : windows | ndarray | list of them | None
+            More windows for pretraining, at least ``window_seconds`` long; braindecode
+            windows are read as their recordings.
+
+        Returns
+        -------
+        self : PARSPretrainer
+        """
+        config = self._check_params()
+        data = read_input(X, groups=groups, sfreq=self.sfreq)
+        n_chans, n_times = data.shape
+        patch = check_window_length(n_times, n_chans, config.patch_seconds, data.sfreq)
+        sources = None
+        if self._pretrains():
+            sources, lengths = [data.X], {"X": n_times}
+            for unlabeled in self._unlabeled_sources(X_unlabeled, data.sfreq):
+                sources.append(unlabeled)
+                n = self._source_length(unlabeled)
+                lengths["X_unlabeled"] = min(lengths.get("X_unlabeled", n), n)
+            n_crop = self._crop(data.sfreq, patch, lengths)
+        seed = fit_seed(self.random_state)
+        with verbose_logging(self.verbose), isolated_random_state(seed, self.device):
+            if sources is None:
+                encoder = PatchEncoder(sfreq=data.sfreq, **config.encoder_kwargs())
+                history, self.n_crop_ = None, None
+            else:
+                encoder, history = self._pretrain(config, data, sources, n_crop)
+                self.n_crop_ = n_crop
+        self.encoder_ = encoder.cpu().eval()
+        self.history_ = history
+        self.config_ = config
+        self.sfreq_ = float(data.sfreq)
+        return self
+
+    def _pretrain(self, config, data, sources, n_crop):
+        from ..training.pretrain import training_windows
+        from ..training.run import pretrain
+        from ..training.schedule import epochs_for_steps
+
+        view = SingleChannelWindows(sources, n_times=n_crop)
+        view.sfreq = data.sfreq
+        if data.groups is not None:
+            labelled = [f"group {g}" for g in np.asarray(data.groups)]
+            rest = [f"window {r}" for r in view.index[len(labelled) :, 0]]
+            view.split_groups = np.asarray(labelled + rest)
+        settings = self._settings()
+        valid = self.valid_fraction or None
+        epochs = settings["epochs"]
+        if epochs is None:  # the step budget, over the windows the split leaves to train
+            n_train = training_windows(view, valid)
+            epochs = epochs_for_steps(settings["steps"], n_train, settings["batch_size"])
+        folder = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / "pretrain"
+        pretext = pretext_params(self.method, self.n_patches, self.pos_mask_ratio, self.mask_ratio)
+        if self.method == "pars":
+            pretext["decoder_heads"] = self.decoder_heads
+        try:
+            net = pretrain(
+                view,
+                self.method,
+                folder,
+                encoder_kwargs=config.encoder_kwargs(),
+                max_epochs=epochs,
+                lr=settings["lr"],
+                batch_size=settings["batch_size"],
+                device=self.device,
+                valid_fraction=valid,
+                progress_bar=bool(self.verbose),
+                weight_decay=self.weight_decay,
+                **pretext,
+            )
+        except KeyboardInterrupt as err:
+            keep = (
+                f"its finished epochs are saved in '{folder}': fit again with the same "
+                "checkpoint_dir to resume"
+                if folder is not None
+                else "set checkpoint_dir to keep finished epochs (a rerun then resumes)"
+            )
+            raise KeyboardInterrupt(f"Pretraining was interrupted; {keep}.") from err
+        return net.encoder, net.history
+
+    def transform(self, X):
+        """Each window's per-channel features from the pretrained encoder.
+
+        Returns
+        -------
+        features : ndarray, shape (n_windows, n_chans * emb_dim)
+            For each channel in turn, its tokens averaged over patches
+            (:class:`~braindecode_pars.probe.EncoderFeatures`).
+        """
+        from ..probe import EncoderFeatures
+
+        check_is_fitted(self, "encoder_")
+        data = read_windows(X, sfreq=None if isinstance(X, Windows) else self.sfreq_)
+        features = EncoderFeatures(self.encoder_, sfreq=self.sfreq_, device=self.device)
+        return features.fit_transform(data.X)
