@@ -17,10 +17,10 @@ from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.floor import (
     DEFAULT_BANDS,
     BandPowerFeatures,
-    LabelledPipeline,
     band_power_pipeline,
     riemann_pipeline,
 )
+from braindecode_pars.windows_input import LabelledPipeline
 
 SFREQ = 100.0
 

@@ -9,17 +9,16 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
 from braindecode_pars import PatchEncoder
-from braindecode_pars.floor import LOGISTIC_MAX_ITER, BandPowerFeatures
-from braindecode_pars.probe import (
+from braindecode_pars.align import (
     AlignedProbe,
-    BlockScaler,
-    EncoderFeatures,
     align_covariances,
     align_features,
     covariance_reference,
     feature_reference,
-    probe_pipeline,
 )
+from braindecode_pars.floor import BandPowerFeatures
+from braindecode_pars.probe import BlockScaler, EncoderFeatures, probe_pipeline
+from braindecode_pars.windows_input import LOGISTIC_MAX_ITER
 
 
 def small_encoder(seed=0, sfreq=100):
