@@ -19,7 +19,6 @@ import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 from sklearn.base import TransformerMixin
-from sklearn.model_selection import GroupShuffleSplit
 from skorch.callbacks import EpochScoring, Freezer, Unfreezer
 
 from .._checks import check_device, check_int, check_option, check_range
@@ -35,6 +34,7 @@ from ..training.finetune import (
     best_epoch,
     class_weights,
     crop_starts,
+    group_split,
     standard_augmentation,
 )
 from ..training.interrupt import PropagateInterrupt
@@ -227,13 +227,12 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
                 )
             check_int("min_valid_groups", value, 2)
         crop = self.crop_seconds
-        is_number = isinstance(crop, numbers.Real) and not isinstance(crop, bool)
-        if not (crop is None or is_number):
+        if crop is not None and (isinstance(crop, bool) or not isinstance(crop, numbers.Real)):
             raise ValueError(
                 "Invalid value for the 'crop_seconds' parameter. Allowed values are a "
                 f"positive number of seconds and None, but got {crop!r} instead."
             )
-        if is_number:
+        if crop is not None:
             check_range("crop_seconds", crop, 0, math.inf, low_open=True)
         if isinstance(self.augmentation, str):
             check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
@@ -291,7 +290,9 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
             held_out = CodedWindows(valid.X, self._codes(valid.y))
             self.validation_ = "X_valid"
         else:
-            train_idx, valid_idx, self.validation_ = self._split(codes, data.groups)
+            train_idx, valid_idx, self.validation_ = group_split(
+                codes, data.groups, self.min_valid_groups, self.valid_fraction, self.seed_
+            )
             train = CodedWindows(data.X, codes, train_idx)
             held_out = None if valid_idx is None else CodedWindows(data.X, codes, valid_idx)
         self.class_weight_ = class_weights(train.targets(), len(self.classes_))
@@ -345,28 +346,6 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
         if self.augmentation == "standard":
             return standard_augmentation(self.sfreq_, random_state=self.seed_)
         return list(self.augmentation or [])
-
-    def _split(self, codes, groups):
-        """Training and validation indices (None: no split) and the rule that applied."""
-        n = len(codes)
-        n_groups = 0 if groups is None else len(np.unique(groups))
-        if self.min_valid_groups is None or n_groups < self.min_valid_groups:
-            return np.arange(n), None, "none"
-        n_valid = max(1, int(round(self.valid_fraction * n_groups)))
-        rng = np.random.default_rng(self.seed_)
-        n_classes = len(np.unique(codes))
-        for _ in range(100):  # prefer a draw whose two parts hold every class
-            splitter = GroupShuffleSplit(1, test_size=n_valid, random_state=rng.integers(2**31))
-            train, valid = next(splitter.split(codes, codes, groups))
-            if len(np.unique(codes[valid])) == n_classes == len(np.unique(codes[train])):
-                break
-        else:
-            logger.warning(
-                "No draw of %d held-out group(s) in 100 holds every class on both sides; "
-                "keeping the last draw.",
-                n_valid,
-            )
-        return train, valid, "groups"
 
     def _initial_encoder(self):
         """The encoder a new module starts from: ``encoder`` (a copy), or a new small one."""
@@ -513,9 +492,6 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
                 features.append(self.infer(Xi, return_features=True).cpu().numpy())
         features = np.concatenate(features)
         return dataset.average(features) if dataset is not windows else features
-
-    def fit_transform(self, X, y=None, **fit_params):
-        return self.fit(X, y, **fit_params).transform(X)
 
     @property
     def encoder_(self):

@@ -13,6 +13,7 @@ from braindecode.augmentation import (
     SmoothTimeMask,
 )
 from sklearn.metrics import balanced_accuracy_score
+from sklearn.model_selection import GroupShuffleSplit
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
 from skorch.callbacks import Callback, Checkpoint
@@ -217,3 +218,37 @@ def _valid_balanced_accuracy(net, dataset, y=None):
 
     proba = EEGClassifier.predict_proba(net, dataset)
     return balanced_accuracy_score(_codes(dataset), proba.argmax(axis=1))
+
+
+def group_split(codes, groups, min_valid_groups, valid_fraction, seed):
+    """Training and validation indices of coded labels, and the rule that applied.
+
+    With ``min_valid_groups`` set and at least that many distinct ``groups``, about
+    ``valid_fraction`` of the groups are held out (a draw whose two parts hold every
+    class is preferred); else no split.
+
+    Returns
+    -------
+    train : ndarray
+    valid : ndarray | None
+    rule : {"groups", "none"}
+    """
+    n = len(codes)
+    n_groups = 0 if groups is None else len(np.unique(groups))
+    if min_valid_groups is None or n_groups < min_valid_groups:
+        return np.arange(n), None, "none"
+    n_valid = max(1, int(round(valid_fraction * n_groups)))
+    rng = np.random.default_rng(seed)
+    n_classes = len(np.unique(codes))
+    for _ in range(100):  # prefer a draw whose two parts hold every class
+        splitter = GroupShuffleSplit(1, test_size=n_valid, random_state=rng.integers(2**31))
+        train, valid = next(splitter.split(codes, codes, groups))
+        if len(np.unique(codes[valid])) == n_classes == len(np.unique(codes[train])):
+            break
+    else:
+        logger.warning(
+            "No draw of %d held-out group(s) in 100 holds every class on both sides; "
+            "keeping the last draw.",
+            n_valid,
+        )
+    return train, valid, "groups"
