@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.pipeline import Pipeline
+from sklearn.pipeline import Pipeline, _final_estimator_has
 from sklearn.utils import get_tags
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .datasets.adapters import labels_of, read_windows
+from .datasets.adapters import Windows, labels_of, read_windows
 
 #: ``max_iter`` of the floor's logistic regression.
 LOGISTIC_MAX_ITER = 1000
@@ -184,6 +185,7 @@ Subset | SliceDataset | list of window items | mne.Epochs
         -------
         self : LabelledPipeline
         """
+        X = _read_once(X)
         return super().fit(X, self._labels(X, y), **params)
 
     def score(self, X, y=None, sample_weight=None, **params):
@@ -203,7 +205,37 @@ Subset | SliceDataset | list of window items | mne.Epochs
         -------
         score : float
         """
+        X = _read_once(X)
         return super().score(X, self._labels(X, y), sample_weight=sample_weight, **params)
+
+    @available_if(_final_estimator_has("predict"))
+    def predict(self, X, **params):
+        """The final step's predictions; windows are read once."""
+        return super().predict(_read_once(X), **params)
+
+    @available_if(_final_estimator_has("predict_proba"))
+    def predict_proba(self, X, **params):
+        """The final step's class probabilities; windows are read once."""
+        return super().predict_proba(_read_once(X), **params)
+
+    @available_if(_final_estimator_has("decision_function"))
+    def decision_function(self, X, **params):
+        """The final step's decision function; windows are read once."""
+        return super().decision_function(_read_once(X), **params)
+
+    @available_if(Pipeline._can_transform)
+    def transform(self, X, **params):
+        """The steps' transforms; windows are read once."""
+        return super().transform(_read_once(X), **params)
+
+
+def _read_once(X):
+    """Windows that are not an array read once, so that every step of a pipeline (each
+    block of a ``FeatureUnion``) gets the read :class:`Windows` rather than reading them
+    again from their recordings."""
+    if isinstance(X, np.ndarray | Windows):
+        return X
+    return read_windows(X, name="X")
 
 
 class WindowsArray(TransformerMixin, BaseEstimator):
