@@ -296,7 +296,7 @@ def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli, "_pretrain_view", lambda args: list(range(100)))
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: list(range(100)))
     monkeypatch.setattr(dist, "world_size", lambda: 4)
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])

@@ -104,7 +104,7 @@ def test_pretrain_command_keeps_freed_memory_on_a_cpu(flags, device, called, mon
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli, "_pretrain_view", lambda args: list(range(100)))
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: list(range(100)))
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
     assert bool(calls) is called

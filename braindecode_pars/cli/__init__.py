@@ -1,0 +1,304 @@
+"""The ``braindecode-pars`` command line: the parser and :func:`main`.
+
+The subcommands live by what they do: :mod:`.pretrain` makes an encoder (``store``,
+``pretrain``, ``export``), :mod:`.experiment` scores encoders (``demo``, ``compare``,
+``experiment``, ``finetune``, ``evaluate``). Building the parser imports nothing beyond
+the standard library and those two modules, whose commands import what they need when
+they run: ``--help`` is fast and prints no warning of the libraries underneath.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import warnings
+
+from .experiment import _compare, _demo, _evaluate, _experiment, _finetune, read_config
+from .pretrain import PAPER_PRETRAINING, _export, _pretrain, _store
+
+__all__ = ["PAPER_PRETRAINING", "build_parser", "main"]
+
+
+def _command(sub, func):
+    """The parser of the subcommand that runs ``func(args)``: named as ``func`` without its
+    leading underscore, with the first paragraph of its docstring as help."""
+    help_text = " ".join((func.__doc__ or "").split("\n\n")[0].split()).rstrip(".")
+    command = sub.add_parser(func.__name__.lstrip("_"), help=help_text[:1].lower() + help_text[1:])
+    command.set_defaults(func=func)
+    return command
+
+
+def _preprocessing_flags(parser):
+    """The flags that resample and filter ``--recordings``."""
+    parser.add_argument("--sfreq", type=float, help="resample recordings to this rate (100 Hz)")
+    parser.add_argument("--l-freq", type=float, default=0.3, help="high-pass of recordings (Hz)")
+    parser.add_argument("--h-freq", type=float, help="low-pass (default: min(75, 0.45 sfreq))")
+    parser.add_argument("--notch-freq", type=float, help="power-line notch of recordings (50/60)")
+
+
+def _recording_flags(parser):
+    """The flags of ``--recordings`` that choose channels and treat unreadable files, and
+    those of ``--shared-data`` that choose its parts."""
+    parser.add_argument(
+        "--eegmat-subjects",
+        nargs="+",
+        help="with --shared-data: EEGMAT subjects (numbers, 'pool' for the 12 that no "
+        "development split scores, 'train' for the 24 non-test ones; default: train)",
+    )
+    parser.add_argument(
+        "--muse",
+        action="store_true",
+        help="with --shared-data: add the Muse headband recordings of muse-cueing/",
+    )
+    parser.add_argument(
+        "--exclude",
+        nargs="+",
+        help="channel names to leave out of --recordings (default: channels named like "
+        "ECG/EOG/EMG/respiration or reference derivations such as A1, A2, A2-A1)",
+    )
+    parser.add_argument(
+        "--keep-all-channels",
+        action="store_true",
+        help="keep every EEG-typed channel of --recordings, ECG-like names included",
+    )
+    parser.add_argument(
+        "--on-error",
+        default="raise",
+        choices=["raise", "skip"],
+        help="a file of --recordings that cannot be read: stop naming it, or skip it "
+        "with a warning",
+    )
+
+
+def _comparison_parsers(sub):
+    """The parsers of ``demo`` and ``compare``."""
+    demo = _command(sub, _demo)
+    demo.add_argument("--out", default="results/demo", help="output folder")
+    demo.add_argument("--encoder", help="shipped encoder name or saved encoder (pars-small)")
+    demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
+    demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
+    demo.add_argument("--finetune-epochs", type=int)
+    demo.add_argument("--device", help="cpu or cuda")
+
+    compare = _command(sub, _compare)
+    compare.add_argument("--out", default="results/comparison", help="output folder")
+    compare.add_argument("--methods", nargs="+", help="subset of scratch mae mp3 droppos pars")
+    compare.add_argument("--seeds", nargs="+", type=int)
+    compare.add_argument("--pretrain-epochs", type=int)
+    compare.add_argument("--finetune-epochs", type=int)
+    compare.add_argument("--device", help="cpu or cuda")
+    compare.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
+
+
+def _store_parser(sub):
+    store = _command(sub, _store)
+    store.add_argument("--out", required=True, help="store folder")
+    store.add_argument("--subjects", nargs="+", type=int, default=[1])
+    store.add_argument("--runs", nargs="+", type=int, default=[1, 2, 3, 5, 7, 9, 11, 13])
+    store.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
+    store.add_argument("--window-seconds", type=float, default=30.0)
+    store.add_argument("--stride-seconds", type=float, default=5.0)
+    store.add_argument("--overwrite", action="store_true")
+    store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
+    store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
+    _preprocessing_flags(store)
+    store.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
+    store.add_argument("--tueg", help="TUEG edf folder")
+    store.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
+    store.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
+    store.add_argument(
+        "--allow-test-patients",
+        action="store_true",
+        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients",
+    )
+    store.add_argument(
+        "--ysyw-split-file", help="YSYW split file (default: <ysyw>/splits.json, the recipe's)"
+    )
+    _recording_flags(store)
+
+
+def _pretrain_parser(sub):
+    pre = _command(sub, _pretrain)
+    pre.add_argument(
+        "--config",
+        help="JSON file of these options by name (e.g. "
+        '{"method": "pars", "epochs": 1000}); flags given here take precedence',
+    )
+    pre.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
+    pre.add_argument("--method", default="pars", choices=["pars", "mae", "mp3", "droppos"])
+    pre.add_argument("--store", help="window store folder (see 'store'); default: bundled EEG")
+    pre.add_argument(
+        "--recordings",
+        nargs="+",
+        help="your own recordings: folders or globs of files MNE reads "
+        "(EDF, BDF, FIF, BrainVision, EEGLAB...), e.g. 'data/**/*.edf'",
+    )
+    pre.add_argument(
+        "--shared-data",
+        help="folder with eegmat/ and sleep-edf-atm/: the shipped encoder's corpus",
+    )
+    _preprocessing_flags(pre)
+    _recording_flags(pre)
+    pre.add_argument("--subjects", nargs="+", type=int, default=[1])
+    pre.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
+    pre.add_argument(
+        "--window-seconds", type=float, default=10.0, help="pretraining crops (paper: 30)"
+    )
+    pre.add_argument("--stride-seconds", type=float, default=5.0)
+    pre.add_argument("--epochs", type=int, help="paper: 1000 (default: as many as --steps take)")
+    pre.add_argument(
+        "--steps",
+        type=int,
+        default=3000,
+        help="optimiser steps (of each process) when --epochs is not given, counted "
+        "over the windows a --valid-fraction split by window leaves (a split by "
+        "recording can hold out more, so fewer steps run: the log says how many)",
+    )
+    pre.add_argument(
+        "--batch-size", type=int, default=64, help="per process (--paper: 512 shared by all)"
+    )
+    pre.add_argument("--lr", type=float, default=1e-3, help="paper: 1e-4")
+    pre.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's optimisation for its 1.5-million-window corpus: lr 1e-4, batch "
+        "512, 1000 epochs, 30-s windows (learns nothing in a few thousand steps)",
+    )
+    pre.add_argument(
+        "--valid-fraction", type=float, default=0.1, help="held out for validation skill"
+    )
+    pre.add_argument("--sampling", default="random", choices=["random", "disjoint", "fixed"])
+    pre.add_argument("--threads", type=int, help="torch CPU threads")
+    pre.add_argument(
+        "--keep-freed-memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="on a CPU, keep memory that training steps free for the next step instead "
+        "of giving it back to the system (glibc's malloc thresholds; faster steps, the "
+        "same peak memory)",
+    )
+    pre.add_argument("--emb-dim", type=int, default=512)
+    pre.add_argument("--depth", type=int, default=8)
+    pre.add_argument("--n-heads", type=int, default=8)
+    pre.add_argument("--ff-dim", type=int, default=512)
+    pre.add_argument("--n-patches", type=int, default=40)
+    pre.add_argument("--pos-mask-ratio", type=float, default=0.8)
+    pre.add_argument(
+        "--decoder-heads",
+        type=int,
+        default=8,
+        help="heads of PARS's cross-attention pair decoder (not given by the paper); with "
+        "a 64-wide encoder 4 make each step about 6%% cheaper, for a lower skill over "
+        "long runs (benchmarks/results/decoder_heads.md, dev_tasks_selection_heads.md)",
+    )
+    pre.add_argument("--mask-ratio", type=float, default=0.75)
+    pre.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    pre.add_argument("--amp", action="store_true", help="bf16 autocast")
+    pre.add_argument("--compile", action="store_true", help="torch.compile the model")
+    pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    pre.add_argument("--seed", type=int, default=0)
+    pre.add_argument(
+        "--max-minutes",
+        type=float,
+        help="stop after the epoch in which this many minutes have passed; the run is "
+        "saved unfinished and the same command continues it (0: after one epoch)",
+    )
+    pre.add_argument(
+        "--extend",
+        action="store_true",
+        help="resume a run in --out with another --epochs / --steps (the learning-rate "
+        "curve is redrawn for the new budget)",
+    )
+
+
+def build_parser():
+    """The parser of ``braindecode-pars`` and its subcommands.
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        Each subcommand's namespace holds ``func``, the function that runs it.
+    """
+    parser = argparse.ArgumentParser(
+        prog="braindecode-pars",
+        description="PARS self-supervised pretraining of EEG transformers.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _comparison_parsers(sub)
+    _store_parser(sub)
+    _pretrain_parser(sub)
+
+    exp_ = _command(sub, _export)
+    exp_.add_argument("--run", required=True, help="the pretrain --out folder")
+    exp_.add_argument("--out", required=True, help="folder to write")
+
+    exp = _command(sub, _experiment)
+    exp.add_argument("--config", required=True, help="JSON configuration file")
+    exp.add_argument("--out", help="output folder (default: the configuration's 'out')")
+
+    fin = _command(sub, _finetune)
+    fin.add_argument("--config", required=True)
+    fin.add_argument("--out", required=True)
+
+    ev = _command(sub, _evaluate)
+    ev.add_argument("--model", required=True, help="model.pkl written by finetune")
+    ev.add_argument("--config", required=True, help="JSON configuration with 'data'")
+    ev.add_argument("--split", default="test", help="train, valid, test (or all)")
+    return parser
+
+
+def _subparser(parser, name):
+    """The parser of subcommand ``name``."""
+    action = next(
+        a for a in parser._subparsers._group_actions if isinstance(a, argparse._SubParsersAction)
+    )
+    return action.choices[name]
+
+
+def _parse(argv):
+    """Parse, letting a ``--config`` JSON file set the defaults of ``pretrain``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "pretrain" and args.config:
+        config = read_config(args.config)
+        sub = _subparser(parser, "pretrain")
+        known = {a.dest for a in sub._actions}
+        unknown = sorted(set(k.replace("-", "_") for k in config) - known)
+        if unknown:
+            raise SystemExit(
+                f"braindecode-pars pretrain: unknown options {unknown} in "
+                f"'{args.config}'; allowed: {sorted(known - {'help', 'config'})}"
+            )
+        sub.set_defaults(**{k.replace("-", "_"): v for k, v in config.items()})
+        args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "pretrain" and not args.out:
+        raise SystemExit("braindecode-pars pretrain: give --out (or 'out' in --config).")
+    return args
+
+
+def main(argv=None):
+    """Run the ``braindecode-pars`` command line.
+
+    Parameters
+    ----------
+    argv : list of str | None
+        The arguments; None: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    status : int
+        0 when the command ran (errors exit through :class:`SystemExit`).
+    """
+    args = _parse(argv)
+    # braindecode's model zoo warns about MNE montage names at import; not ours to fix
+    warnings.filterwarnings("ignore", category=FutureWarning, module="braindecode")
+    warnings.filterwarnings("ignore", message=".*standard_1020.*")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+    )
+    logging.getLogger("mne").setLevel(logging.ERROR)
+    logging.getLogger("braindecode").setLevel(logging.WARNING)
+    args.func(args)
+    return 0

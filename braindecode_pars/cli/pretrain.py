@@ -1,0 +1,280 @@
+"""The subcommands that make an encoder: ``store`` (the data, written once), ``pretrain``
+(the run) and ``export`` (its encoder, in braindecode's Hugging Face layout).
+
+The data assembly is :mod:`braindecode_pars.datasets.pretraining_views`'s; here the
+flags are turned into its arguments. What a command needs beyond the standard library
+is imported when it runs, so that building the parser (and ``--help``) stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+#: The paper's pretraining optimisation (section 2.5), for its 1.5-million-window corpus.
+PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30.0)
+
+#: The command-line flag of each setting a resumed run must share.
+_FLAGS = {
+    "max_epochs": "--epochs / --steps", "batch_size": "--batch-size", "lr": "--lr",
+    "n_patches": "--n-patches", "pos_mask_ratio": "--pos-mask-ratio", "sampling": "--sampling",
+    "decoder_heads": "--decoder-heads", "mask_ratio": "--mask-ratio",
+    "encoder.emb_dim": "--emb-dim", "encoder.depth": "--depth",
+    "encoder.n_heads": "--n-heads", "encoder.ff_dim": "--ff-dim",
+    "model": "--method", "valid_fraction": "--valid-fraction",
+    "n_times": "--window-seconds / --sfreq", "sfreq": "--sfreq",
+    "data.n_windows": "the data (--store, --recordings...)",
+    "data.fingerprint": "the data (--store, --recordings...)",
+}  # fmt: skip
+
+#: The flags that choose and preprocess the data of ``--recordings`` / ``--shared-data``
+#: (hashed into the name of the store a torchrun run writes in ``--out``).
+_DATA_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
+               "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels",
+               "eegmat_subjects", "muse")  # fmt: skip
+
+
+def _recording_options(args, command):
+    """The arguments of :func:`~braindecode_pars.datasets.pretraining_views.recording_windows`
+    that the flags give (``--eegmat-subjects`` checked: an exit names it)."""
+    from ..datasets.pretraining_views import eegmat_subjects
+
+    subjects = None
+    if args.shared_data:
+        try:
+            subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
+        except ValueError as err:
+            raise SystemExit(f"braindecode-pars {command}: {err}") from None
+    return dict(
+        sfreq=args.sfreq,
+        window_seconds=args.window_seconds,
+        stride_seconds=args.stride_seconds,
+        l_freq=args.l_freq,
+        h_freq=args.h_freq,
+        notch_freq=args.notch_freq,
+        exclude=[] if args.keep_all_channels else (args.exclude or "auto"),
+        on_error=args.on_error,
+        eegmat_subjects=subjects,
+        muse=args.muse,
+    )
+
+
+def _store(args):
+    """Write recordings (yours, the shared corpus, YSYW/TUEG or PhysioNet-MI) to a
+    memory-mappable window store for pretraining, one recording at a time."""
+    import json
+
+    from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
+    from ..datasets.pretraining_views import recording_windows
+
+    windows = recording_windows(
+        args.recordings, args.shared_data, lazy=True, **_recording_options(args, "store")
+    )
+    if windows is None and (args.ysyw or args.tueg):
+        windows = pretraining_corpus(
+            ysyw_path=args.ysyw,
+            tueg_path=args.tueg,
+            tuab_path=args.tuab,
+            tusz_path=args.tusz,
+            window_seconds=args.window_seconds,
+            allow_test_patients=args.allow_test_patients,
+            ysyw_split_file=args.ysyw_split_file,
+            lazy=True,
+        )
+    elif windows is None:
+        windows = load_physionet_mi_continuous(
+            args.subjects,
+            runs=args.runs,
+            path=args.data_path,
+            window_seconds=args.window_seconds,
+            stride_seconds=args.stride_seconds,
+        )
+    write_window_store(windows, args.out, overwrite=args.overwrite)
+    info = json.loads((Path(args.out) / "info.json").read_text())
+    n_windows = info.get("n_windows", len(windows))
+    sys.stdout.write(f"{n_windows} windows written to {args.out}/\n")
+
+
+def _pretrain_view(args):
+    """The pretraining windows the flags name: a store, recordings, the shared corpus, or
+    the bundled PhysioNet-MI subject.
+
+    Under torchrun, recordings and the shared corpus are read once: rank 0 writes them
+    to a window store inside ``--out`` (one per set of data flags), the other processes
+    wait for it, and every process memory-maps it.
+    """
+    from ..datasets.pretraining_views import data_key, pretraining_view
+
+    key = data_key({name: getattr(args, name, None) for name in _DATA_FLAGS})
+    return pretraining_view(
+        store=args.store,
+        recordings=args.recordings,
+        shared_data=args.shared_data,
+        physionet_subjects=args.subjects,
+        physionet_path=args.data_path,
+        shared_store=Path(args.out) / f"store-{key}",
+        **_recording_options(args, "pretrain"),
+    )
+
+
+def _check(args):
+    """Refuse, before any work, the flags ``pretrain`` cannot run with: an exit names them."""
+    from .._checks import check_device
+    from ..models.pair_decoders import check_heads
+
+    try:
+        check_device("--device", args.device)
+        if args.method == "pars":
+            check_heads("--decoder-heads", args.decoder_heads, args.emb_dim)
+    except (TypeError, ValueError) as err:
+        raise SystemExit(f"braindecode-pars pretrain: {err}") from None
+    if args.shared_data:
+        _recording_options(args, "pretrain")  # --eegmat-subjects, before the data are read
+
+
+def _pretrain(args):
+    """Pretrain an encoder with one pretext task; resumable; several processes under torchrun
+    (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)."""
+    import torch
+
+    from ..models import pretext_params
+    from ..training import RunMismatchError, init_distributed, pretrain
+    from ..training.distributed import rank, world_size
+
+    _check(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = init_distributed(args.device)
+    if args.keep_freed_memory and str(device).startswith("cpu"):
+        from ..training.memory import keep_freed_memory
+
+        keep_freed_memory()  # steps stop faulting freed pages back in (training/memory.py)
+    main_process = rank() == 0  # asked now: the process group ends with this command
+    try:
+        if args.paper:
+            for name, value in PAPER_PRETRAINING.items():
+                setattr(args, name, value)
+            # the paper's batch of 512 is the global one: shared by the processes
+            args.batch_size = max(1, PAPER_PRETRAINING["batch_size"] // world_size())
+        torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
+        view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws
+        if args.epochs is None:  # the step budget: steps of one process over its share
+            from ..training.schedule import epochs_for_steps
+
+            args.epochs = epochs_for_steps(
+                args.steps, len(view), args.batch_size, args.valid_fraction or None, world_size()
+            )
+        encoder_kwargs = dict(
+            emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
+        )
+        pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
+        if args.method == "pars":
+            pretext.update(sampling=args.sampling, decoder_heads=args.decoder_heads)
+        net = pretrain(
+            view,
+            args.method,
+            checkpoint_dir=args.out,
+            max_epochs=args.epochs,
+            batch_size=args.batch_size,
+            lr=args.lr,
+            device=device,
+            amp=args.amp,
+            compile=args.compile,
+            num_workers=args.workers,
+            valid_fraction=args.valid_fraction or None,
+            encoder_kwargs=encoder_kwargs,
+            max_minutes=args.max_minutes,
+            allow_new_budget=args.extend,
+            run_info=_run_info(args),
+            **pretext,
+        )
+    except RunMismatchError as err:
+        listed = "; ".join(
+            f"{_FLAGS.get(k, k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
+        )
+        extend = (
+            " (--extend resumes with the new epoch budget)"
+            if "max_epochs" in err.differences
+            else ""
+        )
+        raise SystemExit(
+            f"braindecode-pars pretrain: --out '{args.out}' holds a run with other settings: "
+            f"{listed}{extend}. Give another --out, or the run's settings to resume it."
+        ) from None
+    except KeyboardInterrupt:
+        from ..hub import run_status
+
+        status = run_status(args.out)
+        saved = (
+            f"{status['epoch']} of {status['max_epochs']} epochs are saved in '{args.out}' "
+            "(no encoder.pt: the run is unfinished). Run the same command to resume."
+            if status["epoch"]
+            else "no epoch was saved yet."
+        )
+        if main_process:
+            sys.stderr.write(f"braindecode-pars pretrain: interrupted; {saved}\n")
+        raise SystemExit(130) from None
+    finally:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+    if main_process:
+        _report(net, args)
+
+
+def _run_info(args):
+    """What the model card of a command-line run says of how it was made."""
+    import shlex
+
+    info = {"command": shlex.join(["braindecode-pars", *sys.argv[1:]])}
+    if args.store:
+        from ..datasets.store import store_summary
+
+        info["data.store"] = str(args.store)
+        summary = store_summary(args.store)
+        info["data.channel_hours"] = summary["channel_hours"]
+        info["data.hours"] = summary["hours"]
+        info["data.people"] = summary["people"]
+        info["data.datasets"] = "; ".join(
+            f"{name}: {d['n_recordings']} recordings of {d['people']} people, "
+            f"{d['channel_hours']} channel-hours"
+            for name, d in summary["datasets"].items()
+        )
+    elif args.recordings:
+        info["data.recordings"] = list(args.recordings)
+    elif args.shared_data:
+        info["data.recordings"] = [str(args.shared_data)]
+    else:
+        info["data.recordings"] = [f"PhysioNet-MI subjects {args.subjects} (bundled)"]
+    if args.recordings or args.shared_data:
+        info["data.preprocessing"] = (
+            f"resampled to {args.sfreq or 100.0} Hz, high-pass {args.l_freq} Hz, low-pass "
+            f"{args.h_freq or 'min(75, 0.45 sfreq)'} Hz, notch {args.notch_freq or 'none'}; "
+            f"{args.window_seconds}-s windows every {args.stride_seconds} s"
+        )
+    return info
+
+
+def _report(net, args):
+    """What a pretraining run did, and where its encoder is."""
+    last = net.history[-1]
+    skill = last.get("valid_skill", last.get("train_skill", float("nan")))
+    done = len(net.history)
+    if done < args.epochs:
+        sys.stdout.write(
+            f"Stopped after {done} of {args.epochs} epochs (--max-minutes {args.max_minutes}); "
+            f"pretext skill {skill:.3f}. Run the same command to continue.\n"
+        )
+        return
+    sys.stdout.write(
+        f"{done} epochs, final loss {last['train_loss']:.4f}, pretext skill "
+        f"{skill:.3f}; encoder written to {args.out}/encoder.pt\n"
+    )
+
+
+def _export(args):
+    """Write a pretraining run's encoder in braindecode's Hugging Face layout (config.json,
+    model.safetensors), with its pretext model and history."""
+    from ..hub import export_run
+
+    folder = export_run(args.run, args.out)
+    sys.stdout.write(f"Encoder of {args.run} written to {folder}/ (load_encoder('{folder}'))\n")
