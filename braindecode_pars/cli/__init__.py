@@ -14,7 +14,7 @@ import logging
 import warnings
 
 from .experiment import _compare, _demo, _evaluate, _experiment, _finetune, read_config
-from .pretrain import PAPER_PRETRAINING, _export, _pretrain, _store
+from .pretrain import PAPER_PRETRAINING, SIZES, _export, _pretrain, _store
 
 __all__ = ["PAPER_PRETRAINING", "build_parser", "main"]
 
@@ -162,7 +162,8 @@ def _pretrain_parser(sub):
         "--paper",
         action="store_true",
         help="the paper's optimisation for its 1.5-million-window corpus: lr 1e-4, batch "
-        "512, 1000 epochs, 30-s windows (learns nothing in a few thousand steps)",
+        "512, 1000 epochs, 30-s windows (learns nothing in a few thousand steps); the "
+        "encoder stays --size's",
     )
     pre.add_argument(
         "--valid-fraction", type=float, default=0.1, help="held out for validation skill"
@@ -177,10 +178,19 @@ def _pretrain_parser(sub):
         "of giving it back to the system (glibc's malloc thresholds; faster steps, the "
         "same peak memory)",
     )
-    pre.add_argument("--emb-dim", type=int, default=512)
-    pre.add_argument("--depth", type=int, default=8)
-    pre.add_argument("--n-heads", type=int, default=8)
-    pre.add_argument("--ff-dim", type=int, default=512)
+    pre.add_argument(
+        "--size",
+        default="small",
+        choices=list(SIZES),
+        help="encoder size: "
+        + ", or ".join(f"'{name}', {text}" for name, text in SIZES.items())
+        + " (default: small); --emb-dim, --depth, --n-heads and --ff-dim replace one of "
+        "its settings",
+    )
+    pre.add_argument("--emb-dim", type=int, help="token size (default: --size's)")
+    pre.add_argument("--depth", type=int, help="transformer blocks (default: --size's)")
+    pre.add_argument("--n-heads", type=int, help="attention heads (default: --size's)")
+    pre.add_argument("--ff-dim", type=int, help="feed-forward width (default: --size's)")
     pre.add_argument("--n-patches", type=int, default=40)
     pre.add_argument("--pos-mask-ratio", type=float, default=0.8)
     pre.add_argument(

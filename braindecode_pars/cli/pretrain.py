@@ -14,13 +14,26 @@ from pathlib import Path
 #: The paper's pretraining optimisation (section 2.5), for its 1.5-million-window corpus.
 PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30.0)
 
+#: The encoder sizes ``--size`` names (the keys of ``models.config.ENCODER_SIZES``), with
+#: what 3,000 steps of batch 64 cost on a 2-core CPU (about 1,300 and 40 windows/s:
+#: benchmarks/results/freed_memory.md, pretraining.md).
+SIZES = {
+    "small": "64 x 4 (4 heads, feed-forward 128), the estimator's and pars-small's: about "
+    "3 min of a 2-core CPU for 3,000 steps of batch 64",
+    "paper": "512 x 8 (8 heads, feed-forward 512), the paper's: about 70-80 min of that CPU "
+    "for those steps, a size for a GPU",
+}
+
+#: The encoder settings that ``--emb-dim``, ``--depth``, ``--n-heads``, ``--ff-dim`` set.
+ENCODER_FLAGS = ("emb_dim", "depth", "n_heads", "ff_dim")
+
 #: The command-line flag of each setting a resumed run must share.
 _FLAGS = {
     "max_epochs": "--epochs / --steps", "batch_size": "--batch-size", "lr": "--lr",
     "n_patches": "--n-patches", "pos_mask_ratio": "--pos-mask-ratio", "sampling": "--sampling",
     "decoder_heads": "--decoder-heads", "mask_ratio": "--mask-ratio",
-    "encoder.emb_dim": "--emb-dim", "encoder.depth": "--depth",
-    "encoder.n_heads": "--n-heads", "encoder.ff_dim": "--ff-dim",
+    "encoder.emb_dim": "--size / --emb-dim", "encoder.depth": "--size / --depth",
+    "encoder.n_heads": "--size / --n-heads", "encoder.ff_dim": "--size / --ff-dim",
     "model": "--method", "valid_fraction": "--valid-fraction",
     "n_times": "--window-seconds / --sfreq", "sfreq": "--sfreq",
     "data.n_windows": "the data (--store, --recordings...)",
@@ -32,6 +45,27 @@ _FLAGS = {
 _DATA_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
                "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels",
                "eegmat_subjects", "muse")  # fmt: skip
+
+
+def encoder_settings(args):
+    """The encoder of the flags: ``--size``'s, with each of ``--emb-dim``, ``--depth``,
+    ``--n-heads`` and ``--ff-dim`` that is given in place of the size's.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``pretrain`` flags.
+
+    Returns
+    -------
+    settings : dict
+        ``emb_dim``, ``depth``, ``n_heads`` and ``ff_dim``.
+    """
+    from ..models.config import ENCODER_SIZES
+
+    settings = dict(ENCODER_SIZES[args.size])
+    settings.update({k: getattr(args, k) for k in ENCODER_FLAGS if getattr(args, k) is not None})
+    return settings
 
 
 def _recording_options(args, command):
@@ -120,16 +154,28 @@ def _pretrain_view(args):
 def _check(args):
     """Refuse, before any work, the flags ``pretrain`` cannot run with: an exit names them."""
     from .._checks import check_device
+    from ..models.config import PatchEncoderConfig
     from ..models.pair_decoders import check_heads
 
     try:
         check_device("--device", args.device)
+        size = encoder_settings(args)
+        try:
+            PatchEncoderConfig(**size)
+        except ValueError as err:
+            given = " ".join(
+                f"--{k.replace('_', '-')} {getattr(args, k)}"
+                for k in ENCODER_FLAGS
+                if getattr(args, k) is not None
+            )
+            raise ValueError(f"the encoder of --size {args.size} {given}: {err}") from None
         if args.method == "pars":
-            check_heads("--decoder-heads", args.decoder_heads, args.emb_dim)
+            check_heads("--decoder-heads", args.decoder_heads, size["emb_dim"])
     except (TypeError, ValueError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     if args.shared_data:
         _recording_options(args, "pretrain")  # --eegmat-subjects, before the data are read
+    return size
 
 
 def _pretrain(args):
@@ -141,7 +187,7 @@ def _pretrain(args):
     from ..training import RunMismatchError, init_distributed, pretrain
     from ..training.distributed import rank, world_size
 
-    _check(args)
+    encoder_kwargs = _check(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = init_distributed(args.device)
@@ -164,9 +210,6 @@ def _pretrain(args):
             args.epochs = epochs_for_steps(
                 args.steps, len(view), args.batch_size, args.valid_fraction or None, world_size()
             )
-        encoder_kwargs = dict(
-            emb_dim=args.emb_dim, depth=args.depth, n_heads=args.n_heads, ff_dim=args.ff_dim
-        )
         pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
         if args.method == "pars":
             pretext.update(sampling=args.sampling, decoder_heads=args.decoder_heads)

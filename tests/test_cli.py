@@ -1,0 +1,91 @@
+"""The command line's own behaviour: the encoder size, and the data assembly it shares
+with scripts (datasets.pretraining_views)."""
+
+import numpy as np
+import pytest
+
+import braindecode_pars.cli as cli
+from braindecode_pars.cli.pretrain import SIZES, encoder_settings
+from braindecode_pars.datasets.pretraining_views import (
+    data_key,
+    eegmat_subjects,
+    recording_windows,
+)
+from braindecode_pars.models.config import ENCODER_SIZES
+
+
+def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers():
+    assert set(SIZES) == set(ENCODER_SIZES)
+    args = cli._parse(["pretrain", "--out", "run"])
+    assert args.size == "small" and encoder_settings(args) == ENCODER_SIZES["small"]
+    paper = cli._parse(["pretrain", "--out", "run", "--size", "paper"])
+    assert encoder_settings(paper) == ENCODER_SIZES["paper"]
+    deeper = cli._parse(["pretrain", "--out", "run", "--size", "paper", "--depth", "2"])
+    assert encoder_settings(deeper) == dict(ENCODER_SIZES["paper"], depth=2)
+    with pytest.raises(SystemExit):  # argparse names the choices
+        cli._parse(["pretrain", "--out", "run", "--size", "medium"])
+
+
+def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_any_work(
+    monkeypatch, tmp_path
+):
+    import braindecode_pars.training as training
+
+    given = {}
+
+    def fake_pretrain(view, method, **kwargs):
+        given.update(kwargs)
+        raise SystemExit(0)  # stop before any training
+
+    monkeypatch.setattr(training, "pretrain", fake_pretrain)
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    for flags, size in (
+        ([], ENCODER_SIZES["small"]),
+        (["--size", "paper"], ENCODER_SIZES["paper"]),
+        (["--emb-dim", "32"], dict(ENCODER_SIZES["small"], emb_dim=32)),
+    ):
+        with pytest.raises(SystemExit):
+            cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
+        assert given["encoder_kwargs"] == size
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
+    with pytest.raises(SystemExit, match=r"--size small --n-heads 3: 'emb_dim' must be even"):
+        cli.main(["pretrain", "--out", "unused", "--n-heads", "3"])
+    with pytest.raises(SystemExit, match=r"'--eegmat-subjects' takes subject numbers, 'pool' or"):
+        cli.main(
+            [
+                "pretrain",
+                "--out",
+                "unused",
+                "--shared-data",
+                "x",
+                "--eegmat-subjects",
+                "a",
+            ]
+        )
+
+
+def test_eegmat_subjects_take_numbers_and_train_and_name_the_parameter():
+    from braindecode_pars.datasets import EEGMAT_TRAIN_SUBJECTS
+
+    assert eegmat_subjects(None) == eegmat_subjects([]) == EEGMAT_TRAIN_SUBJECTS
+    assert eegmat_subjects(["3", 1, "3"]) == (1, 3)
+    assert eegmat_subjects(["train", "35"]) == tuple(sorted({*EEGMAT_TRAIN_SUBJECTS, 35}))
+    with pytest.raises(ValueError, match=r"'--subjects' takes .* but got 'all'"):
+        eegmat_subjects(["all"], name="--subjects")
+
+
+def test_eegmat_subjects_pool_is_the_development_tasks_pool():
+    from braindecode_pars.experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
+
+    assert eegmat_subjects(["pool", "1"]) == tuple(sorted({*EEGMAT_POOL_SUBJECTS, 1}))
+
+
+def test_recording_windows_without_a_source_and_the_store_key_of_the_data_flags():
+    assert recording_windows() is None
+    # the name of the store a torchrun run writes in --out: resumed runs find theirs
+    flags = dict(recordings=["data/*.edf"], shared_data=None, sfreq=None, window_seconds=10.0,
+                 stride_seconds=5.0, l_freq=0.3, h_freq=None, notch_freq=None, exclude=None,
+                 keep_all_channels=False, eegmat_subjects=None, muse=False)  # fmt: skip
+    assert data_key(flags) == data_key(dict(reversed(flags.items())))
+    assert data_key(flags) == "dd88c81440"  # as before the command line was split
+    assert data_key(dict(flags, sfreq=200.0)) != data_key(flags)
