@@ -200,9 +200,10 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _forget(self):
-        """Leave the estimator unfitted (an interrupted fit sets nothing)."""
-        for name in ("pretrainer_", "pretrain_history_", "encoder_", "head_", "classes_"):
-            self.__dict__.pop(name, None)
+        """Leave the estimator unfitted (an interrupted fit sets nothing, and leaves
+        nothing of an earlier fit: every fitted attribute goes)."""
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            del self.__dict__[name]
 
     # -- prediction ----------------------------------------------------------------------
     def _read(self, X, y=None, groups=None):
