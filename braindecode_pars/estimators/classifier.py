@@ -222,7 +222,8 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def predict(self, X, groups=None):
         """Predicted labels, shape (n_windows,)."""
-        return self.classes_[self.predict_proba(X, groups=groups).argmax(axis=1)]
+        proba = self.predict_proba(X, groups=groups)  # NotFittedError before classes_
+        return self.classes_[proba.argmax(axis=1)]
 
     def transform(self, X, groups=None):
         """The head's features of each window (the probe's scaled blocks, or the neural
