@@ -160,6 +160,9 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             fit_seed(self.random_state)  # type check
         head = self._head()  # every check that needs no data, before reading it
         stage, encoder = self._encoder_stage()
+        for estimator in (stage, head):  # the stages' own parameters, before any work
+            if hasattr(estimator, "_check_params"):
+                estimator._check_params()
         if X_valid is not None and not isinstance(head, PARSFineTuner):
             raise ValueError(
                 "'X_valid' chooses the best epoch of a neural head, but the head is a "
