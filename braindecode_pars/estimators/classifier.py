@@ -99,6 +99,26 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         tags.non_deterministic = self.random_state is None
         return tags
 
+    def set_params(self, **params):
+        """scikit-learn's ``set_params``; a nested name (``encoder__depth``, ``head__C``)
+        of a stage that is not an estimator (None, the default made at ``fit``; an
+        encoder or its name) is refused at once, saying how to give the stage."""
+        for key in params:
+            stage, nested, name = key.partition("__")
+            if not nested or stage not in ("encoder", "head"):
+                continue
+            value = params.get(stage, getattr(self, stage))
+            if hasattr(value, "set_params"):
+                continue
+            what = repr(value) if value is None or isinstance(value, str) else type(value).__name__
+            example = "PARSPretrainer(...)" if stage == "encoder" else "PARSProbe(...)"
+            raise ValueError(
+                f"Invalid parameter '{key}': '{stage}' is {what}, which has no parameter "
+                f"'{name}'; give the stage as an instance to set its parameters, "
+                f"{stage}={example}."
+            )
+        return super().set_params(**params)
+
     # -- the stages ----------------------------------------------------------------------
     def _encoder_stage(self):
         """(a clone of the pretraining stage, None) or (None, the given encoder)."""
