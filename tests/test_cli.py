@@ -1,5 +1,7 @@
-"""The command line's own behaviour: the encoder size, and the data assembly it shares
-with scripts (datasets.pretraining_views)."""
+"""The command line's own behaviour: the encoder size, the step budget, and the data
+assembly it shares with scripts (datasets.pretraining_views)."""
+
+import json
 
 import numpy as np
 import pytest
@@ -12,6 +14,19 @@ from braindecode_pars.datasets.pretraining_views import (
     recording_windows,
 )
 from braindecode_pars.models.config import ENCODER_SIZES
+
+TINY = [
+    "--emb-dim",
+    "16",
+    "--depth",
+    "1",
+    "--n-heads",
+    "2",
+    "--ff-dim",
+    "16",
+    "--device",
+    "cpu",
+]
 
 
 def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers():
@@ -62,6 +77,23 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
                 "a",
             ]
         )
+
+
+def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
+    """Three recordings of 12, 12 and 25 windows; --valid-fraction 0.3 holds out whole
+    recordings, 25 windows (the rounded fraction would be 15): 24 train, 3 batches of 8
+    an epoch, so --steps 10 takes 4 epochs, 12 steps (over the fraction: 2 epochs, 6)."""
+    from braindecode_pars.hub import run_state
+
+    store = ["store", "--out", str(tmp_path / "store"), "--runs", "1", "2", "3"]
+    cli.main([*store, "--window-seconds", "5", "--stride-seconds", "5"])
+    run = tmp_path / "run"
+    flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--n-patches", "4"]
+    flags += ["--batch-size", "8", "--valid-fraction", "0.3", "--steps", "10"]
+    assert cli.main(["pretrain", *flags, *TINY]) == 0
+    history = json.loads((run_state(run) / "history.json").read_text())
+    assert {row["valid_split"] for row in history} == {"recordings"}
+    assert len(history) == 4 and sum(row["train_batch_count"] for row in history) == 12
 
 
 def test_eegmat_subjects_take_numbers_and_train_and_name_the_parameter():

@@ -285,6 +285,8 @@ def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path):
 
 
 def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
+    import numpy as np
+
     import braindecode_pars.cli as cli
     import braindecode_pars.training as training
     import braindecode_pars.training.distributed as dist
@@ -296,7 +298,7 @@ def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: list(range(100)))
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
     monkeypatch.setattr(dist, "world_size", lambda: 4)
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])

@@ -92,6 +92,8 @@ def test_bad_thresholds_are_refused_before_anything_is_set(kwargs, error, match,
     ([], "cuda", False),
 ])  # fmt: skip
 def test_pretrain_command_keeps_freed_memory_on_a_cpu(flags, device, called, monkeypatch, tmp_path):
+    import numpy as np
+
     import braindecode_pars.cli as cli
     import braindecode_pars.training as training
     import braindecode_pars.training.memory as memory
@@ -104,7 +106,7 @@ def test_pretrain_command_keeps_freed_memory_on_a_cpu(flags, device, called, mon
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: list(range(100)))
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
     assert bool(calls) is called

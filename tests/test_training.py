@@ -134,7 +134,7 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: list(range(100)))
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
     run = str(tmp_path / "run")
     for flags in (
         ["--method", "mae", "--decoder-heads", "3"],  # MAE has no pair decoder: not read

@@ -151,8 +151,9 @@ def _pretrain_parser(sub):
         type=int,
         default=3000,
         help="optimiser steps (of each process) when --epochs is not given, counted "
-        "over the windows a --valid-fraction split by window leaves (a split by "
-        "recording can hold out more, so fewer steps run: the log says how many)",
+        "over the windows that train once --valid-fraction is held out (whole "
+        "recordings where it can): the run takes at least this many, at most an "
+        "epoch more",
     )
     pre.add_argument(
         "--batch-size", type=int, default=64, help="per process (--paper: 512 shared by all)"

@@ -204,11 +204,13 @@ def _pretrain(args):
             args.batch_size = max(1, PAPER_PRETRAINING["batch_size"] // world_size())
         torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
         view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws
-        if args.epochs is None:  # the step budget: steps of one process over its share
+        if args.epochs is None:  # the step budget: steps of one process over the windows
+            from ..training.pretrain import training_windows  # the split leaves to train
             from ..training.schedule import epochs_for_steps
 
+            n_train = training_windows(view, args.valid_fraction or None)
             args.epochs = epochs_for_steps(
-                args.steps, len(view), args.batch_size, args.valid_fraction or None, world_size()
+                args.steps, n_train, args.batch_size, world_size=world_size()
             )
         pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
         if args.method == "pars":
