@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,28 @@ torch.set_num_threads(2)
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+#: The real recordings some tests read (EEGMAT, Sleep-EDF, the Muse headband): the folder
+#: ``shared/data`` beside the repository's own, or the one the environment variable
+#: ``BRAINDECODE_PARS_SHARED_DATA`` names. A clone of the repository alone has none.
+SHARED_DATA = Path(
+    os.environ.get(
+        "BRAINDECODE_PARS_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"
+    )
+)
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """:data:`SHARED_DATA`; the test is skipped, saying why, where that folder is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(
+            f"needs the shared recordings in {SHARED_DATA}, which is absent (a clone of the "
+            "repository alone has none); set BRAINDECODE_PARS_SHARED_DATA to the folder "
+            "holding eegmat/, sleep-edf-atm/ and muse-cueing/"
+        )
+    return SHARED_DATA
 
 
 #: A small encoder configuration that keeps unit tests fast.

@@ -1,7 +1,5 @@
 """The development tasks: fixed, disjoint splits, and data that match them."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,18 +12,32 @@ from braindecode_pars.experiments.dev_tasks import (
     MI_TEST_BLOCKS,
 )
 
-EEGMAT = Path(__file__).resolve().parents[2] / "shared" / "data" / "eegmat"
+
+@pytest.fixture(scope="module")
+def eegmat(shared_data):
+    """The EEGMAT files of the shared data (the test is skipped without them)."""
+    return shared_data / "eegmat"
+
+
+EEGMAT_PARTS = [
+    set(EEGMAT_POOL_SUBJECTS),
+    set(EEGMAT_SELECTION_SUBJECTS),
+    set(EEGMAT_TEST_SUBJECTS),
+]
 
 
 def test_eegmat_subjects_fall_in_exactly_one_of_pool_selection_and_test():
-    parts = [set(EEGMAT_POOL_SUBJECTS), set(EEGMAT_SELECTION_SUBJECTS), set(EEGMAT_TEST_SUBJECTS)]
+    parts = EEGMAT_PARTS
     assert [len(p) for p in parts] == [12, 12, 12]
     assert set.union(*parts) == set(range(36))
     assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
-    info = read_eegmat_info(EEGMAT)
-    bad = {s for s, row in info.items() if row["count_quality"] == 0}
-    assert [len(p & bad) for p in parts] == [3, 3, 4]  # bad counters in every part
     assert not set(MI_SELECTION_BLOCKS) & set(MI_TEST_BLOCKS)
+
+
+def test_every_eegmat_part_holds_bad_counters(eegmat):
+    info = read_eegmat_info(eegmat)
+    bad = {s for s, row in info.items() if row["count_quality"] == 0}
+    assert [len(p & bad) for p in EEGMAT_PARTS] == [3, 3, 4]
 
 
 @pytest.mark.parametrize(
@@ -38,10 +50,12 @@ def test_eegmat_subjects_fall_in_exactly_one_of_pool_selection_and_test():
         ("eegmat-arithmetic", None, {0, 1}),
     ],
 )
-def test_each_part_holds_its_units_and_every_class(name, n_windows, classes):
+def test_each_part_holds_its_units_and_every_class(name, n_windows, classes, request):
     task = DEV_TASKS[name]
+    # PhysioNet-MI S001 is bundled; the EEGMAT task reads the shared files (or skips)
+    eegmat = request.getfixturevalue("eegmat") if name.startswith("eegmat") else None
     for i, part in enumerate(("selection", "test")):
-        data = task.load(part, eegmat_path=EEGMAT)
+        data = task.load(part, eegmat_path=eegmat)
         units = task.selection if part == "selection" else task.test
         assert set(np.unique(data.groups)) == set(units)
         assert set(np.unique(data.y)) == classes

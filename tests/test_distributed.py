@@ -252,12 +252,12 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
     assert run_status(run_dir)["epoch"] == status["epoch"] + 1
 
 
-def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path):
+def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path, shared_data):
     """Under torchrun, --recordings are windowed once (rank 0 writes a store in --out)
     and every process memory-maps it; ECG and the ear reference stay out."""
     import json
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "eegmat"
+    data = shared_data / "eegmat"
     for name in ("Subject00_1.edf", "Subject01_1.edf"):
         (tmp_path / "edf").mkdir(exist_ok=True)
         (tmp_path / "edf" / name).symlink_to(data / name)
