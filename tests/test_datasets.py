@@ -156,3 +156,21 @@ def test_paper_subject_split_of_physionet_mi():
     assert sum(len(v) for v in PHYSIONET_MI_SPLIT.values()) == 109
     with pytest.raises(ValueError, match="'subject' must lie in 1..109, but got 110"):
         physionet_mi_subject_split(110)
+
+
+def test_bundled_eegmat_gives_the_stored_microvolts():
+    from braindecode_pars.datasets.adapters import read_windows
+    from braindecode_pars.datasets.bundled_eegmat import (
+        bundled_eegmat_file,
+        load_bundled_eegmat,
+        read_bundled_eegmat,
+    )
+
+    with np.load(bundled_eegmat_file()) as f:
+        rest = f["s00_1"].astype(np.float64)  # subject 0 at rest, microvolts in float16
+    dataset = read_bundled_eegmat(subjects=[0])
+    assert dataset.description.session.tolist() == [1, 2]
+    np.testing.assert_array_equal(dataset.datasets[0].raw.get_data(), rest)
+    X = read_windows(load_bundled_eegmat(subjects=[0])).X
+    assert 1 < np.std(X) < 1e3  # microvolts, not volts
+    np.testing.assert_array_equal(X[1], rest[:, 1000:2000].astype(np.float32))

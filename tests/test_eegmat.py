@@ -1,44 +1,56 @@
-"""The EEGMAT and Sleep-EDF readers on the real files of ../shared/data (also in CI)."""
+"""The EEGMAT and Sleep-EDF readers on the real files of ../shared/data (also in CI; the
+tests that read them are skipped where that folder is absent), and on files written here."""
 
 import csv
-from pathlib import Path
 
+import mne
 import numpy as np
 import pytest
 import scipy.io
+from braindecode.preprocessing import preprocess
 
 from braindecode_pars.datasets import EEGMAT_CHANNELS, EEGMAT_CLASSES, read_sleep_edf_mat
+from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
+    eegmat_preprocessors,
     load_eegmat,
     read_eegmat,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-EEGMAT = DATA / "eegmat"
-SLEEP = DATA / "sleep-edf-atm"
+
+@pytest.fixture(scope="module")
+def eegmat(shared_data):
+    """PhysioNet's EEGMAT files in the shared data (the test is skipped without them)."""
+    return shared_data / "eegmat"
 
 
-def csv_count_quality():
+@pytest.fixture(scope="module")
+def sleep(shared_data):
+    """The Sleep-EDF ``*_edfm.mat`` segments in the shared data."""
+    return shared_data / "sleep-edf-atm"
+
+
+def csv_count_quality(eegmat):
     """subject -> count quality, read straight from PhysioNet's subject-info.csv."""
-    with open(EEGMAT / "subject-info.csv", newline="") as f:
+    with open(eegmat / "subject-info.csv", newline="") as f:
         return {int(r["Subject"][7:]): int(r["Count quality"]) for r in csv.DictReader(f)}
 
 
 @pytest.fixture(scope="module")
-def windows():
+def windows(eegmat):
     """Subjects 0 and 1 (full-length recordings), 4 and 31 (shorter rest recordings)."""
-    return load_eegmat(EEGMAT, subjects=[0, 1, 4, 31])
+    return load_eegmat(eegmat, subjects=[0, 1, 4, 31])
 
 
-def test_read_eegmat_gives_19_named_channels_in_volts_and_the_csv_count_quality():
-    dataset = read_eegmat(EEGMAT, subjects=range(36))  # headers only: nothing is loaded
+def test_read_eegmat_gives_19_named_channels_in_volts_and_the_csv_count_quality(eegmat):
+    dataset = read_eegmat(eegmat, subjects=range(36))  # headers only: nothing is loaded
     description = dataset.description
     assert len(dataset.datasets) == 72
     assert description.subject.tolist() == [s for s in range(36) for _ in (1, 2)]
     assert (description.target == description.session - 1).all()  # 0 rest, 1 arithmetic
-    quality = csv_count_quality()
+    quality = csv_count_quality(eegmat)
     assert description.count_quality.tolist() == [quality[s] for s in description.subject]
     assert sum(quality.values()) == 26 and len(quality) == 36  # 26 good, 10 bad counters
     raw = dataset.datasets[0].raw
@@ -53,14 +65,18 @@ def test_read_eegmat_gives_19_named_channels_in_volts_and_the_csv_count_quality(
 def test_train_and_test_subjects_split_all_36():
     assert len(EEGMAT_TEST_SUBJECTS) == 12 and len(EEGMAT_TRAIN_SUBJECTS) == 24
     assert sorted(EEGMAT_TEST_SUBJECTS + EEGMAT_TRAIN_SUBJECTS) == list(range(36))
-    quality = csv_count_quality()
-    assert sum(1 - quality[s] for s in EEGMAT_TEST_SUBJECTS) == 4  # bad counters in test
     assert EEGMAT_CLASSES == {"rest": 0, "arithmetic": 1}
 
 
-def test_load_eegmat_gives_10_s_windows_at_100_hz(windows):
+def test_the_test_subjects_hold_four_bad_counters(eegmat):
+    quality = csv_count_quality(eegmat)
+    assert sum(1 - quality[s] for s in EEGMAT_TEST_SUBJECTS) == 4  # bad counters in test
+
+
+def test_load_eegmat_gives_10_s_windows_at_100_hz(windows, eegmat):
     X, y, _ = windows[0]
     assert X.shape == (19, 1000)
+    assert 1 < np.std(X) < 1e3  # microvolts, not volts
     assert windows.datasets[0].raw.info["sfreq"] == 100
     assert windows.datasets[0].raw.info["lowpass"] == pytest.approx(45)
     metadata = windows.get_metadata()
@@ -74,11 +90,11 @@ def test_load_eegmat_gives_10_s_windows_at_100_hz(windows):
     targets = np.asarray([windows[i][1] for i in range(len(windows))])
     np.testing.assert_array_equal(targets, metadata.target.to_numpy())
     assert {"subject", "count_quality"} <= set(metadata.columns)
-    assert set(metadata.count_quality[metadata.subject == 1]) == {csv_count_quality()[1]}
+    assert set(metadata.count_quality[metadata.subject == 1]) == {csv_count_quality(eegmat)[1]}
 
 
-def test_load_eegmat_prints_nothing(capfd):
-    load_eegmat(EEGMAT, subjects=[2], window_seconds=30.0)
+def test_load_eegmat_prints_nothing(capfd, eegmat):
+    load_eegmat(eegmat, subjects=[2], window_seconds=30.0)
     out, err = capfd.readouterr()
     assert "Reading" not in out + err
 
@@ -118,22 +134,22 @@ def test_load_eegmat_prints_nothing(capfd):
         ),
     ],
 )
-def test_bad_subjects_and_sessions_are_refused(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        read_eegmat(EEGMAT, **kwargs)
+def test_bad_subjects_and_sessions_are_refused(kwargs, error, match, tmp_path):
+    with pytest.raises(error, match=match):  # refused before any file is looked for
+        read_eegmat(tmp_path, **kwargs)
 
 
-def test_one_session_and_a_missing_file(tmp_path):
-    rest = read_eegmat(EEGMAT, subjects=3, sessions=1)
+def test_one_session_and_a_missing_file(tmp_path, eegmat):
+    rest = read_eegmat(eegmat, subjects=3, sessions=1)
     assert rest.description.session.tolist() == [1]
     with pytest.raises(FileNotFoundError, match=r"EEGMAT file '.*Subject00_1.edf' is missing"):
         read_eegmat(tmp_path, subjects=0)
     with pytest.raises(ValueError, match=r"'window_seconds' must lie in \(0, inf\]"):
-        load_eegmat(EEGMAT, subjects=0, window_seconds=0)
+        load_eegmat(eegmat, subjects=0, window_seconds=0)
 
 
-def test_read_sleep_edf_mat_reads_one_channel_at_100_hz():
-    file = SLEEP / "SC4012E0-PSG_edfm.mat"
+def test_read_sleep_edf_mat_reads_one_channel_at_100_hz(sleep):
+    file = sleep / "SC4012E0-PSG_edfm.mat"
     dataset = read_sleep_edf_mat(file)
     assert len(dataset.datasets) == 1
     raw = dataset.datasets[0].raw
@@ -145,8 +161,8 @@ def test_read_sleep_edf_mat_reads_one_channel_at_100_hz():
     assert description.file == "SC4012E0-PSG_edfm.mat"
 
 
-def test_read_sleep_edf_mat_folder_and_errors(tmp_path):
-    names = sorted(p.name for p in SLEEP.glob("*_edfm.mat"))
+def test_read_sleep_edf_mat_folder_and_errors(tmp_path, sleep):
+    names = sorted(p.name for p in sleep.glob("*_edfm.mat"))
     with pytest.raises(FileNotFoundError, match="No Sleep-EDF"):
         read_sleep_edf_mat(tmp_path)
     scipy.io.savemat(tmp_path / "other.mat", {"data": np.zeros((1, 10))})
@@ -158,3 +174,44 @@ def test_read_sleep_edf_mat_folder_and_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         read_sleep_edf_mat(tmp_path / "missing.mat")
     assert len(names) == 9
+
+
+def write_eegmat_files(path, subject=0, seconds=(40.0, 20.0), sfreq=200.0, amplitude=2e-5):
+    """``SubjectNN_1.edf`` and ``_2.edf`` as PhysioNet names them: two EEG channels and an
+    ECG channel of a 10 Hz sine of ``amplitude`` volts, in EDF (which stores microvolts)."""
+    for session, length in zip((1, 2), seconds, strict=True):
+        t = np.arange(int(length * sfreq)) / sfreq
+        data = amplitude * np.sin(2 * np.pi * 10 * t) * np.ones((3, 1))
+        info = mne.create_info(["EEG Fp1", "EEG Cz", "ECG ECG"], sfreq, ["eeg", "eeg", "ecg"])
+        raw = mne.io.RawArray(data, info, verbose="error")
+        file = path / f"Subject{subject:02d}_{session}.edf"
+        mne.export.export_raw(file, raw, fmt="edf", verbose="error")
+
+
+def test_load_eegmat_gives_microvolts_of_a_signal_written_in_volts(tmp_path):
+    write_eegmat_files(tmp_path, amplitude=2e-5)  # a 20 uV sine
+    windows = load_eegmat(tmp_path, subjects=[0], sfreq=100.0, window_seconds=10.0)
+    X = read_windows(windows).X
+    assert X.shape == (4 + 2, 2, 1000)  # 40-s rest and 20-s arithmetic recordings
+    # a sine of amplitude a has standard deviation a / sqrt(2); 10 Hz is in the pass band
+    np.testing.assert_allclose(X.std(axis=-1), 20 / np.sqrt(2), rtol=0.02)
+    # the same recordings through the same preprocessing in volts, times 1e6
+    volts = read_eegmat(tmp_path, subjects=[0])
+    preprocess(volts, eegmat_preprocessors(100.0))
+    reference = [ds.raw.get_data()[:, i * 1000 : (i + 1) * 1000] for ds in volts.datasets
+                 for i in range(ds.raw.n_times // 1000)]  # fmt: skip
+    np.testing.assert_allclose(X, 1e6 * np.stack(reference), rtol=1e-5, atol=1e-4)
+
+
+def test_the_bundle_holds_what_load_eegmat_gives_in_microvolts(tmp_path):
+    from braindecode_pars.datasets.bundled_eegmat import read_bundled_eegmat, write_eegmat_bundle
+
+    write_eegmat_files(tmp_path, amplitude=2e-5)
+    out = write_eegmat_bundle(tmp_path, tmp_path / "bundle.npz", subjects=[0])
+    bundled = read_bundled_eegmat(subjects=[0], path=out)
+    loaded = load_eegmat(tmp_path, subjects=[0], sfreq=100.0, window_seconds=10.0)
+    for a, b in zip(bundled.datasets, loaded.datasets, strict=True):
+        assert a.description["session"] == b.description["session"]
+        # float16 in the file: three significant digits
+        np.testing.assert_allclose(a.raw.get_data(), b.raw.get_data(), rtol=2e-3, atol=0.02)
+    assert 10 < np.abs(bundled.datasets[0].raw.get_data()).max() < 30  # a 20 uV sine

@@ -1,4 +1,6 @@
-"""load_recordings on files MNE writes in several formats; shared_corpus on ../shared/data."""
+"""load_recordings on files MNE writes in several formats and on the EEGMAT files of
+../shared/data; shared_corpus on ../shared/data (the tests that read it are skipped where
+that folder is absent)."""
 
 import importlib.util
 import logging
@@ -21,7 +23,6 @@ from braindecode_pars.datasets import (
     shared_corpus,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HAS_PYBV = importlib.util.find_spec("pybv") is not None
 
 
@@ -71,10 +72,13 @@ def test_windows_come_out_at_the_requested_rate_and_length(tmp_path, fmt, name):
     assert X.shape == (3, 1000)
     assert windows.datasets[0].raw.info["sfreq"] == 100
     assert windows.description.file.tolist() == [str(tmp_path / name)]
-    # the same preprocessing done by hand on the source: band-pass 0.3-45 Hz, resample
+    # the same preprocessing done by hand on the source (band-pass 0.3-45 Hz, resample),
+    # in microvolts: 1e6 times MNE's volts
     expected = raw.copy().filter(0.3, 45.0, verbose="error").resample(100.0, verbose="error")
-    scale = np.abs(expected.get_data()).max()
-    np.testing.assert_allclose(X, expected.get_data()[:, 1000:2000], atol=1e-3 * scale)
+    expected = 1e6 * expected.get_data()
+    assert 5 < np.std(expected) < 50  # tens of microvolts
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(X, expected[:, 1000:2000], atol=1e-3 * scale)
 
 
 def test_a_folder_skips_short_recordings_with_a_warning_and_keeps_eeg(tmp_path, caplog):
@@ -129,8 +133,8 @@ def test_find_recordings_lists_each_file_once(tmp_path):
         load_recordings(tmp_path, picks="eog")
 
 
-def test_shared_corpus_leaves_out_the_eegmat_test_subjects():
-    windows = shared_corpus(DATA, sfreq=100.0, window_seconds=30.0)
+def test_shared_corpus_leaves_out_the_eegmat_test_subjects(shared_data):
+    windows = shared_corpus(shared_data, sfreq=100.0, window_seconds=30.0)
     description = windows.description
     eegmat = description[description.dataset == "eegmat"]
     sleep = description[description.dataset == "sleep-edf"]
@@ -169,7 +173,10 @@ def test_pretrain_and_store_commands_read_recordings(tmp_path):
     assert (tmp_path / "run" / "encoder.pt").is_file()
 
 
-EEGMAT_FILES = [DATA / "eegmat" / "Subject00_2.edf", DATA / "eegmat" / "Subject01_2.edf"]
+@pytest.fixture(scope="module")
+def eegmat_files(shared_data):
+    """Two EEGMAT EDF files of the shared data (the test is skipped without them)."""
+    return [shared_data / "eegmat" / f"Subject{s:02d}_2.edf" for s in (0, 1)]
 
 
 @pytest.mark.parametrize(
@@ -196,8 +203,8 @@ def test_channel_names_that_are_not_eeg(name, left_out):
     assert non_eeg_channels([name]) == ([name] if left_out else [])
 
 
-def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, caplog):
-    for file in EEGMAT_FILES:  # EDF types every channel EEG, 'ECG ECG' included
+def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, caplog, eegmat_files):
+    for file in eegmat_files:  # EDF types every channel EEG, 'ECG ECG' included
         shutil.copy(file, tmp_path)
     with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
         windows = load_recordings(tmp_path, window_seconds=10.0)
@@ -227,9 +234,11 @@ def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, ca
         load_recordings(tmp_path, exclude="none")
 
 
-def test_recordings_with_other_channels_are_logged_one_by_one(tmp_path, caplog):
-    shutil.copy(EEGMAT_FILES[0], tmp_path)
-    muse = sorted((DATA / "muse-cueing").rglob("*.edf"))[0]  # TP9, AF7, AF8, TP10
+def test_recordings_with_other_channels_are_logged_one_by_one(
+    tmp_path, caplog, eegmat_files, shared_data
+):
+    shutil.copy(eegmat_files[0], tmp_path)
+    muse = sorted((shared_data / "muse-cueing").rglob("*.edf"))[0]  # TP9, AF7, AF8, TP10
     shutil.copy(muse, tmp_path)
     with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
         windows = load_recordings(tmp_path, window_seconds=10.0)
@@ -242,9 +251,9 @@ def test_recordings_with_other_channels_are_logged_one_by_one(tmp_path, caplog):
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["in memory", "lazy"])
 def test_an_unreadable_file_is_named_before_any_work_or_skipped(
-    tmp_path, caplog, monkeypatch, lazy
+    tmp_path, caplog, monkeypatch, lazy, eegmat_files
 ):
-    for file in EEGMAT_FILES:
+    for file in eegmat_files:
         shutil.copy(file, tmp_path)
     (tmp_path / "zz_broken.edf").write_text("a text file, not an EDF recording\n")
     import braindecode_pars.datasets.recordings as recordings
@@ -276,11 +285,15 @@ def test_an_unreadable_file_is_named_before_any_work_or_skipped(
         load_recordings(tmp_path, on_error="ignore")
 
 
-def test_shared_corpus_takes_chosen_eegmat_subjects_and_the_muse_headband():
+def test_shared_corpus_takes_chosen_eegmat_subjects_and_the_muse_headband(shared_data):
     from braindecode_pars.experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
 
     windows = shared_corpus(
-        DATA, sfreq=100.0, window_seconds=10.0, eegmat_subjects=EEGMAT_POOL_SUBJECTS, muse=True
+        shared_data,
+        sfreq=100.0,
+        window_seconds=10.0,
+        eegmat_subjects=EEGMAT_POOL_SUBJECTS,
+        muse=True,
     )
     description = windows.description
     eegmat = description[description.dataset == "eegmat"]
@@ -292,4 +305,4 @@ def test_shared_corpus_takes_chosen_eegmat_subjects_and_the_muse_headband():
     assert all(ds.raw.ch_names == ["TP9", "AF7", "AF8", "TP10"] for ds in muse)
     assert all(ds.raw.info["sfreq"] == 100.0 for ds in muse)
     with pytest.raises(ValueError, match=r"'eegmat_subjects' holds EEGMAT test subjects \[1\]"):
-        shared_corpus(DATA, eegmat_subjects=(0, 1))
+        shared_corpus(shared_data, eegmat_subjects=(0, 1))

@@ -5,8 +5,8 @@ pool of labelled subjects the main job draws from), both sessions, the 19 EEG
 channels band-passed 0.3-45 Hz and resampled to 100 Hz (as
 :func:`~braindecode_pars.datasets.eegmat.load_eegmat` does), stored in microvolts as
 float16 in one compressed ``.npz`` file. :func:`load_bundled_eegmat` returns them as
-braindecode windows; :func:`write_eegmat_bundle` makes the file from PhysioNet's EDF
-files.
+braindecode windows, in microvolts as :func:`load_eegmat` gives them;
+:func:`write_eegmat_bundle` makes the file from PhysioNet's EDF files.
 
 Data: PhysioNet EEGMAT 1.0.0, Open Data Commons Attribution License v1.0. Zyma I.,
 Tukaev S., Seleznov I., Kiyono K., Popov A., Chernykh M., Shpenkov O.
@@ -68,7 +68,7 @@ def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=
 
 
 def read_bundled_eegmat(subjects=None, path=None):
-    """The bundled recordings as a braindecode dataset of raws (volts, 100 Hz)."""
+    """The bundled recordings as a braindecode dataset of raws (microvolts, 100 Hz)."""
     path = bundled_eegmat_file() if path is None else Path(path)
     with np.load(path) as f:
         ch_names = [str(c) for c in f["ch_names"]]
@@ -85,7 +85,7 @@ def read_bundled_eegmat(subjects=None, path=None):
         for subject, session, quality in meta:
             if int(subject) not in wanted:
                 continue
-            data = f[f"s{int(subject):02d}_{int(session)}"].astype(np.float64) * 1e-6
+            data = f[f"s{int(subject):02d}_{int(session)}"].astype(np.float64)  # microvolts
             info = mne.create_info(ch_names, sfreq, ch_types="eeg")
             raw = mne.io.RawArray(data, info, verbose="error")
             raw.set_montage("colin27_1020", on_missing="ignore", verbose="error")
@@ -102,8 +102,9 @@ def read_bundled_eegmat(subjects=None, path=None):
 def load_bundled_eegmat(subjects=None, window_seconds=10.0, stride_seconds=None):
     """Bundled EEGMAT rest vs mental arithmetic as braindecode windows (100 Hz).
 
-    Returns windows with ``target`` (0 rest, 1 arithmetic) and metadata columns
-    ``subject`` and ``count_quality``, as :func:`load_eegmat` does on the full data.
+    Returns windows in microvolts with ``target`` (0 rest, 1 arithmetic) and metadata
+    columns ``subject`` and ``count_quality``, as :func:`load_eegmat` does on the full
+    data.
     """
     dataset = read_bundled_eegmat(subjects)
     sfreq = dataset.datasets[0].raw.info["sfreq"]

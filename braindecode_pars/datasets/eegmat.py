@@ -24,7 +24,7 @@ import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from .._checks import check_range
-from .windowing import recording_preprocessors, windows_of
+from .windowing import microvolt_step, recording_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,8 @@ def read_eegmat(path, subjects=EEGMAT_TRAIN_SUBJECTS, sessions=(1, 2)):
     Returns
     -------
     dataset : braindecode BaseConcatDataset
-        One recording per file, in volts, the 19 EEG channels named as in
+        One recording per file, in volts (as MNE reads EDF; :func:`load_eegmat` gives
+        microvolts), the 19 EEG channels named as in
         :data:`EEGMAT_CHANNELS` with the standard 10-20 montage; description columns
         ``subject``, ``session``, ``target`` (0 rest, 1 arithmetic), ``count_quality``.
     """
@@ -152,8 +153,8 @@ def eegmat_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None):
     The paper band-passes 0.3-75 Hz at 200 Hz; at the 100 Hz of the shipped small
     encoder the upper edge is 45 Hz, below the new Nyquist frequency (``h_freq=None``
     takes 45 Hz, or 45 % of ``sfreq`` when that is lower). The files are already
-    notch-filtered at 50 Hz. Values stay in volts. :func:`recording_preprocessors`
-    with these edges.
+    notch-filtered at 50 Hz. Values stay in volts (:func:`load_eegmat` then scales them to
+    microvolts). :func:`recording_preprocessors` with these edges.
     """
     check_range("sfreq", sfreq, 0, np.inf, low_open=True)
     h_freq = min(45.0, 0.45 * sfreq) if h_freq is None else h_freq
@@ -190,11 +191,11 @@ def load_eegmat(
     Returns
     -------
     windows : braindecode BaseConcatDataset
-        Windows with ``target`` (0 rest, 1 arithmetic) and metadata columns
-        ``subject`` and ``count_quality``.
+        Windows in microvolts, with ``target`` (0 rest, 1 arithmetic) and metadata
+        columns ``subject`` and ``count_quality``.
     """
     subjects = range(36) if subjects is None else subjects
     check_range("window_seconds", window_seconds, 0, np.inf, low_open=True)
     dataset = read_eegmat(path, subjects)
-    preprocessors = eegmat_preprocessors(sfreq)
+    preprocessors = [*eegmat_preprocessors(sfreq), microvolt_step()]
     return windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

@@ -19,6 +19,7 @@ from .._checks import check_option
 from .windowing import (
     RecordingStream,
     fixed_length_windower,
+    microvolt_step,
     recording_preprocessors,
     windows_of,
 )
@@ -224,12 +225,12 @@ def load_recordings(
 
     Each file is read with :func:`mne.io.read_raw`, its EEG channels kept
     (``picks``, ``exclude``), preprocessed as the paper does
-    (:func:`recording_preprocessors`) through braindecode's ``preprocess``, and cut
-    into fixed-length windows. Recordings shorter than one window are skipped with
-    a warning. Every file's header is read first, so that an unreadable file stops
-    the call (or is skipped, ``on_error="skip"``) before any preprocessing. The
-    channels kept are logged (``logging.INFO``), once when every recording has the
-    same. Hand the result to
+    (:func:`recording_preprocessors`) through braindecode's ``preprocess``, scaled from
+    volts (MNE's unit) to microvolts, and cut into fixed-length windows. Recordings
+    shorter than one window are skipped with a warning. Every file's header is read
+    first, so that an unreadable file stops the call (or is skipped,
+    ``on_error="skip"``) before any preprocessing. The channels kept are logged
+    (``logging.INFO``), once when every recording has the same. Hand the result to
     :class:`~braindecode_pars.datasets.SingleChannelWindows` (one random channel of a
     random crop per example) or write it once with :func:`write_window_store`.
 
@@ -267,7 +268,8 @@ def load_recordings(
     Returns
     -------
     windows : braindecode BaseConcatDataset | RecordingStream
-        Description column ``file``; no targets (pretraining windows).
+        Windows in microvolts; description column ``file``; no targets (pretraining
+        windows).
 
     Examples
     --------
@@ -293,7 +295,10 @@ def load_recordings(
         )
     _log_channels(kept, exclude)
     # the channels are picked already: the preprocessing keeps them all
-    preprocessors = recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all")
+    preprocessors = [
+        *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),
+        microvolt_step(),
+    ]
     if lazy:
         readers = [functools.partial(_read, file, channels) for file, (channels, _) in kept.items()]
         return RecordingStream(

@@ -1,5 +1,12 @@
 """The paper's preprocessing, and cutting preprocessed recordings into windows.
 
+Units: the recipes and loaders of the package give microvolts, the unit braindecode's
+``EEGClassifier`` reads ``mne.Epochs`` in (:func:`microvolt_preprocessors` scales
+first; :func:`~braindecode_pars.datasets.load_recordings`,
+:func:`~braindecode_pars.datasets.load_eegmat` and ``load_bundled_eegmat`` end with
+:func:`microvolt_step`). Band power and covariances are absolute, so one unit
+throughout matters to the probe and the floors (the encoder alone would not mind).
+
 Shared by the readers of recordings (:mod:`.recordings`, :mod:`.eegmat`,
 :mod:`.bundled_eegmat`), the shipped encoder's corpus (:mod:`.corpus`) and the
 paper's datasets (:mod:`.physionet_mi`, :mod:`.tuh`, :mod:`.ysyw`, :mod:`.eesm17`).
@@ -23,6 +30,12 @@ from braindecode.preprocessing import (
 from .._checks import check_range
 
 logger = logging.getLogger(__name__)
+
+
+def windows_info(windows):
+    """The ``mne.Info`` of braindecode windows (their first recording)."""
+    first = windows.datasets[0]
+    return first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
 
 
 def band_pass(raw, l_freq, h_freq):
@@ -49,7 +62,9 @@ def recording_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None, notch_freq=Non
     """The paper's preprocessing (appendix A.3) as braindecode preprocessors.
 
     Pick the EEG channels, load, band-pass ``l_freq`` to ``h_freq``, notch
-    ``notch_freq``, resample to ``sfreq``; MNE prints nothing.
+    ``notch_freq``, resample to ``sfreq``; MNE prints nothing. The values keep the
+    recordings' unit (volts, as MNE reads EEG): the loaders append
+    :func:`microvolt_step`.
 
     Parameters
     ----------
@@ -87,6 +102,11 @@ def volts_to_microvolts(data):
     return data * 1e6
 
 
+def microvolt_step():
+    """The preprocessor that scales recordings from volts (MNE's unit) to microvolts."""
+    return Preprocessor(volts_to_microvolts, apply_on_array=True)
+
+
 def microvolt_preprocessors(sfreq=None, l_freq=0.3, h_freq=75.0, notch_freq=None):
     """The paper's preprocessing of its datasets (appendix A.3) as braindecode Preprocessors.
 
@@ -108,7 +128,7 @@ def microvolt_preprocessors(sfreq=None, l_freq=0.3, h_freq=75.0, notch_freq=None
     -------
     preprocessors : list of braindecode Preprocessor
     """
-    steps = [Preprocessor(volts_to_microvolts, apply_on_array=True)]
+    steps = [microvolt_step()]
     if sfreq is not None:
         steps.append(Preprocessor("resample", sfreq=sfreq, apply_on_array=False))
     steps.append(
