@@ -1,6 +1,6 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
-from .adapters import RESAMPLE_METHODS, read_windows, resample_windows
+from .adapters import Windows, check_scale, read_windows, window_scale
 from .corpus import pretraining_corpus, shared_corpus
 from .eegmat import (
     EEGMAT_CHANNELS,
@@ -33,6 +33,7 @@ from .physionet_mi import (
     run_block,
 )
 from .recordings import find_recordings, load_recordings, non_eeg_channels
+from .resample import RESAMPLE_METHODS, resample_windows
 from .single_channel import SingleChannelWindows
 from .sleep_edf import read_sleep_edf_mat
 from .store import read_window_store, store_summary, write_window_store
@@ -61,8 +62,11 @@ from .ysyw import (
 
 __all__ = [
     "RESAMPLE_METHODS",
+    "Windows",
+    "check_scale",
     "read_windows",
     "resample_windows",
+    "window_scale",
     "EEGMAT_CHANNELS",
     "EEGMAT_CLASSES",
     "EEGMAT_TEST_SUBJECTS",

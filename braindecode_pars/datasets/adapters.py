@@ -5,31 +5,52 @@ band-power floor) and the command line read their input through
 :func:`read_windows`, so arrays, braindecode windows, ``Subset`` s and skorch
 ``SliceDataset`` s of them, the lists of window items scikit-learn makes of windows
 when it splits them, and ``mne.Epochs`` all behave alike. The windows are read
-once, into one float32 array, and checked (shape, NaN and inf) on the way.
+once, into one float32 array allocated up front, and checked (shape, NaN and inf)
+on the way; braindecode windows give what braindecode's own indexing gives.
 
-:func:`resample_windows` brings windows to another sampling rate (a pretrained
-encoder's) with MNE's resampling, whatever form they come in.
+Units: windows of MNE and braindecode objects are read in microvolts, as
+braindecode's ``EEGClassifier`` reads them (``mne.Epochs`` through
+``get_data(units="uV")``; braindecode windows as they are, which the package's
+recipes and readers give in microvolts); arrays are taken as given.
+:func:`window_scale` and :func:`check_scale` tell windows of another unit.
+
+:func:`~braindecode_pars.datasets.resample.resample_windows` (importable from here
+too) brings windows to another sampling rate.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
-import math
-import numbers
+import warnings
 
 import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset
-from braindecode.preprocessing import Preprocessor
+from braindecode.datasets.base import EEGWindowsDataset
+from mne.defaults import DEFAULTS
 from skorch.helper import SliceDataset
 from torch.utils.data import Dataset, Subset
 
+from .resample import RESAMPLE_METHODS, resample_windows  # noqa: F401 (re-exported)
+from .windowing import windows_info
+
 logger = logging.getLogger(__name__)
 
-#: The resampling methods of MNE (``mne.filter.resample``), its default first.
-RESAMPLE_METHODS = ("fft", "polyphase")
+#: A window scale at ``predict`` this many times larger (or smaller) than at ``fit``
+#: warns (:func:`check_scale`): a factor of 1e6 is volts against microvolts.
+SCALE_WARNING_FACTOR = 100.0
+
+#: Samples (windows x channels x times) checked (NaN and inf, scale) or read (preloaded
+#: ``mne.Epochs``) at a time, so that the temporary arrays stay small (2 MiB in float64).
+_CHUNK_SAMPLES = 1 << 18
+
+
+def _chunks(n, window_size):
+    """Slices of ``n`` windows of ``window_size`` samples, about :data:`_CHUNK_SAMPLES`
+    samples each (at least one window)."""
+    step = max(1, _CHUNK_SAMPLES // max(1, window_size))
+    return [slice(start, min(n, start + step)) for start in range(0, n, step)]
 
 
 @dataclasses.dataclass
@@ -39,9 +60,11 @@ class Windows:
     Attributes
     ----------
     X : ndarray, shape (n_windows, n_chans, n_times), float32
-    y : ndarray, shape (n_windows,) | None
+    y : ndarray, shape (n_windows,) | (n_windows, ...) | None
         Labels: given, or read from the windows (metadata ``target``, item labels,
-        events of ``mne.Epochs``); None where there are none.
+        events of ``mne.Epochs``); None where there are none. Targets of several
+        values (braindecode's ``targets_from="channels"`` with several misc
+        channels) keep their shape after the first axis.
     sfreq : float | None
         The sampling rate, from the windows or the ``sfreq`` given; None for arrays
         without one.
@@ -88,48 +111,107 @@ def is_window_items(X):
     return np.ndim(X[0][0]) == 2
 
 
-def windows_info(windows):
-    """The ``mne.Info`` of braindecode windows (their first recording)."""
-    first = windows.datasets[0]
-    return first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
+def reads_recordings_as_is(windows):
+    """Whether indexing braindecode ``windows`` gives their recordings' samples and their
+    metadata targets: no dataset has a ``transform`` or takes its targets from misc
+    channels (``targets_from="channels"``), and the windows have no ``target_transform``.
+
+    Otherwise :func:`read_windows` reads every window through braindecode's indexing
+    (``windows[i]``), which applies all three.
+    """
+    if getattr(windows, "target_transform", None) is not None:
+        return False
+    return all(
+        getattr(ds, "transform", None) is None
+        and getattr(ds, "targets_from", "metadata") == "metadata"
+        for ds in windows.datasets
+    )
 
 
-def _stack_braindecode(windows, indices):
-    """One float32 array of braindecode windows (all, or those at ``indices``).
+class _Stack:
+    """One float32 array of ``n`` windows, allocated at the first window and filled in
+    place (no list of copies, no second array); a window of another shape is refused,
+    naming both shapes."""
 
-    A preloaded recording is read once through MNE's ``get_data`` and sliced per
-    window; other windows are read one by one. Windows of different shapes are
-    refused, naming the shapes.
+    def __init__(self, n, name):
+        self.n, self.name, self.out = n, name, None
+
+    def put(self, position, window):
+        window = np.asarray(window)
+        if self.out is None:
+            self.out = np.empty((self.n, *window.shape), dtype=np.float32)
+        elif window.shape != self.out.shape[1:]:
+            shapes = sorted({tuple(self.out.shape[1:]), tuple(window.shape)})
+            raise ValueError(
+                f"'{self.name}' windows must all have one shape (n_chans, n_times), but got "
+                f"{shapes}."
+            )
+        self.out[position] = window  # the float32 cast of np.asarray(window, float32)
+
+
+def _stack(items, name):
+    """The windows ``items`` (arrays of one shape) as one float32 array."""
+    stack = _Stack(len(items), name)
+    for position, item in enumerate(items):
+        stack.put(position, item)
+    return stack.out
+
+
+def _direct(ds):
+    """Whether the windows of ``ds`` are read here as braindecode reads them, without its
+    per-item overhead: an ``EEGWindowsDataset`` of an MNE Raw (not a Zarr store)."""
+    return (
+        isinstance(ds, EEGWindowsDataset)
+        and getattr(ds, "_zarr_data", None) is None
+        and ds.raw is not None
+    )
+
+
+def _stack_braindecode(windows, indices, name="X"):
+    """braindecode windows (all, or those at ``indices``) as one float32 array, and their
+    labels where braindecode's indexing gives them.
+
+    When :func:`reads_recordings_as_is`, every window of an ``EEGWindowsDataset`` is cut
+    from its recording with the call braindecode's ``__getitem__`` makes
+    (``raw._getitem`` over the window's samples: a float64 copy of that window only, read
+    from disk where the recording is not preloaded), and other windows are read as
+    ``ds[i][0]``; the labels
+    are then the metadata's (None is returned for them). Otherwise every window is
+    read as ``windows[i]``, so that each dataset's ``transform``, the windows'
+    ``target_transform`` and ``targets_from="channels"`` apply, and the labels are the
+    items'. Windows of different shapes are refused, naming the shapes.
+
+    Returns
+    -------
+    X : ndarray, shape (n_windows, n_chans, n_times), float32
+    labels : list | None
+        The items' labels, or None when they are the metadata's ``target``.
     """
     selected = np.arange(len(windows)) if indices is None else indices
+    stack = _Stack(len(selected), name)
+    if not reads_recordings_as_is(windows):
+        labels = []
+        for position, i in enumerate(selected):
+            item = windows[int(i)]
+            stack.put(position, item[0])
+            labels.append(item[1])
+        return stack.out, labels
     ends = np.asarray(windows.cumulative_sizes, dtype=np.int64)
     which = np.searchsorted(ends, selected, side="right")  # the recording of each window
     starts = np.concatenate([[0], ends[:-1]])
-    out = [None] * len(selected)
     for k in np.unique(which):
         ds = windows.datasets[k]
         positions = np.flatnonzero(which == k)
         local = selected[positions] - starts[k]
-        raw = getattr(ds, "raw", None)
-        crop_inds = getattr(ds, "crop_inds", None)
-        if raw is not None and getattr(raw, "preload", False) and crop_inds is not None:
-            data = raw.get_data()
-            items = (data[:, a:b] for _, a, b in np.asarray(crop_inds)[local])
+        if _direct(ds):
+            raw, crops = ds.raw, np.asarray(ds.crop_inds)[local]
+            for position, (_, a, b) in zip(positions, crops, strict=True):
+                window = raw._getitem((slice(None), slice(int(a), int(b))), return_times=False)
+                stack.put(position, window)
         else:
-            items = (np.asarray(ds[int(i)][0]) for i in local)
-        for position, window in zip(positions, items, strict=True):
-            out[position] = window
-    return _stack(out, "X")
-
-
-def _stack(items, name):
-    shapes = {np.shape(item) for item in items}
-    if len(shapes) != 1:
-        raise ValueError(
-            f"'{name}' windows must all have one shape (n_chans, n_times), but got "
-            f"{sorted(shapes)}."
-        )
-    return np.stack([np.asarray(item, dtype=np.float32) for item in items])
+            for position, i in zip(positions, local, strict=True):
+                stack.put(position, ds[int(i)][0])
+    return stack.out, None
 
 
 def _metadata_column(windows, indices, column):
@@ -141,30 +223,125 @@ def _metadata_column(windows, indices, column):
     return values if indices is None else values[indices]
 
 
+def _label_array(labels):
+    """Labels of windows as an array: (n,) for labels of one value each (numbers,
+    strings, arrays of one element), (n, ...) for labels of several values."""
+    arrays = [np.asarray(label) for label in labels]
+    if all(a.size == 1 for a in arrays):
+        return np.asarray([a.item() for a in arrays])
+    shapes = {a.shape for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"The windows' labels must all have one shape, but got {sorted(shapes)}.")
+    return np.stack(arrays)
+
+
 def labels_of(y):
     """``y`` as an array; a skorch ``SliceDataset(windows, idx=1)`` reads the windows'
-    metadata rather than every window."""
+    metadata rather than every window where braindecode's indexing gives the metadata's
+    targets (:func:`reads_recordings_as_is`)."""
     if isinstance(y, SliceDataset):
         base, indices = _unwrap(y)
-        if isinstance(base, BaseConcatDataset) and y.idx == 1:
+        if isinstance(base, BaseConcatDataset) and y.idx == 1 and reads_recordings_as_is(base):
             targets = _metadata_column(base, indices, "target")
             if targets is not None:
                 return targets
-        return np.asarray([np.asarray(v).item() for v in y])
+        return _label_array(list(y))
     return None if y is None else np.asarray(y)
+
+
+def _voltage_units(epochs):
+    """``units`` of ``get_data`` giving every channel measured in volts in microvolts
+    (``"uV"`` where the epochs hold EEG only, as braindecode's ``EEGClassifier`` asks)."""
+    si_units = DEFAULTS["si_units"]
+    return {t: "uV" for t in set(epochs.get_channel_types()) if si_units.get(t) == "V"}
+
+
+def _read_epochs(epochs, name):
+    """``mne.Epochs`` as one float32 array in microvolts (:func:`_voltage_units`).
+
+    Preloaded epochs are read a few at a time into the array (a small float64 copy at a
+    time, :func:`_chunks`); others through one ``get_data``, which reads and drops bad
+    epochs.
+    """
+    units = _voltage_units(epochs)
+    if not epochs.preload:
+        return epochs.get_data(units=units).astype(np.float32)
+    n = len(epochs)
+    if n == 0:
+        raise ValueError(f"'{name}' holds no window.")
+    stack = _Stack(n, name)
+    for part in _chunks(n, len(epochs.ch_names) * len(epochs.times)):
+        for offset, window in enumerate(epochs.get_data(item=part, units=units)):
+            stack.put(part.start + offset, window)
+    return stack.out
+
+
+def _count_not_finite(array):
+    """The number of windows of ``array`` holding NaN or inf, a few windows at a time."""
+    return sum(
+        int((~np.isfinite(array[part])).any(axis=(1, 2)).sum())
+        for part in _chunks(len(array), array[0].size)
+    )
+
+
+def _check_sfreq(own, sfreq, name):
+    if own is not None and sfreq is not None and abs(own - float(sfreq)) > 1e-6:
+        raise ValueError(
+            f"'sfreq'={sfreq} differs from the sampling rate of the '{name}' windows ({own} Hz)."
+        )
+    return own if own is not None else (None if sfreq is None else float(sfreq))
+
+
+def _check_per_window(values, n, what, name):
+    """``values`` as an array of one ``what`` per window, or a ValueError."""
+    values = np.asarray(values)
+    if values.shape != (n,):
+        raise ValueError(
+            f"'{name}' must have shape ({n},), one {what} per window, but got {values.shape}."
+        )
+    return values
+
+
+def _read_again(windows, y, groups, sfreq, name):
+    """Windows read before, with the ``y``, ``groups`` and ``sfreq`` given (checked) in
+    place of theirs; the same array ``X``."""
+    n = len(windows.X)
+    return Windows(
+        X=windows.X,
+        y=windows.y if y is None else _check_per_window(y, n, "label", "y"),
+        sfreq=_check_sfreq(windows.sfreq, sfreq, name),
+        groups=windows.groups
+        if groups is None
+        else _check_per_window(groups, n, "group", "groups"),
+        ch_names=windows.ch_names,
+    )
 
 
 def read_windows(X, y=None, groups=None, sfreq=None, name="X"):
     """Read windows once into :class:`Windows`, checked.
 
+    braindecode windows give what braindecode's indexing gives (``windows[i]``),
+    whether they are preloaded or not: each dataset's ``transform``, the windows'
+    ``target_transform`` and ``targets_from="channels"`` (whose misc channels are the
+    targets, and are left out of ``X``) apply. ``mne.Epochs`` are read in microvolts,
+    as braindecode's ``EEGClassifier`` reads them (``get_data(units="uV")``, for every
+    channel measured in volts); arrays are taken as given.
+
+    The output array is allocated once its shape is known and filled window by
+    window: reading needs the output's memory plus one window (see
+    ``benchmarks/results/read_memory.md``).
+
     Parameters
     ----------
     X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | Subset | \
-SliceDataset | list of window items | mne.Epochs
+SliceDataset | list of window items | mne.Epochs | Windows
         braindecode windows are a ``BaseConcatDataset`` of windows; a ``Subset`` or a
         skorch ``SliceDataset`` (``idx=0``) of them keeps their metadata; the lists of
         items ``(x, y, inds)`` that scikit-learn's splitters make of windows carry
-        their labels but not their sampling rate.
+        their labels but not their sampling rate. A :class:`Windows` (read before) is
+        returned with the same array ``X``, not copied or scanned again, and the
+        ``y``, ``groups`` and ``sfreq`` given in place of its own: a meta-estimator
+        reads once and hands the result to its stages.
     y : array-like | SliceDataset | None
         Labels; None: read from the windows where they carry them.
     groups : array-like | None
@@ -179,7 +356,16 @@ SliceDataset | list of window items | mne.Epochs
     Returns
     -------
     windows : Windows
+
+    Raises
+    ------
+    ValueError
+        For windows that are not 3-D, not real numbers, of different shapes, empty or
+        holding NaN or inf; a ``sfreq`` that differs from the windows' own; ``y`` or
+        ``groups`` of another length than the windows.
     """
+    if isinstance(X, Windows):
+        return _read_again(X, labels_of(y), groups, sfreq, name)
     y = labels_of(y)
     own_sfreq, own_groups, ch_names, own_y = None, None, None, None
     if isinstance(X, SliceDataset) and X.idx != 0:
@@ -191,25 +377,32 @@ SliceDataset | list of window items | mne.Epochs
     if isinstance(base, BaseConcatDataset):
         if len(base) == 0 or (indices is not None and len(indices) == 0):
             raise ValueError(f"'{name}' holds no window.")
-        array = _stack_braindecode(base, indices)
+        array, labels = _stack_braindecode(base, indices, name)
         info = windows_info(base)
         own_sfreq = float(info["sfreq"])
         ch_names = list(info["ch_names"]) if len(info["ch_names"]) == array.shape[1] else None
-        own_y = _metadata_column(base, indices, "target")
+        if labels is None:
+            own_y = _metadata_column(base, indices, "target")
+        else:
+            own_y = _label_array(labels)
         own_groups = _metadata_column(base, indices, "subject")
     elif isinstance(base, mne.BaseEpochs):
-        array = base.get_data(copy=True).astype(np.float32)
-        own_sfreq, ch_names, own_y = float(base.info["sfreq"]), list(base.ch_names), None
+        array = _read_epochs(base, name)
+        own_sfreq, ch_names = float(base.info["sfreq"]), list(base.ch_names)
         own_y = base.events[:, 2]
     elif is_window_items(base):
         array = _stack([item[0] for item in base], name)
-        own_y = np.asarray([np.asarray(item[1]).item() for item in base])
+        own_y = _label_array([item[1] for item in base])
     elif isinstance(base, Dataset):  # any other dataset of items (x, y, ...)
-        items = [base[i] for i in (range(len(base)) if indices is None else indices)]
-        if not items:
+        selected = range(len(base)) if indices is None else indices
+        if len(selected) == 0:
             raise ValueError(f"'{name}' holds no window.")
-        array = _stack([item[0] for item in items], name)
-        own_y = np.asarray([np.asarray(item[1]).item() for item in items])
+        stack, labels = _Stack(len(selected), name), []
+        for position, i in enumerate(selected):
+            item = base[int(i)]
+            stack.put(position, item[0])
+            labels.append(item[1])
+        array, own_y = stack.out, _label_array(labels)
     else:
         array = np.asarray(X)
         if array.ndim != 3:
@@ -230,267 +423,98 @@ SliceDataset | list of window items | mne.Epochs
         )
     if len(array) == 0:
         raise ValueError(f"'{name}' holds no window.")
-    bad = int((~np.isfinite(array)).any(axis=(1, 2)).sum())
+    bad = _count_not_finite(array)
     if bad:
         raise ValueError(
             f"'{name}' holds NaN or infinite values in {bad} window(s) (of {len(array)})."
         )
-    if own_sfreq is not None and sfreq is not None and abs(own_sfreq - float(sfreq)) > 1e-6:
-        raise ValueError(
-            f"'sfreq'={sfreq} differs from the sampling rate of the '{name}' windows "
-            f"({own_sfreq} Hz)."
-        )
-    if y is None:
-        y = own_y
-    elif y.shape != (len(array),):
-        raise ValueError(
-            f"'y' must have shape ({len(array)},), one label per window, but got {y.shape}."
-        )
-    if groups is not None:
-        groups = np.asarray(groups)
-        if groups.shape != (len(array),):
-            raise ValueError(
-                f"'groups' must have shape ({len(array)},), one group per window, but got "
-                f"{groups.shape}."
-            )
-    else:
-        groups = own_groups
     return Windows(
         X=array,
-        y=y,
-        sfreq=own_sfreq if own_sfreq is not None else (None if sfreq is None else float(sfreq)),
-        groups=groups,
+        y=own_y if y is None else _check_per_window(y, len(array), "label", "y"),
+        sfreq=_check_sfreq(own_sfreq, sfreq, name),
+        groups=own_groups
+        if groups is None
+        else _check_per_window(groups, len(array), "group", "groups"),
         ch_names=ch_names,
     )
 
 
-def _check_rate(name, value):
-    """``value`` as a float, if it is a positive finite sampling rate; else ValueError."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(
-            f"Invalid value for the '{name}' parameter. Allowed values are positive finite "
-            f"numbers (a sampling rate in Hz), but got {value!r} instead."
-        )
-    return float(value)
-
-
-def _resampled_length(n_times, sfreq, new_sfreq, name="X"):
-    """The number of samples of ``n_times`` samples at ``sfreq`` once at ``new_sfreq``
-    (MNE's rounding), at least 1."""
-    n_new = int(round(n_times * new_sfreq / sfreq))
-    if n_new < 1:
-        raise ValueError(
-            f"'{name}' windows of {n_times} samples at {sfreq} Hz hold no sample at "
-            f"new_sfreq={new_sfreq} Hz."
-        )
-    return n_new
-
-
-def _rescaled_metadata(metadata, ratio, n_times=None):
-    """Window metadata with ``i_start_in_trial``/``i_stop_in_trial`` in samples at the new
-    rate (``ratio`` = new / old); windows kept inside a recording of ``n_times`` samples."""
-    metadata = metadata.copy()
-    start = metadata["i_start_in_trial"].to_numpy(dtype=np.int64)
-    stop = metadata["i_stop_in_trial"].to_numpy(dtype=np.int64)
-    length = np.round((stop - start) * ratio).astype(np.int64)
-    start = np.round(start * ratio).astype(np.int64)
-    if n_times is not None:  # rounding may push the last window one sample out
-        start = np.clip(start, 0, np.maximum(n_times - length, 0))
-    metadata["i_start_in_trial"] = start
-    metadata["i_stop_in_trial"] = start + length
-    return metadata
-
-
-def _resample_record(ds, new_sfreq, method, n_jobs=None):
-    """One braindecode dataset (windows of a Raw or of Epochs, or a recording) at
-    ``new_sfreq``, as a new dataset; ``ds`` is left as it was."""
-    preprocessor = Preprocessor(
-        "resample",
-        sfreq=new_sfreq,
-        method=method,
-        n_jobs=n_jobs,
-        verbose="error",
-        apply_on_array=False,
-    )
-    new = copy.copy(ds)  # the same description, transform and targets, new data
-    new._description = None if ds.description is None else ds.description.copy()
-    if getattr(ds, "raw", None) is not None:
-        old_sfreq = float(ds.raw.info["sfreq"])
-        new.raw = preprocessor.apply(ds.raw.copy())  # braindecode's resampling of a Raw
-        new.raw_preproc_kwargs = [*getattr(ds, "raw_preproc_kwargs", []), preprocessor.serialize()]
-    elif getattr(ds, "windows", None) is not None:
-        old_sfreq = float(ds.windows.info["sfreq"])
-        epochs = ds.windows.copy()
-        epochs.load_data()
-        new.windows = preprocessor.apply(epochs)  # mne.Epochs.resample
-        new._fast_disk = False  # the windows are in memory now, not read from the Raw
-        new.window_preproc_kwargs = [
-            *getattr(ds, "window_preproc_kwargs", []),
-            preprocessor.serialize(),
-        ]
-    else:
-        raise TypeError(
-            f"'X' holds a {type(ds).__name__}, a dataset without 'raw' or 'windows' to resample."
-        )
-    metadata = getattr(ds, "metadata", None)
-    if metadata is not None and hasattr(ds, "crop_inds"):
-        raw = getattr(new, "raw", None)
-        n_times = raw.n_times if getattr(ds, "raw", None) is not None else None
-        metadata = _rescaled_metadata(metadata, new_sfreq / old_sfreq, n_times)
-        new.metadata = metadata
-        if getattr(ds, "windows", None) is not None and getattr(ds, "raw", None) is None:
-            new.windows.metadata = metadata
-        new.crop_inds = metadata.loc[
-            :, ["i_window_in_trial", "i_start_in_trial", "i_stop_in_trial"]
-        ].to_numpy()
-        if hasattr(ds, "window_kwargs"):
-            step = ("resample_windows", {"sfreq": new_sfreq, "method": method})
-            new.window_kwargs = [*ds.window_kwargs, step]
-    return new
-
-
-def resample_windows(X, sfreq, new_sfreq, *, method="fft", n_jobs=None):
-    """Windows resampled to ``new_sfreq`` with MNE's resampling, in the form they came in.
-
-    A pretrained encoder works at one sampling rate (the shipped ``pars-small`` at
-    100 Hz) while data come at others (``load_physionet_mi()`` gives 200 Hz): this
-    brings them to the encoder's rate. MNE does the resampling (anti-aliasing
-    included) in every case:
-
-    - an array (n_windows, n_chans, n_times): every window on its own, as
-      ``mne.EpochsArray(X, info).resample(new_sfreq)`` does (``mne.filter.resample``
-      with MNE's settings for epochs: ``npad="auto"``, ``window="auto"``,
-      ``pad="edge"``);
-    - ``mne.Epochs``: ``epochs.copy().resample(new_sfreq)``;
-    - braindecode windows (a ``BaseConcatDataset``): windows cut from a Raw
-      (``create_windows_from_events``, ``create_fixed_length_windows``) have their
-      whole recording resampled, braindecode's way (``Preprocessor("resample",
-      sfreq=new_sfreq)``, i.e. ``raw.resample``), and their start and stop samples
-      moved to the new rate (rounded to the nearest sample); windows held as
-      ``mne.Epochs`` are resampled as epochs; recordings not cut into windows are
-      resampled whole. ``Subset`` s and skorch ``SliceDataset`` s of windows keep
-      their indices.
-
-    The input is left as it was. Resampling whole recordings before cutting windows
-    (``Preprocessor("resample", sfreq=...)`` in braindecode's ``preprocess``) gives the
-    same samples as the braindecode case here (up to the rounding of window starts)
-    and is the cheaper way when you build the windows yourself.
+def window_scale(X):
+    """A robust amplitude of windows: the median over windows of each window's standard
+    deviation.
 
     Parameters
     ----------
-    X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | Subset | \
-SliceDataset | mne.Epochs
-        The windows.
-    sfreq : float | None
-        The windows' sampling rate in Hz. Needed for an array; for windows that carry
-        theirs (braindecode windows, ``mne.Epochs``) None, or the same rate.
-    new_sfreq : float
-        The sampling rate to resample to, in Hz (e.g. ``load_encoder("pars-small").sfreq``).
-    method : "fft" | "polyphase"
-        MNE's resampling method (``mne.filter.resample``); "fft", MNE's default.
-    n_jobs : int | None
-        Parallel jobs of MNE's resampling.
+    X : ndarray, shape (n_windows, n_chans, n_times)
+        The windows (an array, as :func:`read_windows` gives them in ``Windows.X``).
 
     Returns
     -------
-    resampled : ndarray | BaseConcatDataset | Subset | SliceDataset | mne.Epochs
-        The same kind as ``X``: an array of shape (n_windows, n_chans,
-        round(n_times * new_sfreq / sfreq)) and X's float dtype (float64 for integer
-        input), or new windows or epochs at ``new_sfreq``.
+    scale : float
+        0.0 for flat windows; the same unit as ``X`` (about 10 to 100 for EEG in
+        microvolts, 1e-5 to 1e-4 in volts).
 
     Raises
     ------
     ValueError
-        For a rate that is not a positive finite number, an array that is not 3-D,
-        an unknown ``method``, a ``sfreq`` that differs from the windows' own, or
-        windows that would hold no sample.
-
-    Examples
-    --------
-    Arrays, at 200 Hz to the shipped encoder's 100 Hz:
-
-    >>> import numpy as np
-    >>> X = np.random.default_rng(0).standard_normal((8, 64, 800))  # 4-s windows, 200 Hz
-    >>> resample_windows(X, sfreq=200.0, new_sfreq=100.0).shape
-    (8, 64, 400)
-
-    braindecode windows (and ``mne.Epochs``) carry their rate:
-
-    >>> from braindecode_pars.datasets import load_physionet_mi
-    >>> windows = load_physionet_mi(runs=[4])  # doctest: +SKIP
-    >>> at_100 = resample_windows(windows, None, 100.0)  # doctest: +SKIP
-    >>> at_100[0][0].shape  # doctest: +SKIP
-    (64, 400)
+        For an array that is not 3-D or holds no window.
     """
-    new_sfreq = _check_rate("new_sfreq", new_sfreq)
-    if method not in RESAMPLE_METHODS:
-        allowed = " and ".join(repr(m) for m in RESAMPLE_METHODS)
+    X = np.asarray(X)
+    if X.ndim != 3 or len(X) == 0:
         raise ValueError(
-            f"Invalid value for the 'method' parameter. Allowed values are {allowed}, but "
-            f"got {method!r} instead."
+            "'X' must be windows of shape (n_windows, n_chans, n_times), at least one, but "
+            f"got an array of shape {X.shape}."
         )
-    if isinstance(X, SliceDataset):
-        inner = resample_windows(X.dataset, sfreq, new_sfreq, method=method, n_jobs=n_jobs)
-        return SliceDataset(inner, idx=X.idx, indices=X.indices)
-    if isinstance(X, Subset):
-        inner = resample_windows(X.dataset, sfreq, new_sfreq, method=method, n_jobs=n_jobs)
-        return Subset(inner, X.indices)
-    if isinstance(X, BaseConcatDataset | mne.BaseEpochs):
-        info = X.info if isinstance(X, mne.BaseEpochs) else windows_info(X)
-        own = float(info["sfreq"])
-        if sfreq is not None and abs(_check_rate("sfreq", sfreq) - own) > 1e-6:
-            raise ValueError(
-                f"'sfreq'={sfreq} differs from the sampling rate of the 'X' windows "
-                f"({own} Hz); pass sfreq=None for windows that carry their rate."
-            )
-        if isinstance(X, mne.BaseEpochs):
-            _resampled_length(len(X.times), own, new_sfreq)
-            with mne.use_log_level("error"):
-                epochs = X.copy().load_data()
-                return epochs.resample(new_sfreq, method=method, n_jobs=n_jobs)
-        for ds in X.datasets:
-            if hasattr(ds, "crop_inds") and len(ds.crop_inds):
-                _, start, stop = ds.crop_inds[0]
-                _resampled_length(int(stop - start), own, new_sfreq)
-        logger.info("Resampling %d windows from %s Hz to %s Hz.", len(X), own, new_sfreq)
-        with mne.use_log_level("error"):
-            datasets = [_resample_record(ds, new_sfreq, method, n_jobs) for ds in X.datasets]
-        return BaseConcatDataset(
-            datasets,
-            target_transform=getattr(X, "target_transform", None),
+    per_window = np.concatenate(
+        [
+            X[part].reshape(-1, X[0].size).std(axis=1, dtype=np.float64)
+            for part in _chunks(len(X), X[0].size)
+        ]
+    )  # a few windows at a time: float64 copies of those only
+    return float(np.median(per_window))
+
+
+def check_scale(fitted_scale, X, who):
+    """Warn when windows at ``predict`` are in another unit than those fitted.
+
+    Band power and covariances are absolute: windows in volts given to an estimator
+    fitted in microvolts (or the reverse) give predictions unrelated to the fitted
+    ones, without error. This compares :func:`window_scale` of ``X`` with the scale
+    recorded at ``fit`` and warns when they differ by more than
+    :data:`SCALE_WARNING_FACTOR` either way.
+
+    Parameters
+    ----------
+    fitted_scale : float
+        :func:`window_scale` of the windows fitted on.
+    X : ndarray, shape (n_windows, n_chans, n_times)
+        The windows at ``predict``.
+    who : str
+        Who is asking (an estimator's name), at the head of the warning.
+
+    Returns
+    -------
+    factor : float | None
+        The scale of ``X`` over ``fitted_scale``; None where either is 0 (flat windows).
+
+    Warns
+    -----
+    UserWarning
+        When the factor is above :data:`SCALE_WARNING_FACTOR` or below its inverse,
+        naming the factor and both scales.
+    """
+    scale = window_scale(X)
+    if not fitted_scale > 0 or not scale > 0:
+        return None
+    factor = scale / float(fitted_scale)
+    if factor > SCALE_WARNING_FACTOR or factor < 1 / SCALE_WARNING_FACTOR:
+        warnings.warn(
+            f"{who}: the windows at predict are about {factor:.3g} times the amplitude of "
+            f"those fitted (median standard deviation per window {scale:.3g} against "
+            f"{float(fitted_scale):.3g}); are they in another unit (volts vs microvolts)? "
+            "Band power and covariances are absolute: give the windows in the unit of fit "
+            "(the package reads MNE and braindecode objects in microvolts).",
+            UserWarning,
+            stacklevel=2,
         )
-    array = np.asarray(X)
-    if array.ndim != 3:
-        raise ValueError(
-            "Invalid value for the 'X' parameter. Allowed values are arrays of shape "
-            "(n_windows, n_chans, n_times), braindecode windows and mne.Epochs, but got "
-            f"an array of shape {array.shape} instead."
-        )
-    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-        raise ValueError(f"'X' must be real numbers, but got dtype {array.dtype}.")
-    if sfreq is None:
-        raise ValueError(
-            "Invalid value for the 'sfreq' parameter. Allowed values are positive finite "
-            "numbers (a sampling rate in Hz): an array does not carry its rate, but got "
-            "None instead."
-        )
-    sfreq = _check_rate("sfreq", sfreq)
-    _resampled_length(array.shape[-1], sfreq, new_sfreq)
-    dtype = array.dtype if np.issubdtype(array.dtype, np.floating) else np.float64
-    resampled = mne.filter.resample(
-        array.astype(np.float64),
-        up=new_sfreq,
-        down=sfreq,
-        npad="auto",
-        window="auto",
-        pad="edge",
-        method=method,
-        n_jobs=n_jobs,
-        verbose="error",
-    )  # what mne.Epochs.resample does
-    return resampled.astype(dtype, copy=False)
+    return factor
