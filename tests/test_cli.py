@@ -1,7 +1,11 @@
-"""The command line's own behaviour: the encoder size, the step budget, and the data
-assembly it shares with scripts (datasets.pretraining_views)."""
+"""The command line's own behaviour: quiet help, the encoder size, the step budget, and
+the data assembly it shares with scripts (datasets.pretraining_views)."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,18 +19,58 @@ from braindecode_pars.datasets.pretraining_views import (
 )
 from braindecode_pars.models.config import ENCODER_SIZES
 
-TINY = [
-    "--emb-dim",
-    "16",
-    "--depth",
-    "1",
-    "--n-heads",
-    "2",
-    "--ff-dim",
-    "16",
-    "--device",
-    "cpu",
-]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+TINY = ["--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16", "--device", "cpu"]
+
+#: Runs every command's --help in one process; prints the package modules it loaded.
+HELP_SCRIPT = """
+import argparse, sys
+from braindecode_pars.cli import build_parser, main
+loaded = set(sys.modules)
+action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+for command in [[], *([name] for name in action.choices)]:
+    try:
+        main([*command, "--help"])
+    except SystemExit as exit:
+        assert exit.code == 0, (command, exit.code)
+new = sorted(m for m in set(sys.modules) - loaded if m.startswith("braindecode_pars"))
+print("LOADED", *new)
+"""
+
+
+def test_every_help_prints_no_warning_and_loads_nothing_beyond_the_parser():
+    done = subprocess.run(
+        [sys.executable, "-c", HELP_SCRIPT], env=ENV, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr and "warning" not in done.stderr, done.stderr
+    assert done.stdout.count("usage: braindecode-pars") == 9  # the tool and its 8 commands
+    assert "--size {small,paper}" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "LOADED"  # no module of the package
+    module = subprocess.run(
+        [sys.executable, "-m", "braindecode_pars.cli", "pretrain", "--help"],
+        env=ENV, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert module.returncode == 0 and "Warning" not in module.stderr, module.stderr
+    assert "usage: braindecode-pars pretrain" in module.stdout
+
+
+def test_the_command_modules_import_only_the_standard_library_at_module_level():
+    """What a command needs beyond the standard library is imported when it runs, so
+    that building the parser (and --help) stays fast."""
+    import ast
+
+    for path in sorted(Path(cli.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1, f"{path.name} imports ..{node.module} at module level"
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                )
+                for name in names:
+                    top = name.partition(".")[0]
+                    assert top in sys.stdlib_module_names or top == "__future__", (path, name)
 
 
 def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers():
@@ -66,17 +110,7 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
     with pytest.raises(SystemExit, match=r"--size small --n-heads 3: 'emb_dim' must be even"):
         cli.main(["pretrain", "--out", "unused", "--n-heads", "3"])
     with pytest.raises(SystemExit, match=r"'--eegmat-subjects' takes subject numbers, 'pool' or"):
-        cli.main(
-            [
-                "pretrain",
-                "--out",
-                "unused",
-                "--shared-data",
-                "x",
-                "--eegmat-subjects",
-                "a",
-            ]
-        )
+        cli.main(["pretrain", "--out", "unused", "--shared-data", "x", "--eegmat-subjects", "a"])
 
 
 def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
