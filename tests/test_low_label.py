@@ -142,10 +142,10 @@ def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
     import sys
 
     code = (
-        "import json; from braindecode_pars import PARSClassifier; "
+        "import json; from braindecode_pars import PARSClassifier, PARSFineTuner; "
         "from braindecode_pars.experiments.low_label import describe; "
-        "print(json.dumps(describe(PARSClassifier(pretrained_encoder='pars-small', "
-        "sfreq=100, probe_C=10.0)), sort_keys=True))"
+        "print(json.dumps(describe(PARSClassifier(encoder='pars-small', "
+        "head=PARSFineTuner(lr=1e-3), sfreq=100)), sort_keys=True))"
     )
     outs = []
     for seed in ("1", "2"):
@@ -154,7 +154,7 @@ def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
         )
         outs.append(run.stdout.strip().splitlines()[-1])
-    assert outs[0] == outs[1] and '"probe_C": 10.0' in outs[0]
+    assert outs[0] == outs[1] and '"lr": 0.001' in outs[0]
 
 
 def test_paths_are_described_by_contents_and_unsaved_methods_may_change(tmp_path):

@@ -29,6 +29,7 @@ from sklearn.utils.validation import has_fit_parameter
 from tqdm.auto import tqdm
 
 from .._checks import check_int
+from .classifiers import training_history
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,9 @@ COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "sec
 
 def fit_predict(clf, X, y, groups, train, test):
     """Fit ``clf`` on the ``train`` windows and predict the ``test`` ones, handing each
-    side its ``groups`` where the estimator takes them (``PARSClassifier``: the
-    validation split in ``fit``; the aligned probe aligns each group of both sides on
-    its own windows)."""
+    side its ``groups`` where the estimator takes them (``PARSFineTuner``: the
+    validation split in ``fit``; the aligned probe, ``PARSProbe(align="groups")``,
+    aligns each group of both sides on its own windows)."""
     fit_kwargs = {"groups": groups[train]} if has_fit_parameter(clf, "groups") else {}
     clf.fit(X[train], y[train], **fit_kwargs)
     if "groups" in inspect.signature(clf.predict).parameters:
@@ -105,8 +106,9 @@ def run_low_label(
     spread : bool
         How subjects are drawn (see :func:`draw_subjects`).
     histories : dict | None
-        If given, the training history of every fitted estimator that has one
-        (``history_``, epochs without their batches) is stored in it under
+        If given, the training history of every fitted estimator that trains epochs
+        (the ``history_`` of a ``PARSFineTuner``, alone or as the head of a
+        ``PARSClassifier``; epochs without their batches) is stored in it under
         ``(method, k, seed)``.
 
     Returns
@@ -156,9 +158,10 @@ def run_low_label(
             clf.set_params(random_state=seed)
         start = time.perf_counter()
         pred = fit_predict(clf, X, y, subjects, train, test)
-        if histories is not None and len(getattr(clf, "history_", None) or []):
+        history = training_history(clf)
+        if histories is not None and len(history or []):
             histories[(name, k, seed)] = [
-                {key: v for key, v in row.items() if key != "batches"} for row in clf.history_
+                {key: v for key, v in row.items() if key != "batches"} for row in history
             ]
         row = {
             "method": name,
@@ -351,15 +354,17 @@ def summary_table(summary, k_header="k", labels=None, count_header=None):
 def format_summary(results, chance=0.5):
     """The summary as a text table, methods as rows and k as columns."""
     ks = sorted(results["k"].unique())
-    head = f"{'method':<22}" + "".join(f"{f'k={k}':>15}" for k in ks)
+    names = results["method"].unique()
+    width = max([22, *(len(str(name)) + 2 for name in names)])
+    head = f"{'method':<{width}}" + "".join(f"{f'k={k}':>15}" for k in ks)
     lines = [head, "balanced accuracy, mean ± std over draws"]
-    for name in results["method"].unique():
+    for name in names:
         cells = []
         for k in ks:
             sel = results[(results.method == name) & (results.k == k)]["balanced_accuracy"]
             std = sel.std() if len(sel) > 1 else 0.0
             cells.append(f"{sel.mean():>8.3f}±{std:.3f}" if len(sel) else f"{'-':>14}")
-        lines.append(f"{name:<22}" + "".join(f"{c:>15}" for c in cells))
+        lines.append(f"{name:<{width}}" + "".join(f"{c:>15}" for c in cells))
     lines.append(f"chance: balanced accuracy {chance:.3f}")
     return "\n".join(lines)
 
