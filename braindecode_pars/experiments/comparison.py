@@ -32,13 +32,14 @@ from tqdm.auto import tqdm
 from .._checks import check_option
 from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
 from ..datasets.adapters import read_windows
-from ..estimator import PARSClassifier
+from ..estimators import PARSClassifier, PARSFineTuner
 from ..floor import band_power_pipeline
 from ..hub import save_encoder
 from ..metrics import balanced_accuracy, cohen_kappa
 from ..models import pretext_params
 from ..training import pretrain
 from ..training.seeding import isolated_random_state
+from .classifiers import scratch_classifier
 from .low_label import summary_table
 
 logger = logging.getLogger(__name__)
@@ -96,21 +97,33 @@ def scratch_size(config):
     )
 
 
-def finetune_params(config, sfreq, **extra):
-    """PARSClassifier parameters from an experiment configuration (the comparison's).
+def finetune_params(config, **extra):
+    """:class:`~braindecode_pars.PARSFineTuner` parameters from an experiment
+    configuration (the comparison's).
 
     Every pretext encoder, and scratch, is fully fine-tuned on whole windows, as in
-    the paper's Table 1, rather than with the estimator's low-label defaults.
+    the paper's Table 1, rather than with the probe, the low-label default.
     """
     return dict(
-        finetune="full",
+        strategy="full",
         crop_seconds=None,
         max_epochs=config.finetune_epochs,
         batch_size=config.finetune_batch_size,
         lr=config.lr,
-        sfreq=sfreq,
         device=config.device,
         **extra,
+    )
+
+
+def comparison_classifier(encoder, seed, config, sfreq):
+    """The classifier of one method: the neural head fully fine-tuned over ``encoder``
+    (a pretext task's saved encoder), or over a new encoder of the configuration's size
+    (``encoder=None``: scratch)."""
+    head = finetune_params(config, verbose=0)
+    if encoder is None:
+        return scratch_classifier(scratch_size(config), sfreq=sfreq, random_state=seed, **head)
+    return PARSClassifier(
+        encoder=encoder, head=PARSFineTuner(**head), sfreq=sfreq, random_state=seed, verbose=0
     )
 
 
@@ -179,7 +192,6 @@ def run_comparison(out="results/comparison", config=None):
             {"method": method, "seed": seed, "first_loss": first, "last_loss": last}
         )
 
-    common = finetune_params(config, sfreq, verbose=0)
     jobs = list(itertools.product(config.seeds, all_blocks, config.n_train_blocks, config.methods))
     rows = []
     for seed, test_block, n_train, method in tqdm(jobs, desc="fine-tuning", leave=False):
@@ -190,14 +202,9 @@ def run_comparison(out="results/comparison", config=None):
         test = blocks == test_block
         if method == "floor":  # log band power + logistic regression
             clf = band_power_pipeline(sfreq=sfreq)
-        elif method == "scratch":
-            clf = PARSClassifier(
-                pretrain_epochs=0, encoder=scratch_size(config), random_state=seed, **common
-            )
         else:
-            clf = PARSClassifier(
-                pretrained_encoder=encoders[method, seed], random_state=seed, **common
-            )
+            encoder = None if method == "scratch" else encoders[method, seed]
+            clf = comparison_classifier(encoder, seed, config, sfreq)
         clf.fit(X[train], y[train])
         y_pred = clf.predict(X[test])
         rows.append(
