@@ -33,6 +33,17 @@ def data(tmp_path_factory):
     }
 
 
+def _refuse_fits(monkeypatch):
+    """Make any fit of a classifier the protocols build fail."""
+    from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished job ran again")
+
+    for cls in (PARSClassifier, PARSFineTuner, PARSProbe):
+        monkeypatch.setattr(cls, "fit", refuse)
+
+
 def _run(config, tmp_path, name):
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(config))
@@ -67,17 +78,12 @@ def test_label_efficiency_end_to_end_and_resumable(data, tmp_path, monkeypatch):
     assert set(rows.n_subjects) == {1, 3} and rows.kappa.notna().all()
     assert (tmp_path / "le" / "label_efficiency.png").is_file()
 
-    import braindecode_pars.estimator as est
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a finished job ran again")
-
-    monkeypatch.setattr(est.PARSClassifier, "fit", refuse)
+    _refuse_fits(monkeypatch)
     assert len(_run(config, tmp_path, "le")) == 4  # nothing to do: every job is done
     rows.iloc[:3].to_csv(tmp_path / "le" / "results.csv", index=False)  # as if interrupted
     monkeypatch.undo()
     assert len(_run(config, tmp_path, "le")) == 4  # only the missing job ran
-    monkeypatch.setattr(est.PARSClassifier, "fit", refuse)
+    _refuse_fits(monkeypatch)
     other = {**config, "estimator": {**TINY, "lr": 1e-2}}  # rows keyed by method and seed
     with pytest.raises(
         ValueError,
@@ -231,6 +237,7 @@ def test_documented_configurations_are_valid(name):
     config = json.loads(
         (Path(__file__).parents[1] / "docs" / "configs" / f"{name}.json").read_text()
     )
+    from braindecode_pars import PARSClassifier
     from braindecode_pars.experiments.protocols import PROTOCOLS, _estimator
 
     assert config["protocol"] in PROTOCOLS
@@ -242,40 +249,70 @@ def test_documented_configurations_are_valid(name):
             assert spec["options"]["cache_dir"].startswith("cache/")
     for encoder in config.get("methods", {"x": None}).values():
         estimator = _estimator(encoder, 0, config["estimator"])
-        assert estimator.device in ("cpu", "cuda")
-        estimator.set_params(device="cpu")._check_params()  # names and values, GPU or not
+        head = estimator.head if isinstance(estimator, PARSClassifier) else estimator
+        assert head.device in ("cpu", "cuda")
+        head.set_params(device="cpu")._check_params()  # names and values, GPU or not
     PARS_KEYS = {"n_patches", "pos_mask_ratio", "sampling", "decoder"}
     for settings in config.get("configs", {}).values():
         assert set(settings) <= PARS_KEYS
 
 
 def test_a_probe_fits_on_the_training_windows_alone(monkeypatch):
-    """The probe has no epochs to choose: ``fit_on`` hands it no validation windows."""
+    """The probe has no epochs to choose: ``fit_on`` hands it no validation windows; a
+    neural head, alone or under ``PARSClassifier``, gets them."""
+    from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
     from braindecode_pars.experiments import protocols
 
     seen = {}
 
-    class Recorder:
-        def _finetune_strategy(self):
-            return seen["strategy"]
+    def record(self, train, **kwargs):
+        seen["kwargs"] = kwargs
+        return self
 
-        def fit(self, train, **kwargs):
-            seen["kwargs"] = kwargs
-            return self
-
-    monkeypatch.setattr(protocols, "_estimator", lambda encoder, seed, params: Recorder())
+    for cls in (PARSClassifier, PARSFineTuner, PARSProbe):
+        monkeypatch.setattr(cls, "fit", record)
     monkeypatch.setattr(protocols, "_keep_classes", lambda valid, classes: valid)
     monkeypatch.setattr(protocols, "_labels", lambda windows: list(windows))
-    for strategy, passed in (("probe", False), ("full", True)):
-        seen["strategy"] = strategy
-        protocols.fit_on(None, [0, 1], seed=0, params={}, valid=[1, 0])
+    for encoder, params, kind, passed in (
+        ("encoder.pt", {}, PARSProbe, False),  # "auto" over an encoder: the probe
+        (None, {"finetune": "probe"}, PARSClassifier, False),  # over a random encoder
+        (None, {}, PARSFineTuner, True),  # "auto" without an encoder: scratch
+        ("encoder.pt", {"finetune": "frozen"}, PARSClassifier, True),
+    ):
+        clf = protocols.fit_on(encoder, [0, 1], seed=0, params=params, valid=[1, 0])
+        assert type(clf) is kind
         assert ("X_valid" in seen["kwargs"]) is passed
+
+
+def test_configurations_translate_to_the_estimators():
+    """A configuration's flat settings: the probe's under their configuration names, the
+    encoder size of a scratch encoder, the rest the neural head's."""
+    from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
+    from braindecode_pars.experiments.protocols import _estimator
+
+    probe = _estimator("enc.pt", 3, {"probe_C": 10.0, "probe_align": "groups", "lr": 1e-2})
+    assert isinstance(probe, PARSProbe) and (probe.encoder, probe.random_state) == ("enc.pt", 3)
+    assert (probe.C, probe.align) == (10.0, "groups")
+    scratch = _estimator(None, 3, {"max_epochs": 2, "weight_decay": 0.1})
+    assert isinstance(scratch, PARSFineTuner) and scratch.encoder is None
+    assert (scratch.max_epochs, scratch.random_state) == (2, 3)
+    assert scratch.get_params()["optimizer__weight_decay"] == 0.1
+    sized = _estimator(None, 3, {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16})
+    assert isinstance(sized, PARSClassifier) and sized.random_state == 3
+    assert (sized.encoder.max_epochs, sized.encoder.emb_dim, sized.head.strategy) == (0, 16, "full")
+    frozen = _estimator("enc.pt", 3, {"finetune": "frozen", "max_epochs": 2})
+    assert (frozen.encoder, frozen.head.strategy, frozen.head.max_epochs) == ("enc.pt", "frozen", 2)
+    with pytest.raises(ValueError, match="crop_seconds=2.0: these train the neural head"):
+        _estimator("enc.pt", 0, {"crop_seconds": 2.0})
+    with pytest.raises(ValueError, match="probe_align='groups' aligns the probe's features"):
+        _estimator(None, 0, {"probe_align": "groups"})
+    with pytest.raises(ValueError, match="'finetune' parameter"):
+        _estimator(None, 0, {"finetune": "linear"})
 
 
 def test_protocol_functions_refuse_a_log_made_with_other_settings(data, tmp_path, monkeypatch):
     """Called directly (not through the command line's config.json check), a protocol
     refuses an 'out' whose rows came from other settings, before fitting anything."""
-    import braindecode_pars.estimator as est
     from braindecode_pars.experiments import protocols
 
     split = load_recipe("ysyw", data["ysyw"])
@@ -283,10 +320,7 @@ def test_protocol_functions_refuse_a_log_made_with_other_settings(data, tmp_path
     rows = protocols.label_efficiency(split, methods, [1], [0], TINY, tmp_path)
     assert len(rows) == 1
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("fit ran")
-
-    monkeypatch.setattr(est.PARSClassifier, "fit", refuse)
+    _refuse_fits(monkeypatch)
     again = protocols.label_efficiency(split, methods, [1], [0], TINY, tmp_path)
     assert again.equals(rows)  # the same settings: the row is reused, nothing refits
     for changed in (

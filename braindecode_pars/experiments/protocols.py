@@ -32,11 +32,13 @@ from .._checks import check_option
 from ..datasets import SingleChannelWindows, write_window_store
 from ..datasets.eesm17 import ChannelNoise
 from ..datasets.recipes import load_recipe, subject_column, subjects_of
-from ..estimator import PARSClassifier
+from ..estimators import STRATEGIES, PARSClassifier, PARSFineTuner, PARSPretrainer
 from ..metrics import scores
-from ..models.encoder import ENCODER_SIZE_KEYS
+from ..models.config import PatchEncoderConfig
+from ..probe import PARSProbe
 from ..training import pretrain
 from ..training.seeding import isolated_random_state
+from .classifiers import neural_head, scratch_classifier
 from .low_label import check_settings, describe, settings_path
 
 logger = logging.getLogger(__name__)
@@ -87,7 +89,7 @@ class ResultsLog:
 def _augmentations(spec):
     """Transforms from a configuration.
 
-    ``"standard"`` (a preset of ``PARSClassifier``), or a mapping of transform names
+    ``"standard"`` (a preset of ``PARSFineTuner``), or a mapping of transform names
     to their arguments: ``"channel_noise"`` (:class:`ChannelNoise`) or any class of
     ``braindecode.augmentation``, e.g. ``{"FTSurrogate": {"probability": 0.5}}``.
     """
@@ -110,19 +112,82 @@ def _augmentations(spec):
     return [allowed[name](**kwargs) for name, kwargs in spec.items()]
 
 
+#: Keys of a configuration's ``estimator`` that set the probe, and the
+#: :class:`~braindecode_pars.PARSProbe` parameters they set.
+PROBE_KEYS = {"probe_C": "C", "probe_align": "align"}
+
+#: Keys of a configuration's ``estimator`` that only a neural head uses, which the probe
+#: refuses (the others, such as ``max_epochs``, are shared by every method of a
+#: configuration and left to the neural heads).
+NEURAL_ONLY_KEYS = ("crop_seconds", "augmentation", "amplitude")
+
+
 def _estimator(encoder, seed, params):
-    """The classifier of a configuration's fine-tuning settings: a flat mapping of
-    PARSClassifier parameters, where the encoder size (``emb_dim``, ``depth``,
-    ``n_heads``, ``ff_dim``) sizes a scratch encoder and ``weight_decay`` is AdamW's."""
+    """The classifier of a configuration's fine-tuning settings.
+
+    ``params`` is a flat mapping: ``finetune`` ("auto", the default: the probe over a
+    given encoder and full training from scratch; "probe", "full", "frozen", "lp-ft"),
+    ``probe_C`` and ``probe_align`` (the probe's ``C`` and ``align``), the settings of a
+    new encoder (``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, any field of
+    :class:`~braindecode_pars.models.config.PatchEncoderConfig`; a given encoder has its
+    own),
+    ``weight_decay`` (AdamW's), and :class:`~braindecode_pars.PARSFineTuner` parameters
+    (``max_epochs``, ``lr``, ``batch_size``, ``crop_seconds``, ``augmentation``,
+    ``min_valid_groups``, ``device`` ...), which the probe leaves aside.
+
+    Returns a :class:`~braindecode_pars.PARSProbe` (the probe over ``encoder``), a
+    :class:`~braindecode_pars.PARSFineTuner` (a neural head over ``encoder``, or over a
+    new small encoder), or a :class:`~braindecode_pars.PARSClassifier` of the two
+    stages (a neural head over a given encoder; a new encoder of another size).
+    """
     params = dict(params)
-    size = {k: params.pop(k) for k in ENCODER_SIZE_KEYS if k in params}
+    size = {k: params.pop(k) for k in PatchEncoderConfig.fields() if k in params}
+    strategy = params.pop("finetune", "auto")
+    check_option("finetune", strategy, ("auto", "probe", *STRATEGIES))
+    if strategy == "auto":
+        strategy = "full" if encoder is None else "probe"
+    probe = {new: params.pop(old) for old, new in PROBE_KEYS.items() if old in params}
     if "weight_decay" in params:
         params["optimizer__weight_decay"] = params.pop("weight_decay")
     if "augmentation" in params:
         params["augmentation"] = _augmentations(params["augmentation"])
+    sfreq, verbose = params.pop("sfreq", None), params.pop("verbose", 1)
+    if strategy == "probe":
+        neural = {k: params[k] for k in NEURAL_ONLY_KEYS if params.get(k)}
+        if neural:
+            raise ValueError(
+                f"{', '.join(f'{k}={v!r}' for k, v in neural.items())}: these train the "
+                "neural head, but the configuration fits the probe (finetune='probe', or "
+                "'auto' with an encoder), a logistic regression over whole windows. Leave "
+                "them out, or set finetune to 'full', 'frozen' or 'lp-ft'."
+            )
+        PARSFineTuner(**params)  # the keys left to the neural heads, checked
+        device = params.get("device", "cpu")
+        if encoder is not None:
+            return PARSProbe(encoder, sfreq=sfreq, device=device, random_state=seed, **probe)
+        return PARSClassifier(  # the probe over a new, randomly initialised encoder
+            encoder=PARSPretrainer(max_epochs=0, **size, verbose=0),
+            head=PARSProbe(device=device, **probe),
+            sfreq=sfreq,
+            random_state=seed,
+            verbose=verbose,
+        )
+    if probe.get("align") is not None:
+        raise ValueError(
+            f"probe_align={probe['align']!r} aligns the probe's features, but finetune="
+            f"{strategy!r} trains the neural head; leave 'probe_align' out, or set "
+            "finetune='probe'."
+        )
+    head = dict(strategy=strategy, verbose=verbose, **params)
     if encoder is None:
-        return PARSClassifier(pretrain_epochs=0, encoder=size or None, random_state=seed, **params)
-    return PARSClassifier(pretrained_encoder=encoder, random_state=seed, **params)
+        return scratch_classifier(size, sfreq=sfreq, random_state=seed, **head)
+    return PARSClassifier(
+        encoder=encoder,
+        head=PARSFineTuner(**head),
+        sfreq=sfreq,
+        random_state=seed,
+        verbose=verbose,
+    )
 
 
 def _labels(windows):
@@ -165,14 +230,15 @@ def fit_and_score(encoder, train, test, seed, params, valid=None):
 
 
 def fit_on(encoder, train, seed, params, valid=None):
-    """A PARSClassifier fine-tuned from ``encoder`` (None: scratch) on ``train``.
+    """The classifier of ``params`` (:func:`_estimator`) fitted from ``encoder`` (None:
+    scratch) on ``train``.
 
-    ``valid`` picks the best epoch, restricted to the classes seen in training; the
-    probe (``finetune="probe"``, or "auto" with an encoder) has no epochs and fits on
-    ``train`` alone.
+    ``valid`` picks the best epoch of a neural head, restricted to the classes seen in
+    training; the probe (``finetune="probe"``, or "auto" with an encoder) has no epochs
+    and fits on ``train`` alone.
     """
     clf = _estimator(encoder, seed, params)
-    if clf._finetune_strategy() == "probe":
+    if neural_head(clf) is None:
         valid = None
     if valid is not None:
         valid = _keep_classes(valid, np.unique(_labels(train)))
@@ -401,7 +467,8 @@ def run_experiment(config, out=None):
 
     Keys: ``protocol``; ``data`` (``recipe``, ``path``, ``options``) or, for
     ``transfer``, ``datasets`` (name -> such a dict); ``methods`` (name -> encoder file
-    or null); ``estimator`` (PARSClassifier parameters); ``seeds``; and per protocol
+    or null); ``estimator`` (the flat fine-tuning settings :func:`_estimator` reads);
+    ``seeds``; and per protocol
     ``subject_counts`` (label efficiency), ``configs`` and ``pretrain`` (ablation).
     """
     config = dict(config)
