@@ -33,14 +33,18 @@ so aligned (the floor a task's test table compares with stays the better of the 
 unaligned floors on the selection split). Every feature except the
 tangent space is a function of its window alone, so the benchmark computes it once
 per window and fits the scalers and the logistic regression per draw; the result is
-the pipeline's (``tests/test_probe.py`` checks the two agree). ``PARSClassifier``
-rows fit the estimator itself: ``deep pars`` with its current defaults (the probe
-``probe[enc+bp+ts, 100]``, so the two rows agree), ``deep pars, earlier defaults``
-(the trained spatial head over the frozen encoder on half-window crops of windows of
-10 s or more, at lr 1e-3: the defaults before the probe) and ``deep scratch``
-(``pretrain_epochs=0``: a new encoder of the same size, every weight trained on whole
-windows, at the estimator's current settings). A deep row
-may set ``PARSClassifier`` parameters over its own: ``deep scratch[lr=3e-4, max_epochs=80]``.
+the pipeline's (``tests/test_probe.py`` checks the two agree). The deep rows fit the
+estimators themselves: ``deep pars`` is ``PARSClassifier(encoder=...)`` with its
+default head, the probe (``PARSProbe()``: ``probe[enc+bp+ts, 100]``, so the two rows
+agree); ``deep pars, earlier defaults`` is ``PARSClassifier(encoder=..., head=
+PARSFineTuner(strategy="frozen", ...))``, the trained spatial head over the frozen
+encoder on half-window crops of windows of 10 s or more, at lr 1e-3 (the defaults
+before the probe); ``deep scratch`` is ``PARSFineTuner()``, a new encoder of the same
+size and its head, every weight trained on whole windows, at the fine-tuner's current
+settings. A deep row may set its head's parameters over its own: ``deep scratch[lr=3e-4,
+max_epochs=80]``, ``deep pars[align="groups"]`` (the names the rows had before the
+estimators were composed, ``probe_align`` and ``probe_C``, are read as ``align`` and
+``C``).
 
 Usage::
 
@@ -52,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import logging
 import re
 import shlex
@@ -74,10 +79,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.preprocessing import StandardScaler
 
+from braindecode_pars.align import align_covariances, align_features
 from braindecode_pars.datasets import load_eegmat, load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
 from braindecode_pars.datasets.physionet_mi import run_block
+from braindecode_pars.experiments.classifiers import scratch_classifier
 from braindecode_pars.experiments.dev_tasks import (
     DEV_TASKS,
     EEGMAT_POOL_SUBJECTS,
@@ -86,15 +93,11 @@ from braindecode_pars.experiments.dev_tasks import (
     MI_TEST_BLOCKS,
 )
 from braindecode_pars.experiments.low_label import draw_subjects
-from braindecode_pars.floor import LOGISTIC_MAX_ITER, BandPowerFeatures
+from braindecode_pars.floor import BandPowerFeatures
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder, size_of
-from braindecode_pars.probe import (
-    BlockScaler,
-    EncoderFeatures,
-    align_covariances,
-    align_features,
-)
+from braindecode_pars.probe import BlockScaler, EncoderFeatures
+from braindecode_pars.windows_input import LOGISTIC_MAX_ITER
 
 logger = logging.getLogger("bench_dev_tasks")
 
@@ -187,7 +190,7 @@ FLOORS = {
 
 def align_blocks(blocks, units):
     """Each block with every unit's windows aligned on themselves, as
-    :class:`~braindecode_pars.probe.AlignedProbe` does (features standardised,
+    :class:`~braindecode_pars.align.AlignedProbe` does (features standardised,
     covariances re-centred). A unit's alignment reads its own windows only, so it is
     computed once per task and serves every draw."""
     return {
@@ -255,16 +258,21 @@ def inner_c(blocks, train, units, seed):
 _y = None  # the labels of the current task (set in main)
 
 
-#: The ``PARSClassifier`` rows: the estimator's current defaults on the encoder, the
-#: defaults it had before the probe (a trained spatial head over the frozen encoder,
-#: on random crops of half the window for windows of 10 s or more), and scratch (a new
+#: The deep rows: the estimator's default head over the encoder (the probe), the
+#: defaults it had before the probe (a trained spatial head over the frozen encoder, on
+#: random crops of half the window for windows of 10 s or more), and scratch (a new
 #: encoder of the same size, every weight trained, whole windows).
 DEEP_METHODS = ("deep pars", "deep pars, earlier defaults", "deep scratch")
+
+#: The names deep rows gave the probe's parameters before the estimators were
+#: composed (``deep pars[probe_align="groups"]``), and the ``PARSProbe`` parameters
+#: they are.
+PROBE_ALIASES = {"probe_align": "align", "probe_C": "C"}
 
 
 def parse_deep(method):
     """``deep scratch[lr=3e-4, max_epochs=80]`` -> ("deep scratch", {"lr": 3e-4, ...}):
-    a deep row with ``PARSClassifier`` parameters set over the row's own."""
+    a deep row with parameters of its head set over the row's own."""
     if not method.endswith("]"):
         return method, {}
     base, inner = method[:-1].split("[", 1)
@@ -275,29 +283,32 @@ def parse_deep(method):
     return base.strip(), overrides
 
 
-def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
-    from braindecode_pars import PARSClassifier
+def deep_classifier(method, encoder, X, sfreq, seed):
+    """The estimator of a deep row (see :data:`DEEP_METHODS`), seeded with ``seed``."""
+    from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
 
     method, overrides = parse_deep(method)
-    kwargs = dict(pretrained_encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0)
+    common = dict(sfreq=sfreq, random_state=seed, verbose=0)
+    if method == "deep pars":
+        head = PARSProbe(**{PROBE_ALIASES.get(k, k): v for k, v in overrides.items()})
+        return PARSClassifier(encoder=encoder, head=head, **common)
     if method == "deep pars, earlier defaults":
         long = X.shape[-1] / sfreq >= 10.0 - 1e-6
-        kwargs.update(
-            finetune="frozen", crop_seconds=X.shape[-1] / 2 / sfreq if long else None, lr=1e-3
-        )
-    elif method == "deep scratch":
-        kwargs = dict(
-            encoder=size_of(load_encoder(encoder)),
-            pretrain_epochs=0,
-            sfreq=sfreq,
-            random_state=seed,
-            verbose=0,
-        )
-    elif method != "deep pars":
-        raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
-    clf = PARSClassifier(**{**kwargs, **overrides})
+        crop = X.shape[-1] / 2 / sfreq if long else None
+        head = dict(strategy="frozen", crop_seconds=crop, lr=1e-3, verbose=0)
+        head = PARSFineTuner(**{**head, **overrides})
+        return PARSClassifier(encoder=encoder, head=head, **common)
+    if method == "deep scratch":
+        return scratch_classifier(size_of(load_encoder(encoder)), **common, **overrides)
+    raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
+
+
+def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
+    clf = deep_classifier(method, encoder, X, sfreq, seed)
     clf.fit(X[train], _y[train], groups=units[train])
-    return clf.predict(X[test], groups=units[test])
+    if "groups" in inspect.signature(clf.predict).parameters:
+        return clf.predict(X[test], groups=units[test])
+    return clf.predict(X[test])
 
 
 def random_block_seed(name):

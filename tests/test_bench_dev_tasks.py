@@ -100,8 +100,9 @@ def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
     from pyriemann.estimation import Covariances
 
     from braindecode_pars import PatchEncoder
+    from braindecode_pars.align import AlignedProbe
     from braindecode_pars.floor import BandPowerFeatures
-    from braindecode_pars.probe import AlignedProbe, EncoderFeatures
+    from braindecode_pars.probe import EncoderFeatures
 
     rng = np.random.default_rng(0)
     units = np.repeat([3, 4, 7, 8], 12)
