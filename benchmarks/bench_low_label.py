@@ -39,7 +39,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from braindecode_pars import PARSClassifier
+from braindecode_pars import PARSClassifier, PARSFineTuner
 from braindecode_pars.datasets import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
@@ -47,6 +47,7 @@ from braindecode_pars.datasets import (
     load_physionet_mi,
 )
 from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.experiments.classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import (
     format_summary,
     plot_label_efficiency,
@@ -107,24 +108,34 @@ def linear_probe(encoder):
 
 
 def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
-    size = dict(encoder=size_of(encoder))
+    size = size_of(encoder)
     # every row names its strategy, crops and epoch selection, so that a change of the
-    # estimator's defaults (the probe since the development tasks) changes no row
-    common = dict(sfreq=sfreq, verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)
-    common.update(finetune="full", crop_seconds=None, min_valid_groups=3)
-    scratch = dict(pretrain_epochs=0, **size, **common)
-    pars = dict(pretrained_encoder="pars-small", **common)
-    mae = dict(pretrained_encoder=MAE_ENCODER, **common)
+    # fine-tuner's defaults changes no row
+    common = dict(verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)
+    common.update(strategy="full", crop_seconds=None, min_valid_groups=3)
     crops = dict(crop_seconds=crop_seconds)
     augment = dict(augmentation="standard")  # FTSurrogate, ChannelsDropout, SmoothTimeMask
-    frozen = dict(finetune="frozen")
+    frozen = dict(strategy="frozen")
     last = dict(min_valid_groups=10**6)  # no validation split: the last epoch
 
-    def clf(base, *changes):
-        params = dict(base)
+    def head(*changes):
+        params = dict(common)
         for change in changes:
             params.update(change)
-        return PARSClassifier(**params)
+        return params
+
+    def scratch(*changes):
+        """A new encoder of the shipped one's size, every weight trained."""
+        return scratch_classifier(size, sfreq=sfreq, **head(*changes))
+
+    def pars(*changes, encoder="pars-small"):
+        """The neural head over a saved encoder (``pars-small``, or MAE's)."""
+        return PARSClassifier(
+            encoder=encoder, head=PARSFineTuner(**head(*changes)), sfreq=sfreq, verbose=0
+        )
+
+    def mae(*changes):
+        return pars(*changes, encoder=MAE_ENCODER)
 
     table = {
         "floor (band power)": band_power_pipeline(sfreq=sfreq),
@@ -133,41 +144,39 @@ def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
         ),
         "PARS features + logistic regression": linear_probe("pars-small"),
         "MAE features + logistic regression": linear_probe(MAE_ENCODER),
-        "scratch": clf(scratch),
-        "scratch + amplitude": clf(scratch, dict(amplitude=True)),
-        "scratch, crops": clf(scratch, crops),
-        "scratch + augmentation": clf(scratch, augment),
-        "scratch, last epoch": clf(scratch, last),
-        "scratch, crops, last epoch": clf(scratch, crops, last),
-        "PARS full": clf(pars),
-        "PARS full, lr 1e-4": clf(pars, dict(lr=1e-4)),
-        "PARS full + amplitude": clf(pars, dict(amplitude=True)),
-        "PARS frozen": clf(pars, frozen),
-        "PARS frozen + amplitude": clf(pars, frozen, dict(amplitude=True)),
-        "PARS lp-ft": clf(pars, dict(finetune="lp-ft")),
-        "PARS lp-ft + amplitude": clf(pars, dict(finetune="lp-ft", amplitude=True)),
-        "PARS full, crops": clf(pars, crops),
-        "PARS frozen, crops": clf(pars, frozen, crops),
-        "PARS full + augmentation": clf(pars, augment),
-        "PARS full, crops + augmentation": clf(pars, crops, augment),
-        "PARS full, last epoch": clf(pars, last),
-        "PARS frozen, last epoch": clf(pars, frozen, last),
-        "PARS frozen, crops, last epoch": clf(pars, frozen, crops, last),
-        "PARS frozen, crops + amplitude, last epoch": clf(
-            pars, frozen, crops, dict(amplitude=True), last
+        "scratch": scratch(),
+        "scratch + amplitude": scratch(dict(amplitude=True)),
+        "scratch, crops": scratch(crops),
+        "scratch + augmentation": scratch(augment),
+        "scratch, last epoch": scratch(last),
+        "scratch, crops, last epoch": scratch(crops, last),
+        "PARS full": pars(),
+        "PARS full, lr 1e-4": pars(dict(lr=1e-4)),
+        "PARS full + amplitude": pars(dict(amplitude=True)),
+        "PARS frozen": pars(frozen),
+        "PARS frozen + amplitude": pars(frozen, dict(amplitude=True)),
+        "PARS lp-ft": pars(dict(strategy="lp-ft")),
+        "PARS lp-ft + amplitude": pars(dict(strategy="lp-ft", amplitude=True)),
+        "PARS full, crops": pars(crops),
+        "PARS frozen, crops": pars(frozen, crops),
+        "PARS full + augmentation": pars(augment),
+        "PARS full, crops + augmentation": pars(crops, augment),
+        "PARS full, last epoch": pars(last),
+        "PARS frozen, last epoch": pars(frozen, last),
+        "PARS frozen, crops, last epoch": pars(frozen, crops, last),
+        "PARS frozen, crops + amplitude, last epoch": pars(
+            frozen, crops, dict(amplitude=True), last
         ),
-        "PARS frozen, crops + augmentation, last epoch": clf(pars, frozen, crops, augment, last),
-        "PARS frozen, crops, last epoch, lr 3e-3": clf(pars, frozen, crops, last, dict(lr=3e-3)),
-        "PARS frozen, crops, last epoch, spatial dropout 0.2": clf(
-            pars, frozen, crops, last, dict(spatial_drop_prob=0.2)
+        "PARS frozen, crops + augmentation, last epoch": pars(frozen, crops, augment, last),
+        "PARS frozen, crops, last epoch, lr 3e-3": pars(frozen, crops, last, dict(lr=3e-3)),
+        "PARS frozen, crops, last epoch, spatial dropout 0.2": pars(
+            frozen, crops, last, dict(spatial_drop_prob=0.2)
         ),
-        "PARS frozen, crops, last epoch, 80 epochs": clf(
-            pars, frozen, crops, last, dict(max_epochs=80)
-        ),
-        "MAE full": clf(mae),
-        "MAE frozen": clf(mae, frozen),
-        "MAE lp-ft": clf(mae, dict(finetune="lp-ft")),
-        "MAE frozen, crops, last epoch": clf(mae, frozen, crops, last),
+        "PARS frozen, crops, last epoch, 80 epochs": pars(frozen, crops, last, dict(max_epochs=80)),
+        "MAE full": mae(),
+        "MAE frozen": mae(frozen),
+        "MAE lp-ft": mae(dict(strategy="lp-ft")),
+        "MAE frozen, crops, last epoch": mae(frozen, crops, last),
     }
     unknown = sorted(set(names) - set(table))
     if unknown:
@@ -188,7 +197,7 @@ def physionet_mi(sfreq):
 SELECTION_TEST = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[0::2])
 SELECTION_POOL = tuple(sorted(EEGMAT_TRAIN_SUBJECTS)[1::2])
 
-#: Figure labels of the rows that are what PARSClassifier's defaults did before the probe.
+#: Figure labels of the rows that are what the classifier's defaults did before the probe.
 DEFAULT_LABELS = {
     "PARS frozen, crops, last epoch": "PARS frozen, crops, last epoch (earlier defaults)",
     "MAE frozen, crops, last epoch": "MAE frozen, crops, last epoch (earlier defaults)",

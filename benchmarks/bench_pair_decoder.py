@@ -74,7 +74,7 @@ of `braindecode-pars pretrain`, is the CPU setting to use. From one thread to tw
 the encoder-alone step gets about 1.2 times as fast and the decoder about 1.4 times.
 
 The AdamW step is fused (`torch.optim.AdamW(fused=True)`, which `PretrainNet` and
-`PARSClassifier` choose on a CPU or CUDA unless told otherwise): 0.4 ms per step at
+`PARSFineTuner` choose on a CPU or CUDA unless told otherwise): 0.4 ms per step at
 64 x 4 against 2.0 ms for torch's default loop over the 61 parameter tensors. It
 shortens both steps by the same time, so it raises the throughput a little and leaves
 the ratio as it was.

@@ -15,9 +15,9 @@ the frozen encoder:
 
 - ``probe[enc, 1]``: a logistic regression on the encoder's features alone (what
   the encoder itself carries);
-- ``probe[enc+bp+ts, 100]``: the library's default recipe (``PARSClassifier`` with
-  a pretrained encoder), encoder features beside log band power and the tangent
-  space.
+- ``probe[enc+bp+ts, 100]``: the library's default recipe (``PARSClassifier``'s
+  default head, ``PARSProbe``, over a pretrained encoder), encoder features beside
+  log band power and the tangent space.
 
 and three reference rows that need no pretraining: ``probe[rand, 1]`` and
 ``probe[rand+bp+ts, 100]`` (a randomly initialised 64 x 4 encoder), and
