@@ -8,9 +8,10 @@ beside the band-power floor: the paper's Table 1 and label-efficiency figure
 (Fig. 3) at a very small scale.
 
 Each pretext model wraps the same :class:`~braindecode_pars.PatchEncoder` and
-trains through the same :class:`~braindecode_pars.PretrainNet`; the fine-tuned
-estimator is :class:`~braindecode_pars.PARSClassifier` with ``pretrained_encoder``
-(or ``pretrain_epochs=0`` for scratch); the floor is
+trains through the same :class:`~braindecode_pars.PretrainNet`; each saved encoder
+is fully fine-tuned by :class:`~braindecode_pars.PARSClassifier` with
+``head=PARSFineTuner(strategy="full")`` (scratch: a new encoder under the same head);
+the floor is
 :func:`~braindecode_pars.floor.band_power_pipeline`. The settings below take about a minute; the
 recorded comparison of the repository uses ``braindecode-pars compare``.
 """

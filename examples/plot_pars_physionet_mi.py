@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
 
-from braindecode_pars import PARSClassifier, PretrainNet
+from braindecode_pars import PARSClassifier, PARSFineTuner, PretrainNet
 from braindecode_pars.datasets import (
     SingleChannelWindows,
     load_physionet_mi,
@@ -115,13 +115,15 @@ X, y = data.X, data.y
 blocks = windows.get_metadata()["block"].to_numpy()
 print(f"{len(X)} trials of {X.shape[1]} channels x {X.shape[2]} samples at {data.sfreq} Hz")
 
-common = dict(max_epochs=20, batch_size=16, sfreq=data.sfreq, random_state=0, verbose=0)
+common = dict(sfreq=data.sfreq, random_state=0, verbose=0)
+head = dict(max_epochs=20, batch_size=16)  # the trained heads'
+frozen_head = PARSFineTuner(strategy="frozen", verbose=0, **head)
 candidates = {
-    "PARS (continued)": PARSClassifier(pretrained_encoder=net.encoder, **common),
+    "probe: PARS (continued)": PARSClassifier(encoder=net.encoder, **common),
     "PARS (continued), frozen head": PARSClassifier(
-        pretrained_encoder=net.encoder, finetune="frozen", **common
+        encoder=net.encoder, head=frozen_head, **common
     ),
-    "scratch": PARSClassifier(pretrain_epochs=0, encoder="small", **common),
+    "scratch": PARSFineTuner(**head, **common),  # a new small encoder, every weight trained
     "band-power floor": band_power_pipeline(sfreq=data.sfreq),
 }
 scorer = make_scorer("balanced_accuracy")
@@ -142,7 +144,7 @@ for name, clf in candidates.items():
 # subjects and seeds are in ``benchmarks/results/``. The pretraining loss against
 # the loss of learning nothing, the skill, and the fine-tuning curves of one fitted
 # classifier:
-clf = PARSClassifier(pretrained_encoder=net.encoder, finetune="frozen", **common)
+clf = PARSClassifier(encoder=net.encoder, head=frozen_head, **common)
 clf.fit(X[blocks != 3], y[blocks != 3])
-plot_training_curves(net.history, {"PARS (continued), frozen head": [clf.history_]})
+plot_training_curves(net.history, {"PARS (continued), frozen head": [clf.head_.history_]})
 plt.show()

@@ -9,9 +9,9 @@ Sleep-EDF nights. This example:
 1. loads it, and the whole PARS model it was pretrained in;
 2. draws its predicted and true shift matrices on one channel of a bundled EEGMAT
    window of a test subject (the paper's Fig. 6) and prints its pretext skill;
-3. fits ``PARSClassifier``'s default probe on it (and, beside it, a trained spatial
-   head over the frozen encoder) on two labelled subjects (rest vs mental
-   arithmetic) and scores both on two others, beside the band-power floor.
+3. fits ``PARSClassifier``'s default head over it, the probe (and, beside it, a
+   trained spatial head over the frozen encoder) on two labelled subjects (rest vs
+   mental arithmetic) and scores both on two others, beside the band-power floor.
 
 Everything runs from the EEG bundled with the package, in well under a minute on
 a CPU.
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from sklearn.metrics import balanced_accuracy_score
 
-from braindecode_pars import PARSClassifier, load_encoder
+from braindecode_pars import PARSClassifier, PARSFineTuner, load_encoder
 from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
 from braindecode_pars.floor import band_power_pipeline
 from braindecode_pars.hub import load_pretext_model, pretrained_path
@@ -80,25 +80,25 @@ print(f"skill over {len(X_all)} windows x {X_all.shape[1]} channels: {skill:.3f}
 # %%
 # Fine-tune on two labelled subjects
 # ----------------------------------
-# Rest (0) against mental arithmetic (1), with ``PARSClassifier``'s defaults for a
-# pretrained encoder: ``finetune="auto"`` fits the probe, a class-balanced logistic
-# regression over the frozen encoder's per-channel features beside log band power
-# and the Riemannian tangent space of the channels' covariances, in seconds. The
-# development tasks' selection splits chose it (see the estimator's notes). Beside
-# it, the trained spatial head over the frozen encoder (``finetune="frozen"``, five
-# epochs here), and the band-power floor.
+# Rest (0) against mental arithmetic (1), with ``PARSClassifier`` over the shipped
+# encoder and its default head, the probe (:class:`~braindecode_pars.PARSProbe`): a
+# class-balanced logistic regression over the frozen encoder's per-channel features
+# beside log band power and the Riemannian tangent space of the channels'
+# covariances, in seconds. The development tasks' selection splits chose it (see
+# :doc:`/benchmarks`). Beside it, the trained spatial head over the frozen encoder
+# (``head=PARSFineTuner(strategy="frozen")``, five epochs here), and the band-power
+# floor.
 train = load_bundled_eegmat(subjects=[0, 2])  # labelled pool subjects
 test = load_bundled_eegmat(subjects=[1, 4])  # test subjects
 y_test = test.get_metadata()["target"].to_numpy()
 
 classifiers = {
-    "pars-small (defaults)": PARSClassifier(
-        pretrained_encoder="pars-small", sfreq=100, random_state=0, verbose=0
+    "probe: pars-small + band power + tangent space": PARSClassifier(
+        encoder="pars-small", sfreq=100, random_state=0, verbose=0
     ),
-    "pars-small, frozen head": PARSClassifier(
-        pretrained_encoder="pars-small",
-        finetune="frozen",
-        max_epochs=5,
+    "frozen pars-small, trained spatial head": PARSClassifier(
+        encoder="pars-small",
+        head=PARSFineTuner(strategy="frozen", max_epochs=5, verbose=0),
         sfreq=100,
         random_state=0,
         verbose=0,
@@ -108,7 +108,7 @@ classifiers = {
 for name, clf in classifiers.items():
     clf.fit(train)  # labels and sampling rate come from the windows
     score = balanced_accuracy_score(y_test, clf.predict(test))
-    print(f"{name:24s} balanced accuracy on 2 test subjects: {score:.3f}")
+    print(f"{name:47s} balanced accuracy on 2 test subjects: {score:.3f}")
 
 # %%
 # Two labelled subjects and two test subjects say little: chance is 0.5 and the
