@@ -50,9 +50,18 @@ class InterruptAt(Callback):
             raise KeyboardInterrupt
 
 
-#: PARSClassifier settings that keep unit tests fast: a 16-feature, one-block encoder,
-#: 2 pretraining and 4 fine-tuning epochs of batch 16, quiet. Add ``sfreq`` for arrays;
-#: override what a test needs (``dict(SMALL_CLASSIFIER, pretrain_epochs=0)``).
+#: Settings that keep unit tests fast, by stage: a 16-feature, one-block encoder
+#: (``SMALL_ENCODER``: PatchEncoder sizes), pretrained for 2 epochs of batch 16 on 6
+#: patches (``SMALL_PRETRAINER``: PARSPretrainer parameters), under a neural head trained
+#: for 4 epochs of batch 16 (``SMALL_FINETUNER``: PARSFineTuner parameters); quiet.
+#: ``PARSClassifier(encoder=PARSPretrainer(**SMALL_PRETRAINER),
+#: head=PARSFineTuner(**SMALL_FINETUNER), random_state=0, verbose=0)``.
+SMALL_ENCODER = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+SMALL_PRETRAINER = dict(SMALL_ENCODER, n_patches=6, max_epochs=2, batch_size=16, verbose=0)
+SMALL_FINETUNER = dict(max_epochs=4, batch_size=16, verbose=0)
+
+#: The same settings as the flat parameters of PARSClassifier before it composed the two
+#: stages, for the test files not yet written for the stages.
 SMALL_CLASSIFIER = dict(
     encoder=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
     n_patches=6,

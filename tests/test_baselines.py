@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import PARSClassifier
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer
 from braindecode_pars.models import MAE, MP3, DropPos
 from braindecode_pars.models.encoder import sinusoidal_embedding
 
-from .conftest import SMALL_CLASSIFIER, TINY
+from .conftest import SMALL_FINETUNER, SMALL_PRETRAINER, TINY
 
 SIG = dict(n_times=300, sfreq=10)  # 30 patches of 10 samples
 
@@ -195,13 +195,20 @@ def test_every_pretext_task_pretrains_and_fine_tunes_through_the_estimator(pretr
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 3, 400)).astype(np.float32)
     y = np.repeat([0, 1], 12)
-    params = dict(SMALL_CLASSIFIER, finetune="frozen")  # the neural head; the probe: below
-    clf = PARSClassifier(pretrain=pretrain, sfreq=100, **params).fit(X, y)
+    clf = PARSClassifier(
+        encoder=PARSPretrainer(pretrain, **SMALL_PRETRAINER),
+        head=PARSFineTuner(strategy="frozen", **SMALL_FINETUNER),  # the neural head
+        sfreq=100,
+        random_state=0,
+        verbose=0,
+    ).fit(X, y)
     assert len(clf.pretrain_history_) == 2
     assert np.isfinite(clf.pretrain_history_[:, "train_loss"]).all()
     assert clf.predict(X).shape == (24,)
 
 
 def test_unknown_pretext_task_is_refused():
-    with pytest.raises(ValueError, match="'pretrain' parameter. Allowed values are 'pars'"):
-        PARSClassifier(pretrain="simclr", sfreq=100).fit(np.zeros((4, 2, 200)), [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="'method' parameter. Allowed values are 'pars'"):
+        PARSClassifier(encoder=PARSPretrainer("simclr"), sfreq=100).fit(
+            np.zeros((4, 2, 200)), [0, 1, 0, 1]
+        )

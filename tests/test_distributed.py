@@ -150,7 +150,7 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     is resumed alone without compile; then it is exported, loaded and fine-tuned."""
     import json
 
-    from braindecode_pars import PARSClassifier
+    from braindecode_pars import PARSClassifier, PARSFineTuner
     from braindecode_pars.cli import main
     from braindecode_pars.datasets import load_physionet_mi
     from braindecode_pars.hub import load_encoder, run_state, run_status
@@ -195,11 +195,12 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
 
     windows = load_physionet_mi(sfreq=encoder.sfreq)
     clf = PARSClassifier(
-        pretrained_encoder=str(tmp_path / "export"),
-        pretrain_epochs=0, finetune="frozen", max_epochs=2, batch_size=16,
+        encoder=str(tmp_path / "export"),
+        head=PARSFineTuner(strategy="frozen", max_epochs=2, batch_size=16, verbose=0),
         random_state=0, verbose=0,
     ).fit(windows)  # fmt: skip
-    assert all(torch.equal(clf.encoder_.state_dict()[k], v) for k, v in final.items())
+    # the frozen head leaves the exported encoder as it was
+    assert all(torch.equal(clf.head_.encoder_.state_dict()[k], v) for k, v in final.items())
     assert clf.predict_proba(windows).shape == (len(windows), len(clf.classes_))
 
 

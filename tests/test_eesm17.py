@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import PARSClassifier
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer
 from braindecode_pars.datasets.eesm17 import (
     EESM17_EAR_CHANNELS,
     EESM17_STAGES,
@@ -12,7 +12,7 @@ from braindecode_pars.datasets.eesm17 import (
     load_eesm17,
 )
 
-from .conftest import SMALL_CLASSIFIER
+from .conftest import SMALL_ENCODER
 
 
 def test_bids_recordings_give_ear_eeg_sleep_stage_windows(eesm17):
@@ -78,10 +78,14 @@ def test_estimator_fine_tunes_with_the_augmentation(eesm17):
             seen.append(X.shape)
             return super().forward(X, y)
 
-    params = dict(SMALL_CLASSIFIER, pretrain_epochs=0, max_epochs=2, batch_size=4)
-    clf = PARSClassifier(valid_fraction=0.5, augmentation=[Recording(probability=1.0)], **params)
+    head = PARSFineTuner(
+        augmentation=[Recording(probability=1.0)], max_epochs=2, batch_size=4, verbose=0
+    )
+    clf = PARSClassifier(  # a new small encoder, every weight trained
+        encoder=PARSPretrainer(max_epochs=0, **SMALL_ENCODER), head=head, random_state=0, verbose=0
+    )
     clf.fit(windows)
-    assert clf.n_crop_ == 6000  # whole 30-s sleep epochs (200 Hz), never cut by default
+    assert clf.head_.n_crop_ == 6000  # whole 30-s sleep epochs (200 Hz), never cut by default
     assert seen and all(shape[1:] == (12, 6000) for shape in seen)
     assert clf.predict(windows[0][0][None]).shape == (1,)
 
