@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import PARSClassifier, PatchEncoder
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe, PatchEncoder
 from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
 from braindecode_pars.hub import (
     PRETRAINED_ENCODERS,
@@ -100,21 +100,23 @@ def test_real_eeg_in_volts_and_microvolts_gives_the_same_tokens(eegmat_window):
         torch.testing.assert_close(encoder(volts), encoder(volts * 1e6), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("finetune", ["probe", "frozen"])
-def test_the_classifier_trains_alike_in_volts_and_microvolts(finetune):
+@pytest.mark.parametrize(
+    "head",
+    [PARSProbe(), PARSFineTuner(strategy="frozen", max_epochs=3, verbose=0)],
+    ids=["probe", "frozen"],
+)
+def test_the_classifier_trains_alike_in_volts_and_microvolts(head):
     windows = load_bundled_eegmat(subjects=[0, 2])
     from braindecode_pars.datasets.adapters import read_windows
 
     data = read_windows(windows)
     X, y, sfreq = data.X, data.y, data.sfreq
-    params = dict(
-        pretrained_encoder="pars-small", max_epochs=3, sfreq=sfreq, verbose=0, random_state=0
-    )
-    volts = PARSClassifier(finetune=finetune, **params).fit(X, y)
-    micro = PARSClassifier(finetune=finetune, **params).fit(X * 1e6, y)
-    if finetune == "frozen":
+    params = dict(encoder="pars-small", head=head, sfreq=sfreq, verbose=0, random_state=0)
+    volts = PARSClassifier(**params).fit(X, y)
+    micro = PARSClassifier(**params).fit(X * 1e6, y)
+    if isinstance(volts.head_, PARSFineTuner):
         np.testing.assert_allclose(
-            volts.history_[:, "train_loss"], micro.history_[:, "train_loss"], rtol=1e-3
+            volts.head_.history_[:, "train_loss"], micro.head_.history_[:, "train_loss"], rtol=1e-3
         )
     # the probe: log band power moves by a constant, covariances scale, the encoder
     # normalises each channel; the standardised features are the same
@@ -350,7 +352,7 @@ def test_the_aligned_probe_reads_the_subjects_of_braindecode_windows():
     windows = load_bundled_eegmat(subjects=[0, 2, 3, 5])
     data = read_windows(windows)
     subjects = windows.get_metadata()["subject"].to_numpy()
-    params = dict(pretrained_encoder="pars-small", probe_align="groups", verbose=0)
+    params = dict(encoder="pars-small", head=PARSProbe(align="groups"), verbose=0)
     from_windows = PARSClassifier(**params).fit(windows)
     from_arrays = PARSClassifier(sfreq=data.sfreq, **params).fit(data.X, data.y, subjects)
     expected = from_arrays.predict_proba(data.X, groups=subjects)
