@@ -27,12 +27,13 @@ from importlib import resources
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from .models import PRETEXT_MODELS
 from .models.card import model_card
+from .models.config import PatchEncoderConfig
 from .models.encoder import PatchEncoder
 from .models.pars import with_decoder_size
+from .models.pretext import PRETEXT_SETTINGS
 
 logger = logging.getLogger(__name__)
 
@@ -40,23 +41,6 @@ logger = logging.getLogger(__name__)
 #: steps; kept for reproducibility) and ``pars-small-v2`` (the same size on 89.5
 #: channel-hours of 94 people and three kinds of device, 42,336 steps).
 PRETRAINED_ENCODERS = ("pars-small", "pars-small-v2")
-
-#: PatchEncoder settings written beside its weights.
-_ENCODER_CONFIG = ("sfreq", "patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob")
-
-#: The pretext model's settings in a run's ``config.json``: (constructor name, key).
-_RUN_MODEL_SETTINGS = (
-    ("n_patches", "n_patches"),
-    ("pos_mask_ratio", "pos_mask_ratio"),
-    ("sampling", "sampling"),
-    ("decoder", "decoder_name"),
-    ("decoder_heads", "decoder_heads"),
-    ("decoder_hidden", "decoder_hidden"),
-    ("mask_ratio", "mask_ratio"),
-    ("decoder_impl", "decoder_impl"),
-    ("loss_on", "loss_on"),
-    ("label_sigma", "label_sigma"),
-)
 
 
 def pretrained_path(name):
@@ -82,6 +66,10 @@ def _atomic_save(obj, path):
 def save_encoder(encoder, path, **extra):
     """Save a :class:`PatchEncoder` with what is needed to rebuild it.
 
+    The file holds ``config`` (``sfreq`` and every setting of
+    :class:`~braindecode_pars.models.config.PatchEncoderConfig`), ``state_dict`` and
+    ``extra``'s entries.
+
     Parameters
     ----------
     encoder : PatchEncoder
@@ -90,9 +78,7 @@ def save_encoder(encoder, path, **extra):
     **extra
         Anything else worth keeping with the weights (e.g. ``epoch``, ``train_loss``).
     """
-    config = {name: getattr(encoder, name) for name in _ENCODER_CONFIG}
-    activation = type(encoder.blocks[0].ff[1])
-    config["activation"] = activation.__name__
+    config = {"sfreq": encoder.sfreq, **encoder.config.asdict()}
     state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
     _atomic_save({"config": config, "state_dict": state, **extra}, path)
 
@@ -146,9 +132,8 @@ def load_encoder(path_or_encoder, map_location="cpu"):
         ) from err
     if not isinstance(saved, dict) or "config" not in saved or "state_dict" not in saved:
         raise ValueError(f"'{path}' is not an encoder saved by braindecode_pars.save_encoder.")
-    config = dict(saved["config"])
-    config["activation"] = getattr(nn, config.pop("activation"))
-    encoder = PatchEncoder(**config)
+    config = dict(saved["config"])  # of an earlier save: without eps, activation "GELU"
+    encoder = PatchEncoder.from_config(PatchEncoderConfig.of(config), config["sfreq"])
     encoder.load_state_dict(saved["state_dict"])
     return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
@@ -316,11 +301,10 @@ def export_run(run_dir, folder, license=None):
     # the decoder's size, also of a run saved before it was recorded
     settings = with_decoder_size(config, "decoder_name")
     spec = {"method": method, "n_times": config["n_times"], "sfreq": config["sfreq"]}
-    for name, key in _RUN_MODEL_SETTINGS:
+    for name, key in PRETEXT_SETTINGS.items():
         if key in settings:
             spec[name] = settings[key]
-    for name in ("patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob"):
-        spec[name] = config[f"encoder.{name}"]
+    spec.update(PatchEncoderConfig.from_record(config).asdict())
     kwargs = {k: v for k, v in spec.items() if k != "method"}
     model = PRETEXT_MODELS[method](**kwargs)
     params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)

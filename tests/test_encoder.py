@@ -130,3 +130,77 @@ def test_bad_encoder_input_raises(shape, match):
     enc = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
     with pytest.raises(ValueError, match=match):
         enc(torch.randn(*shape))
+
+
+# -- one definition of the settings: PatchEncoderConfig ------------------------------------
+
+
+def _near_flat(n=2, n_times=60, ratio=1e-4):
+    """Windows whose standard deviation is ``ratio`` times their root mean square: flat
+    for ``eps=1e-3`` (normalised to zeros), not for the default ``eps=1e-5``."""
+    wiggle = torch.randn(n, 1, n_times)
+    wiggle = wiggle / wiggle.std(dim=-1, unbiased=False, keepdim=True)
+    return 5.0 + 5.0 * ratio * wiggle
+
+
+def test_an_encoder_reads_and_gives_back_every_setting_of_its_config():
+    from braindecode_pars.models import PatchEncoderConfig
+
+    settings = dict(patch_seconds=2.0, emb_dim=8, depth=2, n_heads=2, ff_dim=12,
+                    activation="relu", drop_prob=0.1, eps=1e-3)  # fmt: skip
+    enc = PatchEncoder(sfreq=10, **settings)
+    assert enc.config == PatchEncoderConfig(**settings)
+    assert enc.config.asdict() == settings
+    assert all(isinstance(block.ff[1], nn.ReLU) for block in enc.blocks)
+    assert enc.patch_size == 20
+    # the class, its name, braindecode's dotted path: one setting
+    for given in (nn.ReLU, "ReLU", "torch.nn.modules.activation.ReLU"):
+        assert PatchEncoder(sfreq=10, **dict(settings, activation=given)).config == enc.config
+    again = PatchEncoder.from_config(enc.config, sfreq=10)
+    assert again.config == enc.config and again.sfreq == 10
+    assert again.state_dict().keys() == enc.state_dict().keys()
+    assert PatchEncoder.from_config(enc.get_config()).config == enc.config  # braindecode's dict
+    assert PatchEncoder.from_config(enc.config, sfreq=20).patch_size == 40
+    with pytest.raises(ValueError, match="'sfreq' must be given with a PatchEncoderConfig"):
+        PatchEncoder.from_config(enc.config)
+    with pytest.raises(ValueError, match="Allowed values are 'gelu' and 'relu', but got"):
+        PatchEncoder(sfreq=10, activation=nn.SiLU)
+
+
+def test_eps_decides_which_windows_count_as_flat():
+    X = _near_flat()
+    strict = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8, eps=1e-3)
+    loose = PatchEncoder(sfreq=10, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
+    assert torch.equal(strict.normalize(X), torch.zeros_like(X))
+    assert loose.normalize(X).abs().amax() > 1.0  # unit variance: the wiggle, amplified
+
+
+def test_encoder_size_names_and_dicts_give_checked_configs():
+    from braindecode_pars.models import ENCODER_SIZES, PatchEncoderConfig, encoder_size
+
+    small = encoder_size("small")
+    assert small == PatchEncoderConfig(emb_dim=64, depth=4, n_heads=4, ff_dim=128).asdict()
+    assert encoder_size("paper") == PatchEncoderConfig().asdict()  # the paper's defaults
+    assert ENCODER_SIZES["paper"].items() <= encoder_size("paper").items()
+    assert encoder_size({"depth": 2, "eps": 1e-3}) == dict(small, depth=2, eps=1e-3)
+    with pytest.raises(ValueError, match=r"unknown keys \['heads'\]; allowed keys are"):
+        encoder_size({"heads": 2})
+    with pytest.raises(ValueError, match="Allowed values are 'small', 'paper'"):
+        encoder_size("huge")
+    with pytest.raises(ValueError, match="divisible by 'n_heads'"):
+        encoder_size({"n_heads": 3})
+
+
+def test_a_run_record_of_an_earlier_version_reads_with_the_defaults():
+    from braindecode_pars.models import PatchEncoderConfig
+
+    config = PatchEncoderConfig(emb_dim=8, depth=1, n_heads=2, ff_dim=8, activation="relu")
+    record = config.record()
+    assert record["encoder.activation"] == "relu" and record["encoder.eps"] == 1e-5
+    assert PatchEncoderConfig.from_record(record) == config
+    # earlier records: no encoder.eps, the activation's class name under "activation"
+    older = {k: v for k, v in record.items() if k not in ("encoder.eps", "encoder.activation")}
+    assert PatchEncoderConfig.from_record({**older, "activation": "ReLU"}) == config
+    assert PatchEncoderConfig.from_record(older).activation == "gelu"
+    with pytest.raises(ValueError, match=r"Unknown encoder settings \['width'\]"):
+        PatchEncoderConfig.from_record({**record, "encoder.width": 3})

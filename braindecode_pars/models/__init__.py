@@ -1,8 +1,9 @@
 """braindecode models: the shared encoder, the pretext models, the fine-tuning model."""
 
 from .classifier import MultiChannelClassifier
+from .config import ENCODER_SIZES, PatchEncoderConfig
 from .droppos import DropPos
-from .encoder import ENCODER_SIZES, PatchEncoder, encoder_size, sinusoidal_embedding, size_of
+from .encoder import PatchEncoder, encoder_size, sinusoidal_embedding, size_of
 from .mae import MAE
 from .mp3 import MP3
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
@@ -40,6 +41,7 @@ __all__ = [
     "MultiChannelClassifier",
     "PARS",
     "PatchEncoder",
+    "PatchEncoderConfig",
     "PretextModel",
     "pretext_params",
     "sinusoidal_embedding",

@@ -2,8 +2,9 @@
 
 :func:`model_card` writes a Hugging Face model card (a YAML header read by the Hub,
 then Markdown) from an encoder and, when there is one, its pretraining run: the run's
-``config.json``, history and status. It imports nothing else from the package, so
-that :meth:`PatchEncoder.generate_model_card <braindecode_pars.PatchEncoder>` (the card
+``config.json``, history and status. It imports nothing else from the package but the
+encoder's settings (:mod:`~braindecode_pars.models.config`), so that
+:meth:`PatchEncoder.generate_model_card <braindecode_pars.PatchEncoder>` (the card
 ``save_pretrained`` writes) and :mod:`braindecode_pars.hub` (the card of an exported
 run) share it.
 """
@@ -15,6 +16,8 @@ import math
 from importlib import metadata
 
 import numpy as np
+
+from .config import ACTIVATIONS
 
 #: Tags of every model card the package writes.
 CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")
@@ -236,8 +239,9 @@ def model_card(
         ("transformer blocks (`depth`)", _number(encoder.depth)),
         ("attention heads (`n_heads`)", _number(encoder.n_heads)),
         ("feed-forward size (`ff_dim`)", _number(encoder.ff_dim)),
-        ("activation", type(encoder.blocks[0].ff[1]).__name__),
+        ("activation", ACTIVATIONS[encoder.activation].__name__),
         ("dropout (`drop_prob`)", _number(encoder.drop_prob)),
+        ("flat-window floor of the normalisation (`eps`)", _number(encoder.eps)),
         ("parameters", _number(n_params)),
     ]
     lines += [f"| {k} | {v} |" for k, v in rows]
@@ -395,11 +399,12 @@ def _card_usage(sfreq, name, pretext):
         "## How to load",
         "",
         "```python",
-        "from braindecode_pars import PARSClassifier, load_encoder",
+        "from braindecode_pars import PARSClassifier, PARSFineTuner, load_encoder",
         "",
         f'folder = "path/to/{name or "this-folder"}"  # this folder',
         f"encoder = load_encoder(folder)  # PatchEncoder, {rate} Hz",
-        f"clf = PARSClassifier(pretrained_encoder=folder, sfreq={rate})  # fine-tune it",
+        f"clf = PARSClassifier(encoder=folder, sfreq={rate})  # a probe over its features",
+        f"tuned = PARSFineTuner(encoder=folder, sfreq={rate})  # or fine-tune it",
     ]
     if pretext:
         lines += [

@@ -19,6 +19,25 @@ from .._checks import check_int, check_option, check_range
 #: Activations by the name a record stores (an activation class is not serialisable).
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 
+#: The prefix of the encoder's settings in a pretraining run's record (``config.json``).
+RECORD_PREFIX = "encoder."
+
+
+def activation_name(activation):
+    """The name of :data:`ACTIVATIONS` that ``activation`` stands for, else ``activation``.
+
+    Takes a name (``"gelu"``), an activation class (``nn.GELU``), its class name as
+    earlier files saved it (``"GELU"``) or braindecode's dotted path in ``config.json``
+    (``"torch.nn.modules.activation.GELU"``).
+    """
+    if isinstance(activation, type):
+        activation = activation.__name__
+    if isinstance(activation, str):
+        name = activation.rpartition(".")[2].lower()
+        if name in ACTIVATIONS:
+            return name
+    return activation
+
 
 @dataclasses.dataclass(frozen=True)
 class PatchEncoderConfig:
@@ -37,12 +56,21 @@ class PatchEncoderConfig:
     ff_dim : int
         Hidden size of each block's feed-forward layer; paper: 512.
     activation : {"gelu", "relu"}
-        The feed-forward activation; paper appendix A.1: GELU.
+        The feed-forward activation; paper appendix A.1: GELU. An activation class
+        (``nn.GELU``) or its class name is read as its name.
     drop_prob : float
         Dropout in the blocks; the paper gives none.
     eps : float
         The instance normalisation's floor on the variance, relative to the window's
         mean square.
+
+    Examples
+    --------
+    >>> config = PatchEncoderConfig(**ENCODER_SIZES["small"])
+    >>> config.emb_dim, config.activation
+    (64, 'gelu')
+    >>> PatchEncoderConfig.of({"depth": 2, "activation": "ReLU"}).activation
+    'relu'
     """
 
     patch_seconds: float = 1.0
@@ -55,12 +83,21 @@ class PatchEncoderConfig:
     eps: float = 1e-5
 
     def __post_init__(self):
-        check_range("patch_seconds", self.patch_seconds, 0, math.inf, low_open=True)
+        # checked and stored as plain Python numbers (a NumPy integer is written to
+        # JSON records as an int)
+        values = {
+            "patch_seconds": check_range(
+                "patch_seconds", self.patch_seconds, 0, math.inf, low_open=True
+            ),
+            "activation": activation_name(self.activation),
+            "drop_prob": check_range("drop_prob", self.drop_prob, 0, 1, high_open=True),
+            "eps": check_range("eps", self.eps, 0, math.inf),
+        }
         for name in ("emb_dim", "depth", "n_heads", "ff_dim"):
-            check_int(name, getattr(self, name), 1)
-        check_option("activation", self.activation, tuple(ACTIVATIONS))
-        check_range("drop_prob", self.drop_prob, 0, 1, high_open=True)
-        check_range("eps", self.eps, 0, math.inf)
+            values[name] = check_int(name, getattr(self, name), 1)
+        check_option("activation", values["activation"], tuple(ACTIVATIONS))
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
         if self.emb_dim % 2 or self.emb_dim % self.n_heads:
             divisors = [h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]
             raise ValueError(
@@ -78,9 +115,10 @@ class PatchEncoderConfig:
         """The config of a :class:`PatchEncoder`, an estimator or a record.
 
         ``source`` is anything with the settings as attributes (an encoder, a
-        :class:`~braindecode_pars.PARSPretrainer`) or a dict of them (a run record, a
-        saved config); a missing setting takes its default, unknown keys of a dict
-        are refused.
+        :class:`~braindecode_pars.PARSPretrainer`) or a dict of them (a saved config,
+        ``sfreq`` allowed and left out); a missing setting takes its default (so a
+        file saved before a setting was recorded reads as that setting's default),
+        unknown keys of a dict are refused.
         """
         if isinstance(source, cls):
             return source
@@ -93,11 +131,28 @@ class PatchEncoderConfig:
             values = {k: v for k, v in source.items() if k in cls.fields()}
         else:
             values = {k: getattr(source, k) for k in cls.fields() if hasattr(source, k)}
-        activation = values.get("activation")
-        if isinstance(activation, type):  # a class, as PatchEncoder keeps it
-            names = {v: k for k, v in ACTIVATIONS.items()}
-            values["activation"] = names.get(activation, activation)
         return cls(**values)
+
+    @classmethod
+    def from_record(cls, record):
+        """The config of a pretraining run's record (its ``config.json``).
+
+        Reads the ``encoder.<setting>`` entries that :meth:`record` writes; a run
+        recorded before ``encoder.activation`` existed kept the activation's class
+        name under ``activation``. A setting the record does not hold takes its default.
+        """
+        values = {
+            key[len(RECORD_PREFIX) :]: value
+            for key, value in record.items()
+            if key.startswith(RECORD_PREFIX)
+        }
+        if "activation" not in values and "activation" in record:
+            values["activation"] = record["activation"]
+        return cls.of(values)
+
+    def record(self):
+        """The settings as a run's record holds them: ``{"encoder.<setting>": value}``."""
+        return {RECORD_PREFIX + name: value for name, value in self.asdict().items()}
 
     def asdict(self):
         """The settings as a plain dict (a record's or a card's)."""
@@ -110,7 +165,8 @@ class PatchEncoderConfig:
 
 #: The named sizes. "small" is the shipped ``pars-small`` encoder's, the default of
 #: :class:`~braindecode_pars.PARSPretrainer` and of every benchmark (140 k parameters;
-#: pretrains at hundreds of windows/s on a CPU); "paper" is the paper's (12.7 M
+#: pretrains at hundreds of windows/s on a CPU); "paper" is the paper's (section 2.5 and
+#: appendix A.1: 512 features, 8 blocks of 8 heads, feed-forward 512; 12.7 M
 #: parameters, for a GPU).
 ENCODER_SIZES = {
     "small": {"emb_dim": 64, "depth": 4, "n_heads": 4, "ff_dim": 128},

@@ -15,69 +15,51 @@ import torch.nn.functional as F
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .._checks import check_int, check_range
-
-#: Encoder sizes by name: the keyword arguments of :class:`PatchEncoder` they set.
-#: "small" is the size of the shipped ``pars-small`` encoder, of the main job and of
-#: every benchmark (140 k parameters; pretrains at hundreds of windows/s on a CPU);
-#: "paper" is the paper's (section 2.5 and appendix A.1: 512 features, 8 blocks of
-#: 8 heads, feed-forward 512; 12.7 M parameters, for a GPU).
-ENCODER_SIZES = {
-    "small": {"emb_dim": 64, "depth": 4, "n_heads": 4, "ff_dim": 128},
-    "paper": {"emb_dim": 512, "depth": 8, "n_heads": 8, "ff_dim": 512},
-}
-
-#: The settings of an encoder's size, as :func:`encoder_size` accepts them.
-ENCODER_SIZE_KEYS = ("emb_dim", "depth", "n_heads", "ff_dim", "drop_prob")
+from .config import ACTIVATIONS, ENCODER_SIZES, PatchEncoderConfig
 
 
 def encoder_size(size):
-    """The :class:`PatchEncoder` keyword arguments of ``size``, checked.
+    """The :class:`PatchEncoder` settings of ``size``, checked by :class:`PatchEncoderConfig`.
 
     Parameters
     ----------
     size : "small" | "paper" | dict
-        A name of :data:`ENCODER_SIZES`, or a dict of some of ``emb_dim``, ``depth``,
-        ``n_heads``, ``ff_dim`` and ``drop_prob`` (the rest from "small").
+        A name of :data:`~braindecode_pars.models.config.ENCODER_SIZES`, or a dict of
+        some of the settings of :class:`PatchEncoderConfig` (the rest from "small", or
+        the config's defaults for those "small" does not set).
 
     Returns
     -------
     kwargs : dict
+        Every setting of :class:`PatchEncoderConfig` (``PatchEncoder(sfreq=...,
+        **kwargs)`` builds the encoder).
     """
     if isinstance(size, str):
         if size not in ENCODER_SIZES:
             raise ValueError(
                 "Invalid value for the 'encoder' parameter. Allowed values are "
                 + ", ".join(repr(k) for k in ENCODER_SIZES)
-                + f" and a dict of PatchEncoder sizes, but got {size!r} instead."
+                + f" and a dict of PatchEncoder settings, but got {size!r} instead."
             )
-        return dict(ENCODER_SIZES[size])
+        return PatchEncoderConfig(**ENCODER_SIZES[size]).asdict()
     if not isinstance(size, dict):
         raise TypeError(
             "'encoder' must be a size name ("
             + ", ".join(repr(k) for k in ENCODER_SIZES)
-            + f") or a dict of PatchEncoder sizes, but got {type(size).__name__} ({size!r})."
+            + f") or a dict of PatchEncoder settings, but got {type(size).__name__} ({size!r})."
         )
-    unknown = sorted(set(size) - set(ENCODER_SIZE_KEYS))
+    unknown = sorted(set(size) - set(PatchEncoderConfig.fields()))
     if unknown:
         raise ValueError(
-            f"'encoder' holds unknown keys {unknown}; allowed keys are {list(ENCODER_SIZE_KEYS)}."
+            f"'encoder' holds unknown keys {unknown}; allowed keys are "
+            f"{list(PatchEncoderConfig.fields())}."
         )
-    kwargs = dict(ENCODER_SIZES["small"], **size)
-    emb_dim, n_heads = kwargs["emb_dim"], kwargs["n_heads"]
-    for name in ("emb_dim", "depth", "n_heads", "ff_dim"):
-        check_int(f"encoder['{name}']", kwargs[name], 1)
-    if emb_dim % 2 or emb_dim % n_heads:
-        raise ValueError(
-            f"encoder['emb_dim'] must be even and divisible by encoder['n_heads'] ({n_heads}), "
-            f"but got {emb_dim}."
-        )
-    return kwargs
+    return PatchEncoderConfig(**dict(ENCODER_SIZES["small"], **size)).asdict()
 
 
 def size_of(encoder):
-    """The size settings of a :class:`PatchEncoder` instance, as :func:`encoder_size` takes them."""
-    return {name: getattr(encoder, name) for name in ENCODER_SIZE_KEYS}
+    """The settings of a :class:`PatchEncoder` instance, as :func:`encoder_size` takes them."""
+    return encoder.config.asdict()
 
 
 def sinusoidal_embedding(positions, emb_dim):
@@ -172,8 +154,8 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         Attention heads per block. Paper: 8 (section 2.5).
     ff_dim : int
         Hidden size of the feed-forward block. Paper: 512 (section 2.5).
-    activation : type of nn.Module
-        Feed-forward non-linearity. Paper: GELU (appendix A.1).
+    activation : "gelu" | "relu" | nn.GELU | nn.ReLU
+        Feed-forward non-linearity, by name or class. Paper: GELU (appendix A.1).
     drop_prob : float
         Dropout in the blocks. The paper does not give one; 0 by default.
     eps : float
@@ -181,6 +163,10 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         counts as flat and normalises to zeros (instead of NaN). The normalisation is
         otherwise exactly invariant to gain and offset: volts, microvolts and ADC
         counts give the same tokens.
+
+    The settings but ``sfreq`` are those of :class:`PatchEncoderConfig`, which checks
+    them: ``encoder.config`` gives them back, and ``PatchEncoder.from_config(config,
+    sfreq)`` builds an encoder of a config.
 
     References
     ----------
@@ -225,35 +211,76 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
             raise ValueError(
                 f"PatchEncoder reads a single channel: 'n_chans' must be 1, but got {self.n_chans}."
             )
-        check_range("patch_seconds", patch_seconds, 0, math.inf, low_open=True)
-        emb_dim = check_int("emb_dim", emb_dim, 2)
-        check_int("depth", depth, 1)
-        check_int("n_heads", n_heads, 1)
-        check_int("ff_dim", ff_dim, 1)
-        if emb_dim % 2 or emb_dim % n_heads:
-            raise ValueError(
-                f"'emb_dim' must be even and divisible by 'n_heads' ({n_heads}), but got {emb_dim}."
-            )
-        self.patch_seconds = patch_seconds
-        self.emb_dim = emb_dim
-        self.depth = depth
-        self.n_heads = n_heads
-        self.ff_dim = ff_dim
-        self.drop_prob = drop_prob
-        self.eps = eps
-        self.patch_size = int(round(patch_seconds * self.sfreq))
+        config = PatchEncoderConfig(
+            patch_seconds=patch_seconds,
+            emb_dim=emb_dim,
+            depth=depth,
+            n_heads=n_heads,
+            ff_dim=ff_dim,
+            activation=activation,
+            drop_prob=drop_prob,
+            eps=eps,
+        )
+        for name, value in config.asdict().items():  # activation: its name
+            setattr(self, name, value)
+        self.patch_size = int(round(config.patch_seconds * self.sfreq))
         if self.patch_size < 1:
             raise ValueError(
                 f"'patch_seconds'={patch_seconds} at sfreq={self.sfreq} gives an empty patch."
             )
 
+        emb_dim = config.emb_dim
         self.tokenizer = nn.Linear(self.patch_size, emb_dim)
         self.pos_mask_token = nn.Parameter(torch.zeros(emb_dim))
         nn.init.normal_(self.pos_mask_token, std=0.02)
         self.blocks = nn.ModuleList(
-            TransformerBlock(emb_dim, n_heads, ff_dim, activation, drop_prob) for _ in range(depth)
-        )
+            TransformerBlock(
+                emb_dim, config.n_heads, config.ff_dim, ACTIVATIONS[config.activation],
+                config.drop_prob,
+            )
+            for _ in range(config.depth)
+        )  # fmt: skip
         self.norm = nn.LayerNorm(emb_dim)
+
+    # -- settings ------------------------------------------------------------------------
+    @property
+    def config(self):
+        """This encoder's :class:`PatchEncoderConfig` (every setting but ``sfreq``)."""
+        return PatchEncoderConfig.of(self)
+
+    @classmethod
+    def from_config(cls, config, sfreq=None):
+        """A new (untrained) encoder of ``config``.
+
+        Parameters
+        ----------
+        config : PatchEncoderConfig | dict
+            The settings; a dict is braindecode's ``get_config()`` (as
+            :meth:`braindecode.models.base.EEGModuleMixin.from_config` reads it), which
+            holds ``sfreq``.
+        sfreq : float | None
+            The sampling rate; needed with a :class:`PatchEncoderConfig`, and replaces
+            the dict's.
+
+        Returns
+        -------
+        encoder : PatchEncoder
+        """
+        if isinstance(config, PatchEncoderConfig):
+            if sfreq is None:
+                raise ValueError(
+                    "'sfreq' must be given with a PatchEncoderConfig (the config holds no "
+                    "sampling rate), but got None."
+                )
+            return cls(sfreq=sfreq, **config.asdict())
+        if not isinstance(config, dict):
+            raise TypeError(
+                "'config' must be a PatchEncoderConfig or a dict of get_config(), but got "
+                f"{type(config).__name__}."
+            )
+        if sfreq is not None:
+            config = dict(config, sfreq=sfreq)
+        return super().from_config(config)
 
     # -- saving (braindecode's Hugging Face layout) ----------------------------------------
     def _save_pretrained(self, save_directory):

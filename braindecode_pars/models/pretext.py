@@ -6,18 +6,25 @@ import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
+from .config import PatchEncoderConfig
 from .encoder import checked_encoder
 
-#: Encoder settings a pretext model forwards to the PatchEncoder it builds.
-ENCODER_PARAMS = (
-    "patch_seconds",
-    "emb_dim",
-    "depth",
-    "n_heads",
-    "ff_dim",
-    "activation",
-    "drop_prob",
-)
+#: The settings of the pretext models, by constructor argument, with the attribute
+#: that holds each (the key of a run's record): what a resumed run must keep and what
+#: an exported run's ``pretext.json`` passes back to the constructor. A model records
+#: those it has.
+PRETEXT_SETTINGS = {
+    "n_patches": "n_patches",
+    "pos_mask_ratio": "pos_mask_ratio",
+    "sampling": "sampling",
+    "decoder": "decoder_name",
+    "decoder_heads": "decoder_heads",
+    "decoder_hidden": "decoder_hidden",
+    "mask_ratio": "mask_ratio",
+    "decoder_impl": "decoder_impl",
+    "loss_on": "loss_on",
+    "label_sigma": "label_sigma",
+}
 
 
 class PretextModel(EEGModuleMixin, nn.Module):
@@ -41,8 +48,8 @@ class PretextModel(EEGModuleMixin, nn.Module):
         (``n_chans=1``) of exactly ``n_times`` samples (``T_s`` of the paper).
     encoder : PatchEncoder | None
         The encoder to train. If None, one is built from ``encoder_kwargs``
-        (``patch_seconds``, ``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``,
-        ``activation``, ``drop_prob``) at the paper's defaults.
+        (the settings of :class:`~braindecode_pars.models.config.PatchEncoderConfig`)
+        at the paper's defaults.
     """
 
     #: Whether every parameter gets a gradient at every step (DistributedDataParallel
@@ -69,13 +76,20 @@ class PretextModel(EEGModuleMixin, nn.Module):
                 f"be 1, but got {self.n_chans}. Use SingleChannelWindows to draw one "
                 "channel per example from multi-channel data."
             )
-        unknown = set(encoder_kwargs) - set(ENCODER_PARAMS)
+        unknown = set(encoder_kwargs) - set(PatchEncoderConfig.fields())
         if unknown:
             raise TypeError(
                 f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
-                f"encoder settings are {list(ENCODER_PARAMS)}."
+                f"encoder settings are {list(PatchEncoderConfig.fields())}."
             )
         self.encoder = checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
+
+    def settings(self):
+        """The pretext settings of :data:`PRETEXT_SETTINGS` this model has, by record key
+        (a value that is not a plain number or string, such as a decoder's absent size,
+        is left out)."""
+        values = {key: getattr(self, key, None) for key in PRETEXT_SETTINGS.values()}
+        return {k: v for k, v in values.items() if isinstance(v, bool | int | float | str)}
 
     @property
     def n_fixed_patches(self):
