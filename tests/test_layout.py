@@ -145,3 +145,55 @@ def test_dependencies_are_ranges_that_hold_the_tested_set_of_constraints_txt():
         assert name in pins, f"{name} is not pinned in constraints.txt"
         assert req.specifier.contains(pins[name]), f"{pins[name]} is outside {text}"
     assert pins["torch"].split("+")[0] == pins["torchaudio"].split("+")[0]
+
+
+#: The layers whose modules are kept to one idea each, at most 500 lines.
+_SIZED = ("models", "training", "hub")
+
+
+def _sized_modules():
+    return [
+        path
+        for path in sorted(ROOT.rglob("*.py"))
+        if path.relative_to(ROOT).parts[0].removesuffix(".py") in _SIZED
+    ]
+
+
+def test_model_training_and_hub_modules_hold_at_most_500_lines():
+    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in _sized_modules()}
+    assert Path("training/pretrain.py") in sizes and Path("hub.py") in sizes  # found
+    assert {str(p): n for p, n in sizes.items() if n > 500} == {}
+
+
+def _literal_lists_of(names, path):
+    """Line numbers of the tuples, lists, sets and dict keys in ``path`` that name three or
+    more of ``names``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            items = node.elts
+        elif isinstance(node, ast.Dict):
+            items = [key for key in node.keys if key is not None]
+        else:
+            continue
+        strings = {i.value for i in items if isinstance(getattr(i, "value", None), str)}
+        if len(strings & set(names)) >= 3:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_encoder_settings_are_listed_once_in_models_config(tmp_path):
+    from braindecode_pars.models import PatchEncoderConfig
+
+    fields = PatchEncoderConfig.fields()
+    # the finder finds a list
+    sample = tmp_path / "sample.py"
+    sample.write_text('KEYS = ("emb_dim", "depth", "n_heads")\nSIZE = {"emb_dim": 1, "depth": 2}\n')
+    assert _literal_lists_of(fields, sample) == [1]
+    config = ROOT / "models" / "config.py"
+    lists = {
+        str(path.relative_to(ROOT)): lines
+        for path in _sized_modules()
+        if path != config and (lines := _literal_lists_of(fields, path))
+    }
+    assert lists == {}

@@ -268,7 +268,8 @@ def test_an_exported_run_gets_a_model_card_with_its_own_numbers(exported_run):
         f"held-out (validation) skill: **{valid[-1]:.3f}** at the last epoch ({len(valid)})",
         f"best {max(valid):.3f} (epoch {int(np.argmax(valid)) + 1})",
         "load_encoder(folder)",  # how to load it
-        "PARSClassifier(pretrained_encoder=folder, sfreq=10)",
+        "PARSClassifier(encoder=folder, sfreq=10)",
+        "PARSFineTuner(encoder=folder, sfreq=10)",
         "load_pretext_model(folder)",
         "The command that made this run is not recorded",  # how to reproduce it
         "`cc-by-4.0`",
@@ -359,3 +360,96 @@ def test_the_aligned_probe_reads_the_subjects_of_braindecode_windows():
     np.testing.assert_allclose(from_windows.predict_proba(windows), expected, atol=1e-6)
     one_group = from_arrays.predict_proba(data.X)
     assert np.abs(one_group - expected).max() > 1e-3
+
+
+# -- every setting of the encoder survives every way of saving it --------------------------
+
+
+def _windows_where_every_setting_shows(n_times=300):
+    """Random windows and near-flat ones: eps=1e-3 zeros the near-flat ones (the default
+    1e-5 does not), and ReLU and GELU differ on all of them."""
+    rng = torch.Generator().manual_seed(0)
+    wiggle = torch.randn(2, 1, n_times, generator=rng)
+    near_flat = 5.0 + 5e-4 * wiggle / wiggle.std(dim=-1, keepdim=True)
+    return torch.cat([torch.randn(2, 1, n_times, generator=rng), near_flat])
+
+
+def _relu_eps_encoder(sfreq=10.0):
+    torch.manual_seed(2)
+    return PatchEncoder(sfreq=sfreq, activation="relu", eps=1e-3, **TINY).eval()
+
+
+def _assert_same_encoder(loaded, encoder, X):
+    assert loaded.config == encoder.config and loaded.sfreq == encoder.sfreq
+    assert loaded.config.activation == "relu" and loaded.config.eps == 1e-3
+    with torch.no_grad():
+        assert torch.equal(loaded.eval()(X), encoder(X))
+
+
+def test_eps_and_relu_round_trip_through_save_encoder_and_save_pretrained(tmp_path):
+    from braindecode_pars.hub import save_encoder
+
+    encoder, X = _relu_eps_encoder(), _windows_where_every_setting_shows()
+    # the windows tell the settings apart: the same weights with the defaults differ
+    default = PatchEncoder(sfreq=10.0, **TINY).eval()
+    default.load_state_dict(encoder.state_dict())
+    with torch.no_grad():
+        assert not torch.allclose(default(X), encoder(X))
+    save_encoder(encoder, tmp_path / "enc.pt")
+    saved = torch.load(tmp_path / "enc.pt", weights_only=True)["config"]
+    assert saved == {"sfreq": 10.0, **encoder.config.asdict()}
+    _assert_same_encoder(load_encoder(tmp_path / "enc.pt"), encoder, X)
+    encoder.save_pretrained(tmp_path / "folder")
+    _assert_same_encoder(load_encoder(tmp_path / "folder"), encoder, X)
+    _assert_same_encoder(PatchEncoder.from_pretrained(str(tmp_path / "folder")), encoder, X)
+
+
+def test_eps_and_relu_round_trip_through_an_exported_run(tmp_path):
+    from braindecode_pars.training import PretrainNet
+
+    encoder, X = _relu_eps_encoder(), _windows_where_every_setting_shows()
+    model = PARS(n_times=300, n_patches=6, encoder=encoder)
+    config = PretrainNet(model, progress_bar=False).initialize().run_config()
+    assert config["encoder.activation"] == "relu" and config["encoder.eps"] == 1e-3
+    run = tmp_path / "run"
+    state = run / "state-000001"
+    state.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "state.json").write_text(json.dumps({"state": state.name, "epoch": 1}))
+    torch.save(model.state_dict(), state / "params.pt")
+    (state / "history.json").write_text(json.dumps([{"epoch": 1}]))
+
+    folder = export_run(run, tmp_path / "out")
+    _assert_same_encoder(load_encoder(folder), encoder, X)
+    pretext = load_pretext_model(folder)
+    _assert_same_encoder(pretext.encoder, encoder, X)
+    assert "| activation | ReLU |" in (folder / "README.md").read_text()
+
+
+def test_encoders_and_runs_saved_before_eps_and_activation_were_recorded_load(tmp_path):
+    from braindecode_pars.hub import save_encoder
+
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=10.0, **TINY).eval()
+    save_encoder(encoder, tmp_path / "enc.pt")
+    saved = torch.load(tmp_path / "enc.pt", weights_only=True)
+    older = {k: v for k, v in saved["config"].items() if k != "eps"}
+    torch.save({**saved, "config": {**older, "activation": "GELU"}}, tmp_path / "old.pt")
+    loaded = load_encoder(tmp_path / "old.pt")
+    assert loaded.config == encoder.config  # eps: the default; "GELU": gelu
+    # a run recorded with "activation": "GELU" and no encoder.eps exports as gelu, 1e-5
+    model = PARS(n_times=300, n_patches=6, encoder=encoder)
+    from braindecode_pars.training import PretrainNet
+
+    config = PretrainNet(model, progress_bar=False).initialize().run_config()
+    config = {k: v for k, v in config.items() if k not in ("encoder.eps", "encoder.activation")}
+    run = tmp_path / "run"
+    (run / "state-000001").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({**config, "activation": "GELU"}))
+    (run / "state.json").write_text(json.dumps({"state": "state-000001", "epoch": 1}))
+    torch.save(model.state_dict(), run / "state-000001" / "params.pt")
+    (run / "state-000001" / "history.json").write_text(json.dumps([{"epoch": 1}]))
+    folder = export_run(run, tmp_path / "out")
+    assert load_encoder(folder).config == encoder.config
+    spec = json.loads((folder / "pretext.json").read_text())
+    assert spec["activation"] == "gelu" and spec["eps"] == 1e-5

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from skorch.callbacks import Callback
 
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.datasets import SingleChannelWindows
@@ -390,3 +391,172 @@ def test_adamw_runs_fused_by_default_and_updates_as_the_loop_does():
         results.append(torch.cat([p.detach().ravel() for p in params]))
     assert not torch.equal(results[1], torch.cat([w.ravel() for w in weights]))
     torch.testing.assert_close(results[0], results[1], rtol=0, atol=1e-12)
+
+
+# -- the pretext skill reads each batch's output -------------------------------------------
+
+
+class _KnownTrivial(PARS):
+    """PARS whose trivial loss is a known constant: the skill's bookkeeping laid bare."""
+
+    def forward(self, X, generator=None):
+        out = super().forward(X, generator)
+        return dict(out, trivial_loss=torch.tensor(4.0))
+
+
+def test_the_skill_is_read_from_each_batch_output_with_no_side_channel():
+    model = _KnownTrivial(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.5, **TINY)
+    net = PretrainNet(model, max_epochs=2, batch_size=16, progress_bar=False, valid_fraction=0.25)
+    net.fit(ramp_dataset(32))
+    assert not hasattr(net, "trivial_loss_")
+    for row in net.history:
+        assert row["train_trivial"] == row["valid_trivial"] == 4.0
+        assert row["train_skill"] == pytest.approx(1 - row["train_loss"] / 4.0)
+        assert row["valid_skill"] == pytest.approx(1 - row["valid_loss"] / 4.0)
+        for batch in row["batches"]:
+            if "train_loss" in batch:
+                assert batch["train_skill"] == pytest.approx(1 - batch["train_loss"] / 4.0)
+
+
+# -- progress: plain lines off a terminal, log lines never glued to a bar ------------------
+
+
+class _LogEachEpoch(Callback):
+    def on_epoch_end(self, net, **kwargs):
+        logging.getLogger("braindecode_pars.training").info("note of epoch %d", len(net.history))
+
+
+def _progress_net(stream, epochs=3):
+    from braindecode_pars.training import EpochProgress
+
+    callbacks = [
+        ("progress", EpochProgress("pretraining PARS", stream=stream)),
+        ("note", _LogEachEpoch()),
+    ]
+    return PretrainNet(
+        _pars(), max_epochs=epochs, batch_size=16, lr=3e-3, progress_bar=False,
+        valid_fraction=0.25, callbacks=callbacks,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def _package_log_to(monkeypatch):
+    """Send the package's INFO records (the epoch tables too) to a stream, as
+    ``verbose=2`` or a user's logging set-up would."""
+    package = logging.getLogger("braindecode_pars")
+    level = package.level
+
+    def to(stream):
+        handler = logging.StreamHandler(stream)
+        monkeypatch.setattr(package, "handlers", [handler])
+        package.setLevel(logging.INFO)
+        return handler
+
+    yield to
+    package.setLevel(level)
+
+
+def test_off_a_terminal_the_progress_is_one_plain_line_per_epoch(_package_log_to):
+    import io
+    import re
+
+    stream = io.StringIO()  # a log redirected to a file: not a terminal
+    _package_log_to(stream)
+    net = _progress_net(stream).fit(ramp_dataset(32))
+    text = stream.getvalue()
+    assert "\r" not in text and "%|" not in text  # no tqdm bar
+    lines = [line for line in text.splitlines() if line.startswith("pretraining PARS")]
+    others = [line for line in text.splitlines() if line not in lines]
+    assert not [line for line in others if "pretraining PARS" in line]  # never glued
+    assert [line for line in others if "note" in line] == [f"note of epoch {e}" for e in (1, 2, 3)]
+    assert any("train_loss" in line for line in others)  # the epoch table, its own lines
+    assert len(lines) == 3
+    pattern = (
+        r"pretraining PARS: epoch (\d)/3 \| train loss (\S+), skill (\S+) \| "
+        r"valid loss (\S+), skill (\S+) \| \d+\.\d s"
+    )
+    for epoch, (line, row) in enumerate(zip(lines, net.history, strict=True), start=1):
+        match = re.match(pattern, line)
+        assert match, line
+        assert match.group(1) == str(epoch)
+        for group, key, digits in ((2, "train_loss", 4), (3, "train_skill", 3),
+                                   (4, "valid_loss", 4), (5, "valid_skill", 3)):  # fmt: skip
+            assert match.group(group) == f"{row[key]:.{digits}f}"
+    assert "left)" in lines[0] and "left)" not in lines[-1]  # a time left until the end
+
+
+def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monkeypatch):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    handler = _package_log_to(terminal)
+    _progress_net(None).fit(ramp_dataset(32))  # None: sys.stderr, at the start of training
+    text = terminal.getvalue()
+    assert "pretraining PARS: 100%" in text and "3/3" in text  # tqdm's bar
+    for epoch in (1, 2, 3):
+        start = text.index(f"note of epoch {epoch}")
+        assert start == 0 or text[start - 1] in "\r\n"  # not glued after the bar's text
+        assert text[start + len(f"note of epoch {epoch}")] == "\n"
+    assert logging.getLogger("braindecode_pars").handlers == [handler]  # given back
+
+
+# -- resuming: records of earlier versions, the encoder's settings, the data's description -
+
+
+def test_a_run_recorded_before_eps_and_encoder_activation_resumes(tmp_path):
+    data = _ramp_view()
+
+    def net(**encoder):
+        model = PARS(n_times=300, sfreq=10, n_patches=12, pos_mask_ratio=0.5, **TINY, **encoder)
+        return PretrainNet(
+            model, max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False,
+            checkpoint_dir=tmp_path,
+        )  # fmt: skip
+
+    net().fit(data)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["encoder.activation"] == "gelu" and "activation" not in config
+    older = {k: v for k, v in config.items() if k not in ("encoder.eps", "encoder.activation")}
+    (tmp_path / "config.json").write_text(json.dumps({**older, "activation": "GELU"}))
+    assert len(net().fit(data).history) == 2  # the same settings: nothing left to run
+    with pytest.raises(RunMismatchError, match=r"encoder.activation: saved 'gelu', now 'relu'"):
+        net(activation="relu").fit(data)
+    with pytest.raises(RunMismatchError, match=r"encoder.eps: saved 1e-05, now 0.001"):
+        net(eps=1e-3).fit(data)
+
+
+def test_a_run_refused_for_other_data_names_what_its_description_says_changed(tmp_path):
+    def net(notch):
+        preprocessing = (
+            f"resampled to 10 Hz, high-pass 0.5 Hz, notch {notch}; 30-s windows every 30 s"
+        )
+        run_info = {
+            "command": f"braindecode-pars pretrain --notch-freq {notch}",
+            "data.recordings": ["a.edf", "b.edf"],
+            "data.preprocessing": preprocessing,
+        }
+        return PretrainNet(
+            _pars(), max_epochs=2, batch_size=16, lr=3e-3, progress_bar=False,
+            checkpoint_dir=tmp_path, run_info=run_info,
+        )  # fmt: skip
+
+    net("none").fit(_ramp_view())
+    with pytest.raises(RunMismatchError) as refused:
+        net("50.0").fit(_ramp_view(seed=1))
+    differences = refused.value.differences
+    assert list(differences) == ["data.preprocessing", "data.fingerprint"]
+    assert differences["data.preprocessing"] == ("notch none", "notch 50.0")
+    assert "data.preprocessing: saved 'notch none', now 'notch 50.0'; data.fingerprint" in str(
+        refused.value
+    )
+    # the same description and other data: the fingerprint alone says so
+    with pytest.raises(RunMismatchError) as refused:
+        net("none").fit(_ramp_view(seed=1))
+    assert list(refused.value.differences) == ["data.fingerprint"]
+    # another description of the same data resumes: only the data are compared
+    assert len(net("50.0").fit(_ramp_view()).history) == 2

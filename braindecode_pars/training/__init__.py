@@ -1,15 +1,18 @@
 """Training: skorch pretraining, schedules, checkpoints, fine-tuning defaults."""
 
+from .callbacks import EpochProgress, PretextSkill
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .distributed import init_distributed
 from .interrupt import TimeLimit
 from .memory import keep_freed_memory
-from .pretrain import PretextLoss, PretextSkill, PretrainNet, RunMismatchError
+from .pretrain import PretextLoss, PretrainNet
+from .resume import RunMismatchError
 from .run import pretrain
 from .schedule import WarmupCosineLR, warmup_cosine_factor
 
 __all__ = [
     "EncoderCheckpoint",
+    "EpochProgress",
     "PretextLoss",
     "PretextSkill",
     "PretrainNet",

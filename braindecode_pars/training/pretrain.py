@@ -1,16 +1,20 @@
-"""Pretraining any pretext model through skorch, without labels."""
+"""Pretraining any pretext model through skorch, without labels: :class:`PretrainNet`.
+
+Its callbacks are in :mod:`~braindecode_pars.training.callbacks`, its run record and
+resume check in :mod:`~braindecode_pars.training.resume`, its validation split in
+:mod:`~braindecode_pars.training.split`; their names stay importable from here.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback, EpochTimer, PassthroughScoring, PrintLog, ProgressBar
+from skorch.callbacks import EpochTimer, PassthroughScoring, PrintLog
 from skorch.dataset import ValidSplit
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
@@ -18,18 +22,32 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDatas
 
 from .._checks import check_device, check_int, check_range
 from ..datasets.single_channel import SingleChannelWindows
-from ..models.pars import with_decoder_size
-from ..models.pretext import PretextModel, pretext_skill
+from ..models.pretext import PretextModel
 from . import distributed
+from . import resume as _resume
+from .callbacks import EpochProgress, PretextSkill, SamplerEpoch
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .interrupt import PropagateInterrupt
 from .optim import with_fused_default
-from .schedule import WarmupCosineLR, batches_per_epoch, warmup_cosine_factor
+from .resume import RunMismatchError, check_resume, data_fingerprint, log_launch_change
+from .schedule import WarmupCosineLR
+from .split import held_out_recordings, training_windows
 
 logger = logging.getLogger(__name__)
 #: The epoch table of a run (skorch's PrintLog): shown by the command line, and by
-#: ``PARSClassifier`` with ``verbose=2``.
+#: the estimators with ``verbose=2``.
 epoch_logger = logging.getLogger(__name__ + ".epochs")
+
+__all__ = [
+    "EpochProgress",
+    "PretextLoss",
+    "PretextSkill",
+    "PretrainNet",
+    "RunMismatchError",
+    "data_fingerprint",
+    "held_out_recordings",
+    "training_windows",
+]
 
 
 class PretextLoss(nn.Module):
@@ -37,94 +55,6 @@ class PretextLoss(nn.Module):
 
     def forward(self, y_pred, y_true=None):
         return y_pred["loss"]
-
-
-class PretextSkill(Callback):
-    """Record the pretext skill of every epoch: ``1 - loss / trivial_loss``.
-
-    Reads the batch losses and the batch trivial losses (the loss of a predictor
-    that learned nothing, on the same batch) and records ``train_trivial``,
-    ``train_skill`` and, with a validation set, ``valid_trivial`` and
-    ``valid_skill``, each weighted by batch size. 0 means the encoder learned
-    nothing, 1 a perfect prediction.
-    """
-
-    def on_epoch_end(self, net, **kwargs):
-        batches = net.history[-1, "batches"]
-        for prefix in ("train", "valid"):
-            rows = [b for b in batches if f"{prefix}_trivial" in b]
-            if not rows:
-                continue
-            n = np.array([b[f"{prefix}_batch_size"] for b in rows], dtype=float)
-            loss = float(np.dot(n, [b[f"{prefix}_loss"] for b in rows]) / n.sum())
-            trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
-            net.history.record(f"{prefix}_trivial", trivial)
-            net.history.record(f"{prefix}_skill", pretext_skill(loss, trivial))
-        if getattr(net, "valid_split_", None) and "valid_loss" in net.history[-1]:
-            net.history.record("valid_split", net.valid_split_)  # recordings, groups, windows
-
-
-class EpochProgress(Callback):
-    """A progress bar over the epochs of a run: epoch k of N, skill, time left.
-
-    One ``tqdm`` bar (on stderr, so it shows without any logging set up) whose
-    postfix holds the last epoch's training and validation pretext skill and whose
-    estimate of the time left is tqdm's, from the epochs done in this sitting; a
-    resumed run starts at the epochs already done. Runs with long epochs
-    (``batch_bar_from`` batches or more) also get skorch's bar over the batches of
-    each epoch.
-
-    Parameters
-    ----------
-    desc : str
-        The bar's label.
-    batch_bar_from : int
-        Batches per epoch from which a second bar shows the batches of each epoch.
-    """
-
-    def __init__(self, desc="pretraining", batch_bar_from=50):
-        self.desc = desc
-        self.batch_bar_from = batch_bar_from
-
-    def on_train_begin(self, net, X=None, **kwargs):
-        from tqdm.auto import tqdm
-
-        done = len(net.history)  # the epochs of a resumed run already in the history
-        self.bar_ = tqdm(total=net.max_epochs, initial=done, desc=self.desc, unit="epoch")
-        self.batches_ = ProgressBar(postfix_keys=["train_loss"]).initialize()
-
-    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
-        if dataset_train is not None and self._long_epochs(net, dataset_train):
-            self.batches_.on_epoch_begin(net, dataset_train=dataset_train, **kwargs)
-
-    def on_batch_end(self, net, **kwargs):
-        if getattr(self.batches_, "pbar_", None) is not None:
-            self.batches_.on_batch_end(net, **kwargs)
-
-    def on_epoch_end(self, net, **kwargs):
-        if getattr(self.batches_, "pbar_", None) is not None:
-            self.batches_.pbar_.close()
-            self.batches_.pbar_ = None
-        row = net.history[-1]
-        postfix = {k: f"{row[k]:.3f}" for k in ("train_skill", "valid_skill") if k in row}
-        self.bar_.set_postfix(postfix, refresh=False)
-        self.bar_.update(1)
-
-    def on_train_end(self, net, **kwargs):
-        self.bar_.close()
-
-    def _long_epochs(self, net, dataset):
-        world = distributed.world_size() if getattr(net, "distributed_", False) else 1
-        return batches_per_epoch(len(dataset), net.batch_size, world) >= self.batch_bar_from
-
-
-class _SamplerEpoch(Callback):
-    """Give the distributed sampler the epoch number, so that every epoch reshuffles."""
-
-    def on_epoch_begin(self, net, **kwargs):
-        sampler = getattr(net, "train_sampler_", None)
-        if sampler is not None:
-            sampler.set_epoch(len(net.history))
 
 
 class PretrainNet(PropagateInterrupt, NeuralNet):
@@ -189,7 +119,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         (:class:`EpochProgress`).
     amp : bool
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
-        device. The PARS decoder keeps its float64 factor tables. For
+        device (the folded PARS decoder leaves autocast and runs in float32). For
         ``torch.compile``, pass skorch's own ``compile=True``.
     distributed : bool | None
         Train with torch's DistributedDataParallel, one process per device, as
@@ -283,7 +213,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             ("valid_loss", PassthroughScoring(name="valid_loss")),
             ("pretext_skill", PretextSkill()),
             ("lr_schedule", WarmupCosineLR(warmup_fraction=self.warmup_fraction)),
-            ("sampler_epoch", _SamplerEpoch()),
+            ("sampler_epoch", SamplerEpoch()),
         ]
         if distributed.rank() != 0:  # only rank 0 shows progress, logs and writes
             return callbacks
@@ -371,17 +301,10 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             params = with_fused_default(self.optimizer, params, self.device)
         return params
 
-    def get_loss(self, y_pred, y_true=None, X=None, training=False):
-        """The pretext loss; the trivial loss of the same batch is kept for the skill."""
-        self.trivial_loss_ = y_pred["trivial_loss"].detach().float()
-        return super().get_loss(y_pred, y_true, X=X, training=training)
-
     def validation_step(self, batch, **fit_params):
         """Evaluate with the validation generator: the same patches and masks every pass."""
         fit_params.setdefault("generator", getattr(self, "valid_generator_", None))
-        step = super().validation_step(batch, **fit_params)
-        self.history.record_batch("valid_trivial", self.trivial_loss_.item())
-        return step
+        return super().validation_step(batch, **fit_params)
 
     @property
     def pretext_(self):
@@ -430,80 +353,25 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
     def train_step(self, batch, **fit_params):
         """One optimisation step; the recorded loss is the mean over processes."""
         step = super().train_step(batch, **fit_params)
-        trivial = self.trivial_loss_
         if self.distributed_:
             step["loss"] = distributed.average_across_ranks(step["loss"])
-            trivial = distributed.average_across_ranks(trivial)
-        self.history.record_batch("train_trivial", trivial.item())
-        self.history.record_batch("train_skill", pretext_skill(step["loss"].item(), trivial.item()))
         return step
 
     def run_config(self, X=None):
-        """The settings a resumed run must share: model, pretext task, optimisation,
-        epoch budget and, given the training data ``X``, their fingerprint."""
-        model = self.pretext_
-        config = {"model": type(model).__name__}
-        for name in _MODEL_SETTINGS:
-            value = getattr(model, name, None)
-            if isinstance(value, bool | int | float | str):
-                config[name] = value
-        for name in _ENCODER_SETTINGS:
-            config[f"encoder.{name}"] = getattr(model.encoder, name)
-        config["activation"] = type(model.encoder.blocks[0].ff[1]).__name__
-        config.update(
-            lr=self.lr,
-            batch_size=self.batch_size,
-            weight_decay=self.get_params_for("optimizer").get("weight_decay"),
-            optimizer=getattr(self.optimizer, "__name__", str(self.optimizer)),
-            warmup_fraction=self.warmup_fraction,
-            valid_fraction=self.valid_fraction,
-            max_epochs=self.max_epochs,
-        )
-        if X is not None:
-            config.update(data_fingerprint(X))
-        return config
-
-    def _check_resume(self, folder, X=None):
-        """Refuse to resume a run whose saved settings differ from this net's (given the
-        training data ``X``, their fingerprint too)."""
-        saved_file = Path(folder) / "config.json"
-        config = json.loads(json.dumps(self.run_config(X)))
-        if not saved_file.is_file():
-            return config
-        saved = json.loads(saved_file.read_text())
-        saved = with_decoder_size(saved, "decoder_name")  # the decoder's size of older runs
-        info = set(self.run_info or {}) | set(saved.get("run_info", []))
-        diffs = {  # a key the saved run does not have was not recorded by its version
-            key: (saved.get(key), config.get(key))
-            for key in sorted(set(saved) | set(config))
-            if not _same(saved.get(key), config.get(key))
-            and not (key in _RECORDED_SINCE and key not in saved)
-            and key not in info
-            and key != "run_info"
-        }
-        budget = diffs.pop("max_epochs", None)
-        if diffs or (budget and not self.allow_new_budget):
-            if budget:
-                diffs["max_epochs"] = budget
-            raise RunMismatchError(folder, diffs)
-        if budget:
-            done = json.loads((Path(folder) / "state.json").read_text()).get("epoch", 0)
-            old, new = budget
-            logger.warning(
-                "Resuming %s with %s epochs instead of %s: after epoch %d the learning rate "
-                "goes from %.3g (%.0f %% of the old run) to %.3g (%.0f %% of the new one) "
-                "and follows the new curve.",
-                folder, new, old, done,
-                self.lr * warmup_cosine_factor(done / old, self.warmup_fraction), 100 * done / old,
-                self.lr * warmup_cosine_factor(done / new, self.warmup_fraction), 100 * done / new,
-            )  # fmt: skip
-        return config
+        """The settings a resumed run must share (see
+        :func:`~braindecode_pars.training.resume.run_config`)."""
+        return _resume.run_config(self, X)
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """skorch's; the fixed validation draws are made anew from ``X`` (the same data
         gives the same draws, seeded; other data its own), then kept for its epochs."""
         self._valid_fixed = None
-        return super().partial_fit(X, y, classes=classes, **fit_params)
+        try:
+            return super().partial_fit(X, y, classes=classes, **fit_params)
+        finally:  # also when training ends by an error, which skips on_train_end
+            for _, callback in getattr(self, "callbacks_", []):
+                if isinstance(callback, EpochProgress):
+                    callback.close()
 
     def fit(self, X, y=None, **fit_params):
         """Pretrain for ``max_epochs``, resuming from ``checkpoint_dir`` when it holds a run."""
@@ -511,10 +379,10 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             self.initialize()
         done = 0
         if self.checkpoint_dir is not None:
-            config = self._check_resume(self.checkpoint_dir, X)
+            config = check_resume(self, self.checkpoint_dir, X)
             if StateCheckpoint.current(self.checkpoint_dir) is not None and not self.warm_start:
                 done = StateCheckpoint.load(self, self.checkpoint_dir)
-                _log_launch_change(self, self.checkpoint_dir)
+                log_launch_change(self, self.checkpoint_dir)
                 logger.info(
                     "Resuming pretraining from %s after %d epochs.", self.checkpoint_dir, done
                 )
@@ -527,140 +395,3 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         if epochs > 0:
             self.partial_fit(X, y, epochs=epochs, **fit_params)
         return self
-
-
-def held_out_recordings(dataset, fraction, seed=0):
-    """Indices of the windows of whole recordings held out for validation, or None.
-
-    For a :class:`~braindecode_pars.datasets.SingleChannelWindows` view, recordings are
-    taken in a seeded random order until their windows make at least ``fraction`` of
-    all windows: validation windows then share no recording with the training
-    windows, whose crops may reach beyond their own window into its neighbours. None
-    (split by windows instead) when the dataset does not say which recording a window
-    comes from, when it has fewer than 2 recordings, or when the first recording drawn
-    alone holds more than twice ``fraction`` of the windows (too few recordings for a
-    split by recording of that size). A view whose ``split_groups`` is set (one label
-    per window, e.g. the subject) is split by those groups instead of its recordings.
-    """
-    index = getattr(dataset, "index", None)
-    if index is None or len(index) == 0:
-        return None
-    recording = np.asarray(index)[:, 0]
-    groups = getattr(dataset, "split_groups", None)
-    if groups is not None:
-        recording = np.asarray(groups)
-        if len(recording) != len(index):
-            raise ValueError(
-                f"'split_groups' has {len(recording)} labels, but the view has "
-                f"{len(index)} windows."
-            )
-    names, counts = np.unique(recording, return_counts=True)
-    if len(names) < 2:
-        return None
-    order = np.random.default_rng(seed).permutation(len(names))
-    taken = np.cumsum(counts[order])
-    n_valid = int(np.searchsorted(taken, fraction * len(recording))) + 1
-    if taken[n_valid - 1] > 2 * fraction * len(recording) or n_valid >= len(names):
-        return None
-    return np.flatnonzero(np.isin(recording, names[order[:n_valid]]))
-
-
-def training_windows(dataset, valid_fraction):
-    """How many windows of ``dataset`` train when ``valid_fraction`` is held out, as
-    :meth:`PretrainNet.get_split_datasets` splits it: whole recordings when
-    :func:`held_out_recordings` can (their windows need not make exactly the
-    fraction), else the fraction of the windows rounded up, as skorch's ``ValidSplit``."""
-    if not valid_fraction:
-        return len(dataset)
-    valid = held_out_recordings(dataset, valid_fraction)
-    if valid is not None:
-        return len(dataset) - len(valid)
-    return len(dataset) - math.ceil(valid_fraction * len(dataset))
-
-
-class RunMismatchError(ValueError):
-    """A checkpoint folder holds a run with other settings than the one asked for.
-
-    Attributes
-    ----------
-    folder : Path
-        The checkpoint folder.
-    differences : dict
-        ``{setting: (saved, now)}`` for every setting that differs.
-    """
-
-    def __init__(self, folder, differences, name="checkpoint_dir"):
-        self.folder = Path(folder)
-        self.differences = dict(differences)
-        listed = "; ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in differences.items())
-        hint = ""
-        if "max_epochs" in differences:
-            hint = " (another epoch budget: pass allow_new_budget=True to change it)"
-        super().__init__(
-            f"'{name}' {str(folder)!r} holds a run with other settings; resuming it would mix "
-            f"them. Differences: {listed}{hint}. Use another '{name}', or the saved settings."
-        )
-
-
-def data_fingerprint(X):
-    """Number of windows and a short hash of a pretraining dataset, to recognise it.
-
-    For a :class:`~braindecode_pars.datasets.SingleChannelWindows` view (or any object
-    with ``recordings`` and ``index``), the hash covers the window index, the
-    recordings' shapes, the first and last 4,096 samples of each recording, the window
-    length and the sampling rate: cheap for a memory-mapped store of any size, and
-    different whenever other recordings or windows are given. Other datasets are
-    recognised by their length and type only.
-    """
-    import hashlib
-
-    digest = hashlib.sha1(type(X).__name__.encode())
-    recordings, index = getattr(X, "recordings", None), getattr(X, "index", None)
-    if recordings is not None and index is not None:
-        digest.update(np.ascontiguousarray(np.asarray(index, dtype=np.int64)).tobytes())
-        digest.update(repr((getattr(X, "n_times", None), getattr(X, "sfreq", None))).encode())
-        for rec in recordings:
-            digest.update(repr(tuple(rec.shape)).encode())
-            flat = np.asarray(rec).reshape(-1)
-            for part in (flat[:4096], flat[-4096:]):
-                digest.update(np.ascontiguousarray(part, dtype=np.float32).tobytes())
-    return {"data.n_windows": len(X), "data.fingerprint": digest.hexdigest()[:16]}
-
-
-def _log_launch_change(net, folder):
-    """Log how this sitting's launch (processes, compile, amp) differs from the saved one."""
-    pointer = Path(folder) / "state.json"
-    saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
-    now = {
-        "world_size": distributed.world_size() if net.distributed_ else 1,
-        "compile": bool(net.compile),
-        "amp": bool(net.amp),
-    }
-    changed = [f"{k} {saved[k]} -> {v}" for k, v in now.items() if k in saved and saved[k] != v]
-    if changed:
-        logger.warning(
-            "Resuming %s with %s (the global batch is batch_size x processes: %d x %d).",
-            folder, ", ".join(changed), net.batch_size, now["world_size"],
-        )  # fmt: skip
-
-
-#: Settings that runs saved by earlier versions do not record.
-_RECORDED_SINCE = (
-    "max_epochs", "data.n_windows", "data.fingerprint",
-)  # fmt: skip
-
-#: Settings of a pretext model that a resumed run must keep.
-_MODEL_SETTINGS = (
-    "n_times", "sfreq", "n_patches", "pos_mask_ratio", "sampling", "decoder_name",
-    "decoder_heads", "decoder_hidden", "decoder_impl", "mask_ratio", "loss_on", "label_sigma",
-)  # fmt: skip
-_ENCODER_SETTINGS = ("patch_seconds", "emb_dim", "depth", "n_heads", "ff_dim", "drop_prob", "eps")
-
-
-def _same(a, b):
-    if isinstance(a, float) or isinstance(b, float):
-        try:
-            return math.isclose(float(a), float(b), rel_tol=1e-9)
-        except (TypeError, ValueError):
-            return False
-    return a == b

@@ -10,8 +10,9 @@ from ..hub import save_encoder
 from ..models import PRETEXT_MODELS
 from . import distributed
 from .interrupt import TimeLimit
-from .pretrain import PretrainNet, training_windows
+from .pretrain import PretrainNet
 from .schedule import batches_per_epoch
+from .split import training_windows
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +71,9 @@ def pretrain(
         Facts recorded in the run's ``config.json`` for its model card (see
         :class:`PretrainNet`).
     encoder_kwargs : dict | None
-        ``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, ``patch_seconds``; the
-        paper's values by default.
+        Settings of the encoder (those of
+        :class:`~braindecode_pars.models.config.PatchEncoderConfig`); the paper's
+        values by default.
     **pretext_kwargs
         Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,
         ``mask_ratio``...).
@@ -143,11 +145,12 @@ def _check_skill(net):
         return
     warnings.warn(
         f"Pretraining ended with a pretext skill of {skill:.3f} ({key}, epoch "
-        f"{len(net.history)}): the loss is no lower than that of predicting no shift, so "
-        "the encoder learned (almost) nothing about where its patches come from and its "
-        "features are close to a random encoder's. Try more steps, a larger learning "
-        "rate, more or longer windows, or start from a pretrained encoder "
-        "(pretrained_encoder='pars-small').",
+        f"{len(net.history)}): the loss is no lower than that of a predictor that learned "
+        "nothing (for PARS: predicting no shift), so the encoder learned (almost) nothing "
+        "from its pretext task and its features are close to a random encoder's. Try "
+        "more steps, a larger learning rate, more or longer windows, or start from a "
+        "shipped encoder (load_encoder('pars-small'); encoder='pars-small' in the "
+        "estimators).",
         UserWarning,
         stacklevel=3,
     )

@@ -1,0 +1,248 @@
+"""The callbacks of a pretraining run: its pretext skill, its progress, its sampler's epoch."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+
+import numpy as np
+from skorch.callbacks import Callback, ProgressBar
+
+from .._logging import PACKAGE_LOGGER
+from ..models.pretext import pretext_skill
+from . import distributed
+from .schedule import batches_per_epoch
+
+
+class PretextSkill(Callback):
+    """Record the pretext skill of every epoch: ``1 - loss / trivial_loss``.
+
+    After every batch, reads the ``trivial_loss`` entry of the batch's output (the
+    ``y_pred`` that skorch hands to ``on_batch_end``: the loss of a predictor that
+    learned nothing, on the same batch and draws) and records it as
+    ``train_trivial`` or ``valid_trivial`` (a training batch also gets its
+    ``train_skill``); under DistributedDataParallel the training batch's trivial loss
+    is averaged over the processes, as the net averages the loss. At the end of every
+    epoch, records ``train_trivial``, ``train_skill`` and, with a validation set,
+    ``valid_trivial`` and ``valid_skill``, each weighted by batch size. 0 means the
+    encoder learned nothing, 1 a perfect prediction.
+    """
+
+    def on_batch_end(self, net, batch=None, training=None, loss=None, y_pred=None, **kwargs):
+        if not isinstance(y_pred, dict) or "trivial_loss" not in y_pred:
+            return
+        trivial = y_pred["trivial_loss"].detach().float()
+        if training and getattr(net, "distributed_", False):
+            trivial = distributed.average_across_ranks(trivial)
+        prefix = "train" if training else "valid"
+        net.history.record_batch(f"{prefix}_trivial", trivial.item())
+        if training and loss is not None:
+            net.history.record_batch("train_skill", pretext_skill(loss.item(), trivial.item()))
+
+    def on_epoch_end(self, net, **kwargs):
+        batches = net.history[-1, "batches"]
+        for prefix in ("train", "valid"):
+            rows = [b for b in batches if f"{prefix}_trivial" in b]
+            if not rows:
+                continue
+            n = np.array([b[f"{prefix}_batch_size"] for b in rows], dtype=float)
+            loss = float(np.dot(n, [b[f"{prefix}_loss"] for b in rows]) / n.sum())
+            trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
+            net.history.record(f"{prefix}_trivial", trivial)
+            net.history.record(f"{prefix}_skill", pretext_skill(loss, trivial))
+        if getattr(net, "valid_split_", None) and "valid_loss" in net.history[-1]:
+            net.history.record("valid_split", net.valid_split_)  # recordings, groups, windows
+
+
+class EpochProgress(Callback):
+    """The progress of a run over its epochs: epoch k of N, loss, skill, time.
+
+    On a terminal (or in a notebook), one ``tqdm`` bar whose postfix holds the last
+    epoch's training and validation pretext skill and whose estimate of the time left
+    is tqdm's, from the epochs done in this sitting; a resumed run starts at the epochs
+    already done. Runs with long epochs (``batch_bar_from`` batches or more) also get
+    skorch's bar over the batches of each epoch. While the bars show, the console
+    handlers of the package's loggers and of the root logger write through
+    ``tqdm.write``, so a log line is never glued to a bar.
+
+    Elsewhere (the stream redirected to a file, a pipe), no bar: one plain line per
+    epoch, ``<desc>: epoch k/N | train loss L, skill S | valid loss L, skill S | T s``
+    (the valid part with validation only) and the time this sitting expects to be
+    left.
+
+    Parameters
+    ----------
+    desc : str
+        The bar's label, and the start of every plain line.
+    batch_bar_from : int
+        Batches per epoch from which a second bar shows the batches of each epoch.
+    stream : file-like | None
+        Where to write; None: ``sys.stderr`` at the start of training (so the progress
+        shows without any logging set up).
+    """
+
+    def __init__(self, desc="pretraining", batch_bar_from=50, stream=None):
+        self.desc = desc
+        self.batch_bar_from = batch_bar_from
+        self.stream = stream
+
+    def initialize(self):
+        self.close()
+        return self
+
+    def on_train_begin(self, net, X=None, **kwargs):
+        self.close()  # what an earlier fit that ended by an error left open
+        self.redirect_ = contextlib.ExitStack()
+        self.stream_ = sys.stderr if self.stream is None else self.stream
+        self.plain_ = not _shows_bars(self.stream_)
+        self.sitting_ = (len(net.history), time.monotonic())  # epochs done before, start
+        if self.plain_:
+            return
+        from tqdm.auto import tqdm
+
+        done = len(net.history)  # the epochs of a resumed run already in the history
+        self.bar_ = tqdm(
+            total=net.max_epochs, initial=done, desc=self.desc, unit="epoch", file=self.stream_
+        )
+        self.batches_ = ProgressBar(postfix_keys=["train_loss"]).initialize()
+        self.redirect_.enter_context(_logs_above_bars(tqdm))
+
+    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        self.epoch_start_ = time.monotonic()
+        if self.plain_ or dataset_train is None or not self._long_epochs(net, dataset_train):
+            return
+        self.batches_.on_epoch_begin(net, dataset_train=dataset_train, **kwargs)
+
+    def on_batch_end(self, net, **kwargs):
+        if getattr(self.batches_, "pbar_", None) is not None:
+            self.batches_.on_batch_end(net, **kwargs)
+
+    def on_epoch_end(self, net, **kwargs):
+        row = net.history[-1]
+        if self.plain_:
+            self.stream_.write(self._line(net, row) + "\n")
+            self.stream_.flush()
+            return
+        if getattr(self.batches_, "pbar_", None) is not None:
+            self.batches_.pbar_.close()
+            self.batches_.pbar_ = None
+        postfix = {k: f"{row[k]:.3f}" for k in ("train_skill", "valid_skill") if k in row}
+        self.bar_.set_postfix(postfix, refresh=False)
+        self.bar_.update(1)
+
+    def on_train_end(self, net, **kwargs):
+        self.close()
+
+    def close(self):
+        """Close the bars and give the console log handlers back (idempotent)."""
+        if getattr(getattr(self, "batches_", None), "pbar_", None) is not None:
+            self.batches_.pbar_.close()
+        if getattr(self, "bar_", None) is not None:
+            self.bar_.close()
+        if getattr(self, "redirect_", None) is not None:
+            self.redirect_.close()
+        self.bar_ = self.batches_ = self.redirect_ = None
+
+    def _line(self, net, row):
+        """The plain line of the epoch just ended."""
+        epoch = len(net.history)
+        parts = [f"{self.desc}: epoch {epoch}/{net.max_epochs}"]
+        for prefix in ("train", "valid"):
+            loss, skill = row.get(f"{prefix}_loss"), row.get(f"{prefix}_skill")
+            if loss is None:
+                continue
+            text = f"{prefix} loss {loss:.4f}"
+            parts.append(text if skill is None else f"{text}, skill {skill:.3f}")
+        now = time.monotonic()
+        seconds = f"{now - self.epoch_start_:.1f} s"
+        done_before, start = self.sitting_
+        left = net.max_epochs - epoch
+        if left > 0 and epoch > done_before:
+            per_epoch = (now - start) / (epoch - done_before)
+            seconds += f" (about {_duration(per_epoch * left)} left)"
+        parts.append(seconds)
+        return " | ".join(parts)
+
+    def _long_epochs(self, net, dataset):
+        world = distributed.world_size() if getattr(net, "distributed_", False) else 1
+        return batches_per_epoch(len(dataset), net.batch_size, world) >= self.batch_bar_from
+
+
+class SamplerEpoch(Callback):
+    """Give the distributed sampler the epoch number, so that every epoch reshuffles."""
+
+    def on_epoch_begin(self, net, **kwargs):
+        sampler = getattr(net, "train_sampler_", None)
+        if sampler is not None:
+            sampler.set_epoch(len(net.history))
+
+
+def _shows_bars(stream):
+    """Whether ``stream`` shows tqdm's bars: a terminal, or a notebook's output."""
+    from tqdm import autonotebook, std
+
+    if autonotebook.tqdm is not std.tqdm and stream in (sys.stderr, sys.stdout):
+        return True  # a notebook: tqdm.auto draws widgets
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def _duration(seconds):
+    """``seconds`` in words: "40 s", "12 min", "3.5 h"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class _ThroughBars(logging.Handler):
+    """A console handler's records, written by ``tqdm.write`` above the open bars."""
+
+    def __init__(self, handler, tqdm_class):
+        super().__init__()
+        self.handler = handler
+        self.tqdm_class = tqdm_class
+
+    def handle(self, record):
+        # the console handler's own level, filters and format
+        if record.levelno < self.handler.level or not self.handler.filter(record):
+            return False
+        try:
+            self.tqdm_class.write(self.handler.format(record), file=self.handler.stream)
+        except Exception:  # as logging does: a failing handler does not stop the program
+            self.handler.handleError(record)
+        return True
+
+
+@contextlib.contextmanager
+def _logs_above_bars(tqdm_class):
+    """Console handlers (streams to stdout, stderr) of the package's loggers and their
+    ancestors write through ``tqdm.write`` for the duration; other handlers (files)
+    and loggers without a console handler stay as they are."""
+    loggers, logger = [], logging.getLogger(PACKAGE_LOGGER)
+    while logger is not None:
+        loggers.append(logger)
+        logger = logger.parent
+    saved = [(logger, logger.handlers) for logger in loggers]
+    try:
+        for logger in loggers:
+            logger.handlers = [
+                _ThroughBars(h, tqdm_class) if _is_console(h) else h for h in logger.handlers
+            ]
+        yield
+    finally:
+        for logger, handlers in saved:
+            logger.handlers = handlers
+
+
+def _is_console(handler):
+    return isinstance(handler, logging.StreamHandler) and handler.stream in (
+        sys.stdout,
+        sys.stderr,
+    )
