@@ -46,7 +46,12 @@ TINY = dict(ks=(1,), seeds=(0,), test_subjects=(1, 4), pool_subjects=(0, 2), fin
 
 def test_demo_writes_the_table_and_figures(tmp_path):
     results = run_demo(tmp_path, DemoConfig(**TINY))
-    names = {"floor (band power)", "PARS (pars-small)", "same, random encoder", "scratch"}
+    names = {
+        "floor (band power)",
+        "probe: pars-small + band power + tangent space",
+        "probe: random encoder + band power + tangent space",
+        "trained from scratch",
+    }
     assert len(results) == 4 and set(results.method) == names
     assert np.isfinite(results[["balanced_accuracy", "kappa"]].to_numpy()).all()
     for name in (

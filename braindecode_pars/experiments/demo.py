@@ -5,13 +5,14 @@ floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic).
    24 training subjects and nine Sleep-EDF nights; see its model card).
 2. For k = 1 and 2 labelled subjects (five draws from a pool of 8 that overlap as
    little as the pool allows: five different subjects at k = 1), fit
-   the band-power + logistic-regression floor, ``PARSClassifier`` with its defaults on
-   the shipped encoder (the probe: a logistic regression over the frozen encoder's
-   features, band power and the tangent space), the same over a randomly initialised
-   encoder of the same size, and the classifier trained from scratch (every weight),
-   and score each on 12 test subjects that pretraining never saw and that no current
-   default was chosen on (those were chosen on the development tasks' selection
-   splits, :mod:`~braindecode_pars.experiments.dev_tasks`).
+   the band-power + logistic-regression floor, ``PARSClassifier(encoder="pars-small")``
+   (its default head, the probe: a logistic regression over the frozen encoder's
+   features, log band power and the tangent space), the same probe over a randomly
+   initialised encoder of the same size, and ``PARSFineTuner()``, the classifier
+   trained from scratch (every weight of a new encoder of the same size and its
+   head), and score each on 12 test subjects that pretraining never saw and that no
+   current default was chosen on (those were chosen on the development tasks'
+   selection splits, :mod:`~braindecode_pars.experiments.dev_tasks`).
 3. Print the table (mean ± std over draws) and write ``results.csv``,
    ``results.json``, ``label_efficiency.png``, ``shift_matrices.png`` (the shipped
    model's shift predictions on a test subject's window) and ``training_curves.png``
@@ -31,13 +32,15 @@ import torch
 from ..datasets.adapters import read_windows
 from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from ..estimator import PARSClassifier
+from ..estimators import PARSClassifier
 from ..floor import band_power_pipeline
 from ..hub import load_encoder, load_pretext_model, pretrained_path
 from ..models.encoder import PatchEncoder, size_of
 from ..models.pretext import pretext_skill
+from ..probe import PARSProbe
 from ..training.seeding import isolated_random_state
 from ..viz import plot_shift_matrices, plot_training_curves
+from .classifiers import scratch_classifier
 from .low_label import format_summary, plot_label_efficiency, run_low_label, summarize
 
 logger = logging.getLogger(__name__)
@@ -47,8 +50,10 @@ logger = logging.getLogger(__name__)
 class DemoConfig:
     """Settings of the main job; defaults keep it to minutes on two CPU cores.
 
-    The deep classifiers use the estimator's defaults except for the encoder size of
-    scratch, which is the shipped encoder's (64 features, 4 blocks, 4 heads).
+    The classifiers use the estimators' defaults except for the encoder size of the
+    classifier trained from scratch, which is the shipped encoder's (64 features, 4
+    blocks, 4 heads); ``finetune_epochs`` is its head's ``max_epochs`` (the probes train
+    no epochs).
     """
 
     encoder: str = "pars-small"
@@ -62,20 +67,26 @@ class DemoConfig:
 
 
 def demo_methods(config, sfreq):
-    """The floor, PARS (shipped encoder), the same recipe over a random encoder, and
-    scratch, as scikit-learn estimators."""
+    """The floor, the probe over the shipped encoder, the same probe over a random
+    encoder, and the classifier trained from scratch, as scikit-learn estimators (named
+    for what each fits)."""
     encoder = load_encoder(config.encoder)
     size = size_of(encoder)
     with isolated_random_state(config.seed, "cpu"):
         random_encoder = PatchEncoder(sfreq=encoder.sfreq, **size)
-    common = dict(sfreq=sfreq, device=config.device, verbose=0)
+    blocks = "band power + tangent space"
+    scratch = dict(device=config.device)
     if config.finetune_epochs is not None:
-        common["max_epochs"] = config.finetune_epochs
+        scratch["max_epochs"] = config.finetune_epochs
     return {
         "floor (band power)": band_power_pipeline(sfreq=sfreq),
-        f"PARS ({config.encoder})": PARSClassifier(pretrained_encoder=config.encoder, **common),
-        "same, random encoder": PARSClassifier(pretrained_encoder=random_encoder, **common),
-        "scratch": PARSClassifier(pretrain_epochs=0, encoder=size, **common),
+        f"probe: {config.encoder} + {blocks}": PARSClassifier(
+            encoder=config.encoder, head=PARSProbe(device=config.device), sfreq=sfreq, verbose=0
+        ),
+        f"probe: random encoder + {blocks}": PARSClassifier(
+            encoder=random_encoder, head=PARSProbe(device=config.device), sfreq=sfreq, verbose=0
+        ),
+        "trained from scratch": scratch_classifier(size, sfreq=sfreq, verbose=0, **scratch),
     }
 
 
