@@ -1,0 +1,388 @@
+"""The scikit-learn and skorch contracts at every edge of the estimators (issue 37).
+
+Each test checks a known answer that the flat ``PARSClassifier`` of b211f06 (a skorch
+net that also held the probe) failed: ``partial_fit`` after ``fit``, ``set_params``
+with an encoder instance, grid searches over both stages, ``classes=`` in another
+order, unknown nested names, clone / pickle / cross-validation, groups reaching
+``fit``, the unit of the windows, an interrupted fit, and reading ``X`` once.
+"""
+
+import pickle
+import warnings
+
+import mne
+import numpy as np
+import pytest
+import torch
+from braindecode.datasets import BaseConcatDataset, RawDataset
+from braindecode.preprocessing import create_fixed_length_windows
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, GroupKFold, LeaveOneGroupOut, cross_val_score
+from sklearn.utils.validation import check_is_fitted
+from skorch.helper import SliceDataset
+
+from braindecode_pars import (
+    PARSClassifier,
+    PARSFineTuner,
+    PARSPretrainer,
+    PARSProbe,
+    PatchEncoder,
+)
+from braindecode_pars.datasets.adapters import read_windows
+
+from .conftest import InterruptAt
+
+SFREQ = 50.0
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+#: A frozen neural head that learns the rhythm task in a second.
+HEAD = dict(strategy="frozen", max_epochs=10, lr=1e-2, batch_size=16, verbose=0, random_state=0)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower here)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _encoder(seed=0):
+    torch.manual_seed(seed)
+    return PatchEncoder(sfreq=SFREQ, **TINY)
+
+
+def _blind_encoder():
+    """An encoder that sees nothing: its tokenizer is zero, so every window gives the
+    same tokens (the bias and the positions)."""
+    encoder = _encoder()
+    with torch.no_grad():
+        encoder.tokenizer.weight.zero_()
+    return encoder
+
+
+def _rhythm(n=48, n_chans=3, n_times=100, seed=0, n_subjects=4, noise=0.5):
+    """Two classes: a 5 Hz or a 15 Hz rhythm on the first channel (starting at phase 0
+    in every window), under noise; the subjects in turn, each holding both classes."""
+    rng = np.random.default_rng(seed)
+    y = np.tile([0, 1], n // 2)
+    t = np.arange(n_times) / SFREQ
+    X = rng.normal(size=(n, n_chans, n_times)).astype(np.float32) * noise
+    X[:, 0] += np.sin(2 * np.pi * np.where(y == 0, 5, 15)[:, None] * t)
+    groups = (np.arange(n) // 2) % n_subjects
+    return X, y, groups
+
+
+def _windows(X, y, groups, scale=1.0):
+    """braindecode windows of the same data: one recording per window (an mne
+    RawArray), its label and subject in the description."""
+    info = mne.create_info([f"EEG{c}" for c in range(X.shape[1])], SFREQ, ch_types="eeg")
+    recordings = [
+        RawDataset(
+            mne.io.RawArray(scale * x.astype(np.float64), info, verbose="error"),
+            {"target": int(label), "subject": int(group)},
+            target_name="target",
+        )
+        for x, label, group in zip(X, y, groups, strict=True)
+    ]
+    return create_fixed_length_windows(
+        BaseConcatDataset(recordings),
+        window_size_samples=X.shape[2],
+        window_stride_samples=X.shape[2],
+        on_last_window="drop",
+        preload=True,
+    )
+
+
+# -- partial_fit ----------------------------------------------------------------------------
+def test_partial_fit_after_fit_trains_further():
+    X, y, _ = _rhythm()
+    labels = np.where(y == 0, "slow", "fast")
+    tuner = PARSFineTuner(encoder=_encoder(), sfreq=SFREQ, **{**HEAD, "max_epochs": 3})
+    tuner.fit(X, labels)
+    losses = list(tuner.history_[:, "train_loss"])
+    before = {k: v.clone() for k, v in tuner.module_.state_dict().items()}
+    tuner.partial_fit(X, labels)  # string labels, coded by classes_ as fit codes them
+    assert len(tuner.history_) == 6
+    assert tuner.history_[:3, "train_loss"] == losses  # the first fit's epochs are kept
+    after = tuner.module_.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert tuner.history_[-1, "train_loss"] < losses[0]  # it went on learning
+    # through the composition: the fitted head is a skorch net, partial_fit is skorch's
+    clf = PARSClassifier(_encoder(), PARSFineTuner(**{**HEAD, "max_epochs": 2}), sfreq=SFREQ)
+    clf.fit(X, labels, groups=None)
+    proba = clf.predict_proba(X)
+    clf.head_.partial_fit(X, labels)
+    assert len(clf.head_.history_) == 4
+    assert not np.allclose(clf.predict_proba(X), proba)
+
+
+# -- set_params and grid searches over encoders --------------------------------------------
+def test_set_params_takes_an_encoder_instance():
+    X, y, _ = _rhythm()
+    seeing, blind = _encoder(), _blind_encoder()
+    tuner = PARSFineTuner(sfreq=SFREQ, **{**HEAD, "max_epochs": 1})
+    assert tuner.set_params(encoder=seeing) is tuner and tuner.encoder is seeing
+    tuner.fit(X, y)
+    for name, value in seeing.state_dict().items():  # frozen: the given weights, as given
+        assert torch.equal(tuner.encoder_.state_dict()[name], value)
+    assert tuner.encoder_ is not seeing  # a copy is trained, never the caller's
+    probe = PARSProbe(band_power=False, tangent_space=False, sfreq=SFREQ)
+    train = np.arange(48) % 4 < 2  # both classes on each side
+    scores = {}
+    for name, encoder in (("seeing", seeing), ("blind", blind)):
+        probe.set_params(encoder=encoder)
+        assert probe.get_params()["encoder"] is encoder
+        scores[name] = probe.fit(X[train], y[train]).score(X[~train], y[~train])
+        reference = PARSProbe(encoder, band_power=False, tangent_space=False, sfreq=SFREQ)
+        np.testing.assert_array_equal(
+            probe.predict_proba(X), reference.fit(X[train], y[train]).predict_proba(X)
+        )
+    assert scores["blind"] == 0.5 and scores["seeing"] > 0.7  # constant features: chance
+
+
+def _grid(X, y, groups, sfreq):
+    """A grid over an encoder-stage value (an encoder that sees, one that does not) and
+    a head-stage value (an inverse penalty that lets the regression learn, and one so
+    small that it keeps every probability at 0.5), scored by the log loss: only one of
+    the four learns; a model that learns nothing scores ln 2."""
+    seeing, blind = _encoder(), _blind_encoder()
+    head = PARSProbe(band_power=False, tangent_space=False)  # the encoder's block alone
+    grid = GridSearchCV(
+        PARSClassifier(_encoder(), head, sfreq=sfreq, verbose=0),
+        {"encoder": [blind, seeing], "head__C": [1e-12, 100.0]},
+        scoring="neg_log_loss",
+        cv=GroupKFold(2),
+        error_score="raise",
+    )
+    grid.fit(X, y, groups=groups)
+    return grid, seeing
+
+
+@pytest.mark.parametrize("input", ["arrays", "windows"])
+def test_grid_search_over_an_encoder_and_a_head_parameter_picks_the_one_that_learns(input):
+    X, y, groups = _rhythm()
+    if input == "arrays":
+        grid, seeing = _grid(X, y, groups, sfreq=SFREQ)
+    else:
+        windows = _windows(X, y, groups)
+        groups = windows.get_metadata()["subject"].to_numpy()
+        # scikit-learn indexes a SliceDataset; its windows carry their sampling rate
+        grid, seeing = _grid(SliceDataset(windows), SliceDataset(windows, idx=1), groups, None)
+    assert grid.best_params_["encoder"] is seeing and grid.best_params_["head__C"] == 100.0
+    scores = {
+        (params["encoder"] is seeing, params["head__C"]): score
+        for params, score in zip(
+            grid.cv_results_["params"], grid.cv_results_["mean_test_score"], strict=True
+        )
+    }
+    assert scores.pop((True, 100.0)) > -0.2
+    np.testing.assert_allclose(list(scores.values()), -np.log(2), rtol=1e-6)
+    fitted = grid.best_estimator_
+    assert fitted.head_.C == 100.0 and fitted.encoder_ is not seeing  # a clone's copy
+    for name, value in seeing.state_dict().items():
+        assert torch.equal(fitted.encoder_.state_dict()[name], value)
+
+
+# -- classes= -------------------------------------------------------------------------------
+def test_classes_in_another_order_predicts_the_labels():
+    X, y, _ = _rhythm()
+    labels = np.where(y == 0, "a", "b")
+    params = dict(encoder=_encoder(), sfreq=SFREQ, **{**HEAD, "strategy": "full"})
+    plain = PARSFineTuner(**params).fit(X, labels)
+    ordered = PARSFineTuner(classes=["b", "a"], **params).fit(X, labels)
+    assert list(plain.classes_) == ["a", "b"] and list(ordered.classes_) == ["b", "a"]
+    assert np.mean(plain.predict(X) == labels) > 0.9  # separable
+    assert np.mean(ordered.predict(X) == labels) > 0.9  # b211f06: 0.0, every label swapped
+    # the known answer: classes=["b", "a"] codes "b" as 0 and "a" as 1, as a fit without
+    # classes codes the labels with the names swapped; same seed, same codes, same fit
+    swapped = np.where(labels == "a", "b", "a")
+    reference = PARSFineTuner(**params).fit(X, swapped)
+    proba = ordered.predict_proba(X)  # columns in the order of classes: "b", then "a"
+    np.testing.assert_array_equal(proba, reference.predict_proba(X))
+    np.testing.assert_array_equal(
+        ordered.predict(X), np.where(reference.predict(X) == "a", "b", "a")
+    )
+    assert ordered.score(X, labels) == reference.score(X, swapped)
+    assert proba[labels == "b", 0].mean() > 0.8 and proba[labels == "a", 1].mean() > 0.8
+    clf = PARSClassifier(_encoder(), PARSFineTuner(classes=["b", "a"], **HEAD), sfreq=SFREQ)
+    clf.fit(X, labels)
+    assert list(clf.classes_) == ["b", "a"]
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[clf.predict_proba(X).argmax(1)])
+
+
+# -- nested names ---------------------------------------------------------------------------
+def test_unknown_nested_names_are_refused_at_once_naming_the_valid_ones():
+    clf = PARSClassifier(PARSPretrainer(), PARSProbe())
+    with pytest.raises(ValueError, match=r"Invalid parameter 'foo' for estimator PARSPretrain"):
+        clf.set_params(encoder__foo=1)
+    with pytest.raises(ValueError, match=r"Valid parameters are: \[.*'depth'.*'steps'"):
+        clf.set_params(encoder__foo=1)
+    with pytest.raises(ValueError, match=r"Invalid parameter 'bar' for estimator PARSProbe.*'C'"):
+        clf.set_params(head__bar=1)
+    with pytest.raises(ValueError, match=r"Invalid parameter 'baz' for estimator PARSClass"):
+        clf.set_params(baz=1)
+    with pytest.raises(ValueError, match=r"(?s)Invalid parameter 'foo' .*'strategy'"):
+        PARSClassifier(head=PARSFineTuner()).set_params(head__foo=1)
+    # known names reach the stage
+    clf.set_params(encoder__depth=2, encoder__steps=10, head__C=3.0)
+    assert (clf.encoder.depth, clf.encoder.steps, clf.head.C) == (2, 10, 3.0)
+    assert clf.get_params()["encoder__depth"] == 2
+    # a stage left to its default has no parameters to set: say how to give it
+    for name in ("encoder__depth", "head__C"):
+        with pytest.raises(ValueError, match=rf"'{name}'.*is None.*as an instance"):
+            PARSClassifier().set_params(**{name: 2})
+    # scikit-learn's rule: nested names are for set_params, not the constructor
+    with pytest.raises(TypeError, match="encoder__depth"):
+        PARSClassifier(encoder__depth=2)
+
+
+# -- clone, pickle, cross-validation --------------------------------------------------------
+@pytest.mark.parametrize(
+    "head",
+    [
+        pytest.param(lambda: PARSProbe(), id="probe"),
+        pytest.param(lambda: PARSFineTuner(**{**HEAD, "max_epochs": 3}), id="finetuner"),
+    ],
+)
+def test_clone_pickle_and_cross_validation_equal_the_loop_by_hand(head):
+    X, y, groups = _rhythm()
+    clf = PARSClassifier(_encoder(), head(), sfreq=SFREQ, random_state=0, verbose=0)
+    fitted = clone(clf).fit(X, y)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.predict_proba(X), fitted.predict_proba(X))
+    fresh = clone(fitted)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(fresh)
+    assert (
+        fresh.get_params()["head"].get_params()["random_state"]
+        == (clf.get_params()["head"].get_params()["random_state"])
+    )
+    scores = cross_val_score(clf, X, y, groups=groups, cv=LeaveOneGroupOut())
+    by_hand = []
+    for g in np.unique(groups):
+        train, test = groups != g, groups == g
+        torch.manual_seed(int(g) + 100)  # the global state must not matter
+        by_hand.append(clone(clf).fit(X[train], y[train]).score(X[test], y[test]))
+    np.testing.assert_allclose(scores, by_hand)
+
+
+# -- groups reaching fit --------------------------------------------------------------------
+def _subjects(scales=(1.0, 3.0, 10.0), n=16, seed=0):
+    """Subjects whose amplitudes differ by ``scales``; within each, class 1 has twice
+    the power of class 0 on channel 0."""
+    rng = np.random.default_rng(seed)
+    X, y, groups = [], [], []
+    for s, scale in enumerate(scales):
+        labels = np.tile([0, 1], n // 2)
+        x = rng.standard_normal((n, 2, 200))
+        x[:, 0] *= np.sqrt(1 + labels)[:, None]
+        X.append(scale * x)
+        y.append(labels)
+        groups.append(np.full(n, s))
+    return np.concatenate(X), np.concatenate(y), np.concatenate(groups)
+
+
+def test_groups_reach_fit_or_a_warning_says_how():
+    X, y, groups = _subjects()
+    probe = PARSProbe(align="groups", sfreq=100)
+    cv = LeaveOneGroupOut()
+    with pytest.warns(UserWarning, match=r"fit has no groups.*'groups'"):
+        unaligned = cross_val_score(probe, X, y, groups=groups, cv=cv)
+    aligned = cross_val_score(probe, X, y, groups=groups, cv=cv, params={"groups": groups})
+    by_hand = []
+    for g in np.unique(groups):
+        train, test = groups != g, groups == g
+        fitted = clone(probe).fit(X[train], y[train], groups=groups[train])
+        by_hand.append(fitted.score(X[test], y[test]))  # the test subject: one group
+    np.testing.assert_allclose(aligned, by_hand)
+    assert not np.allclose(aligned, unaligned)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the groups given: no warning
+        cross_val_score(probe, X, y, groups=groups, cv=cv, params={"groups": groups})
+
+
+# -- units ----------------------------------------------------------------------------------
+def test_windows_in_another_unit_at_predict_warn_naming_the_factor():
+    X, y, groups = _rhythm(n=24)
+    windows = _windows(X, y, groups)
+    probe = PARSProbe().fit(windows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the same windows: no warning
+        same = probe.predict(windows)
+    with pytest.warns(UserWarning, match=r"1e\+06 times the amplitude"):
+        probe.predict(_windows(X, y, groups, scale=1e6))
+    with pytest.warns(UserWarning, match=r"1e-06 times the amplitude"):
+        probe.predict(X * 1e-6)
+    assert same.shape == (24,)
+
+
+# -- an interrupted fit ---------------------------------------------------------------------
+def _interrupt_pretraining(monkeypatch, at=1):
+    from braindecode_pars.training import PretrainNet
+
+    original = PretrainNet.get_default_callbacks
+
+    def with_interrupt(self):
+        return original(self) + [("interrupt", InterruptAt(at))]
+
+    monkeypatch.setattr(PretrainNet, "get_default_callbacks", with_interrupt)
+
+
+def test_an_interrupted_fit_says_how_to_keep_pretraining_and_leaves_the_estimator_unfitted(
+    monkeypatch, tmp_path
+):
+    X, y, _ = _rhythm()
+    pretrainer = PARSPretrainer(**TINY, n_patches=2, pos_mask_ratio=1.0, max_epochs=3, verbose=0)
+    clf = PARSClassifier(pretrainer, PARSProbe(), sfreq=SFREQ, random_state=0, verbose=0)
+    clf.fit(X, y)  # fitted once: the interrupted refit must not leave that fit behind
+    check_is_fitted(clf)
+    _interrupt_pretraining(monkeypatch)
+    with pytest.raises(KeyboardInterrupt, match="set checkpoint_dir to keep finished epochs"):
+        clf.fit(X, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    # with a checkpoint_dir, the message says where the epochs are and how to resume
+    clf.set_params(encoder__checkpoint_dir=tmp_path)
+    with pytest.raises(KeyboardInterrupt, match=rf"saved in '{tmp_path}.*resume"):
+        clf.fit(X, y)
+    assert (tmp_path / "pretrain").is_dir()
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+
+
+def test_an_interrupted_head_leaves_the_classifier_unfitted():
+    X, y, _ = _rhythm()
+    head = PARSFineTuner(**{**HEAD, "max_epochs": 5}, callbacks=[InterruptAt(2)])
+    clf = PARSClassifier(_encoder(), head, sfreq=SFREQ)
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(X, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+
+
+# -- X read once ----------------------------------------------------------------------------
+def test_windows_are_read_once_per_fit_and_once_per_predict(monkeypatch):
+    import braindecode_pars.datasets.adapters as adapters
+
+    X, y, groups = _rhythm(n=24)
+    windows = _windows(X, y, groups)
+    reads = []
+    original = adapters._stack_braindecode
+
+    def counting(*args, **kwargs):
+        reads.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(adapters, "_stack_braindecode", counting)
+    assert len(read_windows(windows)) == 24 and len(reads) == 1  # the counter counts
+    reads.clear()
+    clf = PARSClassifier(encoder=_encoder(), verbose=0).fit(windows)
+    assert len(reads) == 1
+    assert clf.predict(windows).shape == (24,)
+    assert len(reads) == 2
