@@ -181,9 +181,10 @@ class SamplerEpoch(Callback):
 
 def _shows_bars(stream):
     """Whether ``stream`` shows tqdm's bars: a terminal, or a notebook's output."""
-    from tqdm import autonotebook, std
+    from tqdm.auto import tqdm
 
-    if autonotebook.tqdm is not std.tqdm and stream in (sys.stderr, sys.stdout):
+    notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    if notebook and stream in (sys.stderr, sys.stdout):
         return True  # a notebook: tqdm.auto draws widgets
     isatty = getattr(stream, "isatty", None)
     try:
