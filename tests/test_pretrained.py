@@ -25,7 +25,7 @@ from .conftest import TINY
 @pytest.fixture(scope="module")
 def eegmat_window():
     windows = load_bundled_eegmat(subjects=[1])
-    return torch.as_tensor(np.asarray(windows[0][0], dtype=np.float32))  # (19, 1000), volts
+    return torch.as_tensor(np.asarray(windows[0][0], dtype=np.float32))  # (19, 1000), µV
 
 
 @pytest.mark.parametrize("name", ["pars-small", "pars-small-v2"])
@@ -94,10 +94,10 @@ def test_save_pretrained_round_trips_offline(tmp_path):
 
 def test_real_eeg_in_volts_and_microvolts_gives_the_same_tokens(eegmat_window):
     encoder = load_encoder("pars-small")
-    volts = eegmat_window[:, None]
-    assert 1e-7 < volts.std() < 1e-3  # MNE's unit
+    micro = eegmat_window[:, None]
+    assert 1 < micro.std() < 1e3  # microvolts, as the package's readers give them
     with torch.no_grad():
-        torch.testing.assert_close(encoder(volts), encoder(volts * 1e6), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(encoder(micro * 1e-6), encoder(micro), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(
