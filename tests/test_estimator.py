@@ -1,3 +1,7 @@
+"""PARSClassifier, the composition of an encoder stage and a head: learning, fitted
+attributes, clone and grid search over both stages, checks before any work, scikit-learn's
+checks, braindecode windows, cross-validation, a validation set, the probe head."""
+
 import numpy as np
 import pytest
 import torch
@@ -8,16 +12,45 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from braindecode_pars import PARSClassifier, PatchEncoder, save_encoder
+from braindecode_pars import (
+    PARSClassifier,
+    PARSFineTuner,
+    PARSPretrainer,
+    PARSProbe,
+    PatchEncoder,
+    save_encoder,
+)
 from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 
-from .conftest import SMALL_CLASSIFIER
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+ESTIMATORS = (PARSClassifier, PARSPretrainer, PARSProbe, PARSFineTuner)
 
-# the neural path (a trained spatial head over the frozen encoder, auto's choice before
-# the probe); the default probe has its tests in test_finetune_strategies.py
-SMALL = dict(SMALL_CLASSIFIER, sfreq=50, finetune="frozen")
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small(pretrainer=PARSPretrainer, **params):
+    """The neural path: a tiny ``pretrainer`` (2 epochs of batch 16) and a frozen
+    PARSFineTuner (4 epochs), seeded and quiet, at 50 Hz; ``params`` by scikit-learn's
+    nested names (``encoder__max_epochs``, ``head__lr``)."""
+    clf = PARSClassifier(
+        pretrainer(**TINY, n_patches=6, max_epochs=2, batch_size=16, verbose=0),
+        PARSFineTuner(strategy="frozen", max_epochs=4, batch_size=16, verbose=0),
+        sfreq=50,
+        random_state=0,
+        verbose=0,
+    )
+    return clf.set_params(**params)
 
 
 def _toy(n=48, n_chans=3, T=100, seed=0):
@@ -33,91 +66,91 @@ def _toy(n=48, n_chans=3, T=100, seed=0):
 def test_learns_a_task_built_for_it_above_chance():
     X, y = _toy(96)
     Xt, yt = _toy(64, seed=1)
-    clf = PARSClassifier(
-        **{**SMALL, "max_epochs": 40, "lr": 3e-3, "encoder": dict(emb_dim=32, depth=1, n_heads=2)}
-    ).fit(X, y)
+    clf = small(head__max_epochs=40, head__lr=3e-3, encoder__emb_dim=32).fit(X, y)
     assert clf.score(Xt, yt) > 0.85
-    losses = clf.history_[:, "train_loss"]
+    losses = clf.head_.history_[:, "train_loss"]
     assert losses[-1] < 0.6 * losses[0]
     assert clf.pretrain_history_ is not None and len(clf.pretrain_history_) == 2
+    assert clf.encoder_.emb_dim == 32 and clf.pretrainer_.encoder_ is clf.encoder_
 
 
 def test_fit_predict_and_fitted_attributes():
     X, y = _toy()
     labels = np.where(y == 0, "rest", "move")
-    clf = PARSClassifier(**SMALL).fit(X, labels)
+    clf = small().fit(X, labels)
     assert list(clf.classes_) == ["move", "rest"]
     proba = clf.predict_proba(X)
     assert proba.shape == (48, 2) and np.allclose(proba.sum(1), 1, atol=1e-5)
     assert set(clf.predict(X)) <= {"move", "rest"}
     assert clf.n_chans_ == 3 and clf.n_times_ == 100 and clf.sfreq_ == 50
+    assert isinstance(clf.head_, PARSFineTuner) and isinstance(clf.pretrainer_, PARSPretrainer)
 
 
 def test_same_random_state_same_predictions_and_clone_before_and_after_fit():
     X, y = _toy()
-    a = PARSClassifier(**SMALL)
+    a = small()
     b = clone(a)
 
-    def own(est):  # skorch lists its default callback objects too: new ones per instance
-        return {k: v for k, v in est.get_params().items() if not k.startswith("callbacks__")}
+    def own(est):  # the values, not the stage objects (new ones per clone); skorch lists
+        # its default callback objects too: new ones per instance
+        return {
+            k: v
+            for k, v in est.get_params().items()
+            if "callbacks" not in k and not hasattr(v, "get_params")
+        }
 
     assert own(b) == own(a)
     pa = a.fit(X, y).predict_proba(X)
     pb = b.fit(X, y).predict_proba(X)
     np.testing.assert_allclose(pa, pb, rtol=1e-5, atol=1e-6)
     c = clone(a)  # after fit: same parameters, not fitted
-    assert not hasattr(c, "module_")
+    assert not hasattr(c, "head_") and not hasattr(c.head, "module_")
     assert own(c) == own(a)
-    c.set_params(encoder=dict(depth=2), max_epochs=1)
-    assert c.get_params()["encoder"] == dict(depth=2)
+    c.set_params(encoder__depth=2, head__max_epochs=1)
+    assert c.get_params()["encoder__depth"] == 2 and c.head.max_epochs == 1
+    assert a.get_params()["encoder__depth"] == 1  # the clone's stages are its own
 
 
+@pytest.mark.slow
 def test_grid_search_over_pretraining_and_fine_tuning_finds_the_rate_that_learns():
     X, y = _toy(96)
-    clf = PARSClassifier(**{**SMALL, "max_epochs": 30, "finetune": "full"})
+    clf = small(head__max_epochs=30, head__strategy="full")
     pipe = make_pipeline(FunctionTransformer(lambda Z: Z * 2.0), clf)
     grid = GridSearchCV(
         pipe,
-        {"parsclassifier__lr": [1e-12, 3e-3], "parsclassifier__pretrain_epochs": [0, 1]},
+        {
+            "parsclassifier__head__lr": [1e-12, 3e-3],
+            "parsclassifier__encoder__max_epochs": [0, 1],
+        },
         cv=2,
     )
     grid.fit(X, y)
     # lr 1e-12 learns nothing (chance); lr 3e-3 learns the rhythm
-    assert grid.best_params_["parsclassifier__lr"] == 3e-3
-    scores = grid.cv_results_["mean_test_score"].reshape(2, 2)  # lr x pretrain_epochs
-    assert scores[0].max() < 0.7 < scores[1].min()
+    assert grid.best_params_["parsclassifier__head__lr"] == 3e-3
+    lrs = [params["parsclassifier__head__lr"] for params in grid.cv_results_["params"]]
+    scores = grid.cv_results_["mean_test_score"]
+    assert scores[np.equal(lrs, 1e-12)].max() < 0.7 < scores[np.equal(lrs, 3e-3)].min()
     assert grid.predict(X).shape == (96,)
+    best = grid.best_estimator_[-1]
+    assert best.head_.lr == 3e-3
+    epochs = grid.best_params_["parsclassifier__encoder__max_epochs"]
+    assert (best.pretrain_history_ is None) == (epochs == 0)
 
 
 def test_starts_from_a_saved_encoder_and_refuses_a_mismatched_one(tmp_path):
     X, y = _toy()
-    enc = PatchEncoder(sfreq=50, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    enc = PatchEncoder(sfreq=50, **TINY)
     save_encoder(enc, tmp_path / "enc.pt")
-    clf = PARSClassifier(
-        **{**SMALL, "encoder": None, "pretrained_encoder": tmp_path / "enc.pt"}
-    ).fit(X, y)
-    assert clf.pretrain_history_ is None  # pretraining skipped
+    clf = small(encoder=tmp_path / "enc.pt").fit(X, y)
+    assert clf.pretrain_history_ is None and clf.pretrainer_ is None  # pretraining skipped
     assert clf.encoder_.emb_dim == 16
-    save_encoder(
-        PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16), tmp_path / "enc100.pt"
-    )
-    with pytest.raises(ValueError, match="sfreq=100.* Hz but the data is at 50.0 Hz"):
-        PARSClassifier(
-            **{**SMALL, "encoder": None, "pretrained_encoder": tmp_path / "enc100.pt"}
-        ).fit(X, y)
-    with pytest.raises(ValueError, match="cuts 1.0-s patches but 'patch_seconds'=0.5"):
-        PARSClassifier(
-            **{
-                **SMALL,
-                "encoder": None,
-                "pretrained_encoder": tmp_path / "enc.pt",
-                "patch_seconds": 0.5,
-            }
-        ).fit(X, y)
+    save_encoder(PatchEncoder(sfreq=100, **TINY), tmp_path / "enc100.pt")
+    with pytest.raises(ValueError, match=r"sfreq=100.* Hz but the windows are at 50.0 Hz"):
+        small(encoder=tmp_path / "enc100.pt").fit(X, y)
 
 
-class _Exploding(PARSClassifier):
-    def _encoder(self, *args, **kwargs):  # pragma: no cover - must never be reached
+class _Exploding(PARSPretrainer):
+    def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
         raise AssertionError("training started before the input was checked")
 
 
@@ -148,54 +181,64 @@ def test_bad_data_is_refused_before_training(mutate, match):
     X, y = _toy()
     X, y = mutate(X, y)
     with pytest.raises(ValueError, match=match):
-        _Exploding(**SMALL).fit(X, y)
+        small(_Exploding).fit(X, y)
 
 
 @pytest.mark.parametrize(
     "params, match",
     [
-        pytest.param(dict(pos_mask_ratio=0), r"'pos_mask_ratio' must lie in \(0, 1\]", id="r"),
-        pytest.param(dict(encoder=dict(emb_dim=15)), "must be even and divisible", id="emb"),
-        pytest.param(dict(encoder="huge"), "Allowed values are 'small', 'paper'", id="size"),
         pytest.param(
-            dict(pretrained_encoder="pars-small"), "leave 'encoder' as None", id="size-and-encoder"
+            dict(encoder__pos_mask_ratio=0), r"'pos_mask_ratio' must lie in \(0, 1\]", id="r"
         ),
-        pytest.param(dict(finetune="lp-ft", max_epochs=1), "'max_epochs' must be >= 2", id="lpft"),
-        pytest.param(dict(device="mps"), "allowed are 'cpu' and 'cuda'", id="mps"),
-        pytest.param(dict(pretrain_epochs=-1), "'pretrain_epochs' must be >= 0", id="epochs"),
-        pytest.param(dict(valid_fraction=1.0), "'valid_fraction' must lie in", id="valid"),
+        pytest.param(dict(encoder__emb_dim=15), "must be even and divisible", id="emb"),
         pytest.param(
-            dict(min_valid_groups="all"), r"'min_valid_groups' must be None \(no valid", id="mvg"
+            dict(encoder="huge"),
+            "'encoder': there is no file .*not the name of a shipped",
+            id="name",
         ),
-        pytest.param(dict(min_valid_groups=1), "'min_valid_groups' must be >= 2", id="mvg-1"),
+        pytest.param(
+            dict(head__strategy="lp-ft", head__max_epochs=1), "'max_epochs' must be >= 2", id="lpft"
+        ),
+        pytest.param(dict(encoder__device="mps"), "allowed are 'cpu' and 'cuda'", id="mps-encoder"),
+        pytest.param(dict(head__device="mps"), "allowed are 'cpu' and 'cuda'", id="mps-head"),
+        pytest.param(dict(encoder__max_epochs=-1), "'max_epochs' must be >= 0", id="epochs"),
+        pytest.param(dict(head__valid_fraction=1.0), "'valid_fraction' must lie in", id="valid"),
+        pytest.param(
+            dict(head__min_valid_groups="all"), r"'min_valid_groups' must be None \(no", id="mvg"
+        ),
+        pytest.param(dict(head__min_valid_groups=1), "'min_valid_groups' must be >= 2", id="mvg-1"),
         pytest.param(dict(sfreq=None), "do not carry their sampling rate", id="sfreq"),
     ],
 )
-def test_bad_parameters_are_refused_at_fit(params, match):
+def test_bad_parameters_are_refused_at_fit_before_any_work(params, match):
     X, y = _toy()
-    clf = _Exploding(**{**SMALL, **params})  # __init__ validates nothing
-    with pytest.raises((ValueError, TypeError), match=match):
+    clf = small(_Exploding, **params)  # __init__ and set_params validate no value
+    with pytest.raises((ValueError, TypeError, FileNotFoundError), match=match):
         clf.fit(X, y)
 
 
 def test_a_class_with_one_window_is_accepted_when_no_split_is_made():
     X, y = _toy()
     y = np.where(np.arange(len(y)) == 0, 7, y)  # class 7: a single window
-    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "max_epochs": 1}).fit(X, y)
-    assert clf.validation_ == "none" and list(clf.classes_) == [0, 1, 7]
+    clf = small(encoder__max_epochs=0, head__max_epochs=1).fit(X, y)
+    assert clf.head_.validation_ == "none" and list(clf.classes_) == [0, 1, 7]
 
 
 def test_predict_refuses_windows_of_another_shape():
     X, y = _toy()
-    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "max_epochs": 1}).fit(X, y)
+    clf = small(encoder__max_epochs=0, head__max_epochs=1).fit(X, y)
     with pytest.raises(ValueError, match=r"fitted on \(3, 100\)"):
         clf.predict(X[:, :2])
 
 
-def test_sklearn_tags_declare_three_d_input():
-    tags = PARSClassifier().__sklearn_tags__()
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda c: c.__name__)
+def test_sklearn_tags_declare_three_d_input(estimator):
+    tags = estimator().__sklearn_tags__()
     assert tags.input_tags.three_d_array and not tags.input_tags.two_d_array
-    assert tags.estimator_type == "classifier"
+    if estimator is PARSPretrainer:
+        assert tags.transformer_tags is not None and not tags.target_tags.required
+    else:
+        assert tags.estimator_type == "classifier"
 
 
 @pytest.fixture(scope="module")
@@ -207,15 +250,16 @@ def mi():
 
 def test_fit_on_braindecode_windows_reads_labels_and_sfreq(mi):
     windows = mi[0]
-    clf = PARSClassifier(**{**SMALL, "sfreq": None, "pretrain_epochs": 1, "max_epochs": 1})
+    clf = small(sfreq=None, encoder__max_epochs=1, head__max_epochs=1)
     clf.fit(windows)
     assert clf.sfreq_ == 200 and list(clf.classes_) == [0, 1, 2, 3]
     assert clf.n_chans_ == 64 and clf.n_times_ == 800
+    assert clf.pretrainer_.sfreq_ == clf.head_.sfreq_ == 200
 
 
 def test_cross_val_score_leave_one_group_out_equals_the_loop_by_hand(mi):
     _, X, y, sfreq, groups = mi
-    clf = PARSClassifier(**{**SMALL, "sfreq": sfreq, "max_epochs": 2, "pretrain_epochs": 1})
+    clf = small(sfreq=sfreq, encoder__max_epochs=1, head__max_epochs=2)
     scores = cross_val_score(
         clf, X, y, groups=groups, cv=LeaveOneGroupOut(), scoring=make_scorer("kappa")
     )
@@ -229,117 +273,130 @@ def test_cross_val_score_leave_one_group_out_equals_the_loop_by_hand(mi):
 
 # scikit-learn has no data checks for 3-D input: it says so with a SkipTestWarning and
 # runs the checks that apply (cloning); the parameter checks below run explicitly.
-@pytest.mark.filterwarnings("ignore:Can't test estimator PARSClassifier")
-@parametrize_with_checks([PARSClassifier(sfreq=10)])
+@pytest.mark.filterwarnings("ignore:Can't test estimator")
+@parametrize_with_checks([estimator(sfreq=10) for estimator in ESTIMATORS])
 def test_scikit_learn_checks_for_a_three_d_estimator(estimator, check):
     check(estimator)
 
 
+PARAMETER_CHECKS = [
+    estimator_checks.check_get_params_invariance,
+    estimator_checks.check_parameters_default_constructible,
+]
+#: Checks a skorch net fails by design (NeuralNet sets history_ and initialized_ in
+#: __init__ and validates some set_params values itself, as braindecode's EEGClassifier
+#: does); the scikit-learn estimators pass them.
+NOT_FOR_SKORCH = [
+    estimator_checks.check_no_attributes_set_in_init,
+    estimator_checks.check_set_params,
+]
+
+
 @pytest.mark.parametrize(
-    "check",
-    [
-        # check_no_attributes_set_in_init and check_set_params are not listed: skorch's
-        # NeuralNet sets history_ and initialized_ in __init__ and validates some
-        # set_params values itself, so every skorch net (braindecode's EEGClassifier
-        # too) fails them by design
-        estimator_checks.check_get_params_invariance,
-        estimator_checks.check_parameters_default_constructible,
-    ],
-    ids=lambda c: c.__name__,
+    "estimator, check",
+    [(e, c) for e in ESTIMATORS for c in PARAMETER_CHECKS]
+    + [(e, c) for e in ESTIMATORS if e is not PARSFineTuner for c in NOT_FOR_SKORCH],
+    ids=lambda x: x.__name__,
 )
-def test_scikit_learn_parameter_checks(check):
-    check("PARSClassifier", PARSClassifier(sfreq=10))
+def test_scikit_learn_parameter_checks(estimator, check):
+    check(estimator.__name__, estimator(sfreq=10))
 
 
 def test_defaults_are_constructible_and_documented():
-    estimator_checks.check_parameters_default_constructible("PARSClassifier", PARSClassifier())
+    for estimator in ESTIMATORS:
+        estimator_checks.check_parameters_default_constructible(estimator.__name__, estimator())
     params = PARSClassifier().get_params()
-    assert params["encoder"] is None  # the "small" size of the shipped encoder
-    assert (params["n_patches"], params["pos_mask_ratio"]) == (40, 0.8)
-    assert params["spatial_drop_prob"] == 0.5 and params["optimizer__weight_decay"] == 1e-4
-    # fine-tuning: the development tasks' selection splits (see the class docstring)
-    assert (params["lr"], params["batch_size"], params["max_epochs"]) == (3e-4, 16, 40)
-    assert (params["finetune"], params["probe_C"], params["amplitude"]) == ("auto", 100.0, False)
-    assert (params["crop_seconds"], params["min_valid_groups"]) == (None, None)
+    assert params["encoder"] is None and params["head"] is None  # PARSPretrainer, PARSProbe
+    pretrainer = PARSPretrainer().get_params()
+    assert (pretrainer["n_patches"], pretrainer["pos_mask_ratio"]) == (40, 0.8)
+    sizes = [pretrainer[k] for k in ("emb_dim", "depth", "n_heads", "ff_dim")]
+    assert sizes == [64, 4, 4, 128]  # the small size
+    head = PARSFineTuner().get_params()
+    assert head["spatial_drop_prob"] == 0.5 and head["optimizer__weight_decay"] == 1e-4
+    # fine-tuning: the development tasks' selection splits (see docs/benchmarks.rst)
+    assert (head["lr"], head["batch_size"], head["max_epochs"]) == (3e-4, 16, 40)
+    assert (head["strategy"], head["amplitude"]) == ("full", False)
+    assert (head["crop_seconds"], head["min_valid_groups"]) == (None, None)
+    probe = PARSProbe().get_params()
+    assert (probe["C"], probe["band_power"], probe["tangent_space"]) == (100.0, True, True)
+    assert probe["align"] is None
 
 
-def test_windows_are_read_once_per_fit_and_once_per_predict(mi, monkeypatch):
-    import braindecode_pars.datasets.adapters as adapters
-
-    reads = []
-    original = adapters._stack_braindecode
-
-    def counting(*args, **kwargs):
-        reads.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(adapters, "_stack_braindecode", counting)
-    windows = mi[0]
-    clf = PARSClassifier(**{**SMALL, "sfreq": None, "pretrain_epochs": 1, "max_epochs": 2})
-    clf.fit(windows)
-    assert len(reads) == 1
-    assert clf.predict_proba(windows).shape == (len(windows), 4)
-    assert len(reads) == 2
-
-
-def test_nan_inside_a_preloaded_recording_is_found_in_its_window(mi):
+def test_nan_inside_a_preloaded_recording_is_found_in_its_window():
     windows = load_physionet_mi(runs=[4])
     ds = windows.datasets[0]
     _, start, stop = ds.crop_inds[3]
     ds.raw._data[5, start + 10] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite values in 1 window"):
-        _Exploding(**{**SMALL, "sfreq": None}).fit(windows)
+        small(_Exploding, sfreq=None).fit(windows)
+
+
+class _ExplodingHead(PARSFineTuner):
+    def initialize(self):  # pragma: no cover - must never be reached
+        raise AssertionError("training started before the input was checked")
 
 
 def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi):
     _, X, y, sfreq, blocks = mi
     train, valid = blocks != 3, blocks == 3
-    params = {**SMALL, "sfreq": sfreq, "pretrain_epochs": 0, "max_epochs": 8, "lr": 3e-2}
-    params.update(finetune="full", batch_size=64, spatial_drop_prob=0.0)
-    clf = PARSClassifier(**params).fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
-    assert clf.validation_ == "X_valid" and clf.n_crop_ == X.shape[-1]
-    losses = np.asarray(clf.history_[:, "valid_loss"])
+    torch.manual_seed(0)
+    head = PARSFineTuner(
+        strategy="full", max_epochs=8, lr=3e-2, batch_size=64, spatial_drop_prob=0.0, verbose=0
+    )
+    encoder = PatchEncoder(sfreq=sfreq, **TINY)
+    clf = PARSClassifier(encoder, head, sfreq=sfreq, random_state=0, verbose=0)
+    clf.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
+    tuner = clf.head_
+    assert tuner.validation_ == "X_valid" and tuner.n_crop_ == X.shape[-1]
+    losses = np.asarray(tuner.history_[:, "valid_loss"])
     assert losses.argmin() < len(losses) - 1, "the test needs a best epoch before the last"
     # one validation batch: the kept weights' loss on it is the best recorded one
-    clf.module_.eval()
+    tuner.module_.eval()
     with torch.no_grad():
-        logits = clf.module_(torch.as_tensor(X[valid]))
-        codes = torch.as_tensor(np.searchsorted(clf.classes_, y[valid]))
-        loss = torch.nn.functional.cross_entropy(logits, codes, weight=clf.class_weight_)
+        logits = tuner.module_(torch.as_tensor(X[valid]))
+        codes = torch.as_tensor(np.searchsorted(tuner.classes_, y[valid]))
+        loss = torch.nn.functional.cross_entropy(logits, codes, weight=tuner.class_weight_)
     np.testing.assert_allclose(loss.item(), losses.min(), rtol=1e-4)
+    exploding = _ExplodingHead(encoder=PatchEncoder(sfreq=sfreq, **TINY), sfreq=sfreq)
     with pytest.raises(ValueError, match=r"'y_valid' holds classes \[9\]"):
-        _Exploding(**SMALL).fit(
-            X[train, :3, :100],
-            y[train],
-            X_valid=X[valid, :3, :100],
-            y_valid=np.full(valid.sum(), 9),
-        )
+        exploding.fit(X[train], y[train], X_valid=X[valid], y_valid=np.full(valid.sum(), 9))
     with pytest.raises(ValueError, match="'X_valid' windows"):
-        _Exploding(**SMALL).fit(
-            X[train, :3, :100], y[train], X_valid=X[valid, :2, :100], y_valid=y[valid]
+        exploding.fit(X[train], y[train], X_valid=X[valid, :2], y_valid=y[valid])
+    with pytest.raises(ValueError, match="'X_valid' chooses the best epoch of a neural head"):
+        PARSClassifier(PatchEncoder(sfreq=sfreq, **TINY), sfreq=sfreq).fit(
+            X[train], y[train], X_valid=X[valid], y_valid=y[valid]
         )
 
 
-def test_the_default_probe_in_cross_validation_over_blocks_of_windows(mi, tmp_path):
-    """The probe through scikit-learn's cross-validation on braindecode windows equals
-    a hand-written loop over the blocks with AlignedProbe (one subject: each side of a
-    fold is one group), and without alignment with probe_pipeline; it clones,
-    pickles, and refuses the neural-head-only calls."""
+@pytest.fixture(scope="module")
+def mi8():
+    """The bundled windows with their first 8 channels (the probe's cost grows with the
+    channels), as arrays too, and their blocks."""
+    windows = load_physionet_mi()
+    for ds in windows.datasets:
+        ds.raw.pick(ds.raw.ch_names[:8])
+    data = read_windows(windows)
+    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+
+
+def test_the_probe_head_in_cross_validation_over_blocks_of_windows(mi8):
+    """The probe head through scikit-learn's cross-validation on braindecode windows
+    equals a hand-written loop over the blocks with AlignedProbe (one subject: each side
+    of a fold is one group), and without alignment with probe_pipeline; it clones and
+    pickles."""
     import pickle
 
-    from sklearn.base import clone
     from skorch.helper import SliceDataset
 
-    from braindecode_pars import PatchEncoder
-    from braindecode_pars.probe import AlignedProbe, probe_pipeline
+    from braindecode_pars.align import AlignedProbe
+    from braindecode_pars.probe import probe_pipeline
 
-    windows, X, y, sfreq, blocks = mi
+    windows, X, y, sfreq, blocks = mi8
+    assert X.shape[1:] == (8, 800)
     torch.manual_seed(0)
-    encoder = PatchEncoder(sfreq=sfreq, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    encoder = PatchEncoder(sfreq=sfreq, **TINY)
     for align, make in (("groups", AlignedProbe), (None, probe_pipeline)):
-        clf = PARSClassifier(
-            pretrained_encoder=encoder, probe_align=align, verbose=0, random_state=0
-        )
+        clf = PARSClassifier(encoder, PARSProbe(align=align), verbose=0, random_state=0)
         scores = cross_val_score(
             clf, SliceDataset(windows), SliceDataset(windows, idx=1), groups=blocks,
             cv=LeaveOneGroupOut(),
@@ -350,12 +407,9 @@ def test_the_default_probe_in_cross_validation_over_blocks_of_windows(mi, tmp_pa
             probe = make(encoder, sfreq=sfreq, tangent_space=True, C=100.0)
             expected.append(probe.fit(X[train], y[train]).score(X[test], y[test]))
         np.testing.assert_allclose(scores, expected)
-    clf.set_params(probe_align="groups")
+    clf.set_params(head__align="groups")
     fitted = clone(clf).fit(windows)
-    assert fitted.finetune_ == "probe"
+    assert type(fitted.head_) is PARSProbe and fitted.head_.align == "groups"
+    assert fitted.pretrainer_ is None and fitted.pretrain_history_ is None
     again = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(again.predict_proba(X), fitted.predict_proba(X))
-    with pytest.raises(ValueError, match="save_params.*probe.*pickle"):
-        fitted.save_params(f_params=tmp_path / "params.pt")
-    with pytest.raises(ValueError, match="partial_fit.*probe.*refit it with fit"):
-        fitted.partial_fit(X, y)
