@@ -1,4 +1,5 @@
-"""PARSClassifier as a skorch net: randomness, disk, validation, interrupts, skorch's API."""
+"""PARSClassifier and its stages by design: randomness, disk, validation, interrupts,
+skorch's API on the neural head."""
 
 import os
 
@@ -13,14 +14,38 @@ from sklearn.model_selection import GroupKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from skorch.callbacks import EarlyStopping
 
-from braindecode_pars import PARSClassifier
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PatchEncoder
+from braindecode_pars.models.config import ENCODER_SIZES
+from braindecode_pars.training.finetune import group_split
 
-from .conftest import SMALL_CLASSIFIER, InterruptAt
+from .conftest import InterruptAt
 
 SFREQ = 50.0
-# the neural path (a trained spatial head over the frozen encoder, auto's choice before
-# the probe); the default probe has its tests in test_finetune_strategies.py
-SMALL = dict(SMALL_CLASSIFIER, sfreq=SFREQ, finetune="frozen")
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small(**params):
+    """The neural path: a tiny PARSPretrainer (2 epochs of batch 16) and a frozen
+    PARSFineTuner (4 epochs), seeded and quiet; ``params`` by nested names."""
+    clf = PARSClassifier(
+        PARSPretrainer(**TINY, n_patches=6, max_epochs=2, batch_size=16, verbose=0),
+        PARSFineTuner(strategy="frozen", max_epochs=4, batch_size=16, verbose=0),
+        sfreq=SFREQ,
+        random_state=0,
+        verbose=0,
+    )
+    return clf.set_params(**params)
 
 
 def _toy(n=48, n_chans=3, T=100, seed=0, n_subjects=6):
@@ -44,9 +69,7 @@ def test_fit_leaves_the_global_generators_as_it_found_them():
     torch.manual_seed(5)
     before = _global_states()
     for random_state in (0, None):
-        PARSClassifier(**{**SMALL, "random_state": random_state, "augmentation": "standard"}).fit(
-            X, y
-        )
+        small(random_state=random_state, head__augmentation="standard").fit(X, y)
         after = _global_states()
         np.testing.assert_array_equal(before[0], after[0])
         assert torch.equal(before[1], after[1])
@@ -54,20 +77,21 @@ def test_fit_leaves_the_global_generators_as_it_found_them():
 
 def test_the_seed_alone_decides_the_fit_whatever_the_global_state():
     X, y, _ = _toy()
-    params = {**SMALL, "augmentation": "standard", "crop_seconds": 1.0}
+    params = dict(head__augmentation="standard", head__crop_seconds=1.0)
     torch.manual_seed(1)
     np.random.seed(1)  # noqa: NPY002
-    a = PARSClassifier(**params).fit(X, y).predict_proba(X)
+    a = small(**params).fit(X, y).predict_proba(X)
     torch.manual_seed(2)
     np.random.seed(2)  # noqa: NPY002
-    b = PARSClassifier(**params).fit(X, y).predict_proba(X)
+    b = small(**params).fit(X, y).predict_proba(X)
     np.testing.assert_array_equal(a, b)
-    c = PARSClassifier(**{**params, "random_state": 1}).fit(X, y).predict_proba(X)
+    c = small(**params, random_state=1).fit(X, y).predict_proba(X)
     assert not np.allclose(a, c)
     # random_state=None: two fits differ (a fresh seed each), and say which seed they drew
-    d1 = PARSClassifier(**{**params, "random_state": None}).fit(X, y)
-    d2 = PARSClassifier(**{**params, "random_state": None}).fit(X, y)
-    assert d1.seed_ != d2.seed_ and not np.allclose(d1.predict_proba(X), d2.predict_proba(X))
+    d1 = small(**params, random_state=None).fit(X, y)
+    d2 = small(**params, random_state=None).fit(X, y)
+    assert d1.head_.seed_ != d2.head_.seed_
+    assert not np.allclose(d1.predict_proba(X), d2.predict_proba(X))
 
 
 def test_fit_writes_no_file_unless_given_a_checkpoint_dir(tmp_path, monkeypatch):
@@ -80,12 +104,12 @@ def test_fit_writes_no_file_unless_given_a_checkpoint_dir(tmp_path, monkeypatch)
     saved = []
     original_save = torch.save
     monkeypatch.setattr(torch, "save", lambda *a, **k: saved.append(a[1]) or original_save(*a, **k))
-    clf = PARSClassifier(**{**SMALL, "min_valid_groups": 2}).fit(X, y, groups=groups)
-    assert clf.validation_ == "groups" and clf.pretrain_history_ is not None
+    clf = small(head__min_valid_groups=2).fit(X, y, groups=groups)
+    assert clf.head_.validation_ == "groups" and clf.pretrain_history_ is not None
     assert saved == [] and os.listdir(tmp_path) == []
     # asked for: the resumable pretraining state and the best fine-tuning epoch
     run = tmp_path / "run"
-    PARSClassifier(**{**SMALL, "min_valid_groups": 2, "checkpoint_dir": run}).fit(
+    small(head__min_valid_groups=2, encoder__checkpoint_dir=run, head__checkpoint_dir=run).fit(
         X, y, groups=groups
     )
     assert (run / "finetune" / "best_params.pt").is_file()
@@ -98,26 +122,24 @@ def test_one_validation_rule_for_arrays_and_windows():
     for ds, subject in zip(windows.datasets, groups, strict=True):
         ds.description["subject"] = int(subject)
         ds.metadata["subject"] = int(subject)  # braindecode keeps description columns here
-    arrays = PARSClassifier(**{**SMALL, "min_valid_groups": 2}).fit(X, y, groups=groups)
-    from_windows = PARSClassifier(**{**SMALL, "min_valid_groups": 2}).fit(windows)
-    assert arrays.validation_ == from_windows.validation_ == "groups"
+    arrays = small(head__min_valid_groups=2).fit(X, y, groups=groups)
+    from_windows = small(head__min_valid_groups=2).fit(windows)
+    assert arrays.head_.validation_ == from_windows.head_.validation_ == "groups"
     np.testing.assert_allclose(arrays.predict_proba(X), from_windows.predict_proba(windows))
-    assert "valid_loss" in arrays.history_[-1]
+    assert "valid_loss" in arrays.head_.history_[-1]
     # fewer groups than min_valid_groups, or none: no split, the last epoch, for both
     for clf in (
-        PARSClassifier(**SMALL).fit(X, y, groups=groups),
-        PARSClassifier(**SMALL).fit(X, y),
-        PARSClassifier(**SMALL).fit(windows),
+        small().fit(X, y, groups=groups),
+        small().fit(X, y),
+        small().fit(windows),
     ):
-        assert clf.validation_ == "none" and "valid_loss" not in clf.history_[-1]
-        assert len(clf.history_) == SMALL["max_epochs"]
+        assert clf.head_.validation_ == "none" and "valid_loss" not in clf.head_.history_[-1]
+        assert len(clf.head_.history_) == 4
 
 
-def test_held_out_groups_are_whole_and_every_window_is_used_once(monkeypatch):
+def test_held_out_groups_are_whole_and_every_window_is_used_once():
     X, y, groups = _toy(n=60, n_subjects=10)
-    clf = PARSClassifier(**{**SMALL, "min_valid_groups": 2, "valid_fraction": 0.3})
-    clf.seed_ = 0
-    train, valid, rule = clf._split(y, groups)
+    train, valid, rule = group_split(y, groups, min_valid_groups=2, valid_fraction=0.3, seed=0)
     assert rule == "groups" and len(np.unique(groups[valid])) == 3
     assert not set(groups[train]) & set(groups[valid])
     assert sorted(np.concatenate([train, valid])) == list(range(60))
@@ -137,7 +159,8 @@ def test_groups_reach_fit_through_scikit_learns_metadata_routing():
             return super().score(X, y, sample_weight=sample_weight, groups=groups)
 
     with sklearn.config_context(enable_metadata_routing=True):
-        clf = Recording(**{**SMALL, "min_valid_groups": 2}).set_fit_request(groups=True)
+        clf = Recording(**small(head__min_valid_groups=2).get_params(deep=False))
+        clf.set_fit_request(groups=True)
         scores = cross_val_score(clf, X, y, cv=GroupKFold(2), params={"groups": groups})
     # the scored groups reach score too (the aligned probe aligns each on its own)
     assert seen == [("fit", True), ("score", True)] * 2 and np.all(np.isfinite(scores))
@@ -145,10 +168,12 @@ def test_groups_reach_fit_through_scikit_learns_metadata_routing():
 
 def test_ctrl_c_during_fine_tuning_stops_fit():
     X, y, _ = _toy()
-    clf = PARSClassifier(**{**SMALL, "pretrain_epochs": 0, "callbacks": [InterruptAt(2)]})
+    encoder = PatchEncoder(sfreq=SFREQ, **TINY)
+    head = PARSFineTuner(encoder=encoder, max_epochs=4, sfreq=SFREQ, verbose=0)
+    head.set_params(callbacks=[InterruptAt(2)])
     with pytest.raises(KeyboardInterrupt):
-        clf.fit(X, y)
-    assert len(clf.history_) == 2
+        head.fit(X, y)
+    assert len(head.history_) == 2 and head.interrupted_
 
 
 def test_ctrl_c_during_pretraining_stops_fit(monkeypatch):
@@ -163,35 +188,35 @@ def test_ctrl_c_during_pretraining_stops_fit(monkeypatch):
     monkeypatch.setattr(PretrainNet, "get_default_callbacks", with_interrupt)
     finetuned = []
     monkeypatch.setattr(
-        PARSClassifier, "initialize_module", lambda self: finetuned.append(1) or self
+        PARSFineTuner, "initialize_module", lambda self: finetuned.append(1) or self
     )
     with pytest.raises(KeyboardInterrupt):
-        PARSClassifier(**{**SMALL, "pretrain_epochs": 5}).fit(X, y)
+        small(encoder__max_epochs=5).fit(X, y)
     assert finetuned == []  # fine-tuning never started
 
 
 def test_skorch_callbacks_pass_through():
     X, y, _ = _toy()
     stop = EarlyStopping(monitor="train_loss", patience=1, threshold=10.0)  # stops at once
-    clf = PARSClassifier(**{**SMALL, "max_epochs": 20, "callbacks": [stop]}).fit(X, y)
-    assert len(clf.history_) == 2  # the first epoch, then one without a 10x improvement
+    clf = small(head__max_epochs=20, head__callbacks=[stop]).fit(X, y)
+    assert len(clf.head_.history_) == 2  # the first epoch, then one without a 10x improvement
 
 
 def test_save_params_and_load_params_round_trip(tmp_path):
     X, y, _ = _toy()
-    a = PARSClassifier(**SMALL).fit(X, y)
-    a.save_params(f_params=tmp_path / "params.pt")
-    b = PARSClassifier(**{**SMALL, "random_state": 7, "max_epochs": 1}).fit(X, y)
+    a = small().fit(X, y)
+    a.head_.save_params(f_params=tmp_path / "params.pt")
+    b = small(random_state=7, head__max_epochs=1).fit(X, y)
     assert not np.allclose(a.predict_proba(X), b.predict_proba(X))
-    b.load_params(f_params=tmp_path / "params.pt")
+    b.head_.load_params(f_params=tmp_path / "params.pt")
     np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-6)
 
 
 def test_transform_gives_embeddings_a_linear_model_can_read():
     X, y, _ = _toy(96)
     Xt, yt, _ = _toy(64, seed=1)
-    params = {**SMALL, "max_epochs": 30, "lr": 3e-3, "finetune": "full", "crop_seconds": 1.0}
-    clf = PARSClassifier(**params).fit(X, y)
+    params = dict(head__max_epochs=30, head__lr=3e-3, head__strategy="full")
+    clf = small(**params, head__crop_seconds=1.0).fit(X, y)
     Z = clf.transform(Xt)
     assert Z.shape == (64, 16)
     # the pooled token is what the head reads: a logistic regression on it does as well
@@ -200,20 +225,24 @@ def test_transform_gives_embeddings_a_linear_model_can_read():
     # with crops, the embedding is the mean over the evaluation crops
     from braindecode_pars.training.finetune import CodedWindows, FixedCrops
 
-    crops = FixedCrops(CodedWindows(Xt, np.zeros(64)), clf.n_crop_, clf._eval_starts())
-    clf.module_.eval()
+    head = clf.head_
+    crops = FixedCrops(CodedWindows(Xt, np.zeros(64)), head.n_crop_, head._eval_starts())
+    head.module_.eval()
     with torch.no_grad():
-        per_crop = clf.module_(torch.stack([crops[i][0] for i in range(len(crops))]), True)
+        per_crop = head.module_(torch.stack([crops[i][0] for i in range(len(crops))]), True)
     np.testing.assert_allclose(Z, crops.average(per_crop.numpy()), rtol=1e-5, atol=1e-6)
 
 
-def test_the_default_encoder_is_the_shipped_size_and_the_paper_size_is_one_argument():
+def test_the_default_encoder_is_the_small_size_and_the_paper_size_is_one_argument():
     X, y, _ = _toy()
-    params = {**SMALL, "encoder": None, "pretrain_epochs": 0, "max_epochs": 1}
-    small = PARSClassifier(**params).fit(X, y).encoder_
-    assert (small.emb_dim, small.depth, small.n_heads, small.ff_dim) == (64, 4, 4, 128)
-    paper = PARSClassifier(**{**params, "encoder": "paper"}).fit(X, y).encoder_
+    small_encoder = PARSPretrainer(max_epochs=0, sfreq=SFREQ).fit(X).encoder_
+    size = (small_encoder.emb_dim, small_encoder.depth, small_encoder.n_heads)
+    assert (*size, small_encoder.ff_dim) == (64, 4, 4, 128)
+    paper = PARSPretrainer(**ENCODER_SIZES["paper"], max_epochs=0, sfreq=SFREQ).fit(X).encoder_
     assert (paper.emb_dim, paper.depth, paper.n_heads, paper.ff_dim) == (512, 8, 8, 512)
+    # the neural head without an encoder trains a new one of the small size from scratch
+    scratch = PARSFineTuner(max_epochs=1, sfreq=SFREQ, verbose=0).fit(X, y).encoder_
+    assert (scratch.emb_dim, scratch.depth, scratch.n_heads, scratch.ff_dim) == (64, 4, 4, 128)
 
 
 def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
@@ -246,8 +275,8 @@ def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
 
     monkeypatch.setattr(pretrain_module, "held_out_recordings", recording)
     X, y, groups = _toy(n=60, n_subjects=6)
-    params = dict(SMALL, finetune="full", pretrain_epochs=1, pretrain_valid_fraction=0.2)
-    clf = PARSClassifier(**params).fit(X, y, groups=groups)
+    params = dict(head__strategy="full", encoder__max_epochs=1, encoder__valid_fraction=0.2)
+    clf = small(**params).fit(X, y, groups=groups)
     split_groups, valid = seen[0]
     assert valid is not None and len(split_groups) == len(X)
     train = np.delete(split_groups, valid)
