@@ -463,7 +463,8 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
 
     def predict(self, X):
         """Predicted labels, shape (n_windows,)."""
-        return np.asarray(self.classes_)[self.predict_proba(X).argmax(axis=1)]
+        proba = self.predict_proba(X)  # NotFittedError (skorch's) before classes_
+        return np.asarray(self.classes_)[proba.argmax(axis=1)]
 
     def score(self, X, y=None, sample_weight=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
