@@ -474,8 +474,7 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
         data = read_fitted(self, X, y)
         check_labels(data.y, at_least=1)
         windows = CodedWindows(data.X, np.zeros(len(data), dtype=np.int64))
-        predicted = np.asarray(self.classes_)[self.predict_proba(windows).argmax(axis=1)]
-        return accuracy_score(data.y, predicted, sample_weight=sample_weight)
+        return accuracy_score(data.y, self.predict(windows), sample_weight=sample_weight)
 
     def transform(self, X):
         """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops
