@@ -18,17 +18,43 @@ from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
 import braindecode_pars
-from braindecode_pars import PARSClassifier, PatchEncoder, save_encoder
+from braindecode_pars import (
+    PARSClassifier,
+    PARSFineTuner,
+    PARSPretrainer,
+    PARSProbe,
+    PatchEncoder,
+    save_encoder,
+)
 from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.estimators._common import read_input
 
-from .conftest import SMALL_CLASSIFIER
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
 
-#: Tiny settings for the bundled EEG (90 windows, 64 channels, 4 s at 200 Hz).
-# the neural path (a trained spatial head over the frozen encoder, auto's choice before
-# the probe); the default probe has its tests in test_finetune_strategies.py
-FAST = dict(SMALL_CLASSIFIER, n_patches=4, pretrain_epochs=1, max_epochs=1, finetune="frozen")
-FAST.update(pretrain_batch_size=128, batch_size=32)
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def fast(pretrainer=PARSPretrainer, **params):
+    """Tiny settings for the bundled EEG (90 windows, 64 channels, 4 s at 200 Hz), on the
+    neural path: one pretraining epoch of batch 128, one frozen fine-tuning epoch of batch
+    32, seeded and quiet; ``params`` by nested names."""
+    clf = PARSClassifier(
+        pretrainer(**TINY, n_patches=4, max_epochs=1, batch_size=128, verbose=0),
+        PARSFineTuner(strategy="frozen", max_epochs=1, batch_size=32, verbose=0),
+        random_state=0,
+        verbose=0,
+    )
+    return clf.set_params(**params)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +69,8 @@ def _toy(n=24, n_chans=2, n_times=100, seed=0):
     return rng.normal(size=(n, n_chans, n_times)).astype(np.float32), np.repeat([0, 1], n // 2)
 
 
-class _Exploding(PARSClassifier):
-    def _encoder(self, *args, **kwargs):  # pragma: no cover - must never be reached
+class _Exploding(PARSPretrainer):
+    def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
         raise AssertionError("training started before the input was checked")
 
 
@@ -63,7 +89,7 @@ def by_arrays(mi):
     """The known answer: leave-one-block-out scores of the same data as arrays."""
     windows, blocks = mi
     data = read_windows(windows)
-    clf = PARSClassifier(**FAST, sfreq=200)
+    clf = fast(sfreq=200)
     return cross_val_score(clf, data.X, data.y, groups=blocks, cv=LeaveOneGroupOut())
 
 
@@ -71,7 +97,7 @@ def by_arrays(mi):
 def test_cross_val_score_on_windows_as_written(mi, by_arrays, with_y):
     windows, blocks = mi
     y = windows.get_metadata()["target"].to_numpy() if with_y else None
-    clf = PARSClassifier(**FAST, sfreq=200)  # split windows carry no sampling rate
+    clf = fast(sfreq=200)  # split windows carry no sampling rate
     scores = cross_val_score(
         clf, windows, y, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
     )
@@ -85,7 +111,7 @@ def test_split_windows_without_sfreq_say_how_to_keep_it(mi):
         match=r"set 'sfreq', or pass the braindecode windows, skorch.helper.SliceDataset",
     ):
         cross_val_score(
-            _Exploding(**FAST), windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
+            fast(_Exploding), windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
         )
 
 
@@ -94,7 +120,7 @@ def test_cross_val_score_on_a_skorch_slice_dataset(mi, by_arrays, with_y):
     windows, blocks = mi
     y = SliceDataset(windows, idx=1) if with_y else None
     scores = cross_val_score(
-        PARSClassifier(**FAST),  # no sfreq: the SliceDataset keeps the windows' own
+        fast(),  # no sfreq: the SliceDataset keeps the windows' own
         SliceDataset(windows),
         y,
         groups=blocks,
@@ -107,12 +133,12 @@ def test_cross_val_score_on_a_skorch_slice_dataset(mi, by_arrays, with_y):
 def test_cross_val_score_with_a_scorer_takes_labels_from_a_slice_dataset(mi, by_arrays):
     windows, blocks = mi
     data = read_windows(windows)
-    clf = PARSClassifier(**FAST, sfreq=200)
+    clf = fast(sfreq=200)
     expected = cross_val_score(
         clf, data.X, data.y, groups=blocks, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
     )
     scores = cross_val_score(
-        PARSClassifier(**FAST),
+        fast(),
         SliceDataset(windows),
         SliceDataset(windows, idx=1),
         groups=blocks,
@@ -127,15 +153,15 @@ def test_cross_val_score_with_a_scorer_takes_labels_from_a_slice_dataset(mi, by_
     "wrap, sfreq",
     [pytest.param(None, 200, id="windows"), pytest.param(SliceDataset, None, id="slice-dataset")],
 )
-def test_grid_search_over_max_epochs_on_windows(mi, wrap, sfreq):
+def test_grid_search_over_the_heads_max_epochs_on_windows(mi, wrap, sfreq):
     windows, blocks = mi
     starts = np.concatenate([[0], windows.cumulative_sizes[:-1]])
     two_blocks = BaseConcatDataset(  # two groups keep it quick: 2 x 2 fits and a refit
         [ds for ds, start in zip(windows.datasets, starts, strict=True) if blocks[start] != 3]
     )
     grid = GridSearchCV(
-        PARSClassifier(**{**FAST, "pretrain_epochs": 0, "sfreq": sfreq}),
-        {"max_epochs": [1, 2]},
+        fast(encoder__max_epochs=0, sfreq=sfreq),
+        {"head__max_epochs": [1, 2]},
         cv=LeaveOneGroupOut(),
         error_score="raise",
     )
@@ -154,7 +180,7 @@ def test_grid_search_over_max_epochs_on_windows(mi, wrap, sfreq):
 
 def test_cross_validate_a_pipeline_on_windows(mi, by_arrays):
     windows, blocks = mi
-    pipe = make_pipeline(FunctionTransformer(), PARSClassifier(**FAST, sfreq=200))
+    pipe = make_pipeline(FunctionTransformer(), fast(sfreq=200))
     result = cross_validate(
         pipe, windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
     )
@@ -165,7 +191,7 @@ def test_a_subset_of_windows_is_read_lazily_with_its_labels_and_sampling_rate(mi
     windows, blocks = mi
     train = Subset(windows, np.flatnonzero(blocks != 3))
     test = Subset(windows, np.flatnonzero(blocks == 3))
-    clf = PARSClassifier(**FAST).fit(train)
+    clf = fast().fit(train)
     assert clf.sfreq_ == 200 and (clf.n_chans_, clf.n_times_) == (64, 800)
     assert list(clf.classes_) == [0, 1, 2, 3]
     assert clf.predict(test).shape == (30,)
@@ -177,47 +203,49 @@ def test_labels_of_split_windows_are_the_windows_targets(mi):
     windows, _ = mi
     X, y = read_windows(windows).X, read_windows(windows).y
     items = [windows[i] for i in range(0, len(windows), 2)]  # as scikit-learn splits them
-    data = _Exploding(**FAST, sfreq=200)._read(items)
+    data = read_input(items, sfreq=200)  # as every estimator reads X
     np.testing.assert_array_equal(data.y, y[::2])
     np.testing.assert_array_equal(data.X[3], X[6])
     assert data.sfreq == 200 and data.shape == (64, 800)
     sliced = SliceDataset(windows, indices=np.arange(0, len(windows), 2))
-    data = PARSClassifier()._read(sliced)
+    data = read_input(sliced)
     np.testing.assert_array_equal(data.y, y[::2])
     assert data.sfreq == 200
 
 
-def test_windows_checks_read_each_recording_once_through_the_public_api(mi, monkeypatch):
+def test_windows_checks_read_each_window_once_through_the_public_api(mi, monkeypatch):
     windows, _ = mi
     calls = []
-    for ds in windows.datasets:
-        read = ds.raw.get_data
+    for ds in windows.datasets:  # braindecode's __getitem__ cuts a window with raw._getitem
+        read = ds.raw._getitem
         monkeypatch.setattr(
-            ds.raw, "get_data", lambda *a, _read=read, **k: calls.append(1) or _read(*a, **k)
+            ds.raw, "_getitem", lambda *a, _read=read, **k: calls.append(1) or _read(*a, **k)
         )
     with pytest.raises(AssertionError, match="training started"):
-        _Exploding(**FAST).fit(windows)
-    assert len(calls) == len(windows.datasets)
+        fast(_Exploding).fit(windows)
+    assert len(calls) == len(windows)  # every window cut once, for reading and checks
 
 
 def test_predict_refuses_windows_at_another_sampling_rate(mi):
     windows, _ = mi
     X, y = read_windows(windows).X, read_windows(windows).y
-    clf = PARSClassifier(**{**FAST, "pretrain_epochs": 0, "sfreq": 100}).fit(X, y)
-    with pytest.raises(ValueError, match=r"sampled at 200.0 Hz, but the classifier was fitted"):
+    clf = PARSClassifier(PatchEncoder(sfreq=100, **TINY), PARSProbe(), sfreq=100).fit(X, y)
+    with pytest.raises(ValueError, match=r"'sfreq'=100.0 differs from .* windows \(200.0 Hz"):
         clf.predict(windows)
+    with pytest.raises(ValueError, match=r"sampled at 200.0 Hz, but the estimator was fitted"):
+        clf.head_.predict(windows)  # a stage alone says it in its own words
 
 
 def test_slice_dataset_of_labels_as_X_is_refused(mi):
     windows, _ = mi
     with pytest.raises(ValueError, match=r"'X' is a SliceDataset of item 1 .* idx=0"):
-        _Exploding(**FAST).fit(SliceDataset(windows, idx=1))
+        fast(_Exploding).fit(SliceDataset(windows, idx=1))
 
 
 def test_window_items_serve_as_unlabelled_pretraining_data():
     X, y = _toy()
     extra = [(x, -1, None) for x in _toy(n=6, seed=1)[0]]  # unlabelled window items
-    clf = PARSClassifier(**{**FAST, "sfreq": 50}).fit(X, y, X_unlabeled=extra)
+    clf = fast(sfreq=50).fit(X, y, X_unlabeled=extra)
     assert len(clf.pretrain_history_) == 1
 
 
@@ -235,6 +263,9 @@ def test_every_public_model_net_and_estimator_is_exported():
         "DropPos",
         "PretrainNet",
         "PARSClassifier",
+        "PARSPretrainer",
+        "PARSProbe",
+        "PARSFineTuner",
         "load_encoder",
         "save_encoder",
     }
@@ -246,20 +277,37 @@ def test_every_public_model_net_and_estimator_is_exported():
 
 # -- errors users meet -------------------------------------------------------------------------
 @pytest.mark.parametrize(
+    "estimator", [PARSClassifier, PARSProbe, PARSFineTuner], ids=lambda c: c.__name__
+)
+@pytest.mark.parametrize(
     "method", [pytest.param(m, id=m) for m in ("predict", "predict_proba", "score")]
 )
-def test_using_an_unfitted_classifier_raises_not_fitted(method):
+def test_using_an_unfitted_classifier_raises_not_fitted(estimator, method):
     X, y = _toy()
     args = (X, y) if method == "score" else (X,)
-    with pytest.raises(NotFittedError, match="PARSClassifier instance is not fitted yet"):
-        getattr(PARSClassifier(sfreq=50), method)(*args)
+    with pytest.raises(NotFittedError, match=f"{estimator.__name__} instance is not"):
+        getattr(estimator(sfreq=50), method)(*args)
+
+
+def test_using_an_unfitted_pretrainer_raises_not_fitted():
+    with pytest.raises(NotFittedError, match="PARSPretrainer instance is not fitted yet"):
+        PARSPretrainer(sfreq=50).transform(_toy()[0])
 
 
 def _truncated(path):
-    save_encoder(PatchEncoder(sfreq=50, emb_dim=16, depth=1, n_heads=2, ff_dim=16), path)
+    save_encoder(PatchEncoder(sfreq=50, **TINY), path)
     path.write_bytes(path.read_bytes()[:200])
 
 
+#: Every estimator that takes an encoder, given one by ``encoder=``.
+TAKE_AN_ENCODER = [
+    pytest.param(lambda e: PARSClassifier(e, sfreq=50), id="classifier"),
+    pytest.param(lambda e: PARSProbe(e, sfreq=50), id="probe"),
+    pytest.param(lambda e: PARSFineTuner(encoder=e, sfreq=50), id="finetuner"),
+]
+
+
+@pytest.mark.parametrize("make", TAKE_AN_ENCODER)
 @pytest.mark.parametrize(
     "write",
     [
@@ -269,40 +317,43 @@ def _truncated(path):
         pytest.param(lambda p: torch.save({"weights": torch.zeros(2)}, p), id="dict"),
     ],
 )
-def test_a_file_that_is_not_a_saved_encoder_is_refused_before_the_data_is_read(tmp_path, write):
+def test_a_file_that_is_not_a_saved_encoder_is_refused_before_the_data_is_read(
+    tmp_path, write, make
+):
     path = tmp_path / "enc.pt"
     write(path)
     with pytest.raises(
         ValueError,
-        match=r"'pretrained_encoder': '.*enc\.pt' is not an encoder saved by "
+        match=r"'encoder': '.*enc\.pt' is not an encoder saved by "
         r"braindecode_pars\.save_encoder \(\w+",
     ):
-        _Exploding(sfreq=50, pretrained_encoder=path).fit(_Untouchable())
+        make(path).fit(_Untouchable())
 
 
+@pytest.mark.parametrize("make", TAKE_AN_ENCODER)
 @pytest.mark.parametrize(
     "value, error, match",
     [
-        pytest.param(
-            "missing.pt", FileNotFoundError, "'pretrained_encoder': there is no file", id="missing"
-        ),
-        pytest.param(3, TypeError, r"'pretrained_encoder' must be .* but got int \(3\)", id="int"),
+        pytest.param("missing.pt", FileNotFoundError, "'encoder': there is no file", id="missing"),
+        pytest.param(3, TypeError, r"'encoder' must be .* but got int \(3\)", id="int"),
     ],
 )
-def test_a_missing_or_mistyped_pretrained_encoder_is_refused(tmp_path, value, error, match):
+def test_a_missing_or_mistyped_encoder_is_refused(tmp_path, value, error, match, make):
     value = tmp_path / value if isinstance(value, str) else value
     with pytest.raises(error, match=match):
-        _Exploding(sfreq=50, pretrained_encoder=value).fit(_Untouchable())
+        make(value).fit(_Untouchable())
 
 
-def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch):
+@pytest.mark.parametrize("stage", ["encoder", "head"])
+def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch, stage):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    clf = fast(_Exploding, sfreq=50)
     with pytest.raises(
         ValueError, match=r"Invalid value for 'device': 'cuda' but torch sees no GPU"
     ):
-        _Exploding(sfreq=50, device="cuda").fit(_Untouchable())
+        clone(clf).set_params(**{f"{stage}__device": "cuda"}).fit(_Untouchable())
     with pytest.raises(ValueError, match=r"Invalid value for 'device': 'gpu' is not a torch"):
-        _Exploding(sfreq=50, device="gpu").fit(_Untouchable())
+        clone(clf).set_params(**{f"{stage}__device": "gpu"}).fit(_Untouchable())
 
 
 @pytest.mark.parametrize(
@@ -322,16 +373,16 @@ def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch):
             id="short-in-a-list",
         ),
         pytest.param(
-            {"pretrain_window_seconds": 3.0},
+            {"encoder__window_seconds": 3.0},
             None,
             r"'X' holds windows of 100 samples, shorter than the pretraining windows "
-            r"\(150 samples: 'pretrain_window_seconds'=3.0\)",
+            r"\(150 samples: 'window_seconds'=3.0\)",
             id="longer-than-X",
         ),
         pytest.param(
-            {"pretrain_window_seconds": 0.5},
+            {"encoder__window_seconds": 0.5},
             None,
-            r"'pretrain_window_seconds'=0.5 gives pretraining windows of 25 samples, "
+            r"'window_seconds'=0.5 gives pretraining windows of 25 samples, "
             r"shorter than one patch \(50 samples\)",
             id="shorter-than-a-patch",
         ),
@@ -347,7 +398,7 @@ def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch):
 def test_pretraining_data_that_cannot_be_cropped_is_refused(params, unlabeled, match):
     X, y = _toy()
     with pytest.raises(ValueError, match=match):
-        _Exploding(**{**FAST, "sfreq": 50, **params}).fit(X, y, X_unlabeled=unlabeled)
+        fast(_Exploding, sfreq=50, **params).fit(X, y, X_unlabeled=unlabeled)
 
 
 def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
@@ -355,16 +406,18 @@ def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
     X, y = _toy()
     match = r"'sfreq'=50.0 differs from the sampling rate of the 'X_unlabeled' windows \(200"
     with pytest.raises(ValueError, match=match):
-        _Exploding(**{**FAST, "sfreq": 50}).fit(X, y, X_unlabeled=SliceDataset(windows))
+        fast(_Exploding, sfreq=50).fit(X, y, X_unlabeled=SliceDataset(windows))
 
 
 # -- progress ------------------------------------------------------------------------------------
 def test_progress_is_shown_by_default_and_silenced_by_verbose_0(capsys):
-    assert PARSClassifier().verbose == 1
+    for estimator in (PARSClassifier, PARSPretrainer, PARSFineTuner):
+        assert estimator().verbose == 1
     X, y = _toy()
-    PARSClassifier(**{**FAST, "sfreq": 50, "verbose": 1}).fit(X, y)
+    loud = dict(verbose=1, encoder__verbose=1, head__verbose=1)
+    fast(sfreq=50, **loud).fit(X, y)
     out, err = capsys.readouterr()
     assert "train_loss" in out  # the fine-tuning epoch table, as skorch prints it
     assert err  # the progress bars
-    PARSClassifier(**{**FAST, "sfreq": 50, "verbose": 0}).fit(X, y)
+    fast(sfreq=50).fit(X, y)  # verbose=0 for the classifier and both stages
     assert capsys.readouterr() == ("", "")
