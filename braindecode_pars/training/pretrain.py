@@ -115,8 +115,9 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
     warmup_fraction : float
         Fraction of the epochs of linear warm-up. Paper: 0.1.
     progress_bar : bool
-        Show a progress bar over the epochs, with the skill and the time left
-        (:class:`EpochProgress`).
+        Show the progress over the epochs on stderr, with the skill and the time left
+        (:class:`~braindecode_pars.training.callbacks.EpochProgress`): a bar on a
+        terminal, one plain line per epoch when stderr goes to a file or a pipe.
     amp : bool
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
         device (the folded PARS decoder leaves autocast and runs in float32). For
