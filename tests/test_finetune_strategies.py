@@ -1,18 +1,35 @@
-"""Fine-tuning strategies, the amplitude path, group-wise epoch selection, and the
-pretraining defaults of PARSClassifier."""
-
-import logging
+"""Fine-tuning strategies, the amplitude path, group-wise epoch selection (PARSFineTuner),
+the pretraining defaults (PARSPretrainer), and the heads PARSClassifier composes."""
 
 import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import PARSClassifier, PatchEncoder
+from braindecode_pars import (
+    PARSClassifier,
+    PARSFineTuner,
+    PARSPretrainer,
+    PARSProbe,
+    PatchEncoder,
+)
 from braindecode_pars.models.classifier import MultiChannelClassifier
+from braindecode_pars.training.finetune import group_split
 
-from .conftest import TINY
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+SMALL = dict(sfreq=100, verbose=0, random_state=0)
+#: A tiny pretrainer's settings (PARS's pair task on 6 patches, half of them masked).
+PRETRAIN = dict(TINY, n_patches=6, pos_mask_ratio=0.5, **SMALL)
 
-SMALL = dict(n_patches=6, pos_mask_ratio=0.5, sfreq=100, verbose=0, random_state=0)
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _amplitude_task(n=48, seed=0):
@@ -34,15 +51,14 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
     X, y = _amplitude_task()
     encoder = _encoder()
     before = {k: v.clone() for k, v in encoder.state_dict().items()}
-    clf = PARSClassifier(
-        pretrained_encoder=encoder, finetune=strategy, max_epochs=4, lr=1e-3, **SMALL
-    ).fit(X, y)
+    clf = PARSFineTuner(encoder=encoder, strategy=strategy, max_epochs=4, lr=1e-3, **SMALL)
+    clf.fit(X, y)
     after = clf.encoder_.state_dict()
     moved = any(not torch.equal(before[k], after[k]) for k in before)
     assert moved is changes
-    # skorch's Freezer leaves the probe's encoder frozen; lp-ft's Unfreezer thaws it
+    # skorch's Freezer leaves the encoder frozen; lp-ft's Unfreezer thaws it
     assert all(p.requires_grad is changes for p in clf.encoder_.parameters())
-    assert len(clf.history_) == 4  # lp-ft: 2 probe epochs, then 2 of everything
+    assert len(clf.history_) == 4  # lp-ft: 2 epochs of the head, then 2 of everything
     for k in before:  # the caller's encoder is never trained
         assert torch.equal(before[k], encoder.state_dict()[k])
 
@@ -50,12 +66,12 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
 def test_the_amplitude_path_sees_what_normalisation_removes_in_any_unit():
     X, y = _amplitude_task(n=64)
     Xt, yt = _amplitude_task(n=64, seed=1)
-    params = dict(pretrain_epochs=0, max_epochs=30, batch_size=16, lr=3e-3, encoder=TINY, **SMALL)
-    blind = PARSClassifier(amplitude=False, **params).fit(X, y)
-    seeing = PARSClassifier(amplitude=True, **params).fit(X, y)
+    params = dict(max_epochs=30, batch_size=16, lr=3e-3, **SMALL)
+    blind = PARSFineTuner(encoder=_encoder(), amplitude=False, **params).fit(X, y)
+    seeing = PARSFineTuner(encoder=_encoder(), amplitude=True, **params).fit(X, y)
     assert seeing.score(Xt, yt) > 0.9
     assert blind.score(Xt, yt) < 0.75  # the encoder alone sees unit-variance noise
-    in_uv = PARSClassifier(amplitude=True, **params).fit(X * 1e6, y)
+    in_uv = PARSFineTuner(encoder=_encoder(), amplitude=True, **params).fit(X * 1e6, y)
     np.testing.assert_allclose(
         in_uv.predict_proba(Xt * 1e6), seeing.predict_proba(Xt), rtol=1e-3, atol=1e-3
     )
@@ -69,7 +85,7 @@ def test_the_amplitude_statistics_are_those_of_all_training_batches():
         sfreq=100,
         amplitude=True,
         encoder=_encoder(),
-        n_heads=4,
+        n_heads=2,
     )
     batches = [torch.randn(4, 3, 300) * s for s in (1e-5, 3e-5, 2e-5)]
     for X in batches:
@@ -82,31 +98,27 @@ def test_the_amplitude_statistics_are_those_of_all_training_batches():
     assert model(batches[0][:1]).shape == (1, 2)  # and in training (no batch statistics)
 
 
-def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch(monkeypatch):
+def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch():
     X, y = _amplitude_task(n=48)
-    params = dict(pretrain_epochs=0, max_epochs=3, encoder=TINY, **SMALL)
+    params = dict(encoder=_encoder(), max_epochs=3, **SMALL)
     four = np.repeat([10, 11, 12, 13], 12)
-    default = PARSClassifier(**params).fit(X, y, groups=four)  # min_valid_groups=None
+    default = PARSFineTuner(**params).fit(X, y, groups=four)  # min_valid_groups=None
     assert "valid_loss" not in default.history_[-1] and len(default.history_) == 3
     assert default.validation_ == "none"
     # None never splits, however many groups; an int splits from that many on
     many = np.arange(48)  # one window per group
-    assert PARSClassifier(**params)._split(y, many)[1:] == (None, "none")
-    clf = PARSClassifier(min_valid_groups=48, **params)
-    clf.seed_ = 0
-    assert clf._split(y, many)[2] == "groups"
-    assert PARSClassifier(min_valid_groups=49, **params)._split(y, many)[1:] == (None, "none")
-    clf = PARSClassifier(valid_fraction=0.25, min_valid_groups=3, **params)
-    clf.seed_ = 0
-    train_idx, valid_idx, rule = clf._split(y, four)
+    assert group_split(y, many, None, 0.2, 0)[1:] == (None, "none")
+    assert group_split(y, many, 48, 0.2, 0)[2] == "groups"
+    assert group_split(y, many, 49, 0.2, 0)[1:] == (None, "none")
+    train_idx, valid_idx, rule = group_split(y, four, 3, 0.25, 0)
     assert set(four[valid_idx]).isdisjoint(four[train_idx]) and len(set(four[valid_idx])) == 1
-    clf.fit(X, y, groups=four)
+    clf = PARSFineTuner(valid_fraction=0.25, min_valid_groups=3, **params).fit(X, y, groups=four)
     assert "valid_loss" in clf.history_[-1] and clf.validation_ == rule == "groups"
     two = np.repeat([10, 11], 24)
-    clf = PARSClassifier(min_valid_groups=3, **params).fit(X, y, groups=two)
+    clf = PARSFineTuner(min_valid_groups=3, **params).fit(X, y, groups=two)
     assert "valid_loss" not in clf.history_[-1] and len(clf.history_) == 3
     with pytest.raises(ValueError, match=r"'groups' must have shape \(48,\)"):
-        PARSClassifier(**params).fit(X, y, groups=two[:10])
+        PARSFineTuner(**params).fit(X, y, groups=two[:10])
 
 
 def test_default_pretraining_learns_on_a_few_hundred_windows():
@@ -114,11 +126,10 @@ def test_default_pretraining_learns_on_a_few_hundred_windows():
     t = np.linspace(0, 1, 300)
     # a ramp gives every patch's position away: a pretext task with a known answer
     X = (rng.uniform(0.5, 4, (200, 2, 1)) * t + rng.standard_normal((200, 2, 1))).astype(np.float32)
-    y = np.repeat([0, 1], 100)
-    clf = PARSClassifier(pretrain_steps=300, max_epochs=1, encoder=TINY, **SMALL).fit(X, y)
-    history = clf.pretrain_history_
+    pretrainer = PARSPretrainer(steps=300, **PRETRAIN).fit(X)
+    history = pretrainer.history_
     assert history[-1, "valid_skill"] > 0.5  # 0 = predicting no shift
-    assert max(history[:, "lr"]) == pytest.approx(1e-3, rel=0.05)  # pretrain_lr, not lr
+    assert max(history[:, "lr"]) == pytest.approx(1e-3, rel=0.05)  # the default lr
     steps = sum(row["train_batch_count"] for row in history)
     assert 300 <= steps < 300 + len(history)
 
@@ -138,115 +149,70 @@ def test_the_paper_preset_is_one_argument_away(monkeypatch):
 
     monkeypatch.setattr(run, "PretrainNet", fake_net)
     X = np.random.default_rng(0).standard_normal((40, 2, 3000)).astype(np.float32)
-    y = np.repeat([0, 1], 20)
     with pytest.raises(Stop):
-        PARSClassifier(pretrain_preset="paper", encoder=TINY, **SMALL).fit(X, y)
+        PARSPretrainer(preset="paper", **PRETRAIN).fit(X)
     assert (seen["lr"], seen["batch_size"], seen["max_epochs"]) == (1e-4, 512, 1000)
     assert seen["n_times"] == 3000  # 30-s crops
     with pytest.raises(Stop):
-        PARSClassifier(encoder=TINY, **SMALL).fit(X, y)
+        PARSPretrainer(**PRETRAIN).fit(X)
     assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
-    with pytest.raises(
-        ValueError, match="Allowed values are 'auto', 'probe', 'full', 'frozen' and 'lp-ft'"
-    ):
-        PARSClassifier(finetune="linear", **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match="Allowed values are 'full', 'frozen' and 'lp-ft'"):
+        PARSFineTuner(strategy="linear", **SMALL).fit(X, np.repeat([0, 1], 20))
+    with pytest.raises(ValueError, match="Allowed values are 'probe', 'full', 'frozen' and"):
+        PARSClassifier(_encoder(), head="linear", **SMALL).fit(X, np.repeat([0, 1], 20))
 
 
-def test_auto_strategy_probes_a_pretrained_encoder_and_trains_scratch_fully():
+def test_the_default_head_is_the_probe_and_leaves_the_encoder_as_it_was():
     X, y = _amplitude_task()
     encoder = _encoder()
-    pretrained = PARSClassifier(pretrained_encoder=encoder, **SMALL).fit(X, y)
-    assert pretrained.finetune == "auto" and pretrained.finetune_ == "probe"
+    pretrained = PARSClassifier(encoder, **SMALL).fit(X, y)
+    assert pretrained.head is None and type(pretrained.head_) is PARSProbe
+    assert pretrained.pretrainer_ is None  # an encoder given is used as it is
     for k, v in encoder.state_dict().items():  # the probe leaves the encoder as it was
         assert torch.equal(v, pretrained.encoder_.state_dict()[k])
-    scratch = PARSClassifier(pretrain_epochs=0, max_epochs=2, encoder=TINY, **SMALL).fit(X, y)
-    assert scratch.finetune_ == "full"
-    pretrains = PARSClassifier(pretrain_epochs=1, max_epochs=1, **SMALL)
-    assert pretrains._finetune_strategy() == "probe"
-
-
-def test_the_probe_is_the_aligned_probe_or_probe_pipeline_over_the_encoder():
-    from braindecode_pars.probe import AlignedProbe, probe_pipeline
-
-    X, y = _amplitude_task(n=40)
-    Xt, _ = _amplitude_task(n=40, seed=1)
-    groups, groups_t = np.repeat([0, 1], 20), np.repeat([5, 6], 20)
-    encoder = _encoder()
-    clf = PARSClassifier(
-        pretrained_encoder=encoder, probe_C=3.0, probe_align="groups", **SMALL
-    ).fit(X, y, groups)
-    reference = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y, groups)
-    np.testing.assert_allclose(
-        clf.predict_proba(Xt, groups_t), reference.predict_proba(Xt, groups_t), atol=1e-6
-    )
-    # without groups at predict, all of Xt is one group: another alignment
-    assert not np.allclose(clf.transform(Xt), clf.transform(Xt, groups_t))
-    np.testing.assert_allclose(clf.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
-    unaligned = PARSClassifier(pretrained_encoder=encoder, probe_C=3.0, **SMALL).fit(X, y, groups)
-    assert unaligned.probe_align is None  # the default
-    reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
-    np.testing.assert_allclose(unaligned.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
-    # features: 2 channels x emb_dim of the encoder, 2 x 6 band powers, 3 of the tangent space
-    for fitted in (clf, unaligned):
-        assert fitted.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
-        assert fitted.validation_ == "none" and len(fitted.history_) == 0
-
-
-def test_the_aligned_probe_fit_transform_aligns_as_fit_does(caplog):
-    X, y = _amplitude_task(n=40)
-    groups = np.tile([0, 1], 20)
-    clf = PARSClassifier(pretrained_encoder=_encoder(), probe_align="groups", **SMALL)
-    features = clf.fit_transform(X, y, groups=groups)
-    np.testing.assert_allclose(features, clf.transform(X, groups), atol=1e-10)
-    assert not np.allclose(features, clf.transform(X), atol=1e-6)  # one group: another
-    with caplog.at_level(logging.WARNING, logger="braindecode_pars.estimator"):
-        clf.fit(X, y)
-    assert "fit has no groups" in caplog.text
-    # groups too small are refused, and the setting is refused where no probe runs
-    with pytest.raises(ValueError, match="ALIGN_MIN_WINDOWS"):
-        clf.fit(X, y, groups=np.arange(40) % 8)
-    with pytest.raises(ValueError, match="probe_align='groups'.*finetune='full'"):
-        PARSClassifier(probe_align="groups", finetune="full", **SMALL).fit(X, y)
-    with pytest.raises(ValueError, match="Allowed values are None and 'groups'"):
-        PARSClassifier(probe_align="subject", **SMALL).fit(X, y)
+    # training from scratch: a random encoder (no pretraining), every weight trained
+    scratch = PARSClassifier(PARSPretrainer(max_epochs=0, **TINY), PARSFineTuner(max_epochs=2))
+    scratch.set_params(**SMALL).fit(X, y)
+    assert scratch.head_.strategy == "full" and scratch.pretrain_history_ is None
+    assert PARSClassifier().head is None and PARSFineTuner().strategy == "full"
 
 
 def test_the_probe_sees_amplitude_that_the_frozen_head_cannot():
     X, y = _amplitude_task(n=64)
     Xt, yt = _amplitude_task(n=64, seed=1)
     encoder = _encoder()
-    probe = PARSClassifier(pretrained_encoder=encoder, **SMALL).fit(X, y)
+    probe = PARSClassifier(encoder, PARSProbe(), **SMALL).fit(X, y)
     assert probe.score(Xt, yt) > 0.95  # log band power carries the 4-fold amplitude
-    head = PARSClassifier(pretrained_encoder=encoder, finetune="frozen", max_epochs=10, **SMALL)
+    head = PARSClassifier(encoder, PARSFineTuner(strategy="frozen", max_epochs=10), **SMALL)
     assert head.fit(X, y).score(Xt, yt) < 0.75  # the encoder sees unit-variance noise
 
 
 def test_the_probe_pretrains_first_without_an_encoder():
     X, y = _amplitude_task(n=32)
-    clf = PARSClassifier(encoder=TINY, pretrain_epochs=2, pretrain_batch_size=16, **SMALL)
-    clf.fit(X, y)
-    assert clf.finetune_ == "probe" and len(clf.pretrain_history_) == 2
+    pretrainer = PARSPretrainer(max_epochs=2, batch_size=16, **PRETRAIN)
+    clf = PARSClassifier(pretrainer, **SMALL).fit(X, y)
+    assert type(clf.head_) is PARSProbe and len(clf.pretrain_history_) == 2
     assert clf.predict(X).shape == (32,)
+    assert clf.encoder_ is clf.pretrainer_.encoder_ and clf.head_.encoder is clf.encoder_
 
 
-@pytest.mark.parametrize(
-    "params, name",
-    [
-        (dict(crop_seconds=1.0), "crop_seconds=1.0"),
-        (dict(augmentation="standard"), "augmentation='standard'"),
-        (dict(amplitude=True), "amplitude=True"),
-    ],
-)
-def test_settings_the_probe_does_not_use_are_refused_before_any_work(params, name, monkeypatch):
-    import braindecode_pars.estimator_settings as settings
+def test_settings_a_head_does_not_have_are_refused_at_once():
+    X, y = _amplitude_task(n=8)
+    clf = PARSClassifier(_encoder(), PARSProbe(), **SMALL)
+    for name in ("crop_seconds", "augmentation", "amplitude", "max_epochs"):
+        with pytest.raises(ValueError, match=rf"Invalid parameter '{name}' for estimator PARSP"):
+            clf.set_params(**{f"head__{name}": 1})
+    with pytest.raises(TypeError, match="crop_seconds"):
+        PARSProbe(crop_seconds=1.0)
+
+
+def test_a_validation_set_for_the_probe_is_refused_before_the_windows_are_read(monkeypatch):
+    import braindecode_pars.estimators.classifier as classifier
 
     def no_reading(*args, **kwargs):
         raise AssertionError("the windows were read before the parameters were checked")
 
-    monkeypatch.setattr(settings, "read_windows", no_reading)
+    monkeypatch.setattr(classifier, "read_input", no_reading)
     X, y = _amplitude_task(n=8)
-    clf = PARSClassifier(pretrained_encoder=_encoder(), **params, **SMALL)
-    with pytest.raises(ValueError, match=rf"{name}.*finetune='auto' fits the probe"):
-        clf.fit(X, y)
-    with pytest.raises(ValueError, match="'X_valid'.*the probe"):
-        PARSClassifier(pretrained_encoder=_encoder(), **SMALL).fit(X, y, X_valid=X, y_valid=y)
+    with pytest.raises(ValueError, match="'X_valid'.*the head is a PARSProbe"):
+        PARSClassifier(_encoder(), **SMALL).fit(X, y, X_valid=X, y_valid=y)
