@@ -253,6 +253,11 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         head's pooled token)."""
         return self._head_call("transform", self._read(X, groups=groups))
 
+    def fit_transform(self, X, y=None, groups=None, **fit_params):
+        """``fit``, then ``transform`` of the same windows with the same ``groups`` (an
+        aligned probe then aligns them as ``fit`` did)."""
+        return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
+
     def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
         data = self._read(X, y, groups)
