@@ -477,6 +477,11 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         block on (fewer bands below a low Nyquist frequency)."""
         return self._call("transform", self._read(X, groups=groups))
 
+    def fit_transform(self, X, y=None, groups=None):
+        """``fit``, then ``transform`` of the same windows with the same ``groups`` (the
+        aligned probe aligns them as ``fit`` did)."""
+        return self.fit(X, y, groups).transform(X, groups=groups)
+
     def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
         from sklearn.metrics import accuracy_score
