@@ -8,7 +8,7 @@ from pyriemann.tangentspace import TangentSpace
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
-from braindecode_pars import PatchEncoder
+from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.align import (
     AlignedProbe,
     align_covariances,
@@ -298,3 +298,70 @@ def test_aligned_probe_clones_pickles_and_checks_its_groups():
         AlignedProbe(None, sfreq=100).fit(X, trait, groups)
     with pytest.raises(ValueError, match="needs at least one block"):
         AlignedProbe(None, sfreq=100, band_power=False).fit(X, y, groups)
+
+
+# -- PARSProbe, the probe as a classifier ---------------------------------------------------
+def _amplitude_task(n=40, seed=0):
+    """Two classes that differ only in amplitude: instance normalisation hides them."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1], n // 2)
+    X = rng.standard_normal((n, 2, 300)) * np.where(y == 1, 4.0, 1.0)[:, None, None]
+    return X * 1e-5, y
+
+
+def test_pars_probe_is_the_aligned_probe_or_probe_pipeline_over_the_encoder():
+    X, y = _amplitude_task()
+    Xt, _ = _amplitude_task(seed=1)
+    groups, groups_t = np.repeat([0, 1], 20), np.repeat([5, 6], 20)
+    encoder = small_encoder()
+    probe = PARSProbe(encoder, C=3.0, align="groups", sfreq=100).fit(X, y, groups)
+    reference = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y, groups)
+    np.testing.assert_allclose(
+        probe.predict_proba(Xt, groups_t), reference.predict_proba(Xt, groups_t), atol=1e-6
+    )
+    # without groups at predict, all of Xt is one group: another alignment
+    assert not np.allclose(probe.transform(Xt), probe.transform(Xt, groups_t))
+    np.testing.assert_allclose(probe.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
+    unaligned = PARSProbe(encoder, C=3.0, sfreq=100).fit(X, y, groups)
+    assert unaligned.align is None  # the default
+    reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
+    np.testing.assert_allclose(unaligned.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
+    # features: 2 channels x emb_dim of the encoder, 2 x 6 band powers, 3 of the tangent space
+    for fitted in (probe, unaligned):
+        assert fitted.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
+        assert not hasattr(fitted, "module_") and not hasattr(fitted, "history_")
+    # encoder=None: the classical blocks alone, through the same scaling and model
+    floor = PARSProbe(sfreq=100).fit(X, y)
+    reference = probe_pipeline(None, sfreq=100, tangent_space=True, C=100.0).fit(X, y)
+    np.testing.assert_allclose(floor.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
+
+
+def test_pars_probe_fit_transform_aligns_as_fit_does():
+    X, y = _amplitude_task()
+    groups = np.tile([0, 1], 20)
+    probe = PARSProbe(small_encoder(), align="groups", sfreq=100)
+    features = probe.fit_transform(X, y, groups=groups)
+    np.testing.assert_allclose(features, probe.transform(X, groups), atol=1e-10)
+    assert not np.allclose(features, probe.transform(X), atol=1e-6)  # one group: another
+    with pytest.warns(UserWarning, match="fit has no groups"):
+        probe.fit(X, y)
+    # through the classifier too: its fit_transform hands the groups to transform
+    clf = PARSClassifier(small_encoder(), PARSProbe(align="groups"), sfreq=100, verbose=0)
+    np.testing.assert_allclose(clf.fit_transform(X, y, groups=groups), features, atol=1e-10)
+    # groups too small are refused, and so is an unknown alignment
+    with pytest.raises(ValueError, match="ALIGN_MIN_WINDOWS"):
+        probe.fit(X, y, groups=np.arange(40) % 8)
+    with pytest.raises(ValueError, match="Allowed values are None and 'groups'"):
+        PARSProbe(align="subject", sfreq=100).fit(X, y)
+
+
+def test_pars_probe_leaves_the_given_encoder_alone_and_clones():
+    X, y = alpha_task()
+    encoder = small_encoder().train()
+    before = {k: v.clone() for k, v in encoder.state_dict().items()}
+    probe = PARSProbe(encoder, sfreq=100, random_state=0)
+    fitted = clone(probe).fit(X[:40], y[:40])
+    assert fitted.score(X[40:], y[40:]) >= 0.9  # chance 0.5
+    assert encoder.training and clone(probe).get_params()["encoder"] is not encoder
+    for k, v in encoder.state_dict().items():
+        assert torch.equal(v, before[k])
