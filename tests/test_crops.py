@@ -4,12 +4,28 @@ import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import PARSClassifier
+from braindecode_pars import PARSFineTuner, PatchEncoder
 from braindecode_pars.training.finetune import CodedWindows, FixedCrops, RandomCrops, crop_starts
 
-from .conftest import TINY
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
 
-SMALL = dict(encoder=TINY, sfreq=100, verbose=0, random_state=0, pretrain_epochs=0)
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tuner(sfreq=100, **params):
+    """A PARSFineTuner over a new tiny encoder (training from scratch), seeded and quiet."""
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=sfreq, **TINY)
+    return PARSFineTuner(encoder=encoder, sfreq=sfreq, verbose=0, random_state=0, **params)
 
 
 def _rhythm_task(n, seed, n_times=300):
@@ -57,8 +73,7 @@ def test_fixed_crops_enumerate_and_average_per_window():
 def test_a_classifier_on_crops_learns_and_averages_its_crops():
     X, y = _rhythm_task(80, 0)
     Xt, yt = _rhythm_task(40, 1)
-    clf = PARSClassifier(crop_seconds=1.5, n_eval_crops=3, max_epochs=15, lr=3e-3, **SMALL)
-    clf.fit(X, y)
+    clf = tuner(crop_seconds=1.5, n_eval_crops=3, max_epochs=15, lr=3e-3).fit(X, y)
     assert clf.module_.n_times == 150
     assert clf.score(Xt, yt) > 0.85
     # the prediction of a window is the mean of the module's probabilities on 3 crops
@@ -75,11 +90,11 @@ def test_a_classifier_on_crops_learns_and_averages_its_crops():
 def test_crops_longer_than_the_window_are_refused_before_training():
     X, y = _rhythm_task(20, 0)
     with pytest.raises(ValueError, match=r"'crop_seconds' must be between .* but got 5"):
-        PARSClassifier(crop_seconds=5, **SMALL).fit(X, y)
+        tuner(crop_seconds=5).fit(X, y)
     with pytest.raises(ValueError, match="crop_seconds"):
-        PARSClassifier(crop_seconds=-1, **SMALL).fit(X, y)
+        tuner(crop_seconds=-1).fit(X, y)
     with pytest.raises(ValueError, match="n_eval_crops"):
-        PARSClassifier(crop_seconds=1, n_eval_crops=0, **SMALL).fit(X, y)
+        tuner(crop_seconds=1, n_eval_crops=0).fit(X, y)
 
 
 def test_the_standard_augmentation_is_braindecodes_and_ignores_the_unit():
@@ -87,11 +102,10 @@ def test_the_standard_augmentation_is_braindecodes_and_ignores_the_unit():
 
     X, y = _rhythm_task(80, 0)
     Xt, yt = _rhythm_task(40, 1)
-    clf = PARSClassifier(augmentation="standard", max_epochs=15, lr=3e-3, **SMALL).fit(X, y)
+    clf = tuner(augmentation="standard", max_epochs=15, lr=3e-3).fit(X, y)
     transforms = clf._augmentation()  # what fit gave braindecode's AugmentedDataLoader
-    clf.fit_context_ = dict(transforms=transforms)
+    assert [type(t) for t in clf._fit_state["transforms"]] == [type(t) for t in transforms]
     assert isinstance(clf.get_iterator(CodedWindows(X, y), training=True), AugmentedDataLoader)
-    del clf.fit_context_
     assert [type(t).__name__ for t in transforms] == [
         "FTSurrogate", "ChannelsDropout", "SmoothTimeMask"
     ]  # fmt: skip
@@ -111,7 +125,7 @@ def test_the_standard_augmentation_is_braindecodes_and_ignores_the_unit():
 def test_an_unknown_augmentation_preset_is_refused_before_training():
     X, y = _rhythm_task(20, 0)
     with pytest.raises(ValueError, match=r"'augmentation'.*'standard'.*'strong'"):
-        PARSClassifier(augmentation="strong", **SMALL).fit(X, y)
+        tuner(augmentation="strong").fit(X, y)
 
 
 def test_configurations_name_braindecode_augmentations():
@@ -128,22 +142,22 @@ def test_configurations_name_braindecode_augmentations():
 
 def test_windows_stay_whole_by_default_and_bad_crops_are_refused():
     X, y = _rhythm_task(24, 0, n_times=3000)  # a 30-s epoch is never cut by default
-    clf = PARSClassifier(max_epochs=1, **SMALL).fit(X, y)
+    clf = tuner(max_epochs=1).fit(X, y)
     assert clf.crop_seconds is None and clf.n_crop_ == 3000 and clf.module_.n_times == 3000
     for bad in ("auto", "half", [5], True):
         with pytest.raises(ValueError, match=r"'crop_seconds'.*a positive number.*None.*got"):
-            PARSClassifier(crop_seconds=bad, **SMALL).fit(X, y)
+            tuner(crop_seconds=bad).fit(X, y)
 
 
 def test_augmented_fits_with_the_same_seed_are_the_same():
     X, y = _rhythm_task(40, 0)
     np.random.seed(1)  # noqa: NPY002 (the global generators must not matter)
-    first = PARSClassifier(augmentation="standard", max_epochs=3, **SMALL).fit(X, y)
+    first = tuner(augmentation="standard", max_epochs=3).fit(X, y)
     np.random.seed(2)  # noqa: NPY002
     torch.manual_seed(2)
-    second = PARSClassifier(augmentation="standard", max_epochs=3, **SMALL).fit(X, y)
+    second = tuner(augmentation="standard", max_epochs=3).fit(X, y)
     np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
-    plain = PARSClassifier(max_epochs=3, **SMALL).fit(X, y)  # the augmentation did act
+    plain = tuner(max_epochs=3).fit(X, y)  # the augmentation did act
     assert not np.allclose(first.predict_proba(X), plain.predict_proba(X))
 
 
@@ -157,7 +171,7 @@ def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():
     groups = np.repeat([0, 1, 2], 8)
     groups[[0, 1]] = 2
     # crops of one window fill whole batches; each validation batch a single class
-    clf = PARSClassifier(max_epochs=2, batch_size=2, n_eval_crops=2, **{**SMALL, "sfreq": 40})
+    clf = tuner(sfreq=40, max_epochs=2, batch_size=2, n_eval_crops=2)
     clf.set_params(valid_fraction=0.34, min_valid_groups=3, random_state=1, crop_seconds=5.0)
     clf.fit(X, y, groups=groups)
     assert clf.n_crop_ < clf.n_times_  # 10 s at 40 Hz: 5-s crops
