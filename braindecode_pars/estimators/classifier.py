@@ -207,6 +207,10 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 encoder = stage.encoder_
                 history = getattr(stage, "history_", None)
             head.set_params(encoder=encoder)
+            logger.info(
+                "Fitting the head, %s, on %d windows of %d channels x %g s.",
+                type(head).__name__, len(data), data.shape[0], data.shape[1] / data.sfreq,
+            )  # fmt: skip
             extra = {} if X_valid is None else dict(X_valid=X_valid, y_valid=y_valid)
             try:
                 head.fit(data, groups=data.groups, **extra)
