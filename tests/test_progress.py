@@ -8,13 +8,36 @@ import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import PARSClassifier
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars._logging import _configured
 from braindecode_pars.datasets import SingleChannelWindows
 from braindecode_pars.training import pretrain
 
-from .conftest import SMALL_CLASSIFIER, TINY
 from .ramp_fixtures import ramp_dataset
+
+#: A 16-feature, one-block encoder: fits in a fraction of a second.
+TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread for these tiny models: on a busy two-core machine the two threads
+    conftest asks for wait on each other (ten times slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small(verbose, head=None, epochs=2):
+    """A tiny pretrainer (``epochs`` epochs of batch 16) and ``head`` (None: the probe),
+    every one of them that has a ``verbose`` at ``verbose``, at 40 Hz."""
+    pretrainer = PARSPretrainer(**TINY, n_patches=6, max_epochs=epochs, batch_size=16)
+    clf = PARSClassifier(pretrainer, head, sfreq=40, random_state=0)
+    clf.set_params(verbose=verbose, encoder__verbose=verbose)
+    if "head__verbose" in clf.get_params():  # the probe has no verbose: it prints nothing
+        clf.set_params(head__verbose=verbose)
+    return clf
 
 
 def _windows(n=48, seed=0):
@@ -38,29 +61,35 @@ def test_fit_shows_epoch_k_of_n_skill_time_left_and_its_plan_without_logging_set
     _no_logging_setup(monkeypatch)
     X, y = _windows()
     handlers = list(logging.getLogger("braindecode_pars").handlers)
-    params = dict(SMALL_CLASSIFIER, verbose=1, pretrain_epochs=3, finetune="frozen")
-    PARSClassifier(**params, sfreq=40).fit(X, y)
-    err = capfd.readouterr().err
-    final = err.replace("\r", "\n").split("\n")
-    bar = [line for line in final if line.startswith("pretraining PARS: 100%")]
-    assert bar and "3/3" in bar[-1] and "train_skill=" in bar[-1]
-    assert "<00:00" in bar[-1]  # tqdm's elapsed<left
+    head = PARSFineTuner(strategy="frozen", max_epochs=4, batch_size=16)
+    small(1, head, epochs=3).fit(X, y)
+    out, err = capfd.readouterr()
+    lines = [line for line in err.replace("\r", "\n").split("\n") if line.startswith("pre")]
+    bars = [line for line in lines if line.startswith("pretraining PARS: 100%")]
+    if bars:  # a terminal: tqdm's bar, elapsed<left
+        assert "3/3" in bars[-1] and "train_skill=" in bars[-1] and "<00:00" in bars[-1]
+    else:  # captured, as here: one plain line per epoch, the time left but at the last
+        epochs = [line for line in lines if line.startswith("pretraining PARS: epoch ")]
+        assert [line.split()[3] for line in epochs] == ["1/3", "2/3", "3/3"]
+        assert all("skill" in line for line in epochs)
+        assert all("s left)" in line for line in epochs[:-1])
     assert "Pretraining PARS with a 16 x 1 encoder" in err and "for 3 epochs (" in err
-    assert "Fine-tuning (finetune=" in err and "for 4 epochs on cpu" in err
-    assert "epoch    train_loss" not in err  # the per-epoch tables wait for verbose=2
+    assert "Fine-tuning (strategy='frozen'" in err and "for 4 epochs on cpu" in err
+    assert "epoch    train_skill" not in err  # pretraining's epoch table waits for verbose=2
+    assert "train_loss" in out  # the neural head's is skorch's, at its verbose=1
     assert logging.getLogger("braindecode_pars").handlers == handlers  # taken back
-    PARSClassifier(**dict(SMALL_CLASSIFIER, verbose=1, pretrain_epochs=1), sfreq=40).fit(X, y)
-    err = capfd.readouterr().err  # the default, the probe, says what it fits
-    assert "Fitting the probe: a class-balanced logistic regression (C=100)" in err
+    small(1, PARSProbe(), epochs=1).fit(X, y)
+    err = capfd.readouterr().err  # the default head, the probe, says what it fits
+    assert "Fitting the head, PARSProbe, on 48 windows of 3 channels x 10 s." in err
 
 
 def test_verbose_0_is_silent_and_verbose_2_adds_the_epoch_tables(capfd, monkeypatch):
     _no_logging_setup(monkeypatch)
     X, y = _windows()
-    PARSClassifier(**dict(SMALL_CLASSIFIER, verbose=0), sfreq=40).fit(X, y)
+    small(0, PARSFineTuner(strategy="frozen", max_epochs=1)).fit(X, y)
     out = capfd.readouterr()
     assert out.err == "" and out.out == ""
-    PARSClassifier(**dict(SMALL_CLASSIFIER, verbose=2), sfreq=40).fit(X, y)
+    small(2).fit(X, y)
     assert "train_skill" in capfd.readouterr().err  # the pretraining epoch table
 
 
