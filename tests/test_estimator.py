@@ -111,7 +111,6 @@ def test_same_random_state_same_predictions_and_clone_before_and_after_fit():
     assert a.get_params()["encoder__depth"] == 1  # the clone's stages are its own
 
 
-@pytest.mark.slow
 def test_grid_search_over_pretraining_and_fine_tuning_finds_the_rate_that_learns():
     X, y = _toy(96)
     clf = small(head__max_epochs=30, head__strategy="full")
