@@ -1,13 +1,13 @@
 """The scikit-learn estimators: an encoder stage, two heads, and their composition.
 
 :class:`PARSPretrainer` pretrains an encoder; :class:`~braindecode_pars.PARSProbe`
-(in :mod:`braindecode_pars.probe`) and :class:`PARSFineTuner` classify over one;
+and :class:`PARSFineTuner` classify over one;
 :class:`PARSClassifier` composes an encoder stage and a head in one ``fit``.
 """
 
-from ..probe import PARSProbe
 from .classifier import PARSClassifier
 from .finetuner import STRATEGIES, PARSFineTuner
 from .pretrainer import PARSPretrainer
+from .probe import PARSProbe
 
 __all__ = ["PARSClassifier", "PARSFineTuner", "PARSPretrainer", "PARSProbe", "STRATEGIES"]

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..datasets.adapters import read_windows
-
-#: A scale at ``predict`` this many times larger (or smaller) than at ``fit`` warns.
-SCALE_WARNING_FACTOR = 100.0
+from ..datasets.adapters import check_scale, read_windows
 
 
 def read_input(X, y=None, groups=None, sfreq=None, name="X"):
@@ -31,8 +27,8 @@ def read_input(X, y=None, groups=None, sfreq=None, name="X"):
 def read_fitted(estimator, X, y=None, groups=None, name="X"):
     """``X`` read once at ``predict`` / ``transform`` / ``score`` of a fitted estimator
     (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against
-    what ``fit`` saw; a change of amplitude scale by :data:`SCALE_WARNING_FACTOR` or
-    more warns."""
+    what ``fit`` saw; a change of amplitude scale by a hundredfold warns
+    (:func:`~braindecode_pars.datasets.adapters.check_scale`)."""
     data = read_windows(X, y, groups, sfreq=None, name=name)
     if data.sfreq is not None and abs(data.sfreq - estimator.sfreq_) > 1e-6:
         raise ValueError(
@@ -48,33 +44,6 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
         )
     check_scale(estimator.scale_, data.X, type(estimator).__name__)
     return data
-
-
-def window_scale(X):
-    """A robust amplitude of windows: the median over windows of each one's standard
-    deviation (0 for flat windows)."""
-    X = np.asarray(X)
-    return float(np.median(X.reshape(len(X), -1).std(axis=1)))
-
-
-def check_scale(fitted, X, who):
-    """Warn when the amplitude of ``X`` differs from ``fitted`` (:func:`window_scale` of
-    the windows seen in ``fit``) by a factor of :data:`SCALE_WARNING_FACTOR` or more:
-    band power and covariances are absolute, so windows in another unit (volts
-    against microvolts) give predictions unrelated to the fitted ones."""
-    scale = window_scale(X)
-    if fitted <= 0 or scale <= 0:
-        return
-    factor = scale / fitted
-    if factor >= SCALE_WARNING_FACTOR or factor <= 1 / SCALE_WARNING_FACTOR:
-        warnings.warn(
-            f"{who}: the windows are about {factor:.3g} times the amplitude of those it "
-            f"was fitted on (median standard deviation {scale:.3g} against {fitted:.3g}); "
-            "are they in another unit (volts against microvolts)? The band-power and "
-            "covariance features are absolute: convert the windows to the unit of fit.",
-            UserWarning,
-            stacklevel=3,
-        )
 
 
 def check_labels(y, name="y", at_least=2):

@@ -9,11 +9,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
 from .._logging import verbose_logging
-from ..probe import PARSProbe
 from ..training.seeding import fit_seed
 from ._common import check_labels, load_encoder_param, read_input, three_d_tags
 from .finetuner import STRATEGIES, PARSFineTuner
 from .pretrainer import PARSPretrainer
+from .probe import PARSProbe
 
 logger = logging.getLogger(__name__)
 

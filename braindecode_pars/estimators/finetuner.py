@@ -22,6 +22,7 @@ from sklearn.base import TransformerMixin
 from skorch.callbacks import EpochScoring, Freezer, Unfreezer
 
 from .._checks import check_device, check_int, check_option, check_range
+from ..datasets.adapters import window_scale
 from ..models.classifier import MultiChannelClassifier
 from ..models.config import ENCODER_SIZES
 from ..models.encoder import PatchEncoder
@@ -48,7 +49,6 @@ from ._common import (
     read_fitted,
     read_input,
     three_d_tags,
-    window_scale,
 )
 
 logger = logging.getLogger(__name__)

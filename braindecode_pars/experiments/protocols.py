@@ -32,10 +32,9 @@ from .._checks import check_option
 from ..datasets import SingleChannelWindows, write_window_store
 from ..datasets.eesm17 import ChannelNoise
 from ..datasets.recipes import load_recipe, subject_column, subjects_of
-from ..estimators import STRATEGIES, PARSClassifier, PARSFineTuner, PARSPretrainer
+from ..estimators import STRATEGIES, PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from ..metrics import scores
 from ..models.config import PatchEncoderConfig
-from ..probe import PARSProbe
 from ..training import pretrain
 from ..training.seeding import isolated_random_state
 from .classifiers import neural_head, scratch_classifier
