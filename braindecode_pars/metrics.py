@@ -3,7 +3,8 @@
 The paper computes them with TorchMetrics; the package uses scikit-learn's, the one
 metric stack of its users' model selection (the two agree: balanced accuracy is the
 macro recall over the classes present, kappa is Cohen's, F1 is macro-averaged).
-:func:`make_scorer` gives scikit-learn scorers for ``cross_val_score(..., scoring=)``.
+:func:`make_scorer` gives scikit-learn scorers for ``cross_val_score(..., scoring=)``;
+:class:`GroupScorer` scores subjects rather than windows (one vote per subject).
 """
 
 from __future__ import annotations
@@ -84,3 +85,87 @@ def scores(y_true, proba, n_classes):
     if n_classes == 2:
         out["auroc"] = auroc(y_true, proba)
     return out
+
+
+class GroupScorer:
+    """A scorer of subjects, not windows: each group's windows vote for one label.
+
+    For a question whose unit is the subject (patient against control), what counts
+    is one decision per subject. Each group's label is decided from its windows,
+    ``vote="mean_proba"``: the class of highest mean probability (``predict_proba``);
+    ``vote="majority"``: the class predicted most often (``predict``; ties go to the
+    class first in ``classes_``); the metric is then computed over groups, each
+    group's true label being its windows' label (the same for all of them: a mixed
+    group is refused).
+
+    Used as ``scoring=`` with the groups routed to it by scikit-learn's metadata
+    routing::
+
+        sklearn.set_config(enable_metadata_routing=True)
+        cross_val_score(clf, X, y, cv=LeaveOneGroupOut(), scoring=GroupScorer(),
+                        params={"groups": subjects})
+
+    (under routing the splitter gets ``groups`` from ``params`` too, and the estimator
+    must say whether its ``fit`` takes them: ``clf.set_fit_request(groups=True)``).
+    Called directly:
+    ``GroupScorer()(clf, X, y, groups=subjects)``.
+
+    Parameters
+    ----------
+    metric : {"balanced_accuracy", "accuracy"}
+        The score over groups.
+    vote : {"mean_proba", "majority"}
+    """
+
+    def __init__(self, metric="balanced_accuracy", vote="mean_proba"):
+        check_option("metric", metric, ("balanced_accuracy", "accuracy"))
+        check_option("vote", vote, ("mean_proba", "majority"))
+        self.metric = metric
+        self.vote = vote
+
+    def __repr__(self):
+        return f"GroupScorer(metric={self.metric!r}, vote={self.vote!r})"
+
+    def __call__(self, estimator, X, y_true, groups=None, sample_weight=None):
+        """The score of ``estimator`` over the groups of ``X``."""
+        if groups is None:
+            raise ValueError(
+                "GroupScorer needs 'groups', one per window: route them "
+                "(sklearn.set_config(enable_metadata_routing=True) and params={'groups': g} "
+                "in cross_val_score) or pass groups= when calling the scorer."
+            )
+        y_true, groups = np.asarray(y_true), np.asarray(groups)
+        if groups.shape != y_true.shape:
+            raise ValueError(
+                f"'groups' must give one group per window: {len(y_true)} labels, "
+                f"{len(groups)} groups."
+            )
+        classes = np.asarray(estimator.classes_)
+        if self.vote == "mean_proba":
+            decisions = np.asarray(estimator.predict_proba(X))
+        else:
+            predicted = np.asarray(estimator.predict(X))
+            decisions = (predicted[:, None] == classes[None, :]).astype(float)
+        truth, decided = [], []
+        for group in np.unique(groups):
+            rows = groups == group
+            labels = np.unique(y_true[rows])
+            if len(labels) != 1:
+                raise ValueError(
+                    f"Group {group!r} holds windows of {len(labels)} labels "
+                    f"({labels.tolist()}): a group score needs one label per group (a trait "
+                    "of the subject, as patient against control)."
+                )
+            truth.append(labels[0])
+            decided.append(classes[decisions[rows].mean(axis=0).argmax()])
+        if self.metric == "accuracy":
+            return float(np.mean(np.asarray(truth) == np.asarray(decided)))
+        return float(balanced_accuracy_score(truth, decided))
+
+    def get_metadata_routing(self):
+        """The scorer asks for ``groups`` (scikit-learn's metadata routing)."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=type(self).__name__)
+        request.score.add_request(param="groups", alias=True)
+        return request
