@@ -386,3 +386,23 @@ def test_windows_are_read_once_per_fit_and_once_per_predict(monkeypatch):
     assert len(reads) == 1
     assert clf.predict(windows).shape == (24,)
     assert len(reads) == 2
+
+
+def test_a_silent_classifier_silences_its_stages(capfd):
+    """``verbose=0`` on the classifier reaches both stages (each defaults to 1): a fit
+    writes nothing, where the same stages under ``verbose=1`` write their progress."""
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((16, 2, 100)), np.repeat([0, 1], 8)
+    stages = dict(
+        encoder=PARSPretrainer(**TINY, steps=2, window_seconds=2.0, random_state=0),
+        head=PARSFineTuner(max_epochs=1, random_state=0),
+        sfreq=SFREQ,
+    )
+    PARSClassifier(**stages, verbose=0).fit(X, y)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    PARSClassifier(**stages, verbose=1).fit(X, y)
+    out, err = capfd.readouterr()
+    assert "epoch" in (out + err).lower()
+    # the stages given are left as they were
+    assert stages["encoder"].verbose == 1 and stages["head"].verbose == 1

@@ -383,8 +383,15 @@ def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch, stag
             {"encoder__window_seconds": 0.5},
             None,
             r"'window_seconds'=0.5 gives pretraining windows of 25 samples, "
-            r"shorter than one patch \(50 samples\)",
+            r"not longer than one patch \(50 samples\)",
             id="shorter-than-a-patch",
+        ),
+        pytest.param(
+            {"encoder__window_seconds": 1.0},
+            None,
+            r"'window_seconds'=1.0 gives pretraining windows of 50 samples, "
+            r"not longer than one patch \(50 samples\): every patch would start at 0",
+            id="one-patch",
         ),
         pytest.param(
             {},

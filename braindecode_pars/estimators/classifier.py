@@ -61,7 +61,8 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     random_state : int | None
         When set, given to both stages (their own ``random_state`` otherwise).
     verbose : int
-        0: silent; 1: what ``fit`` is about to do.
+        0: silent, the stages too; 1: what ``fit`` is about to do (the stages say what
+        their own ``verbose`` asks).
 
     Attributes
     ----------
@@ -124,10 +125,7 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         """(a clone of the pretraining stage, None) or (None, the given encoder)."""
         value = PARSPretrainer() if self.encoder is None else self.encoder
         if hasattr(value, "fit") and hasattr(value, "get_params"):
-            stage = clone(value)
-            if self.random_state is not None and "random_state" in stage.get_params():
-                stage.set_params(random_state=self.random_state)
-            return stage, None
+            return self._cloned(value), None
         return None, load_encoder_param(value, "encoder", allow_none=False)
 
     def _head(self):
@@ -145,10 +143,18 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 f"'head' ({type(value).__name__}) has no 'encoder' parameter to receive "
                 "the encoder."
             )
-        head = clone(value)
-        if self.random_state is not None and "random_state" in head.get_params(deep=False):
-            head.set_params(random_state=self.random_state)
-        return head
+        return self._cloned(value)
+
+    def _cloned(self, stage):
+        """A clone of ``stage`` with the classifier's ``random_state`` when it is set, and
+        silent when the classifier is (``verbose=0``)."""
+        stage = clone(stage)
+        own = stage.get_params(deep=False)
+        if self.random_state is not None and "random_state" in own:
+            stage.set_params(random_state=self.random_state)
+        if not self.verbose and "verbose" in own:
+            stage.set_params(verbose=0)
+        return stage
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, X, y=None, groups=None, X_unlabeled=None, X_valid=None, y_valid=None):

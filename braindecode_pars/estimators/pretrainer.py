@@ -227,10 +227,11 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         if window is not None:
             n_crop = int(round(window * sfreq))
             why = f"'window_seconds'={window}"
-            if n_crop < patch:
+            if n_crop <= patch:
                 raise ValueError(
-                    f"{why} gives pretraining windows of {n_crop} samples, shorter than one "
-                    f"patch ({patch} samples)."
+                    f"{why} gives pretraining windows of {n_crop} samples, not longer than "
+                    f"one patch ({patch} samples): every patch would start at 0, leaving no "
+                    "position or shift to learn."
                 )
         for name, n in lengths.items():
             if n_crop > n:
