@@ -1,6 +1,7 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
 from .adapters import Windows, check_scale, read_windows, window_scale
+from .bundled import bundled_data_path, fetch_bundled_data
 from .corpus import pretraining_corpus, shared_corpus
 from .eegmat import (
     EEGMAT_CHANNELS,
@@ -23,7 +24,6 @@ from .physionet_mi import (
     NON_IMAGERY_RUNS,
     PHYSIONET_MI_CLASSES,
     PHYSIONET_MI_SPLIT,
-    bundled_data_path,
     load_physionet_mi,
     load_physionet_mi_continuous,
     physionet_mi_preprocessors,
@@ -95,6 +95,7 @@ __all__ = [
     "TUH_CHANNELS_21",
     "SingleChannelWindows",
     "bundled_data_path",
+    "fetch_bundled_data",
     "fetch_eesm17",
     "fetch_ysyw",
     "load_physionet_mi",

@@ -17,13 +17,13 @@ Goldberger A.L. et al. PhysioBank, PhysioToolkit, and PhysioNet. Circulation
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
+from .bundled import bundled_data_path
 from .eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
@@ -39,8 +39,8 @@ _FILE = "eegmat_100hz.npz"
 
 
 def bundled_eegmat_file():
-    """Path of the bundled file."""
-    return Path(resources.files("braindecode_pars.datasets") / "data" / _FILE)
+    """Path of the bundled file, in the folder :func:`.bundled.bundled_data_path` finds."""
+    return bundled_data_path() / _FILE
 
 
 def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=100.0):

@@ -9,7 +9,6 @@ resample 160 -> 200 Hz, 0.3 Hz high-pass, 60 Hz notch, average reference, 4-s wi
 from __future__ import annotations
 
 import logging
-from importlib import resources
 from pathlib import Path
 
 import mne
@@ -18,6 +17,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import Preprocessor, preprocess
 
 from .._checks import check_int
+from .bundled import bundled_data_path
 from .windowing import event_windows, microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
@@ -37,11 +37,6 @@ _EVENT_NAMES = {
     "fists_feet": {"T0": "rest", "T1": "both_fists", "T2": "both_feet"},
     "baseline": {"T0": "rest"},
 }
-
-
-def bundled_data_path():
-    """Folder of the bundled recordings (subject S001, all 14 runs), in MNE's layout."""
-    return Path(resources.files("braindecode_pars.datasets") / "data")
 
 
 def physionet_mi_run_path(path, subject, run):
@@ -115,7 +110,8 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
         Runs, 1 to 14.
     path : str | Path | None
         Folder holding ``MNE-eegbci-data`` (MNE's layout). Default: the bundled data
-        (subject 1 only).
+        (subject 1 only), where :func:`~braindecode_pars.datasets.bundled_data_path`
+        finds it.
     download : bool
         If a file is missing, fetch it with ``mne.datasets.eegbci.load_data`` into
         ``path`` (needs the internet); otherwise a missing file is an error.
