@@ -23,6 +23,16 @@ from .ysyw import load_ysyw_pretraining, ysyw_split
 logger = logging.getLogger(__name__)
 
 
+def _with_source(windows, source, lazy):
+    """``windows`` with the description column ``source``: a
+    :class:`~braindecode_pars.datasets.windowing.RecordingStream` (``lazy``) tags each
+    recording as it is read, an in-memory corpus every one of its datasets now."""
+    if lazy:
+        return windows.with_description({"source": source})
+    windows.set_description({"source": [source] * len(windows.datasets)})
+    return windows
+
+
 def pretraining_corpus(
     ysyw_path=None,
     tueg_path=None,
@@ -122,11 +132,7 @@ def pretraining_corpus(
             n_jobs=n_jobs,
             lazy=lazy,
         )
-        if lazy:
-            ysyw = ysyw.with_description({"source": "ysyw"})
-        else:
-            ysyw.set_description({"source": ["ysyw"] * len(ysyw.datasets)})
-        parts.append(ysyw)
+        parts.append(_with_source(ysyw, "ysyw", lazy))
         logger.info(
             "YSYW: %d recordings; %d annotated patients held out.",
             len(ysyw) if lazy else len(ysyw.datasets),
@@ -145,11 +151,7 @@ def pretraining_corpus(
             n_jobs=n_jobs,
             lazy=lazy,
         )
-        if lazy:
-            tueg = tueg.with_description({"source": "tueg"})
-        else:
-            tueg.set_description({"source": ["tueg"] * len(tueg.datasets)})
-        parts.append(tueg)
+        parts.append(_with_source(tueg, "tueg", lazy))
     if lazy:
         return sum(parts[1:], parts[0])
     return BaseConcatDataset([ds for part in parts for ds in part.datasets])
