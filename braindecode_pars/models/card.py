@@ -119,24 +119,22 @@ def _card_skill(history):
     )
     lines.append("")
     valid, train = _skill_rows(history, "valid_skill"), _skill_rows(history, "train_skill")
+    if not (valid or train):
+        lines.append("- not recorded (the run's history holds no skill).")
+        return lines
+    key, rows = ("valid_skill", valid) if valid else ("train_skill", train)
+    (last_epoch, last), (best_epoch, best) = rows[-1], max(rows, key=lambda r: r[1])
     if valid:
-        key, rows = "valid_skill", valid
-        (last_epoch, last), (best_epoch, best) = rows[-1], max(rows, key=lambda r: r[1])
         lines.append(
             f"- held-out (validation) skill: **{last:.3f}** at the last epoch ({last_epoch}); "
             f"best {best:.3f} (epoch {best_epoch}). {_VALID_SPLIT[_valid_split(history)]}"
         )
-    elif train:
-        key, rows = "train_skill", train
-        (last_epoch, last), (best_epoch, best) = rows[-1], max(rows, key=lambda r: r[1])
+    else:
         lines.append(
             f"- training skill (on the training batches: no windows were held out, so this "
             f"is not a held-out measure): {last:.3f} at the last epoch ({last_epoch}); best "
             f"{best:.3f} (epoch {best_epoch})."
         )
-    else:
-        lines.append("- not recorded (the run's history holds no skill).")
-        return lines
     picked = sorted({rows[int(round(i))] for i in np.linspace(0, len(rows) - 1, 5)})
     if (best_epoch, best) not in picked:
         picked = sorted([*picked, (best_epoch, best)])
