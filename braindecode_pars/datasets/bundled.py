@@ -229,8 +229,5 @@ def fetch_bundled_data(path=None, base_url=BUNDLED_DATA_URL, physionet_url=PHYSI
         try:
             fetcher.fetch(name)
         except ValueError as err:
-            raise ValueError(
-                f"The download of '{name}' from '{urls[name]}' does not match its registered "
-                f"SHA-256 ({BUNDLED_DATA_FILES[name]}); it was deleted. {err}"
-            ) from err
+            raise ValueError(f"Refused '{name}' from '{urls[name]}': {err}") from err
     return path
