@@ -102,10 +102,12 @@ class GroupScorer:
     routing::
 
         sklearn.set_config(enable_metadata_routing=True)
-        cross_val_score(clf, X, y, cv=LeaveOneGroupOut(), scoring=GroupScorer(),
+        cross_val_score(clf, X, y, cv=GroupKFold(5), scoring=GroupScorer(),
                         params={"groups": subjects})
 
-    (under routing the splitter gets ``groups`` from ``params`` too, and the estimator
+    (each test fold must hold several subjects of each class: ``GroupKFold``, not
+    ``LeaveOneGroupOut``, whose single held-out subject gives a score of one label;
+    under routing the splitter gets ``groups`` from ``params`` too, and the estimator
     must say whether its ``fit`` takes them: ``clf.set_fit_request(groups=True)``).
     Called directly:
     ``GroupScorer()(clf, X, y, groups=subjects)``.
