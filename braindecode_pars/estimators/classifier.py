@@ -70,6 +70,8 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         The encoder the head got (pretrained here, or the one given).
     pretrainer_ : estimator | None
         The fitted encoder stage (None when an encoder was given).
+    n_target_unlabeled_ : int
+        How many ``X_target_unlabeled`` windows pretraining read (0 without them).
     pretrain_history_ : skorch History | None
         The pretraining history (None without pretraining).
     head_ : estimator
@@ -157,7 +159,16 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return stage
 
     # -- fit -----------------------------------------------------------------------------
-    def fit(self, X, y=None, groups=None, X_unlabeled=None, X_valid=None, y_valid=None):
+    def fit(
+        self,
+        X,
+        y=None,
+        groups=None,
+        X_unlabeled=None,
+        X_valid=None,
+        y_valid=None,
+        X_target_unlabeled=None,
+    ):
         """Read the windows once, fit the encoder stage, then the head over its encoder.
 
         Parameters
@@ -176,6 +187,15 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             More windows for pretraining only.
         X_valid, y_valid : like ``X`` and ``y`` | None
             A fixed validation set, for a neural head.
+        X_target_unlabeled : windows | ndarray | None
+            Unlabelled windows of the subjects the classifier will be scored on, as
+            MOABB's ``CrossSubjectEvaluation`` routes them to ``fit`` in its
+            ``cs_mode="train_and_target_unlabeled_*"`` modes (request them with
+            ``set_fit_request(X_target_unlabeled=True)``). They join ``X_unlabeled`` in
+            pretraining: **transductive**, the encoder adapts to the test subjects' EEG
+            (never to their labels). Their number is kept in ``n_target_unlabeled_``.
+            With an encoder used as it is (no pretraining stage) they are not used, and
+            the log says so.
 
         Returns
         -------
@@ -200,6 +220,16 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "'X_unlabeled' feeds pretraining, but 'encoder' is an encoder used as it is; "
                 "leave 'X_unlabeled' as None, or set encoder=PARSPretrainer(...)."
             )
+        n_target = 0 if X_target_unlabeled is None else len(X_target_unlabeled)
+        if X_target_unlabeled is not None and stage is None:
+            logger.warning(
+                "'X_target_unlabeled' (%d windows) is not used: 'encoder' is an encoder used "
+                "as it is; set encoder=PARSPretrainer(...) to pretrain on them.",
+                n_target,
+            )
+        elif X_target_unlabeled is not None:
+            extra = [] if X_unlabeled is None else _sources(X_unlabeled)
+            X_unlabeled = [*extra, X_target_unlabeled]
         data = read_input(X, y, groups, sfreq=self.sfreq)
         check_labels(data.y)
         with verbose_logging(self.verbose):
@@ -224,6 +254,7 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 self._forget()
                 raise
         self.pretrainer_ = stage
+        self.n_target_unlabeled_ = n_target if stage is not None else 0
         self.pretrain_history_ = history
         self.encoder_ = encoder
         self.head_ = head
@@ -272,6 +303,15 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Accuracy; labels read from the windows when ``y`` is None."""
         data = self._read(X, y, groups)
         return self._head_call("score", data, sample_weight=sample_weight)
+
+
+def _sources(X_unlabeled):
+    """``X_unlabeled`` as a list of sources (one source, or a list of them, as
+    ``PARSPretrainer.fit`` reads it)."""
+    one = not isinstance(X_unlabeled, list | tuple) or (
+        len(X_unlabeled) > 0 and isinstance(X_unlabeled[0], tuple)
+    )
+    return [X_unlabeled] if one else list(X_unlabeled)
 
 
 def _arguments(method):

@@ -1,0 +1,180 @@
+"""PARSClassifier under MOABB's evaluations, offline, on MOABB's FakeDataset."""
+
+import logging
+
+import numpy as np
+import pytest
+
+pytest.importorskip("moabb", reason="needs the [moabb] extra (pip install .[moabb])")
+
+from moabb.datasets.fake import FakeDataset  # noqa: E402
+from moabb.evaluations import (  # noqa: E402
+    CrossSessionEvaluation,
+    CrossSubjectEvaluation,
+    WithinSessionEvaluation,
+)
+from moabb.paradigms import LeftRightImagery  # noqa: E402
+
+from braindecode_pars import PARSClassifier, PARSPretrainer  # noqa: E402
+from braindecode_pars.estimators import pretrainer as pretrainer_module  # noqa: E402
+from braindecode_pars.moabb import MOABBAdapter, moabb_pipeline  # noqa: E402
+from braindecode_pars.models import PatchEncoder  # noqa: E402
+
+from .conftest import TINY  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SFREQ = 128.0  # FakeDataset's rate; the adapter resamples to 100 Hz
+
+
+def fake(n_subjects=2, n_sessions=2, seed=0):
+    return FakeDataset(
+        event_list=["left_hand", "right_hand"],
+        n_sessions=n_sessions,
+        n_runs=1,
+        n_subjects=n_subjects,
+        paradigm="imagery",
+        channels=("C3", "Cz", "C4"),
+        sfreq=SFREQ,
+        duration=60,
+        n_events=20,
+        seed=seed,
+    )
+
+
+def tiny_encoder():
+    return PatchEncoder(sfreq=100.0, patch_seconds=1.0, **TINY)
+
+
+def tiny_pretrainer():
+    return PARSPretrainer(
+        **TINY, n_patches=3, steps=2, batch_size=8, valid_fraction=0.0, random_state=0, verbose=0
+    )
+
+
+def test_adapter_resamples_and_scales_moabb_trials():
+    """The estimator reads microvolts at 100 Hz: 3 s at 128 Hz become 300 samples; MOABB's
+    arrays (microvolts) and its epochs (volts) give the same windows."""
+    paradigm = LeftRightImagery()
+    X, y, _ = paradigm.get_data(fake(n_subjects=1, n_sessions=1), subjects=[1])
+    adapter = MOABBAdapter(PARSClassifier(encoder=tiny_encoder(), verbose=0), sfreq=SFREQ)
+    prepared, rate = adapter._prepare(X, SFREQ)
+    assert rate == 100.0
+    assert prepared.shape == (len(X), 3, round(X.shape[-1] * 100 / SFREQ))
+    # MOABB's arrays are in microvolts already (FakeDataset's 20 uV noise, filtered 8-32 Hz)
+    assert 5 < prepared.std() < 20
+    epochs, _, _ = paradigm.get_data(
+        fake(n_subjects=1, n_sessions=1), subjects=[1], return_epochs=True
+    )
+    from_epochs, rate = adapter._prepare(epochs, None)  # volts, read as microvolts
+    assert rate == 100.0
+    as_array = adapter._prepare(epochs.get_data() * 1e6, SFREQ)[0]  # MOABB's array of them
+    np.testing.assert_allclose(from_epochs, as_array, rtol=1e-5, atol=1e-4)
+    assert 5 < from_epochs.std() < 20
+    adapter.fit(X, y)
+    assert adapter.estimator_.sfreq_ == 100.0
+    assert set(adapter.predict(X)) <= set(y)
+    with pytest.raises(ValueError, match="'unit' parameter. Allowed values are 'uV', 'mV' and 'V'"):
+        MOABBAdapter(unit="volts", sfreq=SFREQ).fit(X, y)
+    with pytest.raises(ValueError, match="'sfreq' must be set"):
+        MOABBAdapter(PARSClassifier(encoder=tiny_encoder())).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "evaluation", [WithinSessionEvaluation, CrossSessionEvaluation, CrossSubjectEvaluation]
+)
+def test_moabb_evaluations_on_fake_dataset(evaluation, tmp_path):
+    """The three evaluations score the adapter (arrays) beside a PARS pipeline on MOABB's
+    epochs: one row per fold, scores between 0 and 1."""
+    paradigm = LeftRightImagery()
+    pipelines = {
+        "pars": MOABBAdapter(PARSClassifier(encoder=tiny_encoder(), verbose=0), sfreq=SFREQ),
+    }
+    ev = evaluation(
+        paradigm=paradigm,
+        datasets=[fake()],
+        overwrite=True,
+        hdf5_path=str(tmp_path),
+        save_model=False,
+    )
+    results = ev.process(pipelines)
+    assert len(results) > 0
+    assert results["score"].between(0, 1).all()
+    # the same pipeline on MOABB's epochs (return_epochs=True): the rate is read from them
+    ev = evaluation(
+        paradigm=paradigm,
+        datasets=[fake()],
+        overwrite=True,
+        hdf5_path=str(tmp_path / "epochs"),
+        save_model=False,
+        return_epochs=True,
+    )
+    epochs_results = ev.process({"pars": moabb_pipeline(tiny_encoder())})
+    assert len(epochs_results) == len(results)
+
+
+@pytest.mark.filterwarnings("ignore:Pretraining ended with a pretext skill")  # two steps
+def test_cross_subject_unlabelled_target_reaches_pretraining(tmp_path, monkeypatch):
+    """cs_mode="train_and_target_unlabeled_50p": MOABB routes half of the held-out
+    subject's trials to fit; the adapter passes them on and pretraining reads them beside
+    the training trials (the pretraining view's windows are counted)."""
+    seen = []
+    real = pretrainer_module.SingleChannelWindows
+
+    class Counting(real):
+        def __init__(self, sources, *args, **kwargs):
+            seen.append([len(source) for source in sources])
+            super().__init__(sources, *args, **kwargs)
+
+    monkeypatch.setattr(pretrainer_module, "SingleChannelWindows", Counting)
+    fits = []
+    real_fit = MOABBAdapter.fit
+
+    def recording_fit(self, X, y, X_target_unlabeled=None):
+        real_fit(self, X, y, X_target_unlabeled=X_target_unlabeled)
+        fits.append((len(X), None if X_target_unlabeled is None else len(X_target_unlabeled)))
+        fits[-1] += (self.estimator_.n_target_unlabeled_,)
+        return self
+
+    monkeypatch.setattr(MOABBAdapter, "fit", recording_fit)
+    dataset = fake(n_subjects=3, n_sessions=1)
+    paradigm = LeftRightImagery()
+    n_per_subject = len(paradigm.get_data(dataset, subjects=[1])[1])
+    ev = CrossSubjectEvaluation(
+        paradigm=paradigm,
+        datasets=[dataset],
+        overwrite=True,
+        hdf5_path=str(tmp_path),
+        save_model=False,
+        cs_mode="train_and_target_unlabeled_50p",
+    )
+    pipeline = moabb_pipeline(tiny_pretrainer(), sfreq=SFREQ, random_state=0)
+    results = ev.process({"pars-adapt": pipeline})
+    assert len(results) == 3 and len(fits) == 3
+    for (n_train, n_target, n_read), sizes in zip(fits, seen, strict=True):
+        assert n_train == 2 * n_per_subject
+        assert n_target == n_per_subject // 2  # MOABB's 50 % slice of the held-out subject
+        assert n_read == n_target  # PARSClassifier counted them
+        assert sizes == [n_train, n_target]  # and pretraining read them beside X
+    # without the unlabelled mode, nothing is routed and pretraining reads X alone
+    seen.clear(), fits.clear()
+    ev = CrossSubjectEvaluation(
+        paradigm=paradigm,
+        datasets=[dataset],
+        overwrite=True,
+        hdf5_path=str(tmp_path / "plain"),
+        save_model=False,
+    )
+    ev.process({"pars": moabb_pipeline(tiny_pretrainer(), sfreq=SFREQ, random_state=0)})
+    assert [len(s) for s in seen] == [1, 1, 1]
+    assert all(n_target is None for _, n_target, _ in fits)
+
+
+def test_target_windows_with_a_fixed_encoder_are_logged_not_used(caplog):
+    X = np.random.default_rng(0).normal(size=(8, 3, 300)).astype(np.float32)
+    y = np.array([0, 1] * 4)
+    clf = PARSClassifier(encoder=tiny_encoder(), sfreq=100.0, verbose=0)
+    with caplog.at_level(logging.WARNING):
+        clf.fit(X, y, X_target_unlabeled=X[:4])
+    assert "'X_target_unlabeled' (4 windows) is not used" in caplog.text
+    assert clf.n_target_unlabeled_ == 0
