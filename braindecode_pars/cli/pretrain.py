@@ -45,6 +45,9 @@ _FLAGS = {
 _DATA_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
                "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels",
                "eegmat_subjects", "muse")  # fmt: skip
+#: The flags passed as they are to ``recording_windows``, under their own names.
+_RECORDING_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
+                    "l_freq", "h_freq", "notch_freq", "on_error", "muse")  # fmt: skip
 
 
 def encoder_settings(args):
@@ -70,7 +73,7 @@ def encoder_settings(args):
 
 def _recording_options(args, command):
     """The arguments of :func:`~braindecode_pars.datasets.pretraining_views.recording_windows`
-    that the flags give (``--eegmat-subjects`` checked: an exit names it)."""
+    that the flags give, ``lazy`` aside (``--eegmat-subjects`` checked: an exit names it)."""
     from ..datasets.pretraining_views import eegmat_subjects
 
     subjects = None
@@ -79,18 +82,9 @@ def _recording_options(args, command):
             subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
         except ValueError as err:
             raise SystemExit(f"braindecode-pars {command}: {err}") from None
-    return dict(
-        sfreq=args.sfreq,
-        window_seconds=args.window_seconds,
-        stride_seconds=args.stride_seconds,
-        l_freq=args.l_freq,
-        h_freq=args.h_freq,
-        notch_freq=args.notch_freq,
-        exclude=[] if args.keep_all_channels else (args.exclude or "auto"),
-        on_error=args.on_error,
-        eegmat_subjects=subjects,
-        muse=args.muse,
-    )
+    options = {name: getattr(args, name) for name in _RECORDING_FLAGS}
+    exclude = [] if args.keep_all_channels else (args.exclude or "auto")
+    return dict(options, exclude=exclude, eegmat_subjects=subjects)
 
 
 def _store(args):
@@ -101,9 +95,7 @@ def _store(args):
     from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
     from ..datasets.pretraining_views import recording_windows
 
-    windows = recording_windows(
-        args.recordings, args.shared_data, lazy=True, **_recording_options(args, "store")
-    )
+    windows = recording_windows(lazy=True, **_recording_options(args, "store"))
     if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
             ysyw_path=args.ysyw,
@@ -142,8 +134,6 @@ def _pretrain_view(args):
     key = data_key({name: getattr(args, name, None) for name in _DATA_FLAGS})
     return pretraining_view(
         store=args.store,
-        recordings=args.recordings,
-        shared_data=args.shared_data,
         physionet_subjects=args.subjects,
         physionet_path=args.data_path,
         shared_store=Path(args.out) / f"store-{key}",

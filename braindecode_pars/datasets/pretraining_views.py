@@ -10,6 +10,7 @@ for (:func:`wait_for`), and every process memory-maps it.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import time
 from pathlib import Path
@@ -183,23 +184,7 @@ def wait_for(path, poll_seconds=1.0):
 
 
 def pretraining_view(
-    *,
-    store=None,
-    recordings=None,
-    shared_data=None,
-    physionet_subjects=(1,),
-    physionet_path=None,
-    sfreq=None,
-    window_seconds=10.0,
-    stride_seconds=5.0,
-    l_freq=0.3,
-    h_freq=None,
-    notch_freq=None,
-    exclude="auto",
-    on_error="raise",
-    eegmat_subjects=None,
-    muse=False,
-    shared_store=None,
+    *, store=None, physionet_subjects=(1,), physionet_path=None, shared_store=None, **options
 ):
     """The single-channel pretraining view of the data named: a store, recordings, the
     shared corpus, or PhysioNet-MI.
@@ -213,22 +198,22 @@ def pretraining_view(
     store : str | Path | None
         A window store written by
         :func:`~braindecode_pars.datasets.write_window_store`, memory-mapped.
-    recordings, shared_data, sfreq, l_freq, h_freq, notch_freq : optional
-        As in :func:`recording_windows`.
-    exclude, on_error, eegmat_subjects, muse : optional
-        As in :func:`recording_windows`.
     physionet_subjects : sequence of int
         PhysioNet-MI subjects taken when no other source is given.
     physionet_path : str | Path | None
         Folder in MNE's eegbci layout; None: the bundled recordings.
-    window_seconds, stride_seconds : float
-        Window length and stride of ``recordings`` and PhysioNet-MI (the shared corpus
-        takes its own stride).
     shared_store : str | Path | None
         Under torchrun (more than one process), the folder where rank 0 writes
         ``recordings`` or ``shared_data`` as a store once, which every process then
         memory-maps; the others wait for it. Required there; a store already in it
         is reused, so it should name the data (see :func:`data_key`).
+    **options
+        The keyword arguments of :func:`recording_windows` but ``lazy``, with its
+        defaults: ``recordings``, ``shared_data``, ``sfreq``, ``window_seconds``,
+        ``stride_seconds``, ``l_freq``, ``h_freq``, ``notch_freq``, ``exclude``,
+        ``on_error``, ``eegmat_subjects`` and ``muse``. ``window_seconds`` and
+        ``stride_seconds`` (10 and 5 s) are also the window length and stride of
+        PhysioNet-MI.
 
     Returns
     -------
@@ -239,30 +224,23 @@ def pretraining_view(
     from .single_channel import SingleChannelWindows
     from .store import write_window_store
 
+    if "lazy" in options:
+        raise TypeError("pretraining_view() got an unexpected keyword argument 'lazy'")
+    bound = inspect.signature(recording_windows).bind(**options)  # a wrong name: TypeError
+    bound.apply_defaults()
+    options = bound.arguments  # every argument of recording_windows, defaults filled in
     if store:
         return SingleChannelWindows.from_store(store)
-    options = dict(
-        sfreq=sfreq,
-        window_seconds=window_seconds,
-        stride_seconds=stride_seconds,
-        l_freq=l_freq,
-        h_freq=h_freq,
-        notch_freq=notch_freq,
-        exclude=exclude,
-        on_error=on_error,
-        eegmat_subjects=eegmat_subjects,
-        muse=muse,
-    )
-    if not (recordings or shared_data) or not is_distributed():
-        windows = recording_windows(recordings, shared_data, **options)
+    if not (options["recordings"] or options["shared_data"]) or not is_distributed():
+        windows = recording_windows(**options)
         if windows is None:
             from .physionet_mi import load_physionet_mi_continuous
 
             windows = load_physionet_mi_continuous(
                 physionet_subjects,
                 path=physionet_path,
-                window_seconds=window_seconds,
-                stride_seconds=stride_seconds,
+                window_seconds=options["window_seconds"],
+                stride_seconds=options["stride_seconds"],
             )
         return SingleChannelWindows(windows)
     if shared_store is None:
@@ -272,7 +250,7 @@ def pretraining_view(
         )
     shared_store = Path(shared_store)
     if rank() == 0 and not (shared_store / "index.npz").is_file():
-        windows = recording_windows(recordings, shared_data, lazy=True, **options)
+        windows = recording_windows(**{**options, "lazy": True})
         write_window_store(windows, shared_store, overwrite=True)
     wait_for(shared_store / "index.npz")
     return SingleChannelWindows.from_store(shared_store)
