@@ -141,10 +141,9 @@ def load_eesm17(
     n_jobs : int
         Parallel jobs of the preprocessing (without ``cache_dir``).
     cache_dir : str | Path | None
-        None: every recording is read and held in memory. A folder: the recordings
-        are read, preprocessed, windowed and written there one at a time (float32),
-        and the windows read back lazily from disk; a later call with the same
-        settings reads the folder as it is.
+        As for :func:`~braindecode_pars.datasets.load_tuab`: None holds every recording
+        in memory; a folder is where each recording's windows are written once and
+        read back lazily.
 
     Returns
     -------

@@ -215,9 +215,8 @@ def load_ysyw_pretraining(
     Parameters
     ----------
     lazy : bool
-        False: every record is read and windowed now, in memory. True: a
-        :class:`~braindecode_pars.datasets.windowing.RecordingStream` that reads,
-        preprocesses and windows one record at a time as it is iterated, for
+        As for :func:`~braindecode_pars.datasets.load_tueg`: False windows every record
+        now, in memory; True gives a stream that reads them one at a time, for
         :func:`write_window_store`.
     """
     for split in splits:
