@@ -1,4 +1,5 @@
-"""PARSClassifier under MOABB's evaluations, offline, on MOABB's FakeDataset."""
+"""PARSClassifier under MOABB's evaluations, offline: MOABB's FakeDataset, and the bundled
+PhysioNet-MI subject 1 read by MOABB's PhysionetMI from files on disk (no download)."""
 
 import logging
 
@@ -178,3 +179,73 @@ def test_target_windows_with_a_fixed_encoder_are_logged_not_used(caplog):
         clf.fit(X, y, X_target_unlabeled=X[:4])
     assert "'X_target_unlabeled' (4 windows) is not used" in caplog.text
     assert clf.n_target_unlabeled_ == 0
+
+
+#: The imagery runs MOABB's PhysionetMI reads (left/right fist: 4, 8, 12; fists/feet: 6, 10, 14).
+IMAGERY_RUNS = (4, 6, 8, 10, 12, 14)
+
+
+@pytest.fixture
+def physionet_offline(monkeypatch):
+    """MOABB's PhysionetMI reading subject 1 from the bundled files (MNE's eegbci layout),
+    with every download path made to fail: the test is skipped where the files are absent."""
+    from moabb.datasets import download
+
+    from braindecode_pars.datasets.physionet_mi import bundled_data_path, physionet_mi_run_path
+
+    root = bundled_data_path()
+    missing = [r for r in IMAGERY_RUNS if not physionet_mi_run_path(root, 1, r).is_file()]
+    if missing:
+        pytest.skip(f"needs PhysioNet-MI S001 runs {missing} under {root}/MNE-eegbci-data")
+    monkeypatch.setenv("MNE_DATASETS_EEGBCI_PATH", str(root))
+    # the dataset's own files, never NEMAR's mirror (MOABB 1.7 asks it first otherwise)
+    monkeypatch.setenv("MOABB_DOWNLOAD_PROVIDER", "upstream")
+
+    class NoDownload:
+        """pooch checks the file's hash and returns it; a downloader call fails the test."""
+
+        def __init__(self, url, *args, **kwargs):
+            self.url, self.kwargs = url, {}
+
+        def __call__(self, *args, **kwargs):
+            raise AssertionError(f"MOABB tried to download {self.url}")
+
+    monkeypatch.setattr(download, "choose_downloader", NoDownload)
+    monkeypatch.setattr(download, "_store_lookup", lambda *args, **kwargs: None)
+    return root
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_physionet_mi_subject_1_within_session_offline(physionet_offline, tmp_path):
+    """MOABB's PhysionetMI, subject 1, left vs right fist imagery (runs 4, 8, 12, 45 trials
+        of 3 s at 160 Hz, 64 channels), read offline: PARSClassifier over pars-small (resampled
+        to 100 Hz) and CSP+LDA, each scored by WithinSessionEvaluation's 5-fold ROC-AUC (9 test
+    trials a fold)."""
+    from moabb.datasets import PhysionetMI
+    from pyriemann.estimation import Covariances
+    from pyriemann.spatialfilters import CSP
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.pipeline import make_pipeline
+
+    dataset = PhysionetMI(imagined=True, executed=False)
+    dataset.subject_list = [1]
+    paradigm = LeftRightImagery()
+    X, y, meta = paradigm.get_data(dataset, subjects=[1])
+    assert X.shape == (45, 64, 481) and sorted(set(y)) == ["left_hand", "right_hand"]
+    ev = WithinSessionEvaluation(
+        paradigm=paradigm,
+        datasets=[dataset],
+        overwrite=True,
+        hdf5_path=str(tmp_path),
+        save_model=False,
+    )
+    pipelines = {
+        "PARS": moabb_pipeline("pars-small", sfreq=160.0, random_state=0),
+        "CSP+LDA": make_pipeline(Covariances("oas"), CSP(nfilter=6), LinearDiscriminantAnalysis()),
+    }
+    results = ev.process(pipelines).set_index("pipeline")
+    assert sorted(results.index) == ["CSP+LDA", "PARS"]
+    assert (results["samples"] == 45).all() and (results["samples_test"] == 9).all()
+    assert (results["channels"] == 64).all()
+    assert results["score"].between(0, 1).all()
+    logging.getLogger(__name__).info("PhysionetMI S001: %s", results["score"].to_dict())
