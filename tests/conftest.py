@@ -13,6 +13,17 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread for tiny models: on a busy two-core machine the two threads this
+    file asks for wait on each other (ten times slower). Files of tiny models use it for
+    every test: ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 #: The real recordings some tests read (EEGMAT, Sleep-EDF, the Muse headband): the folder
 #: ``shared/data`` beside the repository's own, or the one the environment variable
 #: ``BRAINDECODE_PARS_SHARED_DATA`` names. A clone of the repository alone has none.
@@ -33,6 +44,12 @@ def shared_data():
             "holding eegmat/, sleep-edf-atm/ and muse-cueing/"
         )
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def eegmat(shared_data):
+    """PhysioNet's EEGMAT files in the shared data (the test is skipped without them)."""
+    return shared_data / "eegmat"
 
 
 #: A small encoder configuration that keeps unit tests fast.

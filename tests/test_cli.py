@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import braindecode_pars.cli as cli
@@ -18,6 +17,8 @@ from braindecode_pars.datasets.pretraining_views import (
     recording_windows,
 )
 from braindecode_pars.models.config import ENCODER_SIZES
+
+from ._helpers import stop_before_pretraining
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
 TINY = ["--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16", "--device", "cpu"]
@@ -88,16 +89,7 @@ def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers(
 def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_any_work(
     monkeypatch, tmp_path
 ):
-    import braindecode_pars.training as training
-
-    given = {}
-
-    def fake_pretrain(view, method, **kwargs):
-        given.update(kwargs)
-        raise SystemExit(0)  # stop before any training
-
-    monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    given = stop_before_pretraining(monkeypatch)
     for flags, size in (
         ([], ENCODER_SIZES["small"]),
         (["--size", "paper"], ENCODER_SIZES["paper"]),

@@ -31,23 +31,15 @@ from braindecode_pars import (
 )
 from braindecode_pars.datasets.adapters import read_windows
 
-from .conftest import InterruptAt
+from ._helpers import scaled_subjects
+from .conftest import SMALL_ENCODER, InterruptAt
 
 SFREQ = 50.0
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 #: A frozen neural head that learns the rhythm task in a second.
 HEAD = dict(strategy="frozen", max_epochs=10, lr=1e-2, batch_size=16, verbose=0, random_state=0)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower here)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _encoder(seed=0):
@@ -271,23 +263,8 @@ def test_clone_pickle_and_cross_validation_equal_the_loop_by_hand(head):
 
 
 # -- groups reaching fit --------------------------------------------------------------------
-def _subjects(scales=(1.0, 3.0, 10.0), n=16, seed=0):
-    """Subjects whose amplitudes differ by ``scales``; within each, class 1 has twice
-    the power of class 0 on channel 0."""
-    rng = np.random.default_rng(seed)
-    X, y, groups = [], [], []
-    for s, scale in enumerate(scales):
-        labels = np.tile([0, 1], n // 2)
-        x = rng.standard_normal((n, 2, 200))
-        x[:, 0] *= np.sqrt(1 + labels)[:, None]
-        X.append(scale * x)
-        y.append(labels)
-        groups.append(np.full(n, s))
-    return np.concatenate(X), np.concatenate(y), np.concatenate(groups)
-
-
 def test_groups_reach_fit_or_a_warning_says_how():
-    X, y, groups = _subjects()
+    X, y, groups = scaled_subjects((1.0, 3.0, 10.0), n=16)
     probe = PARSProbe(align="groups", sfreq=100)
     cv = LeaveOneGroupOut()
     with pytest.warns(UserWarning, match=r"fit has no groups.*'groups'"):

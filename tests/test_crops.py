@@ -7,18 +7,11 @@ import torch
 from braindecode_pars import PARSFineTuner, PatchEncoder
 from braindecode_pars.training.finetune import CodedWindows, FixedCrops, RandomCrops, crop_starts
 
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+from .conftest import SMALL_ENCODER
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 
 
 def tuner(sfreq=100, **params):

@@ -12,13 +12,6 @@ from braindecode_pars.experiments.dev_tasks import (
     MI_TEST_BLOCKS,
 )
 
-
-@pytest.fixture(scope="module")
-def eegmat(shared_data):
-    """The EEGMAT files of the shared data (the test is skipped without them)."""
-    return shared_data / "eegmat"
-
-
 EEGMAT_PARTS = [
     set(EEGMAT_POOL_SUBJECTS),
     set(EEGMAT_SELECTION_SUBJECTS),

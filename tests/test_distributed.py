@@ -8,6 +8,8 @@ import torch
 
 from braindecode_pars.training import warmup_cosine_factor
 
+from ._helpers import stop_before_pretraining
+
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
@@ -286,20 +288,10 @@ def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path, s
 
 
 def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
-    import numpy as np
-
     import braindecode_pars.cli as cli
-    import braindecode_pars.training as training
     import braindecode_pars.training.distributed as dist
 
-    seen = {}
-
-    def fake_pretrain(view, method, **kwargs):
-        seen.update(kwargs)
-        raise SystemExit(0)  # stop before any training
-
-    monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    seen = stop_before_pretraining(monkeypatch)
     monkeypatch.setattr(dist, "world_size", lambda: 4)
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])

@@ -21,12 +21,6 @@ from braindecode_pars.datasets.eegmat import (
 
 
 @pytest.fixture(scope="module")
-def eegmat(shared_data):
-    """PhysioNet's EEGMAT files in the shared data (the test is skipped without them)."""
-    return shared_data / "eegmat"
-
-
-@pytest.fixture(scope="module")
 def sleep(shared_data):
     """The Sleep-EDF ``*_edfm.mat`` segments in the shared data."""
     return shared_data / "sleep-edf-atm"

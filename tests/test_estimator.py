@@ -24,19 +24,12 @@ from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+from .conftest import SMALL_ENCODER
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 ESTIMATORS = (PARSClassifier, PARSPretrainer, PARSProbe, PARSFineTuner)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def small(pretrainer=PARSPretrainer, **params):

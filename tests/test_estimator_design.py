@@ -18,21 +18,12 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, Patc
 from braindecode_pars.models.config import ENCODER_SIZES
 from braindecode_pars.training.finetune import group_split
 
-from .conftest import InterruptAt
+from .conftest import SMALL_ENCODER, InterruptAt
 
 SFREQ = 50.0
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 
 
 def small(**params):

@@ -30,18 +30,12 @@ from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.estimators._common import read_input
 
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+from ._helpers import slice_cv_scores
+from .conftest import SMALL_ENCODER
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 
 
 def fast(pretrainer=PARSPretrainer, **params):
@@ -137,15 +131,7 @@ def test_cross_val_score_with_a_scorer_takes_labels_from_a_slice_dataset(mi, by_
     expected = cross_val_score(
         clf, data.X, data.y, groups=blocks, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
     )
-    scores = cross_val_score(
-        fast(),
-        SliceDataset(windows),
-        SliceDataset(windows, idx=1),
-        groups=blocks,
-        cv=LeaveOneGroupOut(),
-        scoring="balanced_accuracy",
-        error_score="raise",
-    )
+    scores = slice_cv_scores(fast(), windows, blocks, error_score="raise")
     np.testing.assert_allclose(scores, expected)
 
 

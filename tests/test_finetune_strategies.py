@@ -15,21 +15,14 @@ from braindecode_pars import (
 from braindecode_pars.models.classifier import MultiChannelClassifier
 from braindecode_pars.training.finetune import group_split
 
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+from .conftest import SMALL_ENCODER
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 SMALL = dict(sfreq=100, verbose=0, random_state=0)
 #: A tiny pretrainer's settings (PARS's pair task on 6 patches, half of them masked).
 PRETRAIN = dict(TINY, n_patches=6, pos_mask_ratio=0.5, **SMALL)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _amplitude_task(n=48, seed=0):

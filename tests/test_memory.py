@@ -10,6 +10,8 @@ import pytest
 
 from braindecode_pars.training.memory import MAX_MMAP_THRESHOLD, _glibc, keep_freed_memory
 
+from ._helpers import stop_before_pretraining
+
 #: A child process: from glibc's lowest thresholds (every block of 128 KiB or more
 #: mapped and unmapped, the heap trimmed past 128 KiB free), the minor page faults
 #: of allocating, touching and freeing twelve blocks of 900 kB, per round, before and
@@ -92,8 +94,6 @@ def test_bad_thresholds_are_refused_before_anything_is_set(kwargs, error, match,
     ([], "cuda", False),
 ])  # fmt: skip
 def test_pretrain_command_keeps_freed_memory_on_a_cpu(flags, device, called, monkeypatch, tmp_path):
-    import numpy as np
-
     import braindecode_pars.cli as cli
     import braindecode_pars.training as training
     import braindecode_pars.training.memory as memory
@@ -101,12 +101,7 @@ def test_pretrain_command_keeps_freed_memory_on_a_cpu(flags, device, called, mon
     calls = []
     monkeypatch.setattr(memory, "keep_freed_memory", lambda: calls.append(1))
     monkeypatch.setattr(training, "init_distributed", lambda device_arg: device)
-
-    def fake_pretrain(view, method, **kwargs):
-        raise SystemExit(0)  # stop before any training
-
-    monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    stop_before_pretraining(monkeypatch)
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
     assert bool(calls) is called

@@ -20,6 +20,8 @@ from braindecode_pars.floor import BandPowerFeatures
 from braindecode_pars.probe import BlockScaler, EncoderFeatures, probe_pipeline
 from braindecode_pars.windows_input import LOGISTIC_MAX_ITER
 
+from ._helpers import scaled_subjects
+
 
 def small_encoder(seed=0, sfreq=100):
     torch.manual_seed(seed)
@@ -225,25 +227,10 @@ def test_small_covariance_groups_are_recentred_on_the_geodesic_to_the_reference(
         align_covariances(C, groups)
 
 
-def _subjects(scales, n=24, seed=0):
-    """Subjects whose amplitudes differ by ``scales``; within each, class 1 has twice
-    the power of class 0 on channel 0."""
-    rng = np.random.default_rng(seed)
-    X, y, groups = [], [], []
-    for s, scale in enumerate(scales):
-        labels = np.tile([0, 1], n // 2)
-        x = rng.standard_normal((n, 2, 200))
-        x[:, 0] *= np.sqrt(1 + labels)[:, None]
-        X.append(scale * x)
-        y.append(labels)
-        groups.append(np.full(n, s))
-    return np.concatenate(X), np.concatenate(y), np.concatenate(groups)
-
-
 def test_aligned_probe_scores_a_subject_at_another_amplitude():
     """Trained on two subjects, scored on a third ten times louder: aligned, each
     subject's classes fall on the same side; unaligned, all of it looks like class 1."""
-    X, y, groups = _subjects([1.0, 2.0, 20.0])
+    X, y, groups = scaled_subjects([1.0, 2.0, 20.0])
     train, test = groups < 2, groups == 2
     aligned = AlignedProbe(None, sfreq=100).fit(X[train], y[train], groups[train])
     assert aligned.score(X[test], y[test]) > 0.9
@@ -257,7 +244,7 @@ def test_aligned_probe_scores_a_subject_at_another_amplitude():
 def test_aligned_probe_clones_pickles_and_checks_its_groups():
     import pickle
 
-    X, y, groups = _subjects([1.0, 3.0], n=16)
+    X, y, groups = scaled_subjects([1.0, 3.0], n=16)
     encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
     probe = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=10.0)
     assert clone(probe).get_params()["C"] == 10.0

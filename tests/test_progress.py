@@ -13,20 +13,12 @@ from braindecode_pars._logging import _configured
 from braindecode_pars.datasets import SingleChannelWindows
 from braindecode_pars.training import pretrain
 
+from .conftest import SMALL_ENCODER
 from .ramp_fixtures import ramp_dataset
 
-#: A 16-feature, one-block encoder: fits in a fraction of a second.
-TINY = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread for these tiny models: on a busy two-core machine the two threads
-    conftest asks for wait on each other (ten times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
+TINY = SMALL_ENCODER
 
 
 def small(verbose, head=None, epochs=2):

@@ -43,6 +43,17 @@ def test_store_round_trip_is_memory_mapped_and_exact(windows, tmp_path):
         np.testing.assert_allclose(recordings[rec][:, start:stop], windows[i][0], rtol=1e-6)
 
 
+def assert_same_draws(a, b, n, seed):
+    """Views ``a`` and ``b`` give the same crops of their first ``n`` examples from the
+    same torch seed."""
+    torch.manual_seed(seed)
+    first = a.__getitems__(list(range(n)))
+    torch.manual_seed(seed)
+    second = b.__getitems__(list(range(n)))
+    for (xa, _), (xb, _) in zip(first, second, strict=True):
+        torch.testing.assert_close(xa, xb)
+
+
 def test_view_from_store_draws_the_same_crops_as_the_in_memory_view(windows, tmp_path):
     write_window_store(windows, tmp_path / "store")
     memory = SingleChannelWindows(windows, max_shift=300)
@@ -51,12 +62,7 @@ def test_view_from_store_draws_the_same_crops_as_the_in_memory_view(windows, tmp
     assert [mapped.crop_bounds(i) for i in range(len(mapped))] == [
         memory.crop_bounds(i) for i in range(len(memory))
     ]
-    torch.manual_seed(4)
-    a = memory.__getitems__(list(range(10)))
-    torch.manual_seed(4)
-    b = mapped.__getitems__(list(range(10)))
-    for (xa, _), (xb, _) in zip(a, b, strict=True):
-        torch.testing.assert_close(xa, xb)
+    assert_same_draws(memory, mapped, n=10, seed=4)
 
 
 def test_data_loader_workers_draw_different_crops(windows, tmp_path):
@@ -191,12 +197,7 @@ def test_a_store_is_one_data_file_and_pickles_without_its_data(tmp_path):
     assert len(blob) < 20_000  # the index, not the 216 kB of data
     clone = pickle.loads(blob)
     assert all(isinstance(r, np.memmap) for r in clone.recordings)
-    torch.manual_seed(1)
-    a = view.__getitems__(list(range(20)))
-    torch.manual_seed(1)
-    b = clone.__getitems__(list(range(20)))
-    for (xa, _), (xb, _) in zip(a, b, strict=True):
-        torch.testing.assert_close(xa, xb)
+    assert_same_draws(view, clone, n=20, seed=1)
 
 
 def test_stores_of_the_earlier_layout_are_read(tmp_path):

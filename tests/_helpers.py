@@ -1,0 +1,69 @@
+"""Data and stand-ins that more than one test file builds."""
+
+import numpy as np
+
+
+def scaled_subjects(scales, n=24, seed=0):
+    """Subjects whose amplitudes differ by ``scales``; within each, class 1 has twice
+    the power of class 0 on channel 0.
+
+    Returns
+    -------
+    X : ndarray, shape (len(scales) * n, 2, 200)
+    y : ndarray of int, shape (len(scales) * n,)
+    groups : ndarray of int, shape (len(scales) * n,)
+        The subject of each window, its index in ``scales``.
+    """
+    rng = np.random.default_rng(seed)
+    X, y, groups = [], [], []
+    for s, scale in enumerate(scales):
+        labels = np.tile([0, 1], n // 2)
+        x = rng.standard_normal((n, 2, 200))
+        x[:, 0] *= np.sqrt(1 + labels)[:, None]
+        X.append(scale * x)
+        y.append(labels)
+        groups.append(np.full(n, s))
+    return np.concatenate(X), np.concatenate(y), np.concatenate(groups)
+
+
+def stop_before_pretraining(monkeypatch):
+    """Make ``braindecode-pars pretrain`` stop before any work: the data it reads become
+    100 zeros and ``training.pretrain`` records what it is given and raises
+    ``SystemExit(0)``.
+
+    Returns
+    -------
+    given : dict
+        Filled at each call with the keyword arguments of ``training.pretrain`` and its
+        ``method``.
+    """
+    import braindecode_pars.cli as cli
+    import braindecode_pars.training as training
+
+    given = {}
+
+    def fake_pretrain(view, method, **kwargs):
+        given.update(kwargs, method=method)
+        raise SystemExit(0)  # stop before any training
+
+    monkeypatch.setattr(training, "pretrain", fake_pretrain)
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    return given
+
+
+def slice_cv_scores(estimator, windows, groups, **params):
+    """Balanced accuracies of ``estimator`` left out one group at a time, on braindecode
+    ``windows`` as scikit-learn's users pass them (skorch ``SliceDataset`` of the
+    windows and of their labels); ``params`` go to ``cross_val_score``."""
+    from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
+    from skorch.helper import SliceDataset
+
+    return cross_val_score(
+        estimator,
+        SliceDataset(windows),
+        SliceDataset(windows, idx=1),
+        groups=groups,
+        cv=LeaveOneGroupOut(),
+        scoring="balanced_accuracy",
+        **params,
+    )
