@@ -49,23 +49,16 @@ class DropPos(PretextModel):
 
     def __init__(
         self,
-        n_outputs=None,
-        n_chans=1,
-        chs_info=None,
-        n_times=None,
-        input_window_seconds=None,
-        sfreq=None,
-        encoder=None,
+        *signal,
         mask_ratio=0.75,  # DropPos default patch mask ratio
         pos_mask_ratio=0.75,  # DropPos default position drop ratio
         label_sigma=0.0,
-        **encoder_kwargs,
+        **kwargs,
     ):
         check_range("mask_ratio", mask_ratio, 0, 1, high_open=True)
         check_range("pos_mask_ratio", pos_mask_ratio, 0, 1, low_open=True)
         check_range("label_sigma", label_sigma, 0, float("inf"))
-        signal = (n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
-        super().__init__(*signal, encoder, **encoder_kwargs)
+        super().__init__(*signal, **kwargs)
         self.mask_ratio = mask_ratio
         self.pos_mask_ratio = pos_mask_ratio
         self.label_sigma = label_sigma

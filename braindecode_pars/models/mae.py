@@ -48,22 +48,15 @@ class MAE(PretextModel):
 
     def __init__(
         self,
-        n_outputs=None,
-        n_chans=1,
-        chs_info=None,
-        n_times=None,
-        input_window_seconds=None,
-        sfreq=None,
-        encoder=None,
+        *signal,
         mask_ratio=0.75,  # original MAE; the paper tuned it without giving the value
         decoder_depth=1,  # paper appendix A.2: "a single-layer transformer decoder"
         loss_on="masked",  # original MAE: loss on the masked patches only
-        **encoder_kwargs,
+        **kwargs,
     ):
         check_range("mask_ratio", mask_ratio, 0, 1, low_open=True, high_open=True)
         check_option("loss_on", loss_on, ("masked", "all"))
-        signal = (n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
-        super().__init__(*signal, encoder, **encoder_kwargs)
+        super().__init__(*signal, **kwargs)
         self.mask_ratio = mask_ratio
         self.loss_on = loss_on
         N = self.n_fixed_patches

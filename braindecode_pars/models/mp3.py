@@ -40,19 +40,12 @@ class MP3(PretextModel):
 
     def __init__(
         self,
-        n_outputs=None,
-        n_chans=1,
-        chs_info=None,
-        n_times=None,
-        input_window_seconds=None,
-        sfreq=None,
-        encoder=None,
+        *signal,
         mask_ratio=0.75,  # original MP3 (ViT-B); the paper tuned it without giving the value
-        **encoder_kwargs,
+        **kwargs,
     ):
         check_range("mask_ratio", mask_ratio, 0, 1, high_open=True)
-        signal = (n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
-        super().__init__(*signal, encoder, **encoder_kwargs)
+        super().__init__(*signal, **kwargs)
         self.mask_ratio = mask_ratio
         N = self.n_fixed_patches
         if N < 2:

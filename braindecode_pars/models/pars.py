@@ -107,13 +107,7 @@ class PARS(PretextModel):
 
     def __init__(
         self,
-        n_outputs=None,
-        n_chans=1,
-        chs_info=None,
-        n_times=None,
-        input_window_seconds=None,
-        sfreq=None,
-        encoder=None,
+        *signal,
         n_patches=40,  # paper section 2.5: "the number of patches N is 40"
         pos_mask_ratio=0.8,  # paper section 2.5: "optimal position masking ratio is 0.8"
         decoder="cross_attention",  # paper eq. 2; "mlp" is the ablation of appendix A.4
@@ -121,7 +115,7 @@ class PARS(PretextModel):
         decoder_heads=8,
         decoder_hidden=512,  # paper appendix A.4: "hidden size of 512"
         decoder_impl="folded",
-        **encoder_kwargs,
+        **kwargs,
     ):
         check_int("n_patches", n_patches, 2)
         check_range("pos_mask_ratio", pos_mask_ratio, 0, 1, low_open=True)
@@ -135,16 +129,7 @@ class PARS(PretextModel):
                 f"pos_mask_ratio={pos_mask_ratio} of n_patches={n_patches} masks {n_masked} "
                 "patch(es); PARS needs at least 2 position-masked patches to form a pair."
             )
-        super().__init__(
-            n_outputs,
-            n_chans,
-            chs_info,
-            n_times,
-            input_window_seconds,
-            sfreq,
-            encoder,
-            **encoder_kwargs,
-        )
+        super().__init__(*signal, **kwargs)
         self.n_patches = n_patches
         self.pos_mask_ratio = pos_mask_ratio
         self.n_masked = n_masked

@@ -45,7 +45,9 @@ class PretextModel(EEGModuleMixin, nn.Module):
     ----------
     n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
         braindecode's signal arguments; pretext models read single-channel windows
-        (``n_chans=1``) of exactly ``n_times`` samples (``T_s`` of the paper).
+        (``n_chans=1``) of exactly ``n_times`` samples (``T_s`` of the paper). A
+        subclass takes them, with ``encoder`` and the encoder settings, by position or
+        name and passes them on here; its own settings are keyword-only.
     encoder : PatchEncoder | None
         The encoder to train. If None, one is built from ``encoder_kwargs``
         (the settings of :class:`~braindecode_pars.models.config.PatchEncoderConfig`)
