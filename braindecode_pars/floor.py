@@ -255,6 +255,21 @@ Subset | SliceDataset | list of window items | mne.Epochs
         return np.asarray([f"{ch}_{name}" for ch in chans for name, _, _ in self.bands_])
 
 
+def _logistic(C, random_state):
+    """The class-balanced logistic regression of the floors and the probe."""
+    return LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+    )
+
+
+def _floor_pipeline(features, C, random_state):
+    """A floor: the named ``features`` steps, then standardisation and :func:`_logistic`."""
+    classifier = _logistic(C, random_state)
+    return LabelledPipeline(
+        [*features, ("standardscaler", StandardScaler()), ("logisticregression", classifier)]
+    )
+
+
 def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, random_state=None):
     """The classical floor: log band power, standardised, into a logistic regression.
 
@@ -308,21 +323,8 @@ def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, 
     braindecode windows carry their labels and sampling rate:
     ``band_power_pipeline().fit(windows)``, or ``.fit(SliceDataset(windows))``.
     """
-    return LabelledPipeline(
-        [
-            ("bandpowerfeatures", BandPowerFeatures(sfreq=sfreq, bands=bands, n_per_seg=n_per_seg)),
-            ("standardscaler", StandardScaler()),
-            (
-                "logisticregression",
-                LogisticRegression(
-                    C=C,
-                    class_weight="balanced",
-                    max_iter=LOGISTIC_MAX_ITER,
-                    random_state=random_state,
-                ),
-            ),
-        ]
-    )
+    features = BandPowerFeatures(sfreq=sfreq, bands=bands, n_per_seg=n_per_seg)
+    return _floor_pipeline([("bandpowerfeatures", features)], C, random_state)
 
 
 def riemann_pipeline(sfreq=None, estimator="oas", metric="riemann", C=1.0, random_state=None):
@@ -366,20 +368,9 @@ def riemann_pipeline(sfreq=None, estimator="oas", metric="riemann", C=1.0, rando
     from pyriemann.estimation import Covariances
     from pyriemann.tangentspace import TangentSpace
 
-    return LabelledPipeline(
-        [
-            ("windowsarray", WindowsArray(sfreq=sfreq)),
-            ("covariances", Covariances(estimator=estimator)),
-            ("tangentspace", TangentSpace(metric=metric)),
-            ("standardscaler", StandardScaler()),
-            (
-                "logisticregression",
-                LogisticRegression(
-                    C=C,
-                    class_weight="balanced",
-                    max_iter=LOGISTIC_MAX_ITER,
-                    random_state=random_state,
-                ),
-            ),
-        ]
-    )
+    features = [
+        ("windowsarray", WindowsArray(sfreq=sfreq)),
+        ("covariances", Covariances(estimator=estimator)),
+        ("tangentspace", TangentSpace(metric=metric)),
+    ]
+    return _floor_pipeline(features, C, random_state)

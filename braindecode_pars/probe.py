@@ -30,18 +30,16 @@ import copy
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_device, check_int
 from .datasets.adapters import read_windows
-from .floor import DEFAULT_BANDS, BandPowerFeatures
+from .floor import DEFAULT_BANDS, BandPowerFeatures, _logistic
 from .models.classifier import channel_tokens
 from .models.encoder import checked_encoder
 from .windows_input import (
-    LOGISTIC_MAX_ITER,
     LabelledPipeline,
     WindowsArray,
     WindowsFeaturesMixin,
@@ -202,13 +200,6 @@ def _block_scaling(kind):
 
         return [TangentSpace(metric="riemann"), BlockScaler()]
     return [BlockScaler()]
-
-
-def _logistic(C, random_state):
-    """The probe's class-balanced logistic regression."""
-    return LogisticRegression(
-        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
-    )
 
 
 def probe_pipeline(

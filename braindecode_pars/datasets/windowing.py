@@ -197,6 +197,18 @@ def _long_enough(datasets, size, window_seconds):
     return kept
 
 
+def _preloaded_windows(datasets, size, stride):
+    """Windows of ``size`` samples every ``stride`` samples of ``datasets`` (recordings),
+    loaded in memory; the last window of a recording is dropped where it would not fit."""
+    return create_fixed_length_windows(
+        BaseConcatDataset(datasets),
+        window_size_samples=size,
+        window_stride_samples=stride,
+        on_last_window="drop",
+        preload=True,
+    )
+
+
 def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=None, n_jobs=1):
     """Preprocess raw recordings and cut them into windows, skipping too-short ones.
 
@@ -214,13 +226,7 @@ def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=Non
             f"No recording is at least window_seconds={window_seconds} s long "
             f"({size} samples at {sfreq} Hz)."
         )
-    return create_fixed_length_windows(
-        BaseConcatDataset(kept),
-        window_size_samples=size,
-        window_stride_samples=stride,
-        on_last_window="drop",
-        preload=True,
-    )
+    return _preloaded_windows(kept, size, stride)
 
 
 def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_seconds):
@@ -232,13 +238,7 @@ def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_second
     kept = _long_enough(recording.datasets, size, window_seconds)
     if not kept:
         return None
-    return create_fixed_length_windows(
-        BaseConcatDataset(kept),
-        window_size_samples=size,
-        window_stride_samples=stride,
-        on_last_window="drop",
-        preload=True,
-    )
+    return _preloaded_windows(kept, size, stride)
 
 
 def fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
