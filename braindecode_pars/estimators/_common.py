@@ -24,6 +24,26 @@ def read_input(X, y=None, groups=None, sfreq=None, name="X"):
     return data
 
 
+def read_fit_input(estimator, X, y=None, groups=None):
+    """What every head's ``fit`` does first: its parameters checked, its ``encoder``
+    parameter loaded (:func:`load_encoder_param`: a bad file is refused before reading)
+    and ``X`` read at its ``sfreq`` with at least two classes.
+
+    Returns
+    -------
+    encoder : PatchEncoder | None
+        A copy of the encoder the parameter names.
+    data : Windows
+        ``X`` read (:func:`read_input`).
+    classes : ndarray
+        The classes of ``data.y``, sorted.
+    """
+    estimator._check_params()
+    encoder = load_encoder_param(estimator.encoder)
+    data = read_input(X, y, groups, sfreq=estimator.sfreq)
+    return encoder, data, check_labels(data.y)
+
+
 def read_fitted(estimator, X, y=None, groups=None, name="X"):
     """``X`` read once at ``predict`` / ``transform`` / ``score`` of a fitted estimator
     (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against

@@ -46,6 +46,7 @@ from ._common import (
     check_labels,
     check_window_length,
     load_encoder_param,
+    read_fit_input,
     read_fitted,
     read_input,
     three_d_tags,
@@ -259,10 +260,7 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
         -------
         self : PARSFineTuner
         """
-        self._check_params()
-        given = load_encoder_param(self.encoder)  # a bad file is refused before reading
-        data = read_input(X, y, groups, sfreq=self.sfreq)
-        classes = check_labels(data.y)
+        given, data, classes = read_fit_input(self, X, y, groups)
         n_chans, n_times = data.shape
         patch_seconds = 1.0 if given is None else given.patch_seconds
         patch = check_window_length(n_times, n_chans, patch_seconds, data.sfreq)

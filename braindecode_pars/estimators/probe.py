@@ -18,9 +18,8 @@ from ..windows_input import WindowsInputMixin
 from ._common import (
     check_encoder_rate,
     check_labels,
-    load_encoder_param,
+    read_fit_input,
     read_fitted,
-    read_input,
 )
 
 
@@ -144,11 +143,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         -------
         self : PARSProbe
         """
-
-        self._check_params()
-        encoder = load_encoder_param(self.encoder)  # a bad file is refused before reading
-        data = read_input(X, y, groups, sfreq=self.sfreq)
-        check_labels(data.y)
+        encoder, data, _ = read_fit_input(self, X, y, groups)
         if encoder is not None:
             check_encoder_rate(encoder, data.sfreq, data.X.shape[-1])
         if self.align is not None:
