@@ -165,6 +165,12 @@ def test_model_training_and_hub_modules_hold_at_most_500_lines():
     assert {str(p): n for p, n in sizes.items() if n > 500} == {}
 
 
+def test_no_module_of_the_package_holds_more_than_500_lines():
+    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in ROOT.rglob("*.py")}
+    assert Path("estimators/finetuner.py") in sizes  # found
+    assert {str(p): n for p, n in sizes.items() if n > 500} == {}
+
+
 def _literal_lists_of(names, path):
     """Line numbers of the tuples, lists, sets and dict keys in ``path`` that name three or
     more of ``names``."""
