@@ -292,7 +292,7 @@ device
                 f"more (the reference smaller groups are shrunk toward); '{name}' has "
                 f"{len(counts)} group(s), the largest of {counts.max()} windows. Pass "
                 "the subject or block of each window, or use the unaligned probe "
-                "(probe_pipeline; PARSClassifier's default probe_align=None)."
+                "(probe_pipeline, or PARSProbe() whose default is align=None)."
             )
         return groups
 
@@ -350,7 +350,7 @@ device
                 "Every group of 'groups' holds a single class: aligning each group on "
                 "itself removes the differences between groups, which is all these labels "
                 "vary with (a trait of the subject). Use the unaligned probe "
-                "(probe_pipeline; PARSClassifier(probe_align=None)).",
+                "(probe_pipeline, or PARSProbe(align=None)).",
                 UserWarning,
                 stacklevel=2,
             )
