@@ -12,7 +12,7 @@ from .._logging import verbose_logging
 from ..training.seeding import fit_seed
 from ._common import check_labels, load_encoder_param, read_input, three_d_tags
 from .finetuner import STRATEGIES, PARSFineTuner
-from .pretrainer import PARSPretrainer
+from .pretrainer import PARSPretrainer, as_sources
 from .probe import PARSProbe
 
 logger = logging.getLogger(__name__)
@@ -228,8 +228,7 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 n_target,
             )
         elif X_target_unlabeled is not None:
-            extra = [] if X_unlabeled is None else _sources(X_unlabeled)
-            X_unlabeled = [*extra, X_target_unlabeled]
+            X_unlabeled = [*as_sources(X_unlabeled), X_target_unlabeled]
         data = read_input(X, y, groups, sfreq=self.sfreq)
         check_labels(data.y)
         with verbose_logging(self.verbose):
@@ -303,15 +302,6 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Accuracy; labels read from the windows when ``y`` is None."""
         data = self._read(X, y, groups)
         return self._head_call("score", data, sample_weight=sample_weight)
-
-
-def _sources(X_unlabeled):
-    """``X_unlabeled`` as a list of sources (one source, or a list of them, as
-    ``PARSPretrainer.fit`` reads it)."""
-    one = not isinstance(X_unlabeled, list | tuple) or (
-        len(X_unlabeled) > 0 and isinstance(X_unlabeled[0], tuple)
-    )
-    return [X_unlabeled] if one else list(X_unlabeled)
 
 
 def _arguments(method):

@@ -26,6 +26,18 @@ logger = logging.getLogger(__name__)
 _SMALL = ENCODER_SIZES["small"]
 
 
+def as_sources(X_unlabeled):
+    """``X_unlabeled`` as a list of sources: None gives none, a list or tuple of sources
+    is one per item, anything else (including a list of window items ``(x, y, ...)``)
+    is one source."""
+    if X_unlabeled is None:
+        return []
+    one = not isinstance(X_unlabeled, list | tuple) or (
+        len(X_unlabeled) > 0 and isinstance(X_unlabeled[0], tuple)
+    )
+    return [X_unlabeled] if one else list(X_unlabeled)
+
+
 class PARSPretrainer(TransformerMixin, BaseEstimator):
     """Pretrain a single-channel :class:`~braindecode_pars.PatchEncoder` on windows.
 
@@ -248,13 +260,8 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         overlapping windows are not duplicated), anything else as an array of windows."""
         from braindecode.datasets import BaseConcatDataset
 
-        if X_unlabeled is None:
-            return []
-        one = not isinstance(X_unlabeled, list | tuple) or (
-            len(X_unlabeled) > 0 and isinstance(X_unlabeled[0], tuple)
-        )
         sources = []
-        for source in [X_unlabeled] if one else X_unlabeled:
+        for source in as_sources(X_unlabeled):
             if isinstance(source, BaseConcatDataset):
                 rate = float(windows_info(source)["sfreq"])
                 if abs(rate - sfreq) > 1e-6:
