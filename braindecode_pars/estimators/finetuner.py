@@ -298,7 +298,7 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
             held_out = FixedCrops(held_out, self.n_crop_, self._eval_starts())
         # what the hooks read during this fit (skorch refuses modules, such as
         # braindecode's transforms, as attributes set outside its initialize methods)
-        self._fit_state = dict(valid=held_out, transforms=self._augmentation())
+        self._fit_state = dict(valid=held_out, transforms=self._augmentation(), encoder=given)
         logger.info(
             "Fine-tuning (strategy=%r) on %d windows of %d channels x %g s for %d epochs on "
             "%s; validation: %s.",
@@ -309,7 +309,7 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
             with isolated_random_state(self.seed_, self.device):
                 super().fit(self._crops(train), y=None, **fit_params)
         finally:
-            self._fit_state["valid"] = None  # partial_fit trains without a validation set
+            self._fit_state.update(valid=None, encoder=None)  # partial_fit: no validation
         return self
 
     def _check_classes(self, y, name="y"):
@@ -346,8 +346,10 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
         return list(self.augmentation or [])
 
     def _initial_encoder(self):
-        """The encoder a new module starts from: ``encoder`` (a copy), or a new small one."""
-        given = load_encoder_param(self.encoder)
+        """The encoder a new module starts from: ``encoder`` (the copy ``fit`` loaded, used
+        by this fit's module only; else loaded now), or a new small one."""
+        given = (getattr(self, "_fit_state", None) or {}).get("encoder")
+        given = load_encoder_param(self.encoder) if given is None else given
         if given is not None:
             return given
         return PatchEncoder(sfreq=self.sfreq_, **ENCODER_SIZES["small"])
