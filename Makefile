@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,docs,moabb]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,docs,moabb,oeb]"
 	touch $@
 
 install: $(VENV)/.installed
