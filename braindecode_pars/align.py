@@ -296,21 +296,15 @@ device
             )
         return groups
 
-    def _aligned(self, X, groups, fit):
-        """The raw features of each block, aligned within ``groups``."""
-        if fit:
-            self.feature_steps_ = self._feature_steps(self.sfreq_)
-            self.references_ = []
-        blocks = []
-        for i, (name, step, kind) in enumerate(self.feature_steps_):
-            raw = step.fit_transform(X) if fit else step.transform(X)
-            covariances = kind == "covariances"
-            if fit:
-                reference = covariance_reference if covariances else feature_reference
-                self.references_.append(reference(raw, groups))
-            aligner = align_covariances if covariances else align_features
-            blocks.append((name, kind, aligner(raw, groups, self.references_[i])))
-        return blocks
+    def _aligned(self, raws, groups):
+        """Each block's raw features ``raws`` aligned within ``groups``, a group smaller
+        than :data:`ALIGN_MIN_WINDOWS` shrunk toward ``references_``."""
+        return [
+            (align_covariances if kind == "covariances" else align_features)(raw, groups, ref)
+            for (_, _, kind), raw, ref in zip(
+                self.feature_steps_, raws, self.references_, strict=True
+            )
+        ]
 
     def _read(self, X, y=None, groups=None, fitted=False, fit=False):
         """(windows array, labels, groups) of ``X``; groups None: the windows' own
@@ -344,6 +338,15 @@ device
         data, y, groups, self.sfreq_ = self._read(X, y, groups, fit=True)
         if y is None:
             raise ValueError("Labels are missing: pass 'y', or windows that carry their targets.")
+        steps = self._feature_steps(self.sfreq_)
+        return self._fit_features(
+            steps, [step.fit_transform(data) for _, step, _ in steps], y, groups
+        )
+
+    def _fit_features(self, steps, raws, y, groups):
+        """The fit from each block's fitted steps of :meth:`_feature_steps` (``steps``) and
+        the raw features of the training windows they gave (``raws``): the references,
+        the alignment, the scalers and the logistic regression. ``sfreq_`` is set."""
         y = np.asarray(y)
         if all(len(np.unique(y[groups == g])) == 1 for g in np.unique(groups)):
             warnings.warn(
@@ -352,15 +355,20 @@ device
                 "vary with (a trait of the subject). Use the unaligned probe "
                 "(probe_pipeline, or PARSProbe(align=None)).",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
+        self.feature_steps_ = steps
+        self.references_ = [
+            (covariance_reference if kind == "covariances" else feature_reference)(raw, groups)
+            for (_, _, kind), raw in zip(steps, raws, strict=True)
+        ]
         self.scalers_ = []
         features = []
-        for _, kind, F in self._aligned(data, groups, fit=True):
+        for (_, _, kind), F in zip(steps, self._aligned(raws, groups), strict=True):
             scaler = make_pipeline(*_block_scaling(kind))
             features.append(scaler.fit_transform(F))
             self.scalers_.append(scaler)
-        self.blocks_ = [name for name, _, _ in self.feature_steps_]
+        self.blocks_ = [name for name, _, _ in steps]
         self.logisticregression_ = _logistic(self.C, self.random_state).fit(
             np.hstack(features), np.asarray(y)
         )
@@ -375,9 +383,9 @@ device
         return self._scaled(data, groups)
 
     def _scaled(self, data, groups):
-        blocks = self._aligned(data, groups, fit=False)
+        blocks = self._aligned([step.transform(data) for _, step, _ in self.feature_steps_], groups)
         return np.hstack(
-            [scaler.transform(F) for (_, _, F), scaler in zip(blocks, self.scalers_, strict=True)]
+            [scaler.transform(F) for F, scaler in zip(blocks, self.scalers_, strict=True)]
         )
 
     def predict_proba(self, X, groups=None):
