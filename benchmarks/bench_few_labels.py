@@ -1,0 +1,306 @@
+"""Where PARS earns its place with few labels: pretraining on the task's own unlabelled
+data, the test subjects' unlabelled EEG, and braindecode's compact networks, on the
+development tasks' selection or test split.
+
+The splits, draws and labelled units are :mod:`bench_dev_tasks`'s (one harness): draw
+``s`` labels the units :func:`bench_dev_tasks.split` gives, and scores the part's
+scored units. The reference rows (floors, the probe without an encoder, over a random
+encoder, over a shipped encoder) are ``bench_dev_tasks.py``'s and stay in its result
+files; ``--report`` joins both.
+
+Rows (``--methods``):
+
+- ``pars in-domain[N]``: :class:`~braindecode_pars.PARSClassifier`'s default recipe
+  with pretraining on the task's own unlabelled pool. The encoder stage,
+  ``PARSPretrainer(steps=N, random_state=p)``, is fitted on the pool's windows
+  (EEGMAT: the part's labelled-pool subjects, 12 for selection and 24 for test;
+  PhysioNet-MI S001: the baseline runs 1-2 and every run of the blocks that may be
+  labelled, cut into 4-s windows), then ``PARSProbe()`` on the labelled windows. The
+  pool does not depend on the draw (for MI selection it is the labelled block's
+  runs), so the encoder is pretrained once per pool and pretraining seed ``p`` and
+  serves every draw: the windows ``PARSClassifier().fit(X, y, X_unlabeled=...)``
+  would pretrain on, in another order. ``pretrain_seconds`` is its cost.
+- ``pars transductive[N]``: the same with the scored units' windows (unlabelled) in
+  the pool: the test-subject adaptation ``fit(..., X_target_unlabeled=...)`` does,
+  declared as transductive.
+- ``pars default in fit``: ``PARSClassifier(random_state=s)`` called as a user calls
+  it, ``fit(X_labelled, y, groups=units, X_unlabeled=the pool's other windows)``: one
+  pretraining per draw, to check the shared encoders above and time the whole fit.
+- ``EEGNet``, ``ShallowFBCSPNet``: braindecode's networks trained from scratch
+  (:func:`compact_network`: AdamW, cosine schedule, class-weighted cross-entropy,
+  batch 32, 200 optimiser steps, inputs divided by the training windows' std).
+
+Each row is appended to the CSV as it finishes (resumable); pretrained encoders are
+kept in ``--cache`` (resumable too); the command is recorded beside the CSV.
+
+Usage::
+
+    python benchmarks/bench_few_labels.py --part selection --methods 'pars in-domain[1000]' \\
+        'pars in-domain[3000]' --ks 1 4 all --out benchmarks/results/few_labels_selection
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from bench_dev_tasks import load_task, split
+from braindecode.util import set_random_seeds
+from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+
+from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+from braindecode_pars.experiments.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
+from braindecode_pars.hub import load_encoder, save_encoder
+
+logger = logging.getLogger("bench_few_labels")
+
+COLUMNS = (
+    "task",
+    "part",
+    "method",
+    "k",
+    "seed",
+    "pretrain_seed",
+    "units",
+    "balanced_accuracy",
+    "kappa",
+    "seconds",
+    "pretrain_seconds",
+)
+NETWORKS = ("EEGNet", "ShallowFBCSPNet")
+#: Each network's learning rate: EEGNet's paper's Adam default, and braindecode's
+#: ShallowFBCSPNet example (0.0625 * 0.01).
+NETWORK_LR = {"EEGNet": 1e-3, "ShallowFBCSPNet": 6.25e-4}
+NETWORK_STEPS = 200
+NETWORK_BATCH = 32
+
+
+def parse_method(method):
+    """``pars in-domain[3000]`` -> ("pars in-domain", 3000); others -> (method, None)."""
+    match = re.fullmatch(r"(pars in-domain|pars transductive)\[(\d+)\]", method)
+    if match:
+        return match.group(1), int(match.group(2))
+    if method in (*NETWORKS, "pars default in fit"):
+        return method, None
+    raise ValueError(
+        f"Unknown method {method!r}: 'pars in-domain[N]', 'pars transductive[N]', "
+        f"'pars default in fit', {', '.join(map(repr, NETWORKS))}."
+    )
+
+
+def block_runs(blocks):
+    """PhysioNet-MI's task runs of the blocks (block b: runs 4b-1 .. 4b+2)."""
+    return [r for b in blocks for r in range(4 * b - 1, 4 * b + 3)]
+
+
+def pool_of(name, part, labelled, X, units, transductive):
+    """The unlabelled pretraining pool of a draw: (key, windows, groups, window seconds).
+
+    ``key`` names the pool (draws with the same key share it)."""
+    task = DEV_TASKS[name]
+    if name == "eegmat-arithmetic":
+        from bench_dev_tasks import part_units
+
+        pool, scored = part_units(name, part)
+        keep = list(pool) + (list(scored) if transductive else [])
+        idx = np.flatnonzero(np.isin(units, keep))
+        key = f"eegmat-{part}{'-transductive' if transductive else ''}"
+        return key, X[idx], units[idx], task.window_seconds
+    if part == "selection":
+        blocks = list(MI_SELECTION_BLOCKS) if transductive else list(labelled)
+    else:
+        blocks = list(MI_SELECTION_BLOCKS) + (list(MI_TEST_BLOCKS) if transductive else [])
+    runs = [1, 2, *block_runs(sorted(blocks))]
+    key = "mi-runs-" + "-".join(map(str, runs))
+    windows = load_physionet_mi_continuous(
+        runs=runs,
+        window_seconds=task.window_seconds,
+        stride_seconds=task.window_seconds,
+        sfreq=100.0,
+    )
+    groups = windows.get_metadata()["run"].to_numpy()
+    return key, windows, groups, task.window_seconds
+
+
+def pretrained(cache, key, steps, seed, pool, groups, window_seconds):
+    """The encoder pretrained on ``pool`` with ``steps`` and ``seed``, and the seconds
+    it took; read from ``cache`` when an earlier run kept it."""
+    path = cache / f"{key}-{steps}-p{seed}.pt"
+    meta = path.with_suffix(".json")
+    if path.exists() and meta.exists():
+        return load_encoder(path), json.loads(meta.read_text())["seconds"]
+    logger.info("pretraining %s, %d steps, seed %d", key, steps, seed)
+    start = time.perf_counter()
+    stage = PARSPretrainer(
+        steps=steps, window_seconds=window_seconds, sfreq=100.0, random_state=seed, verbose=0
+    ).fit(pool, groups=groups)
+    seconds = time.perf_counter() - start
+    cache.mkdir(parents=True, exist_ok=True)
+    save_encoder(stage.encoder_, path)
+    skill = stage.history_[-1].get("valid_skill") if stage.history_ is not None else None
+    meta.write_text(json.dumps(dict(seconds=seconds, valid_skill=skill, steps=steps)))
+    return stage.encoder_, seconds
+
+
+def compact_network(name, n_chans, n_times, n_classes, y_train, seed):
+    """braindecode's ``EEGNet`` or ``ShallowFBCSPNet`` from scratch in an
+    ``EEGClassifier``: AdamW at :data:`NETWORK_LR` without weight decay, cosine
+    annealing over :data:`NETWORK_STEPS` optimiser steps of batch
+    :data:`NETWORK_BATCH` (epochs rounded up), cross-entropy weighted by inverse class
+    frequency (the scores are balanced accuracy), every window in an epoch (the last
+    batch kept however small), no validation split (too few labels), the last epoch
+    kept."""
+    from braindecode import EEGClassifier
+    from braindecode.models import EEGNet, ShallowFBCSPNet
+    from skorch.callbacks import LRScheduler
+
+    cls = {"EEGNet": EEGNet, "ShallowFBCSPNet": ShallowFBCSPNet}[name]
+    epochs = math.ceil(NETWORK_STEPS / math.ceil(len(y_train) / NETWORK_BATCH))
+    counts = np.bincount(y_train, minlength=n_classes).astype(float)
+    weight = torch.tensor(len(y_train) / (n_classes * np.maximum(counts, 1)), dtype=torch.float32)
+    return EEGClassifier(
+        cls,
+        module__n_chans=n_chans,
+        module__n_outputs=n_classes,
+        module__n_times=n_times,
+        module__sfreq=100.0,
+        criterion=torch.nn.CrossEntropyLoss,
+        criterion__weight=weight,
+        optimizer=torch.optim.AdamW,
+        optimizer__lr=NETWORK_LR[name],
+        optimizer__weight_decay=0.0,
+        batch_size=NETWORK_BATCH,
+        max_epochs=epochs,
+        train_split=None,
+        iterator_train__shuffle=True,
+        iterator_train__drop_last=False,
+        callbacks=[("lr_scheduler", LRScheduler("CosineAnnealingLR", T_max=epochs))],
+        classes=list(range(n_classes)),
+        device="cpu",
+        verbose=0,
+    )
+
+
+def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed):
+    """Predictions of one row on the scored windows, and its pretraining seconds."""
+    if method in NETWORKS:
+        s = float(X[train].std())
+        clf = compact_network(method, X.shape[1], X.shape[2], len(np.unique(y)), y[train], seed)
+        set_random_seeds(seed, cuda=False)  # the initialisation and the batch order
+        clf.fit(X[train] / s, y[train])
+        return clf.predict(X[test] / s), 0.0
+    key, pool, groups, window = ctx["pool"]
+    if method == "pars default in fit":
+        rest = (
+            pool[np.flatnonzero(~np.isin(ctx["pool_units"], ctx["labelled"]))]
+            if isinstance(pool, np.ndarray)
+            else pool
+        )
+        clf = PARSClassifier(sfreq=100.0, random_state=seed, verbose=0)
+        clf.fit(X[train], y[train], groups=units[train], X_unlabeled=rest)
+        return clf.predict(X[test]), float("nan")
+    encoder, seconds = pretrained(ctx["cache"], key, steps, pretrain_seed, pool, groups, window)
+    clf = PARSClassifier(
+        encoder=encoder, head=PARSProbe(), sfreq=100.0, random_state=seed, verbose=0
+    )
+    clf.fit(X[train], y[train], groups=units[train])
+    return clf.predict(X[test]), seconds
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=("selection", "test"), required=True)
+    parser.add_argument("--tasks", nargs="+", default=list(DEV_TASKS))
+    parser.add_argument("--ks", nargs="+", default=["1", "all"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--methods", nargs="+", required=True)
+    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv")
+    parser.add_argument(
+        "--cache", type=Path, default=Path(__file__).parent / ".cache" / "few_labels"
+    )
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        parsed = [(m, *parse_method(m)) for m in args.methods]
+    except ValueError as err:
+        parser.error(str(err))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.getLogger("braindecode_pars").setLevel(logging.WARNING)
+    torch.set_num_threads(args.threads)
+    csv = args.out.with_suffix(".csv")
+    csv.parent.mkdir(parents=True, exist_ok=True)
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    key = set(
+        zip(done.task, done.method, done.k.astype(str), done.seed, done.pretrain_seed, strict=True)
+    )
+    with open(args.out.with_suffix(".commands"), "a") as f:
+        f.write(shlex.join(["python", *sys.argv]) + "\n")
+    for name in args.tasks:
+        X, y, units, pool, scored, _ = load_task(name, args.part)
+        ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]
+        ks = ["1"] if scored is None else ks
+        pools = {}
+        for k in ks:
+            for seed in args.seeds:
+                train, test, labelled = split(units, pool, scored, k, seed)
+                for method, kind, steps in parsed:
+                    p_seeds = args.pretrain_seeds if kind.startswith("pars ") and steps else [-1]
+                    for p in p_seeds:
+                        if (name, method, str(k), seed, p) in key:
+                            continue
+                        ctx = dict(cache=args.cache, labelled=labelled)
+                        if kind.startswith("pars"):
+                            transductive = kind == "pars transductive"
+                            which = (transductive, tuple(labelled) if scored is None else None)
+                            if which not in pools:
+                                pools[which] = pool_of(
+                                    name, args.part, labelled, X, units, transductive
+                                )
+                            ctx["pool"] = pools[which]
+                            if isinstance(ctx["pool"][1], np.ndarray):
+                                ctx["pool_units"] = ctx["pool"][2]
+                        start = time.perf_counter()
+                        pred, pre = score(kind, steps, X, y, units, train, test, ctx, seed, p)
+                        seconds = time.perf_counter() - start
+                        row = dict(
+                            task=name,
+                            part=args.part,
+                            method=method,
+                            k=k,
+                            seed=seed,
+                            pretrain_seed=p,
+                            units=" ".join(map(str, labelled)),
+                            balanced_accuracy=balanced_accuracy_score(y[test], pred),
+                            kappa=cohen_kappa_score(y[test], pred),
+                            seconds=seconds,
+                            pretrain_seconds=pre,
+                        )
+                        pd.DataFrame([row], columns=COLUMNS).to_csv(
+                            csv, mode="a", header=not csv.exists(), index=False
+                        )
+                        logger.info(
+                            "%s %s k=%s seed=%d p=%d: %.3f (%.0f s)",
+                            name,
+                            method,
+                            k,
+                            seed,
+                            p,
+                            row["balanced_accuracy"],
+                            seconds,
+                        )
+
+
+if __name__ == "__main__":
+    main()
