@@ -225,13 +225,21 @@ def main(argv=None):
     parser.add_argument("--ks", nargs="+", default=["1", "all"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--methods", nargs="+", required=True)
+    parser.add_argument("--methods", nargs="+", default=[])
     parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv")
     parser.add_argument(
         "--cache", type=Path, default=Path(__file__).parent / ".cache" / "few_labels"
     )
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--report", action="store_true", help="write the part's table and figure from the CSVs"
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        write_report(args.part, Path(__file__).parent / "results")
+        return
+    if not args.methods:
+        parser.error("--methods is required unless --report is given")
     try:
         parsed = [(m, *parse_method(m)) for m in args.methods]
     except ValueError as err:
@@ -304,3 +312,227 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# -- the report: this script's rows beside bench_dev_tasks.py's reference rows ---------
+
+#: Row names in the report, by (source, method): each named for what it is.
+REFERENCE_ROWS = {
+    "floor (band power)": "floor: band power, logistic regression",
+    "floor (tangent space)": "floor: tangent space, logistic regression",
+    "probe[bp+ts, 100]": "probe, no encoder (band power + tangent space)",
+    "probe[rand+bp+ts, 100]": "probe + random encoder",
+    "probe[enc+bp+ts, 100]": "probe + encoder pretrained elsewhere ({encoder})",
+}
+ROW_NAMES = {
+    "pars in-domain[1000]": "probe + encoder pretrained on the task's unlabelled pool, 1,000 steps",
+    "pars in-domain[3000]": "probe + encoder pretrained on the task's unlabelled pool, 3,000 steps",
+    "pars transductive[3000]": "probe + encoder pretrained on the pool and the test subjects' "
+    "unlabelled EEG (transductive), 3,000 steps",
+    "pars default in fit": "PARSClassifier() as called: 3,000 steps in fit, then the probe",
+    "EEGNet": "EEGNet from scratch",
+    "ShallowFBCSPNet": "ShallowFBCSPNet from scratch",
+}
+ENCODER_FREE = (
+    "floor: band power, logistic regression",
+    "floor: tangent space, logistic regression",
+    "probe, no encoder (band power + tangent space)",
+    "EEGNet from scratch",
+    "ShallowFBCSPNet from scratch",
+)
+
+
+def joined_rows(part, results):
+    """This script's rows and the reference rows of ``dev_tasks_<part>.csv``, with
+    report names (``row``), ``k`` and ``units`` as strings, ``pretrain_seed`` -1 where
+    nothing was pretrained for the row."""
+    mine = pd.read_csv(results / f"few_labels_{part}.csv", dtype={"k": str, "units": str})
+    ref = pd.read_csv(results / f"dev_tasks_{part}.csv", dtype={"k": str, "units": str})
+    ref = ref[ref.method.isin(REFERENCE_ROWS)].copy()
+    encoder = "pars-small" if part == "test" else "pars-selection"
+    ref["row"] = ref.method.map(REFERENCE_ROWS).str.format(encoder=encoder)
+    ref["pretrain_seed"], ref["pretrain_seconds"] = -1, 0.0
+    mine["row"] = mine.method.map(ROW_NAMES)
+    df = pd.concat([ref, mine], ignore_index=True)
+    # the reference rows at the k this script ran (EEGMAT test: 1, 4, 12, all)
+    keep = set(zip(mine.task, mine.k, strict=True))
+    return df[[(t, k) in keep for t, k in zip(df.task, df.k, strict=True)]]
+
+
+def summary(df):
+    """Per (row, task, k): the mean over distinct labelled sets (seeds drawing the same
+    set averaged first; with one set, over the seeds), its std over the sets
+    (``std_draws``), and for pretrained rows the std over pretraining seeds of the
+    per-seed means (``std_pretrain``); also the median seconds of a fit and of its
+    pretraining."""
+    out = []
+    for (row, task, k), g in df.groupby(["row", "task", "k"], sort=False):
+        per_seed = []
+        for _, h in g.groupby("pretrain_seed"):
+            sets = h.groupby("units").balanced_accuracy.mean()
+            per_seed.append(sets.mean() if len(sets) > 1 else h.balanced_accuracy.mean())
+        sets = g.groupby("units").balanced_accuracy.mean()
+        spread = sets if len(sets) > 1 else g.groupby("seed").balanced_accuracy.mean()
+        rest = np.where(g.seconds >= g.pretrain_seconds, g.seconds - g.pretrain_seconds, g.seconds)
+        out.append(
+            dict(
+                row=row,
+                task=task,
+                k=k,
+                mean=float(np.mean(per_seed)),
+                std_draws=float(spread.std(ddof=1)) if len(spread) > 1 else 0.0,
+                std_pretrain=float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else np.nan,
+                per_seed=per_seed,
+                seconds=float(np.median(rest) + g.pretrain_seconds.median()),
+                pretrain_seconds=float(g.pretrain_seconds.median()),
+            )
+        )
+    return pd.DataFrame(out)
+
+
+def lowest_k_table(s, tasks):
+    """Rows x tasks at k = 1 with the mean over tasks; for pretrained rows the mean over
+    tasks is computed per pretraining seed, then mean ± std over the seeds."""
+    low = s[s.k == "1"]
+    lines = []
+    for row, g in low.groupby("row", sort=False):
+        g = g.set_index("task")
+        if not set(tasks) <= set(g.index):
+            continue
+        cells = [f"{g.loc[t, 'mean']:.3f} ± {g.loc[t, 'std_draws']:.3f}" for t in tasks]
+        seeds = [len(g.loc[t, "per_seed"]) for t in tasks]
+        if min(seeds) > 1 and len(set(seeds)) == 1:
+            over = np.mean([g.loc[t, "per_seed"] for t in tasks], axis=0)
+            mean = f"{over.mean():.3f} ± {over.std(ddof=1):.3f} (pretraining seeds)"
+        else:
+            mean = f"{np.mean([g.loc[t, 'mean'] for t in tasks]):.3f}"
+        seconds = g.seconds.median()
+        lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} | {seconds:.0f} |")
+    return lines
+
+
+def mean_over_tasks(s, row, tasks, k="1"):
+    """The mean over ``tasks`` of a row at ``k``, per pretraining seed (an array)."""
+    g = s[(s.row == row) & (s.k == k)].set_index("task")
+    return np.mean([g.loc[t, "per_seed"] for t in tasks], axis=0)
+
+
+def decision(s, tasks):
+    """The rule of docs/benchmarks/few_labels.rst applied to the selection summary."""
+    s1000 = mean_over_tasks(s, ROW_NAMES["pars in-domain[1000]"], tasks).mean()
+    s3000 = mean_over_tasks(s, ROW_NAMES["pars in-domain[3000]"], tasks).mean()
+    budget = 1000 if s1000 >= s3000 - 0.005 else 3000
+    e = s3000 if budget == 3000 else s1000
+    f = mean_over_tasks(s, REFERENCE_ROWS["probe[bp+ts, 100]"], tasks).mean()
+    keep = e >= f + 0.01
+    return [
+        "## The rule applied (docs/benchmarks/few_labels.rst)",
+        "",
+        f"- S(1000) = {s1000:.3f}, S(3000) = {s3000:.3f}: the default budget is {budget:,} steps.",
+        f"- E = {e:.3f} against F = {f:.3f} (the probe without an encoder): "
+        + (
+            "E >= F + 0.01, the default keeps the encoder block and pretraining in fit."
+            if keep
+            else "E < F + 0.01, the fixed recipe becomes bp+ts and the default does not "
+            "pretrain when its head reads no encoder."
+        ),
+        "",
+    ]
+
+
+def write_report(part, results):
+    """``few_labels_<part>.md`` and ``.png`` from the CSVs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = joined_rows(part, results)
+    s = summary(df)
+    tasks = [t for t in DEV_TASKS if t in set(df.task)]
+    lines = [
+        f"# Few labels on the development tasks, {part} split",
+        "",
+        "Balanced accuracy. Rows and rule: docs/benchmarks/few_labels.rst; commands: "
+        f"few_labels_{part}.commands (this script's rows) and dev_tasks_{part}.commands "
+        "(the floors and probes over a shipped, random or no encoder). Cells: mean ± std "
+        "over the distinct labelled sets (with one set, over the seeds); pretrained rows "
+        "average their pretraining seeds first. Seconds: the median fit and predict of a "
+        "row, pretraining included, on one torch thread.",
+        "",
+        "## One labelled unit (k = 1)",
+        "",
+        "| row | " + " | ".join(tasks) + " | mean over tasks | seconds |",
+        "|---|" + "---|" * (len(tasks) + 2),
+        *lowest_k_table(s, tasks),
+        "",
+    ]
+    if part == "selection":
+        lines += decision(s, tasks)
+    eeg = s[s.task == "eegmat-arithmetic"]
+    ks = sorted(eeg.k.unique(), key=lambda k: (k == "all", int(k) if k != "all" else 0))
+    lines += [
+        "## EEGMAT, more labelled subjects",
+        "",
+        "| row | " + " | ".join(f"k = {k}" for k in ks) + " |",
+        "|---|" + "---|" * len(ks),
+    ]
+    for row, g in eeg.groupby("row", sort=False):
+        g = g.set_index("k")
+        cells = [
+            f"{g.loc[k, 'mean']:.3f} ± {g.loc[k, 'std_draws']:.3f}" if k in g.index else ""
+            for k in ks
+        ]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    mi = [t for t in tasks if t.startswith("mi-")]
+    if part == "test" and mi:
+        full = s[s.task.isin(mi) & (s.k == "all")]
+        lines += [
+            "",
+            "## PhysioNet-MI S001, both blocks labelled (k = all)",
+            "",
+            "| row | " + " | ".join(mi) + " | mean |",
+            "|---|" + "---|" * (len(mi) + 1),
+        ]
+        for row, g in full.groupby("row", sort=False):
+            g = g.set_index("task")
+            if set(mi) <= set(g.index):
+                cells = [f"{g.loc[t, 'mean']:.3f} ± {g.loc[t, 'std_draws']:.3f}" for t in mi]
+                lines.append(
+                    f"| {row} | " + " | ".join(cells) + f" | {g.loc[mi, 'mean'].mean():.3f} |"
+                )
+    out = results / f"few_labels_{part}"
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw=dict(width_ratios=[1.3, 1]))
+    low = s[s.k == "1"]
+    rows = [r for r, g in low.groupby("row", sort=False) if set(tasks) <= set(g.task)]
+    means = [low[low.row == r]["mean"].mean() for r in rows]
+    order = np.argsort(means)
+    colors = ["tab:gray" if rows[i] in ENCODER_FREE else "tab:blue" for i in order]
+    a.barh(range(len(rows)), [means[i] for i in order], color=colors)
+    for y_pos, i in enumerate(order):
+        per_task = low[low.row == rows[i]].set_index("task")["mean"]
+        a.plot(per_task.values, [y_pos] * len(per_task), "k.", ms=4)
+    a.set_yticks(range(len(rows)), [rows[i] for i in order], fontsize=7)
+    a.axvline(0.5, color="k", lw=0.5, ls=":")
+    a.set_xlabel("balanced accuracy at k = 1 (bar: mean over tasks; dots: each task)")
+    a.set_title(f"{part} split: encoder-free rows grey, PARS rows blue", fontsize=9)
+    for row, g in eeg.groupby("row", sort=False):
+        g = g.set_index("k").reindex(ks).dropna(subset=["mean"])
+        b.errorbar(
+            [ks.index(k) for k in g.index],
+            g["mean"],
+            yerr=g["std_draws"],
+            marker="o",
+            capsize=2,
+            label=row,
+            ls="--" if row in ENCODER_FREE else "-",
+        )
+    b.set_xticks(range(len(ks)), [f"k = {k}" for k in ks])
+    b.set_ylabel("balanced accuracy")
+    b.set_title("EEGMAT: labelled subjects", fontsize=9)
+    b.legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=120)
+    plt.close(fig)
