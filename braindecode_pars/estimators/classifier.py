@@ -224,7 +224,9 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         if X_target_unlabeled is not None and stage is None:
             logger.warning(
                 "'X_target_unlabeled' (%d windows) is not used: 'encoder' is an encoder used "
-                "as it is; set encoder=PARSPretrainer(...) to pretrain on them.",
+                "as it is; set encoder=PARSPretrainer(...) to pretrain on them, or "
+                "encoder=PARSPretrainer(init_encoder=<this encoder>, steps=500) to adapt it "
+                "to them.",
                 n_target,
             )
         elif X_target_unlabeled is not None:

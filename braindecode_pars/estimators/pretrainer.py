@@ -19,7 +19,13 @@ from ..models import PRETEXT_MODELS, pretext_params
 from ..models.config import ENCODER_SIZES, PatchEncoderConfig
 from ..models.encoder import PatchEncoder
 from ..training.seeding import fit_seed, isolated_random_state
-from ._common import check_window_length, read_input, three_d_tags
+from ._common import (
+    check_encoder_rate,
+    check_window_length,
+    load_encoder_param,
+    read_input,
+    three_d_tags,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +64,16 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
     ----------
     method : {"pars", "mae", "mp3", "droppos"}
         The pretext task.
+    init_encoder : str | Path | PatchEncoder | None
+        None: pretrain a new encoder of the size the parameters below give. A shipped
+        name (``"pars-small"``), a saved encoder file or folder, or a
+        :class:`~braindecode_pars.PatchEncoder`: pretext training continues from its
+        weights (a copy; its size and sampling rate then hold, and the size parameters
+        must be left at their defaults or equal it). The pretext model's decoder starts
+        anew. With ``X_target_unlabeled`` in :class:`~braindecode_pars.PARSClassifier`,
+        ``PARSPretrainer(init_encoder="pars-small", steps=500)`` adapts a shipped
+        encoder to the test subjects' own unlabelled EEG (transductive). With
+        ``max_epochs=0`` the encoder is used as it is.
     patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob, eps
         The new encoder's settings (:class:`~braindecode_pars.models.config.PatchEncoderConfig`);
         the defaults are the small size (``ENCODER_SIZES["small"]``: 64 features, 4
@@ -118,6 +134,7 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         self,
         method="pars",
         *,
+        init_encoder=None,
         patch_seconds=1.0,
         emb_dim=_SMALL["emb_dim"],
         depth=_SMALL["depth"],
@@ -145,6 +162,7 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         verbose=1,
     ):
         self.method = method
+        self.init_encoder = init_encoder
         self.patch_seconds = patch_seconds
         self.emb_dim = emb_dim
         self.depth = depth
@@ -182,6 +200,9 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         """Every parameter, before any work; returns the encoder's config."""
         check_option("method", self.method, tuple(PRETEXT_MODELS))
         config = PatchEncoderConfig.of(self)
+        initial = load_encoder_param(self.init_encoder, name="init_encoder")
+        if initial is not None:
+            config = self._initial_config(config, initial)
         check_int("n_patches", self.n_patches, 1)
         check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
         check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)
@@ -212,7 +233,26 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
                 f"pos_mask_ratio={self.pos_mask_ratio} of n_patches={self.n_patches} masks "
                 f"{n_masked} patch(es); PARS needs at least 2."
             )
-        return config
+        return config, initial
+
+    @staticmethod
+    def _initial_config(config, initial):
+        """The initial encoder's settings, refusing size parameters set to other values."""
+        given = config.asdict()
+        default = PatchEncoderConfig.of(PARSPretrainer()).asdict()
+        theirs = initial.config.asdict()
+        clash = {
+            k: (given[k], theirs[k])
+            for k in given
+            if given[k] != default[k] and given[k] != theirs[k]
+        }
+        if clash:
+            said = ", ".join(f"{k}={a!r} (init_encoder has {b!r})" for k, (a, b) in clash.items())
+            raise ValueError(
+                f"'init_encoder' fixes the encoder's size, but the parameters ask for another: "
+                f"{said}; leave them at their defaults or set init_encoder=None."
+            )
+        return initial.config
 
     def _pretrains(self):
         return self.max_epochs != 0
@@ -306,8 +346,10 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         -------
         self : PARSPretrainer
         """
-        config = self._check_params()
+        config, initial = self._check_params()
         data = read_input(X, groups=groups, sfreq=self.sfreq)
+        if initial is not None:
+            check_encoder_rate(initial, data.sfreq, data.shape[1], name="init_encoder")
         n_chans, n_times = data.shape
         patch = check_window_length(n_times, n_chans, config.patch_seconds, data.sfreq)
         sources = None
@@ -321,10 +363,12 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         seed = fit_seed(self.random_state)
         with verbose_logging(self.verbose), isolated_random_state(seed, self.device):
             if sources is None:
-                encoder = PatchEncoder(sfreq=data.sfreq, **config.encoder_kwargs())
+                encoder = initial
+                if encoder is None:
+                    encoder = PatchEncoder(sfreq=data.sfreq, **config.encoder_kwargs())
                 history, self.n_crop_ = None, None
             else:
-                encoder, history = self._pretrain(config, data, sources, n_crop)
+                encoder, history = self._pretrain(config, data, sources, n_crop, initial)
                 self.n_crop_ = n_crop
         self.encoder_ = encoder.cpu().eval()
         self.history_ = history
@@ -332,7 +376,7 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         self.sfreq_ = float(data.sfreq)
         return self
 
-    def _pretrain(self, config, data, sources, n_crop):
+    def _pretrain(self, config, data, sources, n_crop, initial=None):
         from ..training.pretrain import training_windows
         from ..training.run import pretrain
         from ..training.schedule import epochs_for_steps
@@ -366,6 +410,7 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
                 valid_fraction=valid,
                 progress_bar=bool(self.verbose),
                 weight_decay=self.weight_decay,
+                init_encoder=initial,
                 **pretext,
             )
         except KeyboardInterrupt as err:

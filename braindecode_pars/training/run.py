@@ -35,6 +35,7 @@ def pretrain(
     max_minutes=None,
     allow_new_budget=False,
     run_info=None,
+    init_encoder=None,
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -70,6 +71,9 @@ def pretrain(
     run_info : dict | None
         Facts recorded in the run's ``config.json`` for its model card (see
         :class:`PretrainNet`).
+    init_encoder : PatchEncoder | None
+        Start from this encoder's weights (its settings must be ``encoder_kwargs``'s)
+        instead of a new initialisation; the pretext model's other parts start anew.
     encoder_kwargs : dict | None
         Settings of the encoder (those of
         :class:`~braindecode_pars.models.config.PatchEncoderConfig`); the paper's
@@ -94,6 +98,8 @@ def pretrain(
     model = PRETEXT_MODELS[method](
         n_times=view.n_times, sfreq=view.sfreq, **(encoder_kwargs or {}), **pretext_kwargs
     )
+    if init_encoder is not None:
+        model.encoder.load_state_dict(init_encoder.state_dict())
     net = PretrainNet(
         model,
         max_epochs=max_epochs,
