@@ -26,6 +26,10 @@ Rows (``--methods``):
 - ``pars default in fit``: ``PARSClassifier(random_state=s)`` called as a user calls
   it, ``fit(X_labelled, y, groups=units, X_unlabeled=the pool's other windows)``: one
   pretraining per draw, to check the shared encoders above and time the whole fit.
+- ``pars full fine-tuning``: ``PARSClassifier(encoder="pars-small",
+  head=PARSFineTuner(strategy="full"))``, every weight of the shipped encoder and its
+  head trained on the labelled windows, at the fine-tuner's default settings (the
+  paper's strategy).
 - ``EEGNet``, ``ShallowFBCSPNet``: braindecode's networks trained from scratch
   (:func:`compact_network`: AdamW, cosine schedule, class-weighted cross-entropy,
   batch 32, 200 optimiser steps, inputs divided by the training windows' std).
@@ -58,7 +62,7 @@ from bench_dev_tasks import load_task, split
 from braindecode.util import set_random_seeds
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
-from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 from braindecode_pars.experiments.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 from braindecode_pars.hub import load_encoder, save_encoder
@@ -91,11 +95,11 @@ def parse_method(method):
     match = re.fullmatch(r"(pars in-domain|pars transductive)\[(\d+)\]", method)
     if match:
         return match.group(1), int(match.group(2))
-    if method in (*NETWORKS, "pars default in fit"):
+    if method in (*NETWORKS, "pars default in fit", "pars full fine-tuning"):
         return method, None
     raise ValueError(
         f"Unknown method {method!r}: 'pars in-domain[N]', 'pars transductive[N]', "
-        f"'pars default in fit', {', '.join(map(repr, NETWORKS))}."
+        f"'pars default in fit', 'pars full fine-tuning', {', '.join(map(repr, NETWORKS))}."
     )
 
 
@@ -200,6 +204,12 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed):
         set_random_seeds(seed, cuda=False)  # the initialisation and the batch order
         clf.fit(X[train] / s, y[train])
         return clf.predict(X[test] / s), 0.0
+    if method == "pars full fine-tuning":
+        head = PARSFineTuner(strategy="full", verbose=0)
+        clf = PARSClassifier(encoder="pars-small", head=head, sfreq=100.0, random_state=seed)
+        clf.set_params(verbose=0)
+        clf.fit(X[train], y[train], groups=units[train])
+        return clf.predict(X[test]), 0.0
     key, pool, groups, window = ctx["pool"]
     if method == "pars default in fit":
         rest = (
@@ -330,6 +340,7 @@ ROW_NAMES = {
     "pars transductive[3000]": "probe + encoder pretrained on the pool and the test subjects' "
     "unlabelled EEG (transductive), 3,000 steps",
     "pars default in fit": "PARSClassifier() as called: 3,000 steps in fit, then the probe",
+    "pars full fine-tuning": "full fine-tuning of pars-small (PARSFineTuner)",
     "EEGNet": "EEGNet from scratch",
     "ShallowFBCSPNet": "ShallowFBCSPNet from scratch",
 }
