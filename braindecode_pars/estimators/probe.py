@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 
+import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -14,6 +16,17 @@ from ..align import AlignedProbe
 from ..datasets.adapters import window_scale
 from ..floor import bands_below_nyquist
 from ..probe import probe_pipeline
+from ..recipes import (
+    MIN_GROUPS,
+    Recipe,
+    best_recipe,
+    block_features,
+    candidate_recipes,
+    compare_recipes,
+    comparison_message,
+    fallback_message,
+    fit_recipe,
+)
 from ..windows_input import WindowsInputMixin
 from ._common import (
     check_encoder_rate,
@@ -21,6 +34,8 @@ from ._common import (
     read_fit_input,
     read_fitted,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -37,18 +52,40 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     call, whatever it is (arrays with ``sfreq``, braindecode windows, ``Subset`` s
     and ``SliceDataset`` s of them, ``mne.Epochs``).
 
+    Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
+    ``groups`` of at least three subjects (or blocks), ``fit`` scores each candidate
+    recipe (band power alone or with the tangent space, each with and without the
+    encoder's block, ``C`` 1 or 100: :mod:`braindecode_pars.recipes`) by an inner
+    leave-one-group-out cross-validation, fits the best on every window, keeps the
+    scores (``recipe_scores_``, ``encoder_gain_``) and logs one line: "the encoder
+    block adds +x.x points ...". The features are computed once; what is fitted on
+    windows (the tangent space's reference point, the scalers, the alignment's
+    reference) is refitted on each fold's training groups. With fewer groups the
+    fixed recipe is fitted and the line says that nothing could be compared.
+
     **What to expect**: seconds per fit on a CPU; how each block scores on the
     development tasks is on the benchmarks page (``docs/benchmarks.rst``).
+    ``recipe="auto"`` adds 8 logistic regressions per group (4 without an encoder).
 
     Parameters
     ----------
     encoder : str | Path | PatchEncoder | None
         The frozen encoder: a shipped encoder's name (``"pars-small"``), a saved
         encoder's path, an instance (copied), or None for no encoder block.
+    recipe : {"fixed", "auto"}
+        "fixed": the blocks and ``C`` the parameters give (``encoder``, ``band_power``,
+        ``tangent_space``, ``C``). "auto": the recipe of the best inner
+        leave-one-group-out balanced accuracy over the groups of ``fit``
+        (:data:`~braindecode_pars.recipes.RECIPE_BLOCKS` x
+        :data:`~braindecode_pars.recipes.RECIPE_CS`; the recipes with the encoder's
+        block only with an encoder; a tie goes to the first: fewer blocks, the smaller
+        ``C``); with fewer than three
+        groups, the fixed recipe. Parameters of the fixed recipe do not restrict the
+        comparison.
     C : float
-        Inverse L2 strength of the logistic regression.
+        Inverse L2 strength of the logistic regression (of the fixed recipe).
     band_power, tangent_space : bool
-        Whether to add the log band power block
+        Whether the fixed recipe adds the log band power block
         (:class:`~braindecode_pars.floor.BandPowerFeatures`, the bands below the
         Nyquist frequency) and the tangent-space block (OAS covariances, reference
         point the training windows' Riemannian mean).
@@ -71,6 +108,18 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     ----------
     probe_ : LabelledPipeline | AlignedProbe
         The fitted model (:func:`probe_pipeline`, or the aligned probe).
+    recipe_ : Recipe
+        The recipe fitted, its ``blocks`` (of ``"encoder"``, ``"bandpower"``,
+        ``"tangentspace"``) and ``C``; ``str(recipe_)``: ``"bandpower+tangentspace
+        (C=1)"``.
+    recipe_scores_ : pandas.DataFrame | None
+        The inner comparison (``recipe="auto"`` with three groups or more, else None):
+        one row per candidate recipe, columns ``blocks``, ``C``, ``mean`` and ``std``
+        of the balanced accuracy over the held-out groups, ``log_loss``, ``n_groups``
+        (:func:`~braindecode_pars.recipes.compare_recipes`).
+    encoder_gain_ : float
+        The best inner balanced accuracy with the encoder's block minus the best
+        without, in percentage points; NaN when nothing was compared (or no encoder).
     classes_ : ndarray
     sfreq_, n_chans_, n_times_ : float, int, int
         What ``fit`` saw.
@@ -96,6 +145,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         self,
         encoder=None,
         *,
+        recipe="fixed",
         C=100.0,
         band_power=True,
         tangent_space=True,
@@ -106,6 +156,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         random_state=None,
     ):
         self.encoder = encoder
+        self.recipe = recipe
         self.C = C
         self.band_power = band_power
         self.tangent_space = tangent_space
@@ -121,6 +172,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         return tags
 
     def _check_params(self):
+        check_option("recipe", self.recipe, ("fixed", "auto"))
         check_range("C", self.C, 0, math.inf, low_open=True)
         check_option("band_power", self.band_power, (False, True))
         check_option("tangent_space", self.tangent_space, (False, True))
@@ -137,7 +189,9 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         y : array-like, shape (n_windows,) | None
             Labels; None: read from the windows.
         groups : array-like, shape (n_windows,) | None
-            The subject (or block) of each window, for ``align="groups"``.
+            The subject (or block) of each window, for ``align="groups"`` and the
+            inner comparison of ``recipe="auto"``; None: braindecode windows'
+            ``subject``.
 
         Returns
         -------
@@ -160,24 +214,63 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
         self.scale_ = window_scale(data.X)
-        make = probe_pipeline if self.align is None else AlignedProbe
-        probe = make(
-            encoder,
+        params = dict(
+            encoder=encoder,
             sfreq=self.sfreq_,
-            band_power=self.band_power,
             bands=bands_below_nyquist(self.sfreq_),
-            tangent_space=self.tangent_space,
-            C=self.C,
             random_state=self.random_state,
             batch_size=self.batch_size,
             device=self.device,
         )
-        if self.align is None:
-            self.probe_ = probe.fit(data.X, data.y)
+        blocks = ("encoder",) * (encoder is not None) + ("bandpower",) * self.band_power
+        fixed = Recipe(blocks + ("tangentspace",) * self.tangent_space, float(self.C))
+        self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
+        if self.recipe == "auto":
+            self.probe_ = self._fit_auto(data, fixed, params)
         else:
-            self.probe_ = probe.fit(data.X, data.y, groups=data.groups)
+            self.probe_ = self._fit_fixed(data, params)
         self.classes_ = self.probe_.classes_
         return self
+
+    def _fit_fixed(self, data, params):
+        """The probe of the parameters' recipe, fitted on every window."""
+        make = probe_pipeline if self.align is None else AlignedProbe
+        tangent_space = self.tangent_space
+        probe = make(**params, band_power=self.band_power, tangent_space=tangent_space, C=self.C)
+        if self.align is None:
+            return probe.fit(data.X, data.y)
+        return probe.fit(data.X, data.y, groups=data.groups)
+
+    def _fit_auto(self, data, fixed, params):
+        """Compare the candidate recipes in an inner leave-one-group-out over the groups
+        of fit (at least MIN_GROUPS), then fit the best on every window; fewer groups:
+        the fixed recipe. Logs one line either way."""
+        groups = data.groups
+        if groups is not None:  # one per window, none missing
+            groups = AlignedProbe._groups(groups, len(data))
+        n_groups = 0 if groups is None else len(np.unique(groups))
+        if n_groups < MIN_GROUPS:
+            logger.info(fallback_message(n_groups, fixed))
+            return self._fit_fixed(data, params)
+        features = block_features(data.X, params)
+        recipes = candidate_recipes(encoder=params["encoder"] is not None)
+        align = self.align is not None
+        scores = compare_recipes(
+            features, data.y, groups, recipes, align=align, random_state=self.random_state
+        )
+        n_scored = int(scores["n_groups"].max())
+        if n_scored < MIN_GROUPS:
+            why = (
+                f"of the {n_groups} groups of fit, {n_scored} leave two classes or more "
+                "to train on when left out"
+            )
+            logger.info(fallback_message(n_groups, fixed, why=why))
+            recipe = fixed
+        else:
+            recipe, self.encoder_gain_ = best_recipe(scores, recipes)
+            self.recipe_, self.recipe_scores_ = recipe, scores
+            logger.info(comparison_message(scores, recipes, recipe, self.encoder_gain_, recipe))
+        return fit_recipe(recipe, features, data.y, groups, align=align, probe_params=params)
 
     def _read(self, X, y=None, groups=None):
         check_is_fitted(self, "probe_")

@@ -1,0 +1,269 @@
+"""PARSProbe(recipe="auto"): the probe's recipe chosen on the user's own labels by an
+inner leave-one-group-out comparison (issue 39, item 5).
+
+Each test holds a known answer: the recipe that must win on data built so that one
+block alone carries the label, the inner scores of a loop written by hand, the
+predictions of the fixed-recipe probe, the log line, and the parameter's contract.
+"""
+
+import logging
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.metrics import balanced_accuracy_score, log_loss
+
+from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
+from braindecode_pars import probe as probe_module
+from braindecode_pars.recipes import RECIPE_BLOCKS, RECIPE_CS, Recipe, candidate_recipes
+
+from .conftest import SMALL_ENCODER
+
+SFREQ = 50.0
+LOGGER = "braindecode_pars"
+pytestmark = pytest.mark.usefixtures("one_thread")
+#: What PARSProbe() fits when nothing is compared.
+DEFAULT = Recipe(("encoder", "bandpower", "tangentspace"), 100.0)
+
+
+class ProjectionEncoder(PatchEncoder):
+    """A stand-in encoder whose tokens are fixed linear projections of the window: its
+    mean over time, then random projections. It sees a channel's offset, which log
+    band power (above 0.5 Hz, each Welch segment detrended) and the covariances
+    (centred) do not; a channel's amplitude only spreads its features, which a linear
+    model cannot use (to it, they are noise)."""
+
+    def forward(self, X, **kwargs):
+        n_times = X.shape[-1]
+        generator = torch.Generator().manual_seed(0)
+        weights = torch.randn(n_times, self.emb_dim, generator=generator) / n_times**0.5
+        weights[:, 0] = 1 / n_times
+        return (X @ weights).expand(-1, 2, self.emb_dim)
+
+
+class BlindEncoder(PatchEncoder):
+    """A stand-in encoder that sees nothing: every token is zero."""
+
+    def forward(self, X, **kwargs):
+        return torch.zeros(len(X), 2, self.emb_dim)
+
+
+def _projection_encoder():
+    return ProjectionEncoder(sfreq=SFREQ, **{**SMALL_ENCODER, "emb_dim": 64})
+
+
+def _encoder():
+    torch.manual_seed(0)
+    return PatchEncoder(sfreq=SFREQ, **SMALL_ENCODER)
+
+
+def _subjects(carrier, sizes=(16, 16, 16, 16), seed=0):
+    """Windows of 2 channels x 2 s of noise, the subjects in turn, both classes in each.
+    ``carrier`` "power": class 1 has 1.3 times the amplitude on channel 0 (band power
+    and the covariances see it); "offset": channel 0 is offset by +0.3 in class 1 and
+    -0.3 in class 0 (the same power: only a block that sees the mean sees it)."""
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([np.tile([0, 1], n // 2) for n in sizes])
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    X = rng.standard_normal((len(y), 2, 100))
+    if carrier == "power":
+        X[:, 0] *= np.where(y == 1, 1.3, 1.0)[:, None]
+    else:
+        X[:, 0] += np.where(y == 1, 0.3, -0.3)[:, None]
+    return X, y, groups
+
+
+def _fixed(recipe, encoder, **params):
+    """The fixed-recipe PARSProbe of ``recipe``."""
+    return PARSProbe(
+        encoder if recipe.encoder else None,
+        band_power="bandpower" in recipe.blocks,
+        tangent_space="tangentspace" in recipe.blocks,
+        C=recipe.C,
+        sfreq=SFREQ,
+        **params,
+    )
+
+
+# -- (a) the recipe that carries the label wins ------------------------------------------
+def _best(scores, encoder):
+    """The best mean score of the recipes with (or without) the encoder's block."""
+    return scores["mean"][scores["blocks"].str.contains("encoder") == encoder].max()
+
+
+def test_an_encoder_block_that_adds_nothing_is_left_out(caplog):
+    X, y, groups = _subjects("power")  # band power and the covariances carry the label
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        blind = PARSProbe(BlindEncoder(sfreq=SFREQ, **SMALL_ENCODER), recipe="auto", sfreq=SFREQ)
+        blind.fit(X, y, groups)
+    scores = blind.recipe_scores_
+    assert list(scores.index) == [str(r) for r in candidate_recipes()]
+    assert len(scores) == len(RECIPE_BLOCKS) * len(RECIPE_CS) and set(scores["n_groups"]) == {4}
+    # a block of zeros changes no prediction: the same scores with it as without it, and
+    # a tie goes to the recipe of fewer blocks
+    with_encoder = scores["blocks"].str.contains("encoder")
+    np.testing.assert_array_equal(
+        scores["mean"][with_encoder].to_numpy(),
+        scores["mean"][scores["blocks"].isin(["bandpower", "bandpower+tangentspace"])].to_numpy(),
+    )
+    assert blind.encoder_gain_ == 0 and not blind.recipe_.encoder
+    assert scores.loc[str(blind.recipe_), "mean"] == scores["mean"].max() > 0.8
+    (record,) = [r for r in caplog.records if "leave-one-group-out" in r.getMessage()]
+    message = record.getMessage()
+    assert message.startswith("Inner leave-one-group-out over 4 groups: the encoder block adds ")
+    assert f"adds +0.0 points of balanced accuracy (best with: {DEFAULT.blocks[0]}" in message
+    assert message.endswith(f"fitted recipe {blind.recipe_}.")
+    # a block of noise to a linear model: no more than chance, one window per group
+    noise = PARSProbe(_projection_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    gain = 100 * (_best(noise.recipe_scores_, True) - _best(noise.recipe_scores_, False))
+    assert noise.encoder_gain_ == pytest.approx(gain) and abs(gain) <= 100 / 16
+
+
+def test_an_encoder_block_that_carries_the_label_is_kept():
+    X, y, groups = _subjects("offset")  # only the encoder's block sees the offset
+    seen = PARSProbe(_projection_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    assert seen.recipe_.encoder and seen.encoder_gain_ > 30
+    assert _best(seen.recipe_scores_, False) < 0.7  # band power, covariances: near chance
+    X_new, y_new, _ = _subjects("offset", seed=1)
+    assert seen.score(X_new, y_new) > 0.85
+
+
+def test_features_are_computed_once_per_fit(monkeypatch):
+    calls = {"encoder": 0, "bandpower": 0}
+    encoder_features = probe_module.EncoderFeatures._features
+    band_power = probe_module.BandPowerFeatures._features
+
+    def counted(name, method):
+        def wrapper(self, X):
+            calls[name] += 1
+            return method(self, X)
+
+        return wrapper
+
+    monkeypatch.setattr(
+        probe_module.EncoderFeatures, "_features", counted("encoder", encoder_features)
+    )
+    monkeypatch.setattr(
+        probe_module.BandPowerFeatures, "_features", counted("bandpower", band_power)
+    )
+    X, y, groups = _subjects("power")
+    PARSProbe(_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    assert calls == {"encoder": 1, "bandpower": 1}  # 4 folds x 8 recipes + the final fit
+
+
+# -- (b) the inner scores are a leave-one-group-out loop ----------------------------------
+@pytest.mark.parametrize(
+    "align, sizes",
+    [(None, (16, 16, 16, 16)), ("groups", (16, 16, 12, 6))],  # a group under ALIGN_MIN_WINDOWS
+)
+def test_inner_scores_equal_a_leave_one_group_out_loop_by_hand(align, sizes):
+    X, y, groups = _subjects("power", sizes=sizes)
+    encoder = _encoder()
+    auto = PARSProbe(encoder, recipe="auto", align=align, sfreq=SFREQ).fit(X, y, groups)
+    for recipe in (DEFAULT, Recipe(("bandpower", "tangentspace"), 1.0)):
+        by_hand, losses = [], []
+        for g in np.unique(groups):
+            train, test = groups != g, groups == g
+            probe = _fixed(recipe, encoder, align=align)
+            probe.fit(X[train], y[train], groups=groups[train])
+            proba = probe.predict_proba(X[test])  # the held-out group, aligned on itself
+            by_hand.append(balanced_accuracy_score(y[test], probe.classes_[proba.argmax(1)]))
+            losses.append(log_loss(y[test], proba, labels=probe.classes_))
+        row = auto.recipe_scores_.loc[str(recipe)]
+        assert row["n_groups"] == 4
+        np.testing.assert_allclose(
+            row[["mean", "std", "log_loss"]].to_numpy(float),
+            [np.mean(by_hand), np.std(by_hand), np.mean(losses)],
+            rtol=1e-9,
+        )
+
+
+# -- (c) the winner is the fixed-recipe probe fitted on every label ------------------------
+@pytest.mark.parametrize("align", [None, "groups"])
+def test_the_fitted_winner_predicts_as_the_fixed_recipe_probe(align):
+    X, y, groups = _subjects("power")
+    encoder = _projection_encoder()
+    auto = PARSProbe(encoder, recipe="auto", align=align, sfreq=SFREQ, random_state=0)
+    auto.fit(X, y, groups)
+    assert auto.recipe_ != DEFAULT  # another recipe than the fallback was fitted
+    fixed = _fixed(auto.recipe_, encoder, align=align, random_state=0).fit(X, y, groups)
+    X_new = _subjects("power", sizes=(16,), seed=1)[0]
+    np.testing.assert_array_equal(auto.predict_proba(X_new), fixed.predict_proba(X_new))
+    np.testing.assert_array_equal(auto.transform(X_new), fixed.transform(X_new))
+    assert type(auto.probe_) is type(fixed.probe_)
+
+
+# -- (d) too few groups: the fixed recipe, said so ----------------------------------------
+@pytest.mark.parametrize("n_groups", [0, 2])
+def test_fewer_than_three_groups_fit_the_fixed_recipe_and_say_so(caplog, n_groups):
+    X, y, groups = _subjects("power", sizes=(16, 16))
+    groups = None if n_groups == 0 else groups
+    encoder = _encoder()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        auto = PARSProbe(encoder, recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert record.levelno == logging.INFO and message.startswith("Nothing could be compared")
+    want = "fit has no groups" if n_groups == 0 else "fit has 2 groups"
+    assert f"({want}, fewer than the 3 " in message
+    assert f"fitted the fixed recipe {DEFAULT} " in message
+    assert ("Pass 'groups'" in message) == (n_groups == 0)
+    assert auto.recipe_ == DEFAULT and auto.recipe_scores_ is None
+    assert math.isnan(auto.encoder_gain_)
+    plain = PARSProbe(encoder, sfreq=SFREQ).fit(X, y, groups)
+    np.testing.assert_array_equal(auto.predict_proba(X), plain.predict_proba(X))
+    # the fixed recipe is the parameters'
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        PARSProbe(recipe="auto", tangent_space=False, C=3.0, sfreq=SFREQ).fit(X, y, groups)
+    assert "fitted the fixed recipe bandpower (C=3) " in caplog.records[0].getMessage()
+
+
+def test_without_an_encoder_the_classical_recipes_are_compared(caplog):
+    X, y, groups = _subjects("power")
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        auto = PARSProbe(recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    assert list(auto.recipe_scores_.index) == [str(r) for r in candidate_recipes(encoder=False)]
+    assert math.isnan(auto.encoder_gain_) and not auto.recipe_.encoder
+    (record,) = caplog.records
+    assert "no encoder, so no encoder block to compare" in record.getMessage()
+
+
+def test_the_classifier_passes_its_groups_to_the_head_and_logs_the_comparison(caplog):
+    X, y, groups = _subjects("offset")
+    head = PARSProbe(recipe="auto")
+    clf = PARSClassifier(_projection_encoder(), head, sfreq=SFREQ, verbose=1)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        clf.fit(X, y, groups=groups)
+    assert clf.head_.recipe_.encoder and clf.head_.recipe_scores_["n_groups"].max() == 4
+    lines = [r.getMessage() for r in caplog.records if "leave-one-group-out" in r.getMessage()]
+    assert len(lines) == 1 and "the encoder block adds +" in lines[0]
+
+
+# -- (e) the parameter's contract ---------------------------------------------------------
+def test_recipe_clones_pickles_and_refuses_bad_values_before_any_work():
+    probe = PARSProbe(recipe="auto")
+    assert probe.get_params()["recipe"] == "auto" and clone(probe).recipe == "auto"
+    assert PARSProbe().recipe == "fixed"  # the default: the recipe of the parameters
+    assert probe.set_params(recipe="fixed").recipe == "fixed"
+    X, y, groups = _subjects("power")
+    fitted = PARSProbe(_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(again.predict_proba(X), fitted.predict_proba(X))
+    assert again.recipe_ == fitted.recipe_ and again.recipe_scores_.equals(fitted.recipe_scores_)
+    fresh = clone(fitted)
+    assert not hasattr(fresh, "recipe_") and fresh.get_params()["recipe"] == "auto"
+    message = (
+        r"Invalid value for the 'recipe' parameter\. Allowed values are 'fixed' and 'auto', "
+        r"but got 'best' instead\."
+    )
+    with pytest.raises(ValueError, match=message):
+        PARSProbe(recipe="best").fit(None)  # before reading X
+    with pytest.raises(ValueError, match=message):
+        PARSClassifier(_encoder(), PARSProbe(recipe="best"), sfreq=SFREQ).fit(None)
+    fixed = PARSProbe(recipe="fixed", sfreq=SFREQ).fit(X, y, groups)  # groups or not
+    assert fixed.recipe_ == Recipe(("bandpower", "tangentspace"), 100.0)
+    assert fixed.recipe_scores_ is None and math.isnan(fixed.encoder_gain_)
