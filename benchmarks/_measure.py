@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import platform
@@ -9,8 +10,12 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
+
+#: The checkout these scripts belong to (the folder above ``benchmarks/``).
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def step_times(steps, repeats, warmup=2):
@@ -110,3 +115,30 @@ def write_report(lines, out=None):
         with open(out, "w") as f:
             f.write(text)
     print(text)
+
+
+def report_parser(doc):
+    """A benchmark's command line, described by the first line of its docstring ``doc``,
+    with ``--out``: where to write the Markdown report."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
+    return parser
+
+
+def check_at_least_one(parser, args, *names):
+    """Stop through ``parser.error`` where an option ``--name`` of ``args`` is below 1."""
+    for name in names:
+        value = getattr(args, name)
+        if value < 1:
+            parser.error(f"--{name} must be at least 1, got {value}")
+
+
+def compared_checkouts(parser, before, needs):
+    """The two checkouts a before/after script measures: ``before`` and this one (ROOT),
+    by name; ``parser.error`` unless ``before`` is given and holds the file ``needs``
+    (a path inside a checkout)."""
+    if before is None:
+        parser.error("--before is needed: a checkout of the revision to compare with")
+    if not (Path(before) / needs).is_file():
+        parser.error(f"--before {before} is not a checkout of braindecode-pars")
+    return {"before": Path(before).resolve(), "after": ROOT}

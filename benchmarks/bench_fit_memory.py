@@ -21,7 +21,6 @@ Usage (``--before`` is a checkout of the other revision)::
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import inspect
 import json
@@ -29,13 +28,11 @@ import logging
 import os
 import statistics
 import sys
-from pathlib import Path
 
 from _measure import in_child, machine, peak_growth, write_report
-from bench_read_memory import make_windows, revision
+from bench_read_memory import make_windows, memory_checkouts, memory_parser, revision
 
 logger = logging.getLogger("bench_fit_memory")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def child(root, n_windows, n_chans, n_times, n_recordings):
@@ -107,30 +104,16 @@ def report(rows, roots, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--before", required=False, help="a checkout of the other revision")
-    parser.add_argument("--windows", type=int, default=400)
-    parser.add_argument("--chans", type=int, default=19)
-    parser.add_argument("--times", type=int, default=1000)
+    parser = memory_parser(__doc__, n_child=5)
     parser.add_argument("--recordings", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3, help="processes per cell")
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
-    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         root, *sizes = args.child
         return child(root, *map(int, sizes))
-    for name in ("windows", "chans", "times", "repeats", "recordings"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    roots = memory_checkouts(parser, args, "braindecode_pars/__init__.py", "recordings")
     if args.windows % args.recordings:
         parser.error(f"--windows ({args.windows}) must be a multiple of --recordings")
-    if args.before is None:
-        parser.error("--before is needed: a checkout of the revision to compare with")
-    if not (Path(args.before) / "braindecode_pars" / "__init__.py").is_file():
-        parser.error(f"--before {args.before} is not a checkout of braindecode-pars")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    roots = {"before": Path(args.before).resolve(), "after": ROOT}
     rows = {}
     for _ in range(args.repeats):
         for name, root in roots.items():

@@ -31,7 +31,15 @@ import statistics
 import time
 
 import torch
-from _measure import in_child, machine, paired_ratio, step_times, write_report
+from _measure import (
+    check_at_least_one,
+    in_child,
+    machine,
+    paired_ratio,
+    report_parser,
+    step_times,
+    write_report,
+)
 from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
 
 logger = logging.getLogger("bench_freed_memory")
@@ -157,20 +165,17 @@ def report(rows, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = report_parser(__doc__)
     parser.add_argument("--pairs", type=int, default=4, help="processes of each setting per size")
     parser.add_argument("--rounds", type=int, default=12, help="rounds of blocks per process")
     parser.add_argument("--sizes", nargs="+", default=list(BENCH_SIZES), choices=BENCH_SIZES)
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         setting, size, rounds = args.child
         print(json.dumps(child(setting, size, int(rounds))))
         return
-    for name, value in (("--pairs", args.pairs), ("--rounds", args.rounds)):
-        if value < 1:
-            parser.error(f"{name} must be at least 1, got {value}")
+    check_at_least_one(parser, args, "pairs", "rounds")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     rows = []
     for size in args.sizes:

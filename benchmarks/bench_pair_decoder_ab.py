@@ -20,7 +20,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import logging
 import statistics
@@ -30,11 +29,18 @@ import tempfile
 from pathlib import Path
 
 import torch
-from _measure import alternating_step_times, machine, paired_ratio, write_report
+from _measure import (
+    ROOT,
+    alternating_step_times,
+    check_at_least_one,
+    machine,
+    paired_ratio,
+    report_parser,
+    write_report,
+)
 from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
 
 logger = logging.getLogger("bench_pair_decoder_ab")
-ROOT = Path(__file__).resolve().parents[1]
 MODULE = "braindecode_pars/models/pair_decoders.py"
 
 
@@ -129,15 +135,12 @@ def report(results, args, revision_line):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = report_parser(__doc__)
     parser.add_argument("--against", required=True, help="git revision of the other decoder")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
     args = parser.parse_args(argv)
-    for name, value in (("--runs", args.runs), ("--rounds", args.rounds)):
-        if value < 1:
-            parser.error(f"{name} must be at least 1, got {value}")
+    check_at_least_one(parser, args, "runs", "rounds")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     old = load_revision(args.against)
     commit = subprocess.run(

@@ -17,13 +17,19 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import statistics
 import time
 
 import torch
-from _measure import machine, paired_ratio, step_times, write_report
+from _measure import (
+    check_at_least_one,
+    machine,
+    paired_ratio,
+    report_parser,
+    step_times,
+    write_report,
+)
 from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
 
 logger = logging.getLogger("bench_pair_decoder_repeat")
@@ -82,15 +88,12 @@ def report(results, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = report_parser(__doc__)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--pause", type=float, default=10.0, help="seconds between runs")
     parser.add_argument("--repeats", type=int, default=21, help="interleaved rounds per run")
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
     args = parser.parse_args(argv)
-    for name, value, low in (("--runs", args.runs, 1), ("--repeats", args.repeats, 1)):
-        if value < low:
-            parser.error(f"{name} must be at least {low}, got {value}")
+    check_at_least_one(parser, args, "runs", "repeats")
     if args.pause < 0:
         parser.error(f"--pause must be 0 or more seconds, got {args.pause}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

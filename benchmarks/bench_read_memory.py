@@ -42,10 +42,17 @@ import sys
 import types
 from pathlib import Path
 
-from _measure import in_child, machine, peak_growth, write_report
+from _measure import (
+    check_at_least_one,
+    compared_checkouts,
+    in_child,
+    machine,
+    peak_growth,
+    report_parser,
+    write_report,
+)
 
 logger = logging.getLogger("bench_read_memory")
-ROOT = Path(__file__).resolve().parents[1]
 SFREQ = 100.0
 METHODS = ("tracemalloc", "VmHWM")
 
@@ -226,32 +233,40 @@ def report(rows, roots, args):
     return lines
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def memory_parser(doc, n_child):
+    """The command line of a before/after memory benchmark on built windows (this script
+    and ``bench_fit_memory.py``): ``--out``, ``--before``, the windows' sizes,
+    ``--repeats``, and ``--child`` (``n_child`` values) for its fresh processes."""
+    parser = report_parser(doc)
     parser.add_argument("--before", help="a checkout of the other revision (git worktree add)")
     parser.add_argument("--windows", type=int, default=400)
     parser.add_argument("--chans", type=int, default=19)
     parser.add_argument("--times", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3, help="processes per cell")
+    parser.add_argument("--child", nargs=n_child, help=argparse.SUPPRESS)
+    return parser
+
+
+def memory_checkouts(parser, args, needs, *counts):
+    """The checkouts to measure, by name (see ``compared_checkouts``), once the options of
+    :func:`memory_parser` are checked: the sizes, ``--repeats`` and the options
+    ``counts`` at least 1, ``--before`` a checkout holding the file ``needs``."""
+    check_at_least_one(parser, args, "windows", "chans", "times", "repeats", *counts)
+    return compared_checkouts(parser, args.before, needs)
+
+
+def main(argv=None):
+    parser = memory_parser(__doc__, n_child=6)
     parser.add_argument(
         "--recordings", type=int, nargs="+", default=[8, 1],
         help="layouts: the windows spread over this many recordings",
     )  # fmt: skip
-    parser.add_argument("--repeats", type=int, default=3, help="processes per cell")
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
-    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         root, method, *sizes = args.child
         return child(root, method, *map(int, sizes))
-    for name in ("windows", "chans", "times", "repeats"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if args.before is None:
-        parser.error("--before is needed: a checkout of the revision to compare with")
-    if not (Path(args.before) / "braindecode_pars" / "datasets" / "adapters.py").is_file():
-        parser.error(f"--before {args.before} is not a checkout of braindecode-pars")
+    roots = memory_checkouts(parser, args, "braindecode_pars/datasets/adapters.py")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    roots = {"before": Path(args.before).resolve(), "after": ROOT}
     rows = measure(os.path.abspath(__file__), roots, args.recordings, args)
     write_report(report(rows, roots, args), args.out)
 
