@@ -493,11 +493,15 @@ def main():
     ]
     steps = {}
 
+    def emit(line):
+        """Add a table row to the report and show it now (the run takes a while)."""
+        lines.append(line)
+        print(line, flush=True)
+
     def row(label, batch, times):
         """A row of the step table from interleaved PARS and encoder-alone times."""
         t_pars, t_enc, ratio = summary(times)
-        lines.append(f"| {label} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | {ratio} |")
-        print(lines[-1], flush=True)
+        emit(f"| {label} | PARS | {batch / t_pars:,.0f} | {batch / t_enc:,.0f} | {ratio} |")
 
     def size_row(name):
         """The step-table row of an encoder size of SIZES; its step times."""
@@ -537,8 +541,7 @@ def main():
     times = median_times([pretext_step(m, SMALL_BATCH) for m in others], R)
     for method, t in zip(others, times, strict=True):
         label = {"mae": "MAE", "mp3": "MP3", "droppos": "DropPos"}[method]
-        lines.append(f"| 64 x 4 | {label} | {SMALL_BATCH / t:,.0f} | | |")
-        print(lines[-1], flush=True)
+        emit(f"| 64 x 4 | {label} | {SMALL_BATCH / t:,.0f} | | |")
 
     lines += [
         "",
@@ -554,9 +557,8 @@ def main():
     small = step_breakdown(SIZES["64 x 4"][0], SMALL_BATCH, R)
     mid = step_breakdown(SIZES["128 x 6"][0], SMALL_BATCH, R)
     for part in small:
-        lines.append(f"| {part} | {small[part]:.1f} | {mid[part]:.1f} |")
-    lines.append(f"| sum | {sum(small.values()):.1f} | {sum(mid.values()):.1f} |")
-    print("\n".join(lines[-len(small) - 1 :]), flush=True)
+        emit(f"| {part} | {small[part]:.1f} | {mid[part]:.1f} |")
+    emit(f"| sum | {sum(small.values()):.1f} | {sum(mid.values()):.1f} |")
 
     lines += [
         "",
@@ -572,8 +574,7 @@ def main():
             else:
                 times = step_times(list(make_steps(40, decoder, impl, B)), R)
             t_pars, t_enc, ratio = summary(times)
-            lines.append(f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | {ratio} |")
-            print(lines[-1], flush=True)
+            emit(f"| {decoder} | {impl} | {t_pars:.3f} | {t_enc:.3f} | {ratio} |")
     lines += [
         "",
         "## Peak memory of one training step (cross-attention decoder, paper's size)",
@@ -592,11 +593,10 @@ def main():
         fol = measure_memory(n_patches, "folded", "pars", B)
         nai = measure_memory(n_patches, "naive", "pars", B)
         n_m = round(0.8 * n_patches)
-        lines.append(
+        emit(
             f"| {n_patches} | {n_m * n_m} | {enc['peak_mib']:.0f} | {fol['peak_mib']:.0f} | "
             f"{nai['peak_mib']:.0f} | {fol['step_s']:.2f} | {nai['step_s']:.2f} |"
         )
-        print(lines[-1], flush=True)
     lines += [
         "",
         "## The 64 x 4 and paper-size rows again, at the end of the run",
