@@ -43,6 +43,19 @@ def fake(n_subjects=2, n_sessions=2, seed=0):
     )
 
 
+def evaluation_of(evaluation, paradigm, dataset, path, **kwargs):
+    """MOABB's ``evaluation`` (a class) of ``paradigm`` on ``dataset``, its results written
+    afresh under ``path``, no model saved; ``kwargs`` go to the evaluation."""
+    return evaluation(
+        paradigm=paradigm,
+        datasets=[dataset],
+        overwrite=True,
+        hdf5_path=str(path),
+        save_model=False,
+        **kwargs,
+    )
+
+
 def tiny_encoder():
     return PatchEncoder(sfreq=100.0, patch_seconds=1.0, **TINY)
 
@@ -91,25 +104,12 @@ def test_moabb_evaluations_on_fake_dataset(evaluation, tmp_path):
     pipelines = {
         "pars": MOABBAdapter(PARSClassifier(encoder=tiny_encoder(), verbose=0), sfreq=SFREQ),
     }
-    ev = evaluation(
-        paradigm=paradigm,
-        datasets=[fake()],
-        overwrite=True,
-        hdf5_path=str(tmp_path),
-        save_model=False,
-    )
+    ev = evaluation_of(evaluation, paradigm, fake(), tmp_path)
     results = ev.process(pipelines)
     assert len(results) > 0
     assert results["score"].between(0, 1).all()
     # the same pipeline on MOABB's epochs (return_epochs=True): the rate is read from them
-    ev = evaluation(
-        paradigm=paradigm,
-        datasets=[fake()],
-        overwrite=True,
-        hdf5_path=str(tmp_path / "epochs"),
-        save_model=False,
-        return_epochs=True,
-    )
+    ev = evaluation_of(evaluation, paradigm, fake(), tmp_path / "epochs", return_epochs=True)
     epochs_results = ev.process({"pars": moabb_pipeline(tiny_encoder())})
     assert len(epochs_results) == len(results)
 
@@ -141,12 +141,11 @@ def test_cross_subject_unlabelled_target_reaches_pretraining(tmp_path, monkeypat
     dataset = fake(n_subjects=3, n_sessions=1)
     paradigm = LeftRightImagery()
     n_per_subject = len(paradigm.get_data(dataset, subjects=[1])[1])
-    ev = CrossSubjectEvaluation(
-        paradigm=paradigm,
-        datasets=[dataset],
-        overwrite=True,
-        hdf5_path=str(tmp_path),
-        save_model=False,
+    ev = evaluation_of(
+        CrossSubjectEvaluation,
+        paradigm,
+        dataset,
+        tmp_path,
         cs_mode="train_and_target_unlabeled_50p",
     )
     pipeline = moabb_pipeline(tiny_pretrainer(), sfreq=SFREQ, random_state=0)
@@ -159,13 +158,7 @@ def test_cross_subject_unlabelled_target_reaches_pretraining(tmp_path, monkeypat
         assert sizes == [n_train, n_target]  # and pretraining read them beside X
     # without the unlabelled mode, nothing is routed and pretraining reads X alone
     seen.clear(), fits.clear()
-    ev = CrossSubjectEvaluation(
-        paradigm=paradigm,
-        datasets=[dataset],
-        overwrite=True,
-        hdf5_path=str(tmp_path / "plain"),
-        save_model=False,
-    )
+    ev = evaluation_of(CrossSubjectEvaluation, paradigm, dataset, tmp_path / "plain")
     ev.process({"pars": moabb_pipeline(tiny_pretrainer(), sfreq=SFREQ, random_state=0)})
     assert [len(s) for s in seen] == [1, 1, 1]
     assert all(n_target is None for _, n_target, _ in fits)
@@ -232,13 +225,7 @@ def test_physionet_mi_subject_1_within_session_offline(physionet_offline, tmp_pa
     paradigm = LeftRightImagery()
     X, y, meta = paradigm.get_data(dataset, subjects=[1])
     assert X.shape == (45, 64, 481) and sorted(set(y)) == ["left_hand", "right_hand"]
-    ev = WithinSessionEvaluation(
-        paradigm=paradigm,
-        datasets=[dataset],
-        overwrite=True,
-        hdf5_path=str(tmp_path),
-        save_model=False,
-    )
+    ev = evaluation_of(WithinSessionEvaluation, paradigm, dataset, tmp_path)
     pipelines = {
         "PARS": moabb_pipeline("pars-small", sfreq=160.0, random_state=0),
         "CSP+LDA": make_pipeline(Covariances("oas"), CSP(nfilter=6), LinearDiscriminantAnalysis()),
