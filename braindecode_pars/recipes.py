@@ -160,7 +160,8 @@ def compare_recipes(features, y, groups, recipes, *, align=False, random_state=N
         One row per recipe, indexed by its name (``str(recipe)``), columns ``blocks``
         (``"bandpower+tangentspace"``), ``C``, ``mean`` and ``std`` (of the balanced
         accuracy over the held-out groups, in [0, 1]; ``mean`` chooses), ``log_loss``
-        (its mean over the held-out groups: finer than the accuracy on a few windows)
+        (its mean over the held-out groups whose classes the fold trained on: finer
+        than the accuracy on a few windows)
         and ``n_groups``, the groups left out in turn (a group whose absence leaves one
         class to train on is not).
     """
@@ -189,18 +190,25 @@ def compare_recipes(features, y, groups, recipes, *, align=False, random_state=N
                 with warnings.catch_warnings():  # a group of one class: its recall
                     warnings.simplefilter("ignore", UserWarning)
                     scores[recipe].append(balanced_accuracy_score(y[~train], predicted))
-                losses[recipe].append(log_loss(y[~train], proba, labels=model.classes_))
+                seen = np.isin(y[~train], model.classes_).all()  # else no log loss
+                loss = log_loss(y[~train], proba, labels=model.classes_) if seen else np.nan
+                losses[recipe].append(loss)
     return pd.DataFrame(
         {
             "blocks": ["+".join(r.blocks) for r in recipes],
             "C": [r.C for r in recipes],
             "mean": [np.mean(s) if s else np.nan for s in scores.values()],
             "std": [np.std(s) if s else np.nan for s in scores.values()],
-            "log_loss": [np.mean(s) if s else np.nan for s in losses.values()],
+            "log_loss": [_finite_mean(s) for s in losses.values()],
             "n_groups": [len(s) for s in scores.values()],
         },
         index=pd.Index([str(r) for r in recipes], name="recipe"),
     )
+
+
+def _finite_mean(values):
+    values = [v for v in values if not np.isnan(v)]
+    return float(np.mean(values)) if values else np.nan
 
 
 def best_recipe(scores, recipes):

@@ -264,6 +264,10 @@ def test_recipe_clones_pickles_and_refuses_bad_values_before_any_work():
         PARSProbe(recipe="best").fit(None)  # before reading X
     with pytest.raises(ValueError, match=message):
         PARSClassifier(_encoder(), PARSProbe(recipe="best"), sfreq=SFREQ).fit(None)
+    missing = groups.astype(object)
+    missing[3] = None
+    with pytest.raises(ValueError, match=r"'groups' has 1 missing value\(s\).*recipe='auto'"):
+        PARSProbe(recipe="auto", sfreq=SFREQ).fit(X, y, missing)
     fixed = PARSProbe(recipe="fixed", sfreq=SFREQ).fit(X, y, groups)  # groups or not
     assert fixed.recipe_ == Recipe(("bandpower", "tangentspace"), 100.0)
     assert fixed.recipe_scores_ is None and math.isnan(fixed.encoder_gain_)

@@ -8,6 +8,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -245,9 +246,13 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         """Compare the candidate recipes in an inner leave-one-group-out over the groups
         of fit (at least MIN_GROUPS), then fit the best on every window; fewer groups:
         the fixed recipe. Logs one line either way."""
-        groups = data.groups
-        if groups is not None:  # one per window, none missing
-            groups = AlignedProbe._groups(groups, len(data))
+        groups = None if data.groups is None else np.asarray(data.groups)
+        if groups is not None and pd.isna(groups).any():
+            raise ValueError(
+                f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
+                "recipe='auto' leaves out one group at a time and needs the group (a "
+                "subject or a block) of every window."
+            )
         n_groups = 0 if groups is None else len(np.unique(groups))
         if n_groups < MIN_GROUPS:
             logger.info(fallback_message(n_groups, fixed))
