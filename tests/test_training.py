@@ -505,6 +505,44 @@ def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monk
     assert logging.getLogger("braindecode_pars").handlers == [handler]  # given back
 
 
+def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
+    _package_log_to, monkeypatch
+):
+    import io
+
+    from braindecode_pars.training.callbacks import progress
+
+    stream = io.StringIO()  # a log file
+    monkeypatch.setattr("sys.stderr", stream)
+    _package_log_to(stream)
+    log = logging.getLogger("braindecode_pars.experiments")
+    assert [log.info("fit %d", i) or i for i in progress(range(3), "fits")] == [0, 1, 2]
+    assert stream.getvalue() == "fit 0\nfit 1\nfit 2\n"  # no bar, one line each
+
+
+def test_a_loop_on_a_terminal_writes_its_log_lines_above_the_bar(_package_log_to, monkeypatch):
+    import io
+
+    from braindecode_pars.training.callbacks import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    handler = _package_log_to(terminal)
+    log = logging.getLogger("braindecode_pars.experiments")
+    assert [log.info("fit %d", i) or i for i in progress(range(3), "fits")] == [0, 1, 2]
+    text = terminal.getvalue()
+    assert "fits: 100%" in text and "3/3" in text  # the bar
+    for i in range(3):
+        start = text.index(f"fit {i}\n")
+        assert start == 0 or text[start - 1] in "\r\n"  # never glued after the bar
+    assert list(progress(range(2), "fits", enabled=False)) == [0, 1]
+    assert logging.getLogger("braindecode_pars").handlers == [handler]  # given back
+
+
 # -- resuming: records of earlier versions, the encoder's settings, the data's description -
 
 

@@ -26,9 +26,9 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.utils.validation import has_fit_parameter
-from tqdm.auto import tqdm
 
 from .._checks import check_int
+from ..training.callbacks import progress as progress_bar
 from .classifiers import training_history
 
 logger = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ def run_low_label(
                 if (name, k, seed) not in keys:
                     jobs.append((k, seed, name))
     rows = done.to_dict("records")
-    for k, seed, name in tqdm(jobs, desc="low-label fits", disable=not progress):
+    for k, seed, name in progress_bar(jobs, desc="low-label fits", enabled=progress):
         drawn = draw_subjects(pool_subjects, k, seed, spread)
         train = np.isin(subjects, drawn)
         clf = clone(methods[name])

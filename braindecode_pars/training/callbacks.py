@@ -247,3 +247,16 @@ def _is_console(handler):
         sys.stdout,
         sys.stderr,
     )
+
+
+def progress(iterable, desc, enabled=True, total=None):
+    """``iterable`` with a progress bar on a terminal or in a notebook, the package's
+    console log lines written above it (never glued to it); the plain iterable when
+    ``enabled`` is False or stderr is not shown as a terminal (a log file)."""
+    if not enabled or not _shows_bars(sys.stderr):
+        yield from iterable
+        return
+    from tqdm.auto import tqdm
+
+    with _logs_above_bars(tqdm), tqdm(iterable, desc=desc, total=total) as bar:
+        yield from bar
