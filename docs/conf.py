@@ -111,12 +111,17 @@ def _sklearn_link(default, page):
     return lambda match: f"`{match.group(1) or default} <{SKLEARN}{page}>`__"
 
 
-# ``:ref:`User Guide <metadata_routing>```, ``:ref:`sklearn:metadata_routing```, and
-# ``:term:`meta-estimator```
+# ``:ref:`User Guide <metadata_routing>```, ``:ref:`sklearn:metadata_routing```,
+# ``:term:`meta-estimator``` and ``ClassifierMixin.score``'s
+# ``:ref:`accuracy <accuracy_score>```
 _EXTERNAL_REFS = [
     (
         re.compile(r":ref:`(?:([^`<]+?)\s*<)?(?:sklearn:)?metadata_routing>?`"),
         _sklearn_link("scikit-learn's metadata routing guide", "metadata_routing.html"),
+    ),
+    (
+        re.compile(r":ref:`(?:([^`<]+?)\s*<)?accuracy_score>?`"),
+        _sklearn_link("accuracy", "modules/model_evaluation.html#accuracy-score"),
     ),
     (
         re.compile(r":term:`(meta-estimators?)`"),
