@@ -228,6 +228,56 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed):
     return clf.predict(X[test]), seconds
 
 
+def recipe_rows(name, part, X, y, units, pool, scored, ks, seeds, steps, p_seed, cache):
+    """The probe's recipes over one in-domain encoder (``pars in-domain[steps]``,
+    pretraining seed ``p_seed``, read from ``cache``): each fixed candidate of
+    :func:`braindecode_pars.recipes.candidate_recipes` and ``recipe="auto"`` (chosen by
+    the library's inner leave-one-group-out on the labelled units), on every draw.
+    Features come from :func:`braindecode_pars.recipes.block_features`, once per task;
+    the scaling and the regression are fitted on the labelled windows only."""
+    from braindecode_pars.recipes import (
+        MIN_GROUPS,
+        best_recipe,
+        block_features,
+        candidate_recipes,
+        compare_recipes,
+        fit_recipe,
+    )
+
+    key = f"eegmat-{part}" if name == "eegmat-arithmetic" else None
+    path = cache / f"{key}-{steps}-p{p_seed}.pt"
+    encoder = load_encoder(path)
+    params = dict(encoder=encoder, sfreq=100.0, bands=None, random_state=0, batch_size=256,
+                  device="cpu")  # fmt: skip
+    features = block_features(X, params)
+    recipes = candidate_recipes(encoder=True)
+    rows = []
+    for k in ks:
+        for seed in seeds:
+            train, test, labelled = split(units, pool, scored, k, seed)
+            sub = {n: (step, kind, raw[train]) for n, (step, kind, raw) in features.items()}
+            chosen = None
+            if len(np.unique(units[train])) >= MIN_GROUPS:
+                scores = compare_recipes(sub, y[train], units[train], recipes, random_state=seed)
+                chosen = best_recipe(scores, recipes)[0]
+            for recipe in [*recipes, "auto"]:
+                fitted = chosen if recipe == "auto" else recipe
+                if fitted is None:
+                    continue
+                probe = fit_recipe(
+                    fitted, sub, y[train], probe_params={**params, "random_state": seed}
+                )
+                pred = probe.predict(X[test])
+                rows.append(dict(
+                    task=name, part=part, method=f"pars in-domain[{steps}] recipe {recipe}", k=k,
+                    seed=seed, pretrain_seed=p_seed, units=" ".join(map(str, labelled)),
+                    balanced_accuracy=balanced_accuracy_score(y[test], pred),
+                    kappa=cohen_kappa_score(y[test], pred), seconds=np.nan,
+                    pretrain_seconds=np.nan,
+                ))  # fmt: skip
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("selection", "test"), required=True)
@@ -242,14 +292,36 @@ def main(argv=None):
     )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
+        "--recipes",
+        type=int,
+        metavar="STEPS",
+        help="score every probe recipe and recipe='auto' over the cached in-domain encoders "
+        "of STEPS steps (EEGMAT; k with three labelled subjects or more)",
+    )
+    parser.add_argument(
         "--report", action="store_true", help="write the part's table and figure from the CSVs"
     )
     args = parser.parse_args(argv)
     if args.report:
         write_report(args.part, Path(__file__).parent / "results")
         return
+    if args.recipes:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+        torch.set_num_threads(args.threads)
+        X, y, units, pool, scored, _ = load_task("eegmat-arithmetic", args.part)
+        csv = args.out.with_suffix(".csv")
+        with open(args.out.with_suffix(".commands"), "a") as f:
+            f.write(shlex.join(["python", *sys.argv]) + "\n")
+        for p in args.pretrain_seeds:
+            rows = recipe_rows("eegmat-arithmetic", args.part, X, y, units, pool, scored,
+                               args.ks, args.seeds, args.recipes, p, args.cache)  # fmt: skip
+            pd.DataFrame(rows, columns=COLUMNS).to_csv(
+                csv, mode="a", header=not csv.exists(), index=False
+            )
+            logger.info("recipes over pretraining seed %d: %d rows", p, len(rows))
+        return
     if not args.methods:
-        parser.error("--methods is required unless --report is given")
+        parser.error("--methods is required unless --report or --recipes is given")
     try:
         parsed = [(m, *parse_method(m)) for m in args.methods]
     except ValueError as err:
