@@ -7,8 +7,7 @@ import warnings
 import mne
 import numpy as np
 import pytest
-from braindecode.datasets import BaseConcatDataset, RawDataset
-from braindecode.preprocessing import create_fixed_length_windows
+from braindecode.datasets import RawDataset
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
@@ -20,6 +19,7 @@ from braindecode_pars.datasets.adapters import (
     read_windows,
     window_scale,
 )
+from braindecode_pars.datasets.windowing import _fixed_windows
 
 SFREQ, N_EEG, N_TIMES, WINDOW = 100.0, 3, 1000, 200
 
@@ -47,14 +47,8 @@ def make_windows(tmp_path, preload, targets_from="metadata", n_misc=0, mne_epoch
             raw = mne.io.read_raw_fif(file, preload=False, verbose="error")
         description = {"subject": subject, "label": 7 + subject}
         datasets.append(RawDataset(raw, description, target_name="label"))
-    return create_fixed_length_windows(
-        BaseConcatDataset(datasets),
-        window_size_samples=WINDOW,
-        window_stride_samples=WINDOW,
-        on_last_window="drop",
-        preload=preload,
-        targets_from=targets_from,
-        use_mne_epochs=mne_epochs,
+    return _fixed_windows(
+        datasets, WINDOW, preload=preload, targets_from=targets_from, use_mne_epochs=mne_epochs
     )
 
 
@@ -238,10 +232,7 @@ def test_reading_preloaded_windows_allocates_about_the_output_once():
         data = 1e-5 * rng.standard_normal((n_chans, n_times * per_recording))
         raw = mne.io.RawArray(data, mne.create_info(n_chans, SFREQ, "eeg"), verbose="error")
         datasets.append(RawDataset(raw, {"subject": subject}))
-    windows = create_fixed_length_windows(
-        BaseConcatDataset(datasets), window_size_samples=n_times, preload=True,
-        on_last_window="drop",
-    )  # fmt: skip
+    windows = _fixed_windows(datasets, n_times)
     read_windows(windows)  # warm caches (metadata, imports)
     tracemalloc.start()
     try:

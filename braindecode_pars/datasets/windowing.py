@@ -197,15 +197,18 @@ def _long_enough(datasets, size, window_seconds):
     return kept
 
 
-def _preloaded_windows(datasets, size, stride):
-    """Windows of ``size`` samples every ``stride`` samples of ``datasets`` (recordings),
-    loaded in memory; the last window of a recording is dropped where it would not fit."""
+def _fixed_windows(datasets, size, stride=None, preload=True, **options):
+    """Windows of ``size`` samples every ``stride`` samples (None: ``size``, no overlap) of
+    ``datasets`` (recordings), loaded in memory unless ``preload=False``; the last window
+    of a recording is dropped where it would not fit. ``options`` go to braindecode's
+    ``create_fixed_length_windows``."""
     return create_fixed_length_windows(
         BaseConcatDataset(datasets),
         window_size_samples=size,
-        window_stride_samples=stride,
+        window_stride_samples=size if stride is None else stride,
         on_last_window="drop",
-        preload=True,
+        preload=preload,
+        **options,
     )
 
 
@@ -226,7 +229,7 @@ def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=Non
             f"No recording is at least window_seconds={window_seconds} s long "
             f"({size} samples at {sfreq} Hz)."
         )
-    return _preloaded_windows(kept, size, stride)
+    return _fixed_windows(kept, size, stride)
 
 
 def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_seconds):
@@ -238,7 +241,7 @@ def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_second
     kept = _long_enough(recording.datasets, size, window_seconds)
     if not kept:
         return None
-    return _preloaded_windows(kept, size, stride)
+    return _fixed_windows(kept, size, stride)
 
 
 def fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
