@@ -24,9 +24,8 @@ logger = logging.getLogger(__name__)
 
 #: Class codes of the paper's 4-class task.
 PHYSIONET_MI_CLASSES = {"left_fist": 0, "right_fist": 1, "both_fists": 2, "both_feet": 3}
-#: Imagined left vs right fist; imagined both fists vs both feet.
-LEFT_RIGHT_IMAGERY_RUNS = (4, 8, 12)
-FISTS_FEET_IMAGERY_RUNS = (6, 10, 14)
+#: The imagery runs: imagined left vs right fist (4, 8, 12) and imagined both fists vs
+#: both feet (6, 10, 14).
 IMAGERY_RUNS = (4, 6, 8, 10, 12, 14)
 #: Eyes-open and eyes-closed baselines, and the executed (not imagined) movements:
 #: recordings of the same subject that hold no imagery trial.

@@ -192,13 +192,3 @@ DEV_TASKS = {
         ),
     )
 }
-
-
-def scored_subjects():
-    """What any development split scores, by dataset: EEGMAT subjects and PhysioNet-MI
-    subjects. A selection encoder's pretraining data must hold none of them; a test
-    encoder's none of the test splits' (``part="test"``)."""
-    return {
-        "eegmat": {"selection": EEGMAT_SELECTION_SUBJECTS, "test": EEGMAT_TEST_SUBJECTS},
-        "physionet-mi": {"selection": (1,), "test": (1,)},
-    }
