@@ -1,5 +1,6 @@
 import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,7 +28,9 @@ TINY = dict(
 
 
 def test_every_method_runs_on_the_same_footing(tmp_path):
+    plt.close("all")
     scores = run_comparison(tmp_path, ComparisonConfig(**TINY))
+    assert plt.get_fignums() == []  # the figure it wrote to a file is closed
     assert len(scores) == 6 * 3  # the floor and five methods, three held-out blocks
     assert set(scores.method) == {"floor", "scratch", "mae", "mp3", "droppos", "pars"}
     # the same training blocks for every method of a seed and test block

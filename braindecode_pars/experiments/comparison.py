@@ -227,6 +227,7 @@ def run_comparison(out="results/comparison", config=None):
     (out / "table.md").write_text(format_table(summary, config, pretrain_log))
     fig = plot_label_efficiency(summary)
     fig.savefig(out / "label_efficiency.png", dpi=120)
+    plt.close(fig)
     return scores
 
 

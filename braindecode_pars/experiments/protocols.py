@@ -308,6 +308,7 @@ def label_efficiency(split, methods, subject_counts, seeds, params, out):
     )
     fig = plot_lines(summary, "n_subjects", "labelled training patients")
     fig.savefig(out / "label_efficiency.png", dpi=120)
+    plt.close(fig)
     return frame
 
 
@@ -358,6 +359,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
     frame = log.frame()
     fig = plot_subject_bars(frame)
     fig.savefig(out / "per_subject_kappa.png", dpi=120)
+    plt.close(fig)
     return frame
 
 
@@ -426,6 +428,7 @@ def ablation(
     ax.set_ylabel("Cohen's kappa")
     ax.set_title("PARS ablations (mean ± std over seeds)")
     fig.savefig(out / "ablation.png", dpi=120)
+    plt.close(fig)
     return frame
 
 
