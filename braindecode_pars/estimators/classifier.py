@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import warnings
 
+import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -235,6 +237,9 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_labels(data.y)
         with verbose_logging(self.verbose):
             history = None
+            reads = getattr(head, "reads_encoder", None)
+            if stage is not None and reads is not None and not reads(data.groups):
+                stage = self._skip_pretraining(head, data, X_unlabeled)
             if stage is not None:
                 try:
                     stage.fit(data, groups=data.groups, X_unlabeled=X_unlabeled)
@@ -263,6 +268,29 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
         return self
+
+    @staticmethod
+    def _skip_pretraining(head, data, X_unlabeled):
+        """No pretraining when the head reads no encoder for this fit; says why."""
+        n_groups = 0 if data.groups is None else len(np.unique(np.asarray(data.groups)))
+        why = (
+            f"{type(head).__name__}'s fixed recipe has no encoder block and fit has "
+            f"{n_groups} group(s), fewer than the 3 a comparison of recipes with and "
+            "without the encoder needs"
+        )
+        fix = (
+            "to pretrain and use the encoder anyway, set head=PARSProbe() (its fixed recipe "
+            "holds the encoder block)"
+        )
+        if X_unlabeled is not None:
+            warnings.warn(
+                f"Pretraining skipped, so 'X_unlabeled' is not used: {why}; {fix}.",
+                UserWarning,
+                stacklevel=3,
+            )
+        else:
+            logger.info("Pretraining skipped: %s; %s.", why, fix)
+        return None
 
     def _forget(self):
         """Leave the estimator unfitted (an interrupted fit sets nothing, and leaves

@@ -73,6 +73,9 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     encoder : str | Path | PatchEncoder | None
         The frozen encoder: a shipped encoder's name (``"pars-small"``), a saved
         encoder's path, an instance (copied), or None for no encoder block.
+    encoder_block : bool
+        Whether the fixed recipe holds the encoder's block when there is an encoder
+        (``recipe="auto"`` compares recipes with and without it either way).
     recipe : {"fixed", "auto"}
         "fixed": the blocks and ``C`` the parameters give (``encoder``, ``band_power``,
         ``tangent_space``, ``C``). "auto": the recipe of the best inner
@@ -147,6 +150,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         encoder=None,
         *,
         recipe="fixed",
+        encoder_block=True,
         C=100.0,
         band_power=True,
         tangent_space=True,
@@ -158,6 +162,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     ):
         self.encoder = encoder
         self.recipe = recipe
+        self.encoder_block = encoder_block
         self.C = C
         self.band_power = band_power
         self.tangent_space = tangent_space
@@ -174,6 +179,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
 
     def _check_params(self):
         check_option("recipe", self.recipe, ("fixed", "auto"))
+        check_option("encoder_block", self.encoder_block, (False, True))
         check_range("C", self.C, 0, math.inf, low_open=True)
         check_option("band_power", self.band_power, (False, True))
         check_option("tangent_space", self.tangent_space, (False, True))
@@ -223,7 +229,8 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
             batch_size=self.batch_size,
             device=self.device,
         )
-        blocks = ("encoder",) * (encoder is not None) + ("bandpower",) * self.band_power
+        use = encoder is not None and self.encoder_block
+        blocks = ("encoder",) * use + ("bandpower",) * self.band_power
         fixed = Recipe(blocks + ("tangentspace",) * self.tangent_space, float(self.C))
         self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
         if self.recipe == "auto":
@@ -233,8 +240,21 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         self.classes_ = self.probe_.classes_
         return self
 
+    def reads_encoder(self, groups=None):
+        """Whether ``fit`` with these ``groups`` reads the encoder: the fixed recipe holds
+        its block (``encoder_block``), or ``recipe="auto"`` has at least
+        :data:`~braindecode_pars.recipes.MIN_GROUPS` groups to compare recipes with and
+        without it. :class:`~braindecode_pars.PARSClassifier` skips pretraining when
+        not."""
+        if self.encoder_block:
+            return True
+        n_groups = 0 if groups is None else len(pd.unique(np.asarray(groups)))
+        return self.recipe == "auto" and n_groups >= MIN_GROUPS
+
     def _fit_fixed(self, data, params):
         """The probe of the parameters' recipe, fitted on every window."""
+        if not self.encoder_block:
+            params = {**params, "encoder": None}
         make = probe_pipeline if self.align is None else AlignedProbe
         tangent_space = self.tangent_space
         probe = make(**params, band_power=self.band_power, tangent_space=tangent_space, C=self.C)

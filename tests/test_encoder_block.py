@@ -1,0 +1,82 @@
+"""PARSProbe(encoder_block=False): a fixed recipe without the encoder's block, and
+PARSClassifier skipping pretraining when its head reads no encoder for the fit."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe
+
+from .test_recipes import SFREQ, _projection_encoder, _subjects
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_without_the_block_the_fixed_recipe_is_the_probe_without_an_encoder():
+    X, y, groups = _subjects("power")
+    without = PARSProbe(_projection_encoder(), encoder_block=False, sfreq=SFREQ).fit(X, y)
+    none = PARSProbe(None, sfreq=SFREQ).fit(X, y)
+    np.testing.assert_allclose(without.predict_proba(X), none.predict_proba(X))
+    assert not without.recipe_.encoder
+
+
+def test_auto_still_compares_the_encoder_block_it_does_not_fix():
+    X, y, groups = _subjects("offset")  # only the encoder sees the label
+    probe = PARSProbe(_projection_encoder(), recipe="auto", encoder_block=False, sfreq=SFREQ)
+    probe.fit(X, y, groups=groups)
+    assert probe.recipe_.encoder and probe.encoder_gain_ > 30
+
+
+@pytest.mark.parametrize(
+    ("recipe", "block", "n_groups", "reads"),
+    [
+        ("fixed", True, 1, True),
+        ("fixed", False, 4, False),
+        ("auto", False, 2, False),
+        ("auto", False, 3, True),
+        ("auto", True, 0, True),
+    ],
+)
+def test_reads_encoder(recipe, block, n_groups, reads):
+    groups = None if n_groups == 0 else np.repeat(np.arange(n_groups), 4)
+    assert PARSProbe(recipe=recipe, encoder_block=block).reads_encoder(groups) is reads
+
+
+def _count_pretraining(monkeypatch):
+    calls = []
+    original = PARSPretrainer.fit
+
+    def fit(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PARSPretrainer, "fit", fit)
+    return calls
+
+
+def test_the_classifier_does_not_pretrain_for_a_head_that_reads_no_encoder(monkeypatch, caplog):
+    X, y, groups = _subjects("power", sizes=(16, 16))
+    calls = _count_pretraining(monkeypatch)
+    head = PARSProbe(recipe="auto", encoder_block=False)
+    stage = PARSPretrainer(steps=2, emb_dim=16, depth=1, n_heads=2, ff_dim=16, valid_fraction=None)
+    clf = PARSClassifier(stage, head, sfreq=SFREQ, random_state=0, verbose=1)
+    with caplog.at_level(logging.INFO, logger="braindecode_pars"):
+        clf.fit(X, y, groups=groups)
+    assert calls == [] and clf.encoder_ is None and clf.pretrainer_ is None
+    assert any("Pretraining skipped" in r.getMessage() for r in caplog.records)
+    expected = PARSProbe(None, sfreq=SFREQ, random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(clf.predict_proba(X), expected)
+    with pytest.warns(UserWarning, match="'X_unlabeled' is not used"):
+        clf.fit(X, y, groups=groups, X_unlabeled=X)
+
+
+def test_the_classifier_pretrains_when_auto_has_groups_to_compare(monkeypatch):
+    X, y, groups = _subjects("power")  # four groups
+    calls = _count_pretraining(monkeypatch)
+    head = PARSProbe(recipe="auto", encoder_block=False)
+    stage = PARSPretrainer(steps=2, emb_dim=16, depth=1, n_heads=2, ff_dim=16, valid_fraction=None)
+    clf = PARSClassifier(stage, head, sfreq=SFREQ, random_state=0, verbose=0)
+    clf.fit(X, y, groups=groups)
+    assert calls == [1] and clf.encoder_ is not None
+    assert clf.head_.recipe_scores_ is not None
