@@ -286,7 +286,7 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--pretrain-seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=[])
-    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv")
+    parser.add_argument("--out", type=Path, help="prefix of the .csv (not with --report)")
     parser.add_argument(
         "--cache", type=Path, default=Path(__file__).parent / ".cache" / "few_labels"
     )
@@ -305,6 +305,8 @@ def main(argv=None):
     if args.report:
         write_report(args.part, Path(__file__).parent / "results")
         return
+    if args.out is None:
+        parser.error("--out is required unless --report is given")
     if args.recipes:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
         torch.set_num_threads(args.threads)
@@ -392,10 +394,6 @@ def main(argv=None):
                         )
 
 
-if __name__ == "__main__":
-    main()
-
-
 # -- the report: this script's rows beside bench_dev_tasks.py's reference rows ---------
 
 #: Row names in the report, by (source, method): each named for what it is.
@@ -433,7 +431,7 @@ def joined_rows(part, results):
     ref = pd.read_csv(results / f"dev_tasks_{part}.csv", dtype={"k": str, "units": str})
     ref = ref[ref.method.isin(REFERENCE_ROWS)].copy()
     encoder = "pars-small" if part == "test" else "pars-selection"
-    ref["row"] = ref.method.map(REFERENCE_ROWS).str.format(encoder=encoder)
+    ref["row"] = [REFERENCE_ROWS[m].format(encoder=encoder) for m in ref.method]
     ref["pretrain_seed"], ref["pretrain_seconds"] = -1, 0.0
     mine["row"] = mine.method.map(ROW_NAMES)
     df = pd.concat([ref, mine], ignore_index=True)
@@ -489,8 +487,9 @@ def lowest_k_table(s, tasks):
             mean = f"{over.mean():.3f} ± {over.std(ddof=1):.3f} (pretraining seeds)"
         else:
             mean = f"{np.mean([g.loc[t, 'mean'] for t in tasks]):.3f}"
-        seconds = g.seconds.median()
-        lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} | {seconds:.0f} |")
+        mine = row in ROW_NAMES.values()  # the reference rows' features were computed once
+        seconds = f"{g.seconds.median():.0f}" if mine else ""
+        lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} | {seconds} |")
     return lines
 
 
@@ -523,6 +522,49 @@ def decision(s, tasks):
     ]
 
 
+def recipe_table(df):
+    """Markdown lines: each probe recipe and ``recipe="auto"`` over the in-domain
+    encoders on EEGMAT's selection split, per budget and k (mean over draws, then ±
+    std over pretraining seeds), and rule 3 of docs/benchmarks/few_labels.rst."""
+    df = df.assign(
+        budget=df.method.str.extract(r"\[(\d+)\]")[0].astype(int),
+        recipe=df.method.str.split(" recipe ").str[1],
+    )
+    ks = sorted(df.k.unique(), key=lambda k: (k == "all", int(k) if k != "all" else 0))
+    lines = [
+        "## The probe's recipes over the in-domain encoders (EEGMAT, rule 3)",
+        "",
+        "Mean over the distinct labelled sets per pretraining seed, then mean ± std over "
+        "the seeds; "
+        "`auto`: chosen per draw by inner leave-one-group-out on the labelled subjects.",
+        "",
+        "| budget | recipe | " + " | ".join(f"k = {k}" for k in ks) + " | mean over ks |",
+        "|---|---|" + "---|" * (len(ks) + 1),
+    ]
+    verdict = []
+    for budget, g in df.groupby("budget"):
+        means = {}
+        for recipe, h in g.groupby("recipe", sort=False):
+            per = (  # each distinct labelled set once, then its pretraining seed
+                h.groupby(["k", "pretrain_seed", "units"]).balanced_accuracy.mean()
+                .groupby(["k", "pretrain_seed"]).mean().unstack("k")
+            )  # fmt: skip
+            cells = [f"{per[k].mean():.3f} ± {per[k].std(ddof=1):.3f}" for k in ks]
+            means[recipe] = per[ks].mean(axis=1).mean()
+            lines.append(
+                f"| {budget:,} | {recipe} | " + " | ".join(cells) + f" | {means[recipe]:.3f} |"
+            )
+        fixed = {r: m for r, m in means.items() if r != "auto"}
+        best = max(fixed, key=fixed.get)
+        ok = means["auto"] >= fixed[best] - 0.005
+        verdict.append(
+            f"- {budget:,} steps: auto {means['auto']:.3f} against the best fixed recipe, "
+            f"{best}, {fixed[best]:.3f}: "
+            + ("within 0.005 or above." if ok else "below by more than 0.005.")
+        )
+    return [*lines, "", *verdict, ""]
+
+
 def write_report(part, results):
     """``few_labels_<part>.md`` and ``.png`` from the CSVs."""
     import matplotlib
@@ -540,8 +582,9 @@ def write_report(part, results):
         f"few_labels_{part}.commands (this script's rows) and dev_tasks_{part}.commands "
         "(the floors and probes over a shipped, random or no encoder). Cells: mean ± std "
         "over the distinct labelled sets (with one set, over the seeds); pretrained rows "
-        "average their pretraining seeds first. Seconds: the median fit and predict of a "
-        "row, pretraining included, on one torch thread.",
+        "average their pretraining seeds first. Seconds: the median fit and predict of this "
+        "script's rows, pretraining included, on one torch thread (the reference rows' "
+        "features were computed once per task, so a time per fit is not theirs to give).",
         "",
         "## One labelled unit (k = 1)",
         "",
@@ -550,8 +593,15 @@ def write_report(part, results):
         *lowest_k_table(s, tasks),
         "",
     ]
-    if part == "selection":
+    complete = all(
+        set(tasks) <= set(s[(s.row == ROW_NAMES[m]) & (s.k == "1")].task)
+        for m in ("pars in-domain[1000]", "pars in-domain[3000]")
+    )
+    if part == "selection" and complete and set(tasks) == set(DEV_TASKS):
         lines += decision(s, tasks)
+        recipes_csv = results / "few_labels_selection_recipes.csv"
+        if recipes_csv.exists():
+            lines += recipe_table(pd.read_csv(recipes_csv, dtype={"k": str, "units": str}))
     eeg = s[s.task == "eegmat-arithmetic"]
     ks = sorted(eeg.k.unique(), key=lambda k: (k == "all", int(k) if k != "all" else 0))
     lines += [
@@ -619,3 +669,7 @@ def write_report(part, results):
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=120)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
