@@ -1,3 +1,4 @@
+import io
 import json
 import logging
 import math
@@ -456,8 +457,22 @@ def _package_log_to(monkeypatch):
     package.setLevel(level)
 
 
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal, where tqdm draws its bar."""
+
+    def isatty(self):
+        return True
+
+
+def _stderr_terminal(monkeypatch):
+    """Make ``sys.stderr`` a terminal; the terminal, to read what was written. Called in
+    a test's body: pytest sets its own ``sys.stderr`` again after the fixtures."""
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    return terminal
+
+
 def test_off_a_terminal_the_progress_is_one_plain_line_per_epoch(_package_log_to):
-    import io
     import re
 
     stream = io.StringIO()  # a log redirected to a file: not a terminal
@@ -486,14 +501,7 @@ def test_off_a_terminal_the_progress_is_one_plain_line_per_epoch(_package_log_to
 
 
 def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monkeypatch):
-    import io
-
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    terminal = Terminal()
-    monkeypatch.setattr("sys.stderr", terminal)
+    terminal = _stderr_terminal(monkeypatch)
     handler = _package_log_to(terminal)
     _progress_net(None).fit(ramp_dataset(32))  # None: sys.stderr, at the start of training
     text = terminal.getvalue()
@@ -508,8 +516,6 @@ def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monk
 def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
     _package_log_to, monkeypatch
 ):
-    import io
-
     from braindecode_pars.training.callbacks import progress
 
     stream = io.StringIO()  # a log file
@@ -521,16 +527,9 @@ def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
 
 
 def test_a_loop_on_a_terminal_writes_its_log_lines_above_the_bar(_package_log_to, monkeypatch):
-    import io
-
     from braindecode_pars.training.callbacks import progress
 
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    terminal = Terminal()
-    monkeypatch.setattr("sys.stderr", terminal)
+    terminal = _stderr_terminal(monkeypatch)
     handler = _package_log_to(terminal)
     log = logging.getLogger("braindecode_pars.experiments")
     assert [log.info("fit %d", i) or i for i in progress(range(3), "fits")] == [0, 1, 2]
