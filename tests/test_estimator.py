@@ -24,11 +24,9 @@ from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 
-from .conftest import SMALL_ENCODER
+from .conftest import SMALL_ENCODER, SMALL_FINETUNER, SMALL_PRETRAINER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
-TINY = SMALL_ENCODER
 ESTIMATORS = (PARSClassifier, PARSPretrainer, PARSProbe, PARSFineTuner)
 
 
@@ -37,8 +35,8 @@ def small(pretrainer=PARSPretrainer, **params):
     PARSFineTuner (4 epochs), seeded and quiet, at 50 Hz; ``params`` by scikit-learn's
     nested names (``encoder__max_epochs``, ``head__lr``)."""
     clf = PARSClassifier(
-        pretrainer(**TINY, n_patches=6, max_epochs=2, batch_size=16, verbose=0),
-        PARSFineTuner(strategy="frozen", max_epochs=4, batch_size=16, verbose=0),
+        pretrainer(**SMALL_PRETRAINER),
+        PARSFineTuner(strategy="frozen", **SMALL_FINETUNER),
         sfreq=50,
         random_state=0,
         verbose=0,
@@ -131,12 +129,12 @@ def test_grid_search_over_pretraining_and_fine_tuning_finds_the_rate_that_learns
 
 def test_starts_from_a_saved_encoder_and_refuses_a_mismatched_one(tmp_path):
     X, y = _toy()
-    enc = PatchEncoder(sfreq=50, **TINY)
+    enc = PatchEncoder(sfreq=50, **SMALL_ENCODER)
     save_encoder(enc, tmp_path / "enc.pt")
     clf = small(encoder=tmp_path / "enc.pt").fit(X, y)
     assert clf.pretrain_history_ is None and clf.pretrainer_ is None  # pretraining skipped
     assert clf.encoder_.emb_dim == 16
-    save_encoder(PatchEncoder(sfreq=100, **TINY), tmp_path / "enc100.pt")
+    save_encoder(PatchEncoder(sfreq=100, **SMALL_ENCODER), tmp_path / "enc100.pt")
     with pytest.raises(ValueError, match=r"sfreq=100.* Hz but the windows are at 50.0 Hz"):
         small(encoder=tmp_path / "enc100.pt").fit(X, y)
 
@@ -335,7 +333,7 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
     head = PARSFineTuner(
         strategy="full", max_epochs=8, lr=3e-2, batch_size=64, spatial_drop_prob=0.0, verbose=0
     )
-    encoder = PatchEncoder(sfreq=sfreq, **TINY)
+    encoder = PatchEncoder(sfreq=sfreq, **SMALL_ENCODER)
     clf = PARSClassifier(encoder, head, sfreq=sfreq, random_state=0, verbose=0)
     clf.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])
     tuner = clf.head_
@@ -349,13 +347,13 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
         codes = torch.as_tensor(np.searchsorted(tuner.classes_, y[valid]))
         loss = torch.nn.functional.cross_entropy(logits, codes, weight=tuner.class_weight_)
     np.testing.assert_allclose(loss.item(), losses.min(), rtol=1e-4)
-    exploding = _ExplodingHead(encoder=PatchEncoder(sfreq=sfreq, **TINY), sfreq=sfreq)
+    exploding = _ExplodingHead(encoder=PatchEncoder(sfreq=sfreq, **SMALL_ENCODER), sfreq=sfreq)
     with pytest.raises(ValueError, match=r"'y_valid' holds classes \[9\]"):
         exploding.fit(X[train], y[train], X_valid=X[valid], y_valid=np.full(valid.sum(), 9))
     with pytest.raises(ValueError, match="'X_valid' windows"):
         exploding.fit(X[train], y[train], X_valid=X[valid, :2], y_valid=y[valid])
     with pytest.raises(ValueError, match="'X_valid' chooses the best epoch of a neural head"):
-        PARSClassifier(PatchEncoder(sfreq=sfreq, **TINY), sfreq=sfreq).fit(
+        PARSClassifier(PatchEncoder(sfreq=sfreq, **SMALL_ENCODER), sfreq=sfreq).fit(
             X[train], y[train], X_valid=X[valid], y_valid=y[valid]
         )
 
@@ -386,7 +384,7 @@ def test_the_probe_head_in_cross_validation_over_blocks_of_windows(mi8):
     windows, X, y, sfreq, blocks = mi8
     assert X.shape[1:] == (8, 800)
     torch.manual_seed(0)
-    encoder = PatchEncoder(sfreq=sfreq, **TINY)
+    encoder = PatchEncoder(sfreq=sfreq, **SMALL_ENCODER)
     for align, make in (("groups", AlignedProbe), (None, probe_pipeline)):
         clf = PARSClassifier(encoder, PARSProbe(align=align), verbose=0, random_state=0)
         scores = cross_val_score(

@@ -34,8 +34,6 @@ from ._helpers import slice_cv_scores
 from .conftest import SMALL_ENCODER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-#: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
-TINY = SMALL_ENCODER
 
 
 def fast(pretrainer=PARSPretrainer, **params):
@@ -43,7 +41,7 @@ def fast(pretrainer=PARSPretrainer, **params):
     neural path: one pretraining epoch of batch 128, one frozen fine-tuning epoch of batch
     32, seeded and quiet; ``params`` by nested names."""
     clf = PARSClassifier(
-        pretrainer(**TINY, n_patches=4, max_epochs=1, batch_size=128, verbose=0),
+        pretrainer(**SMALL_ENCODER, n_patches=4, max_epochs=1, batch_size=128, verbose=0),
         PARSFineTuner(strategy="frozen", max_epochs=1, batch_size=32, verbose=0),
         random_state=0,
         verbose=0,
@@ -215,7 +213,7 @@ def test_windows_checks_read_each_window_once_through_the_public_api(mi, monkeyp
 def test_predict_refuses_windows_at_another_sampling_rate(mi):
     windows, _ = mi
     X, y = read_windows(windows).X, read_windows(windows).y
-    clf = PARSClassifier(PatchEncoder(sfreq=100, **TINY), PARSProbe(), sfreq=100).fit(X, y)
+    clf = PARSClassifier(PatchEncoder(sfreq=100, **SMALL_ENCODER), PARSProbe(), sfreq=100).fit(X, y)
     with pytest.raises(ValueError, match=r"'sfreq'=100.0 differs from .* windows \(200.0 Hz"):
         clf.predict(windows)
     with pytest.raises(ValueError, match=r"sampled at 200.0 Hz, but the estimator was fitted"):
@@ -281,7 +279,7 @@ def test_using_an_unfitted_pretrainer_raises_not_fitted():
 
 
 def _truncated(path):
-    save_encoder(PatchEncoder(sfreq=50, **TINY), path)
+    save_encoder(PatchEncoder(sfreq=50, **SMALL_ENCODER), path)
     path.write_bytes(path.read_bytes()[:200])
 
 
