@@ -239,10 +239,10 @@ def load_tusz(
 ):
     """TUSZ v2.0.3: seizure-detection windows labelled from the ``.csv_bi`` files.
 
-    19 channels, 200 Hz, 0.3-75 Hz band-pass, 60 Hz notch, non-overlapping
-    ``window_seconds`` windows. A window is labelled 1 (seizure) when it overlaps a
-    ``seiz`` interval of the term-based annotation by more than
-    ``min_overlap_seconds`` (the paper does not say; any overlap by default), else 0.
+    19 channels, preprocessed and cut into windows as :func:`load_tuab` does. A window
+    is labelled 1 (seizure) when it overlaps a ``seiz`` interval of the term-based
+    annotation by more than ``min_overlap_seconds`` (the paper does not say; any
+    overlap by default), else 0.
     The description holds ``subject``, ``session``, ``segment`` and ``split``
     (official train/dev/eval; the paper's test set is eval).
 
