@@ -80,3 +80,16 @@ def test_the_classifier_pretrains_when_auto_has_groups_to_compare(monkeypatch):
     clf.fit(X, y, groups=groups)
     assert calls == [1] and clf.encoder_ is not None
     assert clf.head_.recipe_scores_ is not None
+
+
+def test_the_default_classifier_is_the_probe_without_an_encoder(monkeypatch):
+    """What the development tasks' selection splits supported
+    (docs/benchmarks/few_labels.rst): no encoder, no pretraining."""
+    X, y, groups = _subjects("power")
+    calls = _count_pretraining(monkeypatch)
+    clf = PARSClassifier(sfreq=SFREQ, random_state=0, verbose=0).fit(X, y, groups=groups)
+    assert calls == [] and clf.encoder_ is None and clf.pretrainer_ is None
+    expected = PARSProbe(None, sfreq=SFREQ, random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(clf.predict_proba(X), expected)
+    with pytest.raises(ValueError, match=r"'encoder' is None \(no encoder\).*PARSPretrainer"):
+        clf.fit(X, y, X_unlabeled=X)

@@ -14,7 +14,7 @@ from .._logging import verbose_logging
 from ..training.seeding import fit_seed
 from ._common import check_labels, load_encoder_param, read_input, three_d_tags
 from .finetuner import STRATEGIES, PARSFineTuner
-from .pretrainer import PARSPretrainer, as_sources
+from .pretrainer import as_sources
 from .probe import PARSProbe
 
 logger = logging.getLogger(__name__)
@@ -27,9 +27,9 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     A meta-estimator of two stages, as scikit-learn's ``Pipeline`` composes steps:
 
     - the **encoder stage**: a :class:`~braindecode_pars.PARSPretrainer` (PARS or a
-      baseline pretext task on ``X`` and ``X_unlabeled``; the default), or an encoder
-      used as it is: a shipped name (``"pars-small"``), a saved encoder's path, a
-      :class:`~braindecode_pars.PatchEncoder`;
+      baseline pretext task on ``X`` and ``X_unlabeled``), an encoder used as it is (a
+      shipped name, ``"pars-small"``, a saved encoder's path, a
+      :class:`~braindecode_pars.PatchEncoder`), or None (the default): no encoder;
     - the **head**: a :class:`~braindecode_pars.PARSProbe` (a logistic regression over
       the frozen encoder's features, log band power and the tangent space; the
       default) or a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning,
@@ -44,17 +44,22 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     or skorch ``SliceDataset`` of them, the item lists scikit-learn makes of
     windows, or ``mne.Epochs`` (read in microvolts, as braindecode does).
 
-    **What to expect**: the default pretrains for minutes on a CPU, then fits the
-    probe in seconds. How each encoder and head scores against classical features
-    and the field's compact networks is on the benchmarks page
-    (``docs/benchmarks.rst``): compare with ``PARSProbe()`` (no encoder) on your data.
+    **What to expect**: ``PARSClassifier()`` is the probe over log band power and the
+    tangent space, with no encoder: on the development tasks' selection splits, an
+    encoder pretrained on the task's own unlabelled data did not raise the probe by a
+    point, so the default does not spend minutes pretraining one
+    (``docs/benchmarks/few_labels.rst``). ``encoder=PARSPretrainer()`` pretrains on
+    ``X`` and ``X_unlabeled`` for minutes on a CPU and adds the encoder's block; with
+    ``head=PARSProbe(recipe="auto")`` and three subjects or more, ``fit`` says by
+    inner cross-validation whether that block helps on your labels.
 
     Parameters
     ----------
     encoder : PARSPretrainer | str | Path | PatchEncoder | None
-        None: ``PARSPretrainer()``, pretraining with the package's defaults inside
-        ``fit``. An estimator whose ``fit(X, groups=..., X_unlabeled=...)`` sets
-        ``encoder_``; or an encoder used as it is (no pretraining).
+        None: no encoder (the head without an encoder block; no pretraining).
+        ``PARSPretrainer(...)``, or any estimator whose ``fit(X, groups=...,
+        X_unlabeled=...)`` sets ``encoder_``: pretraining inside ``fit``. An encoder
+        used as it is: a shipped name, a saved encoder's path, a ``PatchEncoder``.
     head : PARSProbe | PARSFineTuner | {"probe", "full", "frozen", "lp-ft"} | estimator | None
         None or "probe": ``PARSProbe()``; "full", "frozen", "lp-ft":
         ``PARSFineTuner(strategy=...)``; or a classifier taking ``encoder``.
@@ -68,10 +73,10 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    encoder_ : PatchEncoder
-        The encoder the head got (pretrained here, or the one given).
+    encoder_ : PatchEncoder | None
+        The encoder the head got (pretrained here, or the one given; None without).
     pretrainer_ : estimator | None
-        The fitted encoder stage (None when an encoder was given).
+        The fitted encoder stage (None when an encoder, or none, was given).
     n_target_unlabeled_ : int
         How many ``X_target_unlabeled`` windows pretraining read (0 without them).
     pretrain_history_ : skorch History | None
@@ -106,8 +111,7 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def set_params(self, **params):
         """scikit-learn's ``set_params``; a nested name (``encoder__depth``, ``head__C``)
-        of a stage that is not an estimator (None, the default made at ``fit``; an
-        encoder or its name) is refused at once, saying how to give the stage."""
+        of a stage that is not an estimator (None; an encoder or its name) is refused at once, saying how to give the stage."""
         for key in params:
             stage, nested, name = key.partition("__")
             if not nested or stage not in ("encoder", "head"):
@@ -127,7 +131,9 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     # -- the stages ----------------------------------------------------------------------
     def _encoder_stage(self):
         """(a clone of the pretraining stage, None) or (None, the given encoder)."""
-        value = PARSPretrainer() if self.encoder is None else self.encoder
+        value = self.encoder
+        if value is None:
+            return None, None
         if hasattr(value, "fit") and hasattr(value, "get_params"):
             return self._cloned(value), None
         return None, load_encoder_param(value, "encoder", allow_none=False)
@@ -218,18 +224,20 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "head=PARSFineTuner(...)."
             )
         if X_unlabeled is not None and stage is None:
+            used = "None (no encoder)" if encoder is None else "an encoder used as it is"
             raise ValueError(
-                "'X_unlabeled' feeds pretraining, but 'encoder' is an encoder used as it is; "
-                "leave 'X_unlabeled' as None, or set encoder=PARSPretrainer(...)."
+                f"'X_unlabeled' feeds pretraining, but 'encoder' is {used}; leave "
+                "'X_unlabeled' as None, or set encoder=PARSPretrainer(...)."
             )
         n_target = 0 if X_target_unlabeled is None else len(X_target_unlabeled)
         if X_target_unlabeled is not None and stage is None:
             logger.warning(
-                "'X_target_unlabeled' (%d windows) is not used: 'encoder' is an encoder used "
-                "as it is; set encoder=PARSPretrainer(...) to pretrain on them, or "
+                "'X_target_unlabeled' (%d windows) is not used: 'encoder' is %s; set "
+                "encoder=PARSPretrainer(...) to pretrain on them, or "
                 "encoder=PARSPretrainer(init_encoder=<this encoder>, steps=500) to adapt it "
                 "to them.",
                 n_target,
+                "None (no encoder)" if encoder is None else "an encoder used as it is",
             )
         elif X_target_unlabeled is not None:
             X_unlabeled = [*as_sources(X_unlabeled), X_target_unlabeled]
