@@ -142,3 +142,17 @@ def compared_checkouts(parser, before, needs):
     if not (Path(before) / needs).is_file():
         parser.error(f"--before {before} is not a checkout of braindecode-pars")
     return {"before": Path(before).resolve(), "after": ROOT}
+
+
+def append_score(csv, columns, y_true, y_pred, **row):
+    """Append one scored row to a resumable CSV (header on the first row): the row's
+    keys, and the balanced accuracy and Cohen's kappa of ``y_pred``. Returns the row."""
+    import pandas as pd
+    from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+
+    row.update(
+        balanced_accuracy=balanced_accuracy_score(y_true, y_pred),
+        kappa=cohen_kappa_score(y_true, y_pred),
+    )
+    pd.DataFrame([row], columns=columns).to_csv(csv, mode="a", header=not csv.exists(), index=False)
+    return row

@@ -71,12 +71,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from _measure import machine
+from _measure import append_score, machine
 from _pretext import SHARED
 from pyriemann.estimation import Covariances
 from pyriemann.tangentspace import TangentSpace
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+from sklearn.metrics import balanced_accuracy_score
 from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars.align import align_covariances, align_features
@@ -460,20 +460,11 @@ def main(argv=None):
                         pred = fit_deep(method, args.encoder, X, train, test, units, sfreq, seed)
                     else:
                         raise ValueError(f"Unknown method {method!r}.")
-                    row = dict(
-                        task=name,
-                        part=args.part,
-                        method=method,
-                        k=k,
-                        seed=seed,
-                        units=" ".join(map(str, labelled)),
-                        balanced_accuracy=balanced_accuracy_score(_y[test], pred),
-                        kappa=cohen_kappa_score(_y[test], pred),
-                        seconds=time.perf_counter() - start,
-                    )
-                    pd.DataFrame([row], columns=COLUMNS).to_csv(
-                        csv, mode="a", header=not csv.exists(), index=False
-                    )
+                    units_ = " ".join(map(str, labelled))
+                    row = append_score(
+                        csv, COLUMNS, _y[test], pred, task=name, part=args.part, method=method,
+                        k=k, seed=seed, units=units_, seconds=time.perf_counter() - start,
+                    )  # fmt: skip
                     logger.info(
                         "%s %s k=%s seed=%d: %.3f", name, method, k, seed, row["balanced_accuracy"]
                     )

@@ -58,6 +58,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from _measure import append_score
 from bench_dev_tasks import load_task, split
 from braindecode.util import set_random_seeds
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
@@ -170,15 +171,13 @@ def compact_network(name, n_chans, n_times, n_classes, y_train, seed):
     from skorch.callbacks import LRScheduler
 
     cls = {"EEGNet": EEGNet, "ShallowFBCSPNet": ShallowFBCSPNet}[name]
+    signal = dict(n_chans=n_chans, n_outputs=n_classes, n_times=n_times, sfreq=100.0)
     epochs = math.ceil(NETWORK_STEPS / math.ceil(len(y_train) / NETWORK_BATCH))
     counts = np.bincount(y_train, minlength=n_classes).astype(float)
     weight = torch.tensor(len(y_train) / (n_classes * np.maximum(counts, 1)), dtype=torch.float32)
     return EEGClassifier(
         cls,
-        module__n_chans=n_chans,
-        module__n_outputs=n_classes,
-        module__n_times=n_times,
-        module__sfreq=100.0,
+        **{f"module__{k}": v for k, v in signal.items()},
         criterion=torch.nn.CrossEntropyLoss,
         criterion__weight=weight,
         optimizer=torch.optim.AdamW,
@@ -366,22 +365,12 @@ def main(argv=None):
                         start = time.perf_counter()
                         pred, pre = score(kind, steps, X, y, units, train, test, ctx, seed, p)
                         seconds = time.perf_counter() - start
-                        row = dict(
-                            task=name,
-                            part=args.part,
-                            method=method,
-                            k=k,
-                            seed=seed,
-                            pretrain_seed=p,
-                            units=" ".join(map(str, labelled)),
-                            balanced_accuracy=balanced_accuracy_score(y[test], pred),
-                            kappa=cohen_kappa_score(y[test], pred),
-                            seconds=seconds,
+                        row = append_score(
+                            csv, COLUMNS, y[test], pred, task=name, part=args.part,
+                            method=method, k=k, seed=seed, pretrain_seed=p,
+                            units=" ".join(map(str, labelled)), seconds=seconds,
                             pretrain_seconds=pre,
-                        )
-                        pd.DataFrame([row], columns=COLUMNS).to_csv(
-                            csv, mode="a", header=not csv.exists(), index=False
-                        )
+                        )  # fmt: skip
                         logger.info(
                             "%s %s k=%s seed=%d p=%d: %.3f (%.0f s)",
                             name,
@@ -409,7 +398,8 @@ ROW_NAMES = {
     "pars in-domain[3000]": "probe + encoder pretrained on the task's unlabelled pool, 3,000 steps",
     "pars transductive[3000]": "probe + encoder pretrained on the pool and the test subjects' "
     "unlabelled EEG (transductive), 3,000 steps",
-    "pars default in fit": "PARSClassifier() as called: 3,000 steps in fit, then the probe",
+    "pars default in fit": "PARSClassifier(encoder=PARSPretrainer()) as a user calls it: "
+    "3,000 steps in fit, then the probe",
     "pars full fine-tuning": "full fine-tuning of pars-small (PARSFineTuner)",
     "EEGNet": "EEGNet from scratch",
     "ShallowFBCSPNet": "ShallowFBCSPNet from scratch",
