@@ -632,15 +632,26 @@ def write_report(part, results):
     rows = [r for r, g in low.groupby("row", sort=False) if set(tasks) <= set(g.task)]
     means = [low[low.row == r]["mean"].mean() for r in rows]
     order = np.argsort(means)
-    colors = ["tab:gray" if rows[i] in ENCODER_FREE else "tab:blue" for i in order]
+    colors = [
+        "tab:gray"
+        if rows[i] in ENCODER_FREE
+        else "tab:olive"
+        if "random" in rows[i]
+        else "tab:blue"
+        for i in order
+    ]
     a.barh(range(len(rows)), [means[i] for i in order], color=colors)
     for y_pos, i in enumerate(order):
         per_task = low[low.row == rows[i]].set_index("task")["mean"]
         a.plot(per_task.values, [y_pos] * len(per_task), "k.", ms=4)
     a.set_yticks(range(len(rows)), [rows[i] for i in order], fontsize=7)
     a.axvline(0.5, color="k", lw=0.5, ls=":")
+    a.set_xlim(0.2, 1.0)
     a.set_xlabel("balanced accuracy at k = 1 (bar: mean over tasks; dots: each task)")
-    a.set_title(f"{part} split: encoder-free rows grey, PARS rows blue", fontsize=9)
+    a.set_title(
+        f"{part} split: encoder-free rows grey, PARS encoders blue, a random encoder olive",
+        fontsize=9,
+    )
     for row, g in eeg.groupby("row", sort=False):
         g = g.set_index("k").reindex(ks).dropna(subset=["mean"])
         b.errorbar(
