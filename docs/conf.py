@@ -28,11 +28,17 @@ extensions = [
 ]
 
 autosummary_generate = True
+# _templates/autosummary: a page is titled by the object's name, not its full dotted
+# path (the signature under the title gives the path), so that titles and the API
+# sidebar fit; a class page does not repeat its signature as ``__init__``
+templates_path = ["_templates"]
+# the page's table of contents names a method ``fit()``, not ``PARSClassifier.fit()``
+toc_object_entries_show_parents = "hide"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 autodoc_default_options = {"members": True, "inherited-members": False}
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py"]
+exclude_patterns = ["_build", "_templates", "auto_examples/*.ipynb", "auto_examples/*.py"]
 suppress_warnings = ["config.cache"]
 
 sphinx_gallery_conf = {
@@ -53,6 +59,9 @@ html_theme_options = {
     # the others go under "More" (the examples were there, sixth of the toctree)
     "header_links_before_dropdown": 3,
 }
+# headings and page titles break inside a long name rather than run under the sidebar
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 # pages without subpages: no empty "Section Navigation" sidebar
 html_sidebars = dict.fromkeys(
     ["index", "quickstart", "pretraining", "architecture", "scaling", "reproducing", "benchmarks"],
