@@ -55,18 +55,32 @@ html_title = "braindecode-pars"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    # the first pages of the toctree (quick start, examples, API) stay in the top bar,
-    # the others go under "More" (the examples were there, sixth of the toctree)
-    "header_links_before_dropdown": 3,
+    # the first pages of the toctree (quick start, usage, examples, API) stay in the top
+    # bar, the others go under "More"
+    "header_links_before_dropdown": 4,
 }
 # headings and page titles break inside a long name rather than run under the sidebar
 html_static_path = ["_static"]
 html_css_files = ["custom.css"]
 # pages without subpages: no empty "Section Navigation" sidebar
 html_sidebars = dict.fromkeys(
-    ["index", "quickstart", "pretraining", "architecture", "scaling", "reproducing", "benchmarks"],
+    [
+        "index",
+        "quickstart",
+        "usage",
+        "encoders",
+        "oeb",
+        "pretraining",
+        "architecture",
+        "scaling",
+        "reproducing",
+        "benchmarks",
+    ],
     [],
 )
+# the examples: their code and output take the sidebar's width too (the gallery's index
+# and the previous and next links lead from one to the next)
+html_sidebars["auto_examples/*"] = []
 
 
 # -- Signatures ----------------------------------------------------------------------
