@@ -41,13 +41,35 @@ autodoc_default_options = {"members": True, "inherited-members": False}
 exclude_patterns = ["_build", "_templates", "auto_examples/*.ipynb", "auto_examples/*.py"]
 suppress_warnings = ["config.cache"]
 
+
+class ExampleOrder:
+    """The examples in the order to read them: the shipped encoder first."""
+
+    ORDER = [
+        "plot_shipped_encoder.py",
+        "plot_pars_physionet_mi.py",
+        "plot_moabb_comparison.py",
+        "plot_compare_pretext_tasks.py",
+    ]
+
+    def __init__(self, src_dir):
+        self.src_dir = src_dir
+
+    def __call__(self, filename):
+        # examples not listed come last, by file name
+        return (self.ORDER.index(filename) if filename in self.ORDER else len(self.ORDER), filename)
+
+    def __repr__(self):
+        return f"<{type(self).__name__}: {self.ORDER}>"
+
+
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "download_all_examples": False,
     "remove_config_comments": True,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": ExampleOrder,
 }
 
 html_theme = "pydata_sphinx_theme"
