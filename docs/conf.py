@@ -10,6 +10,10 @@ from docutils import nodes
 from sphinx.util import inspect as sphinx_inspect
 
 sys.path.insert(0, os.path.abspath(".."))
+# tqdm writes every refresh of a progress bar as a new line where its output is not a
+# terminal: an example's output on its page would be a page of progress bars. tqdm
+# reads the variable when it is imported, so before the package is.
+os.environ.setdefault("TQDM_DISABLE", "1")
 
 import braindecode_pars  # noqa: E402
 

@@ -28,11 +28,14 @@ example, not a benchmark. It needs the ``[moabb]`` extra
 # MOABB's ``PhysionetMI`` reads PhysioNet's files through MNE's ``eegbci`` folder
 # layout. The package bundles subject 1 in that layout, so pointing MNE's eegbci path
 # at it (and telling MOABB to use the dataset's own files rather than its NEMAR
-# mirror) lets MOABB find every file in place: nothing is downloaded.
+# mirror) lets MOABB find every file in place: nothing is downloaded. MNE's messages
+# and the deprecation warnings of MOABB's own calls (to MNE, to h5py) are turned off.
 import logging
 import os
+import warnings
 
 import matplotlib.pyplot as plt
+import mne
 from moabb.datasets import PhysionetMI
 from moabb.evaluations import WithinSessionEvaluation
 from moabb.paradigms import LeftRightImagery
@@ -48,6 +51,8 @@ from braindecode_pars.datasets.physionet_mi import bundled_data_path
 from braindecode_pars.moabb import MOABBAdapter, moabb_pipeline
 
 logging.getLogger("moabb").setLevel(logging.WARNING)
+mne.set_log_level("ERROR")  # MNE warns through its logger
+warnings.filterwarnings("ignore", module="moabb")
 os.environ["MNE_DATASETS_EEGBCI_PATH"] = str(bundled_data_path())
 os.environ["MOABB_DOWNLOAD_PROVIDER"] = "upstream"
 
@@ -96,7 +101,7 @@ ax.barh(ordered.index, ordered["ROC-AUC"], color="tab:blue")
 ax.axvline(0.5, color="grey", linestyle="--", label="chance")
 ax.set_xlim(0, 1)
 ax.set_xlabel("ROC-AUC (5-fold, within session)")
-ax.set_title("PhysioNet-MI S001, left vs right fist imagery (MOABB)")
+fig.suptitle("PhysioNet-MI S001, left vs right fist imagery (MOABB)")
 ax.legend(loc="lower right")
 fig.tight_layout()
 plt.show()
@@ -104,5 +109,5 @@ plt.show()
 # %%
 # Scored this way, with 36 training trials a fold, the classical pipelines set the
 # bar. Compare the two PARS rows with each other to see what the encoder block adds
-# over band power and the tangent space on your own data; the benchmarks page
-# (``docs/benchmarks.rst``) has the same comparison over more subjects and tasks.
+# over band power and the tangent space on your own data; :doc:`/benchmarks` has the
+# same comparison over more subjects and tasks.
