@@ -50,9 +50,10 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator | None
-        The classifier to fit on the prepared trials. None:
-        ``PARSClassifier(encoder="pars-small", verbose=0)``. When it has an ``sfreq``
-        parameter left as None, the adapter sets it to the rate it hands over.
+        The classifier to fit on the prepared trials (any classifier of windows, the
+        floors of :mod:`braindecode_pars.floor` too). None:
+        ``PARSClassifier(encoder="pars-small", verbose=0)``. When it, or a step of it, has
+        an ``sfreq`` parameter left as None, the adapter sets it to the rate it hands over.
     sfreq : float | None
         Sampling rate of array input (MOABB's ``dataset.interval`` trials keep the
         dataset's rate, e.g. 160 Hz for ``PhysionetMI``); read from ``mne.Epochs``.
@@ -132,9 +133,15 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             estimator = PARSClassifier(encoder="pars-small", verbose=0)
         else:
             estimator = clone(self.estimator)
-        params = estimator.get_params(deep=False)
-        if "sfreq" in params and params["sfreq"] is None:
-            estimator.set_params(sfreq=rate)
+        # the estimator's own sfreq, or its steps' (a pipeline: the classical floors)
+        unset = {
+            name: rate
+            for name, value in estimator.get_params(deep=True).items()
+            if (name == "sfreq" or name.endswith("__sfreq")) and value is None
+        }
+        if "sfreq" in unset:
+            unset = {"sfreq": rate}
+        estimator.set_params(**unset)
         return estimator
 
     def fit(self, X, y, X_target_unlabeled=None):

@@ -98,16 +98,23 @@ def test_adapter_resamples_and_scales_moabb_trials():
     "evaluation", [WithinSessionEvaluation, CrossSessionEvaluation, CrossSubjectEvaluation]
 )
 def test_moabb_evaluations_on_fake_dataset(evaluation, tmp_path):
-    """The three evaluations score the adapter (arrays) beside a PARS pipeline on MOABB's
-    epochs: one row per fold, scores between 0 and 1."""
+    """The three evaluations score the adapter (arrays) over PARS and over the library's
+    classical pipelines, beside a PARS pipeline on MOABB's epochs: one row per fold and
+    pipeline, scores between 0 and 1."""
+    from braindecode_pars.floor import band_power_pipeline, riemann_pipeline
+
     paradigm = LeftRightImagery()
     pipelines = {
         "pars": MOABBAdapter(PARSClassifier(encoder=tiny_encoder(), verbose=0), sfreq=SFREQ),
+        "band power": MOABBAdapter(band_power_pipeline(), sfreq=SFREQ),
+        "tangent space": MOABBAdapter(riemann_pipeline(), sfreq=SFREQ),
     }
     ev = evaluation_of(evaluation, paradigm, fake(), tmp_path)
     results = ev.process(pipelines)
-    assert len(results) > 0
+    assert set(results["pipeline"]) == set(pipelines)
+    assert results.groupby("pipeline").size().nunique() == 1  # the same folds for each
     assert results["score"].between(0, 1).all()
+    results = results[results["pipeline"] == "pars"]
     # the same pipeline on MOABB's epochs (return_epochs=True): the rate is read from them
     ev = evaluation_of(evaluation, paradigm, fake(), tmp_path / "epochs", return_epochs=True)
     epochs_results = ev.process({"pars": moabb_pipeline(tiny_encoder())})
