@@ -27,11 +27,13 @@ demo: install
 compare: install
 	$(VENV)/bin/braindecode-pars compare --out results/comparison
 
+# -W: a warning fails the build (--keep-going lists them all first); docs/README.md
+# says how to look at the pages
 docs: install
-	$(VENV)/bin/sphinx-build -b html docs docs/_build/html
+	$(VENV)/bin/sphinx-build -b html -W --keep-going docs docs/_build/html
 
 benchmark: install
 	$(PY) benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
 
 clean:
-	rm -rf docs/_build docs/auto_examples docs/generated results
+	rm -rf docs/_build docs/auto_examples docs/generated docs/sg_execution_times.rst results
