@@ -74,9 +74,8 @@ import torch
 from _measure import append_score, machine
 from _pretext import SHARED
 from pyriemann.estimation import Covariances
-from pyriemann.tangentspace import TangentSpace
-from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars.align import align_covariances, align_features
@@ -93,11 +92,10 @@ from braindecode_pars.experiments.dev_tasks import (
     MI_TEST_BLOCKS,
 )
 from braindecode_pars.experiments.low_label import draw_subjects
-from braindecode_pars.floor import BandPowerFeatures
+from braindecode_pars.floor import BandPowerFeatures, _logistic
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder, size_of
-from braindecode_pars.probe import BlockScaler, EncoderFeatures
-from braindecode_pars.windows_input import LOGISTIC_MAX_ITER
+from braindecode_pars.probe import BlockScaler, EncoderFeatures, _block_scaling
 
 logger = logging.getLogger("bench_dev_tasks")
 
@@ -205,14 +203,10 @@ def scaled_blocks(blocks, train, test, scaler=BlockScaler):
     first), side by side: (X_train, X_test)."""
     tr, te = [], []
     for F, kind in blocks.values():
-        if kind == "covariances":
-            ts = TangentSpace(metric="riemann").fit(F[train])
-            Ftr, Fte = ts.transform(F[train]), ts.transform(F[test])
-        else:
-            Ftr, Fte = F[train], F[test]
-        fitted = scaler().fit(Ftr)
-        tr.append(fitted.transform(Ftr))
-        te.append(fitted.transform(Fte))
+        steps = _block_scaling(kind)  # the probe's own: the tangent space, BlockScaler
+        scaling = make_pipeline(*steps[:-1], scaler()).fit(F[train])
+        tr.append(scaling.transform(F[train]))
+        te.append(scaling.transform(F[test]))
     return np.hstack(tr), np.hstack(te)
 
 
@@ -513,10 +507,9 @@ def lowest_k(df, metric):
 
 
 def logistic(C, seed):
-    """The probes' and floors' regression: class-balanced, L2 of inverse strength C."""
-    return LogisticRegression(
-        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=seed
-    )
+    """The probes' and floors' regression (the library's: class-balanced, L2 of inverse
+    strength C)."""
+    return _logistic(C, seed)
 
 
 def over_initialisations(low):
