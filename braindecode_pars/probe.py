@@ -7,7 +7,9 @@ pretrained :class:`~braindecode_pars.PatchEncoder`:
 
 - :class:`EncoderFeatures`: each channel of each window through the frozen encoder
   (fixed 1-s patches, full positional embedding), its tokens averaged over patches:
-  ``n_chans * emb_dim`` features per window;
+  ``n_chans * emb_dim`` features per window (``readout`` reads more: the spread over
+  patches, or every block; ``crop_seconds`` keeps long windows' positions in the
+  range the encoder was pretrained on);
 - beside them, optionally, the two classical floors' features: log band power
   (:class:`~braindecode_pars.floor.BandPowerFeatures`), which gives back the absolute
   amplitude that the encoder's instance normalisation removes, and the Riemannian
@@ -34,10 +36,9 @@ from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from ._checks import check_device, check_int
+from ._checks import check_device, check_int, check_option, check_range
 from .datasets.adapters import read_windows
 from .floor import DEFAULT_BANDS, BandPowerFeatures, _logistic
-from .models.classifier import channel_tokens
 from .models.encoder import checked_encoder
 from .windows_input import (
     LabelledPipeline,
@@ -51,9 +52,13 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
 
     Every channel of every window goes through the encoder on its own (fixed 1-s
     patches on a one-patch stride, every patch with its positional embedding, as in
-    fine-tuning); its tokens are averaged over patches. Nothing is trained: ``fit``
-    loads and checks the encoder, ``transform`` computes the features, under
-    ``torch.no_grad`` in float32.
+    fine-tuning); by default its last block's tokens are averaged over patches.
+    Nothing is trained: ``fit`` loads and checks the encoder, ``transform`` computes
+    the features, under ``torch.no_grad`` in float32.
+
+    Token covariance over patches (``emb_dim ** 2`` numbers per channel) is not
+    offered: 4,096 features per channel for a 64-wide encoder, 77,824 for 19 channels,
+    against one labelled subject.
 
     Parameters
     ----------
@@ -65,6 +70,28 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         Sampling rate of the windows (None: read from windows that carry it). It must
         be the encoder's; resample other windows first
         (:func:`~braindecode_pars.datasets.adapters.resample_windows`).
+    readout : {"mean", "mean+std", "blocks"}
+        What is read from each channel's tokens (``F = emb_dim``):
+
+        - ``"mean"``: the last block's tokens (after the encoder's final LayerNorm)
+          averaged over patches, ``F`` features per channel;
+        - ``"mean+std"``: their mean and their standard deviation over patches
+          (``ddof=0``; 0 for a window of one patch), ``2 F`` per channel;
+        - ``"blocks"``: the output of every transformer block, each through the
+          encoder's final LayerNorm, averaged over patches and concatenated from the
+          first block to the last, ``depth * F`` per channel; its last ``F`` are
+          ``"mean"``.
+    crop_seconds : float | None
+        None: each channel's whole window through the encoder at once, its patches at
+        positions 0, 1, 2, ... (a window longer than the crops the encoder was
+        pretrained on, 10 s for the shipped encoders, reaches positions it never saw).
+        A number: windows longer than that are cut into consecutive crops of
+        ``crop_seconds`` (a whole number of patches), the last one shorter if the
+        window is not a whole number of crops; each crop is normalised and encoded on
+        its own (positions from 0, attention within the crop, as in pretraining) and
+        ``readout`` is taken over the tokens of all the crops together. The patches
+        are those of the whole window; a window no longer than ``crop_seconds`` gives
+        the same features as None.
     batch_size : int
         Windows per forward pass.
     device : str
@@ -77,7 +104,8 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     n_chans_ : int
         The number of channels seen in ``fit``.
     n_features_out_ : int
-        ``n_chans_ * encoder_.emb_dim``.
+        ``n_chans_ * encoder_.emb_dim`` times 1 (``"mean"``), 2 (``"mean+std"``) or
+        ``encoder_.depth`` (``"blocks"``).
 
     Examples
     --------
@@ -89,17 +117,31 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     (5, 48)
     """
 
-    def __init__(self, encoder="pars-small", sfreq=None, batch_size=256, device="cpu"):
+    def __init__(
+        self,
+        encoder="pars-small",
+        sfreq=None,
+        batch_size=256,
+        device="cpu",
+        *,
+        readout="mean",
+        crop_seconds=None,
+    ):
         self.encoder = encoder
         self.sfreq = sfreq
         self.batch_size = batch_size
         self.device = device
+        self.readout = readout
+        self.crop_seconds = crop_seconds
 
     def _fit(self, X):
         from .hub import load_encoder
 
         check_int("batch_size", self.batch_size, 1)
         check_device("device", self.device)
+        check_option("readout", self.readout, READOUTS)
+        if self.crop_seconds is not None:
+            check_range("crop_seconds", self.crop_seconds, 0, np.inf, low_open=True)
         windows = read_windows(X, sfreq=self.sfreq, name="X")
         if windows.sfreq is None:
             raise ValueError(
@@ -109,8 +151,20 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         encoder = copy.deepcopy(load_encoder(self.encoder))
         self.encoder_ = checked_encoder(encoder, windows.sfreq, windows.X.shape[-1]).eval()
         self.sfreq_ = float(windows.sfreq)
+        self.crop_size_ = None
+        if self.crop_seconds is not None:
+            size = int(round(self.crop_seconds * self.sfreq_))
+            patch = self.encoder_.patch_size
+            if size < patch or size % patch:
+                raise ValueError(
+                    f"'crop_seconds'={self.crop_seconds} gives crops of {size} samples at "
+                    f"sfreq={self.sfreq_}; they must be a whole number of patches of "
+                    f"{patch} samples (patch_seconds={self.encoder_.patch_seconds})."
+                )
+            self.crop_size_ = size
         self.n_chans_ = windows.X.shape[1]
-        self.n_features_out_ = self.n_chans_ * self.encoder_.emb_dim
+        per_token = {"mean": 1, "mean+std": 2, "blocks": self.encoder_.depth}[self.readout]
+        self.n_features_out_ = self.n_chans_ * self.encoder_.emb_dim * per_token
         return windows.X
 
     def transform(self, X):
@@ -118,8 +172,10 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        features : ndarray, shape (n_windows, n_chans * emb_dim)
-            For each channel in turn, its mean token.
+        features : ndarray, shape (n_windows, n_features_out_)
+            For each channel in turn, its readout (``"mean"``: its mean token;
+            ``"mean+std"``: the mean token, then the standard deviation; ``"blocks"``:
+            the mean token of each block, first to last).
         """
         check_is_fitted(self, "encoder_")
         X = read_windows(X, sfreq=self.sfreq_, name="X").X
@@ -139,10 +195,52 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
                         np.asarray(X[start : start + self.batch_size], dtype=np.float32),
                         device=self.device,
                     )
-                    out.append(channel_tokens(encoder, batch).flatten(1).cpu().numpy())
+                    out.append(self._batch_features(encoder, batch).cpu().numpy())
         finally:
             self.encoder_.cpu()  # kept on the CPU between calls: it pickles anywhere
         return np.concatenate(out).astype(np.float64)
+
+    def _batch_features(self, encoder, X):
+        """(batch, n_chans, n_times) -> (batch, n_features_out_)."""
+        B, C, T = X.shape
+        flat = X.reshape(B * C, 1, T)
+        crop = T if self.crop_size_ is None else self.crop_size_
+        # each crop's tokens of each block read, (B * C, n_patches, emb_dim), then the
+        # crops' patches side by side
+        crops = [
+            channel_block_tokens(encoder, flat[..., s : s + crop], self.readout == "blocks")
+            for s in range(0, T, crop)
+            if s == 0 or T - s >= encoder.patch_size
+        ]
+        blocks = [torch.cat(parts, dim=1) for parts in zip(*crops, strict=True)]
+        if self.readout == "mean+std":
+            (tokens,) = blocks
+            read = [tokens.mean(dim=1), tokens.std(dim=1, unbiased=False)]
+        else:
+            read = [tokens.mean(dim=1) for tokens in blocks]
+        return torch.cat(read, dim=-1).view(B, -1)
+
+
+#: The readouts of :class:`EncoderFeatures`.
+READOUTS = ("mean", "mean+std", "blocks")
+
+
+def channel_block_tokens(encoder, X, every_block=False):
+    """The tokens of single-channel windows ``X`` (batch, 1, n_times): fixed patches on
+    a one-patch stride, the full positional embedding, as ``encoder(X)``; a list of
+    one tensor (batch, n_patches, emb_dim), the encoder's output, or with
+    ``every_block`` one per transformer block, each through the encoder's final
+    LayerNorm (the last is the encoder's output)."""
+    if not every_block:
+        return [encoder(X)]
+    encoder.check_input(X)
+    starts = encoder.fixed_starts(X.shape[-1], device=X.device)
+    tokens = encoder.tokenize(X, starts) + encoder.position_embedding(starts)
+    out = []
+    for block in encoder.blocks:
+        tokens = block(tokens)
+        out.append(encoder.norm(tokens))
+    return out
 
 
 class BlockScaler(StandardScaler):
@@ -169,12 +267,17 @@ class BlockScaler(StandardScaler):
         return super().inverse_transform(np.asarray(X) * np.sqrt(self.n_features_in_), copy=copy)
 
 
-def _raw_blocks(who, encoder, sfreq, band_power, bands, tangent_space, batch_size, device):
+def _raw_blocks(
+    who, encoder, sfreq, band_power, bands, tangent_space, batch_size, device, **readout
+):
     """(name, steps from windows to the block's raw features, kind) of each block on,
-    kind "features" or "covariances"; ``who`` names the caller in the error."""
+    kind "features" or "covariances"; ``who`` names the caller in the error;
+    ``readout``: ``readout`` and ``crop_seconds`` of :class:`EncoderFeatures`."""
     blocks = []
     if encoder is not None:
-        features = EncoderFeatures(encoder, sfreq=sfreq, batch_size=batch_size, device=device)
+        features = EncoderFeatures(
+            encoder, sfreq=sfreq, batch_size=batch_size, device=device, **readout
+        )
         blocks.append(("encoder", [features], "features"))
     if band_power:
         bands = DEFAULT_BANDS if bands is None else bands
@@ -213,6 +316,8 @@ def probe_pipeline(
     random_state=None,
     batch_size=256,
     device="cpu",
+    readout="mean",
+    crop_seconds=None,
 ):
     """A logistic regression over a frozen encoder's features and classical features.
 
@@ -235,7 +340,7 @@ def probe_pipeline(
         Inverse L2 strength of the logistic regression.
     random_state : int | None
         Seed of the logistic regression's solver.
-    batch_size, device
+    batch_size, device, readout, crop_seconds
         Of :class:`EncoderFeatures`.
 
     Returns
@@ -261,8 +366,9 @@ def probe_pipeline(
     1.0
     """
     raw = _raw_blocks(
-        "probe_pipeline", encoder, sfreq, band_power, bands, tangent_space, batch_size, device
-    )
+        "probe_pipeline", encoder, sfreq, band_power, bands, tangent_space, batch_size, device,
+        readout=readout, crop_seconds=crop_seconds,
+    )  # fmt: skip
     blocks = [(name, make_pipeline(*steps, *_block_scaling(kind))) for name, steps, kind in raw]
     model = _logistic(C, random_state)
     return LabelledPipeline([("features", FeatureUnion(blocks)), ("logisticregression", model)])

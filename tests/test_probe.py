@@ -352,3 +352,111 @@ def test_pars_probe_leaves_the_given_encoder_alone_and_clones():
     assert encoder.training and clone(probe).get_params()["encoder"] is not encoder
     for k, v in encoder.state_dict().items():
         assert torch.equal(v, before[k])
+
+
+def _tokens_by_hand(encoder, x):
+    """Every block's tokens of single-channel windows x (n, 1, T), by the encoder's
+    own steps: normalise, cut 1-patch-stride patches, tokenize, add the sinusoidal
+    embedding, each block, the final LayerNorm."""
+    encoder.eval()
+    with torch.no_grad():
+        x = torch.as_tensor(x, dtype=torch.float32)
+        x = (x - x.mean(-1, keepdim=True)) / x.std(-1, unbiased=False, keepdim=True)
+        M = encoder.patch_size
+        n = x.shape[-1] // M
+        patches = x[:, 0, : n * M].reshape(len(x), n, M)
+        tokens = encoder.tokenizer(patches) + encoder.position_embedding(torch.arange(n) * M)
+        out = []
+        for block in encoder.blocks:
+            tokens = block(tokens)
+            out.append(encoder.norm(tokens).numpy())
+    return out
+
+
+def test_encoder_features_readouts_equal_numpy_of_the_tokens():
+    torch.manual_seed(3)
+    encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=3, n_heads=2, ff_dim=32)
+    X = np.random.default_rng(5).standard_normal((5, 2, 430)).astype(np.float32)
+    by_channel = [_tokens_by_hand(encoder, X[:, [c]]) for c in range(2)]
+    mean = EncoderFeatures(encoder, sfreq=100).fit_transform(X)
+    expected = np.concatenate([b[-1].mean(axis=1) for b in by_channel], axis=1)
+    np.testing.assert_allclose(mean, expected, rtol=1e-4, atol=1e-5)
+
+    step = EncoderFeatures(encoder, sfreq=100, readout="mean+std", batch_size=2)
+    both = step.fit_transform(X)
+    expected = np.concatenate(
+        [np.concatenate([b[-1].mean(axis=1), b[-1].std(axis=1)], axis=1) for b in by_channel],
+        axis=1,
+    )
+    assert both.shape == (5, step.n_features_out_) == (5, 2 * 2 * 16)
+    np.testing.assert_allclose(both, expected, rtol=1e-4, atol=1e-5)
+
+    step = EncoderFeatures(encoder, sfreq=100, readout="blocks")
+    blocks = step.fit_transform(X)
+    expected = np.concatenate(
+        [np.concatenate([t.mean(axis=1) for t in b], axis=1) for b in by_channel], axis=1
+    )
+    assert blocks.shape == (5, step.n_features_out_) == (5, 2 * 3 * 16)
+    np.testing.assert_allclose(blocks, expected, rtol=1e-4, atol=1e-5)
+    # each channel's last block is the default readout
+    last = blocks.reshape(5, 2, 3, 16)[:, :, -1].reshape(5, -1)
+    np.testing.assert_allclose(last, mean, rtol=1e-5, atol=1e-6)
+
+
+def test_encoder_features_crops_keep_positions_in_range():
+    encoder = small_encoder(6)
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((4, 2, 1000)).astype(np.float32)
+    for readout in ("mean", "mean+std", "blocks"):
+        plain = EncoderFeatures(encoder, sfreq=100, readout=readout).fit_transform(X)
+        # a window of exactly one crop, or shorter: the same features
+        for crop in (10, 10.0, 20):
+            cropped = EncoderFeatures(
+                encoder, sfreq=100, readout=readout, crop_seconds=crop
+            ).fit_transform(X)
+            np.testing.assert_array_equal(cropped, plain)
+    # 25.5 s cut into 10 + 10 + 5 s (the last half patch dropped, as without crops):
+    # the readout over the tokens of the three crops, each encoded on its own
+    long = rng.standard_normal((3, 1, 2550)).astype(np.float32)
+    tokens = np.concatenate(
+        [_tokens_by_hand(encoder, long[..., s : s + 1000])[-1] for s in (0, 1000, 2000)],
+        axis=1,
+    )
+    assert tokens.shape[1] == 25
+    step = EncoderFeatures(encoder, sfreq=100, readout="mean+std", crop_seconds=10)
+    np.testing.assert_allclose(
+        step.fit_transform(long),
+        np.concatenate([tokens.mean(axis=1), tokens.std(axis=1)], axis=1),
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    # without crops the positions run to 24 and the features differ
+    plain = EncoderFeatures(encoder, sfreq=100, readout="mean+std").fit_transform(long)
+    assert not np.allclose(plain, step.transform(long), atol=1e-3)
+
+
+def test_encoder_features_refuse_bad_readouts_and_crops():
+    X = np.random.default_rng(8).standard_normal((3, 2, 400))
+    with pytest.raises(ValueError, match="'readout'.*'mean', 'mean\\+std' and 'blocks'"):
+        EncoderFeatures(small_encoder(), sfreq=100, readout="max").fit(X)
+    with pytest.raises(ValueError, match="'crop_seconds' must lie in"):
+        EncoderFeatures(small_encoder(), sfreq=100, crop_seconds=0).fit(X)
+    with pytest.raises(TypeError, match="'crop_seconds' must be a number"):
+        EncoderFeatures(small_encoder(), sfreq=100, crop_seconds="10").fit(X)
+    for crop in (2.5, 0.5):
+        with pytest.raises(ValueError, match="'crop_seconds'.*whole number of patches"):
+            EncoderFeatures(small_encoder(), sfreq=100, crop_seconds=crop).fit(X)
+
+
+def test_probe_pipeline_passes_the_readout_on():
+    probe = probe_pipeline(small_encoder(), sfreq=100, readout="blocks", crop_seconds=10)
+    step = probe.named_steps["features"].named_transformers["encoder"].steps[0][1]
+    assert (step.readout, step.crop_seconds) == ("blocks", 10)
+    assert (
+        probe_pipeline(small_encoder(), sfreq=100)
+        .named_steps["features"]
+        .named_transformers["encoder"]
+        .steps[0][1]
+        .readout
+        == "mean"
+    )
