@@ -20,7 +20,10 @@ Rows. ``floor (band power)`` and ``floor (tangent space)`` are
 :func:`~braindecode_pars.probe.probe_pipeline` with the blocks ``enc`` (the encoder's
 features), ``rand`` (the same architecture, randomly initialised: the recipe without
 pretraining; ``rand1``, ``rand2``, ... other initialisations, seeds 1, 2, ..., for the
-spread over them), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
+spread over them), ``encstd`` and ``encblocks`` (the encoder read otherwise:
+``EncoderFeatures(readout="mean+std")``, the mean and standard deviation of the tokens
+over patches, and ``readout="blocks"``, every block's mean token; computed only for rows
+that name them), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
 ``cv``: chosen among 0.1, 1, 10, 100 by leave-one-group-out over the labelled units
 when there are at least two (balanced accuracy), else 1; a third field ``aligned``
 (``probe[enc+bp+ts, 100, aligned]``) aligns each unit (subject or block), labelled
@@ -315,19 +318,28 @@ def random_block_seed(name):
     return None
 
 
+#: The blocks that read the encoder otherwise than its mean token, and their
+#: ``EncoderFeatures`` readout.
+READOUT_BLOCKS = {"encstd": "mean+std", "encblocks": "blocks"}
+
+
 def block_order(names):
-    """Blocks in the order they are stacked: the encoder, random encoders by seed, band
-    power, tangent space."""
+    """Blocks in the order they are stacked: the encoder (its mean token, then the
+    other readouts), random encoders by seed, band power, tangent space."""
     rand = sorted((n for n in names if random_block_seed(n) is not None), key=random_block_seed)
-    return [n for n in ("enc", *rand, "bp", "ts") if n in names]
+    return [n for n in ("enc", *READOUT_BLOCKS, *rand, "bp", "ts") if n in names]
 
 
-def features(X, sfreq, encoder, rand_seeds=(0,)):
-    """The per-window features: encoder, random encoders (one block per seed of
+def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
+    """The per-window features: encoder, the encoder's other readouts named in
+    ``readouts`` (of :data:`READOUT_BLOCKS`), random encoders (one block per seed of
     ``rand_seeds``: ``rand`` for seed 0, ``rand<seed>`` for the others), band power,
     covariances."""
     enc = load_encoder(encoder)
     blocks = {"enc": (EncoderFeatures(enc, sfreq=sfreq).fit_transform(X), "features")}
+    for name in readouts:
+        step = EncoderFeatures(enc, sfreq=sfreq, readout=READOUT_BLOCKS[name])
+        blocks[name] = (step.fit_transform(X), "features")
     for seed in rand_seeds:
         torch.manual_seed(seed)
         rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
@@ -344,13 +356,12 @@ def requested_blocks(methods):
     for method in methods:
         if method.startswith("probe["):
             names |= parse_probe(method)[0]
-    unknown = sorted(
-        n for n in names if n not in ("enc", "bp", "ts") and random_block_seed(n) is None
-    )
+    known = ("enc", *READOUT_BLOCKS, "bp", "ts")
+    unknown = sorted(n for n in names if n not in known and random_block_seed(n) is None)
     if unknown:
         raise ValueError(
-            f"Unknown probe block(s) {unknown}: blocks are enc, rand (rand1, rand2, ...: "
-            "other random initialisations), bp and ts."
+            f"Unknown probe block(s) {unknown}: blocks are enc, encstd, encblocks, rand "
+            "(rand1, rand2, ...: other random initialisations), bp and ts."
         )
     return names
 
@@ -397,7 +408,8 @@ def main(argv=None):
         names = requested_blocks(args.methods)
     except ValueError as err:
         parser.error(str(err))
-    rand_seeds = sorted({0} | {random_block_seed(n) for n in names} - {None})
+    rand_seeds = sorted({random_block_seed(n) for n in names} - {None})  # those rows name
+    readouts = [n for n in READOUT_BLOCKS if n in names]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
     csv = args.out.with_suffix(".csv")
@@ -413,7 +425,7 @@ def main(argv=None):
         f.write(shlex.join(["python", *sys.argv]) + "\n")
     for name in args.tasks:
         X, _y, units, pool, scored, sfreq = load_task(name, args.part)
-        blocks = features(X, sfreq, args.encoder, rand_seeds)
+        blocks = features(X, sfreq, args.encoder, rand_seeds, readouts)
         aligned_blocks = None  # align_blocks(blocks, units), made when a row needs it
         # k up to the pool's size; "all" only where it is not already one of the ks
         ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]

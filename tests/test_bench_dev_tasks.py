@@ -239,6 +239,40 @@ def test_random_encoder_blocks_of_other_seeds(bench):
     assert not np.allclose(blocks["rand"][0], blocks["rand2"][0])
 
 
+def test_readout_blocks_read_the_encoder_otherwise(bench):
+    import numpy as np
+    import torch
+
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.probe import EncoderFeatures
+
+    assert bench.requested_blocks(["probe[encstd+bp+ts, 100]", "probe[encblocks, 1]"]) == {
+        "encstd",
+        "encblocks",
+        "bp",
+        "ts",
+    }
+    assert bench.block_order({"ts", "encblocks", "bp", "encstd", "enc", "rand"}) == [
+        "enc",
+        "encstd",
+        "encblocks",
+        "rand",
+        "bp",
+        "ts",
+    ]
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=2, n_heads=2, ff_dim=8)
+    X = np.random.default_rng(1).standard_normal((6, 2, 300)).astype(np.float32)
+    assert "encstd" not in bench.features(X, 100.0, encoder)
+    blocks = bench.features(X, 100.0, encoder, readouts=["encstd", "encblocks"])
+    for name, readout in (("encstd", "mean+std"), ("encblocks", "blocks")):
+        expected = EncoderFeatures(encoder, sfreq=100, readout=readout).fit_transform(X)
+        assert blocks[name][1] == "features"
+        np.testing.assert_array_equal(blocks[name][0], expected)
+    assert blocks["encstd"][0].shape == (6, 2 * 2 * 8)
+    assert blocks["encblocks"][0].shape == (6, 2 * 2 * 8)
+
+
 def test_random_encoder_rows_are_summarised_over_their_seeds(bench, tmp_path):
     import argparse
 
