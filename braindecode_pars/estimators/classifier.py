@@ -111,7 +111,8 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def set_params(self, **params):
         """scikit-learn's ``set_params``; a nested name (``encoder__depth``, ``head__C``)
-        of a stage that is not an estimator (None; an encoder or its name) is refused at once, saying how to give the stage."""
+        of a stage that is not an estimator (None; an encoder or its name) is refused at
+        once, saying how to give the stage."""
         for key in params:
             stage, nested, name = key.partition("__")
             if not nested or stage not in ("encoder", "head"):
