@@ -33,9 +33,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-#: Blocks of a probe row that come from the selection encoder (``enc``); rows without
-#: one (floors, ``bp``, ``ts``, random encoders) do not change with its seed.
-ENCODER_ROW = re.compile(r"\benc\b|^deep pars")
+#: Blocks of a probe row that come from the selection encoder (``enc``, ``encstd``,
+#: ``encblocks``); rows without one (floors, ``bp``, ``ts``, random encoders) do not
+#: change with its seed.
+ENCODER_ROW = re.compile(r"\benc(?:std|blocks)?\b|^deep pars")
 
 
 def lowest_k(csv):
