@@ -18,14 +18,17 @@ Rows. ``floor (band power)`` and ``floor (tangent space)`` are
 :func:`~braindecode_pars.floor.band_power_pipeline` and
 :func:`~braindecode_pars.floor.riemann_pipeline`. ``probe[BLOCKS, C]`` is
 :func:`~braindecode_pars.probe.probe_pipeline` with the blocks ``enc`` (the encoder's
-features), ``rand`` (the same architecture, randomly initialised: the recipe without
-pretraining; ``rand1``, ``rand2``, ... other initialisations, seeds 1, 2, ..., for the
-spread over them), ``encstd`` and ``encblocks`` (the encoder read otherwise:
-``EncoderFeatures(readout="mean+std")``, the mean and standard deviation of the tokens
-over patches, and ``readout="blocks"``, every block's mean token; computed only for rows
-that name them), ``bp`` (log band power), ``ts`` (tangent space), and ``C`` a number or
-``cv``: chosen among 0.1, 1, 10, 100 by leave-one-group-out over the labelled units
-when there are at least two (balanced accuracy), else 1; a third field ``aligned``
+features read as they were when the rows were first recorded,
+``EncoderFeatures(readout="mean")``: each channel's tokens averaged over patches),
+``rand`` (the same architecture, randomly initialised, read the same way: the recipe
+without pretraining; ``rand1``, ``rand2``, ... other initialisations, seeds 1, 2, ...,
+for the spread over them), ``encstd`` and ``encblocks`` (the encoder read otherwise:
+``readout="mean+std"``, the mean and standard deviation of the tokens over patches, the
+library's default since the selection rows of these blocks, and ``readout="blocks"``,
+every block's mean token; computed only for rows that name them), ``bp`` (log band
+power), ``ts`` (tangent space), and ``C`` a number or ``cv``: chosen among 0.1, 1, 10,
+100 by leave-one-group-out over the labelled units when there are at least two
+(balanced accuracy), else 1; a third field ``aligned``
 (``probe[enc+bp+ts, 100, aligned]``) aligns each unit (subject or block), labelled
 or scored, on its own windows first, as :class:`~braindecode_pars.probe.AlignedProbe`
 does (``tests/test_bench_dev_tasks.py`` checks the two agree);
@@ -38,8 +41,9 @@ tangent space is a function of its window alone, so the benchmark computes it on
 per window and fits the scalers and the logistic regression per draw; the result is
 the pipeline's (``tests/test_probe.py`` checks the two agree). The deep rows fit the
 estimators themselves: ``deep pars`` is ``PARSClassifier(encoder=...)`` with its
-default head, the probe (``PARSProbe()``: ``probe[enc+bp+ts, 100]``, so the two rows
-agree); ``deep pars, earlier defaults`` is ``PARSClassifier(encoder=..., head=
+default head, the probe (``PARSProbe()``: ``probe[encstd+bp+ts, 100]``, so the two
+rows agree; ``deep pars`` rows recorded before the default readout changed are
+``probe[enc+bp+ts, 100]``); ``deep pars, earlier defaults`` is ``PARSClassifier(encoder=..., head=
 PARSFineTuner(strategy="frozen", ...))``, the trained spatial head over the frozen
 encoder on half-window crops of windows of 10 s or more, at lr 1e-3 (the defaults
 before the probe); ``deep scratch`` is ``PARSFineTuner()``, a new encoder of the same
@@ -336,7 +340,9 @@ def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
     ``rand_seeds``: ``rand`` for seed 0, ``rand<seed>`` for the others), band power,
     covariances."""
     enc = load_encoder(encoder)
-    blocks = {"enc": (EncoderFeatures(enc, sfreq=sfreq).fit_transform(X), "features")}
+    blocks = {
+        "enc": (EncoderFeatures(enc, sfreq=sfreq, readout="mean").fit_transform(X), "features")
+    }
     for name in readouts:
         step = EncoderFeatures(enc, sfreq=sfreq, readout=READOUT_BLOCKS[name])
         blocks[name] = (step.fit_transform(X), "features")
@@ -344,7 +350,8 @@ def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
         torch.manual_seed(seed)
         rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
         name = "rand" if seed == 0 else f"rand{seed}"
-        blocks[name] = (EncoderFeatures(rand, sfreq=sfreq).fit_transform(X), "features")
+        step = EncoderFeatures(rand, sfreq=sfreq, readout="mean")
+        blocks[name] = (step.fit_transform(X), "features")
     blocks["bp"] = (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features")
     blocks["ts"] = (Covariances(estimator="oas").fit_transform(X.astype(np.float64)), "covariances")
     return blocks

@@ -51,7 +51,7 @@ def test_block_scaler_total_variance_is_one_and_inverts():
 def test_encoder_features_equal_a_channel_by_channel_loop():
     encoder = small_encoder()
     X = np.random.default_rng(1).standard_normal((7, 3, 300)).astype(np.float32)
-    features = EncoderFeatures(encoder, sfreq=100, batch_size=3).fit_transform(X)
+    features = EncoderFeatures(encoder, sfreq=100, batch_size=3, readout="mean").fit_transform(X)
     encoder.eval()
     with torch.no_grad():
         expected = np.concatenate(
@@ -250,8 +250,9 @@ def test_aligned_probe_clones_pickles_and_checks_its_groups():
     assert clone(probe).get_params()["C"] == 10.0
     fitted = probe.fit(X, y, groups)
     assert fitted.blocks_ == ["encoder", "bandpower", "tangentspace"]
-    # 2 channels x 8 encoder features, 2 x 6 band powers, 3 of the tangent space
-    assert fitted.transform(X, groups).shape == (32, 16 + 12 + 3)
+    # 2 channels x (8 + 8) encoder features (mean and std), 2 x 6 band powers, 3 of the
+    # tangent space
+    assert fitted.transform(X, groups).shape == (32, 32 + 12 + 3)
     again = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(again.predict_proba(X, groups), fitted.predict_proba(X, groups))
     # a few windows on their own: aligned on statistics shrunk toward the training groups'
@@ -313,9 +314,10 @@ def test_pars_probe_is_the_aligned_probe_or_probe_pipeline_over_the_encoder():
     assert unaligned.align is None  # the default
     reference = probe_pipeline(encoder, sfreq=100, tangent_space=True, C=3.0).fit(X, y)
     np.testing.assert_allclose(unaligned.predict_proba(Xt), reference.predict_proba(Xt), atol=1e-6)
-    # features: 2 channels x emb_dim of the encoder, 2 x 6 band powers, 3 of the tangent space
+    # features: 2 channels x 2 emb_dim of the encoder (mean and std), 2 x 6 band powers, 3
+    # of the tangent space
     for fitted in (probe, unaligned):
-        assert fitted.transform(Xt).shape == (40, 2 * encoder.emb_dim + 2 * 6 + 3)
+        assert fitted.transform(Xt).shape == (40, 2 * 2 * encoder.emb_dim + 2 * 6 + 3)
         assert not hasattr(fitted, "module_") and not hasattr(fitted, "history_")
     # encoder=None: the classical blocks alone, through the same scaling and model
     floor = PARSProbe(sfreq=100).fit(X, y)
@@ -378,11 +380,11 @@ def test_encoder_features_readouts_equal_numpy_of_the_tokens():
     encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=3, n_heads=2, ff_dim=32)
     X = np.random.default_rng(5).standard_normal((5, 2, 430)).astype(np.float32)
     by_channel = [_tokens_by_hand(encoder, X[:, [c]]) for c in range(2)]
-    mean = EncoderFeatures(encoder, sfreq=100).fit_transform(X)
+    mean = EncoderFeatures(encoder, sfreq=100, readout="mean").fit_transform(X)
     expected = np.concatenate([b[-1].mean(axis=1) for b in by_channel], axis=1)
     np.testing.assert_allclose(mean, expected, rtol=1e-4, atol=1e-5)
 
-    step = EncoderFeatures(encoder, sfreq=100, readout="mean+std", batch_size=2)
+    step = EncoderFeatures(encoder, sfreq=100, batch_size=2)  # the default: mean+std
     both = step.fit_transform(X)
     expected = np.concatenate(
         [np.concatenate([b[-1].mean(axis=1), b[-1].std(axis=1)], axis=1) for b in by_channel],
@@ -458,5 +460,5 @@ def test_probe_pipeline_passes_the_readout_on():
         .named_transformers["encoder"]
         .steps[0][1]
         .readout
-        == "mean"
+        == "mean+std"
     )

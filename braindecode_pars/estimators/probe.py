@@ -320,7 +320,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
 
     def transform(self, X, groups=None):
         """The scaled features the logistic regression sees, shape (n_windows,
-        n_chans * emb_dim + 6 * n_chans + n_chans * (n_chans + 1) / 2) with every
+        2 * n_chans * emb_dim + 6 * n_chans + n_chans * (n_chans + 1) / 2) with every
         block on (fewer bands below a low Nyquist frequency)."""
         return self._call("transform", self._read(X, groups=groups))
 
