@@ -199,10 +199,11 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed):
     """Predictions of one row on the scored windows, and its pretraining seconds."""
     if method in NETWORKS:
         s = float(X[train].std())
-        clf = compact_network(method, X.shape[1], X.shape[2], len(np.unique(y)), y[train], seed)
+        classes, codes = np.unique(y, return_inverse=True)  # labels as 0..n-1 (ff: 2, 3)
+        clf = compact_network(method, X.shape[1], X.shape[2], len(classes), codes[train], seed)
         set_random_seeds(seed, cuda=False)  # the initialisation and the batch order
-        clf.fit(X[train] / s, y[train])
-        return clf.predict(X[test] / s), 0.0
+        clf.fit(X[train] / s, codes[train])
+        return classes[clf.predict(X[test] / s)], 0.0
     if method == "pars full fine-tuning":
         head = PARSFineTuner(strategy="full", verbose=0)
         clf = PARSClassifier(encoder="pars-small", head=head, sfreq=100.0, random_state=seed)
