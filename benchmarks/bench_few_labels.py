@@ -138,10 +138,15 @@ def pool_of(name, part, labelled, X, units, transductive):
     return key, windows, groups, task.window_seconds
 
 
+def encoder_path(cache, key, steps, seed):
+    """Where the encoder pretrained on pool ``key`` with ``steps`` and ``seed`` is kept."""
+    return cache / f"{key}-{steps}-p{seed}.pt"
+
+
 def pretrained(cache, key, steps, seed, pool, groups, window_seconds):
     """The encoder pretrained on ``pool`` with ``steps`` and ``seed``, and the seconds
     it took; read from ``cache`` when an earlier run kept it."""
-    path = cache / f"{key}-{steps}-p{seed}.pt"
+    path = encoder_path(cache, key, steps, seed)
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         return load_encoder(path), json.loads(meta.read_text())["seconds"]
@@ -244,9 +249,7 @@ def recipe_rows(name, part, X, y, units, pool, scored, ks, seeds, steps, p_seed,
         fit_recipe,
     )
 
-    key = f"eegmat-{part}" if name == "eegmat-arithmetic" else None
-    path = cache / f"{key}-{steps}-p{p_seed}.pt"
-    encoder = load_encoder(path)
+    encoder = load_encoder(encoder_path(cache, f"eegmat-{part}", steps, p_seed))
     params = dict(encoder=encoder, sfreq=100.0, bands=None, random_state=0, batch_size=256,
                   device="cpu")  # fmt: skip
     features = block_features(X, params)
