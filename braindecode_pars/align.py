@@ -198,7 +198,7 @@ class AlignedProbe(WindowsInputMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     encoder, sfreq, band_power, bands, tangent_space, C, random_state, batch_size, \
-device
+device, readout
         As :func:`probe_pipeline`.
 
     Attributes
@@ -248,6 +248,7 @@ device
         random_state=None,
         batch_size=256,
         device="cpu",
+        readout="mean+std",
     ):
         self.encoder = encoder
         self.sfreq = sfreq
@@ -258,12 +259,13 @@ device
         self.random_state = random_state
         self.batch_size = batch_size
         self.device = device
+        self.readout = readout
 
     def _feature_steps(self, sfreq):
         """(name, transformer of windows into raw features, kind) of each block."""
         raw = _raw_blocks(
             "AlignedProbe", self.encoder, sfreq, self.band_power, self.bands,
-            self.tangent_space, self.batch_size, self.device,
+            self.tangent_space, self.batch_size, self.device, readout=self.readout,
         )  # fmt: skip
         return [(name, make_pipeline(*steps), kind) for name, steps, kind in raw]
 

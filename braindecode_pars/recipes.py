@@ -102,8 +102,9 @@ def block_features(X, probe_params):
     """
     p = probe_params
     blocks = _raw_blocks(
-        "PARSProbe", p["encoder"], p["sfreq"], True, p["bands"], True, p["batch_size"], p["device"]
-    )
+        "PARSProbe", p["encoder"], p["sfreq"], True, p["bands"], True, p["batch_size"],
+        p["device"], readout=p.get("readout", "mean+std"),
+    )  # fmt: skip
     out = {}
     for name, steps, kind in blocks:
         step = make_pipeline(*steps)

@@ -93,3 +93,30 @@ def test_the_default_classifier_is_the_probe_without_an_encoder(monkeypatch):
     np.testing.assert_allclose(clf.predict_proba(X), expected)
     with pytest.raises(ValueError, match=r"'encoder' is None \(no encoder\).*PARSPretrainer"):
         clf.fit(X, y, X_unlabeled=X)
+
+
+@pytest.mark.parametrize("align", [None, "groups"])
+@pytest.mark.parametrize("recipe", ["fixed", "auto"])
+def test_the_readout_reaches_the_encoder_block_in_every_recipe(recipe, align):
+    """PARSProbe(readout=...) gives the encoder's block the readout's width (64 values
+    a channel for "mean", 128 for "mean+std") however the probe is fitted."""
+    X, y, groups = _subjects("offset")
+    for readout in ("mean", "mean+std"):
+        probe = PARSProbe(
+            _projection_encoder(), readout=readout, recipe=recipe, align=align, sfreq=SFREQ
+        ).fit(X, y, groups=groups)
+        assert probe.recipe_.encoder
+        assert probe.predict_proba(X).shape == (len(y), 2)
+        steps = (
+            dict(probe.probe_.named_steps["features"].transformer_list)["encoder"]
+            if align is None
+            else dict((n, s) for n, s, _ in probe.probe_.feature_steps_)["encoder"]
+        )
+        assert steps[0].readout == readout
+        assert steps.transform(X[:3]).shape == (3, 2 * 64 * (1 + (readout == "mean+std")))
+
+
+def test_the_readout_is_checked_before_any_work():
+    X, y, _ = _subjects("power")
+    with pytest.raises(ValueError, match="readout.*'mean\\+std'.*'max'"):
+        PARSProbe(_projection_encoder(), readout="max", sfreq=SFREQ).fit(X, y)

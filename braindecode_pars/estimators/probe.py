@@ -16,7 +16,7 @@ from .._checks import check_device, check_int, check_option, check_range
 from ..align import AlignedProbe
 from ..datasets.adapters import window_scale
 from ..floor import bands_below_nyquist
-from ..probe import probe_pipeline
+from ..probe import READOUTS, probe_pipeline
 from ..recipes import (
     MIN_GROUPS,
     Recipe,
@@ -101,6 +101,11 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         windows of the call as one group). Each group should hold every class: on a
         label that is the subject's own (patient against control) it removes the
         signal.
+    readout : {"mean+std", "mean", "blocks"}
+        What the encoder's block reads from the tokens
+        (:class:`~braindecode_pars.probe.EncoderFeatures`): the mean and the standard
+        deviation over patches of the last block's tokens, their mean alone, or every
+        block's mean.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     batch_size, device
@@ -155,6 +160,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         band_power=True,
         tangent_space=True,
         align=None,
+        readout="mean+std",
         sfreq=None,
         batch_size=256,
         device="cpu",
@@ -167,6 +173,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         self.band_power = band_power
         self.tangent_space = tangent_space
         self.align = align
+        self.readout = readout
         self.sfreq = sfreq
         self.batch_size = batch_size
         self.device = device
@@ -184,6 +191,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         check_option("band_power", self.band_power, (False, True))
         check_option("tangent_space", self.tangent_space, (False, True))
         check_option("align", self.align, (None, "groups"))
+        check_option("readout", self.readout, READOUTS)
         check_int("batch_size", self.batch_size, 1)
         check_device("device", self.device)
 
@@ -228,6 +236,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
             random_state=self.random_state,
             batch_size=self.batch_size,
             device=self.device,
+            readout=self.readout,
         )
         use = encoder is not None and self.encoder_block
         blocks = ("encoder",) * use + ("bandpower",) * self.band_power
