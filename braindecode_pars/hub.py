@@ -114,8 +114,10 @@ def load_encoder(path_or_encoder, map_location="cpu"):
                 f"'{path}' is a folder without config.json: not an encoder saved with "
                 "save_pretrained."
             )
-        # huggingface_hub prints "Loading weights from local directory" on every load
-        with contextlib.redirect_stdout(io.StringIO()):
+        # huggingface_hub prints "Loading weights from local directory" on every load;
+        # the weights a new module draws are overwritten, so its draws leave the global
+        # generator as it was (loading must not change what a seeded run draws next)
+        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng(devices=[]):
             encoder = PatchEncoder.from_pretrained(str(path), map_location=map_location)
         return encoder.eval()
     if not path.is_file():
@@ -133,7 +135,8 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     if not isinstance(saved, dict) or "config" not in saved or "state_dict" not in saved:
         raise ValueError(f"'{path}' is not an encoder saved by braindecode_pars.save_encoder.")
     config = dict(saved["config"])  # of an earlier save: without eps, activation "GELU"
-    encoder = PatchEncoder.from_config(PatchEncoderConfig.of(config), config["sfreq"])
+    with torch.random.fork_rng(devices=[]):  # as above: the initial weights are overwritten
+        encoder = PatchEncoder.from_config(PatchEncoderConfig.of(config), config["sfreq"])
     encoder.load_state_dict(saved["state_dict"])
     return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
