@@ -13,8 +13,8 @@ The floor is a plain scikit-learn pipeline, :func:`band_power_pipeline`:
 grid search). It reads its input through the package's one adapter,
 :func:`~braindecode_pars.datasets.adapters.read_windows`, and so takes what
 :class:`~braindecode_pars.PARSClassifier` takes: arrays with ``sfreq``, braindecode
-windows (whose labels and sampling rate it reads), ``Subset`` s and skorch
-``SliceDataset`` s of them, and the lists of window items scikit-learn makes of
+windows (whose labels and sampling rate it reads), ``Subset`` objects and skorch
+``SliceDataset`` objects of them, and the lists of window items scikit-learn makes of
 windows when it splits them. :class:`LabelledPipeline`, the pipeline it returns,
 reads the labels of windows in ``fit`` and ``score`` when ``y`` is None.
 
@@ -278,7 +278,7 @@ def band_power_pipeline(sfreq=None, bands=DEFAULT_BANDS, n_per_seg=None, C=1.0, 
     and a class-balanced :class:`~sklearn.linear_model.LogisticRegression`, as a
     :class:`LabelledPipeline`. It takes the same input as
     :class:`~braindecode_pars.PARSClassifier`: arrays with ``sfreq``, or braindecode
-    windows (and ``Subset`` s and ``SliceDataset`` s of them) whose labels and
+    windows (and ``Subset`` objects and ``SliceDataset`` objects of them) whose labels and
     sampling rate it reads.
 
     Parameters

@@ -22,7 +22,7 @@ pretrained :class:`~braindecode_pars.PatchEncoder`:
 
 Every step is a scikit-learn estimator: the pipeline clones, pickles, grid-searches
 (``logisticregression__C``) and takes what the floors take (arrays with ``sfreq``,
-braindecode windows, ``Subset`` s and ``SliceDataset`` s of them, ``mne.Epochs``).
+braindecode windows, ``Subset`` objects and ``SliceDataset`` objects of them, ``mne.Epochs``).
 """
 
 from __future__ import annotations

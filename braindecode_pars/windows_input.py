@@ -97,7 +97,7 @@ class LabelledPipeline(Pipeline):
     """A scikit-learn :class:`~sklearn.pipeline.Pipeline` that reads the labels of windows.
 
     ``fit`` and ``score`` take ``y=None`` where the windows carry their labels
-    (braindecode windows and ``Subset`` s or skorch ``SliceDataset`` s of them, lists
+    (braindecode windows and ``Subset`` objects or skorch ``SliceDataset`` objects of them, lists
     of window items, ``mne.Epochs``): the labels are read through
     :func:`~braindecode_pars.datasets.adapters.read_windows`. A skorch
     ``SliceDataset(windows, idx=1)`` given as ``y`` is read from the windows'
@@ -243,7 +243,7 @@ class WindowsArray(TransformerMixin, BaseEstimator):
 
     The first step of a pipeline whose next step wants ``(n_windows, n_chans,
     n_times)`` arrays (pyriemann's estimators): arrays pass through, braindecode
-    windows, ``Subset`` s, ``SliceDataset`` s, lists of window items and
+    windows, ``Subset`` objects, ``SliceDataset`` objects, lists of window items and
     ``mne.Epochs`` are read through
     :func:`~braindecode_pars.datasets.adapters.read_windows`.
 

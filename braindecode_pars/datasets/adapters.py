@@ -2,8 +2,8 @@
 
 Every estimator of the package (:class:`~braindecode_pars.PARSClassifier`, the
 band-power floor) and the command line read their input through
-:func:`read_windows`, so arrays, braindecode windows, ``Subset`` s and skorch
-``SliceDataset`` s of them, the lists of window items scikit-learn makes of windows
+:func:`read_windows`, so arrays, braindecode windows, ``Subset`` objects and skorch
+``SliceDataset`` objects of them, the lists of window items scikit-learn makes of windows
 when it splits them, and ``mne.Epochs`` all behave alike. The windows are read
 once, into one float32 array allocated up front, and checked (shape, NaN and inf)
 on the way; braindecode windows give what braindecode's own indexing gives.
@@ -82,7 +82,7 @@ class Windows:
 
 
 def _unwrap(dataset, indices=None):
-    """The dataset under nested ``Subset`` s (and a ``SliceDataset``), and indices into it."""
+    """The dataset under nested ``Subset`` objects (and a ``SliceDataset``), and indices into it."""
     if isinstance(dataset, SliceDataset):
         indices = dataset.indices_ if indices is None else np.asarray(dataset.indices_)[indices]
         dataset = dataset.dataset

@@ -1,7 +1,7 @@
 """Windows at another sampling rate, with MNE's resampling, in the form they came in.
 
 :func:`resample_windows` brings windows (arrays, ``mne.Epochs``, braindecode windows
-and ``Subset`` s or skorch ``SliceDataset`` s of them) to another sampling rate, a
+and ``Subset`` objects or skorch ``SliceDataset`` objects of them) to another sampling rate, a
 pretrained encoder's.
 """
 
@@ -136,7 +136,7 @@ def resample_windows(X, sfreq, new_sfreq, *, method="fft", n_jobs=None):
       sfreq=new_sfreq)``, i.e. ``raw.resample``), and their start and stop samples
       moved to the new rate (rounded to the nearest sample); windows held as
       ``mne.Epochs`` are resampled as epochs; recordings not cut into windows are
-      resampled whole. ``Subset`` s and skorch ``SliceDataset`` s of windows keep
+      resampled whole. ``Subset`` objects and skorch ``SliceDataset`` objects of windows keep
       their indices.
 
     The input is left as it was. Resampling whole recordings before cutting windows

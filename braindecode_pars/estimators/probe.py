@@ -50,8 +50,8 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     is scaled to the same total variance (:class:`BlockScaler`); with ``align=
     "groups"`` each group (subject, block of runs) is aligned on its own windows
     first (:class:`~braindecode_pars.align.AlignedProbe`). ``X`` is read once per
-    call, whatever it is (arrays with ``sfreq``, braindecode windows, ``Subset`` s
-    and ``SliceDataset`` s of them, ``mne.Epochs``).
+    call, whatever it is (arrays with ``sfreq``, braindecode windows, ``Subset`` objects
+    and ``SliceDataset`` objects of them, ``mne.Epochs``).
 
     Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
     ``groups`` of at least three subjects (or blocks), ``fit`` scores each candidate
