@@ -178,10 +178,11 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        features : ndarray, shape (n_windows, n_features_out_)
+        features : ndarray, shape (n_windows, n_features)
             For each channel in turn, its readout (``"mean"``: its mean token;
             ``"mean+std"``: the mean token, then the standard deviation; ``"blocks"``:
-            the mean token of each block, first to last).
+            the mean token of each block, first to last); ``n_features`` is the fitted
+            ``n_features_out_``.
         """
         check_is_fitted(self, "encoder_")
         X = read_windows(X, sfreq=self.sfreq_, name="X").X
