@@ -74,7 +74,7 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     readout : {"mean+std", "mean", "blocks"}
         What is read from each channel's tokens (``F = emb_dim``). The default was
         ``"mean"`` until ``"mean+std"`` passed the rule set for it on the development
-        tasks' selection splits (``docs/benchmarks/dev_tasks.rst``, "What the probe
+        tasks' selection splits (:doc:`/benchmarks/dev_tasks`, "What the probe
         reads from the encoder"); ``"blocks"`` did not:
 
         - ``"mean"``: the last block's tokens (after the encoder's final LayerNorm)

@@ -2,7 +2,7 @@
 
 Whether a pretrained encoder's block helps the probe, and how strongly to penalise
 the logistic regression, depends on the task: on the development tasks the probe
-without an encoder scores as well as the probe over one (``docs/benchmarks.rst``), and
+without an encoder scores as well as the probe over one (:doc:`/benchmarks`), and
 a user's data is another task. With labelled windows of at least :data:`MIN_GROUPS`
 groups (subjects, blocks of runs), :func:`compare_recipes` answers on those labels:
 each candidate recipe (blocks :data:`RECIPE_BLOCKS` x inverse penalties

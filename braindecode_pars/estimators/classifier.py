@@ -48,7 +48,7 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     tangent space, with no encoder: on the development tasks' selection splits, an
     encoder pretrained on the task's own unlabelled data did not raise the probe by a
     point, so the default does not spend minutes pretraining one
-    (``docs/benchmarks/few_labels.rst``). ``encoder=PARSPretrainer()`` pretrains on
+    (:doc:`/benchmarks/few_labels`). ``encoder=PARSPretrainer()`` pretrains on
     ``X`` and ``X_unlabeled`` for minutes on a CPU and adds the encoder's block; with
     ``head=PARSProbe(recipe="auto")`` and three subjects or more, ``fit`` says by
     inner cross-validation whether that block helps on your labels.

@@ -74,7 +74,7 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
     ``optimizer__*`` and ``module__*`` work as there.
 
     **What to expect**: minutes per fit on a CPU; its scores beside the probe and the
-    field's compact networks are on the benchmarks page (``docs/benchmarks.rst``).
+    field's compact networks are on the benchmarks page (:doc:`/benchmarks`).
 
     Parameters
     ----------

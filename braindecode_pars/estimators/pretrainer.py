@@ -58,7 +58,7 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
 
     **What to expect**: minutes per fit on a CPU at the default 3,000 steps of the
     small encoder; the pretext skill reached and what the encoder adds to a probe
-    are on the benchmarks page (``docs/benchmarks.rst``).
+    are on the benchmarks page (:doc:`/benchmarks`).
 
     Parameters
     ----------

@@ -65,7 +65,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     fixed recipe is fitted and the line says that nothing could be compared.
 
     **What to expect**: seconds per fit on a CPU; how each block scores on the
-    development tasks is on the benchmarks page (``docs/benchmarks.rst``).
+    development tasks is on the benchmarks page (:doc:`/benchmarks`).
     ``recipe="auto"`` adds 8 logistic regressions per group (4 without an encoder).
 
     Parameters
