@@ -83,6 +83,15 @@ def save_encoder(encoder, path, **extra):
     _atomic_save({"config": config, "state_dict": state, **extra}, path)
 
 
+def _built_to_load(factory, *args, **kwargs):
+    """``factory(*args, **kwargs)``, a module whose initial weights are about to be
+    overwritten by loaded ones: drawn under ``fork_rng``, so that loading leaves torch's
+    global generator as it was (a seeded run draws the same numbers with or without
+    loading a model)."""
+    with torch.random.fork_rng(devices=[]):
+        return factory(*args, **kwargs)
+
+
 def load_encoder(path_or_encoder, map_location="cpu"):
     """Load a :class:`PatchEncoder` by name, from a folder or from a file.
 
@@ -114,11 +123,11 @@ def load_encoder(path_or_encoder, map_location="cpu"):
                 f"'{path}' is a folder without config.json: not an encoder saved with "
                 "save_pretrained."
             )
-        # huggingface_hub prints "Loading weights from local directory" on every load;
-        # the weights a new module draws are overwritten, so its draws leave the global
-        # generator as it was (loading must not change what a seeded run draws next)
-        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng(devices=[]):
-            encoder = PatchEncoder.from_pretrained(str(path), map_location=map_location)
+        # huggingface_hub prints "Loading weights from local directory" on every load
+        with contextlib.redirect_stdout(io.StringIO()):
+            encoder = _built_to_load(
+                PatchEncoder.from_pretrained, str(path), map_location=map_location
+            )
         return encoder.eval()
     if not path.is_file():
         raise FileNotFoundError(
@@ -135,8 +144,9 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     if not isinstance(saved, dict) or "config" not in saved or "state_dict" not in saved:
         raise ValueError(f"'{path}' is not an encoder saved by braindecode_pars.save_encoder.")
     config = dict(saved["config"])  # of an earlier save: without eps, activation "GELU"
-    with torch.random.fork_rng(devices=[]):  # as above: the initial weights are overwritten
-        encoder = PatchEncoder.from_config(PatchEncoderConfig.of(config), config["sfreq"])
+    encoder = _built_to_load(
+        PatchEncoder.from_config, PatchEncoderConfig.of(config), config["sfreq"]
+    )
     encoder.load_state_dict(saved["state_dict"])
     return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
@@ -179,7 +189,7 @@ def load_pretext_model(name_or_path):
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
     spec = with_decoder_size(spec, "decoder")  # of an older save: the defaults of its time
-    model = PRETEXT_MODELS[method](**spec)
+    model = _built_to_load(PRETEXT_MODELS[method], **spec)
     model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
 
@@ -309,7 +319,7 @@ def export_run(run_dir, folder, license=None):
             spec[name] = settings[key]
     spec.update(PatchEncoderConfig.from_record(config).asdict())
     kwargs = {k: v for k, v in spec.items() if k != "method"}
-    model = PRETEXT_MODELS[method](**kwargs)
+    model = _built_to_load(PRETEXT_MODELS[method], **kwargs)
     params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)
     model.load_state_dict(unwrapped_state_dict(params))
     folder = save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)

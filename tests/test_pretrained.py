@@ -456,18 +456,21 @@ def test_encoders_and_runs_saved_before_eps_and_activation_were_recorded_load(tm
     assert spec["activation"] == "gelu" and spec["eps"] == 1e-5
 
 
-@pytest.mark.parametrize("how", ["name", "file"])
-def test_loading_an_encoder_leaves_the_global_generator_as_it_was(tmp_path, how):
-    """A seeded run draws the same numbers after loading an encoder as without it (the
-    initial weights a new module draws are overwritten by the loaded ones)."""
-    source = "pars-small"
+@pytest.mark.parametrize("how", ["name", "file", "pretext model"])
+def test_loading_leaves_the_global_generator_as_it_was(tmp_path, how):
+    """A seeded run draws the same numbers after loading an encoder or a pretext model
+    as without it (the initial weights a new module draws are overwritten by the loaded
+    ones)."""
     if how == "file":
         source = tmp_path / "enc.pt"
         save_encoder(load_encoder("pars-small"), source)
+    load = {"pretext model": lambda: load_pretext_model("pars-small").encoder}.get(
+        how, lambda: load_encoder(source if how == "file" else "pars-small")
+    )
     torch.manual_seed(0)
     expected = torch.rand(4)
     torch.manual_seed(0)
-    encoder = load_encoder(source)
+    encoder = load()
     np.testing.assert_array_equal(torch.rand(4).numpy(), expected.numpy())
     reference = load_encoder("pars-small").state_dict()
     for key, value in encoder.state_dict().items():  # the weights are still the saved ones
