@@ -10,12 +10,13 @@ files; ``--report`` joins both.
 
 Rows (``--methods``):
 
-- ``pars in-domain[N]``: :class:`~braindecode_pars.PARSClassifier`'s default recipe
-  with pretraining on the task's own unlabelled pool. The encoder stage,
+- ``pars in-domain[N]``: :class:`~braindecode_pars.PARSClassifier`'s probe with
+  pretraining on the task's own unlabelled pool. The encoder stage,
   ``PARSPretrainer(steps=N, random_state=p)``, is fitted on the pool's windows
   (EEGMAT: the part's labelled-pool subjects, 12 for selection and 24 for test;
   PhysioNet-MI S001: the baseline runs 1-2 and every run of the blocks that may be
-  labelled, cut into 4-s windows), then ``PARSProbe()`` on the labelled windows. The
+  labelled, cut into 4-s windows), then ``PARSProbe(readout="mean")`` on the labelled
+  windows (every probe row reads the tokens' mean: :data:`PROBE_READOUT`). The
   pool does not depend on the draw (for MI selection it is the labelled block's
   runs), so the encoder is pretrained once per pool and pretraining seed ``p`` and
   serves every draw: the windows ``PARSClassifier().fit(X, y, X_unlabeled=...)``
@@ -24,9 +25,9 @@ Rows (``--methods``):
   the pool: the test-subject adaptation ``fit(..., X_target_unlabeled=...)`` does,
   declared as transductive.
 - ``pars in-domain in fit``: ``PARSClassifier(encoder=PARSPretrainer(random_state=s),
-  random_state=s)`` called as a user calls it, ``fit(X_labelled, y, groups=units,
-  X_unlabeled=the pool's other windows)``: one pretraining per draw, to check the
-  shared encoders above and time the whole fit.
+  head=PARSProbe(readout="mean"), random_state=s)`` called as a user calls it,
+  ``fit(X_labelled, y, groups=units, X_unlabeled=the pool's other windows)``: one
+  pretraining per draw, to check the shared encoders above and time the whole fit.
 - ``pars full fine-tuning``: ``PARSClassifier(encoder="pars-small",
   head=PARSFineTuner(strategy="full"))``, every weight of the shipped encoder and its
   head trained on the labelled windows, at the fine-tuner's default settings (the
@@ -413,7 +414,7 @@ ROW_NAMES = {
     "pars transductive[3000]": "probe + encoder pretrained on the pool and the test subjects' "
     "unlabelled EEG (transductive), 3,000 steps",
     "pars in-domain in fit": "PARSClassifier(encoder=PARSPretrainer()) as a user calls it: "
-    "3,000 steps in fit, then the probe",
+    "3,000 steps in fit, then the probe (readout='mean')",
     "pars full fine-tuning": "full fine-tuning of pars-small (PARSFineTuner)",
     "EEGNet": "EEGNet from scratch",
     "ShallowFBCSPNet": "ShallowFBCSPNet from scratch",

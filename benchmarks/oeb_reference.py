@@ -8,8 +8,9 @@ f09761e2c72fa7066bd78e9a7203e0fdf6247b12 (the cached outputs of OpenEEG-Bench's
 ``Experiment`` behind "What masking geometry works best for EEG foundation models?",
 whose README says every CSV there is the exact output used in the paper): braindecode's
 networks trained from scratch (``training=sgd, finetuning=full, head=linear``, seeds
-0-2) and REVE's frozen encoder under the ridge probe (one seed, three decimals), on the
-six classification datasets nearest the paper's tasks. This script writes
+0-2) and REVE's frozen encoder under the ridge probe (one seed, three decimals, a file
+that looks edited: see docs/oeb.rst), on the six classification datasets nearest this
+library's tasks. This script writes
 ``results/oeb_published_reference.md`` from the CSV (mean ± std over seeds).
 
 Usage::

@@ -241,8 +241,8 @@ def fit_recipe(recipe, features, y, groups=None, *, align=False, probe_params=No
         Fit the :class:`~braindecode_pars.align.AlignedProbe`, else the pipeline of
         :func:`~braindecode_pars.probe.probe_pipeline`.
     probe_params : dict
-        ``encoder``, ``sfreq``, ``bands``, ``random_state``, ``batch_size`` and
-        ``device`` of the probe.
+        ``encoder``, ``sfreq``, ``bands``, ``random_state``, ``batch_size``,
+        ``device`` and ``readout`` (default ``"mean+std"``) of the probe.
 
     Returns
     -------

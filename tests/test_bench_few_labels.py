@@ -75,3 +75,42 @@ def test_the_report_joins_the_reference_rows_and_names_each_row(bench, tmp_path)
     assert "0.600 ± 0.071" in lines["probe, no encoder (band power + tangent space)"]
     assert "0.900" not in table  # only the reference rows are joined
     assert (tmp_path / "few_labels_test.png").stat().st_size > 10_000
+
+
+class _Recorder:
+    """Stands in for PARSClassifier: records what a row builds and fits."""
+
+    seen = {}
+
+    def __init__(self, encoder=None, head=None, **kwargs):
+        self.seen.update(encoder=encoder, head=head)
+
+    def fit(self, X, y, groups=None, X_unlabeled=None):
+        self.seen.update(n_fit=len(X), unlabeled=X_unlabeled)
+        return self
+
+    def predict(self, X):
+        return np.zeros(len(X), dtype=int)
+
+
+@pytest.mark.parametrize("method", ["pars in-domain in fit", "pars in-domain[3000]"])
+def test_each_probe_row_builds_the_estimator_its_docstring_names(bench, monkeypatch, method):
+    from braindecode_pars import PARSPretrainer, PARSProbe
+
+    monkeypatch.setattr(bench, "PARSClassifier", _Recorder)
+    cached = object()
+    monkeypatch.setattr(bench, "pretrained", lambda *args: (cached, 12.0))
+    units = np.repeat([1, 2, 3], 2)
+    X, y = np.zeros((6, 2, 100)), np.tile([0, 1], 3)
+    ctx = dict(pool=("key", X, units, 1.0), pool_units=units, labelled=[1], cache=None)
+    kind, steps = bench.parse_method(method)
+    train, test = np.flatnonzero(units == 1), np.flatnonzero(units == 3)
+    pred, pre = bench.score(kind, steps, X, y, units, train, test, ctx, seed=0, pretrain_seed=0)
+    seen = _Recorder.seen
+    assert isinstance(seen["head"], PARSProbe) and seen["head"].readout == bench.PROBE_READOUT
+    assert seen["n_fit"] == 2 and len(pred) == 2
+    if method == "pars in-domain in fit":  # pretrains in fit, on the pool without unit 1
+        assert isinstance(seen["encoder"], PARSPretrainer) and np.isnan(pre)
+        assert len(seen["unlabeled"]) == 4
+    else:  # the encoder pretrained once per pool, and its cost
+        assert seen["encoder"] is cached and pre == 12.0 and seen["unlabeled"] is None
