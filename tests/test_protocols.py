@@ -290,9 +290,10 @@ def test_configurations_translate_to_the_estimators():
     from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
     from braindecode_pars.experiments.protocols import _estimator
 
-    probe = _estimator("enc.pt", 3, {"probe_C": 10.0, "probe_align": "groups", "lr": 1e-2})
+    settings = {"probe_C": 10.0, "probe_align": "groups", "probe_readout": "mean", "lr": 1e-2}
+    probe = _estimator("enc.pt", 3, settings)
     assert isinstance(probe, PARSProbe) and (probe.encoder, probe.random_state) == ("enc.pt", 3)
-    assert (probe.C, probe.align) == (10.0, "groups")
+    assert (probe.C, probe.align, probe.readout) == (10.0, "groups", "mean")
     scratch = _estimator(None, 3, {"max_epochs": 2, "weight_decay": 0.1})
     assert isinstance(scratch, PARSFineTuner) and scratch.encoder is None
     assert (scratch.max_epochs, scratch.random_state) == (2, 3)
@@ -304,8 +305,10 @@ def test_configurations_translate_to_the_estimators():
     assert (frozen.encoder, frozen.head.strategy, frozen.head.max_epochs) == ("enc.pt", "frozen", 2)
     with pytest.raises(ValueError, match="crop_seconds=2.0: these train the neural head"):
         _estimator("enc.pt", 0, {"crop_seconds": 2.0})
-    with pytest.raises(ValueError, match="probe_align='groups' aligns the probe's features"):
+    with pytest.raises(ValueError, match="probe_align='groups': these set the probe, but"):
         _estimator(None, 0, {"probe_align": "groups"})
+    with pytest.raises(ValueError, match="probe_C=1.0, probe_readout='mean': these set the"):
+        _estimator("enc.pt", 0, {"finetune": "full", "probe_C": 1.0, "probe_readout": "mean"})
     with pytest.raises(ValueError, match="'finetune' parameter"):
         _estimator(None, 0, {"finetune": "linear"})
 

@@ -114,7 +114,7 @@ def _augmentations(spec):
 
 #: Keys of a configuration's ``estimator`` that set the probe, and the
 #: :class:`~braindecode_pars.PARSProbe` parameters they set.
-PROBE_KEYS = {"probe_C": "C", "probe_align": "align"}
+PROBE_KEYS = {"probe_C": "C", "probe_align": "align", "probe_readout": "readout"}
 
 #: Keys of a configuration's ``estimator`` that only a neural head uses, which the probe
 #: refuses (the others, such as ``max_epochs``, are shared by every method of a
@@ -127,7 +127,8 @@ def _estimator(encoder, seed, params):
 
     ``params`` is a flat mapping: ``finetune`` ("auto", the default: the probe over a
     given encoder and full training from scratch; "probe", "full", "frozen", "lp-ft"),
-    ``probe_C`` and ``probe_align`` (the probe's ``C`` and ``align``), the settings of a
+    ``probe_C``, ``probe_align`` and ``probe_readout`` (the probe's ``C``, ``align``
+    and ``readout``), the settings of a
     new encoder (``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, any field of
     :class:`~braindecode_pars.models.config.PatchEncoderConfig`; a given encoder has its
     own),
@@ -172,10 +173,11 @@ def _estimator(encoder, seed, params):
             random_state=seed,
             verbose=verbose,
         )
-    if probe.get("align") is not None:
+    given = {old: probe[new] for old, new in PROBE_KEYS.items() if probe.get(new) is not None}
+    if given:
         raise ValueError(
-            f"probe_align={probe['align']!r} aligns the probe's features, but finetune="
-            f"{strategy!r} trains the neural head; leave 'probe_align' out, or set "
+            f"{', '.join(f'{k}={v!r}' for k, v in given.items())}: these set the probe, but "
+            f"finetune={strategy!r} trains the neural head; leave them out, or set "
             "finetune='probe'."
         )
     head = dict(strategy=strategy, verbose=verbose, **params)
