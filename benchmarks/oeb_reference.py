@@ -26,15 +26,13 @@ import pandas as pd
 
 RESULTS = Path(__file__).parent / "results"
 DATASETS = ("arithmetic_zyma2019", "physionet", "bcic2a", "isruc-sleep", "tuab", "chbmit")
-#: What each dataset is, and the task of this library it stands beside.
-DATASET_NOTES = {
-    "arithmetic_zyma2019": "EEGMAT mental arithmetic (the development task's recordings)",
-    "physionet": "PhysioNet-MI motor imagery, 4 classes",
-    "bcic2a": "BCI Competition IV 2a motor imagery, 4 classes",
-    "isruc-sleep": "ISRUC sleep staging, 5 classes",
-    "tuab": "TUH abnormal EEG",
-    "chbmit": "CHB-MIT seizure detection",
-}
+#: What the datasets are (OpenEEG-Bench's README).
+DATASET_NOTES = (
+    "arithmetic_zyma2019: EEGMAT mental arithmetic (the development task's recordings); "
+    "physionet: PhysioNet-MI motor imagery, 4 classes; bcic2a: BCI Competition IV 2a "
+    "motor imagery, 4 classes; isruc-sleep: ISRUC sleep staging, 5 classes; tuab: TUH "
+    "abnormal EEG; chbmit: CHB-MIT seizure detection."
+)
 
 
 def reference_table(df):
@@ -68,9 +66,7 @@ def main():
         "# Published OpenEEG-Bench rows",
         "",
         "Test balanced accuracy of OpenEEG-Bench's fixed splits; source and transcription: "
-        "benchmarks/oeb_reference.py. Datasets: "
-        + "; ".join(f"{k}: {v}" for k, v in DATASET_NOTES.items())
-        + ".",
+        f"benchmarks/oeb_reference.py. Datasets: {DATASET_NOTES}",
         "",
         *reference_table(df),
         "",
