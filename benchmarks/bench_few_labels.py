@@ -24,6 +24,9 @@ Rows (``--methods``):
 - ``pars transductive[N]``: the same with the scored units' windows (unlabelled) in
   the pool: the test-subject adaptation ``fit(..., X_target_unlabeled=...)`` does,
   declared as transductive.
+- ``pars in-domain[N, R]``, ``pars transductive[N, R]``: the same, the probe reading
+  the encoder with ``readout=R`` (``mean+std``: the mean and spread of the tokens over
+  patches, ``PARSProbe``'s default).
 - ``pars in-domain in fit``: ``PARSClassifier(encoder=PARSPretrainer(random_state=s),
   head=PARSProbe(readout="mean"), random_state=s)`` called as a user calls it,
   ``fit(X_labelled, y, groups=units, X_unlabeled=the pool's other windows)``: one
@@ -69,6 +72,7 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARS
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 from braindecode_pars.experiments.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 from braindecode_pars.hub import load_encoder, save_encoder
+from braindecode_pars.probe import READOUTS
 
 logger = logging.getLogger("bench_few_labels")
 
@@ -98,14 +102,17 @@ PROBE_READOUT = "mean"
 
 
 def parse_method(method):
-    """``pars in-domain[3000]`` -> ("pars in-domain", 3000); others -> (method, None)."""
-    match = re.fullmatch(r"(pars in-domain|pars transductive)\[(\d+)\]", method)
-    if match:
-        return match.group(1), int(match.group(2))
+    """``pars in-domain[3000]`` -> ("pars in-domain", 3000, PROBE_READOUT);
+    ``pars transductive[3000, mean+std]`` -> ("pars transductive", 3000, "mean+std");
+    others -> (method, None, PROBE_READOUT)."""
+    match = re.fullmatch(r"(pars in-domain|pars transductive)\[(\d+)(?:, ([a-z+]+))?\]", method)
+    if match and match.group(3) in (None, *READOUTS):
+        return match.group(1), int(match.group(2)), match.group(3) or PROBE_READOUT
     if method in (*NETWORKS, "pars in-domain in fit", "pars full fine-tuning"):
-        return method, None
+        return method, None, PROBE_READOUT
     raise ValueError(
-        f"Unknown method {method!r}: 'pars in-domain[N]', 'pars transductive[N]', "
+        f"Unknown method {method!r}: 'pars in-domain[N]', 'pars transductive[N]' (N steps; "
+        f"'[N, R]' reads the probe's readout R, one of {', '.join(READOUTS)}), "
         f"'pars in-domain in fit', 'pars full fine-tuning', {', '.join(map(repr, NETWORKS))}."
     )
 
@@ -206,8 +213,9 @@ def compact_network(name, n_chans, n_times, n_classes, y_train, seed):
     )
 
 
-def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed):
-    """Predictions of one row on the scored windows, and its pretraining seconds."""
+def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, readout=None):
+    """Predictions of one row on the scored windows, and its pretraining seconds;
+    ``readout`` is the probe's (default :data:`PROBE_READOUT`)."""
     if method in NETWORKS:
         s = float(X[train].std())
         classes, codes = np.unique(y, return_inverse=True)  # labels as 0..n-1 (ff: 2, 3)
@@ -235,7 +243,7 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed):
     encoder, seconds = pretrained(ctx["cache"], key, steps, pretrain_seed, pool, groups, window)
     clf = PARSClassifier(
         encoder=encoder,
-        head=PARSProbe(readout=PROBE_READOUT),
+        head=PARSProbe(readout=readout or PROBE_READOUT),
         sfreq=100.0,
         random_state=seed,
         verbose=0,
@@ -361,7 +369,7 @@ def main(argv=None):
         for k in ks:
             for seed in args.seeds:
                 train, test, labelled = split(units, pool, scored, k, seed)
-                for method, kind, steps in parsed:
+                for method, kind, steps, readout in parsed:
                     p_seeds = args.pretrain_seeds if kind.startswith("pars ") and steps else [-1]
                     for p in p_seeds:
                         if (name, method, str(k), seed, p) in key:
@@ -378,7 +386,9 @@ def main(argv=None):
                             if isinstance(ctx["pool"][1], np.ndarray):
                                 ctx["pool_units"] = ctx["pool"][2]
                         start = time.perf_counter()
-                        pred, pre = score(kind, steps, X, y, units, train, test, ctx, seed, p)
+                        pred, pre = score(
+                            kind, steps, X, y, units, train, test, ctx, seed, p, readout
+                        )
                         seconds = time.perf_counter() - start
                         row = append_score(
                             csv, COLUMNS, y[test], pred, task=name, part=args.part,
@@ -407,18 +417,52 @@ REFERENCE_ROWS = {
     "probe[bp+ts, 100]": "probe, no encoder (band power + tangent space)",
     "probe[rand+bp+ts, 100]": "probe + random encoder",
     "probe[enc+bp+ts, 100]": "probe + encoder pretrained elsewhere ({encoder})",
+    "probe[encstd+bp+ts, 100]": "probe + encoder pretrained elsewhere ({encoder}), "
+    "read as the tokens' mean and spread (the probe's default readout)",
 }
 ROW_NAMES = {
     "pars in-domain[1000]": "probe + encoder pretrained on the task's unlabelled pool, 1,000 steps",
     "pars in-domain[3000]": "probe + encoder pretrained on the task's unlabelled pool, 3,000 steps",
     "pars transductive[3000]": "probe + encoder pretrained on the pool and the test subjects' "
     "unlabelled EEG (transductive), 3,000 steps",
+    "pars in-domain[3000, mean+std]": "probe + encoder pretrained on the task's unlabelled "
+    "pool, 3,000 steps, read as the tokens' mean and spread (the probe's default readout)",
+    "pars transductive[3000, mean+std]": "probe + encoder pretrained on the pool and the test "
+    "subjects' unlabelled EEG (transductive), 3,000 steps, read as the tokens' mean and spread",
     "pars in-domain in fit": "PARSClassifier(encoder=PARSPretrainer()) as a user calls it: "
     "3,000 steps in fit, then the probe (readout='mean')",
     "pars full fine-tuning": "full fine-tuning of pars-small (PARSFineTuner)",
     "EEGNet": "EEGNet from scratch",
     "ShallowFBCSPNet": "ShallowFBCSPNet from scratch",
 }
+#: Shorter names for the figure's axes and legend (the tables keep the full names).
+SHORT = {
+    "floor: band power, logistic regression": "floor: band power",
+    "floor: tangent space, logistic regression": "floor: tangent space",
+    "probe, no encoder (band power + tangent space)": "probe, no encoder (the default)",
+    "probe + random encoder": "probe + random encoder",
+    "probe + encoder pretrained elsewhere ({encoder})": "probe + {encoder}, mean",
+    REFERENCE_ROWS["probe[encstd+bp+ts, 100]"]: "probe + {encoder}, mean+std",
+    ROW_NAMES["pars in-domain[1000]"]: "probe + in-domain, 1,000 steps",
+    ROW_NAMES["pars in-domain[3000]"]: "probe + in-domain, 3,000 steps",
+    ROW_NAMES["pars transductive[3000]"]: "probe + transductive, 3,000 steps",
+    ROW_NAMES["pars in-domain[3000, mean+std]"]: "probe + in-domain, 3,000 steps, mean+std",
+    ROW_NAMES["pars transductive[3000, mean+std]"]: "probe + transductive, 3,000 steps, mean+std",
+    ROW_NAMES["pars in-domain in fit"]: "PARSClassifier(encoder=PARSPretrainer())",
+    ROW_NAMES["pars full fine-tuning"]: "full fine-tuning of {encoder}",
+    "EEGNet from scratch": "EEGNet",
+    "ShallowFBCSPNet from scratch": "ShallowFBCSPNet",
+}
+
+
+def short(row, encoder):
+    """The figure's name of a report row."""
+    for long, name in SHORT.items():
+        if long.format(encoder=encoder) == row:
+            return name.format(encoder=encoder)
+    return row
+
+
 ENCODER_FREE = (
     "floor: band power, logistic regression",
     "floor: tangent space, logistic regression",
@@ -644,7 +688,8 @@ def write_report(part, results):
     out = results / f"few_labels_{part}"
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw=dict(width_ratios=[1.3, 1]))
+    encoder = "pars-small" if part == "test" else "pars-selection"
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 6), gridspec_kw=dict(width_ratios=[1, 1]))
     low = s[s.k == "1"]
     rows = [r for r, g in low.groupby("row", sort=False) if set(tasks) <= set(g.task)]
     means = [low[low.row == r]["mean"].mean() for r in rows]
@@ -661,7 +706,7 @@ def write_report(part, results):
     for y_pos, i in enumerate(order):
         per_task = low[low.row == rows[i]].set_index("task")["mean"]
         a.plot(per_task.values, [y_pos] * len(per_task), "k.", ms=4)
-    a.set_yticks(range(len(rows)), [rows[i] for i in order], fontsize=7)
+    a.set_yticks(range(len(rows)), [short(rows[i], encoder) for i in order], fontsize=8)
     a.axvline(0.5, color="k", lw=0.5, ls=":")
     a.set_xlim(0.2, 1.0)
     a.set_xlabel("balanced accuracy at k = 1 (bar: mean over tasks; dots: each task)")
@@ -669,21 +714,23 @@ def write_report(part, results):
         f"{part} split: encoder-free rows grey, PARS encoders blue, a random encoder olive",
         fontsize=9,
     )
-    for row, g in eeg.groupby("row", sort=False):
+    palette = plt.get_cmap("tab20").colors
+    for i, (row, g) in enumerate(eeg.groupby("row", sort=False)):
         g = g.set_index("k").reindex(ks).dropna(subset=["mean"])
         b.errorbar(
             [ks.index(k) for k in g.index],
             g["mean"],
             yerr=g["std_draws"],
-            marker="o",
+            marker="osD^v<>ph*"[i % 10],
+            color=palette[(2 * i) % 20 + (2 * i) // 20],
             capsize=2,
-            label=row,
+            label=short(row, encoder),
             ls="--" if row in ENCODER_FREE else "-",
         )
     b.set_xticks(range(len(ks)), [f"k = {k}" for k in ks])
     b.set_ylabel("balanced accuracy")
-    b.set_title("EEGMAT: labelled subjects", fontsize=9)
-    b.legend(fontsize=6, loc="lower right")
+    b.set_title("EEGMAT: labelled subjects (dashed: encoder-free)", fontsize=9)
+    b.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=120)
     plt.close(fig)

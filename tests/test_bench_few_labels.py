@@ -15,12 +15,20 @@ def bench():
 
 
 def test_method_names(bench):
-    assert bench.parse_method("pars in-domain[3000]") == ("pars in-domain", 3000)
-    assert bench.parse_method("pars transductive[1000]") == ("pars transductive", 1000)
-    assert bench.parse_method("pars in-domain in fit") == ("pars in-domain in fit", None)
-    assert bench.parse_method("EEGNet") == ("EEGNet", None)
+    mean = bench.PROBE_READOUT
+    assert bench.parse_method("pars in-domain[3000]") == ("pars in-domain", 3000, mean)
+    assert bench.parse_method("pars transductive[1000]") == ("pars transductive", 1000, mean)
+    assert bench.parse_method("pars transductive[3000, mean+std]") == (
+        "pars transductive",
+        3000,
+        "mean+std",
+    )
+    assert bench.parse_method("pars in-domain in fit") == ("pars in-domain in fit", None, mean)
+    assert bench.parse_method("EEGNet") == ("EEGNet", None, mean)
     with pytest.raises(ValueError, match="Unknown method 'pars default in fit'"):
         bench.parse_method("pars default in fit")
+    with pytest.raises(ValueError, match="one of mean"):  # not a readout
+        bench.parse_method("pars in-domain[3000, median]")
 
 
 def _rows(method, task, scores, units, pretrain_seed=-1, k="1"):
@@ -93,7 +101,9 @@ class _Recorder:
         return np.zeros(len(X), dtype=int)
 
 
-@pytest.mark.parametrize("method", ["pars in-domain in fit", "pars in-domain[3000]"])
+@pytest.mark.parametrize(
+    "method", ["pars in-domain in fit", "pars in-domain[3000]", "pars in-domain[3000, mean+std]"]
+)
 def test_each_probe_row_builds_the_estimator_its_docstring_names(bench, monkeypatch, method):
     from braindecode_pars import PARSPretrainer, PARSProbe
 
@@ -103,11 +113,12 @@ def test_each_probe_row_builds_the_estimator_its_docstring_names(bench, monkeypa
     units = np.repeat([1, 2, 3], 2)
     X, y = np.zeros((6, 2, 100)), np.tile([0, 1], 3)
     ctx = dict(pool=("key", X, units, 1.0), pool_units=units, labelled=[1], cache=None)
-    kind, steps = bench.parse_method(method)
+    kind, steps, readout = bench.parse_method(method)
     train, test = np.flatnonzero(units == 1), np.flatnonzero(units == 3)
-    pred, pre = bench.score(kind, steps, X, y, units, train, test, ctx, seed=0, pretrain_seed=0)
+    pred, pre = bench.score(kind, steps, X, y, units, train, test, ctx, 0, 0, readout)
     seen = _Recorder.seen
-    assert isinstance(seen["head"], PARSProbe) and seen["head"].readout == bench.PROBE_READOUT
+    expected = "mean+std" if method.endswith("mean+std]") else bench.PROBE_READOUT
+    assert isinstance(seen["head"], PARSProbe) and seen["head"].readout == expected
     assert seen["n_fit"] == 2 and len(pred) == 2
     if method == "pars in-domain in fit":  # pretrains in fit, on the pool without unit 1
         assert isinstance(seen["encoder"], PARSPretrainer) and np.isnan(pre)
