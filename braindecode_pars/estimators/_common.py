@@ -1,4 +1,4 @@
-"""What the estimators share: reading windows once, checking labels, encoders and scale."""
+"""What the estimators share: tags, reading windows once, checking labels, encoders, scale."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets.adapters import check_scale, read_windows
+from ..windows_input import WindowsInputMixin
 
 
 def read_input(X, y=None, groups=None, sfreq=None, name="X"):
@@ -154,8 +155,11 @@ def check_window_length(n_times, n_chans, patch_seconds, sfreq):
     return patch
 
 
-def three_d_tags(tags):
-    """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times)."""
-    tags.input_tags.two_d_array = False
-    tags.input_tags.three_d_array = True
-    return tags
+class SeededWindowsMixin(WindowsInputMixin):
+    """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times) whose
+    ``fit`` draws at random: non-deterministic unless ``random_state`` is set."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

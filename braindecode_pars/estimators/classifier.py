@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._checks import check_option
 from .._logging import verbose_logging
 from ..training.seeding import fit_seed
-from ._common import check_labels, load_encoder_param, read_input, three_d_tags
+from ._common import SeededWindowsMixin, check_labels, load_encoder_param, read_input
 from .finetuner import STRATEGIES, PARSFineTuner
 from .pretrainer import as_sources
 from .probe import PARSProbe
@@ -20,7 +20,7 @@ from .probe import PARSProbe
 logger = logging.getLogger(__name__)
 
 
-class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Pretrain (or load) a single-channel encoder, then classify multi-channel windows
     with a head over it, in one ``fit``.
 
@@ -103,11 +103,6 @@ class PARSClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.sfreq = sfreq
         self.random_state = random_state
         self.verbose = verbose
-
-    def __sklearn_tags__(self):
-        tags = three_d_tags(super().__sklearn_tags__())
-        tags.non_deterministic = self.random_state is None
-        return tags
 
     def set_params(self, **params):
         """scikit-learn's ``set_params``; a nested name (``encoder__depth``, ``head__C``)

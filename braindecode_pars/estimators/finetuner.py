@@ -42,6 +42,7 @@ from ..training.interrupt import PropagateInterrupt
 from ..training.optim import with_fused_default
 from ..training.seeding import fit_seed, isolated_random_state
 from ._common import (
+    SeededWindowsMixin,
     check_encoder_rate,
     check_labels,
     check_window_length,
@@ -49,7 +50,6 @@ from ._common import (
     read_fit_input,
     read_fitted,
     read_input,
-    three_d_tags,
 )
 
 logger = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 STRATEGIES = ("full", "frozen", "lp-ft")
 
 
-class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
+class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EEGClassifier):
     """Fine-tune a PatchEncoder with a spatial head on multi-channel windows.
 
     Each channel goes through the single-channel encoder; a cross-attention head
@@ -191,11 +191,6 @@ class PARSFineTuner(PropagateInterrupt, TransformerMixin, EEGClassifier):
             object.__setattr__(self, name, attr)
             return
         super().__setattr__(name, attr)
-
-    def __sklearn_tags__(self):
-        tags = three_d_tags(super().__sklearn_tags__())
-        tags.non_deterministic = self.random_state is None
-        return tags
 
     # -- checks --------------------------------------------------------------------------
     def _check_params(self):

@@ -20,11 +20,11 @@ from ..models.config import ENCODER_SIZES, PatchEncoderConfig
 from ..models.encoder import PatchEncoder
 from ..training.seeding import fit_seed, isolated_random_state
 from ._common import (
+    SeededWindowsMixin,
     check_encoder_rate,
     check_window_length,
     load_encoder_param,
     read_input,
-    three_d_tags,
 )
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def as_sources(X_unlabeled):
     return [X_unlabeled] if one else list(X_unlabeled)
 
 
-class PARSPretrainer(TransformerMixin, BaseEstimator):
+class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     """Pretrain a single-channel :class:`~braindecode_pars.PatchEncoder` on windows.
 
     ``fit`` draws one random channel of a random crop of each window (of ``X`` and
@@ -190,8 +190,7 @@ class PARSPretrainer(TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     def __sklearn_tags__(self):
-        tags = three_d_tags(super().__sklearn_tags__())
-        tags.non_deterministic = self.random_state is None
+        tags = super().__sklearn_tags__()
         tags.target_tags.required = False
         return tags
 
