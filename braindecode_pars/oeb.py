@@ -36,7 +36,7 @@ from torch import nn
 
 from .hub import _atomic_save, load_encoder
 from .models.classifier import channel_tokens
-from .models.encoder import PatchEncoder, checked_encoder, encoder_size
+from .models.encoder import PatchEncoder, checked_encoder, encoder_sfreq, encoder_size
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
 HEAD = "final_layer"
@@ -114,8 +114,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
                 "file, a PatchEncoder or a dict of encoder settings, but got "
                 f"{type(encoder).__name__}."
             )
-        if pretrained is not None and sfreq is None and input_window_seconds is None:
-            sfreq = pretrained.sfreq
+        sfreq = encoder_sfreq(pretrained, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         self.encoder = checked_encoder(pretrained, self.sfreq, self.n_times, **settings)
         self.final_layer = nn.Linear(self.n_features, self.n_outputs)

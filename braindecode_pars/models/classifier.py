@@ -7,7 +7,7 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .._checks import check_range
-from .encoder import checked_encoder
+from .encoder import checked_encoder, encoder_sfreq
 
 
 def channel_tokens(encoder, X):
@@ -92,8 +92,7 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         encoder_n_heads=8,
         **encoder_kwargs,
     ):
-        if encoder is not None and sfreq is None and input_window_seconds is None:
-            sfreq = encoder.sfreq
+        sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
         if encoder is None:

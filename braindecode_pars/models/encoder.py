@@ -443,6 +443,14 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         return self.encode(tokens, key_mask)
 
 
+def encoder_sfreq(encoder, sfreq, input_window_seconds):
+    """The ``sfreq`` signal argument of a model built on ``encoder``: as given, or the
+    encoder's when neither ``sfreq`` nor ``input_window_seconds`` is given."""
+    if encoder is not None and sfreq is None and input_window_seconds is None:
+        return encoder.sfreq
+    return sfreq
+
+
 def checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
     """The :class:`PatchEncoder` of a model of windows of ``n_times`` samples at ``sfreq``.
 

@@ -7,7 +7,7 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .config import PatchEncoderConfig
-from .encoder import checked_encoder
+from .encoder import checked_encoder, encoder_sfreq
 
 #: The settings of the pretext models, by constructor argument, with the attribute
 #: that holds each (the key of a run's record): what a resumed run must keep and what
@@ -69,8 +69,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
         encoder=None,
         **encoder_kwargs,
     ):
-        if encoder is not None and sfreq is None and input_window_seconds is None:
-            sfreq = encoder.sfreq
+        sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         if self.n_chans != 1:
             raise ValueError(
