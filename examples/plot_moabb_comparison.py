@@ -32,6 +32,7 @@ example, not a benchmark. It needs the ``[moabb]`` extra
 # and the deprecation warnings of MOABB's own calls (to MNE, to h5py) are turned off.
 import logging
 import os
+import tempfile
 import warnings
 
 import matplotlib.pyplot as plt
@@ -83,9 +84,16 @@ pipelines = {
 # --------------
 # ``WithinSessionEvaluation``: MOABB's 5-fold cross-validation within the session
 # (PhysionetMI has one session a subject, so a cross-session evaluation has nothing to
-# split). Each row is one pipeline's mean ROC-AUC over the folds.
+# split). Each row is one pipeline's mean ROC-AUC over the folds. MOABB keeps its
+# results in an HDF5 file; ``hdf5_path`` puts it in a folder of this run's own (by
+# default MOABB writes under ``MOABB_RESULTS`` of MNE's configuration, which must exist).
 evaluation = WithinSessionEvaluation(
-    paradigm=paradigm, datasets=[dataset], overwrite=True, save_model=False, random_state=0
+    paradigm=paradigm,
+    datasets=[dataset],
+    overwrite=True,
+    save_model=False,
+    random_state=0,
+    hdf5_path=tempfile.mkdtemp(prefix="moabb-results-"),
 )
 results = evaluation.process(pipelines)
 table = results.set_index("pipeline")[["score", "time", "samples"]]
