@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from .datasets.adapters import read_windows
-from .probe import _block_scaling, _logistic, _raw_blocks
+from .probe import DEFAULT_READOUT, _block_scaling, _logistic, _raw_blocks
 from .windows_input import WindowsInputMixin
 
 #: A group of at least this many windows is aligned on its own windows alone; a group
@@ -248,7 +248,7 @@ device, readout
         random_state=None,
         batch_size=256,
         device="cpu",
-        readout="mean+std",
+        readout=DEFAULT_READOUT,
     ):
         self.encoder = encoder
         self.sfreq = sfreq

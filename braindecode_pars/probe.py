@@ -46,6 +46,10 @@ from .windows_input import (
     WindowsFeaturesMixin,
 )
 
+#: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.
+READOUTS = ("mean", "mean+std", "blocks")
+DEFAULT_READOUT = "mean+std"
+
 
 class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
@@ -130,7 +134,7 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         batch_size=256,
         device="cpu",
         *,
-        readout="mean+std",
+        readout=DEFAULT_READOUT,
         crop_seconds=None,
     ):
         self.encoder = encoder
@@ -228,10 +232,6 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         return torch.cat(read, dim=-1).view(B, -1)
 
 
-#: The readouts of :class:`EncoderFeatures`.
-READOUTS = ("mean", "mean+std", "blocks")
-
-
 def channel_block_tokens(encoder, X, every_block=False):
     """The tokens of single-channel windows ``X`` (batch, 1, n_times): fixed patches on
     a one-patch stride, the full positional embedding, as ``encoder(X)``; a list of
@@ -323,7 +323,7 @@ def probe_pipeline(
     random_state=None,
     batch_size=256,
     device="cpu",
-    readout="mean+std",
+    readout=DEFAULT_READOUT,
     crop_seconds=None,
 ):
     """A logistic regression over a frozen encoder's features and classical features.

@@ -39,7 +39,7 @@ from .align import (
     feature_reference,
 )
 from .floor import _logistic
-from .probe import _block_scaling, _raw_blocks
+from .probe import DEFAULT_READOUT, _block_scaling, _raw_blocks
 from .windows_input import LabelledPipeline
 
 #: The blocks of the recipes compared, from the fewest: band power alone, with the
@@ -103,7 +103,7 @@ def block_features(X, probe_params):
     p = probe_params
     blocks = _raw_blocks(
         "PARSProbe", p["encoder"], p["sfreq"], True, p["bands"], True, p["batch_size"],
-        p["device"], readout=p.get("readout", "mean+std"),
+        p["device"], readout=p.get("readout", DEFAULT_READOUT),
     )  # fmt: skip
     out = {}
     for name, steps, kind in blocks:

@@ -16,7 +16,7 @@ from .._checks import check_device, check_int, check_option, check_range
 from ..align import AlignedProbe
 from ..datasets.adapters import window_scale
 from ..floor import bands_below_nyquist
-from ..probe import READOUTS, probe_pipeline
+from ..probe import DEFAULT_READOUT, READOUTS, probe_pipeline
 from ..recipes import (
     MIN_GROUPS,
     Recipe,
@@ -160,7 +160,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         band_power=True,
         tangent_space=True,
         align=None,
-        readout="mean+std",
+        readout=DEFAULT_READOUT,
         sfreq=None,
         batch_size=256,
         device="cpu",
