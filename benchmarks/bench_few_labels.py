@@ -213,9 +213,9 @@ def compact_network(name, n_chans, n_times, n_classes, y_train, seed):
     )
 
 
-def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, readout=None):
+def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, readout=PROBE_READOUT):
     """Predictions of one row on the scored windows, and its pretraining seconds;
-    ``readout`` is the probe's (default :data:`PROBE_READOUT`)."""
+    ``readout`` is the probe's."""
     if method in NETWORKS:
         s = float(X[train].std())
         classes, codes = np.unique(y, return_inverse=True)  # labels as 0..n-1 (ff: 2, 3)
@@ -236,14 +236,14 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, rea
             if isinstance(pool, np.ndarray)
             else pool
         )
-        stage, head = PARSPretrainer(random_state=seed, verbose=0), PARSProbe(readout=PROBE_READOUT)
+        stage, head = PARSPretrainer(random_state=seed, verbose=0), PARSProbe(readout=readout)
         clf = PARSClassifier(encoder=stage, head=head, sfreq=100.0, random_state=seed, verbose=0)
         clf.fit(X[train], y[train], groups=units[train], X_unlabeled=rest)
         return clf.predict(X[test]), float("nan")
     encoder, seconds = pretrained(ctx["cache"], key, steps, pretrain_seed, pool, groups, window)
     clf = PARSClassifier(
         encoder=encoder,
-        head=PARSProbe(readout=readout or PROBE_READOUT),
+        head=PARSProbe(readout=readout),
         sfreq=100.0,
         random_state=seed,
         verbose=0,
@@ -410,6 +410,8 @@ def main(argv=None):
 
 # -- the report: this script's rows beside bench_dev_tasks.py's reference rows ---------
 
+#: The encoder pretrained elsewhere that each part's reference rows read.
+REFERENCE_ENCODER = {"test": "pars-small", "selection": "pars-selection"}
 #: Row names in the report, by (source, method): each named for what it is.
 REFERENCE_ROWS = {
     "floor (band power)": "floor: band power, logistic regression",
@@ -437,11 +439,11 @@ ROW_NAMES = {
 }
 #: Shorter names for the figure's axes and legend (the tables keep the full names).
 SHORT = {
-    "floor: band power, logistic regression": "floor: band power",
-    "floor: tangent space, logistic regression": "floor: tangent space",
-    "probe, no encoder (band power + tangent space)": "probe, no encoder (the default)",
-    "probe + random encoder": "probe + random encoder",
-    "probe + encoder pretrained elsewhere ({encoder})": "probe + {encoder}, mean",
+    REFERENCE_ROWS["floor (band power)"]: "floor: band power",
+    REFERENCE_ROWS["floor (tangent space)"]: "floor: tangent space",
+    REFERENCE_ROWS["probe[bp+ts, 100]"]: "probe, no encoder (the default)",
+    REFERENCE_ROWS["probe[rand+bp+ts, 100]"]: "probe + random encoder",
+    REFERENCE_ROWS["probe[enc+bp+ts, 100]"]: "probe + {encoder}, mean",
     REFERENCE_ROWS["probe[encstd+bp+ts, 100]"]: "probe + {encoder}, mean+std",
     ROW_NAMES["pars in-domain[1000]"]: "probe + in-domain, 1,000 steps",
     ROW_NAMES["pars in-domain[3000]"]: "probe + in-domain, 3,000 steps",
@@ -479,7 +481,7 @@ def joined_rows(part, results):
     mine = pd.read_csv(results / f"few_labels_{part}.csv", dtype={"k": str, "units": str})
     ref = pd.read_csv(results / f"dev_tasks_{part}.csv", dtype={"k": str, "units": str})
     ref = ref[ref.method.isin(REFERENCE_ROWS)].copy()
-    encoder = "pars-small" if part == "test" else "pars-selection"
+    encoder = REFERENCE_ENCODER[part]
     ref["row"] = [REFERENCE_ROWS[m].format(encoder=encoder) for m in ref.method]
     # bench_dev_tasks names PhysioNet-MI's k = all (both blocks) by its number, 2
     ref.loc[ref.task.str.startswith("mi-") & (ref.k == "2"), "k"] = "all"
@@ -688,7 +690,7 @@ def write_report(part, results):
     out = results / f"few_labels_{part}"
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
-    encoder = "pars-small" if part == "test" else "pars-selection"
+    encoder = REFERENCE_ENCODER[part]
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 6), gridspec_kw=dict(width_ratios=[1, 1]))
     low = s[s.k == "1"]
     rows = [r for r, g in low.groupby("row", sort=False) if set(tasks) <= set(g.task)]

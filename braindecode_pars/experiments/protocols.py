@@ -128,8 +128,8 @@ def _estimator(encoder, seed, params):
     ``params`` is a flat mapping: ``finetune`` ("auto", the default: the probe over a
     given encoder and full training from scratch; "probe", "full", "frozen", "lp-ft"),
     ``probe_C``, ``probe_align`` and ``probe_readout`` (the probe's ``C``, ``align``
-    and ``readout``), the settings of a
-    new encoder (``emb_dim``, ``depth``, ``n_heads``, ``ff_dim``, any field of
+    and ``readout``), the settings of a new encoder (``emb_dim``, ``depth``,
+    ``n_heads``, ``ff_dim``, any field of
     :class:`~braindecode_pars.models.config.PatchEncoderConfig`; a given encoder has its
     own),
     ``weight_decay`` (AdamW's), and :class:`~braindecode_pars.PARSFineTuner` parameters
