@@ -270,7 +270,7 @@ def recipe_rows(name, part, X, y, units, pool, scored, ks, seeds, steps, p_seed,
 
     encoder = load_encoder(encoder_path(cache, f"eegmat-{part}", steps, p_seed))
     params = dict(encoder=encoder, sfreq=100.0, bands=None, random_state=0, batch_size=256,
-                  device="cpu")  # fmt: skip
+                  device="cpu", readout=PROBE_READOUT)  # fmt: skip
     features = block_features(X, params)
     recipes = candidate_recipes(encoder=True)
     rows = []

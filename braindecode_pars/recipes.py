@@ -39,7 +39,7 @@ from .align import (
     feature_reference,
 )
 from .floor import _logistic
-from .probe import DEFAULT_READOUT, _block_scaling, _raw_blocks
+from .probe import _block_scaling, _raw_blocks
 from .windows_input import LabelledPipeline
 
 #: The blocks of the recipes compared, from the fewest: band power alone, with the
@@ -103,7 +103,7 @@ def block_features(X, probe_params):
     p = probe_params
     blocks = _raw_blocks(
         "PARSProbe", p["encoder"], p["sfreq"], True, p["bands"], True, p["batch_size"],
-        p["device"], readout=p.get("readout", DEFAULT_READOUT),
+        p["device"], readout=p["readout"],
     )  # fmt: skip
     out = {}
     for name, steps, kind in blocks:
@@ -242,7 +242,7 @@ def fit_recipe(recipe, features, y, groups=None, *, align=False, probe_params=No
         :func:`~braindecode_pars.probe.probe_pipeline`.
     probe_params : dict
         ``encoder``, ``sfreq``, ``bands``, ``random_state``, ``batch_size``,
-        ``device`` and ``readout`` (default ``"mean+std"``) of the probe.
+        ``device`` and ``readout`` of the probe.
 
     Returns
     -------

@@ -2,6 +2,8 @@
 statistic of docs/benchmarks/few_labels.rst (distinct labelled sets first, pretraining
 seeds last) against hand arithmetic, and the report written from result files."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -125,3 +127,23 @@ def test_each_probe_row_builds_the_estimator_its_docstring_names(bench, monkeypa
         assert len(seen["unlabeled"]) == 4
     else:  # the encoder pretrained once per pool, and its cost
         assert seen["encoder"] is cached and pre == 12.0 and seen["unlabeled"] is None
+
+
+def test_the_recipe_rows_read_the_encoder_as_every_probe_row(bench, monkeypatch):
+    """``--recipes`` computes its features with the readout of the other probe rows
+    (:data:`PROBE_READOUT`), not the library's default, as its recorded rows were."""
+    import braindecode_pars.recipes as recipes
+
+    class Read(Exception):
+        pass
+
+    def block_features(X, params):
+        raise Read(params["readout"])
+
+    monkeypatch.setattr(bench, "load_encoder", lambda path: "encoder")
+    monkeypatch.setattr(recipes, "block_features", block_features)
+    X, units = np.zeros((6, 2, 100)), np.repeat([1, 2, 3], 2)
+    with pytest.raises(Read) as read:
+        bench.recipe_rows("t", "selection", X, np.tile([0, 1], 3), units, [1, 2, 3], [3],
+                          ["4"], [0], 1000, 0, Path("cache"))  # fmt: skip
+    assert read.value.args == (bench.PROBE_READOUT,)
