@@ -118,7 +118,9 @@ def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     flags += ["--batch-size", "8", "--valid-fraction", "0.3", "--steps", "10"]
     assert cli.main(["pretrain", *flags, *TINY]) == 0
     history = json.loads((run_state(run) / "history.json").read_text())
-    assert {row["valid_split"] for row in history} == {"recordings"}
+    validated = [row for row in history if "valid_loss" in row]  # on the cadence
+    assert [row["epoch"] for row in validated] == [1, 4]  # 3 steps an epoch, every 200
+    assert {row["valid_split"] for row in validated} == {"recordings"}
     assert len(history) == 4 and sum(row["train_batch_count"] for row in history) == 12
 
 

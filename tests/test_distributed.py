@@ -221,23 +221,25 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
     command = [*cli, "pretrain", "--out", str(run_dir), "--store", str(tmp_path / "store"),
                "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
                "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
-               "--epochs", "500"]  # fmt: skip
+               "--epochs", "5000"]  # fmt: skip
     # a shell's background job (nohup ... &) starts with SIGINT ignored, and so would
     # this child: give it the default disposition, as a terminal's foreground job has
     proc = subprocess.Popen(
         command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not (run_dir / "state.json").is_file() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120  # config.json: training has started
+    while not (run_dir / "config.json").is_file() and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    time.sleep(3.0)  # some epochs of 2 steps; no checkpoint yet (every 5 minutes)
+    assert not (run_dir / "state.json").is_file()
+    proc.send_signal(signal.SIGINT)  # Ctrl-C: the state of the epochs done is saved
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()[-3000:]
     status = run_status(run_dir)
-    assert 1 <= status["epoch"] < 500 and status["max_epochs"] == 500
+    assert 1 <= status["epoch"] < 5000 and status["max_epochs"] == 5000
     assert not status["finished"] and not (run_dir / "encoder.pt").exists()
-    assert f"interrupted; {status['epoch']} of 500 epochs are saved" in err.decode()
+    assert f"interrupted; {status['epoch']} of 5000 epochs are saved" in err.decode()
     assert "KeyError" not in err.decode() and "final loss" not in out.decode()
     # the run records what its store holds: two 1-minute runs of 64 channels, one person
     import json

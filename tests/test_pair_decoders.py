@@ -165,7 +165,10 @@ def test_float32_underflowing_pairs_are_computed_exactly(bad_pairs, autocast, de
     dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
     _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL, autocast, device)
-    assert bad_pairs and 0 < bad_pairs[0] < 2 * 2 * 9 * 9  # some pairs, not all
+    if device == "cpu":
+        assert bad_pairs and 0 < bad_pairs[0] < 2 * 2 * 9 * 9  # some pairs, not all
+    else:  # an accelerator computes every pair by the attention kernel, no tables
+        assert bad_pairs == []
 
 
 def test_float64_underflowing_pairs_are_computed_exactly(bad_pairs):
@@ -217,3 +220,43 @@ def test_folded_decoder_refuses_an_attention_it_cannot_fold():
     dec.attn.add_zero_attn = True
     with pytest.raises(ValueError, match="add_zero_attn"):
         dec(y, idx)
+
+
+@pytest.fixture
+def attention_kernel(monkeypatch, bad_pairs):
+    """The folded decoder's pairs through ``scaled_dot_product_attention``, as compiled or
+    on an accelerator (on this CPU, eager); checks the factor tables were not used."""
+    monkeypatch.setattr(pair_decoders, "uses_attention_kernel", lambda y: True)
+    yield
+    assert bad_pairs == []
+
+
+@pytest.mark.parametrize("weight_std", [None, 0.2, 2.0], ids=["default", "wide", "very-peaked"])
+@pytest.mark.parametrize("B, N, n, F, H", [(2, 10, 8, 32, 4), (3, 40, 32, 64, 8)])
+def test_the_attention_kernel_path_equals_naive_in_float64(
+    attention_kernel, B, N, n, F, H, weight_std
+):
+    dec = CrossAttentionPairDecoder(F, H).double()
+    if weight_std is not None:
+        _wide(dec, weight_std)
+    y, idx = _random_case(B, N, n, F)
+    _check_against_naive(dec, y, idx, rtol=1e-9)
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["float32", "bf16-autocast"])
+def test_the_attention_kernel_path_in_float32_equals_float64_naive(attention_kernel, autocast):
+    dec = _wide(CrossAttentionPairDecoder(64, 8), 0.2)
+    y, idx = _random_case(3, 40, 32, 64, dtype=torch.float32)
+    _check_against_float64_naive(dec, y, idx, FLOAT32_TOL, autocast)
+
+
+def test_pars_traces_under_torch_compile_with_no_graph_break(one_thread):
+    from braindecode_pars import PARS
+
+    model = PARS(n_times=1000, sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
+    X = torch.randn(4, 1, 1000)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(lambda X: model(X)["loss"])(X)
+    reasons = [b.reason for b in explained.break_reasons]
+    assert explained.graph_break_count == 0, reasons
+    assert explained.graph_count == 1

@@ -427,7 +427,7 @@ class _LogEachEpoch(Callback):
         logging.getLogger("braindecode_pars.training").info("note of epoch %d", len(net.history))
 
 
-def _progress_net(stream, epochs=3):
+def _progress_net(stream, epochs=3, eval_every_steps=1):
     from braindecode_pars.training import EpochProgress
 
     callbacks = [
@@ -436,7 +436,7 @@ def _progress_net(stream, epochs=3):
     ]
     return PretrainNet(
         _pars(), max_epochs=epochs, batch_size=16, lr=3e-3, progress_bar=False,
-        valid_fraction=0.25, callbacks=callbacks,
+        valid_fraction=0.25, callbacks=callbacks, eval_every_steps=eval_every_steps,
     )  # fmt: skip
 
 
@@ -597,3 +597,91 @@ def test_a_run_refused_for_other_data_names_what_its_description_says_changed(tm
     assert list(refused.value.differences) == ["data.fingerprint"]
     # another description of the same data resumes: only the data are compared
     assert len(net("50.0").fit(_ramp_view()).history) == 2
+
+
+# -- the loop around the step: full batches, validation and checkpoints on a cadence -------
+
+
+def test_a_batch_larger_than_the_training_windows_trains_full_batches_drawn_with_replacement():
+    # 12 windows, batch 32: each epoch is one step of 32 crops (not one of 12)
+    net = PretrainNet(_pars(), max_epochs=3, batch_size=32, lr=3e-3, progress_bar=False)
+    net.fit(ramp_dataset(12))
+    sizes = [b["train_batch_size"] for row in net.history for b in row["batches"]]
+    assert sizes == [32, 32, 32]
+    # with enough windows, an epoch is still a shuffled pass over them
+    net = PretrainNet(_pars(), max_epochs=1, batch_size=16, progress_bar=False)
+    net.fit(ramp_dataset(40))
+    assert [b["train_batch_size"] for b in net.history[0]["batches"]] == [16, 16, 8]
+
+
+def test_validation_and_the_progress_lines_come_on_a_cadence_of_steps():
+    from braindecode_pars.training.callbacks import reports_epoch
+
+    # 1-step epochs, a report every 4 steps: epochs 1, 4, 8 and the last, 10
+    assert [e for e in range(1, 11) if reports_epoch(e, 10, 1, 4)] == [1, 4, 8, 10]
+    # epochs of 3 steps, every 4 steps: every second epoch; epochs longer than the
+    # cadence: every epoch
+    assert [e for e in range(1, 8) if reports_epoch(e, 7, 3, 4)] == [1, 2, 4, 6, 7]
+    assert all(reports_epoch(e, 5, 300, 200) for e in range(1, 6))
+
+    stream = io.StringIO()
+    net = _progress_net(stream, epochs=10, eval_every_steps=4)
+    net.batch_size = 24  # one step an epoch on the 24 training windows
+    net.fit(ramp_dataset(32))
+    validated = [row["epoch"] for row in net.history if "valid_loss" in row]
+    assert validated == [1, 4, 8, 10]
+    assert all("train_loss" in row for row in net.history)  # every epoch trains
+    lines = [line for line in stream.getvalue().splitlines() if line.startswith("pretraining")]
+    assert [int(line.split("epoch ")[1].split("/")[0]) for line in lines] == [1, 4, 8, 10]
+
+
+def test_checkpoints_come_on_a_cadence_and_when_training_stops(tmp_path, monkeypatch):
+    writes = []
+    original = StateCheckpoint.write
+    monkeypatch.setattr(
+        StateCheckpoint,
+        "write",
+        lambda self, net: (writes.append(len(net.history)), original(self, net)),
+    )
+    data = ramp_dataset()
+    settings = dict(batch_size=16, lr=3e-3, progress_bar=False, checkpoint_dir=tmp_path)
+    first = PretrainNet(
+        _pars(), max_epochs=8, checkpoint_every_minutes=60.0,
+        callbacks=[("stop", InterruptAt(5))], **settings,
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        first.fit(data)
+    assert writes == [5]  # none during the hour's cadence; the stop saves its 5 epochs
+    assert json.loads((tmp_path / "state.json").read_text())["epoch"] == 5
+    resumed = PretrainNet(_pars(), max_epochs=8, checkpoint_every_minutes=60.0, **settings)
+    resumed.fit(data)
+    assert writes == [5, 8] and len(resumed.history) == 8  # and the end of the run
+    writes.clear()
+    every = PretrainNet(_pars(), max_epochs=3, checkpoint_every_minutes=0, **settings)
+    every.checkpoint_dir = tmp_path / "every"
+    every.fit(data)
+    assert writes == [1, 2, 3]
+
+
+def test_a_stop_within_an_epoch_saves_the_epochs_completed(tmp_path):
+    class StopAtBatch(Callback):
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training and len(net.history) == 3 and len(net.history[-1]["batches"]) == 2:
+                raise KeyboardInterrupt
+
+    net = PretrainNet(
+        _pars(), max_epochs=6, batch_size=16, progress_bar=False, checkpoint_dir=tmp_path,
+        checkpoint_every_minutes=60.0, callbacks=[("stop", StopAtBatch())],
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt, match="after 2 epoch"):
+        net.fit(ramp_dataset())
+    saved = json.loads((StateCheckpoint.current(tmp_path) / "history.json").read_text())
+    assert len(saved) == 2 and all("train_loss" in row for row in saved)
+
+
+def test_the_epoch_table_has_no_colour_codes_off_a_terminal(_package_log_to):
+    stream = io.StringIO()
+    _package_log_to(stream)
+    _progress_net(io.StringIO(), epochs=3).fit(ramp_dataset(32))
+    text = stream.getvalue()
+    assert "train_loss" in text and "\x1b[" not in text

@@ -19,11 +19,33 @@ from .pretrain import PAPER_PRETRAINING, SIZES, _export, _pretrain, _store
 __all__ = ["PAPER_PRETRAINING", "build_parser", "main"]
 
 
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """Help that ends with ``(default: X)`` for each flag whose help does not already
+    speak of its default (switches and flags without a value excepted)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (
+            "default" not in text
+            and action.option_strings
+            and not any(action.default is v for v in (None, False, True, argparse.SUPPRESS))
+        ):
+            value = action.default
+            if isinstance(value, list | tuple):
+                value = " ".join(str(v) for v in value)
+            text += f" (default: {value})".replace("%", "%%")
+        return text
+
+
 def _command(sub, func):
     """The parser of the subcommand that runs ``func(args)``: named as ``func`` without its
     leading underscore, with the first paragraph of its docstring as help."""
     help_text = " ".join((func.__doc__ or "").split("\n\n")[0].split()).rstrip(".")
-    command = sub.add_parser(func.__name__.lstrip("_"), help=help_text[:1].lower() + help_text[1:])
+    command = sub.add_parser(
+        func.__name__.lstrip("_"),
+        help=help_text[:1].lower() + help_text[1:],
+        formatter_class=_DefaultsFormatter,
+    )
     command.set_defaults(func=func)
     return command
 
@@ -125,7 +147,12 @@ def _pretrain_parser(sub):
         '{"method": "pars", "epochs": 1000}); flags given here take precedence',
     )
     pre.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
-    pre.add_argument("--method", default="pars", choices=["pars", "mae", "mp3", "droppos"])
+    pre.add_argument(
+        "--method",
+        default="pars",
+        choices=["pars", "mae", "mp3", "droppos"],
+        help="the pretext task: PARS or one of the paper's baselines",
+    )
     pre.add_argument("--store", help="window store folder (see 'store'); default: bundled EEG")
     pre.add_argument(
         "--recordings",
@@ -139,12 +166,24 @@ def _pretrain_parser(sub):
     )
     _preprocessing_flags(pre)
     _recording_flags(pre)
-    pre.add_argument("--subjects", nargs="+", type=int, default=[1])
+    pre.add_argument(
+        "--subjects",
+        nargs="+",
+        type=int,
+        default=[1],
+        help="PhysioNet-MI subjects when no --store, --recordings or --shared-data is given",
+    )
     pre.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
     pre.add_argument(
         "--window-seconds", type=float, default=10.0, help="pretraining crops (paper: 30)"
     )
-    pre.add_argument("--stride-seconds", type=float, default=5.0)
+    pre.add_argument(
+        "--stride-seconds",
+        type=float,
+        default=5.0,
+        help="step between the starts of the windows cut from recordings; each window holds "
+        "all its EEG channels, and each training example draws one channel and a crop of it",
+    )
     pre.add_argument("--epochs", type=int, help="paper: 1000 (default: as many as --steps take)")
     pre.add_argument(
         "--steps",
@@ -169,8 +208,18 @@ def _pretrain_parser(sub):
     pre.add_argument(
         "--valid-fraction", type=float, default=0.1, help="held out for validation skill"
     )
-    pre.add_argument("--sampling", default="random", choices=["random", "disjoint", "fixed"])
-    pre.add_argument("--threads", type=int, help="torch CPU threads")
+    pre.add_argument(
+        "--sampling",
+        default="random",
+        choices=["random", "disjoint", "fixed"],
+        help="PARS's patch starts: uniform (the paper's), non-overlapping, or on a grid",
+    )
+    pre.add_argument(
+        "--threads",
+        type=int,
+        help="torch CPU threads (default: the cores not busy when the command starts, "
+        "os.cpu_count() minus the 1-minute load average, at least 1)",
+    )
     pre.add_argument(
         "--keep-freed-memory",
         action=argparse.BooleanOptionalAction,
@@ -192,8 +241,13 @@ def _pretrain_parser(sub):
     pre.add_argument("--depth", type=int, help="transformer blocks (default: --size's)")
     pre.add_argument("--n-heads", type=int, help="attention heads (default: --size's)")
     pre.add_argument("--ff-dim", type=int, help="feed-forward width (default: --size's)")
-    pre.add_argument("--n-patches", type=int, default=40)
-    pre.add_argument("--pos-mask-ratio", type=float, default=0.8)
+    pre.add_argument("--n-patches", type=int, default=40, help="PARS's patches per crop")
+    pre.add_argument(
+        "--pos-mask-ratio",
+        type=float,
+        default=0.8,
+        help="share of PARS's patches without a positional embedding (DropPos's gamma_pos)",
+    )
     pre.add_argument(
         "--decoder-heads",
         type=int,
@@ -202,12 +256,26 @@ def _pretrain_parser(sub):
         "a 64-wide encoder 4 make each step about 6%% cheaper, for a lower skill over "
         "long runs (benchmarks/results/decoder_heads.md, dev_tasks_selection_heads.md)",
     )
-    pre.add_argument("--mask-ratio", type=float, default=0.75)
+    pre.add_argument(
+        "--mask-ratio",
+        type=float,
+        default=0.75,
+        help="share of patches removed (MAE, DropPos) or hidden from keys and values (MP3)",
+    )
     pre.add_argument("--device", help="cpu or cuda (default: cuda when available)")
-    pre.add_argument("--amp", action="store_true", help="bf16 autocast")
-    pre.add_argument("--compile", action="store_true", help="torch.compile the model")
+    pre.add_argument(
+        "--amp",
+        action=argparse.BooleanOptionalAction,
+        help="bf16 autocast of the forward pass (default: on a GPU, not on a CPU)",
+    )
+    pre.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        help="torch.compile the model; the first step holds the compilation (default: on "
+        "a GPU, not on a CPU)",
+    )
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
-    pre.add_argument("--seed", type=int, default=0)
+    pre.add_argument("--seed", type=int, default=0, help="seed of the model and every draw")
     pre.add_argument(
         "--max-minutes",
         type=float,

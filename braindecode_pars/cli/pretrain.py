@@ -71,6 +71,19 @@ def encoder_settings(args):
     return settings
 
 
+def idle_cores():
+    """The CPU cores not busy now: ``os.cpu_count()`` minus the 1-minute load average,
+    at least 1 (torch's default, every core, runs many times slower when other
+    processes hold some of them: its threads wait on each other)."""
+    import os
+
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # no load average on this system
+        busy = 0.0
+    return max(1, int((os.cpu_count() or 1) - busy + 0.5))
+
+
 def _recording_options(args, command):
     """The arguments of :func:`~braindecode_pars.datasets.pretraining_views.recording_windows`
     that the flags give, ``lazy`` aside (``--eegmat-subjects`` checked: an exit names it)."""
@@ -171,16 +184,25 @@ def _check(args):
 def _pretrain(args):
     """Pretrain an encoder with one pretext task; resumable; several processes under torchrun
     (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)."""
+    import logging
+
     import torch
 
     from ..models import pretext_params
     from ..training import RunMismatchError, init_distributed, pretrain
+    from ..training.callbacks import shows_bars
     from ..training.distributed import rank, world_size
+    from ..training.pretrain import epoch_logger
 
     encoder_kwargs = _check(args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or idle_cores())
     device = init_distributed(args.device)
+    on_gpu = torch.device(device).type == "cuda"
+    amp = on_gpu if args.amp is None else args.amp
+    compile_ = on_gpu if args.compile is None else args.compile
+    table_level = epoch_logger.level
+    if not shows_bars(sys.stderr):  # a log file: the progress lines say what the table says
+        epoch_logger.setLevel(logging.WARNING)
     if args.keep_freed_memory and str(device).startswith("cpu"):
         from ..training.memory import keep_freed_memory
 
@@ -213,8 +235,8 @@ def _pretrain(args):
             batch_size=args.batch_size,
             lr=args.lr,
             device=device,
-            amp=args.amp,
-            compile=args.compile,
+            amp=amp,
+            compile=compile_,
             num_workers=args.workers,
             valid_fraction=args.valid_fraction or None,
             encoder_kwargs=encoder_kwargs,
@@ -250,6 +272,7 @@ def _pretrain(args):
             sys.stderr.write(f"braindecode-pars pretrain: interrupted; {saved}\n")
         raise SystemExit(130) from None
     finally:
+        epoch_logger.setLevel(table_level)
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
     if main_process:

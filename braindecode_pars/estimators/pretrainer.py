@@ -111,6 +111,14 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         Sampling rate of array input; read from windows that carry it.
     device : str
         Torch device of pretraining.
+    amp : bool | "auto"
+        Run the forward pass under bf16 autocast (``torch.autocast``); "auto": on a
+        CUDA device, not on a CPU (where bf16 is slower than float32). The losses stay
+        within about 1 % of float32's on the same draws.
+    compile : bool | "auto"
+        ``torch.compile`` the pretext model (PARS compiles with no graph break); the
+        first step then holds the compilation (tens of seconds). "auto": on a CUDA
+        device, not on a CPU.
     random_state : int | None
         Seed of every draw (initialisation, crops, channels, patches, masks, batch
         order, the validation split); None: a fresh seed. The global generators are
@@ -158,6 +166,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         checkpoint_dir=None,
         sfreq=None,
         device="cpu",
+        amp="auto",
+        compile="auto",
         random_state=None,
         verbose=1,
     ):
@@ -186,6 +196,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         self.checkpoint_dir = checkpoint_dir
         self.sfreq = sfreq
         self.device = device
+        self.amp = amp
+        self.compile = compile
         self.random_state = random_state
         self.verbose = verbose
 
@@ -224,6 +236,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             check_range("valid_fraction", self.valid_fraction, 0, 1, high_open=True)
         check_option("preset", self.preset, (None, "paper"))
         check_device("device", self.device)
+        check_option("amp", self.amp, (True, False, "auto"))
+        check_option("compile", self.compile, (True, False, "auto"))
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
         n_masked = int(round(self.pos_mask_ratio * self.n_patches))
@@ -252,6 +266,14 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 f"{said}; leave them at their defaults or set init_encoder=None."
             )
         return initial.config
+
+    def _on_cuda(self, value):
+        """A bool or "auto" setting in force: "auto" is True on a CUDA device."""
+        if value == "auto":
+            import torch
+
+            return torch.device(self.device).type == "cuda"
+        return bool(value)
 
     def _pretrains(self):
         return self.max_epochs != 0
@@ -406,6 +428,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 lr=settings["lr"],
                 batch_size=settings["batch_size"],
                 device=self.device,
+                amp=self._on_cuda(self.amp),
+                compile=self._on_cuda(self.compile),
                 valid_fraction=valid,
                 progress_bar=bool(self.verbose),
                 weight_decay=self.weight_decay,

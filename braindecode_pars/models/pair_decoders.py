@@ -196,6 +196,51 @@ class _FactorisedPairAttention(torch.autograd.Function):
         return dq, dk, ds.view(B, H, N), None, None
 
 
+def uses_attention_kernel(y):
+    """Whether the folded decoder runs its pairs through ``scaled_dot_product_attention``
+    (tensor code only: compiled, on an accelerator) rather than the factor tables of
+    :class:`_FactorisedPairAttention` (eager, on a CPU).
+
+    The factor tables are the faster computation on a CPU, where they cost about 1 % of
+    the step at the paper's size, but they branch on the data (rows shifted only when
+    their logits are wide, pairs recomputed only when a denominator underflows), which
+    ``torch.compile`` cannot trace; the attention kernel computes the same softmax
+    stably with no branch, so the compiled graph of PARS has no break, and on a GPU it
+    is one fused kernel instead of a few dozen small ones.
+    """
+    return y.device.type != "cpu" or torch.compiler.is_compiling()
+
+
+def pair_attention_sdpa(q, k, s, n):
+    """``theta[b, j, k] = sum_h sum_m softmax_m(U[j, m] + V[k, m]) s[h, m]`` by
+    ``scaled_dot_product_attention``.
+
+    The query of pair ``(j, k)`` is ``u_j + v_k`` (``q[:, :, j] + q[:, :, n + k]``),
+    formed for every pair ((batch, H, n * n, d): the only per-pair tensor, of the head
+    size ``d``, not the token size), its keys ``k`` and its values the scalars ``s``
+    (padded with zeros to 8 columns, a width every attention backend accepts). It runs
+    in the inputs' type: the decoder leaves autocast and computes in float32 (see
+    :meth:`CrossAttentionPairDecoder.forward`).
+
+    Parameters
+    ----------
+    q : torch.Tensor, shape (batch, H, 2n, d)
+        Per head the rows ``u_1..u_n`` then ``v_1..v_n``.
+    k : torch.Tensor, shape (batch, H, N, d)
+    s : torch.Tensor, shape (batch, H, N)
+    n : int
+
+    Returns
+    -------
+    theta : torch.Tensor, shape (batch, n, n)
+    """
+    B, H, _, d = q.shape
+    pairs = (q[:, :, :n, None, :] + q[:, :, None, n:, :]).reshape(B, H, n * n, d)
+    values = F.pad(s[..., None], (0, 7))  # (batch, H, N, 8), the first column s
+    out = F.scaled_dot_product_attention(pairs, k, values.to(k.dtype))  # (B, H, n * n, 8)
+    return out[..., 0].sum(dim=1).view(B, n, n)
+
+
 def _chunks(B, chunk):
     """``(start, stop)`` of the batch's chunks of ``chunk`` windows."""
     return [(b, min(b + chunk, B)) for b in range(0, B, chunk)]
@@ -333,6 +378,8 @@ class CrossAttentionPairDecoder(nn.Module):
         uv = F.linear(gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F): [u, v]
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
+        if uses_attention_kernel(y):
+            return pair_attention_sdpa(q, k, s, n) + const
         theta, bad = _FactorisedPairAttention.apply(q, k, s, n, d**-0.5)
         if bad.numel():  # the pairs whose factor tables underflowed, computed directly
             b, h, j, kk = bad.nonzero(as_tuple=True)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import re
 import sys
 import time
 
 import numpy as np
-from skorch.callbacks import Callback, ProgressBar
+from skorch.callbacks import Callback, PrintLog, ProgressBar
 
 from .._logging import PACKAGE_LOGGER
 from ..models.pretext import pretext_skill
@@ -96,7 +98,7 @@ class EpochProgress(Callback):
         self.close()  # what an earlier fit that ended by an error left open
         self.redirect_ = contextlib.ExitStack()
         self.stream_ = sys.stderr if self.stream is None else self.stream
-        self.plain_ = not _shows_bars(self.stream_)
+        self.plain_ = not shows_bars(self.stream_)
         self.sitting_ = (len(net.history), time.monotonic())  # epochs done before, start
         if self.plain_:
             return
@@ -122,6 +124,8 @@ class EpochProgress(Callback):
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]
         if self.plain_:
+            if not getattr(net, "reports_epoch_", True):
+                return  # one line per report (see PretrainNet's eval_every_steps)
             self.stream_.write(self._line(net, row) + "\n")
             self.stream_.flush()
             return
@@ -170,6 +174,35 @@ class EpochProgress(Callback):
         return batches_per_epoch(len(dataset), net.batch_size, world) >= self.batch_bar_from
 
 
+def reports_epoch(epoch, max_epochs, steps_per_epoch, every_steps):
+    """Whether epoch ``epoch`` (1-based) of ``max_epochs`` is validated and reported:
+    the first, the last, and every ``ceil(every_steps / steps_per_epoch)``-th.
+
+    A function of the epoch's number only, so a resumed run reports the epochs the
+    uninterrupted run would have.
+    """
+    every = max(1, math.ceil(every_steps / max(1, steps_per_epoch)))
+    return epoch <= 1 or epoch >= max_epochs or epoch % every == 0
+
+
+#: An ANSI escape sequence (skorch's table colours its best values).
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class EpochTable(PrintLog):
+    """skorch's epoch table, one row per reported epoch (the net's ``reports_epoch_``),
+    without colour codes unless stderr is a terminal (a log file gets plain text)."""
+
+    def on_epoch_end(self, net, **kwargs):
+        if getattr(net, "reports_epoch_", True):
+            super().on_epoch_end(net, **kwargs)
+
+    def _sink(self, text, verbose):
+        if not shows_bars(sys.stderr):
+            text = _ANSI.sub("", text)
+        super()._sink(text, verbose)
+
+
 class SamplerEpoch(Callback):
     """Give the distributed sampler the epoch number, so that every epoch reshuffles."""
 
@@ -179,7 +212,7 @@ class SamplerEpoch(Callback):
             sampler.set_epoch(len(net.history))
 
 
-def _shows_bars(stream):
+def shows_bars(stream):
     """Whether ``stream`` shows tqdm's bars: a terminal, or a notebook's output."""
     from tqdm.auto import tqdm
 
@@ -253,7 +286,7 @@ def progress(iterable, desc, enabled=True, total=None):
     """``iterable`` with a progress bar on a terminal or in a notebook, the package's
     console log lines written above it (never glued to it); the plain iterable when
     ``enabled`` is False or stderr is not shown as a terminal (a log file)."""
-    if not enabled or not _shows_bars(sys.stderr):
+    if not enabled or not shows_bars(sys.stderr):
         yield from iterable
         return
     from tqdm.auto import tqdm

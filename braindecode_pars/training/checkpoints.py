@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import torch
@@ -17,10 +18,40 @@ from ..hub import run_state, save_encoder, unwrapped_state_dict
 from . import distributed
 
 
-class StateCheckpoint(Callback):
-    """Save the whole training state after every epoch, crash-safe.
+class _Cadence(Callback):
+    """Writes at the end of the first epoch ``every_minutes`` after the last write, of the
+    run's last epoch, and at the end of a training that stopped early (``on_train_end``
+    after an interrupt); ``every_minutes=0``: every epoch."""
 
-    Each epoch's parameters, optimizer state and history are written into a new
+    def on_train_begin(self, net, **kwargs):
+        self.written_at_ = time.monotonic()
+        self.written_epoch_ = len(net.history)
+
+    def on_epoch_end(self, net, **kwargs):
+        due = time.monotonic() - self.written_at_ >= 60.0 * (self.every_minutes or 0)
+        if due or len(net.history) >= net.max_epochs:
+            self._write_now(net)
+
+    def on_train_end(self, net, **kwargs):
+        history = net.history
+        if history and "train_loss" not in history[-1]:
+            history.pop()  # an epoch stopped within: not done (its weights are kept)
+        if len(history) > getattr(self, "written_epoch_", len(history)):
+            self._write_now(net)
+
+    def _write_now(self, net):
+        self.write(net)
+        self.written_at_ = time.monotonic()
+        self.written_epoch_ = len(net.history)
+
+
+class StateCheckpoint(_Cadence):
+    """Save the whole training state on a cadence and when training ends, crash-safe.
+
+    Written at the end of the first epoch ``every_minutes`` after the last write, of the
+    run's last epoch, and when training stops early (Ctrl-C, a :class:`TimeLimit`):
+    the state then holds the weights reached and the epochs completed. Each
+    state's parameters, optimizer state and history are written into a new
     folder ``<dirname>/state-<epoch>/``: ``params.pt`` holds the *unwrapped* pretext
     model's state dict (``net.pretext_``: no ``module.`` prefix of
     DistributedDataParallel, no ``_orig_mod.`` of ``torch.compile``), and
@@ -39,17 +70,21 @@ class StateCheckpoint(Callback):
     ----------
     dirname : str | Path
         Folder of the state.
+    every_minutes : float
+        Minutes between writes during training (0: every epoch).
     """
 
-    def __init__(self, dirname):
+    def __init__(self, dirname, every_minutes=0.0):
         self.dirname = dirname
+        self.every_minutes = every_minutes
 
     @staticmethod
     def current(dirname):
         """The folder of the last complete state under ``dirname``, or None."""
         return run_state(dirname)
 
-    def on_epoch_end(self, net, **kwargs):
+    def write(self, net):
+        """Write the state of ``net`` now."""
         root = Path(self.dirname)
         name = f"state-{len(net.history):06d}"
         folder = root / name
@@ -90,8 +125,11 @@ class StateCheckpoint(Callback):
         return len(net.history)
 
 
-class EncoderCheckpoint(Callback):
-    """Save the pretext model's encoder after every epoch (last) and when it improves (best).
+class EncoderCheckpoint(_Cadence):
+    """Save the pretext model's encoder on a cadence (last) and when it improves (best).
+
+    ``encoder_last.pt`` is written as :class:`StateCheckpoint` writes the state;
+    ``encoder_best.pt`` at the end of every epoch whose monitored value improved.
 
     Writes ``<dirname>/encoder_last.pt`` and ``<dirname>/encoder_best.pt`` with
     :func:`~braindecode_pars.hub.save_encoder`; load them with
@@ -103,18 +141,30 @@ class EncoderCheckpoint(Callback):
         Folder of the files.
     monitor : str
         History key that is True on an epoch that improved; ``valid_loss_best`` is
-        used instead of the default when a validation set exists.
+        used instead of the default when a validation set exists. Only the epochs the
+        net reports (validates) are compared.
+    every_minutes : float
+        Minutes between writes of ``encoder_last.pt`` during training (0: every epoch).
     """
 
-    def __init__(self, dirname, monitor="train_loss_best"):
+    def __init__(self, dirname, monitor="train_loss_best", every_minutes=0.0):
         self.dirname = dirname
         self.monitor = monitor
+        self.every_minutes = every_minutes
+
+    @staticmethod
+    def _info(row):
+        return {"epoch": int(row["epoch"]), "train_loss": float(row.get("train_loss", "nan"))}
 
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]
-        monitor = "valid_loss_best" if "valid_loss_best" in row else self.monitor
-        info = {"epoch": int(row["epoch"]), "train_loss": float(row.get("train_loss", "nan"))}
-        encoder = net.encoder
-        save_encoder(encoder, Path(self.dirname) / "encoder_last.pt", **info)
-        if row.get(monitor, False):
-            save_encoder(encoder, Path(self.dirname) / "encoder_best.pt", **info)
+        if getattr(net, "reports_epoch_", True):
+            monitor = "valid_loss_best" if "valid_loss" in row else self.monitor
+            if row.get(monitor, False):
+                save_encoder(net.encoder, Path(self.dirname) / "encoder_best.pt", **self._info(row))
+        super().on_epoch_end(net, **kwargs)
+
+    def write(self, net):
+        """Write ``encoder_last.pt`` now."""
+        row = net.history[-1]
+        save_encoder(net.encoder, Path(self.dirname) / "encoder_last.pt", **self._info(row))

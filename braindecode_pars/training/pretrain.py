@@ -9,28 +9,29 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import EpochTimer, PassthroughScoring, PrintLog
+from skorch.callbacks import EpochTimer, PassthroughScoring
 from skorch.dataset import ValidSplit
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDataset
+from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Subset, TensorDataset
 
 from .._checks import check_device, check_int, check_range
 from ..datasets.single_channel import SingleChannelWindows
 from ..models.pretext import PretextModel
 from . import distributed
 from . import resume as _resume
-from .callbacks import EpochProgress, PretextSkill, SamplerEpoch
+from .callbacks import EpochProgress, EpochTable, PretextSkill, SamplerEpoch, reports_epoch
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .interrupt import PropagateInterrupt
 from .optim import with_fused_default
 from .resume import RunMismatchError, check_resume, data_fingerprint, log_launch_change
-from .schedule import WarmupCosineLR
+from .schedule import WarmupCosineLR, batches_per_epoch
 from .split import held_out_recordings, training_windows
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,20 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         budget puts the epochs already done (a warning says from what to what).
     warmup_fraction : float
         Fraction of the epochs of linear warm-up. Paper: 0.1.
+    eval_every_steps : int
+        Validation, the progress line and the epoch table's row come on a cadence:
+        the first epoch, every epoch that ends a multiple of
+        ``ceil(eval_every_steps / steps per epoch)`` epochs, and the last one; so a
+        corpus whose epoch is one step does not pay a validation pass and its logs at
+        every step. An epoch of as many steps or more is validated every epoch.
+    checkpoint_every_minutes : float
+        With ``checkpoint_dir``, the whole state and ``encoder_last.pt`` are written at
+        the end of the first epoch that ends this long after the last write, at the end
+        of the run, and when training stops early (Ctrl-C, ``TimeLimit``):
+        a long run loses at most this much on a crash, and never what it had saved.
+        When a stop comes within an epoch, the state saved holds the weights reached
+        and the epochs completed, so the resumed run does the interrupted epoch again.
+        ``encoder_best.pt`` is written on every validated epoch that improves.
     progress_bar : bool
         Show the progress over the epochs on stderr, with the skill and the time left
         (:class:`~braindecode_pars.training.callbacks.EpochProgress`): a bar on a
@@ -172,6 +187,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         max_valid_windows=2048,
         checkpoint_dir=None,
         warmup_fraction=0.1,  # paper section 2.5: 100 of 1000 epochs
+        eval_every_steps=200,
+        checkpoint_every_minutes=5.0,
         progress_bar=True,
         amp=False,
         distributed=None,
@@ -196,6 +213,8 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         self.max_valid_windows = max_valid_windows
         self.checkpoint_dir = checkpoint_dir
         self.warmup_fraction = warmup_fraction
+        self.eval_every_steps = eval_every_steps
+        self.checkpoint_every_minutes = checkpoint_every_minutes
         self.progress_bar = progress_bar
         self.amp = amp
         self.distributed = distributed
@@ -222,11 +241,15 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             name = getattr(self.module, "__name__", type(self.module).__name__)
             callbacks.append(("progress_bar", EpochProgress(f"pretraining {name}")))
         if self.checkpoint_dir is not None:
+            minutes = self.checkpoint_every_minutes
             callbacks += [
-                ("encoder_checkpoint", EncoderCheckpoint(self.checkpoint_dir)),
-                ("state_checkpoint", StateCheckpoint(self.checkpoint_dir)),
+                (
+                    "encoder_checkpoint",
+                    EncoderCheckpoint(self.checkpoint_dir, every_minutes=minutes),
+                ),
+                ("state_checkpoint", StateCheckpoint(self.checkpoint_dir, every_minutes=minutes)),
             ]
-        callbacks.append(("print_log", PrintLog(sink=epoch_logger.info)))
+        callbacks.append(("print_log", EpochTable(sink=epoch_logger.info)))
         return callbacks
 
     # -- validation on fixed draws ---------------------------------------------------------
@@ -279,20 +302,46 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         return TensorDataset(X, torch.zeros(len(X)))
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Every validation pass starts a generator with the same seed (the same draws)."""
+        """Every validation pass starts a generator with the same seed (the same draws);
+        whether this epoch is validated and reported (``eval_every_steps``)."""
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
         device = self.device if str(self.device).startswith("cuda") else "cpu"
         self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
+        self.reports_epoch_ = True
+        if dataset_train is not None:
+            self.reports_epoch_ = reports_epoch(
+                len(self.history), self.max_epochs, self.steps_per_epoch(len(dataset_train)),
+                self.eval_every_steps,
+            )  # fmt: skip
+
+    def steps_per_epoch(self, n_windows):
+        """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
+        world = distributed.world_size() if self.distributed_ else 1
+        return batches_per_epoch(n_windows, self.batch_size, world)
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        """skorch's; the validation pass only on the epochs the cadence reports."""
+        if not training and not getattr(self, "reports_epoch_", True):
+            return
+        super().run_single_epoch(iterator, training, prefix, step_fn, **fit_params)
 
     def get_iterator(self, dataset, training=False):
-        """Training batches come from a DistributedSampler when distributed."""
-        if not (training and self.distributed_):
+        """Training batches: a shuffled pass over the windows (a DistributedSampler's
+        share of them when distributed), or, when a process has fewer training windows
+        than ``batch_size``, one step of ``batch_size`` windows drawn with replacement
+        per epoch, so that every step trains on a full batch of crops."""
+        world = distributed.world_size() if self.distributed_ else 1
+        short = training and math.ceil(len(dataset) / world) < self.batch_size
+        if not (training and (self.distributed_ or short)):
             return super().get_iterator(dataset, training=training)
         kwargs = self.get_params_for("iterator_train")
         kwargs.pop("shuffle", None)
         kwargs.setdefault("batch_size", self.batch_size)
-        self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
-        return DataLoader(dataset, sampler=self.train_sampler_, **kwargs)
+        if short:  # each process draws its own (its generator is seeded by rank)
+            sampler = RandomSampler(dataset, replacement=True, num_samples=self.batch_size)
+        else:
+            sampler = self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
+        return DataLoader(dataset, sampler=sampler, **kwargs)
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise

@@ -117,16 +117,30 @@ def pretrain(
         run_info=run_info,
         callbacks=None if max_minutes is None else [("time_limit", TimeLimit(max_minutes))],
     )
-    steps = max_epochs * batches_per_epoch(
-        training_windows(view, valid_fraction), batch_size, distributed.world_size()
-    )
+    n_train = training_windows(view, valid_fraction)
+    world = distributed.world_size()
+    per_epoch = batches_per_epoch(n_train, batch_size, world)
     encoder = model.encoder
+    example = f"a random {view.n_times / view.sfreq:g}-s crop of a window"
+    counts = sorted({rec.shape[0] for rec in getattr(view, "recordings", None) or []})
+    if counts:
+        said = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        example = f"one random channel (of {said}) of " + example
+    if -(-n_train // world) < batch_size:
+        batches = (
+            f"each step draws {batch_size} of the {n_train} training windows with "
+            "replacement (fewer windows than the batch)"
+        )
+    else:
+        batches = f"an epoch is a shuffled pass over the {n_train} training windows"
     logger.info(
-        "Pretraining %s with a %d x %d encoder (%s parameters) on %d single-channel windows "
-        "of %g s for %d epochs (%d steps of batch %d) on %s.",
+        "Pretraining %s with a %d x %d encoder (%s parameters) on %d windows (%d train, "
+        "%d held out for the validation skill); an example is %s; %d epochs x %d step(s) "
+        "of batch %d = %d steps (%s) on %s.",
         type(model).__name__, encoder.emb_dim, encoder.depth,
-        f"{sum(p.numel() for p in model.parameters()):,}", len(view),
-        view.n_times / view.sfreq, max_epochs, steps, batch_size, device,
+        f"{sum(p.numel() for p in model.parameters()):,}", len(view), n_train,
+        len(view) - n_train, example, max_epochs, per_epoch, batch_size,
+        max_epochs * per_epoch, batches, device,
     )  # fmt: skip
     net.fit(view)
     _check_skill(net)
