@@ -1,0 +1,256 @@
+"""The pretraining loop against its training step: windows per second of
+``PARSPretrainer.fit`` and of ``braindecode-pars pretrain``, each over the bare step.
+
+One command measures, on one device, with one model, batch size, precision and
+compilation:
+
+1. the bare training step of ``bench_gpu.py`` (:class:`bench_gpu.TrainingSteps`: PARS's
+   forward, backward and AdamW step on one batch already on the device), in windows
+   per second (median over repeats; the first step, which holds any compilation, timed
+   on its own);
+2. ``PARSPretrainer.fit`` on an array corpus of random multi-channel windows, and
+3. ``braindecode-pars pretrain`` on the same windows written as a window store;
+
+each of 2 and 3 run twice, with a step budget of ``--steps`` and of a fifth of it, and
+its loop rate is the marginal one: ``(windows of the long run - windows of the short
+run) / (time of the long run - time of the short run)``. That cancels what a fit pays
+once (reading the data, building the model, the validation draws, a compilation) and
+leaves what the loop pays per step: loading and moving batches, skorch's callbacks,
+validation, checkpoints and logs. The corpus holds a few batches, so a run spans many
+epochs, as a small corpus does. The last line printed gives the two ratios.
+
+Configurations: ``--size small`` (64 x 4, 10-s windows at 100 Hz, batch 64: the
+estimator's default on a CPU), ``--size paper`` (512 x 8, 30-s windows at 200 Hz,
+batch 512: for a GPU) and ``--tiny`` (32 x 1, batch 8: seconds on a CPU).
+
+Usage::
+
+    python benchmarks/bench_pretrain_loop.py --tiny --device cpu
+    python benchmarks/bench_pretrain_loop.py --size small --device cpu \
+        --out benchmarks/results/pretrain_loop_cpu.md
+    python benchmarks/bench_pretrain_loop.py --size paper --device cuda \
+        --out benchmarks/results/pretrain_loop_gpu.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import math
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from _measure import machine, write_report
+from bench_gpu import PAPER, TINY, Config, TrainingSteps, synchronize
+
+from braindecode_pars import PARSPretrainer
+from braindecode_pars.models.config import ENCODER_SIZES
+
+#: The estimator's default size on its default windows (10 s at 100 Hz), batch 64.
+SMALL = Config(
+    "64 x 4 (small), 10-s windows at 100 Hz", dict(ENCODER_SIZES["small"]), 1000, 100.0, (64,)
+)
+CONFIGS = {"tiny": TINY, "small": SMALL, "paper": PAPER}
+#: Channels of the corpus's windows (each example draws one of them).
+N_CHANS = 4
+#: Training batches the corpus holds (before the validation share is held out).
+CORPUS_BATCHES = 3
+N_PATCHES = 40
+#: The validation share of both loops (their default).
+VALID_FRACTION = 0.1
+#: The short run's share of the long run's steps.
+SHORT = 0.2
+
+
+def corpus(config, batch_size, seed=0):
+    """Random windows, (n, N_CHANS, n_times) float32: ``CORPUS_BATCHES`` full batches
+    once the estimator's and the command line's validation share (10 %, rounded up) is
+    held out."""
+    rng = np.random.default_rng(seed)
+    n = CORPUS_BATCHES * batch_size
+    while n - math.ceil(VALID_FRACTION * n) < CORPUS_BATCHES * batch_size:
+        n += 1
+    return rng.standard_normal((n, N_CHANS, config.n_times), dtype=np.float32)
+
+
+def bare_rate(config, batch_size, device, amp, compiled, repeats):
+    """Windows per second of the bare step, and its first step's time (s)."""
+    torch.manual_seed(0)
+    steps = TrainingSteps(config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled)
+    t0 = time.perf_counter()
+    steps.pars_step()
+    first = time.perf_counter() - t0
+    for _ in range(2):
+        steps.pars_step()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        steps.pars_step()
+        times.append(time.perf_counter() - t0)
+    return batch_size / statistics.median(times), first
+
+
+def _trained_windows(history):
+    return sum(
+        b["train_batch_size"] for row in history for b in row["batches"] if "train_loss" in b
+    )
+
+
+def estimator_run(config, X, batch_size, device, amp, compiled, steps):
+    """One ``PARSPretrainer.fit``: (seconds, windows trained, epochs)."""
+    stage = PARSPretrainer(
+        **config.size, n_patches=N_PATCHES, batch_size=batch_size, steps=steps,
+        window_seconds=config.n_times / config.sfreq, sfreq=config.sfreq, device=device,
+        amp=amp, compile=compiled, random_state=0, verbose=0,
+    )  # fmt: skip
+    synchronize(torch.device(device))
+    t0 = time.perf_counter()
+    stage.fit(X)
+    synchronize(torch.device(device))
+    return time.perf_counter() - t0, _trained_windows(stage.history_), len(stage.history_)
+
+
+def write_store(config, X, folder):
+    """``X`` as a window store: one recording of its windows laid end to end."""
+    import mne
+    from braindecode.datasets import BaseConcatDataset, RawDataset
+    from braindecode.preprocessing import create_fixed_length_windows
+
+    from braindecode_pars.datasets import write_window_store
+
+    names = [f"EEG{i}" for i in range(X.shape[1])]
+    info = mne.create_info(names, config.sfreq, "eeg")
+    raw = mne.io.RawArray(np.concatenate(list(X), axis=1) * 1e-6, info, verbose="error")
+    windows = create_fixed_length_windows(
+        BaseConcatDataset([RawDataset(raw, description={"subject": 0})]),
+        window_size_samples=config.n_times, window_stride_samples=config.n_times,
+        drop_last_window=True, preload=True,
+    )  # fmt: skip
+    write_window_store(windows, folder)
+    return folder
+
+
+def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
+    """One ``braindecode-pars pretrain`` on ``store`` (in this process): (seconds,
+    windows trained, epochs)."""
+    from braindecode_pars.cli import main
+    from braindecode_pars.hub import run_state
+
+    size = config.size
+    flags = [
+        "pretrain", "--store", str(store), "--out", str(out), "--n-patches", str(N_PATCHES),
+        "--window-seconds", f"{config.n_times / config.sfreq:g}", "--steps", str(steps),
+        "--batch-size", str(batch_size), "--device", str(device),
+        "--threads", str(torch.get_num_threads()), "--emb-dim", str(size["emb_dim"]),
+        "--depth", str(size["depth"]), "--n-heads", str(size["n_heads"]),
+        "--ff-dim", str(size["ff_dim"]), "--amp" if amp else "--no-amp",
+        "--compile" if compiled else "--no-compile",
+    ]  # fmt: skip
+    synchronize(torch.device(device))
+    t0 = time.perf_counter()
+    main(flags)
+    synchronize(torch.device(device))
+    seconds = time.perf_counter() - t0
+    import json
+
+    history = json.loads((run_state(out) / "history.json").read_text())
+    return seconds, _trained_windows(history), len(history)
+
+
+def marginal(short, long):
+    """Windows per second between two runs: (windows, seconds) differences."""
+    return (long[1] - short[1]) / (long[0] - short[0])
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
+    parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
+    parser.add_argument("--size", default="small", choices=list(CONFIGS), help="(default: small)")
+    parser.add_argument("--tiny", action="store_true", help="the tiny size: seconds on a CPU")
+    parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 512)")
+    parser.add_argument(
+        "--steps", type=int, help="steps of the long runs (default: 300 tiny, 150 otherwise)"
+    )
+    parser.add_argument("--repeats", type=int, default=21, help="timed bare steps (default: 21)")
+    parser.add_argument(
+        "--amp", action=argparse.BooleanOptionalAction, help="bf16 (default: on CUDA only)"
+    )
+    parser.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        help="torch.compile (default: on CUDA only)",
+    )
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.size = "tiny"
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    config = CONFIGS[args.size]
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    amp = on_gpu if args.amp is None else args.amp
+    compiled = on_gpu if args.compile is None else args.compile
+    batch = args.batch_size or config.batch_sizes[0]
+    steps = args.steps or (300 if args.size == "tiny" else 150)
+    short_steps = max(1, int(steps * SHORT))
+    logging.getLogger("braindecode_pars").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message="Pretraining ended with a pretext skill")
+    X = corpus(config, batch)
+
+    bare, first = bare_rate(config, batch, device, amp, compiled, args.repeats)
+    est = [estimator_run(config, X, batch, device, amp, compiled, n) for n in (short_steps, steps)]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = write_store(config, X, Path(tmp) / "store")
+        cli = [
+            cli_run(config, store, Path(tmp) / f"run{n}", batch, device, amp, compiled, n)
+            for n in (short_steps, steps)
+        ]
+    est_rate, cli_rate = marginal(*est), marginal(*cli)
+    precision = ("bf16 autocast" if amp else "float32") + (" + torch.compile" if compiled else "")
+    name = torch.cuda.get_device_name(device) if on_gpu else f"CPU ({machine()})"
+    lines = [
+        "# The pretraining loop against its training step",
+        "",
+        "Written by `benchmarks/bench_pretrain_loop.py`: windows per second of the bare PARS",
+        "training step (`bench_gpu.py`'s), of `PARSPretrainer.fit` and of `braindecode-pars",
+        "pretrain`, on the same device, model, batch and precision; the loop rates are",
+        "marginal (two runs of each, the difference of their windows over the difference of",
+        "their times), over a corpus of a few batches, so that a run spans many epochs.",
+        "",
+        f"- Device: {name}",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        "- Command: `python "
+        + shlex.join(["benchmarks/bench_pretrain_loop.py", *sys.argv[1:]])
+        + "`",
+        f"- Model: {config.name}; PARS, {N_PATCHES} patches; batch {batch}; {precision}",
+        f"- Corpus: {len(X)} windows of {N_CHANS} channels (about {CORPUS_BATCHES} training "
+        f"batches an epoch); long runs {steps} steps, short runs {short_steps}",
+        "",
+        "| what | windows/s | over the bare step | epochs (long run) | whole long run (s) |",
+        "|---|---|---|---|---|",
+        f"| bare training step | {bare:,.0f} | 1.00 | | first step {first:.2f} s |",
+        f"| `PARSPretrainer.fit` | {est_rate:,.0f} | {est_rate / bare:.2f} | {est[1][2]} | "
+        f"{est[1][0]:.1f} |",
+        f"| `braindecode-pars pretrain` | {cli_rate:,.0f} | {cli_rate / bare:.2f} | "
+        f"{cli[1][2]} | {cli[1][0]:.1f} |",
+        "",
+        f"estimator/step {est_rate / bare:.2f}, command line/step {cli_rate / bare:.2f}",
+    ]
+    write_report(lines, args.out)
+    return est_rate / bare, cli_rate / bare
+
+
+if __name__ == "__main__":
+    main()
