@@ -13,8 +13,8 @@ def sorted_shift_matrices(out, index=0):
     Parameters
     ----------
     out : dict
-        The output of :class:`~braindecode_pars.PARS` (``theta_pred``,
-        ``theta_true``, ``pair_mask``, ``starts``).
+        The output of :meth:`PARS.predict_shifts <braindecode_pars.PARS.predict_shifts>`
+        (``theta_pred``, ``theta_true``, ``pair_mask``, ``starts``).
     index : int
         Which window of the batch.
 

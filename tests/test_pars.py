@@ -14,7 +14,7 @@ def _tiny_pars(**kwargs):
 
 def test_targets_are_antisymmetric_zero_diagonal_bounded_and_match_the_starts():
     model = _tiny_pars()
-    out = model(torch.randn(5, 1, 300))
+    out = model.predict_shifts(torch.randn(5, 1, 300))
     theta = out["theta_true"]
     torch.testing.assert_close(theta, -theta.transpose(1, 2))
     assert torch.all(theta.diagonal(dim1=1, dim2=2) == 0)
@@ -29,7 +29,7 @@ def test_targets_are_antisymmetric_zero_diagonal_bounded_and_match_the_starts():
 
 def test_only_pairs_of_position_masked_patches_enter_the_loss():
     model = _tiny_pars()
-    out = model(torch.randn(4, 1, 300))
+    out = model.predict_shifts(torch.randn(4, 1, 300))
     pos_mask, pair_mask = out["pos_mask"], out["pair_mask"]
     assert torch.all(pos_mask.sum(1) == 9)  # round(0.75 * 12)
     torch.testing.assert_close(pair_mask, pos_mask[:, :, None] & pos_mask[:, None, :])
@@ -119,7 +119,7 @@ def test_loss_falls_well_below_predicting_zero_when_content_reveals_position(dec
         out["loss"].backward()
         opt.step()
         losses.append(out["loss"].item())
-        zero_losses.append((out["theta_true"][out["pair_mask"]] ** 2).mean().item())
+        zero_losses.append(out["trivial_loss"].item())
     baseline = sum(zero_losses[-20:]) / 20  # the loss of always predicting 0
     final = sum(losses[-20:]) / 20
     assert final < 0.15 * baseline, (final, baseline)

@@ -179,8 +179,8 @@ def test_an_exported_run_keeps_its_decoder_heads(tmp_path):
     pointer = json.loads((run / "state.json").read_text())
     trained.load_state_dict(torch.load(run / pointer["state"] / "params.pt", weights_only=True))
     X = torch.randn(4, 1, 300)
-    expected = trained.eval()(X, generator=torch.Generator().manual_seed(0))["theta_pred"]
-    got = model(X, generator=torch.Generator().manual_seed(0))["theta_pred"]
+    expected = trained.eval()(X, generator=torch.Generator().manual_seed(0))["theta_hat"]
+    got = model(X, generator=torch.Generator().manual_seed(0))["theta_hat"]
     torch.testing.assert_close(got, expected)
     # encoders exported before the heads were recorded were pretrained with 8
     shipped = json.loads((pretrained_path("pars-small") / "pretext.json").read_text())

@@ -97,7 +97,7 @@ def shift_matrix_figure(config, windows, out):
     x = torch.as_tensor(np.asarray(windows[index][0], dtype=np.float32))
     X = x[:, : model.n_times].unsqueeze(1)  # every channel, (n_chans, 1, n_times)
     with torch.no_grad():
-        res = model(X, generator=torch.Generator().manual_seed(config.seed))
+        res = model.predict_shifts(X, generator=torch.Generator().manual_seed(config.seed))
     skill = float(pretext_skill(res["loss"], res["trivial_loss"]))
     # per channel: squared error of the prediction and of "no shift" on the masked pairs
     mask = res["pair_mask"].float()

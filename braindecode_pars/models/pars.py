@@ -85,11 +85,13 @@ class PARS(PretextModel):
     Returns
     -------
     out : dict
-        ``forward(X)`` returns ``loss`` (scalar); ``theta_pred`` and ``theta_true``
-        of shape (batch, n_patches, n_patches), the prediction being zero outside
-        ``pair_mask``; ``pair_mask`` (bool, True on the pairs of the loss);
-        ``starts`` (batch, n_patches), patch start samples; ``pos_mask`` (bool,
-        batch, n_patches), True where the PE was masked.
+        ``forward(X)`` returns ``loss`` (scalar); ``trivial_loss``, the loss of
+        predicting no shift on the same pairs; ``theta_hat`` (batch, n_masked,
+        n_masked), the predicted shifts of the pairs of ``masked_idx`` (batch,
+        n_masked), the position-masked patches; ``starts`` (batch, n_patches), patch
+        start samples; ``pos_mask`` (bool, batch, n_patches), True where the PE was
+        masked. :meth:`predict_shifts` adds the N x N grids ``theta_pred``,
+        ``theta_true`` and ``pair_mask``.
 
     References
     ----------
@@ -100,7 +102,7 @@ class PARS(PretextModel):
     --------
     >>> import torch
     >>> model = PARS(n_times=3000, sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
-    >>> out = model(torch.randn(4, 1, 3000))  # four 30-s single-channel windows
+    >>> out = model.predict_shifts(torch.randn(4, 1, 3000))  # four 30-s windows
     >>> out["theta_pred"].shape, int(out["pair_mask"][0].sum())  # 32 x 32 masked pairs
     (torch.Size([4, 40, 40]), 1024)
     """
@@ -224,15 +226,31 @@ class PARS(PretextModel):
         theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
         loss = self.forward_loss(theta_hat, theta)
 
-        N, n_m = self.n_patches, self.n_masked  # theta_hat scattered into an N x N grid
-        pair = (masked_idx[:, :, None] * N + masked_idx[:, None, :]).view(B, n_m * n_m)
-        theta_pred = theta_hat.new_zeros(B, N * N).scatter(1, pair, theta_hat.reshape(B, -1))
         return {
             "loss": loss,
             "trivial_loss": theta.pow(2).mean(),  # predicting no shift for every pair
-            "theta_pred": theta_pred.view(B, N, N),
-            "theta_true": self.shift_targets(starts),
-            "pair_mask": pos_mask[:, :, None] & pos_mask[:, None, :],
+            "theta_hat": theta_hat,
+            "masked_idx": masked_idx,
             "starts": starts,
             "pos_mask": pos_mask,
+        }
+
+    def predict_shifts(self, X, generator=None):
+        """:meth:`forward`'s dict with the shifts as N x N grids, for figures and checks.
+
+        Adds ``theta_pred`` (batch, n_patches, n_patches), the prediction scattered
+        into the grid of every ordered pair and zero outside ``pair_mask``;
+        ``theta_true``, the target of every pair; ``pair_mask`` (bool), True on the
+        pairs of the loss. (Training steps leave these out: a few small kernels each.)
+        """
+        out = self(X, generator=generator)
+        B, N, n_m = X.shape[0], self.n_patches, self.n_masked
+        idx, theta_hat, pos_mask = out["masked_idx"], out["theta_hat"], out["pos_mask"]
+        pair = (idx[:, :, None] * N + idx[:, None, :]).view(B, n_m * n_m)
+        theta_pred = theta_hat.new_zeros(B, N * N).scatter(1, pair, theta_hat.reshape(B, -1))
+        return {
+            **out,
+            "theta_pred": theta_pred.view(B, N, N),
+            "theta_true": self.shift_targets(out["starts"]),
+            "pair_mask": pos_mask[:, :, None] & pos_mask[:, None, :],
         }
