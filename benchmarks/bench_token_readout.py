@@ -589,6 +589,7 @@ def plot(rows, path):
         for f in dict.fromkeys(encoder_family(r["encoder"]) for r in rows)
         if f not in ("patch samples", *REFERENCES)
     ]
+    n_seeds = len({r["encoder"] for r in rows if r["encoder"].startswith("random (seed")})
     colours = dict(zip(families, ("tab:blue", "tab:orange", "tab:gray", "tab:green"), strict=False))
     panels = [
         (
@@ -619,6 +620,7 @@ def plot(rows, path):
         for i, fam in enumerate(families):
             x = np.arange(len(groups)) + (i - (len(families) - 1) / 2) * width
             s = [summary.get((fam, t, c)) for t, c, _ in groups]
+            label = fam if fam != "random" else f"random ({n_seeds} seeds; dots: each seed)"
             ax.bar(
                 x,
                 [v["mean"] if v else np.nan for v in s],
@@ -626,7 +628,7 @@ def plot(rows, path):
                 yerr=[v["fold_std"] if v else 0 for v in s],
                 capsize=2,
                 color=colours[fam],
-                label=fam,
+                label=label,
             )
             for xi, v in zip(x, s, strict=True):
                 if v and len(v["seed_means"]) > 1:
@@ -658,13 +660,18 @@ def plot(rows, path):
             ms=8,
             label="patch samples (no encoder)",
         )
-        axes[1].legend(fontsize=8, loc="lower right")
+        axes[1].legend(fontsize=8, loc="upper right")
     axes[0].set_ylim(0, 1.05)
     lowest = min(v["mean"] for v in summary.values() if v["metric"] == "R^2")
     axes[1].set_ylim(min(-0.05, lowest - 0.05), 1.05)
     axes[2].set_ylim(0.3, 0.9)
     axes[2].legend(fontsize=8, loc="upper left")
-    axes[0].legend(fontsize=8, loc="upper right", title="dotted: chance", title_fontsize=8)
+    axes[0].legend(
+        fontsize=8,
+        loc="upper right",
+        title="error bars: std over folds; dotted: chance",
+        title_fontsize=8,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -690,6 +697,9 @@ def parse_args(argv=None):
         "--tokens", type=int, default=12000, help="tokens scored by the token-level readouts"
     )
     parser.add_argument("--folds", type=int, default=4, help="folds of the grouped splits")
+    parser.add_argument(
+        "--plot-only", action="store_true", help="redraw the .png from the .csv beside --out"
+    )
     args = parser.parse_args(argv)
     for name in ("seeds", "tokens", "folds"):
         if getattr(args, name) < (2 if name == "folds" else 1):
@@ -709,6 +719,14 @@ def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
+    if args.plot_only:
+        if not args.out:
+            raise SystemExit("--plot-only needs --out (the report whose .csv it reads)")
+        import pandas as pd
+
+        rows = pd.read_csv(Path(args.out).with_suffix(".csv")).to_dict("records")
+        plot(rows, Path(args.out).with_suffix(".png"))
+        return rows
     t0 = time.perf_counter()
     subjects, channels = EEGMAT_TEST_SUBJECTS, None
     if args.quick:
