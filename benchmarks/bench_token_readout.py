@@ -100,7 +100,7 @@ def load_eegmat_windows(subjects, window_seconds=10.0, channels=None):
     """Non-overlapping windows of the bundled EEGMAT recordings (microvolts, 100 Hz).
 
     Returns a dict: ``X`` (n_windows, n_chans, n_times) float32, ``subject``, ``target``
-    (0 rest, 1 arithmetic), ``block`` (the window's index within its recording),
+    (0 rest, 1 arithmetic), ``index`` (the window's place within its recording),
     ``n_in_recording`` (that recording's number of windows), ``ch_names``, ``sfreq``.
     """
     from braindecode_pars.datasets.bundled_eegmat import bundled_eegmat_file
@@ -335,8 +335,9 @@ class Design:
         # near the window's ends, readable without any positional embedding
         others = np.abs(self.starts[self.pos_rows] - start[:, None]) < patch_size
         self.pos_overlap = (others.sum(1) - 1).astype(float)
-        self.pos_bin = np.minimum(start // patch_size, (t - patch_size) // patch_size - 1)
-        self.n_pos_bins = int(self.pos_bin.max()) + 1
+        # 1-s bins of the start; a start at exactly t - patch_size joins the last bin
+        self.n_pos_bins = (t - patch_size) // patch_size
+        self.pos_bin = np.minimum(start // patch_size, self.n_pos_bins - 1)
         # band power: grid tokens of single-channel windows, a fixed subsample
         n_grid = t // patch_size
         cells = rng.permutation(n_flat * n_grid)[:n_tokens]
