@@ -298,3 +298,36 @@ def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])
     assert seen["batch_size"] == 128 and seen["lr"] == 1e-4 and seen["max_epochs"] == 1000
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@needs_cuda
+def test_the_command_line_runs_bf16_compiled_on_a_gpu(tmp_path):
+    import json
+
+    from braindecode_pars.cli import main
+
+    run_dir = tmp_path / "run"
+    main(["pretrain", "--out", str(run_dir), "--steps", "30", "--emb-dim", "16", "--depth",
+          "1", "--n-heads", "2", "--ff-dim", "16", "--n-patches", "10", "--batch-size", "32",
+          "--device", "cuda", "--amp", "--compile"])  # fmt: skip
+    pointer = json.loads((run_dir / "state.json").read_text())
+    assert (pointer["compile"], pointer["amp"]) == (True, True)
+    assert (run_dir / "encoder.pt").is_file()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_two_gpu_processes_pretrain_under_torchrun_on_nccl(tmp_path):
+    import json
+
+    run_dir = tmp_path / "run"
+    cli = ["-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir), "--steps", "20",
+           "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
+           "--n-patches", "10", "--batch-size", "32", "--device", "cuda"]  # fmt: skip
+    proc = subprocess.run([*TORCHRUN, *cli], env=ENV, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pointer = json.loads((run_dir / "state.json").read_text())
+    assert pointer["world_size"] == 2 and (pointer["compile"], pointer["amp"]) == (True, True)
+    assert (run_dir / "encoder.pt").is_file()

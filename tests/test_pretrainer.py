@@ -68,3 +68,16 @@ def test_a_batch_larger_than_the_windows_trains_full_batches_and_says_so(caplog)
     assert sizes == [64, 64]
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "64 of the 20 training windows" in said, said
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@needs_cuda
+def test_on_a_gpu_the_estimator_runs_bf16_compiled_by_default_within_float32s_losses():
+    settings = dict(SMALL, device="cuda", max_epochs=3)
+    default = PARSPretrainer(**settings).fit(_windows())  # amp and compile: "auto"
+    plain = PARSPretrainer(**settings, amp=False, compile=False).fit(_windows())
+    losses = np.array(default.history_[:, "train_loss"])
+    np.testing.assert_allclose(losses, plain.history_[:, "train_loss"], rtol=0.03)
+    assert next(default.encoder_.parameters()).device.type == "cpu"  # handed back

@@ -184,7 +184,13 @@ def _pretrain_parser(sub):
         help="step between the starts of the windows cut from recordings; each window holds "
         "all its EEG channels, and each training example draws one channel and a crop of it",
     )
-    pre.add_argument("--epochs", type=int, help="paper: 1000 (default: as many as --steps take)")
+    pre.add_argument(
+        "--epochs",
+        type=int,
+        help="paper: 1000; an epoch is a shuffled pass over the training windows (each "
+        "example a random channel and crop of one), or one step of --batch-size windows "
+        "drawn with replacement when there are fewer (default: as many as --steps take)",
+    )
     pre.add_argument(
         "--steps",
         type=int,

@@ -93,10 +93,10 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
     max_valid_windows : int
         At most this many validation windows are kept (drawn with a fixed seed).
     checkpoint_dir : str | Path | None
-        If given, the encoder is saved there after every epoch
-        (``encoder_last.pt``) and when the validation loss (or, without validation,
-        the training loss) improves (``encoder_best.pt``), and so is the whole
-        training state (:class:`StateCheckpoint`: parameters, optimizer, history),
+        If given, the encoder is saved there on the cadence of
+        ``checkpoint_every_minutes`` (``encoder_last.pt``) and when the validation loss
+        (or, without validation, the training loss) improves (``encoder_best.pt``), and
+        so is the whole training state (:class:`StateCheckpoint`: parameters, optimizer, history),
         crash-safe, with the run's settings in ``config.json``. ``fit`` then resumes
         from that state if it exists: the history and the learning-rate curve
         continue, and only the remaining epochs run. A folder whose saved settings
@@ -132,11 +132,14 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
     progress_bar : bool
         Show the progress over the epochs on stderr, with the skill and the time left
         (:class:`~braindecode_pars.training.callbacks.EpochProgress`): a bar on a
-        terminal, one plain line per epoch when stderr goes to a file or a pipe.
+        terminal, one plain line per reported epoch (``eval_every_steps``) when stderr
+        goes to a file or a pipe.
     amp : bool
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
         device (the folded PARS decoder leaves autocast and runs in float32). For
-        ``torch.compile``, pass skorch's own ``compile=True``.
+        ``torch.compile``, pass skorch's own ``compile=True`` (PARS compiles with no
+        graph break: compiled, its pair decoder runs through
+        ``scaled_dot_product_attention``).
     distributed : bool | None
         Train with torch's DistributedDataParallel, one process per device, as
         launched by ``torchrun`` (see :func:`~braindecode_pars.training.init_distributed`).
@@ -150,10 +153,14 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         generator of process ``r`` is reseeded with ``torch.initial_seed() + r``, so
         that every process draws its own patches, masks, crops and channels even when
         all were seeded alike (as ``torchrun`` scripts usually are).
-    The history records ``train_loss``, ``train_skill`` and, with validation,
-    ``valid_loss`` and ``valid_skill`` every epoch (see :class:`PretextSkill`); the
-    progress bar shows them. A module given as an instance is trained in place, as
-    skorch does; pass ``copy.deepcopy(model)`` to keep the original.
+    The history records ``train_loss`` and ``train_skill`` every epoch and, with
+    validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
+    :class:`PretextSkill`); the progress bar shows them. An epoch is a shuffled pass
+    over the training windows, or, when a process has fewer of them than
+    ``batch_size``, one step of ``batch_size`` windows drawn with replacement (each
+    window gives a new random channel and crop whenever it is drawn). A module given
+    as an instance is trained in place, as skorch does; pass ``copy.deepcopy(model)``
+    to keep the original.
 
     **kwargs
         Any other :class:`skorch.NeuralNet` argument (``optimizer__weight_decay``,
