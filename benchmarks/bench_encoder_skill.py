@@ -46,7 +46,6 @@ from braindecode_pars.datasets import EEGMAT_TEST_SUBJECTS, load_eegmat
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.hub import PRETRAINED_ENCODERS, load_pretext_model, pretrained_path
 from braindecode_pars.models import PRETEXT_MODELS
-from braindecode_pars.models.pars import with_decoder_size
 
 COLUMNS = ("model", "draw", "subject", "crops", "loss", "trivial", "skill")
 
@@ -66,7 +65,7 @@ def random_pretext_model(name, seed):
     spec = json.loads((pretrained_path(name) / "pretext.json").read_text())
     method = spec.pop("method")
     torch.manual_seed(seed)
-    return PRETEXT_MODELS[method](**with_decoder_size(spec, "decoder")).eval()
+    return PRETEXT_MODELS[method](**spec).eval()
 
 
 def measure(model, name, crops, draws, rows):

@@ -32,7 +32,6 @@ from .models import PRETEXT_MODELS
 from .models.card import model_card
 from .models.config import PatchEncoderConfig
 from .models.encoder import PatchEncoder
-from .models.pars import with_decoder_size
 from .models.pretext import PRETEXT_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -188,7 +187,6 @@ def load_pretext_model(name_or_path):
         folder = pretrained_path(str(name_or_path))
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
-    spec = with_decoder_size(spec, "decoder")  # of an older save: the defaults of its time
     model = _built_to_load(PRETEXT_MODELS[method], **spec)
     model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
@@ -311,12 +309,10 @@ def export_run(run_dir, folder, license=None):
             run_dir, status["epoch"], status["max_epochs"],
         )  # fmt: skip
     method = config["model"].lower()
-    # the decoder's size, also of a run saved before it was recorded
-    settings = with_decoder_size(config, "decoder_name")
     spec = {"method": method, "n_times": config["n_times"], "sfreq": config["sfreq"]}
     for name, key in PRETEXT_SETTINGS.items():
-        if key in settings:
-            spec[name] = settings[key]
+        if key in config:
+            spec[name] = config[key]
     spec.update(PatchEncoderConfig.from_record(config).asdict())
     kwargs = {k: v for k, v in spec.items() if k != "method"}
     model = _built_to_load(PRETEXT_MODELS[method], **kwargs)

@@ -198,9 +198,5 @@ def test_a_run_record_of_an_earlier_version_reads_with_the_defaults():
     record = config.record()
     assert record["encoder.activation"] == "relu" and record["encoder.eps"] == 1e-5
     assert PatchEncoderConfig.from_record(record) == config
-    # earlier records: no encoder.eps, the activation's class name under "activation"
-    older = {k: v for k, v in record.items() if k not in ("encoder.eps", "encoder.activation")}
-    assert PatchEncoderConfig.from_record({**older, "activation": "ReLU"}) == config
-    assert PatchEncoderConfig.from_record(older).activation == "gelu"
     with pytest.raises(ValueError, match=r"Unknown encoder settings \['width'\]"):
         PatchEncoderConfig.from_record({**record, "encoder.width": 3})

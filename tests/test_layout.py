@@ -199,7 +199,34 @@ def test_the_encoder_settings_are_listed_once_in_models_config(tmp_path):
     config = ROOT / "models" / "config.py"
     lists = {
         str(path.relative_to(ROOT)): lines
-        for path in _sized_modules()
+        for path in sorted(ROOT.rglob("*.py"))
         if path != config and (lines := _literal_lists_of(fields, path))
     }
     assert lists == {}
+
+
+#: The one list the pretraining settings may share their names with: a pretext model's
+#: record of the settings it was built with (constructor argument -> attribute), which
+#: covers every model's own settings (decoders, losses), not a run's.
+_PRETEXT_RECORD = ROOT / "models" / "pretext.py"
+
+
+def test_the_pretraining_settings_are_listed_once_in_training_config():
+    from braindecode_pars.training.config import PretrainConfig
+
+    fields = PretrainConfig.fields()
+    config = ROOT / "training" / "config.py"
+    lists = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted(ROOT.rglob("*.py"))
+        if path not in (config, _PRETEXT_RECORD) and (lines := _literal_lists_of(fields, path))
+    }
+    assert lists == {}
+    # the paper's optimisation is written once, in PAPER: no other module of the package
+    # spells the paper's learning rate and batch size together
+    paper = [
+        str(path.relative_to(ROOT))
+        for path in sorted(ROOT.rglob("*.py"))
+        if path != config and "lr=1e-4, batch_size=512" in path.read_text()
+    ]
+    assert paper == []

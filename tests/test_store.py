@@ -200,7 +200,7 @@ def test_a_store_is_one_data_file_and_pickles_without_its_data(tmp_path):
     assert_same_draws(view, clone, n=20, seed=1)
 
 
-def test_stores_of_the_earlier_layout_are_read(tmp_path):
+def test_a_store_of_another_format_is_refused_naming_it(tmp_path):
     folder = tmp_path / "old"
     (folder / "recordings").mkdir(parents=True)
     data = [np.arange(2 * 50, dtype=np.float32).reshape(2, 50), np.ones((3, 40), np.float32)]
@@ -209,11 +209,8 @@ def test_stores_of_the_earlier_layout_are_read(tmp_path):
     info = {"sfreq": 10.0, "recordings": [{"ch_names": [], "description": {}}] * 2}
     (folder / "info.json").write_text(json.dumps(info))
     np.savez(folder / "index.npz", index=np.array([[0, 0, 20], [1, 10, 30]]))
-    view = SingleChannelWindows.from_store(folder)
-    assert len(view) == 2 and view.sfreq == 10.0
-    np.testing.assert_array_equal(view.recordings[0], data[0])
-    write_window_store(fixed_windows(make_raw()), folder, overwrite=True)
-    assert not (folder / "recordings").exists()  # overwriting removes the old layout
+    with pytest.raises(ValueError, match=r"has format 1, not 2: write it again"):
+        SingleChannelWindows.from_store(folder)
 
 
 def test_store_errors_name_the_recording_and_the_rates(tmp_path):

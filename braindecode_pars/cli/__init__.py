@@ -14,9 +14,9 @@ import logging
 import warnings
 
 from .experiment import _compare, _demo, _evaluate, _experiment, _finetune, read_config
-from .pretrain import PAPER_PRETRAINING, SIZES, _export, _pretrain, _store
+from .pretrain import SIZES, _export, _pretrain, _store
 
-__all__ = ["PAPER_PRETRAINING", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
 
 
 class _DefaultsFormatter(argparse.HelpFormatter):

@@ -11,9 +11,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-#: The paper's pretraining optimisation (section 2.5), for its 1.5-million-window corpus.
-PAPER_PRETRAINING = dict(lr=1e-4, batch_size=512, epochs=1000, window_seconds=30.0)
-
 #: The encoder sizes ``--size`` names (the keys of ``models.config.ENCODER_SIZES``), with
 #: what 3,000 steps of batch 64 cost on a 2-core CPU (about 1,300 and 40 windows/s:
 #: benchmarks/results/freed_memory.md, pretraining.md).
@@ -24,21 +21,24 @@ SIZES = {
     "for those steps, a size for a GPU",
 }
 
-#: The encoder settings that ``--emb-dim``, ``--depth``, ``--n-heads``, ``--ff-dim`` set.
-ENCODER_FLAGS = ("emb_dim", "depth", "n_heads", "ff_dim")
+#: The flags of the entries of a run's record whose flag is not ``--<entry>``.
+_RECORD_FLAGS = {
+    "max_epochs": "--epochs / --steps",
+    "model": "--method",
+    "n_times": "--window-seconds / --sfreq",
+}
 
-#: The command-line flag of each setting a resumed run must share.
-_FLAGS = {
-    "max_epochs": "--epochs / --steps", "batch_size": "--batch-size", "lr": "--lr",
-    "n_patches": "--n-patches", "pos_mask_ratio": "--pos-mask-ratio", "sampling": "--sampling",
-    "decoder_heads": "--decoder-heads", "mask_ratio": "--mask-ratio",
-    "encoder.emb_dim": "--size / --emb-dim", "encoder.depth": "--size / --depth",
-    "encoder.n_heads": "--size / --n-heads", "encoder.ff_dim": "--size / --ff-dim",
-    "model": "--method", "valid_fraction": "--valid-fraction",
-    "n_times": "--window-seconds / --sfreq", "sfreq": "--sfreq",
-    "data.n_windows": "the data (--store, --recordings...)",
-    "data.fingerprint": "the data (--store, --recordings...)",
-}  # fmt: skip
+
+def flag_of(key):
+    """The flag that sets the entry ``key`` of a run's record (``config.json``)."""
+    if key in _RECORD_FLAGS:
+        return _RECORD_FLAGS[key]
+    if key.startswith("data."):
+        return "the data (--store, --recordings...)"
+    if key.startswith("encoder."):
+        return "--size / --" + key.removeprefix("encoder.").replace("_", "-")
+    return "--" + key.replace("_", "-")
+
 
 #: The flags that choose and preprocess the data of ``--recordings`` / ``--shared-data``
 #: (hashed into the name of the store a torchrun run writes in ``--out``).
@@ -66,9 +66,36 @@ def encoder_settings(args):
     """
     from ..models.config import ENCODER_SIZES
 
-    settings = dict(ENCODER_SIZES[args.size])
-    settings.update({k: getattr(args, k) for k in ENCODER_FLAGS if getattr(args, k) is not None})
+    settings = dict(ENCODER_SIZES[args.size])  # the settings --emb-dim ... --ff-dim set
+    settings.update({k: getattr(args, k) for k in settings if getattr(args, k) is not None})
     return settings
+
+
+def pretrain_settings(args, world_size=1):
+    """The :class:`~braindecode_pars.training.config.PretrainConfig` of the flags: theirs,
+    or with ``--paper`` the paper's optimisation (its batch of 512 the global one,
+    shared by the ``world_size`` processes).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed ``pretrain`` flags.
+    world_size : int
+        Processes of the run.
+
+    Returns
+    -------
+    config : PretrainConfig
+    """
+    from ..training.config import PAPER, PretrainConfig
+
+    config = PretrainConfig.of(args, max_epochs=args.epochs)
+    if args.paper:
+        config = config.replace(
+            lr=PAPER.lr, batch_size=max(1, PAPER.batch_size // world_size),
+            max_epochs=PAPER.max_epochs, window_seconds=PAPER.window_seconds,
+        )  # fmt: skip
+    return config
 
 
 def idle_cores():
@@ -168,12 +195,13 @@ def _check(args):
         except ValueError as err:
             given = " ".join(
                 f"--{k.replace('_', '-')} {getattr(args, k)}"
-                for k in ENCODER_FLAGS
-                if getattr(args, k) is not None
+                for k in size
+                if getattr(args, k, None) is not None
             )
             raise ValueError(f"the encoder of --size {args.size} {given}: {err}") from None
         if args.method == "pars":
             check_heads("--decoder-heads", args.decoder_heads, size["emb_dim"])
+        pretrain_settings(args)  # every pretext and optimisation setting, checked
     except (TypeError, ValueError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     if args.shared_data:
@@ -188,7 +216,6 @@ def _pretrain(args):
 
     import torch
 
-    from ..models import pretext_params
     from ..training import RunMismatchError, init_distributed, pretrain
     from ..training.callbacks import shows_bars
     from ..training.distributed import rank, world_size
@@ -209,45 +236,33 @@ def _pretrain(args):
         keep_freed_memory()  # steps stop faulting freed pages back in (training/memory.py)
     main_process = rank() == 0  # asked now: the process group ends with this command
     try:
-        if args.paper:
-            for name, value in PAPER_PRETRAINING.items():
-                setattr(args, name, value)
-            # the paper's batch of 512 is the global one: shared by the processes
-            args.batch_size = max(1, PAPER_PRETRAINING["batch_size"] // world_size())
+        settings = pretrain_settings(args, world_size())
+        args.window_seconds = settings.window_seconds  # the crops, and the windows cut
         torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
         view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws
-        if args.epochs is None:  # the step budget: steps of one process over the windows
-            from ..training.pretrain import training_windows  # the split leaves to train
-            from ..training.schedule import epochs_for_steps
-
-            n_train = training_windows(view, args.valid_fraction or None)
-            args.epochs = epochs_for_steps(
-                args.steps, n_train, args.batch_size, world_size=world_size()
-            )
-        pretext = pretext_params(args.method, args.n_patches, args.pos_mask_ratio, args.mask_ratio)
-        if args.method == "pars":
-            pretext.update(sampling=args.sampling, decoder_heads=args.decoder_heads)
+        args.epochs = settings.max_epochs_for(view, world_size())
         net = pretrain(
             view,
-            args.method,
+            settings.method,
             checkpoint_dir=args.out,
             max_epochs=args.epochs,
-            batch_size=args.batch_size,
-            lr=args.lr,
+            batch_size=settings.batch_size,
+            lr=settings.lr,
+            weight_decay=settings.weight_decay,
             device=device,
             amp=amp,
             compile=compile_,
             num_workers=args.workers,
-            valid_fraction=args.valid_fraction or None,
+            valid_fraction=settings.valid_fraction or None,
             encoder_kwargs=encoder_kwargs,
             max_minutes=args.max_minutes,
             allow_new_budget=args.extend,
             run_info=_run_info(args),
-            **pretext,
+            **settings.pretext_kwargs(),
         )
     except RunMismatchError as err:
         listed = "; ".join(
-            f"{_FLAGS.get(k, k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
+            f"{flag_of(k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
         )
         extend = (
             " (--extend resumes with the new epoch budget)"

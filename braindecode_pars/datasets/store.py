@@ -18,9 +18,7 @@ Layout of a store folder (format 2)::
       recordings.json   channel names and description of every recording
 
 One data file, whatever the number of recordings, so that reading a store of tens
-of thousands of recordings opens one file and makes one memory map. Stores written
-by earlier versions (``recordings/00000.npy`` per recording, everything in
-``info.json``) are read as well.
+of thousands of recordings opens one file and makes one memory map.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -128,8 +125,6 @@ def _clear(path):
     for name in ("index.npz", "data.f32", "data.tmp", "info.json", "recordings.json"):
         if (path / name).exists():
             (path / name).unlink()
-    if (path / "recordings").is_dir():  # the per-recording files of format 1
-        shutil.rmtree(path / "recordings")
 
 
 def _dump_json(path, content):
@@ -283,12 +278,12 @@ def read_window_store(path, descriptions=True):
         info = json.load(f)
     arrays = np.load(path / "index.npz")
     index = arrays["index"]
-    if info.get("format", 1) == 1:  # one .npy per recording, everything in info.json
-        recordings = [
-            np.load(path / "recordings" / f"{rec:05d}.npy", mmap_mode="r")
-            for rec in range(len(info["recordings"]))
-        ]
-        return recordings, index, info
+    if info.get("format") != STORE_FORMAT:
+        raise ValueError(
+            f"The window store at '{path}' has format {info.get('format', 1)}, not "
+            f"{STORE_FORMAT}: write it again with write_window_store (or "
+            "'braindecode-pars store')."
+        )
     data = np.memmap(path / "data.f32", dtype=info["dtype"], mode="r")
     recordings = [
         data[offset : offset + n_chans * n_times].reshape(n_chans, n_times)

@@ -4,20 +4,19 @@
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._checks import check_device, check_int, check_option, check_range
+from .._checks import check_device, check_option
 from .._logging import verbose_logging
 from ..datasets.adapters import Windows, read_windows, windows_info
 from ..datasets.single_channel import SingleChannelWindows
-from ..models import PRETEXT_MODELS, pretext_params
 from ..models.config import ENCODER_SIZES, PatchEncoderConfig
 from ..models.encoder import PatchEncoder
+from ..training.config import PAPER, PretrainConfig
 from ..training.seeding import fit_seed, isolated_random_state
 from ._common import (
     SeededWindowsMixin,
@@ -87,6 +86,9 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
     decoder_heads : int
         Attention heads of PARS's pair decoder.
+    sampling : {"random", "disjoint", "fixed"}
+        PARS's patch starts: uniform (the paper's), non-overlapping, or on a grid
+        (see :class:`~braindecode_pars.PARS`).
     window_seconds : float | None
         Length of the pretraining crops; None: 10 s, or the windows of ``X`` when
         shorter (paper: 30 s). Windows of ``X_unlabeled`` must be at least this long.
@@ -155,6 +157,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         pos_mask_ratio=0.8,
         mask_ratio=0.75,
         decoder_heads=8,
+        sampling="random",
         window_seconds=None,
         max_epochs=None,
         steps=3000,
@@ -185,6 +188,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         self.pos_mask_ratio = pos_mask_ratio
         self.mask_ratio = mask_ratio
         self.decoder_heads = decoder_heads
+        self.sampling = sampling
         self.window_seconds = window_seconds
         self.max_epochs = max_epochs
         self.steps = steps
@@ -209,31 +213,17 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     # -- checks and settings -------------------------------------------------------------
     def _check_params(self):
         """Every parameter, before any work; returns the encoder's config."""
-        check_option("method", self.method, tuple(PRETEXT_MODELS))
+        self.pretrain_config()  # the pretext and optimisation settings, checked
         config = PatchEncoderConfig.of(self)
         initial = load_encoder_param(self.init_encoder, name="init_encoder")
         if initial is not None:
             config = self._initial_config(config, initial)
-        check_int("n_patches", self.n_patches, 1)
-        check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
-        check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)
-        check_int("decoder_heads", self.decoder_heads, 1)
         if self.emb_dim % self.decoder_heads:
             divisors = [h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]
             raise ValueError(
                 f"'decoder_heads' must divide emb_dim={self.emb_dim} (one of {divisors}), but "
                 f"got {self.decoder_heads}."
             )
-        if self.window_seconds is not None:
-            check_range("window_seconds", self.window_seconds, 0, math.inf, low_open=True)
-        if self.max_epochs is not None:
-            check_int("max_epochs", self.max_epochs, 0)
-        check_int("steps", self.steps, 1)
-        check_int("batch_size", self.batch_size, 1)
-        check_range("lr", self.lr, 0, math.inf, low_open=True)
-        check_range("weight_decay", self.weight_decay, 0, math.inf)
-        if self.valid_fraction is not None:
-            check_range("valid_fraction", self.valid_fraction, 0, 1, high_open=True)
         check_option("preset", self.preset, (None, "paper"))
         check_device("device", self.device)
         check_option("amp", self.amp, (True, False, "auto"))
@@ -278,23 +268,28 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     def _pretrains(self):
         return self.max_epochs != 0
 
-    def _settings(self):
-        """lr, batch size, epochs (None: from steps), steps and crop length (s) in force."""
+    def pretrain_config(self):
+        """The pretext and optimisation settings in force, checked: the parameters, or
+        with ``preset="paper"`` the paper's optimisation
+        (:data:`~braindecode_pars.training.config.PAPER`) in place of theirs.
+
+        Returns
+        -------
+        config : PretrainConfig
+        """
+        config = PretrainConfig.of(self)
         if self.preset == "paper":
-            epochs = 1000 if self.max_epochs is None else self.max_epochs
-            return dict(lr=1e-4, batch_size=512, epochs=epochs, steps=None, window=30.0)
-        return dict(
-            lr=self.lr,
-            batch_size=self.batch_size,
-            epochs=self.max_epochs,
-            steps=self.steps,
-            window=self.window_seconds,
-        )
+            epochs = PAPER.max_epochs if self.max_epochs is None else self.max_epochs
+            config = config.replace(
+                lr=PAPER.lr, batch_size=PAPER.batch_size, max_epochs=epochs,
+                window_seconds=PAPER.window_seconds,
+            )  # fmt: skip
+        return config
 
     def _crop(self, sfreq, patch, lengths):
         """Samples per pretraining crop, checked against the shortest windows of each
         source (``lengths``: name -> samples)."""
-        window = self._settings()["window"]
+        window = self.pretrain_config().window_seconds
         n_crop = min(lengths["X"], int(round(10.0 * sfreq)))
         why = "10 s or the 'X' windows if shorter, as 'window_seconds' is None"
         if window is not None:
@@ -398,9 +393,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _pretrain(self, config, data, sources, n_crop, initial=None):
-        from ..training.pretrain import training_windows
         from ..training.run import pretrain
-        from ..training.schedule import epochs_for_steps
 
         view = SingleChannelWindows(sources, n_times=n_crop)
         view.sfreq = data.sfreq
@@ -408,16 +401,9 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             labelled = [f"group {g}" for g in np.asarray(data.groups)]
             rest = [f"window {r}" for r in view.index[len(labelled) :, 0]]
             view.split_groups = np.asarray(labelled + rest)
-        settings = self._settings()
-        valid = self.valid_fraction or None
-        epochs = settings["epochs"]
-        if epochs is None:  # the step budget, over the windows the split leaves to train
-            n_train = training_windows(view, valid)
-            epochs = epochs_for_steps(settings["steps"], n_train, settings["batch_size"])
+        settings = self.pretrain_config()
+        epochs = settings.max_epochs_for(view)
         folder = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / "pretrain"
-        pretext = pretext_params(self.method, self.n_patches, self.pos_mask_ratio, self.mask_ratio)
-        if self.method == "pars":
-            pretext["decoder_heads"] = self.decoder_heads
         try:
             net = pretrain(
                 view,
@@ -425,16 +411,16 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 folder,
                 encoder_kwargs=config.encoder_kwargs(),
                 max_epochs=epochs,
-                lr=settings["lr"],
-                batch_size=settings["batch_size"],
+                lr=settings.lr,
+                batch_size=settings.batch_size,
                 device=self.device,
                 amp=self._on_cuda(self.amp),
                 compile=self._on_cuda(self.compile),
-                valid_fraction=valid,
+                valid_fraction=settings.valid_fraction or None,
                 progress_bar=bool(self.verbose),
-                weight_decay=self.weight_decay,
+                weight_decay=settings.weight_decay,
                 init_encoder=initial,
-                **pretext,
+                **settings.pretext_kwargs(),
             )
         except KeyboardInterrupt as err:
             keep = (

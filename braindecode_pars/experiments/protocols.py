@@ -388,9 +388,7 @@ def ablation(
     if not (store / "index.npz").is_file():  # of any size costs its index in memory
         write_window_store(split["train"], store, overwrite=True)
     view = SingleChannelWindows.from_store(store)
-    encoder_kwargs = {
-        k: params[k] for k in ("emb_dim", "depth", "n_heads", "ff_dim") if k in params
-    }
+    encoder_kwargs = {k: params[k] for k in PatchEncoderConfig.fields() if k in params}
     for seed, name in tqdm(list(itertools.product(seeds, configs)), desc="ablation", leave=False):
         if log.done(config=name, seed=seed):
             continue

@@ -135,19 +135,13 @@ class PatchEncoderConfig:
 
     @classmethod
     def from_record(cls, record):
-        """The config of a pretraining run's record (its ``config.json``).
-
-        Reads the ``encoder.<setting>`` entries that :meth:`record` writes; a run
-        recorded before ``encoder.activation`` existed kept the activation's class
-        name under ``activation``. A setting the record does not hold takes its default.
-        """
+        """The config of a pretraining run's record (its ``config.json``): the
+        ``encoder.<setting>`` entries that :meth:`record` writes."""
         values = {
             key[len(RECORD_PREFIX) :]: value
             for key, value in record.items()
             if key.startswith(RECORD_PREFIX)
         }
-        if "activation" not in values and "activation" in record:
-            values["activation"] = record["activation"]
         return cls.of(values)
 
     def record(self):

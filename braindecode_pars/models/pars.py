@@ -9,26 +9,6 @@ from .._checks import check_int, check_option, check_range
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder, check_heads
 from .pretext import PretextModel
 
-#: The pair decoder's size of PARS runs saved before it was recorded (in a run's
-#: ``config.json`` or beside an exported encoder): the defaults of the time, by decoder.
-DECODER_SIZE_BEFORE_RECORDED = {
-    "cross_attention": {"decoder_heads": 8},
-    "mlp": {"decoder_hidden": 512},
-}
-
-
-def with_decoder_size(settings, decoder_key):
-    """``settings`` of a PARS model with the decoder size an older record leaves out.
-
-    ``decoder_key`` names the entry that holds the decoder (``"decoder_name"`` in a
-    run's ``config.json``, ``"decoder"`` in ``pretext.json``); only PARS records one, so
-    the settings of other pretext models come back as they are. The heads of
-    ``nn.MultiheadAttention`` are not in its weights' shapes, so a record without them
-    must not be read as any number.
-    """
-    implied = DECODER_SIZE_BEFORE_RECORDED.get(settings.get(decoder_key), {})
-    return {**implied, **settings}
-
 
 class PARS(PretextModel):
     """Pairwise relative shift pretext model.

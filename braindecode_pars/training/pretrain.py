@@ -28,6 +28,7 @@ from . import distributed
 from . import resume as _resume
 from .callbacks import EpochProgress, EpochTable, PretextSkill, SamplerEpoch, reports_epoch
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
+from .config import PAPER
 from .interrupt import PropagateInterrupt
 from .optim import with_fused_default
 from .resume import RunMismatchError, check_resume, data_fingerprint, log_launch_change
@@ -185,9 +186,9 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         *args,
         criterion=PretextLoss,
         optimizer=torch.optim.AdamW,
-        lr=1e-4,  # paper section 2.5
-        max_epochs=1000,  # paper section 2.5
-        batch_size=512,  # paper section 2.5
+        lr=PAPER.lr,
+        max_epochs=PAPER.max_epochs,
+        batch_size=PAPER.batch_size,
         train_split=None,
         iterator_train__shuffle=True,
         valid_fraction=None,
@@ -203,7 +204,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         run_info=None,
         **kwargs,
     ):
-        kwargs.setdefault("optimizer__weight_decay", 1e-4)  # paper section 2.5
+        kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
         super().__init__(
             module,
             *args,

@@ -19,16 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from ..models.config import RECORD_PREFIX, PatchEncoderConfig
-from ..models.pars import with_decoder_size
 from . import distributed
 from .schedule import warmup_cosine_factor
 
 logger = logging.getLogger(__name__)
-
-#: Settings that runs saved by earlier versions do not record.
-_RECORDED_SINCE = (
-    "max_epochs", "data.n_windows", "data.fingerprint",
-)  # fmt: skip
 
 #: The keys of the data's identity in a record; a run that records a description of
 #: its data (``data.*`` entries of ``run_info``) names what changed in its words.
@@ -102,17 +96,10 @@ def run_config(net, X=None):
 
 
 def read_record(saved):
-    """A saved run record as :func:`run_config` writes it now.
-
-    Records of earlier versions leave out the decoder's size
-    (:func:`~braindecode_pars.models.pars.with_decoder_size`), ``encoder.eps`` and
-    ``encoder.activation`` (they kept the activation's class name as ``activation``):
-    their settings are read as :meth:`PatchEncoderConfig.from_record` reads them.
-    """
-    saved = with_decoder_size(saved, "decoder_name")
+    """A saved run record with its encoder settings as :func:`run_config` writes them
+    (:meth:`PatchEncoderConfig.from_record`: checked, the activation by its name)."""
     encoder = PatchEncoderConfig.from_record(saved)
     saved = {k: v for k, v in saved.items() if not k.startswith(RECORD_PREFIX)}
-    saved.pop("activation", None)
     return {**saved, **encoder.record()}
 
 
@@ -146,13 +133,10 @@ def check_resume(net, folder, X=None):
         return config
     saved = read_record(json.loads(saved_file.read_text()))
     info = set(net.run_info or {}) | set(saved.get("run_info", []))
-    diffs = {  # a key the saved run does not have was not recorded by its version
+    diffs = {
         key: (saved.get(key), config.get(key))
         for key in sorted(set(saved) | set(config))
-        if not _same(saved.get(key), config.get(key))
-        and not (key in _RECORDED_SINCE and key not in saved)
-        and key not in info
-        and key != "run_info"
+        if not _same(saved.get(key), config.get(key)) and key not in info and key != "run_info"
     }
     if any(key in diffs for key in _DATA_IDENTITY):
         described = _data_description_changes(saved, net.run_info or {})

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..hub import save_encoder
 from ..models import PRETEXT_MODELS
 from . import distributed
+from .config import PAPER
 from .interrupt import TimeLimit
 from .pretrain import PretrainNet
 from .schedule import batches_per_epoch
@@ -21,9 +22,9 @@ def pretrain(
     view,
     method="pars",
     checkpoint_dir=None,
-    max_epochs=1000,
-    batch_size=512,
-    lr=1e-4,
+    max_epochs=PAPER.max_epochs,
+    batch_size=PAPER.batch_size,
+    lr=PAPER.lr,
     device="cpu",
     amp=False,
     compile=False,
@@ -31,7 +32,7 @@ def pretrain(
     progress_bar=True,
     valid_fraction=None,
     encoder_kwargs=None,
-    weight_decay=1e-4,
+    weight_decay=PAPER.weight_decay,
     max_minutes=None,
     allow_new_budget=False,
     run_info=None,

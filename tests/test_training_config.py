@@ -1,0 +1,63 @@
+"""PretrainConfig: the one list of a run's pretext and optimisation settings, its paper
+preset and its planner, as the estimator and the command line read them."""
+
+import numpy as np
+import pytest
+
+from braindecode_pars import PARSPretrainer
+from braindecode_pars.cli import build_parser
+from braindecode_pars.cli.pretrain import pretrain_settings
+from braindecode_pars.datasets import SingleChannelWindows
+from braindecode_pars.training.config import PAPER, PretrainConfig
+
+
+def test_the_planner_counts_steps_over_the_windows_that_train():
+    view = SingleChannelWindows(np.zeros((50, 2, 300), np.float32))
+    # 50 windows, a tenth held out (rounded up: 5): 45 train, 3 steps of 16 an epoch;
+    # 100 steps take 34 epochs (102 steps, at most an epoch more)
+    config = PretrainConfig(steps=100, batch_size=16, valid_fraction=0.1)
+    assert config.max_epochs_for(view) == 34
+    assert config.replace(valid_fraction=None).max_epochs_for(view) == 25  # 4 steps of 50
+    assert config.max_epochs_for(view, world_size=2) == 50  # 23 windows each: 2 steps
+    assert config.replace(max_epochs=7).max_epochs_for(view) == 7  # given: kept
+
+
+def test_each_method_gets_its_own_pretext_settings():
+    config = PretrainConfig(n_patches=12, pos_mask_ratio=0.5, mask_ratio=0.6, decoder_heads=4)
+    assert config.pretext_kwargs() == dict(
+        n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="random"
+    )
+    assert config.replace(method="mae").pretext_kwargs() == dict(mask_ratio=0.6)
+    assert config.replace(method="mp3").pretext_kwargs() == dict(mask_ratio=0.6)
+    assert config.replace(method="droppos").pretext_kwargs() == dict(
+        mask_ratio=0.6, pos_mask_ratio=0.5
+    )
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(method="simclr"), r"'method' parameter.*'pars'.*got 'simclr'"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(lr=0.0), "lr"),
+        (dict(valid_fraction=1.0), "valid_fraction"),
+        (dict(sampling="grid"), r"'sampling' parameter.*got 'grid'"),
+    ],
+)
+def test_a_bad_setting_is_refused_naming_it(change, message):
+    with pytest.raises(ValueError, match=message):
+        PretrainConfig(**change)
+
+
+def test_the_estimator_and_the_command_line_read_the_same_settings_and_preset():
+    estimator = PARSPretrainer(n_patches=12, batch_size=32, lr=3e-3, steps=500)
+    flags = ["pretrain", "--out", "x", "--n-patches", "12", "--batch-size", "32", "--lr",
+             "3e-3", "--steps", "500"]  # fmt: skip
+    cli = pretrain_settings(build_parser().parse_args(flags))
+    assert estimator.pretrain_config().replace(window_seconds=10.0) == cli
+    paper = PARSPretrainer(preset="paper").pretrain_config()
+    assert (paper.lr, paper.batch_size, paper.max_epochs, paper.window_seconds) == (
+        PAPER.lr, PAPER.batch_size, PAPER.max_epochs, PAPER.window_seconds,
+    )  # fmt: skip
+    on_two = pretrain_settings(build_parser().parse_args(["pretrain", "--paper"]), 2)
+    assert on_two == paper.replace(batch_size=256, valid_fraction=0.1)  # 512 shared by two
