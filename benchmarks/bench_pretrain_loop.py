@@ -5,7 +5,8 @@ One command measures, on one device, with one model, batch size, precision and
 compilation:
 
 1. the bare training step of ``bench_gpu.py`` (:class:`bench_gpu.TrainingSteps`: PARS's
-   forward, backward and AdamW step on one batch already on the device), in windows
+   forward, backward and AdamW step, fused as in the loops, on one batch already on
+   the device), in windows
    per second (median over repeats; the first step, which holds any compilation, timed
    on its own);
 2. ``PARSPretrainer.fit`` on an array corpus of random multi-channel windows, and
@@ -53,6 +54,7 @@ from bench_gpu import PAPER, TINY, Config, TrainingSteps, synchronize
 
 from braindecode_pars import PARSPretrainer
 from braindecode_pars.models.config import ENCODER_SIZES
+from braindecode_pars.training.optim import with_fused_default
 
 #: The estimator's default size on its default windows (10 s at 100 Hz), batch 64.
 SMALL = Config(
@@ -82,9 +84,13 @@ def corpus(config, batch_size, seed=0):
 
 
 def bare_rate(config, batch_size, device, amp, compiled, repeats):
-    """Windows per second of the bare step, and its first step's time (s)."""
+    """Windows per second of the bare step, and its first step's time (s); its AdamW
+    runs fused, as the loops' does (``with_fused_default``), so that the optimiser is
+    the same on both sides."""
     torch.manual_seed(0)
     steps = TrainingSteps(config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled)
+    kwargs = with_fused_default(torch.optim.AdamW, dict(lr=1e-4, weight_decay=1e-4), device)
+    steps.opt = torch.optim.AdamW(steps.model.parameters(), **kwargs)
     t0 = time.perf_counter()
     steps.pars_step()
     first = time.perf_counter() - t0
