@@ -174,3 +174,58 @@ def test_bundled_eegmat_gives_the_stored_microvolts():
     X = read_windows(load_bundled_eegmat(subjects=[0])).X
     assert 1 < np.std(X) < 1e3  # microvolts, not volts
     np.testing.assert_array_equal(X[1], rest[:, 1000:2000].astype(np.float32))
+
+
+def _naive_draws(view, indices, rng):
+    """The crops of ``indices``, one item at a time (the view's draws: two uniforms per
+    item, the crop start within crop_bounds, the channel)."""
+    u, v = rng.random(len(indices)), rng.random(len(indices))
+    out = []
+    for k, i in enumerate(indices):
+        rec = view.index[i, 0]
+        low, high = view.crop_bounds(i)
+        start = low + int(u[k] * (high - low + 1))
+        channel = int(v[k] * view.recordings[rec].shape[0])
+        out.append(view.recordings[rec][channel, start : start + view.n_times])
+    return np.stack(out)[:, None]
+
+
+def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
+    from torch.utils.data import Subset
+
+    from braindecode_pars.datasets.single_channel import BatchedView
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((3, 500), dtype=np.float32) for _ in range(4)]
+    arrays += [rng.standard_normal((5, 700), dtype=np.float32)]
+    view = SingleChannelWindows([np.stack(arrays[:4]), arrays[4][None]], n_times=300)
+    indices = np.array([4, 0, 2, 2, 1, 4])
+    X = view._draw(indices, np.random.default_rng(7)).numpy()
+    np.testing.assert_array_equal(X, _naive_draws(view, indices, np.random.default_rng(7)))
+    # a Subset's batch: its positions mapped to the view's windows; the draws the
+    # per-item access makes from the same generator state
+    subset = Subset(view, [1, 2, 4])
+    torch.manual_seed(3)
+    view._rng = None
+    batch, y = BatchedView(subset)[[2, 0, 1]]
+    torch.manual_seed(3)
+    view._rng = None
+    items = view.__getitems__([4, 1, 2])
+    torch.testing.assert_close(batch, torch.stack([x for x, _ in items]))
+    assert batch.shape == (3, 1, 300) and y.shape == (3,)
+    assert BatchedView.reads(subset) and not BatchedView.reads(list(range(3)))
+
+
+def test_pretraining_reads_whole_batches_of_the_view():
+    from braindecode_pars import PARS
+    from braindecode_pars.datasets.single_channel import BatchedView
+    from braindecode_pars.training import PretrainNet
+
+    view = SingleChannelWindows(np.random.default_rng(0).standard_normal((20, 2, 300)), n_times=200)
+    view.sfreq = 10.0
+    model = PARS(n_times=200, sfreq=10.0, n_patches=6, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    net = PretrainNet(model, max_epochs=1, batch_size=8, progress_bar=False).initialize()
+    loader = net.get_iterator(view, training=True)
+    assert isinstance(loader.dataset, BatchedView) and loader.batch_size is None
+    sizes = [len(X) for X, _ in loader]
+    assert sorted(sizes) == [4, 8, 8]

@@ -211,26 +211,70 @@ class SingleChannelWindows(Dataset):
         windows do not change from epoch to epoch. Torch's global generator is not
         touched.
         """
-        items = self._draw(np.asarray(indices, dtype=np.int64), np.random.default_rng(seed))
-        X = torch.stack([x for x, _ in items])
+        X = self._draw(np.asarray(indices, dtype=np.int64), np.random.default_rng(seed))
         return torch.utils.data.TensorDataset(X, torch.zeros(len(X)))
 
     def __getitems__(self, indices):
         """A batch of items at once: the random draws are made together, crops are slices."""
-        return self._draw(np.asarray(indices, dtype=np.int64), self._generator())
+        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator())
+        return [(x, 0) for x in X]
+
+    def batch(self, indices):
+        """Items ``indices`` as one batch, ``(X, y)``: ``X`` (n, 1, n_times) float32 (the
+        draws of :meth:`__getitems__`), ``y`` zeros; no copy per item, no collation (a
+        DataLoader of :class:`BatchedView` reads batches so)."""
+        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator())
+        return X, torch.zeros(len(X))
 
     def _draw(self, indices, rng):
+        """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``."""
+        u, v = rng.random(len(indices)), rng.random(len(indices))
         rows = self.index[indices]
-        out = []
-        for (rec, _, _), i, u, v in zip(
-            rows, indices, rng.random(len(indices)), rng.random(len(indices)), strict=True
+        lengths = np.array([self.recordings[r].shape[1] for r in rows[:, 0].tolist()])
+        channels = np.array([self.recordings[r].shape[0] for r in rows[:, 0].tolist()])
+        last = lengths - self.n_times  # the last start inside each recording
+        low = np.minimum(np.maximum(0, rows[:, 1] - self.max_shift), last)
+        high = np.maximum(
+            low,
+            np.minimum(last, np.maximum(rows[:, 1], rows[:, 2] - self.n_times) + self.max_shift),
+        )
+        starts = (low + (u * (high - low + 1)).astype(np.int64)).tolist()
+        picks = (v * channels).astype(np.int64).tolist()
+        out = np.empty((len(indices), 1, self.n_times), dtype=np.float32)
+        for k, (rec, start, channel) in enumerate(
+            zip(rows[:, 0].tolist(), starts, picks, strict=True)
         ):
-            recording = self.recordings[rec]
-            low, high = self.crop_bounds(i)
-            start = low + int(u * (high - low + 1))
-            channel = int(v * recording.shape[0])
-            x = np.array(
-                recording[channel : channel + 1, start : start + self.n_times], dtype=np.float32
-            )
-            out.append((torch.from_numpy(x), 0))
-        return out
+            out[k, 0] = self.recordings[rec][channel, start : start + self.n_times]
+        return torch.from_numpy(out)
+
+
+class BatchedView(Dataset):
+    """Batches of a :class:`SingleChannelWindows` (or a ``Subset`` of one) read whole:
+    ``dataset[indices]`` is :meth:`SingleChannelWindows.batch`, for a DataLoader with
+    ``batch_size=None`` and a ``BatchSampler``, so that a batch of crops is written once
+    into one array and not collated item by item.
+
+    Parameters
+    ----------
+    dataset : SingleChannelWindows | torch.utils.data.Subset
+    """
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+        self.view, self.indices = dataset, None
+        if isinstance(dataset, torch.utils.data.Subset):
+            self.view, self.indices = dataset.dataset, np.asarray(dataset.indices)
+
+    @staticmethod
+    def reads(dataset):
+        """Whether ``dataset`` is a view (or a ``Subset`` of one) this class batches."""
+        if isinstance(dataset, torch.utils.data.Subset):
+            dataset = dataset.dataset
+        return isinstance(dataset, SingleChannelWindows)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        return self.view.batch(indices if self.indices is None else self.indices[indices])

@@ -19,10 +19,18 @@ from skorch.callbacks import EpochTimer, PassthroughScoring
 from skorch.dataset import ValidSplit
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, Subset, TensorDataset
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    TensorDataset,
+)
 
 from .._checks import check_device, check_int, check_range
-from ..datasets.single_channel import SingleChannelWindows
+from ..datasets.single_channel import BatchedView, SingleChannelWindows
 from ..models.pretext import PretextModel
 from . import distributed
 from . import resume as _resume
@@ -337,19 +345,30 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         """Training batches: a shuffled pass over the windows (a DistributedSampler's
         share of them when distributed), or, when a process has fewer training windows
         than ``batch_size``, one step of ``batch_size`` windows drawn with replacement
-        per epoch, so that every step trains on a full batch of crops."""
+        per epoch, so that every step trains on a full batch of crops. The crops of a
+        :class:`~braindecode_pars.datasets.SingleChannelWindows` view are drawn a batch
+        at a time into one array
+        (:class:`~braindecode_pars.datasets.single_channel.BatchedView`), in pinned
+        memory on CUDA."""
         world = distributed.world_size() if self.distributed_ else 1
         short = training and math.ceil(len(dataset) / world) < self.batch_size
-        if not (training and (self.distributed_ or short)):
+        batched = training and BatchedView.reads(dataset)
+        if not (training and (self.distributed_ or short or batched)):
             return super().get_iterator(dataset, training=training)
         kwargs = self.get_params_for("iterator_train")
-        kwargs.pop("shuffle", None)
-        kwargs.setdefault("batch_size", self.batch_size)
+        shuffle = kwargs.pop("shuffle", True)
+        batch_size = kwargs.pop("batch_size", self.batch_size)
         if short:  # each process draws its own (its generator is seeded by rank)
-            sampler = RandomSampler(dataset, replacement=True, num_samples=self.batch_size)
-        else:
+            sampler = RandomSampler(dataset, replacement=True, num_samples=batch_size)
+        elif self.distributed_:
             sampler = self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
-        return DataLoader(dataset, sampler=sampler, **kwargs)
+        else:
+            sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
+        if not batched:
+            return DataLoader(dataset, sampler=sampler, batch_size=batch_size, **kwargs)
+        kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda")
+        batches = BatchSampler(sampler, batch_size, drop_last=False)
+        return DataLoader(BatchedView(dataset), sampler=batches, batch_size=None, **kwargs)
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
