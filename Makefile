@@ -25,7 +25,7 @@ demo: install
 	$(VENV)/bin/braindecode-pars demo --out results/demo
 
 compare: install
-	$(VENV)/bin/braindecode-pars compare --out results/comparison
+	$(PY) benchmarks/lab.py compare --out results/comparison
 
 # -W: a warning fails the build (--keep-going lists them all first); docs/README.md
 # says how to look at the pages

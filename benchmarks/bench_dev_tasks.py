@@ -1,7 +1,7 @@
 """Few labels on the development tasks: the floors, linear probes of an encoder, and
 ``PARSClassifier``, on a task's selection split or its test split.
 
-Splits (:mod:`braindecode_pars.experiments.dev_tasks`):
+Splits (``lib/dev_tasks.py``):
 
 - ``eegmat-arithmetic``: ``--part selection`` draws k labelled subjects from the 12
   pool subjects and scores the 12 selection subjects; ``--part test`` draws from the
@@ -80,6 +80,7 @@ import pandas as pd
 import torch
 from _measure import append_score, machine
 from _pretext import SHARED
+from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 from pyriemann.estimation import Covariances
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.pipeline import make_pipeline
@@ -88,16 +89,14 @@ from sklearn.preprocessing import StandardScaler
 from braindecode_pars.align import align_covariances, align_features
 from braindecode_pars.datasets import load_eegmat, load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
-from braindecode_pars.datasets.physionet_mi import run_block
-from braindecode_pars.experiments.classifiers import scratch_classifier
-from braindecode_pars.experiments.dev_tasks import (
-    DEV_TASKS,
+from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,
-    MI_SELECTION_BLOCKS,
-    MI_TEST_BLOCKS,
+    EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
 )
+from braindecode_pars.datasets.physionet_mi import run_block
+from braindecode_pars.experiments.classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import draw_subjects
 from braindecode_pars.floor import BandPowerFeatures, _logistic
 from braindecode_pars.hub import load_encoder

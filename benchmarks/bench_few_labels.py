@@ -66,11 +66,11 @@ import torch
 from _measure import append_score
 from bench_dev_tasks import load_task, split
 from braindecode.util import set_random_seeds
+from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-from braindecode_pars.experiments.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 from braindecode_pars.hub import load_encoder, save_encoder
 from braindecode_pars.probe import READOUTS
 

@@ -3,7 +3,7 @@ against pretraining steps, corpus and encoder size, and PARS against MAE at equa
 wall-clock.
 
 Every encoder of the curve is pretrained on data that no selection or test split of
-the development tasks scores (:mod:`braindecode_pars.experiments.dev_tasks`): the
+the development tasks scores (``lib/dev_tasks.py``): the
 12 EEGMAT pool subjects, the nine Sleep-EDF segments and, except on the corpus axis's
 smaller point, the 129 Muse headband recordings (``store-selection``: 74.6
 channel-hours, 82 people; without the headband 40.5 channel-hours, 17 people). Its
@@ -59,11 +59,11 @@ import numpy as np
 import pandas as pd
 import torch
 from _measure import machine
+from lib.dev_tasks import DEV_TASKS
 from pyriemann.estimation import Covariances
 from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars.datasets.store import store_summary
-from braindecode_pars.experiments.dev_tasks import DEV_TASKS
 from braindecode_pars.floor import BandPowerFeatures
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder

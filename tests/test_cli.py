@@ -45,7 +45,7 @@ def test_every_help_prints_no_warning_and_loads_nothing_beyond_the_parser():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Warning" not in done.stderr and "warning" not in done.stderr, done.stderr
-    assert done.stdout.count("usage: braindecode-pars") == 9  # the tool and its 8 commands
+    assert done.stdout.count("usage: braindecode-pars") == 5  # the tool and its 4 commands
     assert "--size {small,paper}" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "LOADED"  # no module of the package
     module = subprocess.run(
@@ -54,6 +54,30 @@ def test_every_help_prints_no_warning_and_loads_nothing_beyond_the_parser():
     )  # fmt: skip
     assert module.returncode == 0 and "Warning" not in module.stderr, module.stderr
     assert "usage: braindecode-pars pretrain" in module.stdout
+
+
+def test_every_flag_has_help_and_says_its_default():
+    import argparse
+
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        for action in command._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, (name, action.option_strings)
+            default = action.default
+            if isinstance(default, int | float | str) and not isinstance(default, bool):
+                assert (
+                    f"default: {default}" in " ".join(text.split()) or "default" in action.help
+                ), (
+                    name,
+                    action.option_strings,
+                )
+    pretrain = " ".join(sub.choices["pretrain"].format_help().split())
+    assert "--threads THREADS torch CPU threads (default: the cores not busy" in pretrain
+    assert "--stride-seconds STRIDE_SECONDS step between the starts" in pretrain
 
 
 def test_the_command_modules_import_only_the_standard_library_at_module_level():
@@ -135,7 +159,7 @@ def test_eegmat_subjects_take_numbers_and_train_and_name_the_parameter():
 
 
 def test_eegmat_subjects_pool_is_the_development_tasks_pool():
-    from braindecode_pars.experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
+    from braindecode_pars.datasets.eegmat import EEGMAT_POOL_SUBJECTS
 
     assert eegmat_subjects(["pool", "1"]) == tuple(sorted({*EEGMAT_POOL_SUBJECTS, 1}))
 

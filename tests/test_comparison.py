@@ -5,13 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from braindecode_pars.cli import main
-from braindecode_pars.experiments.comparison import (
-    ComparisonConfig,
-    format_table,
-    run_comparison,
-    summarize,
-)
+from .conftest import import_benchmark
+
+comparison = import_benchmark("lib.comparison")
+lab = import_benchmark("lab")
+ComparisonConfig, format_table = comparison.ComparisonConfig, comparison.format_table
+run_comparison, summarize = comparison.run_comparison, comparison.summarize
 
 TINY = dict(
     seeds=(0,),
@@ -81,10 +80,8 @@ def test_bad_method_is_refused_before_any_work(tmp_path):
 
 
 def test_command_line_writes_the_table(tmp_path, capsys, monkeypatch):
-    import braindecode_pars.experiments.comparison as comparison
-
-    monkeypatch.setattr(comparison, "ComparisonConfig", lambda: ComparisonConfig(**TINY))
-    main(["compare", "--out", str(tmp_path), "--methods", "scratch", "pars", "--seeds", "3"])
+    monkeypatch.setattr(lab, "ComparisonConfig", lambda: ComparisonConfig(**TINY))
+    lab.main(["compare", "--out", str(tmp_path), "--methods", "scratch", "pars", "--seeds", "3"])
     printed = capsys.readouterr().out
     assert "| Scratch |" in printed and "| PARS |" in printed and "| MAE |" not in printed
     assert set(pd.read_csv(tmp_path / "scores.csv").seed) == {3}

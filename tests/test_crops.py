@@ -7,7 +7,7 @@ import torch
 from braindecode_pars import PARSFineTuner, PatchEncoder
 from braindecode_pars.training.finetune import CodedWindows, FixedCrops, RandomCrops, crop_starts
 
-from .conftest import SMALL_ENCODER
+from .conftest import SMALL_ENCODER, import_benchmark
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 #: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
@@ -124,7 +124,7 @@ def test_an_unknown_augmentation_preset_is_refused_before_training():
 def test_configurations_name_braindecode_augmentations():
     from braindecode.augmentation import ChannelsDropout
 
-    from braindecode_pars.experiments.protocols import _augmentations
+    _augmentations = import_benchmark("lib.protocols")._augmentations
 
     transforms = _augmentations({"ChannelsDropout": {"probability": 0.5, "p_drop": 0.3}})
     assert isinstance(transforms[0], ChannelsDropout) and transforms[0].p_drop == 0.3

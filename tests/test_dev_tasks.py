@@ -3,13 +3,20 @@
 import numpy as np
 import pytest
 
-from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, read_eegmat_info
-from braindecode_pars.experiments.dev_tasks import (
-    DEV_TASKS,
+from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,
-    MI_SELECTION_BLOCKS,
-    MI_TEST_BLOCKS,
+    EEGMAT_TEST_SUBJECTS,
+    read_eegmat_info,
+)
+
+from .conftest import import_benchmark
+
+dev_tasks = import_benchmark("lib.dev_tasks")
+DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS = (
+    dev_tasks.DEV_TASKS,
+    dev_tasks.MI_SELECTION_BLOCKS,
+    dev_tasks.MI_TEST_BLOCKS,
 )
 
 EEGMAT_PARTS = [

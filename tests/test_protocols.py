@@ -9,12 +9,14 @@ import pytest
 import torch
 
 from braindecode_pars import PatchEncoder, save_encoder
-from braindecode_pars.cli import main
 from braindecode_pars.datasets.recipes import load_recipe, subjects_of
 
 from .bids_fixtures import make_eesm17
+from .conftest import import_benchmark
 from .tuh_fixtures import make_tuab, make_tusz
 from .ysyw_fixtures import make_ysyw
+
+main = import_benchmark("lab").main
 
 TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16, "max_epochs": 1, "batch_size": 8}
 
@@ -120,7 +122,7 @@ def test_leave_one_subject_out_bars(data, tmp_path, monkeypatch):
         "methods": {"scratch": None},
         "estimator": {**TINY, "valid_fraction": 0.5},
     }
-    from braindecode_pars.experiments import protocols
+    protocols = import_benchmark("lib.protocols")
 
     folds = []  # (subjects trained on, subjects scored) of every fit
 
@@ -188,7 +190,7 @@ def test_finetune_then_evaluate_from_the_command_line(data, tmp_path):
     }
     path = tmp_path / "ft.json"
     path.write_text(json.dumps(config))
-    cli = [sys.executable, "-m", "braindecode_pars.cli"]
+    cli = [sys.executable, str(Path(__file__).parents[1] / "benchmarks" / "lab.py")]
     env_path = str(Path(__file__).parents[1])
     fin = subprocess.run(
         [*cli, "finetune", "--config", str(path), "--out", str(tmp_path / "m")],
@@ -223,7 +225,8 @@ def test_bad_configuration_is_refused(tmp_path):
 
 def test_configurations_name_the_channel_noise_augmentation():
     from braindecode_pars.datasets import ChannelNoise
-    from braindecode_pars.experiments.protocols import _estimator
+
+    _estimator = import_benchmark("lib.protocols")._estimator
 
     clf = _estimator(None, 0, {"augmentation": {"channel_noise": {"std": 0.3}}})
     (aug,) = clf.augmentation
@@ -238,7 +241,11 @@ def test_documented_configurations_are_valid(name):
         (Path(__file__).parents[1] / "docs" / "configs" / f"{name}.json").read_text()
     )
     from braindecode_pars import PARSClassifier
-    from braindecode_pars.experiments.protocols import PROTOCOLS, _estimator
+
+    PROTOCOLS, _estimator = (
+        import_benchmark("lib.protocols").PROTOCOLS,
+        import_benchmark("lib.protocols")._estimator,
+    )
 
     assert config["protocol"] in PROTOCOLS
     # the paper's datasets are hundreds of GB: each is prepared once to disk and read
@@ -261,7 +268,8 @@ def test_a_probe_fits_on_the_training_windows_alone(monkeypatch):
     """The probe has no epochs to choose: ``fit_on`` hands it no validation windows; a
     neural head, alone or under ``PARSClassifier``, gets them."""
     from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
-    from braindecode_pars.experiments import protocols
+
+    protocols = import_benchmark("lib.protocols")
 
     seen = {}
 
@@ -288,7 +296,8 @@ def test_configurations_translate_to_the_estimators():
     """A configuration's flat settings: the probe's under their configuration names, the
     encoder size of a scratch encoder, the rest the neural head's."""
     from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
-    from braindecode_pars.experiments.protocols import _estimator
+
+    _estimator = import_benchmark("lib.protocols")._estimator
 
     settings = {"probe_C": 10.0, "probe_align": "groups", "probe_readout": "mean", "lr": 1e-2}
     probe = _estimator("enc.pt", 3, settings)
@@ -316,7 +325,7 @@ def test_configurations_translate_to_the_estimators():
 def test_protocol_functions_refuse_a_log_made_with_other_settings(data, tmp_path, monkeypatch):
     """Called directly (not through the command line's config.json check), a protocol
     refuses an 'out' whose rows came from other settings, before fitting anything."""
-    from braindecode_pars.experiments import protocols
+    protocols = import_benchmark("lib.protocols")
 
     split = load_recipe("ysyw", data["ysyw"])
     methods = {"scratch": None}
@@ -339,7 +348,7 @@ def test_protocol_functions_refuse_a_log_made_with_other_settings(data, tmp_path
 
 
 def test_a_run_that_wrote_no_row_does_not_lock_its_out(tmp_path):
-    from braindecode_pars.experiments.protocols import ResultsLog
+    ResultsLog = import_benchmark("lib.protocols").ResultsLog
 
     ResultsLog(tmp_path / "results.csv", ["seed"], {"params": {"lr": 1.0}})  # failed early
     log = ResultsLog(tmp_path / "results.csv", ["seed"], {"params": {"lr": 2.0}})

@@ -286,7 +286,7 @@ def test_an_unreadable_file_is_named_before_any_work_or_skipped(
 
 
 def test_shared_corpus_takes_chosen_eegmat_subjects_and_the_muse_headband(shared_data):
-    from braindecode_pars.experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
+    from braindecode_pars.datasets.eegmat import EEGMAT_POOL_SUBJECTS
 
     windows = shared_corpus(
         shared_data,

@@ -1,10 +1,11 @@
 """The ``braindecode-pars`` command line: the parser and :func:`main`.
 
 The subcommands live by what they do: :mod:`.pretrain` makes an encoder (``store``,
-``pretrain``, ``export``), :mod:`.experiment` scores encoders (``demo``, ``compare``,
-``experiment``, ``finetune``, ``evaluate``). Building the parser imports nothing beyond
-the standard library and those two modules, whose commands import what they need when
-they run: ``--help`` is fast and prints no warning of the libraries underneath.
+``pretrain``, ``export``), :mod:`.demo` runs the main job (``demo``); the lab's
+commands (the pretext comparison, the paper's protocols) are the repository's
+``benchmarks/lab.py``. Building the parser imports nothing beyond the standard library
+and those two modules, whose commands import what they need when they run: ``--help``
+is fast and prints no warning of the libraries underneath.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import logging
 import warnings
 
-from .experiment import _compare, _demo, _evaluate, _experiment, _finetune, read_config
+from .demo import _demo, read_config
 from .pretrain import SIZES, _export, _pretrain, _store
 
 __all__ = ["build_parser", "main"]
@@ -92,35 +93,42 @@ def _recording_flags(parser):
     )
 
 
-def _comparison_parsers(sub):
-    """The parsers of ``demo`` and ``compare``."""
+def _demo_parser(sub):
+    """The parser of ``demo``."""
     demo = _command(sub, _demo)
     demo.add_argument("--out", default="results/demo", help="output folder")
     demo.add_argument("--encoder", help="shipped encoder name or saved encoder (pars-small)")
     demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
     demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
-    demo.add_argument("--finetune-epochs", type=int)
+    demo.add_argument(
+        "--finetune-epochs", type=int, help="epochs of the trained-from-scratch row's head"
+    )
     demo.add_argument("--device", help="cpu or cuda")
-
-    compare = _command(sub, _compare)
-    compare.add_argument("--out", default="results/comparison", help="output folder")
-    compare.add_argument("--methods", nargs="+", help="subset of scratch mae mp3 droppos pars")
-    compare.add_argument("--seeds", nargs="+", type=int)
-    compare.add_argument("--pretrain-epochs", type=int)
-    compare.add_argument("--finetune-epochs", type=int)
-    compare.add_argument("--device", help="cpu or cuda")
-    compare.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
 
 
 def _store_parser(sub):
     store = _command(sub, _store)
     store.add_argument("--out", required=True, help="store folder")
-    store.add_argument("--subjects", nargs="+", type=int, default=[1])
-    store.add_argument("--runs", nargs="+", type=int, default=[1, 2, 3, 5, 7, 9, 11, 13])
+    store.add_argument(
+        "--subjects",
+        nargs="+",
+        type=int,
+        default=[1],
+        help="PhysioNet-MI subjects when no --recordings, --shared-data, --ysyw or --tueg",
+    )
+    store.add_argument(
+        "--runs",
+        nargs="+",
+        type=int,
+        default=[1, 2, 3, 5, 7, 9, 11, 13],
+        help="their runs (the baselines and executed movements: no imagery)",
+    )
     store.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
-    store.add_argument("--window-seconds", type=float, default=30.0)
-    store.add_argument("--stride-seconds", type=float, default=5.0)
-    store.add_argument("--overwrite", action="store_true")
+    store.add_argument("--window-seconds", type=float, default=30.0, help="window length")
+    store.add_argument(
+        "--stride-seconds", type=float, default=5.0, help="step between window starts"
+    )
+    store.add_argument("--overwrite", action="store_true", help="replace a store in --out")
     store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
     store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
     _preprocessing_flags(store)
@@ -310,7 +318,7 @@ def build_parser():
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    _comparison_parsers(sub)
+    _demo_parser(sub)
     _store_parser(sub)
     _pretrain_parser(sub)
 
@@ -318,18 +326,6 @@ def build_parser():
     exp_.add_argument("--run", required=True, help="the pretrain --out folder")
     exp_.add_argument("--out", required=True, help="folder to write")
 
-    exp = _command(sub, _experiment)
-    exp.add_argument("--config", required=True, help="JSON configuration file")
-    exp.add_argument("--out", help="output folder (default: the configuration's 'out')")
-
-    fin = _command(sub, _finetune)
-    fin.add_argument("--config", required=True)
-    fin.add_argument("--out", required=True)
-
-    ev = _command(sub, _evaluate)
-    ev.add_argument("--model", required=True, help="model.pkl written by finetune")
-    ev.add_argument("--config", required=True, help="JSON configuration with 'data'")
-    ev.add_argument("--split", default="test", help="train, valid, test (or all)")
     return parser
 
 

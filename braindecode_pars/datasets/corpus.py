@@ -172,7 +172,7 @@ def shared_corpus(
     (:data:`~braindecode_pars.datasets.eegmat.EEGMAT_TEST_SUBJECTS`) and
     PhysioNet-MI are left out: the benchmarks test on them. ``eegmat_subjects``
     narrows EEGMAT further (a selection encoder takes the pool subjects,
-    :data:`~braindecode_pars.experiments.dev_tasks.EEGMAT_POOL_SUBJECTS`), and
+    :data:`~braindecode_pars.datasets.eegmat.EEGMAT_POOL_SUBJECTS`), and
     ``muse=True`` adds the Muse headband recordings of ``muse-cueing/`` (65 people, 4
     channels, a consumer device; BSD-3 licence).
 

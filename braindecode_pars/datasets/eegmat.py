@@ -38,13 +38,20 @@ EEGMAT_CLASSES = {"rest": 0, "arithmetic": 1}
 #: The 12 subjects the development task's test split, the low-label benchmark and the
 #: main job test on. They are never used for pretraining or training (a fixed draw;
 #: 4 of them are bad counters, 6 of the other 24). The defaults of PARSClassifier
-#: are chosen on the selection split (:mod:`braindecode_pars.experiments.dev_tasks`);
+#: are chosen on the selection split (:data:`EEGMAT_SELECTION_SUBJECTS`; the
+#: development tasks are in the repository's ``benchmarks/lib/dev_tasks.py``);
 #: the README's "Where the defaults come from" lists each default with its evidence,
 #: including the earlier ones that had been read off these subjects and were measured
 #: again on the selection split.
 EEGMAT_TEST_SUBJECTS = (1, 4, 7, 9, 13, 16, 19, 22, 26, 29, 32, 35)
 #: The other 24: the pool of labelled subjects and the pretraining recordings.
 EEGMAT_TRAIN_SUBJECTS = tuple(s for s in range(36) if s not in EEGMAT_TEST_SUBJECTS)
+#: The EEGMAT subjects whose scores choose defaults (3 bad counters, 9 good): drawn from
+#: the other 24 with ``numpy.random.default_rng(2026)``.
+EEGMAT_SELECTION_SUBJECTS = (0, 2, 3, 6, 10, 12, 15, 17, 18, 24, 25, 31)
+#: The EEGMAT subjects no development split scores: pretraining data of selection
+#: encoders (3 bad counters, 9 good).
+EEGMAT_POOL_SUBJECTS = tuple(s for s in EEGMAT_TRAIN_SUBJECTS if s not in EEGMAT_SELECTION_SUBJECTS)
 
 
 def eegmat_file(path, subject, session):

@@ -24,7 +24,7 @@ def eegmat_subjects(names=None, name="eegmat_subjects"):
     names : sequence of str or int | None
         Subject numbers (``3`` or ``"3"``), ``"pool"`` (the 12 subjects no development
         split scores,
-        :data:`~braindecode_pars.experiments.dev_tasks.EEGMAT_POOL_SUBJECTS`) or
+        :data:`~braindecode_pars.datasets.eegmat.EEGMAT_POOL_SUBJECTS`) or
         ``"train"`` (the 24 non-test subjects,
         :data:`~braindecode_pars.datasets.EEGMAT_TRAIN_SUBJECTS`). None or empty: the
         24 training subjects.
@@ -49,7 +49,7 @@ def eegmat_subjects(names=None, name="eegmat_subjects"):
     subjects = []
     for value in names:
         if value == "pool":  # the development tasks' split (imported only when named)
-            from ..experiments.dev_tasks import EEGMAT_POOL_SUBJECTS
+            from .eegmat import EEGMAT_POOL_SUBJECTS
 
             subjects += list(EEGMAT_POOL_SUBJECTS)
         elif value == "train":

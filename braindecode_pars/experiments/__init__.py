@@ -1,23 +1,10 @@
-"""Experiments: the PhysioNet-MI demonstration (the main job), the pretext comparison."""
+"""The main job (``braindecode-pars demo``): the shipped encoder against scratch and a
+band-power floor with few labelled subjects, and the low-label harness it runs on.
 
-from .comparison import ComparisonConfig, run_comparison
+The lab's experiments (the development tasks, the paper's protocols, the pretext
+comparison) are the repository's ``benchmarks/lib/``, outside the installed package.
+"""
+
 from .demo import DemoConfig, run_demo
-from .protocols import (
-    ablation,
-    label_efficiency,
-    leave_one_subject_out_protocol,
-    run_experiment,
-    transfer,
-)
 
-__all__ = [
-    "ComparisonConfig",
-    "DemoConfig",
-    "ablation",
-    "label_efficiency",
-    "leave_one_subject_out_protocol",
-    "run_comparison",
-    "run_demo",
-    "run_experiment",
-    "transfer",
-]
+__all__ = ["DemoConfig", "run_demo"]

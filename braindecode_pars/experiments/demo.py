@@ -12,7 +12,7 @@ floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic).
    trained from scratch (every weight of a new encoder of the same size and its
    head), and score each on 12 test subjects that pretraining never saw and that no
    current default was chosen on (those were chosen on the development tasks'
-   selection splits, :mod:`~braindecode_pars.experiments.dev_tasks`).
+   selection splits, the development tasks of ``benchmarks/lib/dev_tasks.py``).
 3. Print the table (mean ± std over draws) and write ``results.csv``,
    ``results.json``, ``label_efficiency.png``, ``shift_matrices.png`` (the shipped
    model's shift predictions on a test subject's window) and ``training_curves.png``

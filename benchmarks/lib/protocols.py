@@ -28,18 +28,24 @@ import pandas as pd
 from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
-from .._checks import check_option
-from ..datasets import SingleChannelWindows, write_window_store
-from ..datasets.eesm17 import ChannelNoise
-from ..datasets.recipes import load_recipe, subject_column, subjects_of
-from ..estimators import STRATEGIES, PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
-from ..metrics import scores
-from ..models.config import PatchEncoderConfig
-from ..training import pretrain
-from ..training.seeding import isolated_random_state
-from ..viz import plot_lines, plot_subject_bars
-from .classifiers import neural_head, scratch_classifier
-from .low_label import check_settings, describe, settings_path
+from braindecode_pars._checks import check_option
+from braindecode_pars.datasets import SingleChannelWindows, write_window_store
+from braindecode_pars.datasets.eesm17 import ChannelNoise
+from braindecode_pars.datasets.recipes import load_recipe, subject_column, subjects_of
+from braindecode_pars.estimators import (
+    STRATEGIES,
+    PARSClassifier,
+    PARSFineTuner,
+    PARSPretrainer,
+    PARSProbe,
+)
+from braindecode_pars.experiments.classifiers import neural_head, scratch_classifier
+from braindecode_pars.experiments.low_label import check_settings, describe, settings_path
+from braindecode_pars.metrics import scores
+from braindecode_pars.models.config import PatchEncoderConfig
+from braindecode_pars.training import pretrain
+from braindecode_pars.training.seeding import isolated_random_state
+from braindecode_pars.viz import plot_lines, plot_subject_bars
 
 logger = logging.getLogger(__name__)
 

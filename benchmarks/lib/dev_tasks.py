@@ -45,14 +45,12 @@ import dataclasses
 
 import numpy as np
 
-from .._checks import check_option
-from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+from braindecode_pars._checks import check_option
+from braindecode_pars.datasets.eegmat import (
+    EEGMAT_SELECTION_SUBJECTS,
+    EEGMAT_TEST_SUBJECTS,
+)
 
-#: The EEGMAT subjects whose scores choose defaults (3 bad counters, 9 good).
-EEGMAT_SELECTION_SUBJECTS = (0, 2, 3, 6, 10, 12, 15, 17, 18, 24, 25, 31)
-#: The EEGMAT subjects no development split scores: pretraining data of selection
-#: encoders (3 bad counters, 9 good).
-EEGMAT_POOL_SUBJECTS = tuple(s for s in EEGMAT_TRAIN_SUBJECTS if s not in EEGMAT_SELECTION_SUBJECTS)
 #: PhysioNet-MI S001 blocks of runs that select, and the one that tests.
 MI_SELECTION_BLOCKS = (1, 2)
 MI_TEST_BLOCKS = (3,)
@@ -120,8 +118,8 @@ class DevTask:
 
 
 def _eegmat(units, sfreq, window_seconds, path):
-    from ..datasets.adapters import read_windows
-    from ..datasets.eegmat import load_eegmat
+    from braindecode_pars.datasets.adapters import read_windows
+    from braindecode_pars.datasets.eegmat import load_eegmat
 
     windows = load_eegmat(path, list(units), sfreq=sfreq, window_seconds=window_seconds)
     data = read_windows(windows)
@@ -131,9 +129,9 @@ def _eegmat(units, sfreq, window_seconds, path):
 
 
 def _physionet(runs, units, sfreq, window_seconds):
-    from ..datasets import load_physionet_mi
-    from ..datasets.adapters import read_windows
-    from ..datasets.physionet_mi import run_block
+    from braindecode_pars.datasets import load_physionet_mi
+    from braindecode_pars.datasets.adapters import read_windows
+    from braindecode_pars.datasets.physionet_mi import run_block
 
     chosen = [r for r in runs if run_block(r) in units]
     windows = load_physionet_mi(runs=chosen, window_seconds=window_seconds, sfreq=sfreq)

@@ -29,18 +29,22 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .._checks import check_option
-from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
-from ..datasets.adapters import read_windows
-from ..estimators import PARSClassifier, PARSFineTuner
-from ..floor import band_power_pipeline
-from ..hub import save_encoder
-from ..metrics import balanced_accuracy, cohen_kappa
-from ..models import pretext_params
-from ..training import pretrain
-from ..training.seeding import isolated_random_state
-from .classifiers import scratch_classifier
-from .low_label import summary_table
+from braindecode_pars._checks import check_option
+from braindecode_pars.datasets import (
+    SingleChannelWindows,
+    load_physionet_mi,
+    load_physionet_mi_continuous,
+)
+from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.estimators import PARSClassifier, PARSFineTuner
+from braindecode_pars.experiments.classifiers import scratch_classifier
+from braindecode_pars.experiments.low_label import summary_table
+from braindecode_pars.floor import band_power_pipeline
+from braindecode_pars.hub import save_encoder
+from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
+from braindecode_pars.models import pretext_params
+from braindecode_pars.training import pretrain
+from braindecode_pars.training.seeding import isolated_random_state
 
 logger = logging.getLogger(__name__)
 
