@@ -31,7 +31,8 @@ def test_the_estimator_run_trains_the_steps_it_counts(bench):
 @pytest.mark.slow  # 15 to 25 s on 2 busy CPU cores
 def test_tiny_cpu_run_reports_both_ratios_on_its_last_line(bench, tmp_path, capsys):
     out = tmp_path / "loop.md"
-    est, cli = bench.main(["--tiny", "--device", "cpu", "--steps", "150", "--out", str(out)])
+    argv = ["--tiny", "--device", "cpu", "--steps", "150", "--rounds", "1", "--out", str(out)]
+    est, cli = bench.main(argv)
     text = out.read_text()
     last = text.strip().splitlines()[-1]
     assert last == f"estimator/step {est:.2f}, command line/step {cli:.2f}"
