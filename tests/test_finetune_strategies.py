@@ -209,3 +209,57 @@ def test_a_validation_set_for_the_probe_is_refused_before_the_windows_are_read(m
     X, y = _amplitude_task(n=8)
     with pytest.raises(ValueError, match="'X_valid'.*the head is a PARSProbe"):
         PARSClassifier(_encoder(), **SMALL).fit(X, y, X_valid=X, y_valid=y)
+
+
+def _learning_rates(clf):
+    """Each parameter's name -> the learning rate of its optimizer group."""
+    names = {id(p): n for n, p in clf.module_.named_parameters()}
+    rates = {}
+    for group in clf.optimizer_.param_groups:
+        for p in group["params"]:
+            assert names[id(p)] not in rates, "a parameter in two groups"
+            rates[names[id(p)]] = group["lr"]
+    assert set(rates) == set(names.values()), "a parameter in no group"
+    return rates
+
+
+def test_layer_decay_and_encoder_lr_scale_give_each_encoder_block_its_rate():
+    X, y = _amplitude_task(n=16)
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=100, **dict(TINY, depth=3))
+    params = dict(encoder=encoder, lr=1e-3, max_epochs=1, **SMALL)
+    rates = _learning_rates(
+        PARSFineTuner(encoder_lr_scale=0.5, layer_decay=0.1, **params).fit(X, y)
+    )
+    for name, rate in rates.items():
+        parts = name.split(".")
+        if parts[0] != "encoder":
+            expected = 1e-3  # the head
+        elif parts[1] == "norm":
+            expected = 5e-4  # after the last block
+        elif parts[1] == "blocks":
+            expected = 5e-4 * 0.1 ** (3 - int(parts[2]))  # block 2 (the last): 5e-5
+        else:
+            expected = 5e-4 * 0.1**4  # tokenizer, position-mask token
+        assert rate == pytest.approx(expected, rel=1e-9), name
+    assert set(_learning_rates(PARSFineTuner(**params).fit(X, y)).values()) == {1e-3}
+    with pytest.raises(ValueError, match=r"'layer_decay' must lie in \(0, 1\], but got 1.5"):
+        PARSFineTuner(layer_decay=1.5, **SMALL).fit(X, y)
+
+
+def test_the_epoch_of_best_validation_balanced_accuracy_is_restored():
+    from sklearn.metrics import balanced_accuracy_score
+
+    X, y = _amplitude_task(n=64)
+    Xv, yv = _amplitude_task(n=32, seed=1)
+    yv = 1 - yv  # the more it learns the task, the worse on these: an early best epoch
+    clf = PARSFineTuner(
+        encoder=_encoder(), amplitude=True, valid_monitor="balanced_accuracy", max_epochs=8,
+        lr=3e-3, **SMALL,
+    ).fit(X, y, X_valid=Xv, y_valid=yv)  # fmt: skip
+    scores = np.asarray(clf.history_[:, "valid_bal_acc"])
+    best = int(scores.argmax())
+    assert scores[-1] < scores[best], "the test needs a best epoch before the last"
+    assert balanced_accuracy_score(yv, clf.predict(Xv)) == pytest.approx(scores[best])
+    with pytest.raises(ValueError, match="'valid_monitor'.*'loss' and 'balanced_accuracy'"):
+        PARSFineTuner(valid_monitor="accuracy", **SMALL).fit(X, y)
