@@ -72,6 +72,18 @@ CANDIDATES = {
         "valid_monitor": "balanced_accuracy",
     },
 }
+#: stage 2: the stage-1 changes that gained a point, combined greedily by their gain
+GES_BACC = CANDIDATES["group early stopping on balanced accuracy"]
+CANDIDATES["augmentation + early stopping on balanced accuracy"] = {
+    "augmentation": "standard",
+    **GES_BACC,
+}
+CANDIDATES["augmentation + early stopping on balanced accuracy + layer_decay=0.65"] = {
+    "augmentation": "standard",
+    **GES_BACC,
+    "layer_decay": 0.65,
+}
+CANDIDATES["augmentation + layer_decay=0.65"] = {"augmentation": "standard", "layer_decay": 0.65}
 
 
 class HeldOutCurve(Callback):
@@ -133,7 +145,8 @@ def fit_record(clf, X, y, groups, train, held, extra):
     seconds = time.perf_counter() - t0
     pred = clf.predict(X[held])
     history = clf.history_
-    best = [i + 1 for i, h in enumerate(history) if h.get("valid_loss_best")]
+    key = {"loss": "valid_loss_best", "balanced_accuracy": "valid_bal_acc_best"}
+    best = [i + 1 for i, h in enumerate(history) if h.get(key[clf.valid_monitor])]
     return {
         **extra,
         "balanced_accuracy": float(balanced_accuracy_score(y[held], pred)),
@@ -144,6 +157,7 @@ def fit_record(clf, X, y, groups, train, held, extra):
         "seconds": seconds,
         "train_loss": [float(v) for v in history[:, "train_loss"]],
         "valid_loss": [float(h.get("valid_loss", np.nan)) for h in history],
+        "valid_bal_acc": [float(h.get("valid_bal_acc", np.nan)) for h in history],
         "heldout_bal_acc": [float(v) for v in history[:, "heldout_bal_acc"]],
         "heldout_minority": [float(v) for v in history[:, "heldout_minority"]],
     }
@@ -217,7 +231,31 @@ def selection_report(rows):
             + ", ".join(str(v) for v in part.kept_epoch)
             + f" | {part.seconds.mean():.0f} |"
         )
+    lines += [
+        "",
+        "## Learning curves (mean over the fits of each candidate)",
+        "",
+        "Training loss and held-out balanced accuracy (the held-out pair, read after each "
+        "epoch by the recording callback; never read by `fit`) at some epochs.",
+        "",
+        "| candidate | start | "
+        + " | ".join(f"loss @{e}" for e in CURVE_EPOCHS)
+        + " | "
+        + " | ".join(f"held-out @{e}" for e in CURVE_EPOCHS)
+        + " |",
+        "|---|---|" + "---|" * (2 * len(CURVE_EPOCHS)),
+    ]
+    for (name, start), part in frame.groupby(["candidate", "start"], sort=False):
+        cells = []
+        for key in ("train_loss", "heldout_bal_acc"):
+            for e in CURVE_EPOCHS:
+                values = [c[e - 1] for c in part[key] if len(c) >= e]
+                cells.append(f"{np.mean(values):.3f}" if values else "-")
+        lines.append(f"| {name} | {start} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+CURVE_EPOCHS = (1, 3, 5, 10, 20, 40)
 
 
 #: the test rows: name -> (start, PARSFineTuner parameters changed from the defaults)
@@ -228,41 +266,47 @@ TEST_TUNERS = {
     "same architecture from scratch (previous defaults)": ("scratch", "previous"),
 }
 #: the defaults before this benchmark changed them (issue 48's measurement)
-PREVIOUS_DEFAULTS = {}
+PREVIOUS_DEFAULTS = {"augmentation": None}
 TEST_PROBES = {
     f"probe over {ENCODER} (PARSProbe defaults: + band power + tangent space)": {},
     f"probe over {ENCODER} features alone": {"band_power": False, "tangent_space": False},
 }
 
 
-def run_test(out, quick, seeds=(0, 1, 2)):
+def run_test(out, quick, rows_wanted, seeds=(0, 1, 2)):
     """All 8 pool subjects labelled, the 12 test subjects scored: the rows of
-    ``TEST_TUNERS`` and ``TEST_PROBES`` for each seed; writes ``finetuning.csv``,
-    ``finetuning.md``, ``finetuning_curves.json`` and ``finetuning.png``."""
-    import pandas as pd
-
+    ``TEST_TUNERS`` and ``TEST_PROBES`` named in ``rows_wanted`` ("current",
+    "previous", "probes") for each seed, appended to ``finetuning_test.jsonl``;
+    :func:`write_test` makes the report of them."""
     X, y, groups, sfreq = load()
     train = np.isin(groups, POOL)
     test = np.isin(groups, EEGMAT_TEST_SUBJECTS)
-    rows, curves = [], []
     seeds = seeds[:1] if quick else seeds
+    jsonl = out / ("finetuning_test_quick.jsonl" if quick else "finetuning_test.jsonl")
+
+    def record(row):
+        print(f"{row['row']}: seed {row['seed']} {row['balanced_accuracy']:.3f}", flush=True)
+        with open(jsonl, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
     for name, (start, params) in TEST_TUNERS.items():
+        if ("previous" if params == "previous" else "current") not in rows_wanted:
+            continue
         params = dict(PREVIOUS_DEFAULTS if params == "previous" else params)
         if quick:
             params["max_epochs"] = 2
         for seed in seeds:
             clf = fine_tuner(None if start == "scratch" else ENCODER, params, seed, sfreq)
-            row = fit_record(clf, X, y, groups, train, test, dict(row=name, seed=seed))
-            curves.append(row)
-            rows.append({k: v for k, v in row.items() if not isinstance(v, list)})
-            print(f"{name}: seed {seed} {row['balanced_accuracy']:.3f}", flush=True)
+            record(fit_record(clf, X, y, groups, train, test, dict(row=name, seed=seed)))
     for name, params in TEST_PROBES.items():
+        if "probes" not in rows_wanted:
+            continue
         for seed in seeds:
             t0 = time.perf_counter()
             probe = PARSProbe(encoder=ENCODER, sfreq=sfreq, random_state=seed, **params)
             probe.fit(X[train], y[train], groups=groups[train])
             pred = probe.predict(X[test])
-            rows.append(
+            record(
                 dict(
                     row=name,
                     seed=seed,
@@ -271,11 +315,20 @@ def run_test(out, quick, seeds=(0, 1, 2)):
                     seconds=time.perf_counter() - t0,
                 )
             )
-            print(f"{name}: seed {seed} {rows[-1]['balanced_accuracy']:.3f}", flush=True)
+
+
+def write_test(out, quick):
+    """``finetuning.md``, ``.csv`` (one row per fit) and ``.png`` (learning curves) from
+    ``finetuning_test.jsonl``, rows in ``TEST_TUNERS`` then ``TEST_PROBES`` order."""
+    import pandas as pd
+
     stem = "finetuning_quick" if quick else "finetuning"
-    frame = pd.DataFrame(rows)
+    rows = read_rows(out / f"{stem.replace('finetuning', 'finetuning_test')}.jsonl")
+    order = list(TEST_TUNERS) + list(TEST_PROBES)
+    rows.sort(key=lambda r: (order.index(r["row"]), r["seed"]))
+    curves = [r for r in rows if "train_loss" in r]
+    frame = pd.DataFrame([{k: v for k, v in r.items() if not isinstance(v, list)} for r in rows])
     frame.to_csv(out / f"{stem}.csv", index=False)
-    (out / f"{stem}_curves.json").write_text(json.dumps(curves))
     (out / f"{stem}.md").write_text(test_report(frame))
     plot_curves(curves).savefig(out / f"{stem}.png", dpi=120)
     print((out / f"{stem}.md").read_text())
@@ -341,7 +394,11 @@ def plot_curves(curves):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("selection", "report", "test"))
+    parser.add_argument("mode", choices=("selection", "report", "test", "test-report"))
+    parser.add_argument(
+        "--rows", nargs="+", default=["current", "previous", "probes"],
+        choices=("current", "previous", "probes"), help="test: which rows to run",
+    )  # fmt: skip
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--scratch", action="store_true", help="also from scratch")
@@ -361,8 +418,10 @@ def main(argv=None):
         text = selection_report(read_rows(jsonl))
         (args.out / jsonl.with_suffix(".md").name).write_text(text)
         print(text)
+    elif args.mode == "test":
+        run_test(args.out, args.quick, args.rows)
     else:
-        run_test(args.out, args.quick)
+        write_test(args.out, args.quick)
     return 0
 
 

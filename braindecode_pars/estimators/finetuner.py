@@ -105,7 +105,13 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         ``n_eval_crops`` crops; None: whole windows.
     n_eval_crops : int
     augmentation : "standard" | list of braindecode Transform | None
-        Augmentations of the training batches (braindecode's ``AugmentedDataLoader``).
+        Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
+        "standard" (the default) draws Fourier-phase surrogates, channel dropout and a
+        smooth time mask, each with probability 0.5
+        (:func:`~braindecode_pars.training.finetune.standard_augmentation`); None: none.
+        Chosen on subject folds inside EEGMAT's labelled pool, where it turned fitting
+        the training subjects into learning across them
+        (:doc:`/benchmarks/finetuning`).
     valid_fraction : float
         Share of the groups held out to pick the best epoch (see ``min_valid_groups``).
     min_valid_groups : int | None
@@ -151,7 +157,7 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         spatial_drop_prob=0.5,
         crop_seconds=None,
         n_eval_crops=5,
-        augmentation=None,
+        augmentation="standard",
         valid_fraction=0.2,
         min_valid_groups=None,
         valid_monitor="loss",

@@ -147,10 +147,21 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): what normalisation took.
 
         The log standard deviation of every channel, standardised per channel with
-        cumulative statistics of the training batches, through a linear map.
+        cumulative statistics of the training batches, through a linear map. A channel
+        without signal (all zeros, as braindecode's ``ChannelsDropout`` leaves it) gets
+        the mean, so it neither enters the statistics as an outlier nor carries one.
         """
-        log_std = torch.log(X.float().std(dim=-1) + torch.finfo(torch.float32).tiny)
+        std = X.float().std(dim=-1)
+        log_std = torch.log(std + torch.finfo(torch.float32).tiny)
         norm = self.amplitude_norm
+        flat = std <= 0  # no signal (a channel zeroed by augmentation): no amplitude
+        if flat.any():  # stands at the mean, outside the statistics (else log(tiny) = -87)
+            if norm.training and log_std.shape[0] >= 2:
+                kept = (~flat).float()
+                fill = (log_std * kept).sum(0) / kept.sum(0).clamp_min(1)
+            else:
+                fill = norm.running_mean
+            log_std = torch.where(flat, fill.expand_as(log_std), log_std)
         if norm.training and log_std.shape[0] < 2:  # one window: no batch statistics
             z = (log_std - norm.running_mean) / torch.sqrt(norm.running_var + norm.eps)
         else:
