@@ -208,12 +208,15 @@ def selection_report(rows):
         "",
         "Command: `OMP_NUM_THREADS=1 python benchmarks/bench_finetuning.py selection "
         "--candidates ...` then `... report`. EEGMAT (main job's data), 4 folds by subject "
-        "within the pool (2 held out, 6 labelled), `PARSFineTuner(strategy='full')` at the "
-        "library's defaults of commit before the change except the candidate's settings. "
+        "within the pool (2 held out, 6 labelled), `PARSFineTuner(strategy='full')` of "
+        "`pars-small-v2` at the defaults before this choice (no augmentation) except the "
+        "candidate's settings. "
         "Balanced accuracy on the held-out pair, mean over folds (and seeds); "
         "'min minority' is the lowest share of held-out windows predicted as arithmetic "
         "(the minority class, 25 % of the windows) over the fits; 'kept' the epochs kept "
-        "(best epoch where a validation split ran, else the last) per fit.",
+        "(best epoch where a validation split ran, else the last) per fit; '?': not "
+        "recorded (the first runs of the balanced-accuracy monitor read the kept epoch "
+        "off the validation loss, a bug of the recording only, fixed before stage 2).",
         "",
         "| candidate | start | seeds | mean | per seed | per fold (seed 0) | min minority "
         "| kept epochs | s per fit |",
@@ -228,7 +231,7 @@ def selection_report(rows):
             + " | "
             + ", ".join(f"{v:.3f}" for v in first.balanced_accuracy)
             + f" | {part.minority_share.min():.2f} | "
-            + ", ".join(str(v) for v in part.kept_epoch)
+            + ", ".join("?" if v != v or v is None else str(int(v)) for v in part.kept_epoch)
             + f" | {part.seconds.mean():.0f} |"
         )
     lines += [
