@@ -94,3 +94,17 @@ def test_bad_input_shapes_raise():
         _model()(torch.randn(2, 4, 300))
     with pytest.raises(ValueError, match="shorter than one patch"):
         _model(n_times=50)
+
+
+def test_mean_and_std_pooling_maps_both_statistics_of_each_channel():
+    model = _model(pooling="mean+std").eval()
+    X = torch.randn(2, 5, 300)
+    tokens = model.spatial_tokens(X)
+    assert tokens.shape == (2, 5, 16)
+    for c in range(5):
+        patches = model.encoder(X[:, c : c + 1])  # (2, 3 patches, 16)
+        pooled = torch.cat([patches.mean(dim=1), patches.std(dim=1, unbiased=False)], dim=-1)
+        torch.testing.assert_close(tokens[:, c], model.pool_proj(pooled))
+    assert model(X).shape == (2, 3)
+    with pytest.raises(ValueError, match=r"'pooling'.*'mean' and 'mean\+std', but got 'max'"):
+        _model(pooling="max")

@@ -150,7 +150,7 @@ def test_augmented_fits_with_the_same_seed_are_the_same():
     torch.manual_seed(2)
     second = tuner(augmentation="standard", max_epochs=3).fit(X, y)
     np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
-    plain = tuner(max_epochs=3).fit(X, y)  # the augmentation did act
+    plain = tuner(augmentation=None, max_epochs=3).fit(X, y)  # the augmentation did act
     assert not np.allclose(first.predict_proba(X), plain.predict_proba(X))
 
 

@@ -59,7 +59,8 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
 def test_the_amplitude_path_sees_what_normalisation_removes_in_any_unit():
     X, y = _amplitude_task(n=64)
     Xt, yt = _amplitude_task(n=64, seed=1)
-    params = dict(max_epochs=30, batch_size=16, lr=3e-3, **SMALL)
+    # the model's amplitude path, without the default augmentation's random draws
+    params = dict(max_epochs=30, batch_size=16, lr=3e-3, augmentation=None, **SMALL)
     blind = PARSFineTuner(encoder=_encoder(), amplitude=False, **params).fit(X, y)
     seeing = PARSFineTuner(encoder=_encoder(), amplitude=True, **params).fit(X, y)
     assert seeing.score(Xt, yt) > 0.9
@@ -89,6 +90,17 @@ def test_the_amplitude_statistics_are_those_of_all_training_batches():
     assert model(batches[0][:1]).shape == (1, 2)  # a single window in eval mode
     model.train()
     assert model(batches[0][:1]).shape == (1, 2)  # and in training (no batch statistics)
+    # a channel zeroed by augmentation (ChannelsDropout) stands at the batch mean of its
+    # channel instead of log(tiny); the cumulative mean is the mean of the batch means
+    dropped = batches[0].clone()
+    dropped[:2, 1] = 0
+    mean_before = model.amplitude_norm.running_mean.clone()
+    model(dropped)
+    assert model.amplitude_norm.running_mean[1] > mean_before[1] - 1  # not pulled to -87
+    expected_1 = torch.cat([log_std[:, 1], dropped[:, 1].std(dim=-1)[2:].log()])
+    fill = dropped[2:, 1].std(dim=-1).log().mean()
+    expected_1 = torch.cat([expected_1, fill.repeat(2)])
+    torch.testing.assert_close(model.amplitude_norm.running_mean[1], expected_1.mean())
 
 
 def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch():
@@ -209,3 +221,94 @@ def test_a_validation_set_for_the_probe_is_refused_before_the_windows_are_read(m
     X, y = _amplitude_task(n=8)
     with pytest.raises(ValueError, match="'X_valid'.*the head is a PARSProbe"):
         PARSClassifier(_encoder(), **SMALL).fit(X, y, X_valid=X, y_valid=y)
+
+
+def _learning_rates(clf):
+    """Each parameter's name -> the learning rate of its optimizer group."""
+    names = {id(p): n for n, p in clf.module_.named_parameters()}
+    rates = {}
+    for group in clf.optimizer_.param_groups:
+        for p in group["params"]:
+            assert names[id(p)] not in rates, "a parameter in two groups"
+            rates[names[id(p)]] = group["lr"]
+    assert set(rates) == set(names.values()), "a parameter in no group"
+    return rates
+
+
+def test_layer_decay_and_encoder_lr_scale_give_each_encoder_block_its_rate():
+    X, y = _amplitude_task(n=16)
+    torch.manual_seed(0)
+    encoder = PatchEncoder(sfreq=100, **dict(TINY, depth=3))
+    params = dict(encoder=encoder, lr=1e-3, max_epochs=1, **SMALL)
+    rates = _learning_rates(
+        PARSFineTuner(encoder_lr_scale=0.5, layer_decay=0.1, **params).fit(X, y)
+    )
+    for name, rate in rates.items():
+        parts = name.split(".")
+        if parts[0] != "encoder":
+            expected = 1e-3  # the head
+        elif parts[1] == "norm":
+            expected = 5e-4  # after the last block
+        elif parts[1] == "blocks":
+            expected = 5e-4 * 0.1 ** (3 - int(parts[2]))  # block 2 (the last): 5e-5
+        else:
+            expected = 5e-4 * 0.1**4  # tokenizer, position-mask token
+        assert rate == pytest.approx(expected, rel=1e-9), name
+    assert set(_learning_rates(PARSFineTuner(**params).fit(X, y)).values()) == {1e-3}
+    with pytest.raises(ValueError, match=r"'layer_decay' must lie in \(0, 1\], but got 1.5"):
+        PARSFineTuner(layer_decay=1.5, **SMALL).fit(X, y)
+
+
+def test_the_epoch_of_best_validation_balanced_accuracy_is_restored():
+    from sklearn.metrics import balanced_accuracy_score
+
+    X, y = _amplitude_task(n=64)
+    Xv, yv = _amplitude_task(n=32, seed=1)
+    yv = 1 - yv  # the more it learns the task, the worse on these: an early best epoch
+    clf = PARSFineTuner(
+        encoder=_encoder(), amplitude=True, valid_monitor="balanced_accuracy", max_epochs=8,
+        lr=3e-3, **SMALL,
+    ).fit(X, y, X_valid=Xv, y_valid=yv)  # fmt: skip
+    scores = np.asarray(clf.history_[:, "valid_bal_acc"])
+    best = int(scores.argmax())
+    assert scores[-1] < scores[best], "the test needs a best epoch before the last"
+    assert balanced_accuracy_score(yv, clf.predict(Xv)) == pytest.approx(scores[best])
+    with pytest.raises(ValueError, match="'valid_monitor'.*'loss' and 'balanced_accuracy'"):
+        PARSFineTuner(valid_monitor="accuracy", **SMALL).fit(X, y)
+
+
+def _subjects_task(n_subjects, per_subject=16, seed=0):
+    """Two classes across subjects: the frequency of an oscillation in noise (8 or 20 Hz,
+    random phase), each subject with its own gain per channel and noise level."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(300) / 100
+    X, y, groups = [], [], []
+    for subject in range(n_subjects):
+        gain = rng.uniform(0.3, 3.0, (2, 1))
+        noise = rng.uniform(0.2, 0.5)
+        for i in range(per_subject):
+            freq = (8.0, 20.0)[i % 2] + rng.uniform(-1, 1)
+            phase = rng.uniform(0, 2 * np.pi, (2, 1))
+            x = np.sin(2 * np.pi * freq * t + phase) + noise * rng.standard_normal((2, 300))
+            X.append(gain * x)
+            y.append(i % 2)
+            groups.append(subject)
+    return np.asarray(X, np.float32) * 1e-5, np.asarray(y), np.asarray(groups)
+
+
+def test_the_defaults_learn_across_subjects_and_a_group_split_holds_whole_subjects_out():
+    X, y, groups = _subjects_task(8)
+    Xt, yt, _ = _subjects_task(4, seed=1)  # four new subjects
+    clf = PARSFineTuner(encoder=_encoder(), **SMALL)
+    assert clf.augmentation == "standard" and clf.min_valid_groups is None
+    clf.fit(X, y, groups=groups)
+    assert clf.validation_ == "none" and len(clf.history_) == clf.max_epochs
+    assert clf.score(Xt, yt) > 0.75  # chance: 0.5
+    train, valid, rule = group_split(y, groups, 4, 0.25, seed=0)
+    assert rule == "groups" and len(np.unique(groups[valid])) == 2  # 2 of 8 subjects
+    assert set(groups[train]).isdisjoint(groups[valid])
+    assert len(train) + len(valid) == len(y)
+    for subject in np.unique(groups[valid]):  # every window of a held-out subject
+        assert np.all(np.isin(np.flatnonzero(groups == subject), valid))
+    split = PARSFineTuner(encoder=_encoder(), min_valid_groups=4, valid_fraction=0.25, **SMALL)
+    assert split.set_params(max_epochs=2).fit(X, y, groups=groups).validation_ == "groups"

@@ -103,7 +103,10 @@ def test_real_eeg_in_volts_and_microvolts_gives_the_same_tokens(eegmat_window):
 
 @pytest.mark.parametrize(
     "head",
-    [PARSProbe(), PARSFineTuner(strategy="frozen", max_epochs=3, verbose=0)],
+    # the head's own path in both units; with the default augmentation the losses differ
+    # by up to about 1 % after 3 epochs (masked, near-zero patches meet the
+    # normalisation's epsilon at different scales)
+    [PARSProbe(), PARSFineTuner(strategy="frozen", max_epochs=3, augmentation=None, verbose=0)],
     ids=["probe", "frozen"],
 )
 def test_the_classifier_trains_alike_in_volts_and_microvolts(head):

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 
 import numpy as np
 import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 from sklearn.base import TransformerMixin
-from skorch.callbacks import EpochScoring, Freezer, Unfreezer
 
 from .._checks import check_device, check_int, check_option, check_range
 from ..datasets.adapters import window_scale
-from ..models.classifier import MultiChannelClassifier
+from ..models.classifier import POOLINGS, MultiChannelClassifier
 from ..models.config import ENCODER_SIZES
 from ..models.encoder import PatchEncoder
 from ..training.finetune import (
@@ -31,10 +29,12 @@ from ..training.finetune import (
     CodedWindows,
     FixedCrops,
     RandomCrops,
-    _valid_balanced_accuracy,
-    best_epoch,
+    check_crop_seconds,
+    check_validation,
     class_weights,
     crop_starts,
+    encoder_param_groups,
+    finetune_callbacks,
     group_split,
     standard_augmentation,
 )
@@ -80,16 +80,24 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
     ----------
     module : type
         The model class; its signal arguments, ``encoder``, ``spatial_drop_prob``,
-        ``amplitude`` and ``n_heads`` are set by ``fit`` (others: ``module__<name>``).
+        ``amplitude``, ``pooling`` and ``n_heads`` are set by ``fit`` (others: ``module__<name>``).
     encoder : str | Path | PatchEncoder | None
         A shipped encoder's name, a saved encoder's path, an instance (copied at each
         fit), or None: a new small encoder (``ENCODER_SIZES["small"]``).
     strategy : {"full", "frozen", "lp-ft"}
     encoder_lr_scale : float
-        The encoder's learning rate as a fraction of ``lr``.
+        The encoder's learning rate as a fraction of ``lr`` (its last block's, with
+        ``layer_decay``).
+    layer_decay : float in (0, 1]
+        Layer-wise learning-rate decay: each encoder block below the last trains at
+        ``layer_decay`` times the rate of the block above it, the tokenizer at
+        ``layer_decay`` times the first block's; 1: one rate for the whole encoder.
     amplitude : bool
         Give the head each channel's log amplitude, which the encoder's instance
         normalisation removes.
+    pooling : {"mean", "mean+std"}
+        How each channel's tokens are pooled over patches into its spatial token
+        (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
     spatial_drop_prob : float
         Spatial-token dropout (paper: 0.5).
     crop_seconds : float | None
@@ -97,7 +105,13 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         ``n_eval_crops`` crops; None: whole windows.
     n_eval_crops : int
     augmentation : "standard" | list of braindecode Transform | None
-        Augmentations of the training batches (braindecode's ``AugmentedDataLoader``).
+        Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
+        "standard" (the default) draws Fourier-phase surrogates, channel dropout and a
+        smooth time mask, each with probability 0.5
+        (:func:`~braindecode_pars.training.finetune.standard_augmentation`); None: none.
+        Chosen on subject folds inside EEGMAT's labelled pool, where it turned fitting
+        the training subjects into learning across them
+        (:doc:`/benchmarks/finetuning`).
     valid_fraction : float
         Share of the groups held out to pick the best epoch (see ``min_valid_groups``).
     min_valid_groups : int | None
@@ -105,6 +119,9 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         many groups (``fit``'s ``groups``, the ``subject`` of braindecode windows),
         about ``valid_fraction`` of them are held out and the epoch of lowest
         validation loss is kept. ``X_valid`` overrides both.
+    valid_monitor : {"loss", "balanced_accuracy"}
+        What picks the kept epoch on the validation set: the lowest class-weighted
+        loss, or the highest balanced accuracy (the first epoch that reaches it).
     checkpoint_dir : str | Path | None
         Where the best epoch's parameters are written; None: kept in memory.
     sfreq : float | None
@@ -134,13 +151,16 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         encoder=None,
         strategy="full",
         encoder_lr_scale=1.0,
+        layer_decay=1.0,
         amplitude=False,
+        pooling="mean",
         spatial_drop_prob=0.5,
         crop_seconds=None,
         n_eval_crops=5,
-        augmentation=None,
+        augmentation="standard",
         valid_fraction=0.2,
         min_valid_groups=None,
+        valid_monitor="loss",
         checkpoint_dir=None,
         sfreq=None,
         random_state=None,
@@ -157,13 +177,16 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         self.encoder = encoder
         self.strategy = strategy
         self.encoder_lr_scale = encoder_lr_scale
+        self.layer_decay = layer_decay
         self.amplitude = amplitude
+        self.pooling = pooling
         self.spatial_drop_prob = spatial_drop_prob
         self.crop_seconds = crop_seconds
         self.n_eval_crops = n_eval_crops
         self.augmentation = augmentation
         self.valid_fraction = valid_fraction
         self.min_valid_groups = min_valid_groups
+        self.valid_monitor = valid_monitor
         self.checkpoint_dir = checkpoint_dir
         self.sfreq = sfreq
         self.random_state = random_state
@@ -211,25 +234,12 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
             )
         check_range("lr", self.lr, 0, math.inf, low_open=True)
         check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
+        check_range("layer_decay", self.layer_decay, 0, 1, low_open=True)
         check_option("amplitude", self.amplitude, (False, True))
+        check_option("pooling", self.pooling, POOLINGS)
         check_range("spatial_drop_prob", self.spatial_drop_prob, 0, 1, high_open=True)
-        check_range("valid_fraction", self.valid_fraction, 0, 1, low_open=True, high_open=True)
-        if self.min_valid_groups is not None:
-            value = self.min_valid_groups
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(
-                    "'min_valid_groups' must be None (no validation split from groups) or "
-                    f"an int >= 2, but got {type(value).__name__} ({value!r})."
-                )
-            check_int("min_valid_groups", value, 2)
-        crop = self.crop_seconds
-        if crop is not None and (isinstance(crop, bool) or not isinstance(crop, numbers.Real)):
-            raise ValueError(
-                "Invalid value for the 'crop_seconds' parameter. Allowed values are a "
-                f"positive number of seconds and None, but got {crop!r} instead."
-            )
-        if crop is not None:
-            check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+        check_validation(self.min_valid_groups, self.valid_fraction, self.valid_monitor)
+        check_crop_seconds(self.crop_seconds)
         if isinstance(self.augmentation, str):
             check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
         check_device("device", self.device)
@@ -387,18 +397,22 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
                 encoder=encoder,
                 spatial_drop_prob=self.spatial_drop_prob,
                 amplitude=self.amplitude,
+                pooling=self.pooling,
                 n_heads=encoder.n_heads,
             )
             params = {**resolved, **params}
         if prefix == "criterion" and hasattr(self, "class_weight_"):
             params.setdefault("weight", self.class_weight_)
-        if prefix == "optimizer" and self.encoder_lr_scale != 1.0:
-            groups = list(params.get("param_groups", []))
-            if not any(pattern == "encoder.*" for pattern, _ in groups):
-                params["param_groups"] = groups + [
-                    ("encoder.*", {"lr": self.lr * self.encoder_lr_scale})
-                ]
         if prefix == "optimizer":
+            groups = list(params.get("param_groups", []))
+            if not any(pattern.startswith("encoder") for pattern, _ in groups):
+                module = getattr(self, "module_", None)
+                depth = len(module.encoder.blocks) if isinstance(module, torch.nn.Module) else 0
+                groups += encoder_param_groups(
+                    self.lr, self.encoder_lr_scale, self.layer_decay, depth
+                )
+            if groups:
+                params["param_groups"] = groups
             params = with_fused_default(self.optimizer, params, self.device)
         return params
 
@@ -415,21 +429,10 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         """skorch's epoch timer, losses and table; the validation balanced accuracy and
         best epoch when a validation set exists; the freezing of the encoder."""
         callbacks = [(name, cb) for name, cb in super()._default_callbacks if name != "valid_acc"]
-        if getattr(self, "validation_", "none") != "none":
-            scoring = EpochScoring(
-                _valid_balanced_accuracy,
-                name="valid_bal_acc",
-                lower_is_better=False,
-                use_caching=False,
-            )
-            callbacks.append(("valid_bal_acc", scoring))
-            callbacks.append(("best_valid_loss", best_epoch(self.checkpoint_dir)))
-        if self.strategy in ("frozen", "lp-ft"):
-            callbacks.append(("freeze_encoder", Freezer("encoder.*")))
-        if self.strategy == "lp-ft":
-            at = max(1, self.max_epochs // 2) + 1
-            callbacks.append(("unfreeze_encoder", Unfreezer("encoder.*", at=at)))
-        return callbacks
+        validation = getattr(self, "validation_", "none") != "none"
+        return callbacks + finetune_callbacks(
+            self.strategy, self.max_epochs, validation, self.valid_monitor, self.checkpoint_dir
+        )
 
     def get_iterator(self, dataset, training=False, drop_index=True):
         """Training batches through braindecode's ``AugmentedDataLoader`` when

@@ -6,8 +6,11 @@ import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .._checks import check_range
+from .._checks import check_option, check_range
 from .encoder import checked_encoder, encoder_sfreq
+
+#: Values of ``MultiChannelClassifier(pooling=...)``.
+POOLINGS = ("mean", "mean+std")
 
 
 def channel_tokens(encoder, X):
@@ -55,6 +58,10 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         Add a learnable embedding per channel to the spatial tokens.
     n_heads : int
         Heads of the spatial cross-attention (not given by the paper; 8 as the encoder).
+    pooling : {"mean", "mean+std"}
+        How a channel's tokens become its spatial token: their mean over patches (the
+        paper's), or their mean and standard deviation over patches, concatenated and
+        mapped back to ``emb_dim`` by a learnable linear layer.
     **encoder_kwargs
         ``patch_seconds``, ``emb_dim``, ``depth``, ``n_heads`` (as ``encoder_n_heads``),
         ``ff_dim``, ``drop_prob`` for a new encoder.
@@ -89,12 +96,14 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         channel_embedding=True,
         amplitude=False,
         n_heads=8,
+        pooling="mean",
         encoder_n_heads=8,
         **encoder_kwargs,
     ):
         sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
+        check_option("pooling", pooling, POOLINGS)
         if encoder is None:
             encoder_kwargs["n_heads"] = encoder_n_heads
         else:
@@ -103,6 +112,9 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         self.spatial_drop_prob = spatial_drop_prob
         self.n_heads = n_heads
         emb_dim = self.encoder.emb_dim
+        self.pooling = pooling
+        if pooling == "mean+std":
+            self.pool_proj = nn.Linear(2 * emb_dim, emb_dim)
         self.amplitude = amplitude
         if amplitude:
             # each channel's log standard deviation, standardised over the training
@@ -120,17 +132,36 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         self.final_layer = nn.Linear(emb_dim, self.n_outputs)
 
     def spatial_tokens(self, X):
-        """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): per-channel mean token."""
-        return channel_tokens(self.encoder, X)
+        """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): per-channel token, the
+        mean over patches (``pooling="mean"``) or the mean and standard deviation mapped
+        by ``pool_proj`` (``"mean+std"``)."""
+        if self.pooling == "mean":
+            return channel_tokens(self.encoder, X)
+        B, C, T = X.shape
+        tokens = self.encoder(X.reshape(B * C, 1, T))  # (B * C, n_patches, emb_dim)
+        std = tokens.std(dim=1, unbiased=False) if tokens.shape[1] > 1 else tokens[:, 0] * 0
+        pooled = torch.cat([tokens.mean(dim=1), std], dim=-1)
+        return self.pool_proj(pooled).view(B, C, -1)
 
     def amplitude_tokens(self, X):
         """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): what normalisation took.
 
         The log standard deviation of every channel, standardised per channel with
-        cumulative statistics of the training batches, through a linear map.
+        cumulative statistics of the training batches, through a linear map. A channel
+        without signal (all zeros, as braindecode's ``ChannelsDropout`` leaves it) gets
+        the mean, so it neither enters the statistics as an outlier nor carries one.
         """
-        log_std = torch.log(X.float().std(dim=-1) + torch.finfo(torch.float32).tiny)
+        std = X.float().std(dim=-1)
+        log_std = torch.log(std + torch.finfo(torch.float32).tiny)
         norm = self.amplitude_norm
+        flat = std <= 0  # no signal (a channel zeroed by augmentation): no amplitude
+        if flat.any():  # stands at the mean, outside the statistics (else log(tiny) = -87)
+            if norm.training and log_std.shape[0] >= 2:
+                kept = (~flat).float()
+                fill = (log_std * kept).sum(0) / kept.sum(0).clamp_min(1)
+            else:
+                fill = norm.running_mean
+            log_std = torch.where(flat, fill.expand_as(log_std), log_std)
         if norm.training and log_std.shape[0] < 2:  # one window: no batch statistics
             z = (log_std - norm.running_mean) / torch.sqrt(norm.running_var + norm.eps)
         else:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,9 @@ from sklearn.metrics import balanced_accuracy_score
 from sklearn.model_selection import GroupShuffleSplit
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
-from skorch.callbacks import Callback, Checkpoint
+from skorch.callbacks import Callback, Checkpoint, EpochScoring, Freezer, Unfreezer
+
+from .._checks import check_int, check_option, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -70,14 +74,45 @@ class BestState(Callback):
             logger.debug("Loaded the parameters of epoch %d (best %s).", self.epoch_, self.monitor)
 
 
-def best_epoch(checkpoint_dir=None):
-    """The callback that restores the epoch of lowest validation loss at the end of
+#: Values of ``PARSFineTuner(valid_monitor=...)`` and the history key each reads.
+VALID_MONITORS = {"loss": "valid_loss_best", "balanced_accuracy": "valid_bal_acc_best"}
+
+
+def check_validation(min_valid_groups, valid_fraction, valid_monitor):
+    """Check ``PARSFineTuner``'s validation parameters (clear errors naming each)."""
+    check_option("valid_monitor", valid_monitor, VALID_MONITORS)
+    check_range("valid_fraction", valid_fraction, 0, 1, low_open=True, high_open=True)
+    if min_valid_groups is None:
+        return
+    if isinstance(min_valid_groups, bool) or not isinstance(min_valid_groups, numbers.Integral):
+        raise TypeError(
+            "'min_valid_groups' must be None (no validation split from groups) or an int "
+            f">= 2, but got {type(min_valid_groups).__name__} ({min_valid_groups!r})."
+        )
+    check_int("min_valid_groups", min_valid_groups, 2)
+
+
+def check_crop_seconds(crop):
+    """``crop_seconds`` must be None or a positive number of seconds."""
+    if crop is None:
+        return
+    if isinstance(crop, bool) or not isinstance(crop, numbers.Real):
+        raise ValueError(
+            "Invalid value for the 'crop_seconds' parameter. Allowed values are a "
+            f"positive number of seconds and None, but got {crop!r} instead."
+        )
+    check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+
+
+def best_epoch(checkpoint_dir=None, monitor="valid_loss_best"):
+    """The callback that restores the best epoch by ``monitor`` (a history key that is
+    True at each new best: by default the lowest validation loss) at the end of
     training: :class:`BestState` (in memory, no file), or, with ``checkpoint_dir``,
     skorch's ``Checkpoint`` writing ``<checkpoint_dir>/finetune/best_params.pt``."""
     if checkpoint_dir is None:
-        return BestState("valid_loss_best")
+        return BestState(monitor)
     return Checkpoint(
-        monitor="valid_loss_best",
+        monitor=monitor,
         dirname=str(Path(checkpoint_dir) / "finetune"),
         f_params="best_params.pt",
         f_optimizer=None,
@@ -86,6 +121,45 @@ def best_epoch(checkpoint_dir=None):
         load_best=True,
         sink=logger.debug,
     )
+
+
+def encoder_param_groups(lr, encoder_lr_scale, layer_decay, depth):
+    """skorch ``param_groups`` for the encoder (parameters ``encoder.*``) of a model.
+
+    ``lr * encoder_lr_scale`` for the encoder's last block and final norm, times
+    ``layer_decay`` per block below it, and once more for the tokenizer (layer-wise
+    learning-rate decay, as BEiT's); none when both factors are 1 (every weight at
+    ``lr``). The first pattern that matches a parameter sets its rate.
+    """
+    if encoder_lr_scale == 1.0 and layer_decay == 1.0:
+        return []
+    base = lr * encoder_lr_scale
+    groups = [("encoder.norm.*", {"lr": base})]
+    for i in reversed(range(depth)):
+        groups.append((f"encoder.blocks.{i}.*", {"lr": base * layer_decay ** (depth - i)}))
+    return groups + [("encoder.*", {"lr": base * layer_decay ** (depth + 1)})]
+
+
+def finetune_callbacks(strategy, max_epochs, validation, valid_monitor, checkpoint_dir):
+    """``PARSFineTuner``'s callbacks beside skorch's defaults: with a validation set,
+    its balanced accuracy per epoch (``valid_bal_acc``) and the restoring of the best
+    epoch by ``valid_monitor``; the freezing (and, for lp-ft, the thawing after half of
+    ``max_epochs``) of the encoder."""
+    callbacks = []
+    if validation:
+        scoring = EpochScoring(
+            _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False,
+            use_caching=False,
+        )  # fmt: skip
+        callbacks.append(("valid_bal_acc", scoring))
+        monitor = VALID_MONITORS[valid_monitor]
+        callbacks.append(("best_epoch", best_epoch(checkpoint_dir, monitor)))
+    if strategy in ("frozen", "lp-ft"):
+        callbacks.append(("freeze_encoder", Freezer("encoder.*")))
+    if strategy == "lp-ft":
+        at = max(1, max_epochs // 2) + 1
+        callbacks.append(("unfreeze_encoder", Unfreezer("encoder.*", at=at)))
+    return callbacks
 
 
 #: Names ``PARSClassifier(augmentation=...)`` accepts for a preset.
