@@ -12,7 +12,7 @@ trains through the same :class:`~braindecode_pars.PretrainNet`; each saved encod
 is fully fine-tuned by :class:`~braindecode_pars.PARSClassifier` with
 ``head=PARSFineTuner(strategy="full")`` (scratch: a new encoder under the same head);
 the floor is
-:func:`~braindecode_pars.floor.band_power_pipeline`. The settings below take about a minute; the
+:func:`~braindecode_pars.probe.band_power_pipeline`. The settings below take about a minute; the
 recorded comparison of the repository uses ``braindecode-pars compare``.
 """
 

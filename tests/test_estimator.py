@@ -308,7 +308,8 @@ def test_defaults_are_constructible_and_documented():
     assert (head["strategy"], head["amplitude"]) == ("full", False)
     assert (head["crop_seconds"], head["min_valid_groups"]) == (None, None)
     probe = PARSProbe().get_params()
-    assert (probe["C"], probe["band_power"], probe["tangent_space"]) == (100.0, True, True)
+    assert (probe["C"], probe["band_power"], probe["tangent_space"]) == (1.0, True, True)
+    assert (probe["readout"], probe["bands"], probe["crop_seconds"]) == ("mean+std", None, None)
     assert probe["align"] is None
 
 
@@ -371,21 +372,17 @@ def mi8():
 
 def test_the_probe_head_in_cross_validation_over_blocks_of_windows(mi8):
     """The probe head through scikit-learn's cross-validation on braindecode windows
-    equals a hand-written loop over the blocks with AlignedProbe (one subject: each side
-    of a fold is one group), and without alignment with probe_pipeline; it clones and
-    pickles."""
+    equals a hand-written loop over the blocks with the probe fitted on arrays (one
+    subject: each side of a fold is one group, aligned or not); it clones and pickles."""
     import pickle
 
     from skorch.helper import SliceDataset
-
-    from braindecode_pars.align import AlignedProbe
-    from braindecode_pars.probe import probe_pipeline
 
     windows, X, y, sfreq, blocks = mi8
     assert X.shape[1:] == (8, 800)
     torch.manual_seed(0)
     encoder = PatchEncoder(sfreq=sfreq, **SMALL_ENCODER)
-    for align, make in (("groups", AlignedProbe), (None, probe_pipeline)):
+    for align in ("groups", None):
         clf = PARSClassifier(encoder, PARSProbe(align=align), verbose=0, random_state=0)
         scores = cross_val_score(
             clf, SliceDataset(windows), SliceDataset(windows, idx=1), groups=blocks,
@@ -394,7 +391,7 @@ def test_the_probe_head_in_cross_validation_over_blocks_of_windows(mi8):
         expected = []
         for block in np.unique(blocks):
             train, test = blocks != block, blocks == block
-            probe = make(encoder, sfreq=sfreq, tangent_space=True, C=100.0)
+            probe = PARSProbe(encoder, align=align, sfreq=sfreq)
             expected.append(probe.fit(X[train], y[train]).score(X[test], y[test]))
         np.testing.assert_allclose(scores, expected)
     clf.set_params(head__align="groups")

@@ -5,17 +5,16 @@ from __future__ import annotations
 import logging
 import warnings
 
-import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
 from .._logging import verbose_logging
+from ..probe.estimator import PARSProbe
 from ..training.seeding import fit_seed
 from ._common import SeededWindowsMixin, check_labels, load_encoder_param, read_input
 from .finetuner import STRATEGIES, PARSFineTuner
 from .pretrainer import as_sources
-from .probe import PARSProbe
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +210,9 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         head = self._head()  # every check that needs no data, before reading it
         stage, encoder = self._encoder_stage()
         for estimator in (stage, head):  # the stages' own parameters, before any work
-            if hasattr(estimator, "_check_params"):
+            if hasattr(estimator, "check_params"):
+                estimator.check_params()
+            elif hasattr(estimator, "_check_params"):
                 estimator._check_params()
         if X_valid is not None and not isinstance(head, PARSFineTuner):
             raise ValueError(
@@ -241,9 +242,10 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         check_labels(data.y)
         with verbose_logging(self.verbose):
             history = None
-            reads = getattr(head, "reads_encoder", None)
-            if stage is not None and reads is not None and not reads(data.groups):
-                stage = self._skip_pretraining(head, data, X_unlabeled)
+            unused = getattr(head, "encoder_unused", None)
+            why = None if stage is None or unused is None else unused(data.groups)
+            if why is not None:
+                stage = self._skip_pretraining(why, X_unlabeled)
             if stage is not None:
                 try:
                     stage.fit(data, groups=data.groups, X_unlabeled=X_unlabeled)
@@ -274,26 +276,17 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         return self
 
     @staticmethod
-    def _skip_pretraining(head, data, X_unlabeled):
-        """No pretraining when the head reads no encoder for this fit; says why."""
-        n_groups = 0 if data.groups is None else len(np.unique(np.asarray(data.groups)))
-        why = (
-            f"{type(head).__name__}'s fixed recipe has no encoder block and fit has "
-            f"{n_groups} group(s), fewer than the 3 a comparison of recipes with and "
-            "without the encoder needs"
-        )
-        fix = (
-            "to pretrain and use the encoder anyway, set head=PARSProbe() (its fixed recipe "
-            "holds the encoder block)"
-        )
+    def _skip_pretraining(why, X_unlabeled):
+        """No pretraining when the head says it reads no encoder for this fit (its
+        ``encoder_unused(groups)`` gives why); says so."""
         if X_unlabeled is not None:
             warnings.warn(
-                f"Pretraining skipped, so 'X_unlabeled' is not used: {why}; {fix}.",
+                f"Pretraining skipped, so 'X_unlabeled' is not used: {why}.",
                 UserWarning,
                 stacklevel=3,
             )
         else:
-            logger.info("Pretraining skipped: %s; %s.", why, fix)
+            logger.info("Pretraining skipped: %s.", why)
         return None
 
     def _forget(self):

@@ -436,6 +436,6 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "encoder_")
         data = read_windows(X, sfreq=None if isinstance(X, Windows) else self.sfreq_)
         features = EncoderFeatures(
-            self.encoder_, sfreq=self.sfreq_, device=self.device, readout="mean"
+            self.encoder_, sfreq=self.sfreq_, device=self.device
         )
         return features.fit_transform(data.X)

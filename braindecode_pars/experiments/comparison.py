@@ -33,10 +33,10 @@ from .._checks import check_option
 from ..datasets import SingleChannelWindows, load_physionet_mi, load_physionet_mi_continuous
 from ..datasets.adapters import read_windows
 from ..estimators import PARSClassifier, PARSFineTuner
-from ..floor import band_power_pipeline
 from ..hub import save_encoder
 from ..metrics import balanced_accuracy, cohen_kappa
 from ..models import pretext_params
+from ..probe.baselines import band_power_pipeline
 from ..training import pretrain
 from ..training.seeding import isolated_random_state
 from .classifiers import scratch_classifier
