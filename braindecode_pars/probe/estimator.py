@@ -177,13 +177,8 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         check_device("device", self.device)
         flags = (self.encoder_block, self.band_power, self.tangent_space)
         blocks = tuple(name for name, on in zip(BLOCKS, flags, strict=True) if on)
-        if not (self.band_power or self.tangent_space) and (
-            self.encoder is None or not self.encoder_block
-        ):
-            raise ValueError(
-                "PARSProbe needs at least one block of features: 'encoder' is None (or "
-                "'encoder_block' False) and 'band_power' and 'tangent_space' are both False."
-            )
+        if not any(flags):
+            _refuse_no_block()
         return ProbeRecipe(
             blocks or ("encoder",), C=self.C, readout=self.readout, bands=self.bands,
             align=self.align, crop_seconds=self.crop_seconds,
@@ -227,6 +222,8 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
             check_encoder_rate(encoder, data.sfreq, data.X.shape[-1])
         if encoder is None or not self.encoder_block:
             blocks = tuple(b for b in fixed.blocks if b != "encoder")
+            if not blocks:
+                _refuse_no_block()
             fixed = dataclasses.replace(fixed, blocks=blocks)
         if self.align is not None:
             _check_groups(data.groups, len(data), fit=True)
@@ -310,7 +307,8 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
 
     def predict(self, X, groups=None):
         """Predicted labels, shape (n_windows,)."""
-        return self.classes_[self.predict_proba(X, groups=groups).argmax(axis=1)]
+        proba = self.predict_proba(X, groups=groups)  # NotFittedError before classes_
+        return self.classes_[proba.argmax(axis=1)]
 
     def transform(self, X, groups=None):
         """The scaled features the logistic regression sees, shape (n_windows,
@@ -335,6 +333,13 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         return accuracy_score(
             data.y, self.classes_[proba.argmax(axis=1)], sample_weight=sample_weight
         )
+
+
+def _refuse_no_block():
+    raise ValueError(
+        "PARSProbe needs at least one block of features: 'encoder' is None (or "
+        "'encoder_block' False) and 'band_power' and 'tangent_space' are both False."
+    )
 
 
 def _comparison_message(scores, recipes, best, gain):
