@@ -141,7 +141,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         bands=None,
         crop_seconds=None,
         sfreq=None,
-        batch_size=256,
+        batch_size=8,
         device="cpu",
         random_state=None,
     ):

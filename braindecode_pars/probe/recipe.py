@@ -155,12 +155,30 @@ def _run(steps, F, groups, fit):
     return F
 
 
-def _stack(unit_blocks, scalers):
-    """Blocks of unit total variance side by side, each scaled to ``P / B``: ``P`` the
-    varying features of the blocks, ``B`` the blocks with any (their ``BlockScaler``)."""
+def _width(raw):
+    """The columns a block's raw features give: theirs, or the tangent space's."""
+    return raw.shape[1] * (raw.shape[1] + 1) // 2 if np.ndim(raw) == 3 else raw.shape[1]
+
+
+def _design(names, features, block):
+    """The matrix of the blocks ``names`` side by side, each written as it is made
+    (``block(name)``: its unit-variance features), into one preallocated array."""
+    widths = [_width(features[name]) for name in names]
+    X = np.empty((len(features[names[0]]), sum(widths)))
+    start = 0
+    for name, width in zip(names, widths, strict=True):
+        X[:, start : start + width] = block(name)
+        start += width
+    return X
+
+
+def _scale(X, scalers):
+    """``X`` (blocks of unit total variance) with each block scaled, in place, to
+    ``P / B``: ``P`` the varying features, ``B`` the blocks with any (their scalers)."""
     widths = [scaler.n_varying_ for scaler in scalers]
     P, B = sum(widths), sum(w > 0 for w in widths)
-    return np.hstack(unit_blocks) * np.sqrt(P / max(B, 1))
+    X *= np.sqrt(P / max(B, 1))
+    return X
 
 
 class _FittedBlocks:
@@ -173,10 +191,8 @@ class _FittedBlocks:
     def transform(self, features, groups=None):
         """The scaled features the regression sees, blocks in the recipe's order."""
         blocks = self.recipe.blocks
-        return _stack(
-            [_run(self.steps[n], features[n], groups, False) for n in blocks],
-            [self.steps[n][-1] for n in blocks],
-        )
+        X = _design(blocks, features, lambda n: _run(self.steps[n], features[n], groups, False))
+        return _scale(X, [self.steps[n][-1] for n in blocks])
 
     def predict_proba(self, features, groups=None):
         return self.model.predict_proba(self.transform(features, groups))
@@ -217,11 +233,9 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
                 UserWarning,
                 stacklevel=3,
             )
-    steps, unit = {}, []
-    for name in recipe.blocks:
-        steps[name] = _block_steps(name, features[name], align)
-        unit.append(_run(steps[name], features[name], groups, True))
-    X = _stack(unit, [steps[n][-1] for n in recipe.blocks])
+    steps = {name: _block_steps(name, features[name], align) for name in recipe.blocks}
+    X = _design(recipe.blocks, features, lambda n: _run(steps[n], features[n], groups, True))
+    X = _scale(X, [steps[n][-1] for n in recipe.blocks])
     model = _logistic(recipe.C, random_state).fit(X, y)
     return _FittedBlocks(recipe, steps, model)
 
@@ -273,8 +287,8 @@ def compare_recipes(candidates, features, y, groups, *, random_state=None):
             fold[n] = (tr, _run(steps, F[test], groups[test], False), steps[-1])
         for i, recipe in enumerate(candidates):
             scalers = [fold[n][2] for n in recipe.blocks]
-            X_train = _stack([fold[n][0] for n in recipe.blocks], scalers)
-            X_test = _stack([fold[n][1] for n in recipe.blocks], scalers)
+            X_train = _scale(np.hstack([fold[n][0] for n in recipe.blocks]), scalers)
+            X_test = _scale(np.hstack([fold[n][1] for n in recipe.blocks]), scalers)
             model = _logistic(recipe.C, random_state).fit(X_train, y[train])
             proba = model.predict_proba(X_test)
             predicted = model.classes_[proba.argmax(axis=1)]

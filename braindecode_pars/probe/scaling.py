@@ -53,7 +53,9 @@ class BlockScaler(StandardScaler):
         return np.sqrt(max(self.n_varying_, 1))
 
     def transform(self, X, copy=None):
-        return super().transform(X, copy=copy) / self._factor()
+        out = super().transform(X, copy=copy)
+        out /= self._factor()  # in place: no second copy of a wide block
+        return out
 
     def inverse_transform(self, X, copy=None):
         return super().inverse_transform(np.asarray(X) * self._factor(), copy=copy)
