@@ -125,8 +125,10 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
     >>> search.fit(windows, groups=subjects)  # doctest: +SKIP
     """
 
-    # under metadata routing, ``score`` asks for the scored windows' groups (an aligned
-    # probe aligns each group on itself)
+    # under metadata routing the classifier asks for the groups itself (it reads the
+    # windows with them and hands them on), in fit and in score (an aligned probe aligns
+    # each scored group on itself)
+    __metadata_request__fit = {"groups": True}
     __metadata_request__score = {"groups": True}
 
     def __init__(self, encoder=None, head=None, *, sfreq=None, random_state=None, verbose=1):
@@ -252,7 +254,7 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
             )
 
     # -- fit -----------------------------------------------------------------------------
-    def fit(self, X, y=None, *, X_target_unlabeled=None, **fit_params):
+    def fit(self, X, y=None, groups=None, *, X_target_unlabeled=None, **fit_params):
         """Read the windows once, fit the encoder stage, then the head over its encoder.
 
         Parameters
@@ -261,6 +263,10 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
             Labelled windows.
         y : array-like, shape (n_windows,) | None
             Labels; None: read from the windows.
+        groups : array-like, shape (n_windows,) | None
+            The subject (or block) of each window, handed to the stages that take (or
+            request) them; None: braindecode windows' ``subject``. In
+            ``cross_val_score``, pass them to ``fit`` too: ``params={"groups": groups}``.
         X_target_unlabeled : windows | ndarray | None
             Unlabelled windows of the subjects the classifier will be scored on, as
             MOABB's ``CrossSubjectEvaluation`` routes them to ``fit`` in its
@@ -270,10 +276,8 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
             subjects' EEG (never to their labels). Without an encoder stage they are
             not used, and the log says so.
         **fit_params
-            Routed to the stages (see the head contract): ``groups`` (the subject or
-            block of each window; braindecode windows give their ``subject``; in
-            ``cross_val_score`` pass them to ``fit`` too, ``params={"groups":
-            groups}``), ``X_unlabeled`` (more windows for pretraining), ``X_valid`` and
+            Routed to the stages (see the head contract): ``X_unlabeled`` (more
+            windows for pretraining), ``X_valid`` and
             ``y_valid`` (a fixed validation set of a neural head), or any other
             parameter of a stage's ``fit``.
 
@@ -293,6 +297,8 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         for estimator in (stage, head):  # the stages' own parameters, before any work
             if hasattr(estimator, "check_params"):
                 estimator.check_params()
+        if groups is not None:
+            fit_params = {"groups": groups, **fit_params}
         if fit_params.get("X_unlabeled") is not None and stage is None:
             used = "None (no encoder)" if encoder is None else "an encoder used as it is"
             raise ValueError(
