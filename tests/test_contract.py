@@ -416,6 +416,11 @@ class _MeanPowerHead(ClassifierMixin, BaseEstimator):
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
 
 
+class _NoGroupsHead(_MeanPowerHead):
+    def fit(self, X, y):
+        return super().fit(X, y)
+
+
 def _power_task(n=48, seed=0):
     rng = np.random.default_rng(seed)
     y = np.tile(["rest", "task"], n // 2)
@@ -436,6 +441,9 @@ def test_a_head_a_user_writes_gets_arrays_labels_and_requested_groups():
     assert clf.score(X, y) == 1.0 and clf.head_.encoder is None
     with pytest.raises(TypeError, match="'X_valid', which no stage's fit takes"):
         PARSClassifier(head=_MeanPowerHead(), sfreq=50).fit(X, y, X_valid=X)
+    # a head whose fit takes no groups: the classifier keeps them to itself
+    clf = PARSClassifier(head=_NoGroupsHead(), sfreq=50, verbose=0).fit(X, y, groups=groups)
+    assert clf.score(X, y) == 1.0
     with sklearn.config_context(enable_metadata_routing=True):
         requested = _MeanPowerHead().set_fit_request(groups=True)
         clf = PARSClassifier(head=requested, sfreq=50, verbose=0).fit(X, y, groups=groups)

@@ -220,7 +220,7 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         for name, value in params.items():
             takers = [k for k, est in stages.items() if _takes(est, name, by_name=True)]
             takers = takers or [k for k, est in stages.items() if _takes(est, name)]
-            if not takers:
+            if not takers and name != "groups":  # groups: the classifier's own too
                 names = " or ".join(type(est).__name__ for est in stages.values() if est)
                 raise TypeError(
                     f"fit() got the parameter {name!r}, which no stage's fit takes "
