@@ -196,8 +196,8 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         return windows.X
 
     def transform(self, X):
-        """The features of ``X``, shape (n_windows, n_features_out_): for each channel in
-        turn, its readout."""
+        """The features of ``X``, shape (n_windows, ``n_features_out_``): for each channel
+        in turn, its readout."""
         check_is_fitted(self, "encoder_")
         return self._features(read_windows(X, sfreq=self.sfreq_, name="X").X)
 
