@@ -15,9 +15,11 @@ finishes (resumable); the command is recorded beside it, the tables and figure a
 written from the CSV.
 
 Rows. ``floor (band power)`` and ``floor (tangent space)`` are
-:func:`~braindecode_pars.floor.band_power_pipeline` and
-:func:`~braindecode_pars.floor.riemann_pipeline`. ``probe[BLOCKS, C]`` is
-:func:`~braindecode_pars.probe.probe_pipeline` with the blocks ``enc`` (the encoder's
+:func:`~braindecode_pars.probe.band_power_pipeline` and
+:func:`~braindecode_pars.probe.riemann_pipeline` (one block, standardised, ``C = 1``).
+``probe[BLOCKS, C]`` is the library's probe (:func:`braindecode_pars.probe.recipe.fit_blocks`
+on the raw features of :func:`braindecode_pars.probe.features.block_features`) with the
+blocks ``enc`` (the encoder's
 features read as they were when the rows were first recorded,
 ``EncoderFeatures(readout="mean")``: each channel's tokens averaged over patches),
 ``rand`` (the same architecture, randomly initialised, read the same way: the recipe
@@ -28,23 +30,27 @@ library's default since the selection rows of these blocks, and ``readout="block
 every block's mean token; computed only for rows that name them), ``bp`` (log band
 power), ``ts`` (tangent space), and ``C`` a number or ``cv``: chosen among 0.1, 1, 10,
 100 by leave-one-group-out over the labelled units when there are at least two
-(balanced accuracy), else 1; a third field ``aligned``
-(``probe[enc+bp+ts, 100, aligned]``) aligns each unit (subject or block), labelled
-or scored, on its own windows first, as :class:`~braindecode_pars.probe.AlignedProbe`
-does (``tests/test_bench_dev_tasks.py`` checks the two agree);
+(balanced accuracy, :func:`braindecode_pars.probe.recipe.compare_recipes`), else 1.
+**C in a row's name is in the units the rows were recorded in**: each block scaled to
+a total variance of 1. The library now scales each block to ``P / B`` (``P`` features
+over ``B`` blocks, so that its C means what it means over standardised features), so a
+row fits the library's probe with ``C * B / P``, the same fit (:func:`library_c`). A
+third field ``aligned`` (``probe[enc+bp+ts, 100, aligned]``) aligns each unit
+(subject or block), labelled or scored, on its own windows first
+(``PARSProbe(align="groups")``'s recipe);
 ``probe[enc|bp+ts, C]`` is late fusion: one logistic regression on each part between
 ``|`` (each block scaled as in the probe), their class probabilities averaged;
 ``floor (band power, aligned)`` and ``floor (tangent space, aligned)`` are the floors
 so aligned (the floor a task's test table compares with stays the better of the two
-unaligned floors on the selection split). Every feature except the
-tangent space is a function of its window alone, so the benchmark computes it once
-per window and fits the scalers and the logistic regression per draw; the result is
-the pipeline's (``tests/test_probe.py`` checks the two agree). The deep rows fit the
+unaligned floors on the selection split). Every block's raw features
+are a function of their window alone, so the benchmark computes them once per task and
+fits the rest per draw, as ``PARSProbe`` does within one fit. The deep rows fit the
 estimators themselves: ``deep pars`` is ``PARSClassifier(encoder=...)`` with its
-default head, the probe (``PARSProbe()``: ``probe[encstd+bp+ts, 100]``, so the two
-rows agree; ``deep pars`` rows recorded before the default readout changed are
-``probe[enc+bp+ts, 100]``); ``deep pars, earlier defaults`` is ``PARSClassifier(encoder=..., head=
-PARSFineTuner(strategy="frozen", ...))``, the trained spatial head over the frozen
+default head, the probe (``PARSProbe()`` at its current defaults; ``deep pars`` rows
+recorded before issue 46 are ``probe[encstd+bp+ts, 100]``, and those recorded before
+the default readout changed ``probe[enc+bp+ts, 100]``); ``deep pars, earlier
+defaults`` is ``PARSClassifier(encoder=..., head=PARSFineTuner(strategy="frozen",
+...))``, the trained spatial head over the frozen
 encoder on half-window crops of windows of 10 s or more, at lr 1e-3 (the defaults
 before the probe); ``deep scratch`` is ``PARSFineTuner()``, a new encoder of the same
 size and its head, every weight trained on whole windows, at the fine-tuner's current
@@ -81,12 +87,7 @@ import torch
 from _measure import append_score, machine
 from _pretext import SHARED
 from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
-from pyriemann.estimation import Covariances
-from sklearn.metrics import balanced_accuracy_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
-from braindecode_pars.align import align_covariances, align_features
 from braindecode_pars.datasets import load_eegmat, load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.eegmat import (
@@ -98,10 +99,11 @@ from braindecode_pars.datasets.eegmat import (
 from braindecode_pars.datasets.physionet_mi import run_block
 from braindecode_pars.experiments.classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import draw_subjects
-from braindecode_pars.floor import BandPowerFeatures, _logistic
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder, size_of
-from braindecode_pars.probe import BlockScaler, EncoderFeatures, _block_scaling
+from braindecode_pars.probe import ProbeRecipe
+from braindecode_pars.probe.features import block_features
+from braindecode_pars.probe.recipe import compare_recipes, fit_blocks
 
 logger = logging.getLogger("bench_dev_tasks")
 
@@ -192,70 +194,63 @@ FLOORS = {
 }
 
 
-def align_blocks(blocks, units):
-    """Each block with every unit's windows aligned on themselves, as
-    :class:`~braindecode_pars.align.AlignedProbe` does (features standardised,
-    covariances re-centred). A unit's alignment reads its own windows only, so it is
-    computed once per task and serves every draw."""
-    return {
-        name: ((align_covariances if kind == "covariances" else align_features)(F, units), kind)
-        for name, (F, kind) in blocks.items()
-    }
+def _width(F):
+    """The features a block gives the regression: its columns, or for covariances the
+    tangent space's ``n (n + 1) / 2``."""
+    return F.shape[1] * (F.shape[1] + 1) // 2 if F.ndim == 3 else F.shape[1]
 
 
-def scaled_blocks(blocks, train, test, scaler=BlockScaler):
-    """The blocks' training and scored features, each block scaled on the training
-    windows (covariances through the tangent space at the training windows' mean
-    first), side by side: (X_train, X_test)."""
-    tr, te = [], []
-    for F, kind in blocks.values():
-        steps = _block_scaling(kind)  # the probe's own: the tangent space, BlockScaler
-        scaling = make_pipeline(*steps[:-1], scaler()).fit(F[train])
-        tr.append(scaling.transform(F[train]))
-        te.append(scaling.transform(F[test]))
-    return np.hstack(tr), np.hstack(te)
+def library_c(C, blocks):
+    """The library's C of a probe row's ``C``: the rows were recorded with each block of
+    total variance 1, the library scales each to ``P / B``; scaling every feature by
+    ``s`` is the same fit as ``C * s**2``, so the row's fit is the library's with
+    ``C * B / P``."""
+    widths = [_width(F) for F in blocks.values()]
+    return C * len(widths) / sum(widths)
 
 
-def fit_blocks(blocks, train, test, C, seed, scaler=BlockScaler):
-    """Scale each feature block on the training windows (the tangent space's reference
-    point too), fit the regression, predict the scored windows. The floors are one
-    block with a ``StandardScaler`` and C = 1; aligned rows pass blocks through
-    :func:`align_blocks` first."""
-    Xtr, Xte = scaled_blocks(blocks, train, test, scaler)
-    return logistic(C, seed).fit(Xtr, _y[train]).predict(Xte)
+def _rows(blocks, rows):
+    return {name: F[rows] for name, F in blocks.items()}
 
 
-def fit_fused(parts, train, test, C, seed):
-    """Late fusion: one class-balanced logistic regression per part (a dict of blocks,
-    each scaled as in :func:`fit_blocks`), the class probabilities of the scored
-    windows averaged over the parts, the most probable class predicted."""
+def _fit(blocks, y, train, C, seed, units):
+    recipe = ProbeRecipe(tuple(blocks), C=C, align=None if units is None else "groups")
+    groups = None if units is None else units[train]
+    return fit_blocks(recipe, _rows(blocks, train), y[train], groups, random_state=seed)
+
+
+def predict_blocks(blocks, y, train, test, C, seed, units=None):
+    """The library's probe of ``blocks`` (``{name: raw features}``, in order; ``C`` in the
+    library's units) fitted on the windows ``train``, its predictions of ``test``; with
+    ``units``, each unit aligned on its own windows."""
+    model = _fit(blocks, y, train, C, seed, units)
+    proba = model.predict_proba(_rows(blocks, test), None if units is None else units[test])
+    return model.classes_[proba.argmax(axis=1)]
+
+
+def fit_fused(parts, y, train, test, C, seed, units=None):
+    """Late fusion: one probe per part (a dict of blocks, ``C`` in the rows' units), the
+    class probabilities of the scored windows averaged over the parts, the most probable
+    class predicted."""
     proba = 0.0
     for blocks in parts:
-        Xtr, Xte = scaled_blocks(blocks, train, test)
-        model = logistic(C, seed).fit(Xtr, _y[train])
-        proba = proba + model.predict_proba(Xte) / len(parts)
+        model = _fit(blocks, y, train, library_c(C, blocks), seed, units)
+        groups = None if units is None else units[test]
+        proba = proba + model.predict_proba(_rows(blocks, test), groups) / len(parts)
     return model.classes_[np.argmax(proba, axis=1)]
 
 
-def inner_c(blocks, train, units, seed):
-    """C of C_GRID with the best leave-one-group-out balanced accuracy over the
-    labelled units; 1 with a single unit."""
-    groups = np.unique(units[train])
-    if len(groups) < 2:
+def inner_c(blocks, y, train, units, seed, aligned=False):
+    """C of C_GRID (the rows' units) with the best leave-one-group-out balanced accuracy
+    over the labelled units; 1 with a single unit."""
+    if len(np.unique(units[train])) < 2:
         return 1.0
-    scores = []
-    for C in C_GRID:
-        fold = []
-        for g in groups:
-            tr, te = train[units[train] != g], train[units[train] == g]
-            if len(np.unique(_y[tr])) < 2:
-                continue
-            fold.append(balanced_accuracy_score(_y[te], fit_blocks(blocks, tr, te, C, seed)))
-        scores.append(np.mean(fold) if fold else -np.inf)
-    return C_GRID[int(np.argmax(scores))]
-
-
-_y = None  # the labels of the current task (set in main)
+    align = "groups" if aligned else None
+    candidates = [ProbeRecipe(tuple(blocks), C=library_c(C, blocks), align=align) for C in C_GRID]
+    scores = compare_recipes(
+        candidates, _rows(blocks, train), y[train], units[train], random_state=seed
+    )
+    return C_GRID[int(np.argmax(scores["mean"].fillna(-np.inf).to_numpy()))]
 
 
 #: The deep rows: the estimator's default head over the encoder (the probe), the
@@ -303,9 +298,9 @@ def deep_classifier(method, encoder, X, sfreq, seed):
     raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
 
 
-def fit_deep(method, encoder, X, train, test, units, sfreq, seed):
+def fit_deep(method, encoder, X, y, train, test, units, sfreq, seed):
     clf = deep_classifier(method, encoder, X, sfreq, seed)
-    clf.fit(X[train], _y[train], groups=units[train])
+    clf.fit(X[train], y[train], groups=units[train])
     if "groups" in inspect.signature(clf.predict).parameters:
         return clf.predict(X[test], groups=units[test])
     return clf.predict(X[test])
@@ -334,25 +329,26 @@ def block_order(names):
 
 
 def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
-    """The per-window features: encoder, the encoder's other readouts named in
-    ``readouts`` (of :data:`READOUT_BLOCKS`), random encoders (one block per seed of
-    ``rand_seeds``: ``rand`` for seed 0, ``rand<seed>`` for the others), band power,
-    covariances."""
+    """The raw features of every window, ``{name: array}``: the encoder (read as
+    ``readout="mean"``), the encoder's other readouts named in ``readouts`` (of
+    :data:`READOUT_BLOCKS`), random encoders (one block per seed of ``rand_seeds``:
+    ``rand`` for seed 0, ``rand<seed>`` for the others), band power, covariances; each by
+    the library's :func:`~braindecode_pars.probe.features.block_features`."""
     enc = load_encoder(encoder)
-    blocks = {
-        "enc": (EncoderFeatures(enc, sfreq=sfreq, readout="mean").fit_transform(X), "features")
-    }
+
+    def encoded(model, readout):
+        recipe = ProbeRecipe(("encoder",), readout=readout)
+        return block_features(X, recipe, sfreq=sfreq, encoder=model)[0]["encoder"]
+
+    blocks = {"enc": encoded(enc, "mean")}
     for name in readouts:
-        step = EncoderFeatures(enc, sfreq=sfreq, readout=READOUT_BLOCKS[name])
-        blocks[name] = (step.fit_transform(X), "features")
+        blocks[name] = encoded(enc, READOUT_BLOCKS[name])
     for seed in rand_seeds:
         torch.manual_seed(seed)
         rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
-        name = "rand" if seed == 0 else f"rand{seed}"
-        step = EncoderFeatures(rand, sfreq=sfreq, readout="mean")
-        blocks[name] = (step.fit_transform(X), "features")
-    blocks["bp"] = (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features")
-    blocks["ts"] = (Covariances(estimator="oas").fit_transform(X.astype(np.float64)), "covariances")
+        blocks["rand" if seed == 0 else f"rand{seed}"] = encoded(rand, "mean")
+    classical = block_features(X, ProbeRecipe(("bandpower", "tangentspace")), sfreq=sfreq)[0]
+    blocks["bp"], blocks["ts"] = classical["bandpower"], classical["tangentspace"]
     return blocks
 
 
@@ -373,7 +369,6 @@ def requested_blocks(methods):
 
 
 def main(argv=None):
-    global _y
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("selection", "test"), required=True)
     parser.add_argument(
@@ -430,9 +425,8 @@ def main(argv=None):
     with open(args.out.with_suffix(".commands"), "a") as f:
         f.write(shlex.join(["python", *sys.argv]) + "\n")
     for name in args.tasks:
-        X, _y, units, pool, scored, sfreq = load_task(name, args.part)
+        X, y, units, pool, scored, sfreq = load_task(name, args.part)
         blocks = features(X, sfreq, args.encoder, rand_seeds, readouts)
-        aligned_blocks = None  # align_blocks(blocks, units), made when a row needs it
         # k up to the pool's size; "all" only where it is not already one of the ks
         ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]
         if str(len(pool)) in ks:
@@ -447,40 +441,41 @@ def main(argv=None):
                     if method.startswith("deep") and k not in args.deep_ks:
                         continue
                     start = time.perf_counter()
-                    if method in FLOORS:
-                        block, aligned = FLOORS[method]
-                        names, C, scaler = {block}, 1.0, StandardScaler
-                    elif method.startswith("probe["):
-                        names, C, aligned = parse_probe(method)
-                        scaler = BlockScaler
                     if method in FLOORS or method.startswith("probe["):
-                        if aligned and aligned_blocks is None:
-                            aligned_blocks = align_blocks(blocks, units)
-                        source = aligned_blocks if aligned else blocks
-                        chosen = {b: source[b] for b in block_order(names)}
-                        fused = fusion_parts(method) if method.startswith("probe[") else None
-                        if fused is not None:
-                            if C == "cv":
-                                raise ValueError(f"{method!r}: late fusion takes a fixed C.")
-                            parts = [{b: source[b] for b in part} for part in fused]
-                            pred = fit_fused(parts, train, test, C, seed)
-                        else:
-                            if C == "cv":
-                                C = inner_c(chosen, train, units, seed)
-                            pred = fit_blocks(chosen, train, test, C, seed, scaler)
+                        pred = fit_probe_row(method, blocks, y, train, test, units, seed)
                     elif method.startswith("deep"):
-                        pred = fit_deep(method, args.encoder, X, train, test, units, sfreq, seed)
+                        pred = fit_deep(method, args.encoder, X, y, train, test, units, sfreq, seed)
                     else:
                         raise ValueError(f"Unknown method {method!r}.")
                     units_ = " ".join(map(str, labelled))
                     row = append_score(
-                        csv, COLUMNS, _y[test], pred, task=name, part=args.part, method=method,
+                        csv, COLUMNS, y[test], pred, task=name, part=args.part, method=method,
                         k=k, seed=seed, units=units_, seconds=time.perf_counter() - start,
                     )  # fmt: skip
                     logger.info(
                         "%s %s k=%s seed=%d: %.3f", name, method, k, seed, row["balanced_accuracy"]
                     )
     write_report(pd.read_csv(csv), args)
+
+
+def fit_probe_row(method, blocks, y, train, test, units, seed):
+    """The predictions of a floor or probe row (:data:`FLOORS`, ``probe[...]``)."""
+    if method in FLOORS:  # one block, standardised: the library's C is the floor's
+        block, aligned = FLOORS[method]
+        chosen = {block: blocks[block]}
+        return predict_blocks(chosen, y, train, test, 1.0, seed, units if aligned else None)
+    names, C, aligned = parse_probe(method)
+    groups = units if aligned else None
+    fused = fusion_parts(method)
+    if fused is not None:
+        if C == "cv":
+            raise ValueError(f"{method!r}: late fusion takes a fixed C.")
+        parts = [{b: blocks[b] for b in part} for part in fused]
+        return fit_fused(parts, y, train, test, C, seed, groups)
+    chosen = {b: blocks[b] for b in block_order(names)}
+    if C == "cv":
+        C = inner_c(chosen, y, train, units, seed, aligned)
+    return predict_blocks(chosen, y, train, test, library_c(C, chosen), seed, groups)
 
 
 def draw_summary(df, metric):
@@ -522,12 +517,6 @@ def lowest_k(df, metric):
     low = s.pivot(index="method", columns="task", values="mean")[tasks]
     low["mean over tasks"] = low.mean(axis=1, skipna=False)
     return low
-
-
-def logistic(C, seed):
-    """The probes' and floors' regression (the library's: class-balanced, L2 of inverse
-    strength C)."""
-    return _logistic(C, seed)
 
 
 def over_initialisations(low):

@@ -72,7 +72,7 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 from braindecode_pars.hub import load_encoder, save_encoder
-from braindecode_pars.probe import READOUTS
+from braindecode_pars.probe.features import READOUTS
 
 logger = logging.getLogger("bench_few_labels")
 
@@ -254,42 +254,38 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, rea
 
 def recipe_rows(name, part, X, y, units, pool, scored, ks, seeds, steps, p_seed, cache):
     """The probe's recipes over one in-domain encoder (``pars in-domain[steps]``,
-    pretraining seed ``p_seed``, read from ``cache``): each fixed candidate of
-    :func:`braindecode_pars.recipes.candidate_recipes` and ``recipe="auto"`` (chosen by
-    the library's inner leave-one-group-out on the labelled units), on every draw.
-    Features come from :func:`braindecode_pars.recipes.block_features`, once per task;
-    the scaling and the regression are fitted on the labelled windows only."""
-    from braindecode_pars.recipes import (
-        MIN_GROUPS,
-        best_recipe,
-        block_features,
-        candidate_recipes,
-        compare_recipes,
-        fit_recipe,
-    )
+    pretraining seed ``p_seed``, read from ``cache``): each candidate of
+    :meth:`braindecode_pars.probe.ProbeRecipe.candidates` and ``recipe="auto"`` (chosen
+    by the library's inner leave-one-group-out on the labelled units), on every draw.
+    Features come from :func:`braindecode_pars.probe.features.block_features`, once per
+    task; the rest is fitted on the labelled windows only
+    (:func:`braindecode_pars.probe.recipe.fit_blocks`). A row is named by its recipe,
+    whose C is the library's (rows recorded before issue 46 name C in the earlier
+    units, each block of total variance 1: ``C=1`` and ``C=100`` there)."""
+    from braindecode_pars.probe import ProbeRecipe
+    from braindecode_pars.probe.features import BLOCKS, block_features
+    from braindecode_pars.probe.recipe import MIN_GROUPS, compare_recipes, fit_blocks
 
     encoder = load_encoder(encoder_path(cache, f"eegmat-{part}", steps, p_seed))
-    params = dict(encoder=encoder, sfreq=100.0, bands=None, random_state=0, batch_size=256,
-                  device="cpu", readout=PROBE_READOUT)  # fmt: skip
-    features = block_features(X, params)
-    recipes = candidate_recipes(encoder=True)
+    every = ProbeRecipe(BLOCKS, readout=PROBE_READOUT)
+    features, _ = block_features(X, every, sfreq=100.0, encoder=encoder)
+    recipes = every.candidates(encoder=True)
     rows = []
     for k in ks:
         for seed in seeds:
             train, test, labelled = split(units, pool, scored, k, seed)
-            sub = {n: (step, kind, raw[train]) for n, (step, kind, raw) in features.items()}
+            sub = {n: raw[train] for n, raw in features.items()}
             chosen = None
             if len(np.unique(units[train])) >= MIN_GROUPS:
-                scores = compare_recipes(sub, y[train], units[train], recipes, random_state=seed)
-                chosen = best_recipe(scores, recipes)[0]
+                scores = compare_recipes(recipes, sub, y[train], units[train], random_state=seed)
+                chosen = recipes[int(np.argmax(scores["mean"].to_numpy()))]
             for recipe in [*recipes, "auto"]:
                 fitted = chosen if recipe == "auto" else recipe
                 if fitted is None:
                     continue
-                probe = fit_recipe(
-                    fitted, sub, y[train], probe_params={**params, "random_state": seed}
-                )
-                pred = probe.predict(X[test])
+                probe = fit_blocks(fitted, sub, y[train], random_state=seed)
+                proba = probe.predict_proba({n: raw[test] for n, raw in features.items()})
+                pred = probe.classes_[proba.argmax(axis=1)]
                 rows.append(dict(
                     task=name, part=part, method=f"pars in-domain[{steps}] recipe {recipe}", k=k,
                     seed=seed, pretrain_seed=p_seed, units=" ".join(map(str, labelled)),

@@ -1,22 +1,22 @@
-"""Peak memory of ``PARSClassifier``'s default fit and predict on preloaded braindecode
-windows, this revision against another, as a multiple of the windows' float32 array.
+"""Peak memory of a probe's fit and predict, this revision against another, as a
+multiple of the windows' float32 array.
 
-The fit is the probe over the shipped ``pars-small`` encoder (log band power, tangent
-space, the encoder's features, a logistic regression): ``PARSClassifier(encoder=
-"pars-small")`` here, ``PARSClassifier(pretrained_encoder="pars-small")`` up to
-b211f06, whose probe read the windows four times per fit (each an MNE copy of every
-recording) and twice per predict. Each figure comes from a fresh process that imports
-the revision's package from its checkout, builds the windows (RawArray recordings of
-white noise at 100 Hz, two classes by recording, cut with braindecode's
-``create_fixed_length_windows``, ``preload=True``; see ``bench_read_memory.py``), then
-fits once and predicts once: the growth of the peak resident memory (``VmHWM`` of
+``--input windows`` (the default): ``PARSClassifier(encoder=ENCODER)``, the probe over
+the encoder's features, log band power and the tangent space, on preloaded braindecode
+windows (RawArray recordings of white noise at 100 Hz, two classes by recording, cut
+with braindecode's ``create_fixed_length_windows``; see ``bench_read_memory.py``);
+``PARSClassifier(pretrained_encoder=...)`` up to b211f06. ``--input arrays``:
+``PARSProbe(encoder=ENCODER, sfreq=100)`` on a float32 array of white noise (tens of
+microvolts), as a user with arrays calls it. Each figure comes from a fresh process
+that imports the revision's package from its checkout, builds the input, then fits once
+and predicts once: the growth of the peak resident memory (``VmHWM`` of
 ``/proc/self/status``, reset just before the step) during each.
 
 Usage (``--before`` is a checkout of the other revision)::
 
-    git worktree add /tmp/before b211f06
-    python benchmarks/bench_fit_memory.py --before /tmp/before \
-        --out benchmarks/results/fit_memory.md
+    git worktree add /tmp/before db22036
+    python benchmarks/bench_fit_memory.py --before /tmp/before --input arrays \
+        --encoder pars-small-v2 --windows 600
 """
 
 from __future__ import annotations
@@ -35,25 +35,36 @@ from bench_read_memory import make_windows, memory_checkouts, memory_parser, rev
 logger = logging.getLogger("bench_fit_memory")
 
 
-def child(root, n_windows, n_chans, n_times, n_recordings):
+def child(root, kind, encoder, warmup, n_windows, n_chans, n_times, n_recordings):
     """One fit and one predict in this (fresh) process; print the figures as JSON."""
     import warnings
 
     sys.path.insert(0, str(root))
     warnings.simplefilter("ignore")
+    import numpy as np
     import torch
 
     torch.set_num_threads(1)
-    from braindecode_pars import PARSClassifier
+    from braindecode_pars import PARSClassifier, PARSProbe
 
-    windows = make_windows(n_windows, n_chans, n_times, n_recordings)
-    old = "pretrained_encoder" in inspect.signature(PARSClassifier).parameters
-    if old:
-        clf = PARSClassifier(pretrained_encoder="pars-small", random_state=0, verbose=0)
+    if kind == "arrays":
+        rng = np.random.default_rng(0)
+        windows = (20 * rng.standard_normal((n_windows, n_chans, n_times))).astype(np.float32)
+        y = np.arange(n_windows) % 2
+        clf = PARSProbe(encoder=encoder, sfreq=100, random_state=0)
+        fit = lambda: clf.fit(windows, y)  # noqa: E731
+        if warmup == "warm":  # the first use of torch's kernels and lazy imports, paid
+            PARSProbe(encoder=encoder, sfreq=100).fit(windows[:8].copy(), y[:8])
     else:
-        clf = PARSClassifier(encoder="pars-small", random_state=0, verbose=0)
+        windows = make_windows(n_windows, n_chans, n_times, n_recordings)
+        old = "pretrained_encoder" in inspect.signature(PARSClassifier).parameters
+        if old:
+            clf = PARSClassifier(pretrained_encoder=encoder, random_state=0, verbose=0)
+        else:
+            clf = PARSClassifier(encoder=encoder, random_state=0, verbose=0)
+        fit = lambda: clf.fit(windows)  # noqa: E731
     out = {"output_bytes": n_windows * n_chans * n_times * 4}
-    fit_mib, out["fit_seconds"] = peak_growth(lambda: clf.fit(windows))
+    fit_mib, out["fit_seconds"] = peak_growth(fit)
     result = {}
     predict_mib, out["predict_seconds"] = peak_growth(
         lambda: result.setdefault("y", clf.predict(windows))
@@ -68,21 +79,41 @@ def report(rows, roots, args):
     """Markdown lines of the results."""
     output_mib = args.windows * args.chans * args.times * 4 / 2**20
     command = (
-        f"python benchmarks/bench_fit_memory.py --before {args.before} --windows "
+        f"python benchmarks/bench_fit_memory.py --before {args.before} --input {args.input} "
+        f"--encoder {args.encoder}{' --warmup' * args.warmup} --windows "
         f"{args.windows} --chans {args.chans} --times {args.times} --recordings "
         f"{args.recordings} --repeats {args.repeats} --out {args.out or '...'}"
     )
+    if args.input == "arrays":
+        what = (
+            f"A float32 array of {args.windows} windows of {args.chans} channels x "
+            f"{args.times} samples at 100 Hz ({output_mib:.1f} MiB); "
+            f'`PARSProbe(encoder="{args.encoder}", sfreq=100)` is fitted on it, then '
+            "predicts it."
+            + (
+                " Before the measured fit, the same process fitted a probe on the first 8 "
+                "windows: the figure leaves out what a process pays once (torch's first use "
+                "of its kernels, lazy imports)."
+                if args.warmup
+                else " The measured fit is the process's first: it includes what a process "
+                "pays once (torch's first use of its kernels, lazy imports)."
+            )
+        )
+    else:
+        what = (
+            f"{args.windows} windows of {args.chans} channels x {args.times} samples at 100 "
+            f"Hz from {args.recordings} preloaded RawArray recordings; their float32 array "
+            f'is {output_mib:.1f} MiB. `PARSClassifier(encoder="{args.encoder}")` (the '
+            "probe over the encoder) is fitted on them, then predicts them."
+        )
     lines = [
-        "# Peak memory of PARSClassifier's default fit and predict on braindecode windows",
+        f"# Peak memory of a probe's fit and predict on {args.input}",
         "",
         f"Machine: {machine()}, {os.cpu_count()} cores. Date: {datetime.date.today()}.",
         "",
         f"Command: `{command}`",
         "",
-        f"{args.windows} windows of {args.chans} channels x {args.times} samples at 100 Hz "
-        f"from {args.recordings} preloaded RawArray recordings; their float32 array is "
-        f"{output_mib:.1f} MiB. The default probe over `pars-small` is fitted on them, then "
-        "predicts them. Each figure from a fresh process importing the revision's package; "
+        what + " Each figure from a fresh process importing the revision's package; "
         f"medians over {args.repeats} processes per cell (the revisions alternating). "
         "`VmHWM growth`: the growth of the peak resident memory during the step (reset "
         "just before it). Times are not reported: other jobs shared the machine.",
@@ -104,12 +135,21 @@ def report(rows, roots, args):
 
 
 def main(argv=None):
-    parser = memory_parser(__doc__, n_child=5)
+    parser = memory_parser(__doc__, n_child=8)
     parser.add_argument("--recordings", type=int, default=8)
+    parser.add_argument("--input", choices=("windows", "arrays"), default="windows")
+    parser.add_argument("--encoder", default="pars-small", help="a shipped encoder's name")
+    parser.add_argument(
+        "--warmup", action="store_true",
+        help="with --input arrays: fit on 8 windows first in the same process, so that the "
+        "figure leaves out torch's first-use costs and lazy imports (paid once a process)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.warmup and args.input != "arrays":
+        parser.error("--warmup is for --input arrays")
     if args.child:
-        root, *sizes = args.child
-        return child(root, *map(int, sizes))
+        root, kind, encoder, warmup, *sizes = args.child
+        return child(root, kind, encoder, warmup, *map(int, sizes))
     roots = memory_checkouts(parser, args, "braindecode_pars/__init__.py", "recordings")
     if args.windows % args.recordings:
         parser.error(f"--windows ({args.windows}) must be a multiple of --recordings")
@@ -117,8 +157,9 @@ def main(argv=None):
     rows = {}
     for _ in range(args.repeats):
         for name, root in roots.items():
-            m = in_child(os.path.abspath(__file__), root, args.windows, args.chans,
-                         args.times, args.recordings)  # fmt: skip
+            warmup = "warm" if args.warmup else "cold"
+            m = in_child(os.path.abspath(__file__), root, args.input, args.encoder, warmup,
+                         args.windows, args.chans, args.times, args.recordings)  # fmt: skip
             rows.setdefault(name, []).append(m)
             logger.info("%s: %s", name, m)
     write_report(report(rows, roots, args), args.out)

@@ -55,10 +55,10 @@ from braindecode_pars.experiments.low_label import (
     summarize,
     summary_table,
 )
-from braindecode_pars.floor import band_power_pipeline
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.classifier import channel_tokens
 from braindecode_pars.models.encoder import size_of
+from braindecode_pars.probe import band_power_pipeline
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
 #: (``benchmarks/encoders/mae-small/README.md`` says how it was made).

@@ -60,14 +60,13 @@ import pandas as pd
 import torch
 from _measure import machine
 from lib.dev_tasks import DEV_TASKS
-from pyriemann.estimation import Covariances
 from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars.datasets.store import store_summary
-from braindecode_pars.floor import BandPowerFeatures
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
-from braindecode_pars.probe import EncoderFeatures
+from braindecode_pars.probe import ProbeRecipe
+from braindecode_pars.probe.features import block_features
 
 logger = logging.getLogger("bench_pretraining_curve")
 
@@ -219,7 +218,6 @@ def evaluate(names, csv):
     key = set(zip(done.encoder, done.task, done.method, done.seed, strict=True))
     for task in DEV_TASKS:
         X, y, units, pool, scored, sfreq = dev.load_task(task, "selection")
-        dev._y = y
         blocks = None
         for name in ["reference", *names]:
             methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
@@ -228,26 +226,20 @@ def evaluate(names, csv):
             if blocks is None:
                 torch.manual_seed(0)
                 rand = PatchEncoder(sfreq=100.0, emb_dim=64, depth=4, n_heads=4, ff_dim=128)
-                blocks = {
-                    "rand": (EncoderFeatures(rand, sfreq=sfreq).fit_transform(X), "features"),
-                    "bp": (BandPowerFeatures(sfreq=sfreq).fit_transform(X), "features"),
-                    "ts": (
-                        Covariances(estimator="oas").fit_transform(X.astype(np.float64)),
-                        "covariances",
-                    ),
-                }
+                every = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
+                raw = block_features(X, every, sfreq=sfreq, encoder=rand)[0]
+                blocks = {"rand": raw["encoder"], "bp": raw["bandpower"], "ts": raw["tangentspace"]}
             if name != "reference":
                 encoder = load_encoder(encoder_folder(name))
-                blocks["enc"] = (
-                    EncoderFeatures(encoder, sfreq=sfreq).fit_transform(X),
-                    "features",
-                )
+                recipe = ProbeRecipe(("encoder",))
+                blocks["enc"] = block_features(X, recipe, sfreq=sfreq, encoder=encoder)[0][
+                    "encoder"
+                ]
             rows = []
             for seed in SEEDS:
                 train, test, _ = dev.split(units, pool, scored, "1", seed)
                 for method in methods:
-                    chosen, C = dev.parse_probe(method)
-                    pred = dev.fit_blocks({b: blocks[b] for b in chosen}, train, test, C, seed)
+                    pred = dev.fit_probe_row(method, blocks, y, train, test, units, seed)
                     score = balanced_accuracy_score(y[test], pred)
                     rows.append(dict(encoder=name, task=task, method=method, seed=seed,
                                      balanced_accuracy=score))  # fmt: skip

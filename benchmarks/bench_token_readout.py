@@ -214,7 +214,7 @@ def window_readouts(tokens):
 def window_band_power(X, sfreq, normalised=False):
     """Log band power per channel of whole windows (the floor's six bands, Welch);
     ``normalised``: of the window after instance normalisation; (n, n_chans, n_bands)."""
-    from braindecode_pars.floor import DEFAULT_BANDS, BandPowerFeatures
+    from braindecode_pars.probe.features import DEFAULT_BANDS, BandPowerFeatures
 
     X = X.astype(np.float64)
     if normalised:

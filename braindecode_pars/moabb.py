@@ -51,7 +51,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator : estimator | None
         The classifier to fit on the prepared trials (any classifier of windows, the
-        floors of :mod:`braindecode_pars.floor` too). None:
+        floors of :mod:`braindecode_pars.probe.baselines` too). None:
         ``PARSClassifier(encoder="pars-small", verbose=0)``. When it, or a step of it, has
         an ``sfreq`` parameter left as None, the adapter sets it to the rate it hands over.
     sfreq : float | None

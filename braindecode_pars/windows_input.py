@@ -5,7 +5,7 @@ a step that takes (n_windows, n_chans, n_times) windows (:class:`WindowsInputMix
 ``fit``/``fit_transform`` over a reader (:class:`WindowsFeaturesMixin`), a
 :class:`~sklearn.pipeline.Pipeline` that reads the labels windows carry
 (:class:`LabelledPipeline`), and :class:`WindowsArray`, the windows of any input as
-a float64 array. Every one reads its input through
+an array. Every one reads its input through
 :func:`~braindecode_pars.datasets.adapters.read_windows`.
 """
 
@@ -20,15 +20,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .datasets.adapters import Windows, labels_of, read_windows
 
-#: ``max_iter`` of the floor's logistic regression.
-LOGISTIC_MAX_ITER = 1000
 
+def read_array(X, sfreq):
+    """Windows of ``X`` through :func:`read_windows`, with a sampling rate.
 
-def read_float64(X, sfreq):
-    """Windows of ``X`` through :func:`read_windows`, as float64, with a sampling rate.
-
-    The adapter reads windows into float32; an array is read from the caller's own
-    numbers (a float64 array without a copy), so that its features keep their precision.
+    An array keeps the caller's own numbers (a float64 array is not cast to float32),
+    without a copy; the classical blocks cast a few windows at a time to float64.
     """
     windows = read_windows(X, sfreq=sfreq, name="X")
     if windows.sfreq is None:
@@ -38,7 +35,8 @@ def read_float64(X, sfreq):
             "braindecode windows or a SliceDataset of them, whose sampling rate is read "
             "from their recordings."
         )
-    windows.X = np.asarray(X if isinstance(X, np.ndarray) else windows.X, dtype=np.float64)
+    if isinstance(X, np.ndarray) and np.issubdtype(X.dtype, np.floating):
+        windows.X = X
     return windows
 
 

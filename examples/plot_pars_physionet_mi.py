@@ -40,10 +40,10 @@ from braindecode_pars.datasets import (
     resample_windows,
 )
 from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.floor import band_power_pipeline
 from braindecode_pars.hub import load_pretext_model
 from braindecode_pars.metrics import make_scorer
 from braindecode_pars.models.pretext import pretext_skill
+from braindecode_pars.probe import band_power_pipeline
 from braindecode_pars.viz import plot_shift_matrices, plot_training_curves
 
 torch.manual_seed(0)

@@ -91,18 +91,16 @@ def test_the_mean_over_tasks_is_left_blank_for_a_row_missing_a_task(bench, tmp_p
     assert "| probe | 0.900 |  |  |" in text  # not 0.900, a mean over task a alone
 
 
-def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
-    """The benchmark's aligned probe (features once per window, alignment per unit over
-    the labelled and the scored windows) predicts what AlignedProbe predicts. Labels
-    unrelated to the data make the predictions an exacting comparison."""
+def test_the_probe_rows_are_the_library_probe_at_the_rows_c(bench):
+    """A probe row (features once per task, the rest per draw) predicts what
+    ``PARSProbe`` fitted on the labelled windows predicts, at the library's C of the
+    row's C (each block of total variance 1 when the rows were recorded: C * B / P),
+    aligned or not. Labels unrelated to the data make the predictions an exacting
+    comparison."""
     import numpy as np
     import torch
-    from pyriemann.estimation import Covariances
 
-    from braindecode_pars import PatchEncoder
-    from braindecode_pars.align import AlignedProbe
-    from braindecode_pars.floor import BandPowerFeatures
-    from braindecode_pars.probe import EncoderFeatures
+    from braindecode_pars import PARSProbe, PatchEncoder
 
     rng = np.random.default_rng(0)
     units = np.repeat([3, 4, 7, 8], 12)
@@ -110,21 +108,31 @@ def test_the_aligned_rows_are_the_aligned_probe(bench, monkeypatch):
     y = rng.integers(0, 2, 48)
     torch.manual_seed(0)
     encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
-    blocks = {  # the library's default readout, the benchmark's encstd block
-        "encstd": (EncoderFeatures(encoder, sfreq=100).fit_transform(X), "features"),
-        "bp": (BandPowerFeatures(sfreq=100).fit_transform(X), "features"),
-        "ts": (Covariances(estimator="oas").fit_transform(X), "covariances"),
-    }
+    blocks = bench.features(X, 100.0, encoder, readouts=["encstd"])  # the library's readout
     train, test = np.flatnonzero(units < 5), np.flatnonzero(units > 5)
-    monkeypatch.setattr(bench, "_y", y)
-    got = bench.fit_blocks(bench.align_blocks(blocks, units), train, test, 100.0, 0)
-    probe = AlignedProbe(encoder, sfreq=100, tangent_space=True, C=100.0, random_state=0)
-    expected = probe.fit(X[train], y[train], units[train]).predict(X[test], units[test])
-    np.testing.assert_array_equal(got, expected)
-    assert 0.2 < (got == y[test]).mean() < 0.8  # labels unrelated: no perfect agreement
+    P = 3 * 2 * 8 + 3 * 6 + 6  # the widths: encoder (mean and std), band power, tangent space
+    assert bench.library_c(100.0, {b: blocks[b] for b in ("encstd", "bp", "ts")}) == 300 / P
+    for aligned, method in (
+        (True, "probe[encstd+bp+ts, 100, aligned]"),
+        (False, "probe[encstd+bp+ts, 100]"),
+    ):
+        got = bench.fit_probe_row(method, blocks, y, train, test, units, 0)
+        probe = PARSProbe(encoder, C=300 / P, align="groups" if aligned else None, sfreq=100,
+                          random_state=0)  # fmt: skip
+        expected = probe.fit(X[train], y[train], units[train]).predict(X[test], units[test])
+        np.testing.assert_array_equal(got, expected)
+        assert 0.2 < (got == y[test]).mean() < 0.8  # labels unrelated: no perfect agreement
     assert bench.parse_probe("probe[enc+bp+ts, 100, aligned]") == ({"enc", "bp", "ts"}, 100.0, True)
     with pytest.raises(ValueError, match="Unknown probe row"):
         bench.parse_probe("probe[enc, 100, centred]")
+    # a floor: one block, standardised, C = 1, as band_power_pipeline
+    from braindecode_pars.probe import band_power_pipeline
+
+    floor = band_power_pipeline(sfreq=100).fit(X[train], y[train])
+    np.testing.assert_array_equal(
+        bench.fit_probe_row("floor (band power)", blocks, y, train, test, units, 0),
+        floor.predict(X[test]),
+    )
 
 
 def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
@@ -141,7 +149,7 @@ def test_a_report_names_the_encoder_its_commands_used(bench, tmp_path):
         bench.recorded_encoder(commands)
 
 
-def test_late_fusion_averages_the_parts_probabilities(bench, monkeypatch):
+def test_late_fusion_averages_the_parts_probabilities(bench):
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
@@ -150,13 +158,12 @@ def test_late_fusion_averages_the_parts_probabilities(bench, monkeypatch):
     y = np.repeat([0, 1], 30)
     a = rng.standard_normal((60, 5)) + y[:, None] * 0.8  # informative
     b = rng.standard_normal((60, 40))  # noise
-    monkeypatch.setattr(bench, "_y", y)
     train, test = np.arange(0, 60, 2), np.arange(1, 60, 2)
-    blocks_a, blocks_b = {"enc": (a, "features")}, {"bp": (b, "features")}
-    # one part: the probe of that block
+    blocks_a, blocks_b = {"enc": a}, {"bp": b}
+    # one part: the probe of that block (C in the rows' units: 10 / 5 in the library's)
     np.testing.assert_array_equal(
-        bench.fit_fused([blocks_a], train, test, 10.0, 0),
-        bench.fit_blocks(blocks_a, train, test, 10.0, 0),
+        bench.fit_fused([blocks_a], y, train, test, 10.0, 0),
+        bench.predict_blocks(blocks_a, y, train, test, 10.0 / 5, 0),
     )
     # two parts: the mean of the two regressions' probabilities, by hand
     proba = 0
@@ -165,7 +172,7 @@ def test_late_fusion_averages_the_parts_probabilities(bench, monkeypatch):
         Z = lambda idx, F=F, sc=sc: sc.transform(F[idx]) / np.sqrt(F.shape[1])  # noqa: E731
         lr = LogisticRegression(C=10.0, class_weight="balanced", max_iter=1000, random_state=0)
         proba = proba + lr.fit(Z(train), y[train]).predict_proba(Z(test)) / 2
-    got = bench.fit_fused([blocks_a, blocks_b], train, test, 10.0, 0)
+    got = bench.fit_fused([blocks_a, blocks_b], y, train, test, 10.0, 0)
     np.testing.assert_array_equal(got, proba.argmax(1))
     assert bench.fusion_parts("probe[enc|bp+ts, 100]") == [["enc"], ["bp", "ts"]]
     assert bench.fusion_parts("probe[enc+bp+ts, 100]") is None
@@ -230,15 +237,15 @@ def test_random_encoder_blocks_of_other_seeds(bench):
     blocks = bench.features(X, 100.0, encoder, rand_seeds=(0, 2))
     assert set(blocks) == {"enc", "rand", "rand2", "bp", "ts"}
     # seed 0 is the block the benchmark always had; seed 2 is another initialisation
-    np.testing.assert_array_equal(blocks["rand"][0], bench.features(X, 100.0, encoder)["rand"][0])
+    np.testing.assert_array_equal(blocks["rand"], bench.features(X, 100.0, encoder)["rand"])
     torch.manual_seed(2)
     again = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
     np.testing.assert_allclose(
-        blocks["rand2"][0],
+        blocks["rand2"],
         EncoderFeatures(again, sfreq=100, readout="mean").fit_transform(X),
         rtol=1e-6,
     )
-    assert not np.allclose(blocks["rand"][0], blocks["rand2"][0])
+    assert not np.allclose(blocks["rand"], blocks["rand2"])
 
 
 def test_readout_blocks_read_the_encoder_otherwise(bench):
@@ -269,10 +276,10 @@ def test_readout_blocks_read_the_encoder_otherwise(bench):
     blocks = bench.features(X, 100.0, encoder, readouts=["encstd", "encblocks"])
     for name, readout in (("encstd", "mean+std"), ("encblocks", "blocks")):
         expected = EncoderFeatures(encoder, sfreq=100, readout=readout).fit_transform(X)
-        assert blocks[name][1] == "features"
-        np.testing.assert_array_equal(blocks[name][0], expected)
-    assert blocks["encstd"][0].shape == (6, 2 * 2 * 8)
-    assert blocks["encblocks"][0].shape == (6, 2 * 2 * 8)
+        np.testing.assert_array_equal(blocks[name], expected)
+    assert blocks["encstd"].shape == (6, 2 * 2 * 8)
+    assert blocks["encblocks"].shape == (6, 2 * 2 * 8)
+    assert blocks["ts"].shape == (6, 2, 2)  # covariances: the tangent space comes per fit
 
 
 def test_random_encoder_rows_are_summarised_over_their_seeds(bench, tmp_path):

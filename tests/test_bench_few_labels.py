@@ -132,16 +132,16 @@ def test_each_probe_row_builds_the_estimator_its_docstring_names(bench, monkeypa
 def test_the_recipe_rows_read_the_encoder_as_every_probe_row(bench, monkeypatch):
     """``--recipes`` computes its features with the readout of the other probe rows
     (:data:`PROBE_READOUT`), not the library's default, as its recorded rows were."""
-    import braindecode_pars.recipes as recipes
+    import braindecode_pars.probe.features as features
 
     class Read(Exception):
         pass
 
-    def block_features(X, params):
-        raise Read(params["readout"])
+    def block_features(X, recipe, **kwargs):
+        raise Read(recipe.readout)
 
     monkeypatch.setattr(bench, "load_encoder", lambda path: "encoder")
-    monkeypatch.setattr(recipes, "block_features", block_features)
+    monkeypatch.setattr(features, "block_features", block_features)
     X, units = np.zeros((6, 2, 100)), np.repeat([1, 2, 3], 2)
     with pytest.raises(Read) as read:
         bench.recipe_rows("t", "selection", X, np.tile([0, 1], 3), units, [1, 2, 3], [3],

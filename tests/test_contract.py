@@ -16,7 +16,7 @@ import pytest
 import torch
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, LeaveOneGroupOut, cross_val_score
 from sklearn.utils.validation import check_is_fitted
@@ -228,10 +228,11 @@ def test_unknown_nested_names_are_refused_at_once_naming_the_valid_ones():
     clf.set_params(encoder__depth=2, encoder__steps=10, head__C=3.0)
     assert (clf.encoder.depth, clf.encoder.steps, clf.head.C) == (2, 10, 3.0)
     assert clf.get_params()["encoder__depth"] == 2
-    # a stage left to its default has no parameters to set: say how to give it
-    for name in ("encoder__depth", "head__C"):
-        with pytest.raises(ValueError, match=rf"'{name}'.*is None.*as an instance"):
-            PARSClassifier().set_params(**{name: 2})
+    # no encoder stage has no parameters to set: say how to give it; the default head
+    # is an estimator, whose parameters are set
+    with pytest.raises(ValueError, match=r"'encoder__depth'.*is None.*as an instance"):
+        PARSClassifier().set_params(encoder__depth=2)
+    assert PARSClassifier().set_params(head__C=2.0).head.C == 2.0
     # scikit-learn's rule: nested names are for set_params, not the constructor
     with pytest.raises(TypeError, match="encoder__depth"):
         PARSClassifier(encoder__depth=2)
@@ -370,21 +371,123 @@ def test_windows_are_read_once_per_fit_and_once_per_predict(monkeypatch):
     assert len(reads) == 2
 
 
-def test_a_silent_classifier_silences_its_stages(capfd):
-    """``verbose=0`` on the classifier reaches both stages (each defaults to 1): a fit
-    writes nothing, where the same stages under ``verbose=1`` write their progress."""
+def test_each_stage_says_what_its_own_verbose_asks(capfd):
+    """The classifier's ``verbose`` is its own (the package's messages during ``fit``);
+    each stage's ``verbose`` is the stage's and is never changed: quiet stages under a
+    quiet classifier write nothing, a stage left at ``verbose=1`` writes its progress."""
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((16, 2, 100)), np.repeat([0, 1], 8)
-    stages = dict(
-        encoder=PARSPretrainer(**TINY, steps=2, window_seconds=2.0, random_state=0),
-        head=PARSFineTuner(max_epochs=1, random_state=0),
+    quiet = dict(
+        encoder=PARSPretrainer(**TINY, steps=2, window_seconds=2.0, random_state=0, verbose=0),
+        head=PARSFineTuner(max_epochs=1, random_state=0, verbose=0),
         sfreq=SFREQ,
     )
-    PARSClassifier(**stages, verbose=0).fit(X, y)
+    PARSClassifier(**quiet, verbose=0).fit(X, y)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
-    PARSClassifier(**stages, verbose=1).fit(X, y)
+    head = PARSFineTuner(max_epochs=1, random_state=0)  # verbose=1, its default
+    fitted = PARSClassifier(**{**quiet, "head": head}, verbose=0).fit(X, y)
     out, err = capfd.readouterr()
     assert "epoch" in (out + err).lower()
-    # the stages given are left as they were
-    assert stages["encoder"].verbose == 1 and stages["head"].verbose == 1
+    assert head.verbose == 1 and fitted.head_.verbose == 1
+
+
+# -- the head contract (issue 46) ---------------------------------------------------------
+class _MeanPowerHead(ClassifierMixin, BaseEstimator):
+    """A head a user writes: an ``encoder`` parameter, ``fit(X, y)`` and an optional
+    ``groups``; it records what it was given and classifies by each window's log
+    power against the midpoint of the two classes' means."""
+
+    def __init__(self, encoder=None, offset=0.0):
+        self.encoder = encoder
+        self.offset = offset
+
+    def fit(self, X, y, groups=None):
+        self.seen_ = dict(X=X, y=y, groups=groups)
+        power = np.log(np.mean(np.asarray(X) ** 2, axis=(1, 2)))
+        self.classes_ = np.unique(y)
+        means = [power[y == c].mean() for c in self.classes_]
+        self.threshold_ = np.mean(means) + self.offset
+        self.high_ = int(np.argmax(means))
+        return self
+
+    def predict_proba(self, X):
+        power = np.log(np.mean(np.asarray(X) ** 2, axis=(1, 2)))
+        high = (power > self.threshold_).astype(float)
+        proba = np.stack([1 - high, high], axis=1)
+        return proba if self.high_ == 1 else proba[:, ::-1]
+
+    def predict(self, X):
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+
+class _NoGroupsHead(_MeanPowerHead):
+    def fit(self, X, y):
+        return super().fit(X, y)
+
+
+def _power_task(n=48, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.tile(["rest", "task"], n // 2)
+    X = rng.standard_normal((n, 2, 100)) * np.where(y == "task", 2.0, 1.0)[:, None, None]
+    return X, y, np.repeat(np.arange(4), n // 4)
+
+
+def test_a_head_a_user_writes_gets_arrays_labels_and_requested_groups():
+    import sklearn
+
+    X, y, groups = _power_task()
+    clf = PARSClassifier(head=_MeanPowerHead(), sfreq=50, verbose=0).fit(X, y, groups=groups)
+    seen = clf.head_.seen_
+    assert isinstance(seen["X"], np.ndarray) and seen["X"].shape == (48, 2, 100)
+    np.testing.assert_array_equal(seen["y"], y)
+    # without metadata routing: its fit takes 'groups' by name, so it gets them
+    np.testing.assert_array_equal(seen["groups"], groups)
+    assert clf.score(X, y) == 1.0 and clf.head_.encoder is None
+    with pytest.raises(TypeError, match="'X_valid', which no stage's fit takes"):
+        PARSClassifier(head=_MeanPowerHead(), sfreq=50).fit(X, y, X_valid=X)
+    # a head whose fit takes no groups: the classifier keeps them to itself
+    clf = PARSClassifier(head=_NoGroupsHead(), sfreq=50, verbose=0).fit(X, y, groups=groups)
+    assert clf.score(X, y) == 1.0
+    with sklearn.config_context(enable_metadata_routing=True):
+        requested = _MeanPowerHead().set_fit_request(groups=True)
+        clf = PARSClassifier(head=requested, sfreq=50, verbose=0).fit(X, y, groups=groups)
+        np.testing.assert_array_equal(clf.head_.seen_["groups"], groups)
+        unrequested = _MeanPowerHead().set_fit_request(groups=False)
+        clf = PARSClassifier(head=unrequested, sfreq=50, verbose=0).fit(X, y)
+        assert clf.head_.seen_["groups"] is None
+        clf.fit(X, y, groups=groups)  # the classifier reads them; the head declined them
+        assert clf.head_.seen_["groups"] is None
+        # and in cross-validation, routed by scikit-learn itself
+        scores = cross_val_score(
+            PARSClassifier(head=requested, sfreq=50, verbose=0), X, y,
+            cv=LeaveOneGroupOut(), params={"groups": groups}, scoring="balanced_accuracy",
+        )  # fmt: skip
+        assert scores.min() == 1.0
+
+
+def test_the_default_head_is_an_estimator_a_search_reaches():
+    from sklearn.model_selection import GridSearchCV
+
+    X, y, groups = _power_task()
+    clf = PARSClassifier(sfreq=50, verbose=0)
+    assert isinstance(clf.head, PARSProbe) and clf.get_params()["head__C"] == 1.0
+    assert clone(clf).head is not clf.head  # each classifier its own head
+    search = GridSearchCV(
+        clf, {"head__C": [0.01, 1.0]}, scoring="balanced_accuracy", cv=LeaveOneGroupOut()
+    ).fit(X, y, groups=groups)
+    assert search.best_params_["head__C"] in (0.01, 1.0) and search.best_score_ > 0.8
+    assert not hasattr(clf.head, "model_")  # the given head is cloned, never fitted
+    fitted = clf.fit(X, y)
+    assert fitted.head_ is not clf.head and fitted.head_.C == 1.0
+
+
+def test_the_stages_parameters_are_left_alone():
+    X, y, groups = _power_task()
+    head = PARSProbe(random_state=3)
+    clf = PARSClassifier(head=head, sfreq=50, random_state=0, verbose=0).fit(X, y)
+    assert clf.head_.random_state == 3 and head.random_state == 3
+    clf = PARSClassifier(head=PARSProbe(), sfreq=50, random_state=5, verbose=0).fit(X, y)
+    assert clf.head_.random_state == 5  # only where the stage's own is None
+    assert clf.head.random_state is None and clf.head.sfreq is None
+    assert clf.head_.sfreq == 50  # the windows' rate, as the contract says

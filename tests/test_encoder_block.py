@@ -38,9 +38,12 @@ def test_auto_still_compares_the_encoder_block_it_does_not_fix():
         ("auto", True, 0, True),
     ],
 )
-def test_reads_encoder(recipe, block, n_groups, reads):
+def test_encoder_unused(recipe, block, n_groups, reads):
     groups = None if n_groups == 0 else np.repeat(np.arange(n_groups), 4)
-    assert PARSProbe(recipe=recipe, encoder_block=block).reads_encoder(groups) is reads
+    why = PARSProbe(recipe=recipe, encoder_block=block).encoder_unused(groups)
+    assert (why is None) is reads
+    if not reads:
+        assert f"fit has {n_groups} group(s), fewer than the 3" in why
 
 
 def _count_pretraining(monkeypatch):
@@ -107,13 +110,9 @@ def test_the_readout_reaches_the_encoder_block_in_every_recipe(recipe, align):
         ).fit(X, y, groups=groups)
         assert probe.recipe_.encoder
         assert probe.predict_proba(X).shape == (len(y), 2)
-        steps = (
-            dict(probe.probe_.named_steps["features"].transformer_list)["encoder"]
-            if align is None
-            else dict((n, s) for n, s, _ in probe.probe_.feature_steps_)["encoder"]
-        )
-        assert steps[0].readout == readout
-        assert steps.transform(X[:3]).shape == (3, 2 * 64 * (1 + (readout == "mean+std")))
+        step = probe.extractor_.steps["encoder"]
+        assert step.readout == readout
+        assert step.transform(X[:3]).shape == (3, 2 * 64 * (1 + (readout == "mean+std")))
 
 
 def test_the_readout_is_checked_before_any_work():

@@ -152,6 +152,9 @@ def test_groups_reach_fit_through_scikit_learns_metadata_routing():
     with sklearn.config_context(enable_metadata_routing=True):
         clf = Recording(**small(head__min_valid_groups=2).get_params(deep=False))
         clf.set_fit_request(groups=True)
+        # each stage asks for what it consumes, as scikit-learn's routers require
+        clf.encoder.set_fit_request(groups=True)
+        clf.head.set_fit_request(groups=True)
         scores = cross_val_score(clf, X, y, cv=GroupKFold(2), params={"groups": groups})
     # the scored groups reach score too (the aligned probe aligns each on its own)
     assert seen == [("fit", True), ("score", True)] * 2 and np.all(np.isfinite(scores))

@@ -163,7 +163,7 @@ def test_the_paper_preset_is_one_argument_away(monkeypatch):
     assert (seen["lr"], seen["batch_size"], seen["n_times"]) == (1e-3, 64, 1000)
     with pytest.raises(ValueError, match="Allowed values are 'full', 'frozen' and 'lp-ft'"):
         PARSFineTuner(strategy="linear", **SMALL).fit(X, np.repeat([0, 1], 20))
-    with pytest.raises(ValueError, match="Allowed values are 'probe', 'full', 'frozen' and"):
+    with pytest.raises(TypeError, match=r"'head' must be None or a classifier .*\('linear'\)"):
         PARSClassifier(_encoder(), head="linear", **SMALL).fit(X, np.repeat([0, 1], 20))
 
 
@@ -171,7 +171,8 @@ def test_the_default_head_is_the_probe_and_leaves_the_encoder_as_it_was():
     X, y = _amplitude_task()
     encoder = _encoder()
     pretrained = PARSClassifier(encoder, **SMALL).fit(X, y)
-    assert pretrained.head is None and type(pretrained.head_) is PARSProbe
+    assert type(pretrained.head) is PARSProbe and type(pretrained.head_) is PARSProbe
+    assert pretrained.head_ is not pretrained.head  # a clone is fitted
     assert pretrained.pretrainer_ is None  # an encoder given is used as it is
     for k, v in encoder.state_dict().items():  # the probe leaves the encoder as it was
         assert torch.equal(v, pretrained.encoder_.state_dict()[k])
@@ -179,7 +180,7 @@ def test_the_default_head_is_the_probe_and_leaves_the_encoder_as_it_was():
     scratch = PARSClassifier(PARSPretrainer(max_epochs=0, **TINY), PARSFineTuner(max_epochs=2))
     scratch.set_params(**SMALL).fit(X, y)
     assert scratch.head_.strategy == "full" and scratch.pretrain_history_ is None
-    assert PARSClassifier().head is None and PARSFineTuner().strategy == "full"
+    assert type(PARSClassifier().head) is PARSProbe and PARSFineTuner().strategy == "full"
 
 
 def test_the_probe_sees_amplitude_that_the_frozen_head_cannot():
@@ -204,11 +205,11 @@ def test_the_probe_pretrains_first_without_an_encoder():
 def test_settings_a_head_does_not_have_are_refused_at_once():
     X, y = _amplitude_task(n=8)
     clf = PARSClassifier(_encoder(), PARSProbe(), **SMALL)
-    for name in ("crop_seconds", "augmentation", "amplitude", "max_epochs"):
+    for name in ("augmentation", "amplitude", "max_epochs"):
         with pytest.raises(ValueError, match=rf"Invalid parameter '{name}' for estimator PARSP"):
             clf.set_params(**{f"head__{name}": 1})
-    with pytest.raises(TypeError, match="crop_seconds"):
-        PARSProbe(crop_seconds=1.0)
+    with pytest.raises(TypeError, match="max_epochs"):
+        PARSProbe(max_epochs=1)
 
 
 def test_a_validation_set_for_the_probe_is_refused_before_the_windows_are_read(monkeypatch):
@@ -219,7 +220,7 @@ def test_a_validation_set_for_the_probe_is_refused_before_the_windows_are_read(m
 
     monkeypatch.setattr(classifier, "read_input", no_reading)
     X, y = _amplitude_task(n=8)
-    with pytest.raises(ValueError, match="'X_valid'.*the head is a PARSProbe"):
+    with pytest.raises(TypeError, match=r"'X_valid', which no stage's fit takes \(PARSProbe\)"):
         PARSClassifier(_encoder(), **SMALL).fit(X, y, X_valid=X, y_valid=y)
 
 

@@ -14,12 +14,8 @@ from torch.utils.data import Subset
 
 from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.floor import (
-    DEFAULT_BANDS,
-    BandPowerFeatures,
-    band_power_pipeline,
-    riemann_pipeline,
-)
+from braindecode_pars.probe import BandPowerFeatures, band_power_pipeline, riemann_pipeline
+from braindecode_pars.probe.features import DEFAULT_BANDS
 from braindecode_pars.windows_input import LabelledPipeline
 
 from ._helpers import slice_cv_scores
@@ -278,6 +274,7 @@ def bad(case_id, match, X=X_OK, y=Y_OK, error=ValueError, **params):
             "band-above-nyquist",
             r"'bands' entry 'gamma' \(30-45 Hz\) ends above the Nyquist frequency 30 Hz",
             sfreq=60,
+            bands=DEFAULT_BANDS,
         ),
         bad(
             "band-reversed",

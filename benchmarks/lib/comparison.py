@@ -39,10 +39,10 @@ from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.estimators import PARSClassifier, PARSFineTuner
 from braindecode_pars.experiments.classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import summary_table
-from braindecode_pars.floor import band_power_pipeline
 from braindecode_pars.hub import save_encoder
 from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
 from braindecode_pars.models import pretext_params
+from braindecode_pars.probe.baselines import band_power_pipeline
 from braindecode_pars.training import pretrain
 from braindecode_pars.training.seeding import isolated_random_state
 

@@ -5,9 +5,9 @@ and :class:`PARSFineTuner` classify over one;
 :class:`PARSClassifier` composes an encoder stage and a head in one ``fit``.
 """
 
+from ..probe.estimator import PARSProbe
 from .classifier import PARSClassifier
 from .finetuner import STRATEGIES, PARSFineTuner
 from .pretrainer import PARSPretrainer
-from .probe import PARSProbe
 
 __all__ = ["PARSClassifier", "PARSFineTuner", "PARSPretrainer", "PARSProbe", "STRATEGIES"]

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import warnings
 
-import numpy as np
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.utils import Bunch
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    get_routing_for_object,
+    process_routing,
+)
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
 from .._logging import verbose_logging
+from ..probe.estimator import PARSProbe
 from ..training.seeding import fit_seed
 from ._common import SeededWindowsMixin, check_labels, load_encoder_param, read_input
-from .finetuner import STRATEGIES, PARSFineTuner
 from .pretrainer import as_sources
-from .probe import PARSProbe
 
 logger = logging.getLogger(__name__)
+
+#: The methods of the head that PARSClassifier's methods of the same name call.
+_HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
 
 
 class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -30,19 +40,39 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
       baseline pretext task on ``X`` and ``X_unlabeled``), an encoder used as it is (a
       shipped name, ``"pars-small"``, a saved encoder's path, a
       :class:`~braindecode_pars.PatchEncoder`), or None (the default): no encoder;
-    - the **head**: a :class:`~braindecode_pars.PARSProbe` (a logistic regression over
-      the frozen encoder's features, log band power and the tangent space; the
-      default) or a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning,
-      a braindecode ``EEGClassifier``), or any classifier with an ``encoder``
-      parameter. A clone of it gets the encoder (``set_params(encoder=encoder_)``).
+    - the **head**: a :class:`~braindecode_pars.PARSProbe` (the default: a logistic
+      regression over the frozen encoder's features, log band power and the tangent
+      space), a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning, a
+      braindecode ``EEGClassifier``), or a classifier of your own.
+
+    **The head contract.** A head is a scikit-learn classifier (``BaseEstimator``,
+    ``ClassifierMixin``) with an ``encoder`` parameter. ``fit`` reads ``X`` once and
+    then calls only public methods of the stages: a clone of the head gets the
+    encoder (``set_params(encoder=encoder_)``; None without one) and, when it has an
+    ``sfreq`` parameter left at None, the windows' sampling rate; then
+    ``head.fit(X, y, **params)`` with ``X`` the windows as a float32 array
+    ``(n_windows, n_chans, n_times)`` and ``y`` the labels. ``params`` are routed
+    as scikit-learn routes metadata (``Pipeline``, ``TransformedTargetRegressor``):
+    with ``sklearn.set_config(enable_metadata_routing=True)``, by each stage's
+    requests (``head.set_fit_request(groups=True)``; :class:`PARSProbe` requests
+    ``groups`` itself), through ``process_routing``; without, each parameter goes to
+    the stages whose ``fit`` takes it by name, and one no stage takes is refused.
+    ``groups`` default to braindecode windows' ``subject``. ``predict``,
+    ``predict_proba``, ``transform`` and ``score`` call the head's method of that
+    name with the array (and ``groups`` when the method takes them). Optional
+    methods the classifier uses when a stage has them: ``check_params()`` (the
+    parameters checked before any data is read) and, on the head,
+    ``encoder_unused(groups)`` (why this fit would not read the encoder, or None;
+    pretraining is then skipped and the reason logged). The encoder stage follows
+    the same rules, and must set ``encoder_`` in ``fit``.
 
     Each stage's parameters are reached by scikit-learn's nested names
-    (``encoder__steps``, ``encoder__depth``, ``head__C``, ``head__max_epochs``), so
-    ``set_params``, ``clone`` and ``GridSearchCV`` reach every stage (give the stage
-    as an instance to search its parameters) and unknown names are refused. ``X`` is
-    read once per call: an array (set ``sfreq``), braindecode windows, a ``Subset``
-    or skorch ``SliceDataset`` of them, the item lists scikit-learn makes of
-    windows, or ``mne.Epochs`` (read in microvolts, as braindecode does).
+    (``encoder__steps``, ``head__C``, ``head__max_epochs``), so ``set_params``,
+    ``clone`` and ``GridSearchCV`` reach every stage, the default head too
+    (``PARSClassifier().get_params()["head__C"]``). ``X`` is an array (set
+    ``sfreq``), braindecode windows, a ``Subset`` or skorch ``SliceDataset`` of them,
+    the item lists scikit-learn makes of windows, or ``mne.Epochs`` (read in
+    microvolts, as braindecode does).
 
     **What to expect**: ``PARSClassifier()`` is the probe over log band power and the
     tangent space, with no encoder: on the development tasks' selection splits, an
@@ -56,20 +86,21 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
     Parameters
     ----------
     encoder : PARSPretrainer | str | Path | PatchEncoder | None
-        None: no encoder (the head without an encoder block; no pretraining).
-        ``PARSPretrainer(...)``, or any estimator whose ``fit(X, groups=...,
-        X_unlabeled=...)`` sets ``encoder_``: pretraining inside ``fit``. An encoder
-        used as it is: a shipped name, a saved encoder's path, a ``PatchEncoder``.
-    head : PARSProbe | PARSFineTuner | {"probe", "full", "frozen", "lp-ft"} | estimator | None
-        None or "probe": ``PARSProbe()``; "full", "frozen", "lp-ft":
-        ``PARSFineTuner(strategy=...)``; or a classifier taking ``encoder``.
+        None: no encoder (the head gets ``encoder=None``; no pretraining).
+        ``PARSPretrainer(...)``, or any estimator whose ``fit`` sets ``encoder_``:
+        pretraining inside ``fit``. An encoder used as it is: a shipped name, a saved
+        encoder's path, a ``PatchEncoder``.
+    head : estimator | None
+        The head (see the contract above); None: ``PARSProbe()``, which is also what a
+        new ``PARSClassifier()`` holds, so that its parameters can be searched.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     random_state : int | None
-        When set, given to both stages (their own ``random_state`` otherwise).
+        The seed of a stage whose own ``random_state`` is None (a stage's own seed is
+        never changed).
     verbose : int
-        0: silent, the stages too; 1: what ``fit`` is about to do (the stages say what
-        their own ``verbose`` asks).
+        0: the package's messages are not shown during ``fit`` (unless logging is set
+        up); 1: what ``fit`` is about to do. The stages' own ``verbose`` is theirs.
 
     Attributes
     ----------
@@ -80,7 +111,6 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
     n_target_unlabeled_ : int
         How many ``X_target_unlabeled`` windows pretraining read (0 without them).
     pretrain_history_ : skorch History | None
-        The pretraining history (None without pretraining).
     head_ : estimator
         The fitted head.
     classes_ : ndarray
@@ -88,26 +118,30 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
 
     Examples
     --------
-    >>> from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
-    >>> clf = PARSClassifier(encoder="pars-small")
-    >>> cross_val_score(clf, windows, groups=subjects, cv=LeaveOneGroupOut())  # doctest: +SKIP
+    >>> from sklearn.model_selection import GridSearchCV, LeaveOneGroupOut
+    >>> search = GridSearchCV(
+    ...     PARSClassifier(), {"head__C": [0.1, 1.0]}, scoring="balanced_accuracy",
+    ...     cv=LeaveOneGroupOut())
+    >>> search.fit(windows, groups=subjects)  # doctest: +SKIP
     """
 
-    # under metadata routing, ``score`` asks for the scored windows' groups (an aligned
-    # probe aligns each group on itself)
+    # under metadata routing the classifier asks for the groups itself (it reads the
+    # windows with them and hands them on), in fit and in score (an aligned probe aligns
+    # each scored group on itself)
+    __metadata_request__fit = {"groups": True}
     __metadata_request__score = {"groups": True}
 
     def __init__(self, encoder=None, head=None, *, sfreq=None, random_state=None, verbose=1):
         self.encoder = encoder
-        self.head = head
+        self.head = PARSProbe() if head is None else head
         self.sfreq = sfreq
         self.random_state = random_state
         self.verbose = verbose
 
     def set_params(self, **params):
-        """scikit-learn's ``set_params``; a nested name (``encoder__depth``, ``head__C``)
-        of a stage that is not an estimator (None; an encoder or its name) is refused at
-        once, saying how to give the stage."""
+        """scikit-learn's ``set_params``; a nested name (``encoder__depth``) of a stage
+        that is not an estimator (None; an encoder or its name) is refused at once,
+        saying how to give the stage."""
         for key in params:
             stage, nested, name = key.partition("__")
             if not nested or stage not in ("encoder", "head"):
@@ -125,54 +159,102 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         return super().set_params(**params)
 
     # -- the stages ----------------------------------------------------------------------
-    def _encoder_stage(self):
-        """(a clone of the pretraining stage, None) or (None, the given encoder)."""
+    def _stage_estimator(self):
         value = self.encoder
-        if value is None:
-            return None, None
-        if hasattr(value, "fit") and hasattr(value, "get_params"):
-            return self._cloned(value), None
-        return None, load_encoder_param(value, "encoder", allow_none=False)
+        return value if hasattr(value, "fit") and hasattr(value, "get_params") else None
 
-    def _head(self):
-        value = "probe" if self.head is None else self.head
-        if isinstance(value, str):
-            check_option("head", value, ("probe", *STRATEGIES))
-            value = PARSProbe() if value == "probe" else PARSFineTuner(strategy=value)
+    def _head_estimator(self):
+        value = PARSProbe() if self.head is None else self.head
         if not (hasattr(value, "fit") and hasattr(value, "get_params")):
             raise TypeError(
-                "'head' must be None, 'probe', 'full', 'frozen', 'lp-ft' or a classifier "
-                f"with an 'encoder' parameter, but got {type(value).__name__} ({value!r})."
+                "'head' must be None or a classifier with an 'encoder' parameter (e.g. "
+                f"PARSProbe(), PARSFineTuner()), but got {type(value).__name__} ({value!r})."
             )
         if "encoder" not in value.get_params(deep=False):
             raise ValueError(
                 f"'head' ({type(value).__name__}) has no 'encoder' parameter to receive "
                 "the encoder."
             )
-        return self._cloned(value)
+        return value
 
     def _cloned(self, stage):
-        """A clone of ``stage`` with the classifier's ``random_state`` when it is set, and
-        silent when the classifier is (``verbose=0``)."""
+        """A clone of ``stage``, seeded with the classifier's ``random_state`` only where
+        its own is None."""
         stage = clone(stage)
         own = stage.get_params(deep=False)
-        if self.random_state is not None and "random_state" in own:
+        if self.random_state is not None and own.get("random_state", 0) is None:
             stage.set_params(random_state=self.random_state)
-        if not self.verbose and "verbose" in own:
-            stage.set_params(verbose=0)
         return stage
 
+    def get_metadata_routing(self):
+        """The routing of ``fit``'s metadata to the stages (see the head contract):
+        the classifier requests ``X_target_unlabeled`` itself (when asked with
+        ``set_fit_request``), the encoder stage's ``fit`` and the head's methods get
+        what they request."""
+        router = MetadataRouter(owner=self).add_self_request(self)
+        stage = self._stage_estimator()
+        if stage is not None:
+            router.add(
+                encoder=stage, method_mapping=MethodMapping().add(caller="fit", callee="fit")
+            )
+        mapping = MethodMapping()
+        for method in _HEAD_METHODS:
+            mapping.add(caller=method, callee=method)
+        return router.add(head=self._head_estimator(), method_mapping=mapping)
+
+    @staticmethod
+    def _routing():
+        return get_config()["enable_metadata_routing"]
+
+    def _route(self, stage, head, params):
+        """``Bunch(encoder=..., head=...)`` of each stage's ``fit`` parameters (checked
+        before any window is read)."""
+        if self._routing():
+            routed = process_routing(self, "fit", **params)
+            return Bunch(
+                encoder=dict(routed.encoder.fit) if stage is not None else {},
+                head=dict(routed.head.fit),
+            )
+        stages = {"encoder": stage, "head": head}
+        out = Bunch(encoder={}, head={})
+        for name, value in params.items():
+            takers = [k for k, est in stages.items() if _takes(est, name, by_name=True)]
+            takers = takers or [k for k, est in stages.items() if _takes(est, name)]
+            if not takers and name != "groups":  # groups: the classifier's own too
+                names = " or ".join(type(est).__name__ for est in stages.values() if est)
+                raise TypeError(
+                    f"fit() got the parameter {name!r}, which no stage's fit takes "
+                    f"({names}); pass only what the head or the encoder stage takes."
+                )
+            for key in takers:
+                out[key][name] = value
+        return out
+
+    def _add_groups(self, routed, stage, head, groups):
+        """The windows' own groups to each stage that takes (or requests) ``groups``."""
+        for key, est in (("encoder", stage), ("head", head)):
+            if est is None:
+                continue
+            if self._routing():
+                takes = get_routing_for_object(est).consumes("fit", ["groups"])
+            else:
+                takes = _takes(est, "groups", by_name=True)
+            if takes:
+                routed[key]["groups"] = groups
+
+    def _give_rate(self, stage, sfreq):
+        """Set the windows' rate on a stage with an ``sfreq`` parameter left at None."""
+        own = stage.get_params(deep=False).get("sfreq", 0)
+        if own is None:
+            stage.set_params(sfreq=sfreq)
+        elif "sfreq" in stage.get_params(deep=False) and abs(own - sfreq) > 1e-6:
+            raise ValueError(
+                f"The {type(stage).__name__} stage has sfreq={own} but the windows are at "
+                f"{sfreq} Hz; leave the stage's 'sfreq' as None."
+            )
+
     # -- fit -----------------------------------------------------------------------------
-    def fit(
-        self,
-        X,
-        y=None,
-        groups=None,
-        X_unlabeled=None,
-        X_valid=None,
-        y_valid=None,
-        X_target_unlabeled=None,
-    ):
+    def fit(self, X, y=None, groups=None, *, X_target_unlabeled=None, **fit_params):
         """Read the windows once, fit the encoder stage, then the head over its encoder.
 
         Parameters
@@ -182,24 +264,22 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         y : array-like, shape (n_windows,) | None
             Labels; None: read from the windows.
         groups : array-like, shape (n_windows,) | None
-            The subject (or block) of each window: pretraining validates its skill on
-            whole held-out groups, a head that needs groups (an aligned probe, a
-            validation split) gets them. braindecode windows give their ``subject``.
-            In ``cross_val_score``, pass them to ``fit`` too:
-            ``params={"groups": groups}``.
-        X_unlabeled : windows | ndarray | list of them | None
-            More windows for pretraining only.
-        X_valid, y_valid : like ``X`` and ``y`` | None
-            A fixed validation set, for a neural head.
+            The subject (or block) of each window, handed to the stages that take (or
+            request) them; None: braindecode windows' ``subject``. In
+            ``cross_val_score``, pass them to ``fit`` too: ``params={"groups": groups}``.
         X_target_unlabeled : windows | ndarray | None
             Unlabelled windows of the subjects the classifier will be scored on, as
             MOABB's ``CrossSubjectEvaluation`` routes them to ``fit`` in its
             ``cs_mode="train_and_target_unlabeled_*"`` modes (request them with
-            ``set_fit_request(X_target_unlabeled=True)``). They join ``X_unlabeled`` in
-            pretraining: **transductive**, the encoder adapts to the test subjects' EEG
-            (never to their labels). Their number is kept in ``n_target_unlabeled_``.
-            With an encoder used as it is (no pretraining stage) they are not used, and
-            the log says so.
+            ``set_fit_request(X_target_unlabeled=True)``). They join the encoder
+            stage's ``X_unlabeled``: **transductive**, the encoder adapts to the test
+            subjects' EEG (never to their labels). Without an encoder stage they are
+            not used, and the log says so.
+        **fit_params
+            Routed to the stages (see the head contract): ``X_unlabeled`` (more
+            windows for pretraining), ``X_valid`` and
+            ``y_valid`` (a fixed validation set of a neural head), or any other
+            parameter of a stage's ``fit``.
 
         Returns
         -------
@@ -208,23 +288,28 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         if self.random_state is not None:
             fit_seed(self.random_state)  # type check
-        head = self._head()  # every check that needs no data, before reading it
-        stage, encoder = self._encoder_stage()
+        head = self._cloned(self._head_estimator())  # checks that need no data first
+        value, stage, encoder = self.encoder, None, None
+        if self._stage_estimator() is not None:
+            stage = self._cloned(value)
+        elif value is not None:
+            encoder = load_encoder_param(value, "encoder", allow_none=False)
         for estimator in (stage, head):  # the stages' own parameters, before any work
-            if hasattr(estimator, "_check_params"):
-                estimator._check_params()
-        if X_valid is not None and not isinstance(head, PARSFineTuner):
-            raise ValueError(
-                "'X_valid' chooses the best epoch of a neural head, but the head is a "
-                f"{type(head).__name__}: leave 'X_valid' as None, or use "
-                "head=PARSFineTuner(...)."
-            )
-        if X_unlabeled is not None and stage is None:
+            if hasattr(estimator, "check_params"):
+                estimator.check_params()
+        if groups is not None:
+            fit_params = {"groups": groups, **fit_params}
+        if fit_params.get("X_unlabeled") is not None and stage is None:
             used = "None (no encoder)" if encoder is None else "an encoder used as it is"
             raise ValueError(
                 f"'X_unlabeled' feeds pretraining, but 'encoder' is {used}; leave "
                 "'X_unlabeled' as None, or set encoder=PARSPretrainer(...)."
             )
+        routed = self._route(stage, head, fit_params)
+        data = read_input(X, y, fit_params.get("groups"), sfreq=self.sfreq)
+        check_labels(data.y)
+        if fit_params.get("groups") is None and data.groups is not None:
+            self._add_groups(routed, stage, head, data.groups)
         n_target = 0 if X_target_unlabeled is None else len(X_target_unlabeled)
         if X_target_unlabeled is not None and stage is None:
             logger.warning(
@@ -236,30 +321,31 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
                 "None (no encoder)" if encoder is None else "an encoder used as it is",
             )
         elif X_target_unlabeled is not None:
-            X_unlabeled = [*as_sources(X_unlabeled), X_target_unlabeled]
-        data = read_input(X, y, groups, sfreq=self.sfreq)
-        check_labels(data.y)
+            unlabeled = routed.encoder.get("X_unlabeled")
+            routed.encoder["X_unlabeled"] = [*as_sources(unlabeled), X_target_unlabeled]
         with verbose_logging(self.verbose):
             history = None
-            reads = getattr(head, "reads_encoder", None)
-            if stage is not None and reads is not None and not reads(data.groups):
-                stage = self._skip_pretraining(head, data, X_unlabeled)
+            unused = getattr(head, "encoder_unused", None)
+            why = None if stage is None or unused is None else unused(data.groups)
+            if why is not None:
+                stage = self._skip_pretraining(why, routed.encoder.get("X_unlabeled"))
             if stage is not None:
+                self._give_rate(stage, data.sfreq)
                 try:
-                    stage.fit(data, groups=data.groups, X_unlabeled=X_unlabeled)
+                    stage.fit(data.X, data.y, **routed.encoder)
                 except KeyboardInterrupt:
                     self._forget()
                     raise
                 encoder = stage.encoder_
                 history = getattr(stage, "history_", None)
             head.set_params(encoder=encoder)
+            self._give_rate(head, data.sfreq)
             logger.info(
                 "Fitting the head, %s, on %d windows of %d channels x %g s.",
                 type(head).__name__, len(data), data.shape[0], data.shape[1] / data.sfreq,
             )  # fmt: skip
-            extra = {} if X_valid is None else dict(X_valid=X_valid, y_valid=y_valid)
             try:
-                head.fit(data, groups=data.groups, **extra)
+                head.fit(data.X, data.y, **routed.head)
             except KeyboardInterrupt:
                 self._forget()
                 raise
@@ -274,26 +360,17 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         return self
 
     @staticmethod
-    def _skip_pretraining(head, data, X_unlabeled):
-        """No pretraining when the head reads no encoder for this fit; says why."""
-        n_groups = 0 if data.groups is None else len(np.unique(np.asarray(data.groups)))
-        why = (
-            f"{type(head).__name__}'s fixed recipe has no encoder block and fit has "
-            f"{n_groups} group(s), fewer than the 3 a comparison of recipes with and "
-            "without the encoder needs"
-        )
-        fix = (
-            "to pretrain and use the encoder anyway, set head=PARSProbe() (its fixed recipe "
-            "holds the encoder block)"
-        )
+    def _skip_pretraining(why, X_unlabeled):
+        """No pretraining when the head says it reads no encoder for this fit (its
+        ``encoder_unused(groups)`` gives why); says so."""
         if X_unlabeled is not None:
             warnings.warn(
-                f"Pretraining skipped, so 'X_unlabeled' is not used: {why}; {fix}.",
+                f"Pretraining skipped, so 'X_unlabeled' is not used: {why}.",
                 UserWarning,
                 stacklevel=3,
             )
         else:
-            logger.info("Pretraining skipped: %s; %s.", why, fix)
+            logger.info("Pretraining skipped: %s.", why)
         return None
 
     def _forget(self):
@@ -308,9 +385,10 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         return read_input(X, y, groups, sfreq=self.sfreq_, name="X")
 
     def _head_call(self, method, data, *args, **kwargs):
-        if "groups" in _arguments(getattr(self.head_, method)):
+        call = getattr(self.head_, method)
+        if data.groups is not None and "groups" in inspect.signature(call).parameters:
             kwargs["groups"] = data.groups
-        return getattr(self.head_, method)(data, *args, **kwargs)
+        return call(data.X, *args, **kwargs)
 
     def predict_proba(self, X, groups=None):
         """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
@@ -327,18 +405,25 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         head's pooled token)."""
         return self._head_call("transform", self._read(X, groups=groups))
 
-    def fit_transform(self, X, y=None, groups=None, **fit_params):
+    def fit_transform(self, X, y=None, **fit_params):
         """``fit``, then ``transform`` of the same windows with the same ``groups`` (an
         aligned probe then aligns them as ``fit`` did)."""
-        return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
+        self.fit(X, y, **fit_params)
+        return self.transform(X, groups=fit_params.get("groups"))
 
     def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
         data = self._read(X, y, groups)
-        return self._head_call("score", data, sample_weight=sample_weight)
+        check_labels(data.y, at_least=1)
+        return self._head_call("score", data, data.y, sample_weight=sample_weight)
 
 
-def _arguments(method):
-    import inspect
-
-    return inspect.signature(method).parameters
+def _takes(estimator, name, by_name=False):
+    """Whether ``estimator.fit`` takes the parameter ``name`` (by name; or, unless
+    ``by_name``, through ``**kwargs``)."""
+    if estimator is None:
+        return False
+    params = inspect.signature(estimator.fit).parameters
+    if name in params:
+        return True
+    return not by_name and any(p.kind is p.VAR_KEYWORD for p in params.values())

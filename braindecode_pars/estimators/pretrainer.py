@@ -342,6 +342,11 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return int(np.shape(source[0][0])[-1])
 
     # -- fit -----------------------------------------------------------------------------
+    def check_params(self):
+        """Check the parameters without data, as ``fit`` does first;
+        :class:`~braindecode_pars.PARSClassifier` calls it before reading any window."""
+        self._check_params()
+
     def fit(self, X, y=None, groups=None, X_unlabeled=None):
         """Pretrain a new encoder on ``X`` (labels ignored) and ``X_unlabeled``.
 
@@ -445,7 +450,5 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
 
         check_is_fitted(self, "encoder_")
         data = read_windows(X, sfreq=None if isinstance(X, Windows) else self.sfreq_)
-        features = EncoderFeatures(
-            self.encoder_, sfreq=self.sfreq_, device=self.device, readout="mean"
-        )
+        features = EncoderFeatures(self.encoder_, sfreq=self.sfreq_, device=self.device)
         return features.fit_transform(data.X)

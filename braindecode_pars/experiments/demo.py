@@ -33,10 +33,10 @@ from ..datasets.adapters import read_windows
 from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from ..estimators import PARSClassifier, PARSProbe
-from ..floor import band_power_pipeline
 from ..hub import load_encoder, load_pretext_model, pretrained_path
 from ..models.encoder import PatchEncoder, size_of
 from ..models.pretext import pretext_skill
+from ..probe.baselines import band_power_pipeline
 from ..training.seeding import isolated_random_state
 from ..viz import plot_shift_matrices, plot_training_curves
 from .classifiers import scratch_classifier

@@ -1,0 +1,376 @@
+"""PARSProbe: the probe as a classifier, the default head of
+:class:`~braindecode_pars.PARSClassifier`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.metrics import accuracy_score
+from sklearn.utils.validation import check_is_fitted
+
+from .._checks import check_device, check_int, check_option
+from ..datasets.adapters import window_scale
+from ..estimators._common import (
+    check_encoder_rate,
+    check_labels,
+    load_encoder_param,
+    read_fitted,
+    read_input,
+)
+from ..windows_input import WindowsInputMixin
+from .features import BLOCKS, DEFAULT_READOUT, block_features
+from .recipe import MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blocks
+from .scaling import _check_groups
+
+logger = logging.getLogger(__name__)
+
+
+class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+    """The probe as a classifier: a class-balanced logistic regression over a frozen
+    encoder's features, log band power and the Riemannian tangent space.
+
+    The default head of :class:`~braindecode_pars.PARSClassifier`; usable alone.
+    Without an encoder (``encoder=None``, the default) it is the same model over the
+    classical blocks only, which is what to compare an encoder with: the block of a
+    pretrained encoder has to earn its place beside them. ``X`` is read once per call
+    (arrays with ``sfreq``, braindecode windows, ``Subset`` and ``SliceDataset`` objects
+    of them, ``mne.Epochs``), each block's raw features are computed once
+    (:func:`~braindecode_pars.probe.features.block_features`) and the recipe is fitted
+    on them by :func:`~braindecode_pars.probe.recipe.fit_blocks`: each block
+    standardised and scaled to the same total variance, so that ``C`` means what it
+    means for a logistic regression over standardised features whatever the number of
+    channels and blocks (:mod:`braindecode_pars.probe.recipe` gives the formula).
+
+    Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
+    ``groups`` of at least three subjects (or blocks), ``fit`` scores each candidate
+    recipe (band power alone or with the tangent space, each with and without the
+    encoder's block, ``C`` 0.01 or 1) by an inner leave-one-group-out cross-validation on
+    the same features, fits the best on every window, keeps the scores
+    (``recipe_scores_``, ``encoder_gain_``) and logs one line: "the encoder block adds
+    +x.x points ...". With fewer groups the fixed recipe is fitted and the line says
+    that nothing could be compared.
+
+    Parameters
+    ----------
+    encoder : str | Path | PatchEncoder | None
+        The frozen encoder: a shipped encoder's name (``"pars-small"``), a saved
+        encoder's path, an instance (copied), or None for no encoder block.
+    recipe : {"fixed", "auto"}
+        "fixed": the blocks and ``C`` the parameters give. "auto": the candidate of the
+        best inner leave-one-group-out balanced accuracy over the groups of ``fit``
+        (:meth:`~braindecode_pars.probe.ProbeRecipe.candidates`; a tie goes to the
+        first: fewer blocks, the smaller ``C``); with fewer than three groups, the
+        fixed recipe.
+    encoder_block : bool
+        Whether the fixed recipe holds the encoder's block when there is an encoder.
+    C : float
+        Inverse L2 strength of the logistic regression (of the fixed recipe).
+    band_power, tangent_space : bool
+        Whether the fixed recipe holds the log band power block and the tangent-space
+        block (OAS covariances, reference point the training windows' Riemannian mean).
+    align : {None, "groups"}
+        None: every window as it is. "groups": each group standardised and its
+        covariances re-centred on its own windows, at ``fit`` and at ``predict``
+        (transductive; the groups are ``groups``, the ``subject`` of braindecode
+        windows, or all the windows of the call as one group). Each group should hold
+        every class: on a label that is the subject's own it removes the signal.
+    readout : {"mean+std", "mean", "blocks"}
+        What the encoder's block reads from the tokens
+        (:class:`~braindecode_pars.probe.EncoderFeatures`).
+    bands : dict | sequence of (name, low, high) | None
+        The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
+        frequency (all six at 100 Hz, five at 50 Hz).
+    crop_seconds : float | None
+        The encoder's crops (:class:`~braindecode_pars.probe.EncoderFeatures`); None:
+        whole windows.
+    sfreq : float | None
+        Sampling rate of array input; read from windows that carry it.
+    batch_size, device
+        The encoder's forward passes.
+    random_state : int | None
+        Seed of the logistic regression's solver.
+
+    Attributes
+    ----------
+    recipe_ : ProbeRecipe
+        The recipe fitted; ``str(recipe_)``: ``"bandpower+tangentspace (C=1)"``.
+    recipe_scores_ : pandas.DataFrame | None
+        The inner comparison (``recipe="auto"`` with three groups or more, else None),
+        :func:`~braindecode_pars.probe.recipe.compare_recipes`.
+    encoder_gain_ : float
+        The best inner balanced accuracy with the encoder's block minus the best
+        without, in percentage points; NaN when nothing was compared (or no encoder).
+    classes_ : ndarray
+    sfreq_, n_chans_, n_times_ : float, int, int
+    scale_ : float
+        The windows' amplitude at ``fit``; ``predict`` warns when it changes a
+        hundredfold (another unit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.standard_normal((40, 2, 400)) * (1 + y[:, None, None])
+    >>> PARSProbe(sfreq=100).fit(X[::2], y[::2]).score(X[1::2], y[1::2])
+    1.0
+    """
+
+    # groups reach fit, predict and score under metadata routing (PARSClassifier's, or
+    # cross_val_score's), for the alignment and the inner comparison
+    __metadata_request__fit = {"groups": True}
+    __metadata_request__score = {"groups": True}
+
+    def __init__(
+        self,
+        encoder=None,
+        *,
+        recipe="fixed",
+        encoder_block=True,
+        C=1.0,
+        band_power=True,
+        tangent_space=True,
+        align=None,
+        readout=DEFAULT_READOUT,
+        bands=None,
+        crop_seconds=None,
+        sfreq=None,
+        batch_size=8,
+        device="cpu",
+        random_state=None,
+    ):
+        self.encoder = encoder
+        self.recipe = recipe
+        self.encoder_block = encoder_block
+        self.C = C
+        self.band_power = band_power
+        self.tangent_space = tangent_space
+        self.align = align
+        self.readout = readout
+        self.bands = bands
+        self.crop_seconds = crop_seconds
+        self.sfreq = sfreq
+        self.batch_size = batch_size
+        self.device = device
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+    def check_params(self):
+        """Check the parameters without data (``fit`` does it first); a bad value is
+        refused naming the parameter. Returns the fixed recipe, a
+        :class:`~braindecode_pars.probe.ProbeRecipe` (its blocks as if there were an
+        encoder)."""
+        check_option("recipe", self.recipe, ("fixed", "auto"))
+        for name in ("encoder_block", "band_power", "tangent_space"):
+            check_option(name, getattr(self, name), (False, True))
+        check_int("batch_size", self.batch_size, 1)
+        check_device("device", self.device)
+        flags = (self.encoder_block, self.band_power, self.tangent_space)
+        blocks = tuple(name for name, on in zip(BLOCKS, flags, strict=True) if on)
+        if not any(flags):
+            _refuse_no_block()
+        return ProbeRecipe(
+            blocks or ("encoder",), C=self.C, readout=self.readout, bands=self.bands,
+            align=self.align, crop_seconds=self.crop_seconds,
+        )  # fmt: skip
+
+    def encoder_unused(self, groups=None):
+        """None when ``fit`` with these ``groups`` reads the encoder (its fixed recipe
+        holds the encoder's block, or ``recipe="auto"`` has at least three groups to
+        compare recipes with and without it); else why not, and what would make it read
+        it. :class:`~braindecode_pars.PARSClassifier` skips pretraining when not."""
+        n_groups = 0 if groups is None else len(pd.unique(np.asarray(groups)))
+        if self.encoder_block or (self.recipe == "auto" and n_groups >= MIN_GROUPS):
+            return None
+        return (
+            f"PARSProbe's fixed recipe has no encoder block (encoder_block=False) and fit "
+            f"has {n_groups} group(s), fewer than the {MIN_GROUPS} a comparison of recipes "
+            "with and without the encoder needs; to use the encoder, set encoder_block=True"
+        )
+
+    def fit(self, X, y=None, groups=None):
+        """Read the windows once, compute the blocks once and fit the recipe.
+
+        Parameters
+        ----------
+        X : windows | ndarray, shape (n_windows, n_chans, n_times)
+        y : array-like, shape (n_windows,) | None
+            Labels; None: read from the windows.
+        groups : array-like, shape (n_windows,) | None
+            The subject (or block) of each window, for ``align="groups"`` and the
+            inner comparison of ``recipe="auto"``; None: braindecode windows' ``subject``.
+
+        Returns
+        -------
+        self : PARSProbe
+        """
+        fixed = self.check_params()
+        encoder = load_encoder_param(self.encoder)
+        data = read_input(X, y, groups, sfreq=self.sfreq)
+        check_labels(data.y)
+        if encoder is not None:
+            check_encoder_rate(encoder, data.sfreq, data.X.shape[-1])
+        if encoder is None or not self.encoder_block:
+            blocks = tuple(b for b in fixed.blocks if b != "encoder")
+            if not blocks:
+                _refuse_no_block()
+            fixed = dataclasses.replace(fixed, blocks=blocks)
+        if self.align is not None:
+            _check_groups(data.groups, len(data), fit=True)
+            if data.groups is None:
+                warnings.warn(
+                    "align='groups' but fit has no groups: the training windows are aligned "
+                    "as one group. Pass 'groups' (the subject of each window) to fit, e.g. "
+                    "cross_val_score(clf, X, y, groups=g, params={'groups': g}), or "
+                    "braindecode windows with a 'subject' column.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        self.sfreq_ = float(data.sfreq)
+        self.n_chans_, self.n_times_ = data.shape
+        self.scale_ = window_scale(data.X)
+        self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
+        groups = None if data.groups is None else np.asarray(data.groups)
+        recipe, candidates = fixed, None
+        if self.recipe == "auto":
+            candidates = self._candidates(fixed, encoder, groups)
+        wanted = candidates or [fixed]
+        blocks = tuple(dict.fromkeys(b for r in wanted for b in r.blocks))
+        features, extractor = block_features(
+            data, dataclasses.replace(fixed, blocks=blocks), sfreq=self.sfreq_,
+            encoder=encoder, batch_size=self.batch_size, device=self.device,
+        )  # fmt: skip
+        if candidates:
+            recipe = self._compare(candidates, features, data.y, groups, fixed)
+        extractor.steps = {name: extractor.steps[name] for name in recipe.blocks}
+        self.extractor_ = extractor
+        self.model_ = fit_blocks(recipe, features, data.y, groups, random_state=self.random_state)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def _candidates(self, fixed, encoder, groups):
+        """The recipes to compare, or None (logged) when fit has too few groups."""
+        if groups is not None and pd.isna(groups).any():
+            raise ValueError(
+                f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
+                "recipe='auto' leaves out one group at a time and needs the group (a "
+                "subject or a block) of every window."
+            )
+        n_groups = 0 if groups is None else len(np.unique(groups))
+        if n_groups < MIN_GROUPS:
+            logger.info(_fallback_message(n_groups, fixed))
+            return None
+        return fixed.candidates(encoder=encoder is not None)
+
+    def _compare(self, candidates, features, y, groups, fixed):
+        """The winner of the inner comparison (or ``fixed`` when too few groups could be
+        left out); logs one line."""
+        scores = compare_recipes(candidates, features, y, groups, random_state=self.random_state)
+        n_scored, n_groups = int(scores["n_groups"].max()), len(np.unique(groups))
+        if n_scored < MIN_GROUPS:
+            why = (
+                f"of the {n_groups} groups of fit, {n_scored} leave two classes or more "
+                "to train on when left out"
+            )
+            logger.info(_fallback_message(n_groups, fixed, why=why))
+            return fixed
+        means = scores["mean"].to_numpy()
+        best = candidates[int(np.argmax(means))]
+        has_encoder = np.array([r.encoder for r in candidates])
+        if has_encoder.any() and (~has_encoder).any():
+            gain = means[has_encoder].max() - means[~has_encoder].max()
+            self.encoder_gain_ = 100 * gain
+        self.recipe_, self.recipe_scores_ = best, scores
+        logger.info(_comparison_message(scores, candidates, best, self.encoder_gain_))
+        return best
+
+    def _features(self, X, groups):
+        check_is_fitted(self, "model_")
+        data = read_fitted(self, X, groups=groups)
+        return data, self.extractor_.transform(data.X)
+
+    def predict_proba(self, X, groups=None):
+        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
+        order; ``groups`` (None: the windows' own, else one group) with ``align``."""
+        data, features = self._features(X, groups)
+        return self.model_.predict_proba(features, self._groups(data))
+
+    def predict(self, X, groups=None):
+        """Predicted labels, shape (n_windows,)."""
+        proba = self.predict_proba(X, groups=groups)  # NotFittedError before classes_
+        return self.classes_[proba.argmax(axis=1)]
+
+    def transform(self, X, groups=None):
+        """The scaled features the logistic regression sees, shape (n_windows,
+        n_features), the blocks in ``recipe_.blocks`` order."""
+        data, features = self._features(X, groups)
+        return self.model_.transform(features, self._groups(data))
+
+    def _groups(self, data):
+        return None if self.align is None else data.groups
+
+    def fit_transform(self, X, y=None, groups=None):
+        """``fit``, then ``transform`` of the same windows with the same ``groups``."""
+        return self.fit(X, y, groups).transform(X, groups=groups)
+
+    def score(self, X, y=None, sample_weight=None, groups=None):
+        """Accuracy; labels read from the windows when ``y`` is None."""
+        check_is_fitted(self, "model_")
+        data = read_fitted(self, X, y, groups)
+        check_labels(data.y, at_least=1)
+        features = self.extractor_.transform(data.X)
+        proba = self.model_.predict_proba(features, self._groups(data))
+        return accuracy_score(
+            data.y, self.classes_[proba.argmax(axis=1)], sample_weight=sample_weight
+        )
+
+
+def _refuse_no_block():
+    raise ValueError(
+        "PARSProbe needs at least one block of features: 'encoder' is None (or "
+        "'encoder_block' False) and 'band_power' and 'tangent_space' are both False."
+    )
+
+
+def _comparison_message(scores, recipes, best, gain):
+    """The one line the probe logs after a comparison."""
+    n_groups = int(scores["n_groups"].max())
+    means = dict(zip(range(len(recipes)), scores["mean"].to_numpy(), strict=True))
+    head = f"Inner leave-one-group-out over {n_groups} groups: "
+    if math.isnan(gain):
+        best_mean = means[recipes.index(best)]
+        what = f"no encoder, so no encoder block to compare (best: {best}, {best_mean:.1%})"
+    else:
+        with_ = max((i for i, r in enumerate(recipes) if r.encoder), key=means.get)
+        without = max((i for i, r in enumerate(recipes) if not r.encoder), key=means.get)
+        what = (
+            f"the encoder block adds {gain:+.1f} points of balanced accuracy (best with: "
+            f"{recipes[with_]}, {means[with_]:.1%}; best without: {recipes[without]}, "
+            f"{means[without]:.1%})"
+        )
+    return f"{head}{what}; fitted recipe {best}."
+
+
+def _fallback_message(n_groups, fixed, why=None):
+    """The one line the probe logs when it could compare nothing."""
+    hint = ""
+    if why is None and n_groups == 0:
+        why = "fit has no groups"
+        hint = " Pass 'groups' (the subject of each window) to fit to compare recipes."
+    elif why is None:
+        why = f"fit has {n_groups} group{'s' * (n_groups != 1)}"
+    why += f", fewer than the {MIN_GROUPS} an inner leave-one-group-out comparison needs"
+    return (
+        f"Nothing could be compared ({why}): fitted the fixed recipe {fixed} (PARSProbe's "
+        f"'encoder', 'band_power', 'tangent_space' and 'C').{hint}"
+    )

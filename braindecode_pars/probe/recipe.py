@@ -1,0 +1,315 @@
+"""The probe's recipe, and the one path that fits it from block features.
+
+A :class:`ProbeRecipe` says what the probe is: its blocks, the inverse L2 strength
+``C`` of its logistic regression, the encoder's readout, the bands, the alignment
+within groups and the encoder's crops. :func:`fit_blocks` fits it on the raw features
+of :func:`~braindecode_pars.probe.features.block_features`, computed once per fit;
+:func:`compare_recipes` scores candidate recipes by an inner leave-one-group-out
+cross-validation on the same features. Fixed, aligned and ``recipe="auto"`` probes are
+all fitted by :func:`fit_blocks`.
+
+**What C means.** Each block is standardised feature by feature (after the tangent
+space for the covariances; after the alignment within groups with ``align="groups"``),
+then scaled so that every block has the same total variance, ``P / B`` (``P`` features
+over ``B`` blocks; a feature constant on the training windows is not counted, nor a
+block of constant features)::
+
+    z_j = (x_j - mean_j) / std_j * sqrt(P / (B * p_b))      (feature j of block b, p_b wide)
+
+The whole matrix then has the total variance ``P`` of standardised features: ``C``
+means what it means for a scikit-learn ``LogisticRegression`` over standardised
+features (with one block it *is* that: ``band_power_pipeline``'s scaling), whatever the
+number of channels and blocks, and no block outweighs another by its width (the
+encoder's 2,432 features of 19 channels would otherwise drown the 114 band powers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score, log_loss
+
+from .._checks import check_option, check_range
+from .features import BLOCKS, DEFAULT_READOUT, READOUTS
+from .scaling import ALIGN_MIN_WINDOWS, AlignCovariances, AlignFeatures, BlockScaler
+
+#: ``max_iter`` of the probe's and the floors' logistic regression.
+LOGISTIC_MAX_ITER = 1000
+#: The blocks of the candidate recipes, from the fewest: band power alone, with the
+#: tangent space, and each of these with the encoder's block. Ties go to the first.
+RECIPE_BLOCKS = (
+    ("bandpower",),
+    ("bandpower", "tangentspace"),
+    ("encoder", "bandpower"),
+    ("encoder", "bandpower", "tangentspace"),
+)
+#: The inverse L2 strengths of the candidates, each with every entry of RECIPE_BLOCKS.
+RECIPE_CS = (0.01, 1.0)
+#: The fewest groups an inner leave-one-group-out comparison is run on.
+MIN_GROUPS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeRecipe:
+    """What a probe is: its blocks and regression, and how the blocks are read.
+
+    Parameters
+    ----------
+    blocks : tuple of str
+        The blocks, in the order they are stacked: of ``"encoder"``, ``"bandpower"``,
+        ``"tangentspace"`` for a probe (:func:`fit_blocks` takes any names of the
+        features it is given).
+    C : float
+        Inverse L2 strength of the class-balanced logistic regression, over features
+        scaled as the module says (standardised, blocks of equal total variance).
+    readout : {"mean+std", "mean", "blocks"}
+        What the encoder's block reads (:class:`~braindecode_pars.probe.EncoderFeatures`).
+    bands : dict | sequence of (name, low, high) | None
+        The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
+        frequency.
+    align : {None, "groups"}
+        Align each group on its own windows before the scaling.
+    crop_seconds : float | None
+        The encoder's crops (:class:`~braindecode_pars.probe.EncoderFeatures`).
+
+    Examples
+    --------
+    >>> str(ProbeRecipe(("encoder", "bandpower"), C=1.0))
+    'encoder+bandpower (C=1)'
+    >>> len(ProbeRecipe().candidates(encoder=False))  # 2 block sets x 2 values of C
+    4
+    """
+
+    blocks: tuple = ("bandpower", "tangentspace")
+    C: float = 1.0
+    readout: str = DEFAULT_READOUT
+    bands: object = None
+    align: str | None = None
+    crop_seconds: float | None = None
+
+    def __post_init__(self):
+        blocks = self.blocks
+        if isinstance(blocks, str) or not all(isinstance(b, str) for b in blocks) or not blocks:
+            raise ValueError(
+                f"'blocks' must be a non-empty sequence of block names (of {BLOCKS}), but "
+                f"got {blocks!r}."
+            )
+        object.__setattr__(self, "blocks", tuple(blocks))
+        check_range("C", self.C, 0, math.inf, low_open=True)
+        object.__setattr__(self, "C", float(self.C))
+        check_option("readout", self.readout, READOUTS)
+        check_option("align", self.align, (None, "groups"))
+        if self.crop_seconds is not None:
+            check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
+
+    def __str__(self):
+        return f"{'+'.join(self.blocks)} (C={self.C:g})"
+
+    @property
+    def encoder(self):
+        """Whether the recipe holds the encoder's block."""
+        return "encoder" in self.blocks
+
+    def candidates(self, encoder=True):
+        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment
+        and crops with each entry of :data:`RECIPE_BLOCKS` (those with the encoder's
+        block only when ``encoder``) and each ``C`` of :data:`RECIPE_CS`, in that order."""
+        return [
+            dataclasses.replace(self, blocks=blocks, C=C)
+            for blocks in RECIPE_BLOCKS
+            if encoder or "encoder" not in blocks
+            for C in RECIPE_CS
+        ]
+
+
+def _logistic(C, random_state):
+    """The class-balanced logistic regression of the probe and the floors."""
+    return LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+    )
+
+
+def _block_steps(name, raw, align):
+    """The unfitted steps from a block's raw features to unit total variance: the
+    alignment (with ``align``), the tangent space (covariances), :class:`BlockScaler`."""
+    covariances = np.ndim(raw) == 3
+    steps = []
+    if align:
+        steps.append(AlignCovariances() if covariances else AlignFeatures())
+    if covariances:
+        from pyriemann.tangentspace import TangentSpace
+
+        steps.append(TangentSpace(metric="riemann"))
+    return steps + [BlockScaler()]
+
+
+def _run(steps, F, groups, fit):
+    for step in steps:
+        kwargs = {"groups": groups} if isinstance(step, AlignFeatures | AlignCovariances) else {}
+        F = step.fit_transform(F, **kwargs) if fit else step.transform(F, **kwargs)
+    return F
+
+
+def _width(raw):
+    """The columns a block's raw features give: theirs, or the tangent space's."""
+    return raw.shape[1] * (raw.shape[1] + 1) // 2 if np.ndim(raw) == 3 else raw.shape[1]
+
+
+def _design(names, features, block):
+    """The matrix of the blocks ``names`` side by side, each written as it is made
+    (``block(name)``: its unit-variance features), into one preallocated array."""
+    widths = [_width(features[name]) for name in names]
+    X = np.empty((len(features[names[0]]), sum(widths)))
+    start = 0
+    for name, width in zip(names, widths, strict=True):
+        X[:, start : start + width] = block(name)
+        start += width
+    return X
+
+
+def _scale(X, scalers):
+    """``X`` (blocks of unit total variance) with each block scaled, in place, to
+    ``P / B``: ``P`` the varying features, ``B`` the blocks with any (their scalers)."""
+    widths = [scaler.n_varying_ for scaler in scalers]
+    P, B = sum(widths), sum(w > 0 for w in widths)
+    X *= np.sqrt(P / max(B, 1))
+    return X
+
+
+class _FittedBlocks:
+    """A probe fitted from raw block features: each block's steps, the regression."""
+
+    def __init__(self, recipe, steps, model):
+        self.recipe, self.steps, self.model = recipe, steps, model
+        self.classes_ = model.classes_
+
+    def transform(self, features, groups=None):
+        """The scaled features the regression sees, blocks in the recipe's order."""
+        blocks = self.recipe.blocks
+        X = _design(blocks, features, lambda n: _run(self.steps[n], features[n], groups, False))
+        return _scale(X, [self.steps[n][-1] for n in blocks])
+
+    def predict_proba(self, features, groups=None):
+        return self.model.predict_proba(self.transform(features, groups))
+
+
+def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
+    """The probe of ``recipe`` fitted on raw block features.
+
+    Parameters
+    ----------
+    recipe : ProbeRecipe
+    features : dict
+        ``{name: raw features}`` holding every block of ``recipe.blocks``
+        (:func:`~braindecode_pars.probe.features.block_features`): 2-D blocks are
+        features, 3-D blocks covariances (through the tangent space).
+    y : array-like, shape (n_windows,)
+    groups : array-like, shape (n_windows,) | None
+        The group of each window, for ``recipe.align``.
+    random_state : int | None
+        Of the logistic regression's solver.
+
+    Returns
+    -------
+    fitted : object
+        ``transform(features, groups=None)`` (the matrix the regression sees),
+        ``predict_proba(features, groups=None)``, ``classes_``, ``model`` (the
+        ``LogisticRegression``).
+    """
+    y = np.asarray(y)
+    align = recipe.align is not None
+    if align and groups is not None:
+        groups = np.asarray(groups)
+        if all(len(np.unique(y[groups == g])) == 1 for g in np.unique(groups)):
+            warnings.warn(
+                "Every group of 'groups' holds a single class: aligning each group on "
+                "itself removes the differences between groups, which is all these labels "
+                "vary with (a trait of the subject). Use the unaligned probe (align=None).",
+                UserWarning,
+                stacklevel=3,
+            )
+    steps = {name: _block_steps(name, features[name], align) for name in recipe.blocks}
+    X = _design(recipe.blocks, features, lambda n: _run(steps[n], features[n], groups, True))
+    X = _scale(X, [steps[n][-1] for n in recipe.blocks])
+    model = _logistic(recipe.C, random_state).fit(X, y)
+    return _FittedBlocks(recipe, steps, model)
+
+
+def compare_recipes(candidates, features, y, groups, *, random_state=None):
+    """Each candidate's balanced accuracy in an inner leave-one-group-out
+    cross-validation on raw block features.
+
+    In each fold, what depends on windows (the alignment's reference, the tangent
+    space's reference point, the scalers) is fitted on the training groups only, as
+    :func:`fit_blocks` fits it; the held-out group is aligned on itself.
+
+    Parameters
+    ----------
+    candidates : list of ProbeRecipe
+        Recipes that differ only in ``blocks`` and ``C`` (:meth:`ProbeRecipe.candidates`).
+    features : dict
+        Raw features of every block the candidates name.
+    y, groups : ndarray, shape (n_windows,)
+
+    Returns
+    -------
+    scores : pandas.DataFrame
+        One row per candidate, indexed by ``str(recipe)``: ``blocks``, ``C``, ``mean``
+        and ``std`` of the balanced accuracy over the held-out groups (``mean``
+        chooses), ``log_loss`` (its mean over the held-out groups whose classes the
+        fold trained on), ``n_groups`` (a group whose absence leaves one class to train
+        on is not left out).
+    """
+    y, groups = np.asarray(y), np.asarray(groups)
+    align = candidates[0].align is not None
+    names = list(dict.fromkeys(b for r in candidates for b in r.blocks))
+    pre = {}  # aligned once when no group is small: each group needs no reference
+    if align and np.unique(groups, return_counts=True)[1].min() >= ALIGN_MIN_WINDOWS:
+        pre = {n: _run(_block_steps(n, features[n], True)[:1], features[n], groups, True)
+               for n in names}  # fmt: skip
+    scores = [[] for _ in candidates]
+    losses = [[] for _ in candidates]
+    for group in np.unique(groups):
+        train, test = groups != group, groups == group
+        if len(np.unique(y[train])) < 2:
+            continue
+        fold = {}
+        for n in names:
+            F, steps = pre.get(n, features[n]), _block_steps(n, features[n], align)
+            if n in pre:
+                steps = steps[1:]
+            tr = _run(steps, F[train], groups[train], True)
+            fold[n] = (tr, _run(steps, F[test], groups[test], False), steps[-1])
+        for i, recipe in enumerate(candidates):
+            scalers = [fold[n][2] for n in recipe.blocks]
+            X_train = _scale(np.hstack([fold[n][0] for n in recipe.blocks]), scalers)
+            X_test = _scale(np.hstack([fold[n][1] for n in recipe.blocks]), scalers)
+            model = _logistic(recipe.C, random_state).fit(X_train, y[train])
+            proba = model.predict_proba(X_test)
+            predicted = model.classes_[proba.argmax(axis=1)]
+            with warnings.catch_warnings():  # a group of one class: its recall
+                warnings.simplefilter("ignore", UserWarning)
+                scores[i].append(balanced_accuracy_score(y[test], predicted))
+            seen = np.isin(y[test], model.classes_).all()  # else no log loss
+            losses[i].append(log_loss(y[test], proba, labels=model.classes_) if seen else np.nan)
+    return pd.DataFrame(
+        {
+            "blocks": ["+".join(r.blocks) for r in candidates],
+            "C": [r.C for r in candidates],
+            "mean": [np.mean(s) if s else np.nan for s in scores],
+            "std": [np.std(s) if s else np.nan for s in scores],
+            "log_loss": [_finite_mean(s) for s in losses],
+            "n_groups": [len(s) for s in scores],
+        },
+        index=pd.Index([str(r) for r in candidates], name="recipe"),
+    )
+
+
+def _finite_mean(values):
+    values = [v for v in values if not np.isnan(v)]
+    return float(np.mean(values)) if values else np.nan

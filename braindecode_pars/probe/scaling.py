@@ -1,0 +1,206 @@
+"""What the probe does to each block's raw features before the regression.
+
+- :class:`BlockScaler`: each feature standardised, the block then scaled to a total
+  variance of 1;
+- group alignment (transductive, labels unused): :class:`AlignFeatures` standardises
+  each feature within each group (a subject, a block of runs), :class:`AlignCovariances`
+  re-centres each group's covariances on the identity (Zanini et al., IEEE TBME 65(5),
+  2018). Both take ``groups`` in ``fit`` and ``transform``; a group of fewer than
+  :data:`ALIGN_MIN_WINDOWS` windows is aligned on statistics shrunk toward those of
+  the training groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
+
+#: A group of at least this many windows is aligned on its own windows alone; a group
+#: of ``n`` fewer on statistics shrunk toward the reference of the training groups,
+#: with weight ``n / ALIGN_MIN_WINDOWS`` on its own.
+ALIGN_MIN_WINDOWS = 8
+
+
+class BlockScaler(StandardScaler):
+    """Standardise each feature, then divide the block by the square root of its number
+    of varying features ``p`` (those of nonzero variance on the fitted windows), so that
+    a block of any width has a total variance of 1: ``z_j = (x_j - mean_j) / std_j /
+    sqrt(p)``. Parameters as :class:`~sklearn.preprocessing.StandardScaler`.
+
+    Attributes
+    ----------
+    n_varying_ : int
+        ``p``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).standard_normal((200, 16)) * 5 + 3
+    >>> Z = BlockScaler().fit_transform(X)
+    >>> round(float(Z.var(axis=0).sum()), 6)
+    1.0
+    """
+
+    def fit(self, X, y=None, sample_weight=None):
+        super().fit(X, y, sample_weight)
+        self.n_varying_ = int(np.count_nonzero(self.var_ > 0)) if self.with_std else X.shape[1]
+        return self
+
+    def _factor(self):
+        return np.sqrt(max(self.n_varying_, 1))
+
+    def transform(self, X, copy=None):
+        out = super().transform(X, copy=copy)
+        out /= self._factor()  # in place: no second copy of a wide block
+        return out
+
+    def inverse_transform(self, X, copy=None):
+        return super().inverse_transform(np.asarray(X) * self._factor(), copy=copy)
+
+
+def _riemann():
+    from pyriemann.geometry.base import invsqrtm
+    from pyriemann.geometry.geodesic import geodesic_riemann
+    from pyriemann.geometry.mean import mean_riemann
+
+    return invsqrtm, geodesic_riemann, mean_riemann
+
+
+def _large_groups(groups):
+    """The groups of at least :data:`ALIGN_MIN_WINDOWS` windows."""
+    values, counts = np.unique(groups, return_counts=True)
+    return values[counts >= ALIGN_MIN_WINDOWS]
+
+
+def _check_groups(groups, n, fit=False):
+    """``groups`` as an array of one group per window (None: one group); in ``fit`` at
+    least one group of :data:`ALIGN_MIN_WINDOWS` windows is needed (the reference)."""
+    if groups is None:
+        groups = np.zeros(n, dtype=np.int64)
+    groups = np.asarray(groups)
+    missing = pd.isna(groups) if groups.ndim == 1 else np.zeros(0, dtype=bool)
+    if missing.any():
+        raise ValueError(
+            f"'groups' has {int(missing.sum())} missing value(s) (NaN or None): every "
+            "window needs its group (a subject or a block) to be aligned."
+        )
+    if groups.shape != (n,):
+        raise ValueError(
+            f"'groups' must give one group per window: {n} windows, {groups.shape[0]} groups."
+            if groups.ndim == 1
+            else f"'groups' must be 1-D, one group per window; got shape {groups.shape}."
+        )
+    if fit and not len(_large_groups(groups)):
+        counts = np.unique(groups, return_counts=True)[1]
+        raise ValueError(
+            "Aligning each group on its own windows needs, to fit, at least one group of "
+            f"ALIGN_MIN_WINDOWS={ALIGN_MIN_WINDOWS} windows or more (the reference smaller "
+            f"groups are shrunk toward); 'groups' has {len(counts)} group(s), the largest "
+            f"of {counts.max()} windows. Pass the subject or block of each window, or use "
+            "the unaligned probe (PARSProbe's default, align=None)."
+        )
+    return groups
+
+
+def _refuse_small_group(groups):
+    values, counts = np.unique(groups, return_counts=True)
+    small = values[counts < ALIGN_MIN_WINDOWS]
+    raise ValueError(
+        f"'groups' has {len(small)} group(s) of fewer than ALIGN_MIN_WINDOWS="
+        f"{ALIGN_MIN_WINDOWS} windows ({small[:5].tolist()}{'...' if len(small) > 5 else ''}) "
+        "and nothing fitted to shrink them toward: fit on the training groups first, or "
+        "pass the windows of a group together."
+    )
+
+
+class _GroupAligner(TransformerMixin, BaseEstimator):
+    """``fit(F, groups=)`` keeps the training groups' reference; ``transform(F,
+    groups=)`` aligns each group of ``F`` on its own windows (``groups=None``: one
+    group). ``fit_transform`` aligns the training windows as ``transform`` would."""
+
+    def fit(self, X, y=None, groups=None):
+        X = np.asarray(X, dtype=np.float64)
+        groups = _check_groups(groups, len(X), fit=True)
+        rows = [X[groups == g] for g in _large_groups(groups)]
+        self.reference_ = self._reference(rows)
+        return self
+
+    def transform(self, X, groups=None):
+        check_is_fitted(self, "reference_")
+        X = np.asarray(X, dtype=np.float64)
+        groups = _check_groups(groups, len(X))
+        out = np.empty_like(X)
+        for g in np.unique(groups):
+            rows = groups == g
+            out[rows] = self._align(X[rows], self.reference_)
+        return out
+
+    def fit_transform(self, X, y=None, groups=None):
+        return self.fit(X, y, groups).transform(X, groups)
+
+
+class AlignFeatures(_GroupAligner):
+    """Each feature standardised within each group: zero mean, unit standard deviation
+    over the group's rows (a feature constant in a group is only centred there).
+
+    A group of ``n`` < :data:`ALIGN_MIN_WINDOWS` windows is standardised with ``w * its
+    mean + (1 - w) * the reference mean`` and the same mix of the variances, ``w = n /
+    ALIGN_MIN_WINDOWS``; the reference (``reference_``, a (mean, variance) pair) is the
+    mean over the training groups of at least :data:`ALIGN_MIN_WINDOWS` windows of their
+    per-feature means and variances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> F = np.arange(16.0)[:, None] * [1, 10]
+    >>> aligned = AlignFeatures().fit_transform(F, groups=np.repeat([0, 1], 8))
+    >>> bool(np.allclose(aligned[:8], aligned[8:]))
+    True
+    """
+
+    @staticmethod
+    def _reference(rows):
+        return (
+            np.mean([r.mean(axis=0) for r in rows], axis=0),
+            np.mean([r.var(axis=0) for r in rows], axis=0),
+        )
+
+    @staticmethod
+    def _align(block, reference):
+        mean, var = block.mean(axis=0), block.var(axis=0)
+        n = len(block)
+        if n < ALIGN_MIN_WINDOWS:
+            w = n / ALIGN_MIN_WINDOWS
+            mean = w * mean + (1 - w) * reference[0]
+            var = w * var + (1 - w) * reference[1]
+        std = np.sqrt(var)
+        return (block - mean) / np.where(std > 0, std, 1.0)
+
+
+class AlignCovariances(_GroupAligner):
+    """Riemannian re-centring: each group's covariances moved so that their Riemannian
+    mean is the identity, ``M^{-1/2} C M^{-1/2}`` with ``M`` the group's mean.
+
+    A group of ``n`` < :data:`ALIGN_MIN_WINDOWS` windows is re-centred on the point at
+    ``w = n / ALIGN_MIN_WINDOWS`` of the geodesic from the reference to its own mean,
+    ``R^{1/2} (R^{-1/2} M R^{-1/2})^w R^{1/2}``; the reference ``R`` (``reference_``) is
+    the Riemannian mean of the Riemannian means of the training groups of at least
+    :data:`ALIGN_MIN_WINDOWS` windows.
+    """
+
+    @staticmethod
+    def _reference(rows):
+        _, _, mean_riemann = _riemann()
+        return mean_riemann(np.stack([mean_riemann(r) for r in rows]))
+
+    @staticmethod
+    def _align(block, reference):
+        invsqrtm, geodesic_riemann, mean_riemann = _riemann()
+        M = mean_riemann(block)
+        if len(block) < ALIGN_MIN_WINDOWS:
+            M = geodesic_riemann(reference, M, len(block) / ALIGN_MIN_WINDOWS)
+        W = invsqrtm(M)
+        return W @ block @ W
