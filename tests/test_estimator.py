@@ -27,13 +27,6 @@ from braindecode_pars.metrics import make_scorer
 from .conftest import SMALL_ENCODER, SMALL_FINETUNER, SMALL_PRETRAINER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-#: PARSClassifier calls only public methods of its stages: a stage's parameters are
-#: checked before any window is read when it has ``check_params()``. PARSFineTuner has
-#: only the private ``_check_params`` so far (its module is being reworked elsewhere);
-#: until it gains the public method its bad values are refused at its own ``fit``.
-NEEDS_CHECK_PARAMS = pytest.mark.xfail(
-    strict=True, reason="PARSFineTuner.check_params() does not exist yet"
-)
 
 ESTIMATORS = (PARSClassifier, PARSPretrainer, PARSProbe, PARSFineTuner)
 
@@ -198,33 +191,28 @@ def test_bad_data_is_refused_before_training(mutate, match):
             dict(head__strategy="lp-ft", head__max_epochs=1),
             "'max_epochs' must be >= 2",
             id="lpft",
-            marks=NEEDS_CHECK_PARAMS,
         ),
         pytest.param(dict(encoder__device="mps"), "allowed are 'cpu' and 'cuda'", id="mps-encoder"),
         pytest.param(
             dict(head__device="mps"),
             "allowed are 'cpu' and 'cuda'",
             id="mps-head",
-            marks=NEEDS_CHECK_PARAMS,
         ),
         pytest.param(dict(encoder__max_epochs=-1), "'max_epochs' must be >= 0", id="epochs"),
         pytest.param(
             dict(head__valid_fraction=1.0),
             "'valid_fraction' must lie in",
             id="valid",
-            marks=NEEDS_CHECK_PARAMS,
         ),
         pytest.param(
             dict(head__min_valid_groups="all"),
             r"'min_valid_groups' must be None \(no",
             id="mvg",
-            marks=NEEDS_CHECK_PARAMS,
         ),
         pytest.param(
             dict(head__min_valid_groups=1),
             "'min_valid_groups' must be >= 2",
             id="mvg-1",
-            marks=NEEDS_CHECK_PARAMS,
         ),
         pytest.param(dict(sfreq=None), "do not carry their sampling rate", id="sfreq"),
     ],

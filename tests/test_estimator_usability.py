@@ -332,14 +332,7 @@ def test_a_missing_or_mistyped_encoder_is_refused(tmp_path, value, error, match,
     "stage",
     [
         "encoder",
-        pytest.param(
-            "head",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="PARSFineTuner.check_params() does not exist yet: PARSClassifier "
-                "calls only public methods of its stages",
-            ),
-        ),
+        "head",
     ],
 )
 def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch, stage):

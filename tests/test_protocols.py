@@ -258,7 +258,7 @@ def test_documented_configurations_are_valid(name):
         estimator = _estimator(encoder, 0, config["estimator"])
         head = estimator.head if isinstance(estimator, PARSClassifier) else estimator
         assert head.device in ("cpu", "cuda")
-        head.set_params(device="cpu")._check_params()  # names and values, GPU or not
+        head.set_params(device="cpu").check_params()  # names and values, GPU or not
     PARS_KEYS = {"n_patches", "pos_mask_ratio", "sampling", "decoder"}
     for settings in config.get("configs", {}).values():
         assert set(settings) <= PARS_KEYS

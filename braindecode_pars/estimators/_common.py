@@ -39,7 +39,7 @@ def read_fit_input(estimator, X, y=None, groups=None):
     classes : ndarray
         The classes of ``data.y``, sorted.
     """
-    estimator._check_params()
+    estimator.check_params()
     encoder = load_encoder_param(estimator.encoder)
     data = read_input(X, y, groups, sfreq=estimator.sfreq)
     return encoder, data, check_labels(data.y)

@@ -216,7 +216,8 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         super().__setattr__(name, attr)
 
     # -- checks --------------------------------------------------------------------------
-    def _check_params(self):
+    def check_params(self):
+        """Check the parameters without data (``fit`` and ``PARSClassifier`` call it first)."""
         check_option("strategy", self.strategy, STRATEGIES)
         if self.train_split is not None:
             raise ValueError(
