@@ -442,8 +442,9 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        features : ndarray, shape (n_windows, n_chans * emb_dim)
-            For each channel in turn, its tokens averaged over patches
+        features : ndarray, shape (n_windows, 2 * n_chans * emb_dim)
+            For each channel in turn, the mean and the spread of its tokens over
+            patches, the probe's default readout
             (:class:`~braindecode_pars.probe.EncoderFeatures`).
         """
         from ..probe import EncoderFeatures
