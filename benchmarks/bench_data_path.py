@@ -3,7 +3,9 @@
 Writes the bundled non-imagery PhysioNet-MI runs (64 channels, 200 Hz) to a window
 store once, then measures how many single-channel 30-s windows per second a
 DataLoader delivers, each with its own random crop and channel, from the memory-mapped
-store and from the in-memory view, in the main process and with worker processes.
+store and from the in-memory view, in the main process and with worker processes: read
+item by item and collated (any DataLoader), and a batch at a time
+(:class:`~braindecode_pars.datasets.single_channel.BatchedView`, as pretraining reads).
 
 Usage::
 
@@ -19,20 +21,27 @@ import time
 
 import torch
 from _measure import machine, write_report
-from torch.utils.data import DataLoader, RandomSampler
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
 from braindecode_pars.datasets import (
     SingleChannelWindows,
     load_physionet_mi_continuous,
     write_window_store,
 )
+from braindecode_pars.datasets.single_channel import BatchedView
 
 
-def throughput(view, n_windows, batch_size, workers):
+def throughput(view, n_windows, batch_size, workers, batched=False):
+    """Windows per second a DataLoader delivers from ``view``: item by item and
+    collated, or (``batched``) a batch at a time as pretraining reads."""
     sampler = RandomSampler(view, replacement=True, num_samples=n_windows)
-    loader = DataLoader(
-        view, batch_size=batch_size, sampler=sampler, num_workers=workers, persistent_workers=False
-    )
+    if batched:
+        batches = BatchSampler(sampler, batch_size, drop_last=False)
+        loader = DataLoader(
+            BatchedView(view), sampler=batches, batch_size=None, num_workers=workers
+        )
+    else:
+        loader = DataLoader(view, batch_size=batch_size, sampler=sampler, num_workers=workers)
     t0 = time.perf_counter()
     count = 0
     for x, _ in loader:
@@ -65,15 +74,17 @@ def main():
         "",
         "Command: `python benchmarks/bench_data_path.py --out benchmarks/results/data_path.md`",
         "",
-        "| source | DataLoader workers | windows/s | windows/s per core used |",
-        "|---|---|---|---|",
+        "| source | read | DataLoader workers | windows/s | windows/s per core used |",
+        "|---|---|---|---|---|",
     ]
     for name, view in views.items():
-        for workers in (0, 1, 2):
-            rate = throughput(view, args.windows, args.batch_size, workers)
-            cores = max(workers, 1)
-            lines.append(f"| {name} | {workers} | {rate:,.0f} | {rate / cores:,.0f} |")
-            print(lines[-1], flush=True)
+        for batched in (True, False):
+            read = "a batch at a time (pretraining)" if batched else "item by item, collated"
+            for workers in (0, 1, 2):
+                rate = throughput(view, args.windows, args.batch_size, workers, batched)
+                cores = max(workers, 1)
+                lines.append(f"| {name} | {read} | {workers} | {rate:,.0f} | {rate / cores:,.0f} |")
+                print(lines[-1], flush=True)
     lines += [
         "",
         "Workers = 0 reads in the training process itself (one core). With workers, the "
