@@ -87,15 +87,10 @@ def pretrain_settings(args, world_size=1):
     -------
     config : PretrainConfig
     """
-    from ..training.config import PAPER, PretrainConfig
+    from ..training.config import PretrainConfig
 
     config = PretrainConfig.of(args, max_epochs=args.epochs)
-    if args.paper:
-        config = config.replace(
-            lr=PAPER.lr, batch_size=max(1, PAPER.batch_size // world_size),
-            max_epochs=PAPER.max_epochs, window_seconds=PAPER.window_seconds,
-        )  # fmt: skip
-    return config
+    return config.with_paper_optimisation(world_size) if args.paper else config
 
 
 def idle_cores():

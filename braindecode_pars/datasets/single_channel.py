@@ -187,11 +187,17 @@ class SingleChannelWindows(Dataset):
 
     def crop_bounds(self, i):
         """Smallest and largest crop start for item ``i`` (inclusive)."""
-        rec, start, stop = self.index[i]
-        last = self.recordings[rec].shape[1] - self.n_times  # last start inside the recording
-        low = min(max(0, start - self.max_shift), last)
-        high = min(last, max(start, stop - self.n_times) + self.max_shift)
-        return int(low), int(max(low, high))
+        low, high = self._crop_bounds(np.asarray([i]))
+        return int(low[0]), int(high[0])
+
+    def _crop_bounds(self, indices):
+        """:meth:`crop_bounds` of every item of ``indices``: two arrays."""
+        rows = self.index[indices]
+        lengths = np.array([self.recordings[r].shape[1] for r in rows[:, 0].tolist()])
+        last = lengths - self.n_times  # the last start inside each recording
+        low = np.minimum(np.maximum(0, rows[:, 1] - self.max_shift), last)
+        high = np.minimum(last, np.maximum(rows[:, 1], rows[:, 2] - self.n_times) + self.max_shift)
+        return low, np.maximum(low, high)
 
     def __getitem__(self, i):
         return self.__getitems__([i])[0]
@@ -230,14 +236,8 @@ class SingleChannelWindows(Dataset):
         """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``."""
         u, v = rng.random(len(indices)), rng.random(len(indices))
         rows = self.index[indices]
-        lengths = np.array([self.recordings[r].shape[1] for r in rows[:, 0].tolist()])
         channels = np.array([self.recordings[r].shape[0] for r in rows[:, 0].tolist()])
-        last = lengths - self.n_times  # the last start inside each recording
-        low = np.minimum(np.maximum(0, rows[:, 1] - self.max_shift), last)
-        high = np.maximum(
-            low,
-            np.minimum(last, np.maximum(rows[:, 1], rows[:, 2] - self.n_times) + self.max_shift),
-        )
+        low, high = self._crop_bounds(indices)
         starts = (low + (u * (high - low + 1)).astype(np.int64)).tolist()
         picks = (v * channels).astype(np.int64).tolist()
         out = np.empty((len(indices), 1, self.n_times), dtype=np.float32)

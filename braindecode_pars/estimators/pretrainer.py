@@ -16,7 +16,7 @@ from ..datasets.adapters import Windows, read_windows, windows_info
 from ..datasets.single_channel import SingleChannelWindows
 from ..models.config import ENCODER_SIZES, PatchEncoderConfig
 from ..models.encoder import PatchEncoder
-from ..training.config import PAPER, PretrainConfig
+from ..training.config import PretrainConfig
 from ..training.seeding import fit_seed, isolated_random_state
 from ._common import (
     SeededWindowsMixin,
@@ -278,13 +278,10 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         config : PretrainConfig
         """
         config = PretrainConfig.of(self)
-        if self.preset == "paper":
-            epochs = PAPER.max_epochs if self.max_epochs is None else self.max_epochs
-            config = config.replace(
-                lr=PAPER.lr, batch_size=PAPER.batch_size, max_epochs=epochs,
-                window_seconds=PAPER.window_seconds,
-            )  # fmt: skip
-        return config
+        if self.preset != "paper":
+            return config
+        config = config.with_paper_optimisation()  # the epochs given stay
+        return config if self.max_epochs is None else config.replace(max_epochs=self.max_epochs)
 
     def _crop(self, sfreq, patch, lengths):
         """Samples per pretraining crop, checked against the shortest windows of each

@@ -33,10 +33,8 @@ class _Cadence(Callback):
             self._write_now(net)
 
     def on_train_end(self, net, **kwargs):
-        history = net.history
-        if history and "train_loss" not in history[-1]:
-            history.pop()  # an epoch stopped within: not done (its weights are kept)
-        if len(history) > getattr(self, "written_epoch_", len(history)):
+        # an epoch stopped within is not in the history (PropagateInterrupt drops it)
+        if len(net.history) > getattr(self, "written_epoch_", len(net.history)):
             self._write_now(net)
 
     def _write_now(self, net):

@@ -103,6 +103,15 @@ class PretrainConfig:
         """A copy with ``changes``."""
         return dataclasses.replace(self, **changes)
 
+    def with_paper_optimisation(self, world_size=1):
+        """These settings with :data:`PAPER`'s optimisation in place of theirs: its rate,
+        epochs and crop length, and its batch of 512 as the global one, shared by the
+        ``world_size`` processes."""
+        return self.replace(
+            lr=PAPER.lr, batch_size=max(1, PAPER.batch_size // world_size),
+            max_epochs=PAPER.max_epochs, window_seconds=PAPER.window_seconds,
+        )  # fmt: skip
+
     def pretext_kwargs(self):
         """The keyword arguments of the pretext model ``method`` builds."""
         if self.method == "pars":

@@ -64,7 +64,9 @@ class PropagateInterrupt:
     they hold) and returns a net that looks fitted. With this mixin the callbacks
     still run, then the interrupt reaches the caller, so a half-trained model is
     never returned as if it were finished. skorch's ``EarlyStopping``, which also
-    stops training with a ``KeyboardInterrupt``, still ends ``fit`` normally.
+    stops training with a ``KeyboardInterrupt``, still ends ``fit`` normally. An epoch
+    stopped within (its row holds no ``train_loss`` yet) is dropped from the history
+    before the callbacks' ``on_train_end``: the history holds the epochs completed.
     """
 
     def fit_loop(self, X, y=None, **fit_params):
@@ -73,6 +75,8 @@ class PropagateInterrupt:
             return super().fit_loop(X, y, **fit_params)
         except KeyboardInterrupt:
             self.interrupted_ = not self._stopped_early()
+            if self.history and "train_loss" not in self.history[-1]:
+                self.history.pop()
             raise
 
     def _stopped_early(self):

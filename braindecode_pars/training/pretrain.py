@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +39,7 @@ from .config import PAPER
 from .interrupt import PropagateInterrupt
 from .optim import with_fused_default
 from .resume import RunMismatchError, check_resume, data_fingerprint, log_launch_change
-from .schedule import WarmupCosineLR, batches_per_epoch
+from .schedule import WarmupCosineLR, batches_per_epoch, draws_with_replacement
 from .split import held_out_recordings, training_windows
 
 logger = logging.getLogger(__name__)
@@ -351,7 +350,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         (:class:`~braindecode_pars.datasets.single_channel.BatchedView`), in pinned
         memory on CUDA."""
         world = distributed.world_size() if self.distributed_ else 1
-        short = training and math.ceil(len(dataset) / world) < self.batch_size
+        short = training and draws_with_replacement(len(dataset), self.batch_size, world)
         batched = training and BatchedView.reads(dataset)
         if not (training and (self.distributed_ or short or batched)):
             return super().get_iterator(dataset, training=training)

@@ -12,7 +12,7 @@ from . import distributed
 from .config import PAPER
 from .interrupt import TimeLimit
 from .pretrain import PretrainNet
-from .schedule import batches_per_epoch
+from .schedule import batches_per_epoch, draws_with_replacement
 from .split import training_windows
 
 logger = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ def pretrain(
     if counts:
         said = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         example = f"one random channel (of {said}) of " + example
-    if -(-n_train // world) < batch_size:
+    if draws_with_replacement(n_train, batch_size, world):
         batches = (
             f"each step draws {batch_size} of the {n_train} training windows with "
             "replacement (fewer windows than the batch)"

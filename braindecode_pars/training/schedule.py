@@ -21,6 +21,13 @@ def batches_per_epoch(n_windows, batch_size, world_size=1):
     return max(1, math.ceil(per_process / batch_size))
 
 
+def draws_with_replacement(n_windows, batch_size, world_size=1):
+    """Whether a process has fewer of the ``n_windows`` training windows than
+    ``batch_size``: its epoch is then one step of a full batch drawn with replacement
+    (:meth:`~braindecode_pars.training.PretrainNet.get_iterator`)."""
+    return math.ceil(n_windows / max(world_size, 1)) < batch_size
+
+
 def epochs_for_steps(steps, n_windows, batch_size, valid_fraction=None, world_size=1):
     """Epochs that make at least ``steps`` optimiser steps of one process.
 
