@@ -228,10 +228,12 @@ def test_unknown_nested_names_are_refused_at_once_naming_the_valid_ones():
     clf.set_params(encoder__depth=2, encoder__steps=10, head__C=3.0)
     assert (clf.encoder.depth, clf.encoder.steps, clf.head.C) == (2, 10, 3.0)
     assert clf.get_params()["encoder__depth"] == 2
-    # no encoder stage has no parameters to set: say how to give it; the default head
-    # is an estimator, whose parameters are set
-    with pytest.raises(ValueError, match=r"'encoder__depth'.*is None.*as an instance"):
+    # an encoder given by name (the default) or no encoder has no parameters to set: say
+    # how to give the stage; the default head is an estimator, whose parameters are set
+    with pytest.raises(ValueError, match=r"'encoder__depth'.*is 'pars-small-v2'.*as an instance"):
         PARSClassifier().set_params(encoder__depth=2)
+    with pytest.raises(ValueError, match=r"'encoder__depth'.*is None.*as an instance"):
+        PARSClassifier(encoder=None).set_params(encoder__depth=2)
     assert PARSClassifier().set_params(head__C=2.0).head.C == 2.0
     # scikit-learn's rule: nested names are for set_params, not the constructor
     with pytest.raises(TypeError, match="encoder__depth"):
@@ -443,7 +445,9 @@ def test_a_head_a_user_writes_gets_arrays_labels_and_requested_groups():
     np.testing.assert_array_equal(seen["y"], y)
     # without metadata routing: its fit takes 'groups' by name, so it gets them
     np.testing.assert_array_equal(seen["groups"], groups)
-    assert clf.score(X, y) == 1.0 and clf.head_.encoder is None
+    # the default encoder stage, the shipped pars-small-v2, reaches the head loaded
+    assert clf.score(X, y) == 1.0 and clf.head_.encoder is clf.encoder_
+    assert clf.encoder_.emb_dim == 64 and clf.encoder == "pars-small-v2"
     with pytest.raises(TypeError, match="'X_valid', which no stage's fit takes"):
         PARSClassifier(head=_MeanPowerHead(), sfreq=50).fit(X, y, X_valid=X)
     # a head whose fit takes no groups: the classifier keeps them to itself

@@ -5,8 +5,9 @@ import logging
 
 import numpy as np
 import pytest
+import torch
 
-from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe
+from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe, load_encoder
 
 from .test_recipes import SFREQ, _projection_encoder, _subjects
 
@@ -85,17 +86,26 @@ def test_the_classifier_pretrains_when_auto_has_groups_to_compare(monkeypatch):
     assert clf.head_.recipe_scores_ is not None
 
 
-def test_the_default_classifier_is_the_probe_without_an_encoder(monkeypatch):
-    """What the development tasks' selection splits supported
-    (docs/benchmarks/few_labels.rst): no encoder, no pretraining."""
+def test_the_default_classifier_is_the_probe_over_the_shipped_pars_encoder(monkeypatch):
+    """PARSClassifier() reads pars-small-v2 without pretraining; encoder=None is the
+    probe without an encoder, PARSProbe()'s default."""
     X, y, groups = _subjects("power")
     calls = _count_pretraining(monkeypatch)
     clf = PARSClassifier(sfreq=SFREQ, random_state=0, verbose=0).fit(X, y, groups=groups)
-    assert calls == [] and clf.encoder_ is None and clf.pretrainer_ is None
-    expected = PARSProbe(None, sfreq=SFREQ, random_state=0).fit(X, y).predict_proba(X)
-    np.testing.assert_allclose(clf.predict_proba(X), expected)
-    with pytest.raises(ValueError, match=r"'encoder' is None \(no encoder\).*PARSPretrainer"):
+    assert calls == [] and clf.pretrainer_ is None
+    shipped = load_encoder("pars-small-v2")
+    for a, b in zip(clf.encoder_.state_dict().values(), shipped.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    expected = PARSProbe("pars-small-v2", sfreq=SFREQ, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), expected.predict_proba(X))
+    with pytest.raises(ValueError, match=r"'encoder' is an encoder used as it is.*PARSPretrainer"):
         clf.fit(X, y, X_unlabeled=X)
+    bare = PARSClassifier(encoder=None, sfreq=SFREQ, random_state=0, verbose=0).fit(X, y)
+    assert bare.encoder_ is None
+    expected = PARSProbe(None, sfreq=SFREQ, random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(bare.predict_proba(X), expected)
+    with pytest.raises(ValueError, match=r"'encoder' is None \(no encoder\).*PARSPretrainer"):
+        bare.fit(X, y, X_unlabeled=X)
 
 
 @pytest.mark.parametrize("align", [None, "groups"])

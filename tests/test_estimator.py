@@ -321,7 +321,7 @@ def test_defaults_are_constructible_and_documented():
         if estimator is not PARSClassifier:
             estimator_checks.check_parameters_default_constructible(estimator.__name__, estimator())
     params = PARSClassifier().get_params()
-    assert params["encoder"] is None and isinstance(params["head"], PARSProbe)
+    assert params["encoder"] == "pars-small-v2" and isinstance(params["head"], PARSProbe)
     assert params["head"].get_params() == PARSProbe().get_params() and params["head__C"] == 1.0
     assert PARSClassifier().head is not PARSClassifier().head
     pretrainer = PARSPretrainer().get_params()

@@ -77,10 +77,32 @@ def test_encoder_features_leave_the_given_encoder_alone():
         assert torch.equal(v, before[k])
 
 
-def test_encoder_features_refuse_another_rate_and_bad_input():
+def test_encoder_features_resample_windows_at_another_rate_to_the_encoders():
+    import mne
+
+    encoder = small_encoder()  # 100 Hz
+    X = np.random.default_rng(4).standard_normal((5, 2, 320)).astype(np.float32)  # 160 Hz
+    step = EncoderFeatures(encoder, sfreq=160, batch_size=2, readout="mean")
+    features = step.fit_transform(X)
+    assert step.resample_ and step.sfreq_ == 160
+    # reference: MNE's resampling of each window, then the channel-by-channel loop
+    info = mne.create_info(2, 160.0, "eeg")
+    at_100 = mne.EpochsArray(X.astype(np.float64), info, verbose=False).resample(100.0)
+    X100 = at_100.get_data().astype(np.float32)
+    assert X100.shape[-1] == 200
+    encoder.eval()
+    with torch.no_grad():
+        expected = np.concatenate(
+            [encoder(torch.as_tensor(X100[:, [c]])).mean(dim=1).numpy() for c in range(2)], 1
+        )
+    np.testing.assert_allclose(features, expected, rtol=1e-4, atol=1e-5)
+    # a window shorter than one patch once resampled is refused, naming the patch
+    with pytest.raises(ValueError, match="longer than the window"):
+        EncoderFeatures(encoder, sfreq=200).fit(X[..., :150])  # 75 samples at 100 Hz
+
+
+def test_encoder_features_refuse_bad_input():
     X = np.random.default_rng(3).standard_normal((4, 2, 400))
-    with pytest.raises(ValueError, match="resample"):
-        EncoderFeatures(small_encoder(), sfreq=200).fit(X)
     with pytest.raises(ValueError, match="'sfreq' is None"):
         EncoderFeatures(small_encoder()).fit(X)
     with pytest.raises(ValueError, match="batch_size"):

@@ -26,6 +26,9 @@ from .pretrainer import as_sources
 
 logger = logging.getLogger(__name__)
 
+#: The encoder of a new PARSClassifier: the newest shipped PARS encoder.
+DEFAULT_ENCODER = "pars-small-v2"
+
 #: The methods of the head that PARSClassifier's methods of the same name call.
 _HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
 
@@ -38,8 +41,9 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
 
     - the **encoder stage**: a :class:`~braindecode_pars.PARSPretrainer` (PARS or a
       baseline pretext task on ``X`` and ``X_unlabeled``), an encoder used as it is (a
-      shipped name, ``"pars-small"``, a saved encoder's path, a
-      :class:`~braindecode_pars.PatchEncoder`), or None (the default): no encoder;
+      shipped name, ``"pars-small-v2"`` (the default, the newest shipped PARS encoder),
+      a saved encoder's path, a :class:`~braindecode_pars.PatchEncoder`), or None: no
+      encoder;
     - the **head**: a :class:`~braindecode_pars.PARSProbe` (the default: a logistic
       regression over the frozen encoder's features, log band power and the tangent
       space), a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning, a
@@ -74,19 +78,22 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
     the item lists scikit-learn makes of windows, or ``mne.Epochs`` (read in
     microvolts, as braindecode does).
 
-    **What to expect**: ``PARSClassifier()`` is the probe over log band power and the
-    tangent space, with no encoder: on the development tasks' selection splits, an
-    encoder pretrained on the task's own unlabelled data did not raise the probe by a
-    point, so the default does not spend minutes pretraining one
-    (:doc:`/benchmarks/few_labels`). ``encoder=PARSPretrainer()`` pretrains on
-    ``X`` and ``X_unlabeled`` for minutes on a CPU and adds the encoder's block; with
-    ``head=PARSProbe(recipe="auto")`` and three subjects or more, ``fit`` says by
-    inner cross-validation whether that block helps on your labels.
+    **What to expect**: ``PARSClassifier()`` is the probe over the shipped PARS encoder
+    ``pars-small-v2`` (windows at another rate than its 100 Hz are resampled for it),
+    log band power and the tangent space. It has not beaten the same probe without an
+    encoder on this project's development tasks (:doc:`/benchmarks/dev_tasks`): that
+    probe is ``PARSProbe()``, or ``PARSClassifier(encoder=None)``, and is the comparison
+    any encoder has to beat. ``encoder=PARSPretrainer()`` pretrains on ``X`` and
+    ``X_unlabeled`` for minutes on a CPU (``PARSPretrainer(init_encoder="pars-small-v2")``
+    goes on from the shipped weights); with ``head=PARSProbe(recipe="auto")`` and three
+    subjects or more, ``fit`` says by inner cross-validation whether the encoder's block
+    helps on your labels.
 
     Parameters
     ----------
     encoder : PARSPretrainer | str | Path | PatchEncoder | None
-        None: no encoder (the head gets ``encoder=None``; no pretraining).
+        ``"pars-small-v2"`` (the default): the newest shipped PARS encoder, loaded
+        offline. None: no encoder (the head gets ``encoder=None``; no pretraining).
         ``PARSPretrainer(...)``, or any estimator whose ``fit`` sets ``encoder_``:
         pretraining inside ``fit``. An encoder used as it is: a shipped name, a saved
         encoder's path, a ``PatchEncoder``.
@@ -131,7 +138,9 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
     __metadata_request__fit = {"groups": True}
     __metadata_request__score = {"groups": True}
 
-    def __init__(self, encoder=None, head=None, *, sfreq=None, random_state=None, verbose=1):
+    def __init__(
+        self, encoder=DEFAULT_ENCODER, head=None, *, sfreq=None, random_state=None, verbose=1
+    ):
         self.encoder = encoder
         self.head = PARSProbe() if head is None else head
         self.sfreq = sfreq

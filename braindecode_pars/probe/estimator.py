@@ -59,8 +59,10 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
     Parameters
     ----------
     encoder : str | Path | PatchEncoder | None
-        The frozen encoder: a shipped encoder's name (``"pars-small"``), a saved
-        encoder's path, an instance (copied), or None for no encoder block.
+        The frozen encoder: a shipped encoder's name (``"pars-small-v2"``), a saved
+        encoder's path, an instance (copied), or None for no encoder block (the
+        default). Windows at another rate than the encoder's are resampled to it for
+        its block alone.
     recipe : {"fixed", "auto"}
         "fixed": the blocks and ``C`` the parameters give. "auto": the candidate of the
         best inner leave-one-group-out balanced accuracy over the groups of ``fit``
@@ -219,7 +221,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
         data = read_input(X, y, groups, sfreq=self.sfreq)
         check_labels(data.y)
         if encoder is not None:
-            check_encoder_rate(encoder, data.sfreq, data.X.shape[-1])
+            check_encoder_rate(encoder, data.sfreq, data.X.shape[-1], resampled=True)
         if encoder is None or not self.encoder_block:
             blocks = tuple(b for b in fixed.blocks if b != "encoder")
             if not blocks:

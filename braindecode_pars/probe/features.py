@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_int, check_option, check_range
 from ..datasets.adapters import read_windows
+from ..datasets.resample import resample_windows
 from ..models.encoder import checked_encoder
 from ..windows_input import WindowsFeaturesMixin, read_array
 
@@ -103,8 +104,12 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         package (:func:`~braindecode_pars.hub.load_encoder`), or an encoder (copied in
         ``fit``: the given object is never changed).
     sfreq : float | None
-        Sampling rate of the windows (None: read from windows that carry it); it must
-        be the encoder's.
+        Sampling rate of the windows (None: read from windows that carry it). Windows
+        at another rate than the encoder's (100 Hz for the shipped encoders) are
+        resampled to it, a batch at a time, before they are encoded
+        (:func:`~braindecode_pars.datasets.resample_windows`: MNE's resampling,
+        anti-aliasing included); the band-power and covariance blocks of a probe keep
+        the windows' own rate.
     readout : {"mean+std", "mean", "blocks"}
         What is read from each channel's tokens (``F = emb_dim``): ``"mean+std"``, the
         last block's tokens (after the final LayerNorm) averaged over patches and their
@@ -130,6 +135,10 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     ----------
     encoder_ : PatchEncoder
         The encoder used, in evaluation mode.
+    sfreq_ : float
+        The windows' sampling rate.
+    resample_ : bool
+        Whether windows are resampled to the encoder's rate before encoding.
     n_chans_ : int
     n_features_out_ : int
         ``n_chans_ * encoder_.emb_dim`` times 1 (``"mean"``), 2 (``"mean+std"``) or
@@ -177,16 +186,21 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
                 "'sfreq' (the encoder's rate) for array input."
             )
         encoder = copy.deepcopy(load_encoder(self.encoder))
-        self.encoder_ = checked_encoder(encoder, windows.sfreq, windows.X.shape[-1]).eval()
         self.sfreq_ = float(windows.sfreq)
+        rate = float(encoder.sfreq)
+        self.resample_ = abs(rate - self.sfreq_) > 1e-6 * rate
+        n_times = windows.X.shape[-1]
+        if self.resample_:
+            n_times = int(round(n_times * rate / self.sfreq_))
+        self.encoder_ = checked_encoder(encoder, rate, n_times).eval()
         self.crop_size_ = None
         if self.crop_seconds is not None:
-            size = int(round(self.crop_seconds * self.sfreq_))
+            size = int(round(self.crop_seconds * rate))
             patch = self.encoder_.patch_size
             if size < patch or size % patch:
                 raise ValueError(
                     f"'crop_seconds'={self.crop_seconds} gives crops of {size} samples at "
-                    f"sfreq={self.sfreq_}; they must be a whole number of patches of "
+                    f"the encoder's sfreq={rate}; they must be a whole number of patches of "
                     f"{patch} samples (patch_seconds={self.encoder_.patch_seconds})."
                 )
             self.crop_size_ = size
@@ -211,10 +225,10 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         try:
             with torch.no_grad():
                 for start in range(0, len(X), self.batch_size):
-                    batch = torch.as_tensor(
-                        np.asarray(X[start : start + self.batch_size], dtype=np.float32),
-                        device=self.device,
-                    )
+                    batch = np.asarray(X[start : start + self.batch_size], dtype=np.float32)
+                    if self.resample_:
+                        batch = resample_windows(batch, self.sfreq_, self.encoder_.sfreq)
+                    batch = torch.as_tensor(batch, dtype=torch.float32, device=self.device)
                     out[start : start + len(batch)] = self._batch_features(encoder, batch).cpu()
         finally:
             self.encoder_.cpu()  # kept on the CPU between calls: it pickles anywhere
