@@ -207,8 +207,9 @@ def _check(args):
 
 
 def _pretrain(args):
-    """Pretrain an encoder with one pretext task; resumable; several processes under torchrun
-    (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)."""
+    """Pretrain an encoder with one pretext task on a window store (see 'store') or the
+    bundled EEG; resumable; several processes under torchrun (torchrun --nproc_per_node N
+    -m braindecode_pars.cli pretrain ...)."""
     import logging
 
     import torch
