@@ -150,10 +150,10 @@ def write_store(config, X, folder):
 def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     """One ``braindecode-pars pretrain`` on ``store`` (in this process): (seconds,
     windows trained, epochs)."""
+    import json
+
     from braindecode_pars.cli import main
     from braindecode_pars.hub import run_state
-
-    import json
 
     encoder = Path(f"{out}-encoder.json")  # the encoder's settings are --config's
     encoder.write_text(json.dumps(config.size))
