@@ -153,10 +153,11 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     import json
 
     from braindecode_pars.cli import main
+    from braindecode_pars.cli.pretrain import config_only
     from braindecode_pars.hub import run_state
 
     encoder = Path(f"{out}-encoder.json")  # the encoder's settings are --config's
-    encoder.write_text(json.dumps(config.size))
+    encoder.write_text(json.dumps({k: config.size[k] for k in config_only()}))
     flags = [
         "pretrain", "--store", str(store), "--out", str(out), "--n-patches", str(N_PATCHES),
         "--window-seconds", f"{config.n_times / config.sfreq:g}", "--steps", str(steps),

@@ -72,7 +72,8 @@ def test_every_flag_has_help_and_says_its_default():
                 )
     pretrain = " ".join(sub.choices["pretrain"].format_help().split())
     assert "--threads THREADS torch CPU threads (default: the cores not busy" in pretrain
-    assert "emb_dim (token size), depth (transformer blocks)" in pretrain  # --config's
+    for name in ENCODER_SIZES["small"]:  # the settings only --config sets, each named
+        assert f"{name} (" in pretrain
     store = " ".join(sub.choices["store"].format_help().split())
     assert "--stride-seconds STRIDE_SECONDS step between window starts (default: 5.0)" in store
 

@@ -15,7 +15,7 @@ import logging
 import warnings
 
 from .demo import _demo, read_config
-from .pretrain import CONFIG_ONLY, SIZES, _export, _pretrain, _store
+from .pretrain import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
 
 __all__ = ["build_parser", "main"]
 
@@ -153,9 +153,8 @@ def _pretrain_parser(sub):
         "--config",
         help="JSON file of these options by name (e.g. "
         '{"method": "pars", "epochs": 1000}), and of the encoder settings that only a '
-        "file sets: "
-        + ", ".join(f"{k} ({v})" for k, v in CONFIG_ONLY.items())
-        + ", each in place of --size's; flags given here take precedence",
+        f"file sets: {CONFIG_ONLY_HELP}, each in place of --size's; flags given here take "
+        "precedence",
     )
     pre.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
     pre.add_argument(
@@ -235,7 +234,6 @@ def _pretrain_parser(sub):
         + " (default: small); emb_dim, depth, n_heads or ff_dim in --config replace one "
         "of its settings",
     )
-    pre.set_defaults(**dict.fromkeys(CONFIG_ONLY))
     pre.add_argument("--n-patches", type=int, default=40, help="PARS's patches per crop")
     pre.add_argument(
         "--pos-mask-ratio",
@@ -325,7 +323,7 @@ def _parse(argv):
     if getattr(args, "command", None) == "pretrain" and args.config:
         config = read_config(args.config)
         sub = _subparser(parser, "pretrain")
-        known = {a.dest for a in sub._actions} | set(CONFIG_ONLY)
+        known = {a.dest for a in sub._actions} | set(config_only())
         unknown = sorted(set(k.replace("-", "_") for k in config) - known)
         if unknown:
             raise SystemExit(

@@ -27,14 +27,21 @@ SIZES = {
 #: The PhysioNet-MI subjects ``pretrain`` reads without ``--store`` (bundled with the package).
 BUNDLED_SUBJECTS = (1,)
 
-#: The encoder settings that only ``--config`` sets (each in place of ``--size``'s): rarely
-#: changed, and named sizes keep runs comparable.
-CONFIG_ONLY = {
-    "emb_dim": "token size",
-    "depth": "transformer blocks",
-    "n_heads": "attention heads",
-    "ff_dim": "feed-forward width",
-}
+#: The encoder settings that only ``--config`` sets, each in place of ``--size``'s
+#: (rarely changed; named sizes keep runs comparable), as ``--config``'s help names them.
+CONFIG_ONLY_HELP = (
+    "emb_dim (token size), depth (transformer blocks), n_heads (attention heads) and "
+    "ff_dim (feed-forward width)"
+)
+
+
+def config_only():
+    """The names of the encoder settings that only ``--config`` sets: those a size of
+    ``models.config.ENCODER_SIZES`` gives."""
+    from ..models.config import ENCODER_SIZES
+
+    return tuple(ENCODER_SIZES["small"])
+
 
 #: The flags of the entries of a run's record whose flag is not ``--<entry>``.
 _RECORD_FLAGS = {
@@ -76,8 +83,9 @@ def encoder_settings(args):
     """
     from ..models.config import ENCODER_SIZES
 
-    settings = dict(ENCODER_SIZES[args.size])  # the settings of CONFIG_ONLY
-    settings.update({k: getattr(args, k) for k in settings if getattr(args, k) is not None})
+    settings = dict(ENCODER_SIZES[args.size])  # the settings of config_only()
+    given = {k: getattr(args, k, None) for k in settings}
+    settings.update({k: v for k, v in given.items() if v is not None})
     return settings
 
 
@@ -194,7 +202,7 @@ def _check(args):
             PatchEncoderConfig(**size)
         except ValueError as err:
             given = ", ".join(
-                f"{k} {getattr(args, k)}" for k in CONFIG_ONLY if getattr(args, k) is not None
+                f"{k} {getattr(args, k)}" for k in size if getattr(args, k, None) is not None
             )
             given = f" with --config's {given}" if given else ""
             raise ValueError(f"the encoder of --size {args.size}{given}: {err}") from None
