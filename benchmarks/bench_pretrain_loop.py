@@ -150,26 +150,26 @@ def write_store(config, X, folder):
 def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     """One ``braindecode-pars pretrain`` on ``store`` (in this process): (seconds,
     windows trained, epochs)."""
+    import json
+
     from braindecode_pars.cli import main
+    from braindecode_pars.cli.pretrain import config_only
     from braindecode_pars.hub import run_state
 
-    size = config.size
+    encoder = Path(f"{out}-encoder.json")  # the encoder's settings are --config's
+    encoder.write_text(json.dumps({k: config.size[k] for k in config_only()}))
     flags = [
         "pretrain", "--store", str(store), "--out", str(out), "--n-patches", str(N_PATCHES),
         "--window-seconds", f"{config.n_times / config.sfreq:g}", "--steps", str(steps),
         "--batch-size", str(batch_size), "--device", str(device),
-        "--threads", str(torch.get_num_threads()), "--emb-dim", str(size["emb_dim"]),
-        "--depth", str(size["depth"]), "--n-heads", str(size["n_heads"]),
-        "--ff-dim", str(size["ff_dim"]), "--amp" if amp else "--no-amp",
-        "--compile" if compiled else "--no-compile",
+        "--threads", str(torch.get_num_threads()), "--config", str(encoder),
+        "--amp" if amp else "--no-amp", "--compile" if compiled else "--no-compile",
     ]  # fmt: skip
     synchronize(torch.device(device))
     t0 = time.perf_counter()
     main(flags)
     synchronize(torch.device(device))
     seconds = time.perf_counter() - t0
-    import json
-
     history = json.loads((run_state(out) / "history.json").read_text())
     return seconds, _trained_windows(history), len(history)
 

@@ -72,8 +72,8 @@ logger = logging.getLogger("bench_pretraining_curve")
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = "braindecode-pars"
-SMALL = "--emb-dim 64 --depth 4 --n-heads 4 --ff-dim 128"
-LARGE = "--emb-dim 128 --depth 6 --n-heads 8 --ff-dim 256"
+SMALL = "--size small"  # 64 x 4, 4 heads, feed-forward 128
+LARGE = "--config benchmarks/configs/encoder_128x6.json"  # 128 x 6, 8 heads, 256
 COMMON = "--n-patches 40 --valid-fraction 0.1 --threads 2 --device cpu"
 STORES = {
     "store-selection": "--eegmat-subjects pool --muse",

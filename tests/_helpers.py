@@ -1,6 +1,20 @@
 """Data and stand-ins that more than one test file builds."""
 
+import json
+from pathlib import Path
+
 import numpy as np
+
+#: The smallest encoder, for runs of the command line (its ``--config`` sets it).
+TINY_ENCODER = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
+
+
+def tiny_config(folder, **options):
+    """``["--config", FILE]`` of a file written in ``folder`` with :data:`TINY_ENCODER`
+    and ``options``, for ``braindecode-pars pretrain``."""
+    path = Path(folder) / "tiny.json"
+    path.write_text(json.dumps({**TINY_ENCODER, **options}))
+    return ["--config", str(path)]
 
 
 def scaled_subjects(scales, n=24, seed=0):

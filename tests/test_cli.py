@@ -11,17 +11,12 @@ import pytest
 
 import braindecode_pars.cli as cli
 from braindecode_pars.cli.pretrain import SIZES, encoder_settings
-from braindecode_pars.datasets.pretraining_views import (
-    data_key,
-    eegmat_subjects,
-    recording_windows,
-)
+from braindecode_pars.datasets.pretraining_views import eegmat_subjects, recording_windows
 from braindecode_pars.models.config import ENCODER_SIZES
 
-from ._helpers import stop_before_pretraining
+from ._helpers import stop_before_pretraining, tiny_config
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
-TINY = ["--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16", "--device", "cpu"]
 
 #: Runs every command's --help in one process; prints the package modules it loaded.
 HELP_SCRIPT = """
@@ -77,7 +72,26 @@ def test_every_flag_has_help_and_says_its_default():
                 )
     pretrain = " ".join(sub.choices["pretrain"].format_help().split())
     assert "--threads THREADS torch CPU threads (default: the cores not busy" in pretrain
-    assert "--stride-seconds STRIDE_SECONDS step between the starts" in pretrain
+    for name in ENCODER_SIZES["small"]:  # the settings only --config sets, each named
+        assert f"{name} (" in pretrain
+    store = " ".join(sub.choices["store"].format_help().split())
+    assert "--stride-seconds STRIDE_SECONDS step between window starts (default: 5.0)" in store
+
+
+def test_data_preparation_is_stores_alone_and_pretrain_reads_a_store():
+    """The flags that read and preprocess recordings are ``store``'s; ``pretrain`` reads
+    its ``--store`` (or the bundled EEG), so the two share no data flag."""
+    import argparse
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    flags = {
+        name: {s for a in command._actions for s in a.option_strings}
+        for name, command in sub.choices.items()
+    }
+    assert flags["store"] & flags["pretrain"] == {"-h", "--help", "--out", "--window-seconds"}
+    for flag in ("--recordings", "--shared-data", "--sfreq", "--notch-freq", "--subjects"):
+        with pytest.raises(SystemExit):
+            cli._parse(["pretrain", "--out", "run", flag, "1"])
 
 
 def test_the_command_modules_import_only_the_standard_library_at_module_level():
@@ -104,10 +118,26 @@ def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers(
     assert args.size == "small" and encoder_settings(args) == ENCODER_SIZES["small"]
     paper = cli._parse(["pretrain", "--out", "run", "--size", "paper"])
     assert encoder_settings(paper) == ENCODER_SIZES["paper"]
-    deeper = cli._parse(["pretrain", "--out", "run", "--size", "paper", "--depth", "2"])
-    assert encoder_settings(deeper) == dict(ENCODER_SIZES["paper"], depth=2)
     with pytest.raises(SystemExit):  # argparse names the choices
         cli._parse(["pretrain", "--out", "run", "--size", "medium"])
+
+
+def test_the_config_file_sets_the_encoder_settings_and_every_flag(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"depth": 2, "n-heads": 4, "steps": 10, "store": "s"}))
+    args = cli._parse(["pretrain", "--out", "run", "--size", "paper", "--config", str(config)])
+    assert encoder_settings(args) == dict(ENCODER_SIZES["paper"], depth=2, n_heads=4)
+    assert (args.steps, args.store) == (10, "s")
+    given = cli._parse(["pretrain", "--config", str(config), "--out", "r", "--steps", "3"])
+    assert given.steps == 3  # a flag given takes precedence
+    parser = cli.build_parser()
+    pretrain = cli._subparser(parser, "pretrain")
+    every = {a.dest: a.default for a in pretrain._actions if a.dest not in ("help", "config")}
+    config.write_text(json.dumps(dict(every, out="run")))
+    assert vars(cli._parse(["pretrain", "--config", str(config)]))["out"] == "run"
+    config.write_text(json.dumps({"recordings": ["a.edf"]}))
+    with pytest.raises(SystemExit, match=r"unknown options \['recordings'\]"):
+        cli._parse(["pretrain", "--out", "run", "--config", str(config)])
 
 
 def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_any_work(
@@ -117,16 +147,17 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
     for flags, size in (
         ([], ENCODER_SIZES["small"]),
         (["--size", "paper"], ENCODER_SIZES["paper"]),
-        (["--emb-dim", "32"], dict(ENCODER_SIZES["small"], emb_dim=32)),
+        (tiny_config(tmp_path, emb_dim=32), dict(emb_dim=32, depth=1, n_heads=2, ff_dim=16)),
     ):
         with pytest.raises(SystemExit):
             cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
         assert given["encoder_kwargs"] == size
     monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
-    with pytest.raises(SystemExit, match=r"--size small --n-heads 3: 'emb_dim' must be even"):
-        cli.main(["pretrain", "--out", "unused", "--n-heads", "3"])
+    (tmp_path / "bad.json").write_text('{"n_heads": 3}')
+    with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'emb_dim' mu"):
+        cli.main(["pretrain", "--out", "unused", "--config", str(tmp_path / "bad.json")])
     with pytest.raises(SystemExit, match=r"'--eegmat-subjects' takes subject numbers, 'pool' or"):
-        cli.main(["pretrain", "--out", "unused", "--shared-data", "x", "--eegmat-subjects", "a"])
+        cli.main(["store", "--out", "unused", "--shared-data", "x", "--eegmat-subjects", "a"])
 
 
 def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
@@ -140,7 +171,7 @@ def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     run = tmp_path / "run"
     flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--n-patches", "4"]
     flags += ["--batch-size", "8", "--valid-fraction", "0.3", "--steps", "10"]
-    assert cli.main(["pretrain", *flags, *TINY]) == 0
+    assert cli.main(["pretrain", *flags, "--device", "cpu", *tiny_config(tmp_path)]) == 0
     history = json.loads((run_state(run) / "history.json").read_text())
     validated = [row for row in history if "valid_loss" in row]  # on the cadence
     assert [row["epoch"] for row in validated] == [1, 4]  # 3 steps an epoch, every 200
@@ -164,12 +195,5 @@ def test_eegmat_subjects_pool_is_the_development_tasks_pool():
     assert eegmat_subjects(["pool", "1"]) == tuple(sorted({*EEGMAT_POOL_SUBJECTS, 1}))
 
 
-def test_recording_windows_without_a_source_and_the_store_key_of_the_data_flags():
+def test_recording_windows_without_a_source_is_none():
     assert recording_windows() is None
-    # the name of the store a torchrun run writes in --out: resumed runs find theirs
-    flags = dict(recordings=["data/*.edf"], shared_data=None, sfreq=None, window_seconds=10.0,
-                 stride_seconds=5.0, l_freq=0.3, h_freq=None, notch_freq=None, exclude=None,
-                 keep_all_channels=False, eegmat_subjects=None, muse=False)  # fmt: skip
-    assert data_key(flags) == data_key(dict(reversed(flags.items())))
-    assert data_key(flags) == "dd88c81440"  # as before the command line was split
-    assert data_key(dict(flags, sfreq=200.0)) != data_key(flags)

@@ -8,7 +8,7 @@ import torch
 
 from braindecode_pars.training import warmup_cosine_factor
 
-from ._helpers import stop_before_pretraining
+from ._helpers import stop_before_pretraining, tiny_config
 
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
@@ -50,14 +50,7 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
         timeout=300,
     )
     small = [
-        "--emb-dim",
-        "16",
-        "--depth",
-        "1",
-        "--n-heads",
-        "2",
-        "--ff-dim",
-        "16",
+        *tiny_config(tmp_path),
         "--n-patches",
         "10",
         "--batch-size",
@@ -158,9 +151,8 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     from braindecode_pars.hub import load_encoder, run_state, run_status
 
     run_dir = tmp_path / "run"
-    common = ["--out", str(run_dir), "--epochs", "3", "--lr", "1e-3", "--emb-dim", "16",
-              "--depth", "1", "--n-heads", "2", "--ff-dim", "16", "--n-patches", "10",
-              "--batch-size", "32", "--device", "cpu", "--amp"]  # fmt: skip
+    common = ["--out", str(run_dir), "--epochs", "3", "--lr", "1e-3", *tiny_config(tmp_path),
+              "--n-patches", "10", "--batch-size", "32", "--device", "cpu", "--amp"]  # fmt: skip
     cli = ["-m", "braindecode_pars.cli", "pretrain", *common]
     first = subprocess.run(
         [*TORCHRUN, *cli, "--compile", "--max-minutes", "0"],
@@ -219,8 +211,7 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
     )  # fmt: skip
     run_dir = tmp_path / "run"
     command = [*cli, "pretrain", "--out", str(run_dir), "--store", str(tmp_path / "store"),
-               "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
-               "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
+               *tiny_config(tmp_path), "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
                "--epochs", "5000"]  # fmt: skip
     # a shell's background job (nohup ... &) starts with SIGINT ignored, and so would
     # this child: give it the default disposition, as a terminal's foreground job has
@@ -257,9 +248,9 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
     assert run_status(run_dir)["epoch"] == status["epoch"] + 1
 
 
-def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path, shared_data):
-    """Under torchrun, --recordings are windowed once (rank 0 writes a store in --out)
-    and every process memory-maps it; ECG and the ear reference stay out."""
+def test_recordings_stored_once_pretrain_under_torchrun_on_eeg_channels(tmp_path, shared_data):
+    """``store --recordings`` reads recordings once, keeping EEG channels only (ECG and
+    the ear reference stay out), and every torchrun process memory-maps the store."""
     import json
 
     data = shared_data / "eegmat"
@@ -267,25 +258,26 @@ def test_torchrun_reads_recordings_once_into_a_store_of_eeg_channels(tmp_path, s
         (tmp_path / "edf").mkdir(exist_ok=True)
         (tmp_path / "edf" / name).symlink_to(data / name)
     (tmp_path / "edf" / "notes.edf").write_text("not an EDF file")
-    run_dir = tmp_path / "run"
-    command = [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),
-               "--recordings", str(tmp_path / "edf" / "*.edf"), "--window-seconds", "10",
-               "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
-               "--n-patches", "10", "--batch-size", "16", "--device", "cpu",
-               "--epochs", "1"]  # fmt: skip
+    store = tmp_path / "store"
+    command = [sys.executable, "-m", "braindecode_pars.cli", "store", "--out", str(store),
+               "--recordings", str(tmp_path / "edf" / "*.edf"),
+               "--window-seconds", "10"]  # fmt: skip
     refused = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=300)
     assert refused.returncode != 0 and "notes.edf" in refused.stderr  # named, before work
-    done = subprocess.run(
+    stored = subprocess.run(
         [*command, "--on-error", "skip"], env=ENV, capture_output=True, text=True, timeout=300
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    stores = list(run_dir.glob("store-*"))
-    assert len(stores) == 1  # written once, by rank 0
-    recordings = json.loads((stores[0] / "recordings.json").read_text())
+    assert stored.returncode == 0, stored.stderr[-3000:]
+    recordings = json.loads((store / "recordings.json").read_text())
     kept = {name for rec in recordings for name in rec["ch_names"]}
     assert len(recordings) == 2 and len(kept) == 19
     assert not {"ECG ECG", "EEG A2-A1"} & kept
-    assert "EEG Fp1" in done.stderr  # the channels kept are said
+    assert "EEG Fp1" in stored.stderr  # the channels kept are said
+    run = [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(tmp_path / "run"),
+           "--store", str(store), *tiny_config(tmp_path), "--n-patches", "10",
+           "--batch-size", "16", "--device", "cpu", "--epochs", "1"]  # fmt: skip
+    done = subprocess.run(run, env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("final loss") == 1
 
 
@@ -310,9 +302,9 @@ def test_the_command_line_runs_bf16_compiled_on_a_gpu(tmp_path):
     from braindecode_pars.cli import main
 
     run_dir = tmp_path / "run"
-    main(["pretrain", "--out", str(run_dir), "--steps", "30", "--emb-dim", "16", "--depth",
-          "1", "--n-heads", "2", "--ff-dim", "16", "--n-patches", "10", "--batch-size", "32",
-          "--device", "cuda", "--amp", "--compile"])  # fmt: skip
+    main(["pretrain", "--out", str(run_dir), "--steps", "30", *tiny_config(tmp_path),
+          "--n-patches", "10", "--batch-size", "32", "--device", "cuda", "--amp",
+          "--compile"])  # fmt: skip
     pointer = json.loads((run_dir / "state.json").read_text())
     assert (pointer["compile"], pointer["amp"]) == (True, True)
     assert (run_dir / "encoder.pt").is_file()
@@ -324,8 +316,8 @@ def test_two_gpu_processes_pretrain_under_torchrun_on_nccl(tmp_path):
 
     run_dir = tmp_path / "run"
     cli = ["-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir), "--steps", "20",
-           "--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16",
-           "--n-patches", "10", "--batch-size", "32", "--device", "cuda"]  # fmt: skip
+           *tiny_config(tmp_path), "--n-patches", "10", "--batch-size", "32",
+           "--device", "cuda"]  # fmt: skip
     proc = subprocess.run([*TORCHRUN, *cli], env=ENV, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     pointer = json.loads((run_dir / "state.json").read_text())

@@ -23,6 +23,8 @@ from braindecode_pars.datasets import (
     shared_corpus,
 )
 
+from ._helpers import tiny_config
+
 HAS_PYBV = importlib.util.find_spec("pybv") is not None
 
 
@@ -151,12 +153,11 @@ def test_shared_corpus_leaves_out_the_eegmat_test_subjects(shared_data):
     assert n_sleep == 9 * 333  # 10,000 s a night, non-overlapping 30-s windows
 
 
-def test_pretrain_and_store_commands_read_recordings(tmp_path):
-    """``braindecode-pars pretrain --recordings GLOB`` and ``store --recordings GLOB``."""
+def test_the_store_command_reads_recordings_and_pretrain_its_store(tmp_path):
+    """``braindecode-pars store --recordings GLOB``, then ``pretrain --store``."""
     import json
 
     from braindecode_pars.cli import main
-    from braindecode_pars.datasets import SingleChannelWindows
 
     for i in range(2):
         write(make_raw(seconds=40.0, seed=i), tmp_path / "data" / f"s{i}.edf", "edf")
@@ -165,9 +166,9 @@ def test_pretrain_and_store_commands_read_recordings(tmp_path):
     assert main([*store, "--window-seconds", "10", "--stride-seconds", "10"]) == 0
     view = SingleChannelWindows.from_store(tmp_path / "store")
     assert view.sfreq == 100 and view.n_times == 1000 and len(view) == 2 * 4  # 4 x 10 s each
-    small = ["--emb-dim", "16", "--depth", "1", "--n-heads", "2", "--ff-dim", "16"]
-    args = ["pretrain", "--recordings", pattern, "--out", str(tmp_path / "run"), "--steps", "4"]
-    assert main([*args, *small, "--n-patches", "10", "--batch-size", "4", "--device", "cpu"]) == 0
+    args = ["pretrain", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "run")]
+    args += ["--steps", "4", "--n-patches", "10", "--batch-size", "4", "--device", "cpu"]
+    assert main([*args, *tiny_config(tmp_path)]) == 0
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["sfreq"] == 100 and config["lr"] == 1e-3 and config["n_times"] == 1000
     assert (tmp_path / "run" / "encoder.pt").is_file()

@@ -128,7 +128,7 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
 
     monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data were read"))
     with pytest.raises(SystemExit, match="'--decoder-heads' must divide the token size emb_dim=64"):
-        cli.main(["pretrain", "--out", "unused", "--emb-dim", "64", "--decoder-heads", "3"])
+        cli.main(["pretrain", "--out", "unused", "--decoder-heads", "3"])
     given = {}
 
     def fake_pretrain(view, method, **kwargs):
@@ -143,7 +143,7 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
         ["--decoder-heads", "4"],
     ):
         with pytest.raises(SystemExit):
-            cli.main(["pretrain", "--out", run, "--emb-dim", "64", *flags])
+            cli.main(["pretrain", "--out", run, *flags])
     assert "decoder_heads" not in given["mae"] and given["pars"]["decoder_heads"] == 4
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", run])
@@ -561,7 +561,7 @@ def test_a_run_refused_for_other_data_names_what_its_description_says_changed(tm
             f"resampled to 10 Hz, high-pass 0.5 Hz, notch {notch}; 30-s windows every 30 s"
         )
         run_info = {
-            "command": f"braindecode-pars pretrain --notch-freq {notch}",
+            "command": f"braindecode-pars pretrain --store notch-{notch}",
             "data.recordings": ["a.edf", "b.edf"],
             "data.preprocessing": preprocessing,
         }

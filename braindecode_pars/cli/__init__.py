@@ -15,7 +15,7 @@ import logging
 import warnings
 
 from .demo import _demo, read_config
-from .pretrain import SIZES, _export, _pretrain, _store
+from .pretrain import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
 
 __all__ = ["build_parser", "main"]
 
@@ -152,7 +152,9 @@ def _pretrain_parser(sub):
     pre.add_argument(
         "--config",
         help="JSON file of these options by name (e.g. "
-        '{"method": "pars", "epochs": 1000}); flags given here take precedence',
+        '{"method": "pars", "epochs": 1000}), and of the encoder settings that only a '
+        f"file sets: {CONFIG_ONLY_HELP}, each in place of --size's; flags given here take "
+        "precedence",
     )
     pre.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
     pre.add_argument(
@@ -161,36 +163,17 @@ def _pretrain_parser(sub):
         choices=["pars", "mae", "mp3", "droppos"],
         help="the pretext task: PARS or one of the paper's baselines",
     )
-    pre.add_argument("--store", help="window store folder (see 'store'); default: bundled EEG")
     pre.add_argument(
-        "--recordings",
-        nargs="+",
-        help="your own recordings: folders or globs of files MNE reads "
-        "(EDF, BDF, FIF, BrainVision, EEGLAB...), e.g. 'data/**/*.edf'",
+        "--store",
+        help="window store folder written by 'store' (your recordings, the shared corpus, "
+        "YSYW/TUEG...); default: the bundled EEG, PhysioNet-MI subject 1",
     )
     pre.add_argument(
-        "--shared-data",
-        help="folder with eegmat/ and sleep-edf-atm/: the shipped encoder's corpus",
-    )
-    _preprocessing_flags(pre)
-    _recording_flags(pre)
-    pre.add_argument(
-        "--subjects",
-        nargs="+",
-        type=int,
-        default=[1],
-        help="PhysioNet-MI subjects when no --store, --recordings or --shared-data is given",
-    )
-    pre.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
-    pre.add_argument(
-        "--window-seconds", type=float, default=10.0, help="pretraining crops (paper: 30)"
-    )
-    pre.add_argument(
-        "--stride-seconds",
+        "--window-seconds",
         type=float,
-        default=5.0,
-        help="step between the starts of the windows cut from recordings; each window holds "
-        "all its EEG channels, and each training example draws one channel and a crop of it",
+        default=10.0,
+        help="pretraining crops (paper: 30); without --store also the windows cut from the "
+        "bundled EEG, every 5 s; each training example draws one channel and a crop of it",
     )
     pre.add_argument(
         "--epochs",
@@ -248,13 +231,9 @@ def _pretrain_parser(sub):
         choices=list(SIZES),
         help="encoder size: "
         + ", or ".join(f"'{name}', {text}" for name, text in SIZES.items())
-        + " (default: small); --emb-dim, --depth, --n-heads and --ff-dim replace one of "
-        "its settings",
+        + " (default: small); emb_dim, depth, n_heads or ff_dim in --config replace one "
+        "of its settings",
     )
-    pre.add_argument("--emb-dim", type=int, help="token size (default: --size's)")
-    pre.add_argument("--depth", type=int, help="transformer blocks (default: --size's)")
-    pre.add_argument("--n-heads", type=int, help="attention heads (default: --size's)")
-    pre.add_argument("--ff-dim", type=int, help="feed-forward width (default: --size's)")
     pre.add_argument("--n-patches", type=int, default=40, help="PARS's patches per crop")
     pre.add_argument(
         "--pos-mask-ratio",
@@ -344,7 +323,7 @@ def _parse(argv):
     if getattr(args, "command", None) == "pretrain" and args.config:
         config = read_config(args.config)
         sub = _subparser(parser, "pretrain")
-        known = {a.dest for a in sub._actions}
+        known = {a.dest for a in sub._actions} | set(config_only())
         unknown = sorted(set(k.replace("-", "_") for k in config) - known)
         if unknown:
             raise SystemExit(

@@ -1,9 +1,12 @@
 """The subcommands that make an encoder: ``store`` (the data, written once), ``pretrain``
 (the run) and ``export`` (its encoder, in braindecode's Hugging Face layout).
 
-The data assembly is :mod:`braindecode_pars.datasets.pretraining_views`'s; here the
-flags are turned into its arguments. What a command needs beyond the standard library
-is imported when it runs, so that building the parser (and ``--help``) stays fast.
+``store`` prepares the data (reads, preprocesses and windows recordings) and
+``pretrain`` reads a store, so that recordings are read once, whatever the number of
+runs and processes; the data assembly is
+:mod:`braindecode_pars.datasets.pretraining_views`'s. What a command needs beyond the
+standard library is imported when it runs, so that building the parser (and ``--help``)
+stays fast.
 """
 
 from __future__ import annotations
@@ -21,11 +24,30 @@ SIZES = {
     "for those steps, a size for a GPU",
 }
 
+#: The PhysioNet-MI subjects ``pretrain`` reads without ``--store`` (bundled with the package).
+BUNDLED_SUBJECTS = (1,)
+
+#: The encoder settings that only ``--config`` sets, each in place of ``--size``'s
+#: (rarely changed; named sizes keep runs comparable), as ``--config``'s help names them.
+CONFIG_ONLY_HELP = (
+    "emb_dim (token size), depth (transformer blocks), n_heads (attention heads) and "
+    "ff_dim (feed-forward width)"
+)
+
+
+def config_only():
+    """The names of the encoder settings that only ``--config`` sets: those a size of
+    ``models.config.ENCODER_SIZES`` gives."""
+    from ..models.config import ENCODER_SIZES
+
+    return tuple(ENCODER_SIZES["small"])
+
+
 #: The flags of the entries of a run's record whose flag is not ``--<entry>``.
 _RECORD_FLAGS = {
     "max_epochs": "--epochs / --steps",
     "model": "--method",
-    "n_times": "--window-seconds / --sfreq",
+    "n_times": "--window-seconds / the store's sampling rate",
 }
 
 
@@ -34,25 +56,20 @@ def flag_of(key):
     if key in _RECORD_FLAGS:
         return _RECORD_FLAGS[key]
     if key.startswith("data."):
-        return "the data (--store, --recordings...)"
+        return "the data (--store)"
     if key.startswith("encoder."):
-        return "--size / --" + key.removeprefix("encoder.").replace("_", "-")
+        return f"--size / '{key.removeprefix('encoder.')}' in --config"
     return "--" + key.replace("_", "-")
 
 
-#: The flags that choose and preprocess the data of ``--recordings`` / ``--shared-data``
-#: (hashed into the name of the store a torchrun run writes in ``--out``).
-_DATA_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
-               "l_freq", "h_freq", "notch_freq", "exclude", "keep_all_channels",
-               "eegmat_subjects", "muse")  # fmt: skip
 #: The flags passed as they are to ``recording_windows``, under their own names.
 _RECORDING_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
                     "l_freq", "h_freq", "notch_freq", "on_error", "muse")  # fmt: skip
 
 
 def encoder_settings(args):
-    """The encoder of the flags: ``--size``'s, with each of ``--emb-dim``, ``--depth``,
-    ``--n-heads`` and ``--ff-dim`` that is given in place of the size's.
+    """The encoder of the flags: ``--size``'s, with each of ``emb_dim``, ``depth``,
+    ``n_heads`` and ``ff_dim`` that ``--config`` gives in place of the size's.
 
     Parameters
     ----------
@@ -66,8 +83,9 @@ def encoder_settings(args):
     """
     from ..models.config import ENCODER_SIZES
 
-    settings = dict(ENCODER_SIZES[args.size])  # the settings --emb-dim ... --ff-dim set
-    settings.update({k: getattr(args, k) for k in settings if getattr(args, k) is not None})
+    settings = dict(ENCODER_SIZES[args.size])  # the settings of config_only()
+    given = {k: getattr(args, k, None) for k in settings}
+    settings.update({k: v for k, v in given.items() if v is not None})
     return settings
 
 
@@ -106,9 +124,10 @@ def idle_cores():
     return max(1, int((os.cpu_count() or 1) - busy + 0.5))
 
 
-def _recording_options(args, command):
+def _recording_options(args):
     """The arguments of :func:`~braindecode_pars.datasets.pretraining_views.recording_windows`
-    that the flags give, ``lazy`` aside (``--eegmat-subjects`` checked: an exit names it)."""
+    that the ``store`` flags give, ``lazy`` aside (``--eegmat-subjects`` checked: an exit
+    names it)."""
     from ..datasets.pretraining_views import eegmat_subjects
 
     subjects = None
@@ -116,7 +135,7 @@ def _recording_options(args, command):
         try:
             subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
         except ValueError as err:
-            raise SystemExit(f"braindecode-pars {command}: {err}") from None
+            raise SystemExit(f"braindecode-pars store: {err}") from None
     options = {name: getattr(args, name) for name in _RECORDING_FLAGS}
     exclude = [] if args.keep_all_channels else (args.exclude or "auto")
     return dict(options, exclude=exclude, eegmat_subjects=subjects)
@@ -130,7 +149,7 @@ def _store(args):
     from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
     from ..datasets.pretraining_views import recording_windows
 
-    windows = recording_windows(lazy=True, **_recording_options(args, "store"))
+    windows = recording_windows(lazy=True, **_recording_options(args))
     if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
             ysyw_path=args.ysyw,
@@ -157,23 +176,17 @@ def _store(args):
 
 
 def _pretrain_view(args):
-    """The pretraining windows the flags name: a store, recordings, the shared corpus, or
-    the bundled PhysioNet-MI subject.
+    """The pretraining windows: the ``--store``, memory-mapped (by every process under
+    torchrun), or without one the bundled PhysioNet-MI subject 1, cut into
+    ``--window-seconds`` windows every 5 s."""
+    from ..datasets import SingleChannelWindows
 
-    Under torchrun, recordings and the shared corpus are read once: rank 0 writes them
-    to a window store inside ``--out`` (one per set of data flags), the other processes
-    wait for it, and every process memory-maps it.
-    """
-    from ..datasets.pretraining_views import data_key, pretraining_view
+    if args.store:
+        return SingleChannelWindows.from_store(args.store)
+    from ..datasets import load_physionet_mi_continuous
 
-    key = data_key({name: getattr(args, name, None) for name in _DATA_FLAGS})
-    return pretraining_view(
-        store=args.store,
-        physionet_subjects=args.subjects,
-        physionet_path=args.data_path,
-        shared_store=Path(args.out) / f"store-{key}",
-        **_recording_options(args, "pretrain"),
-    )
+    windows = load_physionet_mi_continuous(BUNDLED_SUBJECTS, window_seconds=args.window_seconds)
+    return SingleChannelWindows(windows)
 
 
 def _check(args):
@@ -188,25 +201,23 @@ def _check(args):
         try:
             PatchEncoderConfig(**size)
         except ValueError as err:
-            given = " ".join(
-                f"--{k.replace('_', '-')} {getattr(args, k)}"
-                for k in size
-                if getattr(args, k, None) is not None
+            given = ", ".join(
+                f"{k} {getattr(args, k)}" for k in size if getattr(args, k, None) is not None
             )
-            raise ValueError(f"the encoder of --size {args.size} {given}: {err}") from None
+            given = f" with --config's {given}" if given else ""
+            raise ValueError(f"the encoder of --size {args.size}{given}: {err}") from None
         if args.method == "pars":
             check_heads("--decoder-heads", args.decoder_heads, size["emb_dim"])
         pretrain_settings(args)  # every pretext and optimisation setting, checked
     except (TypeError, ValueError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
-    if args.shared_data:
-        _recording_options(args, "pretrain")  # --eegmat-subjects, before the data are read
     return size
 
 
 def _pretrain(args):
-    """Pretrain an encoder with one pretext task; resumable; several processes under torchrun
-    (torchrun --nproc_per_node N -m braindecode_pars.cli pretrain ...)."""
+    """Pretrain an encoder with one pretext task on a window store (see 'store') or the
+    bundled EEG; resumable; several processes under torchrun (torchrun --nproc_per_node N
+    -m braindecode_pars.cli pretrain ...)."""
     import logging
 
     import torch
@@ -307,18 +318,8 @@ def _run_info(args):
             f"{d['channel_hours']} channel-hours"
             for name, d in summary["datasets"].items()
         )
-    elif args.recordings:
-        info["data.recordings"] = list(args.recordings)
-    elif args.shared_data:
-        info["data.recordings"] = [str(args.shared_data)]
     else:
-        info["data.recordings"] = [f"PhysioNet-MI subjects {args.subjects} (bundled)"]
-    if args.recordings or args.shared_data:
-        info["data.preprocessing"] = (
-            f"resampled to {args.sfreq or 100.0} Hz, high-pass {args.l_freq} Hz, low-pass "
-            f"{args.h_freq or 'min(75, 0.45 sfreq)'} Hz, notch {args.notch_freq or 'none'}; "
-            f"{args.window_seconds}-s windows every {args.stride_seconds} s"
-        )
+        info["data.recordings"] = [f"PhysioNet-MI subjects {list(BUNDLED_SUBJECTS)} (bundled)"]
     return info
 
 

@@ -1,19 +1,9 @@
-"""The pretraining data a run asks for, assembled: recordings, the shared corpus, the
-bundled PhysioNet-MI subject or a window store, as one single-channel view.
-
-These are the steps ``braindecode-pars pretrain`` and ``store`` take, as plain
-functions for scripts and estimators. Under torchrun, :func:`pretraining_view` reads
-recordings once: rank 0 writes them to a window store that the other processes wait
-for (:func:`wait_for`), and every process memory-maps it.
+"""The pretraining data that ``braindecode-pars store`` assembles: recordings or the
+shared corpus, as windows to write to a window store, and the EEGMAT subjects named by
+numbers and sets; plain functions for scripts too.
 """
 
 from __future__ import annotations
-
-import hashlib
-import inspect
-import json
-import time
-from pathlib import Path
 
 
 def eegmat_subjects(names=None, name="eegmat_subjects"):
@@ -147,110 +137,3 @@ def recording_windows(
             muse=muse,
         )
     return None
-
-
-def data_key(settings):
-    """A short hash of the settings that choose and preprocess pretraining data.
-
-    Parameters
-    ----------
-    settings : dict
-        JSON-serialisable settings (the command line's data flags by name).
-
-    Returns
-    -------
-    key : str
-        10 hexadecimal digits; the same settings give the same key.
-    """
-    spec = json.dumps(settings, sort_keys=True)
-    return hashlib.sha1(spec.encode()).hexdigest()[:10]
-
-
-def wait_for(path, poll_seconds=1.0):
-    """Wait until the file ``path`` exists.
-
-    Processes other than rank 0 wait so for the store rank 0 writes; torchrun ends
-    every process when one fails, so the wait has no time limit.
-
-    Parameters
-    ----------
-    path : str | Path
-        The file to wait for.
-    poll_seconds : float
-        Seconds between two looks.
-    """
-    while not Path(path).is_file():
-        time.sleep(poll_seconds)
-
-
-def pretraining_view(
-    *, store=None, physionet_subjects=(1,), physionet_path=None, shared_store=None, **options
-):
-    """The single-channel pretraining view of the data named: a store, recordings, the
-    shared corpus, or PhysioNet-MI.
-
-    The first source given is taken, in that order; without any, the continuous
-    windows of PhysioNet-MI's ``physionet_subjects`` (bundled, or in
-    ``physionet_path``).
-
-    Parameters
-    ----------
-    store : str | Path | None
-        A window store written by
-        :func:`~braindecode_pars.datasets.write_window_store`, memory-mapped.
-    physionet_subjects : sequence of int
-        PhysioNet-MI subjects taken when no other source is given.
-    physionet_path : str | Path | None
-        Folder in MNE's eegbci layout; None: the bundled recordings.
-    shared_store : str | Path | None
-        Under torchrun (more than one process), the folder where rank 0 writes
-        ``recordings`` or ``shared_data`` as a store once, which every process then
-        memory-maps; the others wait for it. Required there; a store already in it
-        is reused, so it should name the data (see :func:`data_key`).
-    **options
-        The keyword arguments of :func:`recording_windows` but ``lazy``, with its
-        defaults: ``recordings``, ``shared_data``, ``sfreq``, ``window_seconds``,
-        ``stride_seconds``, ``l_freq``, ``h_freq``, ``notch_freq``, ``exclude``,
-        ``on_error``, ``eegmat_subjects`` and ``muse``. ``window_seconds`` and
-        ``stride_seconds`` (10 and 5 s) are also the window length and stride of
-        PhysioNet-MI.
-
-    Returns
-    -------
-    view : SingleChannelWindows
-        The pretraining view.
-    """
-    from ..training.distributed import is_distributed, rank
-    from .single_channel import SingleChannelWindows
-    from .store import write_window_store
-
-    if "lazy" in options:
-        raise TypeError("pretraining_view() got an unexpected keyword argument 'lazy'")
-    bound = inspect.signature(recording_windows).bind(**options)  # a wrong name: TypeError
-    bound.apply_defaults()
-    options = bound.arguments  # every argument of recording_windows, defaults filled in
-    if store:
-        return SingleChannelWindows.from_store(store)
-    if not (options["recordings"] or options["shared_data"]) or not is_distributed():
-        windows = recording_windows(**options)
-        if windows is None:
-            from .physionet_mi import load_physionet_mi_continuous
-
-            windows = load_physionet_mi_continuous(
-                physionet_subjects,
-                path=physionet_path,
-                window_seconds=options["window_seconds"],
-                stride_seconds=options["stride_seconds"],
-            )
-        return SingleChannelWindows(windows)
-    if shared_store is None:
-        raise ValueError(
-            "'shared_store' must name a folder when several processes read 'recordings' or "
-            "'shared_data' (rank 0 writes them there once), but got None."
-        )
-    shared_store = Path(shared_store)
-    if rank() == 0 and not (shared_store / "index.npz").is_file():
-        windows = recording_windows(**{**options, "lazy": True})
-        write_window_store(windows, shared_store, overwrite=True)
-    wait_for(shared_store / "index.npz")
-    return SingleChannelWindows.from_store(shared_store)
