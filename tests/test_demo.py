@@ -3,6 +3,7 @@ import json
 import numpy as np
 import torch
 
+from braindecode_pars import PARSClassifier
 from braindecode_pars.cli import main
 from braindecode_pars.experiments.demo import DemoConfig, format_results, run_demo
 from braindecode_pars.viz import plot_training_curves, sorted_shift_matrices
@@ -48,11 +49,12 @@ def test_demo_writes_the_table_and_figures(tmp_path):
     results = run_demo(tmp_path, DemoConfig(**TINY))
     names = {
         "floor (band power)",
-        "probe: pars-small + band power + tangent space",
+        "probe: pars-small-v2 + band power + tangent space",  # PARSClassifier()
+        "probe: no encoder, band power + tangent space",  # PARSProbe()
         "probe: random encoder + band power + tangent space",
         "trained from scratch",
     }
-    assert len(results) == 4 and set(results.method) == names
+    assert len(results) == 5 and set(results.method) == names
     assert np.isfinite(results[["balanced_accuracy", "kappa"]].to_numpy()).all()
     for name in (
         "results.csv",
@@ -63,10 +65,14 @@ def test_demo_writes_the_table_and_figures(tmp_path):
     ):
         assert (tmp_path / name).is_file(), name
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["config"]["ks"] == [1] and len(saved["runs"]) == 4
+    assert saved["config"]["ks"] == [1] and len(saved["runs"]) == 5
+    assert saved["config"]["encoder"] == PARSClassifier().encoder
     # the shipped model predicts shifts on a window of a subject it never saw
     assert saved["shipped_encoder_skill_on_test_window"] > 0.1
-    assert "k=1" in format_results(results)
+    table = format_results(results)
+    assert "k=1" in table and "s per fit" in table
+    seconds = results.groupby("method")["seconds"].mean()
+    assert f"{seconds['trained from scratch']:.1f}" in table.splitlines()[-2]
     again = run_demo(tmp_path, DemoConfig(**TINY))  # resumes: nothing runs again
     assert again.equals(results) or np.allclose(
         again.balanced_accuracy.to_numpy(), results.balanced_accuracy.to_numpy()

@@ -1,14 +1,16 @@
-"""The main job: the shipped PARS encoder against training from scratch and a classical
-floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic).
+"""The main job: the library's default classifier, the shipped PARS encoder under the
+probe, against the same probe without an encoder, training from scratch and a
+classical floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic).
 
-1. Load the encoder shipped with the package (``"pars-small"``, pretrained on EEGMAT's
-   24 training subjects and nine Sleep-EDF nights; see its model card).
+1. Load the encoder shipped with the package that ``PARSClassifier()`` reads
+   (``"pars-small-v2"``: pretrained on EEGMAT's 24 training subjects, nine Sleep-EDF
+   nights and 129 Muse recordings; see its model card).
 2. For k = 1 and 2 labelled subjects (five draws from a pool of 8 that overlap as
    little as the pool allows: five different subjects at k = 1), fit
-   the band-power + logistic-regression floor, ``PARSClassifier(encoder="pars-small")``
-   (its default head, the probe: a logistic regression over the frozen encoder's
-   features, log band power and the tangent space), the same probe over a randomly
-   initialised encoder of the same size, and ``PARSFineTuner()``, the classifier
+   the band-power + logistic-regression floor, ``PARSClassifier()`` (the probe: a
+   logistic regression over the frozen encoder's features, log band power and the
+   tangent space), ``PARSProbe()`` (the same probe without an encoder), the probe over
+   a randomly initialised encoder of the same size, and ``PARSFineTuner()``, the classifier
    trained from scratch (every weight of a new encoder of the same size and its
    head), and score each on 12 test subjects that pretraining never saw and that no
    current default was chosen on (those were chosen on the development tasks'
@@ -33,6 +35,7 @@ from ..datasets.adapters import read_windows
 from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from ..estimators import PARSClassifier, PARSProbe
+from ..estimators.classifier import DEFAULT_ENCODER
 from ..hub import load_encoder, load_pretext_model, pretrained_path
 from ..models.encoder import PatchEncoder, size_of
 from ..models.pretext import pretext_skill
@@ -55,7 +58,7 @@ class DemoConfig:
     no epochs).
     """
 
-    encoder: str = "pars-small"
+    encoder: str = DEFAULT_ENCODER
     ks: tuple = (1, 2)
     seeds: tuple = (0, 1, 2, 3, 4)
     test_subjects: tuple = EEGMAT_TEST_SUBJECTS
@@ -66,9 +69,10 @@ class DemoConfig:
 
 
 def demo_methods(config, sfreq):
-    """The floor, the probe over the shipped encoder, the same probe over a random
-    encoder, and the classifier trained from scratch, as scikit-learn estimators (named
-    for what each fits)."""
+    """The floor, the probe over the shipped encoder (``PARSClassifier()`` when
+    ``config.encoder`` is its default), the same probe without an encoder and over a
+    random encoder, and the classifier trained from scratch, as scikit-learn estimators
+    (named for what each fits)."""
     encoder = load_encoder(config.encoder)
     size = size_of(encoder)
     with isolated_random_state(config.seed, "cpu"):
@@ -82,6 +86,7 @@ def demo_methods(config, sfreq):
         f"probe: {config.encoder} + {blocks}": PARSClassifier(
             encoder=config.encoder, head=PARSProbe(device=config.device), sfreq=sfreq, verbose=0
         ),
+        f"probe: no encoder, {blocks}": PARSProbe(sfreq=sfreq),
         f"probe: random encoder + {blocks}": PARSClassifier(
             encoder=random_encoder, head=PARSProbe(device=config.device), sfreq=sfreq, verbose=0
         ),

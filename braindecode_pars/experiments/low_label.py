@@ -357,14 +357,23 @@ def format_summary(results, chance=0.5):
     names = results["method"].unique()
     width = max([22, *(len(str(name)) + 2 for name in names)])
     head = f"{'method':<{width}}" + "".join(f"{f'k={k}':>15}" for k in ks)
-    lines = [head, "balanced accuracy, mean ± std over draws"]
+    timed = "seconds" in results
+    if timed:
+        head += f"{'s per fit':>11}"
+    lines = [head, "balanced accuracy, mean ± std over draws" + (", mean seconds" if timed else "")]
     for name in names:
         cells = []
         for k in ks:
             sel = results[(results.method == name) & (results.k == k)]["balanced_accuracy"]
             std = sel.std() if len(sel) > 1 else 0.0
             cells.append(f"{sel.mean():>8.3f}±{std:.3f}" if len(sel) else f"{'-':>14}")
-        lines.append(f"{name:<{width}}" + "".join(f"{c:>15}" for c in cells))
+        if timed:
+            cells.append(f"{results[results.method == name]['seconds'].mean():>7.1f}")
+        lines.append(
+            f"{name:<{width}}"
+            + "".join(f"{c:>15}" for c in cells[: len(ks)])
+            + (f"{cells[-1]:>11}" if timed else "")
+        )
     lines.append(f"chance: balanced accuracy {chance:.3f}")
     return "\n".join(lines)
 
