@@ -1,0 +1,190 @@
+"""PARS against MAE, MP3, DropPos and training from scratch under one budget: the
+paper's Table 1 at this project's scale.
+
+Encoders (``benchmarks/encoders/comparison/{method}-{seed}.pt``, ``runs.json`` beside
+them): the small encoder (64 x 4, 1-s patches at 100 Hz), pretrained by each pretext
+task with the library's defaults (lr 1e-3, batch 64, warm-up then cosine), 4,000 steps,
+seeds 0, 1 and 2, all on one corpus: the shipped encoders' corpus without any subject a
+development split scores (EEGMAT's 12 pool subjects, the nine Sleep-EDF segments and
+the 129 Muse recordings; 74.6 channel-hours of 82 people)::
+
+    braindecode-pars store --shared-data ../shared/data --eegmat-subjects pool --muse \\
+        --window-seconds 10 --out results/store-pool
+    braindecode-pars pretrain --store results/store-pool --method M --seed S \\
+        --steps 4000 --device cuda --threads 1 --out results/comparison/runs/M-S
+
+Each encoder is then read two ways, the scores appended to
+``benchmarks/results/pretext_comparison.jsonl`` as they finish (resumable):
+
+- ``probe``: the library's probe over the frozen encoder (``PARSProbe(encoder=E)`` at
+  its defaults: the encoder's tokens, log band power and the tangent space), on the
+  test splits of the five development tasks (``lib/dev_tasks.py``) with the fewest
+  labels (k = 1 subject or block, five draws) and with all of them; beside it the
+  probe without an encoder (``PARSProbe()``), the band-power floor and the probe over
+  randomly initialised encoders of the same size (initialisations 0, 1, 2: the
+  pretraining-free start);
+- ``finetune``: full fine-tuning (``PARSFineTuner(encoder=E)`` at the library's
+  defaults) on the main job's EEGMAT split, all 8 pool subjects labelled, the 12 test
+  subjects scored, one fit per encoder (its pretraining seed as the fit's seed); beside
+  it the same architecture from scratch and braindecode's EEGNet (seeds 0, 1, 2).
+
+Nothing here is chosen on a test split: every setting is the library's default, fixed
+before these rows ran. ``report`` writes ``pretext_comparison.md`` and ``.png``.
+
+Usage (one thread each; the two modes can run side by side on two cores)::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py probe
+    OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py finetune
+    python benchmarks/bench_pretext_comparison.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from bench_dev_tasks import load_task, split
+from bench_few_labels import compact_network
+from bench_finetuning import POOL, _scratch_encoder, fine_tuner
+from bench_finetuning import load as load_main_split
+from lib.dev_tasks import DEV_TASKS
+from sklearn.metrics import balanced_accuracy_score
+
+from braindecode_pars import PARSProbe
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
+from braindecode_pars.hub import load_encoder
+from braindecode_pars.models.encoder import PatchEncoder, size_of
+from braindecode_pars.probe.baselines import band_power_pipeline
+
+logger = logging.getLogger("bench_pretext_comparison")
+
+HERE = Path(__file__).resolve().parent
+ENCODERS = HERE / "encoders" / "comparison"
+RESULTS = HERE / "results"
+METHODS = ("pars", "mae", "mp3", "droppos")
+SEEDS = (0, 1, 2)
+KS = ("1", "all")
+DRAWS = (0, 1, 2, 3, 4)
+LABELS = {"pars": "PARS", "mae": "MAE", "mp3": "MP3", "droppos": "DropPos"}
+
+
+def encoder_file(method, seed):
+    return ENCODERS / f"{method}-{seed}.pt"
+
+
+def random_encoder(seed):
+    """A new encoder of the comparison's size, initialised with ``seed``."""
+    torch.manual_seed(seed)
+    return PatchEncoder(sfreq=100.0, **size_of(load_encoder(encoder_file("pars", 0))))
+
+
+def done_keys(path):
+    if not path.exists():
+        return set()
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {tuple(r["key"]) for r in rows}
+
+
+def append(path, row):
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    logger.info("%s: %.3f (%.0f s)", " ".join(map(str, row["key"])), row["bal_acc"], row["seconds"])
+
+
+def probe_rows():
+    """(row name, pretraining seed or None, the estimator's settings); the estimator is
+    :func:`band_power_pipeline` for the floor, else ``PARSProbe``."""
+    rows = [("band-power floor", None, None), ("probe, no encoder", None, {})]
+    rows += [("probe, random encoder", s, dict(encoder=random_encoder(s))) for s in SEEDS]
+    for method in METHODS:
+        rows += [
+            (f"probe, {LABELS[method]}", s, dict(encoder=str(encoder_file(method, s))))
+            for s in SEEDS
+        ]
+    return rows
+
+
+def run_probe(out):
+    done = done_keys(out)
+    for task in DEV_TASKS:
+        X, y, units, pool, scored, sfreq = load_task(task, "test")
+        for k in KS:
+            draws = DRAWS if k == "1" else (0,)
+            for draw in draws:
+                train, test, labelled = split(units, pool, scored, k, draw)
+                for name, seed, settings in probe_rows():
+                    key = (task, k, draw, name, seed)
+                    if key in done:
+                        continue
+                    if settings is None:
+                        est = band_power_pipeline(sfreq=sfreq, random_state=draw)
+                    else:
+                        est = PARSProbe(**settings, sfreq=sfreq, random_state=draw)
+                    t0 = time.perf_counter()
+                    est.fit(X[train], y[train])
+                    pred = est.predict(X[test])
+                    append(out, dict(
+                        key=list(key), task=task, k=k, draw=draw, row=name, seed=seed,
+                        labelled=[int(u) for u in labelled],
+                        bal_acc=float(balanced_accuracy_score(y[test], pred)),
+                        seconds=time.perf_counter() - t0,
+                    ))  # fmt: skip
+
+
+def run_finetune(out):
+    done = done_keys(out)
+    X, y, groups, sfreq = load_main_split()
+    train = np.isin(groups, POOL)
+    test = np.isin(groups, EEGMAT_TEST_SUBJECTS)
+    jobs = [(f"full fine-tuning, {LABELS[m]}", s) for m in METHODS for s in SEEDS]
+    jobs += [("from scratch", s) for s in SEEDS] + [("EEGNet", s) for s in SEEDS]
+    for name, seed in jobs:
+        key = ("eegmat-main", "8 subjects", 0, name, seed)
+        if key in done:
+            continue
+        if name == "EEGNet":
+            torch.manual_seed(seed)
+            clf = compact_network("EEGNet", X.shape[1], X.shape[2], 2, y[train], seed)
+        elif name == "from scratch":
+            clf = fine_tuner(_scratch_encoder(seed, sfreq), {}, seed, sfreq)
+        else:
+            method = next(m for m in METHODS if name.endswith(LABELS[m]))
+            clf = fine_tuner(str(encoder_file(method, seed)), {}, seed, sfreq)
+        t0 = time.perf_counter()
+        if name == "EEGNet":
+            clf.fit(X[train].astype(np.float32), y[train])
+        else:
+            clf.fit(X[train], y[train], groups=groups[train])
+        pred = clf.predict(X[test].astype(np.float32))
+        append(out, dict(
+            key=list(key), task="eegmat-main", k="8 subjects", draw=0, row=name, seed=seed,
+            bal_acc=float(balanced_accuracy_score(y[test], pred)),
+            predicted_minority=float(np.mean(pred == 1)),
+            seconds=time.perf_counter() - t0,
+        ))  # fmt: skip
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("probe", "finetune", "report"))
+    parser.add_argument("--out", type=Path, default=RESULTS / "pretext_comparison")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(1)
+    if args.mode == "probe":
+        run_probe(args.out.with_name(args.out.name + "_probe.jsonl"))
+    elif args.mode == "finetune":
+        run_finetune(args.out.with_name(args.out.name + "_finetune.jsonl"))
+    else:
+        from report_pretext_comparison import write_report
+
+        write_report(args.out)
+
+
+if __name__ == "__main__":
+    main()

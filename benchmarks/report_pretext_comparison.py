@@ -1,0 +1,187 @@
+"""Tables and figure of ``bench_pretext_comparison.py``: ``pretext_comparison.md`` and
+``.png`` from its two JSONL files and the encoders' ``runs.json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ENCODERS = HERE / "encoders" / "comparison"
+PRETEXTS = ("PARS", "MAE", "MP3", "DropPos")
+PROBE_ROWS = (
+    "band-power floor",
+    "probe, no encoder",
+    "probe, random encoder",
+    *(f"probe, {m}" for m in PRETEXTS),
+)
+FT_ROWS = ("from scratch", *(f"full fine-tuning, {m}" for m in PRETEXTS), "EEGNet")
+TASKS = ("eegmat-arithmetic", "mi-executed-lr", "mi-imagery-4", "mi-imagery-lr", "mi-executed-ff")
+
+
+def read_jsonl(path):
+    return pd.DataFrame([json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()])
+
+
+def per_seed(probe):
+    """Score of each (row, seed, task, k): the mean over the draws; seedless rows get
+    seed -1."""
+    probe = probe.assign(seed=probe["seed"].fillna(-1).astype(int))
+    return probe.groupby(["row", "seed", "task", "k"])["bal_acc"].mean().reset_index()
+
+
+def cell(values):
+    values = np.asarray(values, dtype=float)
+    if len(values) > 1:
+        return f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
+    return f"{values.mean():.3f}"
+
+
+def probe_table(scores, k):
+    """Rows x tasks at ``k``; a seeded row's cell is mean ± sd over its seeds."""
+    sel = scores[scores.k == k]
+    lines = [
+        "| row | " + " | ".join(TASKS) + " | mean of 5 |",
+        "|---|" + "---|" * (len(TASKS) + 1),
+    ]
+    for row in PROBE_ROWS:
+        part = sel[sel.row == row]
+        if part.empty:
+            continue
+        cells = [cell(part[part.task == t].bal_acc) if (part.task == t).any() else "-" for t in TASKS]
+        complete = part.groupby("seed").filter(lambda g: g.task.nunique() == len(TASKS))
+        means = complete.groupby("seed").bal_acc.mean()
+        cells.append(f"**{cell(means)}**" if len(means) else "-")
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def means_by_seed(scores, k):
+    sel = scores[scores.k == k]
+    complete = sel.groupby(["row", "seed"]).filter(lambda g: g.task.nunique() == len(TASKS))
+    return complete.groupby(["row", "seed"]).bal_acc.mean()
+
+
+def verdict(a, b):
+    """The rule, fixed before the tables were read: ``a`` beats ``b`` when its mean over
+    seeds is higher by more than the sum of their standard deviations over seeds; "no"
+    when lower by as much; "level" in between."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    spread = (a.std(ddof=1) if len(a) > 1 else 0) + (b.std(ddof=1) if len(b) > 1 else 0)
+    gap = a.mean() - b.mean()
+    word = "yes" if gap > spread else ("no" if gap < -spread else "level")
+    return f"{word} ({a.mean():.3f} against {b.mean():.3f}, gap {gap:+.3f}, spread {spread:.3f})"
+
+
+def write_report(out):
+    out = Path(out)
+    probe = read_jsonl(out.with_name(out.name + "_probe.jsonl"))
+    ft_path = out.with_name(out.name + "_finetune.jsonl")
+    ft = read_jsonl(ft_path) if ft_path.exists() else pd.DataFrame(columns=["row", "bal_acc"])
+    runs = json.loads((ENCODERS / "runs.json").read_text())
+    scores = per_seed(probe)
+    lines = [
+        "# PARS, MAE, MP3, DropPos and no pretraining under one budget",
+        "",
+        "Written by `benchmarks/report_pretext_comparison.py` from the rows of "
+        "`benchmarks/bench_pretext_comparison.py` (protocol in its docstring and on "
+        "`docs/benchmarks/pretext_comparison.rst`). Balanced accuracy on the test splits; "
+        "a row with pretraining seeds gives mean ± sd over its 3 seeds (each seed's "
+        "score the mean over the draws), the others the mean over the draws.",
+        "",
+        "## Pretraining (one H100, 4,000 steps each, all 12 runs at once)",
+        "",
+        "| pretext task | held-out pretext skill, seeds 0, 1, 2 | final training loss |",
+        "|---|---|---|",
+    ]
+    for m in ("pars", "mae", "mp3", "droppos"):
+        rs = [runs[f"{m}-{s}"] for s in (0, 1, 2)]
+        skills = ", ".join(f"{r['valid_skill']:.3f}" for r in rs)
+        losses = ", ".join(f"{r['final_train_loss']:.4f}" for r in rs)
+        lines.append(f"| {rs[0]['model']} | {skills} | {losses} |")
+    for k, title in (("1", "one labelled subject or block (five draws)"), ("all", "all labels")):
+        lines += ["", f"## Frozen encoder under the probe, {title}", ""]
+        lines += probe_table(scores, k)
+    lines += [
+        "",
+        "## Full fine-tuning, EEGMAT main split (8 pool subjects labelled, 12 test subjects)",
+        "",
+        "| row | balanced accuracy | per seed | share predicted as arithmetic | s per fit |",
+        "|---|---|---|---|---|",
+    ]
+    for row in FT_ROWS:
+        part = ft[ft.row == row].sort_values("seed") if len(ft) else ft
+        if part.empty:
+            continue
+        seeds = ", ".join(f"{v:.3f}" for v in part.bal_acc)
+        minority = ", ".join(f"{v:.2f}" for v in part.predicted_minority)
+        lines.append(
+            f"| {row} | {cell(part.bal_acc)} | {seeds} | {minority} | {part.seconds.mean():.0f} |"
+        )
+    lines += ["", "## The paper's two claims at this scale", ""]
+    for k in ("1", "all"):
+        m = means_by_seed(scores, k)
+        if ("probe, PARS" not in m.index.get_level_values(0)) or (
+            "probe, random encoder" not in m.index.get_level_values(0)
+        ):
+            continue
+        lines.append(
+            f"- Probe, mean of 5 tasks, k = {k}: PARS beats no pretraining (random encoder): "
+            + verdict(m["probe, PARS"], m["probe, random encoder"])
+        )
+        for other in ("MAE", "MP3", "DropPos"):
+            if f"probe, {other}" in m.index.get_level_values(0):
+                lines.append(
+                    f"- Probe, mean of 5 tasks, k = {k}: PARS beats {other}: "
+                    + verdict(m["probe, PARS"], m[f"probe, {other}"])
+                )
+    if len(ft):
+        pars = ft[ft.row == "full fine-tuning, PARS"].bal_acc
+        for other in ("from scratch", "full fine-tuning, MAE", "full fine-tuning, MP3",
+                      "full fine-tuning, DropPos"):  # fmt: skip
+            if len(pars) and (ft.row == other).any():
+                lines.append(
+                    f"- Full fine-tuning, EEGMAT: PARS beats {other.split(', ')[-1]}: "
+                    + verdict(pars, ft[ft.row == other].bal_acc)
+                )
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    plot(scores, ft, out.with_suffix(".png"))
+    print("\n".join(lines))
+
+
+def plot(scores, ft, path):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), constrained_layout=True)
+    for ax, k in zip(axes[:2], ("1", "all"), strict=True):
+        m = means_by_seed(scores, k)
+        rows = [r for r in PROBE_ROWS if r in m.index.get_level_values(0)]
+        for i, row in enumerate(rows):
+            vals = m[row].to_numpy()
+            ax.bar(i, vals.mean(), yerr=vals.std(ddof=1) if len(vals) > 1 else 0, capsize=3)
+            ax.scatter(np.full(len(vals), i), vals, color="k", s=8, zorder=3)
+        ax.set_xticks(range(len(rows)), [r.replace("probe, ", "") for r in rows], rotation=40)
+        ax.axhline(0.5, color="k", lw=0.8, ls="--")
+        ax.set_ylim(0.3, 0.8)
+        ax.set_title(f"probe, mean of 5 tasks, k = {k}")
+        ax.set_ylabel("balanced accuracy")
+    ax = axes[2]
+    rows = [r for r in FT_ROWS if len(ft) and (ft.row == r).any()]
+    for i, row in enumerate(rows):
+        vals = ft[ft.row == row].bal_acc.to_numpy()
+        ax.bar(i, vals.mean(), yerr=vals.std(ddof=1) if len(vals) > 1 else 0, capsize=3)
+        ax.scatter(np.full(len(vals), i), vals, color="k", s=8, zorder=3)
+    ax.set_xticks(range(len(rows)), [r.replace("full fine-tuning, ", "FT ") for r in rows],
+                  rotation=40)  # fmt: skip
+    ax.axhline(0.5, color="k", lw=0.8, ls="--")
+    ax.set_ylim(0.3, 0.8)
+    ax.set_title("full fine-tuning, EEGMAT, 8 subjects labelled")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    write_report(HERE / "results" / "pretext_comparison")
