@@ -22,7 +22,9 @@ Each encoder is then read two ways, the scores appended to
   labels (k = 1 subject or block, five draws) and with all of them; beside it the
   probe without an encoder (``PARSProbe()``), the band-power floor and the probe over
   randomly initialised encoders of the same size (initialisations 0, 1, 2: the
-  pretraining-free start);
+  pretraining-free start), and the probe over the shipped ``pars-small-v2``
+  (``PARSClassifier()``'s default; pretrained on a corpus that holds the EEGMAT
+  selection subjects, not the test ones);
 - ``finetune``: full fine-tuning (``PARSFineTuner(encoder=E)`` at the library's
   defaults) on the main job's EEGMAT split, all 8 pool subjects labelled, the 12 test
   subjects scored, one fit per encoder (its pretraining seed as the fit's seed); beside
@@ -100,6 +102,7 @@ def probe_rows():
     """(row name, pretraining seed or None, the estimator's settings); the estimator is
     :func:`band_power_pipeline` for the floor, else ``PARSProbe``."""
     rows = [("band-power floor", None, None), ("probe, no encoder", None, {})]
+    rows += [("probe, pars-small-v2 (the default)", None, dict(encoder="pars-small-v2"))]
     rows += [("probe, random encoder", s, dict(encoder=random_encoder(s))) for s in SEEDS]
     for method in METHODS:
         rows += [

@@ -15,6 +15,7 @@ PRETEXTS = ("PARS", "MAE", "MP3", "DropPos")
 PROBE_ROWS = (
     "band-power floor",
     "probe, no encoder",
+    "probe, pars-small-v2 (the default)",
     "probe, random encoder",
     *(f"probe, {m}" for m in PRETEXTS),
 )
