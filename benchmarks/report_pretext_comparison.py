@@ -52,7 +52,9 @@ def probe_table(scores, k):
         part = sel[sel.row == row]
         if part.empty:
             continue
-        cells = [cell(part[part.task == t].bal_acc) if (part.task == t).any() else "-" for t in TASKS]
+        cells = [
+            cell(part[part.task == t].bal_acc) if (part.task == t).any() else "-" for t in TASKS
+        ]
         complete = part.groupby("seed").filter(lambda g: g.task.nunique() == len(TASKS))
         means = complete.groupby("seed").bal_acc.mean()
         cells.append(f"**{cell(means)}**" if len(means) else "-")
@@ -164,7 +166,8 @@ def plot(scores, ft, path):
             vals = m[row].to_numpy()
             ax.bar(i, vals.mean(), yerr=vals.std(ddof=1) if len(vals) > 1 else 0, capsize=3)
             ax.scatter(np.full(len(vals), i), vals, color="k", s=8, zorder=3)
-        ax.set_xticks(range(len(rows)), [r.replace("probe, ", "") for r in rows], rotation=40)
+        labels = [r.replace("probe, ", "").replace(" (the default)", " (default)") for r in rows]
+        ax.set_xticks(range(len(rows)), labels, rotation=40, ha="right")
         ax.axhline(0.5, color="k", lw=0.8, ls="--")
         ax.set_ylim(0.3, 0.8)
         ax.set_title(f"probe, mean of 5 tasks, k = {k}")
@@ -176,7 +179,7 @@ def plot(scores, ft, path):
         ax.bar(i, vals.mean(), yerr=vals.std(ddof=1) if len(vals) > 1 else 0, capsize=3)
         ax.scatter(np.full(len(vals), i), vals, color="k", s=8, zorder=3)
     ax.set_xticks(range(len(rows)), [r.replace("full fine-tuning, ", "FT ") for r in rows],
-                  rotation=40)  # fmt: skip
+                  rotation=40, ha="right")  # fmt: skip
     ax.axhline(0.5, color="k", lw=0.8, ls="--")
     ax.set_ylim(0.3, 0.8)
     ax.set_title("full fine-tuning, EEGMAT, 8 subjects labelled")
