@@ -96,7 +96,7 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
 )
-from braindecode_pars.datasets.physionet_mi import run_block
+from braindecode_pars.datasets.physionet_mi import _run_block
 from braindecode_pars.experiments.classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import draw_subjects
 from braindecode_pars.hub import load_encoder
@@ -122,7 +122,7 @@ def load_task(name, part, sfreq=100.0):
         blocks = (
             MI_SELECTION_BLOCKS if part == "selection" else MI_SELECTION_BLOCKS + MI_TEST_BLOCKS
         )
-        runs = [r for r in task.runs if run_block(r) in blocks]
+        runs = [r for r in task.runs if _run_block(r) in blocks]
         windows = load_physionet_mi(runs=runs, window_seconds=task.window_seconds, sfreq=sfreq)
         units = windows.get_metadata()["block"].to_numpy().astype(int)
         pool, scored = part_units(name, part)

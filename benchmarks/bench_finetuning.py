@@ -129,7 +129,7 @@ def fine_tuner(encoder, params, seed, sfreq, callbacks=None):
 
 def _scratch_encoder(seed, sfreq):
     from braindecode_pars.models.encoder import PatchEncoder
-    from braindecode_pars.training.seeding import isolated_random_state
+    from braindecode_pars.training._seeding import isolated_random_state
 
     size = size_of(load_encoder(ENCODER))
     with isolated_random_state(seed, "cpu"):

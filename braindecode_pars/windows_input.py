@@ -18,7 +18,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .datasets.adapters import Windows, labels_of, read_windows
+from .datasets.adapters import Windows, _labels_of, read_windows
 
 
 def read_array(X, sfreq):
@@ -143,7 +143,7 @@ class LabelledPipeline(Pipeline):
     def _labels(X, y):
         """``y`` as an array, or the labels the windows ``X`` carry."""
         if y is not None:
-            y = labels_of(y)
+            y = _labels_of(y)
             try:
                 n_windows = len(X)
             except (TypeError, RuntimeError):  # no length without reading: the steps check

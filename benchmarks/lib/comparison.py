@@ -44,7 +44,7 @@ from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
 from braindecode_pars.models import pretext_params
 from braindecode_pars.probe.baselines import band_power_pipeline
 from braindecode_pars.training import pretrain
-from braindecode_pars.training.seeding import isolated_random_state
+from braindecode_pars.training._seeding import isolated_random_state
 
 logger = logging.getLogger(__name__)
 

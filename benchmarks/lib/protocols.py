@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from braindecode_pars._checks import check_option
 from braindecode_pars.datasets import SingleChannelWindows, write_window_store
 from braindecode_pars.datasets.eesm17 import ChannelNoise
-from braindecode_pars.datasets.recipes import load_recipe, subject_column, subjects_of
+from braindecode_pars.datasets.recipes import _subject_column, _subjects_of, load_recipe
 from braindecode_pars.estimators import (
     STRATEGIES,
     PARSClassifier,
@@ -44,7 +44,7 @@ from braindecode_pars.experiments.low_label import check_settings, describe, set
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.config import PatchEncoderConfig
 from braindecode_pars.training import pretrain
-from braindecode_pars.training.seeding import isolated_random_state
+from braindecode_pars.training._seeding import isolated_random_state
 from braindecode_pars.viz import plot_lines, plot_subject_bars
 
 logger = logging.getLogger(__name__)
@@ -96,14 +96,14 @@ def _augmentations(spec):
     """Transforms from a configuration.
 
     ``"standard"`` (a preset of ``PARSFineTuner``), or a mapping of transform names
-    to their arguments: ``"channel_noise"`` (:class:`ChannelNoise`) or any class of
+    to their arguments: ``"_channel_noise"`` (:class:`ChannelNoise`) or any class of
     ``braindecode.augmentation``, e.g. ``{"FTSurrogate": {"probability": 0.5}}``.
     """
     import braindecode.augmentation as augmentation
 
     if spec is None or isinstance(spec, (list, str)):
         return spec
-    allowed = {"channel_noise": ChannelNoise}
+    allowed = {"_channel_noise": ChannelNoise}
     allowed.update(
         {
             name: getattr(augmentation, name)
@@ -273,7 +273,7 @@ def score_windows(clf, windows):
 
 
 def _subset(windows, subjects):
-    column = subject_column(windows)
+    column = _subject_column(windows)
     keep = np.flatnonzero(windows.description[column].isin(list(subjects)))
     return windows.split({"keep": keep.tolist()})["keep"]
 
@@ -284,14 +284,14 @@ def _data_summary(windows):
     windows and subjects passes)."""
     if isinstance(windows, dict):
         return {name: _data_summary(w) for name, w in windows.items()}
-    return {"windows": len(windows), "subjects": [str(s) for s in subjects_of(windows)]}
+    return {"windows": len(windows), "subjects": [str(s) for s in _subjects_of(windows)]}
 
 
 def label_efficiency(split, methods, subject_counts, seeds, params, out):
     """Fig. 3: scores against the number of labelled training patients."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pool = subjects_of(split["train"])
+    pool = _subjects_of(split["train"])
     too_many = [n for n in subject_counts if n > len(pool)]
     if too_many:
         raise ValueError(f"'subject_counts' {too_many} exceed the {len(pool)} training patients.")
@@ -353,7 +353,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
     out.mkdir(parents=True, exist_ok=True)
     settings = dict(encoders=methods, params=params, data=_data_summary(windows))
     log = ResultsLog(out / "results.csv", ["method", "subject", "seed"], settings)
-    subjects = subjects_of(windows)
+    subjects = _subjects_of(windows)
     if len(subjects) < 2:
         raise ValueError(f"Leave-one-subject-out needs two subjects, but got {subjects}.")
     jobs = list(itertools.product(seeds, subjects, methods))
@@ -412,7 +412,7 @@ def ablation(
         train = split["train"]
         if n_subjects is not None:
             chosen = np.random.default_rng([seed, n_subjects]).choice(
-                subjects_of(train), size=n_subjects, replace=False
+                _subjects_of(train), size=n_subjects, replace=False
             )
             train = _subset(train, chosen)
         valid = split.get("valid")  # with evaluate_on="valid" it both picks and scores

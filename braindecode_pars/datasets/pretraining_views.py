@@ -4,7 +4,7 @@ bundled PhysioNet-MI subject or a window store, as one single-channel view.
 These are the steps ``braindecode-pars pretrain`` and ``store`` take, as plain
 functions for scripts and estimators. Under torchrun, :func:`pretraining_view` reads
 recordings once: rank 0 writes them to a window store that the other processes wait
-for (:func:`wait_for`), and every process memory-maps it.
+for (:func:`_wait_for`), and every process memory-maps it.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def data_key(settings):
     return hashlib.sha1(spec.encode()).hexdigest()[:10]
 
 
-def wait_for(path, poll_seconds=1.0):
+def _wait_for(path, poll_seconds=1.0):
     """Wait until the file ``path`` exists.
 
     Processes other than rank 0 wait so for the store rank 0 writes; torchrun ends
@@ -220,7 +220,7 @@ def pretraining_view(
     view : SingleChannelWindows
         The pretraining view.
     """
-    from ..training.distributed import is_distributed, rank
+    from ..training.distributed import _is_distributed, rank
     from .single_channel import SingleChannelWindows
     from .store import write_window_store
 
@@ -231,7 +231,7 @@ def pretraining_view(
     options = bound.arguments  # every argument of recording_windows, defaults filled in
     if store:
         return SingleChannelWindows.from_store(store)
-    if not (options["recordings"] or options["shared_data"]) or not is_distributed():
+    if not (options["recordings"] or options["shared_data"]) or not _is_distributed():
         windows = recording_windows(**options)
         if windows is None:
             from .physionet_mi import load_physionet_mi_continuous
@@ -252,5 +252,5 @@ def pretraining_view(
     if rank() == 0 and not (shared_store / "index.npz").is_file():
         windows = recording_windows(**{**options, "lazy": True})
         write_window_store(windows, shared_store, overwrite=True)
-    wait_for(shared_store / "index.npz")
+    _wait_for(shared_store / "index.npz")
     return SingleChannelWindows.from_store(shared_store)

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._checks import check_option
 from .._logging import verbose_logging
 from ..probe.estimator import PARSProbe
-from ..training.seeding import fit_seed
+from ..training._seeding import fit_seed
 from ._common import SeededWindowsMixin, check_labels, load_encoder_param, read_input
 from .pretrainer import as_sources
 

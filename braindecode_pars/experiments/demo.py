@@ -37,7 +37,7 @@ from ..hub import load_encoder, load_pretext_model, pretrained_path
 from ..models.encoder import PatchEncoder, size_of
 from ..models.pretext import pretext_skill
 from ..probe.baselines import band_power_pipeline
-from ..training.seeding import isolated_random_state
+from ..training._seeding import isolated_random_state
 from ..viz import plot_shift_matrices, plot_training_curves
 from .classifiers import scratch_classifier
 from .low_label import format_summary, plot_label_efficiency, run_low_label, summarize

@@ -15,7 +15,7 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_int, check_option
-from ..datasets.adapters import window_scale
+from ..datasets.adapters import _window_scale
 from ..estimators._common import (
     check_encoder_rate,
     check_labels,
@@ -238,7 +238,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
                 )
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
-        self.scale_ = window_scale(data.X)
+        self.scale_ = _window_scale(data.X)
         self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
         groups = None if data.groups is None else np.asarray(data.groups)
         recipe, candidates = fixed, None

@@ -33,7 +33,7 @@ class _Cadence(Callback):
             self._write_now(net)
 
     def on_train_end(self, net, **kwargs):
-        # an epoch stopped within is not in the history (PropagateInterrupt drops it)
+        # an epoch stopped within is not in the history (_PropagateInterrupt drops it)
         if len(net.history) > getattr(self, "written_epoch_", len(net.history)):
             self._write_now(net)
 
