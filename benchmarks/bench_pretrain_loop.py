@@ -151,7 +151,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     """One ``braindecode-pars pretrain`` on ``store`` (in this process): (seconds,
     windows trained, epochs)."""
     from braindecode_pars.cli import main
-    from braindecode_pars.hub import run_state
+    from braindecode_pars.hub import _run_state
 
     size = config.size
     flags = [
@@ -170,7 +170,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     seconds = time.perf_counter() - t0
     import json
 
-    history = json.loads((run_state(out) / "history.json").read_text())
+    history = json.loads((_run_state(out) / "history.json").read_text())
     return seconds, _trained_windows(history), len(history)
 
 

@@ -150,7 +150,7 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
 
-def unwrapped_state_dict(state):
+def _unwrapped_state_dict(state):
     """A state dict without the key prefixes of torch.compile and DistributedDataParallel.
 
     A module compiled with ``torch.compile`` saves its keys under ``_orig_mod.`` (at
@@ -188,7 +188,7 @@ def load_pretext_model(name_or_path):
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
     model = _built_to_load(PRETEXT_MODELS[method], **spec)
-    model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
+    model.load_state_dict(_unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
 
 
@@ -229,14 +229,14 @@ def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, li
     encoder.save_pretrained(folder)
     if pretext is not None:
         state = {k: v.detach().cpu().contiguous() for k, v in pretext.state_dict().items()}
-        save_file(unwrapped_state_dict(state), folder / "pretext.safetensors")
+        save_file(_unwrapped_state_dict(state), folder / "pretext.safetensors")
         (folder / "pretext.json").write_text(json.dumps(pretext_spec, indent=1))
     card = model_card(encoder, pretext_spec=pretext_spec, license=license, name=folder.name)
     (folder / "README.md").write_text(card)
     return folder
 
 
-def run_state(run_dir):
+def _run_state(run_dir):
     """The folder of the last complete state of a pretraining run, or None.
 
     The state is written by :class:`~braindecode_pars.training.StateCheckpoint`:
@@ -263,7 +263,7 @@ def run_status(run_dir):
     saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
     config_file = run_dir / "config.json"
     config = json.loads(config_file.read_text()) if config_file.is_file() else {}
-    epoch = int(saved.get("epoch", 0)) if run_state(run_dir) is not None else 0
+    epoch = int(saved.get("epoch", 0)) if _run_state(run_dir) is not None else 0
     budget = saved.get("max_epochs", config.get("max_epochs"))
     finished = (run_dir / "encoder.pt").is_file() and (budget is None or epoch >= budget)
     return {"epoch": epoch, "max_epochs": budget, "finished": finished}
@@ -275,7 +275,7 @@ def export_run(run_dir, folder, license=None):
     Rebuilds the pretext model from the run's ``config.json``, loads the parameters
     of its last complete state (a run trained with ``compile=True`` or under
     ``torchrun`` too: their ``_orig_mod.`` and ``module.`` key prefixes are dropped,
-    see :func:`unwrapped_state_dict`), and writes the encoder in the Hugging Face
+    see :func:`_unwrapped_state_dict`), and writes the encoder in the Hugging Face
     layout (:func:`save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
     (``run_config.json``) and model card (``README.md``, :func:`model_card`: the
@@ -299,7 +299,7 @@ def export_run(run_dir, folder, license=None):
     """
     run_dir = Path(run_dir)
     config = json.loads((run_dir / "config.json").read_text())
-    state = run_state(run_dir)
+    state = _run_state(run_dir)
     if state is None:
         raise FileNotFoundError(f"'{run_dir}' holds no saved training state.")
     status = run_status(run_dir)
@@ -317,7 +317,7 @@ def export_run(run_dir, folder, license=None):
     kwargs = {k: v for k, v in spec.items() if k != "method"}
     model = _built_to_load(PRETEXT_MODELS[method], **kwargs)
     params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)
-    model.load_state_dict(unwrapped_state_dict(params))
+    model.load_state_dict(_unwrapped_state_dict(params))
     folder = save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
     history = json.loads((state / "history.json").read_text())
     history = [{k: v for k, v in row.items() if k != "batches"} for row in history]

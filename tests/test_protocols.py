@@ -228,7 +228,7 @@ def test_configurations_name_the_channel_noise_augmentation():
 
     _estimator = import_benchmark("lib.protocols")._estimator
 
-    clf = _estimator(None, 0, {"augmentation": {"_channel_noise": {"std": 0.3}}})
+    clf = _estimator(None, 0, {"augmentation": {"channel_noise": {"std": 0.3}}})
     (aug,) = clf.augmentation
     assert isinstance(aug, ChannelNoise) and aug.std == 0.3
     with pytest.raises(ValueError, match="'augmentation' parameter"):

@@ -39,13 +39,13 @@ from braindecode_pars.estimators import (
     PARSPretrainer,
     PARSProbe,
 )
-from braindecode_pars.experiments.classifiers import neural_head, scratch_classifier
-from braindecode_pars.experiments.low_label import check_settings, describe, settings_path
+from braindecode_pars.experiments._classifiers import neural_head, scratch_classifier
+from braindecode_pars.experiments.low_label import _check_settings, _describe, _settings_path
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.config import PatchEncoderConfig
 from braindecode_pars.training import pretrain
 from braindecode_pars.training._seeding import isolated_random_state
-from braindecode_pars.viz import plot_lines, plot_subject_bars
+from braindecode_pars.viz import _plot_lines, _plot_subject_bars
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class ResultsLog:
     ``settings`` (a dict: the methods' encoders, estimator parameters, the data's
     summary; not the key "methods", which the settings file keeps for itself)
     is recorded beside the CSV (``results.settings.json``, see
-    :func:`~braindecode_pars.experiments.low_label.check_settings`); a log whose
+    :func:`~braindecode_pars.experiments.low_label._check_settings`); a log whose
     rows were made with other settings is refused before any job runs, so a rerun
     never takes stale rows for its own.
     """
@@ -72,8 +72,8 @@ class ResultsLog:
             if "methods" in settings:
                 raise ValueError("'settings' must not use the key 'methods'; use 'encoders'.")
             if not self.rows:  # no row to protect: a run that failed before its first
-                settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
-            check_settings(self.path, {k: describe(v) for k, v in settings.items()}, {})
+                _settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
+            _check_settings(self.path, {k: _describe(v) for k, v in settings.items()}, {})
 
     def _key(self, row):
         return tuple(str(row[k]) for k in self.key_columns)
@@ -96,14 +96,14 @@ def _augmentations(spec):
     """Transforms from a configuration.
 
     ``"standard"`` (a preset of ``PARSFineTuner``), or a mapping of transform names
-    to their arguments: ``"_channel_noise"`` (:class:`ChannelNoise`) or any class of
+    to their arguments: ``"channel_noise"`` (:class:`ChannelNoise`) or any class of
     ``braindecode.augmentation``, e.g. ``{"FTSurrogate": {"probability": 0.5}}``.
     """
     import braindecode.augmentation as augmentation
 
     if spec is None or isinstance(spec, (list, str)):
         return spec
-    allowed = {"_channel_noise": ChannelNoise}
+    allowed = {"channel_noise": ChannelNoise}
     allowed.update(
         {
             name: getattr(augmentation, name)
@@ -314,7 +314,7 @@ def label_efficiency(split, methods, subject_counts, seeds, params, out):
     summary = (
         frame.groupby(["method", "n_subjects"]).agg(["mean", "std"]).drop(columns="seed", level=0)
     )
-    fig = plot_lines(summary, "n_subjects", "labelled training patients")
+    fig = _plot_lines(summary, "n_subjects", "labelled training patients")
     fig.savefig(out / "label_efficiency.png", dpi=120)
     plt.close(fig)
     return frame
@@ -365,7 +365,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
         result = fit_and_score(methods[method], train, test, seed, params)
         log.add({"method": method, "subject": subject, "seed": seed, **result})
     frame = log.frame()
-    fig = plot_subject_bars(frame)
+    fig = _plot_subject_bars(frame)
     fig.savefig(out / "per_subject_kappa.png", dpi=120)
     plt.close(fig)
     return frame

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets.adapters import _check_scale, read_windows
-from ..windows_input import WindowsInputMixin
+from ..windows_input import _WindowsInputMixin
 
 
 def read_input(X, y=None, groups=None, sfreq=None, name="X"):
@@ -155,7 +155,7 @@ def check_window_length(n_times, n_chans, patch_seconds, sfreq):
     return patch
 
 
-class SeededWindowsMixin(WindowsInputMixin):
+class SeededWindowsMixin(_WindowsInputMixin):
     """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times) whose
     ``fit`` draws at random: non-deterministic unless ``random_state`` is set."""
 

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 _SMALL = ENCODER_SIZES["small"]
 
 
-def as_sources(X_unlabeled):
+def _as_sources(X_unlabeled):
     """``X_unlabeled`` as a list of sources: None gives none, a list or tuple of sources
     is one per item, anything else (including a list of window items ``(x, y, ...)``)
     is one source."""
@@ -314,7 +314,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         from braindecode.datasets import BaseConcatDataset
 
         sources = []
-        for source in as_sources(X_unlabeled):
+        for source in _as_sources(X_unlabeled):
             if isinstance(source, BaseConcatDataset):
                 rate = float(_windows_info(source)["sfreq"])
                 if abs(rate - sfreq) > 1e-6:

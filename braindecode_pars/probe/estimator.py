@@ -23,7 +23,7 @@ from ..estimators._common import (
     read_fitted,
     read_input,
 )
-from ..windows_input import WindowsInputMixin
+from ..windows_input import _WindowsInputMixin
 from .features import BLOCKS, DEFAULT_READOUT, block_features
 from .recipe import MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blocks
 from .scaling import _check_groups
@@ -31,7 +31,7 @@ from .scaling import _check_groups
 logger = logging.getLogger(__name__)
 
 
-class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """The probe as a classifier: a class-balanced logistic regression over a frozen
     encoder's features, log band power and the Riemannian tangent space.
 
