@@ -4,10 +4,10 @@
   package, in the package-data folder ``braindecode_pars/pretrained/<name>/``;
 - :func:`save_encoder`, :func:`load_encoder`: one :class:`PatchEncoder` in one file,
   or (loading) a shipped name or a folder in braindecode's Hugging Face layout;
-- :func:`save_pretrained_encoder`, :func:`load_pretext_model`: that layout
-  (``config.json`` and ``model.safetensors``, read by
-  :meth:`PatchEncoder.from_pretrained <braindecode_pars.PatchEncoder>`), optionally with
-  the whole pretext model (``pretext.safetensors`` and ``pretext.json``);
+- ``encoder.save_pretrained(folder)`` (braindecode's) and :func:`load_encoder` or
+  :meth:`PatchEncoder.from_pretrained <braindecode_pars.PatchEncoder>`: that layout
+  (``config.json`` and ``model.safetensors``); :func:`load_pretext_model`: a folder
+  that also holds the whole pretext model (``pretext.safetensors`` and ``pretext.json``);
 - :func:`export_run`: a pretraining run's last state to that layout, for sharing.
 - :func:`model_card` (from :mod:`braindecode_pars.models.card`): the ``README.md``
   model card both write.
@@ -101,7 +101,7 @@ def load_encoder(path_or_encoder, map_location="cpu"):
           :data:`PRETRAINED_ENCODERS`);
         - a folder written by ``encoder.save_pretrained(folder)`` (braindecode's
           Hugging Face layout: ``config.json`` and ``model.safetensors``), e.g. by
-          :func:`save_pretrained_encoder` or :func:`export_run`;
+          :func:`export_run`;
         - a file written by :func:`save_encoder`;
         - an encoder, returned as it is.
 
@@ -173,8 +173,7 @@ def load_pretext_model(name_or_path):
     Parameters
     ----------
     name_or_path : str | Path
-        A shipped name (``"pars-small"``) or a folder written by
-        :func:`save_pretrained_encoder` with ``pretext=...`` (or by :func:`export_run`).
+        A shipped name (``"pars-small"``) or a folder written by :func:`export_run`.
 
     Returns
     -------
@@ -192,7 +191,7 @@ def load_pretext_model(name_or_path):
     return model.eval()
 
 
-def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, license=None):
+def _save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, license=None):
     """Save an encoder in the Hugging Face layout (and optionally its pretext model).
 
     ``encoder.save_pretrained(folder)`` writes ``config.json`` and
@@ -276,7 +275,7 @@ def export_run(run_dir, folder, license=None):
     of its last complete state (a run trained with ``compile=True`` or under
     ``torchrun`` too: their ``_orig_mod.`` and ``module.`` key prefixes are dropped,
     see :func:`_unwrapped_state_dict`), and writes the encoder in the Hugging Face
-    layout (:func:`save_pretrained_encoder`, with the pretext model) plus the run's
+    layout (:func:`_save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
     (``run_config.json``) and model card (``README.md``, :func:`model_card`: the
     pretext task, the encoder, the data, the budget, the skill reached, whether the
@@ -318,7 +317,7 @@ def export_run(run_dir, folder, license=None):
     model = _built_to_load(PRETEXT_MODELS[method], **kwargs)
     params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)
     model.load_state_dict(_unwrapped_state_dict(params))
-    folder = save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
+    folder = _save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
     history = json.loads((state / "history.json").read_text())
     history = [{k: v for k, v in row.items() if k != "batches"} for row in history]
     (folder / "pretrain_history.json").write_text(json.dumps(history, indent=1))

@@ -207,7 +207,7 @@ def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
         A shipped encoder's name or a saved encoder's folder or file (it must be
         named, not given as an object: OpenEEG-Bench rebuilds the model from
         ``model_kwargs`` in each run; save an encoder object first with
-        :func:`~braindecode_pars.hub.save_pretrained_encoder`).
+        ``encoder.save_pretrained(folder)``).
     checkpoint_path : str | Path
         The checkpoint file to write.
 
@@ -220,7 +220,7 @@ def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
             "'encoder' must be a shipped encoder's name or a saved encoder's folder or file "
             f"(OpenEEG-Bench rebuilds the model from its name), but got "
             f"{type(encoder).__name__}; save it first with "
-            "braindecode_pars.hub.save_pretrained_encoder."
+            "encoder.save_pretrained(folder)."
         )
     path = save_checkpoint(encoder, checkpoint_path)
     return dict(

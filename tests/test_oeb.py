@@ -175,7 +175,7 @@ def test_benchmark_configures_every_dataset_offline(tmp_path):
 
 
 def test_benchmark_kwargs_need_a_named_encoder(tmp_path):
-    with pytest.raises(TypeError, match="save_pretrained_encoder"):
+    with pytest.raises(TypeError, match=r"encoder\.save_pretrained\(folder\)"):
         benchmark_kwargs(load_encoder("pars-small"), tmp_path / "x.pt")
 
 
