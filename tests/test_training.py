@@ -506,7 +506,7 @@ def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monk
 def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
     _package_log_to, monkeypatch
 ):
-    from braindecode_pars.training.callbacks import progress
+    from braindecode_pars.training.callbacks import _progress as progress
 
     stream = io.StringIO()  # a log file
     monkeypatch.setattr("sys.stderr", stream)
@@ -517,7 +517,7 @@ def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
 
 
 def test_a_loop_on_a_terminal_writes_its_log_lines_above_the_bar(_package_log_to, monkeypatch):
-    from braindecode_pars.training.callbacks import progress
+    from braindecode_pars.training.callbacks import _progress as progress
 
     terminal = _stderr_terminal(monkeypatch)
     handler = _package_log_to(terminal)

@@ -28,7 +28,7 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.utils.validation import has_fit_parameter
 
 from .._checks import check_int
-from ..training.callbacks import progress as progress_bar
+from ..training.callbacks import _progress as progress_bar
 from ._classifiers import training_history
 
 logger = logging.getLogger(__name__)

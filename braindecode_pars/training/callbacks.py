@@ -282,7 +282,7 @@ def _is_console(handler):
     )
 
 
-def progress(iterable, desc, enabled=True, total=None):
+def _progress(iterable, desc, enabled=True, total=None):
     """``iterable`` with a progress bar on a terminal or in a notebook, the package's
     console log lines written above it (never glued to it); the plain iterable when
     ``enabled`` is False or stderr is not shown as a terminal (a log file)."""
