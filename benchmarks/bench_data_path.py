@@ -5,7 +5,7 @@ store once, then measures how many single-channel 30-s windows per second a
 DataLoader delivers, each with its own random crop and channel, from the memory-mapped
 store and from the in-memory view, in the main process and with worker processes: read
 item by item and collated (any DataLoader), and a batch at a time
-(:class:`~braindecode_pars.datasets.single_channel.BatchedView`, as pretraining reads).
+(:class:`~braindecode_pars.datasets.single_channel._BatchedView`, as pretraining reads).
 
 Usage::
 
@@ -28,7 +28,7 @@ from braindecode_pars.datasets import (
     load_physionet_mi_continuous,
     write_window_store,
 )
-from braindecode_pars.datasets.single_channel import BatchedView
+from braindecode_pars.datasets.single_channel import _BatchedView
 
 
 def throughput(view, n_windows, batch_size, workers, batched=False):
@@ -38,7 +38,7 @@ def throughput(view, n_windows, batch_size, workers, batched=False):
     if batched:
         batches = BatchSampler(sampler, batch_size, drop_last=False)
         loader = DataLoader(
-            BatchedView(view), sampler=batches, batch_size=None, num_workers=workers
+            _BatchedView(view), sampler=batches, batch_size=None, num_workers=workers
         )
     else:
         loader = DataLoader(view, batch_size=batch_size, sampler=sampler, num_workers=workers)

@@ -96,11 +96,11 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
 )
-from braindecode_pars.datasets.physionet_mi import run_block
-from braindecode_pars.experiments.classifiers import scratch_classifier
+from braindecode_pars.datasets.physionet_mi import _run_block
+from braindecode_pars.experiments._classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import draw_subjects
 from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.encoder import PatchEncoder, size_of
+from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.probe import ProbeRecipe
 from braindecode_pars.probe.features import block_features
 from braindecode_pars.probe.recipe import compare_recipes, fit_blocks
@@ -122,7 +122,7 @@ def load_task(name, part, sfreq=100.0):
         blocks = (
             MI_SELECTION_BLOCKS if part == "selection" else MI_SELECTION_BLOCKS + MI_TEST_BLOCKS
         )
-        runs = [r for r in task.runs if run_block(r) in blocks]
+        runs = [r for r in task.runs if _run_block(r) in blocks]
         windows = load_physionet_mi(runs=runs, window_seconds=task.window_seconds, sfreq=sfreq)
         units = windows.get_metadata()["block"].to_numpy().astype(int)
         pool, scored = part_units(name, part)
@@ -294,7 +294,7 @@ def deep_classifier(method, encoder, X, sfreq, seed):
         head = PARSFineTuner(**{**head, **overrides})
         return PARSClassifier(encoder=encoder, head=head, **common)
     if method == "deep scratch":
-        return scratch_classifier(size_of(load_encoder(encoder)), **common, **overrides)
+        return scratch_classifier(load_encoder(encoder).config.asdict(), **common, **overrides)
     raise ValueError(f"Unknown method {method!r}; deep rows are {DEEP_METHODS}.")
 
 
@@ -345,7 +345,7 @@ def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
         blocks[name] = encoded(enc, READOUT_BLOCKS[name])
     for seed in rand_seeds:
         torch.manual_seed(seed)
-        rand = PatchEncoder(sfreq=enc.sfreq, **size_of(enc))
+        rand = PatchEncoder(sfreq=enc.sfreq, **enc.config.asdict())
         blocks["rand" if seed == 0 else f"rand{seed}"] = encoded(rand, "mean")
     classical = block_features(X, ProbeRecipe(("bandpower", "tangentspace")), sfreq=sfreq)[0]
     blocks["bp"], blocks["ts"] = classical["bandpower"], classical["tangentspace"]

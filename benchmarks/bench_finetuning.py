@@ -40,7 +40,6 @@ from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.encoder import size_of
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ENCODER = "pars-small-v2"
@@ -129,9 +128,9 @@ def fine_tuner(encoder, params, seed, sfreq, callbacks=None):
 
 def _scratch_encoder(seed, sfreq):
     from braindecode_pars.models.encoder import PatchEncoder
-    from braindecode_pars.training.seeding import isolated_random_state
+    from braindecode_pars.training._seeding import isolated_random_state
 
-    size = size_of(load_encoder(ENCODER))
+    size = load_encoder(ENCODER).config.asdict()
     with isolated_random_state(seed, "cpu"):
         return PatchEncoder(sfreq=sfreq, **size)
 

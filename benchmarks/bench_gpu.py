@@ -43,7 +43,7 @@ from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from torch._dynamo.utils import counters
 
 from braindecode_pars import PARS
-from braindecode_pars.models.encoder import encoder_size
+from braindecode_pars.models.config import PatchEncoderConfig
 
 MIB = 2**20
 
@@ -60,12 +60,16 @@ class Config(NamedTuple):
 
 #: The paper's size on its 30-s windows at 200 Hz, as bench_pair_decoder's "512 x 8".
 PAPER = Config(
-    "512 x 8 (paper), 30-s windows at 200 Hz", encoder_size("paper"), N_TIMES, SFREQ, (256,)
+    "512 x 8 (paper), 30-s windows at 200 Hz",
+    PatchEncoderConfig.from_size("paper").asdict(),
+    N_TIMES,
+    SFREQ,
+    (256,),
 )
 #: Small enough for a CPU in seconds: a check that the code runs, not a measure of PARS.
 TINY = Config(
     "32 x 1 (tiny), 10-s windows at 100 Hz",
-    encoder_size(dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32)),
+    PatchEncoderConfig.from_size(dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32)).asdict(),
     SMALL_N_TIMES,
     SMALL_SFREQ,
     (8,),

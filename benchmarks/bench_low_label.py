@@ -47,7 +47,7 @@ from braindecode_pars.datasets import (
     load_physionet_mi,
 )
 from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.experiments.classifiers import scratch_classifier
+from braindecode_pars.experiments._classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import (
     format_summary,
     plot_label_efficiency,
@@ -56,8 +56,7 @@ from braindecode_pars.experiments.low_label import (
     summary_table,
 )
 from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.classifier import channel_tokens
-from braindecode_pars.models.encoder import size_of
+from braindecode_pars.models.classifier import _channel_tokens
 from braindecode_pars.probe import band_power_pipeline
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
@@ -94,7 +93,7 @@ class EncoderFeatures(TransformerMixin, BaseEstimator):
         with torch.no_grad():
             for i in range(0, len(X), self.batch_size):
                 xb = torch.as_tensor(np.asarray(X[i : i + self.batch_size]), dtype=torch.float32)
-                out.append(channel_tokens(self.encoder_, xb).flatten(1).numpy())
+                out.append(_channel_tokens(self.encoder_, xb).flatten(1).numpy())
         return np.concatenate(out)
 
 
@@ -108,7 +107,7 @@ def linear_probe(encoder):
 
 
 def methods(names, sfreq, encoder, max_epochs, lr, crop_seconds):
-    size = size_of(encoder)
+    size = encoder.config.asdict()
     # every row names its strategy, crops and epoch selection, so that a change of the
     # fine-tuner's defaults changes no row
     common = dict(verbose=0, max_epochs=max_epochs, batch_size=16, lr=lr)

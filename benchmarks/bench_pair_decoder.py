@@ -43,7 +43,7 @@ from _measure import (
 
 from braindecode_pars import PARS
 from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
-from braindecode_pars.training.optim import with_fused_default
+from braindecode_pars.training._optim import with_fused_default
 
 N_TIMES, SFREQ = 6000, 200.0  # 30-s windows at 200 Hz (paper section 2.5)
 SMALL_N_TIMES, SMALL_SFREQ, SMALL_BATCH = 1000, 100.0, 64  # 10-s windows at 100 Hz

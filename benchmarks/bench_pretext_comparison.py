@@ -60,7 +60,7 @@ from sklearn.metrics import balanced_accuracy_score
 from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.encoder import PatchEncoder, size_of
+from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.probe.baselines import band_power_pipeline
 
 logger = logging.getLogger("bench_pretext_comparison")
@@ -82,7 +82,7 @@ def encoder_file(method, seed):
 def random_encoder(seed):
     """A new encoder of the comparison's size, initialised with ``seed``."""
     torch.manual_seed(seed)
-    return PatchEncoder(sfreq=100.0, **size_of(load_encoder(encoder_file("pars", 0))))
+    return PatchEncoder(sfreq=100.0, **load_encoder(encoder_file("pars", 0)).config.asdict())
 
 
 def done_keys(path):

@@ -57,7 +57,7 @@ from bench_gpu import PAPER, TINY, Config, TrainingSteps, synchronize
 
 from braindecode_pars import PARSPretrainer
 from braindecode_pars.models.config import ENCODER_SIZES
-from braindecode_pars.training.optim import with_fused_default
+from braindecode_pars.training._optim import with_fused_default
 
 #: The estimator's default size on its default windows (10 s at 100 Hz), batch 64.
 SMALL = Config(
@@ -154,7 +154,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
 
     from braindecode_pars.cli import main
     from braindecode_pars.cli.pretrain import config_only
-    from braindecode_pars.hub import run_state
+    from braindecode_pars.hub import _run_state
 
     encoder = Path(f"{out}-encoder.json")  # the encoder's settings are --config's
     encoder.write_text(json.dumps({k: config.size[k] for k in config_only()}))
@@ -170,7 +170,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     main(flags)
     synchronize(torch.device(device))
     seconds = time.perf_counter() - t0
-    history = json.loads((run_state(out) / "history.json").read_text())
+    history = json.loads((_run_state(out) / "history.json").read_text())
     return seconds, _trained_windows(history), len(history)
 
 

@@ -103,9 +103,9 @@ def load_eegmat_windows(subjects, window_seconds=10.0, channels=None):
     (0 rest, 1 arithmetic), ``index`` (the window's place within its recording),
     ``n_in_recording`` (that recording's number of windows), ``ch_names``, ``sfreq``.
     """
-    from braindecode_pars.datasets.bundled_eegmat import bundled_eegmat_file
+    from braindecode_pars.datasets.bundled_eegmat import _bundled_eegmat_file
 
-    with np.load(bundled_eegmat_file()) as f:
+    with np.load(_bundled_eegmat_file()) as f:
         ch_names = [str(c) for c in f["ch_names"]]
         sfreq = float(f["sfreq"])
         picks = list(range(len(ch_names))) if channels is None else list(channels)

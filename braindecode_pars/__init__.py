@@ -11,7 +11,15 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", module=r"wfdb\.")
     from .estimators import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
     from .hub import load_encoder, save_encoder
-    from .models import MAE, MP3, PARS, DropPos, MultiChannelClassifier, PatchEncoder
+    from .models import (
+        MAE,
+        MP3,
+        PARS,
+        DropPos,
+        MultiChannelClassifier,
+        PatchEncoder,
+        PatchEncoderConfig,
+    )
     from .training import PretrainNet
 
 __version__ = "0.1.0.dev0"
@@ -29,6 +37,7 @@ __all__ = [
     "PARSPretrainer",
     "PARSProbe",
     "PatchEncoder",
+    "PatchEncoderConfig",
     "PretrainNet",
     "__version__",
     "load_encoder",

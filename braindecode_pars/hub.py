@@ -4,10 +4,10 @@
   package, in the package-data folder ``braindecode_pars/pretrained/<name>/``;
 - :func:`save_encoder`, :func:`load_encoder`: one :class:`PatchEncoder` in one file,
   or (loading) a shipped name or a folder in braindecode's Hugging Face layout;
-- :func:`save_pretrained_encoder`, :func:`load_pretext_model`: that layout
-  (``config.json`` and ``model.safetensors``, read by
-  :meth:`PatchEncoder.from_pretrained <braindecode_pars.PatchEncoder>`), optionally with
-  the whole pretext model (``pretext.safetensors`` and ``pretext.json``);
+- ``encoder.save_pretrained(folder)`` (braindecode's) and :func:`load_encoder` or
+  :meth:`PatchEncoder.from_pretrained <braindecode_pars.PatchEncoder>`: that layout
+  (``config.json`` and ``model.safetensors``); :func:`load_pretext_model`: a folder
+  that also holds the whole pretext model (``pretext.safetensors`` and ``pretext.json``);
 - :func:`export_run`: a pretraining run's last state to that layout, for sharing.
 - :func:`model_card` (from :mod:`braindecode_pars.models.card`): the ``README.md``
   model card both write.
@@ -101,7 +101,7 @@ def load_encoder(path_or_encoder, map_location="cpu"):
           :data:`PRETRAINED_ENCODERS`);
         - a folder written by ``encoder.save_pretrained(folder)`` (braindecode's
           Hugging Face layout: ``config.json`` and ``model.safetensors``), e.g. by
-          :func:`save_pretrained_encoder` or :func:`export_run`;
+          :func:`export_run`;
         - a file written by :func:`save_encoder`;
         - an encoder, returned as it is.
 
@@ -150,7 +150,7 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
 
-def unwrapped_state_dict(state):
+def _unwrapped_state_dict(state):
     """A state dict without the key prefixes of torch.compile and DistributedDataParallel.
 
     A module compiled with ``torch.compile`` saves its keys under ``_orig_mod.`` (at
@@ -173,8 +173,7 @@ def load_pretext_model(name_or_path):
     Parameters
     ----------
     name_or_path : str | Path
-        A shipped name (``"pars-small"``) or a folder written by
-        :func:`save_pretrained_encoder` with ``pretext=...`` (or by :func:`export_run`).
+        A shipped name (``"pars-small"``) or a folder written by :func:`export_run`.
 
     Returns
     -------
@@ -188,11 +187,11 @@ def load_pretext_model(name_or_path):
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
     model = _built_to_load(PRETEXT_MODELS[method], **spec)
-    model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
+    model.load_state_dict(_unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
 
 
-def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, license=None):
+def _save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, license=None):
     """Save an encoder in the Hugging Face layout (and optionally its pretext model).
 
     ``encoder.save_pretrained(folder)`` writes ``config.json`` and
@@ -229,14 +228,14 @@ def save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, li
     encoder.save_pretrained(folder)
     if pretext is not None:
         state = {k: v.detach().cpu().contiguous() for k, v in pretext.state_dict().items()}
-        save_file(unwrapped_state_dict(state), folder / "pretext.safetensors")
+        save_file(_unwrapped_state_dict(state), folder / "pretext.safetensors")
         (folder / "pretext.json").write_text(json.dumps(pretext_spec, indent=1))
     card = model_card(encoder, pretext_spec=pretext_spec, license=license, name=folder.name)
     (folder / "README.md").write_text(card)
     return folder
 
 
-def run_state(run_dir):
+def _run_state(run_dir):
     """The folder of the last complete state of a pretraining run, or None.
 
     The state is written by :class:`~braindecode_pars.training.StateCheckpoint`:
@@ -263,7 +262,7 @@ def run_status(run_dir):
     saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
     config_file = run_dir / "config.json"
     config = json.loads(config_file.read_text()) if config_file.is_file() else {}
-    epoch = int(saved.get("epoch", 0)) if run_state(run_dir) is not None else 0
+    epoch = int(saved.get("epoch", 0)) if _run_state(run_dir) is not None else 0
     budget = saved.get("max_epochs", config.get("max_epochs"))
     finished = (run_dir / "encoder.pt").is_file() and (budget is None or epoch >= budget)
     return {"epoch": epoch, "max_epochs": budget, "finished": finished}
@@ -275,8 +274,8 @@ def export_run(run_dir, folder, license=None):
     Rebuilds the pretext model from the run's ``config.json``, loads the parameters
     of its last complete state (a run trained with ``compile=True`` or under
     ``torchrun`` too: their ``_orig_mod.`` and ``module.`` key prefixes are dropped,
-    see :func:`unwrapped_state_dict`), and writes the encoder in the Hugging Face
-    layout (:func:`save_pretrained_encoder`, with the pretext model) plus the run's
+    see :func:`_unwrapped_state_dict`), and writes the encoder in the Hugging Face
+    layout (:func:`_save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
     (``run_config.json``) and model card (``README.md``, :func:`model_card`: the
     pretext task, the encoder, the data, the budget, the skill reached, whether the
@@ -299,7 +298,7 @@ def export_run(run_dir, folder, license=None):
     """
     run_dir = Path(run_dir)
     config = json.loads((run_dir / "config.json").read_text())
-    state = run_state(run_dir)
+    state = _run_state(run_dir)
     if state is None:
         raise FileNotFoundError(f"'{run_dir}' holds no saved training state.")
     status = run_status(run_dir)
@@ -317,8 +316,8 @@ def export_run(run_dir, folder, license=None):
     kwargs = {k: v for k, v in spec.items() if k != "method"}
     model = _built_to_load(PRETEXT_MODELS[method], **kwargs)
     params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)
-    model.load_state_dict(unwrapped_state_dict(params))
-    folder = save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
+    model.load_state_dict(_unwrapped_state_dict(params))
+    folder = _save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
     history = json.loads((state / "history.json").read_text())
     history = [{k: v for k, v in row.items() if k != "batches"} for row in history]
     (folder / "pretrain_history.json").write_text(json.dumps(history, indent=1))

@@ -35,8 +35,9 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .hub import _atomic_save, load_encoder
-from .models.classifier import channel_tokens
-from .models.encoder import PatchEncoder, checked_encoder, encoder_sfreq, encoder_size
+from .models.classifier import _channel_tokens
+from .models.config import PatchEncoderConfig
+from .models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
 HEAD = "final_layer"
@@ -53,7 +54,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
     Every channel of a window goes through the same single-channel
     :class:`~braindecode_pars.PatchEncoder` (fixed, non-overlapping 1-s patches with
     the full positional embedding, as in fine-tuning); its tokens are averaged over
-    the patches (:func:`~braindecode_pars.models.classifier.channel_tokens`, the
+    the patches (:func:`~braindecode_pars.models.classifier._channel_tokens`, the
     spatial tokens of :class:`~braindecode_pars.MultiChannelClassifier`); the
     ``n_chans * emb_dim`` embeddings, flattened channel by channel, go through
     ``final_layer``, a linear layer. Without that layer the model gives exactly the
@@ -78,7 +79,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
           folder or file of a saved encoder (:func:`~braindecode_pars.load_encoder`):
           its architecture and weights;
         - a :class:`PatchEncoder`, used as it is (not copied);
-        - a dict of encoder settings (:func:`~braindecode_pars.models.encoder_size`,
+        - a dict of encoder settings (:meth:`~braindecode_pars.models.PatchEncoderConfig.from_size`,
           e.g. ``{"emb_dim": 64, "depth": 4, "n_heads": 4, "ff_dim": 128}``): a new,
           untrained encoder at ``sfreq``, for training from scratch or for weights
           loaded afterwards.
@@ -105,7 +106,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
         encoder="pars-small",
     ):
         if isinstance(encoder, dict):
-            settings, pretrained = encoder_size(encoder), None
+            settings, pretrained = PatchEncoderConfig.from_size(encoder).asdict(), None
         elif isinstance(encoder, (str, Path, PatchEncoder)):
             settings, pretrained = {}, load_encoder(encoder)
         else:
@@ -114,9 +115,9 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
                 "file, a PatchEncoder or a dict of encoder settings, but got "
                 f"{type(encoder).__name__}."
             )
-        sfreq = encoder_sfreq(pretrained, sfreq, input_window_seconds)
+        sfreq = _encoder_sfreq(pretrained, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
-        self.encoder = checked_encoder(pretrained, self.sfreq, self.n_times, **settings)
+        self.encoder = _checked_encoder(pretrained, self.sfreq, self.n_times, **settings)
         self.final_layer = nn.Linear(self.n_features, self.n_outputs)
 
     @property
@@ -132,7 +133,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
                 f"'X' must have shape (batch, {self.n_chans}, {self.n_times}), "
                 f"but got {tuple(X.shape)}."
             )
-        return channel_tokens(self.encoder, X).flatten(1)
+        return _channel_tokens(self.encoder, X).flatten(1)
 
     def forward(self, X):
         """Outputs of ``final_layer`` (logits, no softmax), shape (batch, n_outputs)."""
@@ -145,7 +146,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
         self.final_layer = nn.Linear(self.n_features, n_outputs).to(device)
 
 
-def encoder_state_dict(encoder):
+def _encoder_state_dict(encoder):
     """The weights of ``encoder`` under :class:`PARSBackbone`'s keys (``encoder.*``).
 
     Parameters
@@ -179,7 +180,7 @@ def save_checkpoint(encoder, path):
     -------
     path : Path
     """
-    _atomic_save(encoder_state_dict(encoder), path)
+    _atomic_save(_encoder_state_dict(encoder), path)
     return Path(path)
 
 
@@ -206,7 +207,7 @@ def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
         A shipped encoder's name or a saved encoder's folder or file (it must be
         named, not given as an object: OpenEEG-Bench rebuilds the model from
         ``model_kwargs`` in each run; save an encoder object first with
-        :func:`~braindecode_pars.hub.save_pretrained_encoder`).
+        ``encoder.save_pretrained(folder)``).
     checkpoint_path : str | Path
         The checkpoint file to write.
 
@@ -219,7 +220,7 @@ def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
             "'encoder' must be a shipped encoder's name or a saved encoder's folder or file "
             f"(OpenEEG-Bench rebuilds the model from its name), but got "
             f"{type(encoder).__name__}; save it first with "
-            "braindecode_pars.hub.save_pretrained_encoder."
+            "encoder.save_pretrained(folder)."
         )
     path = save_checkpoint(encoder, checkpoint_path)
     return dict(

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 
-def sorted_shift_matrices(out, index=0):
+def _sorted_shift_matrices(out, index=0):
     """Prediction, target and error of one window, patches in chronological order.
 
     Parameters
@@ -40,7 +40,7 @@ def plot_shift_matrices(out, index=0, title=None):
     -------
     fig : matplotlib.figure.Figure
     """
-    pred, true, err = sorted_shift_matrices(out, index)
+    pred, true, err = _sorted_shift_matrices(out, index)
     mask = out["pair_mask"][index].cpu().numpy()
     rmse = float(np.sqrt((err[err != 0] ** 2).mean())) if mask.any() else float("nan")
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), constrained_layout=True)
@@ -154,7 +154,7 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
     return fig
 
 
-def plot_lines(summary, x, xlabel, metrics=("balanced_accuracy", "kappa")):
+def _plot_lines(summary, x, xlabel, metrics=("balanced_accuracy", "kappa")):
     """One line per method with a ±std band, one panel per metric."""
     fig, axes = plt.subplots(
         1, len(metrics), figsize=(5 * len(metrics), 3.8), constrained_layout=True, squeeze=False
@@ -173,7 +173,7 @@ def plot_lines(summary, x, xlabel, metrics=("balanced_accuracy", "kappa")):
     return fig
 
 
-def plot_subject_bars(frame, metric="kappa"):
+def _plot_subject_bars(frame, metric="kappa"):
     """Per-subject bars, one colour per method (paper Fig. 5)."""
     table = frame.groupby(["subject", "method"])[metric].mean().unstack("method")
     fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(table)), 3.5), constrained_layout=True)

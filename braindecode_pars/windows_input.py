@@ -1,8 +1,8 @@
 """Window input for scikit-learn estimators: tags, fit/transform plumbing, labels.
 
 The building blocks every estimator of windows in the package shares: the tags of
-a step that takes (n_windows, n_chans, n_times) windows (:class:`WindowsInputMixin`),
-``fit``/``fit_transform`` over a reader (:class:`WindowsFeaturesMixin`), a
+a step that takes (n_windows, n_chans, n_times) windows (:class:`_WindowsInputMixin`),
+``fit``/``fit_transform`` over a reader (:class:`_WindowsFeaturesMixin`), a
 :class:`~sklearn.pipeline.Pipeline` that reads the labels windows carry
 (:class:`LabelledPipeline`), and :class:`WindowsArray`, the windows of any input as
 an array. Every one reads its input through
@@ -18,10 +18,10 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .datasets.adapters import Windows, labels_of, read_windows
+from .datasets.adapters import Windows, _labels_of, read_windows
 
 
-def read_array(X, sfreq):
+def _read_array(X, sfreq):
     """Windows of ``X`` through :func:`read_windows`, with a sampling rate.
 
     An array keeps the caller's own numbers (a float64 array is not cast to float32),
@@ -40,7 +40,7 @@ def read_array(X, sfreq):
     return windows
 
 
-class WindowsInputMixin:
+class _WindowsInputMixin:
     """scikit-learn tags of a step that takes windows, (n_windows, n_chans, n_times),
     not 2-D feature arrays."""
 
@@ -51,7 +51,7 @@ class WindowsInputMixin:
         return tags
 
 
-class WindowsFeaturesMixin(WindowsInputMixin):
+class _WindowsFeaturesMixin(_WindowsInputMixin):
     """``fit`` and ``fit_transform`` of a transformer of windows into features, over
     its ``_fit(X)`` (check, read the windows once, fit; return their array) and
     ``_features(X)`` (the features of an array of windows)."""
@@ -143,7 +143,7 @@ class LabelledPipeline(Pipeline):
     def _labels(X, y):
         """``y`` as an array, or the labels the windows ``X`` carry."""
         if y is not None:
-            y = labels_of(y)
+            y = _labels_of(y)
             try:
                 n_windows = len(X)
             except (TypeError, RuntimeError):  # no length without reading: the steps check

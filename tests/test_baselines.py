@@ -6,7 +6,7 @@ import torch
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer
 from braindecode_pars.models import MAE, MP3, DropPos
-from braindecode_pars.models.encoder import sinusoidal_embedding
+from braindecode_pars.models.encoder import _sinusoidal_embedding
 
 from .conftest import SMALL_FINETUNER, SMALL_PRETRAINER, TINY
 
@@ -49,7 +49,7 @@ def test_mae_encoder_sees_only_visible_tokens_with_their_pe():
     mask = out["mask"]
     assert torch.all(mask.sum(1) == 18)
     starts = torch.arange(0, 300, 10)
-    expected = model.encoder.tokenize(X, starts) + sinusoidal_embedding(starts / 10, 32)
+    expected = model.encoder.tokenize(X, starts) + _sinusoidal_embedding(starts / 10, 32)
     for b in range(3):  # visible tokens arrive in random order: match them as a set
         dist = torch.cdist(tokens[b], expected[b][~mask[b]])
         assert torch.all(dist.min(dim=1).values < 1e-4)
@@ -142,7 +142,7 @@ def test_droppos_masks_patches_then_positions_of_the_visible_ones():
     plain = model.encoder.tokenize(X, starts)
     for b in range(2):
         content = plain[b][positions[b]]
-        pe = sinusoidal_embedding(positions[b].float(), 32)
+        pe = _sinusoidal_embedding(positions[b].float(), 32)
         expected = torch.where(
             pos_mask[b][:, None], content + model.encoder.pos_mask_token, content + pe
         )

@@ -17,7 +17,7 @@ import pytest
 
 from braindecode_pars.datasets import bundled, bundled_data_path, fetch_bundled_data
 from braindecode_pars.datasets.bundled import BUNDLED_DATA_FILES, DATA_ENV
-from braindecode_pars.datasets.physionet_mi import physionet_mi_run_path, read_physionet_mi
+from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path, read_physionet_mi
 
 #: The repository's data folder, read here directly rather than through the code tested.
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -51,7 +51,7 @@ def test_registry_is_the_repository_data():
 def test_checkout_data_found_without_the_variable(monkeypatch):
     monkeypatch.delenv(DATA_ENV, raising=False)
     assert bundled_data_path() == REPO_DATA
-    assert physionet_mi_run_path(bundled_data_path(), 1, 4).is_file()
+    assert _physionet_mi_run_path(bundled_data_path(), 1, 4).is_file()
 
 
 def _link_copy(src, dst):

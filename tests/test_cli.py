@@ -164,7 +164,7 @@ def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     """Three recordings of 12, 12 and 25 windows; --valid-fraction 0.3 holds out whole
     recordings, 25 windows (the rounded fraction would be 15): 24 train, 3 batches of 8
     an epoch, so --steps 10 takes 4 epochs, 12 steps (over the fraction: 2 epochs, 6)."""
-    from braindecode_pars.hub import run_state
+    from braindecode_pars.hub import _run_state
 
     store = ["store", "--out", str(tmp_path / "store"), "--runs", "1", "2", "3"]
     cli.main([*store, "--window-seconds", "5", "--stride-seconds", "5"])
@@ -172,7 +172,7 @@ def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--n-patches", "4"]
     flags += ["--batch-size", "8", "--valid-fraction", "0.3", "--steps", "10"]
     assert cli.main(["pretrain", *flags, "--device", "cpu", *tiny_config(tmp_path)]) == 0
-    history = json.loads((run_state(run) / "history.json").read_text())
+    history = json.loads((_run_state(run) / "history.json").read_text())
     validated = [row for row in history if "valid_loss" in row]  # on the cadence
     assert [row["epoch"] for row in validated] == [1, 4]  # 3 steps an epoch, every 200
     assert {row["valid_split"] for row in validated} == {"recordings"}

@@ -13,7 +13,7 @@ from braindecode_pars.datasets import (
     ysyw_subject_split,
 )
 from braindecode_pars.datasets.recipes import load_recipe
-from braindecode_pars.datasets.tuh import tuh_subjects
+from braindecode_pars.datasets.tuh import _tuh_subjects
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_corpus_combines_sources_without_any_fine_tuning_test_patient(sources, t
     assert not ysyw_records & set(split["valid"] + split["test"])
     assert {"te03-0001", "te05-0047"} <= ysyw_records  # unannotated patients are in
     tueg_subjects = set(desc.loc[desc.source == "tueg", "subject"])
-    finetuning = set(tuh_subjects(sources["tuab_path"]) + tuh_subjects(sources["tusz_path"]))
+    finetuning = set(_tuh_subjects(sources["tuab_path"]) + _tuh_subjects(sources["tusz_path"]))
     assert tueg_subjects == {"aaaaaaax"} and not tueg_subjects & finetuning
 
     # one view over 6-channel YSYW and 19-channel TUEG recordings, and as a store

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from braindecode_pars import PARSFineTuner, PatchEncoder
-from braindecode_pars.training.finetune import CodedWindows, FixedCrops, RandomCrops, crop_starts
+from braindecode_pars.training._finetune import CodedWindows, FixedCrops, RandomCrops, crop_starts
 
 from .conftest import SMALL_ENCODER, import_benchmark
 
@@ -155,7 +155,7 @@ def test_augmented_fits_with_the_same_seed_are_the_same():
 
 
 def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():
-    from braindecode_pars.training.finetune import class_weights
+    from braindecode_pars.training._finetune import class_weights
 
     np.testing.assert_allclose(class_weights([0, 0, 1], 3), [0.5, 1.0, 1.0])  # n / (3 n_c)
     X, y = _rhythm_task(24, 0, n_times=400)

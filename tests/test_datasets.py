@@ -10,9 +10,9 @@ from braindecode_pars.datasets import (
     bundled_data_path,
     load_physionet_mi,
     load_physionet_mi_continuous,
-    physionet_mi_run_path,
     read_physionet_mi,
 )
+from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +82,9 @@ def test_trial_labels_follow_the_annotations_of_each_run():
 def test_the_same_loader_reads_other_subjects_from_mnes_layout(tmp_path):
     for subject in (7, 42):  # files laid out as MNE's eegbci cache holds them
         for run in (4, 6):
-            target = physionet_mi_run_path(tmp_path, subject, run)
+            target = _physionet_mi_run_path(tmp_path, subject, run)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(physionet_mi_run_path(bundled_data_path(), 1, run), target)
+            shutil.copy(_physionet_mi_run_path(bundled_data_path(), 1, run), target)
     windows = load_physionet_mi(subjects=[7, 42], runs=[4, 6], path=tmp_path)
     md = windows.get_metadata()
     assert sorted(md.subject.unique()) == [7, 42]
@@ -161,14 +161,14 @@ def test_paper_subject_split_of_physionet_mi():
 def test_bundled_eegmat_gives_the_stored_microvolts():
     from braindecode_pars.datasets.adapters import read_windows
     from braindecode_pars.datasets.bundled_eegmat import (
-        bundled_eegmat_file,
+        _bundled_eegmat_file,
+        _read_bundled_eegmat,
         load_bundled_eegmat,
-        read_bundled_eegmat,
     )
 
-    with np.load(bundled_eegmat_file()) as f:
+    with np.load(_bundled_eegmat_file()) as f:
         rest = f["s00_1"].astype(np.float64)  # subject 0 at rest, microvolts in float16
-    dataset = read_bundled_eegmat(subjects=[0])
+    dataset = _read_bundled_eegmat(subjects=[0])
     assert dataset.description.session.tolist() == [1, 2]
     np.testing.assert_array_equal(dataset.datasets[0].raw.get_data(), rest)
     X = read_windows(load_bundled_eegmat(subjects=[0])).X
@@ -193,7 +193,7 @@ def _naive_draws(view, indices, rng):
 def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
     from torch.utils.data import Subset
 
-    from braindecode_pars.datasets.single_channel import BatchedView
+    from braindecode_pars.datasets.single_channel import _BatchedView
 
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal((3, 500), dtype=np.float32) for _ in range(4)]
@@ -207,18 +207,18 @@ def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
     subset = Subset(view, [1, 2, 4])
     torch.manual_seed(3)
     view._rng = None
-    batch, y = BatchedView(subset)[[2, 0, 1]]
+    batch, y = _BatchedView(subset)[[2, 0, 1]]
     torch.manual_seed(3)
     view._rng = None
     items = view.__getitems__([4, 1, 2])
     torch.testing.assert_close(batch, torch.stack([x for x, _ in items]))
     assert batch.shape == (3, 1, 300) and y.shape == (3,)
-    assert BatchedView.reads(subset) and not BatchedView.reads(list(range(3)))
+    assert _BatchedView.reads(subset) and not _BatchedView.reads(list(range(3)))
 
 
 def test_pretraining_reads_whole_batches_of_the_view():
     from braindecode_pars import PARS
-    from braindecode_pars.datasets.single_channel import BatchedView
+    from braindecode_pars.datasets.single_channel import _BatchedView
     from braindecode_pars.training import PretrainNet
 
     view = SingleChannelWindows(np.random.default_rng(0).standard_normal((20, 2, 300)), n_times=200)
@@ -226,6 +226,6 @@ def test_pretraining_reads_whole_batches_of_the_view():
     model = PARS(n_times=200, sfreq=10.0, n_patches=6, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
     net = PretrainNet(model, max_epochs=1, batch_size=8, progress_bar=False).initialize()
     loader = net.get_iterator(view, training=True)
-    assert isinstance(loader.dataset, BatchedView) and loader.batch_size is None
+    assert isinstance(loader.dataset, _BatchedView) and loader.batch_size is None
     sizes = [len(X) for X, _ in loader]
     assert sorted(sizes) == [4, 8, 8]

@@ -6,7 +6,7 @@ import torch
 from braindecode_pars import PARSClassifier
 from braindecode_pars.cli import main
 from braindecode_pars.experiments.demo import DemoConfig, format_results, run_demo
-from braindecode_pars.viz import plot_training_curves, sorted_shift_matrices
+from braindecode_pars.viz import _sorted_shift_matrices, plot_training_curves
 
 
 def test_shift_matrices_are_sorted_chronologically_and_masked():
@@ -20,7 +20,7 @@ def test_shift_matrices_are_sorted_chronologically_and_masked():
         "theta_pred": theta * pair_mask * 0.5,
         "pair_mask": pair_mask,
     }
-    pred, true, err = sorted_shift_matrices(out)
+    pred, true, err = _sorted_shift_matrices(out)
     np.testing.assert_allclose(true, [[0, -0.1, -0.2], [0.1, 0, -0.1], [0.2, 0.1, 0]])
     # patch 10 (index 1) kept its PE: its row and column are empty
     assert np.all(pred[0] == 0) and np.all(pred[:, 0] == 0)

@@ -7,7 +7,7 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,
     EEGMAT_TEST_SUBJECTS,
-    read_eegmat_info,
+    _read_eegmat_info,
 )
 
 from .conftest import import_benchmark
@@ -35,7 +35,7 @@ def test_eegmat_subjects_fall_in_exactly_one_of_pool_selection_and_test():
 
 
 def test_every_eegmat_part_holds_bad_counters(eegmat):
-    info = read_eegmat_info(eegmat)
+    info = _read_eegmat_info(eegmat)
     bad = {s for s, row in info.items() if row["count_quality"] == 0}
     assert [len(p & bad) for p in EEGMAT_PARTS] == [3, 3, 4]
 

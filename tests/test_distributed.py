@@ -89,9 +89,9 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     assert (tmp_path / "run" / "encoder.pt").is_file()
     # the state holds the model unwrapped from DistributedDataParallel
     from braindecode_pars.cli import main
-    from braindecode_pars.hub import load_encoder, run_state
+    from braindecode_pars.hub import _run_state, load_encoder
 
-    params = torch.load(run_state(tmp_path / "run") / "params.pt", weights_only=True)
+    params = torch.load(_run_state(tmp_path / "run") / "params.pt", weights_only=True)
     assert not any(key.startswith("module.") for key in params)
     main(["export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "shared")])
     exported = load_encoder(tmp_path / "shared").state_dict()
@@ -148,7 +148,7 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     from braindecode_pars import PARSClassifier, PARSFineTuner
     from braindecode_pars.cli import main
     from braindecode_pars.datasets import load_physionet_mi
-    from braindecode_pars.hub import load_encoder, run_state, run_status
+    from braindecode_pars.hub import _run_state, load_encoder, run_status
 
     run_dir = tmp_path / "run"
     common = ["--out", str(run_dir), "--epochs", "3", "--lr", "1e-3", *tiny_config(tmp_path),
@@ -164,7 +164,7 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     assert not (run_dir / "encoder.pt").exists()
     pointer = json.loads((run_dir / "state.json").read_text())
     assert (pointer["world_size"], pointer["compile"], pointer["amp"]) == (2, True, True)
-    params = torch.load(run_state(run_dir) / "params.pt", weights_only=True)
+    params = torch.load(_run_state(run_dir) / "params.pt", weights_only=True)
     assert not any(k.startswith(("module.", "_orig_mod.")) or "._orig_mod." in k for k in params)
 
     alone = subprocess.run(

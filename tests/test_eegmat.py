@@ -14,7 +14,7 @@ from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
-    eegmat_preprocessors,
+    _eegmat_preprocessors,
     load_eegmat,
     read_eegmat,
 )
@@ -191,18 +191,18 @@ def test_load_eegmat_gives_microvolts_of_a_signal_written_in_volts(tmp_path):
     np.testing.assert_allclose(X.std(axis=-1), 20 / np.sqrt(2), rtol=0.02)
     # the same recordings through the same preprocessing in volts, times 1e6
     volts = read_eegmat(tmp_path, subjects=[0])
-    preprocess(volts, eegmat_preprocessors(100.0))
+    preprocess(volts, _eegmat_preprocessors(100.0))
     reference = [ds.raw.get_data()[:, i * 1000 : (i + 1) * 1000] for ds in volts.datasets
                  for i in range(ds.raw.n_times // 1000)]  # fmt: skip
     np.testing.assert_allclose(X, 1e6 * np.stack(reference), rtol=1e-5, atol=1e-4)
 
 
 def test_the_bundle_holds_what_load_eegmat_gives_in_microvolts(tmp_path):
-    from braindecode_pars.datasets.bundled_eegmat import read_bundled_eegmat, write_eegmat_bundle
+    from braindecode_pars.datasets.bundled_eegmat import _read_bundled_eegmat, write_eegmat_bundle
 
     write_eegmat_files(tmp_path, amplitude=2e-5)
     out = write_eegmat_bundle(tmp_path, tmp_path / "bundle.npz", subjects=[0])
-    bundled = read_bundled_eegmat(subjects=[0], path=out)
+    bundled = _read_bundled_eegmat(subjects=[0], path=out)
     loaded = load_eegmat(tmp_path, subjects=[0], sfreq=100.0, window_seconds=10.0)
     for a, b in zip(bundled.datasets, loaded.datasets, strict=True):
         assert a.description["session"] == b.description["session"]

@@ -7,7 +7,7 @@ from braindecode_pars.datasets.eesm17 import (
     EESM17_EAR_CHANNELS,
     EESM17_STAGES,
     ChannelNoise,
-    channel_noise,
+    _channel_noise,
     leave_one_subject_out,
     load_eesm17,
 )
@@ -57,7 +57,7 @@ def test_subject_selection_custom_stage_names_and_errors(eesm17, tmp_path):
 
 def test_channel_noise_touches_only_chosen_channels_at_the_set_level():
     X = torch.randn(64, 12, 1000) * 5
-    out, _ = channel_noise(X.clone(), None, std=0.5, channel_probability=0.25, random_state=0)
+    out, _ = _channel_noise(X.clone(), None, std=0.5, channel_probability=0.25, random_state=0)
     changed = (out - X).abs().amax(dim=-1) > 0
     assert 0.2 < changed.float().mean() < 0.3  # about a quarter of the channels
     ratio = (out - X)[changed].std(dim=-1) / X[changed].std(dim=-1)

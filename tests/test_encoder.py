@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from braindecode_pars import PatchEncoder
-from braindecode_pars.models.encoder import TransformerBlock, sinusoidal_embedding
+from braindecode_pars.models.encoder import _sinusoidal_embedding, _TransformerBlock
 
 
 def test_parameter_count_at_paper_defaults():
@@ -21,7 +21,7 @@ def test_parameter_count_at_paper_defaults():
 def test_sinusoidal_embedding_matches_formula_at_integer_and_continuous_positions():
     F = 16
     pos = torch.tensor([0.0, 1.0, 2.5, 17.25])
-    pe = sinusoidal_embedding(pos, F)
+    pe = _sinusoidal_embedding(pos, F)
     for r, p in enumerate(pos.tolist()):
         for i in range(F // 2):
             freq = 1.0 / 10000 ** (2 * i / F)
@@ -63,14 +63,14 @@ def test_position_mask_token_replaces_the_embedding_only_where_masked():
     starts = torch.tensor([[0, 13, 27], [5, 40, 2]])
     pos_mask = torch.tensor([[True, False, True], [False, False, True]])
     pe = enc.position_embedding(starts, pos_mask)
-    reference = sinusoidal_embedding(starts / 10, 8)
+    reference = _sinusoidal_embedding(starts / 10, 8)
     torch.testing.assert_close(pe[~pos_mask], reference[~pos_mask])
     torch.testing.assert_close(pe[pos_mask], enc.pos_mask_token.expand(3, 8))
 
 
 def test_block_equals_torch_pre_ln_transformer_layer():
     F, H, ff = 16, 4, 24
-    ours = TransformerBlock(F, H, ff).double()
+    ours = _TransformerBlock(F, H, ff).double()
     ref = nn.TransformerEncoderLayer(
         F, H, ff, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
     ).double()
@@ -176,7 +176,10 @@ def test_eps_decides_which_windows_count_as_flat():
 
 
 def test_encoder_size_names_and_dicts_give_checked_configs():
-    from braindecode_pars.models import ENCODER_SIZES, PatchEncoderConfig, encoder_size
+    from braindecode_pars.models import ENCODER_SIZES, PatchEncoderConfig
+
+    def encoder_size(size):
+        return PatchEncoderConfig.from_size(size).asdict()
 
     small = encoder_size("small")
     assert small == PatchEncoderConfig(emb_dim=64, depth=4, n_heads=4, ff_dim=128).asdict()

@@ -16,7 +16,7 @@ from skorch.callbacks import EarlyStopping
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PatchEncoder
 from braindecode_pars.models.config import ENCODER_SIZES
-from braindecode_pars.training.finetune import group_split
+from braindecode_pars.training._finetune import group_split
 
 from .conftest import SMALL_ENCODER, InterruptAt
 
@@ -217,7 +217,7 @@ def test_transform_gives_embeddings_a_linear_model_can_read():
     pipe = make_pipeline(clone(clf), LogisticRegression()).fit(X, y)
     assert pipe.score(Xt, yt) > 0.85 and clf.score(Xt, yt) > 0.85
     # with crops, the embedding is the mean over the evaluation crops
-    from braindecode_pars.training.finetune import CodedWindows, FixedCrops
+    from braindecode_pars.training._finetune import CodedWindows, FixedCrops
 
     head = clf.head_
     crops = FixedCrops(CodedWindows(Xt, np.zeros(64)), head.n_crop_, head._eval_starts())

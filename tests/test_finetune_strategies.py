@@ -13,7 +13,7 @@ from braindecode_pars import (
     PatchEncoder,
 )
 from braindecode_pars.models.classifier import MultiChannelClassifier
-from braindecode_pars.training.finetune import group_split
+from braindecode_pars.training._finetune import group_split
 
 from .conftest import SMALL_ENCODER
 

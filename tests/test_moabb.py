@@ -191,10 +191,10 @@ def physionet_offline(monkeypatch):
     with every download path made to fail: the test is skipped where the files are absent."""
     from moabb.datasets import download
 
-    from braindecode_pars.datasets.physionet_mi import bundled_data_path, physionet_mi_run_path
+    from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path, bundled_data_path
 
     root = bundled_data_path()
-    missing = [r for r in IMAGERY_RUNS if not physionet_mi_run_path(root, 1, r).is_file()]
+    missing = [r for r in IMAGERY_RUNS if not _physionet_mi_run_path(root, 1, r).is_file()]
     if missing:
         pytest.skip(f"needs PhysioNet-MI S001 runs {missing} under {root}/MNE-eegbci-data")
     monkeypatch.setenv("MNE_DATASETS_EEGBCI_PATH", str(root))

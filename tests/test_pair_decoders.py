@@ -5,8 +5,8 @@ from braindecode_pars.models import pair_decoders
 from braindecode_pars.models.pair_decoders import (
     CrossAttentionPairDecoder,
     MLPPairDecoder,
-    gather_tokens,
-    pair_embeddings,
+    _gather_tokens,
+    _pair_embeddings,
 )
 
 
@@ -57,7 +57,7 @@ def test_cross_attention_decoder_is_exact_for_very_peaked_attention():
     with torch.no_grad():  # the attention logits of the naive computation
         w_q, w_k, _ = dec.attn.in_proj_weight.chunk(3)
         b_q, b_k, _ = dec.attn.in_proj_bias.chunk(3)
-        q = dec.query_proj(pair_embeddings(y[:, :n])) @ w_q.T + b_q  # (B, n*n, F)
+        q = dec.query_proj(_pair_embeddings(y[:, :n])) @ w_q.T + b_q  # (B, n*n, F)
         k = y @ w_k.T + b_k  # (B, N, F)
         d = F // H
         logits = torch.einsum("bphd,bmhd->bhpm", q.view(B, -1, H, d), k.view(B, N, H, d))
@@ -200,7 +200,7 @@ def test_folded_decoder_backward_can_run_twice():
 def test_gather_tokens_picks_the_rows_of_each_window():
     y = torch.randn(3, 7, 5, requires_grad=True)
     idx = torch.stack([torch.randperm(7)[:4] for _ in range(3)])
-    out = gather_tokens(y, idx)
+    out = _gather_tokens(y, idx)
     torch.testing.assert_close(out, y[torch.arange(3)[:, None], idx], rtol=0, atol=0)
     (grad,) = torch.autograd.grad(out.sum(), y)
     expected = torch.zeros(3, 7, 5)
@@ -226,7 +226,7 @@ def test_folded_decoder_refuses_an_attention_it_cannot_fold():
 def attention_kernel(monkeypatch, bad_pairs):
     """The folded decoder's pairs through ``scaled_dot_product_attention``, as compiled or
     on an accelerator (on this CPU, eager); checks the factor tables were not used."""
-    monkeypatch.setattr(pair_decoders, "uses_attention_kernel", lambda y: True)
+    monkeypatch.setattr(pair_decoders, "_uses_attention_kernel", lambda y: True)
     yield
     assert bad_pairs == []
 

@@ -10,12 +10,12 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe, PatchEnco
 from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
 from braindecode_pars.hub import (
     PRETRAINED_ENCODERS,
+    _save_pretrained_encoder,
     export_run,
     load_encoder,
     load_pretext_model,
     pretrained_path,
     save_encoder,
-    save_pretrained_encoder,
 )
 from braindecode_pars.models import PARS
 from braindecode_pars.models.pretext import pretext_skill
@@ -76,7 +76,7 @@ def test_save_pretrained_round_trips_offline(tmp_path):
     encoder = PatchEncoder(sfreq=100, **TINY).eval()
     model = PARS(n_times=500, sfreq=100, n_patches=6, encoder=encoder)
     spec = dict(method="pars", n_times=500, sfreq=100, n_patches=6, **TINY)
-    save_pretrained_encoder(encoder, tmp_path / "enc", pretext=model, pretext_spec=spec)
+    _save_pretrained_encoder(encoder, tmp_path / "enc", pretext=model, pretext_spec=spec)
     assert {"config.json", "model.safetensors"} <= {p.name for p in (tmp_path / "enc").iterdir()}
     X = torch.randn(2, 1, 500)
     again = load_encoder(tmp_path / "enc")
@@ -344,7 +344,7 @@ def test_save_pretrained_writes_no_duplicate_weights_and_a_real_card(tmp_path):
 def test_saving_again_removes_the_pickled_weights_of_earlier_versions(tmp_path):
     encoder = PatchEncoder(sfreq=100, **TINY)
     (tmp_path / "pytorch_model.bin").write_bytes(b"weights of an earlier save")
-    save_pretrained_encoder(encoder, tmp_path, license="bsd-3-clause")
+    _save_pretrained_encoder(encoder, tmp_path, license="bsd-3-clause")
     assert not (tmp_path / "pytorch_model.bin").exists()
     card = (tmp_path / "README.md").read_text()
     assert "license: bsd-3-clause" in card and "Not recorded (an encoder saved without" in card

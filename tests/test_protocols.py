@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from braindecode_pars import PatchEncoder, save_encoder
-from braindecode_pars.datasets.recipes import load_recipe, subjects_of
+from braindecode_pars.datasets.recipes import _subjects_of, load_recipe
 
 from .bids_fixtures import make_eesm17
 from .conftest import import_benchmark
@@ -55,10 +55,10 @@ def _run(config, tmp_path, name):
 
 def test_recipes_give_the_paper_splits(data):
     ysyw = load_recipe("ysyw", data["ysyw"])
-    assert [len(subjects_of(ysyw[k])) for k in ("train", "valid", "test")] == [3, 1, 1]
+    assert [len(_subjects_of(ysyw[k])) for k in ("train", "valid", "test")] == [3, 1, 1]
     tuab = load_recipe("tuab", data["tuab"])
     assert set(tuab["test"].description.split) == {"eval"}
-    assert not set(subjects_of(tuab["train"])) & set(subjects_of(tuab["valid"]))
+    assert not set(_subjects_of(tuab["train"])) & set(_subjects_of(tuab["valid"]))
     assert list(load_recipe("eesm17", data["eesm17"])) == ["all"]
     mi = load_recipe("physionet_mi", None, split={"train": [1], "test": [1]})
     assert len(mi["train"]) == 90
@@ -127,7 +127,7 @@ def test_leave_one_subject_out_bars(data, tmp_path, monkeypatch):
     folds = []  # (subjects trained on, subjects scored) of every fit
 
     def recording_fit_and_score(encoder, train, test, seed, params):
-        folds.append((set(subjects_of(train)), set(subjects_of(test))))
+        folds.append((set(_subjects_of(train)), set(_subjects_of(test))))
         return fit_and_score(encoder, train, test, seed, params)
 
     fit_and_score = protocols.fit_and_score

@@ -23,7 +23,7 @@ from braindecode_pars.datasets import (
     store_summary,
     write_window_store,
 )
-from braindecode_pars.datasets.windowing import fixed_length_windower
+from braindecode_pars.datasets.windowing import _fixed_length_windower
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_a_stream_is_written_holding_one_recording_at_a_time(tmp_path):
         alive.append(weakref.ref(raw))
         return RawDataset(raw, {"seed": seed})
 
-    window = fixed_length_windower(None, 100.0, 2.0)
+    window = _fixed_length_windower(None, 100.0, 2.0)
 
     def windower(recording):
         windows = window(recording)

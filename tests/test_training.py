@@ -296,7 +296,7 @@ def test_partial_fit_on_other_data_draws_its_validation_windows_from_that_data()
 
 def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
     from braindecode_pars.datasets import load_physionet_mi_continuous
-    from braindecode_pars.training.pretrain import held_out_recordings
+    from braindecode_pars.training._split import held_out_recordings
 
     view = SingleChannelWindows(load_physionet_mi_continuous(window_seconds=10, sfreq=100))
     view.sfreq = 100.0
@@ -319,7 +319,7 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
     card = model_card(net.encoder, history=net.history.to_list())
     assert "come from whole recordings that pretraining never trained on" in card
     # a step budget counts the windows that will train: whole recordings held out
-    from braindecode_pars.training.pretrain import training_windows
+    from braindecode_pars.training._split import training_windows
 
     assert training_windows(view, 0.1) == len(train) < len(view) - math.ceil(0.1 * len(view))
     assert training_windows(view, 0) == len(view)
@@ -330,7 +330,7 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
 
 
 def test_isolated_random_state_keeps_the_callers_generators_for_any_device_name():
-    from braindecode_pars.training.seeding import isolated_random_state
+    from braindecode_pars.training._seeding import isolated_random_state
 
     torch.manual_seed(5)
     before = torch.get_rng_state()
@@ -344,7 +344,7 @@ def test_isolated_random_state_keeps_the_callers_generators_for_any_device_name(
 
 
 def test_adamw_runs_fused_by_default_and_updates_as_the_loop_does():
-    from braindecode_pars.training.optim import with_fused_default
+    from braindecode_pars.training._optim import with_fused_default
 
     adamw, sgd = torch.optim.AdamW, torch.optim.SGD
     assert with_fused_default(adamw, {"lr": 1.0}, "cpu") == {"lr": 1.0, "fused": True}
@@ -506,7 +506,7 @@ def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monk
 def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
     _package_log_to, monkeypatch
 ):
-    from braindecode_pars.training.callbacks import progress
+    from braindecode_pars.training.callbacks import _progress as progress
 
     stream = io.StringIO()  # a log file
     monkeypatch.setattr("sys.stderr", stream)
@@ -517,7 +517,7 @@ def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
 
 
 def test_a_loop_on_a_terminal_writes_its_log_lines_above_the_bar(_package_log_to, monkeypatch):
-    from braindecode_pars.training.callbacks import progress
+    from braindecode_pars.training.callbacks import _progress as progress
 
     terminal = _stderr_terminal(monkeypatch)
     handler = _package_log_to(terminal)
@@ -603,14 +603,14 @@ def test_a_batch_larger_than_the_training_windows_trains_full_batches_drawn_with
 
 
 def test_validation_and_the_progress_lines_come_on_a_cadence_of_steps():
-    from braindecode_pars.training.callbacks import reports_epoch
+    from braindecode_pars.training.callbacks import _reports_epoch
 
     # 1-step epochs, a report every 4 steps: epochs 1, 4, 8 and the last, 10
-    assert [e for e in range(1, 11) if reports_epoch(e, 10, 1, 4)] == [1, 4, 8, 10]
+    assert [e for e in range(1, 11) if _reports_epoch(e, 10, 1, 4)] == [1, 4, 8, 10]
     # epochs of 3 steps, every 4 steps: every second epoch; epochs longer than the
     # cadence: every epoch
-    assert [e for e in range(1, 8) if reports_epoch(e, 7, 3, 4)] == [1, 2, 4, 6, 7]
-    assert all(reports_epoch(e, 5, 300, 200) for e in range(1, 6))
+    assert [e for e in range(1, 8) if _reports_epoch(e, 7, 3, 4)] == [1, 2, 4, 6, 7]
+    assert all(_reports_epoch(e, 5, 300, 200) for e in range(1, 6))
 
     stream = io.StringIO()
     net = _progress_net(stream, epochs=10, eval_every_steps=4)

@@ -5,15 +5,15 @@ from braindecode.datasets import BaseConcatDataset
 from braindecode_pars.datasets.tuh import (
     TUH_CHANNELS_19,
     TUH_CHANNELS_21,
+    _parse_tuh_file_name,
+    _seizure_labels,
+    _tuh_subjects,
     load_tuab,
     load_tueg,
     load_tusz,
-    parse_tuh_file_name,
     read_csv_bi,
     read_tuh_edf,
-    seizure_labels,
     tuh_subject_split,
-    tuh_subjects,
 )
 
 from .tuh_fixtures import write_csv_bi, write_tuh_edf
@@ -31,9 +31,9 @@ def test_channels_are_picked_renamed_and_ordered_from_either_reference(tmp_path)
 
 
 def test_file_names_give_subject_session_segment():
-    assert parse_tuh_file_name("a/b/aaaaaaav_s004_t002.edf") == ("aaaaaaav", 4, 2)
+    assert _parse_tuh_file_name("a/b/aaaaaaav_s004_t002.edf") == ("aaaaaaav", 4, 2)
     with pytest.raises(ValueError, match="not named as TUH files are"):
-        parse_tuh_file_name("recording.edf")
+        _parse_tuh_file_name("recording.edf")
 
 
 def test_tuab_windows_labels_and_preprocessing(tuh_corpora):
@@ -65,9 +65,9 @@ def test_csv_bi_parsing_and_window_labels(tmp_path):
     write_csv_bi(tmp_path / "a.csv_bi", [(35.0, 50.0), (58.0, 60.0)])
     np.testing.assert_allclose(read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
     intervals = np.array([[35.0, 50.0]])
-    np.testing.assert_array_equal(seizure_labels([0, 30], [30, 60], intervals), [0, 1])
-    np.testing.assert_array_equal(seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])
-    np.testing.assert_array_equal(seizure_labels([0], [30], np.zeros((0, 2))), [0])
+    np.testing.assert_array_equal(_seizure_labels([0, 30], [30, 60], intervals), [0, 1])
+    np.testing.assert_array_equal(_seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])
+    np.testing.assert_array_equal(_seizure_labels([0], [30], np.zeros((0, 2))), [0])
 
 
 def test_tusz_windows_are_labelled_from_the_annotations(tuh_corpora):
@@ -98,7 +98,7 @@ def test_tusz_minimum_overlap_and_missing_annotation(tuh_corpora, tmp_path):
 
 
 def test_tueg_leaves_out_fine_tuning_patients(tuh_corpora):
-    excluded = tuh_subjects(tuh_corpora["tuab"]) + tuh_subjects(tuh_corpora["tusz"])
+    excluded = _tuh_subjects(tuh_corpora["tuab"]) + _tuh_subjects(tuh_corpora["tusz"])
     windows = load_tueg(tuh_corpora["tueg"], exclude_subjects=excluded)
     assert set(windows.description.subject) == {"aaaaaaax"}  # a and c are TUAB/TUSZ patients
     assert windows[0][0].shape == (19, 6000)

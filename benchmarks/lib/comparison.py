@@ -37,14 +37,14 @@ from braindecode_pars.datasets import (
 )
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.estimators import PARSClassifier, PARSFineTuner
-from braindecode_pars.experiments.classifiers import scratch_classifier
+from braindecode_pars.experiments._classifiers import scratch_classifier
 from braindecode_pars.experiments.low_label import summary_table
 from braindecode_pars.hub import save_encoder
 from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
-from braindecode_pars.models import pretext_params
+from braindecode_pars.models import _pretext_params
 from braindecode_pars.probe.baselines import band_power_pipeline
 from braindecode_pars.training import pretrain
-from braindecode_pars.training.seeding import isolated_random_state
+from braindecode_pars.training._seeding import isolated_random_state
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def comparison_classifier(encoder, seed, config, sfreq):
 
 def pretrain_method(method, seed, config, view, out):
     """Pretrain one pretext task on the shared view; returns the encoder file and losses."""
-    params = pretext_params(method, config.n_patches, config.pos_mask_ratio, config.mask_ratio)
+    params = _pretext_params(method, config.n_patches, config.pos_mask_ratio, config.mask_ratio)
     run_dir = out / "pretrain" / f"{method}_seed{seed}"
     with isolated_random_state(seed, config.device):  # the caller's generators are kept
         net = pretrain(

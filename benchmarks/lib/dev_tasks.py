@@ -35,7 +35,7 @@ EEGMAT's 36 subjects: the 12 test subjects of the main job
 each (3 bad counters in each; 4 among the test subjects), so that a trait task
 could use the same splits. PhysioNet-MI's one subject
 is split by block of runs (runs 3-6, 7-10, 11-14; see
-:func:`~braindecode_pars.datasets.physionet_mi.run_block`): blocks 1 and 2 select,
+:func:`~braindecode_pars.datasets.physionet_mi._run_block`): blocks 1 and 2 select,
 block 3 tests. S001 is scored by both, so no selection encoder sees any of its runs.
 """
 
@@ -131,9 +131,9 @@ def _eegmat(units, sfreq, window_seconds, path):
 def _physionet(runs, units, sfreq, window_seconds):
     from braindecode_pars.datasets import load_physionet_mi
     from braindecode_pars.datasets.adapters import read_windows
-    from braindecode_pars.datasets.physionet_mi import run_block
+    from braindecode_pars.datasets.physionet_mi import _run_block
 
-    chosen = [r for r in runs if run_block(r) in units]
+    chosen = [r for r in runs if _run_block(r) in units]
     windows = load_physionet_mi(runs=chosen, window_seconds=window_seconds, sfreq=sfreq)
     data = read_windows(windows)
     blocks = windows.get_metadata()["block"].to_numpy().astype(int)

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from braindecode_pars._checks import check_option
 from braindecode_pars.datasets import SingleChannelWindows, write_window_store
 from braindecode_pars.datasets.eesm17 import ChannelNoise
-from braindecode_pars.datasets.recipes import load_recipe, subject_column, subjects_of
+from braindecode_pars.datasets.recipes import _subject_column, _subjects_of, load_recipe
 from braindecode_pars.estimators import (
     STRATEGIES,
     PARSClassifier,
@@ -39,13 +39,13 @@ from braindecode_pars.estimators import (
     PARSPretrainer,
     PARSProbe,
 )
-from braindecode_pars.experiments.classifiers import neural_head, scratch_classifier
-from braindecode_pars.experiments.low_label import check_settings, describe, settings_path
+from braindecode_pars.experiments._classifiers import neural_head, scratch_classifier
+from braindecode_pars.experiments.low_label import _check_settings, _describe, _settings_path
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.config import PatchEncoderConfig
 from braindecode_pars.training import pretrain
-from braindecode_pars.training.seeding import isolated_random_state
-from braindecode_pars.viz import plot_lines, plot_subject_bars
+from braindecode_pars.training._seeding import isolated_random_state
+from braindecode_pars.viz import _plot_lines, _plot_subject_bars
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class ResultsLog:
     ``settings`` (a dict: the methods' encoders, estimator parameters, the data's
     summary; not the key "methods", which the settings file keeps for itself)
     is recorded beside the CSV (``results.settings.json``, see
-    :func:`~braindecode_pars.experiments.low_label.check_settings`); a log whose
+    :func:`~braindecode_pars.experiments.low_label._check_settings`); a log whose
     rows were made with other settings is refused before any job runs, so a rerun
     never takes stale rows for its own.
     """
@@ -72,8 +72,8 @@ class ResultsLog:
             if "methods" in settings:
                 raise ValueError("'settings' must not use the key 'methods'; use 'encoders'.")
             if not self.rows:  # no row to protect: a run that failed before its first
-                settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
-            check_settings(self.path, {k: describe(v) for k, v in settings.items()}, {})
+                _settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
+            _check_settings(self.path, {k: _describe(v) for k, v in settings.items()}, {})
 
     def _key(self, row):
         return tuple(str(row[k]) for k in self.key_columns)
@@ -273,7 +273,7 @@ def score_windows(clf, windows):
 
 
 def _subset(windows, subjects):
-    column = subject_column(windows)
+    column = _subject_column(windows)
     keep = np.flatnonzero(windows.description[column].isin(list(subjects)))
     return windows.split({"keep": keep.tolist()})["keep"]
 
@@ -284,14 +284,14 @@ def _data_summary(windows):
     windows and subjects passes)."""
     if isinstance(windows, dict):
         return {name: _data_summary(w) for name, w in windows.items()}
-    return {"windows": len(windows), "subjects": [str(s) for s in subjects_of(windows)]}
+    return {"windows": len(windows), "subjects": [str(s) for s in _subjects_of(windows)]}
 
 
 def label_efficiency(split, methods, subject_counts, seeds, params, out):
     """Fig. 3: scores against the number of labelled training patients."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pool = subjects_of(split["train"])
+    pool = _subjects_of(split["train"])
     too_many = [n for n in subject_counts if n > len(pool)]
     if too_many:
         raise ValueError(f"'subject_counts' {too_many} exceed the {len(pool)} training patients.")
@@ -314,7 +314,7 @@ def label_efficiency(split, methods, subject_counts, seeds, params, out):
     summary = (
         frame.groupby(["method", "n_subjects"]).agg(["mean", "std"]).drop(columns="seed", level=0)
     )
-    fig = plot_lines(summary, "n_subjects", "labelled training patients")
+    fig = _plot_lines(summary, "n_subjects", "labelled training patients")
     fig.savefig(out / "label_efficiency.png", dpi=120)
     plt.close(fig)
     return frame
@@ -353,7 +353,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
     out.mkdir(parents=True, exist_ok=True)
     settings = dict(encoders=methods, params=params, data=_data_summary(windows))
     log = ResultsLog(out / "results.csv", ["method", "subject", "seed"], settings)
-    subjects = subjects_of(windows)
+    subjects = _subjects_of(windows)
     if len(subjects) < 2:
         raise ValueError(f"Leave-one-subject-out needs two subjects, but got {subjects}.")
     jobs = list(itertools.product(seeds, subjects, methods))
@@ -365,7 +365,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
         result = fit_and_score(methods[method], train, test, seed, params)
         log.add({"method": method, "subject": subject, "seed": seed, **result})
     frame = log.frame()
-    fig = plot_subject_bars(frame)
+    fig = _plot_subject_bars(frame)
     fig.savefig(out / "per_subject_kappa.png", dpi=120)
     plt.close(fig)
     return frame
@@ -412,7 +412,7 @@ def ablation(
         train = split["train"]
         if n_subjects is not None:
             chosen = np.random.default_rng([seed, n_subjects]).choice(
-                subjects_of(train), size=n_subjects, replace=False
+                _subjects_of(train), size=n_subjects, replace=False
             )
             train = _subset(train, chosen)
         valid = split.get("valid")  # with evaluate_on="valid" it both picks and scores

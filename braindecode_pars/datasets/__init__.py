@@ -1,6 +1,6 @@
 """Datasets: the paper's recipes, the single-channel pretraining view, the bundled EEG."""
 
-from .adapters import Windows, check_scale, read_windows, window_scale
+from .adapters import Windows, read_windows
 from .bundled import bundled_data_path, fetch_bundled_data
 from .corpus import pretraining_corpus, shared_corpus
 from .eegmat import (
@@ -27,10 +27,8 @@ from .physionet_mi import (
     load_physionet_mi,
     load_physionet_mi_continuous,
     physionet_mi_preprocessors,
-    physionet_mi_run_path,
     physionet_mi_subject_split,
     read_physionet_mi,
-    run_block,
 )
 from .recordings import find_recordings, load_recordings, non_eeg_channels
 from .resample import RESAMPLE_METHODS, resample_windows
@@ -46,7 +44,6 @@ from .tuh import (
     read_csv_bi,
     read_tuh_edf,
     tuh_subject_split,
-    tuh_subjects,
 )
 from .windowing import RecordingStream, recording_preprocessors
 from .ysyw import (
@@ -63,10 +60,8 @@ from .ysyw import (
 __all__ = [
     "RESAMPLE_METHODS",
     "Windows",
-    "check_scale",
     "read_windows",
     "resample_windows",
-    "window_scale",
     "EEGMAT_CHANNELS",
     "EEGMAT_CLASSES",
     "EEGMAT_TEST_SUBJECTS",
@@ -106,7 +101,6 @@ __all__ = [
     "load_ysyw",
     "load_ysyw_pretraining",
     "physionet_mi_preprocessors",
-    "physionet_mi_run_path",
     "physionet_mi_subject_split",
     "pretraining_corpus",
     "read_csv_bi",
@@ -115,9 +109,7 @@ __all__ = [
     "read_ysyw_record",
     "read_window_store",
     "store_summary",
-    "run_block",
     "tuh_subject_split",
-    "tuh_subjects",
     "write_window_store",
     "ysyw_split",
     "ysyw_subject_split",

@@ -12,7 +12,7 @@ Units: windows of MNE and braindecode objects are read in microvolts, as
 braindecode's ``EEGClassifier`` reads them (``mne.Epochs`` through
 ``get_data(units="uV")``; braindecode windows as they are, which the package's
 recipes and readers give in microvolts); arrays are taken as given.
-:func:`window_scale` and :func:`check_scale` tell windows of another unit.
+:func:`_window_scale` and :func:`_check_scale` tell windows of another unit.
 
 :func:`~braindecode_pars.datasets.resample.resample_windows` (importable from here
 too) brings windows to another sampling rate.
@@ -35,11 +35,11 @@ from .resample import RESAMPLE_METHODS, resample_windows  # noqa: F401 (re-expor
 from .scale import (  # noqa: F401
     _CHUNK_SAMPLES,
     SCALE_WARNING_FACTOR,
+    _check_scale,
     _chunks,
-    check_scale,
-    window_scale,
+    _window_scale,
 )
-from .windowing import windows_info
+from .windowing import _windows_info
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def _unwrap(dataset, indices=None):
     return dataset, None if indices is None else np.asarray(indices, dtype=np.int64)
 
 
-def is_window_items(X):
+def _is_window_items(X):
     """Whether ``X`` is a list of window items ``(x, y, ...)``, as indexing windows gives."""
     if not isinstance(X, list | tuple) or len(X) == 0:
         return False
@@ -102,7 +102,7 @@ def is_window_items(X):
     return np.ndim(X[0][0]) == 2
 
 
-def reads_recordings_as_is(windows):
+def _reads_recordings_as_is(windows):
     """Whether indexing braindecode ``windows`` gives their recordings' samples and their
     metadata targets: no dataset has a ``transform`` or takes its targets from misc
     channels (``targets_from="channels"``), and the windows have no ``target_transform``.
@@ -162,7 +162,7 @@ def _stack_braindecode(windows, indices, name="X"):
     """braindecode windows (all, or those at ``indices``) as one float32 array, and their
     labels where braindecode's indexing gives them.
 
-    When :func:`reads_recordings_as_is`, every window of an ``EEGWindowsDataset`` is cut
+    When :func:`_reads_recordings_as_is`, every window of an ``EEGWindowsDataset`` is cut
     from its recording with the call braindecode's ``__getitem__`` makes
     (``raw._getitem`` over the window's samples: a float64 copy of that window only, read
     from disk where the recording is not preloaded), and other windows are read as
@@ -180,7 +180,7 @@ def _stack_braindecode(windows, indices, name="X"):
     """
     selected = np.arange(len(windows)) if indices is None else indices
     stack = _Stack(len(selected), name)
-    if not reads_recordings_as_is(windows):
+    if not _reads_recordings_as_is(windows):
         labels = []
         for position, i in enumerate(selected):
             item = windows[int(i)]
@@ -226,13 +226,13 @@ def _label_array(labels):
     return np.stack(arrays)
 
 
-def labels_of(y):
+def _labels_of(y):
     """``y`` as an array; a skorch ``SliceDataset(windows, idx=1)`` reads the windows'
     metadata rather than every window where braindecode's indexing gives the metadata's
-    targets (:func:`reads_recordings_as_is`)."""
+    targets (:func:`_reads_recordings_as_is`)."""
     if isinstance(y, SliceDataset):
         base, indices = _unwrap(y)
-        if isinstance(base, BaseConcatDataset) and y.idx == 1 and reads_recordings_as_is(base):
+        if isinstance(base, BaseConcatDataset) and y.idx == 1 and _reads_recordings_as_is(base):
             targets = _metadata_column(base, indices, "target")
             if targets is not None:
                 return targets
@@ -356,8 +356,8 @@ SliceDataset | list of window items | mne.Epochs | Windows
         ``groups`` of another length than the windows.
     """
     if isinstance(X, Windows):
-        return _read_again(X, labels_of(y), groups, sfreq, name)
-    y = labels_of(y)
+        return _read_again(X, _labels_of(y), groups, sfreq, name)
+    y = _labels_of(y)
     own_sfreq, own_groups, ch_names, own_y = None, None, None, None
     if isinstance(X, SliceDataset) and X.idx != 0:
         raise ValueError(
@@ -369,7 +369,7 @@ SliceDataset | list of window items | mne.Epochs | Windows
         if len(base) == 0 or (indices is not None and len(indices) == 0):
             raise ValueError(f"'{name}' holds no window.")
         array, labels = _stack_braindecode(base, indices, name)
-        info = windows_info(base)
+        info = _windows_info(base)
         own_sfreq = float(info["sfreq"])
         ch_names = list(info["ch_names"]) if len(info["ch_names"]) == array.shape[1] else None
         if labels is None:
@@ -381,7 +381,7 @@ SliceDataset | list of window items | mne.Epochs | Windows
         array = _read_epochs(base, name)
         own_sfreq, ch_names = float(base.info["sfreq"]), list(base.ch_names)
         own_y = base.events[:, 2]
-    elif is_window_items(base):
+    elif _is_window_items(base):
         array = _stack([item[0] for item in base], name)
         own_y = _label_array([item[1] for item in base])
     elif isinstance(base, Dataset):  # any other dataset of items (x, y, ...)

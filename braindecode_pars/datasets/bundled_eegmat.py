@@ -27,7 +27,7 @@ from .bundled import bundled_data_path
 from .eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
-    eegmat_preprocessors,
+    _eegmat_preprocessors,
     read_eegmat,
 )
 from .windowing import windows_of
@@ -38,7 +38,7 @@ BUNDLED_SUBJECTS = tuple(sorted(EEGMAT_TEST_SUBJECTS + BUNDLED_POOL_SUBJECTS))
 _FILE = "eegmat_100hz.npz"
 
 
-def bundled_eegmat_file():
+def _bundled_eegmat_file():
     """Path of the bundled file, in the folder :func:`.bundled.bundled_data_path` finds."""
     return bundled_data_path() / _FILE
 
@@ -48,7 +48,7 @@ def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=
     dataset = read_eegmat(eegmat_path, subjects)
     from braindecode.preprocessing import preprocess
 
-    preprocess(dataset, eegmat_preprocessors(sfreq))
+    preprocess(dataset, _eegmat_preprocessors(sfreq))
     arrays, meta = {}, []
     for ds in dataset.datasets:
         d = ds.description
@@ -56,7 +56,7 @@ def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=
         arrays[key] = (ds.raw.get_data() * 1e6).astype(np.float16)  # microvolts
         meta.append((int(d["subject"]), int(d["session"]), int(d["count_quality"])))
     first = dataset.datasets[0].raw
-    out = Path(out) if out is not None else bundled_eegmat_file()
+    out = Path(out) if out is not None else _bundled_eegmat_file()
     np.savez_compressed(
         out,
         ch_names=np.array(first.ch_names),
@@ -67,9 +67,9 @@ def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=
     return out
 
 
-def read_bundled_eegmat(subjects=None, path=None):
+def _read_bundled_eegmat(subjects=None, path=None):
     """The bundled recordings as a braindecode dataset of raws (microvolts, 100 Hz)."""
-    path = bundled_eegmat_file() if path is None else Path(path)
+    path = _bundled_eegmat_file() if path is None else Path(path)
     with np.load(path) as f:
         ch_names = [str(c) for c in f["ch_names"]]
         sfreq = float(f["sfreq"])
@@ -106,6 +106,6 @@ def load_bundled_eegmat(subjects=None, window_seconds=10.0, stride_seconds=None)
     columns ``subject`` and ``count_quality``, as :func:`load_eegmat` does on the full
     data.
     """
-    dataset = read_bundled_eegmat(subjects)
+    dataset = _read_bundled_eegmat(subjects)
     sfreq = dataset.datasets[0].raw.info["sfreq"]
     return windows_of(dataset, None, sfreq, window_seconds, stride_seconds)

@@ -11,12 +11,12 @@ from braindecode.preprocessing import preprocess
 from .eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
-    eegmat_preprocessors,
+    _eegmat_preprocessors,
     read_eegmat,
 )
 from .recordings import load_recordings
 from .sleep_edf import read_sleep_edf_mat
-from .tuh import load_tueg, tuh_subjects
+from .tuh import _tuh_subjects, load_tueg
 from .windowing import windows_of
 from .ysyw import load_ysyw_pretraining, ysyw_split
 
@@ -142,7 +142,7 @@ def pretraining_corpus(
         excluded = []
         for path in (tuab_path, tusz_path):
             if path is not None:
-                excluded += tuh_subjects(path)
+                excluded += _tuh_subjects(path)
         tueg = load_tueg(
             tueg_path,
             exclude_subjects=excluded,
@@ -215,10 +215,10 @@ def shared_corpus(
         )
     eegmat = read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
     eegmat.set_description({"dataset": ["eegmat"] * len(eegmat.datasets)})
-    preprocess(eegmat, eegmat_preprocessors(sfreq), n_jobs=n_jobs)
+    preprocess(eegmat, _eegmat_preprocessors(sfreq), n_jobs=n_jobs)
     sleep = read_sleep_edf_mat(data_path / "sleep-edf-atm")
     sleep.set_description({"dataset": ["sleep-edf"] * len(sleep.datasets)})
-    preprocess(sleep, eegmat_preprocessors(sfreq), n_jobs=n_jobs)  # EEGMAT's 0.3-45 Hz, resampled
+    preprocess(sleep, _eegmat_preprocessors(sfreq), n_jobs=n_jobs)  # EEGMAT's 0.3-45 Hz, resampled
     eegmat_stride = window_seconds / 8 if stride_seconds is None else stride_seconds
     parts = [
         windows_of(eegmat, None, sfreq, window_seconds, eegmat_stride),

@@ -24,7 +24,7 @@ import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from .._checks import check_range
-from .windowing import microvolt_step, recording_preprocessors, windows_of
+from .windowing import _microvolt_step, recording_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +54,12 @@ EEGMAT_SELECTION_SUBJECTS = (0, 2, 3, 6, 10, 12, 15, 17, 18, 24, 25, 31)
 EEGMAT_POOL_SUBJECTS = tuple(s for s in EEGMAT_TRAIN_SUBJECTS if s not in EEGMAT_SELECTION_SUBJECTS)
 
 
-def eegmat_file(path, subject, session):
+def _eegmat_file(path, subject, session):
     """``<path>/SubjectNN_<session>.edf`` (session 1: rest, 2: arithmetic)."""
     return Path(path) / f"Subject{subject:02d}_{session}.edf"
 
 
-def read_eegmat_info(path):
+def _read_eegmat_info(path):
     """``subject-info.csv`` as a dict: subject number -> {age, gender, count_quality, ...}."""
     info_file = Path(path) / "subject-info.csv"
     if not info_file.is_file():
@@ -126,11 +126,11 @@ def read_eegmat(path, subjects=EEGMAT_TRAIN_SUBJECTS, sessions=(1, 2)):
     """
     subjects = _check_subjects(subjects)
     sessions = _check_sessions(sessions)
-    info = read_eegmat_info(path)
+    info = _read_eegmat_info(path)
     datasets = []
     for subject in subjects:
         for session in sessions:
-            file = eegmat_file(path, subject, session)
+            file = _eegmat_file(path, subject, session)
             if not file.is_file():
                 raise FileNotFoundError(
                     f"EEGMAT file '{file}' is missing; the folder must hold PhysioNet's "
@@ -154,7 +154,7 @@ def read_eegmat(path, subjects=EEGMAT_TRAIN_SUBJECTS, sessions=(1, 2)):
     return BaseConcatDataset(datasets)
 
 
-def eegmat_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None):
+def _eegmat_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None):
     """Load, band-pass and resample (500 Hz -> ``sfreq``), without printing.
 
     The paper band-passes 0.3-75 Hz at 200 Hz; at the 100 Hz of the shipped small
@@ -204,5 +204,5 @@ def load_eegmat(
     subjects = range(36) if subjects is None else subjects
     check_range("window_seconds", window_seconds, 0, np.inf, low_open=True)
     dataset = read_eegmat(path, subjects)
-    preprocessors = [*eegmat_preprocessors(sfreq), microvolt_step()]
+    preprocessors = [*_eegmat_preprocessors(sfreq), _microvolt_step()]
     return windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

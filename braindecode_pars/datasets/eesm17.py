@@ -28,7 +28,7 @@ from braindecode.preprocessing import preprocess
 
 from .._checks import check_range
 from .cache import cached_windows
-from .windowing import RecordingStream, event_windower, event_windows, microvolt_preprocessors
+from .windowing import RecordingStream, _event_windower, event_windows, microvolt_preprocessors
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def fetch_eesm17(path, subjects=None):
     return Path(path)
 
 
-def eesm17_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=50.0):
+def _eesm17_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=50.0):
     """Microvolts, resample, 0.3-75 Hz band-pass, 50 Hz notch (paper A.3)."""
     return microvolt_preprocessors(sfreq, l_freq, h_freq, notch_freq)
 
@@ -170,7 +170,7 @@ def load_eesm17(
     if cache_dir is not None:
         stream = RecordingStream(
             [functools.partial(_read_one, path, channels) for path in paths],
-            event_windower(eesm17_preprocessors(sfreq), stages, window_seconds),
+            _event_windower(_eesm17_preprocessors(sfreq), stages, window_seconds),
         )
         settings = {
             "reader": "load_eesm17",
@@ -183,7 +183,7 @@ def load_eesm17(
         return cached_windows(stream, cache_dir, settings)
     ds = BaseConcatDataset([_read_one(path, channels) for path in paths])
     with mne.use_log_level("error"):
-        preprocess(ds, eesm17_preprocessors(sfreq), n_jobs=n_jobs)
+        preprocess(ds, _eesm17_preprocessors(sfreq), n_jobs=n_jobs)
     return event_windows(ds, stages, window_seconds)
 
 
@@ -200,7 +200,7 @@ def leave_one_subject_out(windows):
         yield subject, split["train"], split["test"]
 
 
-def channel_noise(X, y, std, channel_probability, random_state=None):
+def _channel_noise(X, y, std, channel_probability, random_state=None):
     """Add Gaussian noise to randomly chosen channels, scaled to each channel's spread."""
     rng = np.random.default_rng(random_state)
     B, C, _ = X.shape
@@ -229,7 +229,7 @@ class ChannelNoise(Transform):
     random_state : int | numpy.random.Generator | None
     """
 
-    operation = staticmethod(channel_noise)
+    operation = staticmethod(_channel_noise)
 
     def __init__(self, probability=0.5, std=1.0, channel_probability=0.25, random_state=None):
         super().__init__(probability=probability, random_state=random_state)

@@ -38,7 +38,7 @@ _EVENT_NAMES = {
 }
 
 
-def physionet_mi_run_path(path, subject, run):
+def _physionet_mi_run_path(path, subject, run):
     """Where MNE's eegbci loader keeps run ``run`` of ``subject`` under ``path``."""
     return (
         Path(path)
@@ -75,7 +75,7 @@ def physionet_mi_subject_split(subject):
     raise ValueError(f"'subject' must lie in 1..109, but got {subject}.")
 
 
-def run_block(run):
+def _run_block(run):
     """Repetition of the task sequence a run belongs to: 0 for runs 1-2, 1-3 for runs 3-14.
 
     Runs 3-6, 7-10 and 11-14 each hold one run of every task, so a block holds
@@ -119,7 +119,7 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
     -------
     dataset : braindecode.datasets.BaseConcatDataset
         One :class:`~braindecode.datasets.RawDataset` per run, with ``subject``,
-        ``run`` and ``block`` (see :func:`run_block`) in its description.
+        ``run`` and ``block`` (see :func:`_run_block`) in its description.
     """
     subjects = _check_runs("subjects", subjects, range(1, 110))
     runs = _check_runs("runs", runs, range(1, 15))
@@ -127,7 +127,7 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
     datasets = []
     for subject in subjects:
         for run in runs:
-            fname = physionet_mi_run_path(path, subject, run)
+            fname = _physionet_mi_run_path(path, subject, run)
             if not fname.is_file():
                 if not download:
                     raise FileNotFoundError(
@@ -143,7 +143,7 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
             raw.annotations.rename(
                 {k: v for k, v in names.items() if k in set(raw.annotations.description)}
             )
-            description = {"subject": subject, "run": run, "block": run_block(run)}
+            description = {"subject": subject, "run": run, "block": _run_block(run)}
             datasets.append(RawDataset(raw, description=description))
     return BaseConcatDataset(datasets)
 

@@ -13,7 +13,7 @@ from .ysyw import load_ysyw, ysyw_split
 RECIPES = ("physionet_mi", "ysyw", "tuab", "tusz", "eesm17")
 
 
-def subject_column(windows):
+def _subject_column(windows):
     """The description column that names the patient ('subject', or YSYW's 'record')."""
     columns = windows.description.columns
     return "subject" if "subject" in columns else "record"
@@ -71,6 +71,6 @@ def load_recipe(name, path=None, random_state=0, **options):
     return {"all": load_eesm17(path, **options)}
 
 
-def subjects_of(windows):
+def _subjects_of(windows):
     """Sorted patient names of a windows dataset."""
-    return sorted(set(np.asarray(windows.description[subject_column(windows)]).tolist()))
+    return sorted(set(np.asarray(windows.description[_subject_column(windows)]).tolist()))

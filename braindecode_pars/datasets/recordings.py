@@ -18,8 +18,8 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from .._checks import check_option
 from .windowing import (
     RecordingStream,
-    fixed_length_windower,
-    microvolt_step,
+    _fixed_length_windower,
+    _microvolt_step,
     recording_preprocessors,
     windows_of,
 )
@@ -297,12 +297,12 @@ def load_recordings(
     # the channels are picked already: the preprocessing keeps them all
     preprocessors = [
         *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),
-        microvolt_step(),
+        _microvolt_step(),
     ]
     if lazy:
         readers = [functools.partial(_read, file, channels) for file, (channels, _) in kept.items()]
         return RecordingStream(
-            readers, fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
+            readers, _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
         )
     return windows_of(
         BaseConcatDataset(raws),

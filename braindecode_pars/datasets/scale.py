@@ -2,7 +2,7 @@
 
 Band power and covariances are absolute: windows in volts given to an estimator
 fitted on microvolts give predictions unrelated to the fitted ones. The estimators
-record :func:`window_scale` at ``fit`` and call :func:`check_scale` at ``predict``.
+record :func:`_window_scale` at ``fit`` and call :func:`_check_scale` at ``predict``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 #: A window scale at ``predict`` this many times larger (or smaller) than at ``fit``
-#: warns (:func:`check_scale`): a factor of 1e6 is volts against microvolts.
+#: warns (:func:`_check_scale`): a factor of 1e6 is volts against microvolts.
 SCALE_WARNING_FACTOR = 100.0
 
 #: Samples (windows x channels x times) checked (NaN and inf, scale) or read (preloaded
@@ -27,7 +27,7 @@ def _chunks(n, window_size):
     return [slice(start, min(n, start + step)) for start in range(0, n, step)]
 
 
-def window_scale(X):
+def _window_scale(X):
     """A robust amplitude of windows: the median over windows of each window's standard
     deviation.
 
@@ -62,19 +62,19 @@ def window_scale(X):
     return float(np.median(per_window))
 
 
-def check_scale(fitted_scale, X, who):
+def _check_scale(fitted_scale, X, who):
     """Warn when windows at ``predict`` are in another unit than those fitted.
 
     Band power and covariances are absolute: windows in volts given to an estimator
     fitted in microvolts (or the reverse) give predictions unrelated to the fitted
-    ones, without error. This compares :func:`window_scale` of ``X`` with the scale
+    ones, without error. This compares :func:`_window_scale` of ``X`` with the scale
     recorded at ``fit`` and warns when they differ by more than
     :data:`SCALE_WARNING_FACTOR` either way.
 
     Parameters
     ----------
     fitted_scale : float
-        :func:`window_scale` of the windows fitted on.
+        :func:`_window_scale` of the windows fitted on.
     X : ndarray, shape (n_windows, n_chans, n_times)
         The windows at ``predict``.
     who : str
@@ -91,7 +91,7 @@ def check_scale(fitted_scale, X, who):
         When the factor is above :data:`SCALE_WARNING_FACTOR` or below its inverse,
         naming the factor and both scales.
     """
-    scale = window_scale(X)
+    scale = _window_scale(X)
     if not fitted_scale > 0 or not scale > 0:
         return None
     factor = scale / float(fitted_scale)

@@ -10,7 +10,7 @@ from braindecode.datasets import BaseConcatDataset
 from torch.utils.data import Dataset
 
 from .._checks import check_int
-from .store import check_same_sfreq, describe, eeg_picks, read_float32, read_window_store
+from .store import _check_same_sfreq, _describe, _eeg_picks, _read_float32, read_window_store
 from .windowing import RecordingStream
 
 
@@ -155,15 +155,15 @@ class SingleChannelWindows(Dataset):
 
     def _add_dataset(self, ds, index):
         """One braindecode windows dataset: its EEG channels, at the common rate."""
-        what = describe(ds, len(self.recordings))
+        what = _describe(ds, len(self.recordings))
         raw = getattr(ds, "raw", None)
         signal = raw if raw is not None else getattr(ds, "windows", None)
         if signal is None:  # not an MNE-backed dataset: read its items as they are
             for i in range(len(ds)):
                 self._add_window(np.asarray(ds[i][0], np.float32), index)
             return
-        self.sfreq = check_same_sfreq(self.sfreq, signal.info["sfreq"], what)
-        picks = eeg_picks(signal.info, what)
+        self.sfreq = _check_same_sfreq(self.sfreq, signal.info["sfreq"], what)
+        picks = _eeg_picks(signal.info, what)
         if raw is not None:
             if getattr(ds, "crop_inds", None) is None:
                 raise ValueError(
@@ -171,7 +171,7 @@ class SingleChannelWindows(Dataset):
                     "(braindecode's create_fixed_length_windows)."
                 )
             rec = len(self.recordings)
-            self.recordings.append(read_float32(raw, picks))
+            self.recordings.append(_read_float32(raw, picks))
             for _, start, stop in ds.crop_inds:
                 index.append((rec, int(start), int(stop)))
         else:  # epochs-based windows: each window stands alone
@@ -228,7 +228,7 @@ class SingleChannelWindows(Dataset):
     def batch(self, indices):
         """Items ``indices`` as one batch, ``(X, y)``: ``X`` (n, 1, n_times) float32 (the
         draws of :meth:`__getitems__`), ``y`` zeros; no copy per item, no collation (a
-        DataLoader of :class:`BatchedView` reads batches so)."""
+        DataLoader of :class:`_BatchedView` reads batches so)."""
         X = self._draw(np.asarray(indices, dtype=np.int64), self._generator())
         return X, torch.zeros(len(X))
 
@@ -248,7 +248,7 @@ class SingleChannelWindows(Dataset):
         return torch.from_numpy(out)
 
 
-class BatchedView(Dataset):
+class _BatchedView(Dataset):
     """Batches of a :class:`SingleChannelWindows` (or a ``Subset`` of one) read whole:
     ``dataset[indices]`` is :meth:`SingleChannelWindows.batch`, for a DataLoader with
     ``batch_size=None`` and a ``BatchSampler``, so that a batch of crops is written once

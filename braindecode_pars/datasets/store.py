@@ -42,7 +42,7 @@ STORE_FORMAT = 2
 _CHUNK_BYTES = 1 << 24
 
 
-def eeg_picks(info, what):
+def _eeg_picks(info, what):
     """Indices of the EEG channels of ``info`` (bad channels left out), or a clear error.
 
     ``what`` names the recording in the error message.
@@ -57,7 +57,7 @@ def eeg_picks(info, what):
     return picks
 
 
-def describe(ds, position):
+def _describe(ds, position):
     """A short name of a recording for messages: its description, or its position."""
     description = getattr(ds, "description", None)
     if description is None or len(description) == 0:
@@ -66,7 +66,7 @@ def describe(ds, position):
     return f"Recording {position} ({items})"
 
 
-def check_same_sfreq(sfreq, new, what):
+def _check_same_sfreq(sfreq, new, what):
     """The common sampling rate so far, or ``ValueError`` naming both rates."""
     if sfreq is not None and abs(sfreq - new) > 1e-6:
         raise ValueError(
@@ -90,7 +90,7 @@ def _chunks(windows):
     )
 
 
-def float32_blocks(raw, picks):
+def _float32_blocks(raw, picks):
     """``(start, block)`` pairs covering the ``picks`` of ``raw``, float32, in time order.
 
     About ``_CHUNK_BYTES`` of float64 samples are read at a time (from memory, or from
@@ -103,10 +103,10 @@ def float32_blocks(raw, picks):
         yield start, raw.get_data(picks=picks, start=start, stop=stop).astype(np.float32)
 
 
-def read_float32(raw, picks):
+def _read_float32(raw, picks):
     """The ``picks`` of ``raw`` as one (n_picks, n_times) float32 array, read in blocks."""
     out = np.empty((len(picks), raw.n_times), dtype=np.float32)
-    for start, block in float32_blocks(raw, picks):
+    for start, block in _float32_blocks(raw, picks):
         out[:, start : start + block.shape[1]] = block
     return out
 
@@ -114,7 +114,7 @@ def read_float32(raw, picks):
 def _write_recording(f, raw, picks, offset):
     """Write the ``picks`` of ``raw`` at sample ``offset`` of the data file, float32 LE."""
     n_times = raw.n_times
-    for start, block in float32_blocks(raw, picks):
+    for start, block in _float32_blocks(raw, picks):
         for c, row in enumerate(block.astype("<f4", copy=False)):
             f.seek(4 * (offset + c * n_times + start))
             f.write(row.tobytes())
@@ -143,7 +143,7 @@ class _Written:
     def add(self, f, ds):
         """Write the EEG channels of one windows dataset ``ds`` to the open data file."""
         rec = len(self.recordings)
-        what = describe(ds, rec)
+        what = _describe(ds, rec)
         raw = getattr(ds, "raw", None)
         if raw is None or getattr(ds, "crop_inds", None) is None:
             raise ValueError(
@@ -151,8 +151,8 @@ class _Written:
                 "windows?): window it with create_fixed_length_windows or "
                 "create_windows_from_events (use_mne_epochs=False)."
             )
-        self.sfreq = check_same_sfreq(self.sfreq, raw.info["sfreq"], what)
-        picks = eeg_picks(raw.info, what)
+        self.sfreq = _check_same_sfreq(self.sfreq, raw.info["sfreq"], what)
+        picks = _eeg_picks(raw.info, what)
         _write_recording(f, raw, picks, self.offset)
         crops = np.asarray(ds.crop_inds, dtype=np.int64).reshape(-1, 3)
         self.rows.append(np.column_stack([np.full(len(crops), rec, np.int64), crops[:, 1:]]))

@@ -34,7 +34,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from .._checks import check_option, check_range
 from .cache import cached_windows
-from .windowing import RecordingStream, fixed_length_windower, microvolt_preprocessors, windows_of
+from .windowing import RecordingStream, _fixed_length_windower, microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def read_tuh_edf(fname, channels=TUH_CHANNELS_19, preload=False):
     return raw
 
 
-def parse_tuh_file_name(fname):
+def _parse_tuh_file_name(fname):
     """subject, session and segment from ``aaaaaaav_s004_t000.edf``."""
     match = _FILE.match(Path(fname).name)
     if match is None:
@@ -109,7 +109,7 @@ def parse_tuh_file_name(fname):
 
 def _recording(fname, channels, target_name=None, **description):
     """One TUH file as a braindecode RawDataset described by subject, session, segment."""
-    subject, session, segment = parse_tuh_file_name(fname)
+    subject, session, segment = _parse_tuh_file_name(fname)
     description = dict(
         subject=subject, session=session, segment=segment, **description, path=str(fname)
     )
@@ -118,7 +118,7 @@ def _recording(fname, channels, target_name=None, **description):
     )
 
 
-def tuh_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=60.0):
+def _tuh_preprocessors(sfreq=200.0, l_freq=0.3, h_freq=75.0, notch_freq=60.0):
     """The paper's TUH preprocessing: microvolts, resample, band-pass, notch."""
     return microvolt_preprocessors(sfreq, l_freq, h_freq, notch_freq)
 
@@ -136,12 +136,12 @@ def _edf_files(root, what):
 def _windows(datasets, channels, window_seconds, sfreq, n_jobs):
     ds = BaseConcatDataset(datasets)
     with mne.use_log_level("error"):
-        return windows_of(ds, tuh_preprocessors(sfreq), sfreq, window_seconds, n_jobs=n_jobs)
+        return windows_of(ds, _tuh_preprocessors(sfreq), sfreq, window_seconds, n_jobs=n_jobs)
 
 
 def _stream(readers, window_seconds, sfreq, windower=None):
     """The recordings of ``readers`` read, preprocessed and windowed one at a time."""
-    windower = windower or fixed_length_windower(tuh_preprocessors(sfreq), sfreq, window_seconds)
+    windower = windower or _fixed_length_windower(_tuh_preprocessors(sfreq), sfreq, window_seconds)
     return RecordingStream(readers, windower)
 
 
@@ -218,7 +218,7 @@ def read_csv_bi(fname):
     return seiz[["start_time", "stop_time"]].to_numpy(dtype=float).reshape(-1, 2)
 
 
-def seizure_labels(starts, stops, intervals, min_overlap_seconds=0.0):
+def _seizure_labels(starts, stops, intervals, min_overlap_seconds=0.0):
     """1 for windows [start, stop) (seconds) overlapping a seizure by more than the minimum."""
     starts, stops = np.asarray(starts, float)[:, None], np.asarray(stops, float)[:, None]
     if len(intervals) == 0:
@@ -268,7 +268,7 @@ def load_tusz(
     if cache_dir is not None:
         windower = functools.partial(
             _seizure_windows,
-            windower=fixed_length_windower(tuh_preprocessors(sfreq), sfreq, window_seconds),
+            windower=_fixed_length_windower(_tuh_preprocessors(sfreq), sfreq, window_seconds),
             min_overlap_seconds=min_overlap_seconds,
         )
         settings = {
@@ -292,7 +292,7 @@ def _label_seizures(windows, min_overlap_seconds):
         fs = ds.raw.info["sfreq"]
         starts = ds.metadata["i_start_in_trial"].to_numpy() / fs
         stops = ds.metadata["i_stop_in_trial"].to_numpy() / fs
-        labels = seizure_labels(starts, stops, seiz, min_overlap_seconds)
+        labels = _seizure_labels(starts, stops, seiz, min_overlap_seconds)
         ds.metadata["target"] = labels
         ds.y = labels.tolist()
     return windows
@@ -304,9 +304,9 @@ def _seizure_windows(recording, windower, min_overlap_seconds):
     return None if windows is None else _label_seizures(windows, min_overlap_seconds)
 
 
-def tuh_subjects(path):
+def _tuh_subjects(path):
     """Subjects (file-name prefixes) of every EDF file under ``path``."""
-    return sorted({parse_tuh_file_name(f)[0] for f in _edf_files(path, "TUH")})
+    return sorted({_parse_tuh_file_name(f)[0] for f in _edf_files(path, "TUH")})
 
 
 def load_tueg(
@@ -322,7 +322,7 @@ def load_tueg(
     """TUEG recordings for pretraining, without the patients of the fine-tuning sets.
 
     Paper A.3: "we discard all TUAB/TUSZ patients from the pretraining"; pass
-    ``exclude_subjects=tuh_subjects(tuab_path) + tuh_subjects(tusz_path)``.
+    ``exclude_subjects=_tuh_subjects(tuab_path) + _tuh_subjects(tusz_path)``.
     19 channels, 200 Hz, 0.3-75 Hz band-pass, 60 Hz notch, ``window_seconds``
     windows (the single-channel view draws crops and channels from them).
 
@@ -337,7 +337,7 @@ def load_tueg(
     excluded = set(exclude_subjects)
     files, skipped = [], 0
     for fname in _edf_files(path, "TUEG"):
-        if parse_tuh_file_name(fname)[0] in excluded:
+        if _parse_tuh_file_name(fname)[0] in excluded:
             skipped += 1
             continue
         if max_files is not None and len(files) >= max_files:

@@ -4,7 +4,7 @@ Units: the recipes and loaders of the package give microvolts, the unit braindec
 ``EEGClassifier`` reads ``mne.Epochs`` in (:func:`microvolt_preprocessors` scales
 first; :func:`~braindecode_pars.datasets.load_recordings`,
 :func:`~braindecode_pars.datasets.load_eegmat` and ``load_bundled_eegmat`` end with
-:func:`microvolt_step`). Band power and covariances are absolute, so one unit
+:func:`_microvolt_step`). Band power and covariances are absolute, so one unit
 throughout matters to the probe and the floors (the encoder alone would not mind).
 
 Shared by the readers of recordings (:mod:`.recordings`, :mod:`.eegmat`,
@@ -32,13 +32,13 @@ from .._checks import check_range
 logger = logging.getLogger(__name__)
 
 
-def windows_info(windows):
+def _windows_info(windows):
     """The ``mne.Info`` of braindecode windows (their first recording)."""
     first = windows.datasets[0]
     return first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
 
 
-def band_pass(raw, l_freq, h_freq):
+def _band_pass(raw, l_freq, h_freq):
     """Band-pass; a low-pass at or above the recording's Nyquist frequency is left out.
 
     Such a recording holds nothing above ``h_freq`` anyway (it is upsampled later).
@@ -64,7 +64,7 @@ def recording_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None, notch_freq=Non
     Pick the EEG channels, load, band-pass ``l_freq`` to ``h_freq``, notch
     ``notch_freq``, resample to ``sfreq``; MNE prints nothing. The values keep the
     recordings' unit (volts, as MNE reads EEG): the loaders append
-    :func:`microvolt_step`.
+    :func:`_microvolt_step`.
 
     Parameters
     ----------
@@ -89,7 +89,7 @@ def recording_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None, notch_freq=Non
     steps = [
         Preprocessor("pick", picks=picks, apply_on_array=False),
         Preprocessor("load_data", apply_on_array=False, verbose="error"),
-        Preprocessor(band_pass, l_freq=l_freq, h_freq=h_freq, apply_on_array=False),
+        Preprocessor(_band_pass, l_freq=l_freq, h_freq=h_freq, apply_on_array=False),
     ]
     if notch_freq is not None:
         steps.append(Preprocessor(notch, freqs=notch_freq, apply_on_array=False))
@@ -97,14 +97,14 @@ def recording_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None, notch_freq=Non
     return steps
 
 
-def volts_to_microvolts(data):
+def _volts_to_microvolts(data):
     """Scale EEG from volts (MNE's unit) to microvolts."""
     return data * 1e6
 
 
-def microvolt_step():
+def _microvolt_step():
     """The preprocessor that scales recordings from volts (MNE's unit) to microvolts."""
-    return Preprocessor(volts_to_microvolts, apply_on_array=True)
+    return Preprocessor(_volts_to_microvolts, apply_on_array=True)
 
 
 def microvolt_preprocessors(sfreq=None, l_freq=0.3, h_freq=75.0, notch_freq=None):
@@ -128,7 +128,7 @@ def microvolt_preprocessors(sfreq=None, l_freq=0.3, h_freq=75.0, notch_freq=None
     -------
     preprocessors : list of braindecode Preprocessor
     """
-    steps = [microvolt_step()]
+    steps = [_microvolt_step()]
     if sfreq is not None:
         steps.append(Preprocessor("resample", sfreq=sfreq, apply_on_array=False))
     steps.append(
@@ -217,7 +217,7 @@ def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=Non
 
     A recording shorter than one window (after preprocessing) is left out with a
     logged warning; if none is long enough, ``ValueError``. Every recording is held
-    in memory; :class:`RecordingStream` with :func:`fixed_length_windower` does the
+    in memory; :class:`RecordingStream` with :func:`_fixed_length_windower` does the
     same one recording at a time.
     """
     size, stride = _window_size(window_seconds, stride_seconds, sfreq)
@@ -244,7 +244,7 @@ def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_second
     return _fixed_windows(kept, size, stride)
 
 
-def fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
+def _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
     """The windower of :class:`RecordingStream` that :func:`windows_of` applies to all at once.
 
     Preprocess one recording, then cut it into fixed-length windows; a recording
@@ -267,7 +267,7 @@ def _event_windows(recording, preprocessors, mapping, window_seconds):
     return event_windows(recording, mapping, window_seconds)
 
 
-def event_windower(preprocessors, mapping, window_seconds):
+def _event_windower(preprocessors, mapping, window_seconds):
     """The windower of :class:`RecordingStream` that :func:`event_windows` applies after
     preprocessing (labelled windows of scored events)."""
     return functools.partial(
@@ -293,7 +293,7 @@ class RecordingStream:
         braindecode ``RawDataset`` (with its description), or None to skip it.
     windower : callable
         Turns one recording (a ``BaseConcatDataset`` of one ``RawDataset``) into its
-        windows, or None to skip it (e.g. :func:`fixed_length_windower`).
+        windows, or None to skip it (e.g. :func:`_fixed_length_windower`).
     description : dict | None
         Description columns set on every recording (e.g. ``{"source": "tueg"}``).
 

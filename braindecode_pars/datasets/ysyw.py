@@ -35,9 +35,9 @@ from .._checks import check_option, check_range
 from .cache import cached_windows
 from .windowing import (
     RecordingStream,
-    event_windower,
+    _event_windower,
+    _fixed_length_windower,
     event_windows,
-    fixed_length_windower,
     microvolt_preprocessors,
     windows_of,
 )
@@ -130,7 +130,7 @@ def _records(path, split):
     return records
 
 
-def ysyw_preprocessors(l_freq=0.3, h_freq=75.0, notch_freq=60.0):
+def _ysyw_preprocessors(l_freq=0.3, h_freq=75.0, notch_freq=60.0):
     """Microvolts, 0.3-75 Hz FIR band-pass (MNE's firwin), 60 Hz notch (paper A.3)."""
     return microvolt_preprocessors(None, l_freq, h_freq, notch_freq)
 
@@ -145,7 +145,7 @@ def _read(path, split, records, n_jobs):
     datasets = [_read_one(record_dir, split) for record_dir in records]
     ds = BaseConcatDataset(datasets)
     with mne.use_log_level("error"):
-        preprocess(ds, ysyw_preprocessors(), n_jobs=n_jobs)
+        preprocess(ds, _ysyw_preprocessors(), n_jobs=n_jobs)
     return ds
 
 
@@ -188,7 +188,7 @@ def load_ysyw(path, records=None, n_jobs=1, cache_dir=None):
         return event_windows(ds, SLEEP_STAGES, EPOCH_SECONDS)
     stream = RecordingStream(
         [functools.partial(_read_one, r, "training") for r in available],
-        event_windower(ysyw_preprocessors(), SLEEP_STAGES, EPOCH_SECONDS),
+        _event_windower(_ysyw_preprocessors(), SLEEP_STAGES, EPOCH_SECONDS),
     )
     settings = {
         "reader": "load_ysyw",
@@ -231,7 +231,7 @@ def load_ysyw_pretraining(
         readers = [
             functools.partial(_read_one, r, split) for split in splits for r in chosen[split]
         ]
-        windower = fixed_length_windower(ysyw_preprocessors(), None, window_seconds)
+        windower = _fixed_length_windower(_ysyw_preprocessors(), None, window_seconds)
         return RecordingStream(readers, windower)
     datasets = []
     for split in splits:

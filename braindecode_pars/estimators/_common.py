@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets.adapters import check_scale, read_windows
-from ..windows_input import WindowsInputMixin
+from ..datasets.adapters import _check_scale, read_windows
+from ..windows_input import _WindowsInputMixin
 
 
 def read_input(X, y=None, groups=None, sfreq=None, name="X"):
@@ -49,7 +49,7 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
     """``X`` read once at ``predict`` / ``transform`` / ``score`` of a fitted estimator
     (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against
     what ``fit`` saw; a change of amplitude scale by a hundredfold warns
-    (:func:`~braindecode_pars.datasets.adapters.check_scale`)."""
+    (:func:`~braindecode_pars.datasets.adapters._check_scale`)."""
     data = read_windows(X, y, groups, sfreq=None, name=name)
     if data.sfreq is not None and abs(data.sfreq - estimator.sfreq_) > 1e-6:
         raise ValueError(
@@ -63,7 +63,7 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
             f"'{name}' windows have shape {data.shape} (n_chans, n_times), but the "
             f"estimator was fitted on {expected}."
         )
-    check_scale(estimator.scale_, data.X, type(estimator).__name__)
+    _check_scale(estimator.scale_, data.X, type(estimator).__name__)
     return data
 
 
@@ -156,7 +156,7 @@ def check_window_length(n_times, n_chans, patch_seconds, sfreq):
     return patch
 
 
-class SeededWindowsMixin(WindowsInputMixin):
+class SeededWindowsMixin(_WindowsInputMixin):
     """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times) whose
     ``fit`` draws at random: non-deterministic unless ``random_state`` is set."""
 

@@ -20,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._checks import check_option
 from .._logging import verbose_logging
 from ..probe.estimator import PARSProbe
-from ..training.seeding import fit_seed
+from ..training._seeding import fit_seed
 from ._common import SeededWindowsMixin, check_labels, load_encoder_param, read_input
-from .pretrainer import as_sources
+from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
 
@@ -331,7 +331,7 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
             )
         elif X_target_unlabeled is not None:
             unlabeled = routed.encoder.get("X_unlabeled")
-            routed.encoder["X_unlabeled"] = [*as_sources(unlabeled), X_target_unlabeled]
+            routed.encoder["X_unlabeled"] = [*_as_sources(unlabeled), X_target_unlabeled]
         with verbose_logging(self.verbose):
             history = None
             unused = getattr(head, "encoder_unused", None)

@@ -20,11 +20,11 @@ from braindecode.augmentation import AugmentedDataLoader
 from sklearn.base import TransformerMixin
 
 from .._checks import check_device, check_int, check_option, check_range
-from ..datasets.adapters import window_scale
+from ..datasets.adapters import _window_scale
 from ..models.classifier import POOLINGS, MultiChannelClassifier
 from ..models.config import ENCODER_SIZES
 from ..models.encoder import PatchEncoder
-from ..training.finetune import (
+from ..training._finetune import (
     AUGMENTATION_PRESETS,
     CodedWindows,
     FixedCrops,
@@ -38,9 +38,9 @@ from ..training.finetune import (
     group_split,
     standard_augmentation,
 )
-from ..training.interrupt import PropagateInterrupt
-from ..training.optim import with_fused_default
-from ..training.seeding import fit_seed, isolated_random_state
+from ..training._optim import with_fused_default
+from ..training._seeding import fit_seed, isolated_random_state
+from ..training.interrupt import _PropagateInterrupt
 from ._common import (
     SeededWindowsMixin,
     check_encoder_rate,
@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 STRATEGIES = ("full", "frozen", "lp-ft")
 
 
-class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EEGClassifier):
+class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EEGClassifier):
     """Fine-tune a PatchEncoder with a spatial head on multi-channel windows.
 
     Each channel goes through the single-channel encoder; a cross-attention head
@@ -108,7 +108,7 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
         "standard" (the default) draws Fourier-phase surrogates, channel dropout and a
         smooth time mask, each with probability 0.5
-        (:func:`~braindecode_pars.training.finetune.standard_augmentation`); None: none.
+        (:func:`~braindecode_pars.training._finetune.standard_augmentation`); None: none.
         Chosen on subject folds inside EEGMAT's labelled pool, where it turned fitting
         the training subjects into learning across them
         (:doc:`/benchmarks/finetuning`).
@@ -286,7 +286,7 @@ class PARSFineTuner(PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EE
         self.seed_ = fit_seed(self.random_state)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = n_chans, n_times
-        self.scale_ = window_scale(data.X)
+        self.scale_ = _window_scale(data.X)
         self.n_crop_ = self._crop_samples(n_times, patch, patch_seconds)
         codes = self._codes(data.y)
         if valid is not None:

@@ -12,12 +12,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_option
 from .._logging import verbose_logging
-from ..datasets.adapters import Windows, read_windows, windows_info
+from ..datasets.adapters import Windows, _windows_info, read_windows
 from ..datasets.single_channel import SingleChannelWindows
 from ..models.config import ENCODER_SIZES, PatchEncoderConfig
 from ..models.encoder import PatchEncoder
+from ..training._seeding import fit_seed, isolated_random_state
 from ..training.config import PretrainConfig
-from ..training.seeding import fit_seed, isolated_random_state
 from ._common import (
     SeededWindowsMixin,
     check_encoder_rate,
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 _SMALL = ENCODER_SIZES["small"]
 
 
-def as_sources(X_unlabeled):
+def _as_sources(X_unlabeled):
     """``X_unlabeled`` as a list of sources: None gives none, a list or tuple of sources
     is one per item, anything else (including a list of window items ``(x, y, ...)``)
     is one source."""
@@ -314,9 +314,9 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         from braindecode.datasets import BaseConcatDataset
 
         sources = []
-        for source in as_sources(X_unlabeled):
+        for source in _as_sources(X_unlabeled):
             if isinstance(source, BaseConcatDataset):
-                rate = float(windows_info(source)["sfreq"])
+                rate = float(_windows_info(source)["sfreq"])
                 if abs(rate - sfreq) > 1e-6:
                     raise ValueError(
                         f"'X_unlabeled' windows are sampled at {rate} Hz, 'X' at {sfreq} Hz."

@@ -37,12 +37,12 @@ from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from ..estimators import PARSClassifier, PARSProbe
 from ..estimators.classifier import DEFAULT_ENCODER
 from ..hub import load_encoder, load_pretext_model, pretrained_path
-from ..models.encoder import PatchEncoder, size_of
+from ..models.encoder import PatchEncoder
 from ..models.pretext import pretext_skill
 from ..probe.baselines import band_power_pipeline
-from ..training.seeding import isolated_random_state
+from ..training._seeding import isolated_random_state
 from ..viz import plot_shift_matrices, plot_training_curves
-from .classifiers import scratch_classifier
+from ._classifiers import scratch_classifier
 from .low_label import format_summary, plot_label_efficiency, run_low_label, summarize
 
 logger = logging.getLogger(__name__)
@@ -68,13 +68,13 @@ class DemoConfig:
     device: str = "cpu"
 
 
-def demo_methods(config, sfreq):
+def _demo_methods(config, sfreq):
     """The floor, the probe over the shipped encoder (``PARSClassifier()`` when
     ``config.encoder`` is its default), the same probe without an encoder and over a
     random encoder, and the classifier trained from scratch, as scikit-learn estimators
     (named for what each fits)."""
     encoder = load_encoder(config.encoder)
-    size = size_of(encoder)
+    size = encoder.config.asdict()
     with isolated_random_state(config.seed, "cpu"):
         random_encoder = PatchEncoder(sfreq=encoder.sfreq, **size)
     blocks = "band power + tangent space"
@@ -94,7 +94,7 @@ def demo_methods(config, sfreq):
     }
 
 
-def shift_matrix_figure(config, windows, out):
+def _shift_matrix_figure(config, windows, out):
     """The shipped model's shift predictions on one channel of a test subject's window."""
     model = load_pretext_model(config.encoder)
     meta = windows.get_metadata()
@@ -139,13 +139,13 @@ def run_demo(out="results/demo", config=None):
     data = read_windows(windows)
     X, y, sfreq = data.X, data.y, data.sfreq
     groups = windows.get_metadata()["subject"].to_numpy()
-    held_out_skill = shift_matrix_figure(config, windows, out)
+    held_out_skill = _shift_matrix_figure(config, windows, out)
     histories = {}
     results = run_low_label(
         X,
         y,
         groups,
-        demo_methods(config, sfreq),
+        _demo_methods(config, sfreq),
         config.test_subjects,
         config.pool_subjects,
         ks=config.ks,

@@ -28,8 +28,8 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.utils.validation import has_fit_parameter
 
 from .._checks import check_int
-from ..training.callbacks import progress as progress_bar
-from .classifiers import training_history
+from ..training.callbacks import _progress as progress_bar
+from ._classifiers import training_history
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "seconds")
 
 
-def fit_predict(clf, X, y, groups, train, test):
+def _fit_predict(clf, X, y, groups, train, test):
     """Fit ``clf`` on the ``train`` windows and predict the ``test`` ones, handing each
     side its ``groups`` where the estimator takes them (``PARSFineTuner``: the
     validation split in ``fit``; the aligned probe, ``PARSProbe(align="groups")``,
@@ -100,7 +100,7 @@ def run_low_label(
     ks, seeds : sequences of int
     out : str | Path | None
         CSV file the rows are appended to; existing rows are kept and not run again.
-        The settings are recorded beside it (:func:`check_settings`): a method whose
+        The settings are recorded beside it (:func:`_check_settings`): a method whose
         parameters changed under the same name, other subjects or other data raise a
         ``ValueError`` before any fit.
     spread : bool
@@ -131,15 +131,15 @@ def run_low_label(
     if out is not None and Path(out).is_file():
         done = pd.read_csv(out)
     if out is not None:
-        check_settings(
+        _check_settings(
             out,
             {
                 "test_subjects": sorted(int(s) for s in test_subjects),
                 "pool_subjects": sorted(int(s) for s in pool_subjects),
                 "spread": bool(spread),
-                "data": data_fingerprint(X, y, subjects),
+                "data": _data_fingerprint(X, y, subjects),
             },
-            {name: describe(est) for name, est in methods.items()},
+            {name: _describe(est) for name, est in methods.items()},
             done=done["method"].unique(),
         )
     keys = {(r.method, int(r.k), int(r.seed)) for r in done.itertuples()}
@@ -157,7 +157,7 @@ def run_low_label(
         if "random_state" in clf.get_params():
             clf.set_params(random_state=seed)
         start = time.perf_counter()
-        pred = fit_predict(clf, X, y, subjects, train, test)
+        pred = _fit_predict(clf, X, y, subjects, train, test)
         history = training_history(clf)
         if histories is not None and len(history or []):
             histories[(name, k, seed)] = [
@@ -181,7 +181,7 @@ def run_low_label(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def describe(obj):
+def _describe(obj):
     """A JSON description of a setting, the same in every process: estimators by their
     class and public parameters (recursively), torch modules by their class and a hash
     of their weights, arrays by a hash, files and folders (a ``Path``, or a string
@@ -195,11 +195,11 @@ def describe(obj):
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     if isinstance(obj, list | tuple):
-        return [describe(v) for v in obj]
+        return [_describe(v) for v in obj]
     if isinstance(obj, set | frozenset):  # a set's order changes with the hash seed
-        return sorted((describe(v) for v in obj), key=lambda d: json.dumps(d, sort_keys=True))
+        return sorted((_describe(v) for v in obj), key=lambda d: json.dumps(d, sort_keys=True))
     if isinstance(obj, dict):
-        return {str(k): describe(v) for k, v in obj.items()}
+        return {str(k): _describe(v) for k, v in obj.items()}
     if isinstance(obj, type):
         return f"{obj.__module__}.{obj.__qualname__}"
     if isinstance(obj, types.FunctionType | types.BuiltinFunctionType):
@@ -207,12 +207,12 @@ def describe(obj):
         return "<local function>" if "<" in name else f"{obj.__module__}.{name}"
     if isinstance(obj, torch.nn.Module):
         parts = [part for k, v in obj.state_dict().items() for part in (k, _bytes(v))]
-        return {"class": describe(type(obj)), "weights": _digest(*parts)}
+        return {"class": _describe(type(obj)), "weights": _digest(*parts)}
     if isinstance(obj, np.ndarray | torch.Tensor):
         return {"array": list(obj.shape), "sha1": _digest(_bytes(obj))}
     if hasattr(obj, "get_params"):
         params = {k: v for k, v in obj.get_params(deep=False).items() if not k.startswith("_")}
-        return {"class": describe(type(obj)), "params": describe(params)}
+        return {"class": _describe(type(obj)), "params": _describe(params)}
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))  # no address: it differs per run
 
 
@@ -245,19 +245,19 @@ def _digest(*parts):
     return digest.hexdigest()[:16]
 
 
-def data_fingerprint(X, y, subjects):
+def _data_fingerprint(X, y, subjects):
     """A short hash of the windows, labels and subjects of a run."""
     arrays = [np.ascontiguousarray(part) for part in (X, y, subjects)]
     return _digest(*(p for a in arrays for p in (str((a.shape, a.dtype.str)), _bytes(a))))
 
 
-def settings_path(out):
+def _settings_path(out):
     """The settings file beside the results CSV ``out``."""
     out = Path(out)
     return out.with_name(out.stem + ".settings.json")
 
 
-def check_settings(out, common, methods, done=()):
+def _check_settings(out, common, methods, done=()):
     """Refuse to add to the results ``out`` when its rows came from other settings.
 
     ``common`` (subjects, data) must equal what the settings file records; each
@@ -266,7 +266,7 @@ def check_settings(out, common, methods, done=()):
     runs may add methods to one file). A CSV without a settings file (written before
     there were any) is taken as it is.
     """
-    path = settings_path(out)
+    path = _settings_path(out)
     recorded = json.loads(path.read_text()) if path.is_file() else None
 
     def same(a, b):  # as JSON text: NaN equals NaN, and key order does not matter

@@ -3,7 +3,7 @@
 from .classifier import MultiChannelClassifier
 from .config import ENCODER_SIZES, PatchEncoderConfig
 from .droppos import DropPos
-from .encoder import PatchEncoder, encoder_size, sinusoidal_embedding, size_of
+from .encoder import PatchEncoder
 from .mae import MAE
 from .mp3 import MP3
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
@@ -14,7 +14,7 @@ from .pretext import PretextModel
 PRETEXT_MODELS = {"pars": PARS, "mae": MAE, "mp3": MP3, "droppos": DropPos}
 
 
-def pretext_params(method, n_patches=40, pos_mask_ratio=0.8, mask_ratio=0.75):
+def _pretext_params(method, n_patches=40, pos_mask_ratio=0.8, mask_ratio=0.75):
     """The settings that the pretext model ``method`` takes, from one shared set.
 
     ``pos_mask_ratio`` is PARS's and DropPos's ``gamma_pos``; ``mask_ratio`` is the
@@ -30,8 +30,6 @@ def pretext_params(method, n_patches=40, pos_mask_ratio=0.8, mask_ratio=0.75):
 
 __all__ = [
     "ENCODER_SIZES",
-    "encoder_size",
-    "size_of",
     "PRETEXT_MODELS",
     "CrossAttentionPairDecoder",
     "DropPos",
@@ -43,6 +41,4 @@ __all__ = [
     "PatchEncoder",
     "PatchEncoderConfig",
     "PretextModel",
-    "pretext_params",
-    "sinusoidal_embedding",
 ]

@@ -7,13 +7,13 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .._checks import check_option, check_range
-from .encoder import checked_encoder, encoder_sfreq
+from .encoder import _checked_encoder, _encoder_sfreq
 
 #: Values of ``MultiChannelClassifier(pooling=...)``.
 POOLINGS = ("mean", "mean+std")
 
 
-def channel_tokens(encoder, X):
+def _channel_tokens(encoder, X):
     """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): each channel through the
     single-channel ``encoder`` (fixed 1-s patches, full PE), averaged over patches."""
     B, C, T = X.shape
@@ -100,7 +100,7 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         encoder_n_heads=8,
         **encoder_kwargs,
     ):
-        sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
+        sfreq = _encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
         check_option("pooling", pooling, POOLINGS)
@@ -108,7 +108,7 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
             encoder_kwargs["n_heads"] = encoder_n_heads
         else:
             encoder_kwargs = {}  # settings of a new encoder; a given one is used as it is
-        self.encoder = checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
+        self.encoder = _checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
         self.spatial_drop_prob = spatial_drop_prob
         self.n_heads = n_heads
         emb_dim = self.encoder.emb_dim
@@ -136,7 +136,7 @@ class MultiChannelClassifier(EEGModuleMixin, nn.Module):
         mean over patches (``pooling="mean"``) or the mean and standard deviation mapped
         by ``pool_proj`` (``"mean+std"``)."""
         if self.pooling == "mean":
-            return channel_tokens(self.encoder, X)
+            return _channel_tokens(self.encoder, X)
         B, C, T = X.shape
         tokens = self.encoder(X.reshape(B * C, 1, T))  # (B * C, n_patches, emb_dim)
         std = tokens.std(dim=1, unbiased=False) if tokens.shape[1] > 1 else tokens[:, 0] * 0

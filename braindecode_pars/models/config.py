@@ -23,7 +23,7 @@ ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 RECORD_PREFIX = "encoder."
 
 
-def activation_name(activation):
+def _activation_name(activation):
     """The name of :data:`ACTIVATIONS` that ``activation`` stands for, else ``activation``.
 
     Takes a name (``"gelu"``), an activation class (``nn.GELU``), its class name as
@@ -89,7 +89,7 @@ class PatchEncoderConfig:
             "patch_seconds": check_range(
                 "patch_seconds", self.patch_seconds, 0, math.inf, low_open=True
             ),
-            "activation": activation_name(self.activation),
+            "activation": _activation_name(self.activation),
             "drop_prob": check_range("drop_prob", self.drop_prob, 0, 1, high_open=True),
             "eps": check_range("eps", self.eps, 0, math.inf),
         }
@@ -132,6 +132,42 @@ class PatchEncoderConfig:
         else:
             values = {k: getattr(source, k) for k in cls.fields() if hasattr(source, k)}
         return cls(**values)
+
+    @classmethod
+    def from_size(cls, size):
+        """The config of a named size, or of a dict of some settings over "small".
+
+        Parameters
+        ----------
+        size : "small" | "paper" | dict
+            A name of :data:`ENCODER_SIZES`, or a dict of some of the settings (the
+            rest from "small", or the config's defaults for those "small" does not set).
+
+        Returns
+        -------
+        config : PatchEncoderConfig
+            ``PatchEncoder(sfreq=..., **config.asdict())`` builds the encoder.
+        """
+        if isinstance(size, str):
+            if size not in ENCODER_SIZES:
+                raise ValueError(
+                    "Invalid value for the 'encoder' parameter. Allowed values are "
+                    + ", ".join(repr(k) for k in ENCODER_SIZES)
+                    + f" and a dict of PatchEncoder settings, but got {size!r} instead."
+                )
+            return cls(**ENCODER_SIZES[size])
+        if not isinstance(size, dict):
+            raise TypeError(
+                "'encoder' must be a size name ("
+                + ", ".join(repr(k) for k in ENCODER_SIZES)
+                + f") or a dict of PatchEncoder settings, but got {type(size).__name__} ({size!r})."
+            )
+        unknown = sorted(set(size) - set(cls.fields()))
+        if unknown:
+            raise ValueError(
+                f"'encoder' holds unknown keys {unknown}; allowed keys are {list(cls.fields())}."
+            )
+        return cls(**dict(ENCODER_SIZES["small"], **size))
 
     @classmethod
     def from_record(cls, record):

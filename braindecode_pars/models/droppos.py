@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import check_range
-from .pair_decoders import gather_tokens
+from .pair_decoders import _gather_tokens
 from .pretext import PretextModel
 
 
@@ -90,7 +90,7 @@ class DropPos(PretextModel):
         N = len(starts)
         visible, _, _ = self.random_split(B, N, self.n_visible, device, generator)  # (B, n_vis)
         _, _, pos_mask = self.random_split(B, self.n_visible, self.n_pos_masked, device, generator)
-        tokens = gather_tokens(self.encoder.tokenize(X, starts), visible)
+        tokens = _gather_tokens(self.encoder.tokenize(X, starts), visible)
         tokens = tokens + self.encoder.position_embedding(starts[visible], pos_mask)
         logits = self.head(self.encoder.encode(tokens))  # (B, n_visible, N)
         target = self.targets(visible, N)  # visible holds each token's true position

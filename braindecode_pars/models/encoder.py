@@ -15,54 +15,10 @@ import torch.nn.functional as F
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .config import ACTIVATIONS, ENCODER_SIZES, PatchEncoderConfig
+from .config import ACTIVATIONS, PatchEncoderConfig
 
 
-def encoder_size(size):
-    """The :class:`PatchEncoder` settings of ``size``, checked by :class:`PatchEncoderConfig`.
-
-    Parameters
-    ----------
-    size : "small" | "paper" | dict
-        A name of :data:`~braindecode_pars.models.config.ENCODER_SIZES`, or a dict of
-        some of the settings of :class:`PatchEncoderConfig` (the rest from "small", or
-        the config's defaults for those "small" does not set).
-
-    Returns
-    -------
-    kwargs : dict
-        Every setting of :class:`PatchEncoderConfig` (``PatchEncoder(sfreq=...,
-        **kwargs)`` builds the encoder).
-    """
-    if isinstance(size, str):
-        if size not in ENCODER_SIZES:
-            raise ValueError(
-                "Invalid value for the 'encoder' parameter. Allowed values are "
-                + ", ".join(repr(k) for k in ENCODER_SIZES)
-                + f" and a dict of PatchEncoder settings, but got {size!r} instead."
-            )
-        return PatchEncoderConfig(**ENCODER_SIZES[size]).asdict()
-    if not isinstance(size, dict):
-        raise TypeError(
-            "'encoder' must be a size name ("
-            + ", ".join(repr(k) for k in ENCODER_SIZES)
-            + f") or a dict of PatchEncoder settings, but got {type(size).__name__} ({size!r})."
-        )
-    unknown = sorted(set(size) - set(PatchEncoderConfig.fields()))
-    if unknown:
-        raise ValueError(
-            f"'encoder' holds unknown keys {unknown}; allowed keys are "
-            f"{list(PatchEncoderConfig.fields())}."
-        )
-    return PatchEncoderConfig(**dict(ENCODER_SIZES["small"], **size)).asdict()
-
-
-def size_of(encoder):
-    """The settings of a :class:`PatchEncoder` instance, as :func:`encoder_size` takes them."""
-    return encoder.config.asdict()
-
-
-def sinusoidal_embedding(positions, emb_dim):
+def _sinusoidal_embedding(positions, emb_dim):
     """Sinusoidal positional embedding evaluated at continuous positions.
 
     The transformer's embedding ([Vaswani2017]_) with ``pos`` a real number:
@@ -87,7 +43,7 @@ def sinusoidal_embedding(positions, emb_dim):
     return pe.flatten(-2)  # (..., F): sin and cos interleaved
 
 
-class TransformerBlock(nn.Module):
+class _TransformerBlock(nn.Module):
     """Pre-LN block: ``x + MHSA(LN(x))`` then ``x + FF(LN(x))`` (paper eqs. 4-5).
 
     ``key_mask`` (batch, n_tokens), True where a token must be hidden from the keys
@@ -234,7 +190,7 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         self.pos_mask_token = nn.Parameter(torch.zeros(emb_dim))
         nn.init.normal_(self.pos_mask_token, std=0.02)
         self.blocks = nn.ModuleList(
-            TransformerBlock(
+            _TransformerBlock(
                 emb_dim, config.n_heads, config.ff_dim, ACTIVATIONS[config.activation],
                 config.drop_prob,
             )
@@ -378,7 +334,7 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         Returns a tensor of shape (batch, n_patches, emb_dim) (or (n_patches, emb_dim) for
         1-D ``starts`` and no mask) to be added to the tokens.
         """
-        pe = sinusoidal_embedding(starts / self.patch_size, self.emb_dim)
+        pe = _sinusoidal_embedding(starts / self.patch_size, self.emb_dim)
         pe = pe.to(self.pos_mask_token.dtype)
         if pos_mask is None:
             return pe
@@ -443,7 +399,7 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         return self.encode(tokens, key_mask)
 
 
-def encoder_sfreq(encoder, sfreq, input_window_seconds):
+def _encoder_sfreq(encoder, sfreq, input_window_seconds):
     """The ``sfreq`` signal argument of a model built on ``encoder``: as given, or the
     encoder's when neither ``sfreq`` nor ``input_window_seconds`` is given."""
     if encoder is not None and sfreq is None and input_window_seconds is None:
@@ -451,7 +407,7 @@ def encoder_sfreq(encoder, sfreq, input_window_seconds):
     return sfreq
 
 
-def checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
+def _checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
     """The :class:`PatchEncoder` of a model of windows of ``n_times`` samples at ``sfreq``.
 
     Builds one from ``encoder_kwargs`` if ``encoder`` is None; otherwise checks that

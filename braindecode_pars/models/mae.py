@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from .._checks import check_option, check_range
-from .encoder import TransformerBlock
-from .pair_decoders import gather_tokens
+from .encoder import _TransformerBlock
+from .pair_decoders import _gather_tokens
 from .pretext import PretextModel
 
 
@@ -70,7 +70,7 @@ class MAE(PretextModel):
         self.mask_token = nn.Parameter(torch.zeros(enc.emb_dim))
         nn.init.normal_(self.mask_token, std=0.02)
         self.decoder = nn.ModuleList(
-            TransformerBlock(enc.emb_dim, enc.n_heads, enc.ff_dim) for _ in range(decoder_depth)
+            _TransformerBlock(enc.emb_dim, enc.n_heads, enc.ff_dim) for _ in range(decoder_depth)
         )
         self.decoder_norm = nn.LayerNorm(enc.emb_dim)
         self.reconstruct = nn.Linear(enc.emb_dim, enc.patch_size)
@@ -87,7 +87,7 @@ class MAE(PretextModel):
         masked, visible, mask = self.random_split(
             B, len(starts), self.n_masked, X.device, generator
         )
-        latent = self.encoder.encode(gather_tokens(tokens, visible))  # (B, n_visible, F)
+        latent = self.encoder.encode(_gather_tokens(tokens, visible))  # (B, n_visible, F)
         return latent, visible, masked, mask
 
     def forward_decoder(self, latent, visible, n_patches):

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._checks import check_range
-from .pair_decoders import gather_tokens
+from .pair_decoders import _gather_tokens
 from .pretext import PretextModel
 
 
@@ -64,7 +64,7 @@ class MP3(PretextModel):
         starts = self.fixed_starts(X.device)  # (N,)
         N = len(starts)
         perm = self.rand((B, N), X.device, generator).argsort(dim=-1)  # shuffled order
-        tokens = gather_tokens(self.encoder.tokenize(X, starts), perm)  # no PE
+        tokens = _gather_tokens(self.encoder.tokenize(X, starts), perm)  # no PE
         _, _, key_mask = self.random_split(B, N, self.n_hidden, X.device, generator)
         logits = self.head(self.encoder.encode(tokens, key_mask))  # (B, N, N)
         loss = F.cross_entropy(logits.reshape(B * N, N), perm.reshape(-1))

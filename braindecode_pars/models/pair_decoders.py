@@ -41,7 +41,7 @@ from .._checks import check_int
 CPU_CHUNK_ELEMENTS = 1 << 18
 
 
-def gather_tokens(y, idx):
+def _gather_tokens(y, idx):
     """``y[b, idx[b]]``: (batch, N, F) and (batch, n) -> (batch, n, F).
 
     Rows of the flattened (batch * N, F) tensor are picked with ``index_select``: the
@@ -53,7 +53,7 @@ def gather_tokens(y, idx):
     return y.reshape(B * N, Fd).index_select(0, rows.reshape(-1)).view(B, idx.shape[1], Fd)
 
 
-def pair_embeddings(ym):
+def _pair_embeddings(ym):
     """The materialised pair tensor ``[y_j, y_k]``: (batch, n, F) -> (batch, n * n, 2F)."""
     B, n, Fd = ym.shape
     left = ym[:, :, None, :].expand(B, n, n, Fd)  # y_j along rows
@@ -61,7 +61,7 @@ def pair_embeddings(ym):
     return torch.cat((left, right), dim=-1).reshape(B, n * n, 2 * Fd)
 
 
-def underflow_threshold(dtype):
+def _underflow_threshold(dtype):
     """Smallest softmax denominator the factor tables are trusted with, in ``dtype``.
 
     Every term of a denominator that the tables lose to underflow is below
@@ -74,7 +74,7 @@ def underflow_threshold(dtype):
 
 #: Logits within this bound are exponentiated without a shift: ``exp`` of them and
 #: every product of two of them stay far inside float32's range (down to e^-40, above
-#: :func:`underflow_threshold`); wider rows are shifted by their maxima.
+#: :func:`_underflow_threshold`); wider rows are shifted by their maxima.
 UNSHIFTED_LOGIT_BOUND = 20.0
 
 
@@ -114,7 +114,7 @@ class _FactorisedPairAttention(torch.autograd.Function):
     a few passes over the tables, no autograd graph of the elementwise steps.
 
     Returns ``theta`` (batch, n, n) and ``bad``: the (batch, H, n, n) mask of the
-    pairs whose denominator fell below :func:`underflow_threshold` (or is not
+    pairs whose denominator fell below :func:`_underflow_threshold` (or is not
     finite), which contribute 0 here and are to be added exactly by the caller; an
     empty tensor when there are none.
     """
@@ -142,7 +142,7 @@ class _FactorisedPairAttention(torch.autograd.Function):
             e_u, e_vt = e[:, :n], e[:, n:].mT
             torch.bmm(torch.mul(e_u, s3[rows], out=scratch[: e.shape[0]]), e_vt, out=num[rows])
             torch.bmm(e_u, e_vt, out=den[rows])
-        threshold = underflow_threshold(den.dtype)
+        threshold = _underflow_threshold(den.dtype)
         bad = None
         if not den.amin() > threshold:  # also catches NaN
             bad = ~(den > threshold)
@@ -196,7 +196,7 @@ class _FactorisedPairAttention(torch.autograd.Function):
         return dq, dk, ds.view(B, H, N), None, None
 
 
-def uses_attention_kernel(y):
+def _uses_attention_kernel(y):
     """Whether the folded decoder runs its pairs through ``scaled_dot_product_attention``
     (tensor code only: compiled, on an accelerator) rather than the factor tables of
     :class:`_FactorisedPairAttention` (eager, on a CPU).
@@ -211,7 +211,7 @@ def uses_attention_kernel(y):
     return y.device.type != "cpu" or torch.compiler.is_compiling()
 
 
-def pair_attention_sdpa(q, k, s, n):
+def _pair_attention_sdpa(q, k, s, n):
     """``theta[b, j, k] = sum_h sum_m softmax_m(U[j, m] + V[k, m]) s[h, m]`` by
     ``scaled_dot_product_attention``.
 
@@ -318,7 +318,7 @@ class CrossAttentionPairDecoder(nn.Module):
         beside the encoder's, and a softmax ratio of bf16 tables would be off by
         about 1e-2). Logits within :data:`UNSHIFTED_LOGIT_BOUND` are exponentiated as
         they are, wider rows after subtracting their maxima; a pair whose denominator
-        still underflows (see :func:`underflow_threshold`: two rows whose maxima lie
+        still underflows (see :func:`_underflow_threshold`: two rows whose maxima lie
         more than about 40 nats (float32) or 350 nats (float64) apart at every key) is
         recomputed exactly from its logits, so the result is never silently wrong.
 
@@ -375,11 +375,11 @@ class CrossAttentionPairDecoder(nn.Module):
         ks = F.linear(y, w_ks, b_ks)  # (batch, N, F + H): keys, then s of every head
         k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2).contiguous()  # (batch, H, N, d)
         s = ks[..., Fd:].transpose(1, 2).contiguous()  # (batch, H, N)
-        uv = F.linear(gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F): [u, v]
+        uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F): [u, v]
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
-        if uses_attention_kernel(y):
-            return pair_attention_sdpa(q, k, s, n) + const
+        if _uses_attention_kernel(y):
+            return _pair_attention_sdpa(q, k, s, n) + const
         theta, bad = _FactorisedPairAttention.apply(q, k, s, n, d**-0.5)
         if bad.numel():  # the pairs whose factor tables underflowed, computed directly
             b, h, j, kk = bad.nonzero(as_tuple=True)
@@ -393,7 +393,7 @@ class CrossAttentionPairDecoder(nn.Module):
         """Direct computation on the materialised (batch, n_masked^2, 2F) pair tensor."""
         B, N, Fd = y.shape
         n = idx.shape[1]
-        queries = self.query_proj(pair_embeddings(gather_tokens(y, idx)))  # (B, n*n, F)
+        queries = self.query_proj(_pair_embeddings(_gather_tokens(y, idx)))  # (B, n*n, F)
         out, _ = self.attn(queries, y, y, need_weights=False)  # (B, n*n, F)
         return self.head(out).view(B, n, n)
 
@@ -423,7 +423,7 @@ class MLPPairDecoder(nn.Module):
     def forward(self, y, idx):
         """Folded first layer: ``relu(W1a y_j + W1b y_k + b)``; see :meth:`forward_naive`."""
         Fd = y.shape[-1]
-        ym = gather_tokens(y, idx)  # (batch, n_masked, emb_dim)
+        ym = _gather_tokens(y, idx)  # (batch, n_masked, emb_dim)
         left = ym @ self.fc1.weight[:, :Fd].T + self.fc1.bias  # (batch, n, hidden)
         right = ym @ self.fc1.weight[:, Fd:].T  # (batch, n, hidden)
         hidden = self.act(left[:, :, None, :] + right[:, None, :, :])  # (batch, n, n, hidden)
@@ -432,5 +432,5 @@ class MLPPairDecoder(nn.Module):
     def forward_naive(self, y, idx):
         """Direct computation on the materialised (batch, n_masked^2, 2F) pair tensor."""
         B, n = idx.shape
-        pairs = pair_embeddings(gather_tokens(y, idx))  # (batch, n*n, 2F)
+        pairs = _pair_embeddings(_gather_tokens(y, idx))  # (batch, n*n, 2F)
         return self.fc2(self.act(self.fc1(pairs))).view(B, n, n)

@@ -7,7 +7,7 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .config import PatchEncoderConfig
-from .encoder import checked_encoder, encoder_sfreq
+from .encoder import _checked_encoder, _encoder_sfreq
 
 #: The settings of the pretext models, by constructor argument, with the attribute
 #: that holds each (the key of a run's record): what a resumed run must keep and what
@@ -69,7 +69,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
         encoder=None,
         **encoder_kwargs,
     ):
-        sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
+        sfreq = _encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         if self.n_chans != 1:
             raise ValueError(
@@ -83,7 +83,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
                 f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
                 f"encoder settings are {list(PatchEncoderConfig.fields())}."
             )
-        self.encoder = checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
+        self.encoder = _checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
 
     def settings(self):
         """The pretext settings of :data:`PRETEXT_SETTINGS` this model has, by record key

@@ -15,7 +15,7 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_int, check_option
-from ..datasets.adapters import window_scale
+from ..datasets.adapters import _window_scale
 from ..estimators._common import (
     check_encoder_rate,
     check_labels,
@@ -23,7 +23,7 @@ from ..estimators._common import (
     read_fitted,
     read_input,
 )
-from ..windows_input import WindowsInputMixin
+from ..windows_input import _WindowsInputMixin
 from .features import BLOCKS, DEFAULT_READOUT, block_features
 from .recipe import MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blocks
 from .scaling import _check_groups
@@ -31,7 +31,7 @@ from .scaling import _check_groups
 logger = logging.getLogger(__name__)
 
 
-class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """The probe as a classifier: a class-balanced logistic regression over a frozen
     encoder's features, log band power and the Riemannian tangent space.
 
@@ -240,7 +240,7 @@ class PARSProbe(WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstima
                 )
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
-        self.scale_ = window_scale(data.X)
+        self.scale_ = _window_scale(data.X)
         self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
         groups = None if data.groups is None else np.asarray(data.groups)
         recipe, candidates = fixed, None

@@ -27,8 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._checks import check_device, check_int, check_option, check_range
 from ..datasets.adapters import read_windows
 from ..datasets.resample import resample_windows
-from ..models.encoder import checked_encoder
-from ..windows_input import WindowsFeaturesMixin, read_array
+from ..models.encoder import _checked_encoder
+from ..windows_input import _read_array, _WindowsFeaturesMixin
 
 #: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.
 READOUTS = ("mean", "mean+std", "blocks")
@@ -89,7 +89,7 @@ def _check_bands(bands, sfreq):
     return out
 
 
-class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
+class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
 
     Every channel of every window goes through the encoder on its own (fixed 1-s
@@ -192,7 +192,7 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         n_times = windows.X.shape[-1]
         if self.resample_:
             n_times = int(round(n_times * rate / self.sfreq_))
-        self.encoder_ = checked_encoder(encoder, rate, n_times).eval()
+        self.encoder_ = _checked_encoder(encoder, rate, n_times).eval()
         self.crop_size_ = None
         if self.crop_seconds is not None:
             size = int(round(self.crop_seconds * rate))
@@ -270,7 +270,7 @@ def _channel_block_tokens(encoder, X, every_block=False):
     return out
 
 
-class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
+class BandPowerFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Log mean power per channel in frequency bands, by Welch's method.
 
     For each window and channel the power spectral density is estimated with
@@ -330,7 +330,7 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         if self.n_per_seg is not None:
             check_int("n_per_seg", self.n_per_seg, 2)
         _check_bands(self.bands, np.inf if self.sfreq is None else self.sfreq)
-        windows = read_array(X, self.sfreq)
+        windows = _read_array(X, self.sfreq)
         X, sfreq = windows.X, windows.sfreq
         n_times = X.shape[-1]
         if self.n_per_seg is None:
@@ -362,7 +362,7 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         """The band powers, shape (n_windows, n_chans * n_bands): for each channel in
         turn, the (log) mean power of each band."""
         check_is_fitted(self, "bands_")
-        return self._features(read_array(X, self.sfreq_).X)
+        return self._features(_read_array(X, self.sfreq_).X)
 
     def _features(self, X):
         """The features of an array of windows, ``_CHUNK`` windows in float64 at a time."""

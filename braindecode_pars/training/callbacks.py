@@ -15,7 +15,7 @@ from skorch.callbacks import Callback, PrintLog, ProgressBar
 from .._logging import PACKAGE_LOGGER
 from ..models.pretext import pretext_skill
 from . import distributed
-from .schedule import batches_per_epoch
+from .schedule import _batches_per_epoch
 
 
 class PretextSkill(Callback):
@@ -37,7 +37,7 @@ class PretextSkill(Callback):
             return
         trivial = y_pred["trivial_loss"].detach().float()
         if training and getattr(net, "distributed_", False):
-            trivial = distributed.average_across_ranks(trivial)
+            trivial = distributed._average_across_ranks(trivial)
         prefix = "train" if training else "valid"
         net.history.record_batch(f"{prefix}_trivial", trivial.item())
         if training and loss is not None:
@@ -171,10 +171,10 @@ class EpochProgress(Callback):
 
     def _long_epochs(self, net, dataset):
         world = distributed.world_size() if getattr(net, "distributed_", False) else 1
-        return batches_per_epoch(len(dataset), net.batch_size, world) >= self.batch_bar_from
+        return _batches_per_epoch(len(dataset), net.batch_size, world) >= self.batch_bar_from
 
 
-def reports_epoch(epoch, max_epochs, steps_per_epoch, every_steps):
+def _reports_epoch(epoch, max_epochs, steps_per_epoch, every_steps):
     """Whether epoch ``epoch`` (1-based) of ``max_epochs`` is validated and reported:
     the first, the last, and every ``ceil(every_steps / steps_per_epoch)``-th.
 
@@ -189,7 +189,7 @@ def reports_epoch(epoch, max_epochs, steps_per_epoch, every_steps):
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-class EpochTable(PrintLog):
+class _EpochTable(PrintLog):
     """skorch's epoch table, one row per reported epoch (the net's ``reports_epoch_``),
     without colour codes unless stderr is a terminal (a log file gets plain text)."""
 
@@ -203,7 +203,7 @@ class EpochTable(PrintLog):
         super()._sink(text, verbose)
 
 
-class SamplerEpoch(Callback):
+class _SamplerEpoch(Callback):
     """Give the distributed sampler the epoch number, so that every epoch reshuffles."""
 
     def on_epoch_begin(self, net, **kwargs):
@@ -282,7 +282,7 @@ def _is_console(handler):
     )
 
 
-def progress(iterable, desc, enabled=True, total=None):
+def _progress(iterable, desc, enabled=True, total=None):
     """``iterable`` with a progress bar on a terminal or in a notebook, the package's
     console log lines written above it (never glued to it); the plain iterable when
     ``enabled`` is False or stderr is not shown as a terminal (a log file)."""

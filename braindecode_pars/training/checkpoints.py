@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from skorch.callbacks import Callback
 
-from ..hub import run_state, save_encoder, unwrapped_state_dict
+from ..hub import _run_state, _unwrapped_state_dict, save_encoder
 from . import distributed
 
 
@@ -33,7 +33,7 @@ class _Cadence(Callback):
             self._write_now(net)
 
     def on_train_end(self, net, **kwargs):
-        # an epoch stopped within is not in the history (PropagateInterrupt drops it)
+        # an epoch stopped within is not in the history (_PropagateInterrupt drops it)
         if len(net.history) > getattr(self, "written_epoch_", len(net.history)):
             self._write_now(net)
 
@@ -79,7 +79,7 @@ class StateCheckpoint(_Cadence):
     @staticmethod
     def current(dirname):
         """The folder of the last complete state under ``dirname``, or None."""
-        return run_state(dirname)
+        return _run_state(dirname)
 
     def write(self, net):
         """Write the state of ``net`` now."""
@@ -118,7 +118,7 @@ class StateCheckpoint(_Cadence):
         if folder is None:
             return 0
         params = torch.load(folder / "params.pt", map_location="cpu", weights_only=True)
-        net.pretext_.load_state_dict(unwrapped_state_dict(params))
+        net.pretext_.load_state_dict(_unwrapped_state_dict(params))
         net.load_params(f_optimizer=folder / "optimizer.pt", f_history=folder / "history.json")
         return len(net.history)
 

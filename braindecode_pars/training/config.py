@@ -14,8 +14,8 @@ import dataclasses
 import math
 
 from .._checks import check_int, check_option, check_range
-from .schedule import epochs_for_steps
-from .split import training_windows
+from ._split import training_windows
+from .schedule import _epochs_for_steps
 
 #: The pretext tasks, by the name ``method`` takes.
 METHODS = ("pars", "mae", "mp3", "droppos")
@@ -131,7 +131,7 @@ class PretrainConfig:
         if self.max_epochs is not None:
             return self.max_epochs
         n_train = training_windows(view, self.valid_fraction or None)
-        return epochs_for_steps(self.steps, n_train, self.batch_size, world_size=world_size)
+        return _epochs_for_steps(self.steps, n_train, self.batch_size, world_size=world_size)
 
 
 #: The paper's optimisation (section 2.5): AdamW at 1e-4 (weight decay 1e-4), batch 512,

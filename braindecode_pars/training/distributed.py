@@ -11,19 +11,19 @@ import torch.distributed as dist
 logger = logging.getLogger(__name__)
 
 
-def is_distributed():
+def _is_distributed():
     """True inside an initialised process group of more than one process."""
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
 def rank():
     """This process's rank (0 when not distributed)."""
-    return dist.get_rank() if is_distributed() else 0
+    return dist.get_rank() if _is_distributed() else 0
 
 
 def world_size():
     """Number of processes (1 when not distributed)."""
-    return dist.get_world_size() if is_distributed() else 1
+    return dist.get_world_size() if _is_distributed() else 1
 
 
 def init_distributed(device=None):
@@ -53,9 +53,9 @@ def init_distributed(device=None):
     return device
 
 
-def average_across_ranks(value):
+def _average_across_ranks(value):
     """Mean of a scalar tensor over all processes (returned detached; unchanged alone)."""
-    if not is_distributed():
+    if not _is_distributed():
         return value
     value = value.detach().clone()
     dist.all_reduce(value, op=dist.ReduceOp.SUM)

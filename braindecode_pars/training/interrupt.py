@@ -43,7 +43,7 @@ class TimeLimit(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         over = torch.tensor(float(time.monotonic() - self.start_ >= 60.0 * self.minutes))
-        if distributed.is_distributed():
+        if distributed._is_distributed():
             over = over.to(_collective_device(net))
             torch.distributed.broadcast(over, src=0)
         if over.item():
@@ -56,7 +56,7 @@ def _collective_device(net):
     return device if device.type == "cuda" else torch.device("cpu")
 
 
-class PropagateInterrupt:
+class _PropagateInterrupt:
     """Mixin for a skorch ``NeuralNet``: a ``KeyboardInterrupt`` during training ends
     ``fit`` / ``partial_fit`` with that exception.
 

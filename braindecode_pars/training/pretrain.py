@@ -2,7 +2,7 @@
 
 Its callbacks are in :mod:`~braindecode_pars.training.callbacks`, its run record and
 resume check in :mod:`~braindecode_pars.training.resume`, its validation split in
-:mod:`~braindecode_pars.training.split`; their names stay importable from here.
+:mod:`~braindecode_pars.training._split`; their names stay importable from here.
 """
 
 from __future__ import annotations
@@ -29,18 +29,18 @@ from torch.utils.data import (
 )
 
 from .._checks import check_device, check_int, check_range
-from ..datasets.single_channel import BatchedView, SingleChannelWindows
+from ..datasets.single_channel import SingleChannelWindows, _BatchedView
 from ..models.pretext import PretextModel
 from . import distributed
 from . import resume as _resume
-from .callbacks import EpochProgress, EpochTable, PretextSkill, SamplerEpoch, reports_epoch
+from ._optim import with_fused_default
+from ._split import held_out_recordings
+from .callbacks import EpochProgress, PretextSkill, _EpochTable, _reports_epoch, _SamplerEpoch
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .config import PAPER
-from .interrupt import PropagateInterrupt
-from .optim import with_fused_default
-from .resume import RunMismatchError, check_resume, data_fingerprint, log_launch_change
-from .schedule import WarmupCosineLR, batches_per_epoch, draws_with_replacement
-from .split import held_out_recordings, training_windows
+from .interrupt import _PropagateInterrupt
+from .resume import RunMismatchError, _check_resume, _log_launch_change, data_fingerprint
+from .schedule import WarmupCosineLR, _batches_per_epoch, _draws_with_replacement
 
 logger = logging.getLogger(__name__)
 #: The epoch table of a run (skorch's PrintLog): shown by the command line, and by
@@ -54,8 +54,6 @@ __all__ = [
     "PretrainNet",
     "RunMismatchError",
     "data_fingerprint",
-    "held_out_recordings",
-    "training_windows",
 ]
 
 
@@ -66,7 +64,7 @@ class PretextLoss(nn.Module):
         return y_pred["loss"]
 
 
-class PretrainNet(PropagateInterrupt, NeuralNet):
+class PretrainNet(_PropagateInterrupt, NeuralNet):
     """skorch net that pretrains a pretext model (PARS, MAE, MP3, DropPos) on unlabelled data.
 
     ``fit(dataset)`` takes any dataset of ``(x, y)`` items with ``x`` a
@@ -239,7 +237,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
     @property
     def distributed_(self):
         """Whether this net trains with DistributedDataParallel."""
-        return distributed.is_distributed() if self.distributed is None else self.distributed
+        return distributed._is_distributed() if self.distributed is None else self.distributed
 
     def get_default_callbacks(self):
         callbacks = [
@@ -248,7 +246,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             ("valid_loss", PassthroughScoring(name="valid_loss")),
             ("pretext_skill", PretextSkill()),
             ("lr_schedule", WarmupCosineLR(warmup_fraction=self.warmup_fraction)),
-            ("sampler_epoch", SamplerEpoch()),
+            ("sampler_epoch", _SamplerEpoch()),
         ]
         if distributed.rank() != 0:  # only rank 0 shows progress, logs and writes
             return callbacks
@@ -264,7 +262,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
                 ),
                 ("state_checkpoint", StateCheckpoint(self.checkpoint_dir, every_minutes=minutes)),
             ]
-        callbacks.append(("print_log", EpochTable(sink=epoch_logger.info)))
+        callbacks.append(("print_log", _EpochTable(sink=epoch_logger.info)))
         return callbacks
 
     # -- validation on fixed draws ---------------------------------------------------------
@@ -324,7 +322,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
         self.reports_epoch_ = True
         if dataset_train is not None:
-            self.reports_epoch_ = reports_epoch(
+            self.reports_epoch_ = _reports_epoch(
                 len(self.history), self.max_epochs, self.steps_per_epoch(len(dataset_train)),
                 self.eval_every_steps,
             )  # fmt: skip
@@ -332,7 +330,7 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
     def steps_per_epoch(self, n_windows):
         """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
         world = distributed.world_size() if self.distributed_ else 1
-        return batches_per_epoch(n_windows, self.batch_size, world)
+        return _batches_per_epoch(n_windows, self.batch_size, world)
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         """skorch's; the validation pass only on the epochs the cadence reports."""
@@ -347,11 +345,11 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         per epoch, so that every step trains on a full batch of crops. The crops of a
         :class:`~braindecode_pars.datasets.SingleChannelWindows` view are drawn a batch
         at a time into one array
-        (:class:`~braindecode_pars.datasets.single_channel.BatchedView`), in pinned
+        (:class:`~braindecode_pars.datasets.single_channel._BatchedView`), in pinned
         memory on CUDA."""
         world = distributed.world_size() if self.distributed_ else 1
-        short = training and draws_with_replacement(len(dataset), self.batch_size, world)
-        batched = training and BatchedView.reads(dataset)
+        short = training and _draws_with_replacement(len(dataset), self.batch_size, world)
+        batched = training and _BatchedView.reads(dataset)
         if not (training and (self.distributed_ or short or batched)):
             return super().get_iterator(dataset, training=training)
         kwargs = self.get_params_for("iterator_train")
@@ -367,11 +365,11 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             return DataLoader(dataset, sampler=sampler, batch_size=batch_size, **kwargs)
         kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda")
         batches = BatchSampler(sampler, batch_size, drop_last=False)
-        return DataLoader(BatchedView(dataset), sampler=batches, batch_size=None, **kwargs)
+        return DataLoader(_BatchedView(dataset), sampler=batches, batch_size=None, **kwargs)
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
-        (:func:`~braindecode_pars.training.optim.with_fused_default`)."""
+        (:func:`~braindecode_pars.training._optim.with_fused_default`)."""
         params = super().get_params_for(prefix)
         if prefix == "optimizer":
             params = with_fused_default(self.optimizer, params, self.device)
@@ -430,13 +428,13 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
         """One optimisation step; the recorded loss is the mean over processes."""
         step = super().train_step(batch, **fit_params)
         if self.distributed_:
-            step["loss"] = distributed.average_across_ranks(step["loss"])
+            step["loss"] = distributed._average_across_ranks(step["loss"])
         return step
 
     def run_config(self, X=None):
         """The settings a resumed run must share (see
-        :func:`~braindecode_pars.training.resume.run_config`)."""
-        return _resume.run_config(self, X)
+        ``training.resume._run_config``)."""
+        return _resume._run_config(self, X)
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """skorch's; the fixed validation draws are made anew from ``X`` (the same data
@@ -455,10 +453,10 @@ class PretrainNet(PropagateInterrupt, NeuralNet):
             self.initialize()
         done = 0
         if self.checkpoint_dir is not None:
-            config = check_resume(self, self.checkpoint_dir, X)
+            config = _check_resume(self, self.checkpoint_dir, X)
             if StateCheckpoint.current(self.checkpoint_dir) is not None and not self.warm_start:
                 done = StateCheckpoint.load(self, self.checkpoint_dir)
-                log_launch_change(self, self.checkpoint_dir)
+                _log_launch_change(self, self.checkpoint_dir)
                 logger.info(
                     "Resuming pretraining from %s after %d epochs.", self.checkpoint_dir, done
                 )

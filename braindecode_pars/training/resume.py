@@ -1,9 +1,9 @@
 """A pretraining run's record (``config.json``) and the check that a resumed run is the same.
 
-:func:`run_config` writes down what a run must keep to be resumed: the pretext model,
+``_run_config`` writes down what a run must keep to be resumed: the pretext model,
 its encoder (:class:`~braindecode_pars.models.config.PatchEncoderConfig`), the
 optimisation, the epoch budget and the data's fingerprint (:func:`data_fingerprint`).
-:func:`check_resume` compares a folder's record with a net about to resume it and
+:func:`_check_resume` compares a folder's record with a net about to resume it and
 raises a :class:`RunMismatchError` that names what differs.
 """
 
@@ -56,7 +56,7 @@ class RunMismatchError(ValueError):
         )
 
 
-def run_config(net, X=None):
+def _run_config(net, X=None):
     """The settings a resumed run must share: model, pretext task, encoder,
     optimisation, epoch budget and, given the training data ``X``, their fingerprint.
 
@@ -95,15 +95,15 @@ def run_config(net, X=None):
     return config
 
 
-def read_record(saved):
-    """A saved run record with its encoder settings as :func:`run_config` writes them
+def _read_record(saved):
+    """A saved run record with its encoder settings as ``_run_config`` writes them
     (:meth:`PatchEncoderConfig.from_record`: checked, the activation by its name)."""
     encoder = PatchEncoderConfig.from_record(saved)
     saved = {k: v for k, v in saved.items() if not k.startswith(RECORD_PREFIX)}
     return {**saved, **encoder.record()}
 
 
-def check_resume(net, folder, X=None):
+def _check_resume(net, folder, X=None):
     """Refuse to resume a run whose saved settings differ from ``net``'s.
 
     Parameters
@@ -118,7 +118,7 @@ def check_resume(net, folder, X=None):
     Returns
     -------
     config : dict
-        ``net``'s record (:func:`run_config`), to be written to ``config.json``.
+        ``net``'s record (``_run_config``), to be written to ``config.json``.
 
     Raises
     ------
@@ -128,10 +128,10 @@ def check_resume(net, folder, X=None):
         goes).
     """
     saved_file = Path(folder) / "config.json"
-    config = json.loads(json.dumps(run_config(net, X)))
+    config = json.loads(json.dumps(_run_config(net, X)))
     if not saved_file.is_file():
         return config
-    saved = read_record(json.loads(saved_file.read_text()))
+    saved = _read_record(json.loads(saved_file.read_text()))
     info = set(net.run_info or {}) | set(saved.get("run_info", []))
     diffs = {
         key: (saved.get(key), config.get(key))
@@ -215,7 +215,7 @@ def data_fingerprint(X):
     return {"data.n_windows": len(X), "data.fingerprint": digest.hexdigest()[:16]}
 
 
-def log_launch_change(net, folder):
+def _log_launch_change(net, folder):
     """Log how this sitting's launch (processes, compile, amp) differs from the saved one."""
     pointer = Path(folder) / "state.json"
     saved = json.loads(pointer.read_text()) if pointer.is_file() else {}

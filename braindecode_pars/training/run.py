@@ -9,11 +9,11 @@ from pathlib import Path
 from ..hub import save_encoder
 from ..models import PRETEXT_MODELS
 from . import distributed
+from ._split import training_windows
 from .config import PAPER
 from .interrupt import TimeLimit
 from .pretrain import PretrainNet
-from .schedule import batches_per_epoch, draws_with_replacement
-from .split import training_windows
+from .schedule import _batches_per_epoch, _draws_with_replacement
 
 logger = logging.getLogger(__name__)
 
@@ -120,14 +120,14 @@ def pretrain(
     )
     n_train = training_windows(view, valid_fraction)
     world = distributed.world_size()
-    per_epoch = batches_per_epoch(n_train, batch_size, world)
+    per_epoch = _batches_per_epoch(n_train, batch_size, world)
     encoder = model.encoder
     example = f"a random {view.n_times / view.sfreq:g}-s crop of a window"
     counts = sorted({rec.shape[0] for rec in getattr(view, "recordings", None) or []})
     if counts:
         said = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         example = f"one random channel (of {said}) of " + example
-    if draws_with_replacement(n_train, batch_size, world):
+    if _draws_with_replacement(n_train, batch_size, world):
         batches = (
             f"each step draws {batch_size} of the {n_train} training windows with "
             "replacement (fewer windows than the batch)"

@@ -10,7 +10,7 @@ from .._checks import check_range
 from . import distributed
 
 
-def batches_per_epoch(n_windows, batch_size, world_size=1):
+def _batches_per_epoch(n_windows, batch_size, world_size=1):
     """Optimiser steps one process takes per epoch over ``n_windows`` training windows.
 
     Under DistributedDataParallel each of ``world_size`` processes reads
@@ -21,21 +21,21 @@ def batches_per_epoch(n_windows, batch_size, world_size=1):
     return max(1, math.ceil(per_process / batch_size))
 
 
-def draws_with_replacement(n_windows, batch_size, world_size=1):
+def _draws_with_replacement(n_windows, batch_size, world_size=1):
     """Whether a process has fewer of the ``n_windows`` training windows than
     ``batch_size``: its epoch is then one step of a full batch drawn with replacement
     (:meth:`~braindecode_pars.training.PretrainNet.get_iterator`)."""
     return math.ceil(n_windows / max(world_size, 1)) < batch_size
 
 
-def epochs_for_steps(steps, n_windows, batch_size, valid_fraction=None, world_size=1):
+def _epochs_for_steps(steps, n_windows, batch_size, valid_fraction=None, world_size=1):
     """Epochs that make at least ``steps`` optimiser steps of one process.
 
     ``valid_fraction`` of the windows is held out (rounded up, as skorch's
     ``ValidSplit`` does) and does not train.
     """
     n_train = n_windows - (math.ceil(valid_fraction * n_windows) if valid_fraction else 0)
-    return max(1, math.ceil(steps / batches_per_epoch(n_train, batch_size, world_size)))
+    return max(1, math.ceil(steps / _batches_per_epoch(n_train, batch_size, world_size)))
 
 
 def warmup_cosine_factor(progress, warmup_fraction=0.1, start_factor=0.1, final_factor=0.0):
@@ -96,7 +96,7 @@ class WarmupCosineLR(Callback):
         # from the data size, without building an iterator: under DDP that would
         # replace the DistributedSampler the epoch loop reshuffles
         world = distributed.world_size() if getattr(net, "distributed_", False) else 1
-        self.per_epoch_ = batches_per_epoch(len(dataset_train), net.batch_size, world)
+        self.per_epoch_ = _batches_per_epoch(len(dataset_train), net.batch_size, world)
         self.epoch_ = len(net.history) - 1  # the row of this epoch is already there
         self.batch_ = 0
         self._set(net)
