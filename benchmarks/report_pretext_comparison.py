@@ -62,6 +62,42 @@ def probe_table(scores, k):
     return lines
 
 
+#: The summary's rows (the README's table): the library's defaults and the PARS rows.
+SUMMARY_ROWS = (
+    "band-power floor",
+    "probe, pars-small-v2 (the default)",
+    "probe, no encoder",
+    "probe, random encoder",
+    "probe, PARS",
+)
+#: The summary's task order (the README's columns).
+SUMMARY_TASKS = (
+    "eegmat-arithmetic", "mi-imagery-lr", "mi-executed-lr", "mi-imagery-4", "mi-executed-ff",
+)  # fmt: skip
+
+
+def summary_table(probe, scores):
+    """One line per row: each task at k = 1, the mean of 5 at k = 1 and with all labels
+    (means over seeds where a row has them), and the mean seconds per fit."""
+    at_1 = means_by_seed(scores, "1")
+    at_all = means_by_seed(scores, "all")
+    lines = [
+        "## Summary: k = 1 per task, the mean of 5 at k = 1 and with all labels",
+        "",
+        "| row | " + " | ".join(SUMMARY_TASKS) + " | mean, k = 1 | mean, all labels | s per fit |",
+        "|---|" + "---|" * (len(SUMMARY_TASKS) + 3),
+    ]
+    for row in SUMMARY_ROWS:
+        part = scores[(scores.row == row) & (scores.k == "1")]
+        if part.empty or row not in at_1.index.get_level_values(0):
+            continue
+        cells = [f"{part[part.task == t].bal_acc.mean():.3f}" for t in SUMMARY_TASKS]
+        cells += [f"{at_1[row].mean():.3f}", f"{at_all[row].mean():.3f}"]
+        cells.append(f"{probe[probe.row == row].seconds.mean():.1f}")
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def means_by_seed(scores, k):
     sel = scores[scores.k == k]
     complete = sel.groupby(["row", "seed"]).filter(lambda g: g.task.nunique() == len(TASKS))
@@ -105,6 +141,7 @@ def write_report(out):
         skills = ", ".join(f"{r['valid_skill']:.3f}" for r in rs)
         losses = ", ".join(f"{r['final_train_loss']:.4f}" for r in rs)
         lines.append(f"| {rs[0]['model']} | {skills} | {losses} |")
+    lines += ["", *summary_table(probe, scores)]
     for k, title in (("1", "one labelled subject or block (five draws)"), ("all", "all labels")):
         lines += ["", f"## Frozen encoder under the probe, {title}", ""]
         lines += probe_table(scores, k)
