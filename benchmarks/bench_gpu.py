@@ -43,7 +43,7 @@ from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from torch._dynamo.utils import counters
 
 from braindecode_pars import PARS
-from braindecode_pars.models.config import PatchEncoderConfig
+from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
 MIB = 2**20
 

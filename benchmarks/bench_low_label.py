@@ -56,7 +56,7 @@ from braindecode_pars.experiments.low_label import (
     summary_table,
 )
 from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.classifier import _channel_tokens
+from braindecode_pars.models.multichannel import _channel_tokens
 from braindecode_pars.probe import band_power_pipeline
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small

@@ -56,7 +56,7 @@ from _measure import machine, write_report
 from bench_gpu import PAPER, TINY, Config, TrainingSteps, synchronize
 
 from braindecode_pars import PARSPretrainer
-from braindecode_pars.models.config import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
 from braindecode_pars.training._optim import with_fused_default
 
 #: The estimator's default size on its default windows (10 s at 100 Hz), batch 64.
@@ -153,7 +153,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     import json
 
     from braindecode_pars.cli import main
-    from braindecode_pars.cli.pretrain import config_only
+    from braindecode_pars.cli._commands import config_only
     from braindecode_pars.hub import _run_state
 
     encoder = Path(f"{out}-encoder.json")  # the encoder's settings are --config's

@@ -23,7 +23,7 @@ from pathlib import Path
 from lib.comparison import ComparisonConfig, run_comparison
 from lib.protocols import fit_on, run_experiment, score_windows
 
-from braindecode_pars.cli.demo import read_config
+from braindecode_pars.cli._demo_command import read_config
 
 
 def _given(**values):

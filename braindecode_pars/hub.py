@@ -30,8 +30,8 @@ import torch
 
 from .models import PRETEXT_MODELS
 from .models.card import model_card
-from .models.config import PatchEncoderConfig
 from .models.encoder import PatchEncoder
+from .models.encoder_config import PatchEncoderConfig
 from .models.pretext import PRETEXT_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def save_encoder(encoder, path, **extra):
     """Save a :class:`PatchEncoder` with what is needed to rebuild it.
 
     The file holds ``config`` (``sfreq`` and every setting of
-    :class:`~braindecode_pars.models.config.PatchEncoderConfig`), ``state_dict`` and
+    :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`), ``state_dict`` and
     ``extra``'s entries.
 
     Parameters

@@ -35,9 +35,9 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .hub import _atomic_save, load_encoder
-from .models.classifier import _channel_tokens
-from .models.config import PatchEncoderConfig
 from .models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
+from .models.encoder_config import PatchEncoderConfig
+from .models.multichannel import _channel_tokens
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
 HEAD = "final_layer"
@@ -54,7 +54,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
     Every channel of a window goes through the same single-channel
     :class:`~braindecode_pars.PatchEncoder` (fixed, non-overlapping 1-s patches with
     the full positional embedding, as in fine-tuning); its tokens are averaged over
-    the patches (:func:`~braindecode_pars.models.classifier._channel_tokens`, the
+    the patches (:func:`~braindecode_pars.models.multichannel._channel_tokens`, the
     spatial tokens of :class:`~braindecode_pars.MultiChannelClassifier`); the
     ``n_chans * emb_dim`` embeddings, flattened channel by channel, go through
     ``final_layer``, a linear layer. Without that layer the model gives exactly the

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import braindecode_pars.cli as cli
-from braindecode_pars.cli.pretrain import SIZES, encoder_settings
+from braindecode_pars.cli._commands import SIZES, encoder_settings
 from braindecode_pars.datasets.pretraining_views import eegmat_subjects, recording_windows
-from braindecode_pars.models.config import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 from ._helpers import stop_before_pretraining, tiny_config
 
@@ -152,7 +152,7 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
         with pytest.raises(SystemExit):
             cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
         assert given["encoder_kwargs"] == size
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
+    monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: pytest.fail("data read"))
     (tmp_path / "bad.json").write_text('{"n_heads": 3}')
     with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'emb_dim' mu"):
         cli.main(["pretrain", "--out", "unused", "--config", str(tmp_path / "bad.json")])

@@ -15,7 +15,7 @@ from sklearn.pipeline import make_pipeline
 from skorch.callbacks import EarlyStopping
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PatchEncoder
-from braindecode_pars.models.config import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
 from braindecode_pars.training._finetune import group_split
 
 from .conftest import SMALL_ENCODER, InterruptAt

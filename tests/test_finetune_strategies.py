@@ -12,7 +12,7 @@ from braindecode_pars import (
     PARSProbe,
     PatchEncoder,
 )
-from braindecode_pars.models.classifier import MultiChannelClassifier
+from braindecode_pars.models.multichannel import MultiChannelClassifier
 from braindecode_pars.training._finetune import group_split
 
 from .conftest import SMALL_ENCODER

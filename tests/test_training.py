@@ -115,7 +115,7 @@ def test_pretrain_net_and_the_command_line_refuse_an_untested_device_before_any_
         net.fit(ramp_dataset(16))
     import braindecode_pars.cli as cli
 
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data were read"))
+    monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: pytest.fail("data were read"))
     with pytest.raises(SystemExit, match="'--device': 'mps'; allowed are 'cpu' and 'cuda'"):
         cli.main(["pretrain", "--out", "unused", "--device", "mps"])
 
@@ -126,7 +126,7 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
     import braindecode_pars.cli as cli
     import braindecode_pars.training as training
 
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data were read"))
+    monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: pytest.fail("data were read"))
     with pytest.raises(SystemExit, match="'--decoder-heads' must divide the token size emb_dim=64"):
         cli.main(["pretrain", "--out", "unused", "--decoder-heads", "3"])
     given = {}
@@ -136,7 +136,7 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: np.zeros(100))
     run = str(tmp_path / "run")
     for flags in (
         ["--method", "mae", "--decoder-heads", "3"],  # MAE has no pair decoder: not read

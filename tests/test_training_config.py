@@ -6,7 +6,7 @@ import pytest
 
 from braindecode_pars import PARSPretrainer
 from braindecode_pars.cli import build_parser
-from braindecode_pars.cli.pretrain import pretrain_settings
+from braindecode_pars.cli._commands import pretrain_settings
 from braindecode_pars.datasets import SingleChannelWindows
 from braindecode_pars.training.config import PAPER, PretrainConfig
 

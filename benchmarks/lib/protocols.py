@@ -42,7 +42,7 @@ from braindecode_pars.estimators import (
 from braindecode_pars.experiments._classifiers import neural_head, scratch_classifier
 from braindecode_pars.experiments.low_label import _check_settings, _describe, _settings_path
 from braindecode_pars.metrics import scores
-from braindecode_pars.models.config import PatchEncoderConfig
+from braindecode_pars.models.encoder_config import PatchEncoderConfig
 from braindecode_pars.training import pretrain
 from braindecode_pars.training._seeding import isolated_random_state
 from braindecode_pars.viz import _plot_lines, _plot_subject_bars
@@ -136,7 +136,7 @@ def _estimator(encoder, seed, params):
     ``probe_C``, ``probe_align`` and ``probe_readout`` (the probe's ``C``, ``align``
     and ``readout``), the settings of a new encoder (``emb_dim``, ``depth``,
     ``n_heads``, ``ff_dim``, any field of
-    :class:`~braindecode_pars.models.config.PatchEncoderConfig`; a given encoder has its
+    :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`; a given encoder has its
     own),
     ``weight_decay`` (AdamW's), and :class:`~braindecode_pars.PARSFineTuner` parameters
     (``max_epochs``, ``lr``, ``batch_size``, ``crop_seconds``, ``augmentation``,

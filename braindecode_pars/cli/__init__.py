@@ -14,8 +14,8 @@ import argparse
 import logging
 import warnings
 
-from .demo import _demo, read_config
-from .pretrain import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
+from ._commands import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
+from ._demo_command import _demo, read_config
 
 __all__ = ["build_parser", "main"]
 

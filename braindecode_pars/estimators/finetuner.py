@@ -21,9 +21,9 @@ from sklearn.base import TransformerMixin
 
 from .._checks import check_device, check_int, check_option, check_range
 from ..datasets.adapters import _window_scale
-from ..models.classifier import POOLINGS, MultiChannelClassifier
-from ..models.config import ENCODER_SIZES
 from ..models.encoder import PatchEncoder
+from ..models.encoder_config import ENCODER_SIZES
+from ..models.multichannel import POOLINGS, MultiChannelClassifier
 from ..training._finetune import (
     AUGMENTATION_PRESETS,
     CodedWindows,

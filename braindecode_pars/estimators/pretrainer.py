@@ -14,8 +14,8 @@ from .._checks import check_device, check_option
 from .._logging import verbose_logging
 from ..datasets.adapters import Windows, _windows_info, read_windows
 from ..datasets.single_channel import SingleChannelWindows
-from ..models.config import ENCODER_SIZES, PatchEncoderConfig
 from ..models.encoder import PatchEncoder
+from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from ..training._seeding import fit_seed, isolated_random_state
 from ..training.config import PretrainConfig
 from ._common import (
@@ -74,7 +74,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         encoder to the test subjects' own unlabelled EEG (transductive). With
         ``max_epochs=0`` the encoder is used as it is.
     patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob, eps
-        The new encoder's settings (:class:`~braindecode_pars.models.config.PatchEncoderConfig`);
+        The new encoder's settings
+        (:class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`);
         the defaults are the small size (``ENCODER_SIZES["small"]``: 64 features, 4
         blocks of 4 heads, feed-forward 128, 140 k parameters), which pretrains on a
         CPU; ``PARSPretrainer(**ENCODER_SIZES["paper"])`` is the paper's 512 x 8

@@ -4,7 +4,7 @@ then a head), and what they need to know of a classifier whatever its form."""
 from __future__ import annotations
 
 from ..estimators import PARSClassifier, PARSFineTuner, PARSPretrainer
-from ..models.config import ENCODER_SIZES, PatchEncoderConfig
+from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 
 
 def scratch_classifier(size=None, *, sfreq=None, random_state=None, verbose=0, **head):

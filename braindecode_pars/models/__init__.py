@@ -1,11 +1,11 @@
 """braindecode models: the shared encoder, the pretext models, the fine-tuning model."""
 
-from .classifier import MultiChannelClassifier
-from .config import ENCODER_SIZES, PatchEncoderConfig
 from .droppos import DropPos
 from .encoder import PatchEncoder
+from .encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from .mae import MAE
 from .mp3 import MP3
+from .multichannel import MultiChannelClassifier
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
 from .pars import PARS
 from .pretext import PretextModel

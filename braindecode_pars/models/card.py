@@ -3,7 +3,7 @@
 :func:`model_card` writes a Hugging Face model card (a YAML header read by the Hub,
 then Markdown) from an encoder and, when there is one, its pretraining run: the run's
 ``config.json``, history and status. It imports nothing else from the package but the
-encoder's settings (:mod:`~braindecode_pars.models.config`), so that
+encoder's settings (:mod:`~braindecode_pars.models.encoder_config`), so that
 :meth:`PatchEncoder.generate_model_card <braindecode_pars.PatchEncoder>` (the card
 ``save_pretrained`` writes) and :mod:`braindecode_pars.hub` (the card of an exported
 run) share it.
@@ -17,7 +17,7 @@ from importlib import metadata
 
 import numpy as np
 
-from .config import ACTIVATIONS
+from .encoder_config import ACTIVATIONS
 
 #: Tags of every model card the package writes.
 CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")

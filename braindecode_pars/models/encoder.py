@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .config import ACTIVATIONS, PatchEncoderConfig
+from .encoder_config import ACTIVATIONS, PatchEncoderConfig
 
 
 def _sinusoidal_embedding(positions, emb_dim):

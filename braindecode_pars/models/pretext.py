@@ -6,8 +6,8 @@ import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .config import PatchEncoderConfig
 from .encoder import _checked_encoder, _encoder_sfreq
+from .encoder_config import PatchEncoderConfig
 
 #: The settings of the pretext models, by constructor argument, with the attribute
 #: that holds each (the key of a run's record): what a resumed run must keep and what
@@ -50,7 +50,7 @@ class PretextModel(EEGModuleMixin, nn.Module):
         name and passes them on here; its own settings are keyword-only.
     encoder : PatchEncoder | None
         The encoder to train. If None, one is built from ``encoder_kwargs``
-        (the settings of :class:`~braindecode_pars.models.config.PatchEncoderConfig`)
+        (the settings of :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`)
         at the paper's defaults.
     """
 

@@ -1,6 +1,6 @@
 """The one definition of a pretraining run's settings and of its plan.
 
-As :class:`~braindecode_pars.models.config.PatchEncoderConfig` is for the encoder,
+As :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig` is for the encoder,
 :class:`PretrainConfig` names every setting of the pretext task and of its optimisation;
 :class:`~braindecode_pars.PARSPretrainer` and ``braindecode-pars pretrain`` each build
 one (from their parameters, from their flags), :data:`PAPER` is the paper's

@@ -1,7 +1,7 @@
 """A pretraining run's record (``config.json``) and the check that a resumed run is the same.
 
 ``_run_config`` writes down what a run must keep to be resumed: the pretext model,
-its encoder (:class:`~braindecode_pars.models.config.PatchEncoderConfig`), the
+its encoder (:class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`), the
 optimisation, the epoch budget and the data's fingerprint (:func:`data_fingerprint`).
 :func:`_check_resume` compares a folder's record with a net about to resume it and
 raises a :class:`RunMismatchError` that names what differs.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.config import RECORD_PREFIX, PatchEncoderConfig
+from ..models.encoder_config import RECORD_PREFIX, PatchEncoderConfig
 from . import distributed
 from .schedule import warmup_cosine_factor
 

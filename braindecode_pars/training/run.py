@@ -77,7 +77,7 @@ def pretrain(
         instead of a new initialisation; the pretext model's other parts start anew.
     encoder_kwargs : dict | None
         Settings of the encoder (those of
-        :class:`~braindecode_pars.models.config.PatchEncoderConfig`); the paper's
+        :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`); the paper's
         values by default.
     **pretext_kwargs
         Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,

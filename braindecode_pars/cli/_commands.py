@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-#: The encoder sizes ``--size`` names (the keys of ``models.config.ENCODER_SIZES``), with
+#: The encoder sizes ``--size`` names (the keys of ``models.encoder_config.ENCODER_SIZES``), with
 #: what 3,000 steps of batch 64 cost on a 2-core CPU (about 1,300 and 40 windows/s:
 #: benchmarks/results/freed_memory.md, pretraining.md).
 SIZES = {
@@ -37,8 +37,8 @@ CONFIG_ONLY_HELP = (
 
 def config_only():
     """The names of the encoder settings that only ``--config`` sets: those a size of
-    ``models.config.ENCODER_SIZES`` gives."""
-    from ..models.config import ENCODER_SIZES
+    ``models.encoder_config.ENCODER_SIZES`` gives."""
+    from ..models.encoder_config import ENCODER_SIZES
 
     return tuple(ENCODER_SIZES["small"])
 
@@ -81,7 +81,7 @@ def encoder_settings(args):
     settings : dict
         ``emb_dim``, ``depth``, ``n_heads`` and ``ff_dim``.
     """
-    from ..models.config import ENCODER_SIZES
+    from ..models.encoder_config import ENCODER_SIZES
 
     settings = dict(ENCODER_SIZES[args.size])  # the settings of config_only()
     given = {k: getattr(args, k, None) for k in settings}
@@ -192,7 +192,7 @@ def _pretrain_view(args):
 def _check(args):
     """Refuse, before any work, the flags ``pretrain`` cannot run with: an exit names them."""
     from .._checks import check_device
-    from ..models.config import PatchEncoderConfig
+    from ..models.encoder_config import PatchEncoderConfig
     from ..models.pair_decoders import check_heads
 
     try:
