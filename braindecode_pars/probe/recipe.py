@@ -160,14 +160,22 @@ def _width(raw):
     return raw.shape[1] * (raw.shape[1] + 1) // 2 if np.ndim(raw) == 3 else raw.shape[1]
 
 
-def _design(names, features, block):
-    """The matrix of the blocks ``names`` side by side, each written as it is made
-    (``block(name)``: its unit-variance features), into one preallocated array."""
+def _design(names, features, steps, groups, fit):
+    """The matrix of the blocks ``names`` side by side in one preallocated array: each
+    block's steps (``steps[name]``, fitted first with ``fit``) run on its raw features,
+    the last, its :class:`BlockScaler`, writing the unit-variance features straight into
+    the block's columns (no scaled copy of a block is made beside the matrix)."""
+    blocks = {}
+    for name in names:  # the steps fitted first: their temporaries are freed before X
+        *before, scaler = steps[name]
+        blocks[name] = _run(before, features[name], groups, fit)
+        if fit:
+            scaler.fit(blocks[name])
     widths = [_width(features[name]) for name in names]
     X = np.empty((len(features[names[0]]), sum(widths)))
     start = 0
     for name, width in zip(names, widths, strict=True):
-        X[:, start : start + width] = block(name)
+        steps[name][-1]._transform_into(blocks[name], X[:, start : start + width])
         start += width
     return X
 
@@ -191,7 +199,7 @@ class _FittedBlocks:
     def transform(self, features, groups=None):
         """The scaled features the regression sees, blocks in the recipe's order."""
         blocks = self.recipe.blocks
-        X = _design(blocks, features, lambda n: _run(self.steps[n], features[n], groups, False))
+        X = _design(blocks, features, self.steps, groups, fit=False)
         return _scale(X, [self.steps[n][-1] for n in blocks])
 
     def predict_proba(self, features, groups=None):
@@ -234,7 +242,7 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
                 stacklevel=3,
             )
     steps = {name: _block_steps(name, features[name], align) for name in recipe.blocks}
-    X = _design(recipe.blocks, features, lambda n: _run(steps[n], features[n], groups, True))
+    X = _design(recipe.blocks, features, steps, groups, fit=True)
     X = _scale(X, [steps[n][-1] for n in recipe.blocks])
     model = _logistic(recipe.C, random_state).fit(X, y)
     return _FittedBlocks(recipe, steps, model)
