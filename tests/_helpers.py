@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 #: The smallest encoder, for runs of the command line (its ``--config`` sets it).
 TINY_ENCODER = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
@@ -81,3 +82,11 @@ def slice_cv_scores(estimator, windows, groups, **params):
         scoring="balanced_accuracy",
         **params,
     )
+
+
+def assert_refused(parse, argv, message, capsys):
+    """``parse(argv)`` (a benchmark's ``main`` or ``parse_args``) exits before any work,
+    and its error says ``message``."""
+    with pytest.raises(SystemExit):
+        parse(argv)
+    assert message in capsys.readouterr().err
