@@ -385,17 +385,12 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 self.method,
                 folder,
                 encoder_kwargs=config.encoder_kwargs(),
-                max_epochs=epochs,
-                lr=settings.lr,
-                batch_size=settings.batch_size,
                 device=self.device,
                 amp=self._on_cuda(self.amp),
                 compile=self._on_cuda(self.compile),
-                valid_fraction=settings.valid_fraction or None,
                 progress_bar=bool(self.verbose),
-                weight_decay=settings.weight_decay,
                 init_encoder=initial,
-                **settings.pretext_kwargs(),
+                **settings.run_kwargs(epochs),
             )
         except KeyboardInterrupt as err:
             keep = (
