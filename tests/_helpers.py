@@ -90,3 +90,27 @@ def assert_refused(parse, argv, message, capsys):
     with pytest.raises(SystemExit):
         parse(argv)
     assert message in capsys.readouterr().err
+
+
+def bundled_mi(n_chans=None):
+    """The bundled PhysioNet-MI windows (3 blocks of 30), with their first ``n_chans``
+    channels (None: all 64).
+
+    Returns
+    -------
+    windows : braindecode.datasets.BaseConcatDataset
+    X : ndarray, shape (n_windows, n_chans, n_times)
+    y : ndarray, shape (n_windows,)
+    sfreq : float
+    blocks : ndarray, shape (n_windows,)
+        The block of each window.
+    """
+    from braindecode_pars.datasets import load_physionet_mi
+    from braindecode_pars.datasets.adapters import read_windows
+
+    windows = load_physionet_mi()
+    if n_chans is not None:
+        for ds in windows.datasets:
+            ds.raw.pick(ds.raw.ch_names[:n_chans])
+    data = read_windows(windows)
+    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()

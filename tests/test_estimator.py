@@ -21,9 +21,9 @@ from braindecode_pars import (
     save_encoder,
 )
 from braindecode_pars.datasets import load_physionet_mi
-from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 
+from ._helpers import bundled_mi
 from .conftest import SMALL_ENCODER, SMALL_FINETUNER, SMALL_PRETRAINER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -250,9 +250,7 @@ def test_sklearn_tags_declare_three_d_input(estimator):
 
 @pytest.fixture(scope="module")
 def mi():
-    windows = load_physionet_mi()
-    data = read_windows(windows)
-    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+    return bundled_mi()
 
 
 def test_fit_on_braindecode_windows_reads_labels_and_sfreq(mi):
@@ -390,11 +388,7 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
 def mi8():
     """The bundled windows with their first 8 channels (the probe's cost grows with the
     channels), as arrays too, and their blocks."""
-    windows = load_physionet_mi()
-    for ds in windows.datasets:
-        ds.raw.pick(ds.raw.ch_names[:8])
-    data = read_windows(windows)
-    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+    return bundled_mi(n_chans=8)
 
 
 def test_the_probe_head_in_cross_validation_over_blocks_of_windows(mi8):

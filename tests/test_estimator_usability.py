@@ -26,11 +26,10 @@ from braindecode_pars import (
     PatchEncoder,
     save_encoder,
 )
-from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.estimators._common import read_input
 
-from ._helpers import slice_cv_scores
+from ._helpers import bundled_mi, slice_cv_scores
 from .conftest import SMALL_ENCODER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -52,8 +51,8 @@ def fast(pretrainer=PARSPretrainer, **params):
 @pytest.fixture(scope="module")
 def mi():
     """The bundled windows and their blocks (3 groups of 30 windows)."""
-    windows = load_physionet_mi()
-    return windows, windows.get_metadata()["block"].to_numpy()
+    windows, *_, blocks = bundled_mi()
+    return windows, blocks
 
 
 def _toy(n=24, n_chans=2, n_times=100, seed=0):
