@@ -206,7 +206,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
         ),
         pytest.param(
             dict(head__min_valid_groups="all"),
-            r"'min_valid_groups' must be None \(no",
+            r"'min_valid_groups' parameter\. Allowed values are None \(no",
             id="mvg",
         ),
         pytest.param(
