@@ -196,7 +196,7 @@ def test_the_encoder_settings_are_listed_once_in_models_config(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text('KEYS = ("emb_dim", "depth", "n_heads")\nSIZE = {"emb_dim": 1, "depth": 2}\n')
     assert _literal_lists_of(fields, sample) == [1]
-    config = ROOT / "models" / "config.py"
+    config = ROOT / "models" / "encoder_config.py"
     lists = {
         str(path.relative_to(ROOT)): lines
         for path in sorted(ROOT.rglob("*.py"))
