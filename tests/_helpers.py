@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from braindecode_pars import PARSPretrainer
+
 #: The smallest encoder, for runs of the command line (its ``--config`` sets it).
 TINY_ENCODER = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
 
@@ -114,3 +116,11 @@ def bundled_mi(n_chans=None):
             ds.raw.pick(ds.raw.ch_names[:n_chans])
     data = read_windows(windows)
     return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+
+
+class ExplodingPretrainer(PARSPretrainer):
+    """A pretrainer that fails the test if it starts training: what must be refused
+    before any work is refused before it."""
+
+    def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
+        raise AssertionError("training started before the input was checked")
