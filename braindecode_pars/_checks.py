@@ -33,6 +33,19 @@ def check_int(name, value, minimum=None):
     return int(value)
 
 
+def check_none_or_number(name, value, kind, allowed, error=TypeError):
+    """Whether ``value`` is not None; raise ``error``, naming ``allowed``, unless it is None
+    or a ``kind`` number (``numbers.Integral``, ``numbers.Real``), a bool not counting."""
+    if value is None:
+        return False
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise error(
+            f"Invalid value for the '{name}' parameter. Allowed values are {allowed}, "
+            f"but got {value!r} instead."
+        )
+    return True
+
+
 def check_range(name, value, low, high, low_open=False, high_open=False):
     """Raise unless ``low (<|<=) value (<|<=) high``; prints the interval in maths notation."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

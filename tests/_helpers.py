@@ -4,6 +4,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from braindecode_pars import PARSPretrainer
 
 #: The smallest encoder, for runs of the command line (its ``--config`` sets it).
 TINY_ENCODER = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
@@ -81,3 +84,43 @@ def slice_cv_scores(estimator, windows, groups, **params):
         scoring="balanced_accuracy",
         **params,
     )
+
+
+def assert_refused(parse, argv, message, capsys):
+    """``parse(argv)`` (a benchmark's ``main`` or ``parse_args``) exits before any work,
+    and its error says ``message``."""
+    with pytest.raises(SystemExit):
+        parse(argv)
+    assert message in capsys.readouterr().err
+
+
+def bundled_mi(n_chans=None):
+    """The bundled PhysioNet-MI windows (3 blocks of 30), with their first ``n_chans``
+    channels (None: all 64).
+
+    Returns
+    -------
+    windows : braindecode.datasets.BaseConcatDataset
+    X : ndarray, shape (n_windows, n_chans, n_times)
+    y : ndarray, shape (n_windows,)
+    sfreq : float
+    blocks : ndarray, shape (n_windows,)
+        The block of each window.
+    """
+    from braindecode_pars.datasets import load_physionet_mi
+    from braindecode_pars.datasets.adapters import read_windows
+
+    windows = load_physionet_mi()
+    if n_chans is not None:
+        for ds in windows.datasets:
+            ds.raw.pick(ds.raw.ch_names[:n_chans])
+    data = read_windows(windows)
+    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+
+
+class ExplodingPretrainer(PARSPretrainer):
+    """A pretrainer that fails the test if it starts training: what must be refused
+    before any work is refused before it."""
+
+    def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
+        raise AssertionError("training started before the input was checked")

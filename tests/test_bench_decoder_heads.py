@@ -5,6 +5,7 @@ import statistics
 
 import pytest
 
+from ._helpers import assert_refused
 from .conftest import import_benchmark
 
 
@@ -50,9 +51,7 @@ def test_a_decoder_of_each_size_is_built_and_trained(bench, monkeypatch):
 
 
 def test_bad_counts_are_refused(bench, capsys):
-    with pytest.raises(SystemExit):
-        bench.main(["--seeds", "0"])
-    assert "--seeds must be at least 1, got 0" in capsys.readouterr().err
+    assert_refused(bench.main, ["--seeds", "0"], "--seeds must be at least 1, got 0", capsys)
 
 
 def test_the_ratio_report_gives_each_run_and_the_medians(bench):

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from ._helpers import assert_refused
 from .conftest import import_benchmark
 
 
@@ -50,6 +51,4 @@ def test_the_report_gives_every_process_and_the_medians(bench):
 
 
 def test_bad_counts_are_refused(bench, capsys):
-    with pytest.raises(SystemExit):
-        bench.main(["--rounds", "0"])
-    assert "--rounds must be at least 1, got 0" in capsys.readouterr().err
+    assert_refused(bench.main, ["--rounds", "0"], "--rounds must be at least 1, got 0", capsys)

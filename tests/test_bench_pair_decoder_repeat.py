@@ -5,6 +5,7 @@ import argparse
 
 import pytest
 
+from ._helpers import assert_refused
 from .conftest import import_benchmark
 
 
@@ -35,6 +36,4 @@ def test_a_run_times_both_steps(bench):
 
 
 def test_bad_counts_are_refused(bench, capsys):
-    with pytest.raises(SystemExit):
-        bench.main(["--runs", "0"])
-    assert "--runs must be at least 1, got 0" in capsys.readouterr().err
+    assert_refused(bench.main, ["--runs", "0"], "--runs must be at least 1, got 0", capsys)

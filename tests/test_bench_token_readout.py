@@ -11,6 +11,7 @@ from scipy.signal import periodogram
 
 from braindecode_pars import PatchEncoder
 
+from ._helpers import assert_refused
 from .conftest import TINY, import_benchmark
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -194,9 +195,7 @@ def test_the_report_pools_random_seeds_and_keeps_each_encoder(bench):
 
 
 def test_bad_counts_are_refused(bench, capsys):
-    with pytest.raises(SystemExit):
-        bench.parse_args(["--folds", "1"])
-    assert "--folds must be at least 2, got 1" in capsys.readouterr().err
+    assert_refused(bench.parse_args, ["--folds", "1"], "--folds must be at least 2, got 1", capsys)
 
 
 def test_the_figure_is_drawn_from_the_recorded_rows(bench, tmp_path):

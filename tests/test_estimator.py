@@ -21,9 +21,9 @@ from braindecode_pars import (
     save_encoder,
 )
 from braindecode_pars.datasets import load_physionet_mi
-from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.metrics import make_scorer
 
+from ._helpers import ExplodingPretrainer, bundled_mi
 from .conftest import SMALL_ENCODER, SMALL_FINETUNER, SMALL_PRETRAINER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -140,11 +140,6 @@ def test_starts_from_a_saved_encoder_and_refuses_a_mismatched_one(tmp_path):
         small(encoder=tmp_path / "enc100.pt").fit(X, y)
 
 
-class _Exploding(PARSPretrainer):
-    def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
-        raise AssertionError("training started before the input was checked")
-
-
 @pytest.mark.parametrize(
     "mutate, match",
     [
@@ -172,7 +167,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
     X, y = _toy()
     X, y = mutate(X, y)
     with pytest.raises(ValueError, match=match):
-        small(_Exploding).fit(X, y)
+        small(ExplodingPretrainer).fit(X, y)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +201,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
         ),
         pytest.param(
             dict(head__min_valid_groups="all"),
-            r"'min_valid_groups' must be None \(no",
+            r"'min_valid_groups' parameter\. Allowed values are None \(no",
             id="mvg",
         ),
         pytest.param(
@@ -219,7 +214,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
 )
 def test_bad_parameters_are_refused_at_fit_before_any_work(params, match):
     X, y = _toy()
-    clf = small(_Exploding, **params)  # __init__ and set_params validate no value
+    clf = small(ExplodingPretrainer, **params)  # __init__ and set_params validate no value
     with pytest.raises((ValueError, TypeError, FileNotFoundError), match=match):
         clf.fit(X, y)
 
@@ -250,9 +245,7 @@ def test_sklearn_tags_declare_three_d_input(estimator):
 
 @pytest.fixture(scope="module")
 def mi():
-    windows = load_physionet_mi()
-    data = read_windows(windows)
-    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+    return bundled_mi()
 
 
 def test_fit_on_braindecode_windows_reads_labels_and_sfreq(mi):
@@ -346,7 +339,7 @@ def test_nan_inside_a_preloaded_recording_is_found_in_its_window():
     _, start, stop = ds.crop_inds[3]
     ds.raw._data[5, start + 10] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite values in 1 window"):
-        small(_Exploding, sfreq=None).fit(windows)
+        small(ExplodingPretrainer, sfreq=None).fit(windows)
 
 
 class _ExplodingHead(PARSFineTuner):
@@ -390,11 +383,7 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
 def mi8():
     """The bundled windows with their first 8 channels (the probe's cost grows with the
     channels), as arrays too, and their blocks."""
-    windows = load_physionet_mi()
-    for ds in windows.datasets:
-        ds.raw.pick(ds.raw.ch_names[:8])
-    data = read_windows(windows)
-    return windows, data.X, data.y, data.sfreq, windows.get_metadata()["block"].to_numpy()
+    return bundled_mi(n_chans=8)
 
 
 def test_the_probe_head_in_cross_validation_over_blocks_of_windows(mi8):

@@ -26,11 +26,10 @@ from braindecode_pars import (
     PatchEncoder,
     save_encoder,
 )
-from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.estimators._common import read_input
 
-from ._helpers import slice_cv_scores
+from ._helpers import ExplodingPretrainer, bundled_mi, slice_cv_scores
 from .conftest import SMALL_ENCODER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -52,18 +51,13 @@ def fast(pretrainer=PARSPretrainer, **params):
 @pytest.fixture(scope="module")
 def mi():
     """The bundled windows and their blocks (3 groups of 30 windows)."""
-    windows = load_physionet_mi()
-    return windows, windows.get_metadata()["block"].to_numpy()
+    windows, *_, blocks = bundled_mi()
+    return windows, blocks
 
 
 def _toy(n=24, n_chans=2, n_times=100, seed=0):
     rng = np.random.default_rng(seed)
     return rng.normal(size=(n, n_chans, n_times)).astype(np.float32), np.repeat([0, 1], n // 2)
-
-
-class _Exploding(PARSPretrainer):
-    def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
-        raise AssertionError("training started before the input was checked")
 
 
 class _Untouchable:
@@ -103,7 +97,11 @@ def test_split_windows_without_sfreq_say_how_to_keep_it(mi):
         match=r"set 'sfreq', or pass the braindecode windows, skorch.helper.SliceDataset",
     ):
         cross_val_score(
-            fast(_Exploding), windows, groups=blocks, cv=LeaveOneGroupOut(), error_score="raise"
+            fast(ExplodingPretrainer),
+            windows,
+            groups=blocks,
+            cv=LeaveOneGroupOut(),
+            error_score="raise",
         )
 
 
@@ -206,7 +204,7 @@ def test_windows_checks_read_each_window_once_through_the_public_api(mi, monkeyp
             ds.raw, "_getitem", lambda *a, _read=read, **k: calls.append(1) or _read(*a, **k)
         )
     with pytest.raises(AssertionError, match="training started"):
-        fast(_Exploding).fit(windows)
+        fast(ExplodingPretrainer).fit(windows)
     assert len(calls) == len(windows)  # every window cut once, for reading and checks
 
 
@@ -223,7 +221,7 @@ def test_predict_refuses_windows_at_another_sampling_rate(mi):
 def test_slice_dataset_of_labels_as_X_is_refused(mi):
     windows, _ = mi
     with pytest.raises(ValueError, match=r"'X' is a SliceDataset of item 1 .* idx=0"):
-        fast(_Exploding).fit(SliceDataset(windows, idx=1))
+        fast(ExplodingPretrainer).fit(SliceDataset(windows, idx=1))
 
 
 def test_window_items_serve_as_unlabelled_pretraining_data():
@@ -337,7 +335,7 @@ def test_a_missing_or_mistyped_encoder_is_refused(tmp_path, value, error, match,
 )
 def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch, stage):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    clf = fast(_Exploding, sfreq=50)
+    clf = fast(ExplodingPretrainer, sfreq=50)
     with pytest.raises(
         ValueError, match=r"Invalid value for 'device': 'cuda' but torch sees no GPU"
     ):
@@ -395,7 +393,7 @@ def test_cuda_without_a_gpu_is_refused_before_the_data_is_read(monkeypatch, stag
 def test_pretraining_data_that_cannot_be_cropped_is_refused(params, unlabeled, match):
     X, y = _toy()
     with pytest.raises(ValueError, match=match):
-        fast(_Exploding, sfreq=50, **params).fit(X, y, X_unlabeled=unlabeled)
+        fast(ExplodingPretrainer, sfreq=50, **params).fit(X, y, X_unlabeled=unlabeled)
 
 
 def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
@@ -403,7 +401,7 @@ def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
     X, y = _toy()
     match = r"'sfreq'=50.0 differs from the sampling rate of the 'X_unlabeled' windows \(200"
     with pytest.raises(ValueError, match=match):
-        fast(_Exploding, sfreq=50).fit(X, y, X_unlabeled=SliceDataset(windows))
+        fast(ExplodingPretrainer, sfreq=50).fit(X, y, X_unlabeled=SliceDataset(windows))
 
 
 # -- progress ------------------------------------------------------------------------------------

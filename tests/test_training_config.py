@@ -34,6 +34,13 @@ def test_each_method_gets_its_own_pretext_settings():
     )
 
 
+def test_the_run_gets_the_optimisation_and_the_pretext_settings_from_one_place():
+    config = PretrainConfig(method="mae", mask_ratio=0.6, batch_size=16, valid_fraction=0.0)
+    assert config.run_kwargs(7) == dict(
+        max_epochs=7, batch_size=16, lr=1e-3, weight_decay=1e-4, valid_fraction=None, mask_ratio=0.6
+    )
+
+
 @pytest.mark.parametrize(
     "change, message",
     [

@@ -251,20 +251,15 @@ def _pretrain(args):
             view,
             settings.method,
             checkpoint_dir=args.out,
-            max_epochs=args.epochs,
-            batch_size=settings.batch_size,
-            lr=settings.lr,
-            weight_decay=settings.weight_decay,
             device=device,
             amp=amp,
             compile=compile_,
             num_workers=args.workers,
-            valid_fraction=settings.valid_fraction or None,
             encoder_kwargs=encoder_kwargs,
             max_minutes=args.max_minutes,
             allow_new_budget=args.extend,
             run_info=_run_info(args),
-            **settings.pretext_kwargs(),
+            **settings.run_kwargs(args.epochs),
         )
     except RunMismatchError as err:
         listed = "; ".join(

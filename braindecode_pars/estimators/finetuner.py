@@ -20,6 +20,7 @@ from braindecode.augmentation import AugmentedDataLoader
 from sklearn.base import TransformerMixin
 
 from .._checks import check_device, check_int, check_option, check_range
+from .._params import fill_doc
 from ..datasets.adapters import _window_scale
 from ..models.encoder import PatchEncoder
 from ..models.encoder_config import ENCODER_SIZES
@@ -247,14 +248,13 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
 
     # -- fit -----------------------------------------------------------------------------
+    @fill_doc
     def fit(self, X, y=None, groups=None, X_valid=None, y_valid=None, **fit_params):
         """Read the windows once and train.
 
         Parameters
         ----------
-        X : windows | ndarray, shape (n_windows, n_chans, n_times)
-        y : array-like, shape (n_windows,) | None
-            Labels; None: read from the windows.
+        %(X_y_fit)s
         groups : array-like, shape (n_windows,) | None
             The subject of each window, for the validation rule (``min_valid_groups``).
         X_valid, y_valid : like ``X`` and ``y`` | None

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_option
 from .._logging import verbose_logging
+from .._params import store_params
 from ..datasets.adapters import Windows, _windows_info, read_windows
 from ..datasets.single_channel import SingleChannelWindows
 from ..models.encoder import PatchEncoder
@@ -175,36 +176,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         random_state=None,
         verbose=1,
     ):
-        self.method = method
-        self.init_encoder = init_encoder
-        self.patch_seconds = patch_seconds
-        self.emb_dim = emb_dim
-        self.depth = depth
-        self.n_heads = n_heads
-        self.ff_dim = ff_dim
-        self.activation = activation
-        self.drop_prob = drop_prob
-        self.eps = eps
-        self.n_patches = n_patches
-        self.pos_mask_ratio = pos_mask_ratio
-        self.mask_ratio = mask_ratio
-        self.decoder_heads = decoder_heads
-        self.sampling = sampling
-        self.window_seconds = window_seconds
-        self.max_epochs = max_epochs
-        self.steps = steps
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.valid_fraction = valid_fraction
-        self.preset = preset
-        self.checkpoint_dir = checkpoint_dir
-        self.sfreq = sfreq
-        self.device = device
-        self.amp = amp
-        self.compile = compile
-        self.random_state = random_state
-        self.verbose = verbose
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -413,17 +385,12 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 self.method,
                 folder,
                 encoder_kwargs=config.encoder_kwargs(),
-                max_epochs=epochs,
-                lr=settings.lr,
-                batch_size=settings.batch_size,
                 device=self.device,
                 amp=self._on_cuda(self.amp),
                 compile=self._on_cuda(self.compile),
-                valid_fraction=settings.valid_fraction or None,
                 progress_bar=bool(self.verbose),
-                weight_decay=settings.weight_decay,
                 init_encoder=initial,
-                **settings.pretext_kwargs(),
+                **settings.run_kwargs(epochs),
             )
         except KeyboardInterrupt as err:
             keep = (

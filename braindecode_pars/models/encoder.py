@@ -167,16 +167,8 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
             raise ValueError(
                 f"PatchEncoder reads a single channel: 'n_chans' must be 1, but got {self.n_chans}."
             )
-        config = PatchEncoderConfig(
-            patch_seconds=patch_seconds,
-            emb_dim=emb_dim,
-            depth=depth,
-            n_heads=n_heads,
-            ff_dim=ff_dim,
-            activation=activation,
-            drop_prob=drop_prob,
-            eps=eps,
-        )
+        settings = locals()  # the arguments left are the encoder's settings, checked there
+        config = PatchEncoderConfig(**{k: settings[k] for k in PatchEncoderConfig.fields()})
         for name, value in config.asdict().items():  # activation: its name
             setattr(self, name, value)
         self.patch_size = int(round(config.patch_seconds * self.sfreq))

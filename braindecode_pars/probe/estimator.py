@@ -15,6 +15,7 @@ from sklearn.metrics import accuracy_score
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_int, check_option
+from .._params import fill_doc, store_params
 from ..datasets.adapters import _window_scale
 from ..estimators._common import (
     check_encoder_rate,
@@ -147,20 +148,7 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstim
         device="cpu",
         random_state=None,
     ):
-        self.encoder = encoder
-        self.recipe = recipe
-        self.encoder_block = encoder_block
-        self.C = C
-        self.band_power = band_power
-        self.tangent_space = tangent_space
-        self.align = align
-        self.readout = readout
-        self.bands = bands
-        self.crop_seconds = crop_seconds
-        self.sfreq = sfreq
-        self.batch_size = batch_size
-        self.device = device
-        self.random_state = random_state
+        store_params(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -200,14 +188,13 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstim
             "with and without the encoder needs; to use the encoder, set encoder_block=True"
         )
 
+    @fill_doc
     def fit(self, X, y=None, groups=None):
         """Read the windows once, compute the blocks once and fit the recipe.
 
         Parameters
         ----------
-        X : windows | ndarray, shape (n_windows, n_chans, n_times)
-        y : array-like, shape (n_windows,) | None
-            Labels; None: read from the windows.
+        %(X_y_fit)s
         groups : array-like, shape (n_windows,) | None
             The subject (or block) of each window, for ``align="groups"`` and the
             inner comparison of ``recipe="auto"``; None: braindecode windows' ``subject``.

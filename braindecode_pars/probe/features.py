@@ -25,6 +25,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_device, check_int, check_option, check_range
+from .._params import store_params
 from ..datasets.adapters import read_windows
 from ..datasets.resample import resample_windows
 from ..models.encoder import _checked_encoder
@@ -164,12 +165,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         readout=DEFAULT_READOUT,
         crop_seconds=None,
     ):
-        self.encoder = encoder
-        self.sfreq = sfreq
-        self.batch_size = batch_size
-        self.device = device
-        self.readout = readout
-        self.crop_seconds = crop_seconds
+        store_params(self, locals())
 
     def _fit(self, X):
         from ..hub import load_encoder

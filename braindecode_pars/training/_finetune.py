@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
 from skorch.callbacks import Callback, Checkpoint, EpochScoring, Freezer, Unfreezer
 
-from .._checks import check_int, check_option, check_range
+from .._checks import check_int, check_none_or_number, check_option, check_range
 
 logger = logging.getLogger(__name__)
 
@@ -82,26 +82,16 @@ def check_validation(min_valid_groups, valid_fraction, valid_monitor):
     """Check ``PARSFineTuner``'s validation parameters (clear errors naming each)."""
     check_option("valid_monitor", valid_monitor, VALID_MONITORS)
     check_range("valid_fraction", valid_fraction, 0, 1, low_open=True, high_open=True)
-    if min_valid_groups is None:
-        return
-    if isinstance(min_valid_groups, bool) or not isinstance(min_valid_groups, numbers.Integral):
-        raise TypeError(
-            "'min_valid_groups' must be None (no validation split from groups) or an int "
-            f">= 2, but got {type(min_valid_groups).__name__} ({min_valid_groups!r})."
-        )
-    check_int("min_valid_groups", min_valid_groups, 2)
+    allowed = "None (no validation split from groups) and an int >= 2"
+    if check_none_or_number("min_valid_groups", min_valid_groups, numbers.Integral, allowed):
+        check_int("min_valid_groups", min_valid_groups, 2)
 
 
 def check_crop_seconds(crop):
     """``crop_seconds`` must be None or a positive number of seconds."""
-    if crop is None:
-        return
-    if isinstance(crop, bool) or not isinstance(crop, numbers.Real):
-        raise ValueError(
-            "Invalid value for the 'crop_seconds' parameter. Allowed values are a "
-            f"positive number of seconds and None, but got {crop!r} instead."
-        )
-    check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+    allowed = "a positive number of seconds and None"
+    if check_none_or_number("crop_seconds", crop, numbers.Real, allowed, ValueError):
+        check_range("crop_seconds", crop, 0, math.inf, low_open=True)
 
 
 def best_epoch(checkpoint_dir=None, monitor="valid_loss_best"):

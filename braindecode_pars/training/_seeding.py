@@ -8,18 +8,15 @@ import numbers
 import numpy as np
 import torch
 
+from .._checks import check_none_or_number
+
 
 def fit_seed(random_state):
     """The seed of one fit: ``random_state``, or fresh entropy from the operating
     system when it is None (numpy's global generator is not touched)."""
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
-        raise TypeError(
-            f"'random_state' must be an int or None, but got {type(random_state).__name__} "
-            f"({random_state!r})."
-        )
-    return int(random_state)
+    if check_none_or_number("random_state", random_state, numbers.Integral, "an int and None"):
+        return int(random_state)
+    return int(np.random.SeedSequence().generate_state(1)[0])
 
 
 @contextlib.contextmanager

@@ -123,6 +123,19 @@ class PretrainConfig:
             return dict(mask_ratio=self.mask_ratio, pos_mask_ratio=self.pos_mask_ratio)
         return dict(mask_ratio=self.mask_ratio)
 
+    def run_kwargs(self, max_epochs):
+        """The keyword arguments of :func:`~braindecode_pars.training.run.pretrain` that
+        these settings give (the optimisation, the held-out share, the pretext model's),
+        for a run of ``max_epochs`` (:meth:`max_epochs_for`)."""
+        return dict(
+            max_epochs=max_epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            valid_fraction=self.valid_fraction or None,
+            **self.pretext_kwargs(),
+        )
+
     def max_epochs_for(self, view, world_size=1):
         """The epochs of the run on ``view``: ``max_epochs``, or as many as make at least
         ``steps`` optimiser steps of one process over the windows that train once
