@@ -1,0 +1,82 @@
+"""The pretext comparison's report: the rule behind its answers and the tables' means,
+against numbers worked out by hand and numpy on rows built for the test."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from .conftest import import_benchmark
+
+
+@pytest.fixture(scope="module")
+def report():
+    return import_benchmark("report_pretext_comparison")
+
+
+def test_the_rule_says_yes_no_or_level_by_the_seeds_spread(report):
+    # gap 0.05, spread 0.01 + 0.01: yes; the other way round: no
+    assert report.verdict([0.60, 0.61, 0.62], [0.55, 0.56, 0.57]).startswith("yes")
+    assert report.verdict([0.55, 0.56, 0.57], [0.60, 0.61, 0.62]).startswith("no")
+    # gap 0.01 under a spread of 0.02: level
+    assert report.verdict([0.60, 0.61, 0.62], [0.59, 0.60, 0.61]).startswith("level")
+    # one value on a side has no spread of its own: gap 0.011 against 0.01
+    assert report.verdict([0.60, 0.61, 0.62], [0.599]).startswith("yes")
+    assert "gap +0.011, spread 0.010" in report.verdict([0.60, 0.61, 0.62], [0.599])
+
+
+TASKS = ("eegmat-arithmetic", "mi-executed-lr", "mi-imagery-4", "mi-imagery-lr", "mi-executed-ff")
+
+
+def _rows(rng):
+    """Probe rows: every task at k = 1 (five draws) and all (one), for a seedless row and
+    a row with three seeds."""
+    rows = []
+    for task in TASKS:
+        for k, draws in (("1", range(5)), ("all", (0,))):
+            for draw in draws:
+                cell = dict(task=task, k=k, draw=draw)
+                rows.append(dict(cell, row="probe, no encoder", seed=None, seconds=1.0,
+                                 bal_acc=rng.uniform(0.4, 0.9)))  # fmt: skip
+                for seed in (0, 1, 2):
+                    rows.append(dict(cell, row="probe, PARS", seed=seed, seconds=2.0,
+                                     bal_acc=rng.uniform(0.4, 0.9)))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_tables_mean_over_draws_then_tasks_then_seeds(report):
+    probe = _rows(np.random.default_rng(0))
+    scores = report.per_seed(probe)
+    at_1 = report.means_by_seed(scores, "1")
+    for seed in (0, 1, 2):  # the mean over draws of each task, then over the five tasks
+        sel = probe[(probe.row == "probe, PARS") & (probe.seed == seed) & (probe.k == "1")]
+        expected = np.mean([sel[sel.task == t].bal_acc.mean() for t in TASKS])
+        assert at_1["probe, PARS"][seed] == pytest.approx(expected)
+    summary = report.summary_table(probe, scores)
+    line = next(x for x in summary if x.startswith("| probe, no encoder |"))
+    cells = [c.strip() for c in line.strip("|").split("|")][1:]
+    sel = probe[(probe.row == "probe, no encoder") & (probe.k == "1")]
+    per_task = [sel[sel.task == t].bal_acc.mean() for t in report.SUMMARY_TASKS]
+    assert cells[:5] == [f"{v:.3f}" for v in per_task]
+    assert cells[5] == f"{np.mean(per_task):.3f}" and cells[-1] == "1.0"
+    table = report.probe_table(scores, "all")
+    pars = next(x for x in table if x.startswith("| probe, PARS |"))
+    means = report.means_by_seed(scores, "all")["probe, PARS"].to_numpy()
+    assert f"**{np.mean(means):.3f} ± {np.std(means, ddof=1):.3f}**" in pars
+
+
+def test_the_report_is_written_from_the_rows(report, tmp_path, monkeypatch):
+    probe = _rows(np.random.default_rng(1))
+    out = tmp_path / "cmp"
+    with open(tmp_path / "cmp_probe.jsonl", "w") as f:
+        for row in probe.to_dict("records"):
+            f.write(json.dumps(row) + "\n")
+    runs = {f"{m}-{s}": dict(model=m.upper(), valid_skill=0.1 * s, final_train_loss=1.0)
+            for m in ("pars", "mae", "mp3", "droppos") for s in (0, 1, 2)}  # fmt: skip
+    (tmp_path / "runs.json").write_text(json.dumps(runs))
+    monkeypatch.setattr(report, "ENCODERS", tmp_path)
+    report.write_report(out)
+    text = out.with_suffix(".md").read_text()
+    assert "PARS beats no pretraining" not in text  # no random-encoder rows: no claim
+    assert "| probe, PARS |" in text and out.with_suffix(".png").is_file()
