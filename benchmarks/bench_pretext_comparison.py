@@ -28,7 +28,8 @@ Each encoder is then read two ways, the scores appended to
 - ``finetune``: full fine-tuning (``PARSFineTuner(encoder=E)`` at the library's
   defaults) on the main job's EEGMAT split, all 8 pool subjects labelled, the 12 test
   subjects scored, one fit per encoder (its pretraining seed as the fit's seed); beside
-  it the same architecture from scratch and braindecode's EEGNet (seeds 0, 1, 2).
+  it the same architecture from scratch and braindecode's EEGNet (seeds 0, 1, 2);
+  ``finetune-one``: the same with one labelled pool subject, the main job's five draws.
 
 Nothing here is chosen on a test split: every setting is the library's default, fixed
 before these rows ran. ``report`` writes ``pretext_comparison.md`` and ``.png``.
@@ -37,6 +38,7 @@ Usage (one thread each; the two modes can run side by side on two cores)::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py probe
     OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py finetune
+    OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py finetune-one
     python benchmarks/bench_pretext_comparison.py report
 """
 
@@ -59,6 +61,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
+from braindecode_pars.experiments.low_label import draw_subjects
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.probe.baselines import band_power_pipeline
@@ -139,50 +142,58 @@ def run_probe(out):
                     ))  # fmt: skip
 
 
-def run_finetune(out):
+def run_finetune(out, one_subject=False):
+    """Full fine-tuning rows: all 8 pool subjects labelled, or (``one_subject``) one
+    labelled pool subject in each of :data:`DRAWS` (the main job's draws)."""
     done = done_keys(out)
     X, y, groups, sfreq = load_main_split()
-    train = np.isin(groups, POOL)
     test = np.isin(groups, EEGMAT_TEST_SUBJECTS)
     jobs = [(f"full fine-tuning, {LABELS[m]}", s) for m in METHODS for s in SEEDS]
     jobs += [("from scratch", s) for s in SEEDS] + [("EEGNet", s) for s in SEEDS]
-    for name, seed in jobs:
-        key = ("eegmat-main", "8 subjects", 0, name, seed)
-        if key in done:
-            continue
-        if name == "EEGNet":
-            torch.manual_seed(seed)
-            clf = compact_network("EEGNet", X.shape[1], X.shape[2], 2, y[train], seed)
-        elif name == "from scratch":
-            clf = fine_tuner(_scratch_encoder(seed, sfreq), {}, seed, sfreq)
-        else:
-            method = next(m for m in METHODS if name.endswith(LABELS[m]))
-            clf = fine_tuner(str(encoder_file(method, seed)), {}, seed, sfreq)
-        t0 = time.perf_counter()
-        if name == "EEGNet":
-            clf.fit(X[train].astype(np.float32), y[train])
-        else:
-            clf.fit(X[train], y[train], groups=groups[train])
-        pred = clf.predict(X[test].astype(np.float32))
-        append(out, dict(
-            key=list(key), task="eegmat-main", k="8 subjects", draw=0, row=name, seed=seed,
-            bal_acc=float(balanced_accuracy_score(y[test], pred)),
-            predicted_minority=float(np.mean(pred == 1)),
-            seconds=time.perf_counter() - t0,
-        ))  # fmt: skip
+    labelled = {d: draw_subjects(POOL, 1, d, spread=True) for d in DRAWS}
+    cells = [("1 subject", d, labelled[d]) for d in DRAWS] if one_subject else []
+    cells = cells or [("8 subjects", 0, list(POOL))]
+    for k, draw, subjects in cells:
+        train = np.isin(groups, subjects)
+        for name, seed in jobs:
+            key = ("eegmat-main", k, draw, name, seed)
+            if key in done:
+                continue
+            if name == "EEGNet":
+                torch.manual_seed(seed)
+                clf = compact_network("EEGNet", X.shape[1], X.shape[2], 2, y[train], seed)
+            elif name == "from scratch":
+                clf = fine_tuner(_scratch_encoder(seed, sfreq), {}, seed, sfreq)
+            else:
+                method = next(m for m in METHODS if name.endswith(LABELS[m]))
+                clf = fine_tuner(str(encoder_file(method, seed)), {}, seed, sfreq)
+            t0 = time.perf_counter()
+            if name == "EEGNet":
+                clf.fit(X[train].astype(np.float32), y[train])
+            else:
+                clf.fit(X[train], y[train], groups=groups[train])
+            pred = clf.predict(X[test].astype(np.float32))
+            append(out, dict(
+                key=list(key), task="eegmat-main", k=k, draw=draw, row=name, seed=seed,
+                labelled=[int(u) for u in subjects],
+                bal_acc=float(balanced_accuracy_score(y[test], pred)),
+                predicted_minority=float(np.mean(pred == 1)),
+                seconds=time.perf_counter() - t0,
+            ))  # fmt: skip
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("probe", "finetune", "report"))
+    parser.add_argument("mode", choices=("probe", "finetune", "finetune-one", "report"))
     parser.add_argument("--out", type=Path, default=RESULTS / "pretext_comparison")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
     if args.mode == "probe":
         run_probe(args.out.with_name(args.out.name + "_probe.jsonl"))
-    elif args.mode == "finetune":
-        run_finetune(args.out.with_name(args.out.name + "_finetune.jsonl"))
+    elif args.mode in ("finetune", "finetune-one"):
+        one = args.mode == "finetune-one"
+        run_finetune(args.out.with_name(args.out.name + "_finetune.jsonl"), one_subject=one)
     else:
         from report_pretext_comparison import write_report
 

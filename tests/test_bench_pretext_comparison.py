@@ -80,3 +80,19 @@ def test_the_report_is_written_from_the_rows(report, tmp_path, monkeypatch):
     text = out.with_suffix(".md").read_text()
     assert "PARS beats no pretraining" not in text  # no random-encoder rows: no claim
     assert "| probe, PARS |" in text and out.with_suffix(".png").is_file()
+
+
+def test_one_subject_fine_tuning_means_over_the_five_draws_and_needs_them_all(report):
+    rng = np.random.default_rng(2)
+    rows = [
+        dict(row=row, seed=seed, k="1 subject", draw=draw, bal_acc=rng.uniform(0.4, 0.7))
+        for row in ("full fine-tuning, PARS", "from scratch")
+        for seed in (0, 1, 2)
+        for draw in range(5)
+    ]
+    ft = pd.DataFrame(rows[:-1])  # the last draw of scratch seed 2 has not run yet
+    means = report.ft_one_means(ft)
+    for seed in (0, 1, 2):
+        sel = ft[(ft.row == "full fine-tuning, PARS") & (ft.seed == seed)]
+        assert means["full fine-tuning, PARS"][seed] == pytest.approx(sel.bal_acc.mean())
+    assert list(means["from scratch"].index) == [0, 1]  # seed 2 is incomplete: left out
