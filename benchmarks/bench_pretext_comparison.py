@@ -117,13 +117,14 @@ def probe_rows():
 
 def run_probe(out):
     done = done_keys(out)
+    rows = probe_rows()  # the random encoders are built once, copied by each fit
     for task in DEV_TASKS:
         X, y, units, pool, scored, sfreq = load_task(task, "test")
         for k in KS:
             draws = DRAWS if k == "1" else (0,)
             for draw in draws:
                 train, test, labelled = split(units, pool, scored, k, draw)
-                for name, seed, settings in probe_rows():
+                for name, seed, settings in rows:
                     key = (task, k, draw, name, seed)
                     if key in done:
                         continue
@@ -150,9 +151,10 @@ def run_finetune(out, one_subject=False):
     test = np.isin(groups, EEGMAT_TEST_SUBJECTS)
     jobs = [(f"full fine-tuning, {LABELS[m]}", s) for m in METHODS for s in SEEDS]
     jobs += [("from scratch", s) for s in SEEDS] + [("EEGNet", s) for s in SEEDS]
-    labelled = {d: draw_subjects(POOL, 1, d, spread=True) for d in DRAWS}
-    cells = [("1 subject", d, labelled[d]) for d in DRAWS] if one_subject else []
-    cells = cells or [("8 subjects", 0, list(POOL))]
+    if one_subject:
+        cells = [("1 subject", d, draw_subjects(POOL, 1, d, spread=True)) for d in DRAWS]
+    else:
+        cells = [("8 subjects", 0, list(POOL))]
     for k, draw, subjects in cells:
         train = np.isin(groups, subjects)
         for name, seed in jobs:

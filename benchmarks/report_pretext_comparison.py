@@ -207,23 +207,18 @@ def write_report(out):
                     f"- Probe, mean of 5 tasks, k = {k}: PARS beats {other}: "
                     + verdict(m["probe, PARS"], m[f"probe, {other}"])
                 )
-    others = ("from scratch", "full fine-tuning, MAE", "full fine-tuning, MP3",
-              "full fine-tuning, DropPos")  # fmt: skip
-    if len(ft_8):
-        pars = ft_8[ft_8.row == "full fine-tuning, PARS"].bal_acc
-        for other in others:
-            if len(pars) and (ft_8.row == other).any():
+    # each row's scores per seed: the 8-subject fits as they are, the one-subject means
+    eight = ft_8.groupby(["row", "seed"]).bal_acc.mean() if len(ft_8) else pd.Series(dtype=float)
+    by_seed = {"8 subjects": eight, "1 subject": ft_1}
+    for label, scores_ in by_seed.items():
+        rows = set(scores_.index.get_level_values(0)) if len(scores_) else set()
+        if "full fine-tuning, PARS" not in rows:
+            continue
+        for other in FT_ROWS[:-1]:  # the pretrained starts and from scratch, not EEGNet
+            if other in rows and other != "full fine-tuning, PARS":
                 lines.append(
-                    f"- Full fine-tuning, EEGMAT, 8 subjects: PARS beats "
-                    f"{other.split(', ')[-1]}: " + verdict(pars, ft_8[ft_8.row == other].bal_acc)
-                )
-    if len(ft_1) and "full fine-tuning, PARS" in ft_1.index.get_level_values(0):
-        for other in others:
-            if other in ft_1.index.get_level_values(0):
-                lines.append(
-                    f"- Full fine-tuning, EEGMAT, 1 subject: PARS beats "
-                    f"{other.split(', ')[-1]}: "
-                    + verdict(ft_1["full fine-tuning, PARS"], ft_1[other])
+                    f"- Full fine-tuning, EEGMAT, {label}: PARS beats {other.split(', ')[-1]}: "
+                    + verdict(scores_["full fine-tuning, PARS"], scores_[other])
                 )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     plot(scores, ft, out.with_suffix(".png"))

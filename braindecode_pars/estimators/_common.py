@@ -120,11 +120,10 @@ def load_encoder_param(value, name="encoder", allow_none=True):
         ) from err
 
 
-def check_encoder_rate(encoder, sfreq, n_times, name="encoder", resampled=False):
+def check_encoder_rate(encoder, sfreq, n_times, name="encoder"):
     """Refuse an encoder whose sampling rate is not the windows' or whose patch is longer
-    than a window, with the resampling hint; ``resampled``: the windows will be resampled
-    to the encoder's rate, so only their length is checked."""
-    if not resampled and abs(encoder.sfreq - sfreq) > 1e-6:
+    than a window, with the resampling hint."""
+    if abs(encoder.sfreq - sfreq) > 1e-6:
         raise ValueError(
             f"The '{name}' works at sfreq={encoder.sfreq} Hz but the windows are at {sfreq} "
             f"Hz; resample them to {encoder.sfreq} Hz first: "

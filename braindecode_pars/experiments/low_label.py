@@ -367,13 +367,10 @@ def format_summary(results, chance=0.5):
             sel = results[(results.method == name) & (results.k == k)]["balanced_accuracy"]
             std = sel.std() if len(sel) > 1 else 0.0
             cells.append(f"{sel.mean():>8.3f}±{std:.3f}" if len(sel) else f"{'-':>14}")
+        line = f"{name:<{width}}" + "".join(f"{c:>15}" for c in cells)
         if timed:
-            cells.append(f"{results[results.method == name]['seconds'].mean():>7.1f}")
-        lines.append(
-            f"{name:<{width}}"
-            + "".join(f"{c:>15}" for c in cells[: len(ks)])
-            + (f"{cells[-1]:>11}" if timed else "")
-        )
+            line += f"{results[results.method == name]['seconds'].mean():>11.1f}"
+        lines.append(line)
     lines.append(f"chance: balanced accuracy {chance:.3f}")
     return "\n".join(lines)
 

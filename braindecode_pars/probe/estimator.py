@@ -18,8 +18,8 @@ from .._checks import check_device, check_int, check_option
 from .._params import fill_doc, store_params
 from ..datasets.adapters import _window_scale
 from ..estimators._common import (
-    check_encoder_rate,
     check_labels,
+    check_window_length,
     load_encoder_param,
     read_fitted,
     read_input,
@@ -208,7 +208,9 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstim
         data = read_input(X, y, groups, sfreq=self.sfreq)
         check_labels(data.y)
         if encoder is not None:
-            check_encoder_rate(encoder, data.sfreq, data.X.shape[-1], resampled=True)
+            # the encoder block resamples to the encoder's rate: only the length counts
+            _, n_chans, n_times = data.X.shape
+            check_window_length(n_times, n_chans, encoder.patch_seconds, data.sfreq)
         if encoder is None or not self.encoder_block:
             blocks = tuple(b for b in fixed.blocks if b != "encoder")
             if not blocks:
