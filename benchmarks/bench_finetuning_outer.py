@@ -1,0 +1,213 @@
+"""Fine-tuning defaults chosen on EEGMAT subjects outside the main job: fit on all 8 pool
+subjects (as the test fit does), score on the 16 EEGMAT subjects that are neither
+pool nor test subjects.
+
+The pool's own folds (``bench_finetuning.py selection``) held out two subjects each and
+their choice did not transfer to the test subjects (``docs/benchmarks/finetuning.rst``).
+This selection set is larger (16 subjects, 374 windows) and scores what the test scores:
+a fit on the 8 pool subjects, on subjects it has not seen. It needs EEGMAT's EDF files
+(``../shared/data/eegmat``, or ``--eegmat``), preprocessed as the bundled file is
+(:func:`~braindecode_pars.datasets.bundled_eegmat.write_eegmat_bundle`, cached under
+``benchmarks/.cache``). The protocol and decision rule are on the docs page.
+
+- ``run``: each candidate of ``CANDIDATES`` for each seed; one JSON line per fit in
+  ``finetuning_outer.jsonl`` (balanced accuracy on the 16 subjects, the share predicted
+  as arithmetic, the training loss per epoch and the selection subjects' balanced
+  accuracy every ``CURVE_EVERY`` epochs, read by a callback ``fit`` never reads).
+- ``report``: ``finetuning_outer.md`` from those lines.
+
+Run: ``python benchmarks/bench_finetuning_outer.py run --candidates ... --seeds 0 1 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from bench_finetuning import (
+    ENCODER,
+    MINORITY,
+    POOL,
+    HeldOutCurve,
+    fine_tuner,
+    load,
+    read_rows,
+)
+from sklearn.metrics import balanced_accuracy_score
+
+from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.datasets.bundled_eegmat import _read_bundled_eegmat, write_eegmat_bundle
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
+from braindecode_pars.datasets.windowing import windows_of
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+CACHE = HERE / ".cache" / "eegmat_outer_100hz.npz"
+SHARED_EEGMAT = HERE.parent.parent / "shared" / "data" / "eegmat"
+#: the selection subjects: EEGMAT's 36 less the 8 pool and the 12 test subjects
+OUTER = tuple(s for s in range(36) if s not in POOL and s not in EEGMAT_TEST_SUBJECTS)
+#: the selection subjects' balanced accuracy is read every this many epochs (and last)
+CURVE_EVERY = 5
+
+#: the candidates, each one change from the library's defaults (written before any ran)
+CANDIDATES = {
+    "defaults": {},
+    "no augmentation": {"augmentation": None},
+    "max_epochs=100": {"max_epochs": 100},
+    "amplitude": {"amplitude": True},
+    "crops 5 s": {"crop_seconds": 5.0},
+    "encoder_lr_scale=0.1": {"encoder_lr_scale": 0.1},
+    "lp-ft": {"strategy": "lp-ft"},
+    "weight_decay=0.05": {"optimizer__weight_decay": 0.05},
+    "lr=1e-4": {"lr": 1e-4},
+    "layer_decay=0.65": {"layer_decay": 0.65},
+    "pooling mean+std": {"pooling": "mean+std"},
+}
+
+
+class SparseCurve(HeldOutCurve):
+    """:class:`HeldOutCurve` every ``every`` epochs and at the last (NaN between)."""
+
+    def __init__(self, X, y, every):
+        super().__init__(X, y)
+        self.every = every
+
+    def on_epoch_end(self, net, **kwargs):
+        epoch = len(net.history)
+        if epoch % self.every == 0 or epoch == 1 or epoch == net.max_epochs:
+            super().on_epoch_end(net, **kwargs)
+        else:
+            net.history.record("heldout_bal_acc", float("nan"))
+            net.history.record("heldout_minority", float("nan"))
+
+
+def load_outer(eegmat, cache=CACHE):
+    """The 16 selection subjects' 10-s windows: X, y, subject of each window."""
+    if not cache.exists():
+        if not Path(eegmat).is_dir():
+            raise FileNotFoundError(
+                f"'--eegmat' must be the folder of EEGMAT's EDF files, but {eegmat} is not "
+                "a folder (the repository's ../shared/data/eegmat, or PhysioNet's EEGMAT 1.0.0)."
+            )
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_eegmat_bundle(eegmat, cache, subjects=OUTER)
+    dataset = _read_bundled_eegmat(OUTER, path=cache)
+    windows = windows_of(dataset, None, dataset.datasets[0].raw.info["sfreq"], 10.0)
+    data = read_windows(windows)
+    return data.X, np.asarray(data.y), windows.get_metadata()["subject"].to_numpy()
+
+
+def run(names, seeds, scratch, eegmat, out):
+    X, y, groups, sfreq = load()
+    train = np.isin(groups, POOL)
+    Xs, ys, _ = load_outer(eegmat)
+    for name in names:
+        for start in ("scratch",) * scratch + ("pretrained",):
+            for seed in seeds:
+                clf = fine_tuner(None if start == "scratch" else ENCODER,
+                                 dict(CANDIDATES[name]), seed, sfreq)  # fmt: skip
+                clf.set_params(callbacks=[("heldout_curve", SparseCurve(Xs, ys, CURVE_EVERY))])
+                t0 = time.perf_counter()
+                clf.fit(X[train], y[train], groups=groups[train])
+                seconds = time.perf_counter() - t0
+                pred = clf.predict(Xs)
+                h = clf.history_
+                row = dict(
+                    candidate=name, start=start, seed=seed,
+                    balanced_accuracy=float(balanced_accuracy_score(ys, pred)),
+                    minority_share=float(np.mean(pred == MINORITY)),
+                    n_epochs=len(h), seconds=seconds,
+                    train_loss=[float(v) for v in h[:, "train_loss"]],
+                    heldout_bal_acc=[float(v) for v in h[:, "heldout_bal_acc"]],
+                )  # fmt: skip
+                print(f"{name:22s} {start:10s} seed {seed}: {row['balanced_accuracy']:.3f} "
+                      f"minority {row['minority_share']:.2f} {seconds:.0f} s", flush=True)  # fmt: skip
+                with open(out, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+
+
+def report(rows):
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    base = frame[(frame.candidate == "defaults") & (frame.start == "pretrained")]
+    base = base.balanced_accuracy.mean() if len(base) else float("nan")
+    lines = [
+        "# Fine-tuning defaults: selection on 16 EEGMAT subjects outside the main job",
+        "",
+        "Command: `python benchmarks/bench_finetuning_outer.py run --candidates ... "
+        "--seeds 0 1 2` then `... report`. `PARSFineTuner(strategy='full')` of "
+        f"`{ENCODER}` at the library's defaults but the candidate's change, fitted on the "
+        f"main job's 8 pool subjects (192 windows) and scored on EEGMAT subjects {list(OUTER)} "
+        "(neither pool nor test; 374 windows, 26 % arithmetic). Balanced accuracy, "
+        "mean over seeds; 'gain' against the defaults; 'minority' the share of windows "
+        "predicted as arithmetic per fit. Two threads on the project's 2-core CPU.",
+        "",
+        "| candidate | start | seeds | mean | per seed | gain | minority per fit | s per fit |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (name, start), part in frame.groupby(["candidate", "start"], sort=False):
+        mean = part.balanced_accuracy.mean()
+        lines.append(
+            f"| {name} | {start} | {len(part)} | {mean:.3f} | "
+            + ", ".join(f"{v:.3f}" for v in part.balanced_accuracy)
+            + f" | {mean - base:+.3f} | "
+            + ", ".join(f"{v:.2f}" for v in part.minority_share)
+            + f" | {part.seconds.mean():.0f} |"
+        )
+    lines += [
+        "",
+        "## Learning curves (mean over seeds)",
+        "",
+        "Training loss and the selection subjects' balanced accuracy (read by a callback "
+        "that `fit` never reads) at some epochs.",
+        "",
+        "| candidate | start | "
+        + " | ".join(f"loss @{e}" for e in CURVE_EPOCHS)
+        + " | "
+        + " | ".join(f"selection @{e}" for e in CURVE_EPOCHS)
+        + " |",
+        "|---|---|" + "---|" * (2 * len(CURVE_EPOCHS)),
+    ]
+    for (name, start), part in frame.groupby(["candidate", "start"], sort=False):
+        cells = []
+        for key in ("train_loss", "heldout_bal_acc"):
+            for e in CURVE_EPOCHS:
+                values = [c[e - 1] for c in part[key] if len(c) >= e and c[e - 1] == c[e - 1]]
+                cells.append(f"{np.mean(values):.3f}" if values else "-")
+        lines.append(f"| {name} | {start} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+CURVE_EPOCHS = (1, 5, 10, 20, 40, 60, 100)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("run", "report"))
+    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
+                        choices=list(CANDIDATES))  # fmt: skip
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--scratch", action="store_true", help="also from scratch")
+    parser.add_argument("--eegmat", type=Path, default=SHARED_EEGMAT)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    jsonl = args.out / "finetuning_outer.jsonl"
+    if args.mode == "run":
+        run(args.candidates, args.seeds, args.scratch, args.eegmat, jsonl)
+    else:
+        text = report(read_rows(jsonl))
+        (args.out / "finetuning_outer.md").write_text(text)
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
