@@ -267,8 +267,10 @@ TEST_TUNERS = {
     f"full fine-tuning of {ENCODER} (previous defaults)": ("pretrained", "previous"),
     "same architecture from scratch (previous defaults)": ("scratch", "previous"),
 }
-#: the defaults before this benchmark changed them (issue 48's measurement)
-PREVIOUS_DEFAULTS = {"augmentation": None}
+#: the fine-tuner's defaults before the latest selection changed them: the first round
+#: (the pool's folds) had added the augmentation to the 40 epochs at lr 3e-4
+#: (``finetuning_round1.md``); the second (16 outside subjects) chose the epochs
+PREVIOUS_DEFAULTS = {"max_epochs": 40, "lr": 3e-4}
 TEST_PROBES = {
     f"probe over {ENCODER} (PARSProbe defaults: + band power + tangent space)": {},
     f"probe over {ENCODER} features alone": {"band_power": False, "tangent_space": False},
@@ -345,12 +347,13 @@ def test_report(frame):
         "Command: `OMP_NUM_THREADS=1 python benchmarks/bench_finetuning.py test` "
         f"(braindecode_pars {__version__}). All 8 pool subjects labelled (192 windows), "
         "the 12 test subjects scored (287 windows), 3 seeds (`random_state`). The "
-        "defaults were chosen on the selection protocol inside the pool "
-        "(finetuning_selection.md) before this ran; 'previous defaults' are the "
+        "defaults were chosen on 16 EEGMAT subjects outside the main job "
+        "(finetuning_outer.md) before this ran; 'previous defaults' are the "
         f"fine-tuner's defaults before that choice ({PREVIOUS_DEFAULTS or 'none changed'}). "
         "Balanced accuracy; 'minority' is the share of test windows predicted as "
-        "arithmetic (25 % of them are); 'kept' the epoch kept per seed. One thread on the "
-        "project's 2-core CPU, shared with other jobs: the seconds measure the load too.",
+        "arithmetic (25 % of them are); 'kept' the epoch kept per seed. Run with "
+        "`--threads 2` on the project's idle 2-core CPU. The first round's test (the "
+        "pool's choice, 40 epochs) is finetuning_round1.md.",
         "",
         "| row | mean ± std | per seed | minority share per seed | kept epochs | s per fit |",
         "|---|---|---|---|---|---|",
@@ -414,8 +417,9 @@ def main(argv=None):
     parser.add_argument("--scratch", action="store_true", help="also from scratch")
     parser.add_argument("--quick", action="store_true", help="2 epochs, one fold")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     unknown = sorted(set(args.candidates) - set(CANDIDATES))
     if unknown:

@@ -107,12 +107,12 @@ def load_outer(eegmat, cache=CACHE):
     return data.X, np.asarray(data.y), windows.get_metadata()["subject"].to_numpy()
 
 
-def run(names, seeds, scratch, eegmat, out):
+def run(names, seeds, scratch, eegmat, out, pretrained=True):
     X, y, groups, sfreq = load()
     train = np.isin(groups, POOL)
     Xs, ys, _ = load_outer(eegmat)
     for name in names:
-        for start in ("scratch",) * scratch + ("pretrained",):
+        for start in ("scratch",) * scratch + ("pretrained",) * pretrained:
             for seed in seeds:
                 clf = fine_tuner(None if start == "scratch" else ENCODER,
                                  dict(CANDIDATES[name]), seed, sfreq)  # fmt: skip
@@ -230,6 +230,7 @@ def main(argv=None):
                         choices=list(CANDIDATES))  # fmt: skip
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--scratch", action="store_true", help="also from scratch")
+    parser.add_argument("--scratch-only", action="store_true", help="only from scratch")
     parser.add_argument("--eegmat", type=Path, default=SHARED_EEGMAT)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -237,7 +238,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     jsonl = args.out / "finetuning_outer.jsonl"
     if args.mode == "run":
-        run(args.candidates, args.seeds, args.scratch, args.eegmat, jsonl)
+        scratch = args.scratch or args.scratch_only
+        run(args.candidates, args.seeds, scratch, args.eegmat, jsonl, not args.scratch_only)
     elif args.mode == "probes":
         run_probes(args.seeds, args.eegmat, jsonl)
     else:

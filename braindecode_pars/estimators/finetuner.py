@@ -131,7 +131,9 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         Seed of every draw of ``fit``; the global generators are left as they were.
     criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, verbose, **kwargs
         skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 3e-4,
-        40 epochs, batch 16; ``verbose=1`` prints skorch's epoch table.
+        batch 16; ``verbose=1`` prints skorch's epoch table. ``max_epochs=200`` (the
+        paper's), chosen against 40 and 100 on EEGMAT subjects outside the main job
+        (:doc:`/benchmarks/finetuning`).
 
     Attributes
     ----------
@@ -168,7 +170,7 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
         lr=3e-4,
-        max_epochs=40,
+        max_epochs=200,
         batch_size=16,
         callbacks=None,
         device="cpu",
