@@ -324,7 +324,7 @@ def test_defaults_are_constructible_and_documented():
     head = PARSFineTuner().get_params()
     assert head["spatial_drop_prob"] == 0.5 and head["optimizer__weight_decay"] == 1e-4
     # fine-tuning: the development tasks' selection splits (see docs/benchmarks.rst)
-    assert (head["lr"], head["batch_size"], head["max_epochs"]) == (3e-4, 16, 40)
+    assert (head["lr"], head["batch_size"], head["max_epochs"]) == (3e-4, 16, 200)
     assert (head["strategy"], head["amplitude"]) == ("full", False)
     assert (head["crop_seconds"], head["min_valid_groups"]) == (None, None)
     probe = PARSProbe().get_params()

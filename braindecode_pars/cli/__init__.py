@@ -101,7 +101,7 @@ def _demo_parser(sub):
     demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
     demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
     demo.add_argument(
-        "--finetune-epochs", type=int, help="epochs of the trained-from-scratch row's head"
+        "--finetune-epochs", type=int, help="epochs of the trained-from-scratch row's head (40)"
     )
     demo.add_argument("--device", help="cpu or cuda")
 
