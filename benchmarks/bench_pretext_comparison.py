@@ -30,7 +30,9 @@ Each encoder is then read two ways, the scores appended to
   all 8 pool subjects labelled, the 12 test subjects scored, one fit per encoder (its
   pretraining seed as the fit's seed); beside it the same architecture from scratch
   and braindecode's EEGNet (seeds 0, 1, 2);
-  ``finetune-one``: the same with one labelled pool subject, the main job's five draws.
+  ``finetune-one``: the same with one labelled pool subject, the main job's five draws;
+  ``finetune-mi``: the same rows on the four PhysioNet-MI development tasks' test
+  splits (the probe's: one labelled block in five draws, and both pool blocks).
 
 Nothing here is chosen on a test split: every setting is the library's default, fixed
 before these rows ran. ``report`` writes ``pretext_comparison.md`` and ``.png``.
@@ -189,15 +191,73 @@ def run_finetune(out, one_subject=False):
             ))  # fmt: skip
 
 
+#: the development tasks fully fine-tuned by ``finetune-mi`` (EEGMAT is fine-tuned on the
+#: main job's split by ``finetune`` and ``finetune-one``)
+MI_TASKS = tuple(t for t in DEV_TASKS if t.startswith("mi-"))
+
+
+def run_finetune_mi(out):
+    """Full fine-tuning rows on the PhysioNet-MI development tasks' test splits, at
+    k = 1 (the probe's five draws) and with all labels: every comparison encoder, the
+    same architecture from scratch and EEGNet, the fine-tuner at ``FINETUNE``. A draw
+    whose labelled blocks an earlier draw already fitted reuses that fit's score (the
+    fits are seeded by the pretraining seed, not the draw, so they would be the same)."""
+    done = done_keys(out)
+    jobs = [(f"full fine-tuning, {LABELS[m]}", s) for m in METHODS for s in SEEDS]
+    jobs += [("from scratch", s) for s in SEEDS] + [("EEGNet", s) for s in SEEDS]
+    for task in MI_TASKS:
+        X, y, units, pool, scored, sfreq = load_task(task, "test")
+        n_classes = len(np.unique(y))
+        for k in KS:
+            fitted = {}
+            for draw in DRAWS if k == "1" else (0,):
+                train, test, labelled = split(units, pool, scored, k, draw)
+                for name, seed in jobs:
+                    key = (task, k, draw, name, seed)
+                    if key in done:
+                        continue
+                    memo = (tuple(sorted(int(u) for u in labelled)), name, seed)
+                    t0 = time.perf_counter()
+                    if memo not in fitted:
+                        if name == "EEGNet":
+                            torch.manual_seed(seed)
+                            clf = compact_network(
+                                "EEGNet", X.shape[1], X.shape[2], n_classes, y[train], seed
+                            )
+                            clf.fit(X[train].astype(np.float32), y[train])
+                        else:
+                            if name == "from scratch":
+                                encoder = _scratch_encoder(seed, sfreq)
+                            else:
+                                method = next(m for m in METHODS if name.endswith(LABELS[m]))
+                                encoder = str(encoder_file(method, seed))
+                            clf = fine_tuner(encoder, FINETUNE, seed, sfreq)
+                            clf.fit(X[train], y[train])
+                        pred = clf.predict(X[test].astype(np.float32))
+                        fitted[memo] = (pred, time.perf_counter() - t0)
+                    pred, seconds = fitted[memo]
+                    append(out, dict(
+                        key=list(key), task=task, k=k, draw=draw, row=name, seed=seed,
+                        labelled=[int(u) for u in labelled],
+                        bal_acc=float(balanced_accuracy_score(y[test], pred)),
+                        n_classes_predicted=int(len(np.unique(pred))),
+                        seconds=seconds,
+                    ))  # fmt: skip
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("probe", "finetune", "finetune-one", "report"))
+    parser.add_argument(
+        "mode", choices=("probe", "finetune", "finetune-one", "finetune-mi", "report")
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "pretext_comparison")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
     if args.mode == "probe":
         run_probe(args.out.with_name(args.out.name + "_probe.jsonl"))
+    elif args.mode == "finetune-mi":
+        run_finetune_mi(args.out.with_name(args.out.name + "_finetune.jsonl"))
     elif args.mode in ("finetune", "finetune-one"):
         one = args.mode == "finetune-one"
         run_finetune(args.out.with_name(args.out.name + "_finetune.jsonl"), one_subject=one)

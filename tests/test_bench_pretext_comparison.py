@@ -96,3 +96,39 @@ def test_one_subject_fine_tuning_means_over_the_five_draws_and_needs_them_all(re
         sel = ft[(ft.row == "full fine-tuning, PARS") & (ft.seed == seed)]
         assert means["full fine-tuning, PARS"][seed] == pytest.approx(sel.bal_acc.mean())
     assert list(means["from scratch"].index) == [0, 1]  # seed 2 is incomplete: left out
+
+
+def test_mi_fine_tuning_means_over_draws_then_the_four_tasks_and_needs_them_all(report):
+    rng = np.random.default_rng(3)
+    rows = [
+        dict(
+            row=row,
+            seed=seed,
+            task=task,
+            k=k,
+            draw=draw,
+            bal_acc=rng.uniform(0.3, 0.8),
+            seconds=1.0,
+        )
+        for row in ("full fine-tuning, PARS", "EEGNet")
+        for seed in (0, 1)
+        for task in report.MI_TASKS
+        for k, draws in (("1", range(5)), ("all", (0,)))
+        for draw in draws
+    ]
+    rows.append(dict(row="EEGNet", seed=0, task="eegmat-main", k="1 subject", draw=0,
+                     bal_acc=0.99, seconds=1.0))  # fmt: skip  # another table: not read
+    frame = pd.DataFrame(rows)
+    # EEGNet seed 1 lacks one MI task at k = 1: that seed is left out of its mean
+    frame = frame[~((frame.row == "EEGNet") & (frame.seed == 1) & (frame.k == "1")
+                    & (frame.task == report.MI_TASKS[0]))]  # fmt: skip
+    means, _ = report.ft_mi_means(frame)
+    for seed in (0, 1):
+        sel = frame[(frame.row == "full fine-tuning, PARS") & (frame.seed == seed)
+                    & (frame.k == "1")]  # fmt: skip
+        naive = np.mean([sel[sel.task == t].bal_acc.mean() for t in report.MI_TASKS])
+        assert means["full fine-tuning, PARS"]["1"][seed] == pytest.approx(naive)
+    assert list(means["EEGNet"]["1"].index) == [0]
+    assert list(means["EEGNet"]["all"].index) == [0, 1]
+    table = "\n".join(report.ft_mi_table(frame))
+    assert "| EEGNet |" in table and "0.990" not in table
