@@ -224,11 +224,13 @@ def subjects_report(rows):
     ]
     for (set_, subject), values in table.iterrows():
         lines.append(f"| {set_} | {subject} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
-    heads = " | ".join(f"{c}: mean (subjects under 0.5)" for c in table.columns)
+    heads = " | ".join(
+        f"{c}: mean (subjects under 0.5; mean without those under 0.25)" for c in table.columns
+    )
     lines += ["", f"| set | {heads} |", "|---|" + "---|" * len(table.columns)]
     for set_, part in table.groupby(level="set", sort=False):
-        cells = [f"{part[c].mean():.3f} ({int((part[c] < 0.5).sum())} of {len(part)})"
-                 for c in table.columns]  # fmt: skip
+        cells = [f"{part[c].mean():.3f} ({int((part[c] < 0.5).sum())} of {len(part)}; "
+                 f"{part[c][part[c] >= 0.25].mean():.3f})" for c in table.columns]  # fmt: skip
         lines.append(f"| {set_} | " + " | ".join(cells) + " |")
     corr = table.corr().round(2)
     lines += ["", "Correlation of the per-subject scores between methods (all 28 subjects):", ""]
