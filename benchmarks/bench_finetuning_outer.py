@@ -225,7 +225,7 @@ def subjects_report(rows):
     for (set_, subject), values in table.iterrows():
         lines.append(f"| {set_} | {subject} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
     heads = " | ".join(
-        f"{c}: mean (subjects under 0.5; mean without those under 0.25)" for c in table.columns
+        f"{c}: mean over subjects (under 0.5; mean without those under 0.25)" for c in table.columns
     )
     lines += ["", f"| set | {heads} |", "|---|" + "---|" * len(table.columns)]
     for set_, part in table.groupby(level="set", sort=False):
