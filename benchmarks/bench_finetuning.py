@@ -244,21 +244,28 @@ def selection_report(rows):
         "Training loss and held-out balanced accuracy (the held-out pair, read after each "
         "epoch by the recording callback; never read by `fit`) at some epochs.",
         "",
-        "| candidate | start | "
-        + " | ".join(f"loss @{e}" for e in CURVE_EPOCHS)
-        + " | "
-        + " | ".join(f"held-out @{e}" for e in CURVE_EPOCHS)
-        + " |",
-        "|---|---|" + "---|" * (2 * len(CURVE_EPOCHS)),
+        *curve_table(frame, CURVE_EPOCHS, "held-out"),
     ]
+    return "\n".join(lines) + "\n"
+
+
+def curve_table(frame, epochs, scored):
+    """Markdown rows: per candidate and start, the mean training loss and the mean
+    recorded balanced accuracy (``scored``: the column's name) at each of ``epochs``,
+    over the fits that reached that epoch and recorded it (NaN: not read that epoch)."""
+    lines = [
+        "| candidate | start | " + " | ".join(f"loss @{e}" for e in epochs) + " | "
+        + " | ".join(f"{scored} @{e}" for e in epochs) + " |",
+        "|---|---|" + "---|" * (2 * len(epochs)),
+    ]  # fmt: skip
     for (name, start), part in frame.groupby(["candidate", "start"], sort=False):
         cells = []
         for key in ("train_loss", "heldout_bal_acc"):
-            for e in CURVE_EPOCHS:
-                values = [c[e - 1] for c in part[key] if len(c) >= e]
+            for e in epochs:
+                values = [c[e - 1] for c in part[key] if len(c) >= e and c[e - 1] == c[e - 1]]
                 cells.append(f"{np.mean(values):.3f}" if values else "-")
         lines.append(f"| {name} | {start} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 CURVE_EPOCHS = (1, 3, 5, 10, 20, 40)

@@ -37,6 +37,7 @@ from bench_finetuning import (
     MINORITY,
     POOL,
     HeldOutCurve,
+    curve_table,
     fine_tuner,
     load,
     read_rows,
@@ -285,20 +286,8 @@ def report(rows):
         "Training loss and the selection subjects' balanced accuracy (read by a callback "
         "that `fit` never reads) at some epochs.",
         "",
-        "| candidate | start | "
-        + " | ".join(f"loss @{e}" for e in CURVE_EPOCHS)
-        + " | "
-        + " | ".join(f"selection @{e}" for e in CURVE_EPOCHS)
-        + " |",
-        "|---|---|" + "---|" * (2 * len(CURVE_EPOCHS)),
+        *curve_table(frame, CURVE_EPOCHS, "selection"),
     ]
-    for (name, start), part in frame.groupby(["candidate", "start"], sort=False):
-        cells = []
-        for key in ("train_loss", "heldout_bal_acc"):
-            for e in CURVE_EPOCHS:
-                values = [c[e - 1] for c in part[key] if len(c) >= e and c[e - 1] == c[e - 1]]
-                cells.append(f"{np.mean(values):.3f}" if values else "-")
-        lines.append(f"| {name} | {start} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
