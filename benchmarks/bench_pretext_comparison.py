@@ -207,7 +207,8 @@ def run_finetune_mi(out):
     jobs += [("from scratch", s) for s in SEEDS] + [("EEGNet", s) for s in SEEDS]
     for task in MI_TASKS:
         X, y, units, pool, scored, sfreq = load_task(task, "test")
-        n_classes = len(np.unique(y))
+        y = np.unique(y, return_inverse=True)[1]  # codes 0..n-1, as EEGNet's classes are
+        n_classes = int(y.max()) + 1
         for k in KS:
             fitted = {}
             for draw in DRAWS if k == "1" else (0,):
