@@ -130,10 +130,9 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
     random_state : int | None
         Seed of every draw of ``fit``; the global generators are left as they were.
     criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, verbose, **kwargs
-        skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 3e-4,
-        batch 16; ``verbose=1`` prints skorch's epoch table. ``max_epochs=200`` (the
-        paper's), chosen against 40 and 100 on EEGMAT subjects outside the main job
-        (:doc:`/benchmarks/finetuning`).
+        skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 3e-4, batch
+        16, 200 epochs (the paper's; chosen against 40 and 100, :doc:`/benchmarks/finetuning`);
+        ``verbose=1`` prints skorch's epoch table.
 
     Attributes
     ----------
