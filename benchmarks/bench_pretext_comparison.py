@@ -150,6 +150,22 @@ def run_probe(out):
                     ))  # fmt: skip
 
 
+def fit_job(name, seed, X, y, n_classes, sfreq, groups=None):
+    """One fine-tuning job fitted on ``X``, ``y``: braindecode's EEGNet, the comparison's
+    architecture from scratch, or full fine-tuning of the comparison encoder that
+    ``name`` ends with, for pretraining seed ``seed`` (the fine-tuner at ``FINETUNE``)."""
+    if name == "EEGNet":
+        torch.manual_seed(seed)
+        clf = compact_network("EEGNet", X.shape[1], X.shape[2], n_classes, y, seed)
+        return clf.fit(X.astype(np.float32), y)
+    if name == "from scratch":
+        encoder = _scratch_encoder(seed, sfreq)
+    else:
+        method = next(m for m in METHODS if name.endswith(LABELS[m]))
+        encoder = str(encoder_file(method, seed))
+    return fine_tuner(encoder, FINETUNE, seed, sfreq).fit(X, y, groups=groups)
+
+
 def run_finetune(out, one_subject=False):
     """Full fine-tuning rows: all 8 pool subjects labelled, or (``one_subject``) one
     labelled pool subject in each of :data:`DRAWS` (the main job's draws)."""
@@ -168,19 +184,8 @@ def run_finetune(out, one_subject=False):
             key = ("eegmat-main", k, draw, name, seed)
             if key in done:
                 continue
-            if name == "EEGNet":
-                torch.manual_seed(seed)
-                clf = compact_network("EEGNet", X.shape[1], X.shape[2], 2, y[train], seed)
-            elif name == "from scratch":
-                clf = fine_tuner(_scratch_encoder(seed, sfreq), FINETUNE, seed, sfreq)
-            else:
-                method = next(m for m in METHODS if name.endswith(LABELS[m]))
-                clf = fine_tuner(str(encoder_file(method, seed)), FINETUNE, seed, sfreq)
             t0 = time.perf_counter()
-            if name == "EEGNet":
-                clf.fit(X[train].astype(np.float32), y[train])
-            else:
-                clf.fit(X[train], y[train], groups=groups[train])
+            clf = fit_job(name, seed, X[train], y[train], 2, sfreq, groups=groups[train])
             pred = clf.predict(X[test].astype(np.float32))
             append(out, dict(
                 key=list(key), task="eegmat-main", k=k, draw=draw, row=name, seed=seed,
@@ -220,20 +225,7 @@ def run_finetune_mi(out):
                     memo = (tuple(sorted(int(u) for u in labelled)), name, seed)
                     t0 = time.perf_counter()
                     if memo not in fitted:
-                        if name == "EEGNet":
-                            torch.manual_seed(seed)
-                            clf = compact_network(
-                                "EEGNet", X.shape[1], X.shape[2], n_classes, y[train], seed
-                            )
-                            clf.fit(X[train].astype(np.float32), y[train])
-                        else:
-                            if name == "from scratch":
-                                encoder = _scratch_encoder(seed, sfreq)
-                            else:
-                                method = next(m for m in METHODS if name.endswith(LABELS[m]))
-                                encoder = str(encoder_file(method, seed))
-                            clf = fine_tuner(encoder, FINETUNE, seed, sfreq)
-                            clf.fit(X[train], y[train])
+                        clf = fit_job(name, seed, X[train], y[train], n_classes, sfreq)
                         pred = clf.predict(X[test].astype(np.float32))
                         fitted[memo] = (pred, time.perf_counter() - t0)
                     pred, seconds = fitted[memo]

@@ -251,7 +251,11 @@ def write_report(out):
                 )
     # each row's scores per seed: the 8-subject fits as they are, the one-subject means
     eight = ft_8.groupby(["row", "seed"]).bal_acc.mean() if len(ft_8) else pd.Series(dtype=float)
-    by_seed = {"8 subjects": eight, "1 subject": ft_1}
+    by_seed = {"EEGMAT, 8 subjects": eight, "EEGMAT, 1 subject": ft_1}
+    mi_means, _ = ft_mi_means(ft)
+    for k in ("1", "all"):
+        if len(mi_means) and k in mi_means.index.get_level_values(1):
+            by_seed[f"mean of 4 MI tasks, k = {k}"] = mi_means.xs(k, level="k")
     for label, scores_ in by_seed.items():
         rows = set(scores_.index.get_level_values(0)) if len(scores_) else set()
         if "full fine-tuning, PARS" not in rows:
@@ -259,20 +263,8 @@ def write_report(out):
         for other in FT_ROWS[:-1]:  # the pretrained starts and from scratch, not EEGNet
             if other in rows and other != "full fine-tuning, PARS":
                 lines.append(
-                    f"- Full fine-tuning, EEGMAT, {label}: PARS beats {other.split(', ')[-1]}: "
+                    f"- Full fine-tuning, {label}: PARS beats {other.split(', ')[-1]}: "
                     + verdict(scores_["full fine-tuning, PARS"], scores_[other])
-                )
-    mi_means, _ = ft_mi_means(ft)
-    for k in ("1", "all"):
-        have = {r for r, kk, _ in mi_means.index if kk == k} if len(mi_means) else set()
-        if "full fine-tuning, PARS" not in have:
-            continue
-        for other in FT_ROWS[:-1]:
-            if other in have and other != "full fine-tuning, PARS":
-                lines.append(
-                    f"- Full fine-tuning, mean of 4 MI tasks, k = {k}: PARS beats "
-                    f"{other.split(', ')[-1]}: "
-                    + verdict(mi_means["full fine-tuning, PARS"][k], mi_means[other][k])
                 )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     plot(scores, ft, out.with_suffix(".png"))
