@@ -92,15 +92,16 @@ CANDIDATES["augmentation + layer_decay=0.65"] = {"augmentation": "standard", "la
 class HeldOutCurve(Callback):
     """Balanced accuracy of fixed held-out windows after every epoch, recorded in the
     history as ``heldout_bal_acc`` (and the share predicted as the minority class as
-    ``heldout_minority``); torch's random state is restored, so the fit is unchanged."""
+    ``heldout_minority``); torch's random state is restored, so the fit is unchanged.
+    ``groups``: the held-out windows' subjects, for a fine-tuner that aligns them."""
 
-    def __init__(self, X, y):
-        self.X, self.y = X, y
+    def __init__(self, X, y, groups=None):
+        self.X, self.y, self.groups = X, y, groups
 
     def on_epoch_end(self, net, **kwargs):
         state = torch.get_rng_state()
         try:
-            pred = net.predict(self.X)
+            pred = net.predict(self.X, groups=self.groups)
         finally:
             torch.set_rng_state(state)
         net.history.record("heldout_bal_acc", float(balanced_accuracy_score(self.y, pred)))
@@ -141,12 +142,12 @@ def _scratch_encoder(seed, sfreq):
 
 def fit_record(clf, X, y, groups, train, held, extra):
     """Fit on ``train``, score on ``held``: one result row with the learning curve."""
-    curve = HeldOutCurve(X[held], y[held])
+    curve = HeldOutCurve(X[held], y[held], groups[held])
     clf.set_params(callbacks=[("heldout_curve", curve)])
     t0 = time.perf_counter()
     clf.fit(X[train], y[train], groups=groups[train])
     seconds = time.perf_counter() - t0
-    pred = clf.predict(X[held])
+    pred = clf.predict(X[held], groups=groups[held])
     history = clf.history_
     key = {"loss": "valid_loss_best", "balanced_accuracy": "valid_bal_acc_best"}
     best = [i + 1 for i, h in enumerate(history) if h.get(key[clf.valid_monitor])]

@@ -78,14 +78,18 @@ CANDIDATES = {
     # selection curve still rose at epoch 100 and the augmented training loss was 0.34
     "max_epochs=200": {"max_epochs": 200},
     "max_epochs=100, lr=1e-3": {"max_epochs": 100, "lr": 1e-3},
+    # round 3 (written after the test of round 2's choice, before these ran): each
+    # subject's windows aligned on their own mean covariance, at 200 epochs
+    "max_epochs=200, align": {"max_epochs": 200, "align": "groups"},
+    "max_epochs=200, align, amplitude": {"max_epochs": 200, "align": "groups", "amplitude": True},
 }
 
 
 class SparseCurve(HeldOutCurve):
     """:class:`HeldOutCurve` every ``every`` epochs and at the last (NaN between)."""
 
-    def __init__(self, X, y, every):
-        super().__init__(X, y)
+    def __init__(self, X, y, every, groups=None):
+        super().__init__(X, y, groups)
         self.every = every
 
     def on_epoch_end(self, net, **kwargs):
@@ -116,17 +120,17 @@ def load_outer(eegmat, cache=CACHE):
 def run(names, seeds, scratch, eegmat, out, pretrained=True):
     X, y, groups, sfreq = load()
     train = np.isin(groups, POOL)
-    Xs, ys, _ = load_outer(eegmat)
+    Xs, ys, gs = load_outer(eegmat)
     for name in names:
         for start in ("scratch",) * scratch + ("pretrained",) * pretrained:
             for seed in seeds:
                 clf = fine_tuner(None if start == "scratch" else ENCODER,
                                  {**BASE, **CANDIDATES[name]}, seed, sfreq)  # fmt: skip
-                clf.set_params(callbacks=[("heldout_curve", SparseCurve(Xs, ys, CURVE_EVERY))])
+                clf.set_params(callbacks=[("heldout_curve", SparseCurve(Xs, ys, CURVE_EVERY, gs))])
                 t0 = time.perf_counter()
                 clf.fit(X[train], y[train], groups=groups[train])
                 seconds = time.perf_counter() - t0
-                pred = clf.predict(Xs)
+                pred = clf.predict(Xs, groups=gs)
                 h = clf.history_
                 row = dict(
                     candidate=name, start=start, seed=seed,
@@ -189,7 +193,7 @@ def run_subjects(seeds, eegmat, out):
     for name, make in methods.items():
         for seed in seeds:
             clf = make(seed).fit(X[train], y[train], groups=groups[train])
-            pred = clf.predict(X_all)
+            pred = clf.predict(X_all, groups=g_all)
             for subject in np.unique(g_all):
                 mask = g_all == subject
                 row = dict(

@@ -6,8 +6,9 @@ and :class:`PARSFineTuner` classify over one;
 """
 
 from ..probe.estimator import PARSProbe
+from ..training._finetune import STRATEGIES
 from .classifier import PARSClassifier
-from .finetuner import STRATEGIES, PARSFineTuner
+from .finetuner import PARSFineTuner
 from .pretrainer import PARSPretrainer
 
 __all__ = ["PARSClassifier", "PARSFineTuner", "PARSPretrainer", "PARSProbe", "STRATEGIES"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,26 @@ def read_fit_input(estimator, X, y=None, groups=None):
     encoder = load_encoder_param(estimator.encoder)
     data = read_input(X, y, groups, sfreq=estimator.sfreq)
     return encoder, data, check_labels(data.y)
+
+
+def check_align_groups(align, data):
+    """``align="groups"`` at ``fit``: the groups checked (one per window, one group of
+    at least ``ALIGN_MIN_WINDOWS`` windows), and a warning when there are none (the
+    training windows are then aligned as one group)."""
+    if align is None:
+        return
+    from ..probe.scaling import _check_groups
+
+    _check_groups(data.groups, len(data), fit=True)
+    if data.groups is None:
+        warnings.warn(
+            "align='groups' but fit has no groups: the training windows are aligned "
+            "as one group. Pass 'groups' (the subject of each window) to fit, e.g. "
+            "cross_val_score(clf, X, y, groups=g, params={'groups': g}), or "
+            "braindecode windows with a 'subject' column.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def read_fitted(estimator, X, y=None, groups=None, name="X"):

@@ -25,14 +25,17 @@ from ..datasets.adapters import _window_scale
 from ..models.encoder import PatchEncoder
 from ..models.encoder_config import ENCODER_SIZES
 from ..models.multichannel import POOLINGS, MultiChannelClassifier
+from ..probe.scaling import AlignSignals
 from ..training._finetune import (
     AUGMENTATION_PRESETS,
     CodedWindows,
     FixedCrops,
     RandomCrops,
     check_crop_seconds,
+    check_strategy,
     check_validation,
     class_weights,
+    crop_samples,
     crop_starts,
     encoder_param_groups,
     finetune_callbacks,
@@ -44,6 +47,7 @@ from ..training._seeding import fit_seed, isolated_random_state
 from ..training.interrupt import _PropagateInterrupt
 from ._common import (
     SeededWindowsMixin,
+    check_align_groups,
     check_encoder_rate,
     check_labels,
     check_window_length,
@@ -54,9 +58,6 @@ from ._common import (
 )
 
 logger = logging.getLogger(__name__)
-
-#: Values of ``PARSFineTuner(strategy=...)``.
-STRATEGIES = ("full", "frozen", "lp-ft")
 
 
 class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EEGClassifier):
@@ -105,6 +106,11 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         Train on random crops of this length and predict a window by the mean of
         ``n_eval_crops`` crops; None: whole windows.
     n_eval_crops : int
+    align : {None, "groups"}
+        None: windows as they are. "groups": Euclidean alignment, each group's windows
+        whitened by its mean spatial covariance (:class:`~braindecode_pars.probe.AlignSignals`;
+        transductive, labels unused); groups from ``groups`` or braindecode windows'
+        ``subject`` in ``fit`` and ``predict`` (None: the windows given, as one group).
     augmentation : "standard" | list of braindecode Transform | None
         Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
         "standard" (the default) draws Fourier-phase surrogates, channel dropout and a
@@ -159,6 +165,7 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         spatial_drop_prob=0.5,
         crop_seconds=None,
         n_eval_crops=5,
+        align=None,
         augmentation="standard",
         valid_fraction=0.2,
         min_valid_groups=None,
@@ -185,6 +192,7 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         self.spatial_drop_prob = spatial_drop_prob
         self.crop_seconds = crop_seconds
         self.n_eval_crops = n_eval_crops
+        self.align = align
         self.augmentation = augmentation
         self.valid_fraction = valid_fraction
         self.min_valid_groups = min_valid_groups
@@ -213,14 +221,13 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         # of the net: skorch's rule against setting modules outside initialize does not
         # apply, so set_params(encoder=<PatchEncoder>) and grid searches over encoders work
         if name == "encoder":
-            object.__setattr__(self, name, attr)
-            return
+            return object.__setattr__(self, name, attr)
         super().__setattr__(name, attr)
 
     # -- checks --------------------------------------------------------------------------
     def check_params(self):
         """Check the parameters without data (``fit`` and ``PARSClassifier`` call it first)."""
-        check_option("strategy", self.strategy, STRATEGIES)
+        check_strategy(self.strategy, self.max_epochs)
         if self.train_split is not None:
             raise ValueError(
                 f"'train_split'={self.train_split!r} is not used: PARSFineTuner makes its "
@@ -229,12 +236,6 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
             )
         for name in ("max_epochs", "batch_size", "n_eval_crops"):
             check_int(name, getattr(self, name), 1)
-        if self.strategy == "lp-ft" and self.max_epochs < 2:
-            raise ValueError(
-                "strategy='lp-ft' trains the head over the frozen encoder for half of "
-                f"'max_epochs' and then every weight, so 'max_epochs' must be >= 2, but got "
-                f"{self.max_epochs}."
-            )
         check_range("lr", self.lr, 0, math.inf, low_open=True)
         check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
         check_range("layer_decay", self.layer_decay, 0, 1, low_open=True)
@@ -243,6 +244,7 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         check_range("spatial_drop_prob", self.spatial_drop_prob, 0, 1, high_open=True)
         check_validation(self.min_valid_groups, self.valid_fraction, self.valid_monitor)
         check_crop_seconds(self.crop_seconds)
+        check_option("align", self.align, (None, "groups"))
         if isinstance(self.augmentation, str):
             check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
         check_device("device", self.device)
@@ -274,7 +276,8 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         if given is not None:
             check_encoder_rate(given, data.sfreq, n_times)
         self.classes_inferred_ = classes
-        self._check_classes(data.y)
+        codes = self._codes(data.y)
+        check_align_groups(self.align, data)
         valid = None
         if X_valid is not None:
             valid = read_input(X_valid, y_valid, sfreq=data.sfreq, name="X_valid")
@@ -283,23 +286,24 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
                 raise ValueError(
                     f"'X_valid' windows {valid.shape} differ from those of 'X' {data.shape}."
                 )
-            self._check_classes(valid.y, "y_valid")
+            valid_codes = self._codes(valid.y, "y_valid")
         self.seed_ = fit_seed(self.random_state)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = n_chans, n_times
         self.scale_ = _window_scale(data.X)
-        self.n_crop_ = self._crop_samples(n_times, patch, patch_seconds)
-        codes = self._codes(data.y)
+        self.aligner_ = self.align and AlignSignals().fit(data.X, groups=data.groups)
+        self.n_crop_ = crop_samples(self.crop_seconds, self.sfreq_, n_times, patch, patch_seconds)
         if valid is not None:
-            train = CodedWindows(data.X, codes)
-            held_out = CodedWindows(valid.X, self._codes(valid.y))
+            train = CodedWindows(self._aligned(data), codes)
+            held_out = CodedWindows(self._aligned(valid), valid_codes)
             self.validation_ = "X_valid"
         else:
             train_idx, valid_idx, self.validation_ = group_split(
                 codes, data.groups, self.min_valid_groups, self.valid_fraction, self.seed_
             )
-            train = CodedWindows(data.X, codes, train_idx)
-            held_out = None if valid_idx is None else CodedWindows(data.X, codes, valid_idx)
+            X = self._aligned(data)
+            train = CodedWindows(X, codes, train_idx)
+            held_out = None if valid_idx is None else CodedWindows(X, codes, valid_idx)
         self.class_weight_ = class_weights(train.targets(), len(self.classes_))
         if held_out is not None and self.n_crop_ < n_times:
             held_out = FixedCrops(held_out, self.n_crop_, self._eval_starts())
@@ -319,27 +323,19 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
             self._fit_state.update(valid=None, encoder=None)  # partial_fit: no validation
         return self
 
-    def _check_classes(self, y, name="y"):
+    def _aligned(self, data):
+        """``data``'s windows aligned within their groups (``align``), else as they are."""
+        aligner = getattr(self, "aligner_", None)
+        return data.X if aligner is None else aligner.transform(data.X, groups=data.groups)
+
+    def _codes(self, y, name="y"):
+        """Labels as indices into ``classes_`` (the user's ``classes`` order if given)."""
         unknown = sorted(set(np.unique(y).tolist()) - set(np.asarray(self.classes_).tolist()))
         if unknown:
             source = "'classes'" if self.classes is not None else "'y'"
             raise ValueError(f"'{name}' holds classes {unknown} that {source} does not.")
-
-    def _codes(self, y):
-        """Labels as indices into ``classes_`` (the user's ``classes`` order if given)."""
         index = {label: i for i, label in enumerate(np.asarray(self.classes_).tolist())}
         return np.asarray([index[v] for v in np.asarray(y).tolist()], dtype=np.int64)
-
-    def _crop_samples(self, n_times, patch, patch_seconds):
-        if self.crop_seconds is None:
-            return n_times
-        n_fit = int(round(self.crop_seconds * self.sfreq_))
-        if not patch <= n_fit <= n_times:
-            raise ValueError(
-                f"'crop_seconds' must be between one patch ({patch_seconds} s) and the "
-                f"window ({n_times / self.sfreq_:g} s), but got {self.crop_seconds}."
-            )
-        return n_fit
 
     def _crops(self, dataset):
         return RandomCrops(dataset, self.n_crop_) if self.n_crop_ < self.n_times_ else dataset
@@ -376,8 +372,7 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
                 return X
         data = read_fitted(self, X, y)
         check_labels(data.y, at_least=1)
-        self._check_classes(data.y)
-        return self._crops(CodedWindows(data.X, self._codes(data.y)))
+        return self._crops(CodedWindows(self._aligned(data), self._codes(data.y)))
 
     def get_split_datasets(self, X, y=None, **fit_params):
         """The training set and the validation set ``fit`` built (None: no split)."""
@@ -447,40 +442,45 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         return super().get_iterator(dataset, training=training, drop_index=drop_index)
 
     # -- prediction ----------------------------------------------------------------------
-    def _windows(self, X):
-        data = read_fitted(self, X)
-        return CodedWindows(data.X, np.zeros(len(data), dtype=np.int64))
+    def _windows(self, X, groups=None):
+        data = read_fitted(self, X, groups=groups)
+        return CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, groups=None):
         """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
-        order; with crops, the mean over ``n_eval_crops`` crops of each window."""
+        order; with crops, the mean over ``n_eval_crops`` crops of each window;
+        ``groups`` for ``align`` (None: braindecode windows' ``subject``, else one group)."""
         self.check_is_fitted()
-        windows = X if isinstance(X, CodedWindows) else self._windows(X)
+        windows = X if isinstance(X, CodedWindows) else self._windows(X, groups)
         if self.n_crop_ == self.n_times_:
             return super().predict_proba(windows)
         crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
         return crops.average(super().predict_proba(crops))
 
-    def predict(self, X):
+    def predict(self, X, groups=None):
         """Predicted labels, shape (n_windows,)."""
-        proba = self.predict_proba(X)  # NotFittedError (skorch's) before classes_
+        proba = self.predict_proba(X, groups)  # NotFittedError (skorch's) before classes_
         return np.asarray(self.classes_)[proba.argmax(axis=1)]
 
-    def score(self, X, y=None, sample_weight=None):
+    def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
         from sklearn.metrics import accuracy_score
 
         self.check_is_fitted()
-        data = read_fitted(self, X, y)
+        data = read_fitted(self, X, y, groups)
         check_labels(data.y, at_least=1)
-        windows = CodedWindows(data.X, np.zeros(len(data), dtype=np.int64))
+        windows = CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
         return accuracy_score(data.y, self.predict(windows), sample_weight=sample_weight)
 
-    def transform(self, X):
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit``, then :meth:`transform` of the same windows with the same ``groups``."""
+        return self.fit(X, y, **fit_params).transform(X, fit_params.get("groups"))
+
+    def transform(self, X, groups=None):
         """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops
         when fitted on crops)."""
         self.check_is_fitted()
-        windows = self._windows(X)
+        windows = self._windows(X, groups)
         dataset = windows
         if self.n_crop_ < self.n_times_:
             dataset = FixedCrops(windows, self.n_crop_, self._eval_starts())

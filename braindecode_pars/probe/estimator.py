@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -18,6 +17,7 @@ from .._checks import check_device, check_int, check_option
 from .._params import fill_doc, store_params
 from ..datasets.adapters import _window_scale
 from ..estimators._common import (
+    check_align_groups,
     check_labels,
     check_window_length,
     load_encoder_param,
@@ -27,7 +27,6 @@ from ..estimators._common import (
 from ..windows_input import _WindowsInputMixin
 from .features import BLOCKS, DEFAULT_READOUT, block_features
 from .recipe import MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blocks
-from .scaling import _check_groups
 
 logger = logging.getLogger(__name__)
 
@@ -216,17 +215,7 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstim
             if not blocks:
                 _refuse_no_block()
             fixed = dataclasses.replace(fixed, blocks=blocks)
-        if self.align is not None:
-            _check_groups(data.groups, len(data), fit=True)
-            if data.groups is None:
-                warnings.warn(
-                    "align='groups' but fit has no groups: the training windows are aligned "
-                    "as one group. Pass 'groups' (the subject of each window) to fit, e.g. "
-                    "cross_val_score(clf, X, y, groups=g, params={'groups': g}), or "
-                    "braindecode windows with a 'subject' column.",
-                    UserWarning,
-                    stacklevel=2,
-                )
+        check_align_groups(self.align, data)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
         self.scale_ = _window_scale(data.X)

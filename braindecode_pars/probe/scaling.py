@@ -5,7 +5,9 @@
 - group alignment (transductive, labels unused): :class:`AlignFeatures` standardises
   each feature within each group (a subject, a block of runs), :class:`AlignCovariances`
   re-centres each group's covariances on the identity (Zanini et al., IEEE TBME 65(5),
-  2018). Both take ``groups`` in ``fit`` and ``transform``; a group of fewer than
+  2018), and :class:`AlignSignals` whitens each group's windows themselves (Euclidean
+  alignment, He and Wu, IEEE TBME 67(2), 2020; the fine-tuner's ``align``). Each
+  takes ``groups`` in ``fit`` and ``transform``; a group of fewer than
   :data:`ALIGN_MIN_WINDOWS` windows is aligned on statistics shrunk toward those of
   the training groups.
 """
@@ -242,3 +244,85 @@ class AlignCovariances(_GroupAligner):
             M = geodesic_riemann(reference, M, len(block) / ALIGN_MIN_WINDOWS)
         W = invsqrtm(M)
         return W @ block @ W
+
+
+def _mean_covariance(windows):
+    """The mean over windows (n, C, T) of ``X X^T / T``, each channel centred within its
+    window; float64, accumulated a window at a time (no float64 copy of the windows)."""
+    total = np.zeros((windows.shape[1],) * 2)
+    for window in windows:
+        centred = window - window.mean(axis=1, keepdims=True, dtype=np.float64)
+        total += centred @ centred.T
+    return total / (len(windows) * windows.shape[2])
+
+
+def _inverse_sqrt(matrix, floor=1e-6):
+    """``matrix^{-1/2}`` of a symmetric positive semi-definite matrix; eigenvalues under
+    ``floor`` times their mean are raised to it (a rank-deficient montage, such as one
+    re-referenced to the average, is whitened on its signal's subspace without dividing
+    by zero)."""
+    values, vectors = np.linalg.eigh(matrix)
+    values = np.maximum(values, floor * max(values.mean(), np.finfo(float).tiny))
+    return (vectors / np.sqrt(values)) @ vectors.T
+
+
+class AlignSignals(_GroupAligner):
+    """Euclidean alignment of multi-channel windows (He and Wu, IEEE TBME 67(2), 2020):
+    each group's windows multiplied by ``M^{-1/2}``, ``M`` the arithmetic mean of the
+    group's spatial covariances (each channel centred within its window), so that every
+    group's windows have the identity as their mean covariance. Labels are not read.
+
+    ``X`` is an array (n_windows, n_chans, n_times); the result has its dtype. A group
+    of ``n`` < :data:`ALIGN_MIN_WINDOWS` windows is aligned on ``w M + (1 - w) R``,
+    ``w = n / ALIGN_MIN_WINDOWS``, with ``R`` (``reference_``) the mean of the
+    training groups' ``M`` over the groups of at least :data:`ALIGN_MIN_WINDOWS` windows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((16, 3, 200)) * np.array([1.0, 10.0, 100.0])[:, None]
+    >>> aligned = AlignSignals().fit_transform(X, groups=np.repeat([0, 1], 8))
+    >>> C = np.mean([w @ w.T / 200 for w in aligned[:8] - aligned[:8].mean(2, keepdims=True)], 0)
+    >>> bool(np.allclose(C, np.eye(3)))
+    True
+    """
+
+    def fit(self, X, y=None, groups=None):
+        X = _check_signals(X)
+        groups = _check_groups(groups, len(X), fit=True)
+        self.reference_ = np.mean(
+            [_mean_covariance(X[groups == g]) for g in _large_groups(groups)], axis=0
+        )
+        return self
+
+    def transform(self, X, groups=None):
+        check_is_fitted(self, "reference_")
+        X = _check_signals(X)
+        if X.shape[1] != len(self.reference_):
+            raise ValueError(
+                f"'X' has {X.shape[1]} channels, but AlignSignals was fitted on "
+                f"{len(self.reference_)}."
+            )
+        groups = _check_groups(groups, len(X))
+        out = np.empty_like(X)
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            M = _mean_covariance(X[rows])
+            if len(rows) < ALIGN_MIN_WINDOWS:
+                w = len(rows) / ALIGN_MIN_WINDOWS
+                M = w * M + (1 - w) * self.reference_
+            W = _inverse_sqrt(M).astype(X.dtype)
+            for i in rows:
+                np.matmul(W, X[i], out=out[i])
+        return out
+
+
+def _check_signals(X):
+    X = np.asarray(X)
+    if X.ndim != 3 or not np.issubdtype(X.dtype, np.floating):
+        raise ValueError(
+            "AlignSignals aligns windows: 'X' must be a float array (n_windows, n_chans, "
+            f"n_times), but got {X.dtype} of shape {X.shape}."
+        )
+    return X

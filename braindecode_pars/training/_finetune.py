@@ -87,6 +87,35 @@ def check_validation(min_valid_groups, valid_fraction, valid_monitor):
         check_int("min_valid_groups", min_valid_groups, 2)
 
 
+#: Values of ``PARSFineTuner(strategy=...)``.
+STRATEGIES = ("full", "frozen", "lp-ft")
+
+
+def check_strategy(strategy, max_epochs):
+    """``strategy`` one of :data:`STRATEGIES`; ``"lp-ft"`` needs two epochs or more."""
+    check_option("strategy", strategy, STRATEGIES)
+    if strategy == "lp-ft" and max_epochs < 2:
+        raise ValueError(
+            "strategy='lp-ft' trains the head over the frozen encoder for half of "
+            f"'max_epochs' and then every weight, so 'max_epochs' must be >= 2, but got "
+            f"{max_epochs}."
+        )
+
+
+def crop_samples(crop_seconds, sfreq, n_times, patch, patch_seconds):
+    """Samples per training crop of ``crop_seconds`` (None: the window, ``n_times``),
+    between one patch (``patch`` samples, ``patch_seconds``) and the window."""
+    if crop_seconds is None:
+        return n_times
+    n_fit = int(round(crop_seconds * sfreq))
+    if not patch <= n_fit <= n_times:
+        raise ValueError(
+            f"'crop_seconds' must be between one patch ({patch_seconds} s) and the "
+            f"window ({n_times / sfreq:g} s), but got {crop_seconds}."
+        )
+    return n_fit
+
+
 def check_crop_seconds(crop):
     """``crop_seconds`` must be None or a positive number of seconds."""
     allowed = "a positive number of seconds and None"
