@@ -313,3 +313,44 @@ def test_the_defaults_learn_across_subjects_and_a_group_split_holds_whole_subjec
         assert np.all(np.isin(np.flatnonzero(groups == subject), valid))
     split = PARSFineTuner(encoder=_encoder(), min_valid_groups=4, valid_fraction=0.25, **SMALL)
     assert split.set_params(max_epochs=2).fit(X, y, groups=groups).validation_ == "groups"
+
+
+def test_align_groups_fits_and_predicts_as_on_windows_aligned_beforehand():
+    from braindecode_pars.probe import AlignSignals
+
+    X, y, groups = _subjects_task(4)
+    Xt, yt, gt = _subjects_task(2, seed=1)
+    params = dict(encoder=_encoder(), max_epochs=3, **SMALL)
+    aligned = PARSFineTuner(align="groups", **params).fit(X, y, groups=groups)
+    aligner = AlignSignals().fit(X, groups=groups)
+    by_hand = PARSFineTuner(**params).fit(aligner.transform(X, groups), y)
+    expected = by_hand.predict_proba(aligner.transform(Xt, gt))
+    np.testing.assert_allclose(aligned.predict_proba(Xt, groups=gt), expected, atol=1e-5)
+    np.testing.assert_allclose(aligned.fit_transform(X, y, groups=groups), (
+        aligned.transform(X, groups)), atol=1e-6)  # fmt: skip
+    # without groups at predict, the windows given are one group: another alignment
+    assert not np.allclose(aligned.predict_proba(Xt), expected, atol=1e-3)
+    # PARSClassifier hands a fine-tuning head the groups of predict
+    head = PARSFineTuner(align="groups", max_epochs=3, **SMALL)
+    clf = PARSClassifier(params["encoder"], head, sfreq=100, verbose=0)
+    clf.fit(X, y, groups=groups)
+    np.testing.assert_allclose(clf.predict_proba(Xt, groups=gt), expected, atol=1e-5)
+    with pytest.warns(UserWarning, match="fit has no groups"):
+        PARSFineTuner(align="groups", **params).set_params(max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match="'align'.*Allowed values are None and 'groups'"):
+        PARSFineTuner(align="subject", **SMALL).fit(X, y)
+
+
+def test_aligned_fine_tuning_learns_across_subjects_mixed_differently():
+    """Aligned on each subject's own windows, fine-tuning still learns the class (the
+    frequency of an oscillation) and scores new subjects, whose channels are mixed
+    anew, above chance."""
+    X, y, groups = _subjects_task(8)
+    rng = np.random.default_rng(3)
+    Xt, yt, gt = _subjects_task(4, seed=1)
+    for subject in range(4):  # new subjects: their channels mixed anew
+        rows = gt == subject
+        mixing = np.eye(2) + 0.4 * rng.standard_normal((2, 2))
+        Xt[rows] = np.einsum("ij,njt->nit", mixing, Xt[rows])
+    clf = PARSFineTuner(encoder=_encoder(), align="groups", **SMALL).fit(X, y, groups=groups)
+    assert clf.score(Xt, yt, groups=gt) > 0.75  # chance: 0.5

@@ -14,6 +14,7 @@ from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.probe import (
     AlignCovariances,
     AlignFeatures,
+    AlignSignals,
     BandPowerFeatures,
     BlockScaler,
     EncoderFeatures,
@@ -301,6 +302,74 @@ def test_small_covariance_groups_are_recentred_on_the_geodesic_to_the_reference(
     M = R_half @ _spd_power(R_inv_half @ C[20] @ R_inv_half, 1 / 8) @ R_half
     W = _spd_power(M, -0.5)
     np.testing.assert_allclose(out[20], W @ C[20] @ W, rtol=1e-6)
+
+
+def _whitener(windows):
+    """Float64 reference: the inverse square root (scipy) of the mean of the windows'
+    covariances, each channel centred in its window."""
+    from scipy.linalg import inv, sqrtm
+
+    centred = windows - windows.mean(axis=2, keepdims=True)
+    M = np.mean([w @ w.T / windows.shape[2] for w in centred.astype(np.float64)], axis=0)
+    return np.real(inv(sqrtm(M)))
+
+
+def _mean_cov(windows):
+    centred = windows.astype(np.float64) - windows.mean(axis=2, keepdims=True)
+    return np.mean([w @ w.T for w in centred], axis=0) / windows.shape[2]
+
+
+def test_align_signals_whitens_each_group_as_scipy_does_and_keeps_the_dtype():
+    rng = np.random.default_rng(0)
+    mixing = [np.eye(3) + 0.8 * rng.standard_normal((3, 3)) for _ in range(2)]
+    X = np.concatenate([mix @ rng.standard_normal((10, 3, 250)) + 5.0 for mix in mixing])
+    X = (X * 1e-5).astype(np.float32)  # volts, with an offset each window's centring drops
+    groups = np.repeat(["a", "b"], 10)
+    out = AlignSignals().fit_transform(X, groups=groups)
+    assert out.dtype == np.float32 and out.shape == X.shape
+    for g in "ab":
+        rows = groups == g
+        expected = _whitener(X[rows]) @ X[rows].astype(np.float64)
+        np.testing.assert_allclose(out[rows], expected, rtol=2e-4, atol=2e-4)
+        np.testing.assert_allclose(_mean_cov(out[rows]), np.eye(3), atol=1e-4)
+    # one group's numbers never reach another's
+    moved = X.copy()
+    moved[:10] *= 7
+    np.testing.assert_allclose(AlignSignals().fit_transform(moved, groups=groups)[10:], out[10:])
+
+
+def test_align_signals_shrinks_small_groups_and_whitens_an_average_reference():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((23, 4, 200)) * [[1.0], [2.0], [3.0], [0.5]]
+    groups = np.repeat([0, 1, 2], [10, 10, 3])
+    train = groups < 2
+    aligner = AlignSignals().fit(X[train], groups=groups[train])
+    np.testing.assert_allclose(
+        aligner.reference_, (_mean_cov(X[groups == 0]) + _mean_cov(X[groups == 1])) / 2
+    )
+    out = aligner.transform(X, groups)
+    # 3 windows: whitened by w * its own mean covariance + (1 - w) * the reference
+    w = 3 / 8
+    M = w * _mean_cov(X[~train]) + (1 - w) * aligner.reference_
+    np.testing.assert_allclose(out[~train], _spd_power(M, -0.5) @ X[~train], rtol=1e-10)
+    # a montage re-referenced to the average has rank 3 of 4: whitened on its subspace,
+    # finite, the mean covariance the projector away from the common mode
+    avg = X[:10] - X[:10].mean(axis=1, keepdims=True)
+    white = AlignSignals().fit_transform(avg, groups=np.zeros(10))
+    assert np.isfinite(white).all()
+    np.testing.assert_allclose(_mean_cov(white), np.eye(4) - 0.25, atol=1e-3)
+
+
+def test_align_signals_refuses_what_it_cannot_align():
+    X = np.random.default_rng(2).standard_normal((10, 3, 100))
+    shape = r"float array \(n_windows, n_chans, n_times\).*\(10, 300\)"
+    with pytest.raises(ValueError, match=shape):
+        AlignSignals().fit(X.reshape(10, 300))
+    aligner = AlignSignals().fit(X)
+    with pytest.raises(ValueError, match="'X' has 2 channels, but AlignSignals was fitted on 3"):
+        aligner.transform(X[:, :2])
+    with pytest.raises(ValueError, match="ALIGN_MIN_WINDOWS=8.*the largest of 4 windows"):
+        AlignSignals().fit(X, groups=np.repeat([0, 1, 2], [4, 3, 3]))
 
 
 def test_aligned_probe_scores_a_subject_at_another_amplitude():
