@@ -82,6 +82,9 @@ CANDIDATES = {
     # subject's windows aligned on their own mean covariance, at 200 epochs
     "max_epochs=200, align": {"max_epochs": 200, "align": "groups"},
     "max_epochs=200, align, amplitude": {"max_epochs": 200, "align": "groups", "amplitude": True},
+    # round 4 (written after round 3's rows, before these ran): spatial dropout, never run
+    "max_epochs=200, spatial_drop_prob=0": {"max_epochs": 200, "spatial_drop_prob": 0.0},
+    "max_epochs=200, spatial_drop_prob=0.25": {"max_epochs": 200, "spatial_drop_prob": 0.25},
 }
 
 
