@@ -49,9 +49,10 @@ FOLDS = tuple(POOL[i::4] for i in range(4))
 MINORITY = 1  # arithmetic: 6 of each subject's 24 windows
 
 #: the fine-tuner's defaults when the pool's selection ran (it added the augmentation; the
-#: second selection, ``bench_finetuning_outer.py``, moved the epochs to 200): every
+#: second selection, ``bench_finetuning_outer.py``, moved the epochs to 200 and the
+#: spatial dropout to 0): every
 #: candidate changes these, so a rerun scores the same candidates
-SELECTION_BASE = {"augmentation": None, "max_epochs": 40}
+SELECTION_BASE = {"augmentation": None, "max_epochs": 40, "spatial_drop_prob": 0.5}
 #: stage-1 candidates: each changes one thing from the defaults (the docs page lists them)
 CANDIDATES = {
     "defaults": {},
@@ -280,9 +281,10 @@ TEST_TUNERS = {
     "same architecture from scratch (previous defaults)": ("scratch", "previous"),
 }
 #: the fine-tuner's defaults before the latest selection changed them: the first round
-#: (the pool's folds) had added the augmentation to the 40 epochs at lr 3e-4
-#: (``finetuning_round1.md``); the second (16 outside subjects) chose the epochs
-PREVIOUS_DEFAULTS = {"max_epochs": 40, "lr": 3e-4}
+#: (the pool's folds) had added the augmentation to the 40 epochs (``finetuning_round1.md``),
+#: the second (16 outside subjects) chose 200 epochs (``finetuning_round2.md``), the
+#: fourth (the same subjects) no spatial dropout
+PREVIOUS_DEFAULTS = {"spatial_drop_prob": 0.5}
 TEST_PROBES = {
     f"probe over {ENCODER} (PARSProbe defaults: + band power + tangent space)": {},
     f"probe over {ENCODER} features alone": {"band_power": False, "tangent_space": False},
@@ -365,7 +367,8 @@ def test_report(frame):
         "Balanced accuracy; 'minority' is the share of test windows predicted as "
         "arithmetic (25 % of them are); 'kept' the epoch kept per seed. Run with "
         "`--threads 2` on the project's idle 2-core CPU. The first round's test (the "
-        "pool's choice, 40 epochs) is finetuning_round1.md.",
+        "pool's choice, 40 epochs) is finetuning_round1.md, the second's (200 epochs) "
+        "finetuning_round2.md.",
         "",
         "| row | mean ± std | per seed | minority share per seed | kept epochs | s per fit |",
         "|---|---|---|---|---|---|",

@@ -80,9 +80,9 @@ KS = ("1", "all")
 DRAWS = (0, 1, 2, 3, 4)
 LABELS = {"pars": "PARS", "mae": "MAE", "mp3": "MP3", "droppos": "DropPos"}
 
-#: the fine-tuner's settings of the recorded rows: its defaults when they ran (40 epochs;
-#: the default is now 200, chosen later on EEGMAT subjects outside the main job)
-FINETUNE = {"max_epochs": 40}
+#: the fine-tuner's settings of the recorded rows: its defaults when they ran (40 epochs,
+#: spatial dropout 0.5; now 200 and 0, chosen later on EEGMAT subjects outside the main job)
+FINETUNE = {"max_epochs": 40, "spatial_drop_prob": 0.5}
 
 
 def encoder_file(method, seed):
