@@ -209,3 +209,19 @@ def test_the_bundle_holds_what_load_eegmat_gives_in_microvolts(tmp_path):
         # float16 in the file: three significant digits
         np.testing.assert_allclose(a.raw.get_data(), b.raw.get_data(), rtol=2e-3, atol=0.02)
     assert 10 < np.abs(bundled.datasets[0].raw.get_data()).max() < 30  # a 20 uV sine
+
+
+def test_the_repository_bundle_is_what_the_writer_makes_of_the_real_recordings(
+    shared_data, tmp_path
+):
+    """The bundled file's windows of two test subjects equal the bundle the writer makes
+    from EEGMAT's EDF files: benchmarks that read other subjects from the EDF files
+    (``bench_finetuning_outer.py``) see them preprocessed as the bundle's."""
+    from braindecode_pars.datasets.bundled_eegmat import _read_bundled_eegmat, write_eegmat_bundle
+
+    subjects = (13, 35)
+    out = write_eegmat_bundle(shared_data / "eegmat", tmp_path / "b.npz", subjects=subjects)
+    for a, b in zip(_read_bundled_eegmat(subjects).datasets,
+                    _read_bundled_eegmat(subjects, path=out).datasets, strict=True):  # fmt: skip
+        assert a.description["subject"] == b.description["subject"]
+        np.testing.assert_array_equal(a.raw.get_data(), b.raw.get_data())
