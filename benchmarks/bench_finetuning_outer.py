@@ -17,7 +17,8 @@ a fit on the 8 pool subjects, on subjects it has not seen. It needs EEGMAT's EDF
 - ``probes``: the probe over the encoder on the same split (calibration rows).
 - ``report``: ``finetuning_outer.md`` from those lines.
 - ``subjects``, ``subjects-report``: each selection and test subject scored alone by
-  the library's defaults (a diagnosis; ``finetuning_subjects.md``).
+  the fine-tuner's defaults of the second round, ``SUBJECTS_TUNER`` (a diagnosis;
+  ``finetuning_subjects.md``).
 
 Run: ``python benchmarks/bench_finetuning_outer.py run --candidates ... --seeds 0 1 2``.
 """
@@ -174,8 +175,13 @@ def run_probes(seeds, eegmat, out):
                 f.write(json.dumps(row) + "\n")
 
 
+#: the fine-tuner of the per-subject diagnosis: the defaults when it ran (the second
+#: round's 200 epochs, spatial dropout 0.5), so that a rerun reproduces it
+SUBJECTS_TUNER = {"max_epochs": 200, "spatial_drop_prob": 0.5}
+
+
 def run_subjects(seeds, eegmat, out):
-    """Per subject: fit on the 8 pool subjects at the library's defaults (full
+    """Per subject: fit on the 8 pool subjects at ``SUBJECTS_TUNER`` (full
     fine-tuning of the encoder, the same from scratch, the probe over the encoder) and
     score each selection and each test subject alone. A diagnosis of where the scores of
     the two sets part; it chooses nothing (the defaults were committed before it ran)."""
@@ -188,8 +194,8 @@ def run_subjects(seeds, eegmat, out):
     X_all = np.concatenate([Xs, X[test]])
     y_all, g_all = np.concatenate([ys, y[test]]), np.concatenate([gs, groups[test]])
     methods = {
-        f"full fine-tuning of {ENCODER}": lambda seed: fine_tuner(ENCODER, {}, seed, sfreq),
-        "from scratch": lambda seed: fine_tuner(None, {}, seed, sfreq),
+        f"full fine-tuning of {ENCODER}": lambda s: fine_tuner(ENCODER, SUBJECTS_TUNER, s, sfreq),
+        "from scratch": lambda seed: fine_tuner(None, SUBJECTS_TUNER, seed, sfreq),
         f"probe over {ENCODER}": lambda seed: PARSProbe(
             encoder=ENCODER, sfreq=sfreq, random_state=seed
         ),
@@ -222,7 +228,8 @@ def subjects_report(rows):
         "# Fine-tuning and the probe per subject: selection and test subjects",
         "",
         "Command: `python benchmarks/bench_finetuning_outer.py subjects` then "
-        "`... subjects-report`. Each method at the library's defaults, fitted on the main "
+        "`... subjects-report`. Each method at the defaults of the second round (200 "
+        "epochs, spatial dropout 0.5; the probe's own defaults), fitted on the main "
         "job's 8 pool subjects, seeds "
         f"{sorted(frame.seed.unique().tolist())}; each subject's balanced accuracy "
         "(18 rest and 6 arithmetic windows, fewer for some selection subjects), mean "
