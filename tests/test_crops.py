@@ -68,7 +68,7 @@ def test_a_classifier_on_crops_learns_and_averages_its_crops():
     Xt, yt = _rhythm_task(40, 1)
     clf = tuner(crop_seconds=1.5, n_eval_crops=3, max_epochs=15, lr=3e-3).fit(X, y)
     assert clf.module_.n_times == 150
-    assert clf.score(Xt, yt) > 0.85
+    assert clf.score(Xt, yt) > 0.75  # chance: 0.5 (15 epochs on 80 windows)
     # the prediction of a window is the mean of the module's probabilities on 3 crops
     module = clf.module_.eval()
     with torch.no_grad():
