@@ -354,3 +354,23 @@ def test_aligned_fine_tuning_learns_across_subjects_mixed_differently():
         Xt[rows] = np.einsum("ij,njt->nit", mixing, Xt[rows])
     clf = PARSFineTuner(encoder=_encoder(), align="groups", **SMALL).fit(X, y, groups=groups)
     assert clf.score(Xt, yt, groups=gt) > 0.75  # chance: 0.5
+
+
+def test_aligned_fine_tuning_reads_the_subjects_of_braindecode_windows():
+    from braindecode.datasets import create_from_X_y
+
+    def windows_of(X, y, groups):
+        windows = create_from_X_y(X, y, drop_last_window=False, sfreq=100)
+        for ds, subject in zip(windows.datasets, groups, strict=True):
+            ds.description["subject"] = int(subject)
+            ds.metadata["subject"] = int(subject)
+        return windows
+
+    X, y, groups = _subjects_task(3, per_subject=8)
+    Xt, yt, gt = _subjects_task(2, per_subject=8, seed=1)
+    params = dict(encoder=_encoder(), align="groups", max_epochs=2, **SMALL)
+    arrays = PARSFineTuner(**params).fit(X, y, groups=groups)
+    windows = PARSFineTuner(**params).fit(windows_of(X, y, groups))
+    expected = arrays.predict_proba(Xt, groups=gt)
+    np.testing.assert_allclose(windows.predict_proba(windows_of(Xt, yt, gt)), expected, atol=1e-5)
+    np.testing.assert_allclose(arrays.predict_proba(windows_of(Xt, yt, gt)), expected, atol=1e-5)
