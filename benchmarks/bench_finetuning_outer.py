@@ -180,7 +180,11 @@ def run_probes(seeds, eegmat, out):
 SUBJECTS_TUNER = {"max_epochs": 200, "spatial_drop_prob": 0.5}
 
 
-def run_subjects(seeds, eegmat, out):
+#: the fourth round's choice, added to the diagnosis after its test (it chose nothing)
+NO_DROPOUT = {"max_epochs": 200, "spatial_drop_prob": 0.0}
+
+
+def run_subjects(seeds, eegmat, out, names=None):
     """Per subject: fit on the 8 pool subjects at ``SUBJECTS_TUNER`` (full
     fine-tuning of the encoder, the same from scratch, the probe over the encoder) and
     score each selection and each test subject alone. A diagnosis of where the scores of
@@ -195,12 +199,17 @@ def run_subjects(seeds, eegmat, out):
     y_all, g_all = np.concatenate([ys, y[test]]), np.concatenate([gs, groups[test]])
     methods = {
         f"full fine-tuning of {ENCODER}": lambda s: fine_tuner(ENCODER, SUBJECTS_TUNER, s, sfreq),
+        f"full fine-tuning of {ENCODER}, no spatial dropout": lambda s: fine_tuner(
+            ENCODER, NO_DROPOUT, s, sfreq
+        ),
         "from scratch": lambda seed: fine_tuner(None, SUBJECTS_TUNER, seed, sfreq),
         f"probe over {ENCODER}": lambda seed: PARSProbe(
             encoder=ENCODER, sfreq=sfreq, random_state=seed
         ),
     }
     for name, make in methods.items():
+        if names is not None and name not in names:
+            continue
         for seed in seeds:
             clf = make(seed).fit(X[train], y[train], groups=groups[train])
             pred = clf.predict(X_all, groups=g_all)
@@ -229,7 +238,9 @@ def subjects_report(rows):
         "",
         "Command: `python benchmarks/bench_finetuning_outer.py subjects` then "
         "`... subjects-report`. Each method at the defaults of the second round (200 "
-        "epochs, spatial dropout 0.5; the probe's own defaults), fitted on the main "
+        "epochs, spatial dropout 0.5; the probe's own defaults) unless its name says "
+        "otherwise (no spatial dropout: the fourth round's choice, run after its test), "
+        "fitted on the main "
         "job's 8 pool subjects, seeds "
         f"{sorted(frame.seed.unique().tolist())}; each subject's balanced accuracy "
         "(18 rest and 6 arithmetic windows, fewer for some selection subjects), mean "
@@ -319,6 +330,7 @@ def main(argv=None):
     parser.add_argument("--scratch-only", action="store_true", help="only from scratch")
     parser.add_argument("--eegmat", type=Path, default=SHARED_EEGMAT)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--methods", nargs="+", help="subjects: only these methods")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -329,7 +341,8 @@ def main(argv=None):
     elif args.mode == "probes":
         run_probes(args.seeds, args.eegmat, jsonl)
     elif args.mode == "subjects":
-        run_subjects(args.seeds, args.eegmat, args.out / "finetuning_subjects.jsonl")
+        run_subjects(args.seeds, args.eegmat, args.out / "finetuning_subjects.jsonl",
+                     args.methods)  # fmt: skip
     elif args.mode == "subjects-report":
         text = subjects_report(read_rows(args.out / "finetuning_subjects.jsonl"))
         (args.out / "finetuning_subjects.md").write_text(text)
