@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import TransformerMixin
 
 from ..datasets.adapters import _check_scale, read_windows
 from ..windows_input import _WindowsInputMixin
@@ -174,6 +175,15 @@ def check_window_length(n_times, n_chans, patch_seconds, sfreq):
             f"patch_seconds={patch_seconds} s ({patch} samples at {sfreq} Hz).{hint}"
         )
     return patch
+
+
+class _GroupsTransformerMixin(TransformerMixin):
+    """scikit-learn's ``TransformerMixin`` whose ``fit_transform`` hands ``transform``
+    the ``groups`` that ``fit`` had (an aligned estimator then aligns the windows as
+    ``fit`` did; scikit-learn's passes ``transform`` no groups)."""
+
+    def fit_transform(self, X, y=None, groups=None, **fit_params):
+        return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
 
 
 class SeededWindowsMixin(_WindowsInputMixin):

@@ -7,7 +7,7 @@ import logging
 import warnings
 
 from sklearn import get_config
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import Bunch
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
@@ -21,7 +21,13 @@ from .._checks import check_option
 from .._logging import verbose_logging
 from ..probe.estimator import PARSProbe
 from ..training._seeding import fit_seed
-from ._common import SeededWindowsMixin, check_labels, load_encoder_param, read_input
+from ._common import (
+    SeededWindowsMixin,
+    _GroupsTransformerMixin,
+    check_labels,
+    load_encoder_param,
+    read_input,
+)
 from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
@@ -33,7 +39,7 @@ DEFAULT_ENCODER = "pars-small-v2"
 _HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
 
 
-class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixin, BaseEstimator):
     """Pretrain (or load) a single-channel encoder, then classify multi-channel windows
     with a head over it, in one ``fit``.
 
@@ -413,12 +419,6 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, TransformerMixin, Base
         """The head's features of each window (the probe's scaled blocks, or the neural
         head's pooled token)."""
         return self._head_call("transform", self._read(X, groups=groups))
-
-    def fit_transform(self, X, y=None, **fit_params):
-        """``fit``, then ``transform`` of the same windows with the same ``groups`` (an
-        aligned probe then aligns them as ``fit`` did)."""
-        self.fit(X, y, **fit_params)
-        return self.transform(X, groups=fit_params.get("groups"))
 
     def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""

@@ -17,7 +17,6 @@ import numpy as np
 import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
-from sklearn.base import TransformerMixin
 
 from .._checks import check_device, check_int, check_option, check_range
 from .._params import fill_doc
@@ -47,6 +46,7 @@ from ..training._seeding import fit_seed, isolated_random_state
 from ..training.interrupt import _PropagateInterrupt
 from ._common import (
     SeededWindowsMixin,
+    _GroupsTransformerMixin,
     check_align_groups,
     check_encoder_rate,
     check_labels,
@@ -60,7 +60,9 @@ from ._common import (
 logger = logging.getLogger(__name__)
 
 
-class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, EEGClassifier):
+class PARSFineTuner(
+    _PropagateInterrupt, SeededWindowsMixin, _GroupsTransformerMixin, EEGClassifier
+):
     """Fine-tune a PatchEncoder with a spatial head on multi-channel windows.
 
     Each channel goes through the single-channel encoder; a cross-attention head
@@ -471,10 +473,6 @@ class PARSFineTuner(_PropagateInterrupt, SeededWindowsMixin, TransformerMixin, E
         check_labels(data.y, at_least=1)
         windows = CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
         return accuracy_score(data.y, self.predict(windows), sample_weight=sample_weight)
-
-    def fit_transform(self, X, y=None, **fit_params):
-        """``fit``, then :meth:`transform` of the same windows with the same ``groups``."""
-        return self.fit(X, y, **fit_params).transform(X, fit_params.get("groups"))
 
     def transform(self, X, groups=None):
         """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.utils.validation import check_is_fitted
 
@@ -17,6 +17,7 @@ from .._checks import check_device, check_int, check_option
 from .._params import fill_doc, store_params
 from ..datasets.adapters import _window_scale
 from ..estimators._common import (
+    _GroupsTransformerMixin,
     check_align_groups,
     check_labels,
     check_window_length,
@@ -31,7 +32,7 @@ from .recipe import MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blocks
 logger = logging.getLogger(__name__)
 
 
-class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, BaseEstimator):
     """The probe as a classifier: a class-balanced logistic regression over a frozen
     encoder's features, log band power and the Riemannian tangent space.
 
@@ -298,10 +299,6 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, TransformerMixin, BaseEstim
 
     def _groups(self, data):
         return None if self.align is None else data.groups
-
-    def fit_transform(self, X, y=None, groups=None):
-        """``fit``, then ``transform`` of the same windows with the same ``groups``."""
-        return self.fit(X, y, groups).transform(X, groups=groups)
 
     def score(self, X, y=None, sample_weight=None, groups=None):
         """Accuracy; labels read from the windows when ``y`` is None."""
