@@ -293,17 +293,17 @@ class PARSFineTuner(
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = n_chans, n_times
         self.scale_ = _window_scale(data.X)
-        self.aligner_ = self.align and AlignSignals().fit(data.X, groups=data.groups)
+        self.aligner_ = self.align and AlignSignals()
+        X = self.aligner_.fit_transform(data.X, groups=data.groups) if self.aligner_ else data.X
         self.n_crop_ = crop_samples(self.crop_seconds, self.sfreq_, n_times, patch, patch_seconds)
         if valid is not None:
-            train = CodedWindows(self._aligned(data), codes)
+            train = CodedWindows(X, codes)
             held_out = CodedWindows(self._aligned(valid), valid_codes)
             self.validation_ = "X_valid"
         else:
             train_idx, valid_idx, self.validation_ = group_split(
                 codes, data.groups, self.min_valid_groups, self.valid_fraction, self.seed_
             )
-            X = self._aligned(data)
             train = CodedWindows(X, codes, train_idx)
             held_out = None if valid_idx is None else CodedWindows(X, codes, valid_idx)
         self.class_weight_ = class_weights(train.targets(), len(self.classes_))

@@ -289,12 +289,22 @@ class AlignSignals(_GroupAligner):
     """
 
     def fit(self, X, y=None, groups=None):
+        self._fit(X, groups)
+        return self
+
+    def _fit(self, X, groups):
+        """``reference_`` from the groups of at least :data:`ALIGN_MIN_WINDOWS` windows;
+        returns ``X`` and ``groups`` checked and those groups' mean covariances."""
         X = _check_signals(X)
         groups = _check_groups(groups, len(X), fit=True)
-        self.reference_ = np.mean(
-            [_mean_covariance(X[groups == g]) for g in _large_groups(groups)], axis=0
-        )
-        return self
+        covariances = {g: _mean_covariance(X[groups == g]) for g in _large_groups(groups)}
+        self.reference_ = np.mean(list(covariances.values()), axis=0)
+        return X, groups, covariances
+
+    def fit_transform(self, X, y=None, groups=None):
+        """``fit`` and ``transform`` of the same windows, each group's covariance
+        computed once."""
+        return self._whiten(*self._fit(X, groups))
 
     def transform(self, X, groups=None):
         check_is_fitted(self, "reference_")
@@ -304,11 +314,15 @@ class AlignSignals(_GroupAligner):
                 f"'X' has {X.shape[1]} channels, but AlignSignals was fitted on "
                 f"{len(self.reference_)}."
             )
-        groups = _check_groups(groups, len(X))
+        return self._whiten(X, _check_groups(groups, len(X)), {})
+
+    def _whiten(self, X, groups, covariances):
+        """Each group of ``X`` whitened by its mean covariance (``covariances[g]`` where
+        given, else computed), shrunk toward ``reference_`` for a small group."""
         out = np.empty_like(X)
         for g in np.unique(groups):
             rows = np.flatnonzero(groups == g)
-            M = _mean_covariance(X[rows])
+            M = covariances[g] if g in covariances else _mean_covariance(X[rows])
             if len(rows) < ALIGN_MIN_WINDOWS:
                 w = len(rows) / ALIGN_MIN_WINDOWS
                 M = w * M + (1 - w) * self.reference_
