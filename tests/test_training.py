@@ -673,3 +673,27 @@ def test_the_epoch_table_has_no_colour_codes_off_a_terminal(_package_log_to):
     _progress_net(io.StringIO(), epochs=3).fit(ramp_dataset(32))
     text = stream.getvalue()
     assert "train_loss" in text and "\x1b[" not in text
+
+
+def _count_worker_start(folder, worker_id):
+    with open(folder / f"started-{worker_id}", "a") as f:
+        f.write("x")
+
+
+def test_data_loader_workers_start_once_per_fit_and_the_net_pickles_after(tmp_path):
+    import functools
+    import pickle
+
+    net = PretrainNet(
+        _pars(), max_epochs=4, batch_size=8, lr=3e-3, progress_bar=False,
+        iterator_train__num_workers=1,
+        iterator_train__worker_init_fn=functools.partial(_count_worker_start, tmp_path),
+    )  # fmt: skip
+    net.fit(_ramp_view())  # 4 epochs of 4 batches
+    assert (tmp_path / "started-0").read_text() == "x"  # one start, not one an epoch
+    losses = net.history[:, "train_loss"]
+    assert losses[-1] < losses[0]
+    assert net._train_loader is None  # the fit's loader, and its worker, are let go
+    pickle.loads(pickle.dumps(net))
+    net.partial_fit(_ramp_view(), epochs=1)  # a new fit starts its own worker
+    assert (tmp_path / "started-0").read_text() == "xx"

@@ -346,13 +346,28 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         :class:`~braindecode_pars.datasets.SingleChannelWindows` view are drawn a batch
         at a time into one array
         (:class:`~braindecode_pars.datasets.single_channel._BatchedView`), in pinned
-        memory on CUDA."""
+        memory on CUDA. With worker processes (``iterator_train__num_workers``), one
+        DataLoader serves every epoch of a fit and keeps its workers
+        (``persistent_workers``), so that an epoch of a few batches does not start them
+        anew."""
         world = distributed.world_size() if self.distributed_ else 1
         short = training and _draws_with_replacement(len(dataset), self.batch_size, world)
         batched = training and _BatchedView.reads(dataset)
         if not (training and (self.distributed_ or short or batched)):
             return super().get_iterator(dataset, training=training)
+        kept = getattr(self, "_train_loader", None)
+        if kept is not None and kept[0] is dataset:
+            return kept[1]
+        loader = self._train_iterator(dataset, short, batched)
+        if loader.persistent_workers:
+            self._train_loader = (dataset, loader)
+        return loader
+
+    def _train_iterator(self, dataset, short, batched):
+        """A new training DataLoader of :meth:`get_iterator`."""
         kwargs = self.get_params_for("iterator_train")
+        if kwargs.get("num_workers", 0) > 0:
+            kwargs.setdefault("persistent_workers", True)
         shuffle = kwargs.pop("shuffle", True)
         batch_size = kwargs.pop("batch_size", self.batch_size)
         if short:  # each process draws its own (its generator is seeded by rank)
@@ -443,6 +458,7 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         try:
             return super().partial_fit(X, y, classes=classes, **fit_params)
         finally:  # also when training ends by an error, which skips on_train_end
+            self._train_loader = None  # its worker processes end with it
             for _, callback in getattr(self, "callbacks_", []):
                 if isinstance(callback, EpochProgress):
                     callback.close()
