@@ -17,7 +17,8 @@ its loop rate is the marginal one: ``(windows of the long run - windows of the s
 run) / (time of the long run - time of the short run)``. That cancels what a fit pays
 once (reading the data, building the model, the validation draws, a compilation) and
 leaves what the loop pays per step: loading and moving batches, skorch's callbacks,
-validation, checkpoints and logs. The corpus holds a few batches, so a run spans many
+validation, checkpoints and logs. Before the rounds, one untimed short run of each
+loop pays the process's cold compilations. The corpus holds a few batches, so a run spans many
 epochs, as a small corpus does. A round measures the bare step, both loops and the
 bare step again, and a loop's ratio is taken within its round, so that a machine whose
 speed drifts (a shared CPU) compares like with like; the ratios reported are the
@@ -147,9 +148,9 @@ def write_store(config, X, folder):
     return folder
 
 
-def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
-    """One ``braindecode-pars pretrain`` on ``store`` (in this process): (seconds,
-    windows trained, epochs)."""
+def cli_run(config, store, out, batch_size, device, amp, compiled, steps, workers=0):
+    """One ``braindecode-pars pretrain`` on ``store`` (in this process, its batches
+    read by ``workers`` DataLoader processes): (seconds, windows trained, epochs)."""
     import json
 
     from braindecode_pars.cli import main
@@ -164,6 +165,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
         "--batch-size", str(batch_size), "--device", str(device),
         "--threads", str(torch.get_num_threads()), "--config", str(encoder),
         "--amp" if amp else "--no-amp", "--compile" if compiled else "--no-compile",
+        "--workers", str(workers),
     ]  # fmt: skip
     synchronize(torch.device(device))
     t0 = time.perf_counter()
@@ -172,6 +174,89 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps):
     seconds = time.perf_counter() - t0
     history = json.loads((_run_state(out) / "history.json").read_text())
     return seconds, _trained_windows(history), len(history)
+
+
+#: Where a profiled function's own time is counted: the first area whose pattern its
+#: file name (or, for built-ins, its name) holds.
+AREAS = (
+    ("window store and crops", ("datasets/store", "datasets/single_channel", "memmap")),
+    ("batches (collate, DataLoader)", ("torch/utils/data",)),
+    ("checkpoints and saving", ("torch/serialization", "hub.py", "checkpoint")),
+    ("logs, history and JSON", ("logging", "json", "skorch/history", "tqdm")),
+    ("skorch loop and callbacks", ("skorch/",)),
+    ("braindecode_pars loop", ("braindecode_pars/training",)),
+    ("torch (the step, waits on the device)", ("torch", "method 'item'", "method 'to'")),
+)
+
+
+def profile_areas(run):
+    """``run()`` under cProfile: (total seconds, {area: own seconds}, top functions as
+    (own seconds, calls, name))."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    t0 = time.perf_counter()
+    profiler.runcall(run)
+    total = time.perf_counter() - t0
+    areas = dict.fromkeys([a for a, _ in AREAS] + ["other"], 0.0)
+    top = []
+    for (file, line, name), (_, calls, own, _, _) in pstats.Stats(profiler).stats.items():
+        where = f"{file}:{name}"
+        area = next((a for a, keys in AREAS if any(k in where for k in keys)), "other")
+        areas[area] += own
+        top.append((own, calls, f"{Path(file).name}:{line}({name})"))
+    return total, areas, sorted(top, reverse=True)[:12]
+
+
+def profile_report(config, X, store, tmp, batch, device, amp, compiled, steps, path):
+    """Both loops' short and long runs once more under cProfile, written to ``path`` as
+    Markdown: each area's own time in the long run less that in the short run, the
+    marginal cost of the extra steps, as the loop rates are marginal."""
+    short_steps = max(1, int(steps * SHORT))
+
+    def runs(n):
+        return {
+            "`PARSPretrainer.fit`": lambda: estimator_run(
+                config, X, batch, device, amp, compiled, n
+            ),
+            "`braindecode-pars pretrain`": lambda: cli_run(
+                config, store, Path(tmp) / f"profiled-{n}", batch, device, amp, compiled, n
+            ),
+        }
+
+    lines = [
+        "# Where the pretraining loops' time goes",
+        "",
+        "Written by `benchmarks/bench_pretrain_loop.py --profile`: each loop's short "
+        f"({short_steps} steps) and long ({steps} steps) runs once more under cProfile, "
+        f"batch {batch}; a function's own time is summed by area (the first area whose "
+        "pattern its file or name holds), and each column is the long run's less the "
+        "short run's: what the extra steps cost. On a GPU the step runs asynchronously, "
+        "so the host's wait for it is counted where the host blocks (a loss's `.item()`, "
+        "a copy to the host). The profiler slows Python-heavy code more than the step.",
+        "",
+        f"- Device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}",
+        f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- Model: {config.name}; precision as in the rounds above",
+        "",
+    ]
+    short, long = runs(short_steps), runs(steps)
+    results = {label: (profile_areas(short[label]), profile_areas(long[label])) for label in long}
+    labels = list(results)
+    lines += ["| area | " + " | ".join(f"{label}: s" for label in labels) + " |",
+              "|---|" + "---|" * len(labels)]  # fmt: skip
+    for area in [a for a, _ in AREAS] + ["other"]:
+        cells = [f"{b[1][area] - a[1][area]:.2f}" for a, b in results.values()]
+        lines.append(f"| {area} | " + " | ".join(cells) + " |")
+    cells = [f"{b[0] - a[0]:.2f}" for a, b in results.values()]
+    lines += ["| **whole run (wall clock)** | " + " | ".join(cells) + " |", ""]
+    for label, (_, (total, _, top)) in results.items():
+        lines += [f"Top functions of {label}'s long run ({total:.1f} s, own time):", "",
+                  "| own seconds | calls | function |", "|---|---|---|"]  # fmt: skip
+        lines += [f"| {own:.2f} | {calls} | `{name}` |" for own, calls, name in top]
+        lines.append("")
+    write_report(lines, path)
 
 
 def marginal(short, long):
@@ -202,6 +287,16 @@ def parse_args(argv=None):
         action=argparse.BooleanOptionalAction,
         help="torch.compile (default: on CUDA only)",
     )
+    parser.add_argument(
+        "--workers", type=int, default=0,
+        help="the command line's DataLoader worker processes (default: 0)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="after the rounds, run each loop's long run once more under cProfile and "
+        "write where its time goes (seconds by area and the top functions) to FILE",
+    )
     args = parser.parse_args(argv)
     if args.tiny:
         args.size = "tiny"
@@ -227,6 +322,22 @@ def main(argv=None):
     rounds = []  # each round: the bare step, then both loops, then the bare step again
     with tempfile.TemporaryDirectory() as tmp:
         store = write_store(config, X, Path(tmp) / "store")
+        # One short run of each loop first, untimed: a loop's first fit in the process
+        # pays the cold compilation of its graphs, which the runs after it reuse, so
+        # without it the first timed pair is not like with like (on an H200, a long
+        # run faster than its short one).
+        estimator_run(config, X, batch, device, amp, compiled, short_steps)
+        cli_run(
+            config,
+            store,
+            Path(tmp) / "warm-up",
+            batch,
+            device,
+            amp,
+            compiled,
+            short_steps,
+            args.workers,
+        )
         for r in range(args.rounds):
             before, first = bare_rate(config, batch, device, amp, compiled, args.repeats)
             est = [
@@ -234,7 +345,17 @@ def main(argv=None):
                 for n in (short_steps, steps)
             ]
             cli = [
-                cli_run(config, store, Path(tmp) / f"run{r}-{n}", batch, device, amp, compiled, n)
+                cli_run(
+                    config,
+                    store,
+                    Path(tmp) / f"run{r}-{n}",
+                    batch,
+                    device,
+                    amp,
+                    compiled,
+                    n,
+                    args.workers,
+                )  # fmt: skip
                 for n in (short_steps, steps)
             ]
             after, _ = bare_rate(config, batch, device, amp, compiled, args.repeats)
@@ -243,6 +364,9 @@ def main(argv=None):
                 dict(bare=bare, first=first, est=marginal(*est), cli=marginal(*cli),
                      est_long=est[1], cli_long=cli[1])
             )  # fmt: skip
+        if args.profile:
+            profile_report(config, X, store, tmp, batch, device, amp, compiled, steps,
+                           args.profile)  # fmt: skip
     mid = sorted(rounds, key=lambda r: r["est"] / r["bare"])[len(rounds) // 2]
     est_ratios = sorted(r["est"] / r["bare"] for r in rounds)
     cli_ratios = sorted(r["cli"] / r["bare"] for r in rounds)
@@ -266,6 +390,7 @@ def main(argv=None):
         + shlex.join(["benchmarks/bench_pretrain_loop.py", *sys.argv[1:]])
         + "`",
         f"- Model: {config.name}; PARS, {N_PATCHES} patches; batch {batch}; {precision}",
+        f"- The command line's DataLoader workers: {args.workers}",
         f"- Corpus: {len(X)} windows of {N_CHANS} channels (about {CORPUS_BATCHES} training "
         f"batches an epoch); long runs {steps} steps, short runs {short_steps}",
         "",
