@@ -38,3 +38,33 @@ def test_tiny_cpu_run_reports_both_ratios_on_its_last_line(bench, tmp_path, caps
     assert last == f"estimator/step {est:.2f}, command line/step {cli:.2f}"
     assert 0.2 < est < 2 and 0.2 < cli < 2  # a rate of the same order as the step's
     assert "| `PARSPretrainer.fit` |" in text and "| `braindecode-pars pretrain` |" in text
+
+
+def _busy_in_json(n):
+    import json
+
+    for _ in range(n):
+        json.loads(json.dumps(list(range(2000))))
+
+
+def test_the_profile_counts_each_functions_own_time_in_its_area(bench):
+    total, areas, top = bench.profile_areas(lambda: _busy_in_json(200))
+    assert total > 0 and sum(areas.values()) <= total * 1.05
+    # the JSON encoder and decoder are where this function spends its time
+    assert areas["logs, history and JSON"] > 0.5 * sum(areas.values())
+    assert max(areas, key=areas.get) == "logs, history and JSON"
+    assert len(top) <= 12 and top == sorted(top, reverse=True)
+
+
+def test_the_profile_report_gives_each_area_for_both_loops(bench, tmp_path):
+    X = bench.corpus(bench.TINY, 8)
+    store = bench.write_store(bench.TINY, X, tmp_path / "store")
+    out = tmp_path / "profile.md"
+    bench.profile_report(bench.TINY, X, store, tmp_path, 8, bench.torch.device("cpu"),
+                         False, False, 40, out)  # fmt: skip
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| ")]
+    areas = [a for a, _ in bench.AREAS] + ["other"]
+    for area in areas:
+        assert any(row.startswith(f"| {area} |") for row in rows), area
+    whole = next(row for row in rows if "whole run" in row).split("|")[2:4]
+    assert all(float(cell) > 0 for cell in whole)  # the long runs take longer
