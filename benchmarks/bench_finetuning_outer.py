@@ -19,6 +19,9 @@ a fit on the 8 pool subjects, on subjects it has not seen. It needs EEGMAT's EDF
 - ``subjects``, ``subjects-report``: each selection and test subject scored alone by
   the fine-tuner's defaults of the second round, ``SUBJECTS_TUNER`` (a diagnosis;
   ``finetuning_subjects.md``).
+- ``labels``, ``labels-report``: more labelled subjects (a diagnosis that chooses
+  nothing): the library's defaults fitted on the 8 pool subjects plus 8 or all 16
+  selection subjects, scored on the 12 test subjects (``finetuning_labels.md``).
 
 Run: ``python benchmarks/bench_finetuning_outer.py run --candidates ... --seeds 0 1 2``.
 """
@@ -226,6 +229,108 @@ def run_subjects(seeds, eegmat, out, names=None):
             print(f"{name}: seed {seed} done", flush=True)
 
 
+#: Labelled subjects of the ``labels`` diagnosis: the pool, then the pool and the 8
+#: lowest-numbered selection subjects, then the pool and all 16.
+LABELLED = {8: POOL, 16: POOL + OUTER[:8], 24: POOL + OUTER}
+#: Its methods, in the order they run (the cheap ones and the question's first).
+LABEL_METHODS = (
+    f"probe over {ENCODER}",
+    "probe without an encoder",
+    f"full fine-tuning of {ENCODER}",
+    "from scratch",
+)
+
+
+def label_jobs(seeds):
+    """(method, labelled subjects, seed) of the ``labels`` diagnosis, in run order: the
+    probes at 8, 16 and 24; full fine-tuning at 24 then 16; from scratch at 24. Full
+    fine-tuning and from scratch at 8 are the test rows of ``finetuning_test.jsonl``
+    (the same defaults and seeds), not run again."""
+    probes = [(m, n, s) for m in LABEL_METHODS[:2] for n in LABELLED for s in seeds]
+    tuned = [(LABEL_METHODS[2], n, s) for n in (24, 16) for s in seeds]
+    return probes + tuned + [(LABEL_METHODS[3], 24, s) for s in seeds]
+
+
+def run_labels(seeds, eegmat, out):
+    """Each job of :func:`label_jobs` not yet in ``out``: fit on the labelled subjects'
+    windows, score on the 12 test subjects; one JSON line per fit. The library's
+    defaults throughout (``PARSFineTuner()``, ``PARSProbe()``); it chooses nothing."""
+    from braindecode_pars import PARSProbe
+
+    X, y, groups, sfreq = load()
+    Xs, ys, gs = load_outer(eegmat)
+    X_all, y_all = np.concatenate([X, Xs]), np.concatenate([y, ys])
+    g_all = np.concatenate([groups, gs])
+    test = np.isin(g_all, EEGMAT_TEST_SUBJECTS)
+    done = (
+        {(r["method"], r["n_labelled"], r["seed"]) for r in read_rows(out)}
+        if out.exists()
+        else set()
+    )
+    makers = {
+        LABEL_METHODS[0]: lambda seed: PARSProbe(encoder=ENCODER, sfreq=sfreq, random_state=seed),
+        LABEL_METHODS[1]: lambda seed: PARSProbe(sfreq=sfreq, random_state=seed),
+        LABEL_METHODS[2]: lambda seed: fine_tuner(ENCODER, {}, seed, sfreq),
+        LABEL_METHODS[3]: lambda seed: fine_tuner(None, {}, seed, sfreq),
+    }
+    for method, n, seed in label_jobs(seeds):
+        if (method, n, seed) in done:
+            continue
+        train = np.isin(g_all, LABELLED[n])
+        t0 = time.perf_counter()
+        clf = makers[method](seed).fit(X_all[train], y_all[train], groups=g_all[train])
+        seconds = time.perf_counter() - t0
+        pred = clf.predict(X_all[test], groups=g_all[test])
+        row = dict(method=method, n_labelled=n, seed=seed, n_windows=int(train.sum()),
+                   balanced_accuracy=float(balanced_accuracy_score(y_all[test], pred)),
+                   minority_share=float(np.mean(pred == MINORITY)), seconds=seconds)  # fmt: skip
+        print(f"{method}, {n} labelled subjects, seed {seed}: "
+              f"{row['balanced_accuracy']:.3f} ({seconds:.0f} s)", flush=True)  # fmt: skip
+        with open(out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def labels_report(rows, test_rows=()):
+    """Markdown: mean ± std over seeds (and each seed) per method and number of labelled
+    subjects; ``test_rows`` (``finetuning_test.jsonl``) give the fine-tuning rows at 8."""
+    by_name = {"full fine-tuning of pars-small-v2 (library defaults)": LABEL_METHODS[2],
+               "same architecture from scratch (library defaults)": LABEL_METHODS[3]}  # fmt: skip
+    rows = list(rows) + [
+        dict(method=by_name[r["row"]], n_labelled=8, seed=r["seed"],
+             balanced_accuracy=r["balanced_accuracy"], minority_share=r["minority_share"])
+        for r in test_rows if r.get("row") in by_name
+    ]  # fmt: skip
+    lines = [
+        "# More labelled subjects: the library's defaults on the 12 test subjects",
+        "",
+        "Command: `python benchmarks/bench_finetuning_outer.py labels` then `labels-report`. "
+        "Fitted on the 8 pool subjects (0 2 3 5 6 8 10 11), plus the selection subjects "
+        f"{' '.join(map(str, OUTER[:8]))} (16), plus also "
+        f"{' '.join(map(str, OUTER[8:]))} (24); scored on the 12 test subjects. "
+        "Balanced accuracy, mean ± std over seeds (each seed in brackets); the fine-tuning "
+        "rows at 8 are those of `finetuning_test.jsonl`. A diagnosis: it chose nothing.",
+        "",
+        "| method | " + " | ".join(f"{n} labelled subjects" for n in LABELLED) + " |",
+        "|---|" + "---|" * len(LABELLED),
+    ]
+    for method in LABEL_METHODS:
+        cells = []
+        for n in LABELLED:
+            scores = [r["balanced_accuracy"] for r in sorted(rows, key=lambda r: r["seed"])
+                      if r["method"] == method and r["n_labelled"] == n]  # fmt: skip
+            if not scores:
+                cells.append("not run")
+                continue
+            each = ", ".join(f"{v:.3f}" for v in scores)
+            cells.append(f"{np.mean(scores):.3f} ± {np.std(scores):.3f} ({each})")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    shares = [r["minority_share"] for r in rows if r["method"] in LABEL_METHODS[2:]]
+    if shares:
+        lines += ["", "Share of test windows predicted as arithmetic by the fine-tuned "
+                  f"rows: {min(shares):.2f} to {max(shares):.2f} (true share 0.25)."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def subjects_report(rows):
     """Mean over seeds per subject and method, and per set."""
     import pandas as pd
@@ -322,7 +427,8 @@ CURVE_EPOCHS = (1, 10, 20, 40, 60, 100, 150, 200)
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("run", "probes", "report", "subjects", "subjects-report"))
+    parser.add_argument("mode", choices=("run", "probes", "report", "subjects", "subjects-report",
+                                         "labels", "labels-report"))  # fmt: skip
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
                         choices=list(CANDIDATES))  # fmt: skip
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -343,6 +449,13 @@ def main(argv=None):
     elif args.mode == "subjects":
         run_subjects(args.seeds, args.eegmat, args.out / "finetuning_subjects.jsonl",
                      args.methods)  # fmt: skip
+    elif args.mode == "labels":
+        run_labels(args.seeds, args.eegmat, args.out / "finetuning_labels.jsonl")
+    elif args.mode == "labels-report":
+        test_rows = read_rows(args.out / "finetuning_test.jsonl")
+        text = labels_report(read_rows(args.out / "finetuning_labels.jsonl"), test_rows)
+        (args.out / "finetuning_labels.md").write_text(text)
+        print(text)
     elif args.mode == "subjects-report":
         text = subjects_report(read_rows(args.out / "finetuning_subjects.jsonl"))
         (args.out / "finetuning_subjects.md").write_text(text)
