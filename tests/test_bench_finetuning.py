@@ -70,3 +70,41 @@ def test_the_subjects_report_averages_seeds_then_subjects_and_correlates_methods
     every = list(subjects["test"]) + list(subjects["selection"])
     r = np.corrcoef(per_subject("a", every), per_subject("b", every))[0, 1]
     assert float(_cells(text, "a")[2]) == pytest.approx(r, abs=5e-3)
+
+
+def test_the_labels_report_gives_mean_std_and_seeds_and_reads_the_test_rows_at_8(outer):
+    rng = np.random.default_rng(1)
+    rows = [dict(method=m, n_labelled=n, seed=s, balanced_accuracy=float(rng.uniform(0.4, 0.8)),
+                 minority_share=float(rng.uniform(0.1, 0.4)))
+            for m, n, s in outer.label_jobs((0, 1, 2))]  # fmt: skip
+    test_rows = [
+        dict(
+            row="full fine-tuning of pars-small-v2 (library defaults)",
+            seed=s,
+            balanced_accuracy=0.5 + s / 100,
+            minority_share=0.3,
+        )
+        for s in range(3)
+    ]
+    test_rows.append(
+        dict(
+            row="probe over pars-small-v2 features alone",
+            seed=0,
+            balanced_accuracy=0.9,
+            minority_share=0.2,
+        )
+    )  # not a labels row
+    text = outer.labels_report(rows, test_rows)
+    method = outer.LABEL_METHODS[2]
+    cells = _cells(text, method)
+    at_24 = [
+        r["balanced_accuracy"] for r in rows if r["method"] == method and r["n_labelled"] == 24
+    ]
+    mean, std = (float(v) for v in cells[3].split(" (")[0].split(" ± "))
+    assert mean == pytest.approx(np.mean(at_24), abs=5e-4)
+    assert std == pytest.approx(np.std(at_24), abs=5e-4)
+    assert cells[1] == "0.510 ± 0.008 (0.500, 0.510, 0.520)"  # the test rows at 8
+    assert _cells(text, "from scratch")[1:3] == ["not run", "not run"]
+    # the jobs: 9 fits of each probe, fine-tuning at 24 and 16, from scratch at 24 only
+    jobs = outer.label_jobs((0, 1, 2))
+    assert len(jobs) == 2 * 9 + 6 + 3 and len(set(jobs)) == len(jobs)
