@@ -21,7 +21,8 @@ a fit on the 8 pool subjects, on subjects it has not seen. It needs EEGMAT's EDF
   ``finetuning_subjects.md``).
 - ``labels``, ``labels-report``: more labelled subjects (a diagnosis that chooses
   nothing): the library's defaults fitted on the 8 pool subjects plus 8 or all 16
-  selection subjects, scored on the 12 test subjects (``finetuning_labels.md``).
+  selection subjects, scored on the 12 test subjects (``finetuning_labels.md``,
+  ``.png``).
 
 Run: ``python benchmarks/bench_finetuning_outer.py run --candidates ... --seeds 0 1 2``.
 """
@@ -290,16 +291,21 @@ def run_labels(seeds, eegmat, out):
             f.write(json.dumps(row) + "\n")
 
 
-def labels_report(rows, test_rows=()):
-    """Markdown: mean ± std over seeds (and each seed) per method and number of labelled
-    subjects; ``test_rows`` (``finetuning_test.jsonl``) give the fine-tuning rows at 8."""
+def _with_test_rows(rows, test_rows):
+    """``rows`` and the fine-tuning rows at 8 labelled subjects of ``test_rows``."""
     by_name = {"full fine-tuning of pars-small-v2 (library defaults)": LABEL_METHODS[2],
                "same architecture from scratch (library defaults)": LABEL_METHODS[3]}  # fmt: skip
-    rows = list(rows) + [
+    return list(rows) + [
         dict(method=by_name[r["row"]], n_labelled=8, seed=r["seed"],
              balanced_accuracy=r["balanced_accuracy"], minority_share=r["minority_share"])
         for r in test_rows if r.get("row") in by_name
     ]  # fmt: skip
+
+
+def labels_report(rows, test_rows=()):
+    """Markdown: mean ± std over seeds (and each seed) per method and number of labelled
+    subjects; ``test_rows`` (``finetuning_test.jsonl``) give the fine-tuning rows at 8."""
+    rows = _with_test_rows(rows, test_rows)
     lines = [
         "# More labelled subjects: the library's defaults on the 12 test subjects",
         "",
@@ -329,6 +335,36 @@ def labels_report(rows, test_rows=()):
         lines += ["", "Share of test windows predicted as arithmetic by the fine-tuned "
                   f"rows: {min(shares):.2f} to {max(shares):.2f} (true share 0.25)."]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def plot_labels(rows, test_rows=()):
+    """Balanced accuracy on the test subjects against labelled subjects, each seed a
+    dot and each method's mean a line; the rows as :func:`labels_report` reads them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = _with_test_rows(rows, test_rows)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for k, method in enumerate(LABEL_METHODS):
+        ns = [n for n in LABELLED if any(r["method"] == method and r["n_labelled"] == n
+                                         for r in rows)]  # fmt: skip
+        scores = [[r["balanced_accuracy"] for r in rows
+                   if r["method"] == method and r["n_labelled"] == n] for n in ns]  # fmt: skip
+        shift = (k - 1.5) * 0.25
+        for n, values in zip(ns, scores, strict=True):
+            ax.scatter([n + shift] * len(values), values, s=12, color=f"C{k}", alpha=0.6)
+        ax.plot([n + shift for n in ns], [np.mean(v) for v in scores], "-o", color=f"C{k}",
+                label=method)  # fmt: skip
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.axhline(0.58, color="grey", lw=0.8, ls="--", label="issue 48's target (0.58)")
+    ax.set_xticks(list(LABELLED))
+    ax.set_xlabel("labelled subjects")
+    ax.set_ylabel("balanced accuracy, 12 test subjects")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
 
 
 def subjects_report(rows):
@@ -453,8 +489,10 @@ def main(argv=None):
         run_labels(args.seeds, args.eegmat, args.out / "finetuning_labels.jsonl")
     elif args.mode == "labels-report":
         test_rows = read_rows(args.out / "finetuning_test.jsonl")
-        text = labels_report(read_rows(args.out / "finetuning_labels.jsonl"), test_rows)
+        rows = read_rows(args.out / "finetuning_labels.jsonl")
+        text = labels_report(rows, test_rows)
         (args.out / "finetuning_labels.md").write_text(text)
+        plot_labels(rows, test_rows).savefig(args.out / "finetuning_labels.png", dpi=90)
         print(text)
     elif args.mode == "subjects-report":
         text = subjects_report(read_rows(args.out / "finetuning_subjects.jsonl"))

@@ -108,3 +108,14 @@ def test_the_labels_report_gives_mean_std_and_seeds_and_reads_the_test_rows_at_8
     # the jobs: 9 fits of each probe, fine-tuning at 24 and 16, from scratch at 24 only
     jobs = outer.label_jobs((0, 1, 2))
     assert len(jobs) == 2 * 9 + 6 + 3 and len(set(jobs)) == len(jobs)
+
+
+def test_the_labels_figure_draws_each_methods_mean_at_its_labelled_subjects(outer):
+    rows = [dict(method=m, n_labelled=n, seed=s, balanced_accuracy=0.5 + n / 100 + s / 1000,
+                 minority_share=0.3) for m, n, s in outer.label_jobs((0, 1, 2))]  # fmt: skip
+    fig = outer.plot_labels(rows)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    probe = lines[outer.LABEL_METHODS[0]]
+    np.testing.assert_allclose(probe.get_ydata(), [0.581, 0.661, 0.741])  # means of 3 seeds
+    scratch = lines["from scratch"]  # run at 24 only
+    np.testing.assert_allclose(scratch.get_ydata(), [0.741])
