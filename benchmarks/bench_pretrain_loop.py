@@ -209,7 +209,7 @@ def profile_areas(run):
     return total, areas, sorted(top, reverse=True)[:12]
 
 
-def profile_report(config, X, store, tmp, batch, device, amp, compiled, steps, path):
+def profile_report(config, X, store, tmp, batch, device, amp, compiled, steps, path, workers=0):
     """Both loops' short and long runs once more under cProfile, written to ``path`` as
     Markdown: each area's own time in the long run less that in the short run, the
     marginal cost of the extra steps, as the loop rates are marginal."""
@@ -221,7 +221,15 @@ def profile_report(config, X, store, tmp, batch, device, amp, compiled, steps, p
                 config, X, batch, device, amp, compiled, n
             ),
             "`braindecode-pars pretrain`": lambda: cli_run(
-                config, store, Path(tmp) / f"profiled-{n}", batch, device, amp, compiled, n
+                config,
+                store,
+                Path(tmp) / f"profiled-{n}",
+                batch,
+                device,
+                amp,
+                compiled,
+                n,
+                workers,
             ),
         }
 
@@ -294,8 +302,9 @@ def parse_args(argv=None):
     parser.add_argument(
         "--profile",
         metavar="FILE",
-        help="after the rounds, run each loop's long run once more under cProfile and "
-        "write where its time goes (seconds by area and the top functions) to FILE",
+        help="after the rounds, run each loop's short and long runs once more under "
+        "cProfile and write where the extra steps' time goes (seconds by area, long run "
+        "less short run, and the top functions) to FILE",
     )
     args = parser.parse_args(argv)
     if args.tiny:
@@ -366,7 +375,7 @@ def main(argv=None):
             )  # fmt: skip
         if args.profile:
             profile_report(config, X, store, tmp, batch, device, amp, compiled, steps,
-                           args.profile)  # fmt: skip
+                           args.profile, args.workers)  # fmt: skip
     mid = sorted(rounds, key=lambda r: r["est"] / r["bare"])[len(rounds) // 2]
     est_ratios = sorted(r["est"] / r["bare"] for r in rounds)
     cli_ratios = sorted(r["cli"] / r["bare"] for r in rounds)

@@ -350,24 +350,24 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         DataLoader serves every epoch of a fit and keeps its workers
         (``persistent_workers``), so that an epoch of a few batches does not start them
         anew."""
-        world = distributed.world_size() if self.distributed_ else 1
-        short = training and _draws_with_replacement(len(dataset), self.batch_size, world)
-        batched = training and _BatchedView.reads(dataset)
-        if not (training and (self.distributed_ or short or batched)):
+        if not training:
             return super().get_iterator(dataset, training=training)
         kept = getattr(self, "_train_loader", None)
         if kept is not None and kept[0] is dataset:
             return kept[1]
-        loader = self._train_iterator(dataset, short, batched)
-        if loader.persistent_workers:
+        loader = self._train_iterator(dataset)
+        if getattr(loader, "persistent_workers", False):
             self._train_loader = (dataset, loader)
         return loader
 
-    def _train_iterator(self, dataset, short, batched):
+    def _train_iterator(self, dataset):
         """A new training DataLoader of :meth:`get_iterator`."""
+        world = distributed.world_size() if self.distributed_ else 1
+        short = _draws_with_replacement(len(dataset), self.batch_size, world)
+        batched = _BatchedView.reads(dataset)
+        if not (self.distributed_ or short or batched):
+            return super().get_iterator(dataset, training=True)
         kwargs = self.get_params_for("iterator_train")
-        if kwargs.get("num_workers", 0) > 0:
-            kwargs.setdefault("persistent_workers", True)
         shuffle = kwargs.pop("shuffle", True)
         batch_size = kwargs.pop("batch_size", self.batch_size)
         if short:  # each process draws its own (its generator is seeded by rank)
@@ -384,10 +384,13 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
-        (:func:`~braindecode_pars.training._optim.with_fused_default`)."""
+        (:func:`~braindecode_pars.training._optim.with_fused_default`), and training
+        DataLoader workers persist across epochs unless told otherwise."""
         params = super().get_params_for(prefix)
         if prefix == "optimizer":
             params = with_fused_default(self.optimizer, params, self.device)
+        if prefix == "iterator_train" and params.get("num_workers", 0) > 0:
+            params.setdefault("persistent_workers", True)
         return params
 
     def validation_step(self, batch, **fit_params):
