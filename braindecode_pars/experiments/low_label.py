@@ -74,6 +74,7 @@ def run_low_label(
     methods,
     test_subjects,
     pool_subjects,
+    *,
     ks=(1, 2, 4, 8),
     seeds=(0, 1, 2, 3, 4),
     out=None,
