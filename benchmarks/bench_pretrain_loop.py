@@ -26,7 +26,7 @@ medians over ``--rounds`` rounds. The last line printed gives the two ratios.
 
 Configurations: ``--size small`` (64 x 4, 10-s windows at 100 Hz, batch 64: the
 estimator's default on a CPU), ``--size paper`` (512 x 8, 30-s windows at 200 Hz,
-batch 512: for a GPU) and ``--tiny`` (32 x 1, batch 8: seconds on a CPU).
+batch 256: for a GPU) and ``--tiny`` (32 x 1, batch 8: seconds on a CPU).
 
 Usage::
 
@@ -278,7 +278,7 @@ def parse_args(argv=None):
     parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
     parser.add_argument("--size", default="small", choices=list(CONFIGS), help="(default: small)")
     parser.add_argument("--tiny", action="store_true", help="the tiny size: seconds on a CPU")
-    parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 512)")
+    parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 256)")
     parser.add_argument(
         "--steps", type=int, help="steps of the long runs (default: 300 tiny, 150 otherwise)"
     )
