@@ -475,7 +475,7 @@ def test_the_default_head_is_an_estimator_a_search_reaches():
 
     X, y, groups = _power_task()
     clf = PARSClassifier(sfreq=50, verbose=0)
-    assert isinstance(clf.head, PARSProbe) and clf.get_params()["head__C"] == 1.0
+    assert isinstance(clf.head, PARSProbe) and clf.get_params()["head__C"] == 3.0
     assert clone(clf).head is not clf.head  # each classifier its own head
     search = GridSearchCV(
         clf, {"head__C": [0.01, 1.0]}, scoring="balanced_accuracy", cv=LeaveOneGroupOut()
@@ -483,7 +483,7 @@ def test_the_default_head_is_an_estimator_a_search_reaches():
     assert search.best_params_["head__C"] in (0.01, 1.0) and search.best_score_ > 0.8
     assert not hasattr(clf.head, "model_")  # the given head is cloned, never fitted
     fitted = clf.fit(X, y)
-    assert fitted.head_ is not clf.head and fitted.head_.C == 1.0
+    assert fitted.head_ is not clf.head and fitted.head_.C == 3.0
 
 
 def test_the_stages_parameters_are_left_alone():

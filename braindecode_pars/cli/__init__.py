@@ -97,7 +97,9 @@ def _demo_parser(sub):
     """The parser of ``demo``."""
     demo = _command(sub, _demo)
     demo.add_argument("--out", default="results/demo", help="output folder")
-    demo.add_argument("--encoder", help="shipped encoder name or saved encoder (default: pars-small-v2)")
+    demo.add_argument(
+        "--encoder", help="shipped encoder name or saved encoder (default: pars-small-v2)"
+    )
     demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
     demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
     demo.add_argument(
