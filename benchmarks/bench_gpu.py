@@ -135,8 +135,10 @@ class TrainingSteps:
         bf16=True,
         compiled=False,
         backend="inductor",
+        mode=None,
     ):
         self.device, self.bf16 = torch.device(device), bf16
+        self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
         self.model = PARS(
             n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size
         ).to(self.device)
@@ -146,19 +148,23 @@ class TrainingSteps:
         self.pos_mask, _ = self.model.mask_positions(batch_size, self.device)
         self.pars, self.encoder = self.model, self.model.encoder
         if compiled:
-            self.pars = torch.compile(self.model, dynamic=False, backend=backend)
-            self.encoder = torch.compile(self.model.encoder, dynamic=False, backend=backend)
+            kw = dict(dynamic=False, backend=backend, mode=mode)
+            self.pars = torch.compile(self.model, **kw)
+            self.encoder = torch.compile(self.model.encoder, **kw)
         self.pars_loss = self.encoder_loss = None
         synchronize(self.device)
 
     def _step(self, forward):
+        if self.graphs:  # a new iteration: the graphs' earlier outputs may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()
         self.opt.zero_grad(set_to_none=True)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             loss = forward()
         loss.backward()
         self.opt.step()
         synchronize(self.device)
-        return loss.detach()
+        # a copy: under CUDA graphs the output's memory is the graph's, rewritten later
+        return loss.detach().clone()
 
     def pars_step(self):
         """One PARS training step."""
@@ -184,7 +190,7 @@ def break_reasons():
     return sorted({reason.splitlines()[0] for reason in counters["graph_break"]})
 
 
-def step_table(config, n_patches, batch_size, device, repeats, backend):
+def step_table(config, n_patches, batch_size, device, repeats, backend, mode=None):
     """The step table's rows at one batch size: a dict per variant of :data:`VARIANTS`.
 
     Each variant is a fresh model (seed 0); the first steps are timed one by one, then
@@ -194,7 +200,7 @@ def step_table(config, n_patches, batch_size, device, repeats, backend):
     rows, built = {}, {}
     for label, (bf16, compiled) in VARIANTS.items():
         torch.manual_seed(0)
-        steps = TrainingSteps(config, n_patches, batch_size, device, bf16, compiled, backend)
+        steps = TrainingSteps(config, n_patches, batch_size, device, bf16, compiled, backend, mode)
         try:
             pars_first, pars_breaks = first_step(steps.pars_step)
             enc_first, enc_breaks = first_step(steps.encoder_step)
@@ -279,6 +285,12 @@ def parse_args(argv=None):
         default="inductor",
         help="torch.compile's backend (default: inductor; aot_eager compiles in seconds)",
     )
+    parser.add_argument(
+        "--compile-mode",
+        choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
+        help="torch.compile's mode (default: torch's; reduce-overhead replays the compiled "
+        "forward and backward as CUDA graphs)",
+    )
     return parser.parse_args(argv)
 
 
@@ -347,7 +359,8 @@ def main(argv=None):
         "steps of a batch size interleaved"
         + (", each ending with `torch.cuda.synchronize()`" if cuda else "")
         + ". First step: the first call of a fresh model, timed on its own; with "
-        f"`torch.compile` (backend `{args.compile_backend}`, `dynamic=False`, the whole "
+        f"`torch.compile` (backend `{args.compile_backend}`, mode "
+        f"`{args.compile_mode or 'default'}`, `dynamic=False`, the whole "
         "PARS module and the encoder compiled, AdamW eager, on-disk compile caches "
         "disabled) it holds the compilation. Encoder alone: the same model's encoder on "
         "one fixed draw of patches and masks, its loss a mean of squares. PARS loss: of "
@@ -361,7 +374,10 @@ def main(argv=None):
     results = {"steps": {}, "memory": {}}
     with torch._inductor.config.patch(force_disable_caches=True):
         for batch in batch_sizes:
-            rows = step_table(config, args.n_patches, batch, device, repeats, args.compile_backend)
+            rows = step_table(
+                config, args.n_patches, batch, device, repeats, args.compile_backend,
+                args.compile_mode,
+            )  # fmt: skip
             results["steps"][batch] = rows
             for variant, r in rows.items():
                 if "skipped" in r:

@@ -84,3 +84,26 @@ def test_pars_step_trains_on_the_pars_loss(bench_gpu, bf16, rel):
     for part in ("encoder", "decoder"):  # one AdamW step moved both
         old, new = getattr(before, part).parameters(), getattr(steps.model, part).parameters()
         assert any(not torch.equal(a, b) for a, b in zip(old, new, strict=True))
+
+
+def test_the_recorded_loss_survives_its_output_being_rewritten(bench_gpu):
+    """Under CUDA graphs a step's output lives in the graph's memory and the next replay
+    rewrites it: the recorded loss must be a copy. Simulated on a CPU by rewriting the
+    forward's output after the step."""
+    steps = bench_gpu.TrainingSteps(bench_gpu.TINY, 40, 8, "cpu", bf16=False)
+    outputs = []
+
+    def forward():
+        outputs.append(steps.model(steps.X)["loss"])
+        return outputs[-1]
+
+    loss = steps._step(forward)
+    value = float(loss)
+    with torch.no_grad():
+        outputs[-1].fill_(123.0)  # what a later replay does to the graph's output
+    assert float(loss) == value != 123.0
+    assert not steps.graphs  # eager: no graphs to mark steps for
+    graphs = bench_gpu.TrainingSteps(
+        bench_gpu.TINY, 40, 8, "cpu", compiled=True, backend="aot_eager", mode="reduce-overhead"
+    )
+    assert graphs.graphs
