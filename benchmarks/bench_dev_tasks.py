@@ -478,9 +478,9 @@ def fit_probe_row(method, blocks, y, train, test, units, seed):
     return predict_blocks(chosen, y, train, test, library_c(C, chosen), seed, groups)
 
 
-def draw_summary(df, metric):
-    """Mean ± std of ``metric`` per (task, method, k), each distinct labelled set
-    weighted once.
+def draw_summary(df, metric, by=("task", "method", "k")):
+    """Mean ± std of ``metric`` per group of the columns ``by`` (a row's task, method and
+    k), each distinct labelled set weighted once.
 
     Seeds that draw the same labelled set (PhysioNet-MI has two blocks to label, so its
     five seeds draw two sets, three times and twice) are averaged first; the mean and
@@ -489,14 +489,12 @@ def draw_summary(df, metric):
     number of distinct labelled sets, ``draws`` the number of rows.
     """
     rows = []
-    for (task, method, k), g in df.groupby(["task", "method", "k"], sort=False):
+    for keys, g in df.groupby(list(by), sort=False):
         per_set = g.groupby("units")[metric].mean()
         values = per_set if len(per_set) > 1 else g[metric]
         rows.append(
             dict(
-                task=task,
-                method=method,
-                k=k,
+                zip(by, keys, strict=True),
                 mean=values.mean(),
                 std=np.nan_to_num(values.std(ddof=1)) if len(values) > 1 else 0.0,
                 sets=len(per_set),

@@ -54,7 +54,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
-from _measure import append_score, machine
+from _measure import append_score, machine, write_report
 from bench_dev_tasks import draw_summary, features, load_task, predict_blocks, split
 from lib.dev_tasks import DEV_TASKS
 
@@ -78,11 +78,8 @@ COLUMNS = ("task", "recipe", "C", "k", "seed", "units", "balanced_accuracy", "ka
 def cells(df):
     """Mean balanced accuracy per (recipe, C, task, k), each distinct labelled set once
     (:func:`bench_dev_tasks.draw_summary`)."""
-    df = df.assign(method=df.recipe + " | " + df.C.map(repr), k=df.k.astype(str))
-    s = draw_summary(df, "balanced_accuracy")
-    s[["recipe", "C"]] = s.method.str.rsplit(" | ", n=1, expand=True)
-    s["C"] = s.C.astype(float)
-    return s.drop(columns="method")
+    df = df.assign(k=df.k.astype(str))
+    return draw_summary(df, "balanced_accuracy", by=("recipe", "C", "task", "k"))
 
 
 def scores(summary):
@@ -196,10 +193,8 @@ def report(df, args):
                 out.append("" if c is None else f"{c['mean']:.3f} ± {c['std']:.3f}")
             lines.append(f"| {C:g} | " + " | ".join(out) + " |")
         lines.append("")
-    md = args.out.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
+    write_report(lines, args.out.with_suffix(".md"))
     plot(summary, score, chosen, args.out.with_suffix(".png"))
-    print("\n".join(lines[:30]))
 
 
 def plot(summary, score, chosen, path):
