@@ -19,6 +19,7 @@ from .eesm17 import (
     leave_one_subject_out,
     load_eesm17,
 )
+from .labelled import load_labelled_recordings
 from .physionet_mi import (
     IMAGERY_RUNS,
     NON_IMAGERY_RUNS,
@@ -68,6 +69,7 @@ __all__ = [
     "EEGMAT_TRAIN_SUBJECTS",
     "find_recordings",
     "load_eegmat",
+    "load_labelled_recordings",
     "load_recordings",
     "non_eeg_channels",
     "read_eegmat",
