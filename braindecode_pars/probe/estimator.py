@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, check_memory
 
 from .._checks import check_device, check_int, check_option
 from .._params import fill_doc, store_params
@@ -101,6 +101,12 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, Ba
         Sampling rate of array input; read from windows that carry it.
     batch_size, device
         The encoder's forward passes.
+    memory : str | joblib.Memory | None
+        The cache of the encoder's features, as ``Pipeline(memory=...)``: None (the
+        default), none; a folder or a ``joblib.Memory``: the features of each set of
+        windows computed once for the same encoder and windows, so that
+        ``GridSearchCV`` over ``C`` (or any parameter but the encoder's) runs the
+        encoder once per fold (:class:`~braindecode_pars.probe.EncoderFeatures`).
     random_state : int | None
         Seed of the logistic regression's solver.
 
@@ -151,6 +157,7 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, Ba
         sfreq=None,
         batch_size=8,
         device="cpu",
+        memory=None,
         random_state=None,
     ):
         store_params(self, locals())
@@ -170,6 +177,7 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, Ba
             check_option(name, getattr(self, name), (False, True))
         check_int("batch_size", self.batch_size, 1)
         check_device("device", self.device)
+        check_memory(self.memory)
         flags = (self.encoder_block, self.band_power, self.tangent_space)
         blocks = tuple(name for name, on in zip(BLOCKS, flags, strict=True) if on)
         if not any(flags):
@@ -235,6 +243,7 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, Ba
         features, extractor = block_features(
             data, dataclasses.replace(fixed, blocks=blocks), sfreq=self.sfreq_,
             encoder=encoder, batch_size=self.batch_size, device=self.device,
+            memory=self.memory,
         )  # fmt: skip
         if candidates:
             recipe = self._compare(candidates, features, data.y, groups, fixed)
