@@ -38,9 +38,10 @@ def test_pars_skill_is_zero_for_no_shift_and_one_for_the_true_shifts(monkeypatch
 
     def zeros(y, masked_idx):
         seen["masked"] = masked_idx
-        return torch.zeros(y.shape[0], masked_idx.shape[1], masked_idx.shape[1])
+        n = masked_idx.shape[1]
+        return torch.zeros(y.shape[0], n, n), torch.zeros((), dtype=torch.long)
 
-    monkeypatch.setattr(model, "forward_decoder", zeros)
+    monkeypatch.setattr(model, "forward_decoder_counted", zeros)
     out = model(X, generator=torch.Generator().manual_seed(3))
     assert _skill(out) == pytest.approx(0.0, abs=1e-7)
     # the trivial loss by hand: mean squared normalised shift over the masked pairs
@@ -49,9 +50,9 @@ def test_pars_skill_is_zero_for_no_shift_and_one_for_the_true_shifts(monkeypatch
     assert float(out["trivial_loss"]) == pytest.approx(float(theta.pow(2).mean()), rel=1e-6)
 
     def oracle(y, masked_idx):
-        return theta.float()
+        return theta.float(), torch.zeros((), dtype=torch.long)
 
-    monkeypatch.setattr(model, "forward_decoder", oracle)
+    monkeypatch.setattr(model, "forward_decoder_counted", oracle)
     out = model(X, generator=torch.Generator().manual_seed(3))  # the same draws
     assert _skill(out) == pytest.approx(1.0, abs=1e-6)
 

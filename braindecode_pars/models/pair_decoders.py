@@ -15,6 +15,11 @@ once and the pair is formed by broadcasting an addition.
   ``exp(U[j, m] + V[k, m]) = exp(U[j, m]) exp(V[k, m])``, the softmax's numerator
   and denominator are matrix products of (N_m x N) tables: no (N_m x N_m x N)
   tensor is formed either, and the decoder's memory grows as N_m * N, not N_m^2 * N.
+  The computation is one ``torch.library`` operator, :func:`pair_attention`, with
+  its backward written out: the same on every device and under ``torch.compile``
+  (no graph break, no host synchronisation, no Python branch on the data). Each row
+  of logits is shifted by its maximum, so nothing overflows; the rare pair whose
+  denominator underflows is recomputed directly (see :data:`FALLBACK_PAIRS`).
 - MLP (ablation, paper appendix A.4): ``W1 [y_j, y_k] + b = W1a y_j + W1b y_k + b``,
   so the hidden layer is ``relu(P_j + Q_k)`` with no 2F-sized tensor per pair.
 
@@ -30,6 +35,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import register_flop_formula
 
 from .._checks import check_int
 
@@ -61,6 +67,19 @@ def _pair_embeddings(ym):
     return torch.cat((left, right), dim=-1).reshape(B, n * n, 2 * Fd)
 
 
+#: The factor tables are computed as ``2 ** (log2(e) * logits)``, the factor folded
+#: into the scale of the logits' product: on a CPU torch's ``exp2`` of float32 runs
+#: about three times as fast as its ``exp``, for a relative error of the tables of at
+#: most about ``|logit| * 1e-7``, the order of the rounding of the logits themselves.
+LOG2_E = math.log2(math.e)
+
+#: Pairs whose factor tables underflow (see :func:`_underflow_threshold`) are
+#: recomputed exactly, up to this many per call: a static size, so that the step has
+#: no data-dependent shape or branch. Pairs beyond it are counted, never silently
+#: wrong: :meth:`CrossAttentionPairDecoder.forward_counted` returns their number.
+FALLBACK_PAIRS = 1024
+
+
 def _underflow_threshold(dtype):
     """Smallest softmax denominator the factor tables are trusted with, in ``dtype``.
 
@@ -72,173 +91,209 @@ def _underflow_threshold(dtype):
     return torch.finfo(dtype).tiny ** 0.5
 
 
-#: Logits within this bound are exponentiated without a shift: ``exp`` of them and
-#: every product of two of them stay far inside float32's range (down to e^-40, above
-#: :func:`_underflow_threshold`); wider rows are shifted by their maxima.
-UNSHIFTED_LOGIT_BOUND = 20.0
+def _chunk_size(q, k):
+    """Windows per chunk: on a CPU equal chunks of at most :data:`CPU_CHUNK_ELEMENTS`
+    table entries, elsewhere the whole batch (a device choice, not a data one)."""
+    B, H, n2, _ = q.shape
+    if q.device.type != "cpu":
+        return B
+    n_chunks = math.ceil(B / max(1, CPU_CHUNK_ELEMENTS // (H * n2 * k.shape[2])))
+    return math.ceil(B / n_chunks)
 
 
-#: ``log2(e)``: the factor tables are computed as ``2 ** (log2(e) * logits)``, the
-#: factor folded into the scale of the logits' product. On a CPU torch's ``exp2`` of
-#: float32 runs about three times as fast as its ``exp`` (33 against 93 us for the
-#: 225 k entries of one chunk of tables at 64 x 4), for a relative error of the tables
-#: of at most about ``|logit| * 1e-7`` (4e-6 at a logit of 80), the same order as the
-#: rounding of the logits themselves.
-LOG2_E = math.log2(math.e)
+def _tables_(out, q3, k3, alpha):
+    """``[e_u; e_v] = 2 ** (alpha * q @ k.T - rowmax)`` into ``out``: every entry <= 1.
 
-
-def _factor_tables_(logits2):
-    """``2 ** (logits2 - shift)`` in place, the shift 0 or each row's maximum.
-
-    ``logits2`` are the logits in base 2 (times ``log2(e)``); the shift of a row
-    cancels between the softmax's numerator and denominator.
+    The shift of a row by its maximum cancels between the softmax's numerator and
+    denominator, so it needs no gradient; with it nothing overflows, whatever the
+    logits' range, and only the denominator can underflow.
     """
-    bound = UNSHIFTED_LOGIT_BOUND * LOG2_E
-    low, high = torch.aminmax(logits2)
-    if not (-bound <= low and high <= bound):  # or NaN
-        logits2.sub_(logits2.amax(dim=-1, keepdim=True))
-    return logits2.exp2_()
+    torch.baddbmm(out, q3, k3.mT, beta=0, alpha=alpha, out=out)
+    return out.sub_(out.amax(dim=-1, keepdim=True)).exp2_()
 
 
-class _FactorisedPairAttention(torch.autograd.Function):
+def _pair_attention(q, k, s, n, scale):
+    """Forward of :func:`pair_attention`: the factor tables, chunk by chunk."""
+    B, H, n2, d = q.shape
+    N, chunk = k.shape[2], _chunk_size(q, k)
+    q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
+    num, den = q.new_empty(B * H, n, n), q.new_empty(B * H, n, n)
+    tables = q.new_empty(chunk * H, n2, N)
+    scratch = q.new_empty(chunk * H, n, N)
+    for b0, b1 in _chunks(B, chunk):
+        rows, m = slice(b0 * H, b1 * H), (b1 - b0) * H
+        e = _tables_(tables[:m], q3[rows], k3[rows], scale * LOG2_E)
+        e_u, e_vt = e[:, :n], e[:, n:].mT
+        torch.bmm(torch.mul(e_u, s3[rows], out=scratch[:m]), e_vt, out=num[rows])
+        torch.bmm(e_u, e_vt, out=den[rows])
+    # an underflowing (or NaN) denominator: ratio 0 and den = inf, so that the pair
+    # contributes nothing here nor to the gradient (dtheta / den = 0); the caller adds
+    # it exactly. Tensor operations only: no host synchronisation.
+    bad = ~(den > _underflow_threshold(den.dtype))
+    ratio = torch.where(bad, 0.0, num.div_(den))
+    den.masked_fill_(bad, math.inf)
+    theta = ratio.view(B, H, n, n).sum(dim=1)
+    return theta, den.view(B, H, n, n), ratio.view(B, H, n, n)
+
+
+def _pair_attention_backward(grad, q, k, s, den, ratio, n, scale):
+    """Backward of :func:`pair_attention`, the tables recomputed from ``q`` and ``k``.
+
+    With ``A = dtheta / den`` and ``C = -A * theta_h`` per head,
+    ``dU = e_u * (s * (A @ e_v) + C @ e_v)``, ``dV = e_v * (s * (A.T @ e_u) + C.T @ e_u)``
+    and ``ds = sum_j e_u * (A @ e_v)``; ``[A; C]`` is stacked so that each side is one
+    product per head.
+    """
+    B, H, n2, d = q.shape
+    N, chunk = k.shape[2], _chunk_size(q, k)
+    q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
+    den3, ratio3 = den.reshape(B * H, n, n), ratio.reshape(B * H, n, n)
+    # dq and dk computed transposed, (d x 2n) and (d x N): 2-3 times as fast on a CPU
+    # as (2n x d) and (N x d) products with d as small as 8
+    dq_t, dk_t = q3.new_empty(B * H, d, n2), k3.new_empty(B * H, d, N)
+    ds = torch.empty_like(s3)
+    tables = q3.new_empty(chunk * H, n2, N)
+    ac = q3.new_empty(chunk * H, n2, n)  # [A; C]
+    x = q3.new_empty(chunk * H, n2, N)  # [A @ e_v; C @ e_v], then d loss / d U
+    y = q3.new_empty(chunk * H, n2, N)  # [A.T @ e_u; C.T @ e_u], then d loss / d V
+    dl = q3.new_empty(chunk * H, n2, N)  # d loss / d [U; V]
+    for b0, b1 in _chunks(B, chunk):
+        rows, m = slice(b0 * H, b1 * H), (b1 - b0) * H
+        e = _tables_(tables[:m], q3[rows], k3[rows], scale * LOG2_E)
+        e_u, e_v = e[:, :n], e[:, n:]
+        a, c = ac[:m, :n], ac[:m, n:]
+        g = grad[b0:b1, None].expand(b1 - b0, H, n, n).reshape(m, n, n)
+        torch.div(g, den3[rows], out=a)
+        torch.mul(a, ratio3[rows], out=c).neg_()
+        xm, ym = x[:m], y[:m]
+        torch.bmm(ac[:m], e_v, out=xm)  # rows: A @ e_v, then C @ e_v
+        torch.bmm(ac[:m].mT.reshape(m, n, 2, n).transpose(1, 2).reshape(m, n2, n), e_u, out=ym)
+        x_a, x_c, y_a, y_c = xm[:, :n], xm[:, n:], ym[:, :n], ym[:, n:]
+        x_a.mul_(e_u)
+        torch.sum(x_a, dim=1, keepdim=True, out=ds[rows])
+        d_l = dl[:m]
+        torch.addcmul(x_c.mul_(e_u), x_a, s3[rows], out=d_l[:, :n])
+        torch.addcmul(y_c.mul_(e_v), y_a.mul_(e_v), s3[rows], out=d_l[:, n:])
+        dq, dk = dq_t[rows], dk_t[rows]
+        torch.baddbmm(dq, k3[rows].mT, d_l.mT, beta=0, alpha=scale, out=dq)
+        torch.baddbmm(dk, q3[rows].mT, d_l, beta=0, alpha=scale, out=dk)
+    dq, dk = dq_t.view(B, H, d, n2).mT, dk_t.view(B, H, d, N).mT
+    return dq.contiguous(), dk.contiguous(), ds.view(B, H, N)
+
+
+@torch.library.custom_op("braindecode_pars::pair_attention", mutates_args=())
+def pair_attention(
+    q: torch.Tensor, k: torch.Tensor, s: torch.Tensor, n: int, scale: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``theta[b, j, k] = sum_h sum_m softmax_m(U[j, m] + V[k, m]) s[h, m]`` from factor tables.
 
-    Inputs: ``q`` (batch, H, 2n, d), per head the rows ``u_1..u_n`` then ``v_1..v_n``;
-    ``k`` (batch, H, N, d); ``s`` (batch, H, N); ``n``; ``scale`` of the logits
-    ``[U; V] = scale * q @ k.T``. Per head, with ``e_u = exp(U - shift)`` and
-    ``e_v = exp(V - shift)`` (computed as powers of 2, see :data:`LOG2_E`),
-    ``den = e_u @ e_v.T`` and ``num = (e_u * s) @ e_v.T``. The backward pass is
-    written out: with ``A = dtheta / den`` and ``C = A * theta_h``,
-    ``dU = e_u * (s * (A @ e_v) - C @ e_v)``, ``dV = e_v * (s * (A.T @ e_u) - C.T @ e_u)``
-    and ``ds = sum_j e_u * (A @ e_v)``: four products of (n x n) and (n x N) tables,
-    a few passes over the tables, no autograd graph of the elementwise steps.
+    ``q`` (batch, H, 2n, d) holds per head the rows ``u_1..u_n`` then ``v_1..v_n``,
+    ``k`` (batch, H, N, d) the keys, ``s`` (batch, H, N) the scalar value of each key
+    and head, and the logits are ``[U; V] = scale * q @ k.T``. Per head, with
+    ``e_u = exp(U - rowmax)`` and ``e_v = exp(V - rowmax)``, ``den = e_u @ e_v.T`` and
+    ``num = (e_u * s) @ e_v.T``: two (n x N) @ (N x n) products, memory
+    O(batch x H x n x N), and no (n x n x N) tensor.
 
-    Returns ``theta`` (batch, n, n) and ``bad``: the (batch, H, n, n) mask of the
-    pairs whose denominator fell below :func:`_underflow_threshold` (or is not
-    finite), which contribute 0 here and are to be added exactly by the caller; an
-    empty tensor when there are none.
+    Registered as a ``torch.library`` operator with its backward, so ``torch.compile``
+    traces it as one opaque node (no graph break) and, with no host synchronisation
+    in it, CUDA graphs can capture it.
+
+    Returns ``theta`` (batch, n, n), the sum over heads; ``den`` (batch, H, n, n), the
+    denominators, ``inf`` where the tables underflowed (see
+    :func:`_underflow_threshold`), pairs that contribute 0 here and that the caller
+    adds exactly; ``ratio`` (batch, H, n, n), each head's ``theta``.
     """
-
-    @staticmethod
-    def forward(ctx, q, k, s, n, scale):
-        B, H, n2, d = q.shape
-        N = k.shape[2]
-        chunk = B
-        if q.device.type == "cpu":  # equal chunks of at most CPU_CHUNK_ELEMENTS entries
-            n_chunks = math.ceil(B / max(1, CPU_CHUNK_ELEMENTS // (H * n2 * N)))
-            chunk = math.ceil(B / n_chunks)
-        q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
-        tables = q.new_empty(B * H, n2, N)  # [e_u; e_v] per head, kept for backward
-        num, den = q.new_empty(B * H, n, n), q.new_empty(B * H, n, n)
-        scratch = q.new_empty(chunk * H, n, N)
-        for b0, b1 in _chunks(B, chunk):
-            rows = slice(b0 * H, b1 * H)
-            logits = tables[rows]
-            e = _factor_tables_(  # the logits in base 2: the scale times log2(e)
-                torch.baddbmm(
-                    logits, q3[rows], k3[rows].mT, beta=0, alpha=scale * LOG2_E, out=logits
-                )
-            )
-            e_u, e_vt = e[:, :n], e[:, n:].mT
-            torch.bmm(torch.mul(e_u, s3[rows], out=scratch[: e.shape[0]]), e_vt, out=num[rows])
-            torch.bmm(e_u, e_vt, out=den[rows])
-        threshold = _underflow_threshold(den.dtype)
-        bad = None
-        if not den.amin() > threshold:  # also catches NaN
-            bad = ~(den > threshold)
-            num.masked_fill_(bad, 0.0)
-            den.masked_fill_(bad, 1.0)
-        ratio = num.div_(den)
-        ctx.save_for_backward(q3, k3, s3, tables, den, ratio, bad)
-        ctx.sizes = (B, H, n, chunk, scale)
-        if bad is None:
-            bad = torch.zeros(0, dtype=torch.bool, device=q.device)
-        else:
-            bad = bad.view(B, H, n, n)
-        ctx.mark_non_differentiable(bad)
-        return ratio.view(B, H, n, n).sum(dim=1), bad
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad, _):
-        q3, k3, s3, tables, den, ratio, bad = ctx.saved_tensors
-        B, H, n, chunk, scale = ctx.sizes
-        n2, d, N = q3.shape[1], q3.shape[2], k3.shape[1]
-        # dq and dk computed transposed, (d x 2n) and (d x N): 2-3 times as fast as
-        # (2n x d) and (N x d) products with d as small as 8
-        dq_t, dk_t = q3.new_empty(B * H, d, n2), k3.new_empty(B * H, d, N)
-        ds = torch.empty_like(s3)
-        a_buf, c_buf = (q3.new_empty(chunk, H, n, n) for _ in range(2))  # A, -C
-        xa_buf, xc_buf, ya_buf, yc_buf = (q3.new_empty(chunk * H, n, N) for _ in range(4))
-        dl_buf = q3.new_empty(chunk * H, n2, N)  # d loss / d [U; V]
-        den4, ratio4 = den.view(B, H, n, n), ratio.view(B, H, n, n)
-        for b0, b1 in _chunks(B, chunk):
-            rows, m = slice(b0 * H, b1 * H), (b1 - b0) * H
-            e_u, e_v = tables[rows, :n], tables[rows, n:]
-            a4, c4 = a_buf[: b1 - b0], c_buf[: b1 - b0]
-            torch.div(grad[b0:b1, None], den4[b0:b1], out=a4)
-            if bad is not None:
-                a4.masked_fill_(bad.view(B, H, n, n)[b0:b1], 0.0)
-            torch.mul(a4, ratio4[b0:b1], out=c4).neg_()
-            a, c = a4.view(m, n, n), c4.view(m, n, n)
-            x_a = torch.bmm(a, e_v, out=xa_buf[:m]).mul_(e_u)  # e_u * (A @ e_v)
-            x_c = torch.bmm(c, e_v, out=xc_buf[:m]).mul_(e_u)  # -e_u * (C @ e_v)
-            y_a = torch.bmm(a.mT, e_u, out=ya_buf[:m]).mul_(e_v)
-            y_c = torch.bmm(c.mT, e_u, out=yc_buf[:m]).mul_(e_v)
-            torch.sum(x_a, dim=1, keepdim=True, out=ds[rows])
-            dl = dl_buf[:m]
-            torch.addcmul(x_c, x_a, s3[rows], out=dl[:, :n])
-            torch.addcmul(y_c, y_a, s3[rows], out=dl[:, n:])
-            dq, dk = dq_t[rows], dk_t[rows]
-            torch.baddbmm(dq, k3[rows].mT, dl.mT, beta=0, alpha=scale, out=dq)
-            torch.baddbmm(dk, q3[rows].mT, dl, beta=0, alpha=scale, out=dk)
-        dq, dk = dq_t.view(B, H, d, n2).mT, dk_t.view(B, H, d, N).mT
-        return dq, dk, ds.view(B, H, N), None, None
+    return _pair_attention(q, k, s, n, scale)
 
 
-def _uses_attention_kernel(y):
-    """Whether the folded decoder runs its pairs through ``scaled_dot_product_attention``
-    (tensor code only: compiled, on an accelerator) rather than the factor tables of
-    :class:`_FactorisedPairAttention` (eager, on a CPU).
+@pair_attention.register_fake
+def _(q, k, s, n, scale):
+    B, H = q.shape[:2]
+    return q.new_empty(B, n, n), q.new_empty(B, H, n, n), q.new_empty(B, H, n, n)
 
-    The factor tables are the faster computation on a CPU, where they cost about 1 % of
-    the step at the paper's size, but they branch on the data (rows shifted only when
-    their logits are wide, pairs recomputed only when a denominator underflows), which
-    ``torch.compile`` cannot trace; the attention kernel computes the same softmax
-    stably with no branch, so the compiled graph of PARS has no break, and on a GPU it
-    is one fused kernel instead of a few dozen small ones.
+
+@torch.library.custom_op("braindecode_pars::pair_attention_backward", mutates_args=())
+def pair_attention_backward(
+    grad: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    s: torch.Tensor,
+    den: torch.Tensor,
+    ratio: torch.Tensor,
+    n: int,
+    scale: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Gradients of :func:`pair_attention`'s ``theta`` with respect to ``q``, ``k``, ``s``."""
+    return _pair_attention_backward(grad.contiguous(), q, k, s, den, ratio, n, scale)
+
+
+@pair_attention_backward.register_fake
+def _(grad, q, k, s, den, ratio, n, scale):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(s)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, s, n, scale = inputs
+    _, den, ratio = output
+    ctx.save_for_backward(q, k, s, den, ratio)
+    ctx.n, ctx.scale = n, scale
+    ctx.mark_non_differentiable(den, ratio)
+
+
+def _backward(ctx, grad, _grad_den, _grad_ratio):
+    q, k, s, den, ratio = ctx.saved_tensors
+    dq, dk, ds = pair_attention_backward(grad, q, k, s, den, ratio, ctx.n, ctx.scale)
+    return dq, dk, ds, None, None
+
+
+pair_attention.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _pair_attention_flops(q_shape, k_shape, s_shape, n, scale, *args, **kwargs):
+    """Multiply-adds times 2 of :func:`pair_attention`: the logits, ``num`` and ``den``."""
+    B, H, n2, d = q_shape
+    N = k_shape[2]
+    return 2 * B * H * (n2 * N * d + 2 * n * n * N)
+
+
+def _pair_attention_backward_flops(grad_shape, q_shape, k_shape, *args, **kwargs):
+    """The tables recomputed, four (n x n) @ (n x N) products, ``dq`` and ``dk``."""
+    B, H, n2, d = q_shape
+    N, n = k_shape[2], n2 // 2
+    return 2 * B * H * (n2 * N * d + 4 * n * n * N + 2 * n2 * N * d)
+
+
+register_flop_formula(torch.ops.braindecode_pars.pair_attention)(_pair_attention_flops)
+register_flop_formula(torch.ops.braindecode_pars.pair_attention_backward)(
+    _pair_attention_backward_flops
+)
+
+
+def _exact_pairs(q, k, s, den, n, scale, size=None):
+    """The pairs whose denominators underflowed (``den`` is ``inf``), computed directly.
+
+    At most ``size`` pairs (:data:`FALLBACK_PAIRS`): their positions are found with
+    ``torch.nonzero_static``, a fixed-size result, so the step keeps static shapes and
+    no host synchronisation. Returns the flat indices ``(batch, j, k)`` of the slots,
+    their exact per-head values (0 in empty slots) and the number of underflowing
+    pairs beyond ``size`` (a 0-d tensor on the device).
     """
-    return y.device.type != "cpu" or torch.compiler.is_compiling()
-
-
-def _pair_attention_sdpa(q, k, s, n):
-    """``theta[b, j, k] = sum_h sum_m softmax_m(U[j, m] + V[k, m]) s[h, m]`` by
-    ``scaled_dot_product_attention``.
-
-    The query of pair ``(j, k)`` is ``u_j + v_k`` (``q[:, :, j] + q[:, :, n + k]``),
-    formed for every pair ((batch, H, n * n, d): the only per-pair tensor, of the head
-    size ``d``, not the token size), its keys ``k`` and its values the scalars ``s``
-    (padded with zeros to 8 columns, a width every attention backend accepts). It runs
-    in the inputs' type: the decoder leaves autocast and computes in float32 (see
-    :meth:`CrossAttentionPairDecoder.forward`).
-
-    Parameters
-    ----------
-    q : torch.Tensor, shape (batch, H, 2n, d)
-        Per head the rows ``u_1..u_n`` then ``v_1..v_n``.
-    k : torch.Tensor, shape (batch, H, N, d)
-    s : torch.Tensor, shape (batch, H, N)
-    n : int
-
-    Returns
-    -------
-    theta : torch.Tensor, shape (batch, n, n)
-    """
-    B, H, _, d = q.shape
-    pairs = (q[:, :, :n, None, :] + q[:, :, None, n:, :]).reshape(B, H, n * n, d)
-    values = F.pad(s[..., None], (0, 7))  # (batch, H, N, 8), the first column s
-    out = F.scaled_dot_product_attention(pairs, k, values.to(k.dtype))  # (B, H, n * n, 8)
-    return out[..., 0].sum(dim=1).view(B, n, n)
+    B, H, n2, d = q.shape
+    N = k.shape[2]
+    bad = den.isinf().view(-1)  # (batch * H * n * n)
+    size = min(bad.numel(), FALLBACK_PAIRS if size is None else size)
+    flat = torch.nonzero_static(bad, size=size, fill_value=-1)[:, 0]
+    filled = flat >= 0
+    flat = flat.clamp(min=0)
+    bh, jk = flat // (n * n), flat % (n * n)
+    j, kk = jk // n, jk % n
+    q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, N)
+    query = q3[bh, j] + q3[bh, n + kk]  # (size, d): u_j + v_k
+    logits = torch.bmm(k3[bh], query[:, :, None])[..., 0] * scale  # (size, N)
+    exact = (torch.softmax(logits, dim=-1) * s3[bh]).sum(-1)
+    exact = torch.where(filled, exact, 0.0)
+    unresolved = bad.sum() - filled.sum()
+    return (bh // H) * (n * n) + jk, exact, unresolved
 
 
 def _chunks(B, chunk):
@@ -316,11 +371,13 @@ class CrossAttentionPairDecoder(nn.Module):
         The factor tables are float32, or float64 for float64 input; under autocast the
         decoder leaves autocast and computes in float32 too (its products are small
         beside the encoder's, and a softmax ratio of bf16 tables would be off by
-        about 1e-2). Logits within :data:`UNSHIFTED_LOGIT_BOUND` are exponentiated as
-        they are, wider rows after subtracting their maxima; a pair whose denominator
-        still underflows (see :func:`_underflow_threshold`: two rows whose maxima lie
-        more than about 40 nats (float32) or 350 nats (float64) apart at every key) is
-        recomputed exactly from its logits, so the result is never silently wrong.
+        about 1e-2). Every row of logits is shifted by its maximum before it is
+        exponentiated; a pair whose denominator still underflows (see
+        :func:`_underflow_threshold`: two rows whose maxima lie more than about 40
+        nats (float32) or 350 nats (float64) apart at every key) is recomputed exactly
+        from its logits, up to :data:`FALLBACK_PAIRS` pairs per call; the number beyond
+        that is returned by :meth:`forward_counted`, so the result is never silently
+        wrong.
 
         Parameters
         ----------
@@ -334,14 +391,26 @@ class CrossAttentionPairDecoder(nn.Module):
         theta_hat : torch.Tensor, shape (batch, n_masked, n_masked)
             ``theta_hat[b, j, k]`` estimates ``(t_j - t_k) / T_s``.
         """
+        return self.forward_counted(y, idx)[0]
+
+    def forward_counted(self, y, idx):
+        """:meth:`forward`, and the number of pairs it could not compute exactly.
+
+        Returns ``theta_hat`` and a 0-d long tensor on ``y``'s device: the pairs whose
+        factor tables underflowed beyond the :data:`FALLBACK_PAIRS` recomputed ones
+        (0 but for logits spread over tens of nats at every key). It is a device
+        tensor, so that a training step need not wait for it: read it at the
+        evaluation cadence (:class:`~braindecode_pars.training.callbacks.PretextSkill`
+        warns when it is not 0).
+        """
         out_dtype = y.dtype
         dtype = torch.float64 if y.dtype == torch.float64 else torch.float32
         no_autocast = contextlib.nullcontext()
         if torch.is_autocast_enabled(y.device.type):
             no_autocast = torch.autocast(y.device.type, enabled=False)
         with no_autocast:
-            theta = self._forward(y.to(dtype), idx)
-        return theta.to(out_dtype)
+            theta, unresolved = self._forward(y.to(dtype), idx)
+        return theta.to(out_dtype), unresolved
 
     def _check_foldable(self):
         """The fold reads ``attn``'s packed in-projection and its biases and assumes no
@@ -378,16 +447,11 @@ class CrossAttentionPairDecoder(nn.Module):
         uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F): [u, v]
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
-        if _uses_attention_kernel(y):
-            return _pair_attention_sdpa(q, k, s, n) + const
-        theta, bad = _FactorisedPairAttention.apply(q, k, s, n, d**-0.5)
-        if bad.numel():  # the pairs whose factor tables underflowed, computed directly
-            b, h, j, kk = bad.nonzero(as_tuple=True)
-            logits = q @ k.transpose(-1, -2) * d**-0.5  # (batch, H, 2n, N)
-            pair_logits = logits[b, h, j] + logits[b, h, n + kk]  # (n_bad, N)
-            exact = (torch.softmax(pair_logits, dim=-1) * s[b, h]).sum(-1)
-            theta = theta.index_put((b, j, kk), exact, accumulate=True)
-        return theta + const
+        scale = d**-0.5
+        theta, den, _ = pair_attention(q, k, s, n, scale)
+        flat, exact, unresolved = _exact_pairs(q, k, s, den, n, scale)
+        theta = theta.reshape(B * n * n).index_add(0, flat, exact).view(B, n, n)
+        return theta + const, unresolved
 
     def forward_naive(self, y, idx):
         """Direct computation on the materialised (batch, n_masked^2, 2F) pair tensor."""

@@ -70,8 +70,10 @@ class PARS(PretextModel):
         n_masked), the predicted shifts of the pairs of ``masked_idx`` (batch,
         n_masked), the position-masked patches; ``starts`` (batch, n_patches), patch
         start samples; ``pos_mask`` (bool, batch, n_patches), True where the PE was
-        masked. :meth:`predict_shifts` adds the N x N grids ``theta_pred``,
-        ``theta_true`` and ``pair_mask``.
+        masked; ``unresolved_pairs``, a 0-d long tensor on the device: the pairs the
+        folded decoder could not compute exactly (0 but for extreme logits; read it at
+        the evaluation cadence, not per step). :meth:`predict_shifts` adds the N x N
+        grids ``theta_pred``, ``theta_true`` and ``pair_mask``.
 
     References
     ----------
@@ -182,9 +184,16 @@ class PARS(PretextModel):
 
     def forward_decoder(self, y, masked_idx):
         """(batch, n_patches, emb_dim) -> theta_hat (batch, n_masked, n_masked)."""
-        if self.decoder_impl == "naive":
-            return self.decoder.forward_naive(y, masked_idx)
-        return self.decoder(y, masked_idx)
+        return self.forward_decoder_counted(y, masked_idx)[0]
+
+    def forward_decoder_counted(self, y, masked_idx):
+        """:meth:`forward_decoder` and the pairs it could not compute exactly, a 0-d
+        device tensor (see :meth:`CrossAttentionPairDecoder.forward_counted`; 0 for the
+        naive and MLP decoders, which have no factor tables)."""
+        if self.decoder_impl == "naive" or not hasattr(self.decoder, "forward_counted"):
+            run = self.decoder.forward_naive if self.decoder_impl == "naive" else self.decoder
+            return run(y, masked_idx), torch.zeros((), dtype=torch.long, device=y.device)
+        return self.decoder.forward_counted(y, masked_idx)
 
     def shift_targets(self, starts):
         """theta_jk = (t_j - t_k) / T_s for every pair: (batch, n) -> (batch, n, n)."""
@@ -202,7 +211,7 @@ class PARS(PretextModel):
         starts = self.sample_patches(B, device, generator)  # (batch, n_patches)
         pos_mask, masked_idx = self.mask_positions(B, device, generator)  # (B, N), (B, n_m)
         y = self.forward_encoder(X, starts, pos_mask)  # (batch, n_patches, emb_dim)
-        theta_hat = self.forward_decoder(y, masked_idx)  # (batch, n_m, n_m)
+        theta_hat, unresolved = self.forward_decoder_counted(y, masked_idx)  # (B, n_m, n_m)
         theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
         loss = self.forward_loss(theta_hat, theta)
 
@@ -213,6 +222,7 @@ class PARS(PretextModel):
             "masked_idx": masked_idx,
             "starts": starts,
             "pos_mask": pos_mask,
+            "unresolved_pairs": unresolved,  # 0-d, on the device: read it at eval time
         }
 
     def predict_shifts(self, X, generator=None):
