@@ -161,6 +161,8 @@ def test_stores_from_a_stream_and_from_memory_are_identical(tmp_path):
     a, index_a, info_a = read_window_store(tmp_path / "memory")
     b, index_b, info_b = read_window_store(tmp_path / "stream")
     np.testing.assert_array_equal(index_a, index_b)
+    assert info_a.pop("build")["source"] is None  # a stream records its files, memory cannot
+    assert info_b.pop("build")["source"] is not None
     assert info_a == info_b and info_a["recordings"][0]["ch_names"] == ["C0", "C1", "C2"]
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
@@ -209,7 +211,7 @@ def test_a_store_of_another_format_is_refused_naming_it(tmp_path):
     info = {"sfreq": 10.0, "recordings": [{"ch_names": [], "description": {}}] * 2}
     (folder / "info.json").write_text(json.dumps(info))
     np.savez(folder / "index.npz", index=np.array([[0, 0, 20], [1, 10, 30]]))
-    with pytest.raises(ValueError, match=r"has format 1, not 2: write it again"):
+    with pytest.raises(ValueError, match=r"has format 1, not 2 or 3: write it again"):
         SingleChannelWindows.from_store(folder)
 
 

@@ -145,8 +145,9 @@ def _check_exclude(exclude):
     )
 
 
-def _channels(file, picks, exclude, on_error):
-    """The recording's header (not its data) and the channels kept, or None to skip it."""
+def _channels(file, picks, exclude, on_error, skipped):
+    """The recording's header (not its data) and the channels kept, or None to skip it
+    (``(file, reason)`` then appended to ``skipped``)."""
     try:
         raw = mne.io.read_raw(file, preload=False, verbose="error")
     except Exception as err:  # MNE's readers raise ValueError, OSError, RuntimeError...
@@ -157,11 +158,13 @@ def _channels(file, picks, exclude, on_error):
                 "on_error='skip' to leave unreadable files out with a warning."
             ) from err
         logger.warning("Skipping '%s': cannot read it (%s).", file, reason)
+        skipped.append((str(file), f"cannot read it ({reason})"))
         return None
     try:
         raw.pick(picks)
     except ValueError:
         logger.warning("Skipping %s: no channel matches picks=%r.", file, picks)
+        skipped.append((str(file), f"no channel matches picks={picks!r}"))
         return None
     left_out = _excluded(raw, picks, exclude)
     kept = [ch for ch in raw.ch_names if ch not in left_out]
@@ -173,6 +176,7 @@ def _channels(file, picks, exclude, on_error):
             exclude,
             left_out,
         )
+        skipped.append((str(file), f"every channel is left out by exclude={exclude!r}"))
         return None
     return raw.pick(kept), left_out
 
@@ -279,9 +283,9 @@ def load_recordings(
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
     files = find_recordings(patterns)
-    kept, raws = {}, []
+    kept, raws, skipped = {}, [], []
     for file in files:
-        found = _channels(file, picks, exclude, on_error)
+        found = _channels(file, picks, exclude, on_error, skipped)
         if found is None:
             continue
         raw, left_out = found
@@ -301,9 +305,8 @@ def load_recordings(
     ]
     if lazy:
         readers = [functools.partial(_read, file, channels) for file, (channels, _) in kept.items()]
-        return RecordingStream(
-            readers, _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
-        )
+        windower = _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
+        return RecordingStream(readers, windower, skipped=skipped)
     return windows_of(
         BaseConcatDataset(raws),
         preprocessors,

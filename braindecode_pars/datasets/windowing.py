@@ -303,8 +303,11 @@ class RecordingStream:
     >>> write_window_store(stream, "store/")  # doctest: +SKIP
     """
 
-    def __init__(self, readers, windower, description=None):
+    def __init__(self, readers, windower, description=None, skipped=()):
         self._parts = [(tuple(readers), windower, dict(description or {}))]
+        #: ``(recording, reason)`` of the recordings the reader left out before the
+        #: stream (unreadable headers), which a store's info lists with its own.
+        self.skipped = list(skipped)
 
     def __len__(self):
         """The number of recordings (some may yield no window)."""
@@ -313,15 +316,21 @@ class RecordingStream:
     def __add__(self, other):
         if not isinstance(other, RecordingStream):
             return NotImplemented
-        stream = RecordingStream((), None)
+        stream = RecordingStream((), None, skipped=self.skipped + other.skipped)
         stream._parts = [part for part in self._parts + other._parts if part[0]]
         return stream
 
     def with_description(self, description):
         """The same stream, with ``description`` (a dict of columns) set on every recording."""
-        stream = RecordingStream((), None)
+        stream = RecordingStream((), None, skipped=self.skipped)
         stream._parts = [(r, w, {**d, **description}) for r, w, d in self._parts]
         return stream
+
+    def tasks(self):
+        """Every recording as a ``(read, windower, description)`` triple, in order, whose
+        windows are ``RecordingStream._windows(*task)``: what worker processes take
+        (picklable when the readers and the windower are)."""
+        return [(read, w, d) for readers, w, d in self._parts for read in readers]
 
     def __iter__(self):
         for readers, windower, description in self._parts:

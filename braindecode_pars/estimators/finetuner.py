@@ -28,6 +28,7 @@ from ..probe.scaling import AlignSignals
 from ..training._finetune import (
     AUGMENTATION_PRESETS,
     CodedWindows,
+    EpochTable,
     FixedCrops,
     RandomCrops,
     check_crop_seconds,
@@ -425,9 +426,15 @@ class PARSFineTuner(
 
     @property
     def _default_callbacks(self):
-        """skorch's epoch timer, losses and table; the validation balanced accuracy and
-        best epoch when a validation set exists; the freezing of the encoder."""
-        callbacks = [(name, cb) for name, cb in super()._default_callbacks if name != "valid_acc"]
+        """skorch's epoch timer, losses and table (:class:`EpochTable`: in colour on a
+        terminal only); the time estimate after the first epoch; the validation
+        balanced accuracy and best epoch when a validation set exists; the freezing of
+        the encoder."""
+        callbacks = [
+            (name, EpochTable() if name == "print_log" else cb)  # colour on a terminal only
+            for name, cb in super()._default_callbacks
+            if name != "valid_acc"
+        ]
         validation = getattr(self, "validation_", "none") != "none"
         return callbacks + finetune_callbacks(
             self.strategy, self.max_epochs, validation, self.valid_monitor, self.checkpoint_dir

@@ -1,0 +1,222 @@
+"""Building a window store: worker processes, resuming a stopped build, float16, and the
+counts of recordings read, skipped and written."""
+
+import filecmp
+import functools
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import mne
+import numpy as np
+import pytest
+from braindecode.datasets import BaseConcatDataset, RawDataset
+
+from braindecode_pars.datasets import (
+    RecordingStream,
+    load_recordings,
+    read_window_store,
+    write_window_store,
+)
+from braindecode_pars.datasets.store import StoreMismatchError, float16_scale
+from braindecode_pars.datasets.windowing import _fixed_length_windower
+
+STORE_FILES = ["data.f32", "index.npz", "info.json", "recordings.json"]
+
+
+def save_recordings(folder, n, seconds=40.0, sfreq=250.0, scale=1e-5):
+    """``n`` FIF recordings of 3 EEG channels (random, ``scale`` volts) and an ECG."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        rng = np.random.default_rng(i)
+        data = scale * rng.standard_normal((4, int(seconds * sfreq)))
+        info = mne.create_info(["C3", "C4", "Cz", "ECG"], sfreq, ["eeg"] * 3 + ["ecg"])
+        raw = mne.io.RawArray(data, info, verbose="error")
+        raw.save(folder / f"r{i:02d}_raw.fif", verbose="error")
+    return str(folder / "*.fif")
+
+
+def same_store(a, b):
+    """Whether two store folders hold the same files with the same bytes."""
+    names = sorted(os.listdir(a))
+    assert names == sorted(os.listdir(b))
+    return all(filecmp.cmp(a / n, b / n, shallow=False) for n in names)
+
+
+OPTIONS = dict(sfreq=100.0, window_seconds=5.0, stride_seconds=2.5)
+
+
+@pytest.mark.slow  # starting worker processes, which import torch
+def test_two_jobs_write_the_same_bytes_as_one(tmp_path):
+    pattern = save_recordings(tmp_path / "rec", 5)
+    stream = load_recordings(pattern, lazy=True, **OPTIONS)
+    write_window_store(stream, tmp_path / "one", jobs=1)
+    write_window_store(stream, tmp_path / "two", jobs=2)
+    assert sorted(os.listdir(tmp_path / "one")) == STORE_FILES
+    assert same_store(tmp_path / "one", tmp_path / "two")
+    recordings, index, info = read_window_store(tmp_path / "two")
+    assert info["n_recordings"] == 5 and len(index) == 5 * 15
+    # the data is the recording preprocessed, in microvolts, not a copy of another one
+    raw = mne.io.read_raw_fif(tmp_path / "rec" / "r03_raw.fif", verbose="error", preload=True)
+    raw.pick(["C3", "C4", "Cz"]).filter(0.3, 45.0, verbose="error").resample(100.0)
+    np.testing.assert_allclose(recordings[3], raw.get_data() * 1e6, rtol=1e-4, atol=1e-3)
+
+
+def slow_reader(seed, delay=0.0):
+    """A recording that takes ``delay`` seconds to read (a build to stop partway)."""
+    time.sleep(delay)
+    rng = np.random.default_rng(seed)
+    info = mne.create_info(["C3", "C4"], 100.0, "eeg")
+    raw = mne.io.RawArray(rng.standard_normal((2, 3000)), info, verbose="error")
+    return RawDataset(raw, {"seed": seed})
+
+
+def slow_stream(n=8, delay=0.0):
+    readers = [functools.partial(slow_reader, seed, delay) for seed in range(n)]
+    return RecordingStream(readers, _fixed_length_windower(None, 100.0, 5.0))
+
+
+@pytest.mark.slow  # a Python process that imports torch, killed
+def test_a_build_killed_partway_resumes_to_the_same_bytes(tmp_path):
+    write_window_store(slow_stream(), tmp_path / "whole", settings={"n": 8})
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_store_build import slow_stream
+        from braindecode_pars.datasets import write_window_store
+        write_window_store(slow_stream(delay=0.4), {str(tmp_path / "killed")!r},
+                           settings={{"n": 8}})
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script])
+    journal = tmp_path / "killed" / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.exists() and journal.read_bytes().count(b"\n") >= 3:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert not (tmp_path / "killed" / "index.npz").exists()  # stopped before its end
+    done = journal.read_bytes().count(b"\n")
+    assert 3 <= done < 8
+    with pytest.raises(StoreMismatchError, match=r"n: saved 8, now 9.*overwrite=True"):
+        write_window_store(slow_stream(), tmp_path / "killed", settings={"n": 9})
+    read = []
+    stream = slow_stream()
+    stream._parts = [(tuple(_recorded(r, read) for r in stream._parts[0][0]),
+                      *stream._parts[0][1:])]  # fmt: skip
+    write_window_store(stream, tmp_path / "killed", settings={"n": 8})
+    assert sorted(read) == list(range(done, 8))  # the stored recordings are not read again
+    assert same_store(tmp_path / "whole", tmp_path / "killed")
+    # the same command again: the store is complete, nothing is read
+    write_window_store(stream, tmp_path / "killed", settings={"n": 8})
+    assert sorted(read) == list(range(done, 8))
+
+
+def _recorded(reader, read):
+    def read_and_note():
+        read.append(reader.args[0])
+        return reader()
+
+    return read_and_note
+
+
+class Stop(Exception):
+    pass
+
+
+def stop_reader():
+    raise Stop
+
+
+def test_data_and_a_journal_line_cut_by_a_stop_are_dropped_on_resume(tmp_path):
+    write_window_store(slow_stream(4), tmp_path / "whole", settings={"n": 4})
+    folder = tmp_path / "cut"
+    stopping = slow_stream(4)
+    readers, windower, description = stopping._parts[0]
+    stopping._parts = [(readers[:2] + (stop_reader,) + readers[3:], windower, description)]
+    with pytest.raises(ValueError, match="Cannot store 'Recording 2' \\(Stop"):
+        write_window_store(stopping, folder, settings={"n": 4})
+    assert (folder / "journal.jsonl").read_bytes().count(b"\n") == 2
+    with open(folder / "data.part", "ab") as f:  # a third one's data, not committed
+        f.write(b"\x01" * 1000)
+    with open(folder / "journal.jsonl", "ab") as f:  # its line, cut
+        f.write(b'{"unit": 2, "recor')
+    build = json.loads((folder / "build.json").read_text())
+    assert build["dtype"] == "<f4" and build["settings"] == {"n": 4}
+    with pytest.raises(StoreMismatchError, match="source"):  # other recordings
+        write_window_store(slow_stream(5), folder, settings={"n": 4})
+    with pytest.raises(StoreMismatchError, match="dtype"):
+        write_window_store(slow_stream(4), folder, settings={"n": 4}, dtype="float16")
+    write_window_store(slow_stream(4), folder, settings={"n": 4})
+    assert same_store(tmp_path / "whole", folder)
+
+
+def test_unreadable_recordings_are_skipped_listed_and_counted(tmp_path, caplog):
+    pattern = save_recordings(tmp_path / "rec", 3)
+    (tmp_path / "rec" / "r99_raw.fif").write_bytes(b"not a recording")  # unreadable header
+    data = (tmp_path / "rec" / "r01_raw.fif").read_bytes()
+    (tmp_path / "rec" / "r01_raw.fif").write_bytes(data[: len(data) // 2])  # truncated data
+    with pytest.raises(ValueError, match="r99_raw.fif"):
+        load_recordings(pattern, lazy=True, **OPTIONS)
+    stream = load_recordings(pattern, lazy=True, on_error="skip", **OPTIONS)
+    with pytest.raises(ValueError, match=r"Cannot store '.*r01_raw.fif'.*--on-error skip"):
+        write_window_store(stream, tmp_path / "raise", on_error="raise")
+    with caplog.at_level(logging.WARNING):
+        write_window_store(stream, tmp_path / "store", on_error="skip")
+    _, _, info = read_window_store(tmp_path / "store")
+    assert info["n_recordings"] == 2 and info["n_recordings_read"] == 2
+    assert info["n_recordings_skipped"] == 2
+    skipped = {s["recording"]: s["reason"] for s in info["skipped"]}
+    assert set(map(os.path.basename, skipped)) == {"r01_raw.fif", "r99_raw.fif"}
+    assert any("r01_raw.fif" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 3e3])
+def test_float16_keeps_eleven_bits_in_any_unit_and_halves_the_bytes(tmp_path, scale):
+    rng = np.random.default_rng(0)
+    signal_ = scale * rng.standard_normal((3, 20_000))  # volts, microvolts, digital units
+    signal_[1, 123] = 40 * scale  # an artefact sets the recording's scale
+    info = mne.create_info(3, 100.0, "eeg")
+    raw = mne.io.RawArray(signal_, info, verbose="error")
+    windows = _fixed_length_windower(None, 100.0, 5.0)(BaseConcatDataset([RawDataset(raw, {})]))
+    write_window_store(windows, tmp_path / "f32")
+    write_window_store(windows, tmp_path / "f16", dtype="float16")
+    recordings, index, info16 = read_window_store(tmp_path / "f16")
+    assert info16["dtype"] == "<f2" and recordings[0].dtype == np.float16
+    s = info16["scales"][0]
+    assert s == float16_scale(signal_.astype(np.float32)) and np.log2(s) == round(np.log2(s))
+    assert 2**13 <= np.abs(signal_).max() * s < 2**14
+    back = recordings[0].astype(np.float64) / s
+    reference = signal_.astype(np.float32).astype(np.float64)
+    # float16's 11 significant bits: relative error <= 2**-11 where no subnormal
+    big = np.abs(reference) * s > 2**-14
+    assert np.all(np.abs(back - reference)[big] <= 2**-11 * np.abs(reference)[big])
+    assert np.abs(back - reference).max() <= 2**-11 * np.abs(reference).max()
+    assert info16["clipped_samples"] == 0
+    size16 = os.path.getsize(tmp_path / "f16" / "data.f16")
+    size32 = os.path.getsize(tmp_path / "f32" / "data.f32")
+    assert size16 <= 0.55 * size32 and size16 == size32 // 2
+    np.testing.assert_array_equal(index, read_window_store(tmp_path / "f32")[1])
+
+
+def test_float16_clips_and_counts_what_it_cannot_hold(tmp_path):
+    signal_ = np.ones((2, 1000))
+    signal_[0, 10], signal_[1, 20] = np.inf, -np.inf
+
+    raw = mne.io.RawArray(signal_, mne.create_info(2, 100.0, "eeg"), verbose="error")
+    windows = _fixed_length_windower(None, 100.0, 5.0)(BaseConcatDataset([RawDataset(raw, {})]))
+    write_window_store(windows, tmp_path / "f16", dtype="float16")
+    recordings, _, info = read_window_store(tmp_path / "f16")
+    assert info["clipped_samples"] == 2
+    assert recordings[0][0, 10] == np.finfo(np.float16).max
+    assert recordings[0][1, 20] == -np.finfo(np.float16).max
+    assert info["scales"][0] == 2.0**13  # the largest finite value, 1, is scaled to 2**13
