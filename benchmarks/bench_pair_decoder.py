@@ -1,6 +1,6 @@
 """Cost of the PARS pair decoder beside the encoder, on this machine.
 
-One command records:
+Three modes. ``--mode table`` (the default) records:
 
 1. the training step (forward, backward, AdamW step) of PARS against the step of the
    encoder alone on the same patches and masks (its loss a plain mean of squares),
@@ -17,26 +17,54 @@ One command records:
 4. the peak resident memory of one training step at n_patches 40, 80 and 128, each
    configuration in a fresh process.
 
+``--mode repeat`` measures the 64 x 4 row ``--runs`` times, ``--pause`` seconds apart,
+on the same two models, and reports every run and the median and range over the runs:
+this machine's speed drifts by up to a third within minutes, so one measurement lands
+anywhere in a band around the targets of the pair-decoder work (64 x 4: at most 1.3
+times the encoder-alone step, 1,000 windows/s or more).
+
+``--mode ab`` compares the decoder of the git revision ``--against`` with this one's,
+for changes smaller than that drift: the module
+``braindecode_pars/models/pair_decoders.py`` of that revision is loaded beside the
+working one, and every round runs the 64 x 4 PARS step with the decoder as each
+module's class (the same parameters; their order alternating) and the encoder-alone
+step, so that each round's ratios share the machine's state. Reported per run: each
+version's median ratio to the encoder-alone step, and the median over rounds of the
+new step's time over the old one's.
+
 Usage::
 
     python benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
+    python benchmarks/bench_pair_decoder.py --mode repeat \
+        --out benchmarks/results/pair_decoder_repeat.md
+    python benchmarks/bench_pair_decoder.py --mode ab --against HEAD~1 \
+        --out benchmarks/results/pair_decoder_ab.md
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import json
+import logging
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 from _measure import (
+    ROOT,
+    alternating_step_times,
+    check_at_least_one,
     in_child,
     machine,
     median_times,
     paired_ratio,
     peak_growth,
+    report_parser,
     step_times,
     write_report,
 )
@@ -45,6 +73,7 @@ from braindecode_pars import PARS
 from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
 from braindecode_pars.training._optim import with_fused_default
 
+logger = logging.getLogger("bench_pair_decoder")
 N_TIMES, SFREQ = 6000, 200.0  # 30-s windows at 200 Hz (paper section 2.5)
 SMALL_N_TIMES, SMALL_SFREQ, SMALL_BATCH = 1000, 100.0, 64  # 10-s windows at 100 Hz
 
@@ -187,8 +216,8 @@ Since the tables above were measured: the factor tables are computed as powers o
 runs about three times as fast as `exp` on this CPU: 33 against 93 us for the 225 k
 entries of one chunk of tables; float32 values and gradients against the float64
 naive decoder within 1.9e-6 of their largest magnitude, against 1.7e-6 with `exp`).
-A saving of this size is below the drift between two runs of the repeat benchmark,
-so it was measured with `bench_pair_decoder_ab.py`, which loads the decoder of
+A saving of this size is below the drift between two runs of `--mode repeat`,
+so it was measured with `--mode ab`, which loads the decoder of
 another revision beside this one and times the two PARS steps and the encoder-alone
 step in every round (`pair_decoder_ab.md`, six runs of 100 rounds): the PARS step
 0.995 times the one before (median over runs; 4 of 6 runs lower), the 64 x 4 ratio
@@ -452,19 +481,8 @@ def measure_memory(n_patches, impl, what, batch_size):
     return in_child(__file__, n_patches, impl, what, batch_size)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", help="write the Markdown tables here (default: stdout only)")
-    parser.add_argument("--batch-size", type=int, default=16, help="at the paper's size")
-    parser.add_argument("--repeats", type=int, default=21)
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        n_patches, impl, what, batch_size = args.child
-        memory_child(int(n_patches), impl, what, int(batch_size))
-        return
-
-    torch.manual_seed(0)
+def step_table(args):
+    """The report of ``--mode table``: its lines."""
     B, R = args.batch_size, args.repeats
     lines = [
         "# Pair decoder benchmark",
@@ -610,7 +628,211 @@ def main():
     ]
     for name in ("64 x 4", "512 x 8 (paper)"):
         size_row(name)
-    lines += ["", *NOTES.strip().splitlines()]
+    return [*lines, "", *NOTES.strip().splitlines()]
+
+
+def repeated_runs(runs, repeats, pause, size="64 x 4"):
+    """``--mode repeat``: ``runs`` measurements of a size's row, per run (PARS
+    windows/s, encoder-alone windows/s, median paired ratio, its first and third
+    quartiles)."""
+    encoder, small = SIZES[size]
+    batch = SMALL_BATCH if small else 16
+    pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, encoder, small)
+    results = []
+    for i in range(runs):
+        if i:
+            time.sleep(pause)
+        t_pars, t_enc = step_times([pars_step, encoder_step], repeats)
+        ratio, q1, q3 = paired_ratio(t_pars, t_enc)
+        results.append(
+            (batch / statistics.median(t_pars), batch / statistics.median(t_enc), ratio, q1, q3)
+        )
+        logger.info("run %d: %.0f w/s, ratio %.3f", i + 1, results[-1][0], ratio)
+    return results
+
+
+def repeat_report(results, args):
+    """The Markdown lines of ``--mode repeat``: the runs and their summary against the
+    targets."""
+    pars = [r[0] for r in results]
+    ratios = [r[2] for r in results]
+    lines = [
+        "# The 64 x 4 PARS step, measured repeatedly",
+        "",
+        f"Machine: {machine()}. Each run: {args.repeats} interleaved rounds of the PARS "
+        "step and the encoder-alone step after 2 warm-up rounds (batch 64 of 10-s windows "
+        "at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention decoder, fused "
+        f"AdamW); {args.pause:g} s between runs; the same two models throughout.",
+        "",
+        "Command: `python benchmarks/bench_pair_decoder.py --mode repeat --runs "
+        f"{args.runs} --pause {args.pause:g} --out benchmarks/results/pair_decoder_repeat.md`",
+        "",
+        "| run | PARS windows/s | encoder-alone windows/s | ratio of step times (quartiles) |",
+        "|---|---|---|---|",
+    ]
+    for i, (p, e, r, q1, q3) in enumerate(results, 1):
+        lines.append(f"| {i} | {p:,.0f} | {e:,.0f} | {r:.2f} ({q1:.2f}-{q3:.2f}) |")
+    lines += [
+        "",
+        "| over the runs | PARS windows/s | ratio |",
+        "|---|---|---|",
+        f"| median | {statistics.median(pars):,.0f} | {statistics.median(ratios):.3f} |",
+        f"| range | {min(pars):,.0f} - {max(pars):,.0f} | {min(ratios):.2f} - {max(ratios):.2f} |",
+        f"| runs at the target (>= 1,000 windows/s; ratio <= 1.3) | "
+        f"{sum(p >= 1000 for p in pars)} of {len(pars)} | "
+        f"{sum(r <= 1.3 for r in ratios)} of {len(ratios)} |",
+    ]
+    return lines
+
+
+DECODER_MODULE = "braindecode_pars/models/pair_decoders.py"
+
+
+def load_revision(revision):
+    """``--mode ab``: the pair-decoder module as it is in git ``revision``, imported
+    under another name.
+
+    It is a module of this ``braindecode_pars.models``, so that its relative imports
+    (argument checks and the like) resolve to this revision's package."""
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:{DECODER_MODULE}"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    except subprocess.CalledProcessError as err:
+        raise SystemExit(
+            f"bench_pair_decoder: '--against {revision}': git has no {DECODER_MODULE} "
+            f"there ({err.stderr.strip()})"
+        ) from None
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(
+        "braindecode_pars.models.pair_decoders_against", f.name
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    Path(f.name).unlink()
+    return module
+
+
+def ab_rounds(old_class, rounds, warmup=3):
+    """``--mode ab``: per round the times of the PARS step with its decoder of class
+    ``old_class`` and of this revision's class, and of the encoder-alone step (seconds).
+
+    The decoder keeps its parameters; only its class changes between the steps, and
+    with it all the code its forward and backward run (the functions of the other
+    revision's module included).
+    """
+    encoder, small = SIZES["64 x 4"]
+    pars_step, encoder_step = make_steps(
+        40, "cross_attention", "folded", SMALL_BATCH, encoder, small
+    )
+    decoder = pars_step.model.decoder
+    new_class = type(decoder)
+
+    def with_class(cls):
+        def step():
+            decoder.__class__ = cls
+            pars_step()
+
+        return step
+
+    steps = [with_class(old_class), with_class(new_class), encoder_step]
+    try:
+        return alternating_step_times(steps, rounds, warmup)
+    finally:
+        decoder.__class__ = new_class
+
+
+def ab_summary(times):
+    """(old ratio, new ratio, new / old step): medians over the rounds."""
+    old, new, encoder = times
+    return paired_ratio(old, encoder)[0], paired_ratio(new, encoder)[0], paired_ratio(new, old)[0]
+
+
+def ab_report(results, args, revision_line):
+    """The Markdown lines of ``--mode ab``: every run, then the medians over the runs."""
+    lines = [
+        "# The 64 x 4 PARS step: this revision's pair decoder against another's",
+        "",
+        f"Machine: {machine()}. {revision_line} Each run: {args.rounds} rounds after 3 "
+        "warm-up rounds, each round the PARS step with either decoder (their order "
+        "alternating) and the encoder-alone step; the same model and batch (batch 64 of "
+        "10-s windows at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention "
+        "decoder, fused AdamW). Ratios: medians over the rounds.",
+        "",
+        f"Command: `python benchmarks/bench_pair_decoder.py --mode ab --against "
+        f"{args.against} --runs {args.runs} --rounds {args.rounds} --out {args.out or '...'}`",
+        "",
+        "| run | ratio to the encoder-alone step, against | ratio, this revision | "
+        "step time, this revision / against |",
+        "|---|---|---|---|",
+    ]
+    for i, (old, new, rel) in enumerate(results, 1):
+        lines.append(f"| {i} | {old:.3f} | {new:.3f} | {rel:.3f} |")
+    medians = [statistics.median(r[k] for r in results) for k in range(3)]
+    lines.append(f"| median | {medians[0]:.3f} | {medians[1]:.3f} | {medians[2]:.3f} |")
+    lines.append(
+        f"| runs where this revision's ratio is lower | | "
+        f"{sum(r[1] < r[0] for r in results)} of {len(results)} | |"
+    )
+    return lines
+
+
+def ab(args):
+    """The report of ``--mode ab``: its lines."""
+    old = load_revision(args.against)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", args.against],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    results = []
+    for i in range(args.runs):
+        results.append(ab_summary(ab_rounds(old.CrossAttentionPairDecoder, args.rounds)))
+        logger.info("run %d: against %.3f, this %.3f, step %.3f", i + 1, *results[-1])
+    line = f"This revision: {head}; against: {args.against} ({commit})."
+    return ab_report(results, args, line)
+
+
+#: ``--runs`` of each mode that reads it, unless given
+DEFAULT_RUNS = {"repeat": 20, "ab": 5}
+
+
+def main(argv=None):
+    parser = report_parser(__doc__)
+    parser.add_argument("--mode", choices=("table", "repeat", "ab"), default="table")
+    parser.add_argument("--batch-size", type=int, default=16, help="at the paper's size")
+    parser.add_argument(
+        "--repeats", type=int, default=21, help="interleaved rounds per row (per run in repeat)"
+    )
+    parser.add_argument("--runs", type=int, help="repeat: 20, ab: 5 (default)")
+    parser.add_argument("--pause", type=float, default=10.0, help="repeat: seconds between runs")
+    parser.add_argument("--against", help="ab: git revision of the other decoder")
+    parser.add_argument("--rounds", type=int, default=100, help="ab: rounds per run")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        n_patches, impl, what, batch_size = args.child
+        memory_child(int(n_patches), impl, what, int(batch_size))
+        return
+    if args.runs is None:
+        args.runs = DEFAULT_RUNS.get(args.mode, 1)
+    check_at_least_one(parser, args, "repeats", "runs", "rounds")
+    if args.pause < 0:
+        parser.error(f"--pause must be 0 or more seconds, got {args.pause}")
+    if args.mode == "ab" and args.against is None:
+        parser.error("--mode ab needs --against: the git revision of the other decoder")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.manual_seed(0)
+    if args.mode == "repeat":
+        lines = repeat_report(repeated_runs(args.runs, args.repeats, args.pause), args)
+    elif args.mode == "ab":
+        lines = ab(args)
+    else:
+        lines = step_table(args)
     write_report(lines, args.out)
 
 
