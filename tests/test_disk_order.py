@@ -191,3 +191,48 @@ def test_bad_arguments_are_refused_naming_them(view, store):
         DiskOrderBatches(view, batch_size=0)
     with pytest.raises(ValueError, match="none to each of 40"):
         DiskOrderBatches(view, batch_size=2, world_size=40, uneven="drop")
+
+
+def ramp_store(folder, n_recordings=8, n_chans=2, n_windows=8, T=300):
+    """Recordings whose every 300-sample window is a ramp of its own slope and offset
+    on every channel: PARS learns their patches' positions quickly."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, T)
+    datasets = []
+    for rec in range(n_recordings):
+        slopes = rng.uniform(0.5, 4.5, (n_chans, n_windows, 1))
+        offsets = rng.standard_normal((n_chans, n_windows, 1))
+        data = (slopes * t + offsets + 0.01 * rng.standard_normal((n_chans, n_windows, T)))
+        info = mne.create_info([f"C{c}" for c in range(n_chans)], 10.0, "eeg")
+        raw = mne.io.RawArray(data.reshape(n_chans, -1), info, verbose="error")
+        datasets.append(RawDataset(raw, pd.Series({"subject": rec})))
+    windows = create_fixed_length_windows(
+        BaseConcatDataset(datasets), window_size_samples=T, window_stride_samples=T,
+        on_last_window="drop",
+    )  # fmt: skip
+    write_window_store(windows, folder, overwrite=True)
+    return SingleChannelWindows.from_store(folder, max_shift=0)
+
+
+def test_pretraining_reads_a_store_in_disk_order_and_learns(tmp_path, one_thread):
+    from braindecode_pars import PretrainNet
+    from tests.ramp_fixtures import ramp_pars
+
+    view = ramp_store(tmp_path / "store")
+    net = PretrainNet(
+        ramp_pars(emb_dim=32, depth=1, n_heads=4, ff_dim=32),
+        max_epochs=12,
+        batch_size=8,
+        lr=3e-3,
+        progress_bar=False,
+        store_read="disk",
+    )
+    net.fit(view)
+    stream = net.train_sampler_
+    assert isinstance(stream, DiskOrderBatches) and stream.epoch == 12  # set every epoch
+    assert [len(row["batches"]) for row in net.history] == [len(stream)] * 12 == [8] * 12
+    losses = net.history[:, "train_loss"]
+    assert np.mean(losses[-3:]) < 0.6 * np.mean(losses[:2])
+    assert net.history[-1, "train_skill"] > 0.3
+    with pytest.raises(ValueError, match="store_read"):
+        PretrainNet(ramp_pars(), max_epochs=1, batch_size=8, store_read="ssd").fit(view)

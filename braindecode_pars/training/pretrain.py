@@ -28,7 +28,8 @@ from torch.utils.data import (
     TensorDataset,
 )
 
-from .._checks import check_device, check_int, check_range
+from .._checks import check_device, check_int, check_option, check_range
+from ..datasets.disk_order import DiskOrderBatches
 from ..datasets.single_channel import SingleChannelWindows, _BatchedView
 from ..models.pretext import PretextModel
 from . import distributed
@@ -62,6 +63,22 @@ class PretextLoss(nn.Module):
 
     def forward(self, y_pred, y_true=None):
         return y_pred["loss"]
+
+
+def _from_store(dataset):
+    """Whether ``dataset`` is a store-backed view, or a ``Subset`` of one."""
+    if isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return isinstance(dataset, SingleChannelWindows) and dataset._store is not None
+
+
+def _shared_seed():
+    """A seed every process shares: torch's initial seed of rank 0 (each process's own
+    when not distributed)."""
+    seed = [int(torch.initial_seed())]
+    if distributed._is_distributed():
+        torch.distributed.broadcast_object_list(seed, src=0)
+    return seed[0]
 
 
 class PretrainNet(_PropagateInterrupt, NeuralNet):
@@ -159,6 +176,16 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         generator of process ``r`` is reseeded with ``torch.initial_seed() + r``, so
         that every process draws its own patches, masks, crops and channels even when
         all were seeded alike (as ``torchrun`` scripts usually are).
+    store_read : {"random", "disk"}
+        How the batches of a :meth:`~braindecode_pars.datasets.SingleChannelWindows.from_store`
+        view are read. ``"random"``: every batch draws random windows anywhere in the
+        store (a ``DistributedSampler`` under DDP). ``"disk"``: in the order of the
+        store's file, chunks of windows in a random order every epoch, shuffled in a
+        buffer (:class:`~braindecode_pars.datasets.disk_order.DiskOrderBatches`), for a
+        store read from a disk rather than from the page cache. Either way an epoch
+        reads every training window once and every process takes the same number of
+        steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
+        read at random.
     The history records ``train_loss`` and ``train_skill`` every epoch and, with
     validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
     :class:`PretextSkill`); the progress bar shows them. An epoch is a shuffled pass
@@ -207,6 +234,7 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         distributed=None,
         allow_new_budget=False,
         run_info=None,
+        store_read="random",
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
@@ -233,6 +261,7 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         self.distributed = distributed
         self.allow_new_budget = allow_new_budget
         self.run_info = run_info
+        self.store_read = store_read
 
     @property
     def distributed_(self):
@@ -370,6 +399,17 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         kwargs = self.get_params_for("iterator_train")
         shuffle = kwargs.pop("shuffle", True)
         batch_size = kwargs.pop("batch_size", self.batch_size)
+        check_option("store_read", self.store_read, ("random", "disk"))
+        if batched and not short and self.store_read == "disk" and _from_store(dataset):
+            stream = self.train_sampler_ = DiskOrderBatches(
+                dataset,
+                batch_size,
+                seed=_shared_seed(),
+                rank=distributed.rank() if self.distributed_ else 0,
+                world_size=world,
+            )  # _SamplerEpoch sets its epoch, as a DistributedSampler's
+            kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda")
+            return DataLoader(stream, batch_size=None, **kwargs)
         if short:  # each process draws its own (its generator is seeded by rank)
             sampler = RandomSampler(dataset, replacement=True, num_samples=batch_size)
         elif self.distributed_:
