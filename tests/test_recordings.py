@@ -231,23 +231,28 @@ def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, ca
     named = load_recordings(tmp_path, window_seconds=10.0, exclude=["ECG ECG"])
     assert named.datasets[0].raw.ch_names[-1] == "EEG A2-A1"
     assert len(named.datasets[0].raw.ch_names) == 20
-    with pytest.raises(ValueError, match="'auto' and a list of channel names, but got 'none'"):
+    with pytest.raises(ValueError, match=r"'auto' and a list of channel names .*got 'none'"):
         load_recordings(tmp_path, exclude="none")
 
 
-def test_recordings_with_other_channels_are_logged_one_by_one(
+def test_recordings_with_other_channels_are_summed_up_once_and_detailed_at_debug(
     tmp_path, caplog, eegmat_files, shared_data
 ):
     shutil.copy(eegmat_files[0], tmp_path)
     muse = sorted((shared_data / "muse-cueing").rglob("*.edf"))[0]  # TP9, AF7, AF8, TP10
     shutil.copy(muse, tmp_path)
-    with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
+    with caplog.at_level(logging.DEBUG, logger="braindecode_pars.datasets.recordings"):
         windows = load_recordings(tmp_path, window_seconds=10.0)
     assert sorted(len(ds.raw.ch_names) for ds in windows.datasets) == [4, 19]
-    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
-    assert len(logged) == 2
-    assert any(muse.name in m and "4 channels: TP9, AF7, AF8, TP10; left out" in m for m in logged)
-    assert any("Subject00_2.edf: pretraining on 19 channels" in m for m in logged)
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(info) == 1 and "2 recordings, 2 channel sets" in info[0]
+    assert "left out (exclude='auto', recordings): EEG A2-A1 (1), ECG ECG (1)" in info[0]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert any(muse.name in m and "4 channels: TP9, AF7, AF8, TP10; left out" in m for m in debug)
+    assert any("Subject00_2.edf: pretraining on 19 channels" in m for m in debug)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1 and warned[0].startswith("The recordings have 2 channel sets: 1 ")
+    assert "picks=[] (the command's --channels )" in warned[0]  # no channel in common
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["in memory", "lazy"])

@@ -220,3 +220,77 @@ def test_float16_clips_and_counts_what_it_cannot_hold(tmp_path):
     assert recordings[0][0, 10] == np.finfo(np.float16).max
     assert recordings[0][1, 20] == -np.finfo(np.float16).max
     assert info["scales"][0] == 2.0**13  # the largest finite value, 1, is scaled to 2**13
+
+
+def test_the_store_command_resumes_refuses_other_settings_and_counts(tmp_path, capsys):
+    from braindecode_pars import cli
+
+    pattern = save_recordings(tmp_path / "rec", 3)
+    data = (tmp_path / "rec" / "r01_raw.fif").read_bytes()
+    (tmp_path / "rec" / "r01_raw.fif").write_bytes(data[: len(data) // 2])  # truncated data
+    out = str(tmp_path / "store")
+    store = ["store", "--out", out, "--recordings", pattern, "--sfreq", "100"]
+    store += ["--window-seconds", "5", "--stride-seconds", "2.5", "--dtype", "float16"]
+    with pytest.raises(SystemExit, match=r"Cannot store '.*r01_raw.fif'.*the same command resumes"):
+        cli.main(store)
+    with pytest.raises(
+        SystemExit,
+        match=r"unfinished build with other settings: --sfreq: saved "
+        r"100.0, now 50.0\. Run it with its settings to resume it, --overwrite",
+    ):
+        cli.main([*store, "--sfreq", "50"])
+    assert cli.main([*store, "--on-error", "skip", "--jobs", "1"]) == 0
+    assert "30 windows of 2 recordings written to" in capsys.readouterr().out
+    recordings, _, info = read_window_store(out)
+    assert info["dtype"] == "<f2" and info["n_recordings_read"] == 2
+    assert [os.path.basename(s["recording"]) for s in info["skipped"]] == ["r01_raw.fif"]
+    assert info["build"]["settings"]["sfreq"] == 100.0
+    assert cli.main(store) == 0  # complete with these settings: nothing to do
+    with pytest.raises(SystemExit, match="holds a store made with other settings; pass --overw"):
+        cli.main([*store, "--l-freq", "1"])
+
+
+def test_exclude_adds_to_the_automatic_exclusions_unless_cleared():
+    from braindecode_pars import cli
+    from braindecode_pars.cli._commands import exclusions
+
+    def parsed(*flags):
+        return exclusions(cli.build_parser().parse_args(["store", "--out", "o", *flags]))
+
+    assert parsed() == "auto"
+    assert parsed("--exclude", "X1", "X2") == ["auto", "X1", "X2"]
+    assert parsed("--exclude", "X1", "--no-default-exclude") == ["X1"]
+    assert parsed("--no-default-exclude") == parsed("--keep-all-channels") == []
+    store = " ".join(cli._subparser(cli.build_parser(), "store").format_help().split())
+    assert "in addition to the automatic exclusions" in store
+    assert "(--no-default-exclude clears those)" in store
+
+
+def test_exclude_names_and_auto_leave_out_both(tmp_path, caplog):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    for i in range(3):  # two files with the auxiliary channels X1, X2
+        names = ["Fp1", "Cz", "A2", *(["X1", "X2"] if i < 2 else [])]
+        raw = mne.io.RawArray(
+            np.random.default_rng(i).standard_normal((len(names), 1500)) * 1e-5,
+            mne.create_info(names, 100.0, "eeg"),
+            verbose="error",
+        )
+        raw.save(folder / f"s{i}_raw.fif", verbose="error")
+    with caplog.at_level(logging.DEBUG, logger="braindecode_pars.datasets.recordings"):
+        windows = load_recordings(folder, window_seconds=5.0)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned[0].startswith(
+        "Kept as EEG, though their names are not sites of the 10-05 montage: X1, X2 in 2 "
+        "recordings (s0_raw.fif, s1_raw.fif). If they are not scalp EEG, leave them out "
+        "with exclude=['auto', 'X1', 'X2'] (the command's --exclude X1 X2)."
+    )
+    assert "2 recordings with 4 channels (s0_raw.fif, s1_raw.fif); 1 recordings with 2" in warned[1]
+    assert "picks=['Fp1', 'Cz'] (the command's --channels Fp1 Cz)" in warned[1]
+    assert len([r for r in caplog.records if r.levelno == logging.INFO]) == 1
+    assert [len(ds.raw.ch_names) for ds in windows.datasets] == [4, 4, 2]  # A2 left out
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
+        windows = load_recordings(folder, window_seconds=5.0, exclude=["auto", "X1", "X2"])
+    assert {tuple(ds.raw.ch_names) for ds in windows.datasets} == {("Fp1", "Cz")}
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]

@@ -74,22 +74,37 @@ def _recording_flags(parser):
         help="with --shared-data: add the Muse headband recordings of muse-cueing/",
     )
     parser.add_argument(
+        "--channels",
+        nargs="+",
+        help="the channels of --recordings to keep, by name (default: every EEG-typed "
+        "channel); one set for every recording, which a classifier of several channels "
+        "needs",
+    )
+    parser.add_argument(
         "--exclude",
         nargs="+",
-        help="channel names to leave out of --recordings (default: channels named like "
-        "ECG/EOG/EMG/respiration or reference derivations such as A1, A2, A2-A1)",
+        help="channel names of --recordings to leave out, in addition to the automatic "
+        "exclusions: channels named like ECG/EOG/EMG/respiration or reference derivations "
+        "such as A1, A2, A2-A1 (--no-default-exclude clears those)",
+    )
+    parser.add_argument(
+        "--no-default-exclude",
+        action="store_true",
+        help="keep the channels the automatic exclusions would leave out (only --exclude's "
+        "are left out)",
     )
     parser.add_argument(
         "--keep-all-channels",
         action="store_true",
-        help="keep every EEG-typed channel of --recordings, ECG-like names included",
+        help="keep every EEG-typed channel of --recordings, ECG-like names included "
+        "(--no-default-exclude without --exclude)",
     )
     parser.add_argument(
         "--on-error",
         default="raise",
         choices=["raise", "skip"],
-        help="a file of --recordings that cannot be read: stop naming it, or skip it "
-        "with a warning",
+        help="a recording that cannot be read or stored: stop naming it, or skip it; the "
+        "skipped ones are listed with the reason in the store's info.json",
     )
 
 
@@ -130,7 +145,26 @@ def _store_parser(sub):
     store.add_argument(
         "--stride-seconds", type=float, default=5.0, help="step between window starts"
     )
-    store.add_argument("--overwrite", action="store_true", help="replace a store in --out")
+    store.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a store in --out, or start an unfinished build there again (without "
+        "it, the same command resumes a stopped build)",
+    )
+    store.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="processes that read and preprocess --recordings, --ysyw or --tueg; the store "
+        "is the same whatever their number",
+    )
+    store.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "float16"],
+        help="stored samples; float16 takes half the disk and page cache, each recording "
+        "scaled by a power of two to keep 11 significant bits",
+    )
     store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
     store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
     _preprocessing_flags(store)
@@ -268,6 +302,12 @@ def _pretrain_parser(sub):
         action=argparse.BooleanOptionalAction,
         help="torch.compile the model; the first step holds the compilation (default: on "
         "a GPU, not on a CPU)",
+    )
+    pre.add_argument(
+        "--compile-mode",
+        choices=("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+        help="torch.compile's mode when compiling (default: torch's); reduce-overhead "
+        "replays every step as CUDA graphs on a GPU",
     )
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     pre.add_argument("--seed", type=int, default=0, help="seed of the model and every draw")

@@ -137,8 +137,31 @@ def _recording_options(args):
         except ValueError as err:
             raise SystemExit(f"braindecode-pars store: {err}") from None
     options = {name: getattr(args, name) for name in _RECORDING_FLAGS}
-    exclude = [] if args.keep_all_channels else (args.exclude or "auto")
-    return dict(options, exclude=exclude, eegmat_subjects=subjects)
+    return dict(
+        options, exclude=exclusions(args), picks=args.channels or "eeg", eegmat_subjects=subjects
+    )
+
+
+def exclusions(args):
+    """``load_recordings``'s ``exclude`` of the flags: the automatic exclusions ("auto")
+    and ``--exclude``'s names, without "auto" under ``--no-default-exclude`` or
+    ``--keep-all-channels``."""
+    automatic = not (args.no_default_exclude or args.keep_all_channels)
+    names = list(args.exclude or [])
+    if not names:
+        return "auto" if automatic else []
+    return ["auto", *names] if automatic else names
+
+
+#: The ``store`` flags that do not change the store (left out of its recorded settings).
+_NOT_SETTINGS = ("func", "command", "out", "overwrite", "jobs", "on_error", "verbose")
+
+
+def store_settings(args):
+    """What makes a store, recorded in it: the ``store`` flags but those of
+    :data:`_NOT_SETTINGS`; a build resumes only with the same. ``--on-error`` is not one:
+    a build stopped by an unreadable recording resumes with ``--on-error skip``."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_SETTINGS}
 
 
 def _store(args):
@@ -148,6 +171,7 @@ def _store(args):
 
     from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
     from ..datasets.pretraining_views import recording_windows
+    from ..datasets.store import StoreMismatchError
 
     windows = recording_windows(lazy=True, **_recording_options(args))
     if windows is None and (args.ysyw or args.tueg):
@@ -169,10 +193,48 @@ def _store(args):
             window_seconds=args.window_seconds,
             stride_seconds=args.stride_seconds,
         )
-    write_window_store(windows, args.out, overwrite=args.overwrite)
+    try:
+        write_window_store(
+            windows,
+            args.out,
+            overwrite=args.overwrite,
+            dtype=args.dtype,
+            jobs=args.jobs,
+            on_error=args.on_error,
+            settings=store_settings(args),
+        )
+    except StoreMismatchError as err:
+        listed = "; ".join(
+            f"{_store_flag(k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
+        )
+        raise SystemExit(
+            f"braindecode-pars store: --out '{args.out}' holds an unfinished build with other "
+            f"settings: {listed}. Run it with its settings to resume it, --overwrite to "
+            "start again, or give another --out."
+        ) from None
+    except ValueError as err:  # a recording that cannot be stored, with on_error="raise"
+        raise SystemExit(
+            f"braindecode-pars store: {err} What was stored before it is kept: the same "
+            "command resumes after it."
+        ) from None
+    except FileExistsError:
+        raise SystemExit(
+            f"braindecode-pars store: --out '{args.out}' holds a store made with other "
+            "settings; pass --overwrite to replace it, or give another --out."
+        ) from None
     info = json.loads((Path(args.out) / "info.json").read_text())
-    n_windows = info.get("n_windows", len(windows))
-    sys.stdout.write(f"{n_windows} windows written to {args.out}/\n")
+    skipped = info.get("n_recordings_skipped", 0)
+    skipped = f", {skipped} recordings skipped (listed in info.json)" if skipped else ""
+    sys.stdout.write(
+        f"{info['n_windows']} windows of {info['n_recordings']} recordings written to "
+        f"{args.out}/{skipped}\n"
+    )
+
+
+def _store_flag(key):
+    """The ``store`` flag of a recorded setting (``source``: the recordings read)."""
+    named = {"source": "the recordings read", "dtype": "--dtype", "format": "the store format"}
+    return named.get(key, "--" + key.replace("_", "-"))
 
 
 def _pretrain_view(args):
@@ -254,6 +316,7 @@ def _pretrain(args):
             device=device,
             amp=amp,
             compile=compile_,
+            compile_mode=args.compile_mode,
             num_workers=args.workers,
             encoder_kwargs=encoder_kwargs,
             max_minutes=args.max_minutes,

@@ -64,6 +64,7 @@ def recording_windows(
     h_freq=None,
     notch_freq=None,
     exclude="auto",
+    picks="eeg",
     on_error="raise",
     eegmat_subjects=None,
     muse=False,
@@ -91,7 +92,10 @@ def recording_windows(
         ``recordings``.
     exclude : "auto" | list of str
         Channels of ``recordings`` left out; "auto": those named like ECG, EOG, EMG,
-        respiration or reference derivations; ``[]`` keeps every EEG channel.
+        respiration or reference derivations; a list: its names, and the automatic
+        ones when it holds "auto"; ``[]`` keeps every EEG channel.
+    picks : str | list of str
+        Channels of ``recordings`` to keep (MNE's ``picks``): ``"eeg"``, or names.
     on_error : {"raise", "skip"}
         A file of ``recordings`` that cannot be read: stop naming it, or skip it with
         a warning.
@@ -122,6 +126,7 @@ def recording_windows(
             h_freq=h_freq,
             notch_freq=notch_freq,
             exclude=exclude,
+            picks=picks,
             on_error=on_error,
             lazy=lazy,
         )

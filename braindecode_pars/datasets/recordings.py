@@ -126,28 +126,43 @@ def non_eeg_channels(ch_names):
 
 
 def _excluded(raw, picks, exclude):
-    """The channel names of ``raw`` that ``exclude`` leaves out of ``picks``."""
-    if isinstance(exclude, str):
+    """The channel names of ``raw`` that ``exclude`` leaves out of ``picks``: its names,
+    and the automatic exclusions (:func:`non_eeg_channels`, but for names ``picks``
+    lists) when it is or holds "auto"."""
+    names = set() if isinstance(exclude, str) else set(exclude) - {"auto"}
+    automatic = set()
+    if exclude == "auto" or (not isinstance(exclude, str) and "auto" in exclude):
         asked = set(picks) if isinstance(picks, list | tuple) else set()
-        return [ch for ch in non_eeg_channels(raw.ch_names) if ch not in asked]
-    return [ch for ch in raw.ch_names if ch in set(exclude)]
+        automatic = set(non_eeg_channels(raw.ch_names)) - asked
+    return [ch for ch in raw.ch_names if ch in names or ch in automatic]
 
 
 def _check_exclude(exclude):
-    """``exclude`` as "auto" or a list of channel names, or an error in MNE's wording."""
+    """``exclude`` as "auto" or a list of channel names (which may hold "auto"), or an
+    error in MNE's wording."""
     if exclude == "auto":
         return exclude
     if isinstance(exclude, list | tuple | set) and all(isinstance(n, str) for n in exclude):
         return list(exclude)
     raise ValueError(
         "Invalid value for the 'exclude' parameter. Allowed values are 'auto' and a list "
-        f"of channel names, but got {exclude!r} instead."
+        "of channel names (holding 'auto' to add the automatic exclusions), but got "
+        f"{exclude!r} instead."
     )
 
 
+def _subject(raw):
+    """The person of a recording as its header names them (EDF's patient code), or None
+    (none, or anonymised to 'X')."""
+    subject = (raw.info.get("subject_info") or {}).get("his_id")
+    if subject is None or str(subject).strip() in ("", "X", "x"):
+        return None
+    return str(subject).strip()
+
+
 def _channels(file, picks, exclude, on_error, skipped):
-    """The recording's header (not its data) and the channels kept, or None to skip it
-    (``(file, reason)`` then appended to ``skipped``)."""
+    """The recording's header (not its data), the channels kept and left out, or None to
+    skip it (``(file, reason)`` then appended to ``skipped``)."""
     try:
         raw = mne.io.read_raw(file, preload=False, verbose="error")
     except Exception as err:  # MNE's readers raise ValueError, OSError, RuntimeError...
@@ -162,9 +177,9 @@ def _channels(file, picks, exclude, on_error, skipped):
         return None
     try:
         raw.pick(picks)
-    except ValueError:
-        logger.warning("Skipping %s: no channel matches picks=%r.", file, picks)
-        skipped.append((str(file), f"no channel matches picks={picks!r}"))
+    except ValueError as err:
+        logger.warning("Skipping %s: its channels do not match picks=%r (%s).", file, picks, err)
+        skipped.append((str(file), f"its channels do not match picks={picks!r} ({err})"))
         return None
     left_out = _excluded(raw, picks, exclude)
     kept = [ch for ch in raw.ch_names if ch not in left_out]
@@ -181,34 +196,122 @@ def _channels(file, picks, exclude, on_error, skipped):
     return raw.pick(kept), left_out
 
 
-def _read(file, channels):
-    """The recording ``file`` with ``channels``, as a braindecode RawDataset."""
+def _read(file, channels, subject=None):
+    """The recording ``file`` with ``channels``, as a braindecode RawDataset (description
+    ``file``, and ``subject`` when its header names one)."""
     raw = mne.io.read_raw(file, preload=False, verbose="error")
-    return RawDataset(raw.pick(channels), {"file": str(file)})
+    description = {"file": str(file)}
+    if subject is not None:
+        description["subject"] = subject
+    return RawDataset(raw.pick(channels), description)
+
+
+@functools.lru_cache(maxsize=1)
+def _montage_sites():
+    """The electrode names of MNE's 10-05 montage, in capitals (10-20's T3-T6 included)."""
+    import warnings
+
+    names = mne.channels.get_builtin_montages()
+    name = "colin27_1005" if "colin27_1005" in names else "standard_1005"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        montage = mne.channels.make_standard_montage(name)
+    return frozenset(n.upper() for n in montage.ch_names)
+
+
+def off_montage(ch_names):
+    """The channel names whose site is not on the 10-05 montage.
+
+    A name's site is what is left once a leading ``EEG`` (EDF's type prefix) and a
+    reference after ``-`` are cut: ``EEG Fp1-REF`` is Fp1, ``C3-M2`` is C3; ``X1``,
+    ``Photic`` or ``DC01`` are not sites.
+
+    Parameters
+    ----------
+    ch_names : list of str
+
+    Returns
+    -------
+    names : list of str
+        The names off the montage, in their order.
+    """
+    sites = _montage_sites()
+    out = []
+    for name in ch_names:
+        words = name.strip().upper().split()
+        if len(words) > 1 and words[0] == "EEG":
+            words = words[1:]
+        site = re.split(r"[-\s]", " ".join(words))[0]
+        if site not in sites:
+            out.append(name)
+    return out
+
+
+def _files(files, shown=3):
+    """``a.edf, b.edf, c.edf and 44 more``."""
+    names = [Path(f).name for f in files]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _log_channels(kept, exclude):
-    """Log the channels kept (once when every recording has the same)."""
-    if len({(tuple(channels), tuple(out)) for channels, out in kept.values()}) == 1:
+    """Say once what the recordings keep: one INFO line for all, each recording at DEBUG;
+    one WARNING for kept channels off the 10-05 montage (grouped by those channels,
+    naming the files) and one when the recordings have several channel sets."""
+    sets = {}
+    for file, (channels, left_out) in kept.items():
+        sets.setdefault(tuple(channels), []).append(file)
+        logger.debug(
+            "%s: pretraining on %d channels: %s; left out (exclude=%r): %s.",
+            file, len(channels), ", ".join(channels), exclude, ", ".join(left_out) or "none",
+        )  # fmt: skip
+    out = {}
+    for file, (_, left_out) in kept.items():
+        for ch in left_out:
+            out.setdefault(ch, []).append(file)
+    if len({(tuple(c), tuple(o)) for c, o in kept.values()}) == 1:
         channels, left_out = next(iter(kept.values()))
         logger.info(
             "Pretraining on %d channels of the %d recordings: %s; left out (exclude=%r): %s.",
-            len(channels),
-            len(kept),
-            ", ".join(channels),
-            exclude,
-            ", ".join(left_out) or "none",
-        )
-        return
-    for file, (channels, left_out) in kept.items():
+            len(channels), len(kept), ", ".join(channels), exclude, ", ".join(left_out) or "none",
+        )  # fmt: skip
+    else:
+        shown = "; ".join(f"{len(f)} with {len(c)} channels" for c, f in sets.items())
+        left = ", ".join(f"{ch} ({len(f)})" for ch, f in out.items()) or "none"
         logger.info(
-            "%s: pretraining on %d channels: %s; left out (exclude=%r): %s.",
-            file,
-            len(channels),
-            ", ".join(channels),
-            exclude,
-            ", ".join(left_out) or "none",
+            "Pretraining on the channels of %d recordings, %d channel sets (%s); left out "
+            "(exclude=%r, recordings): %s. Each recording's channels: DEBUG logging.",
+            len(kept), len(sets), shown, exclude, left,
+        )  # fmt: skip
+    off = {}
+    for file, (channels, _) in kept.items():
+        names = tuple(off_montage(channels))
+        if names:
+            off.setdefault(names, []).append(file)
+    if off:
+        groups = "; ".join(
+            f"{', '.join(names)} in {len(files)} recordings ({_files(files)})"
+            for names, files in off.items()
         )
+        every = sorted({n for names in off for n in names})
+        logger.warning(
+            "Kept as EEG, though their names are not sites of the 10-05 montage: %s. If "
+            "they are not scalp EEG, leave them out with exclude=['auto', %s] (the "
+            "command's --exclude %s).",
+            groups, ", ".join(repr(n) for n in every), " ".join(every),
+        )  # fmt: skip
+    if len(sets) > 1:
+        common = [ch for ch in next(iter(sets)) if all(ch in c for c in sets)]
+        groups = "; ".join(
+            f"{len(files)} recordings with {len(channels)} channels ({_files(files)})"
+            for channels, files in sets.items()
+        )
+        logger.warning(
+            "The recordings have %d channel sets: %s. Pretraining draws one channel at a "
+            "time and takes them all; a classifier of several channels needs one set: "
+            "picks=%r (the command's --channels %s) keeps the %d channels they share.",
+            len(sets), groups, common, " ".join(common), len(common),
+        )  # fmt: skip
 
 
 def load_recordings(
@@ -234,7 +337,11 @@ def load_recordings(
     shorter than one window are skipped with a warning. Every file's header is read
     first, so that an unreadable file stops the call (or is skipped,
     ``on_error="skip"``) before any preprocessing. The channels kept are logged
-    (``logging.INFO``), once when every recording has the same. Hand the result to
+    in one ``logging.INFO`` line (each recording's at ``DEBUG``); one warning names
+    the kept channels whose names are not sites of the 10-05 montage
+    (:func:`off_montage`) with their files, and one the channel sets when the
+    recordings have several. The description holds ``file``, and ``subject`` where
+    the header names the person (EDF's patient code, unless anonymised to ``X``). Hand the result to
     :class:`~braindecode_pars.datasets.SingleChannelWindows` (one random channel of a
     random crop per example) or write it once with :func:`write_window_store`.
 
@@ -256,8 +363,9 @@ def load_recordings(
         Channels left out of ``picks``. ``"auto"``: those whose names mark another
         signal (ECG, EKG, EOG, EMG, respiration...) or a reference derivation (A1,
         A2, M1, M2, ``A2-A1``, REF...), see :func:`non_eeg_channels`, except the
-        names ``picks`` lists itself. A list: exactly these names (MNE's meaning of
-        ``exclude``); ``[]`` keeps every channel ``picks`` selects.
+        names ``picks`` lists itself. A list: these names (MNE's meaning of
+        ``exclude``), and the automatic ones too when it holds ``"auto"``
+        (``["auto", "X1"]``); ``[]`` keeps every channel ``picks`` selects.
     on_error : "raise" | "skip"
         A file that cannot be read (not the format its extension says, damaged):
         ``"raise"`` stops with an error naming the file and the reason; ``"skip"``
@@ -283,15 +391,19 @@ def load_recordings(
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
     files = find_recordings(patterns)
-    kept, raws, skipped = {}, [], []
+    kept, raws, skipped, subjects = {}, [], [], {}
     for file in files:
         found = _channels(file, picks, exclude, on_error, skipped)
         if found is None:
             continue
         raw, left_out = found
         kept[file] = (list(raw.ch_names), left_out)
+        subjects[file] = _subject(raw)
         if not lazy:
-            raws.append(RawDataset(raw, {"file": str(file)}))
+            description = {"file": str(file)}
+            if subjects[file] is not None:
+                description["subject"] = subjects[file]
+            raws.append(RawDataset(raw, description))
     if not kept:
         raise ValueError(
             f"No recording matching {patterns!r} has channels picks={picks!r} "
@@ -304,7 +416,10 @@ def load_recordings(
         _microvolt_step(),
     ]
     if lazy:
-        readers = [functools.partial(_read, file, channels) for file, (channels, _) in kept.items()]
+        readers = [
+            functools.partial(_read, file, channels, subjects[file])
+            for file, (channels, _) in kept.items()
+        ]
         windower = _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
         return RecordingStream(readers, windower, skipped=skipped)
     return windows_of(

@@ -304,6 +304,8 @@ def _results(units, start, jobs, parallel, code, on_error):
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":  # workers fork with the imports done
+        context.set_forkserver_preload([__name__])
     pending = collections.deque()
     todo = ((p, u) for p, u in enumerate(units) if p >= start)
     with concurrent.futures.ProcessPoolExecutor(
@@ -531,6 +533,7 @@ def write_window_store(
     check_option("on_error", on_error, ("raise", "skip"))
     path = Path(path)
     code = STORE_DTYPES[dtype]
+    settings = None if settings is None else json.loads(json.dumps(settings, default=str))
     units, total, names, parallel = _units(windows)
     source = None if names is None else hashlib.sha1("\n".join(names).encode()).hexdigest()
     build = {"format": STORE_FORMAT, "dtype": code, "source": source, "settings": settings}
