@@ -202,7 +202,7 @@ def ramp_store(folder, n_recordings=8, n_chans=2, n_windows=8, T=300):
     for rec in range(n_recordings):
         slopes = rng.uniform(0.5, 4.5, (n_chans, n_windows, 1))
         offsets = rng.standard_normal((n_chans, n_windows, 1))
-        data = (slopes * t + offsets + 0.01 * rng.standard_normal((n_chans, n_windows, T)))
+        data = slopes * t + offsets + 0.01 * rng.standard_normal((n_chans, n_windows, T))
         info = mne.create_info([f"C{c}" for c in range(n_chans)], 10.0, "eeg")
         raw = mne.io.RawArray(data.reshape(n_chans, -1), info, verbose="error")
         datasets.append(RawDataset(raw, pd.Series({"subject": rec})))
@@ -236,3 +236,20 @@ def test_pretraining_reads_a_store_in_disk_order_and_learns(tmp_path, one_thread
     assert net.history[-1, "train_skill"] > 0.3
     with pytest.raises(ValueError, match="store_read"):
         PretrainNet(ramp_pars(), max_epochs=1, batch_size=8, store_read="ssd").fit(view)
+
+
+def test_the_command_line_pretrains_from_a_store_read_in_disk_order(tmp_path, one_thread):
+    from braindecode_pars import cli
+    from braindecode_pars.hub import _run_state
+    from tests._helpers import tiny_config
+
+    ramp_store(tmp_path / "store", n_recordings=4)
+    run = tmp_path / "run"
+    flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--n-patches", "4"]
+    flags += ["--batch-size", "8", "--steps", "8", "--read", "disk", "--device", "cpu"]
+    assert cli.main(["pretrain", *flags, "--window-seconds", "30", *tiny_config(tmp_path)]) == 0
+    history = json.loads((_run_state(run) / "history.json").read_text())
+    # 32 windows, 4 held out: 28 train in batches of 8
+    assert [row["train_batch_count"] for row in history] == [4, 4]
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", *flags[:-3], "--read", "ssd"])

@@ -310,6 +310,14 @@ def _pretrain_parser(sub):
         "replays every step as CUDA graphs on a GPU",
     )
     pre.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    pre.add_argument(
+        "--read",
+        choices=["random", "disk"],
+        default="random",
+        help="how the --store is read: each batch random windows anywhere in it, or chunks "
+        "of windows in the order of its file, in a new order every epoch, shuffled in a "
+        "buffer (for a store read from a disk: benchmarks/results/read_scale.md)",
+    )
     pre.add_argument("--seed", type=int, default=0, help="seed of the model and every draw")
     pre.add_argument(
         "--max-minutes",

@@ -318,6 +318,7 @@ def _pretrain(args):
             compile=compile_,
             compile_mode=args.compile_mode,
             num_workers=args.workers,
+            store_read=args.read,
             encoder_kwargs=encoder_kwargs,
             max_minutes=args.max_minutes,
             allow_new_budget=args.extend,

@@ -29,6 +29,7 @@ def pretrain(
     amp=False,
     compile=False,
     num_workers=0,
+    store_read="random",
     progress_bar=True,
     valid_fraction=None,
     encoder_kwargs=None,
@@ -59,6 +60,9 @@ def pretrain(
         ``torch.compile`` the model (skorch's ``compile``).
     num_workers : int
         DataLoader worker processes.
+    store_read : {"random", "disk"}
+        How a store-backed view is read: random windows anywhere in it, or chunks in
+        the order of its file shuffled in a buffer (see :class:`PretrainNet`).
     valid_fraction : float | None
         Share of the windows held out to measure the validation pretext skill.
     weight_decay : float
@@ -113,6 +117,7 @@ def pretrain(
         progress_bar=progress_bar,
         valid_fraction=valid_fraction,
         iterator_train__num_workers=num_workers,
+        store_read=store_read,
         optimizer__weight_decay=weight_decay,
         allow_new_budget=allow_new_budget,
         run_info=run_info,
