@@ -230,11 +230,16 @@ def test_unknown_nested_names_are_refused_at_once_naming_the_valid_ones():
     assert clf.get_params()["encoder__depth"] == 2
     # an encoder given by name (the default) or no encoder has no parameters to set: say
     # how to give the stage; the default head is an estimator, whose parameters are set
-    with pytest.raises(ValueError, match=r"'encoder__depth'.*is 'pars-small-v2'.*as an instance"):
+    with pytest.raises(ValueError, match=r"'encoder__depth'.*is 'default'.*as an instance"):
         PARSClassifier().set_params(encoder__depth=2)
+    with pytest.raises(ValueError, match=r"'encoder__depth'.*is 'pars-small-v2'.*as an instance"):
+        PARSClassifier(encoder="pars-small-v2").set_params(encoder__depth=2)
     with pytest.raises(ValueError, match=r"'encoder__depth'.*is None.*as an instance"):
         PARSClassifier(encoder=None).set_params(encoder__depth=2)
-    assert PARSClassifier().set_params(head__C=2.0).head.C == 2.0
+    # the default head (None) is stored as given: its parameters are set on an instance
+    with pytest.raises(ValueError, match=r"'head__C'.*is None.*head=PARSProbe\(encoder="):
+        PARSClassifier().set_params(head__C=2.0)
+    assert PARSClassifier(head=PARSProbe()).set_params(head__C=2.0).head.C == 2.0
     # scikit-learn's rule: nested names are for set_params, not the constructor
     with pytest.raises(TypeError, match="encoder__depth"):
         PARSClassifier(encoder__depth=2)
@@ -445,9 +450,11 @@ def test_a_head_a_user_writes_gets_arrays_labels_and_requested_groups():
     np.testing.assert_array_equal(seen["y"], y)
     # without metadata routing: its fit takes 'groups' by name, so it gets them
     np.testing.assert_array_equal(seen["groups"], groups)
-    # the default encoder stage, the shipped pars-small-v2, reaches the head loaded
-    assert clf.score(X, y) == 1.0 and clf.head_.encoder is clf.encoder_
-    assert clf.encoder_.emb_dim == 64 and clf.encoder == "pars-small-v2"
+    # the head's own encoder (None) is honoured: no encoder
+    assert clf.score(X, y) == 1.0 and clf.head_.encoder is clf.encoder_ is None
+    # an encoder given to the classifier reaches the head loaded
+    clf = PARSClassifier("pars-small-v2", _MeanPowerHead(), sfreq=50, verbose=0).fit(X, y)
+    assert clf.head_.encoder is clf.encoder_ and clf.encoder_.emb_dim == 64
     with pytest.raises(TypeError, match="'X_valid', which no stage's fit takes"):
         PARSClassifier(head=_MeanPowerHead(), sfreq=50).fit(X, y, X_valid=X)
     # a head whose fit takes no groups: the classifier keeps them to itself
@@ -475,15 +482,20 @@ def test_the_default_head_is_an_estimator_a_search_reaches():
 
     X, y, groups = _power_task()
     clf = PARSClassifier(sfreq=50, verbose=0)
-    assert isinstance(clf.head, PARSProbe) and clf.get_params()["head__C"] == 3.0
-    assert clone(clf).head is not clf.head  # each classifier its own head
+    assert clf.head is None and "head__C" not in clf.get_params()  # stored as given
+    fitted = clf.fit(X, y)  # the default head: the probe over pars-small-v2
+    assert isinstance(fitted.head_, PARSProbe) and fitted.head_.C == 3.0
+    assert str(fitted.head_.recipe_).startswith("encoder+") and clf.head is None
+    assert fitted.head_.encoder is fitted.encoder_ and fitted.encoder_.emb_dim == 64
+    # the same model given as an instance: a search reaches its parameters
+    clf = PARSClassifier(head=PARSProbe("pars-small-v2"), sfreq=50, verbose=0)
+    assert clf.get_params()["head__C"] == 3.0 and clone(clf).head is not clf.head
     search = GridSearchCV(
         clf, {"head__C": [0.01, 1.0]}, scoring="balanced_accuracy", cv=LeaveOneGroupOut()
     ).fit(X, y, groups=groups)
     assert search.best_params_["head__C"] in (0.01, 1.0) and search.best_score_ > 0.8
+    assert search.best_estimator_.encoder_.emb_dim == 64
     assert not hasattr(clf.head, "model_")  # the given head is cloned, never fitted
-    fitted = clf.fit(X, y)
-    assert fitted.head_ is not clf.head and fitted.head_.C == 3.0
 
 
 def test_the_stages_parameters_are_left_alone():
@@ -495,3 +507,122 @@ def test_the_stages_parameters_are_left_alone():
     assert clf.head_.random_state == 5  # only where the stage's own is None
     assert clf.head.random_state is None and clf.head.sfreq is None
     assert clf.head_.sfreq == 50  # the windows' rate, as the contract says
+
+
+# -- issue 57: the head's encoder, heads with predict only, names and groups at once ----------
+class _LoudnessHead(BaseEstimator):
+    """A head as a user may write one: ``fit`` and ``predict`` only (no
+    ``predict_proba``, no ``score``, no ``encoder``): the louder windows are the second
+    class."""
+
+    def __init__(self, quantile=0.5):
+        self.quantile = quantile
+
+    def fit(self, X, y):
+        power = np.mean(np.asarray(X) ** 2, axis=(1, 2))
+        self.classes_ = np.unique(y)
+        self.threshold_ = np.quantile(power, self.quantile)
+        return self
+
+    def predict(self, X):
+        power = np.mean(np.asarray(X) ** 2, axis=(1, 2))
+        return self.classes_[(power > self.threshold_).astype(int)]
+
+
+def test_a_head_with_fit_and_predict_only_fits_predicts_and_scores():
+    X, y, groups = _power_task()
+    clf = PARSClassifier(head=_LoudnessHead(), sfreq=50, verbose=0).fit(X, y)
+    assert clf.encoder_ is None  # the head takes no encoder, so none is loaded
+    # against the rule written out: the louder half of the windows is "task"
+    power = np.mean(X**2, axis=(1, 2))
+    expected = np.where(power > np.quantile(power.astype(np.float32), 0.5), "task", "rest")
+    np.testing.assert_array_equal(clf.predict(X), expected)
+    assert clf.score(X, y) == np.mean(expected == y) > 0.9
+    weights = np.where(y == "task", 3.0, 1.0)
+    assert clf.score(X, y, sample_weight=weights) == pytest.approx(
+        np.average(expected == y, weights=weights)
+    )
+    with pytest.raises(AttributeError, match="predict_proba"):
+        clf.predict_proba(X)  # what the head does not have
+    # an encoder given for a head that cannot take it is refused, naming 'encoder'
+    with pytest.raises(ValueError, match="'head' \\(_LoudnessHead\\) has no 'encoder' param"):
+        PARSClassifier("pars-small-v2", _LoudnessHead(), sfreq=50).fit(X, y)
+
+
+def test_the_head_s_own_encoder_is_honoured_directly_and_in_a_grid():
+    X, y, groups = _power_task()
+    # directly: the head's encoder=None is no encoder, not the default head's pars-small-v2
+    clf = PARSClassifier(head=PARSProbe(encoder=None), sfreq=50, verbose=0).fit(X, y)
+    assert clf.encoder_ is None and clf.head_.encoder is None
+    assert str(clf.head_.recipe_) == "bandpower+tangentspace (C=3)"
+    clf = PARSClassifier(head=PARSProbe(encoder="pars-small-v2"), sfreq=50, verbose=0)
+    clf.fit(X, y)
+    assert clf.encoder_.emb_dim == 64 and clf.head_.encoder is clf.encoder_
+    assert str(clf.head_.recipe_).startswith("encoder+")
+    # in a grid over head__encoder: each candidate fits its own encoder, so the scores
+    # differ (had the classifier replaced it, both would be the same model)
+    search = GridSearchCV(
+        PARSClassifier(head=PARSProbe(), sfreq=50, verbose=0),
+        {"head__encoder": [None, "pars-small-v2"]},
+        scoring="neg_log_loss", cv=LeaveOneGroupOut(), error_score="raise",
+    ).fit(X, y, groups=groups)  # fmt: skip
+    first, second = search.cv_results_["split0_test_score"]
+    assert abs(first - second) > 1e-6
+    expected = [cross_val_score(
+        PARSProbe(encoder=e, sfreq=50), X, y, groups=groups, cv=LeaveOneGroupOut(),
+        scoring="neg_log_loss") for e in (None, "pars-small-v2")]  # fmt: skip
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], np.mean(expected, 1))
+    # the encoder given twice, the classifier's and the head's: refused naming 'encoder'
+    for clf in (
+        PARSClassifier("pars-small-v2", PARSProbe(encoder="pars-small"), sfreq=50),
+        PARSClassifier(None, PARSProbe(encoder="pars-small"), sfreq=50),
+        PARSClassifier(_encoder(), PARSFineTuner(encoder="pars-small"), sfreq=50),
+    ):
+        with pytest.raises(ValueError, match="head's own 'encoder'.*Give the encoder once"):
+            clf.fit(X, y)
+    with pytest.raises(ValueError, match="head's own 'encoder'"):
+        GridSearchCV(
+            PARSClassifier("pars-small-v2", PARSProbe(), sfreq=50, verbose=0),
+            {"head__encoder": ["pars-small"]}, cv=LeaveOneGroupOut(), error_score="raise",
+        ).fit(X, y, groups=groups)  # fmt: skip
+
+
+def test_a_mistyped_fine_tuner_name_is_refused_before_pretraining():
+    import time
+
+    X, y, _ = _power_task()
+    # 3,000 pretraining steps would take minutes: the name is refused before any of them
+    clf = PARSClassifier(
+        encoder=PARSPretrainer(steps=3000), head=PARSFineTuner(pretrain__lr=5), sfreq=50
+    )
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"unexpected argument\(s\) pretrain__lr.*optimizer__"):
+        clf.fit(X, y)
+    assert time.perf_counter() - start < 1.0
+    # skorch's misspelt prefix, and a name set later, are refused the same way
+    with pytest.raises(ValueError, match="did you mean iterator_train__shuffle"):
+        PARSFineTuner(iterator_train_shuffle=True).check_params()
+    with pytest.raises(ValueError, match="optimizer_lr"):
+        PARSFineTuner().set_params(optimizer_lr=1.0).check_params()
+    PARSFineTuner(optimizer__betas=(0.9, 0.99), module__n_heads=2).check_params()  # known
+
+
+@pytest.mark.parametrize("routing", [False, True], ids=["routing off", "routing on"])
+def test_groups_reach_a_fine_tuner_head_with_and_without_routing(routing):
+    import sklearn
+    from sklearn.utils.metadata_routing import get_routing_for_object
+
+    for stage in (PARSFineTuner(), PARSPretrainer()):  # requested, as the probe does
+        assert get_routing_for_object(stage).consumes("fit", ["groups"]) == {"groups"}
+    X, y, groups = _rhythm(n=36, n_subjects=6)
+    head = PARSFineTuner(min_valid_groups=3, max_epochs=1, batch_size=16, verbose=0)
+    with sklearn.config_context(enable_metadata_routing=routing):
+        clf = PARSClassifier(None, head, sfreq=SFREQ, verbose=0).fit(X, y, groups=groups)
+        assert clf.head_.validation_ == "groups" and "valid_loss" in clf.head_.history_[-1]
+        # the windows' own subjects reach it too
+        clf = PARSClassifier(None, head, verbose=0).fit(_windows(X, y, groups))
+        assert clf.head_.validation_ == "groups"
+        # and an encoder stage takes them
+        stage = PARSPretrainer(**TINY, n_patches=2, max_epochs=1, batch_size=16, verbose=0)
+        clf = PARSClassifier(stage, head, sfreq=SFREQ, verbose=0).fit(X, y, groups=groups)
+        assert clf.head_.validation_ == "groups" and clf.pretrain_history_ is not None

@@ -292,16 +292,9 @@ NOT_FOR_SKORCH = [
 ]
 
 
-#: The one check PARSClassifier fails by design: its default head is an estimator
-#: (``PARSProbe()``, so that a search reaches ``head__C``), where scikit-learn's check
-#: allows only scalars, types and callables as defaults; the signature's default is
-#: None, and each new classifier holds its own ``PARSProbe()``.
-DEFAULT_HEAD = (PARSClassifier, estimator_checks.check_parameters_default_constructible)
-
-
 @pytest.mark.parametrize(
     "estimator, check",
-    [(e, c) for e in ESTIMATORS for c in PARAMETER_CHECKS if (e, c) != DEFAULT_HEAD]
+    [(e, c) for e in ESTIMATORS for c in PARAMETER_CHECKS]
     + [(e, c) for e in ESTIMATORS if e is not PARSFineTuner for c in NOT_FOR_SKORCH],
     ids=lambda x: x.__name__,
 )
@@ -310,13 +303,12 @@ def test_scikit_learn_parameter_checks(estimator, check):
 
 
 def test_defaults_are_constructible_and_documented():
-    for estimator in ESTIMATORS:
-        if estimator is not PARSClassifier:
-            estimator_checks.check_parameters_default_constructible(estimator.__name__, estimator())
+    for estimator in ESTIMATORS:  # parameters stored as given: head=None stays None
+        estimator_checks.check_parameters_default_constructible(estimator.__name__, estimator())
+    for estimator in (PARSClassifier, PARSProbe):
+        estimator_checks.check_no_attributes_set_in_init(estimator.__name__, estimator())
     params = PARSClassifier().get_params()
-    assert params["encoder"] == "pars-small-v2" and isinstance(params["head"], PARSProbe)
-    assert params["head"].get_params() == PARSProbe().get_params() and params["head__C"] == 3.0
-    assert PARSClassifier().head is not PARSClassifier().head
+    assert params["encoder"] == "default" and params["head"] is None
     pretrainer = PARSPretrainer().get_params()
     assert (pretrainer["n_patches"], pretrainer["pos_mask_ratio"]) == (40, 0.8)
     sizes = [pretrainer[k] for k in ("emb_dim", "depth", "n_heads", "ff_dim")]

@@ -8,7 +8,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import TransformerMixin
+from sklearn.base import ClassifierMixin, TransformerMixin
+from sklearn.metrics import accuracy_score
 
 from ..datasets.adapters import _check_scale, read_windows
 from ..windows_input import _WindowsInputMixin
@@ -175,6 +176,34 @@ def check_window_length(n_times, n_chans, patch_seconds, sfreq):
             f"patch_seconds={patch_seconds} s ({patch} samples at {sfreq} Hz).{hint}"
         )
     return patch
+
+
+class _WindowsClassifierMixin(ClassifierMixin):
+    """``predict_proba``, ``predict`` and ``score`` of a classifier of windows, over two
+    hooks: ``_read(X, y=None, groups=None)``, the windows read once and checked against
+    ``fit`` (a :class:`~braindecode_pars.datasets.adapters.Windows`), and
+    ``_proba(data)``, their class probabilities. ``predict`` is the most probable class
+    (``_predict(data)`` for another rule); ``score`` is the accuracy of ``predict``, the
+    labels read from the windows when ``y`` is None."""
+
+    def predict_proba(self, X, groups=None):
+        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
+        order; ``groups``: the group of each window where the estimator reads them (an
+        aligned estimator; None: braindecode windows' ``subject``)."""
+        return self._proba(self._read(X, groups=groups))
+
+    def predict(self, X, groups=None):
+        """Predicted labels, shape (n_windows,)."""
+        return self._predict(self._read(X, groups=groups))
+
+    def _predict(self, data):
+        return np.asarray(self.classes_)[self._proba(data).argmax(axis=1)]
+
+    def score(self, X, y=None, sample_weight=None, groups=None):
+        """Accuracy; labels read from the windows when ``y`` is None."""
+        data = self._read(X, y, groups)
+        check_labels(data.y, at_least=1)
+        return accuracy_score(data.y, self._predict(data), sample_weight=sample_weight)
 
 
 class _GroupsTransformerMixin(TransformerMixin):

@@ -7,7 +7,7 @@ import logging
 import warnings
 
 from sklearn import get_config
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import Bunch
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
@@ -24,6 +24,7 @@ from ..training._seeding import fit_seed
 from ._common import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
+    _WindowsClassifierMixin,
     check_labels,
     load_encoder_param,
     read_input,
@@ -32,14 +33,19 @@ from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
 
-#: The encoder of a new PARSClassifier: the newest shipped PARS encoder.
+#: The encoder of a new PARSClassifier's default head: the newest shipped PARS encoder.
 DEFAULT_ENCODER = "pars-small-v2"
+#: ``encoder``'s default: :data:`DEFAULT_ENCODER` for the default head, a given head's own
+#: ``encoder`` otherwise.
+DEFAULT = "default"
 
 #: The methods of the head that PARSClassifier's methods of the same name call.
 _HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
 
 
-class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixin, BaseEstimator):
+class PARSClassifier(
+    SeededWindowsMixin, _WindowsClassifierMixin, _GroupsTransformerMixin, BaseEstimator
+):
     """Pretrain (or load) a single-channel encoder, then classify multi-channel windows
     with a head over it, in one ``fit``.
 
@@ -47,29 +53,40 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
 
     - the **encoder stage**: a :class:`~braindecode_pars.PARSPretrainer` (PARS or a
       baseline pretext task on ``X`` and ``X_unlabeled``), an encoder used as it is (a
-      shipped name, ``"pars-small-v2"`` (the default, the newest shipped PARS encoder),
-      a saved encoder's path, a :class:`~braindecode_pars.PatchEncoder`), or None: no
-      encoder;
+      shipped name such as ``"pars-small-v2"``, the newest shipped PARS encoder, a saved
+      encoder's path, a :class:`~braindecode_pars.PatchEncoder`), None: no encoder, or
+      ``"default"``: the default head's ``"pars-small-v2"``, a given head's own
+      ``encoder``;
     - the **head**: a :class:`~braindecode_pars.PARSProbe` (the default: a logistic
       regression over the frozen encoder's features, log band power and the tangent
       space), a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning, a
       braindecode ``EEGClassifier``), or a classifier of your own.
 
-    **The head contract.** A head is a scikit-learn classifier (``BaseEstimator``,
-    ``ClassifierMixin``) with an ``encoder`` parameter. ``fit`` reads ``X`` once and
-    then calls only public methods of the stages: a clone of the head gets the
-    encoder (``set_params(encoder=encoder_)``; None without one) and, when it has an
-    ``sfreq`` parameter left at None, the windows' sampling rate; then
+    **The encoder is given once.** Either by the classifier's ``encoder`` (the head's own
+    ``encoder`` left at None), or, with the classifier's ``encoder`` left at
+    ``"default"``, by the head's own ``encoder`` parameter, which is then honoured:
+    ``PARSClassifier(head=PARSProbe(encoder=None))`` has no encoder, and a grid over
+    ``head__encoder`` fits each candidate's. Both set is refused, naming ``encoder``.
+    ``PARSClassifier()`` (``head=None``) is ``PARSProbe(encoder="pars-small-v2")``; to
+    search its parameters, give it as that instance (``head__C`` then reaches it).
+
+    **The head contract.** A head is a scikit-learn estimator (``get_params``,
+    ``fit``, ``predict``, ``classes_``), with an ``encoder`` parameter if it reads the
+    encoder. ``fit`` reads ``X`` once and then calls only public methods of the
+    stages: a clone of the head gets the encoder (``set_params(encoder=encoder_)``,
+    when it has the parameter) and, when it has an ``sfreq`` parameter left at None,
+    the windows' sampling rate; then
     ``head.fit(X, y, **params)`` with ``X`` the windows as a float32 array
     ``(n_windows, n_chans, n_times)`` and ``y`` the labels. ``params`` are routed
     as scikit-learn routes metadata (``Pipeline``, ``TransformedTargetRegressor``):
     with ``sklearn.set_config(enable_metadata_routing=True)``, by each stage's
-    requests (``head.set_fit_request(groups=True)``; :class:`PARSProbe` requests
-    ``groups`` itself), through ``process_routing``; without, each parameter goes to
-    the stages whose ``fit`` takes it by name, and one no stage takes is refused.
-    ``groups`` default to braindecode windows' ``subject``. ``predict``,
-    ``predict_proba``, ``transform`` and ``score`` call the head's method of that
-    name with the array (and ``groups`` when the method takes them). Optional
+    requests (``head.set_fit_request(groups=True)``; :class:`PARSProbe`,
+    :class:`PARSFineTuner` and :class:`PARSPretrainer` request ``groups`` themselves),
+    through ``process_routing``; without, each parameter goes to the stages whose
+    ``fit`` takes it by name, and one no stage takes is refused. ``groups`` default to
+    braindecode windows' ``subject``. ``predict``, ``predict_proba`` and ``transform``
+    call the head's method of that name with the array (and ``groups`` when the
+    method takes them); ``score`` is the accuracy of ``predict``. Optional
     methods the classifier uses when a stage has them: ``check_params()`` (the
     parameters checked before any data is read) and, on the head,
     ``encoder_unused(groups)`` (why this fit would not read the encoder, or None;
@@ -78,8 +95,8 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
 
     Each stage's parameters are reached by scikit-learn's nested names
     (``encoder__steps``, ``head__C``, ``head__max_epochs``), so ``set_params``,
-    ``clone`` and ``GridSearchCV`` reach every stage, the default head too
-    (``PARSClassifier().get_params()["head__C"]``). ``X`` is an array (set
+    ``clone`` and ``GridSearchCV`` reach every stage given as an instance; every name
+    of both stages is checked before any work starts. ``X`` is an array (set
     ``sfreq``), braindecode windows, a ``Subset`` or skorch ``SliceDataset`` of them,
     the item lists scikit-learn makes of windows, or ``mne.Epochs`` (read in
     microvolts, as braindecode does).
@@ -91,21 +108,23 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
     probe is ``PARSProbe()``, or ``PARSClassifier(encoder=None)``, and is the comparison
     any encoder has to beat. ``encoder=PARSPretrainer()`` pretrains on ``X`` and
     ``X_unlabeled`` for minutes on a CPU (``PARSPretrainer(init_encoder="pars-small-v2")``
-    goes on from the shipped weights); with ``head=PARSProbe(recipe="auto")`` and three
-    subjects or more, ``fit`` says by inner cross-validation whether the encoder's block
+    goes on from the shipped weights); with ``head=PARSProbe("pars-small-v2",
+    recipe="auto")`` and three subjects or more, ``fit`` says by inner cross-validation whether the encoder's block
     helps on your labels.
 
     Parameters
     ----------
-    encoder : PARSPretrainer | str | Path | PatchEncoder | None
-        ``"pars-small-v2"`` (the default): the newest shipped PARS encoder, loaded
-        offline. None: no encoder (the head gets ``encoder=None``; no pretraining).
+    encoder : "default" | PARSPretrainer | str | Path | PatchEncoder | None
+        ``"default"``: the default head's encoder is ``"pars-small-v2"``, the newest
+        shipped PARS encoder, loaded offline; a head given keeps its own ``encoder``.
+        None: no encoder (the head gets ``encoder=None``; no pretraining).
         ``PARSPretrainer(...)``, or any estimator whose ``fit`` sets ``encoder_``:
         pretraining inside ``fit``. An encoder used as it is: a shipped name, a saved
         encoder's path, a ``PatchEncoder``.
     head : estimator | None
-        The head (see the contract above); None: ``PARSProbe()``, which is also what a
-        new ``PARSClassifier()`` holds, so that its parameters can be searched.
+        The head (see the contract above); None: ``PARSProbe()`` over the encoder
+        (``"pars-small-v2"`` with ``encoder="default"``). Stored as given: to search the
+        head's parameters, give it as an instance.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     random_state : int | None
@@ -133,8 +152,8 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
     --------
     >>> from sklearn.model_selection import GridSearchCV, LeaveOneGroupOut
     >>> search = GridSearchCV(
-    ...     PARSClassifier(), {"head__C": [0.1, 1.0]}, scoring="balanced_accuracy",
-    ...     cv=LeaveOneGroupOut())
+    ...     PARSClassifier(head=PARSProbe(encoder="pars-small-v2")), {"head__C": [0.1, 1.0]},
+    ...     scoring="balanced_accuracy", cv=LeaveOneGroupOut())
     >>> search.fit(windows, groups=subjects)  # doctest: +SKIP
     """
 
@@ -144,19 +163,17 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
     __metadata_request__fit = {"groups": True}
     __metadata_request__score = {"groups": True}
 
-    def __init__(
-        self, encoder=DEFAULT_ENCODER, head=None, *, sfreq=None, random_state=None, verbose=1
-    ):
+    def __init__(self, encoder="default", head=None, *, sfreq=None, random_state=None, verbose=1):
         self.encoder = encoder
-        self.head = PARSProbe() if head is None else head
+        self.head = head
         self.sfreq = sfreq
         self.random_state = random_state
         self.verbose = verbose
 
     def set_params(self, **params):
-        """scikit-learn's ``set_params``; a nested name (``encoder__depth``) of a stage
-        that is not an estimator (None; an encoder or its name) is refused at once,
-        saying how to give the stage."""
+        """scikit-learn's ``set_params``; a nested name (``encoder__depth``,
+        ``head__C``) of a stage that is not an estimator (None, the default head; an
+        encoder or its name) is refused at once, saying how to give the stage."""
         for key in params:
             stage, nested, name = key.partition("__")
             if not nested or stage not in ("encoder", "head"):
@@ -165,7 +182,11 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
             if hasattr(value, "set_params"):
                 continue
             what = repr(value) if value is None or isinstance(value, str) else type(value).__name__
-            example = "PARSPretrainer(...)" if stage == "encoder" else "PARSProbe(...)"
+            example = "PARSPretrainer(...)"
+            if stage == "head":
+                example = "PARSProbe(...)"
+                if value is None:  # the default head: the probe over the default encoder
+                    example = f"PARSProbe(encoder={DEFAULT_ENCODER!r}, ...) for the default"
             raise ValueError(
                 f"Invalid parameter '{key}': '{stage}' is {what}, which has no parameter "
                 f"'{name}'; give the stage as an instance to set its parameters, "
@@ -182,15 +203,36 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
         value = PARSProbe() if self.head is None else self.head
         if not (hasattr(value, "fit") and hasattr(value, "get_params")):
             raise TypeError(
-                "'head' must be None or a classifier with an 'encoder' parameter (e.g. "
-                f"PARSProbe(), PARSFineTuner()), but got {type(value).__name__} ({value!r})."
-            )
-        if "encoder" not in value.get_params(deep=False):
-            raise ValueError(
-                f"'head' ({type(value).__name__}) has no 'encoder' parameter to receive "
-                "the encoder."
+                "'head' must be None or a classifier (e.g. PARSProbe(), PARSFineTuner(), or "
+                f"one of your own), but got {type(value).__name__} ({value!r})."
             )
         return value
+
+    def _encoder_value(self, head):
+        """What gives this fit's encoder (see ``encoder``): the classifier's ``encoder``,
+        or with ``encoder="default"`` the default head's ``"pars-small-v2"`` or a given
+        head's own ``encoder``; a head whose ``encoder`` is set while the classifier's
+        is too is refused, as is an encoder for a head with no ``encoder`` parameter."""
+        takes = "encoder" in head.get_params(deep=False)
+        own = head.get_params(deep=False)["encoder"] if takes else None
+        if self.encoder == DEFAULT:
+            return (DEFAULT_ENCODER if self.head is None else own), "head__encoder"
+        name = type(head).__name__
+        if own is not None:
+            raise ValueError(
+                f"Two encoders: the head's own 'encoder' is {_shown(own)} and the "
+                f"classifier's 'encoder' is {_shown(self.encoder)}. Give the encoder once: "
+                f"PARSClassifier(encoder=..., head={name}(encoder=None, ...)), or "
+                f"PARSClassifier(head={name}(encoder=...)) (the classifier's encoder left "
+                "at 'default') to use the head's."
+            )
+        if not takes and self.encoder is not None:
+            raise ValueError(
+                f"'head' ({name}) has no 'encoder' parameter to receive the encoder "
+                f"{_shown(self.encoder)}; set encoder=None (or leave it at 'default'), or "
+                "give the head an 'encoder' parameter."
+            )
+        return self.encoder, "encoder"
 
     def _cloned(self, stage):
         """A clone of ``stage``, seeded with the classifier's ``random_state`` only where
@@ -304,11 +346,12 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
         if self.random_state is not None:
             fit_seed(self.random_state)  # type check
         head = self._cloned(self._head_estimator())  # checks that need no data first
-        value, stage, encoder = self.encoder, None, None
+        value, name = self._encoder_value(head)
+        stage, encoder = None, None
         if self._stage_estimator() is not None:
             stage = self._cloned(value)
         elif value is not None:
-            encoder = load_encoder_param(value, "encoder", allow_none=False)
+            encoder = load_encoder_param(value, name, allow_none=False)
         for estimator in (stage, head):  # the stages' own parameters, before any work
             if hasattr(estimator, "check_params"):
                 estimator.check_params()
@@ -353,7 +396,8 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
                     raise
                 encoder = stage.encoder_
                 history = getattr(stage, "history_", None)
-            head.set_params(encoder=encoder)
+            if "encoder" in head.get_params(deep=False):
+                head.set_params(encoder=encoder)
             self._give_rate(head, data.sfreq)
             logger.info(
                 "Fitting the head, %s, on %d windows of %d channels x %g s.",
@@ -399,32 +443,22 @@ class PARSClassifier(SeededWindowsMixin, ClassifierMixin, _GroupsTransformerMixi
         check_is_fitted(self, "head_")
         return read_input(X, y, groups, sfreq=self.sfreq_, name="X")
 
-    def _head_call(self, method, data, *args, **kwargs):
+    def _head_call(self, method, data):
         call = getattr(self.head_, method)
         if data.groups is not None and "groups" in inspect.signature(call).parameters:
-            kwargs["groups"] = data.groups
-        return call(data.X, *args, **kwargs)
+            return call(data.X, groups=data.groups)
+        return call(data.X)
 
-    def predict_proba(self, X, groups=None):
-        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
-        order; ``groups`` as the head reads them (an aligned probe)."""
-        return self._head_call("predict_proba", self._read(X, groups=groups))
+    def _proba(self, data):
+        return self._head_call("predict_proba", data)
 
-    def predict(self, X, groups=None):
-        """Predicted labels, shape (n_windows,)."""
-        proba = self.predict_proba(X, groups=groups)  # NotFittedError before classes_
-        return self.classes_[proba.argmax(axis=1)]
+    def _predict(self, data):
+        return self._head_call("predict", data)  # a head needs no predict_proba
 
     def transform(self, X, groups=None):
         """The head's features of each window (the probe's scaled blocks, or the neural
         head's pooled token)."""
         return self._head_call("transform", self._read(X, groups=groups))
-
-    def score(self, X, y=None, sample_weight=None, groups=None):
-        """Accuracy; labels read from the windows when ``y`` is None."""
-        data = self._read(X, y, groups)
-        check_labels(data.y, at_least=1)
-        return self._head_call("score", data, data.y, sample_weight=sample_weight)
 
 
 def _takes(estimator, name, by_name=False):
@@ -436,3 +470,9 @@ def _takes(estimator, name, by_name=False):
     if name in params:
         return True
     return not by_name and any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _shown(value):
+    """A parameter's value as a message shows it: a string or None as written, else its
+    type."""
+    return repr(value) if value is None or isinstance(value, str) else type(value).__name__

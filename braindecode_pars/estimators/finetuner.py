@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -48,6 +49,7 @@ from ..training.interrupt import _PropagateInterrupt
 from ._common import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
+    _WindowsClassifierMixin,
     check_align_groups,
     check_encoder_rate,
     check_labels,
@@ -62,7 +64,11 @@ logger = logging.getLogger(__name__)
 
 
 class PARSFineTuner(
-    _PropagateInterrupt, SeededWindowsMixin, _GroupsTransformerMixin, EEGClassifier
+    _PropagateInterrupt,
+    SeededWindowsMixin,
+    _WindowsClassifierMixin,
+    _GroupsTransformerMixin,
+    EEGClassifier,
 ):
     """Fine-tune a PatchEncoder with a spatial head on multi-channel windows.
 
@@ -155,6 +161,11 @@ class PARSFineTuner(
         Samples per training crop (``n_times_`` without crops).
     """
 
+    # groups reach fit (the validation split, the alignment) and score under metadata
+    # routing (PARSClassifier's, or cross_val_score's), as for PARSProbe
+    __metadata_request__fit = {"groups": True}
+    __metadata_request__score = {"groups": True}
+
     def __init__(
         self,
         module=MultiChannelClassifier,
@@ -229,7 +240,11 @@ class PARSFineTuner(
 
     # -- checks --------------------------------------------------------------------------
     def check_params(self):
-        """Check the parameters without data (``fit`` and ``PARSClassifier`` call it first)."""
+        """Check the parameters without data (``fit`` and ``PARSClassifier`` call it
+        first): the names of nested parameters too (``optimizer__*``, ``module__*``,
+        ``iterator_train__*`` ...), by skorch's own check, which skorch runs only once
+        the module is built."""
+        self._check_names()
         check_strategy(self.strategy, self.max_epochs)
         if self.train_split is not None:
             raise ValueError(
@@ -252,6 +267,23 @@ class PARSFineTuner(
             check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
         check_device("device", self.device)
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
+
+    def _check_names(self):
+        """skorch's ``_validate_params`` over the names given, before ``initialize``: the
+        module's, criterion's and optimizer's prefixes are those ``initialize`` adds."""
+        names = SimpleNamespace(
+            prefixes_=[*self.prefixes_, "module", "criterion", "optimizer"],
+            _params_to_validate=self._params_to_validate,
+            use_caching=self.use_caching,
+            iterator_valid__shuffle=getattr(self, "iterator_valid__shuffle", False),
+        )
+        try:
+            EEGClassifier._validate_params(names)
+        except ValueError as err:
+            known = ", ".join(f"{p}__" for p in sorted(names.prefixes_))
+            raise ValueError(
+                f"PARSFineTuner: {err} A nested parameter starts with one of {known}."
+            ) from None
 
     # -- fit -----------------------------------------------------------------------------
     @fill_doc
@@ -451,35 +483,22 @@ class PARSFineTuner(
         return super().get_iterator(dataset, training=training, drop_index=drop_index)
 
     # -- prediction ----------------------------------------------------------------------
+    def _read(self, X, y=None, groups=None):
+        self.check_is_fitted()  # skorch's NotFittedError
+        return read_fitted(self, X, y, groups)
+
     def _windows(self, X, groups=None):
-        data = read_fitted(self, X, groups=groups)
+        data = self._read(X, groups=groups)
         return CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
 
-    def predict_proba(self, X, groups=None):
-        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
-        order; with crops, the mean over ``n_eval_crops`` crops of each window;
-        ``groups`` for ``align`` (None: braindecode windows' ``subject``, else one group)."""
-        self.check_is_fitted()
-        windows = X if isinstance(X, CodedWindows) else self._windows(X, groups)
-        if self.n_crop_ == self.n_times_:
-            return super().predict_proba(windows)
-        crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
-        return crops.average(super().predict_proba(crops))
-
-    def predict(self, X, groups=None):
-        """Predicted labels, shape (n_windows,)."""
-        proba = self.predict_proba(X, groups)  # NotFittedError (skorch's) before classes_
-        return np.asarray(self.classes_)[proba.argmax(axis=1)]
-
-    def score(self, X, y=None, sample_weight=None, groups=None):
-        """Accuracy; labels read from the windows when ``y`` is None."""
-        from sklearn.metrics import accuracy_score
-
-        self.check_is_fitted()
-        data = read_fitted(self, X, y, groups)
-        check_labels(data.y, at_least=1)
+    def _proba(self, data):
+        """Class probabilities of read windows; with crops, the mean over
+        ``n_eval_crops`` crops of each window."""
         windows = CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
-        return accuracy_score(data.y, self.predict(windows), sample_weight=sample_weight)
+        if self.n_crop_ == self.n_times_:
+            return EEGClassifier.predict_proba(self, windows)
+        crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
+        return crops.average(EEGClassifier.predict_proba(self, crops))
 
     def transform(self, X, groups=None):
         """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops

@@ -142,6 +142,10 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         Samples per pretraining crop (None without pretraining).
     """
 
+    # under metadata routing, groups reach fit (the held-out subjects of the pretext
+    # skill), as for the heads
+    __metadata_request__fit = {"groups": True}
+
     def __init__(
         self,
         method="pars",

@@ -9,8 +9,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.metrics import accuracy_score
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_memory
 
 from .._checks import check_device, check_int, check_option
@@ -18,6 +17,7 @@ from .._params import fill_doc, store_params
 from ..datasets.adapters import _window_scale
 from ..estimators._common import (
     _GroupsTransformerMixin,
+    _WindowsClassifierMixin,
     check_align_groups,
     check_labels,
     check_window_length,
@@ -32,7 +32,9 @@ from .recipe import DEFAULT_C, MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blo
 logger = logging.getLogger(__name__)
 
 
-class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, BaseEstimator):
+class PARSProbe(
+    _WindowsInputMixin, _WindowsClassifierMixin, _GroupsTransformerMixin, BaseEstimator
+):
     """The probe as a classifier: a class-balanced logistic regression over a frozen
     encoder's features, log band power and the Riemannian tangent space.
 
@@ -289,41 +291,22 @@ class PARSProbe(_WindowsInputMixin, ClassifierMixin, _GroupsTransformerMixin, Ba
         logger.info(_comparison_message(scores, candidates, best, self.encoder_gain_))
         return best
 
-    def _features(self, X, groups):
+    def _read(self, X, y=None, groups=None):
         check_is_fitted(self, "model_")
-        data = read_fitted(self, X, groups=groups)
-        return data, self.extractor_.transform(data.X)
+        return read_fitted(self, X, y, groups)
 
-    def predict_proba(self, X, groups=None):
-        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
-        order; ``groups`` (None: the windows' own, else one group) with ``align``."""
-        data, features = self._features(X, groups)
+    def _proba(self, data):
+        features = self.extractor_.transform(data.X)
         return self.model_.predict_proba(features, self._groups(data))
-
-    def predict(self, X, groups=None):
-        """Predicted labels, shape (n_windows,)."""
-        proba = self.predict_proba(X, groups=groups)  # NotFittedError before classes_
-        return self.classes_[proba.argmax(axis=1)]
 
     def transform(self, X, groups=None):
         """The scaled features the logistic regression sees, shape (n_windows,
         n_features), the blocks in ``recipe_.blocks`` order."""
-        data, features = self._features(X, groups)
-        return self.model_.transform(features, self._groups(data))
+        data = self._read(X, groups=groups)
+        return self.model_.transform(self.extractor_.transform(data.X), self._groups(data))
 
     def _groups(self, data):
         return None if self.align is None else data.groups
-
-    def score(self, X, y=None, sample_weight=None, groups=None):
-        """Accuracy; labels read from the windows when ``y`` is None."""
-        check_is_fitted(self, "model_")
-        data = read_fitted(self, X, y, groups)
-        check_labels(data.y, at_least=1)
-        features = self.extractor_.transform(data.X)
-        proba = self.model_.predict_proba(features, self._groups(data))
-        return accuracy_score(
-            data.y, self.classes_[proba.argmax(axis=1)], sample_weight=sample_weight
-        )
 
 
 def _refuse_no_block():
