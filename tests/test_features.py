@@ -10,7 +10,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.probe import EncoderFeatures
-from braindecode_pars.probe.features import encoder_digest, windows_digest
+from braindecode_pars.probe._cache import encoder_digest, windows_digest
 
 from ._helpers import TINY_ENCODER
 

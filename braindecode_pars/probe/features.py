@@ -16,8 +16,6 @@ windows, in chunks of windows (no float64 copy of the whole array is made).
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import numbers
 
 import numpy as np
@@ -32,6 +30,7 @@ from ..datasets.adapters import read_windows
 from ..datasets.resample import resample_windows
 from ..models.encoder import _checked_encoder
 from ..windows_input import _read_array, _WindowsFeaturesMixin
+from ._cache import cached, encoder_digest
 
 #: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.
 READOUTS = ("mean", "mean+std", "blocks")
@@ -134,14 +133,9 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     device : str
         Torch device of the forward passes.
     memory : str | joblib.Memory | None
-        Where the features are cached, as ``Pipeline(memory=...)`` caches its
-        transformers: None (the default), no caching; a folder, or a
-        ``joblib.Memory``: the features of each set of windows are computed once and
-        read back when the same encoder (its configuration and weights), the same
-        settings (``readout``, ``crop_seconds``, the resampling, ``device``) and the
-        same windows (their shape and every value, hashed) come again, so that a grid
-        over a probe's ``C`` in ``GridSearchCV`` runs the encoder once per fold.
-        ``batch_size`` is not part of the key.
+        A cache, as ``Pipeline(memory=...)``'s (None: none): features read back for
+        the same encoder (configuration, weights), settings and windows (every value,
+        hashed); a grid over a probe's ``C`` runs the encoder once per fold.
 
     Attributes
     ----------
@@ -229,19 +223,11 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"'X' has {X.shape[1]} channels but the features were fitted on {self.n_chans_}."
             )
-        memory = check_memory(self.memory)
-        if getattr(memory, "location", None) is None:  # no caching
-            return self._encode(X)
-        key = (self._settings_key(), windows_digest(X))
-        return memory.cache(_cached_encoder_features, ignore=["step", "X"])(key, self, X)
+        return cached(self.memory, self._encode, X, key=self._settings_key)
 
     def _settings_key(self):
-        """What, besides the windows, the features depend on: the encoder (configuration
-        and weights) and the settings of this fit."""
-        settings = (
-            self.readout, self.crop_size_, self.resample_, self.sfreq_,
-            torch.device(self.device).type, self.n_features_out_,
-        )  # fmt: skip
+        """What the features depend on besides the windows (batch_size aside)."""
+        settings = (self.readout, self.crop_size_, self.resample_, self.sfreq_, self.device)
         return encoder_digest(self.encoder_), repr(settings)
 
     def _encode(self, X):
@@ -278,35 +264,6 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         else:
             read = [tokens.mean(dim=1) for tokens in blocks]
         return torch.cat(read, dim=-1).view(B, -1)
-
-
-def _cached_encoder_features(key, step, X):
-    """``step._encode(X)``, cached by :class:`EncoderFeatures` under ``key`` alone."""
-    return step._encode(X)
-
-
-def encoder_digest(encoder):
-    """A hash of an encoder's class, configuration and weights (hex string): equal for
-    two encoders that compute the same function of the same settings."""
-    digest = hashlib.blake2b(digest_size=16)
-    config = encoder.get_config() if hasattr(encoder, "get_config") else {}
-    digest.update(type(encoder).__qualname__.encode())
-    digest.update(json.dumps(config, sort_keys=True, default=str).encode())
-    for name, tensor in encoder.state_dict().items():
-        array = tensor.detach().cpu().contiguous().numpy()
-        digest.update(f"{name}:{array.dtype}:{array.shape}".encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()
-
-
-def windows_digest(X):
-    """A hash of an array of windows (hex string): its shape, type and every value (a
-    few milliseconds per 100 MB, against seconds of encoding)."""
-    X = np.ascontiguousarray(X)
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{X.dtype}:{X.shape}".encode())
-    digest.update(memoryview(X.reshape(-1)).cast("B"))
-    return digest.hexdigest()
 
 
 def _channel_block_tokens(encoder, X, every_block=False):
