@@ -18,7 +18,7 @@ from ..datasets.single_channel import SingleChannelWindows
 from ..models.encoder import PatchEncoder
 from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from ..training._seeding import fit_seed, isolated_random_state
-from ..training.config import PretrainConfig
+from ..training.config import COMPILE_MODES, PretrainConfig
 from ._common import (
     SeededWindowsMixin,
     check_encoder_rate,
@@ -123,6 +123,13 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         ``torch.compile`` the pretext model (PARS compiles with no graph break); the
         first step then holds the compilation (tens of seconds). "auto": on a CUDA
         device, not on a CPU.
+    compile_mode : {None, "default", "reduce-overhead", "max-autotune", \
+            "max-autotune-no-cudagraphs"}
+        ``torch.compile``'s mode when the model is compiled (None: torch's default).
+        "reduce-overhead" replays each training step as CUDA graphs on a GPU, which
+        saves the launch of its kernels (``benchmarks/results/gpu_h200_cuda_graphs.md``);
+        a step boundary is marked before every step, the logged losses are copies, and
+        the patches and masks are drawn anew at every replay.
     random_state : int | None
         Seed of every draw (initialisation, crops, channels, patches, masks, batch
         order, the validation split); None: a fresh seed. The global generators are
@@ -177,6 +184,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         device="cpu",
         amp="auto",
         compile="auto",
+        compile_mode=None,
         random_state=None,
         verbose=1,
     ):
@@ -205,6 +213,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_device("device", self.device)
         check_option("amp", self.amp, (True, False, "auto"))
         check_option("compile", self.compile, (True, False, "auto"))
+        check_option("compile_mode", self.compile_mode, COMPILE_MODES)
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
         n_masked = int(round(self.pos_mask_ratio * self.n_patches))
@@ -392,6 +401,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 device=self.device,
                 amp=self._on_cuda(self.amp),
                 compile=self._on_cuda(self.compile),
+                compile_mode=self.compile_mode,
                 progress_bar=bool(self.verbose),
                 init_encoder=initial,
                 **settings.run_kwargs(epochs),

@@ -17,55 +17,104 @@ from ..models.pretext import pretext_skill
 from . import distributed
 from .schedule import _batches_per_epoch
 
+logger = logging.getLogger(__name__)
+
 
 class PretextSkill(Callback):
     """Record the pretext skill of every epoch: ``1 - loss / trivial_loss``.
 
-    After every batch, reads the ``trivial_loss`` entry of the batch's output (the
+    After every batch, keeps the ``trivial_loss`` entry of the batch's output (the
     ``y_pred`` that skorch hands to ``on_batch_end``: the loss of a predictor that
-    learned nothing, on the same batch and draws) and records it as
-    ``train_trivial`` or ``valid_trivial`` (a training batch also gets its
-    ``train_skill``); under DistributedDataParallel the training batch's trivial loss
-    is averaged over the processes, as the net averages the loss. At the end of every
-    epoch, records ``train_trivial``, ``train_skill`` and, with a validation set,
-    ``valid_trivial`` and ``valid_skill``, each weighted by batch size. 0 means the
-    encoder learned nothing, 1 a perfect prediction.
+    learned nothing, on the same batch and draws) as ``train_trivial`` or
+    ``valid_trivial``: a copy of the device tensor, so that no step waits for the
+    device to log it (and a CUDA graph's replay cannot rewrite it). So does the
+    count of pairs the pair decoder could not compute exactly, when the output has
+    one (``unresolved_pairs``). :class:`~braindecode_pars.training.PretrainNet` reads
+    these values with the losses at its report cadence (:meth:`PretrainNet.read_log
+    <braindecode_pars.training.PretrainNet.read_log>`: one transfer, and under
+    DistributedDataParallel one all-reduce that averages them over the processes, as
+    the losses), then calls :meth:`on_epoch_read` for each epoch ended since, which
+    records ``train_skill`` in each training batch and, for the epoch,
+    ``train_trivial``, ``train_skill`` and, with a validation set, ``valid_trivial``
+    and ``valid_skill``, each weighted by batch size, and warns if any pair went
+    unresolved. 0 means the encoder learned nothing, 1 a perfect prediction.
     """
 
     def on_batch_end(self, net, batch=None, training=None, loss=None, y_pred=None, **kwargs):
         if not isinstance(y_pred, dict) or "trivial_loss" not in y_pred:
             return
-        trivial = y_pred["trivial_loss"].detach().float()
-        if training and getattr(net, "distributed_", False):
-            trivial = distributed._average_across_ranks(trivial)
         prefix = "train" if training else "valid"
-        net.history.record_batch(f"{prefix}_trivial", trivial.item())
-        if training and loss is not None:
-            net.history.record_batch("train_skill", pretext_skill(loss.item(), trivial.item()))
+        net.history.record_batch(f"{prefix}_trivial", _kept(y_pred["trivial_loss"]))
+        if UNRESOLVED in y_pred:
+            net.history.record_batch(f"{prefix}_{UNRESOLVED}", _kept(y_pred[UNRESOLVED]))
 
-    def on_epoch_end(self, net, **kwargs):
-        batches = net.history[-1, "batches"]
+    def on_epoch_read(self, net, row):
+        """Record the skill of epoch ``row`` (a row of the history), whose values are read."""
+        batches = row["batches"]
+        for b in batches:
+            if "train_trivial" in b and "train_loss" in b:
+                b["train_skill"] = pretext_skill(b["train_loss"], b["train_trivial"])
         for prefix in ("train", "valid"):
-            rows = [b for b in batches if f"{prefix}_trivial" in b]
+            rows = [b for b in batches if f"{prefix}_trivial" in b and f"{prefix}_loss" in b]
             if not rows:
                 continue
             n = np.array([b[f"{prefix}_batch_size"] for b in rows], dtype=float)
             loss = float(np.dot(n, [b[f"{prefix}_loss"] for b in rows]) / n.sum())
             trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
-            net.history.record(f"{prefix}_trivial", trivial)
-            net.history.record(f"{prefix}_skill", pretext_skill(loss, trivial))
-        if getattr(net, "valid_split_", None) and "valid_loss" in net.history[-1]:
+            row[f"{prefix}_trivial"] = trivial
+            row[f"{prefix}_skill"] = pretext_skill(loss, trivial)
+            unresolved = sum(b.get(f"{prefix}_{UNRESOLVED}", 0) for b in rows)
+            if unresolved:
+                row[f"{prefix}_{UNRESOLVED}"] = unresolved
+                logger.warning(
+                    "Epoch %s: the pair decoder could not compute %g pair(s) of its %s "
+                    "batches exactly (logits spread over tens of nats at every key); "
+                    "their predictions are left out of the loss.",
+                    row.get("epoch", "?"), unresolved, prefix,
+                )  # fmt: skip
+
+    def on_epoch_end(self, net, **kwargs):
+        if getattr(net, "valid_split_", None) and "valid_batch_count" in net.history[-1]:
             net.history.record("valid_split", net.valid_split_)  # recordings, groups, windows
+
+
+#: The output entry that counts the pairs a pair decoder could not compute exactly.
+UNRESOLVED = "unresolved_pairs"
+
+
+def _kept(value):
+    """A logged value as the log keeps it until it is read: a detached float copy on its
+    device (a CUDA graph's output memory is rewritten by the next replay)."""
+    return value.detach().float().clone()
+
+
+class _ReadLog(Callback):
+    """The pretraining net's log read at its report cadence: at the end of every epoch
+    the net reports (``reports_epoch_``) and at the end of training, before the other
+    callbacks look at the history (it comes first); see
+    :meth:`~braindecode_pars.training.PretrainNet.read_log`."""
+
+    def on_train_begin(self, net, **kwargs):
+        net.start_log()
+
+    def on_epoch_end(self, net, **kwargs):
+        net.end_epoch_log()
+        if getattr(net, "reports_epoch_", True) or len(net.history) >= net.max_epochs:
+            net.read_log()
+
+    def on_train_end(self, net, **kwargs):
+        net.read_log()
 
 
 class EpochProgress(Callback):
     """The progress of a run over its epochs: epoch k of N, loss, skill, time.
 
     On a terminal (or in a notebook), one ``tqdm`` bar whose postfix holds the last
-    epoch's training and validation pretext skill and whose estimate of the time left
-    is tqdm's, from the epochs done in this sitting; a resumed run starts at the epochs
-    already done. Runs with long epochs (``batch_bar_from`` batches or more) also get
-    skorch's bar over the batches of each epoch. While the bars show, the console
+    reported epoch's training and validation pretext skill and whose estimate of the
+    time left is tqdm's, from the epochs done in this sitting; a resumed run starts at
+    the epochs already done. Runs with long epochs (``batch_bar_from`` batches or more)
+    also get skorch's bar over the batches of each epoch (without the batch loss, which
+    is read on the report cadence, not at every step). While the bars show, the console
     handlers of the package's loggers and of the root logger write through
     ``tqdm.write``, so a log line is never glued to a bar.
 
@@ -108,7 +157,8 @@ class EpochProgress(Callback):
         self.bar_ = tqdm(
             total=net.max_epochs, initial=done, desc=self.desc, unit="epoch", file=self.stream_
         )
-        self.batches_ = ProgressBar(postfix_keys=["train_loss"]).initialize()
+        # no loss beside the batches: reading it would make every step wait for the device
+        self.batches_ = ProgressBar(postfix_keys=[]).initialize()
         self.redirect_.enter_context(_logs_above_bars(tqdm))
 
     def on_epoch_begin(self, net, dataset_train=None, **kwargs):
@@ -133,7 +183,8 @@ class EpochProgress(Callback):
             self.batches_.pbar_.close()
             self.batches_.pbar_ = None
         postfix = {k: f"{row[k]:.3f}" for k in ("train_skill", "valid_skill") if k in row}
-        self.bar_.set_postfix(postfix, refresh=False)
+        if postfix:  # a reported epoch (the net reads its log on the report cadence)
+            self.bar_.set_postfix(postfix, refresh=False)
         self.bar_.update(1)
 
     def on_train_end(self, net, **kwargs):

@@ -21,7 +21,10 @@ from . import distributed
 class _Cadence(Callback):
     """Writes at the end of the first epoch ``every_minutes`` after the last write, of the
     run's last epoch, and at the end of a training that stopped early (``on_train_end``
-    after an interrupt); ``every_minutes=0``: every epoch."""
+    after an interrupt); ``every_minutes=0``: every epoch. The net's log is read first
+    (``read_log``); under DistributedDataParallel, where reading it is a collective
+    that only rank 0 (which writes) would join, the write waits for the next epoch the
+    net reports, whose log every process has read."""
 
     def on_train_begin(self, net, **kwargs):
         self.written_at_ = time.monotonic()
@@ -29,6 +32,8 @@ class _Cadence(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         due = time.monotonic() - self.written_at_ >= 60.0 * (self.every_minutes or 0)
+        if due and getattr(net, "distributed_", False):
+            due = getattr(net, "reports_epoch_", True)
         if due or len(net.history) >= net.max_epochs:
             self._write_now(net)
 
@@ -38,6 +43,8 @@ class _Cadence(Callback):
             self._write_now(net)
 
     def _write_now(self, net):
+        if not getattr(net, "distributed_", False) and hasattr(net, "read_log"):
+            net.read_log()  # (distributed: read at this reported epoch, or the run's end)
         self.write(net)
         self.written_at_ = time.monotonic()
         self.written_epoch_ = len(net.history)

@@ -19,6 +19,11 @@ from .schedule import _epochs_for_steps
 
 #: The pretext tasks, by the name ``method`` takes.
 METHODS = ("pars", "mae", "mp3", "droppos")
+#: ``torch.compile``'s modes, an infrastructure setting beside these (the estimator's
+#: ``compile_mode``, the command line's ``--compile-mode``, the net's ``compile__mode``);
+#: those that replay the step as CUDA graphs.
+COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,8 +17,11 @@ class TimeLimit(Callback):
     session): with a checkpoint folder the epochs done are saved (the callback runs
     after the net's own checkpoints), ``fit`` returns normally with ``stopped_`` set,
     and fitting again with the same folder resumes. Under DistributedDataParallel
-    rank 0's clock decides for every process, so all stop at the same epoch.
-    ``minutes=0`` stops after the first epoch.
+    rank 0's clock decides for every process, so all stop at the same epoch; it is
+    asked (a broadcast, which waits for the device) only at the end of the epochs the
+    net reports (:class:`~braindecode_pars.training.PretrainNet`'s
+    ``eval_every_steps``), so that no step waits for it. ``minutes=0`` stops after the
+    first epoch (the first reported one under DistributedDataParallel).
 
     Parameters
     ----------
@@ -44,6 +47,8 @@ class TimeLimit(Callback):
     def on_epoch_end(self, net, **kwargs):
         over = torch.tensor(float(time.monotonic() - self.start_ >= 60.0 * self.minutes))
         if distributed._is_distributed():
+            if not getattr(net, "reports_epoch_", True):
+                return  # the same epochs on every process: a function of the epoch
             over = over.to(_collective_device(net))
             torch.distributed.broadcast(over, src=0)
         if over.item():
@@ -65,8 +70,9 @@ class _PropagateInterrupt:
     still run, then the interrupt reaches the caller, so a half-trained model is
     never returned as if it were finished. skorch's ``EarlyStopping``, which also
     stops training with a ``KeyboardInterrupt``, still ends ``fit`` normally. An epoch
-    stopped within (its row holds no ``train_loss`` yet) is dropped from the history
-    before the callbacks' ``on_train_end``: the history holds the epochs completed.
+    stopped within (its row holds no ``train_loss`` once the log is read) is dropped
+    from the history before the callbacks' ``on_train_end``: the history holds the
+    epochs completed.
     """
 
     def fit_loop(self, X, y=None, **fit_params):
@@ -74,6 +80,9 @@ class _PropagateInterrupt:
         try:
             return super().fit_loop(X, y, **fit_params)
         except KeyboardInterrupt:
+            read_log = getattr(self, "read_log", None)
+            if read_log is not None:  # the epochs ended since the last report get their
+                read_log(reduce=False)  # losses (this process's: others may be elsewhere)
             self.interrupted_ = not self._stopped_early()
             if self.history and "train_loss" not in self.history[-1]:
                 self.history.pop()

@@ -28,6 +28,7 @@ def pretrain(
     device="cpu",
     amp=False,
     compile=False,
+    compile_mode=None,
     num_workers=0,
     store_read="random",
     progress_bar=True,
@@ -58,6 +59,12 @@ def pretrain(
         As in :class:`PretrainNet` (``batch_size`` per process when distributed).
     compile : bool
         ``torch.compile`` the model (skorch's ``compile``).
+    compile_mode : {None, "default", "reduce-overhead", "max-autotune", \
+            "max-autotune-no-cudagraphs"}
+        ``torch.compile``'s mode when ``compile`` (the net's ``compile__mode``; None:
+        torch's default). "reduce-overhead" (and "max-autotune") replay the step as
+        CUDA graphs on a GPU; the net marks a step boundary before every step and its
+        log keeps copies of the losses.
     num_workers : int
         DataLoader worker processes.
     store_read : {"random", "disk"}
@@ -113,6 +120,7 @@ def pretrain(
         device=device,
         amp=amp,
         compile=compile,
+        compile__mode=compile_mode,
         checkpoint_dir=checkpoint_dir,
         progress_bar=progress_bar,
         valid_fraction=valid_fraction,
