@@ -2,7 +2,10 @@
 fine-tuner's defaults inside the 8 pool subjects, and the chosen defaults scored once
 on the 12 test subjects.
 
-The protocol and the decision rule are on ``docs/benchmarks/finetuning.rst``.
+Each round's protocol and decision rule, written before its rows ran, are on the page
+as it stood at the tag ``benchmarks-history-2026-11`` (``git show
+benchmarks-history-2026-11:docs/benchmarks/finetuning.rst``); the current answers are on
+``docs/benchmarks/finetuning.rst``.
 
 - ``selection``: each candidate (a set of :class:`~braindecode_pars.PARSFineTuner`
   parameters changed from the library's defaults) fine-tunes ``pars-small-v2`` (and, with

@@ -8,7 +8,8 @@ This selection set is larger (16 subjects, 374 windows) and scores what the test
 a fit on the 8 pool subjects, on subjects it has not seen. It needs EEGMAT's EDF files
 (``../shared/data/eegmat``, or ``--eegmat``), preprocessed as the bundled file is
 (:func:`~braindecode_pars.datasets.bundled_eegmat.write_eegmat_bundle`, cached under
-``benchmarks/.cache``). The protocol and decision rule are on the docs page.
+``benchmarks/.cache``). Each round's protocol and decision rule are on that page as it
+stood at the tag ``benchmarks-history-2026-11``.
 
 - ``run``: each candidate of ``CANDIDATES`` for each seed; one JSON line per fit in
   ``finetuning_outer.jsonl`` (balanced accuracy on the 16 subjects, the share predicted
