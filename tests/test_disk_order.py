@@ -78,27 +78,46 @@ def test_every_window_is_read_once_an_epoch_as_its_own_crop(view):
         assert ((chan >= 0) & (chan < n_chans)).all()
 
 
-def test_crops_equal_the_mapped_file_in_float32_and_float16(store, tmp_path):
+def test_crops_equal_the_mapped_file_in_float32_and_scaled_float16(store, tmp_path):
+    """A float16 store holds each recording times a power of two (its scale); the crops
+    come back divided by it, as float32."""
     half = tmp_path / "half"
     half.mkdir()
-    for name in ("index.npz", "recordings.json"):
-        (half / name).write_bytes((store / name).read_bytes())
+    (half / "recordings.json").write_bytes((store / "recordings.json").read_bytes())
+    with np.load(store / "index.npz") as arrays:
+        index, shapes = arrays["index"], arrays["recordings"]
+    scales = 2.0 ** -np.arange(9, 9 + len(shapes))  # every coded sample below 2**14
+    data = np.fromfile(store / "data.f32", dtype="<f4")
+    for (offset, n_chans, n_times), scale in zip(shapes, scales, strict=True):
+        data[offset : offset + n_chans * n_times] *= scale
+    data.astype("<f2").tofile(half / "data.f16")
+    np.savez(half / "index.npz", index=index, recordings=shapes, scales=scales)
     info = json.loads((store / "info.json").read_text())
-    data = np.fromfile(store / "data.f32", dtype="<f4") / 1e5  # float16 holds ~3 digits
-    data.astype("<f2").tofile(half / "data.f32")
-    (half / "info.json").write_text(json.dumps(dict(info, dtype="<f2")))
-    for folder, dtype in ((store, "<f4"), (half, "<f2")):
+    (half / "info.json").write_text(json.dumps(dict(info, dtype="<f2", data_file="data.f16")))
+    for folder, name, dtype, scaled in (
+        (store, "data.f32", "<f4", np.ones(len(shapes))),
+        (half, "data.f16", "<f2", scales),
+    ):
         view = SingleChannelWindows.from_store(folder, n_times=N_TIMES)
         batches = DiskOrderBatches(view, batch_size=8, chunk_windows=4, seed=3)
-        flat = np.memmap(folder / "data.f32", dtype=dtype, mode="r")
-        windows = batches.rank_windows()
+        flat = np.memmap(folder / name, dtype=dtype, mode="r")
         per_group, _ = batches._groups(len(batches))
-        group = windows[: per_group * 8]  # the first read group's windows
-        offsets = batches._plan(group, 0, 0)[:8] // np.dtype(dtype).itemsize
-        expected = np.stack([flat[o : o + N_TIMES] for o in offsets]).astype(np.float32)
+        group = batches.rank_windows()[: per_group * 8]  # the first read group's windows
+        offsets, recs = batches._plan(group, 0, 0)
+        offsets = offsets[:8] // np.dtype(dtype).itemsize
+        expected = np.stack(
+            [flat[o : o + N_TIMES] / scaled[r] for o, r in zip(offsets, recs, strict=False)]
+        ).astype(np.float32)
         X, y = next(iter(batches))
         np.testing.assert_array_equal(X[:, 0].numpy(), expected)
         assert y.shape == (8,) and not y.any()
+    # the random read of a view divides by the scales too: the same draws as from the
+    # float32 store, within float16's precision (11 significant bits)
+    draws = [
+        SingleChannelWindows.from_store(folder, n_times=N_TIMES).fixed_draws(range(37)).tensors[0]
+        for folder in (store, half)
+    ]
+    np.testing.assert_allclose(draws[1], draws[0], rtol=2.0**-11)
 
 
 def test_the_order_follows_the_file_in_chunks_and_changes_every_epoch(view):

@@ -68,15 +68,18 @@ def _store_view(dataset):
 
 
 def _store_layout(path):
-    """The data file, its dtype and every recording's (offset, n_chans, n_samples) in
-    elements, read from a store folder."""
+    """The data file, its dtype, every recording's (offset, n_chans, n_samples) in
+    elements and its scale (stored value = value x scale; None: all 1), read from a
+    store folder."""
     path = Path(path)
     info = json.loads((path / "info.json").read_text())
     dtype = np.dtype(info.get("dtype", "<f4"))
     data_file = path / info.get("data_file", "data.f32")
     with np.load(path / "index.npz") as arrays:
         recordings = np.asarray(arrays["recordings"], dtype=np.int64).reshape(-1, 3)
-    return data_file, dtype, recordings
+        scales = arrays["scales"] if "scales" in arrays.files else np.ones(len(recordings))
+    scales = np.asarray(scales, dtype=np.float32)
+    return data_file, dtype, recordings, (scales if (scales != 1).any() else None)
 
 
 def shuffled_in_chunks(n_windows, chunk_windows, buffer_chunks, rng):
@@ -206,7 +209,7 @@ class DiskOrderBatches(IterableDataset):
                 f"{len(self.indices)} windows leave none to each of {self.world_size} "
                 "processes with uneven='drop'."
             )
-        self._data_file, self._dtype, layout = _store_layout(self.view._store)
+        self._data_file, self._dtype, layout, self._scales = _store_layout(self.view._store)
         self._rec_offset, self._rec_chans, self._rec_len = layout.T
         # the windows in the order of the file: recording, then start
         rows = self.view.index[self.indices]
@@ -257,7 +260,8 @@ class DiskOrderBatches(IterableDataset):
 
     # -- reading ----------------------------------------------------------------------------
     def _plan(self, windows, epoch, group):
-        """Byte offsets of the crops of ``windows`` (a random channel and crop each)."""
+        """Byte offsets of the crops of ``windows`` (a random channel and crop each), and
+        their recordings."""
         rng = np.random.default_rng([self.seed, epoch, self.rank, group])
         u, v = rng.random(len(windows)), rng.random(len(windows))
         recs = self.view.index[windows, 0]
@@ -265,7 +269,7 @@ class DiskOrderBatches(IterableDataset):
         starts = low + (u * (high - low + 1)).astype(np.int64)
         channels = (v * self._rec_chans[recs]).astype(np.int64)
         elements = self._rec_offset[recs] + channels * self._rec_len[recs] + starts
-        return elements * self._dtype.itemsize
+        return elements * self._dtype.itemsize, recs
 
     def _advise(self, fd, offsets):
         """Ask the kernel to read these crops now (merged when less than 128 KiB apart)."""
@@ -291,14 +295,17 @@ class DiskOrderBatches(IterableDataset):
         state["_flat"] = None
         return state
 
-    def _read(self, flat, offsets, out):
+    def _read(self, flat, offsets, recs, out):
         """Copy the crops at byte ``offsets`` of the mapped data file ``flat`` into the rows
-        of ``out`` (n, n_times) float32, in the order of the file."""
+        of ``out`` (n, n_times) float32, in the order of the file, and divide those of a
+        scaled recording (``recs``: the recording of each) by its scale."""
         n_times = self.view.n_times
         elements = (offsets // self._dtype.itemsize).tolist()
         for k in np.argsort(offsets, kind="stable").tolist():
             e = elements[k]
             out[k] = flat[e : e + n_times]  # float16 storage is converted here
+        if self._scales is not None:
+            out /= self._scales[recs][:, None]
 
     def __iter__(self):
         epoch = self.epoch
@@ -323,17 +330,15 @@ class DiskOrderBatches(IterableDataset):
         try:
             upcoming = None
             for g in mine:
-                offsets = (
-                    upcoming if upcoming is not None else self._plan(group_windows(g), epoch, g)
-                )
+                plan = self._plan(group_windows(g), epoch, g) if upcoming is None else upcoming
                 upcoming = None
                 if self.prefetch and g + 1 in mine:
                     upcoming = self._plan(group_windows(g + 1), epoch, g + 1)
-                    self._advise(fd, upcoming)
-                out = torch.empty((len(offsets), 1, self.view.n_times), dtype=torch.float32)
+                    self._advise(fd, upcoming[0])
+                out = torch.empty((len(plan[0]), 1, self.view.n_times), dtype=torch.float32)
                 if worker is not None:  # handed to the training process without a copy
                     out.share_memory_()
-                self._read(flat, offsets, out.numpy()[:, 0])
+                self._read(flat, *plan, out.numpy()[:, 0])
                 for first in range(0, len(out), B):
                     X = out[first : first + B]
                     yield X, torch.zeros(len(X))

@@ -76,6 +76,7 @@ class SingleChannelWindows(Dataset):
         self.recordings = []  # (n_chans, n_samples) float32 arrays, or memory maps
         self.sfreq = None
         self._store = None
+        self._scales = None  # a store's scale of every recording (stored = value x scale)
         self.split_groups = None
         index = []  # (recording, window start, window stop)
         for source in sources:
@@ -93,6 +94,8 @@ class SingleChannelWindows(Dataset):
         view.recordings, index, info = read_window_store(path, descriptions=False)
         view.sfreq = info["sfreq"]
         view._store = str(path)
+        scales = np.asarray(info.get("scales", []), dtype=np.float64)
+        view._scales = scales.astype(np.float32) if (scales != 1).any() else None
         view.split_groups = None
         view._finish(index, n_times, max_shift)
         return view
@@ -245,6 +248,8 @@ class SingleChannelWindows(Dataset):
             zip(rows[:, 0].tolist(), starts, picks, strict=True)
         ):
             out[k, 0] = self.recordings[rec][channel, start : start + self.n_times]
+        if getattr(self, "_scales", None) is not None:  # a float16 store's recordings
+            out /= self._scales[rows[:, 0]][:, None, None]
         return torch.from_numpy(out)
 
 
