@@ -13,7 +13,7 @@ import torch
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
 
-import braindecode_pars.datasets.store as store_module
+import braindecode_pars.datasets.store_build as store_module
 from braindecode_pars.datasets import (
     RecordingStream,
     SingleChannelWindows,

@@ -294,3 +294,34 @@ def test_exclude_names_and_auto_leave_out_both(tmp_path, caplog):
         windows = load_recordings(folder, window_seconds=5.0, exclude=["auto", "X1", "X2"])
     assert {tuple(ds.raw.ch_names) for ds in windows.datasets} == {("Fp1", "Cz")}
     assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_windows_of_several_channel_sets_are_refused_naming_recordings_channels_and_picks(
+    tmp_path,
+):
+    from braindecode_pars.datasets.adapters import read_windows
+
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    for i in range(4):  # three with 3 channels, one with the auxiliary X1 and X2 too
+        names = ["Fp1", "Cz", "O1", *(["X1", "X2"] if i == 3 else [])]
+        raw = mne.io.RawArray(
+            np.random.default_rng(i).standard_normal((len(names), 1500)) * 1e-5,
+            mne.create_info(names, 100.0, "eeg"),
+            verbose="error",
+        )
+        raw.save(folder / f"s{i}_raw.fif", verbose="error")
+    windows = load_recordings(folder, window_seconds=5.0)
+    with pytest.raises(ValueError) as error:
+        read_windows(windows)
+    assert str(error.value) == (
+        "'X' windows come from recordings with 2 channel sets, which do not stack into one "
+        "(n_windows, n_chans, n_times) array: 3 with 3 channels, those shared (s0_raw.fif, "
+        "s1_raw.fif, s2_raw.fif); 1 with 5 channels, those shared and X1, X2 (s3_raw.fif). "
+        "The 3 channels they share: Fp1, Cz, O1. Give every recording one set: "
+        "load_recordings(..., picks=['Fp1', 'Cz', 'O1']) (the store command's --channels Fp1 "
+        "Cz O1), or braindecode's Preprocessor('pick', picks=['Fp1', 'Cz', 'O1']) before "
+        "windowing."
+    )
+    fixed = load_recordings(folder, window_seconds=5.0, picks=["Fp1", "Cz", "O1"])
+    assert read_windows(fixed).X.shape == (12, 3, 500)

@@ -158,6 +158,46 @@ def _direct(ds):
     )
 
 
+def _short_name(ds, k):
+    """A recording in a message: its description's file (its name), path or subject, else
+    its position."""
+    description = getattr(ds, "description", None)
+    for key in ("file", "path", "subject", "record"):
+        if description is not None and key in description:
+            value = str(description[key])
+            return value.replace("\\", "/").rsplit("/", 1)[-1] if key != "subject" else value
+    return f"recording {k}"
+
+
+def _check_one_channel_set(windows, name):
+    """Refuse braindecode ``windows`` whose recordings have several channel sets, naming
+    the recordings, the channels and the option that gives them one set."""
+    sets = {}
+    for k, ds in enumerate(windows.datasets):
+        signal = getattr(ds, "raw", None) or getattr(ds, "windows", None)
+        if signal is not None:
+            sets.setdefault(tuple(signal.ch_names), []).append(_short_name(ds, k))
+    if len(sets) < 2:
+        return
+    common = [ch for ch in next(iter(sets)) if all(ch in s for s in sets)]
+    parts = []
+    for channels, recordings in sorted(sets.items(), key=lambda item: -len(item[1])):
+        extra = [ch for ch in channels if ch not in common]
+        shown = ", ".join(recordings[:3]) + (
+            f" and {len(recordings) - 3} more" if len(recordings) > 3 else ""
+        )
+        also = f", those shared and {', '.join(extra)}" if extra else ", those shared"
+        parts.append(f"{len(recordings)} with {len(channels)} channels{also} ({shown})")
+    raise ValueError(
+        f"'{name}' windows come from recordings with {len(sets)} channel sets, which do not "
+        f"stack into one (n_windows, n_chans, n_times) array: {'; '.join(parts)}. The "
+        f"{len(common)} channels they share: {', '.join(common) or 'none'}. Give every "
+        f"recording one set: load_recordings(..., picks={common!r}) (the store command's "
+        f"--channels {' '.join(common)}), or braindecode's Preprocessor('pick', "
+        f"picks={common!r}) before windowing."
+    )
+
+
 def _stack_braindecode(windows, indices, name="X"):
     """braindecode windows (all, or those at ``indices``) as one float32 array, and their
     labels where braindecode's indexing gives them.
@@ -170,7 +210,8 @@ def _stack_braindecode(windows, indices, name="X"):
     are then the metadata's (None is returned for them). Otherwise every window is
     read as ``windows[i]``, so that each dataset's ``transform``, the windows'
     ``target_transform`` and ``targets_from="channels"`` apply, and the labels are the
-    items'. Windows of different shapes are refused, naming the shapes.
+    items'. Windows of different shapes are refused, naming the shapes, and recordings
+    of several channel sets naming the recordings, the channels and ``picks``.
 
     Returns
     -------
@@ -187,6 +228,7 @@ def _stack_braindecode(windows, indices, name="X"):
             stack.put(position, item[0])
             labels.append(item[1])
         return stack.out, labels
+    _check_one_channel_set(windows, name)
     ends = np.asarray(windows.cumulative_sizes, dtype=np.int64)
     which = np.searchsorted(ends, selected, side="right")  # the recording of each window
     starts = np.concatenate([[0], ends[:-1]])
