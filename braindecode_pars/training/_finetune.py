@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-import re
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from skorch.callbacks import (
 )
 
 from .._checks import check_int, check_none_or_number, check_option, check_range
+from .callbacks import _ANSI, shows_bars
 
 logger = logging.getLogger(__name__)
 
@@ -83,30 +83,20 @@ class BestState(Callback):
             logger.debug("Loaded the parameters of epoch %d (best %s).", self.epoch_, self.monitor)
 
 
-#: An ANSI escape sequence (skorch's colours of the best values).
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
 class EpochTable(PrintLog):
     """skorch's epoch table, its best values in colour only on a terminal.
 
     skorch's ``PrintLog`` colours each new best value with ANSI escape codes whatever
     its output is; written to a file (``> fit.log``, a job's log) they show as
     ``\x1b[36m`` noise. This table writes them only when its sink is ``print`` and
-    standard output is a terminal at the time of the epoch.
+    standard output shows colours (a terminal or a notebook, as the pretraining
+    table decides for stderr: :func:`~braindecode_pars.training.callbacks.shows_bars`).
     """
 
-    def format_row(self, row, key, color):
-        text = super().format_row(row, key, color)
-        if isinstance(text, str) and not self._terminal():
+    def _sink(self, text, verbose):
+        if self.sink is not print or not shows_bars(sys.stdout):
             text = _ANSI.sub("", text)
-        return text
-
-    def _terminal(self):
-        if self.sink is not print:
-            return False
-        isatty = getattr(sys.stdout, "isatty", None)
-        return bool(isatty and isatty())
+        super()._sink(text, verbose)
 
 
 def _duration(seconds):
