@@ -209,7 +209,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
             "'min_valid_groups' must be >= 2",
             id="mvg-1",
         ),
-        pytest.param(dict(sfreq=None), "do not carry their sampling rate", id="sfreq"),
+        pytest.param(dict(sfreq=None), "'X' does not carry its sampling rate", id="sfreq"),
     ],
 )
 def test_bad_parameters_are_refused_at_fit_before_any_work(params, match):

@@ -27,7 +27,7 @@ from braindecode_pars import (
     save_encoder,
 )
 from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.estimators._common import read_input
+from braindecode_pars.datasets.sklearn_io import read_input
 
 from ._helpers import ExplodingPretrainer, bundled_mi, slice_cv_scores
 from .conftest import SMALL_ENCODER

@@ -14,9 +14,9 @@ from torch.utils.data import Subset
 
 from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.datasets.sklearn_io import LabelledPipeline
 from braindecode_pars.probe import BandPowerFeatures, band_power_pipeline, riemann_pipeline
 from braindecode_pars.probe.features import DEFAULT_BANDS
-from braindecode_pars.windows_input import LabelledPipeline
 
 from ._helpers import slice_cv_scores
 

@@ -1,40 +1,47 @@
-"""Window input for scikit-learn estimators: tags, fit/transform plumbing, labels.
+"""scikit-learn input and output over windows: what every estimator of the package
+reads and checks, below :mod:`~braindecode_pars.probe` and
+:mod:`~braindecode_pars.estimators`.
 
-The building blocks every estimator of windows in the package shares: the tags of
-a step that takes (n_windows, n_chans, n_times) windows (:class:`_WindowsInputMixin`),
-``fit``/``fit_transform`` over a reader (:class:`_WindowsFeaturesMixin`), a
-:class:`~sklearn.pipeline.Pipeline` that reads the labels windows carry
-(:class:`LabelledPipeline`), and :class:`WindowsArray`, the windows of any input as
-an array. Every one reads its input through
+- reading ``X`` once, with its sampling rate (:func:`read_input`, :func:`read_fitted`,
+  :func:`read_fit_input`) and checking labels (:func:`check_labels`);
+- the encoders a parameter names (:func:`load_encoder_param`), checked against the
+  windows (:func:`check_encoder_rate`, :func:`check_window_length`);
+- the mixins: the tags of a step that takes windows (:class:`_WindowsInputMixin`,
+  :class:`SeededWindowsMixin`), ``fit``/``fit_transform`` over a reader
+  (:class:`_WindowsFeaturesMixin`), ``predict``/``score`` of a classifier of windows
+  (:class:`_WindowsClassifierMixin`), ``fit_transform`` with groups
+  (:class:`_GroupsTransformerMixin`);
+- :class:`LabelledPipeline`, a :class:`~sklearn.pipeline.Pipeline` that reads the
+  labels windows carry, and :class:`WindowsArray`, the windows of any input as an array.
+
+Every one reads its input through
 :func:`~braindecode_pars.datasets.adapters.read_windows`.
 """
 
 from __future__ import annotations
 
+import copy
+import os
+from pathlib import Path
+
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.metrics import accuracy_score
 from sklearn.pipeline import Pipeline, _final_estimator_has
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .datasets.adapters import Windows, _labels_of, read_windows
+from .adapters import Windows, _check_scale, _labels_of, read_windows
 
 
 def _read_array(X, sfreq):
-    """Windows of ``X`` through :func:`read_windows`, with a sampling rate.
+    """Windows of ``X`` through :func:`read_input`, with a sampling rate.
 
     An array keeps the caller's own numbers (a float64 array is not cast to float32),
     without a copy; the classical blocks cast a few windows at a time to float64.
     """
-    windows = read_windows(X, sfreq=sfreq, name="X")
-    if windows.sfreq is None:
-        raise ValueError(
-            "'X' does not carry its sampling rate (an array, or the list of window items "
-            "scikit-learn makes when it splits braindecode windows): set 'sfreq', or pass "
-            "braindecode windows or a SliceDataset of them, whose sampling rate is read "
-            "from their recordings."
-        )
+    windows = read_input(X, sfreq=sfreq)
     if isinstance(X, np.ndarray) and np.issubdtype(X.dtype, np.floating):
         windows.X = X
     return windows
@@ -268,3 +275,193 @@ class WindowsArray(TransformerMixin, BaseEstimator):
                 f"'X' has {X.shape[1]} channels but the pipeline was fitted on {self.n_chans_}."
             )
         return X
+
+
+def read_input(X, y=None, groups=None, sfreq=None, name="X"):
+    """``X`` read once (:func:`read_windows`), with a sampling rate required."""
+    data = read_windows(X, y, groups, sfreq=sfreq, name=name)
+    if data.sfreq is None:
+        raise ValueError(
+            f"'{name}' does not carry its sampling rate (arrays and the lists of items "
+            "(x, y, inds) scikit-learn makes of braindecode windows do not): set 'sfreq', "
+            "or pass the braindecode windows, skorch.helper.SliceDataset(windows) or "
+            "mne.Epochs, which carry it."
+        )
+    return data
+
+
+def read_fit_input(estimator, X, y=None, groups=None):
+    """What every head's ``fit`` does first: its parameters checked, its ``encoder``
+    parameter loaded (:func:`load_encoder_param`: a bad file is refused before reading)
+    and ``X`` read at its ``sfreq`` with at least two classes.
+
+    Returns
+    -------
+    encoder : PatchEncoder | None
+        A copy of the encoder the parameter names.
+    data : Windows
+        ``X`` read (:func:`read_input`).
+    classes : ndarray
+        The classes of ``data.y``, sorted.
+    """
+    estimator.check_params()
+    encoder = load_encoder_param(estimator.encoder)
+    data = read_input(X, y, groups, sfreq=estimator.sfreq)
+    return encoder, data, check_labels(data.y)
+
+
+def read_fitted(estimator, X, y=None, groups=None, name="X"):
+    """``X`` read once at ``predict`` / ``transform`` / ``score`` of a fitted estimator
+    (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against
+    what ``fit`` saw; a change of amplitude scale by a hundredfold warns
+    (:func:`~braindecode_pars.datasets.adapters._check_scale`)."""
+    data = read_windows(X, y, groups, sfreq=None, name=name)
+    if data.sfreq is not None and abs(data.sfreq - estimator.sfreq_) > 1e-6:
+        raise ValueError(
+            f"'{name}' windows are sampled at {data.sfreq} Hz, but the estimator was "
+            f"fitted at {estimator.sfreq_} Hz."
+        )
+    data.sfreq = estimator.sfreq_
+    expected = (estimator.n_chans_, estimator.n_times_)
+    if data.shape != expected:
+        raise ValueError(
+            f"'{name}' windows have shape {data.shape} (n_chans, n_times), but the "
+            f"estimator was fitted on {expected}."
+        )
+    _check_scale(estimator.scale_, data.X, type(estimator).__name__)
+    return data
+
+
+def check_labels(y, name="y", at_least=2):
+    """The sorted classes of ``y``, checked (present, no missing value, enough classes)."""
+    if y is None:
+        raise ValueError(f"Labels are missing: pass '{name}', or windows that carry their targets.")
+    y = np.asarray(y)
+    missing = np.array([v is None or (isinstance(v, float) and np.isnan(v)) for v in y])
+    if missing.any():
+        raise ValueError(f"Labels are missing for {int(missing.sum())} window(s) in '{name}'.")
+    classes = np.unique(y)
+    if len(classes) < at_least:
+        raise ValueError(
+            f"Classification needs at least two classes, but '{name}' holds only "
+            f"{classes.tolist()}."
+        )
+    return classes
+
+
+def load_encoder_param(value, name="encoder", allow_none=True):
+    """The encoder a parameter names (a copy: the caller's object is never trained), or
+    None: a shipped name, a saved file or folder, or a PatchEncoder instance."""
+    from ..hub import PRETRAINED_ENCODERS, load_encoder
+    from ..models.encoder import PatchEncoder
+
+    if value is None and allow_none:
+        return None
+    if isinstance(value, PatchEncoder):
+        return copy.deepcopy(value)
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(
+            f"'{name}' must be the name of a shipped encoder ({', '.join(PRETRAINED_ENCODERS)}), "
+            f"the path of a saved encoder, a PatchEncoder"
+            + (" or None" if allow_none else "")
+            + f", but got {type(value).__name__} ({value!r})."
+        )
+    if isinstance(value, str) and value in PRETRAINED_ENCODERS:
+        return load_encoder(value)
+    path = Path(value)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"'{name}': there is no file or folder at '{path}', and it is not the name of a "
+            f"shipped encoder ({', '.join(PRETRAINED_ENCODERS)})."
+        )
+    try:
+        return load_encoder(path)
+    except Exception as err:  # torch.load's errors say nothing of what was expected
+        why = f"{type(err).__name__}: {err}"
+        if "is not an encoder saved by" in str(err):
+            why = "it holds no 'config' and 'state_dict'"
+        raise ValueError(
+            f"'{name}': '{path}' is not an encoder saved by braindecode_pars.save_encoder ({why})."
+        ) from err
+
+
+def check_encoder_rate(encoder, sfreq, n_times, name="encoder"):
+    """Refuse an encoder whose sampling rate is not the windows' or whose patch is longer
+    than a window, with the resampling hint."""
+    if abs(encoder.sfreq - sfreq) > 1e-6:
+        raise ValueError(
+            f"The '{name}' works at sfreq={encoder.sfreq} Hz but the windows are at {sfreq} "
+            f"Hz; resample them to {encoder.sfreq} Hz first: "
+            f"braindecode_pars.datasets.resample_windows(X, sfreq={sfreq}, "
+            f"new_sfreq={encoder.sfreq}) (arrays, braindecode windows or mne.Epochs)."
+        )
+    patch = int(round(encoder.patch_seconds * sfreq))
+    if n_times < patch:
+        raise ValueError(
+            f"Windows of {n_times} samples are shorter than one {encoder.patch_seconds}-s "
+            f"patch of the '{name}' ({patch} samples at {sfreq} Hz)."
+        )
+
+
+def check_window_length(n_times, n_chans, patch_seconds, sfreq):
+    """Refuse windows shorter than one patch, hinting at swapped axes."""
+    patch = int(round(patch_seconds * sfreq))
+    if n_times < patch:
+        hint = ""
+        if n_chans >= patch:
+            hint = (
+                f" The windows are {n_chans} x {n_times}: if that is (n_times, n_chans), the "
+                "axes are swapped; windows are (n_windows, n_chans, n_times)."
+            )
+        raise ValueError(
+            f"Windows of {n_times} samples are shorter than one patch of "
+            f"patch_seconds={patch_seconds} s ({patch} samples at {sfreq} Hz).{hint}"
+        )
+    return patch
+
+
+class _WindowsClassifierMixin(ClassifierMixin):
+    """``predict_proba``, ``predict`` and ``score`` of a classifier of windows, over two
+    hooks: ``_read(X, y=None, groups=None)``, the windows read once and checked against
+    ``fit`` (a :class:`~braindecode_pars.datasets.adapters.Windows`), and
+    ``_proba(data)``, their class probabilities. ``predict`` is the most probable class
+    (``_predict(data)`` for another rule); ``score`` is the accuracy of ``predict``, the
+    labels read from the windows when ``y`` is None."""
+
+    def predict_proba(self, X, groups=None):
+        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
+        order; ``groups``: the group of each window where the estimator reads them (an
+        aligned estimator; None: braindecode windows' ``subject``)."""
+        return self._proba(self._read(X, groups=groups))
+
+    def predict(self, X, groups=None):
+        """Predicted labels, shape (n_windows,)."""
+        return self._predict(self._read(X, groups=groups))
+
+    def _predict(self, data):
+        return np.asarray(self.classes_)[self._proba(data).argmax(axis=1)]
+
+    def score(self, X, y=None, sample_weight=None, groups=None):
+        """Accuracy; labels read from the windows when ``y`` is None."""
+        data = self._read(X, y, groups)
+        check_labels(data.y, at_least=1)
+        return accuracy_score(data.y, self._predict(data), sample_weight=sample_weight)
+
+
+class _GroupsTransformerMixin(TransformerMixin):
+    """scikit-learn's ``TransformerMixin`` whose ``fit_transform`` hands ``transform``
+    the ``groups`` that ``fit`` had (an aligned estimator then aligns the windows as
+    ``fit`` did; scikit-learn's passes ``transform`` no groups)."""
+
+    def fit_transform(self, X, y=None, groups=None, **fit_params):
+        return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
+
+
+class SeededWindowsMixin(_WindowsInputMixin):
+    """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times) whose
+    ``fit`` draws at random: non-deterministic unless ``random_state`` is set."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -19,9 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
 from .._logging import verbose_logging
-from ..probe.estimator import PARSProbe
-from ..training._seeding import fit_seed
-from ._common import (
+from ..datasets.sklearn_io import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
     _WindowsClassifierMixin,
@@ -29,6 +27,8 @@ from ._common import (
     load_encoder_param,
     read_input,
 )
+from ..probe.estimator import PARSProbe
+from ..training._seeding import fit_seed
 from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
@@ -109,8 +109,8 @@ class PARSClassifier(
     any encoder has to beat. ``encoder=PARSPretrainer()`` pretrains on ``X`` and
     ``X_unlabeled`` for minutes on a CPU (``PARSPretrainer(init_encoder="pars-small-v2")``
     goes on from the shipped weights); with ``head=PARSProbe("pars-small-v2",
-    recipe="auto")`` and three subjects or more, ``fit`` says by inner cross-validation whether the encoder's block
-    helps on your labels.
+    recipe="auto")`` and three subjects or more, ``fit`` says by inner cross-validation
+    whether the encoder's block helps on your labels.
 
     Parameters
     ----------

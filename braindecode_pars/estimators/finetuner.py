@@ -22,10 +22,22 @@ from braindecode.augmentation import AugmentedDataLoader
 from .._checks import check_device, check_int, check_option, check_range
 from .._params import fill_doc
 from ..datasets.adapters import _window_scale
+from ..datasets.sklearn_io import (
+    SeededWindowsMixin,
+    _GroupsTransformerMixin,
+    _WindowsClassifierMixin,
+    check_encoder_rate,
+    check_labels,
+    check_window_length,
+    load_encoder_param,
+    read_fit_input,
+    read_fitted,
+    read_input,
+)
 from ..models.encoder import PatchEncoder
 from ..models.encoder_config import ENCODER_SIZES
 from ..models.multichannel import POOLINGS, MultiChannelClassifier
-from ..probe.scaling import AlignSignals
+from ..probe.scaling import AlignSignals, check_align_groups
 from ..training._finetune import (
     AUGMENTATION_PRESETS,
     CodedWindows,
@@ -46,19 +58,6 @@ from ..training._finetune import (
 from ..training._optim import with_fused_default
 from ..training._seeding import fit_seed, isolated_random_state
 from ..training.interrupt import _PropagateInterrupt
-from ._common import (
-    SeededWindowsMixin,
-    _GroupsTransformerMixin,
-    _WindowsClassifierMixin,
-    check_align_groups,
-    check_encoder_rate,
-    check_labels,
-    check_window_length,
-    load_encoder_param,
-    read_fit_input,
-    read_fitted,
-    read_input,
-)
 
 logger = logging.getLogger(__name__)
 

@@ -15,17 +15,17 @@ from .._logging import verbose_logging
 from .._params import store_params
 from ..datasets.adapters import Windows, _windows_info, read_windows
 from ..datasets.single_channel import SingleChannelWindows
-from ..models.encoder import PatchEncoder
-from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
-from ..training._seeding import fit_seed, isolated_random_state
-from ..training.config import COMPILE_MODES, PretrainConfig
-from ._common import (
+from ..datasets.sklearn_io import (
     SeededWindowsMixin,
     check_encoder_rate,
     check_window_length,
     load_encoder_param,
     read_input,
 )
+from ..models.encoder import PatchEncoder
+from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
+from ..training._seeding import fit_seed, isolated_random_state
+from ..training.config import COMPILE_MODES, PretrainConfig
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from sklearn.preprocessing import StandardScaler
 
-from ..windows_input import LabelledPipeline, WindowsArray
+from ..datasets.sklearn_io import LabelledPipeline, WindowsArray
 from .features import BandPowerFeatures
 from .recipe import _logistic
 

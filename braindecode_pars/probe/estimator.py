@@ -15,19 +15,19 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from .._checks import check_device, check_int, check_option
 from .._params import fill_doc, store_params
 from ..datasets.adapters import _window_scale
-from ..estimators._common import (
+from ..datasets.sklearn_io import (
     _GroupsTransformerMixin,
     _WindowsClassifierMixin,
-    check_align_groups,
+    _WindowsInputMixin,
     check_labels,
     check_window_length,
     load_encoder_param,
     read_fitted,
     read_input,
 )
-from ..windows_input import _WindowsInputMixin
 from .features import BLOCKS, DEFAULT_READOUT, block_features
 from .recipe import DEFAULT_C, MIN_GROUPS, ProbeRecipe, compare_recipes, fit_blocks
+from .scaling import check_align_groups
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from .._checks import check_device, check_int, check_option, check_range
 from .._params import store_params
 from ..datasets.adapters import read_windows
 from ..datasets.resample import resample_windows
+from ..datasets.sklearn_io import _read_array, _WindowsFeaturesMixin
 from ..models.encoder import _checked_encoder
-from ..windows_input import _read_array, _WindowsFeaturesMixin
 from ._cache import cached, encoder_digest
 
 #: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.

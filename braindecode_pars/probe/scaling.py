@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -143,6 +145,24 @@ def _check_groups(groups, n, fit=False):
             "the unaligned probe (PARSProbe's default, align=None)."
         )
     return groups
+
+
+def check_align_groups(align, data):
+    """``align="groups"`` at ``fit``: the groups checked (one per window, one group of
+    at least ``ALIGN_MIN_WINDOWS`` windows), and a warning when there are none (the
+    training windows are then aligned as one group)."""
+    if align is None:
+        return
+    _check_groups(data.groups, len(data), fit=True)
+    if data.groups is None:
+        warnings.warn(
+            "align='groups' but fit has no groups: the training windows are aligned "
+            "as one group. Pass 'groups' (the subject of each window) to fit, e.g. "
+            "cross_val_score(clf, X, y, groups=g, params={'groups': g}), or "
+            "braindecode windows with a 'subject' column.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _refuse_small_group(groups):
