@@ -325,3 +325,37 @@ def test_windows_of_several_channel_sets_are_refused_naming_recordings_channels_
     )
     fixed = load_recordings(folder, window_seconds=5.0, picks=["Fp1", "Cz", "O1"])
     assert read_windows(fixed).X.shape == (12, 3, 500)
+
+
+def test_the_card_reads_people_recordings_and_preprocessing_from_the_store(tmp_path):
+    """Three EDF files of two people in one folder, their patient codes in the headers:
+    the exported encoder's card counts 2 people, lists the 3 recordings and the
+    preprocessing the store recorded (it said "people: 1" and "not recorded")."""
+    from braindecode_pars import cli
+    from tests._helpers import tiny_config
+
+    folder = tmp_path / "edf"
+    folder.mkdir()
+    for i, patient in enumerate(["P01", "P01", "P02"]):
+        raw = mne.io.RawArray(
+            np.random.default_rng(i).standard_normal((3, 250 * 40)) * 1e-5,
+            mne.create_info(["Fp1", "Cz", "O1"], 250.0, "eeg"),
+            verbose="error",
+        )
+        raw.info["subject_info"] = {"his_id": patient}
+        mne.export.export_raw(folder / f"rec{i}.edf", raw, fmt="edf", verbose="error")
+    store = ["store", "--recordings", str(folder), "--out", str(tmp_path / "store")]
+    store += ["--window-seconds", "10", "--stride-seconds", "10", "--notch-freq", "50"]
+    assert cli.main(store) == 0
+    run = ["pretrain", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "run")]
+    run += ["--steps", "2", "--n-patches", "10", "--batch-size", "4", "--device", "cpu"]
+    assert cli.main([*run, *tiny_config(tmp_path)]) == 0
+    assert cli.main(["export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "e")]) == 0
+    card = (tmp_path / "e" / "README.md").read_text()
+    assert "- people: 2 (counted by the subject of 3 recordings)" in card
+    assert "- recordings (3): rec0.edf, rec1.edf, rec2.edf" in card
+    assert (
+        "- preprocessing: _band_pass(l_freq=0.3, h_freq=45.0); notch(freqs=50.0); "
+        "resample(sfreq=100.0); _volts_to_microvolts(); 10-s windows every 10 s; stored as "
+        "float32"
+    ) in card

@@ -319,6 +319,7 @@ def _pretrain(args):
             compile_mode=args.compile_mode,
             num_workers=args.workers,
             store_read=args.read,
+            checkpoint_every_minutes=args.checkpoint_minutes,
             encoder_kwargs=encoder_kwargs,
             max_minutes=args.max_minutes,
             allow_new_budget=args.extend,
@@ -372,6 +373,8 @@ def _run_info(args):
         info["data.channel_hours"] = summary["channel_hours"]
         info["data.hours"] = summary["hours"]
         info["data.people"] = summary["people"]
+        info["data.people_counted_by"] = _people_basis(summary)
+        info.update(_store_record(args.store))
         info["data.datasets"] = "; ".join(
             f"{name}: {d['n_recordings']} recordings of {d['people']} people, "
             f"{d['channel_hours']} channel-hours"
@@ -380,6 +383,53 @@ def _run_info(args):
     else:
         info["data.recordings"] = [f"PhysioNet-MI subjects {list(BUNDLED_SUBJECTS)} (bundled)"]
     return info
+
+
+def _people_basis(summary):
+    """How a store's people were counted, in words, for the model card."""
+    by, unattributed = summary["people_by"], summary["unattributed_recordings"]
+    parts = []
+    if by["subject"]:
+        parts.append(f"the subject of {by['subject']} recordings")
+    if by["folder"]:
+        parts.append(
+            f"the folder of {by['folder']} recordings that name no subject (one folder "
+            "may hold several people)"
+        )
+    if unattributed:
+        parts.append(f"{unattributed} recordings name neither and are not counted")
+    return "; ".join(parts) or "no recording names its person"
+
+
+def _store_record(store):
+    """The card's ``data.recordings`` (the store's recordings by file or subject) and
+    ``data.preprocessing`` (what braindecode recorded of it, and the windows), read from
+    the store."""
+    from ..datasets.store import read_window_store
+
+    _, _, info = read_window_store(store)
+    names = []
+    for meta in info["recordings"]:
+        description = meta.get("description") or {}
+        name = description.get("file") or description.get("path")
+        name = Path(str(name)).name if name else description.get("subject", "?")
+        names.append(str(name))
+    steps = info.get("preprocessing")
+    if steps:
+        text = "; ".join(
+            f"{s['steps']}" + (f" ({s['recordings']} recordings)" if len(steps) > 1 else "")
+            for s in steps
+        )
+    else:
+        text = "not recorded (a store of a version before 0.2)"
+    settings = (info.get("build") or {}).get("settings") or {}
+    window = settings.get("window_seconds")
+    if window is not None:
+        stride = settings.get("stride_seconds")
+        text += f"; {window:g}-s windows" + (f" every {stride:g} s" if stride else "")
+    dtype = {"<f4": "float32", "<f2": "float16"}.get(info["dtype"], info["dtype"])
+    text += f"; stored as {dtype}"
+    return {"data.recordings": names, "data.preprocessing": text}
 
 
 def _report(net, args):

@@ -19,7 +19,9 @@ Layout of a store folder (format 3; format 2, float32 only, still opens)::
                         (1 in float32 stores; a power of two in float16 ones)
       info.json         format, dtype, data_file, sfreq, numbers of recordings and
                         windows, the recordings read, skipped (with the reasons) and
-                        written, samples clipped, and the build's settings
+                        written, samples clipped, the preprocessing braindecode
+                        recorded (each distinct one, with its number of recordings)
+                        and the build's settings
       recordings.json   channel names and description of every recording
 
 One data file, whatever the number of recordings, so that reading a store of tens
@@ -239,7 +241,8 @@ def write_window_store(
                         n_chans, n_times = rec["data"].shape
                         _fsync_append(data, rec["data"].tobytes())
                         meta = {k: rec[k] for k in ("sfreq", "scale", "clipped", "windows",
-                                                    "ch_names", "description")}  # fmt: skip
+                                                    "ch_names", "description",
+                                                    "preprocessing")}  # fmt: skip
                         entry["recordings"].append(
                             dict(meta, offset=offset, n_chans=n_chans, n_times=n_times)
                         )
@@ -262,6 +265,7 @@ def write_window_store(
 def _finish(path, entries, pre_skipped, build, code, sfreq):
     """Write the index, info and descriptions of a build's journal; remove the build files."""
     rows, shapes, scales, recordings, skipped = [], [], [], [], list(pre_skipped)
+    preprocessing = {}  # its words -> recordings
     read = clipped = 0
     for entry in entries:
         skipped += entry.get("skipped", [])
@@ -273,6 +277,8 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
             scales.append(rec["scale"])
             clipped += rec["clipped"]
             recordings.append({"ch_names": rec["ch_names"], "description": rec["description"]})
+            steps = rec.get("preprocessing") or "not recorded"
+            preprocessing[steps] = preprocessing.get(steps, 0) + 1
     index = np.concatenate(rows) if rows else np.zeros((0, 3), np.int64)
     if len(index) == 0:
         _clear(path)
@@ -292,6 +298,7 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
         "n_recordings_skipped": len(skipped),
         "skipped": skipped,
         "clipped_samples": clipped,
+        "preprocessing": [{"steps": k, "recordings": n} for k, n in preprocessing.items()],
         "build": build,
     }
     _dump_json(path / "info.json", info)
@@ -394,9 +401,10 @@ def store_summary(path):
     -------
     summary : dict
         ``n_recordings``, ``n_windows``, ``hours`` (recording time),
-        ``channel_hours``, ``people``, ``unattributed_recordings``, and ``datasets``:
-        the same keys for each value of the descriptions' ``dataset`` (``"?"``
-        without one).
+        ``channel_hours``, ``people``, ``unattributed_recordings``, ``people_by``
+        (the recordings attributed by ``subject`` and by ``folder``), and
+        ``datasets``: the first six keys for each value of the descriptions'
+        ``dataset`` (``"?"`` without one).
 
     Examples
     --------
@@ -419,7 +427,7 @@ def store_summary(path):
     path = Path(path)
     recordings, index, info = read_window_store(path)
     sfreq = float(info["sfreq"])
-    per = {}
+    per, people_by = {}, {"subject": 0, "folder": 0}
     for rec, meta in zip(recordings, info["recordings"], strict=True):
         description = meta.get("description") or {}
         dataset = str(description.get("dataset", "?"))
@@ -437,6 +445,8 @@ def store_summary(path):
             entry["unattributed_recordings"] += 1
         else:
             entry["people"].add(person)
+            basis = "subject" if description.get("subject") is not None else "folder"
+            people_by[basis] += 1
     counts = np.bincount(index[:, 0], minlength=len(recordings))
     for meta, n in zip(info["recordings"], counts, strict=True):
         dataset = str((meta.get("description") or {}).get("dataset", "?"))
@@ -449,6 +459,7 @@ def store_summary(path):
         for key in ("n_recordings", "n_windows", "hours", "channel_hours", "people",
                     "unattributed_recordings")
     }  # fmt: skip
+    summary["people_by"] = people_by
     summary["datasets"] = datasets
     for entry in [summary, *datasets.values()]:
         entry["hours"] = round(entry["hours"], 2)

@@ -131,6 +131,25 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
+def preprocessing_text(ds):
+    """The preprocessing braindecode recorded on windows ``ds`` (``raw_preproc_kwargs``),
+    in words: ``"resample(sfreq=100.0); _band_pass(l_freq=0.3, h_freq=45.0)"``, the
+    steps that change nothing (``load_data``, ``pick(picks='all')``) and ``verbose``
+    left out; None when braindecode recorded none."""
+    steps = getattr(ds, "raw_preproc_kwargs", None)
+    if not steps:
+        return None
+    words = []
+    for step in steps:
+        fn = str(step.get("fn", "?")).rsplit(".", 1)[-1]
+        kwargs = {k: v for k, v in (step.get("kwargs") or {}).items() if k != "verbose"}
+        if fn == "load_data" or (fn == "pick" and kwargs.get("picks") == "all"):
+            continue
+        args = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        words.append(f"{fn}({args})")
+    return "; ".join(words) or None
+
+
 def _prepare_dataset(ds, what, code):
     """One windows dataset as the store holds it: a dict of its data and metadata."""
     raw = getattr(ds, "raw", None)
@@ -152,6 +171,7 @@ def _prepare_dataset(ds, what, code):
         "windows": crops.tolist(),
         "ch_names": [raw.ch_names[p] for p in picks],
         "description": {k: _plain(v) for k, v in ds.description.items()},
+        "preprocessing": preprocessing_text(ds),
     }
 
 

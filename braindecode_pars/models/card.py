@@ -334,9 +334,14 @@ def _card_data(config):
         lines.append(f"- preprocessing: {text}")
     else:
         lines.append("- preprocessing: not recorded")
+    people = config.get("data.people")
+    if people is not None:
+        basis = config.get("data.people_counted_by")
+        lines.append(f"- people: {_number(people)}" + (f" (counted by {basis})" if basis else ""))
     for key in sorted(config):
         if key.startswith("data.") and key not in (
             "data.n_windows", "data.fingerprint", "data.recordings", "data.preprocessing",
+            "data.people", "data.people_counted_by",
         ):  # fmt: skip
             lines.append(f"- {key[len('data.') :]}: {config[key]}")
     if config.get("n_times") is not None and config.get("sfreq"):
