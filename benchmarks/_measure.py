@@ -117,6 +117,11 @@ def write_report(lines, out=None):
     print(text)
 
 
+def table_head(*columns):
+    """The two header lines of a Markdown table with these ``columns``."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def report_parser(doc):
     """A benchmark's command line, described by the first line of its docstring ``doc``,
     with ``--out``: where to write the Markdown report."""

@@ -84,7 +84,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from _measure import append_score, machine
+from _measure import append_score, machine, table_head
 from _pretext import SHARED
 from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 
@@ -539,8 +539,7 @@ def over_initialisations(low):
         "`rand<seed>` the others); per task and for the mean over tasks, the mean ± "
         "std over the seeds, and the range of the mean over tasks.",
         "",
-        "| method | seeds | " + " | ".join(tasks) + " | mean over tasks | range |",
-        "|---|---|" + "---|" * (len(tasks) + 2),
+        *table_head("method", "seeds", *tasks, "mean over tasks", "range"),
     ]
     for family, methods in families.items():
         t = low.loc[methods]

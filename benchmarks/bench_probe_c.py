@@ -54,7 +54,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
-from _measure import append_score, machine, write_report
+from _measure import append_score, machine, table_head, write_report
 from bench_dev_tasks import draw_summary, features, load_task, predict_blocks, split
 from lib.dev_tasks import DEV_TASKS
 
@@ -163,8 +163,7 @@ def report(df, args):
         "Per recipe, the mean over the five tasks (EEGMAT's entry the mean over 1, 2, 4 "
         "and 12 labelled subjects); the score is their mean.",
         "",
-        "| C | " + " | ".join(recipes) + " | score |",
-        "|---|" + "---|" * (len(recipes) + 1),
+        *table_head("C", *recipes, "score"),
     ]
     for C, row in score.iterrows():
         lines.append(
@@ -174,8 +173,7 @@ def report(df, args):
         "",
         "## More labels: EEGMAT with 12 labelled subjects minus with one",
         "",
-        "| C | " + " | ".join(recipes) + " |",
-        "|---|" + "---|" * len(recipes),
+        *table_head("C", *recipes),
     ]
     for C, row in gain.iterrows():
         lines.append(f"| {C:g} | " + " | ".join(f"{row[r]:+.3f}" for r in recipes) + " |")
@@ -183,8 +181,7 @@ def report(df, args):
     columns = [(EEGMAT, k) for k in KS] + [(t, "1") for t in DEV_TASKS if t != EEGMAT]
     header = [f"{t} k={k}" if t == EEGMAT else t for t, k in columns]
     for recipe in recipes:
-        lines += [f"### {recipe}", "", "| C | " + " | ".join(header) + " |"]
-        lines.append("|---|" + "---|" * len(columns))
+        lines += [f"### {recipe}", "", *table_head("C", *header)]
         r = summary[summary.recipe == recipe].set_index(["C", "task", "k"])
         for C in sorted(r.index.get_level_values("C").unique()):
             out = []

@@ -63,6 +63,8 @@ from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from braindecode_pars.probe.features import DEFAULT_BANDS
+
 logger = logging.getLogger("bench_token_readout")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,14 +73,9 @@ PRETRAINED = {
     "PARS (pars-small-v2)": "pars-small-v2",
     "MAE (mae-small)": str(ROOT / "benchmarks" / "encoders" / "mae-small"),
 }
-#: The bands of the band-power target, ``(name, low, high)`` in Hz, half-open.
-BANDS = (
-    ("delta", 0.5, 4.0),
-    ("theta", 4.0, 8.0),
-    ("alpha", 8.0, 13.0),
-    ("beta", 13.0, 30.0),
-    ("gamma", 30.0, 45.0),
-)
+#: The bands of the band-power target, ``(name, low, high)`` in Hz, half-open: the
+#: probe's bands with its two beta bands as one.
+BANDS = (*DEFAULT_BANDS[:3], ("beta", 13.0, 30.0), DEFAULT_BANDS[-1])
 #: The window-level readouts of the task, in report order.
 TASK_READOUTS = ("mean", "mean+std", "max", "channels mean", "channels mean+std")
 #: Band-power references of the task, channel and subject (encoder-free rows).
