@@ -90,3 +90,27 @@ def check_device(name, value):
                 f"Invalid value for '{name}': {value!r} but torch sees "
                 f"{torch.cuda.device_count()} GPU(s)."
             )
+
+
+def check_skorch_names(net, components=("module", "criterion", "optimizer")):
+    """skorch's own check of a net's argument names (``NeuralNet._validate_params``),
+    before ``initialize``: the prefixes of ``components`` are the ones ``initialize``
+    would add. A misspelt nested name (``pretrain__lr``) is refused naming it and the
+    prefixes a nested name may start with."""
+    from types import SimpleNamespace
+
+    from skorch import NeuralNet
+
+    names = SimpleNamespace(
+        prefixes_=[*net.prefixes_, *components],
+        _params_to_validate=net._params_to_validate,
+        use_caching=net.use_caching,
+        iterator_valid__shuffle=getattr(net, "iterator_valid__shuffle", False),
+    )
+    try:
+        NeuralNet._validate_params(names)
+    except ValueError as err:
+        known = ", ".join(f"{p}__" for p in sorted(names.prefixes_))
+        raise ValueError(
+            f"{type(net).__name__}: {err} A nested parameter starts with one of {known}."
+        ) from None

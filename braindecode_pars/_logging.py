@@ -51,3 +51,17 @@ def _configured(logger):
             return True
         logger = logger.parent if logger.propagate else None
     return False
+
+
+def shows_bars(stream):
+    """Whether ``stream`` shows tqdm's bars: a terminal, or a notebook's output."""
+    from tqdm.auto import tqdm
+
+    notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    if notebook and stream in (sys.stderr, sys.stdout):
+        return True  # a notebook: tqdm.auto draws widgets
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False

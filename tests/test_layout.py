@@ -110,6 +110,41 @@ def test_no_module_of_the_package_imports_itself_back():
     assert cycle is None, "Import cycle: " + " -> ".join(cycle)
 
 
+def _layer(module):
+    """The subpackage or top-level module of the package that ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def layer_graph(graph):
+    """``graph`` collapsed to the package's layers (subpackages and top-level modules):
+    a layer depends on another when one of its modules imports one of the other's. The
+    root ``__init__``, which re-exports every layer, stands outside them."""
+    layers = {}
+    for module, targets in graph.items():
+        if module == PACKAGE:
+            continue
+        own = _layer(module)
+        layers.setdefault(own, set()).update(
+            _layer(t) for t in targets if t != PACKAGE and _layer(t) != own
+        )
+    return layers
+
+
+def test_no_subpackage_or_top_level_module_imports_another_back():
+    # the collapse finds a cycle that no two modules make: a.x -> b.y and b.z -> a.w
+    modules = {f"{PACKAGE}.a.x": {f"{PACKAGE}.b.y"}, f"{PACKAGE}.b.z": {f"{PACKAGE}.a.w"}}
+    assert find_cycle(modules) is None
+    assert find_cycle(layer_graph(modules)) in (
+        [f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.a"],
+        [f"{PACKAGE}.b", f"{PACKAGE}.a", f"{PACKAGE}.b"],
+    )
+    layers = layer_graph(import_graph())
+    assert f"{PACKAGE}.probe" in layers[f"{PACKAGE}.estimators"]  # the graph is complete
+    assert f"{PACKAGE}.datasets" in layers[f"{PACKAGE}.probe"]
+    cycle = find_cycle(layers)
+    assert cycle is None, "Import cycle between layers: " + " -> ".join(cycle)
+
+
 def test_the_hub_does_not_import_training():
     assert not any(m.startswith("braindecode_pars.training") for m in _closure("hub"))
 

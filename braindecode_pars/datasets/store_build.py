@@ -310,7 +310,7 @@ class _Progress:
     def __init__(self, total, done):
         self.total, self.start_done, self.done = total, done, done
         self.started = self.last = time.monotonic()
-        from ..training.callbacks import shows_bars
+        from .._logging import shows_bars
 
         self.bar = None
         if shows_bars(sys.stderr):

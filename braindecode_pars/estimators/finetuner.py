@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import logging
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 
-from .._checks import check_device, check_int, check_option, check_range
+from .._checks import check_device, check_int, check_option, check_range, check_skorch_names
 from .._params import fill_doc
 from ..datasets.adapters import _window_scale
 from ..datasets.sklearn_io import (
@@ -240,10 +239,8 @@ class PARSFineTuner(
     # -- checks --------------------------------------------------------------------------
     def check_params(self):
         """Check the parameters without data (``fit`` and ``PARSClassifier`` call it
-        first): the names of nested parameters too (``optimizer__*``, ``module__*``,
-        ``iterator_train__*`` ...), by skorch's own check, which skorch runs only once
-        the module is built."""
-        self._check_names()
+        first), nested names too, by skorch's own check (skorch runs it in initialize)."""
+        check_skorch_names(self)
         check_strategy(self.strategy, self.max_epochs)
         if self.train_split is not None:
             raise ValueError(
@@ -266,23 +263,6 @@ class PARSFineTuner(
             check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
         check_device("device", self.device)
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
-
-    def _check_names(self):
-        """skorch's ``_validate_params`` over the names given, before ``initialize``: the
-        module's, criterion's and optimizer's prefixes are those ``initialize`` adds."""
-        names = SimpleNamespace(
-            prefixes_=[*self.prefixes_, "module", "criterion", "optimizer"],
-            _params_to_validate=self._params_to_validate,
-            use_caching=self.use_caching,
-            iterator_valid__shuffle=getattr(self, "iterator_valid__shuffle", False),
-        )
-        try:
-            EEGClassifier._validate_params(names)
-        except ValueError as err:
-            known = ", ".join(f"{p}__" for p in sorted(names.prefixes_))
-            raise ValueError(
-                f"PARSFineTuner: {err} A nested parameter starts with one of {known}."
-            ) from None
 
     # -- fit -----------------------------------------------------------------------------
     @fill_doc
@@ -486,27 +466,23 @@ class PARSFineTuner(
         self.check_is_fitted()  # skorch's NotFittedError
         return read_fitted(self, X, y, groups)
 
-    def _windows(self, X, groups=None):
-        data = self._read(X, groups=groups)
-        return CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
-
-    def _proba(self, data):
-        """Class probabilities of read windows; with crops, the mean over
-        ``n_eval_crops`` crops of each window."""
+    def _coded(self, data):
+        """Read windows as the net reads them, aligned within their groups; with crops,
+        ``n_eval_crops`` crops of each (``FixedCrops.average`` takes their mean)."""
         windows = CodedWindows(self._aligned(data), np.zeros(len(data), dtype=np.int64))
         if self.n_crop_ == self.n_times_:
-            return EEGClassifier.predict_proba(self, windows)
-        crops = FixedCrops(windows, self.n_crop_, self._eval_starts())
-        return crops.average(EEGClassifier.predict_proba(self, crops))
+            return windows
+        return FixedCrops(windows, self.n_crop_, self._eval_starts())
+
+    def _proba(self, data):
+        dataset = self._coded(data)
+        proba = EEGClassifier.predict_proba(self, dataset)
+        return dataset.average(proba) if isinstance(dataset, FixedCrops) else proba
 
     def transform(self, X, groups=None):
         """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops
         when fitted on crops)."""
-        self.check_is_fitted()
-        windows = self._windows(X, groups)
-        dataset = windows
-        if self.n_crop_ < self.n_times_:
-            dataset = FixedCrops(windows, self.n_crop_, self._eval_starts())
+        dataset = self._coded(self._read(X, groups=groups))
         self.module_.eval()
         features = []
         with torch.no_grad():
@@ -514,7 +490,7 @@ class PARSFineTuner(
                 Xi = Xi.to(self.device)
                 features.append(self.infer(Xi, return_features=True).cpu().numpy())
         features = np.concatenate(features)
-        return dataset.average(features) if dataset is not windows else features
+        return dataset.average(features) if isinstance(dataset, FixedCrops) else features
 
     @property
     def encoder_(self):

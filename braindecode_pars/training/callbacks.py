@@ -12,7 +12,7 @@ import time
 import numpy as np
 from skorch.callbacks import Callback, PrintLog, ProgressBar
 
-from .._logging import PACKAGE_LOGGER
+from .._logging import PACKAGE_LOGGER, shows_bars
 from ..models.pretext import pretext_skill
 from . import distributed
 from .schedule import _batches_per_epoch
@@ -261,20 +261,6 @@ class _SamplerEpoch(Callback):
         sampler = getattr(net, "train_sampler_", None)
         if sampler is not None:
             sampler.set_epoch(len(net.history))
-
-
-def shows_bars(stream):
-    """Whether ``stream`` shows tqdm's bars: a terminal, or a notebook's output."""
-    from tqdm.auto import tqdm
-
-    notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
-    if notebook and stream in (sys.stderr, sys.stdout):
-        return True  # a notebook: tqdm.auto draws widgets
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty is not None and isatty())
-    except ValueError:  # a closed stream
-        return False
 
 
 def _duration(seconds):
