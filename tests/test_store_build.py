@@ -21,6 +21,7 @@ from braindecode_pars.datasets import (
     RecordingStream,
     load_recordings,
     read_window_store,
+    store_build,
     write_window_store,
 )
 from braindecode_pars.datasets.store import StoreMismatchError, float16_scale
@@ -52,13 +53,21 @@ OPTIONS = dict(sfreq=100.0, window_seconds=5.0, stride_seconds=2.5)
 
 
 @pytest.mark.slow  # starting worker processes, which import torch
-def test_two_jobs_write_the_same_bytes_as_one(tmp_path):
+def test_two_jobs_write_the_same_bytes_as_one(tmp_path, monkeypatch):
     pattern = save_recordings(tmp_path / "rec", 5)
     stream = load_recordings(pattern, lazy=True, **OPTIONS)
     write_window_store(stream, tmp_path / "one", jobs=1)
-    write_window_store(stream, tmp_path / "two", jobs=2)
+    write_window_store(stream, tmp_path / "two", jobs=2)  # this process helps at the start
     assert sorted(os.listdir(tmp_path / "one")) == STORE_FILES
     assert same_store(tmp_path / "one", tmp_path / "two")
+    monkeypatch.setattr(store_build, "PARENT_HELPS", False)  # the workers prepare all
+    units, _, _, parallel = store_build._units(stream)
+    results = list(store_build._results(units, 1, 2, parallel, "<f4", "raise"))
+    assert [position for position, _ in results] == [1, 2, 3, 4]  # in order, from 1
+    pids = {prepared["pid"] for _, prepared in results}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    write_window_store(stream, tmp_path / "workers", jobs=2)
+    assert same_store(tmp_path / "one", tmp_path / "workers")
     recordings, index, info = read_window_store(tmp_path / "two")
     assert info["n_recordings"] == 5 and len(index) == 5 * 15
     # the data is the recording preprocessed, in microvolts, not a copy of another one

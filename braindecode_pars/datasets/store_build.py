@@ -12,7 +12,6 @@ progress with its ETA. The layout and the resume protocol are described in
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import json
 import logging
@@ -40,6 +39,8 @@ FLOAT16_PEAK = 2.0**14
 _CHUNK_BYTES = 1 << 24
 #: Files of a build in progress.
 _BUILD, _JOURNAL, _PART = "build.json", "journal.jsonl", "data.part"
+#: Whether the writing process prepares units itself while the workers start.
+PARENT_HELPS = True
 #: Seconds between two progress lines in a log file (no terminal to draw a bar on).
 PROGRESS_SECONDS = 30.0
 
@@ -214,7 +215,7 @@ def _prepare(unit, position, code, on_error):
             if name is not None:
                 what = f"{what} of '{name}'" if what.startswith("Recording") else what
             recordings.append(_prepare_dataset(ds, what, code))
-        return {"recordings": recordings}
+        return {"recordings": recordings, "pid": os.getpid()}
     except TypeError:
         raise
     except Exception as err:  # readers raise ValueError, OSError, RuntimeError...
@@ -264,6 +265,9 @@ def _worker_start():
     """Worker processes use one thread each: the processes are the parallelism."""
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # the libraries loaded before these variables were set
     logging.getLogger("mne").setLevel(logging.ERROR)
 
 
@@ -271,8 +275,10 @@ def _results(units, start, jobs, parallel, code, on_error):
     """``(position, prepared)`` of every unit from ``start`` on, in their order.
 
     With ``jobs > 1`` (and units that workers can take) ``jobs`` processes prepare
-    the units, at most ``2 * jobs`` ahead of the one written; the order of the
-    results is the units' whatever the order they finish in.
+    the units, at most about ``2 * jobs`` ahead of the one written; the order of the
+    results is the units' whatever the order they finish in. Until the first worker
+    has answered (workers start in seconds: they import the libraries once, in the
+    forkserver) this process prepares units itself instead of waiting.
     """
     if jobs == 1 or not parallel:
         for position, unit in enumerate(units):
@@ -284,22 +290,35 @@ def _results(units, start, jobs, parallel, code, on_error):
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if context.get_start_method() == "forkserver":  # workers fork with the imports done
         context.set_forkserver_preload([__name__])
-    pending = collections.deque()
     todo = ((p, u) for p, u in enumerate(units) if p >= start)
+    ready, running, head, warm = {}, {}, start, False
     with concurrent.futures.ProcessPoolExecutor(
         jobs, mp_context=context, initializer=_worker_start
     ) as pool:
         try:
-            for position, unit in todo:
-                pending.append((position, pool.submit(_prepare, unit, position, code, on_error)))
-                while len(pending) > 2 * jobs or (pending and pending[0][1].done()):
-                    done, future = pending.popleft()
-                    yield done, future.result()
-            while pending:
-                done, future = pending.popleft()
-                yield done, future.result()
+            while True:
+                while len(running) + len(ready) < 2 * jobs:  # keep the workers fed
+                    item = next(todo, None)
+                    if item is None:
+                        break
+                    running[item[0]] = pool.submit(_prepare, item[1], item[0], code, on_error)
+                for position in [p for p, f in running.items() if f.done()]:
+                    ready[position], warm = running.pop(position).result(), True
+                if head in ready:
+                    yield head, ready.pop(head)
+                    head += 1
+                elif head in running and (warm or len(ready) >= 2 * jobs or not PARENT_HELPS):
+                    ready[head], warm = running.pop(head).result(), True
+                elif not running:
+                    return
+                else:  # the workers are starting: prepare the next unit here
+                    item = next(todo, None)
+                    if item is None:
+                        ready[head], warm = running.pop(head).result(), True
+                    else:
+                        ready[item[0]] = _prepare(item[1], item[0], code, on_error)
         finally:
-            for _, future in pending:
+            for future in running.values():
                 future.cancel()
 
 
