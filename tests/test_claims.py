@@ -15,11 +15,14 @@ The rule, applied to ``README.md`` and every ``docs/**/*.rst`` page:
   directives (``list-table``, notes) is prose and is read.
 - **Where it must be found**: in a result file (``benchmarks/results/``,
   ``docs/results/``, read as text) that the same section names, or a section above it on
-  the same page. A section names a result file by its name (``dev_tasks_test.md``, with or
-  without its folder; a ``.png`` or ``.commands`` name stands for the files of the same
-  stem beside it) or by the benchmark script that writes it (``bench_pair_decoder.py``
-  names ``pair_decoder*``). Matching every result file at once would trace almost any
-  three-decimal number somewhere, so the section has to say where its numbers come from.
+  the same page. A row of an rst ``list-table`` that names result files (a benchmark
+  page's row: question, answer, command, result file) is searched in those alone, so a
+  row cannot borrow a number from another row's file. A section names a result file
+  by its name (``dev_tasks_test.md``, with or without its folder; a ``.png`` or
+  ``.commands`` name stands for the files of the same stem beside it) or by the
+  benchmark script that writes it (``bench_pair_decoder.py`` names ``pair_decoder*``).
+  Matching every result file at once would trace almost any three-decimal number
+  somewhere, so the section has to say where its numbers come from.
 - **Formatting may differ**: a quoted number matches a recorded one that rounds to it
   (0.587 matches 0.5870 and 0.58713), or the same quantity in percent (0.587 matches
   58.7, 58.7 % matches 0.587); signs are ignored (a difference quoted as "under").
@@ -94,8 +97,14 @@ class Section:
     parent: Section | None
     lines: list = field(default_factory=list)  # (line number, text, is table row)
     named: set = field(default_factory=set)
+    #: line number -> the result files its list-table row names (rows that name any)
+    row_named: dict = field(default_factory=dict)
 
-    def sources(self):
+    def sources(self, number=None):
+        """The result files a line may quote: its list-table row's, when the row names
+        any, else the section's and those of the sections above it."""
+        if number in self.row_named:
+            return set(self.row_named[number])
         section, names = self, set()
         while section is not None:
             names |= section.named
@@ -160,11 +169,28 @@ def parse_rst(text):
     sections, levels = [], []
     current = _open(sections, "(top)", 0)
     block_indent, keep_block, pending_literal, literal_indent = None, False, False, 0
+    table_indent, row = None, None  # the list-table being read; its row's (lines, names)
+
+    def end_row():
+        if row is not None and row[1]:
+            current.row_named.update(dict.fromkeys(row[0], row[1]))
+
     for index, line in enumerate(lines):
         number = index + 1
         current.named |= files_named_in(line)
         stripped = line.strip()
         indent = len(line) - len(line.lstrip())
+        if table_indent is not None and stripped:
+            if indent <= table_indent:
+                end_row()
+                table_indent, row = None, None
+            else:
+                if re.match(r"\*\s+-", stripped):
+                    end_row()
+                    row = ([], set())
+                if row is not None:
+                    row[0].append(number)
+                    row[1].update(files_named_in(line))
         if block_indent is not None:
             if not stripped or indent > block_indent:
                 if keep_block and stripped:
@@ -191,10 +217,14 @@ def parse_rst(text):
             if name in CODE_DIRECTIVES:
                 block_indent = indent
                 keep_block = name in ("code-block", "code") and argument.strip() == "text"
+            elif name == "list-table":
+                end_row()
+                table_indent, row = indent, None
             continue  # other directives (tables, notes) hold prose: their lines are read
         current.lines.append((number, line, False))
         if stripped.endswith("::"):
             pending_literal, literal_indent = True, indent
+    end_row()
     return sections
 
 
@@ -264,11 +294,11 @@ def untraced_numbers(path):
     sections = parse_markdown(text) if path.suffix == ".md" else parse_rst(text)
     missing = []
     for section in sections:
-        names = sorted(section.sources())
         for number, line, is_row in section.lines:
             quotes = quoted_numbers(line, lines[number - 2] if number > 1 else "")
             if not quotes:
                 continue
+            names = sorted(section.sources(number))
             if is_row:
                 rows = [row for name in names for row in recorded(name)[0]]
                 if any(all(traced(q, row) for q in quotes) for row in rows):
@@ -321,6 +351,16 @@ def test_the_rule_reads_what_it_should():
         "0.666",
         "0.444",
     ]
+    # a list-table row that names result files is searched in those alone
+    rows = (
+        "Title\n=====\n\nAbove: probe_c.md\n\n.. list-table::\n   :header-rows: 1\n\n"
+        "   * - a 0.111\n     - ``dev_tasks_test.md``\n   * - b 0.222\n     - no file\n\n"
+        "After 0.333\n"
+    )
+    (_, table) = parse_rst(rows)
+    sources = {line.strip(): table.sources(n) for n, line, _ in table.lines if line.strip()}
+    assert sources["* - a 0.111"] == {"dev_tasks_test.md"}
+    assert sources["* - b 0.222"] == sources["After 0.333"] == {"probe_c.md", "dev_tasks_test.md"}
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
