@@ -193,24 +193,17 @@ def compact_network(name, n_chans, n_times, n_classes, y_train, seed):
     epochs = math.ceil(NETWORK_STEPS / math.ceil(len(y_train) / NETWORK_BATCH))
     counts = np.bincount(y_train, minlength=n_classes).astype(float)
     weight = torch.tensor(len(y_train) / (n_classes * np.maximum(counts, 1)), dtype=torch.float32)
+    # one line per concern: the loss, the optimiser, the loop, the data, the output
     return EEGClassifier(
         cls,
         **{f"module__{k}": v for k, v in signal.items()},
-        criterion=torch.nn.CrossEntropyLoss,
-        criterion__weight=weight,
-        optimizer=torch.optim.AdamW,
-        optimizer__lr=NETWORK_LR[name],
-        optimizer__weight_decay=0.0,
-        batch_size=NETWORK_BATCH,
-        max_epochs=epochs,
-        train_split=None,
-        iterator_train__shuffle=True,
-        iterator_train__drop_last=False,
+        criterion=torch.nn.CrossEntropyLoss, criterion__weight=weight,
+        optimizer=torch.optim.AdamW, optimizer__lr=NETWORK_LR[name], optimizer__weight_decay=0.0,
+        batch_size=NETWORK_BATCH, max_epochs=epochs, train_split=None,
+        iterator_train__shuffle=True, iterator_train__drop_last=False,
         callbacks=[("lr_scheduler", LRScheduler("CosineAnnealingLR", T_max=epochs))],
-        classes=list(range(n_classes)),
-        device="cpu",
-        verbose=0,
-    )
+        classes=list(range(n_classes)), device="cpu", verbose=0,
+    )  # fmt: skip
 
 
 def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, readout=PROBE_READOUT):
