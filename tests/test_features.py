@@ -1,6 +1,6 @@
-"""The cache of the encoder's features (EncoderFeatures(memory=...)): a grid over the
-probe's C runs the encoder once per fold, and the cached features are the computed
-ones."""
+"""The cache of the probe's features (EncoderFeatures(memory=...), PARSProbe(memory=...)):
+a grid over the probe's C computes every block once per fold, and the cached features
+are the computed ones."""
 
 import joblib
 import numpy as np
@@ -9,8 +9,9 @@ import torch
 from sklearn.model_selection import GridSearchCV, GroupKFold
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
-from braindecode_pars.probe import EncoderFeatures
+from braindecode_pars.probe import BandPowerFeatures, EncoderFeatures
 from braindecode_pars.probe._cache import encoder_digest, windows_digest
+from braindecode_pars.probe.features import _Covariances
 
 from ._helpers import TINY_ENCODER
 
@@ -42,6 +43,21 @@ def encoded(monkeypatch):
     return seen
 
 
+@pytest.fixture
+def computed(monkeypatch):
+    """The windows each classical block computes features of, by block."""
+    seen = {"bandpower": [], "covariances": []}
+    for name, cls in (("bandpower", BandPowerFeatures), ("covariances", _Covariances)):
+        features = cls._features
+
+        def counted(self, X, features=features, name=name):
+            seen[name].append(len(X))
+            return features(self, X)
+
+        monkeypatch.setattr(cls, "_features", counted)
+    return seen
+
+
 def _encoder():
     torch.manual_seed(0)
     return PatchEncoder(sfreq=SFREQ, **TINY_ENCODER)
@@ -49,7 +65,7 @@ def _encoder():
 
 @pytest.mark.parametrize("n_folds", [2, 3])
 @pytest.mark.parametrize("cached", [False, True], ids=["no-memory", "memory"])
-def test_a_grid_over_c_runs_the_encoder_once_per_fold(tmp_path, encoded, cached, n_folds):
+def test_a_grid_over_c_runs_the_encoder_once_per_fold(tmp_path, encoded, computed, cached, n_folds):
     X, y, groups = _data(n_subjects=6)
     memory = joblib.Memory(tmp_path, verbose=0) if cached else None
     clf = PARSClassifier(encoder=_encoder(), head=PARSProbe(memory=memory), sfreq=SFREQ, verbose=0)
@@ -62,6 +78,9 @@ def test_a_grid_over_c_runs_the_encoder_once_per_fold(tmp_path, encoded, cached,
     once_per_fold = (n_folds + 1) * one_pass if n_folds > 2 else 2 * one_pass
     every_time = (3 * n_folds + 1) * one_pass  # once per candidate and fold
     assert sum(encoded) == (once_per_fold if cached else every_time)
+    # the classical blocks alike, each window once per set (not per channel)
+    for block in ("bandpower", "covariances"):
+        assert sum(computed[block]) * X.shape[1] == sum(encoded), block
     assert search.best_score_ > 0.9  # class 1 has twice the amplitude of class 0
 
 

@@ -1,5 +1,6 @@
-"""The cache of the encoder's features (``EncoderFeatures(memory=...)``): keys that tell
-encoders and windows apart, and the call through a ``joblib.Memory``."""
+"""The cache of the probe's features (``memory=...``): keys that tell encoders and
+windows apart, the call through a ``joblib.Memory``, and the fitted blocks' extractor
+that uses it."""
 
 from __future__ import annotations
 
@@ -48,3 +49,20 @@ def cached(memory, compute, X, key):
         return compute(X)
     function = memory.cache(_computed, ignore=["compute", "X"])
     return function((key(), windows_digest(X)), compute, X)
+
+
+class _Extractor:
+    """The fitted steps from an array of windows to each block's raw features, through
+    the cache ``memory`` (None: none) under each step's ``_settings_key()``."""
+
+    def __init__(self, steps, memory=None):
+        self.steps = steps  # name -> an object with ``_features(X)``
+        self.memory = memory
+
+    def transform(self, X):
+        """``{name: raw features of X}``, the blocks in the order of ``steps``."""
+        memory = getattr(self, "memory", None)
+        return {
+            name: cached(memory, step._features, X, key=step._settings_key)
+            for name, step in self.steps.items()
+        }

@@ -104,11 +104,11 @@ class PARSProbe(
     batch_size, device
         The encoder's forward passes.
     memory : str | joblib.Memory | None
-        The cache of the encoder's features, as ``Pipeline(memory=...)``: None (the
-        default), none; a folder or a ``joblib.Memory``: the features of each set of
-        windows computed once for the same encoder and windows, so that
-        ``GridSearchCV`` over ``C`` (or any parameter but the encoder's) runs the
-        encoder once per fold (:class:`~braindecode_pars.probe.EncoderFeatures`).
+        The cache of the blocks' features, as ``Pipeline(memory=...)``: None (the
+        default), none; a folder or a ``joblib.Memory``: each block's features of each
+        set of windows computed once for the same encoder, settings and windows, so
+        that ``GridSearchCV`` over ``C`` (or any parameter but the features') runs the
+        encoder, band power and covariances once per fold.
     random_state : int | None
         Seed of the logistic regression's solver.
 

@@ -30,7 +30,7 @@ from ..datasets.adapters import read_windows
 from ..datasets.resample import resample_windows
 from ..datasets.sklearn_io import _read_array, _WindowsFeaturesMixin
 from ..models.encoder import _checked_encoder
-from ._cache import cached, encoder_digest
+from ._cache import _Extractor, cached, encoder_digest
 
 #: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.
 READOUTS = ("mean", "mean+std", "blocks")
@@ -408,6 +408,9 @@ class BandPowerFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
             out[start : start + len(power)] = power.reshape(len(power), -1)
         return out
 
+    def _settings_key(self):
+        return repr(("bandpower", self.sfreq_, self.bands_, self.n_per_seg_, self.log))
+
     def get_feature_names_out(self, input_features=None):
         """Feature names ``<channel>_<band>``, in the order of :meth:`transform`."""
         check_is_fitted(self, "bands_")
@@ -429,16 +432,8 @@ class _Covariances:
             out[start : start + len(chunk)] = estimator.transform(chunk)
         return out
 
-
-class _Extractor:
-    """The fitted steps from an array of windows to each block's raw features."""
-
-    def __init__(self, steps):
-        self.steps = steps  # name -> an object with ``_features(X)``
-
-    def transform(self, X):
-        """``{name: raw features of X}``, the blocks in the order of ``steps``."""
-        return {name: step._features(X) for name, step in self.steps.items()}
+    def _settings_key(self):
+        return "oas covariances"
 
 
 def block_features(X, recipe, *, sfreq, encoder=None, batch_size=8, device="cpu", memory=None):
@@ -464,7 +459,7 @@ def block_features(X, recipe, *, sfreq, encoder=None, batch_size=8, device="cpu"
     batch_size, device
         The encoder's forward passes.
     memory : str | joblib.Memory | None
-        The cache of the encoder's features (:class:`EncoderFeatures`); None: none.
+        A cache of every block's features (as :class:`EncoderFeatures`'s); None: none.
 
     Returns
     -------
@@ -481,7 +476,7 @@ def block_features(X, recipe, *, sfreq, encoder=None, batch_size=8, device="cpu"
                 raise ValueError("The recipe holds the 'encoder' block but 'encoder' is None.")
             step = EncoderFeatures(
                 encoder, sfreq=sfreq, batch_size=batch_size, device=device,
-                readout=recipe.readout, crop_seconds=recipe.crop_seconds, memory=memory,
+                readout=recipe.readout, crop_seconds=recipe.crop_seconds,
             )  # fmt: skip
         elif name == "bandpower":
             step = BandPowerFeatures(sfreq=sfreq, bands=recipe.bands)
@@ -489,10 +484,8 @@ def block_features(X, recipe, *, sfreq, encoder=None, batch_size=8, device="cpu"
             step = _Covariances()
         steps[name] = step
     windows = read_windows(X, sfreq=sfreq, name="X")  # Windows as they are: read once
-    features = {}
-    for name, step in steps.items():
-        if isinstance(step, _Covariances):
-            features[name] = step._features(windows.X)
-        else:
-            features[name] = step.fit_transform(windows)
-    return features, _Extractor(steps)
+    for step in steps.values():
+        if not isinstance(step, _Covariances):
+            step._fit(windows)
+    extractor = _Extractor(steps, memory)
+    return extractor.transform(windows.X), extractor
