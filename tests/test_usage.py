@@ -32,8 +32,8 @@ def section_code(page=ROOT / "docs" / "usage.rst", title=SECTION):
 
 def write_study(root):
     """``study/sub-XX/eeg/sub-XX_task-{rest,arith}_run-1.edf``: 60 s of 3 channels at
-    100 Hz, a strong 10 Hz rhythm at rest (strongest at Pz), a weak one during arithmetic (each subject at
-    its own amplitude); and ``study/participants.tsv``."""
+    100 Hz, a strong 10 Hz rhythm at rest (strongest at Pz), a weak one during
+    arithmetic (each subject at its own amplitude); and ``study/participants.tsv``."""
     rng = np.random.default_rng(0)
     t = np.arange(int(60 * SFREQ)) / SFREQ
     for i, subject in enumerate(SUBJECTS):
