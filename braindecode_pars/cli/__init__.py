@@ -318,6 +318,13 @@ def _pretrain_parser(sub):
         "of windows in the order of its file, in a new order every epoch, shuffled in a "
         "buffer (for a store read from a disk: benchmarks/results/read_scale.md)",
     )
+    pre.add_argument(
+        "--checkpoint-minutes",
+        type=float,
+        default=5.0,
+        help="save the run's state at the end of the first epoch this many minutes after "
+        "the last save (0: every epoch); also at the end and when stopped",
+    )
     pre.add_argument("--seed", type=int, default=0, help="seed of the model and every draw")
     pre.add_argument(
         "--max-minutes",

@@ -31,6 +31,7 @@ def pretrain(
     compile_mode=None,
     num_workers=0,
     store_read="random",
+    checkpoint_every_minutes=5.0,
     progress_bar=True,
     valid_fraction=None,
     encoder_kwargs=None,
@@ -70,6 +71,10 @@ def pretrain(
     store_read : {"random", "disk"}
         How a store-backed view is read: random windows anywhere in it, or chunks in
         the order of its file shuffled in a buffer (see :class:`PretrainNet`).
+    checkpoint_every_minutes : float
+        With ``checkpoint_dir``, the whole state is saved at the end of the first epoch
+        that ends this long after the last save (0: every epoch), at the end and when
+        the run is stopped (see :class:`PretrainNet`).
     valid_fraction : float | None
         Share of the windows held out to measure the validation pretext skill.
     weight_decay : float
@@ -126,6 +131,7 @@ def pretrain(
         valid_fraction=valid_fraction,
         iterator_train__num_workers=num_workers,
         store_read=store_read,
+        checkpoint_every_minutes=checkpoint_every_minutes,
         optimizer__weight_decay=weight_decay,
         allow_new_budget=allow_new_budget,
         run_info=run_info,
