@@ -114,3 +114,29 @@ def check_skorch_names(net, components=("module", "criterion", "optimizer")):
         raise ValueError(
             f"{type(net).__name__}: {err} A nested parameter starts with one of {known}."
         ) from None
+
+
+def check_heads(name, n_heads, emb_dim):
+    """Raise unless ``n_heads`` (the parameter ``name``) is a positive int dividing
+    ``emb_dim``: the one check of an attention's heads (the encoder's, PARS's decoder's)."""
+    check_int(name, n_heads, 1)
+    if emb_dim % n_heads:
+        divisors = [h for h in range(1, emb_dim + 1) if emb_dim % h == 0]
+        raise ValueError(
+            f"'{name}' must divide the token size emb_dim={emb_dim} (one of {divisors}), "
+            f"but got {n_heads}."
+        )
+    return n_heads
+
+
+def check_position_masking(n_patches, pos_mask_ratio):
+    """The number of PARS's position-masked patches, ``round(pos_mask_ratio *
+    n_patches)``, refused below 2 (a pair needs two): the one check of it, made by
+    :class:`~braindecode_pars.PARS` and, before any work, by the pretraining settings."""
+    n_masked = int(round(pos_mask_ratio * n_patches))
+    if n_masked < 2:
+        raise ValueError(
+            f"pos_mask_ratio={pos_mask_ratio} of n_patches={n_patches} masks {n_masked} "
+            "patch(es); PARS needs at least 2 position-masked patches to form a pair."
+        )
+    return n_masked

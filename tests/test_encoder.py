@@ -108,7 +108,11 @@ def test_tokens_hidden_from_keys_do_not_influence_the_others():
     "kwargs, match",
     [
         pytest.param(dict(sfreq=10, n_chans=2), "'n_chans' must be 1", id="two-channels"),
-        pytest.param(dict(sfreq=10, emb_dim=30, n_heads=4), "divisible by 'n_heads'", id="heads"),
+        pytest.param(
+            dict(sfreq=10, emb_dim=30, n_heads=4),
+            "'n_heads' must divide the token size emb_dim=30",
+            id="heads",
+        ),
         pytest.param(dict(sfreq=10, patch_seconds=0), r"'patch_seconds' must lie in", id="patch"),
         pytest.param(dict(sfreq=10, depth=0), "'depth' must be >= 1", id="depth"),
     ],
@@ -190,7 +194,7 @@ def test_encoder_size_names_and_dicts_give_checked_configs():
         encoder_size({"heads": 2})
     with pytest.raises(ValueError, match="Allowed values are 'small', 'paper'"):
         encoder_size("huge")
-    with pytest.raises(ValueError, match="divisible by 'n_heads'"):
+    with pytest.raises(ValueError, match="'n_heads' must divide the token size emb_dim=64"):
         encoder_size({"n_heads": 3})
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._checks import check_device, check_option
+from .._checks import check_device, check_heads, check_option
 from .._logging import verbose_logging
 from .._params import store_params
 from ..datasets.adapters import Windows, _windows_info, read_windows
@@ -203,12 +203,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         initial = load_encoder_param(self.init_encoder, name="init_encoder")
         if initial is not None:
             config = self._initial_config(config, initial)
-        if self.emb_dim % self.decoder_heads:
-            divisors = [h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]
-            raise ValueError(
-                f"'decoder_heads' must divide emb_dim={self.emb_dim} (one of {divisors}), but "
-                f"got {self.decoder_heads}."
-            )
+        check_heads("decoder_heads", self.decoder_heads, config.emb_dim)
         check_option("preset", self.preset, (None, "paper"))
         check_device("device", self.device)
         check_option("amp", self.amp, (True, False, "auto"))
@@ -216,13 +211,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_option("compile_mode", self.compile_mode, COMPILE_MODES)
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
-        n_masked = int(round(self.pos_mask_ratio * self.n_patches))
-        if self.method == "pars" and self._pretrains() and n_masked < 2:
-            raise ValueError(
-                f"pos_mask_ratio={self.pos_mask_ratio} of n_patches={self.n_patches} masks "
-                f"{n_masked} patch(es); PARS needs at least 2."
-            )
-        return config, initial
+        return config, initial  # PARS's masked patches: checked by pretrain_config()
 
     @staticmethod
     def _initial_config(config, initial):

@@ -14,7 +14,7 @@ import math
 
 from torch import nn
 
-from .._checks import check_int, check_option, check_range
+from .._checks import check_heads, check_int, check_option, check_range
 
 #: Activations by the name a record stores (an activation class is not serialisable).
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
@@ -98,12 +98,9 @@ class PatchEncoderConfig:
         check_option("activation", values["activation"], tuple(ACTIVATIONS))
         for name, value in values.items():
             object.__setattr__(self, name, value)
-        if self.emb_dim % 2 or self.emb_dim % self.n_heads:
-            divisors = [h for h in range(1, self.emb_dim + 1) if self.emb_dim % h == 0]
-            raise ValueError(
-                f"'emb_dim' must be even and divisible by 'n_heads', but got emb_dim="
-                f"{self.emb_dim} and n_heads={self.n_heads} (divisors of emb_dim: {divisors})."
-            )
+        check_heads("n_heads", self.n_heads, self.emb_dim)
+        if self.emb_dim % 2:  # the sinusoidal positions pair sines and cosines
+            raise ValueError(f"'emb_dim' must be even, but got {self.emb_dim}.")
 
     @classmethod
     def fields(cls):

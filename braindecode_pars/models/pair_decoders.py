@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import register_flop_formula
 
-from .._checks import check_int
+from .._checks import check_heads
 
 #: On a CPU the factor tables are processed this many elements (table entries of one
 #: chunk of windows) at a time: about 1 MB of float32, so that a chunk's tables stay in
@@ -299,18 +299,6 @@ def _exact_pairs(q, k, s, den, n, scale, size=None):
 def _chunks(B, chunk):
     """``(start, stop)`` of the batch's chunks of ``chunk`` windows."""
     return [(b, min(b + chunk, B)) for b in range(0, B, chunk)]
-
-
-def check_heads(name, n_heads, emb_dim):
-    """Raise unless ``n_heads`` (the parameter ``name``) is a positive int dividing ``emb_dim``."""
-    check_int(name, n_heads, 1)
-    if emb_dim % n_heads:
-        divisors = [h for h in range(1, emb_dim + 1) if emb_dim % h == 0]
-        raise ValueError(
-            f"'{name}' must divide the token size emb_dim={emb_dim} (one of {divisors}), "
-            f"but got {n_heads}."
-        )
-    return n_heads
 
 
 class CrossAttentionPairDecoder(nn.Module):

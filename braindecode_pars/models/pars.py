@@ -5,8 +5,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .._checks import check_int, check_option, check_range
-from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder, check_heads
+from .._checks import (
+    check_heads,
+    check_int,
+    check_option,
+    check_position_masking,
+    check_range,
+)
+from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
 from .pretext import PretextModel
 
 
@@ -107,12 +113,7 @@ class PARS(PretextModel):
         check_option("sampling", sampling, ("random", "disjoint", "fixed"))
         check_option("decoder_impl", decoder_impl, ("folded", "naive"))
         check_int("decoder_hidden", decoder_hidden, 1)
-        n_masked = int(round(pos_mask_ratio * n_patches))
-        if n_masked < 2:
-            raise ValueError(
-                f"pos_mask_ratio={pos_mask_ratio} of n_patches={n_patches} masks {n_masked} "
-                "patch(es); PARS needs at least 2 position-masked patches to form a pair."
-            )
+        n_masked = check_position_masking(n_patches, pos_mask_ratio)
         super().__init__(*signal, **kwargs)
         self.n_patches = n_patches
         self.pos_mask_ratio = pos_mask_ratio

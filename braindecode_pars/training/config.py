@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .._checks import check_int, check_option, check_range
+from .._checks import check_int, check_option, check_position_masking, check_range
 from ._split import training_windows
 from .schedule import _epochs_for_steps
 
@@ -80,6 +80,8 @@ class PretrainConfig:
         check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
         check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)
         check_int("decoder_heads", self.decoder_heads, 1)
+        if self.method == "pars" and self.max_epochs != 0:  # 0: no pretext model is built
+            check_position_masking(self.n_patches, self.pos_mask_ratio)
         check_option("sampling", self.sampling, ("random", "disjoint", "fixed"))
         if self.window_seconds is not None:
             check_range("window_seconds", self.window_seconds, 0, math.inf, low_open=True)
