@@ -12,12 +12,14 @@ progress with its ETA. The layout and the resume protocol are described in
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import logging
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -271,14 +273,19 @@ def _worker_start():
     logging.getLogger("mne").setLevel(logging.ERROR)
 
 
+def _warm():
+    """A worker's first task: it answers once it has started (its imports done)."""
+    return os.getpid()
+
+
 def _results(units, start, jobs, parallel, code, on_error):
     """``(position, prepared)`` of every unit from ``start`` on, in their order.
 
     With ``jobs > 1`` (and units that workers can take) ``jobs`` processes prepare
-    the units, at most about ``2 * jobs`` ahead of the one written; the order of the
+    the units, at most ``2 * jobs`` ahead of the one written; the order of the
     results is the units' whatever the order they finish in. Until the first worker
-    has answered (workers start in seconds: they import the libraries once, in the
-    forkserver) this process prepares units itself instead of waiting.
+    has started (workers take seconds: the forkserver imports the libraries once)
+    this process prepares the units itself instead of waiting (``PARENT_HELPS``).
     """
     if jobs == 1 or not parallel:
         for position, unit in enumerate(units):
@@ -290,36 +297,44 @@ def _results(units, start, jobs, parallel, code, on_error):
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if context.get_start_method() == "forkserver":  # workers fork with the imports done
         context.set_forkserver_preload([__name__])
-    todo = ((p, u) for p, u in enumerate(units) if p >= start)
-    ready, running, head, warm = {}, {}, start, False
-    with concurrent.futures.ProcessPoolExecutor(
+    pool = concurrent.futures.ProcessPoolExecutor(
         jobs, mp_context=context, initializer=_worker_start
-    ) as pool:
+    )
+    warming = []  # the workers' first tasks, submitted by a thread: starting them blocks
+
+    def launch():
         try:
-            while True:
-                while len(running) + len(ready) < 2 * jobs:  # keep the workers fed
-                    item = next(todo, None)
-                    if item is None:
-                        break
-                    running[item[0]] = pool.submit(_prepare, item[1], item[0], code, on_error)
-                for position in [p for p, f in running.items() if f.done()]:
-                    ready[position], warm = running.pop(position).result(), True
-                if head in ready:
-                    yield head, ready.pop(head)
-                    head += 1
-                elif head in running and (warm or len(ready) >= 2 * jobs or not PARENT_HELPS):
-                    ready[head], warm = running.pop(head).result(), True
-                elif not running:
-                    return
-                else:  # the workers are starting: prepare the next unit here
-                    item = next(todo, None)
-                    if item is None:
-                        ready[head], warm = running.pop(head).result(), True
-                    else:
-                        ready[item[0]] = _prepare(item[1], item[0], code, on_error)
-        finally:
-            for future in running.values():
-                future.cancel()
+            warming.extend(pool.submit(_warm) for _ in range(jobs))
+        except RuntimeError:  # the build ended before the workers started
+            pass
+
+    starter = threading.Thread(target=launch, daemon=True, name="store-workers")
+    starter.start()
+    running, submitted = collections.deque(), False
+    try:
+        for position, unit in enumerate(units):
+            if position < start:
+                continue
+            helps = PARENT_HELPS and not submitted
+            if helps and not any(f.done() for f in list(warming)):
+                yield position, _prepare(unit, position, code, on_error)
+                continue
+            submitted = True
+            running.append((position, pool.submit(_prepare, unit, position, code, on_error)))
+            del unit
+            while len(running) > 2 * jobs or (running and running[0][1].done()):
+                done, future = running.popleft()
+                yield done, future.result()
+        while running:
+            done, future = running.popleft()
+            yield done, future.result()
+    finally:
+        for _, future in running:
+            future.cancel()
+        if submitted:
+            pool.shutdown(wait=True, cancel_futures=True)
+        # else every unit was prepared here, and the workers, still starting, stop on
+        # their own once started (the pool is let go without waiting for them)
 
 
 class _Progress:
