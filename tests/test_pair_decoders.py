@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from braindecode_pars.models import pair_decoders
+from braindecode_pars.models import pair_attention, pair_decoders
 from braindecode_pars.models.pair_decoders import (
     CrossAttentionPairDecoder,
     MLPPairDecoder,
@@ -95,13 +95,13 @@ FLOAT32_TOL = 1e-5
 def bad_pairs(monkeypatch):
     """Record, per call of the folded decoder, how many pairs took the exact fallback."""
     calls = []
-    exact_pairs = pair_decoders._exact_pairs
+    exact_pairs = pair_attention.exact_pairs
 
-    def recording_exact_pairs(q, k, s, den, *args, **kwargs):
-        calls.append(int(den.isinf().sum()))
-        return exact_pairs(q, k, s, den, *args, **kwargs)
+    def recording_exact_pairs(q, k, s, bad, *args, **kwargs):
+        calls.append(int(bad.sum()))
+        return exact_pairs(q, k, s, bad, *args, **kwargs)
 
-    monkeypatch.setattr(pair_decoders, "_exact_pairs", recording_exact_pairs)
+    monkeypatch.setattr(pair_attention, "exact_pairs", recording_exact_pairs)
     return calls
 
 
@@ -177,11 +177,29 @@ def test_float64_underflowing_pairs_are_computed_exactly(bad_pairs):
 
 def test_chunked_tables_on_cpu_equal_the_naive_decoder(monkeypatch, bad_pairs):
     # 7 windows of 4 heads, chunks of 2 windows: 4 chunks, the last one short
-    monkeypatch.setattr(pair_decoders, "CPU_CHUNK_ELEMENTS", 2 * 4 * (2 * 6) * 10)
+    monkeypatch.setattr(pair_attention, "CPU_CHUNK_ELEMENTS", 2 * 4 * (2 * 6) * 10)
     dec = CrossAttentionPairDecoder(16, 4).double()
     y, idx = _random_case(7, 10, 6, 16)
     _check_against_naive(dec, y, idx, rtol=1e-9)
     assert bad_pairs == [0]  # one call, no fallback: the chunks alone are tested
+
+
+def test_accelerator_chunks_equal_the_naive_decoder(monkeypatch, bad_pairs):
+    # the chunks a GPU takes, taken on this CPU: 7 windows, 4 heads of size 4, 6 masked
+    # of 10 patches: ceil(12 * 10 / (0.25 * 22 * 4)) = 6 chunks wanted, 4 of 2 windows
+    chunk_size = pair_attention._chunk_size
+    sizes = []
+
+    def accelerator_chunk_size(q, k):
+        sizes.append(chunk_size(q.to("meta"), k.to("meta")))
+        return sizes[-1]
+
+    monkeypatch.setattr(pair_attention, "_chunk_size", accelerator_chunk_size)
+    dec = CrossAttentionPairDecoder(16, 4).double()
+    y, idx = _random_case(7, 10, 6, 16)
+    _check_against_naive(dec, y, idx, rtol=1e-9)
+    assert sizes == [2, 2]  # forward and backward, 4 chunks each
+    assert bad_pairs == [0]
 
 
 def test_folded_decoder_backward_can_run_twice():
@@ -224,7 +242,7 @@ def test_pairs_beyond_the_fallback_are_counted_not_hidden(monkeypatch, bad_pairs
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
     full, unresolved = dec.forward_counted(y, idx)
     assert unresolved.item() == 0 and unresolved.dtype == torch.long
-    monkeypatch.setattr(pair_decoders, "FALLBACK_PAIRS", 3)
+    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 3)
     partial, unresolved = dec.forward_counted(y, idx)
     n_bad = bad_pairs[-1]
     assert n_bad > 3
@@ -242,7 +260,7 @@ def test_the_operator_passes_torch_library_checks():
     k = ks[..., :16].view(2, 12, 2, 8).transpose(1, 2).contiguous().detach().requires_grad_()
     s = ks[..., 16:].transpose(1, 2).contiguous().detach().requires_grad_()
     q = torch.randn(2, 2, 18, 8, requires_grad=True)
-    torch.library.opcheck(pair_decoders.pair_attention, (q, k, s, 9, 8**-0.5))
+    torch.library.opcheck(pair_attention.pair_attention, (q, k, s, 9, 8**-0.5))
 
 
 def _flops(fn):
@@ -260,9 +278,9 @@ def test_flop_counter_counts_the_operator_as_its_products():
     k = torch.randn(B, H, N, d, requires_grad=True)
     s = torch.randn(B, H, N, requires_grad=True)
     forward = 2 * B * H * (2 * n * N * d + 2 * n * n * N)
-    backward = 2 * B * H * (2 * n * N * d + 4 * n * n * N + 2 * 2 * n * N * d)
-    assert _flops(lambda: pair_decoders.pair_attention(q, k, s, n, 0.3)) == forward
-    total = _flops(lambda: pair_decoders.pair_attention(q, k, s, n, 0.3)[0].sum().backward())
+    backward = 2 * B * H * (2 * n * N * d + 6 * n * n * N + 2 * 2 * n * N * d)
+    assert _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3)) == forward
+    total = _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3)[0].sum().backward())
     assert total == forward + backward
 
 

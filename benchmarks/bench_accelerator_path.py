@@ -1,0 +1,226 @@
+"""The accelerator path of a PARS step, checked on a CPU: memory and FLOPs against the encoder.
+
+A CPU in eager mode does not take the path a GPU takes, so a CPU-only check can pass
+while the GPU path grows. This script takes that path on a CPU:
+
+- the step is compiled with ``torch.compile(backend="aot_eager")``: Dynamo and
+  AOTAutograd trace forward and backward as they do for Inductor, and the traced graph
+  runs eagerly;
+- the pair operator (:func:`braindecode_pars.models.pair_attention.pair_attention`)
+  takes the chunks of windows it takes on an accelerator
+  (``ACCELERATOR_SCRATCH_RATIO``), not the CPU's cache-sized ones (``--cpu-chunks``
+  keeps those).
+
+For n_patches 40 and 128 it records, PARS against the encoder alone on the same patches
+and masks (the same model's encoder, its loss a mean of squares, compiled the same way):
+
+1. **memory**: the growth of the process's resident peak (VmHWM, reset before the step)
+   over one training step (forward, backward, AdamW) after a warm-up step that
+   allocates AdamW's state, each measured in a fresh process whose malloc maps every
+   block of 128 KiB or more on its own and unmaps it when freed (so the resident peak
+   follows what the step holds); on a 128 x 2 encoder
+   (8 heads, feed-forward 128, 8 decoder heads), 30-s windows at 200 Hz, batch 64;
+2. **FLOPs**: ``torch.utils.flop_counter`` over the forward and backward, on fake
+   tensors (shapes only, nothing computed) at the paper's size (512 x 8, 30-s windows
+   at 200 Hz) and batch 64, the 128 x 2 encoder beside it.
+
+The targets: at 128 patches, PARS at most 1.5 times the encoder's memory growth and
+1.1 times its FLOPs (at the paper's size: on the 128 x 2 encoder the decoder's
+``n^2 N`` products per head weigh more against the encoder's, so its FLOPs row is
+given for scale). ``tests/test_bench_accelerator_path.py`` runs the check at 128
+patches in ``make test``.
+
+Usage::
+
+    python benchmarks/bench_accelerator_path.py --out benchmarks/results/accelerator_path.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+import sys
+
+import torch
+from _measure import in_child, machine, peak_growth, write_report
+from bench_pair_decoder import N_TIMES, SFREQ
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils.flop_counter import FlopCounterMode
+
+from braindecode_pars import PARS
+from braindecode_pars.models import pair_attention
+from braindecode_pars.models.encoder_config import PatchEncoderConfig
+from braindecode_pars.training.memory import _M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD, _glibc
+
+#: The encoder whose steps are run for the memory rows: 128 x 2 with the paper's
+#: proportions (8 heads, feed-forward as wide as the tokens).
+MEMORY_SIZE = {"emb_dim": 128, "depth": 2, "n_heads": 8, "ff_dim": 128}
+#: n_patches of the rows.
+PATCHES = (40, 128)
+#: The targets at 128 patches: PARS / encoder alone.
+MAX_MEMORY_RATIO, MAX_FLOP_RATIO = 1.5, 1.1
+
+
+def build(size, n_patches, batch_size, decoder_impl="folded"):
+    """A PARS model of encoder ``size`` (seed 0), a batch, and fixed patches and masks."""
+    torch.manual_seed(0)
+    model = PARS(
+        n_times=N_TIMES,
+        sfreq=SFREQ,
+        n_patches=n_patches,
+        decoder_impl=decoder_impl,
+        **PatchEncoderConfig.from_size(size).asdict(),
+    )
+    X = torch.randn(batch_size, 1, N_TIMES)
+    starts = model.sample_patches(batch_size, "cpu")
+    pos_mask, _ = model.mask_positions(batch_size, "cpu")
+    return model, X, starts, pos_mask
+
+
+def losses(model, X, starts, pos_mask, compiled):
+    """The two losses as functions: PARS's, and the encoder alone's (mean of squares)."""
+    pars, encoder = model, model.encoder
+    if compiled:
+        pars = torch.compile(model, backend="aot_eager", dynamic=False)
+        encoder = torch.compile(model.encoder, backend="aot_eager", dynamic=False)
+    return {
+        "pars": lambda: pars(X)["loss"],
+        "encoder": lambda: encoder(X, starts=starts, pos_mask=pos_mask).pow(2).mean(),
+    }
+
+
+def accelerator_chunks():
+    """Make the pair operator take, on a CPU, the chunks it takes on an accelerator."""
+    chunk_size = pair_attention._chunk_size
+
+    def accelerator_chunk_size(q, k):
+        return chunk_size(q.to("meta"), k.to("meta"))  # any device but the CPU
+
+    pair_attention._chunk_size = accelerator_chunk_size
+
+
+def track_live_memory():
+    """Have glibc map every block of 128 KiB or more on its own and unmap it when freed,
+    so that the resident peak follows the memory a step holds, not what malloc kept."""
+    libc = _glibc()
+    if libc is None:
+        raise RuntimeError("the memory rows need glibc's malloc (Linux)")
+    for param in (_M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD):
+        if libc.mallopt(param, 128 * 1024) != 1:
+            raise RuntimeError(f"mallopt({param}) failed")
+
+
+def memory_child(what, n_patches, batch_size, cpu_chunks):
+    """In a fresh process: MiB of resident-peak growth of one compiled training step."""
+    torch.set_num_threads(1)
+    track_live_memory()
+    if not cpu_chunks:
+        accelerator_chunks()
+    model, X, starts, pos_mask = build(MEMORY_SIZE, n_patches, batch_size)
+    loss = losses(model, X, starts, pos_mask, compiled=True)[what]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss().backward()
+        opt.step()
+
+    step()  # compiles, and allocates AdamW's state
+    step()
+    return {"growth_mib": peak_growth(step)[0]}
+
+
+def memory_row(n_patches, batch_size, cpu_chunks=False):
+    """PARS's and the encoder's step memory growth (MiB), each in a fresh process."""
+    return {
+        what: in_child(__file__, "memory", what, n_patches, batch_size, int(cpu_chunks))[
+            "growth_mib"
+        ]
+        for what in ("encoder", "pars")
+    }
+
+
+def flop_row(size, n_patches, batch_size, decoder_impl="folded"):
+    """FLOPs of a forward and backward of PARS and of the encoder alone (fake tensors)."""
+    counts = {}
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        model, X, starts, pos_mask = build(size, n_patches, batch_size, decoder_impl)
+        for what, loss in losses(model, X, starts, pos_mask, compiled=False).items():
+            with FlopCounterMode(display=False) as counter:
+                loss().backward()
+            counts[what] = counter.get_total_flops()
+            model.zero_grad(set_to_none=True)
+    return counts
+
+
+def parse_args(argv=None):
+    """The command line; ``argv`` as ``sys.argv[1:]`` (that if None)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
+    parser.add_argument("--batch-size", type=int, default=64, help="(default: 64)")
+    parser.add_argument(
+        "--patches", type=int, nargs="+", default=list(PATCHES), help="(default: 40 128)"
+    )
+    parser.add_argument(
+        "--cpu-chunks",
+        action="store_true",
+        help="keep the CPU's chunks in the pair operator (default: the accelerator's)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    """Run the check; write its report; return ``{n_patches: row}``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--child"]:  # a fresh process for one memory figure
+        _, _, what, n_patches, batch, cpu_chunks = argv
+        print(json.dumps(memory_child(what, int(n_patches), int(batch), cpu_chunks == "1")))
+        return None
+    args = parse_args(argv)
+    torch.set_num_threads(1)
+    rows = {}
+    for n in args.patches:
+        mem = memory_row(n, args.batch_size, args.cpu_chunks)
+        flops = flop_row("paper", n, args.batch_size)
+        small = flop_row(MEMORY_SIZE, n, args.batch_size)
+        rows[n] = dict(
+            memory=mem,
+            memory_ratio=mem["pars"] / mem["encoder"],
+            flops=flops,
+            flop_ratio=flops["pars"] / flops["encoder"],
+            small_flop_ratio=small["pars"] / small["encoder"],
+        )
+    command = shlex.join(["python", "benchmarks/bench_accelerator_path.py", *argv])
+    lines = [
+        "# The accelerator path of a PARS step, on a CPU",
+        "",
+        f"- Machine: {machine()}",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d} UTC",
+        f"- Command: `{command}`",
+        '- Path: `torch.compile(backend="aot_eager")`, the pair operator over the '
+        + ("CPU's chunks" if args.cpu_chunks else "accelerator's chunks, as on a GPU"),
+        f"- Memory: 128 x 2 encoder, 30-s windows at 200 Hz, batch {args.batch_size}, one "
+        "training step after two warm-up steps, resident-peak growth, each figure in a "
+        "fresh process. FLOPs: forward and backward on fake tensors, batch "
+        f"{args.batch_size}.",
+        f"- Targets at 128 patches: memory ratio <= {MAX_MEMORY_RATIO}, FLOP ratio (paper "
+        f"size) <= {MAX_FLOP_RATIO}.",
+        "",
+        "| patches | encoder step growth (MiB) | PARS step growth (MiB) | memory ratio "
+        "| FLOP ratio, 512 x 8 (paper) | FLOP ratio, 128 x 2 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n, row in rows.items():
+        lines.append(
+            f"| {n} | {row['memory']['encoder']:.0f} | {row['memory']['pars']:.0f} "
+            f"| {row['memory_ratio']:.2f} | {row['flop_ratio']:.3f} "
+            f"| {row['small_flop_ratio']:.3f} |"
+        )
+    write_report(lines, args.out)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
