@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test lint demo compare docs benchmark clean
+.PHONY: install test lint demo compare docs benchmark device-wheels clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,16 @@ docs: install
 
 benchmark: install
 	$(PY) benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
+
+# The wheels benchmarks/device_check.sh installs on a GPU machine (Python 3.12, x86-64),
+# which has torch but not braindecode, skorch or MNE: benchmarks/device_wheels.txt, without
+# their dependencies, into .device-wheels/ (ignored through .git/info/exclude; about 12 MB)
+device-wheels: install
+	mkdir -p .device-wheels .git/info
+	grep -qx '/.device-wheels/' .git/info/exclude 2>/dev/null || echo '/.device-wheels/' >> .git/info/exclude
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 -d .device-wheels -r benchmarks/device_wheels.txt
 
 clean:
 	rm -rf docs/_build docs/auto_examples docs/generated docs/sg_execution_times.rst results

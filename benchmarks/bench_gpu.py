@@ -20,10 +20,17 @@ One command records, on one device (a CUDA GPU by default):
 same code runs on a CPU in seconds; the test suite runs it so, and the benchmark cannot
 rot on machines without a GPU.
 
+``--decoder db22036`` swaps db22036's pair decoder (``benchmarks/lib/
+pair_decoders_db22036.py``, the factor tables on every device) into every PARS model,
+with the same weights, for an A/B against this tree's on one machine;
+``--variants``, ``--memory-patches`` and ``--memory-batch-size`` pick the rows, and
+``--json`` writes the results for a script (``device_check.py``) to read.
+
 Usage::
 
     python benchmarks/bench_gpu.py --out benchmarks/results/gpu.md
     python benchmarks/bench_gpu.py --device cpu --tiny
+    python benchmarks/bench_gpu.py --batch-size 256 1024 --decoder db22036
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import json
 import shlex
 import sys
 import time
@@ -40,6 +48,7 @@ import torch
 import torch._inductor.config
 from _measure import machine, median_times, peak_growth, write_report
 from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
+from lib.pair_decoders_db22036 import CrossAttentionPairDecoder as DB22036Decoder
 from torch._dynamo.utils import counters
 
 from braindecode_pars import PARS
@@ -81,9 +90,27 @@ VARIANTS = {
     "bf16 autocast": (True, False),
     "bf16 autocast + torch.compile": (True, True),
 }
+#: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
+VARIANT_NAMES = dict(zip(("float32", "bf16", "bf16-compile"), VARIANTS, strict=True))
+#: The pair decoders: this tree's, or db22036's (benchmarks/lib/pair_decoders_db22036.py).
+DECODERS = ("tree", "db22036")
 
 #: n_patches of the memory table.
 MEMORY_PATCHES = (40, 80, 128)
+
+
+def use_decoder(model, decoder):
+    """``model`` (PARS) with the pair decoder ``decoder`` of :data:`DECODERS`: "tree"
+    leaves it; "db22036" puts db22036's cross-attention decoder in its place, with the
+    same weights."""
+    if decoder == "tree":
+        return model
+    if decoder != "db22036":
+        raise ValueError(f"'decoder' must be one of {DECODERS}, but got {decoder!r}.")
+    old = DB22036Decoder(model.decoder.emb_dim, model.decoder.n_heads)
+    old.load_state_dict(model.decoder.state_dict())
+    model.decoder = old.to(next(model.decoder.parameters(), torch.empty(0)).device)
+    return model
 
 
 def synchronize(device):
@@ -117,6 +144,10 @@ class TrainingSteps:
         module and of the encoder; the backward passes are compiled with them.
     backend : str
         ``torch.compile``'s backend.
+    mode : str | None
+        ``torch.compile``'s mode; "reduce-overhead" replays the steps as CUDA graphs.
+    decoder : {"tree", "db22036"}
+        The pair decoder (:func:`use_decoder`).
 
     Attributes
     ----------
@@ -136,12 +167,12 @@ class TrainingSteps:
         compiled=False,
         backend="inductor",
         mode=None,
+        decoder="tree",
     ):
         self.device, self.bf16 = torch.device(device), bf16
         self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
-        self.model = PARS(
-            n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size
-        ).to(self.device)
+        model = PARS(n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size)
+        self.model = use_decoder(model, decoder).to(self.device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-4)
         self.X = torch.randn(batch_size, 1, config.n_times, device=self.device)
         self.starts = self.model.sample_patches(batch_size, self.device)
@@ -190,17 +221,24 @@ def break_reasons():
     return sorted({reason.splitlines()[0] for reason in counters["graph_break"]})
 
 
-def step_table(config, n_patches, batch_size, device, repeats, backend, mode=None):
-    """The step table's rows at one batch size: a dict per variant of :data:`VARIANTS`.
+def step_table(
+    config, n_patches, batch_size, device, repeats, backend, mode=None, decoder="tree",
+    variants=tuple(VARIANTS),
+):  # fmt: skip
+    """The step table's rows at one batch size: a dict per variant of ``variants`` (labels
+    of :data:`VARIANTS`).
 
     Each variant is a fresh model (seed 0); the first steps are timed one by one, then
     the median over ``repeats`` steps of all six steps interleaved (2 warm-up steps).
     On a CPU a variant whose compilation fails is reported skipped, with the error.
     """
     rows, built = {}, {}
-    for label, (bf16, compiled) in VARIANTS.items():
+    for label in variants:
+        bf16, compiled = VARIANTS[label]
         torch.manual_seed(0)
-        steps = TrainingSteps(config, n_patches, batch_size, device, bf16, compiled, backend, mode)
+        steps = TrainingSteps(
+            config, n_patches, batch_size, device, bf16, compiled, backend, mode, decoder
+        )
         try:
             pars_first, pars_breaks = first_step(steps.pars_step)
             enc_first, enc_breaks = first_step(steps.encoder_step)
@@ -246,18 +284,23 @@ def step_memory(step, device):
     return (peak - before) / MIB, peak / MIB
 
 
-def memory_row(config, n_patches, batch_size, device):
-    """Memory of a PARS and of an encoder-alone step (bf16 autocast, eager), each model fresh."""
+def memory_row(config, n_patches, batch_size, device, decoder="tree"):
+    """Memory of a PARS and of an encoder-alone step (bf16 autocast, eager), each model
+    fresh; a step that runs out of GPU memory gives (None, None)."""
     row = {}
     for what in ("encoder", "pars"):
         if device.type == "cuda":  # (on a CPU peak_growth collects)
             gc.collect()
             torch.cuda.empty_cache()
         torch.manual_seed(0)
-        steps = TrainingSteps(config, n_patches, batch_size, device, bf16=True)
-        step = steps.pars_step if what == "pars" else steps.encoder_step
-        step()  # allocates AdamW's state
-        row[what] = step_memory(step, device)
+        steps = step = None
+        try:
+            steps = TrainingSteps(config, n_patches, batch_size, device, bf16=True, decoder=decoder)
+            step = steps.pars_step if what == "pars" else steps.encoder_step
+            step()  # allocates AdamW's state
+            row[what] = step_memory(step, device)
+        except torch.OutOfMemoryError:
+            row[what] = (None, None)
         del steps, step
     return row
 
@@ -290,6 +333,39 @@ def parse_args(argv=None):
         choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
         help="torch.compile's mode (default: torch's; reduce-overhead replays the compiled "
         "forward and backward as CUDA graphs)",
+    )
+    parser.add_argument(
+        "--decoder",
+        choices=DECODERS,
+        default="tree",
+        help="PARS's pair decoder: this tree's (default) or db22036's, for an A/B",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(VARIANT_NAMES),
+        default=list(VARIANT_NAMES),
+        help="rows of the step table (default: all)",
+    )
+    parser.add_argument(
+        "--memory-patches",
+        type=int,
+        nargs="*",
+        default=list(MEMORY_PATCHES),
+        help=f"n_patches of the memory table (default: {MEMORY_PATCHES}; none: no table)",
+    )
+    parser.add_argument(
+        "--memory-batch-size",
+        type=int,
+        nargs="+",
+        help="batch sizes of the memory table (default: --batch-size's)",
+    )
+    parser.add_argument("--json", help="also write the results here as JSON")
+    parser.add_argument(
+        "--compile-caches",
+        action="store_true",
+        help="let torch.compile reuse its on-disk caches (default: disabled, so that a first "
+        "step holds the whole compilation)",
     )
     return parser.parse_args(argv)
 
@@ -352,6 +428,12 @@ def main(argv=None):
         f"- Command: `{command}`",
         f"- Encoder: {config.name}; PARS with the folded cross-attention decoder, "
         "pos_mask_ratio 0.8; AdamW (lr 1e-4, weight decay 1e-4).",
+        "- Pair decoder: "
+        + (
+            "this tree's"
+            if args.decoder == "tree"
+            else "db22036's (`benchmarks/lib/pair_decoders_db22036.py`), same weights"
+        ),
         "",
         f"### Training step, n_patches = {args.n_patches}",
         "",
@@ -362,7 +444,10 @@ def main(argv=None):
         f"`torch.compile` (backend `{args.compile_backend}`, mode "
         f"`{args.compile_mode or 'default'}`, `dynamic=False`, the whole "
         "PARS module and the encoder compiled, AdamW eager, on-disk compile caches "
-        "disabled) it holds the compilation. Encoder alone: the same model's encoder on "
+        + ("allowed" if args.compile_caches else "disabled")
+        + ") it holds the compilation"
+        + (", less what the caches held" if args.compile_caches else "")
+        + ". Encoder alone: the same model's encoder on "
         "one fixed draw of patches and masks, its loss a mean of squares. PARS loss: of "
         "the last timed step.",
         "",
@@ -372,11 +457,11 @@ def main(argv=None):
         "|---|---|---|---|---|---|---|---|---|",
     ]
     results = {"steps": {}, "memory": {}}
-    with torch._inductor.config.patch(force_disable_caches=True):
+    with torch._inductor.config.patch(force_disable_caches=not args.compile_caches):
         for batch in batch_sizes:
             rows = step_table(
                 config, args.n_patches, batch, device, repeats, args.compile_backend,
-                args.compile_mode,
+                args.compile_mode, args.decoder, [VARIANT_NAMES[v] for v in args.variants],
             )  # fmt: skip
             results["steps"][batch] = rows
             for variant, r in rows.items():
@@ -405,18 +490,31 @@ def main(argv=None):
         "| PARS: growth (MiB) | encoder alone: peak (MiB) | PARS: peak (MiB) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for batch in batch_sizes:
-        for n_patches in MEMORY_PATCHES:
-            row = memory_row(config, n_patches, batch, device)
+    for batch in args.memory_batch_size or batch_sizes:
+        for n_patches in args.memory_patches:
+            row = memory_row(config, n_patches, batch, device, args.decoder)
             results["memory"][batch, n_patches] = row
-            (enc, enc_peak), (pars, pars_peak) = row["encoder"], row["pars"]
-            peaks = f"{enc_peak:,.0f} | {pars_peak:,.0f}" if cuda else "n/a on CPU | n/a on CPU"
+            cells = []
+            for i in (0, 1):  # growths, then peaks
+                for what in ("encoder", "pars"):
+                    value = row[what][i]
+                    if row[what] == (None, None):
+                        cells.append("out of memory")
+                    else:
+                        cells.append("n/a on CPU" if value is None else f"{value:,.0f}")
             n_m = round(0.8 * n_patches)
-            lines.append(
-                f"| {batch} | {n_patches} | {n_m * n_m} | {enc:,.0f} | {pars:,.0f} | {peaks} |"
-            )
+            lines.append(f"| {batch} | {n_patches} | {n_m * n_m} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
     write_report(lines, args.out)
+    if args.json:
+        record = {
+            "device": name,
+            "decoder": args.decoder,
+            "steps": {str(b): rows for b, rows in results["steps"].items()},
+            "memory": {f"{b}x{n}": row for (b, n), row in results["memory"].items()},
+        }
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=1)
     return results
 
 

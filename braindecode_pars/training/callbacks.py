@@ -16,6 +16,7 @@ from .._logging import PACKAGE_LOGGER, shows_bars
 from ..models.pretext import pretext_skill
 from . import distributed
 from .schedule import _batches_per_epoch
+from .steps import _kept
 
 logger = logging.getLogger(__name__)
 
@@ -80,30 +81,6 @@ class PretextSkill(Callback):
 
 #: The output entry that counts the pairs a pair decoder could not compute exactly.
 UNRESOLVED = "unresolved_pairs"
-
-
-def _kept(value):
-    """A logged value as the log keeps it until it is read: a detached float copy on its
-    device (a CUDA graph's output memory is rewritten by the next replay)."""
-    return value.detach().float().clone()
-
-
-class _ReadLog(Callback):
-    """The pretraining net's log read at its report cadence: at the end of every epoch
-    the net reports (``reports_epoch_``) and at the end of training, before the other
-    callbacks look at the history (it comes first); see
-    :meth:`~braindecode_pars.training.PretrainNet.read_log`."""
-
-    def on_train_begin(self, net, **kwargs):
-        net.start_log()
-
-    def on_epoch_end(self, net, **kwargs):
-        net.end_epoch_log()
-        if getattr(net, "reports_epoch_", True) or len(net.history) >= net.max_epochs:
-            net.read_log()
-
-    def on_train_end(self, net, **kwargs):
-        net.read_log()
 
 
 class EpochProgress(Callback):

@@ -1,8 +1,10 @@
 """Pretraining any pretext model through skorch, without labels: :class:`PretrainNet`.
 
 Its callbacks are in :mod:`~braindecode_pars.training.callbacks`, its run record and
-resume check in :mod:`~braindecode_pars.training.resume`, its validation split in
-:mod:`~braindecode_pars.training._split`; their names stay importable from here.
+resume check in :mod:`~braindecode_pars.training.resume`, its validation on fixed draws
+in :mod:`~braindecode_pars.training.validation` (the split in
+:mod:`~braindecode_pars.training._split`), and its steps, which never wait for the
+device, with the log they keep, in :mod:`~braindecode_pars.training.steps`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,9 @@ import json
 import logging
 from pathlib import Path
 
-import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import EpochTimer
-from skorch.dataset import ValidSplit, get_len
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import (
@@ -25,30 +25,23 @@ from torch.utils.data import (
     RandomSampler,
     SequentialSampler,
     Subset,
-    TensorDataset,
 )
 
-from .._checks import check_device, check_int, check_option, check_range
+from .._checks import check_device, check_option
 from ..datasets.disk_order import DiskOrderBatches
 from ..datasets.single_channel import SingleChannelWindows, _BatchedView
 from ..models.pretext import PretextModel
 from . import distributed
 from . import resume as _resume
 from ._optim import with_fused_default
-from ._split import held_out_recordings
-from .callbacks import (
-    EpochProgress,
-    PretextSkill,
-    _EpochTable,
-    _ReadLog,
-    _reports_epoch,
-    _SamplerEpoch,
-)
+from .callbacks import EpochProgress, PretextSkill, _EpochTable, _reports_epoch, _SamplerEpoch
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
-from .config import COMPILE_MODES, CUDA_GRAPH_MODES, PAPER
+from .config import PAPER
 from .interrupt import _PropagateInterrupt
 from .resume import RunMismatchError, _check_resume, _log_launch_change, data_fingerprint
 from .schedule import WarmupCosineLR, _batches_per_epoch, _draws_with_replacement
+from .steps import _AsyncSteps, _ReadLog
+from .validation import _FixedValidation
 
 logger = logging.getLogger(__name__)
 #: The epoch table of a run (skorch's PrintLog): shown by the command line, and by
@@ -88,7 +81,7 @@ def _shared_seed():
     return seed[0]
 
 
-class PretrainNet(_PropagateInterrupt, NeuralNet):
+class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet):
     """skorch net that pretrains a pretext model (PARS, MAE, MP3, DropPos) on unlabelled data.
 
     ``fit(dataset)`` takes any dataset of ``(x, y)`` items with ``x`` a
@@ -300,55 +293,6 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         callbacks.append(("print_log", _EpochTable(sink=epoch_logger.info)))
         return callbacks
 
-    # -- validation on fixed draws ---------------------------------------------------------
-    def get_split_datasets(self, X, y=None, **fit_params):
-        """The training and validation sets; validation crops are drawn once, seeded."""
-        if self.valid_fraction and self.train_split is None:
-            check_range("valid_fraction", self.valid_fraction, 0, 1, high_open=True)
-            dataset = self.get_dataset(X, y)
-            valid_idx = held_out_recordings(dataset, self.valid_fraction)
-            by_groups = getattr(dataset, "split_groups", None) is not None
-            if valid_idx is None and by_groups:
-                logger.warning(
-                    "Too few groups to hold out about %g of the pretraining windows as "
-                    "whole groups; the pretext skill is validated on windows of the "
-                    "training groups.",
-                    self.valid_fraction,
-                )
-            if valid_idx is not None:
-                self.valid_split_ = "groups" if by_groups else "recordings"
-                train_idx = np.setdiff1d(np.arange(len(dataset)), valid_idx)
-                dataset_train, dataset_valid = (
-                    Subset(dataset, train_idx),
-                    Subset(dataset, valid_idx),
-                )
-            else:
-                self.valid_split_ = "windows"
-                split = ValidSplit(self.valid_fraction, stratified=False, random_state=0)
-                dataset_train, dataset_valid = split(dataset, None)
-        else:
-            dataset_train, dataset_valid = super().get_split_datasets(X, y, **fit_params)
-        if dataset_valid is not None and not getattr(self, "_valid_fixed", None):
-            self._valid_fixed = self._fixed_draws(dataset_valid)
-        if dataset_valid is not None:
-            dataset_valid = self._valid_fixed
-        return dataset_train, dataset_valid
-
-    def _fixed_draws(self, dataset):
-        """At most ``max_valid_windows`` items of ``dataset``, each drawn once, seeded."""
-        check_int("max_valid_windows", self.max_valid_windows, 1)
-        rng = np.random.default_rng(0)
-        keep = np.arange(len(dataset))
-        if len(keep) > self.max_valid_windows:
-            keep = np.sort(rng.choice(keep, self.max_valid_windows, replace=False))
-        base, indices = dataset, keep
-        if isinstance(dataset, Subset):
-            base, indices = dataset.dataset, np.asarray(dataset.indices)[keep]
-        if isinstance(base, SingleChannelWindows):
-            return base.fixed_draws(indices, seed=0)
-        X = torch.stack([torch.as_tensor(base[int(i)][0]) for i in indices])
-        return TensorDataset(X, torch.zeros(len(X)))
-
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         """Every validation pass starts a generator with the same seed (the same draws);
         whether this epoch is validated and reported (``eval_every_steps``)."""
@@ -366,105 +310,6 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
         """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
         world = distributed.world_size() if self.distributed_ else 1
         return _batches_per_epoch(n_windows, self.batch_size, world)
-
-    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-        """skorch's, without waiting for the device at any step; the validation pass only
-        on the epochs the cadence reports.
-
-        The loss of each batch goes into the history as a copy of its device tensor
-        (skorch reads it with ``.item()``, which waits for the step to finish); the net
-        reads every such value at once at its report cadence (:meth:`read_log`).
-        """
-        if iterator is None or (not training and not getattr(self, "reports_epoch_", True)):
-            return
-        batch_count = 0
-        for batch in iterator:
-            self.notify("on_batch_begin", batch=batch, training=training)
-            step = step_fn(batch, **fit_params)
-            # a copy: a CUDA graph's output memory is rewritten by its next replay
-            self.history.record_batch(prefix + "_loss", step["loss"].detach().float().clone())
-            size = get_len(batch[0]) if isinstance(batch, tuple | list) else get_len(batch)
-            self.history.record_batch(prefix + "_batch_size", size)
-            self.notify("on_batch_end", batch=batch, training=training, **step)
-            batch_count += 1
-        self.history.record(prefix + "_batch_count", batch_count)
-
-    # -- the log, read on the report cadence ----------------------------------------------
-    def start_log(self):
-        """Before training: every epoch in the history so far is read, and the best losses
-        are those of its rows (a resumed run continues them)."""
-        self.log_read_ = self.log_ended_ = len(self.history)
-        self.log_best_ = {}
-        for row in self.history:
-            for prefix in ("train", "valid"):
-                value = row.get(f"{prefix}_loss")
-                if value is not None and value < self.log_best_.get(prefix, np.inf):
-                    self.log_best_[prefix] = value
-
-    def end_epoch_log(self):
-        """The epoch just ended is whole: :meth:`read_log` fills its row when it reads."""
-        self.log_ended_ = len(self.history)
-
-    def read_log(self, reduce=True):
-        """Read every value the history holds as a device tensor, in one transfer, and fill
-        the rows of the epochs ended since the last read.
-
-        A training step records its loss (and :class:`PretextSkill` its trivial loss) as
-        a device tensor, so that no step waits for the device; this reads them all with
-        one ``tolist()``, under DistributedDataParallel after one all-reduce that
-        averages them over the processes (so every process keeps the same history).
-        Then each ended epoch's row gets ``train_loss`` and ``valid_loss`` (means weighted
-        by batch size, as skorch's ``PassthroughScoring``), their ``_best`` flags, and
-        what the callbacks with an ``on_epoch_read(net, row)`` method record
-        (:meth:`PretextSkill.on_epoch_read`). The net calls it at the end of every
-        reported epoch (``eval_every_steps``), at the end of training, and before a
-        checkpoint is written; every process must call it at the same points.
-
-        Parameters
-        ----------
-        reduce : bool
-            Average over the processes under DistributedDataParallel (False: this
-            process's values, for a training that stopped on one process only).
-        """
-        start = getattr(self, "log_read_", None)
-        if start is None:
-            self.start_log()
-            start = self.log_read_
-        places, values = [], []
-        for i in range(start, len(self.history)):
-            row = self.history[i]
-            for where in [*row.get("batches", []), row]:
-                for key, value in where.items():
-                    if isinstance(value, torch.Tensor):
-                        places.append((where, key))
-                        values.append(value.detach().reshape(()).float())
-        if values:
-            device = values[0].device
-            flat = torch.stack([v.to(device, non_blocking=True) for v in values])
-            if reduce and self.distributed_:
-                flat = distributed._average_across_ranks(flat)
-            for (where, key), value in zip(places, flat.tolist(), strict=True):
-                where[key] = value
-        ended = min(getattr(self, "log_ended_", start), len(self.history))
-        for i in range(start, ended):
-            self._fill_epoch(self.history[i])
-        self.log_read_ = max(start, ended)
-
-    def _fill_epoch(self, row):
-        """An ended epoch's losses, their ``_best`` flags, and the callbacks' values."""
-        for prefix in ("train", "valid"):
-            rows = [b for b in row.get("batches", []) if f"{prefix}_loss" in b]
-            if not rows:
-                continue
-            n = np.array([b[f"{prefix}_batch_size"] for b in rows], dtype=float)
-            loss = float(np.dot(n, [b[f"{prefix}_loss"] for b in rows]) / n.sum())
-            best = loss < self.log_best_.get(prefix, np.inf)
-            if best:
-                self.log_best_[prefix] = loss
-            row[f"{prefix}_loss"], row[f"{prefix}_loss_best"] = loss, bool(best)
-        for _, callback in getattr(self, "callbacks_", []):
-            if hasattr(callback, "on_epoch_read"):
-                callback.on_epoch_read(self, row)
 
     def get_iterator(self, dataset, training=False):
         """Training batches: a shuffled pass over the windows (a DistributedSampler's
@@ -532,12 +377,6 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
             params.setdefault("persistent_workers", True)
         return params
 
-    def validation_step(self, batch, **fit_params):
-        """Evaluate with the validation generator: the same patches and masks every pass."""
-        fit_params.setdefault("generator", getattr(self, "valid_generator_", None))
-        self._mark_step()
-        return super().validation_step(batch, **fit_params)
-
     @property
     def pretext_(self):
         """The pretext model, unwrapped from DistributedDataParallel and torch.compile."""
@@ -557,9 +396,7 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
 
     def initialize_module(self):
         check_device("device", self.device)
-        mode = self.get_params_for("compile").get("mode")
-        check_option("compile__mode", mode, COMPILE_MODES)
-        self.cuda_graphs_ = bool(self.compile) and mode in CUDA_GRAPH_MODES
+        self._check_compile_mode()
         super().initialize_module()
         if not isinstance(self.pretext_, PretextModel):
             raise TypeError(
@@ -578,40 +415,6 @@ class PretrainNet(_PropagateInterrupt, NeuralNet):
             torch.manual_seed(seed)  # ...and draws its own patches, masks, crops, channels
             logger.debug("Process %d draws from seed %d.", distributed.rank(), seed)
         return self
-
-    def infer(self, x, **fit_params):
-        """The module's forward pass, under bf16 autocast when ``amp`` is set; the batch
-        is copied to the device without waiting (``non_blocking``: from the pinned
-        memory of the training batches, the copy overlaps the work queued before it)."""
-        if isinstance(x, torch.Tensor):
-            x = x.to(self.device, non_blocking=True)
-        device_type = torch.device(self.device).type
-        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bool(self.amp)):
-            return super().infer(x, **fit_params)
-
-    def get_loss(self, y_pred, y_true, X=None, training=False):
-        """The criterion's loss; the targets, which a pretext task does not read, are not
-        copied to the device (skorch's copy would wait for it)."""
-        return self.criterion_(y_pred, y_true)
-
-    def torch_compile(self, module, name):
-        """skorch's ``torch.compile`` (``compile=True``, its arguments ``compile__*``) of
-        the pretext model alone (the criterion only reads its output)."""
-        if name != "module":
-            return module
-        return super().torch_compile(module, name)
-
-    def _mark_step(self):
-        """Under CUDA graphs (``compile__mode`` "reduce-overhead" or "max-autotune"), a new
-        step begins: the graphs' earlier outputs may be overwritten (the log keeps copies)."""
-        if getattr(self, "cuda_graphs_", False):
-            torch.compiler.cudagraph_mark_step_begin()
-
-    def train_step(self, batch, **fit_params):
-        """One optimisation step (a CUDA-graph step boundary marked first); its loss is
-        averaged over the processes when the log is read (:meth:`read_log`)."""
-        self._mark_step()
-        return super().train_step(batch, **fit_params)
 
     def run_config(self, X=None):
         """The settings a resumed run must share (see

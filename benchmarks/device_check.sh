@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The GPU check of issue 56 in one call of the device tool (benchmarks/device_check.py
+# says what it runs). The machine has torch but not braindecode, skorch or MNE: their
+# wheels travel in .device-wheels/ (`make device-wheels` here, then name .device-wheels
+# in the call's carry). Writes $OUT/device_check.md (benchmarks/results/ without $OUT).
+#
+#   run(command="bash benchmarks/device_check.sh", carry=[".device-wheels"], timeout_s=600)
+set -u
+cd "$(dirname "$0")/.."
+ls .device-wheels/*.whl > /dev/null 2>&1 || { echo "no .device-wheels/: run make device-wheels and carry it"; exit 2; }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/device-site .device-wheels/*.whl || exit 3
+export PYTHONPATH="/tmp/device-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
+python3 benchmarks/device_check.py --out "${OUT:-benchmarks/results}/device_check.md" "$@"
