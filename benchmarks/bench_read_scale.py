@@ -162,10 +162,13 @@ def shared_memory_copy(batch_size, n_times, repeats=20):
 
 
 def measure(store, n_crops, batch_size=256, workers=(0,)):
-    """Rows of (read, cache, workers, crops/s, cached share before, after) on ``store``.
+    """Rows of (read, cache, workers, crops, crops/s, cached share before, after) on
+    ``store``.
 
-    Every row maps the store anew, after the previous row's maps are gone: pages mapped
-    by a live process are not evicted."""
+    A cold row reads as many crops as the store has windows at most (one epoch of the
+    disk-order read, a crop of one channel of each window), so that it reads from the
+    disk and not from pages it brought in itself. Every row maps the store anew, after
+    the previous row's maps are gone: pages mapped by a live process are not evicted."""
     n_times = int(CROP_SECONDS * SFREQ)
     reads = {
         "random, memory-mapped": lambda v, w: random_loader(v, batch_size, w),
@@ -173,6 +176,7 @@ def measure(store, n_crops, batch_size=256, workers=(0,)):
         "disk order, no read-ahead": lambda v, w: disk_loader(v, batch_size, w, prefetch=False),
     }
     path = data_file(store)
+    n_windows = len(SingleChannelWindows.from_store(store, n_times=n_times))
     rows = []
     for cache in ("cold", "warm"):
         for read, make in reads.items():
@@ -185,7 +189,8 @@ def measure(store, n_crops, batch_size=256, workers=(0,)):
                 before = cached_fraction(path)
                 view = SingleChannelWindows.from_store(store, n_times=n_times)
                 loader = make(view, w)
-                rate = crops_per_second(loader, n_crops)
+                crops = min(n_crops, n_windows) if cache == "cold" else n_crops
+                rate = crops_per_second(loader, crops)
                 del loader, view
                 gc.collect()
                 rows.append(
@@ -193,6 +198,7 @@ def measure(store, n_crops, batch_size=256, workers=(0,)):
                         "read": read,
                         "cache": cache,
                         "workers": w,
+                        "crops": crops,
                         "crops_per_s": round(rate),
                         "cached_before": round(before, 3),
                         "cached_after": round(cached_fraction(path), 3),
@@ -213,24 +219,26 @@ def report(rows, store, args, copy):
         f"Store: {size / 1e9:.2f} GB data file ({path.suffix}), "
         f"{len(SingleChannelWindows.from_store(store))} windows of 30 s, 19 channels at "
         f"200 Hz. Crops: single-channel 30-s (6000 samples), batch {args.batch_size}, "
-        f"{args.crops} crops per row, read in this process with one torch thread "
-        "(workers = 0) or by DataLoader workers.",
+        f"{args.crops} crops per warm row and at most one per window per cold row, read "
+        "in this process with one torch thread (workers = 0) or by DataLoader workers.",
         "",
         f"Command: `{args.command}`",
         "",
-        "| read | cache | DataLoader workers | crops/s | cached share before | after |",
-        "|---|---|---|---|---|---|",
+        "| read | cache | DataLoader workers | crops | crops/s | cached share before | after |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['read']} | {r['cache']} | {r['workers']} | {r['crops_per_s']:,} | "
+            f"| {r['read']} | {r['cache']} | {r['workers']} | {r['crops']:,} | "
+            f"{r['crops_per_s']:,} | "
             f"{r['cached_before']:.3f} | {r['cached_after']:.3f} |"
         )
     lines += [
         "",
         "*cold*: the store's clean pages evicted with `posix_fadvise(POSIX_FADV_DONTNEED)` "
-        "before the row (the cached share, from `mincore`, says whether they were); "
-        "*warm*: the whole data file read once before the row.",
+        "before the row (the cached share, from `mincore`, says whether they were), and "
+        "at most one crop per window read (the first batch, which starts the workers, "
+        "not timed); *warm*: the whole data file read once before the row.",
         "",
         f"Shared memory, one batch of {args.batch_size} crops: copied into it "
         f"{copy['copy into shared memory']:,.0f} crops/s, allocated in it "

@@ -272,10 +272,10 @@ class DiskOrderBatches(IterableDataset):
         return elements * self._dtype.itemsize, recs
 
     def _advise(self, fd, offsets):
-        """Ask the kernel to read these crops now (merged when less than 128 KiB apart)."""
+        """Ask the kernel to read these crops now (merged when less than 64 KiB apart)."""
         nbytes = self.view.n_times * self._dtype.itemsize
         ordered = np.sort(offsets)
-        gaps = np.flatnonzero(np.diff(ordered) > nbytes + (1 << 17))
+        gaps = np.flatnonzero(np.diff(ordered) > nbytes + (1 << 16))
         firsts = np.concatenate([[0], gaps + 1])
         lasts = np.concatenate([gaps, [len(ordered) - 1]])
         for a, b in zip(ordered[firsts].tolist(), ordered[lasts].tolist(), strict=True):
@@ -283,10 +283,17 @@ class DiskOrderBatches(IterableDataset):
 
     def _mapped(self):
         """The data file mapped read-only, as a flat array; once per process (the map is
-        not pickled: a worker maps the file again)."""
+        not pickled: a worker maps the file again).
+
+        The map is advised ``MADV_RANDOM``: a crop that is not in the page cache faults
+        in its own pages only, where the kernel's read-around would read up to
+        ``read_ahead_kb`` (often megabytes) around each; the crops' pages are asked for
+        beforehand with ``POSIX_FADV_WILLNEED``, exactly."""
         if getattr(self, "_flat", None) is None:
             with open(self._data_file, "rb") as f:
                 mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            if self.prefetch and hasattr(mapped, "madvise"):
+                mapped.madvise(mmap.MADV_RANDOM)
             self._flat = np.frombuffer(mapped, dtype=self._dtype)
         return self._flat
 
@@ -329,6 +336,9 @@ class DiskOrderBatches(IterableDataset):
         fd = os.open(self._data_file, os.O_RDONLY)
         try:
             upcoming = None
+            if self.prefetch and len(mine):  # the first group's reads, all in flight
+                upcoming = self._plan(group_windows(mine[0]), epoch, mine[0])
+                self._advise(fd, upcoming[0])
             for g in mine:
                 plan = self._plan(group_windows(g), epoch, g) if upcoming is None else upcoming
                 upcoming = None
