@@ -44,14 +44,18 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
-import importlib.util
+import importlib
 import json
 import logging
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import torch
@@ -685,34 +689,61 @@ def repeat_report(results, args):
     return lines
 
 
-DECODER_MODULE = "braindecode_pars/models/pair_decoders.py"
+#: The package whose modules ``--mode ab`` loads as they are in another revision.
+MODELS = "braindecode_pars/models"
+#: Revisions loaded so far in this process, by commit: their ``pair_decoders`` module.
+_LOADED = {}
+
+
+def _git(*args, revision):
+    """The output of ``git args`` in this checkout; a ``SystemExit`` naming
+    ``--against revision`` when git fails."""
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+    except subprocess.CalledProcessError as err:
+        raise SystemExit(
+            f"bench_pair_decoder: '--against {revision}': git has no {MODELS} there "
+            f"({err.stderr.strip()})"
+        ) from None
 
 
 def load_revision(revision):
-    """``--mode ab``: the pair-decoder module as it is in git ``revision``, imported
-    under another name.
+    """``--mode ab``: the pair-decoder module as it is in git ``revision``.
 
-    It is a module of this ``braindecode_pars.models``, so that its relative imports
-    (argument checks and the like) resolve to this revision's package."""
-    try:
-        source = subprocess.run(
-            ["git", "show", f"{revision}:{DECODER_MODULE}"],
-            cwd=ROOT, capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
-    except subprocess.CalledProcessError as err:
+    Every module of ``braindecode_pars/models`` at that revision is written to a
+    folder that becomes the package ``braindecode_pars.models_<commit>``, and its
+    ``pair_decoders`` is imported from there: the modules it imports beside it (the
+    pair-attention operator, wherever that revision keeps it) are that revision's too,
+    while ``..`` imports (argument checks and the like) resolve to this checkout's
+    package. Its ``torch.library`` operators are registered under the namespace
+    ``braindecode_pars_<commit>``, so that they neither replace this revision's
+    operators nor run in their place."""
+    commit = _git("rev-parse", "--verify", f"{revision}^{{commit}}", revision=revision)
+    commit = commit.strip()[:12]
+    if commit in _LOADED:
+        return _LOADED[commit]
+    names = _git("ls-tree", "--name-only", f"{commit}:{MODELS}", revision=revision).split()
+    if "pair_decoders.py" not in names:
         raise SystemExit(
-            f"bench_pair_decoder: '--against {revision}': git has no {DECODER_MODULE} "
-            f"there ({err.stderr.strip()})"
-        ) from None
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(source)
-    spec = importlib.util.spec_from_file_location(
-        "braindecode_pars.models.pair_decoders_against", f.name
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    Path(f.name).unlink()
-    return module
+            f"bench_pair_decoder: '--against {revision}': git has no "
+            f"{MODELS}/pair_decoders.py there"
+        )
+    folder = Path(tempfile.mkdtemp(prefix=f"pair_decoders_{commit}_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    namespace = f"braindecode_pars_{commit}"
+    for name in names:
+        if name.endswith(".py"):
+            source = _git("show", f"{commit}:{MODELS}/{name}", revision=revision)
+            source = source.replace("braindecode_pars::", f"{namespace}::")
+            source = source.replace("torch.ops.braindecode_pars.", f"torch.ops.{namespace}.")
+            (folder / name).write_text(source)
+    package = types.ModuleType(f"braindecode_pars.models_{commit}")
+    package.__path__, package.__package__ = [str(folder)], package.__name__
+    sys.modules[package.__name__] = package
+    _LOADED[commit] = importlib.import_module(f"{package.__name__}.pair_decoders")
+    return _LOADED[commit]
 
 
 def ab_rounds(old_class, rounds, warmup=3):
