@@ -272,3 +272,29 @@ def test_the_command_line_pretrains_from_a_store_read_in_disk_order(tmp_path, on
     assert [row["train_batch_count"] for row in history] == [4, 4]
     with pytest.raises(SystemExit):
         cli.main(["pretrain", *flags[:-3], "--read", "ssd"])
+
+
+class _SharedFlag(torch.utils.data.Dataset):
+    """Whether the batch a worker built is in shared memory before the DataLoader sends it."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        X, _ = self.make()
+        return torch.tensor(X.is_shared())
+
+
+def test_workers_build_their_batches_in_shared_memory_for_both_reads(view):
+    from braindecode_pars.datasets.single_channel import _BatchedView
+
+    batched = _BatchedView(view)
+    stream = DiskOrderBatches(view, batch_size=4, seed=0)
+    makes = {"random": lambda: batched[[0, 5, 9]], "disk": lambda: next(iter(stream))}
+    for name, make in makes.items():
+        assert not make()[0].is_shared(), name  # in the training process: plain memory
+        loader = DataLoader(_SharedFlag(make), batch_size=None, num_workers=1)
+        assert bool(next(iter(loader))), name  # in a worker: shared, no copy on its way

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 from braindecode.datasets import BaseConcatDataset
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 from .._checks import check_int
 from .store import _check_same_sfreq, _describe, _eeg_picks, _read_float32, read_window_store
@@ -231,26 +231,33 @@ class SingleChannelWindows(Dataset):
     def batch(self, indices):
         """Items ``indices`` as one batch, ``(X, y)``: ``X`` (n, 1, n_times) float32 (the
         draws of :meth:`__getitems__`), ``y`` zeros; no copy per item, no collation (a
-        DataLoader of :class:`_BatchedView` reads batches so)."""
-        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator())
+        DataLoader of :class:`_BatchedView` reads batches so). In a DataLoader worker the
+        batch is written straight into shared memory, which the DataLoader hands to the
+        training process as it is (a batch of ordinary memory is copied there)."""
+        shared = get_worker_info() is not None
+        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator(), shared)
         return X, torch.zeros(len(X))
 
-    def _draw(self, indices, rng):
-        """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``."""
+    def _draw(self, indices, rng, shared=False):
+        """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``; with
+        ``shared``, written into shared memory."""
         u, v = rng.random(len(indices)), rng.random(len(indices))
         rows = self.index[indices]
         channels = np.array([self.recordings[r].shape[0] for r in rows[:, 0].tolist()])
         low, high = self._crop_bounds(indices)
         starts = (low + (u * (high - low + 1)).astype(np.int64)).tolist()
         picks = (v * channels).astype(np.int64).tolist()
-        out = np.empty((len(indices), 1, self.n_times), dtype=np.float32)
+        X = torch.empty((len(indices), 1, self.n_times), dtype=torch.float32)
+        if shared:
+            X.share_memory_()
+        out = X.numpy()
         for k, (rec, start, channel) in enumerate(
             zip(rows[:, 0].tolist(), starts, picks, strict=True)
         ):
             out[k, 0] = self.recordings[rec][channel, start : start + self.n_times]
         if getattr(self, "_scales", None) is not None:  # a float16 store's recordings
             out /= self._scales[rows[:, 0]][:, None, None]
-        return torch.from_numpy(out)
+        return X
 
 
 class _BatchedView(Dataset):
