@@ -261,6 +261,17 @@ def test_compile_modes_are_checked_and_reach_the_net(monkeypatch, tmp_path):
     assert tuple(flag.choices) == COMPILE_MODES[1:]  # the flag offers the library's modes
 
 
+def test_training_batches_come_in_pinned_memory_on_cuda():
+    """Pinned, a batch's non-blocking copy to the GPU waits for nothing (a copy from
+    pageable memory makes the driver wait for the stream); on a CPU nothing to pin."""
+    for device, pinned in (("cuda", True), ("cpu", False)):
+        net = PretrainNet(ramp_pars(**TINY), device=device, iterator_train__num_workers=2)
+        params = net.get_params_for("iterator_train")
+        assert params["pin_memory"] is pinned and params["persistent_workers"] is True
+    given = PretrainNet(ramp_pars(**TINY), device="cuda", iterator_train__pin_memory=False)
+    assert given.get_params_for("iterator_train")["pin_memory"] is False  # told otherwise
+
+
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
