@@ -368,3 +368,46 @@ def test_the_card_reads_people_recordings_and_preprocessing_from_the_store(tmp_p
         "resample(sfreq=100.0); _volts_to_microvolts(); 10-s windows every 10 s; stored as "
         "float32"
     ) in card
+
+
+def ramp_store(folder, dtype):
+    """Four recordings at 10 Hz, each 16 windows of 300 samples; every window a ramp of
+    random slope and offset in volts (tens of microvolts), as ``ramp_dataset`` makes."""
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 300)
+    recordings = []
+    for _ in range(4):
+        ramps = [(rng.random() * 4 + 0.5) * t + rng.standard_normal() for _ in range(16)]
+        data = 1e-5 * (np.concatenate(ramps) + 0.01 * rng.standard_normal(16 * 300))
+        raw = mne.io.RawArray(data[None], mne.create_info(1, 10.0, "eeg"), verbose="error")
+        recordings.append(RawDataset(raw, {}))
+    windows = _fixed_length_windower(None, 10.0, 30.0)(BaseConcatDataset(recordings))
+    return write_window_store(windows, folder, dtype=dtype)
+
+
+@pytest.mark.slow  # three short pretraining runs
+def test_pretraining_on_a_float16_store_reaches_float32_skill_within_the_noise(tmp_path):
+    import torch
+
+    from braindecode_pars.datasets import SingleChannelWindows
+    from braindecode_pars.training import PretrainNet
+    from tests.conftest import TINY
+    from tests.ramp_fixtures import ramp_pars
+
+    def skill(store, seed):
+        view = SingleChannelWindows.from_store(store, max_shift=0)
+        torch.manual_seed(seed)
+        net = PretrainNet(
+            ramp_pars(**TINY), max_epochs=12, batch_size=16, lr=3e-3, progress_bar=False,
+            valid_fraction=0.25,
+        )  # fmt: skip
+        net.fit(view)
+        return net.history[-1, "valid_skill"]
+
+    half, full = ramp_store(tmp_path / "f16", "float16"), ramp_store(tmp_path / "f32", "float32")
+    assert os.path.getsize(half / "data.f16") <= 0.55 * os.path.getsize(full / "data.f32")
+    same_seed = skill(full, 0), skill(half, 0)
+    other_seed = skill(full, 1)
+    noise = abs(same_seed[0] - other_seed)  # what another seed moves float32's skill by
+    assert same_seed[0] > 0.5 and same_seed[1] > 0.5  # both learned
+    assert abs(same_seed[1] - same_seed[0]) <= max(0.02, noise)
