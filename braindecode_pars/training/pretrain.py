@@ -161,8 +161,10 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
         device (the folded PARS decoder leaves autocast and runs in float32). For
         ``torch.compile``, pass skorch's own ``compile=True`` (PARS compiles with no
-        graph break: compiled, its pair decoder runs through
-        ``scaled_dot_product_attention``).
+        graph break), and its mode as ``compile__mode`` (None, "default",
+        "reduce-overhead", "max-autotune" or "max-autotune-no-cudagraphs"): with
+        "reduce-overhead" or "max-autotune" the steps replay as CUDA graphs on a GPU,
+        a step boundary marked before each.
     distributed : bool | None
         Train with torch's DistributedDataParallel, one process per device, as
         launched by ``torchrun`` (see :func:`~braindecode_pars.training.init_distributed`).
@@ -188,7 +190,10 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         read at random.
     The history records ``train_loss`` and ``train_skill`` every epoch and, with
     validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
-    :class:`PretextSkill`); the progress bar shows them. An epoch is a shuffled pass
+    :class:`PretextSkill`); the progress bar shows them. No step waits for the device
+    to record them: the values stay on it and are read at the end of every reported
+    epoch, of the run, and before a checkpoint (:meth:`read_log`), when the epochs
+    ended since get theirs. An epoch is a shuffled pass
     over the training windows, or, when a process has fewer of them than
     ``batch_size``, one step of ``batch_size`` windows drawn with replacement (each
     window gives a new random channel and crop whenever it is drawn). A module given
