@@ -273,14 +273,19 @@ def report(args, done):
         "",
         "## Reading (one process, one thread, 30-s crops at 200 Hz, batch 256)",
         "",
-        "| read | cache | crops/s | cached share before | after |",
-        "|---|---|---|---|---|",
+        "| read | cache | crops | crops/s | cached share before | after |",
+        "|---|---|---|---|---|---|",
     ]
     for r in read["rows"]:
         lines.append(
-            f"| {r['read']} | {r['cache']} | {r['crops_per_s']:,} | "
+            f"| {r['read']} | {r['cache']} | {r['crops']:,} | {r['crops_per_s']:,} | "
             f"{r['cached_before']:.3f} | {r['cached_after']:.3f} |"
         )
+    lines += [
+        "",
+        "*cold*: the store's pages evicted first (`posix_fadvise(POSIX_FADV_DONTNEED)`), at "
+        "most one crop per window read; *warm*: the store read once first.",
+    ]
     lines += [
         "",
         "## Pretraining",
