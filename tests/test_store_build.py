@@ -411,3 +411,17 @@ def test_pretraining_on_a_float16_store_reaches_float32_skill_within_the_noise(t
     noise = abs(same_seed[0] - other_seed)  # what another seed moves float32's skill by
     assert same_seed[0] > 0.5 and same_seed[1] > 0.5  # both learned
     assert abs(same_seed[1] - same_seed[0]) <= max(0.02, noise)
+
+
+def test_progress_in_a_log_file_is_short_lines_with_an_eta(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(store_build, "PROGRESS_SECONDS", 0.0)  # a line at every recording
+    with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.store_build"):
+        write_window_store(slow_stream(4), tmp_path / "store")  # stderr: pytest's, no terminal
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("store: ")]
+    assert len(lines) == 4 and all("\r" not in m and len(m) < 120 for m in lines)
+    assert lines[0].startswith("store: 1 of 4 recordings (25 %), ")
+    assert lines[0].endswith(" left") and "recordings/s, about " in lines[0]
+    assert lines[-1].startswith("store: 4 of 4 recordings (100 %)")
+    assert lines[-1].endswith("about 0 s left")
+    assert store_build._eta(3725) == "about 1 h 02 min left"
+    assert store_build._eta(float("inf")) == "unknown time left"

@@ -217,6 +217,12 @@ def _store(args):
             f"braindecode-pars store: {err} What was stored before it is kept: the same "
             "command resumes after it."
         ) from None
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"braindecode-pars store: interrupted; the recordings stored so far are kept in "
+            f"'{args.out}'. Run the same command to resume.\n"
+        )
+        raise SystemExit(130) from None
     except FileExistsError:
         raise SystemExit(
             f"braindecode-pars store: --out '{args.out}' holds a store made with other "

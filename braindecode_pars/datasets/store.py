@@ -216,6 +216,12 @@ def write_window_store(
     ]
     if entries:
         logger.info("Resuming the store build in %s after %d units.", path, len(entries))
+    if jobs > 1 and not parallel:
+        logger.info(
+            "jobs=%d: the windows are in memory already (not a RecordingStream); this "
+            "process writes them.",
+            jobs,
+        )
     progress = _Progress(total, len(entries))
     try:
         with open(path / _PART, "ab") as data, open(path / _JOURNAL, "ab") as journal:
