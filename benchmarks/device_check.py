@@ -223,17 +223,17 @@ def checks(tree, old, loop, tests):
 
 
 def describe_device(tiny):
-    """The card's name and the versions, as the results file gives them."""
-    import platform
-
-    import torch
-
-    versions = (
-        f"torch {torch.__version__}, CUDA {torch.version.cuda}, Python {platform.python_version()}"
-    )
-    if not tiny and torch.cuda.is_available():
-        return torch.cuda.get_device_name(0), versions
-    return f"CPU ({platform.processor() or platform.machine()}), a dry run", versions
+    """The card's name (``torch.cuda.get_device_name``) and the versions, asked in a
+    child process, so that this one holds no CUDA context while the parts run."""
+    ask = (
+        "import platform, torch; cuda = torch.cuda.is_available() and not TINY; "
+        "print(torch.cuda.get_device_name(0) if cuda else 'CPU (' + (platform.processor() "
+        "or platform.machine()) + '), a dry run'); print(f'torch {torch.__version__}, CUDA "
+        "{torch.version.cuda}, Python {platform.python_version()}')"
+    ).replace("TINY", str(bool(tiny)))
+    out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, timeout=120)
+    lines = out.stdout.strip().splitlines()
+    return (lines[0], lines[1]) if len(lines) == 2 else ("unknown", out.stderr.strip()[-300:])
 
 
 def commit():
