@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -131,8 +132,10 @@ def _journal_lines(store):
 
 
 def stage_store(args, tree, log):
-    """Store the tree, killed once partway and resumed: the figures."""
+    """Store the tree, killed once partway and resumed: the figures. A store left by a
+    rehearsal stopped within this stage is removed first, so that the times are whole."""
     store = Path(args.work) / "store"
+    shutil.rmtree(store, ignore_errors=True)
     help_text = subprocess.run(
         [*_cli(), "store", "--help"], capture_output=True, text=True, env=_env()
     ).stdout
@@ -189,8 +192,10 @@ def _run_epoch(run):
 
 
 def stage_pretrain(args, store, log):
-    """torchrun, 2 CPU processes, killed after its first saved epoch and resumed."""
+    """torchrun, 2 CPU processes, killed after its first saved epoch and resumed (a run
+    left by a rehearsal stopped within this stage is removed first)."""
     run = Path(args.work) / "run"
+    shutil.rmtree(run, ignore_errors=True)
     config = Path(args.work) / "encoder.json"
     config.write_text(json.dumps(ENCODERS[args.encoder]))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
@@ -204,7 +209,7 @@ def stage_pretrain(args, store, log):
     history = json.loads((_run_state(run) / "history.json").read_text())
     steps = sum(row["train_batch_count"] for row in history)
     seconds = sum(row["dur"] for row in history)
-    resumed = "Resuming pretraining" in Path(log).read_text()
+    resumed = f"Resuming pretraining from {run}" in Path(log).read_text()
     return {
         "command": shlex.join(map(str, cmd)),
         "killed": killed,
