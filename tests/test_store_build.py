@@ -242,6 +242,8 @@ def test_the_store_command_resumes_refuses_other_settings_and_counts(tmp_path, c
     store += ["--window-seconds", "5", "--stride-seconds", "2.5", "--dtype", "float16"]
     with pytest.raises(SystemExit, match=r"Cannot store '.*r01_raw.fif'.*the same command resumes"):
         cli.main(store)
+    with pytest.raises(SystemExit, match="--jobs must be at least 1, but got 0"):
+        cli.main([*store, "--jobs", "0"])
     with pytest.raises(
         SystemExit,
         match=r"unfinished build with other settings: --sfreq: saved "

@@ -173,6 +173,8 @@ def _store(args):
     from ..datasets.pretraining_views import recording_windows
     from ..datasets.store import StoreMismatchError
 
+    if args.jobs < 1:
+        raise SystemExit(f"braindecode-pars store: --jobs must be at least 1, but got {args.jobs}.")
     windows = recording_windows(lazy=True, **_recording_options(args))
     if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
@@ -213,10 +215,9 @@ def _store(args):
             "start again, or give another --out."
         ) from None
     except ValueError as err:  # a recording that cannot be stored, with on_error="raise"
-        raise SystemExit(
-            f"braindecode-pars store: {err} What was stored before it is kept: the same "
-            "command resumes after it."
-        ) from None
+        kept = (Path(args.out) / "build.json").is_file()
+        then = " What was stored before it is kept: the same command resumes." if kept else ""
+        raise SystemExit(f"braindecode-pars store: {err}{then}") from None
     except KeyboardInterrupt:
         sys.stderr.write(
             f"braindecode-pars store: interrupted; the recordings stored so far are kept in "
