@@ -245,7 +245,7 @@ def write_window_store(
                             )
                             continue
                         n_chans, n_times = rec["data"].shape
-                        _fsync_append(data, rec["data"].tobytes())
+                        _fsync_append(data, np.ascontiguousarray(rec["data"]).data)  # no copy
                         meta = {k: rec[k] for k in ("sfreq", "scale", "clipped", "windows",
                                                     "ch_names", "description",
                                                     "preprocessing")}  # fmt: skip
