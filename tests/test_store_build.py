@@ -281,10 +281,11 @@ def test_exclude_names_and_auto_leave_out_both(tmp_path, caplog):
     folder = tmp_path / "rec"
     folder.mkdir()
     for i in range(3):  # two files with the auxiliary channels X1, X2
-        names = ["Fp1", "Cz", "A2", *(["X1", "X2"] if i < 2 else [])]
+        names = ["Fp1", "Cz", "A2", *(["X1", "X2"] if i < 2 else []), "ECG"]
+        types = ["eeg"] * (len(names) - 1) + ["ecg"]
         raw = mne.io.RawArray(
             np.random.default_rng(i).standard_normal((len(names), 1500)) * 1e-5,
-            mne.create_info(names, 100.0, "eeg"),
+            mne.create_info(names, 100.0, types),
             verbose="error",
         )
         raw.save(folder / f"s{i}_raw.fif", verbose="error")
@@ -298,7 +299,9 @@ def test_exclude_names_and_auto_leave_out_both(tmp_path, caplog):
     )
     assert "2 recordings with 4 channels (s0_raw.fif, s1_raw.fif); 1 recordings with 2" in warned[1]
     assert "picks=['Fp1', 'Cz'] (the command's --channels Fp1 Cz)" in warned[1]
-    assert len([r for r in caplog.records if r.levelno == logging.INFO]) == 1
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(info) == 1 and "left out (exclude='auto', recordings): A2 (3)." in info[0]
+    assert "Not picked (picks='eeg', recordings): ECG (3)." in info[0]
     assert [len(ds.raw.ch_names) for ds in windows.datasets] == [4, 4, 2]  # A2 left out
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):

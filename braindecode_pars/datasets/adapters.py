@@ -225,7 +225,11 @@ def _stack_braindecode(windows, indices, name="X"):
         labels = []
         for position, i in enumerate(selected):
             item = windows[int(i)]
-            stack.put(position, item[0])
+            try:
+                stack.put(position, item[0])
+            except ValueError:  # recordings of several channel sets are named, if so
+                _check_one_channel_set(windows, name)
+                raise
             labels.append(item[1])
         return stack.out, labels
     _check_one_channel_set(windows, name)

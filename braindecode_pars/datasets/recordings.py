@@ -175,6 +175,7 @@ def _channels(file, picks, exclude, on_error, skipped):
         logger.warning("Skipping '%s': cannot read it (%s).", file, reason)
         skipped.append((str(file), f"cannot read it ({reason})"))
         return None
+    header = list(raw.ch_names)
     try:
         raw.pick(picks)
     except ValueError as err:
@@ -193,7 +194,8 @@ def _channels(file, picks, exclude, on_error, skipped):
         )
         skipped.append((str(file), f"every channel is left out by exclude={exclude!r}"))
         return None
-    return raw.pick(kept), left_out
+    not_picked = [ch for ch in header if ch not in raw.ch_names]
+    return raw.pick(kept), left_out, not_picked
 
 
 def _read(file, channels, subject=None):
@@ -254,7 +256,7 @@ def _files(files, shown=3):
     return ", ".join(names[:shown]) + more
 
 
-def _log_channels(kept, exclude):
+def _log_channels(kept, exclude, not_picked=None, picks="eeg"):
     """Say once what the recordings keep: one INFO line for all, each recording at DEBUG;
     one WARNING for kept channels off the 10-05 montage (grouped by those channels,
     naming the files) and one when the recordings have several channel sets."""
@@ -269,19 +271,27 @@ def _log_channels(kept, exclude):
     for file, (_, left_out) in kept.items():
         for ch in left_out:
             out.setdefault(ch, []).append(file)
+    typed = {}  # channels picks left out (of another MNE type) -> their recordings
+    for file, names in (not_picked or {}).items():
+        if file in kept:
+            for ch in names:
+                typed[ch] = typed.get(ch, 0) + 1
+    other = ", ".join(f"{ch} ({n})" for ch, n in typed.items())
+    other = f" Not picked (picks={picks!r}, recordings): {other}." if typed else ""
     if len({(tuple(c), tuple(o)) for c, o in kept.values()}) == 1:
         channels, left_out = next(iter(kept.values()))
         logger.info(
-            "Pretraining on %d channels of the %d recordings: %s; left out (exclude=%r): %s.",
-            len(channels), len(kept), ", ".join(channels), exclude, ", ".join(left_out) or "none",
+            "Pretraining on %d channels of the %d recordings: %s; left out (exclude=%r): %s.%s",
+            len(channels), len(kept), ", ".join(channels), exclude,
+            ", ".join(left_out) or "none", other,
         )  # fmt: skip
     else:
         shown = "; ".join(f"{len(f)} with {len(c)} channels" for c, f in sets.items())
         left = ", ".join(f"{ch} ({len(f)})" for ch, f in out.items()) or "none"
         logger.info(
             "Pretraining on the channels of %d recordings, %d channel sets (%s); left out "
-            "(exclude=%r, recordings): %s. Each recording's channels: DEBUG logging.",
-            len(kept), len(sets), shown, exclude, left,
+            "(exclude=%r, recordings): %s.%s Each recording's channels: DEBUG logging.",
+            len(kept), len(sets), shown, exclude, left, other,
         )  # fmt: skip
     off = {}
     for file, (channels, _) in kept.items():
@@ -391,12 +401,12 @@ def load_recordings(
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
     files = find_recordings(patterns)
-    kept, raws, skipped, subjects = {}, [], [], {}
+    kept, raws, skipped, subjects, not_picked = {}, [], [], {}, {}
     for file in files:
         found = _channels(file, picks, exclude, on_error, skipped)
         if found is None:
             continue
-        raw, left_out = found
+        raw, left_out, not_picked[file] = found
         kept[file] = (list(raw.ch_names), left_out)
         subjects[file] = _subject(raw)
         if not lazy:
@@ -409,7 +419,7 @@ def load_recordings(
             f"No recording matching {patterns!r} has channels picks={picks!r} "
             f"(exclude={exclude!r})."
         )
-    _log_channels(kept, exclude)
+    _log_channels(kept, exclude, not_picked, picks)
     # the channels are picked already: the preprocessing keeps them all
     preprocessors = [
         *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),
