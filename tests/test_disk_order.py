@@ -298,3 +298,32 @@ def test_workers_build_their_batches_in_shared_memory_for_both_reads(view):
         assert not make()[0].is_shared(), name  # in the training process: plain memory
         loader = DataLoader(_SharedFlag(make), batch_size=None, num_workers=1)
         assert bool(next(iter(loader))), name  # in a worker: shared, no copy on its way
+
+
+def _rank_share_under_gloo(rank, world, init, store, out):
+    """One process of a gloo group: its own torch seed, the order's seed from rank 0."""
+    from braindecode_pars.training.pretrain import _shared_seed
+
+    torch.distributed.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    try:
+        torch.manual_seed(100 + rank)  # every process seeded differently
+        view = SingleChannelWindows.from_store(store, n_times=N_TIMES)
+        batches = DiskOrderBatches(view, batch_size=4, seed=_shared_seed(), rank=rank,
+                                   world_size=world)  # fmt: skip
+        np.save(out / f"rank{rank}.npy", batches.rank_windows(epoch=3))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.slow  # three processes that import the package
+def test_ranks_of_a_process_group_share_one_order_and_split_it(store, tmp_path):
+    world = 3
+    init = f"file://{tmp_path / 'rendezvous'}"
+    torch.multiprocessing.spawn(
+        _rank_share_under_gloo, args=(world, init, store, tmp_path), nprocs=world
+    )
+    shares = [np.load(tmp_path / f"rank{r}.npy") for r in range(world)]
+    assert [len(s) for s in shares] == [13] * world  # ceil(37 / 3)
+    seen = np.concatenate(shares)
+    assert set(seen.tolist()) == set(range(37))  # one order, split: every window read
+    assert len(seen) - len(set(seen.tolist())) == 2  # and two read again to pad
