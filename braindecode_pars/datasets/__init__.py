@@ -31,7 +31,7 @@ from .physionet_mi import (
     physionet_mi_subject_split,
     read_physionet_mi,
 )
-from .recordings import find_recordings, load_recordings, non_eeg_channels
+from .recordings import find_recordings, load_recordings, non_eeg_channels, off_montage
 from .resample import RESAMPLE_METHODS, resample_windows
 from .single_channel import SingleChannelWindows
 from .sleep_edf import read_sleep_edf_mat
@@ -72,6 +72,7 @@ __all__ = [
     "load_labelled_recordings",
     "load_recordings",
     "non_eeg_channels",
+    "off_montage",
     "read_eegmat",
     "read_sleep_edf_mat",
     "recording_preprocessors",
