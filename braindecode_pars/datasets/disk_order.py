@@ -165,7 +165,9 @@ class DiskOrderBatches(IterableDataset):
         Leave out a rank's last batch when it is short.
     prefetch : bool
         Ask the kernel to read the next group of crops (``POSIX_FADV_WILLNEED``) before
-        the current one is read, so that a single thread keeps several reads in flight.
+        the current one is read, so that a single thread keeps several reads in flight,
+        and map the store ``MADV_RANDOM`` (a missing page brings in itself only, not the
+        kernel's read-around). False: neither, as a plain memory map reads.
 
     Examples
     --------
