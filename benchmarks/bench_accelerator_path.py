@@ -7,9 +7,9 @@ while the GPU path grows. This script takes that path on a CPU:
   AOTAutograd trace forward and backward as they do for Inductor, and the traced graph
   runs eagerly;
 - the pair operator (:func:`braindecode_pars.models.pair_attention.pair_attention`)
-  takes the chunks of windows it takes on an accelerator
-  (``ACCELERATOR_SCRATCH_RATIO``), not the CPU's cache-sized ones (``--cpu-chunks``
-  keeps those).
+  runs as on an accelerator: the chunks of windows sized by
+  ``ACCELERATOR_SCRATCH_RATIO``, not the CPU's cache-sized ones, and the tables
+  recomputed in the backward pass, not kept (``--cpu-path`` keeps the CPU's way).
 
 For n_patches 40 and 128 it records, PARS against the encoder alone on the same patches
 and masks (the same model's encoder, its loss a mean of squares, compiled the same way):
@@ -91,16 +91,6 @@ def losses(model, X, starts, pos_mask, compiled):
     }
 
 
-def accelerator_chunks():
-    """Make the pair operator take, on a CPU, the chunks it takes on an accelerator."""
-    chunk_size = pair_attention._chunk_size
-
-    def accelerator_chunk_size(q, k):
-        return chunk_size(q.to("meta"), k.to("meta"))  # any device but the CPU
-
-    pair_attention._chunk_size = accelerator_chunk_size
-
-
 def track_live_memory():
     """Have glibc map every block of 128 KiB or more on its own and unmap it when freed,
     so that the resident peak follows the memory a step holds, not what malloc kept."""
@@ -112,12 +102,17 @@ def track_live_memory():
             raise RuntimeError(f"mallopt({param}) failed")
 
 
-def memory_child(what, n_patches, batch_size, cpu_chunks):
+def accelerator_path():
+    """Make the pair operator, on a CPU, run as it runs on an accelerator."""
+    pair_attention._on_accelerator = lambda q: True
+
+
+def memory_child(what, n_patches, batch_size, cpu_path):
     """In a fresh process: MiB of resident-peak growth of one compiled training step."""
     torch.set_num_threads(1)
     track_live_memory()
-    if not cpu_chunks:
-        accelerator_chunks()
+    if not cpu_path:
+        accelerator_path()
     model, X, starts, pos_mask = build(MEMORY_SIZE, n_patches, batch_size)
     loss = losses(model, X, starts, pos_mask, compiled=True)[what]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -132,18 +127,30 @@ def memory_child(what, n_patches, batch_size, cpu_chunks):
     return {"growth_mib": peak_growth(step)[0]}
 
 
-def memory_row(n_patches, batch_size, cpu_chunks=False):
+def memory_row(n_patches, batch_size, cpu_path=False):
     """PARS's and the encoder's step memory growth (MiB), each in a fresh process."""
     return {
-        what: in_child(__file__, "memory", what, n_patches, batch_size, int(cpu_chunks))[
-            "growth_mib"
-        ]
+        what: in_child(__file__, "memory", what, n_patches, batch_size, int(cpu_path))["growth_mib"]
         for what in ("encoder", "pars")
     }
 
 
 def flop_row(size, n_patches, batch_size, decoder_impl="folded"):
-    """FLOPs of a forward and backward of PARS and of the encoder alone (fake tensors)."""
+    """FLOPs of a forward and backward of PARS and of the encoder alone (fake tensors),
+    the pair operator on the accelerator's path."""
+    counts = {}
+    on_accelerator, pair_attention._on_accelerator = (
+        pair_attention._on_accelerator,
+        (lambda q: True),
+    )
+    try:
+        counts = _count_flops(size, n_patches, batch_size, decoder_impl)
+    finally:
+        pair_attention._on_accelerator = on_accelerator
+    return counts
+
+
+def _count_flops(size, n_patches, batch_size, decoder_impl):
     counts = {}
     with FakeTensorMode(allow_non_fake_inputs=True):
         model, X, starts, pos_mask = build(size, n_patches, batch_size, decoder_impl)
@@ -164,9 +171,9 @@ def parse_args(argv=None):
         "--patches", type=int, nargs="+", default=list(PATCHES), help="(default: 40 128)"
     )
     parser.add_argument(
-        "--cpu-chunks",
+        "--cpu-path",
         action="store_true",
-        help="keep the CPU's chunks in the pair operator (default: the accelerator's)",
+        help="the pair operator as it runs on a CPU (default: as on an accelerator)",
     )
     return parser.parse_args(argv)
 
@@ -175,14 +182,14 @@ def main(argv=None):
     """Run the check; write its report; return ``{n_patches: row}``."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--child"]:  # a fresh process for one memory figure
-        _, _, what, n_patches, batch, cpu_chunks = argv
-        print(json.dumps(memory_child(what, int(n_patches), int(batch), cpu_chunks == "1")))
+        _, _, what, n_patches, batch, cpu_path = argv
+        print(json.dumps(memory_child(what, int(n_patches), int(batch), cpu_path == "1")))
         return None
     args = parse_args(argv)
     torch.set_num_threads(1)
     rows = {}
     for n in args.patches:
-        mem = memory_row(n, args.batch_size, args.cpu_chunks)
+        mem = memory_row(n, args.batch_size, args.cpu_path)
         flops = flop_row("paper", n, args.batch_size)
         small = flop_row(MEMORY_SIZE, n, args.batch_size)
         rows[n] = dict(
@@ -200,7 +207,7 @@ def main(argv=None):
         f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d} UTC",
         f"- Command: `{command}`",
         '- Path: `torch.compile(backend="aot_eager")`, the pair operator over the '
-        + ("CPU's chunks" if args.cpu_chunks else "accelerator's chunks, as on a GPU"),
+        + ("CPU's path" if args.cpu_path else "accelerator's path, as on a GPU"),
         f"- Memory: 128 x 2 encoder, 30-s windows at 200 Hz, batch {args.batch_size}, one "
         "training step after two warm-up steps, resident-peak growth, each figure in a "
         "fresh process. FLOPs: forward and backward on fake tensors, batch "

@@ -184,22 +184,33 @@ def test_chunked_tables_on_cpu_equal_the_naive_decoder(monkeypatch, bad_pairs):
     assert bad_pairs == [0]  # one call, no fallback: the chunks alone are tested
 
 
-def test_accelerator_chunks_equal_the_naive_decoder(monkeypatch, bad_pairs):
-    # the chunks a GPU takes, taken on this CPU: 7 windows, 4 heads of size 4, 6 masked
-    # of 10 patches: ceil(12 * 10 / (0.25 * 22 * 4)) = 6 chunks wanted, 4 of 2 windows
-    chunk_size = pair_attention._chunk_size
+def test_the_accelerator_path_equals_the_naive_decoder(monkeypatch, bad_pairs):
+    # the path a GPU takes, taken on this CPU (chunks sized by the scratch ratio, tables
+    # recomputed in backward): 7 windows, 4 heads of size 4, 6 masked of 10 patches:
+    # ceil(12 * 10 / (0.25 * 22 * 4)) = 6 chunks wanted, 4 chunks of 2 windows
     sizes = []
+    chunk_size = pair_attention._chunk_size
 
-    def accelerator_chunk_size(q, k):
-        sizes.append(chunk_size(q.to("meta"), k.to("meta")))
+    def recording_chunk_size(q, k):
+        sizes.append(chunk_size(q, k))
         return sizes[-1]
 
-    monkeypatch.setattr(pair_attention, "_chunk_size", accelerator_chunk_size)
+    monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: True)
+    monkeypatch.setattr(pair_attention, "_chunk_size", recording_chunk_size)
     dec = CrossAttentionPairDecoder(16, 4).double()
     y, idx = _random_case(7, 10, 6, 16)
     _check_against_naive(dec, y, idx, rtol=1e-9)
     assert sizes == [2, 2]  # forward and backward, 4 chunks each
     assert bad_pairs == [0]
+
+
+@pytest.mark.parametrize("accelerator", [False, True], ids=["cpu-path", "accelerator-path"])
+def test_underflowing_pairs_on_both_paths(monkeypatch, bad_pairs, accelerator):
+    monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
+    dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL)
+    assert bad_pairs and bad_pairs[0] > 0
 
 
 def test_folded_decoder_backward_can_run_twice():
@@ -251,7 +262,7 @@ def test_pairs_beyond_the_fallback_are_counted_not_hidden(monkeypatch, bad_pairs
     assert 0 < differs.sum() <= n_bad - 3  # the uncomputed pairs, and only them
 
 
-def test_the_operator_passes_torch_library_checks():
+def test_the_operator_passes_torch_library_checks(monkeypatch):
     # fake (meta) shapes, autograd registration and schema against the real kernels
     dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
@@ -260,6 +271,8 @@ def test_the_operator_passes_torch_library_checks():
     k = ks[..., :16].view(2, 12, 2, 8).transpose(1, 2).contiguous().detach().requires_grad_()
     s = ks[..., 16:].transpose(1, 2).contiguous().detach().requires_grad_()
     q = torch.randn(2, 2, 18, 8, requires_grad=True)
+    torch.library.opcheck(pair_attention.pair_attention, (q, k, s, 9, 8**-0.5))
+    monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: True)
     torch.library.opcheck(pair_attention.pair_attention, (q, k, s, 9, 8**-0.5))
 
 
@@ -271,14 +284,19 @@ def _flops(fn):
     return counter.get_total_flops()
 
 
-def test_flop_counter_counts_the_operator_as_its_products():
-    # forward and backward of the operator against the naive count of its products
+@pytest.mark.parametrize("accelerator", [False, True], ids=["cpu-path", "accelerator-path"])
+def test_flop_counter_counts_the_operator_as_its_products(monkeypatch, accelerator):
+    # forward and backward of the operator against the naive count of its products:
+    # the accelerator's backward recomputes the tables, num and den
+    monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
     B, H, n, N, d = 3, 4, 6, 10, 8
     q = torch.randn(B, H, 2 * n, d, requires_grad=True)
     k = torch.randn(B, H, N, d, requires_grad=True)
     s = torch.randn(B, H, N, requires_grad=True)
     forward = 2 * B * H * (2 * n * N * d + 2 * n * n * N)
-    backward = 2 * B * H * (2 * n * N * d + 6 * n * n * N + 2 * 2 * n * N * d)
+    backward = 2 * B * H * (4 * n * n * N + 2 * 2 * n * N * d)
+    if accelerator:
+        backward += forward
     assert _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3)) == forward
     total = _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3)[0].sum().backward())
     assert total == forward + backward

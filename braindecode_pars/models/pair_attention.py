@@ -55,6 +55,15 @@ def _underflow_threshold(dtype):
     return torch.finfo(dtype).tiny ** 0.5
 
 
+def _on_accelerator(q):
+    """Whether the operator runs as on an accelerator (any device but the CPU): chunks
+    sized by :data:`ACCELERATOR_SCRATCH_RATIO`, and the tables recomputed in the
+    backward pass. A CPU keeps the tables of the whole batch from the forward pass:
+    memory is cheaper there than the products, and the backward pass takes half as
+    long. A choice by device, never by data."""
+    return q.device.type != "cpu"
+
+
 def _chunk_size(q, k):
     """Windows per chunk of the pair operator; a choice by device and shapes, never data.
 
@@ -67,7 +76,7 @@ def _chunk_size(q, k):
     """
     B, H, n2, d = q.shape
     N = k.shape[2]
-    if q.device.type == "cpu":
+    if not _on_accelerator(q):
         n_chunks = math.ceil(B / max(1, CPU_CHUNK_ELEMENTS // (H * n2 * N)))
     else:
         n_chunks = min(B, math.ceil(n2 * N / (ACCELERATOR_SCRATCH_RATIO * (n2 + N) * d)))
@@ -85,15 +94,15 @@ def _tables_(out, q3, k3, alpha):
     return out.sub_(out.amax(dim=-1, keepdim=True)).exp2_()
 
 
-def _ratio_(num, den, e_u, e_vt, s, scratch):
-    """Per head ``num / den`` into ``num`` from the tables, and ``den`` (``inf`` where
-    it underflowed, or is not finite: the pair's ratio is then 0); ``scratch`` has
-    ``e_u``'s shape."""
+def _ratio_(num, den, e_u, e_vt, s, scratch, bad):
+    """Per head ``num / den`` into ``num`` from the tables, ``den`` (``inf`` where it
+    underflowed: the pair's ratio is then 0) and ``bad``, where it did; ``scratch``
+    has ``e_u``'s shape. (A NaN logit gives a NaN ``den`` and ratio, as it should.)"""
     torch.bmm(e_u, e_vt, out=den)
     torch.bmm(torch.mul(e_u, s, out=scratch), e_vt, out=num)
-    bad = ~(den > _underflow_threshold(den.dtype))
-    den.masked_fill_(bad, math.inf)
-    return num.div_(den).masked_fill_(bad, 0.0), bad
+    torch.lt(den, _underflow_threshold(den.dtype), out=bad)
+    den.masked_fill_(bad, math.inf)  # num / inf = 0: num <= den * max |s| stays finite
+    return num.div_(den)
 
 
 def _pair_attention(q, k, s, n, scale):
@@ -103,69 +112,86 @@ def _pair_attention(q, k, s, n, scale):
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     theta = q.new_empty(B, n, n)
     bad = torch.empty(B, H, n, n, dtype=torch.bool, device=q.device)
-    tables = q.new_empty(chunk * H, n2, N)
+    keep = not _on_accelerator(q)
+    rows_kept = B * H if keep else 0  # the whole batch's, or nothing
+    kept = q.new_empty(rows_kept, n2, N), q.new_empty(rows_kept, n, n), q.new_empty(rows_kept, n, n)
+    # kept: the tables, den, and each head's ratio (computed into num's buffer)
+    tables, num, den = (kept[0], kept[2], kept[1]) if keep else _chunk_buffers(q, chunk * H, n, N)
     scratch = q.new_empty(chunk * H, n, N)
-    num, den = q.new_empty(chunk * H, n, n), q.new_empty(chunk * H, n, n)
     for b0, b1 in _chunks(B, chunk):
         rows, m = slice(b0 * H, b1 * H), (b1 - b0) * H
-        e = _tables_(tables[:m], q3[rows], k3[rows], scale * LOG2_E)
+        at = rows if keep else slice(0, m)
+        e = _tables_(tables[at], q3[rows], k3[rows], scale * LOG2_E)
         # an underflowing (or NaN) denominator: ratio 0 and no gradient (dtheta / den
         # = 0), the caller adds the pair exactly; tensor operations only, no host read
-        ratio, bad_m = _ratio_(num[:m], den[:m], e[:, :n], e[:, n:].mT, s3[rows], scratch[:m])
+        bad_m = bad[b0:b1].view(m, n, n)
+        ratio = _ratio_(num[at], den[at], e[:, :n], e[:, n:].mT, s3[rows], scratch[:m], bad_m)
         torch.sum(ratio.view(b1 - b0, H, n, n), dim=1, out=theta[b0:b1])
-        bad[b0:b1] = bad_m.view(b1 - b0, H, n, n)
-    return theta, bad
+    return theta, bad, *kept
 
 
-def _pair_attention_backward(grad, q, k, s, n, scale):
-    """Backward of :func:`pair_attention`, every table recomputed from ``q`` and ``k``.
+def _chunk_buffers(q, rows, n, N):
+    """Per-chunk buffers of the tables, ``num`` and ``den``."""
+    return q.new_empty(rows, 2 * n, N), q.new_empty(rows, n, n), q.new_empty(rows, n, n)
 
-    Nothing of size n x N or n x n is kept from the forward pass. Per head, with
+
+def _pair_attention_backward(grad, q, k, s, tables, den, ratio, n, scale):
+    """Backward of :func:`pair_attention`, from the forward pass's ``tables``, ``den``
+    and ``ratio`` (on a CPU) or with them recomputed from ``q`` and ``k`` (when they
+    are empty, as on an accelerator: then nothing of size n x N or n x n is kept
+    between the passes). Per head, with
     ``A = dtheta / den`` and ``C = -A * theta_h``,
     ``dU = e_u * (s * (A @ e_v) + C @ e_v)``, ``dV = e_v * (s * (A.T @ e_u) + C.T @ e_u)``
-    and ``ds = sum_j e_u * (A @ e_v)``; ``[A; C]`` is stacked so that ``U``'s side is
-    one product per head. Scratch: the tables, ``num``, ``den``, ``[A; C]`` and one
-    more table, per chunk.
+    and ``ds = sum_j e_u * (A @ e_v)``. Scratch per chunk: the tables, ``num``, ``den``,
+    ``A``, ``C`` and two more tables.
     """
     B, H, n2, d = q.shape
     N, chunk = k.shape[2], _chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
-    dq, dk = torch.empty_like(q3), torch.empty_like(k3)
+    # dq and dk computed transposed, (d x 2n) and (d x N): 2-3 times as fast on a CPU
+    # as (2n x d) and (N x d) products with d as small as 8
+    dq_t, dk_t = q3.new_empty(B * H, d, n2), k3.new_empty(B * H, d, N)
     ds = torch.empty_like(s3)
-    tables = q3.new_empty(chunk * H, n2, N)
-    num, den = q3.new_empty(chunk * H, n, n), q3.new_empty(chunk * H, n, n)
-    ac = q3.new_empty(chunk * H, n2, n)  # [A; C]
-    x = q3.new_empty(chunk * H, n2, N)  # [A @ e_v; C @ e_v], then [A.T @ e_u; C.T @ e_u]
+    keep = tables.numel() > 0
+    if not keep:
+        tables, num, den = _chunk_buffers(q3, chunk * H, n, N)
+    # every output of a product contiguous: torch's CPU bmm into a strided output
+    # falls back to one product per matrix
+    a, c = q3.new_empty(chunk * H, n, n), q3.new_empty(chunk * H, n, n)
+    bad = torch.empty(0 if keep else chunk * H, n, n, dtype=torch.bool, device=q3.device)
+    xa, xc = q3.new_empty(chunk * H, n, N), q3.new_empty(chunk * H, n, N)
+    dl = q3.new_empty(chunk * H, n2, N)  # d loss / d [U; V]
     for b0, b1 in _chunks(B, chunk):
         rows, m = slice(b0 * H, b1 * H), (b1 - b0) * H
-        e = _tables_(tables[:m], q3[rows], k3[rows], scale * LOG2_E)
+        s_m = s3[rows]
+        if keep:
+            e, den_m, ratio_m = tables[rows], den[rows], ratio[rows]
+        else:
+            e = _tables_(tables[:m], q3[rows], k3[rows], scale * LOG2_E)
+            den_m = den[:m]
+            ratio_m = _ratio_(num[:m], den_m, e[:, :n], e[:, n:].mT, s_m, xa[:m], bad[:m])
         e_u, e_v = e[:, :n], e[:, n:]
-        xm = x[:m]
-        ratio, _ = _ratio_(num[:m], den[:m], e_u, e_v.mT, s3[rows], xm[:, :n])
-        a, c = ac[:m, :n], ac[:m, n:]
-        torch.div(grad[b0:b1, None], den[:m].view(b1 - b0, H, n, n), out=a.view(-1, H, n, n))
-        torch.mul(a, ratio, out=c).neg_()
-        torch.bmm(ac[:m], e_v, out=xm)  # A @ e_v, then C @ e_v
-        x_a, x_c = xm[:, :n], xm[:, n:]
-        x_a.mul_(e_u)
+        a_m, c_m, xa_m, xc_m, dl_m = a[:m], c[:m], xa[:m], xc[:m], dl[:m]
+        torch.div(grad[b0:b1, None], den_m.view(-1, H, n, n), out=a_m.view(-1, H, n, n))
+        torch.mul(a_m, ratio_m, out=c_m).neg_()
+        x_a = torch.bmm(a_m, e_v, out=xa_m).mul_(e_u)  # e_u * (A @ e_v)
         torch.sum(x_a, dim=1, keepdim=True, out=ds[rows])
-        d_u = x_c.mul_(e_u).addcmul_(x_a, s3[rows])  # d loss / d U
-        dq[rows, :n] = torch.bmm(d_u, k3[rows]).mul_(scale)
-        dk_rows = torch.bmm(d_u.mT, q3[rows, :n])
-        # V's side, into the same buffer: A.T @ e_u, then C.T @ e_u
-        y_a, y_c = xm[:, :n], xm[:, n:]
-        torch.bmm(a.mT, e_u, out=y_a)
-        torch.bmm(c.mT, e_u, out=y_c)
-        d_v = y_c.mul_(e_v).addcmul_(y_a.mul_(e_v), s3[rows])  # d loss / d V
-        dq[rows, n:] = torch.bmm(d_v, k3[rows]).mul_(scale)
-        dk[rows] = dk_rows.baddbmm_(d_v.mT, q3[rows, n:]).mul_(scale)
-    return dq.view(B, H, n2, d), dk.view(B, H, N, d), ds.view(B, H, N)
+        x_c = torch.bmm(c_m, e_v, out=xc_m).mul_(e_u)  # e_u * (C @ e_v)
+        torch.addcmul(x_c, x_a, s_m, out=dl_m[:, :n])  # d loss / d U
+        y_a = torch.bmm(a_m.mT, e_u, out=xa_m).mul_(e_v)  # e_v * (A.T @ e_u)
+        y_c = torch.bmm(c_m.mT, e_u, out=xc_m).mul_(e_v)  # e_v * (C.T @ e_u)
+        torch.addcmul(y_c, y_a, s_m, out=dl_m[:, n:])  # d loss / d V
+        dq, dk = dq_t[rows], dk_t[rows]
+        torch.baddbmm(dq, k3[rows].mT, dl_m.mT, beta=0, alpha=scale, out=dq)
+        torch.baddbmm(dk, q3[rows].mT, dl_m, beta=0, alpha=scale, out=dk)
+    dq, dk = dq_t.view(B, H, d, n2).mT, dk_t.view(B, H, d, N).mT
+    return dq.contiguous(), dk.contiguous(), ds.view(B, H, N)
 
 
 @torch.library.custom_op("braindecode_pars::pair_attention", mutates_args=())
 def pair_attention(
     q: torch.Tensor, k: torch.Tensor, s: torch.Tensor, n: int, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``theta[b, j, k] = sum_h sum_m softmax_m(U[j, m] + V[k, m]) s[h, m]`` from factor tables.
 
     ``q`` (batch, H, 2n, d) holds per head the rows ``u_1..u_n`` then ``v_1..v_n``,
@@ -173,26 +199,34 @@ def pair_attention(
     and head, and the logits are ``[U; V] = scale * q @ k.T``. Per head, with
     ``e_u = exp(U - rowmax)`` and ``e_v = exp(V - rowmax)``, ``den = e_u @ e_v.T`` and
     ``num = (e_u * s) @ e_v.T``: two (n x N) @ (N x n) products, and no (n x n x N)
-    tensor. The windows are taken in chunks (see :func:`_chunk_size`), and the
-    backward pass recomputes the tables rather than keep them: it keeps only ``q``,
-    ``k`` and ``s``.
+    tensor. The windows are taken in chunks (see :func:`_chunk_size`); on an
+    accelerator the backward pass recomputes the tables rather than keep them, and
+    keeps only ``q``, ``k`` and ``s`` (see :func:`_on_accelerator`).
 
     Registered as a ``torch.library`` operator with its backward, so ``torch.compile``
     traces it as one opaque node (no graph break) and, with no host synchronisation
     in it, CUDA graphs can capture it.
 
-    Returns ``theta`` (batch, n, n), the sum over heads, and ``bad`` (batch, H, n, n),
+    Returns ``theta`` (batch, n, n), the sum over heads; ``bad`` (batch, H, n, n),
     True where a pair's denominator underflowed (see :func:`_underflow_threshold`):
     such a pair contributes 0 here, nor to the gradient, and the caller adds it
-    exactly.
+    exactly; then, for the backward pass, the tables, ``den`` and each head's ratio
+    of the whole batch on a CPU, empty tensors on an accelerator.
     """
     return _pair_attention(q, k, s, n, scale)
 
 
 @pair_attention.register_fake
 def _(q, k, s, n, scale):
-    B, H = q.shape[:2]
-    return q.new_empty(B, n, n), q.new_empty(B, H, n, n, dtype=torch.bool)
+    B, H, n2, _ = q.shape
+    rows = 0 if _on_accelerator(q) else B * H
+    return (
+        q.new_empty(B, n, n),
+        q.new_empty(B, H, n, n, dtype=torch.bool),
+        q.new_empty(rows, n2, k.shape[2]),
+        q.new_empty(rows, n, n),
+        q.new_empty(rows, n, n),
+    )
 
 
 @torch.library.custom_op("braindecode_pars::pair_attention_backward", mutates_args=())
@@ -201,28 +235,32 @@ def pair_attention_backward(
     q: torch.Tensor,
     k: torch.Tensor,
     s: torch.Tensor,
+    tables: torch.Tensor,
+    den: torch.Tensor,
+    ratio: torch.Tensor,
     n: int,
     scale: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients of :func:`pair_attention`'s ``theta`` with respect to ``q``, ``k``, ``s``."""
-    return _pair_attention_backward(grad.contiguous(), q, k, s, n, scale)
+    return _pair_attention_backward(grad.contiguous(), q, k, s, tables, den, ratio, n, scale)
 
 
 @pair_attention_backward.register_fake
-def _(grad, q, k, s, n, scale):
+def _(grad, q, k, s, tables, den, ratio, n, scale):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(s)
 
 
 def _setup_context(ctx, inputs, output):
     q, k, s, n, scale = inputs
-    ctx.save_for_backward(q, k, s)
+    _, bad, tables, den, ratio = output
+    ctx.save_for_backward(q, k, s, tables, den, ratio)
     ctx.n, ctx.scale = n, scale
-    ctx.mark_non_differentiable(output[1])
+    ctx.mark_non_differentiable(bad, tables, den, ratio)
 
 
-def _backward(ctx, grad, _grad_bad):
-    q, k, s = ctx.saved_tensors
-    dq, dk, ds = pair_attention_backward(grad, q, k, s, ctx.n, ctx.scale)
+def _backward(ctx, grad, *_):
+    q, k, s, tables, den, ratio = ctx.saved_tensors
+    dq, dk, ds = pair_attention_backward(grad, q, k, s, tables, den, ratio, ctx.n, ctx.scale)
     return dq, dk, ds, None, None
 
 
@@ -236,12 +274,15 @@ def _pair_attention_flops(q_shape, k_shape, s_shape, n, scale, *args, **kwargs):
     return 2 * B * H * (n2 * N * d + 2 * n * n * N)
 
 
-def _pair_attention_backward_flops(grad_shape, q_shape, k_shape, *args, **kwargs):
-    """The tables, ``num`` and ``den`` recomputed, four (n x n) @ (n x N) products,
-    ``dq`` and ``dk``."""
+def _pair_attention_backward_flops(
+    grad_shape, q_shape, k_shape, s_shape, tables_shape, *args, **kwargs
+):
+    """Four (n x n) @ (n x N) products, ``dq`` and ``dk``; and the tables, ``num`` and
+    ``den`` where they are recomputed (empty ``tables``)."""
     B, H, n2, d = q_shape
     N, n = k_shape[2], n2 // 2
-    return 2 * B * H * (n2 * N * d + 6 * n * n * N + 2 * n2 * N * d)
+    recomputed = 0 if tables_shape[0] else n2 * N * d + 2 * n * n * N
+    return 2 * B * H * (recomputed + 4 * n * n * N + 2 * n2 * N * d)
 
 
 register_flop_formula(torch.ops.braindecode_pars.pair_attention)(_pair_attention_flops)
@@ -268,10 +309,12 @@ def exact_pairs(q, k, s, bad, n, scale, size=None):
     flat = flat.clamp(min=0)
     bh, jk = flat // (n * n), flat % (n * n)
     j, kk = jk // n, jk % n
-    q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, N)
-    query = q3[bh, j] + q3[bh, n + kk]  # (size, d): u_j + v_k
-    logits = torch.bmm(k3[bh], query[:, :, None])[..., 0] * scale  # (size, N)
-    exact = (torch.softmax(logits, dim=-1) * s3[bh]).sum(-1)
+    # rows picked with index_select: its backward (index_add) is fast on a CPU too
+    rows = q.reshape(B * H * n2, d)
+    query = rows.index_select(0, bh * n2 + j) + rows.index_select(0, bh * n2 + n + kk)
+    keys = k.reshape(B * H, N, d).index_select(0, bh)  # (size, N, d)
+    logits = torch.bmm(keys, query[:, :, None])[..., 0] * scale  # (size, N)
+    exact = (torch.softmax(logits, dim=-1) * s.reshape(B * H, N).index_select(0, bh)).sum(-1)
     exact = torch.where(filled, exact, 0.0)
     unresolved = bad.sum() - filled.sum()
     return (bh // H) * (n * n) + jk, exact, unresolved

@@ -194,7 +194,7 @@ class CrossAttentionPairDecoder(nn.Module):
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
         scale = d**-0.5
-        theta, bad = _op.pair_attention(q, k, s, n, scale)
+        theta, bad, *_ = _op.pair_attention(q, k, s, n, scale)
         flat, exact, unresolved = _op.exact_pairs(q, k, s, bad, n, scale)
         theta = theta.reshape(B * n * n).index_add(0, flat, exact).view(B, n, n)
         return theta + const, unresolved
