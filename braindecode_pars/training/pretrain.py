@@ -143,7 +143,10 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         the first epoch, every epoch that ends a multiple of
         ``ceil(eval_every_steps / steps per epoch)`` epochs, and the last one; so a
         corpus whose epoch is one step does not pay a validation pass and its logs at
-        every step. An epoch of as many steps or more is validated every epoch.
+        every step. An epoch of as many steps or more is validated every epoch. The
+        training losses, kept on the device, are read on the same cadence
+        (:meth:`read_log`): a callback that reads an epoch's ``train_loss`` at its end
+        finds it on these epochs (1: every epoch).
     checkpoint_every_minutes : float
         With ``checkpoint_dir``, the whole state and ``encoder_last.pt`` are written at
         the end of the first epoch that ends this long after the last write, at the end
