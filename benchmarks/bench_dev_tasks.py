@@ -97,8 +97,7 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TRAIN_SUBJECTS,
 )
 from braindecode_pars.datasets.physionet_mi import _run_block
-from braindecode_pars.experiments._classifiers import scratch_classifier
-from braindecode_pars.experiments.low_label import draw_subjects
+from braindecode_pars.demo import draw_subjects, scratch_classifier
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.probe import ProbeRecipe

@@ -47,8 +47,8 @@ from braindecode_pars.datasets import (
     load_physionet_mi,
 )
 from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.experiments._classifiers import scratch_classifier
-from braindecode_pars.experiments.low_label import (
+from braindecode_pars.demo import scratch_classifier
+from braindecode_pars.demo.low_label import (
     format_summary,
     plot_label_efficiency,
     run_low_label,

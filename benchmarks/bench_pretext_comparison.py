@@ -64,7 +64,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from braindecode_pars.experiments.low_label import draw_subjects
+from braindecode_pars.demo import draw_subjects
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.probe.baselines import band_power_pipeline

@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from braindecode_pars.experiments.low_label import draw_subjects, run_low_label
+from braindecode_pars.demo.low_label import draw_subjects, run_low_label
 
 
 class _MeanLevel(ClassifierMixin, BaseEstimator):
@@ -120,19 +120,19 @@ def test_settings_describe_estimators_modules_and_arrays():
     import torch
 
     from braindecode_pars import PatchEncoder
-    from braindecode_pars.experiments.low_label import _describe
+    from braindecode_pars.demo.low_label import describe
 
     torch.manual_seed(0)
     a = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=16)
     b = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=16)
-    assert _describe(a) != _describe(b)  # other weights
-    assert _describe(a) == _describe(a)
-    assert _describe(np.arange(3)) != _describe(np.arange(4))
-    nested = _describe(make_pipeline(StandardScaler(), LogisticRegression(C=3.0)))
+    assert describe(a) != describe(b)  # other weights
+    assert describe(a) == describe(a)
+    assert describe(np.arange(3)) != describe(np.arange(4))
+    nested = describe(make_pipeline(StandardScaler(), LogisticRegression(C=3.0)))
     assert nested["class"] == "sklearn.pipeline.Pipeline"
     assert nested["params"]["steps"][1][1]["params"]["C"] == 3.0
     json.dumps(nested)  # plain JSON
-    assert _describe(object()) == _describe(object()) == "<object object>"  # no address
+    assert describe(object()) == describe(object()) == "<object object>"  # no address
 
 
 def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
@@ -143,8 +143,8 @@ def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
 
     code = (
         "import json; from braindecode_pars import PARSClassifier, PARSFineTuner; "
-        "from braindecode_pars.experiments.low_label import _describe; "
-        "print(json.dumps(_describe(PARSClassifier(encoder='pars-small', "
+        "from braindecode_pars.demo.low_label import describe; "
+        "print(json.dumps(describe(PARSClassifier(encoder='pars-small', "
         "head=PARSFineTuner(lr=1e-3), sfreq=100)), sort_keys=True))"
     )
     outs = []
@@ -158,25 +158,25 @@ def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
 
 
 def test_paths_are_described_by_contents_and_unsaved_methods_may_change(tmp_path):
-    from braindecode_pars.experiments.low_label import _check_settings, _describe
+    from braindecode_pars.demo.low_label import check_settings, describe
 
     for folder in ("a", "b"):
         (tmp_path / folder / "enc").mkdir(parents=True)
         (tmp_path / folder / "enc" / "w.bin").write_bytes(b"weights")
     a, b = tmp_path / "a" / "enc", tmp_path / "b" / "enc"
-    assert _describe(a) == _describe(str(b))  # the same files elsewhere
+    assert describe(a) == describe(str(b))  # the same files elsewhere
     (b / "w.bin").write_bytes(b"other weights")
-    assert _describe(a) != _describe(b)
+    assert describe(a) != describe(b)
     out = tmp_path / "results.csv"
     common = {"data": "d", "missing": float("nan")}  # NaN equals NaN here
-    _check_settings(out, common, {"m": _describe(a)})
-    _check_settings(out, {**common}, {"m": _describe(b)})  # no rows of "m" yet: taken
+    check_settings(out, common, {"m": describe(a)})
+    check_settings(out, {**common}, {"m": describe(b)})  # no rows of "m" yet: taken
     with pytest.raises(ValueError, match="these differ: method 'm'"):
-        _check_settings(out, common, {"m": _describe(a)}, done=["m"])
+        check_settings(out, common, {"m": describe(a)}, done=["m"])
 
 
 def test_fit_predict_hands_each_side_its_groups():
-    from braindecode_pars.experiments.low_label import _fit_predict
+    from braindecode_pars.demo.low_label import _fit_predict
 
     seen = {}
 

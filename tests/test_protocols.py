@@ -229,7 +229,7 @@ def test_configurations_name_the_channel_noise_augmentation():
     _estimator = import_benchmark("lib.protocols")._estimator
 
     clf = _estimator(None, 0, {"augmentation": {"channel_noise": {"std": 0.3}}})
-    (aug,) = clf.augmentation
+    (aug,) = clf.head.augmentation  # training from scratch: the neural head's
     assert isinstance(aug, ChannelNoise) and aug.std == 0.3
     with pytest.raises(ValueError, match="'augmentation' parameter"):
         _estimator(None, 0, {"augmentation": {"mixup": {}}})
@@ -284,7 +284,7 @@ def test_a_probe_fits_on_the_training_windows_alone(monkeypatch):
     for encoder, params, kind, passed in (
         ("encoder.pt", {}, PARSProbe, False),  # "auto" over an encoder: the probe
         (None, {"finetune": "probe"}, PARSClassifier, False),  # over a random encoder
-        (None, {}, PARSFineTuner, True),  # "auto" without an encoder: scratch
+        (None, {}, PARSClassifier, True),  # "auto" without an encoder: scratch
         ("encoder.pt", {"finetune": "frozen"}, PARSClassifier, True),
     ):
         clf = protocols.fit_on(encoder, [0, 1], seed=0, params=params, valid=[1, 0])
@@ -304,9 +304,10 @@ def test_configurations_translate_to_the_estimators():
     assert isinstance(probe, PARSProbe) and (probe.encoder, probe.random_state) == ("enc.pt", 3)
     assert (probe.C, probe.align, probe.readout) == (10.0, "groups", "mean")
     scratch = _estimator(None, 3, {"max_epochs": 2, "weight_decay": 0.1})
-    assert isinstance(scratch, PARSFineTuner) and scratch.encoder is None
-    assert (scratch.max_epochs, scratch.random_state) == (2, 3)
-    assert scratch.get_params()["optimizer__weight_decay"] == 0.1
+    assert isinstance(scratch, PARSClassifier) and scratch.encoder is None
+    assert isinstance(scratch.head, PARSFineTuner) and scratch.head.encoder is None
+    assert (scratch.head.max_epochs, scratch.random_state) == (2, 3)
+    assert scratch.get_params()["head__optimizer__weight_decay"] == 0.1
     sized = _estimator(None, 3, {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16})
     assert isinstance(sized, PARSClassifier) and sized.random_state == 3
     assert (sized.encoder.max_epochs, sized.encoder.emb_dim, sized.head.strategy) == (0, 16, "full")

@@ -511,7 +511,7 @@ def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
     stream = io.StringIO()  # a log file
     monkeypatch.setattr("sys.stderr", stream)
     _package_log_to(stream)
-    log = logging.getLogger("braindecode_pars.experiments")
+    log = logging.getLogger("braindecode_pars.demo")
     assert [log.info("fit %d", i) or i for i in progress(range(3), "fits")] == [0, 1, 2]
     assert stream.getvalue() == "fit 0\nfit 1\nfit 2\n"  # no bar, one line each
 
@@ -521,7 +521,7 @@ def test_a_loop_on_a_terminal_writes_its_log_lines_above_the_bar(_package_log_to
 
     terminal = _stderr_terminal(monkeypatch)
     handler = _package_log_to(terminal)
-    log = logging.getLogger("braindecode_pars.experiments")
+    log = logging.getLogger("braindecode_pars.demo")
     assert [log.info("fit %d", i) or i for i in progress(range(3), "fits")] == [0, 1, 2]
     text = terminal.getvalue()
     assert "fits: 100%" in text and "3/3" in text  # the bar

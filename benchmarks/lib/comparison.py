@@ -36,9 +36,8 @@ from braindecode_pars.datasets import (
     load_physionet_mi_continuous,
 )
 from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.demo import scratch_classifier, summary_table
 from braindecode_pars.estimators import PARSClassifier, PARSFineTuner
-from braindecode_pars.experiments._classifiers import scratch_classifier
-from braindecode_pars.experiments.low_label import summary_table
 from braindecode_pars.hub import save_encoder
 from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
 from braindecode_pars.models import _pretext_params

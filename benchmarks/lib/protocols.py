@@ -32,6 +32,13 @@ from braindecode_pars._checks import check_option
 from braindecode_pars.datasets import SingleChannelWindows, write_window_store
 from braindecode_pars.datasets.eesm17 import ChannelNoise
 from braindecode_pars.datasets.recipes import _subject_column, _subjects_of, load_recipe
+from braindecode_pars.demo import (
+    check_settings,
+    describe,
+    neural_head,
+    scratch_classifier,
+    settings_path,
+)
 from braindecode_pars.estimators import (
     STRATEGIES,
     PARSClassifier,
@@ -39,8 +46,6 @@ from braindecode_pars.estimators import (
     PARSPretrainer,
     PARSProbe,
 )
-from braindecode_pars.experiments._classifiers import neural_head, scratch_classifier
-from braindecode_pars.experiments.low_label import _check_settings, _describe, _settings_path
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 from braindecode_pars.training import pretrain
@@ -58,7 +63,7 @@ class ResultsLog:
     ``settings`` (a dict: the methods' encoders, estimator parameters, the data's
     summary; not the key "methods", which the settings file keeps for itself)
     is recorded beside the CSV (``results.settings.json``, see
-    :func:`~braindecode_pars.experiments.low_label._check_settings`); a log whose
+    :func:`~braindecode_pars.demo.low_label.check_settings`); a log whose
     rows were made with other settings is refused before any job runs, so a rerun
     never takes stale rows for its own.
     """
@@ -72,8 +77,8 @@ class ResultsLog:
             if "methods" in settings:
                 raise ValueError("'settings' must not use the key 'methods'; use 'encoders'.")
             if not self.rows:  # no row to protect: a run that failed before its first
-                _settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
-            _check_settings(self.path, {k: _describe(v) for k, v in settings.items()}, {})
+                settings_path(self.path).unlink(missing_ok=True)  # row locks nothing
+            check_settings(self.path, {k: describe(v) for k, v in settings.items()}, {})
 
     def _key(self, row):
         return tuple(str(row[k]) for k in self.key_columns)

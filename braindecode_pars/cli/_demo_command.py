@@ -42,7 +42,7 @@ def _given(**values):
 def _demo(args):
     """The shipped PARS encoder against scratch and a band-power floor with 1 and 2 labelled
     subjects on bundled EEGMAT (rest vs mental arithmetic)."""
-    from ..experiments.demo import DemoConfig, format_results, run_demo
+    from ..demo import DemoConfig, format_results, run_demo
 
     overrides = _given(
         finetune_epochs=args.finetune_epochs,

@@ -42,8 +42,13 @@ from ..models.pretext import pretext_skill
 from ..probe.baselines import band_power_pipeline
 from ..training._seeding import isolated_random_state
 from ..viz import plot_shift_matrices, plot_training_curves
-from ._classifiers import scratch_classifier
-from .low_label import format_summary, plot_label_efficiency, run_low_label, summarize
+from .low_label import (
+    format_summary,
+    plot_label_efficiency,
+    run_low_label,
+    scratch_classifier,
+    summarize,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,9 @@ from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.utils.validation import has_fit_parameter
 
 from .._checks import check_int
+from ..estimators import PARSClassifier, PARSFineTuner, PARSPretrainer
+from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from ..training.callbacks import _progress as progress_bar
-from ._classifiers import training_history
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,65 @@ def _fit_predict(clf, X, y, groups, train, test):
     if "groups" in inspect.signature(clf.predict).parameters:
         return clf.predict(X[test], groups=groups[test])
     return clf.predict(X[test])
+
+
+def scratch_classifier(size=None, *, sfreq=None, random_state=None, verbose=0, **head):
+    """A new encoder of ``size`` under the neural head, every weight trained (the paper's
+    supervised baseline).
+
+    Parameters
+    ----------
+    size : dict | PatchEncoderConfig | None
+        The new encoder's settings (``emb_dim``, ``depth``, ...; those left out: the
+        small size's, ``ENCODER_SIZES["small"]``); None: the small size.
+    sfreq, random_state, verbose
+        The classifier's; ``verbose`` also the head's unless ``head`` sets it.
+    **head
+        :class:`~braindecode_pars.PARSFineTuner` parameters (``max_epochs``, ``lr``,
+        ``strategy`` ...).
+
+    Returns
+    -------
+    clf : PARSClassifier
+        The small size: ``PARSClassifier(encoder=None, head=PARSFineTuner(encoder=None))``,
+        whose head draws the new encoder's weights and then its own from the seed, as
+        the classifier trained from scratch always drew them (the same predictions as
+        ``PARSFineTuner`` alone). Another size:
+        ``PARSClassifier(encoder=PARSPretrainer(max_epochs=0, **size), head=...)``, whose
+        encoder stage draws the encoder from the seed and the head its own weights from
+        the seed afresh (other draws than the same size drew before the estimators were
+        composed).
+    """
+    head = {"verbose": verbose, **head}
+    small = PatchEncoderConfig(**ENCODER_SIZES["small"])
+    given = size.asdict() if isinstance(size, PatchEncoderConfig) else dict(size or {})
+    config = PatchEncoderConfig.of({**small.asdict(), **given})
+    encoder = None
+    if config != small:
+        encoder = PARSPretrainer(max_epochs=0, **config.asdict(), verbose=0)
+    return PARSClassifier(
+        encoder=encoder,
+        head=PARSFineTuner(encoder=None, **head),
+        sfreq=sfreq,
+        random_state=random_state,
+        verbose=verbose,
+    )
+
+
+def neural_head(clf):
+    """The :class:`~braindecode_pars.PARSFineTuner` that ``clf`` trains (itself, or the
+    head of a :class:`~braindecode_pars.PARSClassifier`), None for any other classifier
+    (a probe, a floor): the head whose best epoch a validation set can choose."""
+    if isinstance(clf, PARSClassifier):
+        clf = getattr(clf, "head_", clf.head)
+    return clf if isinstance(clf, PARSFineTuner) else None
+
+
+def training_history(clf):
+    """The epochs a fitted classifier trained (skorch's ``history_`` of its neural head),
+    None where it trained none (a probe, a floor)."""
+    head = neural_head(clf)
+    return None if head is None else getattr(head, "history_", None)
 
 
 def draw_subjects(pool, k, seed, spread=False):
@@ -101,7 +161,7 @@ def run_low_label(
     ks, seeds : sequences of int
     out : str | Path | None
         CSV file the rows are appended to; existing rows are kept and not run again.
-        The settings are recorded beside it (:func:`_check_settings`): a method whose
+        The settings are recorded beside it (:func:`check_settings`): a method whose
         parameters changed under the same name, other subjects or other data raise a
         ``ValueError`` before any fit.
     spread : bool
@@ -132,7 +192,7 @@ def run_low_label(
     if out is not None and Path(out).is_file():
         done = pd.read_csv(out)
     if out is not None:
-        _check_settings(
+        check_settings(
             out,
             {
                 "test_subjects": sorted(int(s) for s in test_subjects),
@@ -140,7 +200,7 @@ def run_low_label(
                 "spread": bool(spread),
                 "data": _data_fingerprint(X, y, subjects),
             },
-            {name: _describe(est) for name, est in methods.items()},
+            {name: describe(est) for name, est in methods.items()},
             done=done["method"].unique(),
         )
     keys = {(r.method, int(r.k), int(r.seed)) for r in done.itertuples()}
@@ -182,7 +242,7 @@ def run_low_label(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _describe(obj):
+def describe(obj):
     """A JSON description of a setting, the same in every process: estimators by their
     class and public parameters (recursively), torch modules by their class and a hash
     of their weights, arrays by a hash, files and folders (a ``Path``, or a string
@@ -196,11 +256,11 @@ def _describe(obj):
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     if isinstance(obj, list | tuple):
-        return [_describe(v) for v in obj]
+        return [describe(v) for v in obj]
     if isinstance(obj, set | frozenset):  # a set's order changes with the hash seed
-        return sorted((_describe(v) for v in obj), key=lambda d: json.dumps(d, sort_keys=True))
+        return sorted((describe(v) for v in obj), key=lambda d: json.dumps(d, sort_keys=True))
     if isinstance(obj, dict):
-        return {str(k): _describe(v) for k, v in obj.items()}
+        return {str(k): describe(v) for k, v in obj.items()}
     if isinstance(obj, type):
         return f"{obj.__module__}.{obj.__qualname__}"
     if isinstance(obj, types.FunctionType | types.BuiltinFunctionType):
@@ -208,12 +268,12 @@ def _describe(obj):
         return "<local function>" if "<" in name else f"{obj.__module__}.{name}"
     if isinstance(obj, torch.nn.Module):
         parts = [part for k, v in obj.state_dict().items() for part in (k, _bytes(v))]
-        return {"class": _describe(type(obj)), "weights": _digest(*parts)}
+        return {"class": describe(type(obj)), "weights": _digest(*parts)}
     if isinstance(obj, np.ndarray | torch.Tensor):
         return {"array": list(obj.shape), "sha1": _digest(_bytes(obj))}
     if hasattr(obj, "get_params"):
         params = {k: v for k, v in obj.get_params(deep=False).items() if not k.startswith("_")}
-        return {"class": _describe(type(obj)), "params": _describe(params)}
+        return {"class": describe(type(obj)), "params": describe(params)}
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))  # no address: it differs per run
 
 
@@ -252,13 +312,13 @@ def _data_fingerprint(X, y, subjects):
     return _digest(*(p for a in arrays for p in (str((a.shape, a.dtype.str)), _bytes(a))))
 
 
-def _settings_path(out):
+def settings_path(out):
     """The settings file beside the results CSV ``out``."""
     out = Path(out)
     return out.with_name(out.stem + ".settings.json")
 
 
-def _check_settings(out, common, methods, done=()):
+def check_settings(out, common, methods, done=()):
     """Refuse to add to the results ``out`` when its rows came from other settings.
 
     ``common`` (subjects, data) must equal what the settings file records; each
@@ -267,7 +327,7 @@ def _check_settings(out, common, methods, done=()):
     runs may add methods to one file). A CSV without a settings file (written before
     there were any) is taken as it is.
     """
-    path = _settings_path(out)
+    path = settings_path(out)
     recorded = json.loads(path.read_text()) if path.is_file() else None
 
     def same(a, b):  # as JSON text: NaN equals NaN, and key order does not matter
