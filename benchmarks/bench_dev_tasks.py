@@ -88,15 +88,12 @@ from _measure import append_score, machine, table_head
 from _pretext import SHARED
 from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 
-from braindecode_pars.datasets import load_eegmat, load_physionet_mi
-from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
 )
-from braindecode_pars.datasets.physionet_mi import _run_block
 from braindecode_pars.demo import draw_subjects, scratch_classifier
 from braindecode_pars.hub import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
@@ -111,22 +108,13 @@ COLUMNS = ("task", "part", "method", "k", "seed", "units", "balanced_accuracy", 
 
 
 def load_task(name, part, sfreq=100.0):
-    """Windows, labels, units and the (pool, scored) units of a task's part."""
-    task = DEV_TASKS[name]
-    if name == "eegmat-arithmetic":
-        pool, scored = part_units(name, part)
-        windows = load_eegmat(SHARED / "eegmat", sorted(pool + scored), sfreq=sfreq)
-        units = windows.get_metadata()["subject"].to_numpy().astype(int)
-    else:
-        blocks = (
-            MI_SELECTION_BLOCKS if part == "selection" else MI_SELECTION_BLOCKS + MI_TEST_BLOCKS
-        )
-        runs = [r for r in task.runs if _run_block(r) in blocks]
-        windows = load_physionet_mi(runs=runs, window_seconds=task.window_seconds, sfreq=sfreq)
-        units = windows.get_metadata()["block"].to_numpy().astype(int)
-        pool, scored = part_units(name, part)
-    data = read_windows(windows)
-    return data.X.astype(np.float32), data.y, units, tuple(pool), scored, float(data.sfreq)
+    """Windows, labels, units and the (pool, scored) units of a task's part: the pool's
+    and the scored units, read by the one loader of the development tasks
+    (``lib.dev_tasks.DevTask.load_units``)."""
+    pool, scored = part_units(name, part)
+    units = sorted({*pool, *(scored or ())})
+    data = DEV_TASKS[name].load_units(units, SHARED / "eegmat", sfreq)
+    return data.X.astype(np.float32), data.y, data.groups, tuple(pool), scored, data.sfreq
 
 
 def part_units(name, part):

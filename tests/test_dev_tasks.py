@@ -70,3 +70,18 @@ def test_eegmat_tasks_ask_for_the_files():
         ValueError, match="'eegmat_path' is needed for the task 'eegmat-arithmetic'"
     ):
         DEV_TASKS["eegmat-arithmetic"].load("test")
+
+
+def test_the_benchmarks_read_a_part_with_the_one_loader():
+    """``bench_dev_tasks.load_task`` reads the labelled pool and the scored units of a
+    part with ``DevTask.load_units``: its scored windows are those ``DevTask.load``
+    gives for the part, window for window."""
+    load_task = import_benchmark("bench_dev_tasks").load_task
+    X, y, units, pool, scored, sfreq = load_task("mi-imagery-lr", "test")
+    assert pool == tuple(MI_SELECTION_BLOCKS) and tuple(scored) == tuple(MI_TEST_BLOCKS)
+    assert set(np.unique(units)) == set(MI_SELECTION_BLOCKS) | set(MI_TEST_BLOCKS)
+    part = DEV_TASKS["mi-imagery-lr"].load("test")
+    scored_windows = np.isin(units, MI_TEST_BLOCKS)
+    np.testing.assert_array_equal(X[scored_windows], part.X)
+    np.testing.assert_array_equal(y[scored_windows], part.y)
+    assert X.dtype == np.float32 and sfreq == part.sfreq == 100.0

@@ -106,6 +106,17 @@ class DevTask:
         """
         check_option("part", part, ("selection", "test"))
         units = self.selection if part == "selection" else self.test
+        return self.load_units(units, eegmat_path, sfreq)
+
+    def load_units(self, units, eegmat_path=None, sfreq=100.0):
+        """The windows of ``units`` (subjects or blocks) at ``sfreq``: the one reader of
+        the development tasks (:meth:`load` reads a part's units with it, and
+        ``bench_dev_tasks.load_task`` the labelled pool and the scored units of one).
+
+        Returns
+        -------
+        data : DevData
+        """
         if self.name.startswith("eegmat") and eegmat_path is None:
             raise ValueError(
                 f"'eegmat_path' is needed for the task {self.name!r}: the folder of "
