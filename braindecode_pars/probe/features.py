@@ -28,7 +28,7 @@ from .._checks import check_device, check_int, check_option, check_range
 from .._params import store_params
 from ..datasets.adapters import read_windows
 from ..datasets.resample import resample_windows
-from ..datasets.sklearn_io import _read_array, _WindowsFeaturesMixin
+from ..datasets.sklearn_io import _read_array, _WindowsFeaturesMixin, read_input
 from ..models.encoder import _checked_encoder
 from ._cache import _Extractor, cached, encoder_digest
 
@@ -182,12 +182,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         check_option("readout", self.readout, READOUTS)
         if self.crop_seconds is not None:
             check_range("crop_seconds", self.crop_seconds, 0, np.inf, low_open=True)
-        windows = read_windows(X, sfreq=self.sfreq, name="X")
-        if windows.sfreq is None:
-            raise ValueError(
-                "'sfreq' is None and the windows do not carry their sampling rate: set "
-                "'sfreq' (the encoder's rate) for array input."
-            )
+        windows = read_input(X, sfreq=self.sfreq)  # the one "no sampling rate" refusal
         encoder = copy.deepcopy(load_encoder(self.encoder))
         self.sfreq_ = float(windows.sfreq)
         rate = float(encoder.sfreq)
