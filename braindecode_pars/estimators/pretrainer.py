@@ -196,8 +196,17 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return tags
 
     # -- checks and settings -------------------------------------------------------------
-    def _check_params(self):
-        """Every parameter, before any work; returns the encoder's config."""
+    def check_params(self):
+        """Check every parameter without data, as ``fit`` does first
+        (:class:`~braindecode_pars.PARSClassifier` calls it before reading any window).
+
+        Returns
+        -------
+        config : PatchEncoderConfig
+            The encoder's settings (the initial encoder's, with ``init_encoder``).
+        initial : PatchEncoder | None
+            A copy of the initial encoder.
+        """
         self.pretrain_config()  # the pretext and optimisation settings, checked
         config = PatchEncoderConfig.of(self)
         initial = load_encoder_param(self.init_encoder, name="init_encoder")
@@ -314,11 +323,6 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return int(np.shape(source[0][0])[-1])
 
     # -- fit -----------------------------------------------------------------------------
-    def check_params(self):
-        """Check the parameters without data, as ``fit`` does first;
-        :class:`~braindecode_pars.PARSClassifier` calls it before reading any window."""
-        self._check_params()
-
     def fit(self, X, y=None, groups=None, X_unlabeled=None):
         """Pretrain a new encoder on ``X`` (labels ignored) and ``X_unlabeled``.
 
@@ -339,7 +343,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         -------
         self : PARSPretrainer
         """
-        config, initial = self._check_params()
+        config, initial = self.check_params()
         data = read_input(X, groups=groups, sfreq=self.sfreq)
         if initial is not None:
             check_encoder_rate(initial, data.sfreq, data.shape[1], name="init_encoder")
