@@ -154,7 +154,7 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
         assert given["encoder_kwargs"] == size
     monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: pytest.fail("data read"))
     (tmp_path / "bad.json").write_text('{"n_heads": 3}')
-    with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'emb_dim' mu"):
+    with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'n_heads' must"):
         cli.main(["pretrain", "--out", "unused", "--config", str(tmp_path / "bad.json")])
     with pytest.raises(SystemExit, match=r"'--eegmat-subjects' takes subject numbers, 'pool' or"):
         cli.main(["store", "--out", "unused", "--shared-data", "x", "--eegmat-subjects", "a"])
