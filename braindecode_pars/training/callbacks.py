@@ -69,8 +69,8 @@ class PretextSkill(Callback):
                 row[f"{prefix}_{UNRESOLVED}"] = unresolved
                 logger.warning(
                     "Epoch %s: the pair decoder could not compute %g pair(s) of its %s "
-                    "batches exactly (logits spread over tens of nats at every key); "
-                    "their predictions are left out of the loss.",
+                    "batches exactly (logits spread over tens of nats at every key): in "
+                    "each such pair a head's term is 0 and passes no gradient.",
                     row.get("epoch", "?"), unresolved, prefix,
                 )  # fmt: skip
 
