@@ -176,7 +176,7 @@ def test_bad_data_is_refused_before_training(mutate, match):
         pytest.param(
             dict(encoder__pos_mask_ratio=0), r"'pos_mask_ratio' must lie in \(0, 1\]", id="r"
         ),
-        pytest.param(dict(encoder__emb_dim=15), "must be even and divisible", id="emb"),
+        pytest.param(dict(encoder__emb_dim=15), "'emb_dim' must be even", id="emb"),
         pytest.param(
             dict(encoder="huge"),
             "'encoder': there is no file .*not the name of a shipped",

@@ -98,9 +98,9 @@ class PatchEncoderConfig:
         check_option("activation", values["activation"], tuple(ACTIVATIONS))
         for name, value in values.items():
             object.__setattr__(self, name, value)
-        check_heads("n_heads", self.n_heads, self.emb_dim)
         if self.emb_dim % 2:  # the sinusoidal positions pair sines and cosines
             raise ValueError(f"'emb_dim' must be even, but got {self.emb_dim}.")
+        check_heads("n_heads", self.n_heads, self.emb_dim)
 
     @classmethod
     def fields(cls):
