@@ -265,3 +265,25 @@ def test_the_pretraining_settings_are_listed_once_in_training_config():
         if path != config and "lr=1e-4, batch_size=512" in path.read_text()
     ]
     assert paper == []
+
+
+def test_the_benchmarks_import_no_private_name_of_the_demo():
+    """The benchmarks use the demo's public names (``braindecode_pars.demo``), so the
+    lab code does not pin the package's private API there; the finder sees a private one."""
+
+    def private_imports(source):
+        found = []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                f"{PACKAGE}.demo"
+            ):
+                found += [a.name for a in node.names if a.name.startswith("_")]
+                found += [node.module] if "._" in node.module else []
+        return found
+
+    assert private_imports(f"from {PACKAGE}.demo.low_label import _fit_predict") == ["_fit_predict"]
+    benchmarks = Path(__file__).parents[1] / "benchmarks"
+    scripts = sorted(benchmarks.rglob("*.py"))
+    assert benchmarks / "lib" / "protocols.py" in scripts  # found
+    found = {str(p.relative_to(benchmarks)): private_imports(p.read_text()) for p in scripts}
+    assert {name: names for name, names in found.items() if names} == {}
