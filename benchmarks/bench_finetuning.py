@@ -137,7 +137,7 @@ def fine_tuner(encoder, params, seed, sfreq, callbacks=None):
 
 def _scratch_encoder(seed, sfreq):
     from braindecode_pars.models.encoder import PatchEncoder
-    from braindecode_pars.training._seeding import isolated_random_state
+    from braindecode_pars.training import isolated_random_state
 
     size = load_encoder(ENCODER).config.asdict()
     with isolated_random_state(seed, "cpu"):

@@ -75,7 +75,7 @@ from _measure import (
 
 from braindecode_pars import PARS
 from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
-from braindecode_pars.training._optim import with_fused_default
+from braindecode_pars.training import with_fused_default
 
 logger = logging.getLogger("bench_pair_decoder")
 N_TIMES, SFREQ = 6000, 200.0  # 30-s windows at 200 Hz (paper section 2.5)

@@ -58,7 +58,7 @@ from bench_gpu import PAPER, TINY, Config, TrainingSteps, synchronize
 
 from braindecode_pars import PARSPretrainer
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
-from braindecode_pars.training._optim import with_fused_default
+from braindecode_pars.training import with_fused_default
 
 #: The estimator's default size on its default windows (10 s at 100 Hz), batch 64.
 SMALL = Config(

@@ -42,8 +42,7 @@ from braindecode_pars.hub import save_encoder
 from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
 from braindecode_pars.models import _pretext_params
 from braindecode_pars.probe.baselines import band_power_pipeline
-from braindecode_pars.training import pretrain
-from braindecode_pars.training._seeding import isolated_random_state
+from braindecode_pars.training import isolated_random_state, pretrain
 
 logger = logging.getLogger(__name__)
 

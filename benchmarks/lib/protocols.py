@@ -48,8 +48,7 @@ from braindecode_pars.estimators import (
 )
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
-from braindecode_pars.training import pretrain
-from braindecode_pars.training._seeding import isolated_random_state
+from braindecode_pars.training import isolated_random_state, pretrain
 from braindecode_pars.viz import _plot_lines, _plot_subject_bars
 
 logger = logging.getLogger(__name__)

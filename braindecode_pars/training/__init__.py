@@ -1,5 +1,7 @@
 """Training: skorch pretraining, schedules, checkpoints, fine-tuning defaults."""
 
+from ._optim import with_fused_default
+from ._seeding import isolated_random_state
 from .callbacks import EpochProgress, PretextSkill
 from .checkpoints import EncoderCheckpoint, StateCheckpoint
 from .distributed import init_distributed
@@ -21,7 +23,9 @@ __all__ = [
     "TimeLimit",
     "WarmupCosineLR",
     "init_distributed",
+    "isolated_random_state",
     "keep_freed_memory",
     "pretrain",
     "warmup_cosine_factor",
+    "with_fused_default",
 ]
