@@ -273,6 +273,20 @@ def _worker_start():
     logging.getLogger("mne").setLevel(logging.ERROR)
 
 
+def _worker_context():
+    """How worker processes start: by ``fork`` where there is one (Linux: a copy of this
+    process, its libraries already imported, in milliseconds; started before any other
+    thread of the build, as torch's DataLoader starts its workers), else by the
+    ``forkserver`` (the libraries imported once, seconds) or ``spawn``."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":  # workers fork with the imports done
+        context.set_forkserver_preload([__name__])
+    return context
+
+
 def _warm():
     """A worker's first task: it answers once it has started (its imports done)."""
     return os.getpid()
@@ -284,8 +298,9 @@ def _results(units, start, jobs, parallel, code, on_error):
     With ``jobs > 1`` (and units that workers can take) ``jobs`` processes prepare
     the units, at most ``2 * jobs`` ahead of the one written; the order of the
     results is the units' whatever the order they finish in. Until the first worker
-    has started (workers take seconds: the forkserver imports the libraries once)
-    this process prepares the units itself instead of waiting (``PARENT_HELPS``).
+    has started (where workers start by the forkserver, in seconds: it imports the
+    libraries once) this process prepares the units itself instead of waiting
+    (``PARENT_HELPS``).
     """
     if jobs == 1 or not parallel:
         for position, unit in enumerate(units):
@@ -293,23 +308,23 @@ def _results(units, start, jobs, parallel, code, on_error):
                 yield position, _prepare(unit, position, code, on_error)
             del unit  # let the recording go before the next one is read
         return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if context.get_start_method() == "forkserver":  # workers fork with the imports done
-        context.set_forkserver_preload([__name__])
+    context = _worker_context()
     pool = concurrent.futures.ProcessPoolExecutor(
         jobs, mp_context=context, initializer=_worker_start
     )
-    warming = []  # the workers' first tasks, submitted by a thread: starting them blocks
+    warming = []  # the workers' first tasks
+    if context.get_start_method() == "fork":  # workers start in milliseconds: wait
+        warming.extend(pool.submit(_warm) for _ in range(jobs))
+        concurrent.futures.wait(warming)
+    else:  # submitted by a thread, since starting them blocks for seconds
 
-    def launch():
-        try:
-            warming.extend(pool.submit(_warm) for _ in range(jobs))
-        except RuntimeError:  # the build ended before the workers started
-            pass
+        def launch():
+            try:
+                warming.extend(pool.submit(_warm) for _ in range(jobs))
+            except RuntimeError:  # the build ended before the workers started
+                pass
 
-    starter = threading.Thread(target=launch, daemon=True, name="store-workers")
-    starter.start()
+        threading.Thread(target=launch, daemon=True, name="store-workers").start()
     running, submitted = collections.deque(), False
     try:
         for position, unit in enumerate(units):
