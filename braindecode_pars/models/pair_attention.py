@@ -256,6 +256,7 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, s, tables, den, ratio)
     ctx.n, ctx.scale = n, scale
     ctx.mark_non_differentiable(bad, tables, den, ratio)
+    ctx.set_materialize_grads(False)  # no zero gradients of the kept tables to fill
 
 
 def _backward(ctx, grad, *_):
@@ -316,7 +317,7 @@ def exact_pairs(q, k, s, bad, n, scale, size=None):
     logits = torch.bmm(keys, query[:, :, None])[..., 0] * scale  # (size, N)
     exact = (torch.softmax(logits, dim=-1) * s.reshape(B * H, N).index_select(0, bh)).sum(-1)
     exact = torch.where(filled, exact, 0.0)
-    unresolved = bad.sum() - filled.sum()
+    unresolved = torch.count_nonzero(bad) - torch.count_nonzero(filled)  # no int64 copy
     return (bh // H) * (n * n) + jk, exact, unresolved
 
 
