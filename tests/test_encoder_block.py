@@ -9,7 +9,7 @@ import torch
 
 from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe, load_encoder
 
-from .test_recipes import SFREQ, _projection_encoder, _subjects
+from .test_probe_recipe import SFREQ, _projection_encoder, _subjects
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,3 +1,6 @@
+"""The baseline pretext tasks (models/mae.py, models/mp3.py, models/droppos.py) and their
+pretraining through the estimators."""
+
 import math
 
 import numpy as np

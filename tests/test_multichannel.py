@@ -1,3 +1,5 @@
+"""MultiChannelClassifier (models/multichannel.py): the paper's fine-tuning model."""
+
 import pytest
 import torch
 

@@ -1,3 +1,6 @@
+"""The classical floors (probe/baselines.py): band power, the Riemannian tangent space,
+and LabelledPipeline over windows."""
+
 import pickle
 
 import mne
