@@ -126,7 +126,7 @@ def test_encoder_features_resample_windows_at_another_rate_to_the_encoders():
 
 def test_encoder_features_refuse_bad_input():
     X = np.random.default_rng(3).standard_normal((4, 2, 400))
-    with pytest.raises(ValueError, match="'sfreq' is None"):
+    with pytest.raises(ValueError, match="does not carry its sampling rate.*set 'sfreq'"):
         EncoderFeatures(small_encoder()).fit(X)
     with pytest.raises(ValueError, match="batch_size"):
         EncoderFeatures(small_encoder(), sfreq=100, batch_size=0).fit(X)
