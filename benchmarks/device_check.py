@@ -79,8 +79,8 @@ def bench_gpu_argv(decoder, tiny, json_path, out_path):
             "--out", str(out_path)]  # fmt: skip
     if tiny:
         return argv + ["--device", "cpu", "--tiny", "--compile-backend", "aot_eager",
-                       "--batch-size", "8", "16", "--memory-batch-size", "8",
-                       "--memory-patches", "40", "128", "--repeats", "2"]  # fmt: skip
+                       "--batch-size", "8", "--memory-batch-size", "8",
+                       "--memory-patches", "40", "--repeats", "2"]  # fmt: skip
     return argv + ["--batch-size", "256", "1024", "--memory-batch-size", "1024",
                    "--memory-patches", "40", "80", "128", "256", "--repeats", "11"]  # fmt: skip
 

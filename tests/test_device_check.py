@@ -137,7 +137,7 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     assert [p[0] for p in parts] == ["bench_tree", "bench_db22036", "loop", "tests"]
     assert all(p[2] == "0" for p in parts), parts  # every part ran to its end
     assert "--decoder db22036" in parts[1][1]
-    for batch in (8, 16):
+    for batch in (8,):
         for variant in ("bf16 autocast", "bf16 autocast + torch.compile"):
             row = next(
                 line for line in summary if f"batch {batch}, {variant} |" in line
