@@ -29,7 +29,7 @@ from skorch.callbacks import (
 )
 
 from .._checks import check_int, check_none_or_number, check_option, check_range
-from .callbacks import _ANSI, shows_bars
+from .callbacks import _ANSI, _duration, shows_bars
 
 logger = logging.getLogger(__name__)
 
@@ -97,15 +97,6 @@ class EpochTable(PrintLog):
         if self.sink is not print or not shows_bars(sys.stdout):
             text = _ANSI.sub("", text)
         super()._sink(text, verbose)
-
-
-def _duration(seconds):
-    """``seconds`` in words: ``"45 s"``, ``"43 min"``, ``"2.5 h"``."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class TimeEstimate(Callback):
