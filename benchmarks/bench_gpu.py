@@ -20,8 +20,9 @@ One command records, on one device (a CUDA GPU by default):
 same code runs on a CPU in seconds; the test suite runs it so, and the benchmark cannot
 rot on machines without a GPU.
 
-``--decoder db22036`` swaps db22036's pair decoder (``benchmarks/lib/
-pair_decoders_db22036.py``, the factor tables on every device) into every PARS model,
+``--decoder db22036`` swaps db22036's pair decoder (from git, or from
+``.device-wheels/`` where ``make device-wheels`` writes it; the factor tables on every
+device) into every PARS model,
 with the same weights, for an A/B against this tree's on one machine;
 ``--variants``, ``--memory-patches`` and ``--memory-batch-size`` pick the rows, and
 ``--json`` writes the results for a script (``device_check.py``) to read.
@@ -40,15 +41,17 @@ import datetime
 import gc
 import json
 import shlex
+import subprocess
 import sys
 import time
+import types
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
 import torch._inductor.config
 from _measure import machine, median_times, peak_growth, write_report
 from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
-from lib.pair_decoders_db22036 import CrossAttentionPairDecoder as DB22036Decoder
 from torch._dynamo.utils import counters
 
 from braindecode_pars import PARS
@@ -92,8 +95,42 @@ VARIANTS = {
 }
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
 VARIANT_NAMES = dict(zip(("float32", "bf16", "bf16-compile"), VARIANTS, strict=True))
-#: The pair decoders: this tree's, or db22036's (benchmarks/lib/pair_decoders_db22036.py).
+#: The pair decoders: this tree's, or db22036's (see :func:`db22036_decoder`).
 DECODERS = ("tree", "db22036")
+#: Where ``make device-wheels`` writes db22036's pair decoder for a machine with no
+#: git history (the device machine): ``git show`` of it, one import made absolute.
+DB22036_FILE = Path(__file__).resolve().parents[1] / ".device-wheels" / "pair_decoders_db22036.py"
+DB22036_SOURCE = "db22036:braindecode_pars/models/pair_decoders.py"
+
+
+def db22036_source():
+    """db22036's ``models/pair_decoders.py``, its relative import made absolute: from
+    :data:`DB22036_FILE` where ``make device-wheels`` wrote it, else from git."""
+    if DB22036_FILE.exists():
+        return DB22036_FILE.read_text()
+    shown = subprocess.run(
+        ["git", "show", DB22036_SOURCE], cwd=DB22036_FILE.parents[1], capture_output=True,
+        text=True,
+    )  # fmt: skip
+    if shown.returncode:
+        raise RuntimeError(
+            f"db22036's pair decoder is neither in {DB22036_FILE} (make device-wheels "
+            f"writes it) nor in this checkout's git history: {shown.stderr.strip()}"
+        )
+    return shown.stdout.replace("from .._checks", "from braindecode_pars._checks")
+
+
+def db22036_decoder():
+    """db22036's ``CrossAttentionPairDecoder``: the factor tables on every device, with
+    two branches on the data and four graph breaks, as it was; imported once, as the
+    module ``pair_decoders_db22036``."""
+    if "pair_decoders_db22036" not in sys.modules:
+        module = types.ModuleType("pair_decoders_db22036")
+        module.__file__ = str(DB22036_FILE)
+        exec(compile(db22036_source(), module.__file__, "exec"), module.__dict__)
+        sys.modules[module.__name__] = module
+    return sys.modules["pair_decoders_db22036"].CrossAttentionPairDecoder
+
 
 #: n_patches of the memory table.
 MEMORY_PATCHES = (40, 80, 128)
@@ -107,7 +144,7 @@ def use_decoder(model, decoder):
         return model
     if decoder != "db22036":
         raise ValueError(f"'decoder' must be one of {DECODERS}, but got {decoder!r}.")
-    old = DB22036Decoder(model.decoder.emb_dim, model.decoder.n_heads)
+    old = db22036_decoder()(model.decoder.emb_dim, model.decoder.n_heads)
     old.load_state_dict(model.decoder.state_dict())
     model.decoder = old.to(next(model.decoder.parameters(), torch.empty(0)).device)
     return model
@@ -432,7 +469,7 @@ def main(argv=None):
         + (
             "this tree's"
             if args.decoder == "tree"
-            else "db22036's (`benchmarks/lib/pair_decoders_db22036.py`), same weights"
+            else "db22036's (`git show " + DB22036_SOURCE + "`), same weights"
         ),
         "",
         f"### Training step, n_patches = {args.n_patches}",

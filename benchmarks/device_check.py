@@ -5,7 +5,7 @@ device-wheels``) and runs this script, which runs, each in its own process under
 time limit and all within ``--budget`` seconds:
 
 1. ``bench_gpu.py`` for this tree's pair decoder, then for db22036's
-   (``--decoder db22036``, ``benchmarks/lib/pair_decoders_db22036.py``): the training
+   (``--decoder db22036``, written by ``make device-wheels`` from git): the training
    step at batch 256 and 1024 under bf16 autocast and bf16 + ``torch.compile``, against
    the encoder alone, and the peak memory of one step at 40, 80, 128 and 256 patches,
    batch 1024;
