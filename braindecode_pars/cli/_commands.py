@@ -206,9 +206,7 @@ def _store(args):
             settings=store_settings(args),
         )
     except StoreMismatchError as err:
-        listed = "; ".join(
-            f"{_store_flag(k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
-        )
+        listed = _differences(err, _store_flag)
         raise SystemExit(
             f"braindecode-pars store: --out '{args.out}' holds an unfinished build with other "
             f"settings: {listed}. Run it with its settings to resume it, --overwrite to "
@@ -236,6 +234,12 @@ def _store(args):
         f"{info['n_windows']} windows of {info['n_recordings']} recordings written to "
         f"{args.out}/{skipped}\n"
     )
+
+
+def _differences(err, flag):
+    """The settings a resumed store or run refused, "<flag>: saved <a>, now <b>; ...",
+    each named by the flag that sets it (``flag(key)``)."""
+    return "; ".join(f"{flag(k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items())
 
 
 def _store_flag(key):
@@ -334,9 +338,7 @@ def _pretrain(args):
             **settings.run_kwargs(args.epochs),
         )
     except RunMismatchError as err:
-        listed = "; ".join(
-            f"{flag_of(k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items()
-        )
+        listed = _differences(err, flag_of)
         extend = (
             " (--extend resumes with the new epoch budget)"
             if "max_epochs" in err.differences
