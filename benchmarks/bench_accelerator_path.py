@@ -45,11 +45,10 @@ import sys
 
 import torch
 from _measure import in_child, machine, peak_growth, write_report
-from bench_pair_decoder import N_TIMES, SFREQ
+from bench_pair_decoder import model_and_batch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from braindecode_pars import PARS
 from braindecode_pars.models import pair_attention
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 from braindecode_pars.training.memory import _M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD, _glibc
@@ -66,17 +65,12 @@ MAX_MEMORY_RATIO, MAX_FLOP_RATIO = 1.5, 1.1
 def build(size, n_patches, batch_size, decoder_impl="folded"):
     """A PARS model of encoder ``size`` (seed 0), a batch, and fixed patches and masks."""
     torch.manual_seed(0)
-    model = PARS(
-        n_times=N_TIMES,
-        sfreq=SFREQ,
+    return model_and_batch(
+        batch_size,
         n_patches=n_patches,
         decoder_impl=decoder_impl,
         **PatchEncoderConfig.from_size(size).asdict(),
     )
-    X = torch.randn(batch_size, 1, N_TIMES)
-    starts = model.sample_patches(batch_size, "cpu")
-    pos_mask, _ = model.mask_positions(batch_size, "cpu")
-    return model, X, starts, pos_mask
 
 
 def losses(model, X, starts, pos_mask, compiled):

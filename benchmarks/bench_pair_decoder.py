@@ -276,6 +276,16 @@ def optimiser(module):
     return torch.optim.AdamW(module.parameters(), **kwargs)
 
 
+def model_and_batch(batch_size, n_times=N_TIMES, sfreq=SFREQ, **model_kwargs):
+    """A PARS model (``model_kwargs``), a batch of ``n_times`` single-channel samples,
+    and the patches and position masks its encoder alone is stepped on."""
+    model = PARS(n_times=n_times, sfreq=sfreq, **model_kwargs)
+    X = torch.randn(batch_size, 1, n_times)
+    starts = model.sample_patches(batch_size, "cpu")
+    pos_mask, _ = model.mask_positions(batch_size, "cpu")
+    return model, X, starts, pos_mask
+
+
 def make_steps(
     n_patches,
     decoder,
@@ -294,17 +304,15 @@ def make_steps(
     of the encoder with its own optimiser (two DistributedDataParallel wrappers must
     not share parameters)."""
     n_times, sfreq = (SMALL_N_TIMES, SMALL_SFREQ) if small else (N_TIMES, SFREQ)
-    model = PARS(
-        n_times=n_times,
-        sfreq=sfreq,
+    model, X, starts, pos_mask = model_and_batch(
+        batch_size,
+        n_times,
+        sfreq,
         n_patches=n_patches,
         decoder=decoder,
         decoder_impl=impl,
         **(size or {}),
     )
-    X = torch.randn(batch_size, 1, n_times)
-    starts = model.sample_patches(batch_size, "cpu")
-    pos_mask, _ = model.mask_positions(batch_size, "cpu")
     encoder = copy.deepcopy(model.encoder) if own_encoder else model.encoder
     wrap = wrap or (lambda module: module)
     pars, encoder = wrap(model), wrap(encoder)
