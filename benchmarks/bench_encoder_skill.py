@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from _measure import machine, write_report
+from _measure import machine, table_head, write_report
 from _pretext import SHARED, evaluate
 
 from braindecode_pars.datasets import EEGMAT_TEST_SUBJECTS, load_eegmat
@@ -133,15 +133,14 @@ def report(scores, args, command, seconds):
         "`random init (seed s)`: a pretext model of the same size and settings, encoder "
         "and decoder randomly initialised, no training.",
         "",
-        "| model | skill, mean ± std over subjects | min | max | std over draws | pooled |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, row in table.iterrows():
-        lines.append(
+        *table_head(
+            "model", "skill, mean ± std over subjects", "min", "max", "std over draws", "pooled"
+        ),
+        *(
             f"| {name} | {row['mean']:.3f} ± {row.std_subjects:.3f} | {row['min']:.3f} | "
             f"{row['max']:.3f} | {row.std_draws:.4f} | {row.pooled:.3f} |"
-        )
-    lines += [
+            for name, row in table.iterrows()
+        ),
         "",
         "A randomly initialised model does not predict no shift: its decoder's outputs "
         "have a random constant offset (the bias of its output layer) and a spread, and "
@@ -150,8 +149,7 @@ def report(scores, args, command, seconds):
         "above: the trained encoders' skill is what they learned.",
     ]
     lines += ["", "Per subject (mean over the draws):", ""]
-    lines += ["| subject | crops | " + " | ".join(models) + " |"]
-    lines += ["|---|---|" + "---|" * len(models)]
+    lines += table_head("subject", "crops", *models)
     for subject, row in per_subject.iterrows():
         values = " | ".join(f"{row[m]:.3f}" for m in models)
         lines.append(f"| {subject} | {n_crops[subject]} | {values} |")
