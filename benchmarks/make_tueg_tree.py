@@ -197,17 +197,29 @@ def make_tree(out, gb, minutes=(5.0, 30.0), truncated=0.02, seed=0):
     return summary
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", required=True, help="folder of the tree")
-    parser.add_argument("--gb", type=float, required=True, help="size of the EDF files, GB")
+def add_tree_arguments(parser, gb_help="size of the EDF files, GB"):
+    """``--gb`` and ``--minutes``: the size of a tree and its recordings' lengths, as
+    :func:`make_tree` takes them (``rehearsal_tueg.py`` makes its tree with them too)."""
+    parser.add_argument("--gb", type=float, required=True, help=gb_help)
     parser.add_argument(
         "--minutes", type=float, nargs=2, default=[5.0, 30.0], help="recording lengths"
     )
-    parser.add_argument("--seed", type=int, default=0)
+
+
+def parse_tree_arguments(parser, argv):
+    """``parser``'s arguments from ``argv``; a ``--gb`` not above 0 is refused."""
     args = parser.parse_args(argv)
     if args.gb <= 0:
         parser.error(f"--gb must be above 0, got {args.gb}")
+    return args
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="folder of the tree")
+    add_tree_arguments(parser)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parse_tree_arguments(parser, argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     summary = make_tree(args.out, args.gb, tuple(args.minutes), seed=args.seed)
     logger.info(

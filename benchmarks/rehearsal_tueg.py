@@ -47,7 +47,7 @@ from pathlib import Path
 import torch
 from _measure import machine
 from bench_read_scale import measure
-from make_tueg_tree import make_tree
+from make_tueg_tree import add_tree_arguments, make_tree, parse_tree_arguments
 
 from braindecode_pars.hub import _run_state, run_status
 
@@ -332,10 +332,7 @@ def report(args, done):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", required=True, help="folder of the tree, store, run, log")
-    parser.add_argument("--gb", type=float, required=True, help="size of the EDF tree, GB")
-    parser.add_argument(
-        "--minutes", type=float, nargs=2, default=[5.0, 30.0], help="recording lengths"
-    )
+    add_tree_arguments(parser, gb_help="size of the EDF tree, GB")
     parser.add_argument("--jobs", type=int, default=2, help="store --jobs")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16"])
     parser.add_argument("--crops", type=int, default=100_000, help="crops per read row")
@@ -343,9 +340,7 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32, help="per process")
     parser.add_argument("--encoder", default="small", choices=list(ENCODERS))
     parser.add_argument("--results", help="Markdown report (a .csv beside it)")
-    args = parser.parse_args(argv)
-    if args.gb <= 0:
-        parser.error(f"--gb must be above 0, got {args.gb}")
+    args = parse_tree_arguments(parser, argv)
     args.command = shlex.join(["python", "benchmarks/rehearsal_tueg.py", *(argv or sys.argv[1:])])
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
