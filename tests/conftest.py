@@ -130,3 +130,9 @@ def import_benchmark(name):
         return importlib.import_module(name)
     finally:
         sys.path.remove(str(BENCHMARKS))
+
+
+def benchmark_fixture(name, fixture_name):
+    """A module-scoped fixture ``fixture_name``: ``benchmarks/<name>.py`` as a module
+    (:func:`import_benchmark`), for a test file to assign to a module-level name."""
+    return pytest.fixture(scope="module", name=fixture_name)(lambda: import_benchmark(name))

@@ -11,19 +11,13 @@ import pytest
 
 from braindecode_pars.datasets.tuh import _FILE, TUH_CHANNELS_19, read_tuh_edf
 
-from .conftest import import_benchmark
+from .conftest import benchmark_fixture, import_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def page_cache():
-    return import_benchmark("lib.page_cache")
-
-
-@pytest.fixture(scope="module")
-def tree_module():
-    return import_benchmark("make_tueg_tree")
+page_cache = benchmark_fixture("lib.page_cache", "page_cache")
+tree_module = benchmark_fixture("make_tueg_tree", "tree_module")
 
 
 def test_dropping_a_files_pages_evicts_them_and_mincore_sees_it(page_cache, tmp_path):
