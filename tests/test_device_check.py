@@ -144,4 +144,4 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
             assert "windows/s" in row  # both sides measured
     assert re.search(r"`PARSPretrainer.fit` at least 0.9 of the bare step \| [0-9.]+ \|", text)
     assert re.search(r"the CUDA tests pass \| .*skipped", text)  # no GPU here: they skip
-    assert "## bench_db22036" in text and "db22036's (`benchmarks/lib/" in text
+    assert "## bench_db22036" in text and "db22036's (`git show db22036:" in text
