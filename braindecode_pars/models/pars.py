@@ -191,9 +191,9 @@ class PARS(PretextModel):
         """:meth:`forward_decoder` and the pairs it could not compute exactly, a 0-d
         device tensor (see :meth:`CrossAttentionPairDecoder.forward_counted`; 0 for the
         naive and MLP decoders, which have no factor tables)."""
-        if self.decoder_impl == "naive" or not hasattr(self.decoder, "forward_counted"):
-            run = self.decoder.forward_naive if self.decoder_impl == "naive" else self.decoder
-            return run(y, masked_idx), torch.zeros((), dtype=torch.long, device=y.device)
+        if self.decoder_impl == "naive":  # the direct computation: every pair exact
+            zero = torch.zeros((), dtype=torch.long, device=y.device)
+            return self.decoder.forward_naive(y, masked_idx), zero
         return self.decoder.forward_counted(y, masked_idx)
 
     def shift_targets(self, starts):
