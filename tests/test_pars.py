@@ -84,6 +84,26 @@ def test_folded_and_naive_implementations_give_the_same_step(decoder):
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-3, atol=1e-5, msg=name)
 
 
+def test_a_decoder_with_only_forward_serves_and_counts_no_unresolved_pair():
+    class DotDecoder(torch.nn.Module):  # a user's own decoder: forward(y, idx) only
+        def forward(self, y, idx):
+            z = y.gather(1, idx[:, :, None].expand(-1, -1, y.shape[-1]))
+            return torch.tanh(z @ z.transpose(1, 2) / z.shape[-1])
+
+    model = _tiny_pars()
+    model.decoder = DotDecoder()
+    X = torch.randn(3, 1, 300)
+    out = model(X, generator=torch.Generator().manual_seed(2))
+    y = model.encoder(X, starts=out["starts"], pos_mask=out["pos_mask"])
+    masked_idx = torch.stack([torch.nonzero(m).flatten() for m in out["pos_mask"]])
+    theta = model.shift_targets(out["starts"].gather(1, masked_idx))
+    expected = model.forward_loss(DotDecoder()(y, masked_idx), theta)
+    torch.testing.assert_close(out["loss"], expected)
+    assert out["unresolved_pairs"].item() == 0
+    out["loss"].backward()  # the encoder learns through it
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.encoder.parameters())
+
+
 def test_under_bf16_autocast_the_decoder_computes_in_float32():
     model = _tiny_pars()
     X = torch.randn(3, 1, 300)

@@ -190,11 +190,15 @@ class PARS(PretextModel):
     def forward_decoder_counted(self, y, masked_idx):
         """:meth:`forward_decoder` and the pairs it could not compute exactly, a 0-d
         device tensor (see :meth:`CrossAttentionPairDecoder.forward_counted`; 0 for the
-        naive and MLP decoders, which have no factor tables)."""
+        naive and MLP decoders, which have no factor tables, and for a decoder put in
+        ``self.decoder`` that has only ``forward``)."""
+        zero = torch.zeros((), dtype=torch.long, device=y.device)
         if self.decoder_impl == "naive":  # the direct computation: every pair exact
-            zero = torch.zeros((), dtype=torch.long, device=y.device)
             return self.decoder.forward_naive(y, masked_idx), zero
-        return self.decoder.forward_counted(y, masked_idx)
+        counted = getattr(self.decoder, "forward_counted", None)
+        if counted is None:  # a decoder of its own (or an older one): nothing to count
+            return self.decoder(y, masked_idx), zero
+        return counted(y, masked_idx)
 
     def shift_targets(self, starts):
         """theta_jk = (t_j - t_k) / T_s for every pair: (batch, n) -> (batch, n, n)."""
