@@ -18,8 +18,12 @@ lint: install
 	$(PY) -m ruff check braindecode_pars tests examples benchmarks docs/conf.py
 	$(PY) -m ruff format --check braindecode_pars tests examples benchmarks docs/conf.py
 
+# Two passes: the tests in two pytest-xdist workers (one torch thread each, a file's
+# tests in one worker), then those marked serial, which start processes that take both
+# cores or measure the machine, one at a time
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not serial" -n 2 --dist loadfile
+	$(PY) -m pytest -m serial
 
 demo: install
 	$(VENV)/bin/braindecode-pars demo --out results/demo

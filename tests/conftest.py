@@ -5,7 +5,9 @@ import pytest
 import torch
 from skorch.callbacks import Callback
 
-torch.set_num_threads(2)
+#: Two torch threads when the tests run one at a time; one in each of make test's two
+#: pytest-xdist workers, which share the two cores.
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
 
 
 @pytest.fixture(autouse=True)

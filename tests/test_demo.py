@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from braindecode_pars.cli import main
@@ -79,6 +80,7 @@ def test_demo_writes_the_table_and_figures(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_command_line_runs_the_demo(tmp_path, capsys, monkeypatch):
     import braindecode_pars.demo.main_job as demo
 

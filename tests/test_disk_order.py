@@ -315,6 +315,7 @@ def _rank_share_under_gloo(rank, world, init, store, out):
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.serial
 @pytest.mark.slow  # three processes that import the package
 def test_ranks_of_a_process_group_share_one_order_and_split_it(store, tmp_path):
     world = 3

@@ -15,6 +15,8 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     worker = Path(__file__).with_name("ddp_worker.py")
     cmd = [*TORCHRUN, str(worker), str(tmp_path)]
@@ -40,6 +42,8 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     assert (tmp_path / "run" / "encoder_last.pt").is_file()
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path):
     cli = [sys.executable, "-m", "braindecode_pars.cli"]
     subprocess.run(
@@ -138,6 +142,7 @@ def test_pretrain_reads_a_configuration_file_and_flags_take_precedence(tmp_path,
         main(["pretrain", "--config", str(config)])
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_process(tmp_path):
     """The path a cluster user takes, end to end on this CPU: two processes (gloo) with
@@ -198,6 +203,8 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     assert clf.predict_proba(windows).shape == (len(windows), len(clf.classes_))
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path):
     import signal
     import time
@@ -248,6 +255,8 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path)
     assert run_status(run_dir)["epoch"] == status["epoch"] + 1
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_recordings_stored_once_pretrain_under_torchrun_on_eeg_channels(tmp_path, shared_data):
     """``store --recordings`` reads recordings once, keeping EEG channels only (ECG and
     the ear reference stay out), and every torchrun process memory-maps the store."""

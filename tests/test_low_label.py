@@ -135,6 +135,7 @@ def test_settings_describe_estimators_modules_and_arrays():
     assert describe(object()) == describe(object()) == "<object object>"  # no address
 
 
+@pytest.mark.slow
 def test_a_method_is_described_alike_in_processes_of_other_hash_seeds():
     """skorch keeps a set among its parameters, whose order follows the hash seed."""
     import os

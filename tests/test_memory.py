@@ -47,6 +47,8 @@ _CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 @pytest.mark.skipif(_glibc() is None, reason="glibc's malloc only; elsewhere see the next test")
 def test_freed_memory_is_reused_instead_of_faulted_in_again():
     out = subprocess.run(

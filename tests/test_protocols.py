@@ -181,6 +181,7 @@ def test_ablation_pretrains_each_configuration(data, tmp_path):
     assert len(rows) == 1 and rows.n_test.iloc[0] + rows.n_test_unseen.iloc[0] == n_test
 
 
+@pytest.mark.slow
 def test_finetune_then_evaluate_from_the_command_line(data, tmp_path):
     config = {
         "data": {"recipe": "tuab", "path": str(data["tuab"])},

@@ -61,6 +61,8 @@ def test_the_synthetic_tree_is_laid_out_and_read_as_tueg(tree_module, tmp_path):
     assert len(rates) >= 2
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_the_read_benchmark_measures_cold_and_warm_rows(tmp_path):
     bench = import_benchmark("bench_read_scale")
     out = tmp_path / "read.md"
@@ -79,6 +81,7 @@ def test_the_read_benchmark_measures_cold_and_warm_rows(tmp_path):
         assert len(list(csv.DictReader(f))) == 12
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_the_rehearsal_stores_reads_and_pretrains_each_killed_and_resumed(tmp_path):
     rehearsal = import_benchmark("rehearsal_tueg")

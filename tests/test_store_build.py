@@ -52,6 +52,7 @@ def same_store(a, b):
 OPTIONS = dict(sfreq=100.0, window_seconds=5.0, stride_seconds=2.5)
 
 
+@pytest.mark.serial
 @pytest.mark.slow  # starting worker processes, which import torch
 def test_two_jobs_write_the_same_bytes_as_one(tmp_path, monkeypatch):
     pattern = save_recordings(tmp_path / "rec", 5)
@@ -90,6 +91,7 @@ def slow_stream(n=8, delay=0.0):
     return RecordingStream(readers, _fixed_length_windower(None, 100.0, 5.0))
 
 
+@pytest.mark.serial
 @pytest.mark.slow  # a Python process that imports torch, killed
 def test_a_build_killed_partway_resumes_to_the_same_bytes(tmp_path):
     write_window_store(slow_stream(), tmp_path / "whole", settings={"n": 8})
