@@ -186,3 +186,14 @@ def test_files_without_a_label_are_refused_before_any_recording_is_read(study, n
         load_labelled_recordings(root, 3)
     with pytest.raises(FileNotFoundError, match="No recording matches"):
         load_labelled_recordings(root / "nothing_here", r"(?P<label>x)")
+
+
+def test_a_read_option_load_recordings_does_not_take_is_refused_before_files_are_sought(
+    no_reading,
+):
+    # the folder does not exist: the keyword is refused before any file is looked for
+    with pytest.raises(TypeError, match=r"got 'window_second', which load_recordings"):
+        load_labelled_recordings("nowhere", r"(?P<label>x)", window_second=10)
+    with pytest.raises(TypeError, match=r"got 'lazy'.*'sfreq', 'window_seconds'"):
+        load_labelled_recordings("nowhere", r"(?P<label>x)", lazy=True)
+    assert set(labelled.READ_OPTIONS) >= {"sfreq", "window_seconds", "picks", "on_error"}

@@ -11,6 +11,7 @@ sampling rate) and hands the windows to
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from pathlib import Path
@@ -25,6 +26,13 @@ logger = logging.getLogger(__name__)
 
 #: The column of a table that names files, unless told otherwise.
 FILE_COLUMN = "file"
+#: The keywords of :func:`~braindecode_pars.datasets.load_recordings` that
+#: :func:`load_labelled_recordings` passes on: all but the files and ``lazy``.
+READ_OPTIONS = tuple(
+    name
+    for name in inspect.signature(load_recordings).parameters
+    if name not in ("patterns", "lazy")
+)
 
 
 def load_labelled_recordings(
@@ -35,16 +43,7 @@ def load_labelled_recordings(
     label="label",
     subject="subject",
     file_column=FILE_COLUMN,
-    sfreq=100.0,
-    window_seconds=30.0,
-    stride_seconds=None,
-    l_freq=0.3,
-    h_freq=None,
-    notch_freq=None,
-    picks="eeg",
-    exclude="auto",
-    on_error="raise",
-    n_jobs=1,
+    **read_options,
 ):
     """Recordings and their labels as windows ``X``, labels ``y`` and subjects ``groups``.
 
@@ -86,11 +85,12 @@ def load_labelled_recordings(
         The field that holds each file's subject (its group); None: no groups.
     file_column : str
         The column of ``table`` naming files.
-    sfreq, window_seconds, stride_seconds, l_freq, h_freq, notch_freq, picks, exclude, \
-on_error, n_jobs
-        As :func:`~braindecode_pars.datasets.load_recordings` reads the recordings:
-        resampled to ``sfreq`` (100 Hz, the shipped encoders' rate), cut into windows
-        of ``window_seconds`` every ``stride_seconds`` (default: the length).
+    **read_options
+        How the recordings are read: the keywords of
+        :func:`~braindecode_pars.datasets.load_recordings` (``sfreq``,
+        ``window_seconds``, ``stride_seconds``, ``l_freq``, ``h_freq``, ``notch_freq``,
+        ``picks``, ``exclude``, ``on_error``, ``n_jobs``), with its defaults: resampled
+        to 100 Hz (the shipped encoders' rate), 30-s windows, one after the other.
 
     Returns
     -------
@@ -107,6 +107,9 @@ on_error, n_jobs
     ------
     FileNotFoundError
         When ``files`` matches no recording.
+    TypeError
+        Before any file is looked for: a keyword that ``load_recordings`` does not take
+        (``lazy`` included: the windows are read into memory).
     ValueError
         Before any recording is read: neither ``pattern`` nor ``table`` given; a file
         ``pattern`` does not match, or that matches no row (or several) of ``table``;
@@ -120,6 +123,12 @@ on_error, n_jobs
     ...     window_seconds=10)  # doctest: +SKIP
     >>> X, y, groups = windows.X, windows.y, windows.groups  # doctest: +SKIP
     """
+    unknown = sorted(set(read_options) - set(READ_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"load_labelled_recordings() got {', '.join(map(repr, unknown))}, which "
+            f"load_recordings does not take here; the read options are {list(READ_OPTIONS)}."
+        )
     if pattern is None and table is None:
         raise ValueError(
             "Give 'pattern' (a regular expression with named groups, or a function of the "
@@ -147,11 +156,7 @@ on_error, n_jobs
                     f"'{name}'"
                     + (", or pass subject=None for no groups." if name == "subject" else ".")
                 )
-    windows = load_recordings(
-        paths, sfreq=sfreq, window_seconds=window_seconds, stride_seconds=stride_seconds,
-        l_freq=l_freq, h_freq=h_freq, notch_freq=notch_freq, picks=picks, n_jobs=n_jobs,
-        exclude=exclude, on_error=on_error,
-    )  # fmt: skip
+    windows = load_recordings(paths, **read_options)
     by_name = {str(path): found for path, found in fields.items()}
     per_window = [(by_name[ds.description["file"]], len(ds)) for ds in windows.datasets]
     y = np.concatenate([np.repeat(np.asarray([f[label]]), n) for f, n in per_window])
