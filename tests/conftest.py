@@ -6,7 +6,9 @@ import torch
 from skorch.callbacks import Callback
 
 #: Two torch threads when the tests run one at a time; one in each of make test's two
-#: pytest-xdist workers, which share the two cores.
+#: pytest-xdist workers, which share the two cores, and in the processes they start.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
 
 

@@ -124,7 +124,6 @@ def test_db22036s_decoder_is_db22036s_and_computes_what_this_trees_does(bench_gp
         bench_gpu.use_decoder(steps.model, "sdpa")
 
 
-@pytest.mark.serial
 @pytest.mark.slow  # 1 to 3 min on 2 busy CPU cores: four processes, two compilations
 @pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")
 def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):

@@ -13,6 +13,20 @@ from ._helpers import stop_before_pretraining, tiny_config
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+#: The command line of this checkout.
+CLI = [sys.executable, "-m", "braindecode_pars.cli"]
+
+
+@pytest.fixture(scope="module")
+def mi_store(tmp_path_factory):
+    """A window store of PhysioNet-MI subject 1's runs 1 and 2 (two 1-minute runs of 64
+    channels), written once by the command line; the tests only read it."""
+    store = tmp_path_factory.mktemp("mi") / "store"
+    subprocess.run(
+        [*CLI, "store", "--out", str(store), "--runs", "1", "2"],
+        env=ENV, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    return store
 
 
 @pytest.mark.serial
@@ -44,15 +58,7 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
 
 @pytest.mark.serial
 @pytest.mark.slow
-def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path):
-    cli = [sys.executable, "-m", "braindecode_pars.cli"]
-    subprocess.run(
-        [*cli, "store", "--out", str(tmp_path / "store"), "--runs", "1", "2"],
-        env=ENV,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path, mi_store):
     small = [
         *tiny_config(tmp_path),
         "--n-patches",
@@ -70,7 +76,7 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
         "--out",
         str(tmp_path / "run"),
         "--store",
-        str(tmp_path / "store"),
+        str(mi_store),
         *small,
     ]
     first = subprocess.run(
@@ -205,19 +211,14 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
 
 @pytest.mark.serial
 @pytest.mark.slow
-def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path):
+def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path, mi_store):
     import signal
     import time
 
     from braindecode_pars.hub import run_status
 
-    cli = [sys.executable, "-m", "braindecode_pars.cli"]
-    subprocess.run(
-        [*cli, "store", "--out", str(tmp_path / "store"), "--runs", "1", "2"],
-        env=ENV, check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
     run_dir = tmp_path / "run"
-    command = [*cli, "pretrain", "--out", str(run_dir), "--store", str(tmp_path / "store"),
+    command = [*CLI, "pretrain", "--out", str(run_dir), "--store", str(mi_store),
                *tiny_config(tmp_path), "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
                "--epochs", "5000"]  # fmt: skip
     # a shell's background job (nohup ... &) starts with SIGINT ignored, and so would
