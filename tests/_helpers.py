@@ -6,10 +6,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from braindecode_pars import PARSPretrainer
+from braindecode_pars import PARSPretrainer, PatchEncoder, save_encoder
+
+from .conftest import SMALL_ENCODER
 
 #: The smallest encoder, for runs of the command line (its ``--config`` sets it).
 TINY_ENCODER = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
+
+
+def saved_small_encoder(path, sfreq):
+    """A new PatchEncoder of conftest's ``SMALL_ENCODER`` sizes at ``sfreq`` Hz, saved to
+    ``path`` by :func:`~braindecode_pars.save_encoder`; returns ``path``."""
+    save_encoder(PatchEncoder(sfreq=sfreq, **SMALL_ENCODER), path)
+    return path
 
 
 def tiny_config(folder, **options):

@@ -12,18 +12,11 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from braindecode_pars import (
-    PARSClassifier,
-    PARSFineTuner,
-    PARSPretrainer,
-    PARSProbe,
-    PatchEncoder,
-    save_encoder,
-)
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
 from braindecode_pars.datasets import load_physionet_mi
 from braindecode_pars.metrics import make_scorer
 
-from ._helpers import ExplodingPretrainer, bundled_mi
+from ._helpers import ExplodingPretrainer, bundled_mi, saved_small_encoder
 from .conftest import SMALL_ENCODER, SMALL_FINETUNER, SMALL_PRETRAINER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -130,14 +123,12 @@ def test_grid_search_over_pretraining_and_fine_tuning_finds_the_rate_that_learns
 
 def test_starts_from_a_saved_encoder_and_refuses_a_mismatched_one(tmp_path):
     X, y = _toy()
-    enc = PatchEncoder(sfreq=50, **SMALL_ENCODER)
-    save_encoder(enc, tmp_path / "enc.pt")
-    clf = small(encoder=tmp_path / "enc.pt").fit(X, y)
+    clf = small(encoder=saved_small_encoder(tmp_path / "enc.pt", 50)).fit(X, y)
     assert clf.pretrain_history_ is None and clf.pretrainer_ is None  # pretraining skipped
     assert clf.encoder_.emb_dim == 16
-    save_encoder(PatchEncoder(sfreq=100, **SMALL_ENCODER), tmp_path / "enc100.pt")
+    at_100 = saved_small_encoder(tmp_path / "enc100.pt", 100)
     with pytest.raises(ValueError, match=r"sfreq=100.* Hz but the windows are at 50.0 Hz"):
-        small(encoder=tmp_path / "enc100.pt").fit(X, y)
+        small(encoder=at_100).fit(X, y)
 
 
 @pytest.mark.parametrize(

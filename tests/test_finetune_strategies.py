@@ -5,13 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from braindecode_pars import (
-    PARSClassifier,
-    PARSFineTuner,
-    PARSPretrainer,
-    PARSProbe,
-    PatchEncoder,
-)
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
 from braindecode_pars.models.multichannel import MultiChannelClassifier
 from braindecode_pars.training._finetune import group_split
 

@@ -18,18 +18,11 @@ from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
 import braindecode_pars
-from braindecode_pars import (
-    PARSClassifier,
-    PARSFineTuner,
-    PARSPretrainer,
-    PARSProbe,
-    PatchEncoder,
-    save_encoder,
-)
+from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
 from braindecode_pars.datasets.adapters import read_windows
 from braindecode_pars.datasets.sklearn_io import read_input
 
-from ._helpers import ExplodingPretrainer, bundled_mi, slice_cv_scores
+from ._helpers import ExplodingPretrainer, bundled_mi, saved_small_encoder, slice_cv_scores
 from .conftest import SMALL_ENCODER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -277,7 +270,7 @@ def test_using_an_unfitted_pretrainer_raises_not_fitted():
 
 
 def _truncated(path):
-    save_encoder(PatchEncoder(sfreq=50, **SMALL_ENCODER), path)
+    saved_small_encoder(path, 50)
     path.write_bytes(path.read_bytes()[:200])
 
 

@@ -2,19 +2,7 @@ import numpy as np
 import pytest
 from braindecode.datasets import BaseConcatDataset
 
-from braindecode_pars.datasets.tuh import (
-    TUH_CHANNELS_19,
-    TUH_CHANNELS_21,
-    _parse_tuh_file_name,
-    _seizure_labels,
-    _tuh_subjects,
-    load_tuab,
-    load_tueg,
-    load_tusz,
-    read_csv_bi,
-    read_tuh_edf,
-    tuh_subject_split,
-)
+from braindecode_pars.datasets import tuh
 
 from .tuh_fixtures import write_csv_bi, write_tuh_edf
 
@@ -22,22 +10,22 @@ from .tuh_fixtures import write_csv_bi, write_tuh_edf
 def test_channels_are_picked_renamed_and_ordered_from_either_reference(tmp_path):
     for reference in ("REF", "LE"):
         fname = write_tuh_edf(tmp_path / f"x_{reference}.edf", reference=reference, seconds=10)
-        raw = read_tuh_edf(fname, TUH_CHANNELS_21)
-        assert tuple(raw.ch_names) == TUH_CHANNELS_21  # EKG and EMG left out
-    raw19 = read_tuh_edf(fname, TUH_CHANNELS_19)
-    assert tuple(raw19.ch_names) == TUH_CHANNELS_19
+        raw = tuh.read_tuh_edf(fname, tuh.TUH_CHANNELS_21)
+        assert tuple(raw.ch_names) == tuh.TUH_CHANNELS_21  # EKG and EMG left out
+    raw19 = tuh.read_tuh_edf(fname, tuh.TUH_CHANNELS_19)
+    assert tuple(raw19.ch_names) == tuh.TUH_CHANNELS_19
     with pytest.raises(ValueError, match=r"lacks the channels \['Oz'\]"):
-        read_tuh_edf(fname, TUH_CHANNELS_19 + ("Oz",))
+        tuh.read_tuh_edf(fname, tuh.TUH_CHANNELS_19 + ("Oz",))
 
 
 def test_file_names_give_subject_session_segment():
-    assert _parse_tuh_file_name("a/b/aaaaaaav_s004_t002.edf") == ("aaaaaaav", 4, 2)
+    assert tuh._parse_tuh_file_name("a/b/aaaaaaav_s004_t002.edf") == ("aaaaaaav", 4, 2)
     with pytest.raises(ValueError, match="not named as TUH files are"):
-        _parse_tuh_file_name("recording.edf")
+        tuh._parse_tuh_file_name("recording.edf")
 
 
 def test_tuab_windows_labels_and_preprocessing(tuh_corpora):
-    windows = load_tuab(tuh_corpora["tuab"])
+    windows = tuh.load_tuab(tuh_corpora["tuab"])
     desc = windows.description
     assert len(desc) == 6 and set(desc.split) == {"train", "eval"}
     assert len(windows) == 6 * 2  # two 30-s windows per 60-s recording
@@ -53,8 +41,8 @@ def test_tuab_windows_labels_and_preprocessing(tuh_corpora):
 
 
 def test_tuab_patient_split_keeps_patients_apart(tuh_corpora):
-    windows = load_tuab(tuh_corpora["tuab"])
-    split = tuh_subject_split(windows, valid_fraction=0.25, random_state=0)
+    windows = tuh.load_tuab(tuh_corpora["tuab"])
+    split = tuh.tuh_subject_split(windows, valid_fraction=0.25, random_state=0)
     subjects = {k: set(v.description.subject) for k, v in split.items()}
     assert subjects["test"] == {"aaaaaaae", "aaaaaaaf"}  # the official eval set
     assert len(subjects["valid"]) == 1 and len(subjects["train"]) == 3
@@ -63,15 +51,15 @@ def test_tuab_patient_split_keeps_patients_apart(tuh_corpora):
 
 def test_csv_bi_parsing_and_window_labels(tmp_path):
     write_csv_bi(tmp_path / "a.csv_bi", [(35.0, 50.0), (58.0, 60.0)])
-    np.testing.assert_allclose(read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
+    np.testing.assert_allclose(tuh.read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
     intervals = np.array([[35.0, 50.0]])
-    np.testing.assert_array_equal(_seizure_labels([0, 30], [30, 60], intervals), [0, 1])
-    np.testing.assert_array_equal(_seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])
-    np.testing.assert_array_equal(_seizure_labels([0], [30], np.zeros((0, 2))), [0])
+    np.testing.assert_array_equal(tuh._seizure_labels([0, 30], [30, 60], intervals), [0, 1])
+    np.testing.assert_array_equal(tuh._seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])
+    np.testing.assert_array_equal(tuh._seizure_labels([0], [30], np.zeros((0, 2))), [0])
 
 
 def test_tusz_windows_are_labelled_from_the_annotations(tuh_corpora):
-    windows = load_tusz(tuh_corpora["tusz"])
+    windows = tuh.load_tusz(tuh_corpora["tusz"])
     md = windows.get_metadata()
     assert windows[0][0].shape == (19, 6000)
     labels = {
@@ -89,28 +77,28 @@ def test_tusz_windows_are_labelled_from_the_annotations(tuh_corpora):
 
 
 def test_tusz_minimum_overlap_and_missing_annotation(tuh_corpora, tmp_path):
-    windows = load_tusz(tuh_corpora["tusz"], splits=("eval",), min_overlap_seconds=5.0)
+    windows = tuh.load_tusz(tuh_corpora["tusz"], splits=("eval",), min_overlap_seconds=5.0)
     assert windows.get_metadata().target.tolist() == [1, 0]  # only 1 s of seizure after 30 s
     folder = tmp_path / "edf" / "train" / "x" / "s001_2000" / "01_tcp_ar"
     write_tuh_edf(folder / "x_s001_t000.edf", seconds=10)
     with pytest.raises(FileNotFoundError, match="has no annotation file"):
-        load_tusz(tmp_path / "edf", splits=("train",))
+        tuh.load_tusz(tmp_path / "edf", splits=("train",))
 
 
 def test_tueg_leaves_out_fine_tuning_patients(tuh_corpora):
-    excluded = _tuh_subjects(tuh_corpora["tuab"]) + _tuh_subjects(tuh_corpora["tusz"])
-    windows = load_tueg(tuh_corpora["tueg"], exclude_subjects=excluded)
+    excluded = tuh._tuh_subjects(tuh_corpora["tuab"]) + tuh._tuh_subjects(tuh_corpora["tusz"])
+    windows = tuh.load_tueg(tuh_corpora["tueg"], exclude_subjects=excluded)
     assert set(windows.description.subject) == {"aaaaaaax"}  # a and c are TUAB/TUSZ patients
     assert windows[0][0].shape == (19, 6000)
     with pytest.raises(ValueError, match="belongs to an excluded subject"):
-        load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaaa", "aaaaaaac", "aaaaaaax"])
+        tuh.load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaaa", "aaaaaaac", "aaaaaaax"])
 
 
 def test_missing_folders_and_bad_splits_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="TUAB train/normal folder"):
-        load_tuab(tmp_path)
+        tuh.load_tuab(tmp_path)
     with pytest.raises(ValueError, match="'splits' parameter"):
-        load_tusz(tmp_path, splits=("test",))
+        tuh.load_tusz(tmp_path, splits=("test",))
 
 
 def _same_windows(a, b):
@@ -122,7 +110,7 @@ def _same_windows(a, b):
         np.testing.assert_allclose(a[i][0], b[i][0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("loader, corpus", [(load_tuab, "tuab"), (load_tusz, "tusz")])
+@pytest.mark.parametrize("loader, corpus", [(tuh.load_tuab, "tuab"), (tuh.load_tusz, "tusz")])
 def test_cached_windows_equal_those_in_memory_and_are_read_lazily(
     tuh_corpora, tmp_path, loader, corpus
 ):
@@ -130,7 +118,7 @@ def test_cached_windows_equal_those_in_memory_and_are_read_lazily(
     cached = loader(tuh_corpora[corpus], cache_dir=tmp_path / "cache")
     assert not any(ds.raw.preload for ds in cached.datasets)
     _same_windows(cached, memory)
-    split = tuh_subject_split(cached, random_state=0)  # the recipe's split works on them
+    split = tuh.tuh_subject_split(cached, random_state=0)  # the recipe's split works on them
     assert set(split["test"].description.split) == {"eval"}
     again = loader(tuh_corpora[corpus], cache_dir=tmp_path / "cache")  # read as it is
     _same_windows(again, memory)
@@ -139,8 +127,8 @@ def test_cached_windows_equal_those_in_memory_and_are_read_lazily(
 
 
 def test_tueg_stream_reads_one_recording_at_a_time_as_the_reader_does(tuh_corpora):
-    memory = load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaac"])
-    stream = load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaac"], lazy=True)
+    memory = tuh.load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaac"])
+    stream = tuh.load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaac"], lazy=True)
     assert len(stream) == 2
     streamed = BaseConcatDataset([ds for windows in stream for ds in windows.datasets])
     assert streamed.description.subject.tolist() == ["aaaaaaaa", "aaaaaaax"]

@@ -107,6 +107,7 @@ def non_eeg_channels(ch_names):
     Parameters
     ----------
     ch_names : list of str
+        A recording's channel names as its file gives them (``raw.ch_names``).
 
     Returns
     -------
@@ -231,6 +232,7 @@ def off_montage(ch_names):
     Parameters
     ----------
     ch_names : list of str
+        Channel names, any case, with or without EDF's ``EEG`` prefix and a reference.
 
     Returns
     -------
