@@ -98,9 +98,9 @@ The other ways to run the 64 x 4 step on this CPU (the rows marked 1 thread, bf1
 autocast, torch.compile, and 2 processes x 1 thread) were measured to see whether any
 of them trains PARS faster than eager float32 on two threads; on this 2-core x86_64
 CPU none does reliably: bf16 matrix products on these small shapes are slower than
-float32 and autocast adds casts; torch.compile leaves the decoder's hand-written
-autograd function as it is and its encoder-alone step is within the drift of the
-eager one (faster in one run, slower in the next); two processes of one thread each
+float32 and autocast adds casts; torch.compile takes the decoder's operator
+(`braindecode_pars::pair_attention`) as one call and its encoder-alone step is within
+the drift of the eager one (faster in one run, slower in the next); two processes of one thread each
 (DistributedDataParallel over gloo, half the batch each) pay for the all-reduce and
 the smaller batches more than the second process gains. Eager float32, the default
 of `braindecode-pars pretrain`, is the CPU setting to use. From one thread to two
@@ -200,14 +200,15 @@ autograd of each step). Sampling, masking, targets, loss and the returned tensor
 cost about 2 ms in all, before and after.
 
 What the decoder does now: float32 factor tables (float64 for float64 input; under
-autocast the decoder leaves autocast and computes in float32), exponentiated (as
-powers of 2, see below) without
-a shift when every logit is within 20 and shifted by their row maxima otherwise; the
-pairs whose denominator still falls below `sqrt(tiny)` are recomputed from their
-logits, exactly. The table products and a hand-written backward pass (four products
-of n x n by n x N tables, a few passes over the tables, dq and dk computed
-transposed, 2 to 3 times as fast at 8 features per head) run as one autograd
-function, on a CPU in chunks of about 1 MB of tables whose scratch memory is reused
+autocast the decoder leaves autocast and computes in float32), each row of logits
+shifted by its maximum and exponentiated (as powers of 2, see below); the pairs whose
+denominator still falls below `sqrt(tiny)` are recomputed from their logits, exactly,
+up to a fixed number per call found without a branch on the data, and any beyond are
+counted. The table products and a hand-written backward pass (four products of n x n
+by n x N tables, a few passes over the tables, dq and dk computed transposed, 2 to 3
+times as fast at 8 features per head) run as one `torch.library` operator, the same on
+every device and under `torch.compile` (on an accelerator its tables are recomputed
+in the backward pass), on a CPU in chunks of about 1 MB of tables whose scratch memory is reused
 from chunk to chunk. What is left at 64 x 4 is mostly the table products (about 300
 MFLOP per step in products of 32 x 40 matrices; the decoder in all does about 20 % of
 the encoder's arithmetic), the exp of 1.3 M table entries, and about 200 operator
@@ -215,7 +216,8 @@ calls. At the paper's size the decoder is bound by its dense projections (the ke
 and `s` of 40 tokens, `u` and `v` of 32, the fold `W_q A_Q`), the same before and
 after: about 9 % of the encoder's arithmetic.
 
-Since the tables above were measured: the factor tables are computed as powers of 2,
+Measured before the tables above, which include it: the factor tables are computed
+as powers of 2,
 `log2(e)` folded into the scale of the logits' product (torch's `exp2` of float32
 runs about three times as fast as `exp` on this CPU: 33 against 93 us for the 225 k
 entries of one chunk of tables; float32 values and gradients against the float64
@@ -370,7 +372,7 @@ def step_breakdown(size, batch_size, repeats, warmup=2):
         "sample_patches": "sampling and masking",
         "mask_positions": "sampling and masking",
         "forward_encoder": "encoder forward",
-        "forward_decoder": "decoder forward",
+        "forward_decoder_counted": "decoder forward",
         "shift_targets": "targets and loss",
         "forward_loss": "targets and loss",
     }

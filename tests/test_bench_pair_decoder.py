@@ -38,6 +38,15 @@ def test_a_repeated_run_times_both_steps(bench):
     assert pars > 0 and encoder > 0 and 0 < q1 <= ratio <= q3
 
 
+def test_the_step_breakdown_times_every_part_of_a_pars_step(bench):
+    tiny = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    parts = bench.step_breakdown(tiny, batch_size=4, repeats=2, warmup=1)
+    timed = ["sampling and masking", "encoder forward", "decoder forward", "targets and loss"]
+    assert list(parts) == [*timed, "rest of the forward", "encoder backward",
+                           "decoder backward", "AdamW step"]  # fmt: skip
+    assert all(parts[name] > 0 for name in timed + ["decoder backward", "AdamW step"])
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
