@@ -314,6 +314,7 @@ def _pretrain(args):
 
         keep_freed_memory()  # steps stop faulting freed pages back in (training/memory.py)
     main_process = rank() == 0  # asked now: the process group ends with this command
+    finished = False
     try:
         settings = pretrain_settings(args, world_size())
         args.window_seconds = settings.window_seconds  # the crops, and the windows cut
@@ -337,6 +338,7 @@ def _pretrain(args):
             run_info=_run_info(args),
             **settings.run_kwargs(args.epochs),
         )
+        finished = True
     except RunMismatchError as err:
         listed = _differences(err, flag_of)
         extend = (
@@ -364,6 +366,8 @@ def _pretrain(args):
     finally:
         epoch_logger.setLevel(table_level)
         if torch.distributed.is_available() and torch.distributed.is_initialized():
+            if finished:  # every process tears the group down once all are done with it,
+                torch.distributed.barrier()  # not while rank 0 still writes its files
             torch.distributed.destroy_process_group()
     if main_process:
         _report(net, args)
