@@ -7,9 +7,10 @@ from skorch.callbacks import Callback
 
 #: Two torch threads when the tests run one at a time; one in each of make test's two
 #: pytest-xdist workers, which share the two cores, and in the processes they start.
-if os.environ.get("PYTEST_XDIST_WORKER"):
+IN_A_WORKER = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+if IN_A_WORKER:
     os.environ["OMP_NUM_THREADS"] = "1"
-torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
+torch.set_num_threads(1 if IN_A_WORKER else 2)
 
 
 @pytest.fixture(autouse=True)

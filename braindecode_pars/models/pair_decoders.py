@@ -239,11 +239,6 @@ class MLPPairDecoder(nn.Module):
         hidden = self.act(left[:, :, None, :] + right[:, None, :, :])  # (batch, n, n, hidden)
         return self.fc2(hidden)[..., 0]
 
-    def forward_counted(self, y, idx):
-        """:meth:`forward`, and the pairs it could not compute exactly: none (a 0-d long
-        tensor of 0 on ``y``'s device, as the cross-attention decoder returns)."""
-        return self(y, idx), torch.zeros((), dtype=torch.long, device=y.device)
-
     def forward_naive(self, y, idx):
         """Direct computation on the materialised (batch, n_masked^2, 2F) pair tensor."""
         B, n = idx.shape

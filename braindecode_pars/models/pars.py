@@ -192,13 +192,12 @@ class PARS(PretextModel):
         device tensor (see :meth:`CrossAttentionPairDecoder.forward_counted`; 0 for the
         naive and MLP decoders, which have no factor tables, and for a decoder put in
         ``self.decoder`` that has only ``forward``)."""
-        zero = torch.zeros((), dtype=torch.long, device=y.device)
-        if self.decoder_impl == "naive":  # the direct computation: every pair exact
-            return self.decoder.forward_naive(y, masked_idx), zero
         counted = getattr(self.decoder, "forward_counted", None)
-        if counted is None:  # a decoder of its own (or an older one): nothing to count
-            return self.decoder(y, masked_idx), zero
-        return counted(y, masked_idx)
+        if counted is not None and self.decoder_impl != "naive":
+            return counted(y, masked_idx)
+        # the direct computation, the MLP decoder or one of the user's: every pair exact
+        run = self.decoder.forward_naive if self.decoder_impl == "naive" else self.decoder
+        return run(y, masked_idx), torch.zeros((), dtype=torch.long, device=y.device)
 
     def shift_targets(self, starts):
         """theta_jk = (t_j - t_k) / T_s for every pair: (batch, n) -> (batch, n, n)."""
