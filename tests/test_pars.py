@@ -104,7 +104,7 @@ def test_a_decoder_with_only_forward_serves_and_counts_no_unresolved_pair():
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.encoder.parameters())
 
 
-def test_under_bf16_autocast_the_decoder_computes_in_float32():
+def test_under_bf16_autocast_the_decoder_projects_in_bf16_and_returns_float32_tables():
     model = _tiny_pars()
     X = torch.randn(3, 1, 300)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -113,7 +113,11 @@ def test_under_bf16_autocast_the_decoder_computes_in_float32():
         theta_amp = model.decoder(y, idx)
         out = model(X)
     assert theta_amp.dtype == y.dtype  # the decoder returns its input's dtype
-    torch.testing.assert_close(theta_amp.float(), model.decoder(y.float(), idx))
+    # the projections in bf16 (8-bit mantissa), the tables in float32: within bf16's
+    # rounding of the float32 computation, not equal to it
+    reference = model.decoder(y.float(), idx)
+    error = (theta_amp.float() - reference).abs().max() / reference.abs().max()
+    assert 0 < error < 2e-2
     out["loss"].backward()
     assert torch.isfinite(out["loss"])
     assert all(torch.isfinite(p.grad).all() for p in model.decoder.parameters())
@@ -199,3 +203,22 @@ def test_bad_input_raises():
         ValueError, match="hold 250 samples but the model was built for n_times=300"
     ):
         model(torch.randn(2, 1, 250))
+
+
+def test_predict_shifts_warns_of_pairs_left_unresolved(monkeypatch, caplog):
+    from braindecode_pars.models import pair_attention
+
+    torch.manual_seed(0)
+    model = _tiny_pars()
+    for p in model.decoder.parameters():
+        torch.nn.init.normal_(p, std=0.5)  # gaps of about 150 nats: float32 tables underflow
+    X = torch.randn(3, 1, 300)
+    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 0)  # no fallback slot at all
+    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS_PER_WINDOW", 0)
+    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
+    assert out["unresolved_pairs"].item() > 0
+    assert "could not compute" in caplog.text and "table_dtype=torch.float64" in caplog.text
+    model.decoder.table_dtype = torch.float64  # what the warning says: every pair exact
+    caplog.clear()
+    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
+    assert out["unresolved_pairs"].item() == 0 and "could not compute" not in caplog.text

@@ -39,7 +39,7 @@ def test_pars_skill_is_zero_for_no_shift_and_one_for_the_true_shifts(monkeypatch
     def zeros(y, masked_idx):
         seen["masked"] = masked_idx
         n = masked_idx.shape[1]
-        return torch.zeros(y.shape[0], n, n), torch.zeros((), dtype=torch.long)
+        return torch.zeros(y.shape[0], n, n), torch.zeros((), dtype=torch.long), torch.zeros(())
 
     monkeypatch.setattr(model, "forward_decoder_counted", zeros)
     out = model(X, generator=torch.Generator().manual_seed(3))
@@ -50,7 +50,7 @@ def test_pars_skill_is_zero_for_no_shift_and_one_for_the_true_shifts(monkeypatch
     assert float(out["trivial_loss"]) == pytest.approx(float(theta.pow(2).mean()), rel=1e-6)
 
     def oracle(y, masked_idx):
-        return theta.float(), torch.zeros((), dtype=torch.long)
+        return theta.float(), torch.zeros((), dtype=torch.long), torch.zeros(())
 
     monkeypatch.setattr(model, "forward_decoder_counted", oracle)
     out = model(X, generator=torch.Generator().manual_seed(3))  # the same draws
@@ -144,3 +144,37 @@ def test_a_flat_channel_normalises_to_finite_zeros(value):
     Z = enc.normalize(X)
     assert torch.isfinite(Z).all() and torch.equal(Z, torch.zeros_like(Z))
     assert torch.isfinite(enc(X)).all()
+
+
+def _read_row(epoch, unresolved, gap=50.0):
+    batch = dict(
+        train_trivial=1.0, train_loss=0.5, train_batch_size=4,
+        train_unresolved_pairs=unresolved, train_pair_gap=gap,
+    )  # fmt: skip
+    return {"epoch": epoch, "batches": [batch]}
+
+
+def test_pairs_unresolved_at_two_reports_move_the_tables_to_float64_then_stop(caplog):
+    import types
+
+    from braindecode_pars.training.callbacks import PretextSkill
+
+    model = PARS(**SIG, n_patches=12, pos_mask_ratio=0.75, **TINY)
+    net = types.SimpleNamespace(module_=model)
+    skill = PretextSkill()
+    row = _read_row(1, 3, gap=47.5)
+    skill.on_epoch_read(net, row)
+    assert row["train_unresolved_pairs"] == 3 and row["train_pair_gap"] == 47.5
+    assert "could not compute 3 pair-head(s)" in caplog.text
+    assert model.decoder.table_dtype == torch.float32  # one report: a warning only
+    skill.on_epoch_read(net, _read_row(2, 0))  # a clean report in between: start again
+    skill.on_epoch_read(net, _read_row(3, 2))
+    assert model.decoder.table_dtype == torch.float32
+    skill.on_epoch_read(net, _read_row(4, 2))
+    assert model.decoder.table_dtype == torch.float64
+    assert "float64 for the rest of this run" in caplog.text
+    X = torch.randn(2, 1, 300)
+    assert torch.isfinite(model(X)["loss"])  # the run goes on, on float64 tables
+    skill.on_epoch_read(net, _read_row(5, 1))
+    with pytest.raises(RuntimeError, match="even with float64 factor tables"):
+        skill.on_epoch_read(net, _read_row(6, 1))

@@ -74,13 +74,24 @@ class CrossAttentionPairDecoder(nn.Module):
         Token size ``F``.
     n_heads : int
         Heads of the cross-attention.
+    table_dtype : torch.dtype
+        The dtype of the folded computation's factor tables: ``torch.float32``, or
+        ``torch.float64``, whose tables underflow only for logits about 8 times as far
+        apart (at about the speed of float32 on an H100 or H200's FP64 tensor cores,
+        but at a 64th of it on most other GPUs). Float64 input always gets float64
+        tables.
     """
 
-    def __init__(self, emb_dim, n_heads=8):
+    def __init__(self, emb_dim, n_heads=8, table_dtype=torch.float32):
         super().__init__()
         check_heads("n_heads", n_heads, emb_dim)
         self.emb_dim = emb_dim
         self.n_heads = n_heads
+        if table_dtype not in (torch.float32, torch.float64):
+            raise ValueError(
+                f"table_dtype must be torch.float32 or torch.float64, but got {table_dtype!r}."
+            )
+        self.table_dtype = table_dtype
         self.query_proj = nn.Linear(2 * emb_dim, emb_dim)  # A_Q in R^{2F x F}
         self.attn = nn.MultiheadAttention(emb_dim, n_heads, batch_first=True)
         self.head = nn.Linear(emb_dim, 1)  # "a learnable linear layer into the shifts"
@@ -114,15 +125,18 @@ class CrossAttentionPairDecoder(nn.Module):
     def forward(self, y, idx):
         """Folded computation, exact, with no F-sized tensor per pair.
 
-        The factor tables are float32, or float64 for float64 input; under autocast the
-        decoder leaves autocast and computes in float32 too (its products are small
-        beside the encoder's, and a softmax ratio of bf16 tables would be off by
-        about 1e-2). Every row of logits is shifted by its maximum before it is
-        exponentiated; a pair whose denominator still underflows (two rows whose
-        maxima lie more than about 40 nats (float32) or 350 nats (float64) apart at
-        every key) is recomputed exactly from its logits, up to ``FALLBACK_PAIRS``
-        pairs per call (:mod:`~braindecode_pars.models.pair_attention`); the number
-        beyond that is returned by :meth:`forward_counted`, so the result is never
+        The factor tables are float32 (float64 for float64 input, or with
+        ``table_dtype=torch.float64``). Under autocast the two projections of the tokens
+        (to keys and values, and to the pair queries) run at autocast's precision, as
+        the encoder's products do, from weights folded in float32; the tables and their
+        softmax ratios are computed in float32 whatever autocast or the matmul
+        precision say (a ratio of bf16 tables would be off by about 1e-2). Every row of
+        logits is shifted by its maximum before it is exponentiated; a pair whose
+        denominator still underflows (two rows whose maxima lie more than about 44 nats
+        (float32) or 354 nats (float64) apart at every key) is recomputed exactly from
+        its logits inside the operator, in a number of slots that grows with the batch
+        (:func:`~braindecode_pars.models.pair_attention.fallback_slots`); the number
+        beyond them is returned by :meth:`forward_counted`, so the result is never
         silently wrong.
 
         Parameters
@@ -140,23 +154,28 @@ class CrossAttentionPairDecoder(nn.Module):
         return self.forward_counted(y, idx)[0]
 
     def forward_counted(self, y, idx):
-        """:meth:`forward`, and the number of pairs it could not compute exactly.
+        """:meth:`forward`, the pairs it could not compute exactly, and its largest gap.
 
-        Returns ``theta_hat`` and a 0-d long tensor on ``y``'s device: the pairs whose
-        factor tables underflowed beyond the ``FALLBACK_PAIRS`` recomputed ones
-        (0 but for logits spread over tens of nats at every key). It is a device
-        tensor, so that a training step need not wait for it: read it at the
-        evaluation cadence (:class:`~braindecode_pars.training.callbacks.PretextSkill`
-        warns when it is not 0).
+        Returns ``theta_hat``; a 0-d long tensor on ``y``'s device, the pair-heads
+        whose factor tables underflowed beyond the fallback slots (0 but for logits
+        spread over tens of nats at every key); and a 0-d float tensor, the largest
+        gap in nats between a pair's best common key and its rows' maxima (the
+        operator's ``gap``: the tables underflow from about 43.7 in float32), a health
+        figure of the attention's logits. Both are device tensors, so that a training
+        step need not wait for them: read them at the evaluation cadence
+        (:class:`~braindecode_pars.training.callbacks.PretextSkill` warns when pairs
+        went unresolved, and moves a run whose pairs keep underflowing to float64
+        tables).
         """
-        out_dtype = y.dtype
-        dtype = torch.float64 if y.dtype == torch.float64 else torch.float32
-        no_autocast = contextlib.nullcontext()
-        if torch.is_autocast_enabled(y.device.type):
-            no_autocast = torch.autocast(y.device.type, enabled=False)
+        out_dtype, device_type = y.dtype, y.device.type
+        tables = torch.float64 if torch.float64 in (y.dtype, self.table_dtype) else torch.float32
+        no_autocast, projections = contextlib.nullcontext(), tables
+        if torch.is_autocast_enabled(device_type):
+            no_autocast = torch.autocast(device_type, enabled=False)
+            projections = torch.get_autocast_dtype(device_type)
         with no_autocast:
-            theta, unresolved = self._forward(y.to(dtype), idx)
-        return theta.to(out_dtype), unresolved
+            theta, unresolved, gap = self._forward(y, idx, projections, tables)
+        return theta.to(out_dtype), unresolved, gap
 
     def _check_foldable(self):
         """The fold reads ``attn``'s packed in-projection and its biases and assumes no
@@ -181,23 +200,24 @@ class CrossAttentionPairDecoder(nn.Module):
                 "decoder_impl='naive' for such an attention."
             )
 
-    def _forward(self, y, idx):
+    def _forward(self, y, idx, projections, tables):
+        """The folded computation: the projections in ``projections`` (bf16 under
+        autocast), the operator in ``tables``."""
         self._check_foldable()
         B, N, Fd = y.shape  # (batch, n_patches, emb_dim)
         H, n = self.n_heads, idx.shape[1]
         d = Fd // H
-        w_uv, b_uv, w_ks, b_ks, const = self.folded_weights(y.dtype)
-        ks = F.linear(y, w_ks, b_ks)  # (batch, N, F + H): keys, then s of every head
+        folded = self.folded_weights(torch.float64 if tables == torch.float64 else torch.float32)
+        w_uv, b_uv, w_ks, b_ks, const = (w.to(projections) for w in folded)
+        y = y.to(projections)
+        ks = F.linear(y, w_ks, b_ks).to(tables)  # (batch, N, F + H): keys, then s per head
         k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2).contiguous()  # (batch, H, N, d)
         s = ks[..., Fd:].transpose(1, 2).contiguous()  # (batch, H, N)
-        uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F): [u, v]
+        uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv).to(tables)  # (batch, n, 2F): [u, v]
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
-        scale = d**-0.5
-        theta, bad, *_ = _op.pair_attention(q, k, s, n, scale)
-        flat, exact, unresolved = _op.exact_pairs(q, k, s, bad, n, scale)
-        theta = theta.reshape(B * n * n).index_add(0, flat, exact).view(B, n, n)
-        return theta + const, unresolved
+        theta, counts, gap, *_ = _op.pair_attention(q, k, s, n, d**-0.5)
+        return theta + const.to(tables), counts[1], gap
 
     def forward_naive(self, y, idx):
         """Direct computation on the materialised (batch, n_masked^2, 2F) pair tensor."""

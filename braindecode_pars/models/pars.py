@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import torch
 import torch.nn.functional as F
 
@@ -14,6 +16,8 @@ from .._checks import (
 )
 from .pair_decoders import CrossAttentionPairDecoder, MLPPairDecoder
 from .pretext import PretextModel
+
+logger = logging.getLogger(__name__)
 
 
 class PARS(PretextModel):
@@ -78,7 +82,9 @@ class PARS(PretextModel):
         start samples; ``pos_mask`` (bool, batch, n_patches), True where the PE was
         masked; ``unresolved_pairs``, a 0-d long tensor on the device: the pairs the
         folded decoder could not compute exactly (0 but for extreme logits; read it at
-        the evaluation cadence, not per step). :meth:`predict_shifts` adds the N x N
+        the evaluation cadence, not per step); ``pair_gap``, a 0-d device tensor, the
+        largest gap in nats between a pair's best common key and its rows' maxima (the
+        float32 factor tables underflow from about 43.7). :meth:`predict_shifts` adds the N x N
         grids ``theta_pred``, ``theta_true`` and ``pair_mask``.
 
     References
@@ -188,16 +194,18 @@ class PARS(PretextModel):
         return self.forward_decoder_counted(y, masked_idx)[0]
 
     def forward_decoder_counted(self, y, masked_idx):
-        """:meth:`forward_decoder` and the pairs it could not compute exactly, a 0-d
-        device tensor (see :meth:`CrossAttentionPairDecoder.forward_counted`; 0 for the
-        naive and MLP decoders, which have no factor tables, and for a decoder put in
-        ``self.decoder`` that has only ``forward``)."""
+        """:meth:`forward_decoder`, the pairs it could not compute exactly (a 0-d long
+        device tensor) and the largest gap of its logits in nats (a 0-d device tensor;
+        see :meth:`CrossAttentionPairDecoder.forward_counted`). The naive and MLP
+        decoders, which have no factor tables, and a decoder put in ``self.decoder``
+        that has only ``forward`` count 0 pairs and a gap of 0."""
         counted = getattr(self.decoder, "forward_counted", None)
         if counted is not None and self.decoder_impl != "naive":
             return counted(y, masked_idx)
         # the direct computation, the MLP decoder or one of the user's: every pair exact
         run = self.decoder.forward_naive if self.decoder_impl == "naive" else self.decoder
-        return run(y, masked_idx), torch.zeros((), dtype=torch.long, device=y.device)
+        zero = torch.zeros((), dtype=torch.long, device=y.device)
+        return run(y, masked_idx), zero, zero.float()
 
     def shift_targets(self, starts):
         """theta_jk = (t_j - t_k) / T_s for every pair: (batch, n) -> (batch, n, n)."""
@@ -215,7 +223,7 @@ class PARS(PretextModel):
         starts = self.sample_patches(B, device, generator)  # (batch, n_patches)
         pos_mask, masked_idx = self.mask_positions(B, device, generator)  # (B, N), (B, n_m)
         y = self.forward_encoder(X, starts, pos_mask)  # (batch, n_patches, emb_dim)
-        theta_hat, unresolved = self.forward_decoder_counted(y, masked_idx)  # (B, n_m, n_m)
+        theta_hat, unresolved, gap = self.forward_decoder_counted(y, masked_idx)  # (B, n, n)
         theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
         loss = self.forward_loss(theta_hat, theta)
 
@@ -227,6 +235,7 @@ class PARS(PretextModel):
             "starts": starts,
             "pos_mask": pos_mask,
             "unresolved_pairs": unresolved,  # 0-d, on the device: read it at eval time
+            "pair_gap": gap,  # 0-d, on the device: the logits' largest gap, in nats
         }
 
     def predict_shifts(self, X, generator=None):
@@ -238,6 +247,14 @@ class PARS(PretextModel):
         pairs of the loss. (Training steps leave these out: a few small kernels each.)
         """
         out = self(X, generator=generator)
+        unresolved = int(out["unresolved_pairs"])  # not a training step: a host read is fine
+        if unresolved:
+            logger.warning(
+                "The pair decoder could not compute %d pair-head(s) exactly (largest logit "
+                "gap %.1f nats); their terms are 0 in theta_pred. CrossAttentionPairDecoder"
+                "(table_dtype=torch.float64) computes them.",
+                unresolved, float(out["pair_gap"]),
+            )  # fmt: skip
         B, N, n_m = X.shape[0], self.n_patches, self.n_masked
         idx, theta_hat, pos_mask = out["masked_idx"], out["theta_hat"], out["pos_mask"]
         pair = (idx[:, :, None] * N + idx[:, None, :]).view(B, n_m * n_m)

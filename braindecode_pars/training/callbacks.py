@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import torch
 from skorch.callbacks import Callback, PrintLog, ProgressBar
 
 from .._logging import PACKAGE_LOGGER, shows_bars
@@ -37,8 +38,11 @@ class PretextSkill(Callback):
     the losses), then calls :meth:`on_epoch_read` for each epoch ended since, which
     records ``train_skill`` in each training batch and, for the epoch,
     ``train_trivial``, ``train_skill`` and, with a validation set, ``valid_trivial``
-    and ``valid_skill``, each weighted by batch size, and warns if any pair went
-    unresolved. 0 means the encoder learned nothing, 1 a perfect prediction.
+    and ``valid_skill``, each weighted by batch size, and the pair decoder's largest
+    logit gap (``train_pair_gap``, ``valid_pair_gap``, in nats), and warns if any pair
+    went unresolved; pairs unresolved at two reports in a row move the run's decoder
+    to float64 factor tables, and at two more the run stops with an error. 0 skill
+    means the encoder learned nothing, 1 a perfect prediction.
     """
 
     def on_batch_end(self, net, batch=None, training=None, loss=None, y_pred=None, **kwargs):
@@ -46,8 +50,9 @@ class PretextSkill(Callback):
             return
         prefix = "train" if training else "valid"
         net.history.record_batch(f"{prefix}_trivial", _kept(y_pred["trivial_loss"]))
-        if UNRESOLVED in y_pred:
-            net.history.record_batch(f"{prefix}_{UNRESOLVED}", _kept(y_pred[UNRESOLVED]))
+        for key in (UNRESOLVED, GAP):
+            if key in y_pred:
+                net.history.record_batch(f"{prefix}_{key}", _kept(y_pred[key]))
 
     def on_epoch_read(self, net, row):
         """Record the skill of epoch ``row`` (a row of the history), whose values are read."""
@@ -64,15 +69,50 @@ class PretextSkill(Callback):
             trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
             row[f"{prefix}_trivial"] = trivial
             row[f"{prefix}_skill"] = pretext_skill(loss, trivial)
+            gaps = [b[f"{prefix}_{GAP}"] for b in rows if f"{prefix}_{GAP}" in b]
+            if gaps:
+                row[f"{prefix}_{GAP}"] = float(max(gaps))
             unresolved = sum(b.get(f"{prefix}_{UNRESOLVED}", 0) for b in rows)
             if unresolved:
                 row[f"{prefix}_{UNRESOLVED}"] = unresolved
                 logger.warning(
-                    "Epoch %s: the pair decoder could not compute %g pair(s) of its %s "
-                    "batches exactly (logits spread over tens of nats at every key): in "
-                    "each such pair a head's term is 0 and passes no gradient.",
-                    row.get("epoch", "?"), unresolved, prefix,
+                    "Epoch %s: the pair decoder could not compute %g pair-head(s) of its %s "
+                    "batches exactly (logits spread over tens of nats at every key; largest "
+                    "gap %.1f nats): in each such pair-head the term is 0 and passes no "
+                    "gradient.",
+                    row.get("epoch", "?"), unresolved, prefix, max(gaps, default=math.nan),
                 )  # fmt: skip
+        self._escalate(net, row)
+
+    def _escalate(self, net, row):
+        """A run whose pairs go unresolved at two reports in a row does not go on
+        silently: its cross-attention decoders move to float64 factor tables (which
+        underflow only about 8 times as far out); if pairs still go unresolved with
+        float64 tables at two reports in a row, the run stops with an error."""
+        if not any(row.get(f"{prefix}_{UNRESOLVED}") for prefix in ("train", "valid")):
+            self.unresolved_reports_ = 0
+            return
+        self.unresolved_reports_ = getattr(self, "unresolved_reports_", 0) + 1
+        if self.unresolved_reports_ < 2:
+            return
+        from ..models.pair_decoders import CrossAttentionPairDecoder
+
+        decoders = [m for m in net.module_.modules() if isinstance(m, CrossAttentionPairDecoder)]
+        if decoders and all(d.table_dtype == torch.float64 for d in decoders):
+            raise RuntimeError(
+                f"Epoch {row.get('epoch', '?')}: the pair decoder left pairs unresolved at "
+                "two reports in a row even with float64 factor tables: the attention's "
+                "logits have grown hundreds of nats apart (attention-entropy collapse). "
+                "Lower the learning rate, or resume from an earlier state checkpoint."
+            )
+        for decoder in decoders:
+            decoder.table_dtype = torch.float64
+        self.unresolved_reports_ = 0
+        logger.warning(
+            "Epoch %s: pairs went unresolved at two reports in a row; the pair decoder "
+            "computes its factor tables in float64 for the rest of this run.",
+            row.get("epoch", "?"),
+        )
 
     def on_epoch_end(self, net, **kwargs):
         if getattr(net, "valid_split_", None) and "valid_batch_count" in net.history[-1]:
@@ -81,6 +121,10 @@ class PretextSkill(Callback):
 
 #: The output entry that counts the pairs a pair decoder could not compute exactly.
 UNRESOLVED = "unresolved_pairs"
+
+#: The output entry of the pair decoder's largest logit gap, in nats (a health figure:
+#: float32 factor tables underflow from about 43.7).
+GAP = "pair_gap"
 
 
 class EpochProgress(Callback):
