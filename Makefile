@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test lint demo compare docs benchmark device-wheels clean
+.PHONY: install test lint demo compare docs benchmark benchmark-encoders device-wheels clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ docs: install
 
 benchmark: install
 	$(PY) benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
+
+# The encoders pretrained for the benchmark tables (12.5 MB), not tracked so that the tree
+# that travels to a GPU machine stays small: written back from the last commit that held
+# them (benchmarks/_encoders.py names the same one; a shallow clone needs
+# `git fetch --unshallow` first)
+ENCODERS_COMMIT := 09227cb0b85c531beb195eda6e215936f4dba107
+benchmark-encoders:
+	git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x
 
 # The wheels benchmarks/device_check.sh installs on a GPU machine (Python 3.12, x86-64),
 # which has torch but not braindecode, skorch or MNE: benchmarks/device_wheels.txt, without

@@ -84,6 +84,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from _encoders import benchmark_encoder
 from _measure import append_score, machine, table_head
 from _pretext import SHARED
 from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
@@ -390,6 +391,7 @@ def main(argv=None):
         return
     if args.encoder is None:
         parser.error("--encoder is required unless --report-only is given")
+    benchmark_encoder(args.encoder)
     if not args.methods:
         parser.error("--methods is required unless --report-only is given")
     try:

@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from _encoders import ENCODERS, benchmark_encoder
 from _measure import machine
 from _pretext import SHARED
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -61,7 +62,7 @@ from braindecode_pars.probe import band_power_pipeline
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
 #: (``benchmarks/encoders/mae-small/README.md`` says how it was made).
-MAE_ENCODER = Path(__file__).resolve().parent / "encoders" / "mae-small"
+MAE_ENCODER = ENCODERS / "mae-small"
 
 
 class InstanceNormalized(TransformerMixin, BaseEstimator):
@@ -85,7 +86,7 @@ class EncoderFeatures(TransformerMixin, BaseEstimator):
         self.batch_size = batch_size
 
     def fit(self, X, y=None):
-        self.encoder_ = load_encoder(self.encoder).eval()
+        self.encoder_ = load_encoder(benchmark_encoder(self.encoder)).eval()
         return self
 
     def transform(self, X):
@@ -313,6 +314,8 @@ def main():
         "floor (band power)", "scratch", "PARS full", "PARS frozen", "MAE full", "MAE frozen",
     ]  # fmt: skip
     names = args.methods or all_names
+    if any(name.startswith("MAE") for name in names):
+        benchmark_encoder(MAE_ENCODER)
     out = Path(args.out or task["out"])
     results = run_low_label(
         X,

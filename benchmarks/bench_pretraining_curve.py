@@ -58,6 +58,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from _encoders import benchmark_encoder
 from _measure import machine
 from lib.dev_tasks import DEV_TASKS
 from sklearn.metrics import balanced_accuracy_score
@@ -146,7 +147,7 @@ COLUMNS = ("encoder", "task", "method", "seed", "balanced_accuracy")
 
 def encoder_folder(name):
     exported = RUNS[name][3]
-    return ROOT / (exported or f"results/curve/enc/{name}")
+    return benchmark_encoder(ROOT / (exported or f"results/curve/enc/{name}"))
 
 
 def commands(name):

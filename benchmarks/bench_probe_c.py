@@ -54,6 +54,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
+from _encoders import benchmark_encoder
 from _measure import append_score, machine, table_head, write_report
 from bench_dev_tasks import draw_summary, features, load_task, predict_blocks, split
 from lib.dev_tasks import DEV_TASKS
@@ -235,6 +236,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if not args.report_only:
+        benchmark_encoder(args.encoder)
         run(args)
     report(pd.read_csv(args.out.with_suffix(".csv")), args)
 

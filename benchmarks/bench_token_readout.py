@@ -56,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _encoders import ENCODERS, benchmark_encoder
 from scipy.signal import get_window
 from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.metrics import balanced_accuracy_score, r2_score
@@ -71,7 +72,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The encoders read, by row name: a shipped name or a folder of the repository.
 PRETRAINED = {
     "PARS (pars-small-v2)": "pars-small-v2",
-    "MAE (mae-small)": str(ROOT / "benchmarks" / "encoders" / "mae-small"),
+    "MAE (mae-small)": str(ENCODERS / "mae-small"),
 }
 #: The bands of the band-power target, ``(name, low, high)`` in Hz, half-open: the
 #: probe's bands with its two beta bands as one.
@@ -139,7 +140,10 @@ def build_encoders(seeds, pretrained=PRETRAINED):
     the size of the first pretrained encoder."""
     from braindecode_pars import PatchEncoder, load_encoder
 
-    encoders = {name: copy.deepcopy(load_encoder(path)).eval() for name, path in pretrained.items()}
+    encoders = {
+        name: copy.deepcopy(load_encoder(benchmark_encoder(path))).eval()
+        for name, path in pretrained.items()
+    }
     reference = next(iter(encoders.values()))
     for seed in seeds:
         torch.manual_seed(seed)

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _encoders import ENCODERS as BENCHMARK_ENCODERS
+from _encoders import benchmark_encoder
 
 HERE = Path(__file__).resolve().parent
-ENCODERS = HERE / "encoders" / "comparison"
+ENCODERS = BENCHMARK_ENCODERS / "comparison"
 PRETEXTS = ("PARS", "MAE", "MP3", "DropPos")
 PROBE_ROWS = (
     "band-power floor",
@@ -170,7 +172,7 @@ def write_report(out):
     probe = read_jsonl(out.with_name(out.name + "_probe.jsonl"))
     ft_path = out.with_name(out.name + "_finetune.jsonl")
     ft = read_jsonl(ft_path) if ft_path.exists() else pd.DataFrame(columns=["row", "bal_acc"])
-    runs = json.loads((ENCODERS / "runs.json").read_text())
+    runs = json.loads(benchmark_encoder(ENCODERS / "runs.json").read_text())
     scores = per_seed(probe)
     lines = [
         "# PARS, MAE, MP3, DropPos and no pretraining under one budget",

@@ -1,6 +1,6 @@
 """The EEG the main job, the demo and the tests read: where it lives and how to fetch it.
 
-Two sets of recordings, about 49 MB, kept out of the installed package:
+Two sets of recordings, about 50 MB once unpacked, kept out of the installed package:
 
 - PhysioNet-MI subject S001, all 14 runs, in MNE's ``eegbci`` layout
   (``MNE-eegbci-data/files/eegmmidb/1.0.0/S001/S001Rxx.edf`` and PhysioNet's
@@ -15,14 +15,27 @@ environment variable ``BRAINDECODE_PARS_DATA`` if it is set; else the repository
 Every file's SHA-256 is in :data:`BUNDLED_DATA_FILES`; a fetched file that does not
 match is refused.
 
+The checkout keeps the 14 EDF runs xz-compressed (``S001Rxx.edf.xz``, 33 MB to 15 MB),
+so that the tree stays small enough to travel to a GPU machine. A folder that holds
+them so is unpacked on first use into ``unpacked/<version>/`` of the folder named by
+``BRAINDECODE_PARS_UNPACKED`` (default: the user cache), each file checked against its
+SHA-256 and renamed into place only then, so that processes unpacking at once (pytest-xdist
+workers) each see whole files; the folder's other files are linked there (copied where
+links fail).
+
 Licences (Open Data Commons Attribution License v1.0) and citations: ``data/README.md``
 in the repository.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import lzma
 import os
+import shutil
+import time
+import uuid
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -30,6 +43,9 @@ logger = logging.getLogger(__name__)
 #: Environment variable naming a folder that holds the bundled files; it wins over the
 #: checkout's ``data/`` folder and the cache.
 DATA_ENV = "BRAINDECODE_PARS_DATA"
+#: Environment variable naming the folder a compressed data folder is unpacked into
+#: (default: the user cache folder).
+UNPACK_ENV = "BRAINDECODE_PARS_UNPACKED"
 #: PhysioNet's folder of EEG Motor Movement/Imagery 1.0.0, as MNE's eegbci loader reads it.
 PHYSIONET_MI_URL = "https://physionet.org/files/eegmmidb/1.0.0/"
 #: The project's release assets of the bundled data: the EEGMAT bundle, which has no
@@ -123,9 +139,103 @@ def _cache_data():
     return Path(pooch.os_cache("braindecode_pars"))
 
 
-def _missing(folder):
-    """The bundled files (relative paths) that ``folder`` lacks."""
-    return [name for name in BUNDLED_DATA_FILES if not (Path(folder) / name).is_file()]
+#: Files a data folder may hold xz-compressed (``<name>.xz``), as the checkout does: the
+#: EDF runs (the ``.edf.event`` files are a few hundred bytes and stay as they are).
+PACKED = frozenset(name for name in BUNDLED_DATA_FILES if name.endswith(".edf"))
+_XZ = ".xz"
+#: A name for this registry: the folder a compressed data folder is unpacked into, so that
+#: files unpacked for another version of the registry are never taken for these.
+_REGISTRY_KEY = hashlib.sha256(
+    "".join(f"{name} {digest}\n" for name, digest in sorted(BUNDLED_DATA_FILES.items())).encode()
+).hexdigest()[:16]
+
+
+def _missing(folder, packed=False):
+    """The bundled files (relative paths) that ``folder`` lacks; with ``packed``, a file of
+    :data:`PACKED` held as ``<name>.xz`` counts as present."""
+    folder = Path(folder)
+    return [
+        name
+        for name in BUNDLED_DATA_FILES
+        if not (folder / name).is_file()
+        and not (packed and name in PACKED and (folder / (name + _XZ)).is_file())
+    ]
+
+
+def _unpack_root():
+    """The folder a compressed data folder is unpacked into: ``BRAINDECODE_PARS_UNPACKED``
+    if set, else the user cache folder; one subfolder per version of the registry."""
+    return Path(os.environ.get(UNPACK_ENV) or _cache_data()) / "unpacked" / _REGISTRY_KEY
+
+
+def _sha256_of(fileobj):
+    digest = hashlib.sha256()
+    for block in iter(lambda: fileobj.read(1 << 20), b""):
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _place(source, target, name):
+    """Put ``name`` from the data folder ``source`` at ``target / name``, checked.
+
+    A packed file is decompressed to a temporary name beside the target, another file is
+    linked there (a hard link, else a symbolic link, else a copy); the result's SHA-256
+    must be the registered one before it is renamed into place, so that a process that
+    finds the file finds it whole and verified.
+    """
+    dest = target / name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        src = source / name
+        if src.is_file():
+            try:
+                os.link(src, tmp)
+            except OSError:
+                try:
+                    os.symlink(src.resolve(), tmp)
+                except OSError:
+                    shutil.copyfile(src, tmp)
+            with open(tmp, "rb") as f:
+                digest = _sha256_of(f)
+        else:
+            src = source / (name + _XZ)
+            with lzma.open(src) as packed, open(tmp, "wb") as out:
+                shutil.copyfileobj(packed, out, 1 << 20)
+            with open(tmp, "rb") as f:
+                digest = _sha256_of(f)
+        if digest != BUNDLED_DATA_FILES[name]:
+            raise ValueError(
+                f"'{src}' does not hold the registered bundled file '{name}' (SHA-256 "
+                f"{digest}, expected {BUNDLED_DATA_FILES[name]}). Restore the data folder "
+                "(in a checkout: git checkout -- data/), or fetch the files with "
+                "braindecode_pars.datasets.fetch_bundled_data()."
+            )
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _unpacked(source):
+    """``source`` itself if it holds every bundled file as it is, else the folder its
+    compressed files are unpacked into (done here on first use, each file verified)."""
+    source = Path(source)
+    if not _missing(source):
+        return source
+    target = _unpack_root()
+    todo = _missing(target)
+    if todo:
+        start = time.perf_counter()
+        for name in todo:
+            _place(source, target, name)
+        logger.info(
+            "Unpacked %d bundled files from %s into %s in %.1f s",
+            len(todo),
+            source,
+            target,
+            time.perf_counter() - start,
+        )
+    return target
 
 
 def bundled_data_path():
@@ -134,17 +244,22 @@ def bundled_data_path():
     Looked for, in this order: the folder named by the environment variable
     ``BRAINDECODE_PARS_DATA`` if it is set (and then nowhere else); the repository's
     ``data/`` folder when the package runs from a checkout; the user cache folder that
-    :func:`fetch_bundled_data` fills by default.
+    :func:`fetch_bundled_data` fills by default. A folder that holds the EDF runs
+    xz-compressed (``S001Rxx.edf.xz``, as the checkout does) is unpacked on first use
+    into ``unpacked/<version>/`` under ``BRAINDECODE_PARS_UNPACKED`` (default: the user
+    cache), and that folder is returned.
 
     Returns
     -------
     path : Path
-        The folder; it holds every file of :data:`BUNDLED_DATA_FILES`.
+        The folder; it holds every file of :data:`BUNDLED_DATA_FILES`, uncompressed.
 
     Raises
     ------
     FileNotFoundError
         If no such folder holds every file; the message says where it looked.
+    ValueError
+        If an unpacked file's SHA-256 is not the registered one; the message names it.
     """
     hint = (
         "Fetch them with braindecode_pars.datasets.fetch_bundled_data() (needs the "
@@ -152,18 +267,18 @@ def bundled_data_path():
     )
     env = os.environ.get(DATA_ENV)
     if env:
-        missing = _missing(env)
+        missing = _missing(env, packed=True)
         if missing:
             raise FileNotFoundError(
                 f"The environment variable {DATA_ENV} names '{env}', which lacks "
                 f"{len(missing)} of the {len(BUNDLED_DATA_FILES)} bundled files (first: "
                 f"'{missing[0]}'). {hint}"
             )
-        return Path(env)
+        return _unpacked(env)
     looked = []
     for folder in (_checkout_data(), _cache_data()):
-        if not _missing(folder):
-            return folder
+        if not _missing(folder, packed=True):
+            return _unpacked(folder)
         looked.append(f"'{folder}'")
     raise FileNotFoundError(
         f"The bundled EEG (PhysioNet-MI S001, {_EEGMAT}) is in none of {', '.join(looked)}, "

@@ -1,0 +1,50 @@
+"""The encoders pretrained for the benchmark tables, kept out of the tree.
+
+``benchmarks/encoders/`` (12.5 MB: the selection encoders ``pars-selection*``,
+``pars-small-v3``, ``mae-small``, the run state ``pars-small-v2-run`` and the pretext
+comparison's ``comparison/runs.json``) is not tracked since the tree that travels to a
+GPU machine had to shrink (issue 61). The files are in the repository's history:
+``make benchmark-encoders`` writes them back with
+``git archive <ENCODERS_COMMIT> benchmarks/encoders | tar -x`` (a full clone holds that
+commit; a shallow one needs ``git fetch --unshallow`` first).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: The folder the benchmarks read their pretrained encoders from.
+ENCODERS = Path(__file__).resolve().parent / "encoders"
+#: The last commit whose tree holds ``benchmarks/encoders/``.
+ENCODERS_COMMIT = "09227cb0b85c531beb195eda6e215936f4dba107"
+#: The command that restores them.
+RESTORE = "make benchmark-encoders"
+
+
+def benchmark_encoder(encoder):
+    """``encoder`` unchanged, checked to exist when it lies in ``benchmarks/encoders/``.
+
+    Parameters
+    ----------
+    encoder : str | Path
+        A shipped encoder's name (``'pars-small-v2'``) or a folder or file.
+
+    Returns
+    -------
+    encoder : str | Path
+        The argument, unchanged.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``encoder`` names a path inside ``benchmarks/encoders/`` that is absent; the
+        message names the make target that restores the folder.
+    """
+    path = Path(encoder).resolve()
+    if not path.exists() and (path == ENCODERS or ENCODERS in path.parents):
+        raise FileNotFoundError(
+            f"'{encoder}' is absent: benchmarks/encoders/ is not tracked. Restore it from "
+            f"the repository's history with `{RESTORE}` (git archive of commit "
+            f"{ENCODERS_COMMIT[:7]}; a shallow clone needs `git fetch --unshallow` first)."
+        )
+    return encoder
