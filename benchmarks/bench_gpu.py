@@ -87,14 +87,21 @@ TINY = Config(
     (8,),
 )
 
-#: Rows of the step table: label -> (bf16 autocast?, torch.compile?).
+#: Rows of the step table: label -> (bf16 autocast?, torch.compile?, float32 matmul
+#: precision, the decoder's factor-table dtype).
 VARIANTS = {
-    "float32": (False, False),
-    "bf16 autocast": (True, False),
-    "bf16 autocast + torch.compile": (True, True),
+    "float32": (False, False, "highest", torch.float32),
+    "bf16 autocast": (True, False, "highest", torch.float32),
+    "bf16 autocast + torch.compile": (True, True, "highest", torch.float32),
+    "bf16 autocast, matmul precision 'high' (TF32)": (True, False, "high", torch.float32),
+    "bf16 autocast, float64 factor tables": (True, False, "highest", torch.float64),
 }
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
-VARIANT_NAMES = dict(zip(("float32", "bf16", "bf16-compile"), VARIANTS, strict=True))
+VARIANT_NAMES = dict(
+    zip(("float32", "bf16", "bf16-compile", "bf16-tf32", "bf16-f64tables"), VARIANTS, strict=True)
+)
+#: The variants run by default (the last two are the device check's extra rows).
+DEFAULT_VARIANTS = ("float32", "bf16", "bf16-compile")
 #: The pair decoders: this tree's, or db22036's (see :func:`db22036_decoder`).
 DECODERS = ("tree", "db22036")
 #: Where ``make device-wheels`` writes db22036's pair decoder for a machine with no
@@ -205,11 +212,15 @@ class TrainingSteps:
         backend="inductor",
         mode=None,
         decoder="tree",
+        precision="highest",
+        tables=torch.float32,
     ):
-        self.device, self.bf16 = torch.device(device), bf16
+        self.device, self.bf16, self.precision = torch.device(device), bf16, precision
         self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
         model = PARS(n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size)
         self.model = use_decoder(model, decoder).to(self.device)
+        if tables != torch.float32:
+            self.model.decoder.table_dtype = tables
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-4)
         self.X = torch.randn(batch_size, 1, config.n_times, device=self.device)
         self.starts = self.model.sample_patches(batch_size, self.device)
@@ -226,11 +237,16 @@ class TrainingSteps:
         if self.graphs:  # a new iteration: the graphs' earlier outputs may be overwritten
             torch.compiler.cudagraph_mark_step_begin()
         self.opt.zero_grad(set_to_none=True)
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            loss = forward()
-        loss.backward()
-        self.opt.step()
-        synchronize(self.device)
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision(self.precision)
+        try:
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                loss = forward()
+            loss.backward()
+            self.opt.step()
+            synchronize(self.device)
+        finally:
+            torch.set_float32_matmul_precision(before)
         # a copy: under CUDA graphs the output's memory is the graph's, rewritten later
         return loss.detach().clone()
 
@@ -253,6 +269,54 @@ def first_step(step):
     return time.perf_counter() - t0, sum(counters["graph_break"].values()) - breaks
 
 
+#: The parts of a step's profile: label -> the profiler events' names that hold them.
+PROFILE_PARTS = {
+    "pair operator, forward (with its fallback)": "braindecode_pars::pair_attention",
+    "pair operator, backward (with its fallback)": "braindecode_pars::pair_attention_backward",
+    "of which the fallback, forward": "pair_attention.fallback",
+    "of which the fallback, backward": "pair_attention.fallback_backward",
+}
+
+
+def profile_steps(steps, repeats=5):
+    """Per-part times of PARS's and the encoder-alone step, in ms per step, from
+    ``torch.profiler``: on CUDA the device time of the kernels (an operator's include
+    those it launched), on a CPU the CPU time. Returns a dict: ``pars`` and ``encoder``
+    (the whole step), the :data:`PROFILE_PARTS`, and ``rest of the decoder`` (the
+    projections, the gather, the loss: PARS less the encoder-alone step less the
+    operator)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = steps.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    total, self_total = (
+        ("device_time_total", "self_device_time_total")
+        if cuda
+        else ("cpu_time_total", "self_cpu_time_total")
+    )
+    times = {}
+    for what, step in (("pars", steps.pars_step), ("encoder", steps.encoder_step)):
+        step()  # warm
+        with profile(activities=activities) as prof:
+            for _ in range(repeats):
+                step()
+        events = prof.key_averages()
+        if cuda:
+            times[what] = sum(getattr(e, self_total) for e in events) / repeats / 1e3
+        else:
+            times[what] = max(getattr(e, total) for e in events) / repeats / 1e3
+        if what == "pars":
+            for label, name in PROFILE_PARTS.items():
+                times[label] = (
+                    sum(getattr(e, total) for e in events if e.key == name) / repeats / 1e3
+                )
+    operator = sum(times[label] for label in list(PROFILE_PARTS)[:2])
+    times["rest of the decoder (projections, gather, loss)"] = (
+        times["pars"] - times["encoder"] - operator
+    )
+    return times
+
+
 def break_reasons():
     """The first line of every graph-break reason torch.compile met in this process."""
     return sorted({reason.splitlines()[0] for reason in counters["graph_break"]})
@@ -260,7 +324,7 @@ def break_reasons():
 
 def step_table(
     config, n_patches, batch_size, device, repeats, backend, mode=None, decoder="tree",
-    variants=tuple(VARIANTS),
+    variants=DEFAULT_VARIANTS, profile=False,
 ):  # fmt: skip
     """The step table's rows at one batch size: a dict per variant of ``variants`` (labels
     of :data:`VARIANTS`).
@@ -271,11 +335,12 @@ def step_table(
     """
     rows, built = {}, {}
     for label in variants:
-        bf16, compiled = VARIANTS[label]
+        bf16, compiled, precision, tables = VARIANTS[label]
         torch.manual_seed(0)
         steps = TrainingSteps(
-            config, n_patches, batch_size, device, bf16, compiled, backend, mode, decoder
-        )
+            config, n_patches, batch_size, device, bf16, compiled, backend, mode, decoder,
+            precision, tables,
+        )  # fmt: skip
         try:
             pars_first, pars_breaks = first_step(steps.pars_step)
             enc_first, enc_breaks = first_step(steps.encoder_step)
@@ -302,6 +367,9 @@ def step_table(
             ratio=t_pars / t_enc,
             loss=float(steps.pars_loss),
         )
+    if profile and built:  # the compiled variant where there is one, else the last
+        label = next((v for v in built if VARIANTS[v][1]), list(built)[-1])
+        rows[label]["profile"] = profile_steps(built[label])
     return rows
 
 
@@ -381,8 +449,8 @@ def parse_args(argv=None):
         "--variants",
         nargs="+",
         choices=list(VARIANT_NAMES),
-        default=list(VARIANT_NAMES),
-        help="rows of the step table (default: all)",
+        default=list(DEFAULT_VARIANTS),
+        help=f"rows of the step table (default: {' '.join(DEFAULT_VARIANTS)})",
     )
     parser.add_argument(
         "--memory-patches",
@@ -396,6 +464,12 @@ def parse_args(argv=None):
         type=int,
         nargs="+",
         help="batch sizes of the memory table (default: --batch-size's)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile the compiled variant's step at the largest batch: the pair operator "
+        "forward and backward, its fallback, the encoder, the rest of the decoder",
     )
     parser.add_argument("--json", help="also write the results here as JSON")
     parser.add_argument(
@@ -499,6 +573,7 @@ def main(argv=None):
             rows = step_table(
                 config, args.n_patches, batch, device, repeats, args.compile_backend,
                 args.compile_mode, args.decoder, [VARIANT_NAMES[v] for v in args.variants],
+                profile=args.profile and batch == max(batch_sizes),
             )  # fmt: skip
             results["steps"][batch] = rows
             for variant, r in rows.items():
@@ -512,6 +587,23 @@ def main(argv=None):
                     f"{breaks} | {r['loss']:.4f} |"
                 )
                 print(lines[-1], flush=True)
+    profiled = [(b, v, r["profile"]) for b, rows in results["steps"].items()
+                for v, r in rows.items() if "profile" in r]  # fmt: skip
+    for batch, variant, times in profiled:
+        unit = "device time of its kernels" if cuda else "CPU time"
+        lines += [
+            "",
+            f"### Profile of one step: batch {batch}, {variant}",
+            "",
+            f"`torch.profiler`, {unit}, ms per step (mean of 5 steps): each operator's "
+            "time holds the kernels it launched; the encoder is the encoder-alone step; "
+            "the rest of the decoder is PARS less the two.",
+            "",
+            "| part | ms per step | share of the PARS step |",
+            "|---|---|---|",
+        ]
+        for part, ms in times.items():
+            lines.append(f"| {part} | {ms:.3f} | {ms / times['pars']:.1%} |")
     reasons = break_reasons()
     if reasons:
         lines += ["", "Graph-break reasons: " + "; ".join(reasons) + "."]

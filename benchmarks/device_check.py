@@ -1,24 +1,32 @@
-"""The GPU check of issue 56 in one call: the pair decoder A/B, the loops, the CUDA tests.
+"""The GPU check of issues 56 and 61 in one call: the CUDA tests, the pair decoder A/B,
+a profile, the memory, compiled validation, the loops.
 
 ``benchmarks/device_check.sh`` installs the wheels of ``.device-wheels/`` (``make
 device-wheels``) and runs this script, which runs, each in its own process under its own
-time limit and all within ``--budget`` seconds:
+time limit (:data:`LIMITS`, which add up to the default ``--budget``), in this order:
 
-1. ``bench_gpu.py`` for this tree's pair decoder, then for db22036's
-   (``--decoder db22036``, written by ``make device-wheels`` from git): the training
-   step at batch 256 and 1024 under bf16 autocast and bf16 + ``torch.compile``, against
-   the encoder alone, and the peak memory of one step at 40, 80, 128 and 256 patches,
-   batch 1024;
-2. ``bench_pretrain_loop.py --size paper --rounds 1 --steps 1000``: ``PARSPretrainer.fit``
-   and ``braindecode-pars pretrain`` against the bare step (batch 256, bf16 + compile);
-3. the CUDA tests (:data:`CUDA_TESTS`), among them the training steps under
-   ``torch.cuda.set_sync_debug_mode("error")`` and with CUDA graphs.
+1. the CUDA tests (:data:`CUDA_TESTS`), the correctness gate, among them the decoder
+   against float64 on the GPU, the training steps under
+   ``torch.cuda.set_sync_debug_mode("error")`` and with CUDA graphs and a validation set;
+2. ``bench_gpu.py`` for this tree's pair decoder at batch 1024: the training step under
+   bf16 autocast, bf16 + ``torch.compile``, bf16 with the matmul precision "high"
+   (TF32) and bf16 with float64 factor tables, each against the encoder alone; a
+   ``torch.profiler`` breakdown of the compiled step (the operator forward and
+   backward, its fallback, the encoder, the rest of the decoder); the peak memory of a
+   step at 128 and 256 patches;
+3. the same A/B rows (bf16, bf16 + compile, batch 1024) for db22036's pair decoder
+   (``--decoder db22036``, written by ``make device-wheels`` from git);
+4. ``bench_compiled_validation.py``: a ``reduce-overhead`` fit with a validation set,
+   its graph, graph-break and recompile counts;
+5. ``bench_pretrain_loop.py --size paper --rounds 1``: ``PARSPretrainer.fit`` and
+   ``braindecode-pars pretrain`` against the bare step (batch 256, bf16 + compile).
 
-It writes one Markdown file: the card (``torch.cuda.get_device_name``), what each part
-returned, the issue's targets checked against the numbers (:func:`checks`), then each
-part's own report. The compiled steps of the second and later processes may reuse the
-first's compiled kernels from torch's on-disk cache (``--compile-caches``), so their first
-steps say nothing of compilation time.
+It writes one Markdown file, rewritten after every part (so that a call cut short still
+returns what ran): the card (``torch.cuda.get_device_name``), what each part returned,
+the targets checked against the numbers (:func:`checks`), then each part's own report.
+The compiled steps of the later processes may reuse the earlier ones' compiled kernels
+from torch's on-disk cache (``--compile-caches``), so their first steps say nothing of
+compilation time.
 
 ``--tiny`` is the dry run on a CPU: the same parts at the benchmarks' tiny sizes
 (``--device cpu``, the aot_eager backend, 20 loop steps), in a minute or two; the CUDA
@@ -51,38 +59,61 @@ BENCH = ROOT / "benchmarks"
 #: skip, with a reason, without a GPU).
 CUDA_TESTS = (
     [
+        "tests/test_pair_decoders.py",
         "tests/test_training_steps.py",
         "tests/test_pretrainer.py",
         "tests/test_distributed.py",
-        "tests/test_pair_decoders.py",
     ],
     "cuda or gpu",
 )
 
-#: Each part's time limit in seconds on a GPU (the budget left caps it).
-LIMITS = {"bench_tree": 150, "bench_db22036": 150, "loop": 170, "tests": 150}
+#: Each part's time limit in seconds on a GPU, in the order they run; they add up to the
+#: default budget, so that the last part gets its time too.
+LIMITS = {"tests": 120, "bench_tree": 150, "bench_db22036": 90, "validation": 50, "loop": 90}
 
-#: The issue's targets (issue 56, "Done when").
+#: The default budget: the parts' limits together, inside a device call's 600 s with
+#: the installation of the wheels and the start of the machine.
+BUDGET = sum(LIMITS.values())
+
+#: The issue's targets (issues 56 and 61, "Done when").
 TARGETS = dict(
-    speed_vs_db22036=1.0,  # PARS at least as fast as db22036, each batch and precision
+    speed_vs_db22036=1.0,  # PARS at least as fast as db22036, each precision, batch 1024
     pars_over_encoder=1.15,  # batch 1024, bf16 + compile
     peak_over_encoder=1.5,  # peak step memory at 128 patches, batch 1024
     loop_over_step=0.9,  # estimator and command line, paper size, batch 256
     moonshot_wps=50_000,  # compiled, batch 1024, on an H200
 )
 
+#: The rows of the A/B on each side.
+AB_VARIANTS = ("bf16", "bf16-compile")
+
 
 def bench_gpu_argv(decoder, tiny, json_path, out_path):
-    """The command line of ``bench_gpu.py`` for one side of the A/B."""
+    """The command line of ``bench_gpu.py`` for one side of the A/B: this tree's side
+    adds the TF32 and float64-table rows, the profile and the memory table."""
+    tree = decoder == "tree"
+    variants = [*AB_VARIANTS, "bf16-tf32", "bf16-f64tables"] if tree else list(AB_VARIANTS)
     argv = [sys.executable, str(BENCH / "bench_gpu.py"), "--decoder", decoder,
-            "--variants", "bf16", "bf16-compile", "--json", str(json_path),
-            "--out", str(out_path)]  # fmt: skip
+            "--variants", *variants, "--json", str(json_path), "--out", str(out_path)]  # fmt: skip
+    if tree:
+        argv.append("--profile")
     if tiny:
-        return argv + ["--device", "cpu", "--tiny", "--compile-backend", "aot_eager",
-                       "--batch-size", "8", "--memory-batch-size", "8",
-                       "--memory-patches", "40", "--repeats", "2"]  # fmt: skip
-    return argv + ["--batch-size", "256", "1024", "--memory-batch-size", "1024",
-                   "--memory-patches", "40", "80", "128", "256", "--repeats", "11"]  # fmt: skip
+        argv += ["--device", "cpu", "--tiny", "--compile-backend", "aot_eager",
+                 "--batch-size", "8", "--repeats", "2"]  # fmt: skip
+        return argv + (["--memory-batch-size", "8", "--memory-patches", "40"] if tree
+                       else ["--memory-patches"])  # fmt: skip
+    argv += ["--batch-size", "1024", "--repeats", "11"]
+    return argv + (["--memory-batch-size", "1024", "--memory-patches", "128", "256"] if tree
+                   else ["--memory-patches"])  # fmt: skip
+
+
+def validation_argv(tiny, out_path):
+    """The command line of ``bench_compiled_validation.py``."""
+    argv = [sys.executable, str(BENCH / "bench_compiled_validation.py"), "--out", str(out_path)]
+    if tiny:
+        return argv + ["--device", "cpu", "--backend", "aot_eager", "--mode", "default",
+                       "--tiny", "--epochs", "2"]  # fmt: skip
+    return argv + ["--device", "cuda", "--mode", "reduce-overhead", "--epochs", "4"]
 
 
 def loop_argv(tiny, out_path):
@@ -91,7 +122,7 @@ def loop_argv(tiny, out_path):
             "--out", str(out_path)]  # fmt: skip
     if tiny:
         return argv + ["--tiny", "--device", "cpu", "--steps", "20", "--repeats", "3"]
-    return argv + ["--size", "paper", "--steps", "1000"]
+    return argv + ["--size", "paper", "--steps", "500"]
 
 
 def tests_argv():
@@ -144,7 +175,15 @@ def _verdict(ok):
     return "n/a" if ok is None else ("yes" if ok else "**no**")
 
 
-def checks(tree, old, loop, tests):
+def validation_counts(text):
+    """{"graphs", "breaks", "recompiles"} from ``bench_compiled_validation.py``'s table."""
+    found = re.search(r"^\| (\d+) \| (\d+) \| (\d+) \| (\d+) \|", text or "", re.M)
+    if not found:
+        return None
+    return dict(graphs=int(found[1]), breaks=int(found[3]), recompiles=int(found[4]))
+
+
+def checks(tree, old, loop, tests, validation=None):
     """The issue's targets against the results: Markdown lines.
 
     Parameters
@@ -155,6 +194,8 @@ def checks(tree, old, loop, tests):
         (estimator/step, command line/step).
     tests : dict
         pytest's counts.
+    validation : dict | None
+        :func:`validation_counts` of the compiled fit with a validation set.
     """
     lines = ["| target | measured | met |", "|---|---|---|"]
     tree_steps = (tree or {}).get("steps", {})
@@ -212,6 +253,29 @@ def checks(tree, old, loop, tests):
             f"{'missing' if value is None else f'{value:.2f}'} "
             f"| {_verdict(None if value is None else value >= TARGETS['loop_over_step'])} |"
         )
+    for variant in ("bf16 autocast, matmul precision 'high' (TF32)",
+                    "bf16 autocast, float64 factor tables"):  # fmt: skip
+        row = tree_steps.get(big, {}).get(variant, {}) if big else {}
+        eager = tree_steps.get(big, {}).get("bf16 autocast", {}) if big else {}
+        said = (
+            f"{row['pars_wps']:,.0f} windows/s, PARS / encoder {row['ratio']:.2f}"
+            + (
+                f", {row['pars_wps'] / eager['pars_wps']:.2f} x bf16 autocast's"
+                if eager.get("pars_wps")
+                else ""
+            )  # fmt: skip
+            if row.get("pars_wps")
+            else "missing"
+        )
+        lines.append(f"| for the record: {variant}, batch {big} | {said} | n/a |")
+    if validation is None:
+        lines.append("| a compiled fit with a validation set: 0 graph breaks | missing | n/a |")
+    else:
+        lines.append(
+            f"| a compiled fit with a validation set: 0 graph breaks | {validation['breaks']} "
+            f"breaks, {validation['graphs']} graphs, {validation['recompiles']} recompiles | "
+            f"{_verdict(validation['breaks'] == 0)} |"
+        )
     said = ", ".join(f"{n} {k}" for k, n in tests.items()) or "no summary"
     ok = (
         None
@@ -255,8 +319,8 @@ def parse_args(argv=None):
     parser.add_argument("--out", required=True, help="the results file (Markdown)")
     parser.add_argument("--tiny", action="store_true", help="the dry run on a CPU")
     parser.add_argument(
-        "--budget", type=float, default=540.0,
-        help="seconds for all the parts together (default: 540, inside the device call's 600)",
+        "--budget", type=float, default=float(BUDGET),
+        help=f"seconds for all the parts together (default: {BUDGET}, the parts' limits)",
     )  # fmt: skip
     parser.add_argument(
         "--compile-caches", action=argparse.BooleanOptionalAction, default=True,
@@ -271,7 +335,7 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Run the parts, write the results file; the checks' lines."""
+    """Run the parts, write the results file after each; the checks' lines."""
     args = parse_args(argv)
     start = time.monotonic()
     card, versions = describe_device(args.tiny)
@@ -279,6 +343,7 @@ def main(argv=None):
     if args.compile_caches:
         env.pop("TORCHINDUCTOR_FORCE_DISABLE_CACHES", None)
     results, reports = {}, {}
+    summary = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for part in args.parts:
@@ -297,6 +362,8 @@ def main(argv=None):
                     argv.append("--compile-caches")
             elif part == "loop":
                 argv = loop_argv(args.tiny, tmp / "loop.md")
+            elif part == "validation":
+                argv = validation_argv(args.tiny, tmp / "validation.md")
             else:
                 argv = tests_argv()
             print(f"[device check] {part}: up to {limit:.0f} s", flush=True)
@@ -306,18 +373,28 @@ def main(argv=None):
             output = log.read_text() if log.exists() else ""
             reports[part] = (text, output[-4000:])
             print(f"[device check] {part}: {results[part]}", flush=True)
-        tree = read_json(tmp / "bench_tree.json")
-        old = read_json(tmp / "bench_db22036.json")
+            summary = write_results(args, card, versions, start, results, reports, tmp)
+    print("\n".join(summary), flush=True)
+    return summary
+
+
+def write_results(args, card, versions, start, results, reports, tmp):
+    """Write the results file from the parts run so far; the checks' lines."""
+    tree = read_json(tmp / "bench_tree.json")
+    old = read_json(tmp / "bench_db22036.json")
     loop = loop_ratios(reports.get("loop", ("", ""))[0] or reports.get("loop", ("", ""))[1])
     tests = test_counts(reports.get("tests", ("", ""))[1])
-    summary = checks(tree, old, loop, tests)
+    validation = validation_counts(reports.get("validation", ("", ""))[0])
+    summary = checks(tree, old, loop, tests, validation)
     lines = [
-        "# Device check (issue 56)",
+        "# Device check (issues 56 and 61)",
         "",
         "Written by `benchmarks/device_check.py`"
         + (" (a dry run on a CPU: `--tiny`, no GPU figure)" if args.tiny else "")
-        + ": the pair decoder's A/B against db22036 (`bench_gpu.py`), the loops "
-        "(`bench_pretrain_loop.py`) and the CUDA tests, in one call on one machine.",
+        + ": the CUDA tests, the pair decoder's A/B against db22036 with a profile and "
+        "the memory (`bench_gpu.py`), a compiled fit with a validation set "
+        "(`bench_compiled_validation.py`) and the loops (`bench_pretrain_loop.py`), in "
+        "one call on one machine.",
         "",
         f"- Card: {card}",
         f"- Versions: {versions}",
@@ -346,7 +423,6 @@ def main(argv=None):
             lines += ["", "Output (its end):", "", "```", output.rstrip(), "```"]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(summary), flush=True)
     return summary
 
 

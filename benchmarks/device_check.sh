@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 56 in one call of the device tool (benchmarks/device_check.py
+# The GPU check of issues 56 and 61 in one call of the device tool (benchmarks/device_check.py
 # says what it runs). The machine has torch but not braindecode, skorch or MNE: their
 # wheels travel in .device-wheels/ (`make device-wheels` here, then name .device-wheels
 # in the call's carry). Writes $OUT/device_check.md (benchmarks/results/ without $OUT).

@@ -72,6 +72,13 @@ def test_the_targets_are_read_from_the_results(check):
     assert all(line.endswith("| n/a |") for line in empty[2:])
 
 
+def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
+    # the parts' limits add up to the default budget, which leaves a device call's 600 s
+    # room for installing the wheels; the correctness gate runs first
+    assert sum(check.LIMITS.values()) == check.BUDGET <= 540
+    assert list(check.LIMITS)[0] == "tests"
+
+
 def test_the_outputs_of_the_parts_are_parsed(check):
     assert check.loop_ratios("...\nestimator/step 0.71, command line/step 0.66\n") == (0.71, 0.66)
     assert check.loop_ratios("crashed") is None
@@ -131,11 +138,17 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     summary = check.main(["--tiny", "--out", str(out), "--budget", "600"])
     text = out.read_text()
     assert "- Card: CPU (" in text and "a dry run" in text
-    row = r"^\| (bench_tree|bench_db22036|loop|tests) \| `(.*)` \| (\S+) \|"
+    row = r"^\| (tests|bench_tree|bench_db22036|validation|loop) \| `(.*)` \| (\S+) \|"
     parts = re.findall(row, text, re.M)
-    assert [p[0] for p in parts] == ["bench_tree", "bench_db22036", "loop", "tests"]
+    assert [p[0] for p in parts] == ["tests", "bench_tree", "bench_db22036", "validation", "loop"]
     assert all(p[2] == "0" for p in parts), parts  # every part ran to its end
-    assert "--decoder db22036" in parts[1][1]
+    assert "--decoder db22036" in parts[2][1]
+    assert "### Profile of one step: batch 8, bf16 autocast + torch.compile" in text
+    assert "pair operator, backward (with its fallback)" in text
+    assert re.search(
+        r"for the record: bf16 autocast, float64 factor tables, batch 8 \| [0-9]", text
+    )
+    assert re.search(r"a compiled fit with a validation set: 0 graph breaks \| \d+ breaks", text)
     for batch in (8,):
         for variant in ("bf16 autocast", "bf16 autocast + torch.compile"):
             row = next(
