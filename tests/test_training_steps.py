@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from skorch.callbacks import Callback
+from torch._dynamo.utils import counters
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from braindecode_pars.training import PretrainNet
@@ -318,29 +319,52 @@ def test_on_a_gpu_no_training_step_synchronises(compiled):
 
 @needs_cuda
 def test_on_a_gpu_cuda_graphs_replay_fresh_draws_and_the_log_keeps_copies():
+    """Compile mode "reduce-overhead" on a GPU, validated every epoch: the training steps
+    draw anew at every replay, the validation steps evaluate the same draws every epoch
+    (made outside the graph and passed in), no step waits, the log keeps copies of the
+    graphs' outputs, and the fit compiles one graph for the training steps and one for
+    the validation steps (a recompilation at most), none of them skipped by CUDA graphs,
+    with no graph break."""
+
     class Draws(Callback):
         def initialize(self):
-            self.draws_ = []
+            self.train_, self.valid_ = [], []
             return self
 
-        def on_batch_end(self, net, y_pred=None, **kwargs):
-            self.draws_.append(y_pred["starts"].clone())
+        def on_batch_end(self, net, training=None, y_pred=None, **kwargs):
+            (self.train_ if training else self.valid_).append(y_pred["starts"].clone())
 
+    torch._dynamo.reset()
+    counters.clear()
     torch.manual_seed(0)
     net = PretrainNet(
         ramp_pars(**TINY), max_epochs=6, batch_size=16, lr=3e-3, progress_bar=False,
         device="cuda", amp=True, compile=True, compile__mode="reduce-overhead",
+        valid_fraction=0.2, eval_every_steps=1,
         callbacks=[("sync", SyncDebugError(after=3)), ("naive", Naive()), ("draws", Draws())],
     )  # fmt: skip
     try:
-        net.fit(ramp_dataset(32))
+        net.fit(ramp_dataset(40))  # 32 training windows (2 steps of 16), 8 validation ones
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    draws = dict(net.callbacks_)["draws"].draws_
+    assert dict(net.callbacks_)["sync"].steps_ == 12
+    draws, valid = dict(net.callbacks_)["draws"].train_, dict(net.callbacks_)["draws"].valid_
     assert len(draws) == 12
     for i in range(len(draws)):
         assert all(not torch.equal(draws[i], draws[j]) for j in range(i))
-    naive = dict(net.callbacks_)["naive"].rows_
-    logged = [b["train_loss"] for row in net.history for b in row["batches"]]
-    np.testing.assert_allclose(logged, [r[1] for r in naive], rtol=1e-6)
+    assert len(valid) == 6 and all(torch.equal(v, valid[0]) for v in valid)
+
+    rows = dict(net.callbacks_)["naive"].rows_
+    logged = [b["train_loss"] for row in net.history for b in row["batches"] if "train_loss" in b]
+    np.testing.assert_allclose(logged, [r[1] for r in rows if r[0]], rtol=1e-6)
+    # one validation batch per epoch: its loss is the epoch's, read after the later steps
+    np.testing.assert_allclose(
+        net.history[:, "valid_loss"], [r[1] for r in rows if not r[0]], rtol=1e-6
+    )
     assert net.history[-1, "train_loss"] < net.history[0, "train_loss"]
+    assert len(set(net.history[:, "valid_loss"])) > 1  # the same draws, new weights
+
+    breaks = dict(counters["graph_break"])
+    assert breaks == {}, list(breaks)
+    assert counters["stats"]["unique_graphs"] <= 3, dict(counters["stats"])
+    assert counters["inductor"]["cudagraph_skips"] == 0, dict(counters["inductor"])
