@@ -262,6 +262,53 @@ def test_compile_modes_are_checked_and_reach_the_net(monkeypatch, tmp_path):
     assert tuple(flag.choices) == COMPILE_MODES[1:]  # the flag offers the library's modes
 
 
+def test_under_ddp_the_log_averages_losses_and_sums_counts(monkeypatch):
+    """Under DistributedDataParallel the log is reduced over the processes in one
+    all-reduce: each batch's losses become their mean over the processes, the pairs the
+    pair decoder could not compute exactly their total. Two processes, the other one's
+    all-reduce contribution given (no process group is started)."""
+    from skorch.history import History
+
+    from braindecode_pars.training import distributed
+    from braindecode_pars.training.callbacks import UNRESOLVED
+
+    mine = {"train_loss": 0.5, "train_trivial": 2.0, f"train_{UNRESOLVED}": 3.0}
+    other = {"train_loss": 0.75, "train_trivial": 1.0, f"train_{UNRESOLVED}": 5.0}
+    calls = []
+
+    def all_reduce(tensor, op=None):  # this process's values plus the other one's
+        calls.append(op)
+        tensor.add_(torch.tensor([other[k] for k in (*mine, *mine)]))
+
+    monkeypatch.setattr(distributed, "_is_distributed", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda *a, **k: 2)
+    monkeypatch.setattr(torch.distributed, "all_reduce", all_reduce)
+    net = PretrainNet(ramp_pars(**TINY), progress_bar=False)
+    net.history = History()
+    net.start_log()
+    net.history.new_epoch()
+    for _ in range(2):  # two batches of the same values: the order of the places kept
+        net.history.new_batch()
+        net.history.record_batch("train_batch_size", 16)
+        for key, value in mine.items():
+            net.history.record_batch(key, torch.tensor(value))
+    net.end_epoch_log()
+    net.read_log()
+    assert calls == [torch.distributed.ReduceOp.SUM]  # one all-reduce
+    for batch in net.history[-1, "batches"]:
+        assert batch["train_loss"] == 0.625 and batch["train_trivial"] == 1.5  # means
+        assert batch[f"train_{UNRESOLVED}"] == 8.0  # the total
+        assert batch["train_batch_size"] == 16
+    assert net.history[-1, "train_loss"] == 0.625
+
+    calls.clear()  # a process that stopped alone reads its own values
+    net.history.new_epoch()
+    net.history.new_batch()
+    net.history.record_batch(f"train_{UNRESOLVED}", torch.tensor(3.0))
+    net.read_log(reduce=False)
+    assert calls == [] and net.history[-1, "batches"][0][f"train_{UNRESOLVED}"] == 3.0
+
+
 def test_training_batches_come_in_pinned_memory_on_cuda():
     """Pinned, a batch's non-blocking copy to the GPU waits for nothing (a copy from
     pageable memory makes the driver wait for the stream); on a CPU nothing to pin."""
