@@ -164,7 +164,8 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
         device (the folded PARS decoder leaves autocast and runs in float32). For
         ``torch.compile``, pass skorch's own ``compile=True`` (PARS compiles with no
-        graph break), and its mode as ``compile__mode`` (None, "default",
+        graph break, validation included: its draws are passed to the compiled module
+        as tensors), and its mode as ``compile__mode`` (None, "default",
         "reduce-overhead", "max-autotune" or "max-autotune-no-cudagraphs"): with
         "reduce-overhead" or "max-autotune" the steps replay as CUDA graphs on a GPU,
         a step boundary marked before each.
