@@ -390,8 +390,8 @@ def test_adamw_runs_fused_by_default_and_updates_as_the_loop_does():
 class _KnownTrivial(PARS):
     """PARS whose trivial loss is a known constant: the skill's bookkeeping laid bare."""
 
-    def forward(self, X, generator=None):
-        out = super().forward(X, generator)
+    def forward(self, X, generator=None, draws=None):
+        out = super().forward(X, generator, draws)
         return dict(out, trivial_loss=torch.tensor(4.0))
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from skorch.callbacks import Callback
+from torch._dynamo.utils import counters
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from braindecode_pars.training import PretrainNet
@@ -261,6 +262,62 @@ def test_compile_modes_are_checked_and_reach_the_net(monkeypatch, tmp_path):
     assert tuple(flag.choices) == COMPILE_MODES[1:]  # the flag offers the library's modes
 
 
+def test_under_ddp_the_log_averages_losses_and_sums_counts(monkeypatch):
+    """Under DistributedDataParallel the log is reduced over the processes: each batch's
+    losses become their mean over the processes, the pairs the pair decoder could not
+    compute exactly their total (one all-reduce), its largest logit gap the largest. Two
+    processes, the other one's all-reduce contribution given (no process group is
+    started)."""
+    from skorch.history import History
+
+    from braindecode_pars.training import distributed
+    from braindecode_pars.training.callbacks import UNRESOLVED
+
+    mine = {"train_loss": 0.5, "train_trivial": 2.0, f"train_{UNRESOLVED}": 3.0,
+            "train_pair_gap": 47.0}  # fmt: skip
+    other = {"train_loss": 0.75, "train_trivial": 1.0, f"train_{UNRESOLVED}": 5.0,
+             "train_pair_gap": 52.0}  # fmt: skip
+    calls = []
+
+    def all_reduce(tensor, op=None):  # this process's values with the other one's
+        calls.append(op)
+        theirs = torch.tensor([other[k] for k in (*mine, *mine)])
+        if op == torch.distributed.ReduceOp.MAX:
+            tensor.copy_(torch.maximum(tensor, theirs))
+        else:
+            tensor.add_(theirs)
+
+    monkeypatch.setattr(distributed, "_is_distributed", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda *a, **k: 2)
+    monkeypatch.setattr(torch.distributed, "all_reduce", all_reduce)
+    net = PretrainNet(ramp_pars(**TINY), progress_bar=False)
+    net.history = History()
+    net.start_log()
+    net.history.new_epoch()
+    for _ in range(2):  # two batches of the same values: the order of the places kept
+        net.history.new_batch()
+        net.history.record_batch("train_batch_size", 16)
+        for key, value in mine.items():
+            net.history.record_batch(key, torch.tensor(value))
+    net.end_epoch_log()
+    net.read_log()
+    # one all-reduce, and one for the largest logit gap
+    assert calls == [torch.distributed.ReduceOp.SUM, torch.distributed.ReduceOp.MAX]
+    for batch in net.history[-1, "batches"]:
+        assert batch["train_loss"] == 0.625 and batch["train_trivial"] == 1.5  # means
+        assert batch[f"train_{UNRESOLVED}"] == 8.0  # the total
+        assert batch["train_pair_gap"] == 52.0  # the largest
+        assert batch["train_batch_size"] == 16
+    assert net.history[-1, "train_loss"] == 0.625
+
+    calls.clear()  # a process that stopped alone reads its own values
+    net.history.new_epoch()
+    net.history.new_batch()
+    net.history.record_batch(f"train_{UNRESOLVED}", torch.tensor(3.0))
+    net.read_log(reduce=False)
+    assert calls == [] and net.history[-1, "batches"][0][f"train_{UNRESOLVED}"] == 3.0
+
+
 def test_training_batches_come_in_pinned_memory_on_cuda():
     """Pinned, a batch's non-blocking copy to the GPU waits for nothing (a copy from
     pageable memory makes the driver wait for the stream); on a CPU nothing to pin."""
@@ -318,29 +375,52 @@ def test_on_a_gpu_no_training_step_synchronises(compiled):
 
 @needs_cuda
 def test_on_a_gpu_cuda_graphs_replay_fresh_draws_and_the_log_keeps_copies():
+    """Compile mode "reduce-overhead" on a GPU, validated every epoch: the training steps
+    draw anew at every replay, the validation steps evaluate the same draws every epoch
+    (made outside the graph and passed in), no step waits, the log keeps copies of the
+    graphs' outputs, and the fit compiles one graph for the training steps and one for
+    the validation steps (a recompilation at most), none of them skipped by CUDA graphs,
+    with no graph break."""
+
     class Draws(Callback):
         def initialize(self):
-            self.draws_ = []
+            self.train_, self.valid_ = [], []
             return self
 
-        def on_batch_end(self, net, y_pred=None, **kwargs):
-            self.draws_.append(y_pred["starts"].clone())
+        def on_batch_end(self, net, training=None, y_pred=None, **kwargs):
+            (self.train_ if training else self.valid_).append(y_pred["starts"].clone())
 
+    torch._dynamo.reset()
+    counters.clear()
     torch.manual_seed(0)
     net = PretrainNet(
         ramp_pars(**TINY), max_epochs=6, batch_size=16, lr=3e-3, progress_bar=False,
         device="cuda", amp=True, compile=True, compile__mode="reduce-overhead",
+        valid_fraction=0.2, eval_every_steps=1,
         callbacks=[("sync", SyncDebugError(after=3)), ("naive", Naive()), ("draws", Draws())],
     )  # fmt: skip
     try:
-        net.fit(ramp_dataset(32))
+        net.fit(ramp_dataset(40))  # 32 training windows (2 steps of 16), 8 validation ones
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    draws = dict(net.callbacks_)["draws"].draws_
+    assert dict(net.callbacks_)["sync"].steps_ == 12
+    draws, valid = dict(net.callbacks_)["draws"].train_, dict(net.callbacks_)["draws"].valid_
     assert len(draws) == 12
     for i in range(len(draws)):
         assert all(not torch.equal(draws[i], draws[j]) for j in range(i))
-    naive = dict(net.callbacks_)["naive"].rows_
-    logged = [b["train_loss"] for row in net.history for b in row["batches"]]
-    np.testing.assert_allclose(logged, [r[1] for r in naive], rtol=1e-6)
+    assert len(valid) == 6 and all(torch.equal(v, valid[0]) for v in valid)
+
+    rows = dict(net.callbacks_)["naive"].rows_
+    logged = [b["train_loss"] for row in net.history for b in row["batches"] if "train_loss" in b]
+    np.testing.assert_allclose(logged, [r[1] for r in rows if r[0]], rtol=1e-6)
+    # one validation batch per epoch: its loss is the epoch's, read after the later steps
+    np.testing.assert_allclose(
+        net.history[:, "valid_loss"], [r[1] for r in rows if not r[0]], rtol=1e-6
+    )
     assert net.history[-1, "train_loss"] < net.history[0, "train_loss"]
+    assert len(set(net.history[:, "valid_loss"])) > 1  # the same draws, new weights
+
+    breaks = dict(counters["graph_break"])
+    assert breaks == {}, list(breaks)
+    assert counters["stats"]["unique_graphs"] <= 3, dict(counters["stats"])
+    assert counters["inductor"]["cudagraph_skips"] == 0, dict(counters["inductor"])

@@ -81,15 +81,25 @@ class DropPos(PretextModel):
         dist2 = (grid - positions[..., None].float()) ** 2
         return torch.softmax(-dist2 / (2 * self.label_sigma**2), dim=-1)
 
-    def forward(self, X, generator=None):
+    def draw(self, batch_size, device=None, generator=None):
+        """The draws of one forward pass: ``visible`` (batch, n_visible) long, the
+        patches kept, then ``pos_mask`` (batch, n_visible) bool, True at the visible
+        tokens whose PE is dropped; see :meth:`PretextModel.draw`."""
+        B, N, n_vis = batch_size, self.n_fixed_patches, self.n_visible
+        visible, _, _ = self.random_split(B, N, n_vis, device, generator)
+        _, _, pos_mask = self.random_split(B, n_vis, self.n_pos_masked, device, generator)
+        return {"visible": visible, "pos_mask": pos_mask}
+
+    def forward(self, X, generator=None, draws=None):
         """Returns ``loss``, ``trivial_loss`` (the loss of the uniform guess), ``logits``
-        (batch, n_visible, N), ``target``, ``pos_mask``."""
+        (batch, n_visible, N), ``target``, ``pos_mask``; the patches kept and the
+        dropped positions are ``draws`` (a dict of :meth:`draw`) when given, else drawn
+        from ``generator`` (None: torch's global generator)."""
         self.check_input(X)
-        B, device = X.shape[0], X.device
-        starts = self.fixed_starts(device)  # (N,)
+        draws = self._draws(X, generator, draws)
+        visible, pos_mask = draws["visible"], draws["pos_mask"]  # (B, n_vis), (B, n_vis)
+        starts = self.fixed_starts(X.device)  # (N,)
         N = len(starts)
-        visible, _, _ = self.random_split(B, N, self.n_visible, device, generator)  # (B, n_vis)
-        _, _, pos_mask = self.random_split(B, self.n_visible, self.n_pos_masked, device, generator)
         tokens = _gather_tokens(self.encoder.tokenize(X, starts), visible)
         tokens = tokens + self.encoder.position_embedding(starts[visible], pos_mask)
         logits = self.head(self.encoder.encode(tokens))  # (B, n_visible, N)

@@ -75,18 +75,27 @@ class MAE(PretextModel):
         self.decoder_norm = nn.LayerNorm(enc.emb_dim)
         self.reconstruct = nn.Linear(enc.emb_dim, enc.patch_size)
 
-    def forward_encoder(self, X, generator=None):
-        """Tokens with PE, random masking, encoder on the visible ones.
+    def draw(self, batch_size, device=None, generator=None):
+        """The draws of one forward pass, the random masking: ``masked`` (batch,
+        n_masked) and ``visible`` (batch, n_visible) long, the indices of the masked and
+        visible patches, and ``mask`` (batch, n_patches) bool, True where masked; see
+        :meth:`PretextModel.draw`."""
+        masked, visible, mask = self.random_split(
+            batch_size, self.n_fixed_patches, self.n_masked, device, generator
+        )
+        return {"masked": masked, "visible": visible, "mask": mask}
+
+    def forward_encoder(self, X, generator=None, draws=None):
+        """Tokens with PE, random masking (``draws`` of :meth:`draw`, or drawn from
+        ``generator``), encoder on the visible ones.
 
         Returns the encoded visible tokens (batch, n_visible, emb_dim), the indices of
         the visible and masked patches and the (batch, n_patches) mask (True = masked).
         """
-        B = X.shape[0]
+        draws = self._draws(X, generator, draws)
+        masked, visible, mask = draws["masked"], draws["visible"], draws["mask"]
         starts = self.fixed_starts(X.device)  # (N,)
         tokens = self.encoder.tokenize(X, starts) + self.encoder.position_embedding(starts)
-        masked, visible, mask = self.random_split(
-            B, len(starts), self.n_masked, X.device, generator
-        )
         latent = self.encoder.encode(_gather_tokens(tokens, visible))  # (B, n_visible, F)
         return latent, visible, masked, mask
 
@@ -123,11 +132,12 @@ class MAE(PretextModel):
             return (err * mask).sum() / mask.sum()
         return err.mean()
 
-    def forward(self, X, generator=None):
+    def forward(self, X, generator=None, draws=None):
         """Returns ``loss``, ``trivial_loss``, ``reconstruction`` (batch, n_patches,
-        patch_size) and ``mask``."""
+        patch_size) and ``mask``; the masking is ``draws`` (a dict of :meth:`draw`) when
+        given, else drawn from ``generator`` (None: torch's global generator)."""
         self.check_input(X)
-        latent, visible, _, mask = self.forward_encoder(X, generator)
+        latent, visible, _, mask = self.forward_encoder(X, generator, draws)
         recon = self.forward_decoder(latent, visible, mask.shape[1])
         target = self.targets(X)
         return {

@@ -56,16 +56,27 @@ class MP3(PretextModel):
     #: the encoder's position-mask token is not used (DDP must know)
     uses_all_parameters = False
 
-    def forward(self, X, generator=None):
+    def draw(self, batch_size, device=None, generator=None):
+        """The draws of one forward pass: ``perm`` (batch, N) long, the shuffled order of
+        the patches, then ``key_mask`` (batch, N) bool, True at the tokens hidden from
+        the keys and values; see :meth:`PretextModel.draw`."""
+        N = self.n_fixed_patches
+        perm = self.rand((batch_size, N), device, generator).argsort(dim=-1)
+        _, _, key_mask = self.random_split(batch_size, N, self.n_hidden, device, generator)
+        return {"perm": perm, "key_mask": key_mask}
+
+    def forward(self, X, generator=None, draws=None):
         """Returns ``loss``, ``trivial_loss`` (ln N, the uniform guess), ``logits``
-        (batch, N, N), ``target`` and ``key_mask``."""
+        (batch, N, N), ``target`` and ``key_mask``; the order and the hidden tokens are
+        ``draws`` (a dict of :meth:`draw`) when given, else drawn from ``generator``
+        (None: torch's global generator)."""
         self.check_input(X)
         B = X.shape[0]
+        draws = self._draws(X, generator, draws)
+        perm, key_mask = draws["perm"], draws["key_mask"]  # (B, N) shuffled order, (B, N)
         starts = self.fixed_starts(X.device)  # (N,)
         N = len(starts)
-        perm = self.rand((B, N), X.device, generator).argsort(dim=-1)  # shuffled order
         tokens = _gather_tokens(self.encoder.tokenize(X, starts), perm)  # no PE
-        _, _, key_mask = self.random_split(B, N, self.n_hidden, X.device, generator)
         logits = self.head(self.encoder.encode(tokens, key_mask))  # (B, N, N)
         loss = F.cross_entropy(logits.reshape(B * N, N), perm.reshape(-1))
         trivial = loss.new_tensor(math.log(N))  # cross-entropy of the uniform distribution

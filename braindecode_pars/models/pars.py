@@ -216,12 +216,25 @@ class PARS(PretextModel):
         """Mean squared error over the N_m x N_m masked pairs (paper section 2.3)."""
         return F.mse_loss(theta_hat, theta.to(theta_hat.dtype))
 
-    def forward(self, X, generator=None):
-        """Sample, mask, encode, decode; see the class docstring for the returned dict."""
+    def draw(self, batch_size, device=None, generator=None):
+        """The draws of one forward pass: ``starts`` (batch, n_patches) long, the patch
+        start samples (:meth:`sample_patches`), then ``pos_mask`` (batch, n_patches)
+        bool and ``masked_idx`` (batch, n_masked) long (:meth:`mask_positions`); see
+        :meth:`PretextModel.draw`."""
+        starts = self.sample_patches(batch_size, device, generator)
+        pos_mask, masked_idx = self.mask_positions(batch_size, device, generator)
+        return {"starts": starts, "pos_mask": pos_mask, "masked_idx": masked_idx}
+
+    def forward(self, X, generator=None, draws=None):
+        """Sample, mask, encode, decode; see the class docstring for the returned dict.
+
+        The patches and masks are ``draws`` (a dict of :meth:`draw`) when given, else
+        drawn from ``generator`` (None: torch's global generator).
+        """
         self.check_input(X)
-        B, device = X.shape[0], X.device
-        starts = self.sample_patches(B, device, generator)  # (batch, n_patches)
-        pos_mask, masked_idx = self.mask_positions(B, device, generator)  # (B, N), (B, n_m)
+        draws = self._draws(X, generator, draws)
+        starts = draws["starts"]  # (batch, n_patches)
+        pos_mask, masked_idx = draws["pos_mask"], draws["masked_idx"]  # (B, N), (B, n_m)
         y = self.forward_encoder(X, starts, pos_mask)  # (batch, n_patches, emb_dim)
         theta_hat, unresolved, gap = self.forward_decoder_counted(y, masked_idx)  # (B, n, n)
         theta = self.shift_targets(starts.gather(1, masked_idx))  # (batch, n_m, n_m)
@@ -238,7 +251,7 @@ class PARS(PretextModel):
             "pair_gap": gap,  # 0-d, on the device: the logits' largest gap, in nats
         }
 
-    def predict_shifts(self, X, generator=None):
+    def predict_shifts(self, X, generator=None, draws=None):
         """:meth:`forward`'s dict with the shifts as N x N grids, for figures and checks.
 
         Adds ``theta_pred`` (batch, n_patches, n_patches), the prediction scattered
@@ -246,7 +259,7 @@ class PARS(PretextModel):
         ``theta_true``, the target of every pair; ``pair_mask`` (bool), True on the
         pairs of the loss. (Training steps leave these out: a few small kernels each.)
         """
-        out = self(X, generator=generator)
+        out = self(X, generator=generator, draws=draws)
         unresolved = int(out["unresolved_pairs"])  # not a training step: a host read is fine
         if unresolved:
             logger.warning(

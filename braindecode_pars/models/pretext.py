@@ -30,16 +30,21 @@ PRETEXT_SETTINGS = {
 class PretextModel(EEGModuleMixin, nn.Module):
     """Base of the pretext models: wraps one :class:`PatchEncoder` by composition.
 
-    A subclass implements ``forward(X, generator=None) -> dict`` with at least a
+    A subclass implements ``draw(batch_size, device=None, generator=None) -> dict``,
+    every random draw of one forward pass (patches, masks, orders) as a dict of
+    tensors, and ``forward(X, generator=None, draws=None) -> dict`` with at least a
     ``loss`` entry, which the pretraining net minimises, and a ``trivial_loss`` entry:
     the loss, on the same batch and the same draws, of the predictor that learned
     nothing (PARS: no shift; MAE: zero; MP3, DropPos: the uniform distribution).
     ``skill = 1 - loss / trivial_loss`` is then 0 for a model that learned nothing and
-    1 for a perfect one (:func:`pretext_skill`). Every random draw of ``forward``
-    (patches, masks, orders) comes from ``generator`` when one is given (a
-    :class:`torch.Generator`), so a seeded generator gives the same draws on every
-    call; otherwise from torch's global generator. ``self.encoder`` is handed back,
-    unchanged, for fine-tuning.
+    1 for a perfect one (:func:`pretext_skill`). ``forward`` uses the ``draws`` it is
+    given (a dict of :meth:`draw`), or makes them with :meth:`draw` first: from
+    ``generator`` when one is given (a :class:`torch.Generator`), so a seeded generator
+    gives the same draws on every call, otherwise from torch's global generator. A
+    compiled model (``torch.compile``) cannot take a generator without breaking its
+    graph, so the pretraining net's validation draws with the uncompiled model's
+    :meth:`draw` and hands the tensors to the compiled one. ``self.encoder`` is handed
+    back, unchanged, for fine-tuning.
 
     Parameters
     ----------
@@ -100,6 +105,37 @@ class PretextModel(EEGModuleMixin, nn.Module):
     def fixed_starts(self, device=None):
         """Start samples of the non-overlapping patch grid, (n_fixed_patches,) long."""
         return self.encoder.fixed_starts(self.n_times, device=device)
+
+    def draw(self, batch_size, device=None, generator=None):
+        """Every random draw of one forward pass of ``batch_size`` windows, on ``device``.
+
+        Parameters
+        ----------
+        batch_size : int
+            Windows of the batch.
+        device : torch.device | str | None
+            Where the draws are returned (None: the default device).
+        generator : torch.Generator | None
+            Draw from it (made on its own device, then moved); None: torch's global
+            generator.
+
+        Returns
+        -------
+        draws : dict of torch.Tensor
+            What :meth:`forward` takes as ``draws``; the entries are the subclass's.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement draw().")
+
+    def _draws(self, X, generator=None, draws=None):
+        """``draws`` if given, else :meth:`draw` for the batch ``X`` from ``generator``."""
+        if draws is None:
+            return self.draw(X.shape[0], X.device, generator)
+        if generator is not None:
+            raise ValueError(
+                f"{type(self).__name__}.forward takes 'generator' or 'draws', not both: "
+                "'draws' are already drawn."
+            )
+        return draws
 
     @staticmethod
     def rand(shape, device=None, generator=None):

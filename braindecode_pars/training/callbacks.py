@@ -34,15 +34,15 @@ class PretextSkill(Callback):
     one (``unresolved_pairs``). :class:`~braindecode_pars.training.PretrainNet` reads
     these values with the losses at its report cadence (:meth:`PretrainNet.read_log
     <braindecode_pars.training.PretrainNet.read_log>`: one transfer, and under
-    DistributedDataParallel one all-reduce that averages them over the processes, as
-    the losses), then calls :meth:`on_epoch_read` for each epoch ended since, which
-    records ``train_skill`` in each training batch and, for the epoch,
-    ``train_trivial``, ``train_skill`` and, with a validation set, ``valid_trivial``
-    and ``valid_skill``, each weighted by batch size, and the pair decoder's largest
-    logit gap (``train_pair_gap``, ``valid_pair_gap``, in nats), and warns if any pair
-    went unresolved; pairs unresolved at two reports in a row move the run's decoder
-    to float64 factor tables, and at two more the run stops with an error. 0 skill
-    means the encoder learned nothing, 1 a perfect prediction.
+    DistributedDataParallel one all-reduce that averages the trivial losses over the
+    processes, as the losses, and sums the counts), then calls :meth:`on_epoch_read`
+    for each epoch ended since, which records ``train_skill`` in each training batch
+    and, for the epoch, ``train_trivial``, ``train_skill`` and, with a validation set,
+    ``valid_trivial`` and ``valid_skill``, each weighted by batch size, and the pair
+    decoder's largest logit gap (``train_pair_gap``, ``valid_pair_gap``, in nats), and
+    warns if any pair went unresolved; pairs unresolved at two reports in a row move the
+    run's decoder to float64 factor tables, and at two more the run stops with an error.
+    0 skill means the encoder learned nothing, 1 a perfect prediction.
     """
 
     def on_batch_end(self, net, batch=None, training=None, loss=None, y_pred=None, **kwargs):

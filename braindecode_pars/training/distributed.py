@@ -1,4 +1,4 @@
-"""torch.distributed helpers: set-up under torchrun, rank queries, loss averaging."""
+"""torch.distributed helpers: set-up under torchrun, rank queries, the log's reduction."""
 
 from __future__ import annotations
 
@@ -53,10 +53,19 @@ def init_distributed(device=None):
     return device
 
 
-def _average_across_ranks(value):
-    """Mean of a scalar tensor over all processes (returned detached; unchanged alone)."""
+def _reduce_across_ranks(values, summed=None, maxed=None):
+    """``values`` reduced over all processes: summed where ``summed`` (a bool tensor of
+    their shape) is True, the largest where ``maxed`` is, averaged elsewhere (all
+    averaged when both are None); one all-reduce, and a second for the largest.
+    Returned detached; unchanged when not distributed."""
     if not _is_distributed():
-        return value
-    value = value.detach().clone()
-    dist.all_reduce(value, op=dist.ReduceOp.SUM)
-    return value / dist.get_world_size()
+        return values
+    total = values.detach().clone()
+    dist.all_reduce(total, op=dist.ReduceOp.SUM)
+    mean = total / dist.get_world_size()
+    out = mean if summed is None else torch.where(summed, total, mean)
+    if maxed is not None:
+        largest = torch.where(maxed, values.detach(), -torch.inf)
+        dist.all_reduce(largest, op=dist.ReduceOp.MAX)
+        out = torch.where(maxed, largest, out)
+    return out

@@ -164,7 +164,8 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
         device (the folded PARS decoder leaves autocast and runs in float32). For
         ``torch.compile``, pass skorch's own ``compile=True`` (PARS compiles with no
-        graph break), and its mode as ``compile__mode`` (None, "default",
+        graph break, validation included: its draws are passed to the compiled module
+        as tensors), and its mode as ``compile__mode`` (None, "default",
         "reduce-overhead", "max-autotune" or "max-autotune-no-cudagraphs"): with
         "reduce-overhead" or "max-autotune" the steps replay as CUDA graphs on a GPU,
         a step boundary marked before each.
@@ -377,14 +378,15 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
         (:func:`~braindecode_pars.training._optim.with_fused_default`), training
-        DataLoader workers persist across epochs and, on CUDA, training batches come in
-        pinned memory (so that their copy to the device waits for nothing), unless told
-        otherwise."""
+        DataLoader workers persist across epochs and, on CUDA, training and validation
+        batches come in pinned memory (so that their copy to the device waits for
+        nothing), unless told otherwise."""
         params = super().get_params_for(prefix)
         if prefix == "optimizer":
             params = with_fused_default(self.optimizer, params, self.device)
-        if prefix == "iterator_train":
+        if prefix in ("iterator_train", "iterator_valid"):
             params.setdefault("pin_memory", torch.device(self.device).type == "cuda")
+        if prefix == "iterator_train":
             if params.get("num_workers", 0) > 0:
                 params.setdefault("persistent_workers", True)
         return params

@@ -9,8 +9,9 @@ task does not read, where they are; it keeps each batch's loss in the history as
 of its device tensor (and :class:`~braindecode_pars.training.PretextSkill` the trivial
 loss), and :meth:`_AsyncSteps.read_log` reads them all at once on the report cadence
 (:class:`_ReadLog`): one transfer, and under DistributedDataParallel one all-reduce
-that averages them over the processes. Under CUDA graphs (``compile__mode``
-"reduce-overhead" or "max-autotune") it marks a step boundary before every step.
+that averages them over the processes (and sums the counts, :data:`LOG_COUNTS`).
+Under CUDA graphs (``compile__mode`` "reduce-overhead" or "max-autotune") it marks a
+step boundary before every step.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ from skorch.dataset import get_len
 from .._checks import check_option
 from . import distributed
 from .config import COMPILE_MODES, CUDA_GRAPH_MODES
+
+#: Ends of the names of the log's values that count something (the pairs a pair decoder
+#: could not compute exactly, ``unresolved_pairs``): under DistributedDataParallel,
+#: :meth:`_AsyncSteps.read_log` sums them over the processes; it averages the others.
+LOG_COUNTS = ("unresolved_pairs",)
+
+#: The logged values that are the largest over the processes under
+#: DistributedDataParallel (the pair decoder's largest logit gap).
+LOG_MAXIMA = ("pair_gap",)
 
 
 def _kept(value):
@@ -104,7 +114,8 @@ class _AsyncSteps:
         :class:`~braindecode_pars.training.PretextSkill` its trivial loss) as a device
         tensor, so that no step waits for the device; this reads them all with one
         ``tolist()``, under DistributedDataParallel after one all-reduce that averages
-        them over the processes (so every process keeps the same history). Then each
+        the losses over the processes and sums the counts (:data:`LOG_COUNTS`), so that
+        every process keeps the same history. Then each
         ended epoch's row gets ``train_loss`` and ``valid_loss`` (means weighted by batch
         size, as skorch's ``PassthroughScoring``), their ``_best`` flags, and what the
         callbacks with an ``on_epoch_read(net, row)`` method record
@@ -116,7 +127,7 @@ class _AsyncSteps:
         Parameters
         ----------
         reduce : bool
-            Average over the processes under DistributedDataParallel (False: this
+            Reduce over the processes under DistributedDataParallel (False: this
             process's values, for a training that stopped on one process only).
         """
         start = getattr(self, "log_read_", None)
@@ -135,7 +146,11 @@ class _AsyncSteps:
             device = values[0].device
             flat = torch.stack([v.to(device, non_blocking=True) for v in values])
             if reduce and self.distributed_:
-                flat = distributed._average_across_ranks(flat)
+                counts = [key.endswith(LOG_COUNTS) for _, key in places]
+                maxima = [key.endswith(LOG_MAXIMA) for _, key in places]
+                summed = torch.tensor(counts, device=device)
+                maxed = torch.tensor(maxima, device=device) if any(maxima) else None
+                flat = distributed._reduce_across_ranks(flat, summed, maxed)
             for (where, key), value in zip(places, flat.tolist(), strict=True):
                 where[key] = value
         ended = min(getattr(self, "log_ended_", start), len(self.history))

@@ -5,7 +5,10 @@ The windows held out (whole recordings or groups where the data say which, else
 windows; see :func:`~braindecode_pars.training._split.held_out_recordings`) are cropped
 once, seeded, and every validation pass draws its patches and masks from a generator
 reseeded before it (the net's ``valid_generator_``), so that the validation numbers of
-different epochs are comparable.
+different epochs are comparable. The draws are made by the uncompiled pretext model
+(:meth:`~braindecode_pars.models.PretextModel.draw`) and handed to the module as
+tensors (``draws``): a compiled module that took the generator would break its graph
+at every draw.
 """
 
 from __future__ import annotations
@@ -78,7 +81,12 @@ class _FixedValidation:
         return TensorDataset(X, torch.zeros(len(X)))
 
     def validation_step(self, batch, **fit_params):
-        """Evaluate with the validation generator: the same patches and masks every pass."""
-        fit_params.setdefault("generator", getattr(self, "valid_generator_", None))
+        """Evaluate on draws from the validation generator: the same patches and masks
+        every pass, made outside the (possibly compiled) module and passed to it as
+        tensors."""
+        generator = getattr(self, "valid_generator_", None)
+        if generator is not None and "draws" not in fit_params:
+            X = batch[0] if isinstance(batch, tuple | list) else batch
+            fit_params["draws"] = self.pretext_.draw(len(X), self.device, generator)
         self._mark_step()
         return super().validation_step(batch, **fit_params)
