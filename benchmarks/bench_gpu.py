@@ -278,38 +278,27 @@ PROFILE_PARTS = {
 }
 
 
-def profile_steps(steps, repeats=5):
-    """Per-part times of PARS's and the encoder-alone step, in ms per step, from
-    ``torch.profiler``: on CUDA the device time of the kernels (an operator's include
-    those it launched), on a CPU the CPU time. Returns a dict: ``pars`` and ``encoder``
-    (the whole step), the :data:`PROFILE_PARTS`, and ``rest of the decoder`` (the
+def profile_steps(steps, step_ms, repeats=5):
+    """Per-part times of PARS's step in ms per step, from ``torch.profiler``: on CUDA the
+    device time of the kernels each part launched, on a CPU its CPU time. Returns a
+    dict: ``pars`` and ``encoder``, the two steps' median times of the step table
+    (``step_ms``), the :data:`PROFILE_PARTS`, and ``rest of the decoder`` (the
     projections, the gather, the loss: PARS less the encoder-alone step less the
-    operator)."""
+    operator). The fallback's rows are profiler ranges (``record_function``): on a GPU
+    the span of its kernels, launch gaps included."""
     from torch.profiler import ProfilerActivity, profile
 
     cuda = steps.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    total, self_total = (
-        ("device_time_total", "self_device_time_total")
-        if cuda
-        else ("cpu_time_total", "self_cpu_time_total")
-    )
-    times = {}
-    for what, step in (("pars", steps.pars_step), ("encoder", steps.encoder_step)):
-        step()  # warm
-        with profile(activities=activities) as prof:
-            for _ in range(repeats):
-                step()
-        events = prof.key_averages()
-        if cuda:
-            times[what] = sum(getattr(e, self_total) for e in events) / repeats / 1e3
-        else:
-            times[what] = max(getattr(e, total) for e in events) / repeats / 1e3
-        if what == "pars":
-            for label, name in PROFILE_PARTS.items():
-                times[label] = (
-                    sum(getattr(e, total) for e in events if e.key == name) / repeats / 1e3
-                )
+    total = "device_time_total" if cuda else "cpu_time_total"
+    steps.pars_step()  # warm
+    with profile(activities=activities) as prof:
+        for _ in range(repeats):
+            steps.pars_step()
+    events = prof.key_averages()
+    times = dict(zip(("pars", "encoder"), step_ms, strict=True))
+    for label, name in PROFILE_PARTS.items():
+        times[label] = sum(getattr(e, total) for e in events if e.key == name) / repeats / 1e3
     operator = sum(times[label] for label in list(PROFILE_PARTS)[:2])
     times["rest of the decoder (projections, gather, loss)"] = (
         times["pars"] - times["encoder"] - operator
@@ -369,7 +358,9 @@ def step_table(
         )
     if profile and built:  # the compiled variant where there is one, else the last
         label = next((v for v in built if VARIANTS[v][1]), list(built)[-1])
-        rows[label]["profile"] = profile_steps(built[label])
+        row = rows[label]
+        step_ms = (1e3 * batch_size / row["pars_wps"], 1e3 * batch_size / row["encoder_wps"])
+        row["profile"] = profile_steps(built[label], step_ms)
     return rows
 
 
@@ -596,8 +587,10 @@ def main(argv=None):
             f"### Profile of one step: batch {batch}, {variant}",
             "",
             f"`torch.profiler`, {unit}, ms per step (mean of 5 steps): each operator's "
-            "time holds the kernels it launched; the encoder is the encoder-alone step; "
-            "the rest of the decoder is PARS less the two.",
+            "time holds the kernels it launched (the fallback's: the span of its "
+            "kernels, launch gaps included); PARS and the encoder are the steps' median "
+            "times of the table above; the rest of the decoder is PARS less the encoder "
+            "less the operator.",
             "",
             "| part | ms per step | share of the PARS step |",
             "|---|---|---|",

@@ -69,7 +69,7 @@ CUDA_TESTS = (
 
 #: Each part's time limit in seconds on a GPU, in the order they run; they add up to the
 #: default budget, so that the last part gets its time too.
-LIMITS = {"tests": 120, "bench_tree": 150, "bench_db22036": 90, "validation": 50, "loop": 90}
+LIMITS = {"tests": 110, "bench_tree": 110, "bench_db22036": 80, "validation": 80, "loop": 150}
 
 #: The default budget: the parts' limits together, inside a device call's 600 s with
 #: the installation of the wheels and the start of the machine.
@@ -113,7 +113,9 @@ def validation_argv(tiny, out_path):
     if tiny:
         return argv + ["--device", "cpu", "--backend", "aot_eager", "--mode", "default",
                        "--tiny", "--epochs", "2"]  # fmt: skip
-    return argv + ["--device", "cuda", "--mode", "reduce-overhead", "--epochs", "4"]
+    # the 32 x 1 encoder: the counts are the compiled graphs', whatever the size, and its
+    # compilations fit the part's limit
+    return argv + ["--device", "cuda", "--mode", "reduce-overhead", "--tiny", "--epochs", "3"]
 
 
 def loop_argv(tiny, out_path):
@@ -122,7 +124,7 @@ def loop_argv(tiny, out_path):
             "--out", str(out_path)]  # fmt: skip
     if tiny:
         return argv + ["--tiny", "--device", "cpu", "--steps", "20", "--repeats", "3"]
-    return argv + ["--size", "paper", "--steps", "500"]
+    return argv + ["--size", "paper", "--steps", "300"]
 
 
 def tests_argv():

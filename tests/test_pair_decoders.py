@@ -380,11 +380,18 @@ def matmul_precision_high():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("accelerator", [False, True], ids=["cpu-path", "accelerator-path"])
 def test_the_operator_is_exact_under_matmul_precision_high(
-    monkeypatch, matmul_precision_high, device
+    monkeypatch, matmul_precision_high, device, accelerator
 ):
     # "high" makes float32 products TF32 (CUDA) or bf16-based (oneDNN) where the
-    # hardware has them: the operator pins IEEE float32 for its own products
+    # hardware has them; the operator pins IEEE float32 for its own products, and the
+    # caller's setting is back afterwards. (The decoder's projections, like the
+    # encoder's products, follow the caller's setting.)
+    if device == "cpu":
+        monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
+    elif not accelerator:
+        pytest.skip("a GPU takes the accelerator's path only")
     backend = torch.backends.cuda.matmul if device == "cuda" else torch.backends.mkldnn.matmul
     assert backend.fp32_precision == "tf32"
     seen = []
@@ -395,9 +402,20 @@ def test_the_operator_is_exact_under_matmul_precision_high(
         return tables(*args)
 
     monkeypatch.setattr(pair_attention, "_tables_", recording_tables)
-    dec = CrossAttentionPairDecoder(64, 8)
-    y, idx = _random_case(3, 40, 32, 64, dtype=torch.float32)
-    _check_against_float64_naive(dec, y, idx, FLOAT32_TOL, device=device)
+    gen = torch.Generator().manual_seed(0)
+    B, H, n, N, d = 4, 8, 32, 40, 64
+    q64 = torch.randn(B, H, 2 * n, d, generator=gen, dtype=torch.float64).requires_grad_()
+    k64 = torch.randn(B, H, N, d, generator=gen, dtype=torch.float64).requires_grad_()
+    s64 = torch.randn(B, H, N, generator=gen, dtype=torch.float64).requires_grad_()
+    q, k, s = (t.detach().float().to(device).requires_grad_() for t in (q64, k64, s64))
+    theta, counts, *_ = pair_attention.pair_attention(q, k, s, n, d**-0.5)
+    ref = _direct_pair_attention(q64, k64, s64, n, d**-0.5)
+    weights = torch.randn_like(ref)
+    grads = torch.autograd.grad((theta * weights.float().to(device)).sum(), (q, k, s))
+    refs = torch.autograd.grad((ref * weights).sum(), (q64, k64, s64))
+    for got, want in zip((theta, *grads), (ref, *refs), strict=True):
+        err = (got.double().cpu() - want).abs().max() / want.abs().max()
+        assert err < FLOAT32_TOL, err  # TF32 products would be off by about 1e-3
     assert seen and set(seen) == {"ieee"}
     assert backend.fp32_precision == "tf32"  # restored
 
