@@ -6,6 +6,7 @@ import functools
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -432,3 +433,154 @@ def test_progress_in_a_log_file_is_short_lines_with_an_eta(tmp_path, caplog, mon
     assert lines[-1].endswith("about 0 s left")
     assert store_build._eta(3725) == "about 1 h 02 min left"
     assert store_build._eta(float("inf")) == "unknown time left"
+
+
+def nan_reader(seed):
+    """A recording holding 3 NaN samples."""
+    ds = slow_reader(seed)
+    ds.raw._data[1, 10:13] = np.nan
+    return ds
+
+
+def type_error_reader():
+    raise TypeError("corrupt header: an int where a str was expected")
+
+
+def stream_with(n, replaced):
+    """``slow_stream(n)`` with the readers of ``replaced`` ({position: reader}) replaced."""
+    stream = slow_stream(n)
+    readers, windower, description = stream._parts[0]
+    readers = tuple(replaced.get(i, r) for i, r in enumerate(readers))
+    stream._parts = [(readers, windower, description)]
+    return stream
+
+
+@pytest.mark.parametrize(
+    "reader, reason",
+    [
+        pytest.param(
+            functools.partial(nan_reader, 1), r"holds 3 NaN samples \(of 6000\)", id="NaN"
+        ),
+        pytest.param(type_error_reader, "TypeError: corrupt header", id="TypeError"),
+    ],
+)
+def test_a_nan_or_a_type_error_is_named_and_skipped_or_refused(tmp_path, reader, reason):
+    stream = stream_with(3, {1: reader})
+    with pytest.raises(ValueError, match=rf"Cannot store 'Recording 1' \(.*{reason}"):
+        write_window_store(stream, tmp_path / "raise")
+    assert (tmp_path / "raise" / "journal.jsonl").read_bytes().count(b"\n") == 1  # kept
+    write_window_store(stream, tmp_path / "skip", on_error="skip")
+    recordings, _, info = read_window_store(tmp_path / "skip")
+    assert info["n_recordings"] == 2 and not any(np.isnan(r).any() for r in recordings)
+    [skipped] = info["skipped"]
+    assert skipped["recording"] == "Recording 1" and re.search(reason, skipped["reason"])
+    with pytest.raises(TypeError, match="Item 0 of 'windows' must be braindecode windows"):
+        write_window_store([np.zeros(3)], tmp_path / "items", on_error="skip")
+
+
+def test_a_data_file_shorter_than_its_journal_or_index_is_refused(tmp_path):
+    folder = tmp_path / "cut"
+    with pytest.raises(ValueError, match="Cannot store 'Recording 2'"):
+        write_window_store(stream_with(4, {2: stop_reader}), folder, settings={"n": 4})
+    size = (folder / "data.part").stat().st_size
+    assert size == 2 * 2 * 3000 * 4
+    with open(folder / "data.part", "r+b") as f:
+        f.truncate(size - 4)
+    match = rf"journal names {size} bytes of recordings but data.part holds {size - 4}"
+    with pytest.raises(store_build.StoreDataLostError, match=match):
+        write_window_store(slow_stream(4), folder, settings={"n": 4})
+    assert (folder / "data.part").stat().st_size == size - 4  # not padded with zeros
+    (folder / "data.part").unlink()
+    with pytest.raises(store_build.StoreDataLostError, match="data.part holds 0"):
+        write_window_store(slow_stream(4), folder, settings={"n": 4})
+    write_window_store(slow_stream(4), folder, settings={"n": 4}, overwrite=True)
+    write_window_store(slow_stream(4), tmp_path / "whole", settings={"n": 4})
+    assert same_store(tmp_path / "whole", folder)
+    with open(folder / "data.f32", "ab") as f:  # a complete store whose data is not its index's
+        f.write(b"\0" * 8)
+    with pytest.raises(store_build.StoreDataLostError, match="damaged: its index describes"):
+        read_window_store(folder)
+    with pytest.raises(store_build.StoreDataLostError, match="damaged"):
+        write_window_store(slow_stream(4), folder, settings={"n": 4})
+
+
+def memory_windows(seeds, stop_after=None):
+    """Windows in memory, one recording at a time; raises ``Stop`` after ``stop_after``."""
+    windower = _fixed_length_windower(None, 100.0, 5.0)
+    for i, seed in enumerate(seeds):
+        if i == stop_after:
+            raise Stop
+        yield windower(BaseConcatDataset([slow_reader(seed)]))
+
+
+def test_windows_in_memory_resume_only_into_the_build_of_the_same_windows(tmp_path):
+    write_window_store(memory_windows(range(4)), tmp_path / "whole")
+    folder = tmp_path / "stopped"
+    with pytest.raises(Stop):
+        write_window_store(memory_windows(range(4), stop_after=2), folder)
+    assert (folder / "journal.jsonl").read_bytes().count(b"\n") == 2
+    with pytest.raises(StoreMismatchError, match="other windows: item 1 of 'windows' differs"):
+        write_window_store(memory_windows([0, 5, 2, 3]), folder)  # recording 1 is another
+    assert (folder / "journal.jsonl").read_bytes().count(b"\n") == 2  # nothing written
+    whole = BaseConcatDataset(list(memory_windows(range(4))))  # all at once: the same units
+    write_window_store(whole, folder)
+    assert same_store(tmp_path / "whole", folder)
+
+
+def test_a_stop_signal_ends_the_build_at_a_recording_end_and_it_resumes(tmp_path):
+    def signalling_reader():
+        os.kill(os.getpid(), signal.SIGUSR1)  # as a scheduler would, during a recording
+        return slow_reader(2)
+
+    write_window_store(slow_stream(5), tmp_path / "whole", settings={"n": 5})
+    folder = tmp_path / "stopped"
+    before = signal.getsignal(signal.SIGUSR1)
+    stream = stream_with(5, {2: signalling_reader})
+    with pytest.raises(store_build.StoreBuildStopped, match="stopped on SIGUSR1 after 3 of 5"):
+        write_window_store(stream, folder, settings={"n": 5}, stop_signals=["SIGTERM", "USR1"])
+    assert signal.getsignal(signal.SIGUSR1) == before  # the handler is given back
+    assert (folder / "journal.jsonl").read_bytes().count(b"\n") == 3  # that recording stored
+    assert not (folder / ".lock").exists()
+    write_window_store(slow_stream(5), folder, settings={"n": 5})
+    assert same_store(tmp_path / "whole", folder)
+    for given in ("SIGINT", "KILL", "SIGNOPE", 0):
+        with pytest.raises(ValueError, match=rf"'stop_signals' .* but got {given!r} instead"):
+            write_window_store(slow_stream(5), folder, stop_signals=[given])
+
+
+def test_a_build_into_a_locked_folder_is_refused_before_any_work(tmp_path):
+    from braindecode_pars._lock import FolderLockedError, folder_lock
+
+    with folder_lock(tmp_path / "out", "pretraining"):
+        with pytest.raises(FolderLockedError, match=rf"in use by process {os.getpid()} \(pre"):
+            write_window_store(slow_stream(2), tmp_path / "out")
+        assert os.listdir(tmp_path / "out") == [".lock"]
+
+
+def dying_reader(parent, seed):
+    """A recording whose reading kills a worker process (as the out-of-memory killer)."""
+    if os.getpid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return slow_reader(seed)
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("on_error", ["skip", "raise"])
+def test_a_dead_worker_is_named_and_its_recording_skipped_or_refused(tmp_path, on_error):
+    stream = stream_with(6, {3: functools.partial(dying_reader, os.getpid(), 3)})
+    store_build.PARENT_HELPS, helps = False, store_build.PARENT_HELPS
+    try:
+        if on_error == "raise":
+            with pytest.raises(ValueError, match="Cannot store 'Recording 3': its worker process"):
+                write_window_store(stream, tmp_path / "store", jobs=2)
+            return
+        write_window_store(stream, tmp_path / "store", jobs=2, on_error="skip")
+    finally:
+        store_build.PARENT_HELPS = helps
+    _, _, info = read_window_store(tmp_path / "store")
+    assert [s["recording"] for s in info["skipped"]] == ["Recording 3"]
+    assert "worker process died" in info["skipped"][0]["reason"]
+    assert info["n_recordings"] == 5
+    write_window_store(stream_with(6, {3: stop_reader}), tmp_path / "one", on_error="skip")
+    for name in ("data.f32", "index.npz"):
+        assert filecmp.cmp(tmp_path / "store" / name, tmp_path / "one" / name, shallow=False)

@@ -159,6 +159,15 @@ def _store_parser(sub):
         "is the same whatever their number",
     )
     store.add_argument(
+        "--stop-signal",
+        action="append",
+        default=[],
+        metavar="SIGNAL",
+        help="a signal that, as SIGTERM does, stops the build once the recording being "
+        "written is stored, for the same command to resume (e.g. USR1, for SLURM's "
+        "--signal=USR1@60); repeat for several",
+    )
+    store.add_argument(
         "--dtype",
         default="float32",
         choices=["float32", "float16"],

@@ -11,6 +11,7 @@ stays fast.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -154,7 +155,8 @@ def exclusions(args):
 
 
 #: The ``store`` flags that do not change the store (left out of its recorded settings).
-_NOT_SETTINGS = ("func", "command", "out", "overwrite", "jobs", "on_error", "verbose")
+_NOT_SETTINGS = ("func", "command", "out", "overwrite", "jobs", "on_error", "verbose",
+                 "stop_signal")  # fmt: skip
 
 
 def store_settings(args):
@@ -169,12 +171,23 @@ def _store(args):
     memory-mappable window store for pretraining, one recording at a time."""
     import json
 
+    from .._lock import FolderLockedError
     from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
     from ..datasets.pretraining_views import recording_windows
-    from ..datasets.store import StoreMismatchError
+    from ..datasets.store import (
+        StoreBuildStopped,
+        StoreDataLostError,
+        StoreMismatchError,
+        StoreWriteError,
+        _signal_number,
+    )
 
     if args.jobs < 1:
         raise SystemExit(f"braindecode-pars store: --jobs must be at least 1, but got {args.jobs}.")
+    try:
+        stop_signals = ["SIGTERM", *[_signal_number(s, "--stop-signal") for s in args.stop_signal]]
+    except ValueError as err:
+        raise SystemExit(f"braindecode-pars store: {err}") from None
     windows = recording_windows(lazy=True, **_recording_options(args))
     if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
@@ -204,7 +217,18 @@ def _store(args):
             jobs=args.jobs,
             on_error=args.on_error,
             settings=store_settings(args),
+            stop_signals=stop_signals,
         )
+    except FolderLockedError as err:
+        raise SystemExit(f"braindecode-pars store: --out {err}") from None
+    except StoreBuildStopped as err:
+        sys.stderr.write(
+            f"braindecode-pars store: stopped by {err.signal} after {err.done} recordings; "
+            f"they are kept in '{args.out}'. Run the same command to resume.\n"
+        )
+        raise SystemExit(128 + int(getattr(signal, err.signal))) from None
+    except (StoreWriteError, StoreDataLostError) as err:
+        raise SystemExit(f"braindecode-pars store: {err}") from None
     except StoreMismatchError as err:
         listed = _differences(err, _store_flag)
         raise SystemExit(

@@ -58,23 +58,31 @@ from pathlib import Path
 import numpy as np
 
 from .._checks import check_int, check_option
+from .._lock import folder_lock
 from .store_build import (  # noqa: F401 (the helpers single_channel reads from here)
     _BUILD,
     _JOURNAL,
     _PART,
     DATA_FILES,
     STORE_DTYPES,
+    StoreBuildStopped,
+    StoreDataLostError,
     StoreMismatchError,
+    StoreWriteError,
     _check_same_sfreq,
     _describe,
     _differences,
     _eeg_picks,
+    _fingerprint,
     _fsync_append,
     _Progress,
     _read_float32,
     _read_journal,
     _results,
+    _signal_number,
+    _StopSignals,
     _units,
+    _write_error,
     float16_scale,
 )
 
@@ -112,6 +120,7 @@ def write_window_store(
     jobs=1,
     on_error="raise",
     settings=None,
+    stop_signals=("SIGTERM",),
 ):
     """Write braindecode windows to a store folder, one recording at a time; resumable.
 
@@ -153,6 +162,16 @@ def write_window_store(
         What made the windows (the command's options), recorded in ``info.json``; a
         later call resumes a build only with the same settings, ``dtype`` and
         recordings, and with the same ``settings`` returns a complete store as it is.
+        Windows in memory (not a stream) resume only where each recording already
+        stored has the description, number of windows and of samples of the one given.
+    stop_signals : iterable of str | int
+        Signals (names such as ``"SIGUSR1"``, or numbers) that stop the build at the end
+        of the recording being written, with :class:`StoreBuildStopped`, instead of
+        ending the process: a cluster's scheduler sends SIGTERM before it kills a job
+        (and, asked, a signal of the job's choosing first, e.g. SLURM's
+        ``--signal=USR1@60``). Handled when called from the main thread. Ctrl-C
+        (SIGINT) is not one: it raises ``KeyboardInterrupt`` at once, and what was
+        committed before is kept as well. ``()``: none.
 
     Returns
     -------
@@ -162,10 +181,19 @@ def write_window_store(
     ------
     StoreMismatchError
         When ``path`` holds an unfinished build with other settings (the message lists
-        them), unless ``overwrite``.
+        them), or of other windows in memory, unless ``overwrite``.
     FileExistsError
         When ``path`` holds a complete store of other (or no) ``settings``, unless
         ``overwrite``.
+    FolderLockedError
+        When another process builds a store in ``path`` (the message names it); nothing
+        is done.
+    StoreBuildStopped
+        When a stop signal stopped the build; the same call resumes it.
+    StoreWriteError
+        When a write fails (a full disk, a file size limit); the same call resumes.
+    StoreDataLostError
+        When an unfinished build's data file is shorter than its journal says.
 
     Examples
     --------
@@ -176,21 +204,32 @@ def write_window_store(
     check_option("dtype", dtype, tuple(STORE_DTYPES))
     check_int("jobs", jobs, 1)
     check_option("on_error", on_error, ("raise", "skip"))
+    if isinstance(stop_signals, str | int):
+        stop_signals = (stop_signals,)
+    signals = tuple(dict.fromkeys(_signal_number(s) for s in stop_signals))
     path = Path(path)
     code = STORE_DTYPES[dtype]
     settings = None if settings is None else json.loads(json.dumps(settings, default=str))
     units, total, names, parallel = _units(windows)
     source = None if names is None else hashlib.sha1("\n".join(names).encode()).hexdigest()
     build = {"format": STORE_FORMAT, "dtype": code, "source": source, "settings": settings}
+    with folder_lock(path, "a store build"), _StopSignals(signals) as stop:
+        return _build(windows, path, overwrite, build, units, total, parallel, jobs, on_error,
+                      stop)  # fmt: skip
+
+
+def _build(windows, path, overwrite, build, units, total, parallel, jobs, on_error, stop):
+    """:func:`write_window_store` once its arguments are checked and its folder locked."""
+    code, settings = build["dtype"], build["settings"]
     if (path / "index.npz").exists() and not overwrite:
         info = json.loads((path / "info.json").read_text())
         if settings is not None and info.get("build") == build:
+            _check_complete(path)
             for name in (_BUILD, _JOURNAL, _PART):  # left by a build stopped at its end
                 (path / name).unlink(missing_ok=True)
             logger.info("The store at %s is complete: nothing to do.", path)
             return path
         raise FileExistsError(f"A window store exists at '{path}'; pass overwrite=True.")
-    path.mkdir(parents=True, exist_ok=True)
     if overwrite or not (path / _BUILD).exists():
         _clear(path)
         _dump_json(path / _BUILD, build)
@@ -222,12 +261,15 @@ def write_window_store(
             "process writes them.",
             jobs,
         )
+    units = _same_windows(units, entries, path)
     progress = _Progress(total, len(entries))
     try:
         with open(path / _PART, "ab") as data, open(path / _JOURNAL, "ab") as journal:
-            results = _results(units, len(entries), jobs, parallel, code, on_error)
+            results = _results(units, len(entries), jobs, parallel, code, on_error, stop.signals)
             for position, prepared in results:
                 entry = {"unit": position}
+                if "source" in prepared:
+                    entry["source"] = prepared["source"]
                 if "skipped" in prepared:
                     entry.update(skipped=prepared["skipped"], read=prepared["read"])
                     for item in prepared["skipped"]:
@@ -245,7 +287,7 @@ def write_window_store(
                             )
                             continue
                         n_chans, n_times = rec["data"].shape
-                        _fsync_append(data, np.ascontiguousarray(rec["data"]).data)  # no copy
+                        _append(data, np.ascontiguousarray(rec["data"]).data, path)  # no copy
                         meta = {k: rec[k] for k in ("sfreq", "scale", "clipped", "windows",
                                                     "ch_names", "description",
                                                     "preprocessing")}  # fmt: skip
@@ -260,12 +302,77 @@ def write_window_store(
                         )  # fmt: skip
                 del prepared  # let the recording go before the next one is read
                 line = json.dumps(entry, default=str) + "\n"
-                _fsync_append(journal, line.encode())
+                _append(journal, line.encode(), path)
                 entries.append(entry)
                 progress.update()
+                if stop.received and (total is None or len(entries) < total):
+                    results.close()  # ends the workers now
+                    raise StoreBuildStopped(
+                        f"The store build in '{path}' stopped on {stop.received} after "
+                        f"{len(entries)} of {total if total is not None else 'its'} "
+                        "recordings; they are kept: call again with the same settings (the "
+                        "same command) to resume.",
+                        stop.received,
+                        len(entries),
+                    )
     finally:
         progress.close()
-    return _finish(path, entries, pre_skipped, build, code, sfreq)
+    try:
+        return _finish(path, entries, pre_skipped, build, code, sfreq)
+    except StoreDataLostError:
+        raise
+    except OSError as err:
+        raise _write_error(path, err) from err
+
+
+def _append(f, data, path):
+    """Append ``data`` to ``f`` and flush it to disk, a failure as :class:`StoreWriteError`."""
+    try:
+        _fsync_append(f, data)
+    except OSError as err:
+        raise _write_error(path, err) from err
+
+
+def _same_windows(units, entries, path):
+    """``units``, each windows in memory already stored (journaled) checked against the
+    journal's fingerprint first (:class:`StoreMismatchError`), before any is written."""
+    for position, unit in enumerate(units):
+        if position < len(entries) and unit[0] == "windows":
+            saved = entries[position].get("source")
+            if saved != _fingerprint(unit[1]):
+                raise StoreMismatchError(
+                    f"'{path}' holds an unfinished store build of other windows: item "
+                    f"{position} of 'windows' differs from the one stored there (its "
+                    "descriptions, numbers of windows or samples). Give the windows it was "
+                    "started with to resume it, or pass overwrite=True to start again.",
+                    {"source": (saved, "other windows")},
+                )
+        yield unit
+
+
+def _data_bytes(shapes, code):
+    """Bytes of the data of recordings ``(offset, n_chans, n_times)`` in dtype ``code``."""
+    end = max((offset + n_chans * n_times for offset, n_chans, n_times in shapes), default=0)
+    return end * np.dtype(code).itemsize
+
+
+def _check_complete(path, info=None, shapes=None):
+    """Refuse (:class:`StoreDataLostError`) a store whose data file is not the size its
+    index describes."""
+    if info is None:
+        info = json.loads((path / "info.json").read_text())
+    if shapes is None:
+        shapes = np.load(path / "index.npz")["recordings"].tolist()
+    data_file = path / info.get("data_file", DATA_FILES.get(info["dtype"], "data.f32"))
+    size = data_file.stat().st_size if data_file.exists() else None
+    expected = _data_bytes(shapes, info["dtype"])
+    if size != expected:
+        held = "no such file" if size is None else f"{size} bytes"
+        raise StoreDataLostError(
+            f"The window store at '{path}' is damaged: its index describes {expected} bytes "
+            f"of data but {data_file.name} holds {held}. Write it again with "
+            "write_window_store(..., overwrite=True) (the command's --overwrite)."
+        )
 
 
 def _finish(path, entries, pre_skipped, build, code, sfreq):
@@ -291,6 +398,12 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
         detail = f" ({len(skipped)} skipped: {skipped[0]['reason']}...)" if skipped else ""
         raise ValueError(f"'windows' holds no window: nothing to write{detail}.")
     data_file = DATA_FILES[code]
+    expected, size = _data_bytes(shapes, code), (path / _PART).stat().st_size
+    if size != expected:  # the build's own bookkeeping: never expected
+        raise StoreDataLostError(
+            f"The store build in '{path}' wrote {size} bytes of data where its journal "
+            f"names {expected}; it is not complete. Start it again with overwrite=True."
+        )
     os.replace(path / _PART, path / data_file)
     _dump_json(path / "recordings.json", recordings)
     info = {
@@ -362,6 +475,7 @@ def read_window_store(path, descriptions=True):
             f"{' or '.join(map(str, READABLE_FORMATS))}: write it again with "
             "write_window_store (or 'braindecode-pars store')."
         )
+    _check_complete(path, info, arrays["recordings"].tolist())
     data_file = info.get("data_file", DATA_FILES.get(info["dtype"], "data.f32"))
     data = np.memmap(path / data_file, dtype=info["dtype"], mode="r")
     n_recordings = len(arrays["recordings"])

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import ctypes
+import hashlib
 import json
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -45,6 +48,11 @@ _BUILD, _JOURNAL, _PART = "build.json", "journal.jsonl", "data.part"
 PARENT_HELPS = True
 #: Seconds between two progress lines in a log file (no terminal to draw a bar on).
 PROGRESS_SECONDS = 30.0
+#: Seconds between two looks of a worker process at its parent (where the kernel cannot
+#: end it with its parent: no ``PR_SET_PDEATHSIG`` outside Linux).
+WATCH_SECONDS = 1.0
+#: Linux's ``prctl`` option that sends a signal to a process when its parent ends.
+_PR_SET_PDEATHSIG = 1
 
 
 def _eeg_picks(info, what):
@@ -154,7 +162,11 @@ def preprocessing_text(ds):
 
 
 def _prepare_dataset(ds, what, code):
-    """One windows dataset as the store holds it: a dict of its data and metadata."""
+    """One windows dataset as the store holds it: a dict of its data and metadata.
+
+    A recording holding NaN samples is refused (``ValueError`` counting them): one
+    NaN in a batch makes every weight NaN at the optimiser's first step.
+    """
     raw = getattr(ds, "raw", None)
     if raw is None or getattr(ds, "crop_inds", None) is None:
         raise ValueError(
@@ -163,7 +175,16 @@ def _prepare_dataset(ds, what, code):
             "create_windows_from_events (use_mne_epochs=False)."
         )
     picks = _eeg_picks(raw.info, what)
-    data, scale, clipped = _encode(_read_float32(raw, picks), code)
+    array = _read_float32(raw, picks)
+    nan = int(np.count_nonzero(np.isnan(array)))
+    if nan:
+        raise ValueError(
+            f"{what} holds {nan} NaN samples (of {array.size}); pretraining on them makes "
+            "every weight NaN at the first step. Repair or remove it, or skip it "
+            "(on_error='skip', the command's --on-error skip)."
+        )
+    data, scale, clipped = _encode(array, code)
+    del array
     crops = np.asarray(ds.crop_inds, dtype=np.int64).reshape(-1, 3)[:, 1:]
     return {
         "what": what,
@@ -187,16 +208,47 @@ def _task_name(task, position):
     return f"Recording {position}"
 
 
+class _NotWindows(TypeError):
+    """An item of the windows given is not braindecode windows (the caller's mistake,
+    raised whatever ``on_error``; a reader's own ``TypeError`` is a recording's fault)."""
+
+
+def _fingerprint(windows):
+    """What identifies windows in memory without reading their data: a hash of each
+    recording's description, number of windows and number of samples."""
+    parts = []
+    for ds in windows.datasets:
+        description = getattr(ds, "description", None)
+        description = {} if description is None else description.to_dict()
+        raw = getattr(ds, "raw", None)
+        parts.append([description, len(ds), getattr(raw, "n_times", None)])
+    text = json.dumps(parts, default=str, sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def _check_windows(windows, position):
+    """``windows`` (an item of the windows given), or :class:`_NotWindows`."""
+    if not isinstance(windows, BaseConcatDataset):
+        raise _NotWindows(
+            f"Item {position} of 'windows' must be braindecode windows (a "
+            f"BaseConcatDataset), but got {type(windows).__name__}."
+        )
+    return windows
+
+
 def _prepare(unit, position, code, on_error):
     """The store's part of one unit (a stream's task, or windows in memory).
 
     Returns ``{"recordings": [...]}`` or, when the unit cannot be stored and
-    ``on_error`` is ``"skip"``, ``{"skipped": [{"recording", "reason"}], "read": bool}``.
-    Runs in a worker process for a stream's task when ``jobs > 1``.
+    ``on_error`` is ``"skip"``, ``{"skipped": [{"recording", "reason"}], "read": bool}``;
+    windows in memory add ``"source"``, their :func:`_fingerprint`. Runs in a worker
+    process for a stream's task when ``jobs > 1``.
     """
     kind, payload = unit
     name = _task_name(payload, position) if kind == "task" else None
     read = kind != "task"
+    source = _fingerprint(_check_windows(payload, position)) if kind == "windows" else None
+    done = {} if source is None else {"source": source}
     try:
         if kind == "task":
             windows = _task_windows(*payload)
@@ -206,21 +258,17 @@ def _prepare(unit, position, code, on_error):
                 return {"skipped": [{"recording": name, "reason": reason}], "read": True}
         else:
             windows = payload
-        if not isinstance(windows, BaseConcatDataset):
-            raise TypeError(
-                f"Item {position} of 'windows' must be braindecode windows (a "
-                f"BaseConcatDataset), but got {type(windows).__name__}."
-            )
+        _check_windows(windows, position)
         recordings = []
         for ds in windows.datasets:
             what = _describe(ds, position)
             if name is not None:
                 what = f"{what} of '{name}'" if what.startswith("Recording") else what
             recordings.append(_prepare_dataset(ds, what, code))
-        return {"recordings": recordings, "pid": os.getpid()}
-    except TypeError:
+        return dict(done, recordings=recordings, pid=os.getpid())
+    except _NotWindows:
         raise
-    except Exception as err:  # readers raise ValueError, OSError, RuntimeError...
+    except Exception as err:  # readers raise ValueError, OSError, RuntimeError, TypeError...
         if on_error == "raise":
             if name is None:  # windows in memory: the message names the recording
                 raise
@@ -230,8 +278,8 @@ def _prepare(unit, position, code, on_error):
                 "be stored, each listed with its reason in the store's info.json."
             ) from err
         what = name or f"Item {position}"
-        return {"skipped": [{"recording": what, "reason": f"{type(err).__name__}: {err}"}],
-                "read": read}  # fmt: skip
+        return dict(done, skipped=[{"recording": what, "reason": f"{type(err).__name__}: {err}"}],
+                    read=read)  # fmt: skip
 
 
 def _task_windows(read, windower, description):
@@ -263,14 +311,52 @@ def _units(windows):
     )
 
 
-def _worker_start():
-    """Worker processes use one thread each: the processes are the parallelism."""
+def _worker_start(parent=None, ignored=()):
+    """Start a worker process: it ends with its parent, leaves the ``ignored`` signals
+    (the build's stop signals: the parent stops the build, and ends its workers) and
+    uses one thread (the processes are the parallelism).
+
+    ``parent`` is the build's process id where it started the worker itself (not a
+    forkserver's child): a worker whose parent has already ended ends at once.
+    """
+    for number in ignored:
+        signal.signal(number, signal.SIG_IGN)
+    _end_with_parent(parent)
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)  # the libraries loaded before these variables were set
     logging.getLogger("mne").setLevel(logging.ERROR)
+
+
+def _end_with_parent(parent):
+    """Make this worker end when its parent does, whatever ends the parent (SIGKILL
+    included): on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``); elsewhere,
+    and in case that fails, a thread checks every :data:`WATCH_SECONDS` that its
+    parent is still the same and ends the process when not. Under a forkserver the
+    parent is the forkserver, which ends when the build's process does."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+                logger.debug("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+        except (OSError, AttributeError) as err:
+            logger.debug("No prctl (%s): the parent watchdog alone ends this worker.", err)
+    ppid = os.getppid()
+    if parent is not None and ppid != parent:  # the parent ended before prctl
+        os._exit(1)
+    watchdog = threading.Thread(
+        target=_watch_parent, args=(ppid,), daemon=True, name="store-parent-watchdog"
+    )
+    watchdog.start()
+
+
+def _watch_parent(ppid):
+    """End this process as soon as its parent is no longer ``ppid`` (it ended)."""
+    while os.getppid() == ppid:
+        time.sleep(WATCH_SECONDS)
+    os._exit(1)
 
 
 def _worker_context():
@@ -292,7 +378,47 @@ def _warm():
     return os.getpid()
 
 
-def _results(units, start, jobs, parallel, code, on_error):
+def _pool(jobs, context, ignored):
+    """A pool of ``jobs`` worker processes (:func:`_worker_start`)."""
+    parent = None if context.get_start_method() == "forkserver" else os.getpid()
+    return concurrent.futures.ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_worker_start, initargs=(parent, tuple(ignored))
+    )
+
+
+def _end_pool(pool):
+    """End a pool's workers now (SIGKILL: they leave the stop signals), not after the
+    units they prepare, which a stopped build prepares again when it resumes."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _prepare_alone(unit, position, context, ignored, code, on_error):
+    """Prepare ``unit`` in a worker of its own, after a worker died while it and others
+    were prepared: the unit that kills its worker again is named, and skipped or
+    refused per ``on_error``, so that a resumed build does not die there again."""
+    pool = _pool(1, context, ignored)
+    try:
+        return pool.submit(_prepare, unit, position, code, on_error).result()
+    except concurrent.futures.process.BrokenProcessPool:
+        name = _task_name(unit[1], position)
+        reason = (
+            "its worker process died while preparing it (killed, e.g. by the "
+            "out-of-memory killer, or crashed)"
+        )
+        if on_error == "raise":
+            raise ValueError(
+                f"Cannot store '{name}': {reason}. Remove it, or pass on_error='skip' (the "
+                "command's --on-error skip) to leave out what cannot be stored, each listed "
+                "with its reason in the store's info.json."
+            ) from None
+        return {"skipped": [{"recording": name, "reason": reason}], "read": False}
+    finally:
+        _end_pool(pool)
+
+
+def _results(units, start, jobs, parallel, code, on_error, ignored=()):
     """``(position, prepared)`` of every unit from ``start`` on, in their order.
 
     With ``jobs > 1`` (and units that workers can take) ``jobs`` processes prepare
@@ -300,7 +426,10 @@ def _results(units, start, jobs, parallel, code, on_error):
     results is the units' whatever the order they finish in. Until the first worker
     has started (where workers start by the forkserver, in seconds: it imports the
     libraries once) this process prepares the units itself instead of waiting
-    (``PARENT_HELPS``).
+    (``PARENT_HELPS``). The workers leave the ``ignored`` signals, end with this
+    process, and are ended (not waited for) when the results stop before the last
+    unit. A worker that dies (``BrokenProcessPool``) is replaced, and the units in
+    flight are prepared again each alone (:func:`_prepare_alone`).
     """
     if jobs == 1 or not parallel:
         for position, unit in enumerate(units):
@@ -309,9 +438,7 @@ def _results(units, start, jobs, parallel, code, on_error):
             del unit  # let the recording go before the next one is read
         return
     context = _worker_context()
-    pool = concurrent.futures.ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_worker_start
-    )
+    pool = _pool(jobs, context, ignored)
     warming = []  # the workers' first tasks
     if context.get_start_method() == "fork":  # workers start in milliseconds: wait
         warming.extend(pool.submit(_warm) for _ in range(jobs))
@@ -325,7 +452,28 @@ def _results(units, start, jobs, parallel, code, on_error):
                 pass
 
         threading.Thread(target=launch, daemon=True, name="store-workers").start()
-    running, submitted = collections.deque(), False
+    running, submitted, finished = collections.deque(), False, False
+
+    def collect():
+        """The next results and the pool to go on with (a new one after a death)."""
+        position, unit, future = running[0]
+        try:
+            prepared = future.result()
+        except concurrent.futures.process.BrokenProcessPool:
+            in_flight = list(running)
+            running.clear()
+            _end_pool(pool)
+            logger.warning(
+                "A worker process died while %d recordings were prepared (from %s); "
+                "preparing each of them again alone.",
+                len(in_flight), _task_name(unit[1], position),
+            )  # fmt: skip
+            done = [(p, _prepare_alone(u, p, context, ignored, code, on_error))
+                    for p, u, _ in in_flight]  # fmt: skip
+            return done, _pool(jobs, context, ignored)
+        running.popleft()
+        return [(position, prepared)], pool
+
     try:
         for position, unit in enumerate(units):
             if position < start:
@@ -335,19 +483,23 @@ def _results(units, start, jobs, parallel, code, on_error):
                 yield position, _prepare(unit, position, code, on_error)
                 continue
             submitted = True
-            running.append((position, pool.submit(_prepare, unit, position, code, on_error)))
-            del unit
-            while len(running) > 2 * jobs or (running and running[0][1].done()):
-                done, future = running.popleft()
-                yield done, future.result()
+            future = pool.submit(_prepare, unit, position, code, on_error)
+            running.append((position, unit, future))
+            del unit, future  # a stream's task is small: kept to prepare it again
+            while len(running) > 2 * jobs or (running and running[0][2].done()):
+                done, pool = collect()
+                yield from done
         while running:
-            done, future = running.popleft()
-            yield done, future.result()
+            done, pool = collect()
+            yield from done
+        finished = True
     finally:
-        for _, future in running:
+        for _, _, future in running:
             future.cancel()
-        if submitted:
+        if submitted and finished:
             pool.shutdown(wait=True, cancel_futures=True)
+        elif submitted:  # stopped (a stop signal, an error): its units are prepared again
+            _end_pool(pool)
         # else every unit was prepared here, and the workers, still starting, stop on
         # their own once started (the pool is let go without waiting for them)
 
@@ -434,7 +586,11 @@ def _differences(saved, given):
 
 def _read_journal(path, itemsize):
     """The complete lines of a build's journal, the journal and ``data.part`` truncated to
-    them (a line cut by a kill, and data written after the last line, are dropped)."""
+    them (a line cut by a kill, and data written after the last line, are dropped).
+
+    A ``data.part`` shorter than its journal says (or missing) is refused with
+    :class:`StoreDataLostError`: truncating would pad it with zeros.
+    """
     journal, entries, good = path / _JOURNAL, [], 0
     if journal.exists():
         with open(journal, "rb") as f:
@@ -456,10 +612,118 @@ def _read_journal(path, itemsize):
         for rec in entry.get("recordings", ()):
             end = max(end, rec["offset"] + rec["n_chans"] * rec["n_times"])
     part = path / _PART
+    size = part.stat().st_size if part.exists() else 0
+    if size < end * itemsize:
+        raise StoreDataLostError(
+            f"The unfinished store build in '{path}' has lost data: its journal names "
+            f"{end * itemsize} bytes of recordings but {_PART} holds {size} (removed or "
+            "cut outside the build). Start it again with overwrite=True (the command's "
+            "--overwrite)."
+        )
     if part.exists():
         with open(part, "r+b") as f:
             f.truncate(end * itemsize)
     return entries, end
+
+
+class StoreDataLostError(ValueError):
+    """An unfinished build's (or a store's) data file is shorter than its journal (or
+    index) describes."""
+
+
+class StoreBuildStopped(Exception):
+    """A store build stopped by a stop signal at a recording's end; the same call resumes.
+
+    ``signal`` is the signal's name (``"SIGTERM"``), ``done`` the units committed.
+    """
+
+    def __init__(self, message, signal_name, done):
+        super().__init__(message)
+        self.signal = signal_name
+        self.done = done
+
+
+class StoreWriteError(OSError):
+    """Writing a store failed (a full disk, a quota, a file size limit); what was
+    committed before is kept. ``errno`` is the failed write's."""
+
+
+def _write_error(path, err):
+    """:class:`StoreWriteError` of a failed write ``err`` in store folder ``path``."""
+    what = err.strerror or str(err)
+    out = StoreWriteError(
+        f"Cannot write the store in '{path}': {what} (errno {err.errno}): a full disk, a "
+        "quota or a file size limit (ulimit -f)? The recordings committed before are kept: "
+        "make room and call again with the same settings (the same command) to resume."
+    )
+    out.errno = err.errno
+    return out
+
+
+def _signal_number(value, name="stop_signals"):
+    """The number of a stop signal given by name (``"SIGUSR1"``, ``"USR1"``) or number,
+    or ``ValueError`` naming ``name``; SIGINT (Ctrl-C) and those no handler can catch
+    are refused."""
+    allowed = sorted(
+        s.name for s in signal.Signals if s.name not in ("SIGINT", "SIGKILL", "SIGSTOP")
+    )
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str):
+        text = value.strip().upper()
+        if text.isdigit():
+            number = int(text)
+        else:
+            found = getattr(signal.Signals, text if text.startswith("SIG") else "SIG" + text, None)
+            number = None if found is None else int(found)
+    try:
+        sig = signal.Signals(number)
+    except ValueError:
+        sig = None
+    if sig is None or sig.name not in allowed:
+        raise ValueError(
+            f"Invalid value for the '{name}' parameter. Allowed values are the names or "
+            "numbers of signals (SIGTERM, SIGUSR1, USR2, 10...) but SIGINT (Ctrl-C ends a "
+            f"build at once, as any command), SIGKILL and SIGSTOP, but got {value!r} instead."
+        )
+    return int(sig)
+
+
+class _StopSignals:
+    """While entered, the ``signals`` set :attr:`received` (the build ends at the next
+    recording's end) instead of ending the process, and SIGXFSZ (a file size limit) is
+    ignored, so that a write past the limit fails with a message instead of killing the
+    process. Signal handlers can only be set from the main thread: elsewhere this does
+    nothing."""
+
+    def __init__(self, signals):
+        self.signals, self.received, self._saved = tuple(signals), None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            logger.debug("Not in the main thread: the stop signals are not handled.")
+            return self
+        for number in self.signals:
+            self._saved[number] = signal.signal(number, self._receive)
+        if hasattr(signal, "SIGXFSZ"):
+            self._saved[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        return self
+
+    def _receive(self, number, frame):
+        if self.received is None:
+            self.received = signal.Signals(number).name
+            logger.warning(
+                "%s received: the store build stops once the recording it writes is "
+                "committed, for the same call to resume.",
+                self.received,
+            )
+
+    def __exit__(self, *exc):
+        for number, handler in self._saved.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        self._saved = {}
+        return False
 
 
 def _fsync_append(f, data):
