@@ -14,6 +14,7 @@ import argparse
 import logging
 import warnings
 
+from ..pretrained import DEFAULT_ENCODER
 from ._commands import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
 from ._demo_command import _demo, read_config
 
@@ -113,7 +114,7 @@ def _demo_parser(sub):
     demo = _command(sub, _demo)
     demo.add_argument("--out", default="results/demo", help="output folder")
     demo.add_argument(
-        "--encoder", help="shipped encoder name or saved encoder (default: pars-small-v2)"
+        "--encoder", help=f"shipped encoder name or saved encoder (default: {DEFAULT_ENCODER})"
     )
     demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
     demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")

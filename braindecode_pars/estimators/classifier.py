@@ -27,16 +27,15 @@ from ..datasets.sklearn_io import (
     load_encoder_param,
     read_input,
 )
+from ..hub import DEFAULT_ENCODER
 from ..probe.estimator import PARSProbe
 from ..training._seeding import fit_seed
 from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
 
-#: The encoder of a new PARSClassifier's default head: the newest shipped PARS encoder.
-DEFAULT_ENCODER = "pars-small-v2"
-#: ``encoder``'s default: :data:`DEFAULT_ENCODER` for the default head, a given head's own
-#: ``encoder`` otherwise.
+#: ``encoder``'s default: :data:`~braindecode_pars.hub.DEFAULT_ENCODER` for the default
+#: head, a given head's own ``encoder`` otherwise.
 DEFAULT = "default"
 
 #: The methods of the head that PARSClassifier's methods of the same name call.
