@@ -14,7 +14,6 @@ import argparse
 import logging
 import warnings
 
-from ..pretrained import DEFAULT_ENCODER
 from ._commands import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
 from ._demo_command import _demo, read_config
 
@@ -111,6 +110,8 @@ def _recording_flags(parser):
 
 def _demo_parser(sub):
     """The parser of ``demo``."""
+    from ..pretrained import DEFAULT_ENCODER  # a name: imports nothing
+
     demo = _command(sub, _demo)
     demo.add_argument("--out", default="results/demo", help="output folder")
     demo.add_argument(
@@ -142,7 +143,14 @@ def _store_parser(sub):
         help="their runs (the baselines and executed movements: no imagery)",
     )
     store.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
-    store.add_argument("--window-seconds", type=float, default=30.0, help="window length")
+    store.add_argument(
+        "--window-seconds",
+        type=float,
+        help="window length (default: 10, the shipped encoders' stores and pretrain's "
+        "crops; 30 with --ysyw or --tueg, the paper's windows, which pretrain --paper "
+        "crops); pretrain draws its --window-seconds crops inside these windows, so they "
+        "must not be shorter",
+    )
     store.add_argument(
         "--stride-seconds", type=float, default=5.0, help="step between window starts"
     )
@@ -167,6 +175,14 @@ def _store_parser(sub):
         "scaled by a power of two to keep 11 significant bits",
     )
     store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
+    store.add_argument(
+        "--braindecode-dataset",
+        help="a braindecode BaseConcatDataset saved with its save(folder) (read with "
+        "braindecode.datautil.load_concat_dataset): raws, cut into --window-seconds "
+        "windows every --stride-seconds, or windows, stored as they are; stored at its "
+        "own rate, with no preprocessing (the --sfreq, --l-freq, --h-freq, --notch-freq "
+        "and channel flags are for --recordings)",
+    )
     store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
     _preprocessing_flags(store)
     store.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
