@@ -268,7 +268,8 @@ def _pretrain_parser(sub):
         "--threads",
         type=int,
         help="torch CPU threads (default: the cores not busy when the command starts, "
-        "os.cpu_count() minus the 1-minute load average, at least 1)",
+        "measured over a tenth of a second, at least 1; the estimators' fits choose "
+        "theirs the same way)",
     )
     pre.add_argument(
         "--keep-freed-memory",

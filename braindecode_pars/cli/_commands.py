@@ -112,16 +112,13 @@ def pretrain_settings(args, world_size=1):
 
 
 def idle_cores():
-    """The CPU cores not busy now: ``os.cpu_count()`` minus the 1-minute load average,
-    at least 1 (torch's default, every core, runs many times slower when other
-    processes hold some of them: its threads wait on each other)."""
-    import os
+    """The CPU cores not busy now, at least 1 (torch's default, every core, runs many
+    times slower when other processes hold some of them: its threads wait on each
+    other): :func:`braindecode_pars._threads.idle_cores`, which the estimators' fits
+    use too."""
+    from .._threads import idle_cores as measured
 
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # no load average on this system
-        busy = 0.0
-    return max(1, int((os.cpu_count() or 1) - busy + 0.5))
+    return measured()
 
 
 def _recording_options(args):

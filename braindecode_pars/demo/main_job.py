@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._threads import with_fit_threads
 from ..datasets.adapters import read_windows
 from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
@@ -126,6 +127,7 @@ def _shift_matrix_figure(config, windows, out):
     return skill
 
 
+@with_fit_threads
 def run_demo(out="results/demo", config=None):
     """Run the main job; write tables and figures to ``out``.
 

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
 from .._logging import verbose_logging
+from .._threads import with_fit_threads
 from ..datasets.sklearn_io import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
@@ -310,6 +311,7 @@ class PARSClassifier(
             )
 
     # -- fit -----------------------------------------------------------------------------
+    @with_fit_threads
     def fit(self, X, y=None, groups=None, *, X_target_unlabeled=None, **fit_params):
         """Read the windows once, fit the encoder stage, then the head over its encoder.
 

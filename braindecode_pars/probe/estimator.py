@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 
 from .._checks import check_device, check_int, check_option
 from .._params import fill_doc, store_params
+from .._threads import with_fit_threads
 from ..datasets.adapters import _window_scale
 from ..datasets.sklearn_io import (
     _GroupsTransformerMixin,
@@ -204,6 +205,7 @@ class PARSProbe(
         )
 
     @fill_doc
+    @with_fit_threads
     def fit(self, X, y=None, groups=None):
         """Read the windows once, compute the blocks once and fit the recipe.
 
