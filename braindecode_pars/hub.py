@@ -1,7 +1,9 @@
 """Encoders on disk: the shipped ones by name, saving, loading, and exporting a run.
 
 - :data:`PRETRAINED_ENCODERS`, :func:`pretrained_path`: the encoders shipped with the
-  package, in the package-data folder ``braindecode_pars/pretrained/<name>/``;
+  package, in the package-data folder ``braindecode_pars/pretrained/<name>/``, and
+  :data:`DEFAULT_ENCODER`, the one every default names (both defined in
+  :mod:`braindecode_pars.pretrained`);
 - :func:`save_encoder`, :func:`load_encoder`: one :class:`PatchEncoder` in one file,
   or (loading) a shipped name or a folder in braindecode's Hugging Face layout;
 - ``encoder.save_pretrained(folder)`` (braindecode's) and :func:`load_encoder` or
@@ -33,13 +35,9 @@ from .models.card import model_card
 from .models.encoder import PatchEncoder
 from .models.encoder_config import PatchEncoderConfig
 from .models.pretext import PRETEXT_SETTINGS
+from .pretrained import DEFAULT_ENCODER, PRETRAINED_ENCODERS  # noqa: F401 (hub.DEFAULT_ENCODER)
 
 logger = logging.getLogger(__name__)
-
-#: Names of the shipped encoders: ``pars-small`` (55 channel-hours of 29 people, 14,960
-#: steps; kept for reproducibility) and ``pars-small-v2`` (the same size on 89.5
-#: channel-hours of 94 people and three kinds of device, 42,336 steps).
-PRETRAINED_ENCODERS = ("pars-small", "pars-small-v2")
 
 
 def pretrained_path(name):

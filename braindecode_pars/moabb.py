@@ -13,7 +13,7 @@ any of MOABB's evaluations can score it::
     from moabb.evaluations import CrossSessionEvaluation
     from braindecode_pars.moabb import moabb_pipeline
 
-    pipelines = {"PARS": moabb_pipeline("pars-small", sfreq=dataset_sfreq)}
+    pipelines = {"PARS": moabb_pipeline("pars-small-v2", sfreq=dataset_sfreq)}
     CrossSessionEvaluation(paradigm=paradigm, datasets=[dataset]).process(pipelines)
 
 In ``CrossSubjectEvaluation(cs_mode="train_and_target_unlabeled_20p")`` (and the other
@@ -37,6 +37,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._checks import check_option
+from .hub import DEFAULT_ENCODER
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +53,9 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     estimator : estimator | None
         The classifier to fit on the prepared trials (any classifier of windows, the
         floors of :mod:`braindecode_pars.probe.baselines` too). None:
-        ``PARSClassifier(encoder="pars-small", verbose=0)``. When it, or a step of it, has
-        an ``sfreq`` parameter left as None, the adapter sets it to the rate it hands over.
+        ``PARSClassifier(encoder=DEFAULT_ENCODER, verbose=0)`` (``"pars-small-v2"``). When
+        it, or a step of it, has an ``sfreq`` parameter left as None, the adapter sets it to
+        the rate it hands over.
     sfreq : float | None
         Sampling rate of array input (MOABB's ``dataset.interval`` trials keep the
         dataset's rate, e.g. 160 Hz for ``PhysionetMI``); read from ``mne.Epochs``.
@@ -130,7 +132,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.estimator is None:
             from .estimators import PARSClassifier
 
-            estimator = PARSClassifier(encoder="pars-small", verbose=0)
+            estimator = PARSClassifier(encoder=DEFAULT_ENCODER, verbose=0)
         else:
             estimator = clone(self.estimator)
         # the estimator's own sfreq, or its steps' (a pipeline: the classical floors)
@@ -209,7 +211,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
 
 def moabb_pipeline(
-    encoder="pars-small",
+    encoder=DEFAULT_ENCODER,
     head=None,
     *,
     sfreq=None,
@@ -224,7 +226,8 @@ def moabb_pipeline(
     ----------
     encoder, head
         As :class:`~braindecode_pars.PARSClassifier` takes them: a shipped name
-        (``"pars-small"``), a ``PatchEncoder``, or a ``PARSPretrainer`` (pretraining in
+        (:data:`~braindecode_pars.hub.DEFAULT_ENCODER`, ``"pars-small-v2"``, by default),
+        a ``PatchEncoder``, or a ``PARSPretrainer`` (pretraining in
         each fit, on the training trials and, in MOABB's unlabelled-target
         cross-subject modes, the held-out subject's trials).
     sfreq : float | None

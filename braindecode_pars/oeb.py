@@ -34,10 +34,11 @@ from pathlib import Path
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .hub import _atomic_save, load_encoder
+from .hub import DEFAULT_ENCODER, _atomic_save, load_encoder
 from .models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
 from .models.encoder_config import PatchEncoderConfig
 from .models.multichannel import _channel_tokens
+from .models.signal_attributes import SignalAttributesMixin
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
 HEAD = "final_layer"
@@ -48,7 +49,7 @@ PEFT_TARGET_MODULES = ["qkv", "proj", "ff.0", "ff.3"]
 PEFT_FF_MODULES = ["ff.0", "ff.3"]
 
 
-class PARSBackbone(EEGModuleMixin, nn.Module):
+class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     """A PARS encoder as a braindecode model with a ``final_layer``, for OpenEEG-Bench.
 
     Every channel of a window goes through the same single-channel
@@ -75,7 +76,8 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
         dataset): other windows are refused, resample them first
         (:func:`~braindecode_pars.datasets.resample_windows`). None: the encoder's.
     encoder : str | Path | PatchEncoder | dict
-        - the name of a shipped encoder (``"pars-small"``, ``"pars-small-v2"``), or a
+        - the name of a shipped encoder (``"pars-small-v2"``, the default
+          :data:`~braindecode_pars.hub.DEFAULT_ENCODER`, or ``"pars-small"``), or a
           folder or file of a saved encoder (:func:`~braindecode_pars.load_encoder`):
           its architecture and weights;
         - a :class:`PatchEncoder`, used as it is (not copied);
@@ -88,7 +90,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
     --------
     >>> import torch
     >>> model = PARSBackbone(n_outputs=2, n_chans=3, n_times=400, sfreq=100,
-    ...                      encoder="pars-small")
+    ...                      encoder="pars-small-v2")
     >>> model(torch.randn(5, 3, 400)).shape
     torch.Size([5, 2])
     >>> model.features(torch.randn(5, 3, 400)).shape  # 3 channels x 64 features
@@ -103,7 +105,7 @@ class PARSBackbone(EEGModuleMixin, nn.Module):
         n_times=None,
         input_window_seconds=None,
         sfreq=None,
-        encoder="pars-small",
+        encoder=DEFAULT_ENCODER,
     ):
         if isinstance(encoder, dict):
             settings, pretrained = PatchEncoderConfig.from_size(encoder).asdict(), None
@@ -184,7 +186,7 @@ def save_checkpoint(encoder, path):
     return Path(path)
 
 
-def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
+def benchmark_kwargs(encoder=DEFAULT_ENCODER, checkpoint_path=f"{DEFAULT_ENCODER}-oeb.pt"):
     """The arguments of ``open_eeg_bench.benchmark`` for a saved or shipped encoder.
 
     Writes the checkpoint (:func:`save_checkpoint`) to ``checkpoint_path`` and returns
@@ -197,7 +199,7 @@ def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
         from braindecode_pars.oeb import benchmark_kwargs
 
         results = open_eeg_bench.benchmark(
-            **benchmark_kwargs("pars-small", "pars-small-oeb.pt"),
+            **benchmark_kwargs("pars-small-v2", "pars-small-v2-oeb.pt"),
             datasets=["bcic2a"], finetuning_strategies=["ridge_probe", "frozen"],
         )
 
@@ -232,7 +234,9 @@ def benchmark_kwargs(encoder="pars-small", checkpoint_path="pars-small-oeb.pt"):
     )
 
 
-def pretrained_backbone(encoder="pars-small", checkpoint_path="pars-small-oeb.pt", **overrides):
+def pretrained_backbone(
+    encoder=DEFAULT_ENCODER, checkpoint_path=f"{DEFAULT_ENCODER}-oeb.pt", **overrides
+):
     """OpenEEG-Bench's ``PretrainedBackbone`` config of an encoder (needs the extra).
 
     :func:`benchmark_kwargs` as the config that an ``open_eeg_bench.experiment.Experiment``

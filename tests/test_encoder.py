@@ -207,3 +207,62 @@ def test_a_run_record_of_an_earlier_version_reads_with_the_defaults():
     assert PatchEncoderConfig.from_record(record) == config
     with pytest.raises(ValueError, match=r"Unknown encoder settings \['width'\]"):
         PatchEncoderConfig.from_record({**record, "encoder.width": 3})
+
+
+def _signal_models():
+    """Each braindecode model of the package, built without the signal arguments that it
+    can do without (the encoder needs no window length; the others do)."""
+    from braindecode_pars import MultiChannelClassifier
+    from braindecode_pars.models import PARS
+    from braindecode_pars.oeb import PARSBackbone
+
+    from .conftest import TINY
+
+    encoder = PatchEncoder(sfreq=100, **TINY)
+    return {
+        "PatchEncoder": encoder,
+        "MultiChannelClassifier": MultiChannelClassifier(
+            n_chans=2, n_times=200, n_outputs=3, encoder=encoder, n_heads=4
+        ),
+        "PARS": PARS(n_times=500, encoder=encoder, n_patches=4),
+        "PARSBackbone": PARSBackbone(n_chans=2, n_times=200, n_outputs=3, encoder=encoder),
+    }
+
+
+_MISSING = ["n_outputs", "chs_info", "n_times", "input_window_seconds", "input_shape"]
+
+
+@pytest.mark.parametrize(
+    "model_name, missing",
+    [
+        pytest.param("PatchEncoder", _MISSING, id="encoder"),
+        pytest.param("MultiChannelClassifier", ["chs_info"], id="multichannel"),
+        pytest.param("PARS", ["n_outputs", "chs_info"], id="pars"),
+        pytest.param("PARSBackbone", ["chs_info"], id="backbone"),
+    ],
+)
+def test_signal_attributes_left_undefined_raise_attribute_error(model_name, missing):
+    """braindecode's mixin raises ValueError for a signal attribute neither given nor
+    inferable; the package's models raise an AttributeError that is also a ValueError,
+    so that getattr(model, name, None) is None and code catching ValueError still works,
+    with braindecode's message."""
+    model = _signal_models()[model_name]
+    messages = {
+        "n_outputs": "n_outputs not specified",
+        "chs_info": "chs_info not specified",
+        "n_times": "n_times could not be inferred",
+        "input_window_seconds": "input_window_seconds could not be inferred",
+        "input_shape": "n_times could not be inferred",
+    }
+    for name in missing:
+        assert getattr(model, name, None) is None, name
+        assert not hasattr(model, name), name
+        with pytest.raises(AttributeError, match=f"{model_name}: {messages[name]}"):
+            getattr(model, name)
+        with pytest.raises(ValueError, match=messages[name]):
+            getattr(model, name)
+    for name in set(_MISSING) - set(missing):  # those given or inferable still read back
+        assert getattr(model, name) is not None, name
+    assert model.sfreq == 100
+    with pytest.raises(AttributeError, match="has no attribute 'not_a_setting'"):
+        model.not_a_setting  # noqa: B018  (other missing attributes: torch's own error)

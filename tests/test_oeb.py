@@ -17,6 +17,7 @@ from open_eeg_bench.head import FlattenHead, LinearHead  # noqa: E402
 from open_eeg_bench.training import EarlyStopping, RidgeProbingTraining, Training  # noqa: E402
 
 from braindecode_pars import load_encoder  # noqa: E402
+from braindecode_pars.hub import DEFAULT_ENCODER  # noqa: E402
 from braindecode_pars.oeb import (  # noqa: E402
     PARSBackbone,
     benchmark_kwargs,
@@ -99,7 +100,7 @@ def test_features_equal_the_librarys_encoder_features(windows):
     """Without final_layer (OpenEEG-Bench's ridge probe flattens instead) the model gives
     the features of the library's EncoderFeatures on the same windows."""
     X = windows_array(windows)[:16]
-    expected = EncoderFeatures("pars-small", sfreq=SFREQ, readout="mean").fit_transform(X)
+    expected = EncoderFeatures(DEFAULT_ENCODER, sfreq=SFREQ, readout="mean").fit_transform(X)
     model = PARSBackbone(n_outputs=2, n_chans=3, n_times=400, sfreq=SFREQ).eval()
     FlattenHead().apply(model, 2, "final_layer")
     with torch.no_grad():

@@ -450,3 +450,55 @@ def test_loading_leaves_the_global_generator_as_it_was(tmp_path, how):
     reference = load_encoder("pars-small").state_dict()
     for key, value in encoder.state_dict().items():  # the weights are still the saved ones
         torch.testing.assert_close(value, reference[key], rtol=0, atol=0)
+
+
+@pytest.fixture
+def hub_unreachable(monkeypatch):
+    """The Hugging Face Hub and the network fail the test if asked, with HF_HUB_OFFLINE
+    unset (huggingface_hub would otherwise go online and retry for about 30 s)."""
+    import socket
+
+    import huggingface_hub
+    import huggingface_hub.file_download
+    import huggingface_hub.hub_mixin
+
+    def reached(*args, **kwargs):
+        pytest.fail(f"the Hub or the network was asked: {args} {kwargs}")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for module in (huggingface_hub, huggingface_hub.file_download, huggingface_hub.hub_mixin):
+        monkeypatch.setattr(module, "hf_hub_download", reached)
+    monkeypatch.setattr(socket.socket, "connect", reached)
+
+
+@pytest.mark.parametrize("name", PRETRAINED_ENCODERS)
+def test_from_pretrained_reads_a_shipped_name_offline_at_once(hub_unreachable, capsys, name):
+    """braindecode's reflex, ``PatchEncoder.from_pretrained(name)``, gives the shipped
+    encoder from the package, without the Hub, in well under 5 s and silently."""
+    import time
+
+    start = time.perf_counter()
+    encoder = PatchEncoder.from_pretrained(name)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0, f"{elapsed:.1f} s"
+    assert capsys.readouterr().out == ""
+    assert not encoder.training
+    reference = load_encoder(name).state_dict()
+    assert encoder.state_dict().keys() == reference.keys()
+    for key, value in encoder.state_dict().items():
+        assert torch.equal(value, reference[key]), key
+
+
+def test_from_pretrained_reads_a_folder_of_a_shipped_name_first(
+    hub_unreachable, tmp_path, monkeypatch
+):
+    """A folder named like a shipped encoder in the working directory is read instead, as
+    huggingface_hub reads any existing folder."""
+    torch.manual_seed(0)
+    own = PatchEncoder(sfreq=100, **TINY).eval()
+    own.save_pretrained(tmp_path / "pars-small-v2")
+    monkeypatch.chdir(tmp_path)
+    loaded = PatchEncoder.from_pretrained("pars-small-v2")
+    assert loaded.emb_dim == TINY["emb_dim"]
+    X = torch.randn(2, 1, 300)
+    torch.testing.assert_close(loaded(X), own(X))

@@ -278,3 +278,66 @@ def test_recipe_clones_pickles_and_refuses_bad_values_before_any_work():
     fixed = PARSProbe(recipe="fixed", sfreq=SFREQ).fit(X, y, groups)  # groups or not
     assert fixed.recipe_ == ProbeRecipe(("bandpower", "tangentspace"), C=3.0)
     assert fixed.recipe_scores_ is None and math.isnan(fixed.encoder_gain_)
+
+
+# -- (e) the inner folds: leave-one-group-out or GroupKFold, with progress -----------------
+def test_inner_cv_group_kfold_scores_equal_a_loop_by_hand(caplog, monkeypatch):
+    """inner_cv=3 scores each candidate on GroupKFold(3)'s folds, as a loop by hand does,
+    and a comparison projected past the threshold (0 s here) logs the first fold's time
+    with the projected total, then the whole."""
+    from sklearn.model_selection import GroupKFold
+
+    from braindecode_pars.probe import recipe as recipe_module
+
+    monkeypatch.setattr(recipe_module, "PROGRESS_AFTER_SECONDS", 0.0)
+    X, y, groups = _subjects("power", sizes=(8,) * 6)
+    encoder = _encoder()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        auto = PARSProbe(encoder, recipe="auto", inner_cv=3, sfreq=SFREQ).fit(X, y, groups)
+    recipe = ProbeRecipe(("bandpower", "tangentspace"), C=0.01)
+    by_hand = []
+    for train, test in GroupKFold(3).split(X, y, groups):
+        probe = _fixed(recipe, encoder).fit(X[train], y[train], groups=groups[train])
+        by_hand.append(balanced_accuracy_score(y[test], probe.predict(X[test])))
+    row = auto.recipe_scores_.loc[str(recipe)]
+    assert row["n_groups"] == 3
+    np.testing.assert_allclose([row["mean"], row["std"]], [np.mean(by_hand), np.std(by_hand)])
+    assert "the first of 3 inner folds (GroupKFold, 6 groups) took" in caplog.text
+    assert "compared over 3 inner folds in" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "inner_cv, n_groups, expected",
+    [
+        pytest.param("auto", 20, "LeaveOneGroupOut", id="auto-20"),
+        pytest.param("auto", 21, "GroupKFold(5)", id="auto-21"),
+        pytest.param(4, 10, "GroupKFold(4)", id="int"),
+        pytest.param(4, 3, "LeaveOneGroupOut", id="int-at-least-the-groups"),
+    ],
+)
+def test_inner_cv_auto_leaves_one_group_out_up_to_20_groups(inner_cv, n_groups, expected):
+    from braindecode_pars.probe.recipe import inner_splitter
+
+    splitter = inner_splitter(inner_cv, n_groups)
+    name = type(splitter).__name__
+    if name == "GroupKFold":
+        name += f"({splitter.n_splits})"
+    assert name == expected
+
+
+def test_inner_cv_takes_a_splitter_and_refuses_bad_values_before_any_work():
+    from sklearn.model_selection import GroupKFold
+
+    from braindecode_pars.probe.recipe import inner_splitter
+
+    splitter = GroupKFold(2)
+    assert inner_splitter(splitter, 40) is splitter
+    assert clone(PARSProbe(inner_cv=splitter)).get_params()["inner_cv"].n_splits == 2
+    cases = [
+        (1, ValueError, r"'inner_cv' parameter: an int must be at least 2 .* got 1"),
+        ("loo", ValueError, r"'inner_cv' parameter\. Allowed values are 'auto'"),
+        (2.5, TypeError, r"'inner_cv' must be 'auto', an int of at least 2 or a .* float"),
+    ]
+    for value, error, match in cases:
+        with pytest.raises(error, match=match):
+            PARSProbe(recipe="auto", inner_cv=value).fit(None)  # before reading X

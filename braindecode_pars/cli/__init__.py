@@ -110,10 +110,12 @@ def _recording_flags(parser):
 
 def _demo_parser(sub):
     """The parser of ``demo``."""
+    from ..pretrained import DEFAULT_ENCODER  # a name: imports nothing
+
     demo = _command(sub, _demo)
     demo.add_argument("--out", default="results/demo", help="output folder")
     demo.add_argument(
-        "--encoder", help="shipped encoder name or saved encoder (default: pars-small-v2)"
+        "--encoder", help=f"shipped encoder name or saved encoder (default: {DEFAULT_ENCODER})"
     )
     demo.add_argument("--ks", nargs="+", type=int, help="labelled subjects (default: 1 2)")
     demo.add_argument("--seeds", nargs="+", type=int, help="draws (default: 0 1 2 3 4)")
@@ -141,7 +143,14 @@ def _store_parser(sub):
         help="their runs (the baselines and executed movements: no imagery)",
     )
     store.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
-    store.add_argument("--window-seconds", type=float, default=30.0, help="window length")
+    store.add_argument(
+        "--window-seconds",
+        type=float,
+        help="window length (default: 10, the shipped encoders' stores and pretrain's "
+        "crops; 30 with --ysyw or --tueg, the paper's windows, which pretrain --paper "
+        "crops); pretrain draws its --window-seconds crops inside these windows, so they "
+        "must not be shorter",
+    )
     store.add_argument(
         "--stride-seconds", type=float, default=5.0, help="step between window starts"
     )
@@ -175,6 +184,14 @@ def _store_parser(sub):
         "scaled by a power of two to keep 11 significant bits",
     )
     store.add_argument("--recordings", nargs="+", help="folders or globs of files MNE reads")
+    store.add_argument(
+        "--braindecode-dataset",
+        help="a braindecode BaseConcatDataset saved with its save(folder) (read with "
+        "braindecode.datautil.load_concat_dataset): raws, cut into --window-seconds "
+        "windows every --stride-seconds, or windows, stored as they are; stored at its "
+        "own rate, with no preprocessing (the --sfreq, --l-freq, --h-freq, --notch-freq "
+        "and channel flags are for --recordings)",
+    )
     store.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
     _preprocessing_flags(store)
     store.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
@@ -260,7 +277,8 @@ def _pretrain_parser(sub):
         "--threads",
         type=int,
         help="torch CPU threads (default: the cores not busy when the command starts, "
-        "os.cpu_count() minus the 1-minute load average, at least 1)",
+        "measured over a tenth of a second, at least 1; the estimators' fits choose "
+        "theirs the same way)",
     )
     pre.add_argument(
         "--keep-freed-memory",

@@ -113,16 +113,13 @@ def pretrain_settings(args, world_size=1):
 
 
 def idle_cores():
-    """The CPU cores not busy now: ``os.cpu_count()`` minus the 1-minute load average,
-    at least 1 (torch's default, every core, runs many times slower when other
-    processes hold some of them: its threads wait on each other)."""
-    import os
+    """The CPU cores not busy now, at least 1 (torch's default, every core, runs many
+    times slower when other processes hold some of them: its threads wait on each
+    other): :func:`braindecode_pars._threads.idle_cores`, which the estimators' fits
+    use too."""
+    from .._threads import idle_cores as measured
 
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # no load average on this system
-        busy = 0.0
-    return max(1, int((os.cpu_count() or 1) - busy + 0.5))
+    return measured()
 
 
 def _recording_options(args):
@@ -188,7 +185,12 @@ def _store(args):
         stop_signals = ["SIGTERM", *[_signal_number(s, "--stop-signal") for s in args.stop_signal]]
     except ValueError as err:
         raise SystemExit(f"braindecode-pars store: {err}") from None
-    windows = recording_windows(lazy=True, **_recording_options(args))
+    if args.window_seconds is None:  # recorded as the number it stands for
+        args.window_seconds = PAPER_WINDOW_SECONDS if args.ysyw or args.tueg else WINDOW_SECONDS
+    if args.braindecode_dataset:
+        windows = _braindecode_dataset_windows(args)
+    else:
+        windows = recording_windows(lazy=True, **_recording_options(args))
     if windows is None and (args.ysyw or args.tueg):
         windows = pretraining_corpus(
             ysyw_path=args.ysyw,
@@ -258,6 +260,37 @@ def _store(args):
         f"{info['n_windows']} windows of {info['n_recordings']} recordings written to "
         f"{args.out}/{skipped}\n"
     )
+
+
+#: ``store --window-seconds``'s default: the windows of the shipped encoders' stores, in
+#: which ``pretrain`` draws its default 10-s crops.
+WINDOW_SECONDS = 10.0
+#: Its default with ``--ysyw`` or ``--tueg``: the paper's 30-s windows, which
+#: ``pretrain --paper`` crops.
+PAPER_WINDOW_SECONDS = 30.0
+
+#: The ``store`` flags that name a source of recordings, one at a time.
+_SOURCES = ("braindecode_dataset", "recordings", "shared_data", "ysyw", "tueg")
+
+
+def _braindecode_dataset_windows(args):
+    """The windows of ``--braindecode-dataset`` (a folder of braindecode's ``save``); an
+    exit names another source given with it, or a folder that is not one."""
+    from ..datasets.saved import load_saved_windows
+
+    others = [name for name in _SOURCES[1:] if getattr(args, name)]
+    if others:
+        given = ", ".join("--" + name.replace("_", "-") for name in others)
+        raise SystemExit(
+            f"braindecode-pars store: --braindecode-dataset is one source of recordings; "
+            f"give it alone, but got {given} too."
+        )
+    try:
+        return load_saved_windows(
+            args.braindecode_dataset, args.window_seconds, args.stride_seconds
+        )
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"braindecode-pars store: --braindecode-dataset: {err}") from None
 
 
 def _differences(err, flag):

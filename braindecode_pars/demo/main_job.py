@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._threads import with_fit_threads
 from ..datasets.adapters import read_windows
 from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from ..estimators import PARSClassifier, PARSProbe
-from ..estimators.classifier import DEFAULT_ENCODER
-from ..hub import load_encoder, load_pretext_model, pretrained_path
+from ..hub import DEFAULT_ENCODER, load_encoder, load_pretext_model, pretrained_path
 from ..models.encoder import PatchEncoder
 from ..models.pretext import pretext_skill
 from ..probe.baselines import band_power_pipeline
@@ -127,6 +127,7 @@ def _shift_matrix_figure(config, windows, out):
     return skill
 
 
+@with_fit_threads
 def run_demo(out="results/demo", config=None):
     """Run the main job; write tables and figures to ``out``.
 

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
 from .._logging import verbose_logging
+from .._threads import with_fit_threads
 from ..datasets.sklearn_io import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
@@ -27,16 +28,15 @@ from ..datasets.sklearn_io import (
     load_encoder_param,
     read_input,
 )
+from ..hub import DEFAULT_ENCODER
 from ..probe.estimator import PARSProbe
 from ..training._seeding import fit_seed
 from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
 
-#: The encoder of a new PARSClassifier's default head: the newest shipped PARS encoder.
-DEFAULT_ENCODER = "pars-small-v2"
-#: ``encoder``'s default: :data:`DEFAULT_ENCODER` for the default head, a given head's own
-#: ``encoder`` otherwise.
+#: ``encoder``'s default: :data:`~braindecode_pars.hub.DEFAULT_ENCODER` for the default
+#: head, a given head's own ``encoder`` otherwise.
 DEFAULT = "default"
 
 #: The methods of the head that PARSClassifier's methods of the same name call.
@@ -311,6 +311,7 @@ class PARSClassifier(
             )
 
     # -- fit -----------------------------------------------------------------------------
+    @with_fit_threads
     def fit(self, X, y=None, groups=None, *, X_target_unlabeled=None, **fit_params):
         """Read the windows once, fit the encoder stage, then the head over its encoder.
 

@@ -20,6 +20,7 @@ from braindecode.augmentation import AugmentedDataLoader
 
 from .._checks import check_device, check_int, check_option, check_range, check_skorch_names
 from .._params import fill_doc
+from .._threads import with_fit_threads
 from ..datasets.adapters import _window_scale
 from ..datasets.sklearn_io import (
     SeededWindowsMixin,
@@ -266,6 +267,7 @@ class PARSFineTuner(
 
     # -- fit -----------------------------------------------------------------------------
     @fill_doc
+    @with_fit_threads
     def fit(self, X, y=None, groups=None, X_valid=None, y_valid=None, **fit_params):
         """Read the windows once and train.
 

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._checks import check_device, check_heads, check_option
 from .._logging import verbose_logging
 from .._params import store_params
+from .._threads import with_fit_threads
 from ..datasets.adapters import Windows, _windows_info, read_windows
 from ..datasets.single_channel import SingleChannelWindows
 from ..datasets.sklearn_io import (
@@ -323,6 +324,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return int(np.shape(source[0][0])[-1])
 
     # -- fit -----------------------------------------------------------------------------
+    @with_fit_threads
     def fit(self, X, y=None, groups=None, X_unlabeled=None):
         """Pretrain a new encoder on ``X`` (labels ignored) and ``X_unlabeled``.
 

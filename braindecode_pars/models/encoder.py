@@ -16,6 +16,7 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from .encoder_config import ACTIVATIONS, PatchEncoderConfig
+from .signal_attributes import SignalAttributesMixin
 
 
 def _sinusoidal_embedding(positions, emb_dim):
@@ -83,7 +84,7 @@ class _TransformerBlock(nn.Module):
         return x + self.drop(self.ff(self.norm2(x)))
 
 
-class PatchEncoder(EEGModuleMixin, nn.Module):
+class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     """Single-channel patch transformer encoder of PARS ([Sandino2025]_, appendix A.1).
 
     A window is instance-normalised, cut into patches of ``patch_seconds`` at
@@ -229,6 +230,46 @@ class PatchEncoder(EEGModuleMixin, nn.Module):
         if sfreq is not None:
             config = dict(config, sfreq=sfreq)
         return super().from_config(config)
+
+    # -- loading and saving (braindecode's Hugging Face layout) ----------------------------
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """An encoder saved with ``save_pretrained``: a shipped name, a folder or a Hub id.
+
+        braindecode's (huggingface_hub's) ``from_pretrained``, which first reads a shipped
+        encoder's name (``"pars-small-v2"``, :data:`~braindecode_pars.hub.PRETRAINED_ENCODERS`)
+        as the folder shipped with the package, offline and at once, instead of as a Hub
+        repository. A folder of that name in the working directory is read instead, as
+        huggingface_hub reads any existing folder; every other name is a Hub repository.
+
+        Parameters
+        ----------
+        pretrained_model_name_or_path : str | Path
+            A shipped encoder's name, a folder written by ``save_pretrained`` or a
+            Hugging Face Hub repository id.
+        *args, **kwargs
+            huggingface_hub's (``map_location``, ``strict``, ``revision``...).
+
+        Returns
+        -------
+        encoder : PatchEncoder
+            In evaluation mode, as huggingface_hub and :func:`~braindecode_pars.load_encoder`
+            return one (call ``.train()`` to train it further).
+        """
+        import contextlib
+        import io
+        import os
+
+        from ..hub import PRETRAINED_ENCODERS, pretrained_path
+
+        name = str(pretrained_model_name_or_path)
+        if name in PRETRAINED_ENCODERS and not os.path.isdir(name):
+            pretrained_model_name_or_path = pretrained_path(name)
+        if not os.path.isdir(pretrained_model_name_or_path):
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        # huggingface_hub prints "Loading weights from local directory" on every load
+        with contextlib.redirect_stdout(io.StringIO()):
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
 
     # -- saving (braindecode's Hugging Face layout) ----------------------------------------
     def _save_pretrained(self, save_directory):

@@ -8,6 +8,7 @@ from torch import nn
 
 from .._checks import check_option, check_range
 from .encoder import _checked_encoder, _encoder_sfreq
+from .signal_attributes import SignalAttributesMixin
 
 #: Values of ``MultiChannelClassifier(pooling=...)``.
 POOLINGS = ("mean", "mean+std")
@@ -21,7 +22,7 @@ def _channel_tokens(encoder, X):
     return tokens.mean(dim=1).view(B, C, -1)
 
 
-class MultiChannelClassifier(EEGModuleMixin, nn.Module):
+class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     """Every channel through one pretrained PatchEncoder, then spatial cross-attention.
 
     Each channel is embedded by the same single-channel :class:`PatchEncoder` with

@@ -8,6 +8,7 @@ from torch import nn
 
 from .encoder import _checked_encoder, _encoder_sfreq
 from .encoder_config import PatchEncoderConfig
+from .signal_attributes import SignalAttributesMixin
 
 #: The settings of the pretext models, by constructor argument, with the attribute
 #: that holds each (the key of a run's record): what a resumed run must keep and what
@@ -27,7 +28,7 @@ PRETEXT_SETTINGS = {
 }
 
 
-class PretextModel(EEGModuleMixin, nn.Module):
+class PretextModel(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     """Base of the pretext models: wraps one :class:`PatchEncoder` by composition.
 
     A subclass implements ``draw(batch_size, device=None, generator=None) -> dict``,

@@ -26,7 +26,10 @@ encoder's 2,432 features of 19 channels would otherwise drown the 114 band power
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
+import numbers
+import time
 import warnings
 
 import numpy as np
@@ -56,6 +59,56 @@ RECIPE_CS = (0.01, 1.0)
 DEFAULT_C = 3.0
 #: The fewest groups an inner leave-one-group-out comparison is run on.
 MIN_GROUPS = 3
+#: ``inner_cv="auto"``: leave-one-group-out up to this many groups, GroupKFold beyond.
+LOGO_MAX_GROUPS = 20
+#: ``inner_cv="auto"``'s folds beyond :data:`LOGO_MAX_GROUPS` groups.
+AUTO_FOLDS = 5
+#: An inner comparison projected to take longer than this (seconds, from its first
+#: fold) logs the projection and, at its end, the time it took.
+PROGRESS_AFTER_SECONDS = 10.0
+
+logger = logging.getLogger(__name__)
+
+
+def inner_splitter(inner_cv, n_groups, name="inner_cv"):
+    """The splitter of an inner comparison over ``n_groups`` groups.
+
+    Parameters
+    ----------
+    inner_cv : "auto" | int | splitter
+        ``"auto"``: leave-one-group-out up to :data:`LOGO_MAX_GROUPS` groups (one fold
+        per group), ``GroupKFold(AUTO_FOLDS)`` beyond; an int ``k >= 2``:
+        ``GroupKFold(k)`` (leave-one-group-out when ``k`` is at least the number of
+        groups); a scikit-learn splitter (``split(X, y, groups)``), used as it is.
+    n_groups : int
+    name : str
+        The parameter's name, for the error.
+
+    Returns
+    -------
+    splitter : sklearn.model_selection splitter
+    """
+    from sklearn.model_selection import GroupKFold, LeaveOneGroupOut
+
+    if isinstance(inner_cv, str):
+        check_option(name, inner_cv, ("auto",))
+        inner_cv = AUTO_FOLDS if n_groups > LOGO_MAX_GROUPS else None
+    elif isinstance(inner_cv, numbers.Integral) and not isinstance(inner_cv, bool):
+        if inner_cv < 2:
+            raise ValueError(
+                f"Invalid value for the '{name}' parameter: an int must be at least 2 (the "
+                f"folds of a GroupKFold), but got {inner_cv}."
+            )
+    elif not hasattr(inner_cv, "split"):
+        raise TypeError(
+            f"'{name}' must be 'auto', an int of at least 2 or a scikit-learn splitter "
+            f"with a split(X, y, groups) method, but got {type(inner_cv).__name__}."
+        )
+    else:
+        return inner_cv
+    if inner_cv is None or inner_cv >= n_groups:
+        return LeaveOneGroupOut()
+    return GroupKFold(n_splits=int(inner_cv))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,9 +305,9 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
     return _FittedBlocks(recipe, steps, model)
 
 
-def compare_recipes(candidates, features, y, groups, *, random_state=None):
-    """Each candidate's balanced accuracy in an inner leave-one-group-out
-    cross-validation on raw block features.
+def compare_recipes(candidates, features, y, groups, *, random_state=None, cv=None):
+    """Each candidate's balanced accuracy in an inner cross-validation over groups
+    (leave-one-group-out by default) on raw block features.
 
     In each fold, what depends on windows (the alignment's reference, the tangent
     space's reference point, the scalers) is fitted on the training groups only, as
@@ -267,17 +320,35 @@ def compare_recipes(candidates, features, y, groups, *, random_state=None):
     features : dict
         Raw features of every block the candidates name.
     y, groups : ndarray, shape (n_windows,)
+    random_state : int | None
+        Seed of the logistic regression's solver.
+    cv : "auto" | int | splitter | None
+        The folds, as :func:`inner_splitter` reads ``PARSProbe(inner_cv=...)``; None:
+        leave-one-group-out. The first fold's time and the projected total are logged
+        (``logging.INFO``) when that total exceeds :data:`PROGRESS_AFTER_SECONDS`.
 
     Returns
     -------
     scores : pandas.DataFrame
         One row per candidate, indexed by ``str(recipe)``: ``blocks``, ``C``, ``mean``
-        and ``std`` of the balanced accuracy over the held-out groups (``mean``
-        chooses), ``log_loss`` (its mean over the held-out groups whose classes the
-        fold trained on), ``n_groups`` (a group whose absence leaves one class to train
-        on is not left out).
+        and ``std`` of the balanced accuracy over the held-out folds (``mean``
+        chooses), ``log_loss`` (its mean over the held-out folds whose classes the
+        fold trained on), ``n_groups`` (the folds scored: the groups under
+        leave-one-group-out; a fold whose absence leaves one class to train on is not
+        scored).
     """
     y, groups = np.asarray(y), np.asarray(groups)
+    n_groups = len(np.unique(groups))
+    if cv is None:
+        from sklearn.model_selection import LeaveOneGroupOut
+
+        splitter = LeaveOneGroupOut()
+    else:
+        splitter = inner_splitter(cv, n_groups)
+    folds = [
+        (np.isin(np.arange(len(y)), train), np.isin(np.arange(len(y)), test))
+        for train, test in splitter.split(np.zeros((len(y), 1)), y, groups)
+    ]
     align = candidates[0].align is not None
     names = list(dict.fromkeys(b for r in candidates for b in r.blocks))
     pre = {}  # aligned once when no group is small: each group needs no reference
@@ -286,8 +357,18 @@ def compare_recipes(candidates, features, y, groups, *, random_state=None):
                for n in names}  # fmt: skip
     scores = [[] for _ in candidates]
     losses = [[] for _ in candidates]
-    for group in np.unique(groups):
-        train, test = groups != group, groups == group
+    start, long = time.perf_counter(), False
+    for k, (train, test) in enumerate(folds):
+        if k == 1:
+            first = time.perf_counter() - start
+            long = first * len(folds) > PROGRESS_AFTER_SECONDS
+        if k == 1 and long:
+            logger.info(
+                "recipe='auto': the first of %d inner folds (%s, %d groups) took %.1f s; "
+                "all %d: about %.0f s.",
+                len(folds), type(splitter).__name__, n_groups, first, len(folds),
+                first * len(folds),
+            )  # fmt: skip
         if len(np.unique(y[train])) < 2:
             continue
         fold = {}
@@ -309,6 +390,11 @@ def compare_recipes(candidates, features, y, groups, *, random_state=None):
                 scores[i].append(balanced_accuracy_score(y[test], predicted))
             seen = np.isin(y[test], model.classes_).all()  # else no log loss
             losses[i].append(log_loss(y[test], proba, labels=model.classes_) if seen else np.nan)
+    if long:
+        logger.info(
+            "recipe='auto': %d candidates compared over %d inner folds in %.1f s.",
+            len(candidates), len(folds), time.perf_counter() - start,
+        )  # fmt: skip
     return pd.DataFrame(
         {
             "blocks": ["+".join(r.blocks) for r in candidates],
