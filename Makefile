@@ -6,10 +6,20 @@ PY := $(VENV)/bin/python
 
 .PHONY: install test lint demo compare docs benchmark benchmark-encoders device-wheels clean
 
+# Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
+# docs, compare, benchmark). It holds the core, so its stamp stands for the core's too.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,docs,moabb,oeb]"
+	touch $@ $(VENV)/.installed-core
+
+# The core alone, what the main job needs (make demo): torch, braindecode, skorch, MNE,
+# scikit-learn and pyriemann, without the extras (README.md gives both sizes)
+$(VENV)/.installed-core: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e .
 	touch $@
 
 install: $(VENV)/.installed
@@ -20,12 +30,13 @@ lint: install
 
 # Two passes: the tests in two pytest-xdist workers (one torch thread each, a file's
 # tests in one worker), then those marked serial, which start processes that take both
-# cores or measure the machine, one at a time
+# cores or measure the machine, one at a time. The first pass builds the docs as `make
+# docs` does, running every example once at a reduced size (tests/test_docs.py).
 test: lint
 	$(PY) -m pytest -m "not serial" -n 2 --dist loadfile
 	$(PY) -m pytest -m serial
 
-demo: install
+demo: $(VENV)/.installed-core
 	$(VENV)/bin/braindecode-pars demo --out results/demo
 
 compare: install

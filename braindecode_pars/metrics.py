@@ -59,19 +59,61 @@ SCORERS = {
 }
 
 
+def _labels_of_windows(X):
+    """The true labels of windows for a scorer given none: the ``target`` metadata of
+    braindecode windows (or of a ``Subset`` or ``SliceDataset`` of them), read without
+    their signals, else the labels :func:`~braindecode_pars.datasets.adapters.read_windows`
+    reads (lists of window items, ``mne.Epochs``)."""
+    from .datasets.adapters import _window_metadata, read_windows
+
+    labels = _window_metadata(X, "target")
+    if labels is None and not isinstance(X, np.ndarray):
+        labels = read_windows(X, name="X").y
+    if labels is None:
+        raise ValueError(
+            "'y_true' is None and 'X' carries no labels a scorer can read: pass 'y', one "
+            "label per window, or braindecode windows (or a SliceDataset of them) whose "
+            "metadata holds a 'target' column."
+        )
+    return labels
+
+
+class _WindowsScorer:
+    """A scikit-learn scorer whose true labels default to those the windows carry: in
+    ``cross_val_score(clf, SliceDataset(windows), scoring=...)`` without ``y``,
+    scikit-learn calls the scorer without labels."""
+
+    def __init__(self, name, scorer):
+        self.name, self.scorer = name, scorer
+
+    def __call__(self, estimator, X, y_true=None, **kwargs):
+        from .datasets.adapters import _labels_of
+
+        y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
+        return self.scorer(estimator, X, y_true, **kwargs)
+
+    def get_metadata_routing(self):
+        return self.scorer.get_metadata_routing()
+
+    def __repr__(self):
+        return f"make_scorer({self.name!r})"
+
+
 def make_scorer(name):
     """scikit-learn scorer from one of 'balanced_accuracy', 'kappa', 'f1_macro', 'auroc'.
 
     It scores the estimator's own labels (no coding to ``0..n_classes-1``), so a label
     of the test fold that the training part lacked counts as a miss, never as another
-    class.
+    class. Called without true labels (``cross_val_score`` without ``y``), it reads those
+    the windows carry: the ``target`` metadata of braindecode windows or of a skorch
+    ``SliceDataset`` of them.
     """
     check_option("name", name, tuple(SCORERS))
     if name == "kappa":
         from sklearn.metrics import make_scorer as sk_make_scorer
 
-        return sk_make_scorer(cohen_kappa_score)
-    return get_scorer(SCORERS[name])
+        return _WindowsScorer(name, sk_make_scorer(cohen_kappa_score))
+    return _WindowsScorer(name, get_scorer(SCORERS[name]))
 
 
 def scores(y_true, proba, n_classes):
@@ -128,13 +170,21 @@ class GroupScorer:
     def __repr__(self):
         return f"GroupScorer(metric={self.metric!r}, vote={self.vote!r})"
 
-    def __call__(self, estimator, X, y_true, groups=None, sample_weight=None):
-        """The score of ``estimator`` over the groups of ``X``."""
+    def __call__(self, estimator, X, y_true=None, groups=None, sample_weight=None):
+        """The score of ``estimator`` over the groups of ``X``; ``y_true`` and ``groups``
+        default to the ``target`` and ``subject`` metadata of braindecode windows (and of
+        a ``Subset`` or skorch ``SliceDataset`` of them)."""
+        from .datasets.adapters import _labels_of, _window_metadata
+
+        y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
+        if groups is None:
+            groups = _window_metadata(X, "subject")
         if groups is None:
             raise ValueError(
                 "GroupScorer needs 'groups', one per window: route them "
                 "(sklearn.set_config(enable_metadata_routing=True) and params={'groups': g} "
-                "in cross_val_score) or pass groups= when calling the scorer."
+                "in cross_val_score), pass groups= when calling the scorer, or score "
+                "braindecode windows whose metadata holds a 'subject' column."
             )
         y_true, groups = np.asarray(y_true), np.asarray(groups)
         if groups.shape != y_true.shape:

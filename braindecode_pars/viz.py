@@ -33,13 +33,85 @@ def _sorted_shift_matrices(out, index=0):
     return np.where(mask, pred, 0.0), true, err
 
 
-def plot_shift_matrices(out, index=0, title=None):
+_GRID_KEYS = ("theta_pred", "theta_true", "pair_mask", "starts")
+
+
+def _shift_grids(source, X, generator):
+    """The dict of :meth:`PARS.predict_shifts` from a PARS model and windows, or the dict
+    given, checked to hold the grids."""
+    if isinstance(source, torch.nn.Module):
+        if not hasattr(source, "predict_shifts"):
+            raise TypeError(
+                "'source' must be a PARS model (with predict_shifts) or the dict that "
+                f"PARS.predict_shifts returns, but got a {type(source).__name__}."
+            )
+        if X is None:
+            raise ValueError(
+                "'X' is None: with a PARS model as 'source', pass the windows to predict, "
+                "a tensor of shape (batch, 1, n_times)."
+            )
+        X = torch.as_tensor(X, dtype=torch.float32)
+        was_training = source.training
+        try:
+            with torch.no_grad():
+                return source.eval().predict_shifts(X, generator=generator)
+        finally:
+            source.train(was_training)
+    if not isinstance(source, dict):
+        raise TypeError(
+            "'source' must be a PARS model (with predict_shifts) or the dict that "
+            f"PARS.predict_shifts returns, but got a {type(source).__name__}."
+        )
+    if X is not None or generator is not None:
+        raise ValueError(
+            "'X' and 'generator' are for a PARS model as 'source'; the dict of "
+            "predict_shifts already holds its predictions: leave them None."
+        )
+    missing = [key for key in _GRID_KEYS if key not in source]
+    if missing:
+        raise ValueError(
+            f"'source' lacks the shift grids {missing}: model(X) (PARS.forward) returns the "
+            "masked pairs' shifts only. Pass model.predict_shifts(X), or the model and the "
+            "windows: plot_shift_matrices(model, X)."
+        )
+    return source
+
+
+def plot_shift_matrices(source, X=None, *, index=0, title=None, generator=None):
     """Paper Fig. 6: predicted shifts, targets and their error for one window.
+
+    Parameters
+    ----------
+    source : PARS | dict
+        A PARS model, whose predictions on ``X`` are drawn (in evaluation mode, without
+        gradients), or the dict of :meth:`PARS.predict_shifts
+        <braindecode_pars.PARS.predict_shifts>` (``theta_pred``, ``theta_true``,
+        ``pair_mask``, ``starts``).
+    X : torch.Tensor, shape (batch, 1, n_times) | None
+        The single-channel windows, with a PARS model as ``source``; None with a dict.
+    index : int
+        Which window of the batch to draw.
+    title : str | None
+        The figure's title.
+    generator : torch.Generator | None
+        Draws the patches and masks, with a PARS model as ``source``: a seeded one
+        gives the same figure on every run.
 
     Returns
     -------
     fig : matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import torch
+    >>> from braindecode_pars.hub import load_pretext_model
+    >>> model = load_pretext_model("pars-small")  # 10-s windows at 100 Hz
+    >>> X = torch.randn(2, 1, 1000)
+    >>> fig = plot_shift_matrices(model, X, generator=torch.Generator().manual_seed(0))
+    >>> len(fig.axes)  # three panels and their colour bars
+    6
     """
+    out = _shift_grids(source, X, generator)
     pred, true, err = _sorted_shift_matrices(out, index)
     mask = out["pair_mask"][index].cpu().numpy()
     rmse = float(np.sqrt((err[err != 0] ** 2).mean())) if mask.any() else float("nan")
@@ -60,6 +132,23 @@ def plot_shift_matrices(out, index=0, title=None):
     return fig
 
 
+def _has(history, key):
+    """Whether any epoch of ``history`` recorded ``key``."""
+    return any(key in row for row in history)
+
+
+def _series(history, key):
+    """The epochs that recorded ``key`` (validation is recorded on reported epochs only)
+    and their values."""
+    rows = [row for row in history if key in row]
+    return [row["epoch"] for row in rows], [row[key] for row in rows]
+
+
+def _marker(epochs, history):
+    """A marker for a series recorded on some epochs only, so that each point shows."""
+    return "o" if len(epochs) < len(history) else None
+
+
 def plot_pretext_skill(history, ax=None, title="pretext skill"):
     """Train and validation pretext skill per epoch (0 = learned nothing, 1 = perfect).
 
@@ -76,11 +165,10 @@ def plot_pretext_skill(history, ax=None, title="pretext skill"):
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
-    epochs = [row["epoch"] for row in history]
     for key, label in (("train_skill", "train"), ("valid_skill", "validation")):
-        values = [row.get(key, np.nan) for row in history]
-        if not np.all(np.isnan(values)):
-            ax.plot(epochs, values, label=label)
+        epochs, values = _series(history, key)
+        if epochs:
+            ax.plot(epochs, values, label=label, marker=_marker(epochs, history))
     ax.axhline(0, color="k", lw=0.8, ls="--", label="learned nothing")
     ax.set_xlabel("epoch")
     ax.set_ylabel("skill = 1 - loss / trivial loss")
@@ -102,7 +190,7 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
     -------
     fig : matplotlib.figure.Figure
     """
-    has_skill = pretrain_history is not None and "train_skill" in pretrain_history[0]
+    has_skill = pretrain_history is not None and _has(pretrain_history, "train_skill")
     n = int(pretrain_history is not None) + int(has_skill) + int(bool(finetune_histories))
     fig, axes = plt.subplots(
         1, max(n, 1), figsize=(5.5 * max(n, 1), 3.8), squeeze=False, constrained_layout=True
@@ -110,26 +198,21 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
     axes = list(axes[0])
     if pretrain_history is not None:
         ax = axes.pop(0)
-        epochs = [row["epoch"] for row in pretrain_history]
-        ax.plot(epochs, [row["train_loss"] for row in pretrain_history], label="train loss")
-        if "valid_loss" in pretrain_history[0]:
-            ax.plot(epochs, [row["valid_loss"] for row in pretrain_history], label="valid loss")
-        trivial = "valid_trivial" if "valid_trivial" in pretrain_history[0] else "train_trivial"
-        if trivial in pretrain_history[0]:
-            ax.plot(
-                epochs,
-                [row[trivial] for row in pretrain_history],
-                color="k",
-                ls="--",
-                lw=0.8,
-                label="learned nothing",
-            )
+        ax.plot(*_series(pretrain_history, "train_loss"), label="train loss")
+        if _has(pretrain_history, "valid_loss"):
+            epochs, values = _series(pretrain_history, "valid_loss")
+            marker = _marker(epochs, pretrain_history)
+            ax.plot(epochs, values, label="valid loss", marker=marker)
+        trivial = "valid_trivial" if _has(pretrain_history, "valid_trivial") else "train_trivial"
+        if _has(pretrain_history, trivial):
+            epochs, values = _series(pretrain_history, trivial)
+            ax.plot(epochs, values, color="k", ls="--", lw=0.8, label="learned nothing")
         ax.set_xlabel("epoch")
         ax.set_ylabel("pretext loss")
         ax.set_title("pretraining")
-        if "lr" in pretrain_history[0]:
+        if _has(pretrain_history, "lr"):
             lr_ax = ax.twinx()
-            lr_ax.plot(epochs, [row["lr"] for row in pretrain_history], color="0.6", ls=":")
+            lr_ax.plot(*_series(pretrain_history, "lr"), color="0.6", ls=":")
             lr_ax.set_ylabel("learning rate", color="0.4")
         ax.legend(loc="upper right")
     if has_skill:

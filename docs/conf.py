@@ -67,6 +67,12 @@ class ExampleOrder:
         return f"<{type(self).__name__}: {self.ORDER}>"
 
 
+#: ``BRAINDECODE_PARS_QUICK_EXAMPLES=1``: every example runs at the reduced size it reads
+#: from that variable (fewer epochs and steps), run again even where its file has not
+#: changed, and the build leaves no record of the runs, so that the next full build runs
+#: every example again. The test suite builds the docs this way (tests/test_docs.py).
+QUICK_EXAMPLES = os.environ.get("BRAINDECODE_PARS_QUICK_EXAMPLES") == "1"
+
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
@@ -74,6 +80,7 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "within_subsection_order": ExampleOrder,
+    "run_stale_examples": QUICK_EXAMPLES,
 }
 
 html_theme = "pydata_sphinx_theme"
@@ -209,7 +216,18 @@ def _readable_citations(app, doctree):
             node.parent.replace(node, nodes.Text(label))
 
 
+def _forget_quick_runs(app, exception):
+    """After a quick build, remove sphinx-gallery's record of each example's file (its
+    ``.md5``), by which a build skips the examples that have not changed."""
+    if QUICK_EXAMPLES:
+        gallery = os.path.join(app.srcdir, sphinx_gallery_conf["gallery_dirs"])
+        for name in os.listdir(gallery) if os.path.isdir(gallery) else []:
+            if name.endswith(".md5"):
+                os.remove(os.path.join(gallery, name))
+
+
 def setup(app):
+    app.connect("build-finished", _forget_quick_runs)
     app.connect("autodoc-process-signature", _init_signature)
     # before numpydoc (priority 500) parses the docstring
     app.connect("autodoc-process-docstring", _external_links, priority=400)

@@ -21,6 +21,7 @@ runs ``python benchmarks/lab.py compare``.
 # nothing on the same batch and draws; their ratio gives the pretext skill (0 for
 # learning nothing, see :doc:`/pretraining`). Untrained, none does better: the
 # skill is near 0 or below.
+import os
 import warnings
 
 import matplotlib.pyplot as plt
@@ -31,6 +32,11 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARS
 from braindecode_pars.datasets import load_physionet_mi, load_physionet_mi_continuous
 from braindecode_pars.models import PRETEXT_MODELS
 from braindecode_pars.models.pretext import pretext_skill
+
+# ``BRAINDECODE_PARS_QUICK_EXAMPLES=1`` (the test suite) runs the example at a reduced
+# size: fewer steps and epochs.
+QUICK = os.environ.get("BRAINDECODE_PARS_QUICK_EXAMPLES") == "1"
+steps, epochs = (10, 1) if QUICK else (150, 10)  # pretraining steps, fine-tuning epochs
 
 torch.manual_seed(0)
 X = torch.randn(4, 1, 6000)  # four single-channel 30-s windows at 200 Hz
@@ -57,7 +63,7 @@ encoders = {}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("default")
     for method in ("mae", "mp3", "droppos", "pars"):
-        stage = PARSPretrainer(method, **size, steps=150, random_state=0, verbose=0)
+        stage = PARSPretrainer(method, **size, steps=steps, random_state=0, verbose=0)
         encoders[method] = stage.fit(unlabelled).encoder_
         skill = stage.history_[-1].get("valid_skill", float("nan"))
         print(f"{method:8s} held-out pretext skill {skill:+.3f}")
@@ -80,7 +86,7 @@ def fine_tuned(encoder):
     """The encoder (None: a new one of the same size) fully fine-tuned."""
     if encoder is None:
         encoder = PARSPretrainer(**size, max_epochs=0, random_state=0, verbose=0)
-    head = PARSFineTuner(strategy="full", max_epochs=10, verbose=0)
+    head = PARSFineTuner(strategy="full", max_epochs=epochs, verbose=0)
     return PARSClassifier(encoder=encoder, head=head, random_state=0, verbose=0)
 
 

@@ -58,11 +58,12 @@ plt.show()
 # --------------------------------------------------------
 # Subject 1 is one of EEGMAT's 12 test subjects, never used for pretraining. The
 # first 10-s window, its first channel, as a (batch, 1, n_times) tensor. A seeded
-# generator fixes the patches and masks, so the figure is the same on every run.
+# generator fixes the patches and masks, so the figure is the same on every run;
+# ``predict_shifts`` gives the loss and the shift matrices the figure draws.
 windows = load_bundled_eegmat(subjects=[1])
 X = torch.as_tensor(windows[0][0][:1])[None]  # (1, 1, 1000)
 with torch.no_grad():
-    out = model(X, generator=torch.Generator().manual_seed(0))
+    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
 skill = float(pretext_skill(out["loss"], out["trivial_loss"]))
 loss, trivial = float(out["loss"]), float(out["trivial_loss"])
 print(f"skill on this channel: {skill:.3f} (loss {loss:.4f}, predicting no shift {trivial:.4f})")

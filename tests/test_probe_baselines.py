@@ -233,8 +233,9 @@ def test_cross_validation_on_windows_split_into_item_lists():
         band_power_pipeline(sfreq=SFREQ), windows, groups=groups, cv=LeaveOneGroupOut()
     )
     assert scores.shape == (4,) and scores.mean() > 0.9
-    with pytest.raises(ValueError, match="'X' does not carry its sampling rate"):
-        band_power_pipeline().fit([windows[i] for i in range(len(windows))])
+    items = [windows[i] for i in range(len(windows))]
+    with pytest.raises(ValueError, match=r"'X' is a list of 80 window items .*SliceDataset"):
+        band_power_pipeline().fit(items)
 
 
 def test_grid_search_over_the_logistic_regression():

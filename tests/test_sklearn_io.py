@@ -2,13 +2,16 @@
 
 import numpy as np
 import pytest
+import sklearn
 import torch
 from braindecode.datasets import BaseConcatDataset
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import (
     GridSearchCV,
+    GroupKFold,
     LeaveOneGroupOut,
+    PredefinedSplit,
     cross_val_score,
     cross_validate,
 )
@@ -20,7 +23,9 @@ from torch.utils.data import Subset
 import braindecode_pars
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
 from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.datasets.bundled_eegmat import BUNDLED_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.sklearn_io import read_input
+from braindecode_pars.metrics import GroupScorer, make_scorer
 
 from ._helpers import ExplodingPretrainer, bundled_mi, saved_small_encoder, slice_cv_scores
 from .conftest import SMALL_ENCODER
@@ -83,12 +88,13 @@ def test_cross_val_score_on_windows_as_written(mi, by_arrays, with_y):
     np.testing.assert_allclose(scores, by_arrays)  # the same fits as on arrays
 
 
-def test_split_windows_without_sfreq_say_how_to_keep_it(mi):
+def test_split_windows_without_sfreq_say_what_happened_and_the_one_line_fix(mi):
     windows, blocks = mi
     with pytest.raises(
         ValueError,
-        match=r"set 'sfreq', or pass the braindecode windows, skorch.helper.SliceDataset",
-    ):
+        match=r"'X' is a list of 60 window items \(x, y, inds\), which carry no sampling "
+        r"rate: scikit-learn's cross-validation .* X = skorch.helper.SliceDataset\(windows\)",
+    ) as raised:
         cross_val_score(
             fast(ExplodingPretrainer),
             windows,
@@ -96,6 +102,92 @@ def test_split_windows_without_sfreq_say_how_to_keep_it(mi):
             cv=LeaveOneGroupOut(),
             error_score="raise",
         )
+    assert "pass the braindecode windows" not in str(raised.value)
+
+
+# -- over subjects, as the README writes it: the bundled EEGMAT windows of 4 subjects ----
+@pytest.fixture(scope="module")
+def eegmat_windows():
+    """Four subjects of the bundled EEGMAT windows (10 s, 19 channels, 100 Hz), rest (0)
+    and mental arithmetic (1) in each."""
+    return load_bundled_eegmat(subjects=list(BUNDLED_SUBJECTS[:4]))
+
+
+def test_cross_val_score_over_subjects_on_windows_as_the_readme_writes_it(eegmat_windows):
+    windows = eegmat_windows
+    X, meta = SliceDataset(windows), windows.get_metadata()
+    y, subjects = meta["target"], meta["subject"]
+    scores = cross_val_score(
+        PARSProbe(), X, y, groups=subjects, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
+    )
+    data = read_windows(windows)  # the known answer: the same fits on arrays
+    expected = cross_val_score(
+        PARSProbe(sfreq=100),
+        data.X,
+        data.y,
+        groups=data.groups,
+        cv=LeaveOneGroupOut(),
+        scoring="balanced_accuracy",
+    )
+    assert scores.shape == (4,) and np.isfinite(scores).all()
+    np.testing.assert_allclose(scores, expected)
+
+
+def test_cross_validate_and_grid_search_over_subjects_on_windows(eegmat_windows):
+    windows = eegmat_windows
+    X, meta = SliceDataset(windows), windows.get_metadata()
+    y, subjects = meta["target"].to_numpy(), meta["subject"].to_numpy()
+    data = read_windows(windows)
+    common = dict(cv=GroupKFold(2), scoring="balanced_accuracy", error_score="raise")
+    expected = cross_validate(PARSProbe(sfreq=100), data.X, data.y, groups=subjects, **common)
+    result = cross_validate(PARSProbe(), X, y, groups=subjects, **common)
+    np.testing.assert_allclose(result["test_score"], expected["test_score"])
+    # no labels given: fit and the package's scorer read the windows'
+    scorer = make_scorer("balanced_accuracy")
+    result = cross_validate(PARSProbe(), X, groups=subjects, cv=GroupKFold(2), scoring=scorer)
+    np.testing.assert_allclose(result["test_score"], expected["test_score"])
+    grid = GridSearchCV(PARSProbe(), {"C": [0.01, 1.0]}, **common).fit(X, y, groups=subjects)
+    on_arrays = GridSearchCV(PARSProbe(sfreq=100), {"C": [0.01, 1.0]}, **common)
+    on_arrays.fit(data.X, y, groups=subjects)
+    np.testing.assert_allclose(
+        grid.cv_results_["mean_test_score"], on_arrays.cv_results_["mean_test_score"]
+    )
+    assert grid.best_estimator_.sfreq_ == 100  # refitted on the windows, at their rate
+
+
+def _labelled_by_subject(windows):
+    """The windows with a label of each subject, as patient vs control: 0, 1, 0, 1... in
+    the order of the subjects."""
+    order = sorted({int(ds.description["subject"]) for ds in windows.datasets})
+    for ds in windows.datasets:
+        label = order.index(int(ds.description["subject"])) % 2
+        ds.metadata["target"] = ds.description["target"] = label
+        ds.y = [label] * len(ds.metadata)
+    return windows
+
+
+def test_group_scorer_reads_labels_and_subjects_of_windows():
+    windows = _labelled_by_subject(load_bundled_eegmat(subjects=list(BUNDLED_SUBJECTS[:4])))
+    X, meta = SliceDataset(windows), windows.get_metadata()
+    y, subjects = meta["target"].to_numpy(), meta["subject"].to_numpy()
+    assert sorted(set(zip(subjects, y, strict=True)))[0][1] in (0, 1)
+    clf = PARSProbe().fit(X)
+    expected = GroupScorer()(clf, read_windows(windows).X, y, groups=subjects)
+    assert GroupScorer()(clf, X, None) == expected  # both read from the windows' metadata
+    assert GroupScorer()(clf, X, SliceDataset(windows, idx=1)) == expected
+    # two folds, each testing one subject of each label
+    folds = PredefinedSplit(np.searchsorted(np.unique(subjects), subjects) // 2)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = cross_val_score(
+            PARSProbe(), X, cv=folds, scoring=GroupScorer(), params={"groups": subjects}
+        )
+        given = cross_val_score(
+            PARSProbe(), X, y, cv=folds, scoring=GroupScorer(), params={"groups": subjects}
+        )
+    assert routed.shape == (2,)
+    np.testing.assert_allclose(routed, given)
+    with pytest.raises(ValueError, match="'y_true' is None and 'X' carries no labels"):
+        GroupScorer()(clf, read_windows(windows).X, None, groups=subjects)
 
 
 @pytest.mark.parametrize("with_y", [pytest.param(True, id="y"), pytest.param(False, id="no-y")])

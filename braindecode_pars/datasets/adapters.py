@@ -64,6 +64,9 @@ class Windows:
         column of braindecode windows.
     ch_names : list of str | None
         Channel names where the windows carry them.
+    n_items : int | None
+        The number of window items ``(x, y, inds)`` read, where the windows were such a
+        list (as scikit-learn's splitters make of braindecode windows); None otherwise.
     """
 
     X: np.ndarray
@@ -71,6 +74,7 @@ class Windows:
     sfreq: float | None
     groups: np.ndarray | None = None
     ch_names: list | None = None
+    n_items: int | None = None
 
     def __len__(self):
         return len(self.X)
@@ -260,6 +264,19 @@ def _metadata_column(windows, indices, column):
     return values if indices is None else values[indices]
 
 
+def _window_metadata(X, column):
+    """The metadata ``column`` of braindecode windows ``X`` (or of a ``Subset`` or skorch
+    ``SliceDataset`` of them), read without their signals; None for other input, without
+    that column, or for ``"target"`` where braindecode's indexing gives other labels than
+    the metadata's (:func:`_reads_recordings_as_is`)."""
+    base, indices = _unwrap(X) if isinstance(X, SliceDataset | Subset) else (X, None)
+    if not isinstance(base, BaseConcatDataset):
+        return None
+    if column == "target" and not _reads_recordings_as_is(base):
+        return None
+    return _metadata_column(base, indices, column)
+
+
 def _label_array(labels):
     """Labels of windows as an array: (n,) for labels of one value each (numbers,
     strings, arrays of one element), (n, ...) for labels of several values."""
@@ -351,6 +368,7 @@ def _read_again(windows, y, groups, sfreq, name):
         if groups is None
         else _check_per_window(groups, n, "group", "groups"),
         ch_names=windows.ch_names,
+        n_items=windows.n_items,
     )
 
 
@@ -404,7 +422,7 @@ SliceDataset | list of window items | mne.Epochs | Windows
     if isinstance(X, Windows):
         return _read_again(X, _labels_of(y), groups, sfreq, name)
     y = _labels_of(y)
-    own_sfreq, own_groups, ch_names, own_y = None, None, None, None
+    own_sfreq, own_groups, ch_names, own_y, n_items = None, None, None, None, None
     if isinstance(X, SliceDataset) and X.idx != 0:
         raise ValueError(
             f"'{name}' is a SliceDataset of item {X.idx} of each window; pass "
@@ -430,6 +448,7 @@ SliceDataset | list of window items | mne.Epochs | Windows
     elif _is_window_items(base):
         array = _stack([item[0] for item in base], name)
         own_y = _label_array([item[1] for item in base])
+        n_items = len(base)
     elif isinstance(base, Dataset):  # any other dataset of items (x, y, ...)
         selected = range(len(base)) if indices is None else indices
         if len(selected) == 0:
@@ -473,4 +492,5 @@ SliceDataset | list of window items | mne.Epochs | Windows
         if groups is None
         else _check_per_window(groups, len(array), "group", "groups"),
         ch_names=ch_names,
+        n_items=n_items,
     )

@@ -280,12 +280,20 @@ class WindowsArray(TransformerMixin, BaseEstimator):
 def read_input(X, y=None, groups=None, sfreq=None, name="X"):
     """``X`` read once (:func:`read_windows`), with a sampling rate required."""
     data = read_windows(X, y, groups, sfreq=sfreq, name=name)
+    if data.sfreq is None and data.n_items is not None:
+        raise ValueError(
+            f"'{name}' is a list of {data.n_items} window items (x, y, inds), which carry no "
+            "sampling rate: scikit-learn's cross-validation (cross_val_score, "
+            "cross_validate, GridSearchCV) makes such a list of braindecode windows when "
+            "it splits them. Wrap the windows so that they stay windows when split: "
+            "X = skorch.helper.SliceDataset(windows), as braindecode's own examples do "
+            "(or set 'sfreq' to their rate in Hz)."
+        )
     if data.sfreq is None:
         raise ValueError(
-            f"'{name}' does not carry its sampling rate (arrays and the lists of items "
-            "(x, y, inds) scikit-learn makes of braindecode windows do not): set 'sfreq', "
-            "or pass the braindecode windows, skorch.helper.SliceDataset(windows) or "
-            "mne.Epochs, which carry it."
+            f"'{name}' does not carry its sampling rate (an array does not): set 'sfreq' "
+            "to the windows' rate in Hz, or pass braindecode windows, "
+            "skorch.helper.SliceDataset(windows) or mne.Epochs, which carry it."
         )
     return data
 
