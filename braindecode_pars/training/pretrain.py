@@ -197,6 +197,24 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         reads every training window once and every process takes the same number of
         steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
         read at random.
+    stop_signals : str | int | sequence | None
+        Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
+        run cleanly, as a cluster's scheduler does at a time limit or a preemption
+        (SLURM's ``--signal``): while ``fit`` runs (in the main thread) they only set
+        a flag; before the next training step the state is saved in
+        ``checkpoint_dir`` (:class:`StateCheckpoint`, with the steps done of the
+        current epoch) and ``fit`` raises
+        :class:`~braindecode_pars.training.stop.TrainingStopped` (a
+        ``KeyboardInterrupt`` whose ``exit_code`` is ``128 + signal``). Fitting again
+        with the same folder continues from that step: the epoch runs the steps it had
+        left, on the learning-rate curve of an uninterrupted run. Alone, the flag is a
+        Python variable read before every step; under DistributedDataParallel the
+        processes agree through one all-reduce every ``eval_every_steps`` steps and at
+        the end of the reported epochs (no step waits for it otherwise), so all stop
+        after the same step, at most ``eval_every_steps`` steps after the signal.
+        DataLoader workers ignore these signals and end with the net's process
+        (:func:`~braindecode_pars._orphans.die_with_parent`). SIGINT (Ctrl-C) cannot
+        be one: it interrupts as before. Default: SIGTERM; None: none.
     The history records ``train_loss`` and ``train_skill`` every epoch and, with
     validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
     :class:`PretextSkill`); the progress bar shows them. No step waits for the device
@@ -434,14 +452,15 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
             params.setdefault("pin_memory", torch.device(self.device).type == "cuda")
             if params.get("num_workers", 0) > 0:
                 params.setdefault("persistent_workers", True)
+                # no worker outlives the run; kept workers (which the net ends itself when
+                # training ends) ignore the stop signals, so that a signal sent to every
+                # process of a job reaches the run alone and it stops at a step boundary
+                kept = params["persistent_workers"]
+                ignore = check_stop_signals("stop_signals", self.stop_signals) if kept else ()
                 params.setdefault(
                     "worker_init_fn",
-                    functools.partial(
-                        die_with_parent,
-                        parent=os.getpid(),
-                        ignore=check_stop_signals("stop_signals", self.stop_signals),
-                    ),
-                )  # no worker outlives the run, and a stop signal reaches the run alone
+                    functools.partial(die_with_parent, parent=os.getpid(), ignore=ignore),
+                )
         return params
 
     @property
@@ -495,7 +514,8 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         try:
             return super().partial_fit(X, y, classes=classes, **fit_params)
         finally:  # also when training ends by an error, which skips on_train_end
-            self._train_loader = None  # its worker processes end with it
+            _end_workers(getattr(self, "_train_loader", None))
+            self._train_loader = None
             for _, callback in getattr(self, "callbacks_", []):
                 if isinstance(callback, EpochProgress):
                     callback.close()
@@ -547,6 +567,19 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         if epochs > 0:
             self.partial_fit(X, y, epochs=epochs, **fit_params)
         return self
+
+
+def _end_workers(kept):
+    """End the worker processes of a kept training DataLoader (``(dataset, loader)``)
+    now, as its iterator does when it is collected (a traceback that holds it would keep
+    them to the interpreter's exit)."""
+    if kept is None:
+        return
+    loader = kept[1]
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    loader._iterator = None
 
 
 class _StopAtSignal(Callback):
