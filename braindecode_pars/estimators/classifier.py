@@ -126,7 +126,11 @@ def check_head_input(head, name="head"):
 
 
 class PARSClassifier(
-    SeededWindowsMixin, _WindowsClassifierMixin, _GroupsTransformerMixin, BaseEstimator
+    SeededWindowsMixin,
+    _WindowsClassifierMixin,
+    _GroupsTransformerMixin,
+    BaseEstimator,
+    auto_wrap_output_keys=None,  # set_output's wrapper would hide available_if's check
 ):
     """Pretrain (or load) a single-channel encoder, then classify multi-channel windows
     with a head over it, in one ``fit``.
