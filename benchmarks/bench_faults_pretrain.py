@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import signal
@@ -54,15 +55,26 @@ def build_store(folder):
     return Path(folder)
 
 
-def command(store, out, config):
+def command(store, out, config, workers=1):
     """The ``pretrain`` command of a trial."""
     return [
         sys.executable, "-m", "braindecode_pars.cli", "pretrain", "--store", str(store),
         "--out", str(out), "--config", str(config), "--device", "cpu", "--threads", "1",
         "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--n-patches", "4",
-        "--valid-fraction", "0", "--checkpoint-minutes", "0", "--workers", "1",
+        "--valid-fraction", "0", "--checkpoint-minutes", "0", "--workers", str(workers),
         "--no-compile", "--stop-signal", "USR1",
     ]  # fmt: skip
+
+
+#: The repository, first on the command's path: the package of this checkout runs.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env(env=None):
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
 
 
 def tiny_config(folder):
@@ -106,7 +118,7 @@ def run(cmd, env=None, limit_bytes=None, timeout=600):
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
     done = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, preexec_fn=preexec, timeout=timeout
+        cmd, capture_output=True, text=True, env=_env(env), preexec_fn=preexec, timeout=timeout
     )
     return done.returncode, done.stderr
 
@@ -123,7 +135,7 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600):
         SIGKILL the log's last step), ``left`` (processes of the run alive 10 s after).
     """
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(env)
     )
     start, family = time.monotonic(), set()
     while time.monotonic() - start < timeout:
@@ -189,7 +201,9 @@ def full_disk(root, store):
     """Stop a run at epoch 2, rerun it under a file-size limit smaller than a checkpoint,
     then without; its figures."""
     out = Path(root) / "run-full-disk"
-    cmd = command(store, out, tiny_config(root))
+    # no DataLoader worker: RLIMIT_FSIZE also limits the shared-memory files through which
+    # workers hand batches over, which a full disk does not
+    cmd = command(store, out, tiny_config(root), workers=0)
     interrupt(cmd, out, signal.SIGTERM, 2)
     before = saved(out)
     pointer = (out / "state.json").read_text()

@@ -50,14 +50,16 @@ class _Cadence(Callback):
         _check_finite(net)
         try:
             self.write(net)
-        except OSError as err:  # a full disk, a file-size limit, a folder gone
+        except (OSError, RuntimeError) as err:  # a full disk, a file-size limit (torch.save
+            # raises a RuntimeError from its zip writer when a write comes up short)
             saved = _run_state(self.dirname)
             kept = f"the last saved state ({saved.name}) stays" if saved else "no state is saved"
+            reason = getattr(err, "strerror", None) or err
             raise CheckpointWriteError(
-                err.errno,
+                getattr(err, "errno", None),
                 f"Could not write the checkpoint of epoch {len(net.history)} in "
-                f"'{self.dirname}' ({err.strerror or err}): {kept}. Free space (or raise the "
-                "limit) and fit again with this folder to resume.",
+                f"'{self.dirname}' ({reason}): {kept}. Free space (or raise the limit) and "
+                "fit again with this folder to resume.",
             ) from err
         self.written_at_ = time.monotonic()
         self.written_epoch_ = len(net.history)
