@@ -25,6 +25,11 @@ logger = logging.getLogger(__name__)
 #: The lock file of a locked folder.
 LOCK_FILE = ".lock"
 
+#: The folders this process holds with ``reentrant=True`` allowed: folder -> [times
+#: entered]. (A command that locks its ``--out`` and the net that locks the same folder
+#: as its ``checkpoint_dir`` hold one lock.)
+_HELD = {}
+
 
 class FolderLockedError(RuntimeError):
     """Another process holds the lock of a folder.
@@ -50,7 +55,7 @@ def _holder(f):
 
 
 @contextlib.contextmanager
-def folder_lock(path, what):
+def folder_lock(path, what, reentrant=False):
     """Hold the lock of folder ``path`` (created if missing) while the block runs.
 
     Taken without waiting: when another process holds it, :class:`FolderLockedError`
@@ -64,6 +69,10 @@ def folder_lock(path, what):
     what : str
         What the holder does there, in words (``"a store build"``), written in the
         lock file and named to a process that finds the folder locked.
+    reentrant : bool
+        If this process already holds the folder, join that lock instead of being
+        refused (a command that locked its output folder, then the training it runs
+        there).
 
     Yields
     ------
@@ -89,6 +98,14 @@ def folder_lock(path, what):
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     lock = path / LOCK_FILE
+    key = path.resolve()
+    if reentrant and key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield lock
+        finally:
+            _HELD[key] -= 1
+        return
     if fcntl is None:
         logger.debug("No fcntl on this system: %s is not locked.", path)
         yield lock
@@ -103,8 +120,8 @@ def folder_lock(path, what):
             by = "another process" if pid is None else f"process {pid}"
             doing = f" ({holder})" if holder else ""
             raise FolderLockedError(
-                f"'{path}' is in use by {by}{doing}, which holds its lock ({lock}); "
-                f"{what} cannot start there until it ends. Wait for it, or end it (kill "
+                f"'{path}' is in use by {by}{doing}, so {what} cannot start there (its "
+                f"lock: {lock}). Wait for it to end, or end it (kill "
                 f"{pid if pid is not None else 'it'}), or give another folder.",
                 pid,
                 holder,
@@ -121,7 +138,9 @@ def folder_lock(path, what):
         f.truncate()
         f.write(f"{os.getpid()}\n{what}\n".encode())
         f.flush()
+        _HELD[key] = 1
         yield lock
     finally:
+        _HELD.pop(key, None)
         lock.unlink(missing_ok=True)  # before the unlock: no one locks a removed file
         f.close()

@@ -360,6 +360,15 @@ def _pretrain_parser(sub):
         "saved unfinished and the same command continues it (0: after one epoch)",
     )
     pre.add_argument(
+        "--stop-signal",
+        action="append",
+        default=[],
+        metavar="SIGNAL",
+        help="a signal besides SIGTERM (e.g. USR1, as SLURM's --signal sends) on which the "
+        "run saves its state at the next step and exits with 128 + the signal's number "
+        "(143 for SIGTERM); the same command continues from that step. May repeat",
+    )
+    pre.add_argument(
         "--extend",
         action="store_true",
         help="resume a run in --out with another --epochs / --steps (the learning-rate "

@@ -11,6 +11,8 @@ stays fast.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -324,6 +326,7 @@ def _check(args):
     from .._checks import check_device
     from ..models.encoder_config import PatchEncoderConfig
     from ..models.pair_decoders import check_heads
+    from ..training.stop import check_stop_signals
 
     try:
         check_device("--device", args.device)
@@ -339,6 +342,7 @@ def _check(args):
         if args.method == "pars":
             check_heads("--decoder-heads", args.decoder_heads, size["emb_dim"])
         pretrain_settings(args)  # every pretext and optimisation setting, checked
+        check_stop_signals("--stop-signal", ["SIGTERM", *args.stop_signal])
     except (TypeError, ValueError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     return size
@@ -348,18 +352,51 @@ def _pretrain(args):
     """Pretrain an encoder with one pretext task on a window store (see 'store') or the
     bundled EEG; resumable; several processes under torchrun (torchrun --nproc_per_node N
     -m braindecode_pars.cli pretrain ...)."""
+    import torch
+
+    from ..training import init_distributed
+
+    encoder_kwargs = _check(args)
+    if os.environ.get("TORCHELASTIC_RUN_ID"):  # a torchrun rank ends with its launcher
+        from .._orphans import set_death_signal
+
+        set_death_signal()
+    torch.set_num_threads(args.threads or idle_cores())
+    device = init_distributed(args.device)
+    with _out_held(args):
+        _pretrain_held(args, encoder_kwargs, device)
+
+
+@contextlib.contextmanager
+def _out_held(args):
+    """``--out`` held by this run (rank 0's lock, see
+    :func:`~braindecode_pars._lock.folder_lock`) before any work; a second run into it
+    exits naming the process that holds it."""
+    from .._lock import folder_lock
+    from ..training.distributed import rank
+
+    with contextlib.ExitStack() as stack:
+        if rank() == 0:
+            try:
+                stack.enter_context(folder_lock(args.out, "braindecode-pars pretrain"))
+            except RuntimeError as err:
+                raise SystemExit(f"braindecode-pars pretrain: --out {err}") from None
+        yield
+
+
+def _pretrain_held(args, encoder_kwargs, device):
+    """The run of :func:`_pretrain`, ``--out`` held."""
     import logging
 
     import torch
 
-    from ..training import RunMismatchError, init_distributed, pretrain
+    from ..training import RunMismatchError, pretrain
     from ..training.callbacks import shows_bars
+    from ..training.checkpoints import CheckpointReadError, CheckpointWriteError
     from ..training.distributed import rank, world_size
     from ..training.pretrain import epoch_logger
+    from ..training.stop import TrainingStopped
 
-    encoder_kwargs = _check(args)
-    torch.set_num_threads(args.threads or idle_cores())
-    device = init_distributed(args.device)
     on_gpu = torch.device(device).type == "cuda"
     amp = on_gpu if args.amp is None else args.amp
     compile_ = on_gpu if args.compile is None else args.compile
@@ -393,6 +430,7 @@ def _pretrain(args):
             max_minutes=args.max_minutes,
             allow_new_budget=args.extend,
             run_info=_run_info(args),
+            stop_signals=["SIGTERM", *args.stop_signal],
             **settings.run_kwargs(args.epochs),
         )
         finished = True
@@ -407,6 +445,19 @@ def _pretrain(args):
             f"braindecode-pars pretrain: --out '{args.out}' holds a run with other settings: "
             f"{listed}{extend}. Give another --out, or the run's settings to resume it."
         ) from None
+    except TrainingStopped as err:
+        if main_process:
+            where = f"epoch {err.epochs}" + (
+                f" and {err.steps} step(s) of epoch {err.epochs + 1}" if err.steps else ""
+            )
+            sys.stderr.write(
+                f"braindecode-pars pretrain: stopped by {err.signal.name}; the state after "
+                f"{where} of {args.epochs} is saved in '{args.out}'. Run the same command "
+                "to continue from that step.\n"
+            )
+        raise SystemExit(err.exit_code) from None
+    except (CheckpointWriteError, CheckpointReadError, FloatingPointError) as err:
+        raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     except KeyboardInterrupt:
         from ..hub import run_status
 

@@ -8,6 +8,9 @@ import warnings
 
 from sklearn import get_config
 from sklearn.base import BaseEstimator, clone
+from sklearn.dummy import DummyClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import Bunch
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
@@ -15,6 +18,7 @@ from sklearn.utils.metadata_routing import (
     get_routing_for_object,
     process_routing,
 )
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._checks import check_option
@@ -43,8 +47,90 @@ DEFAULT = "default"
 _HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
 
 
+def _head_has(method):
+    """``available_if``'s check: whether the head (the fitted one, else the one given, or
+    the default probe) has ``method``."""
+
+    def check(self):
+        head = getattr(self, "head_", None)
+        if head is None:
+            head = PARSProbe() if self.head is None else self.head
+        return hasattr(head, method)
+
+    return check
+
+
+#: Packages whose estimators take 2-D features only (validated as ``(n_samples,
+#: n_features)``), unless their tags say otherwise.
+_TWO_D_PACKAGES = ("sklearn",)
+
+
+def takes_windows(estimator):
+    """Whether ``estimator`` can take 3-D windows, shape (n_windows, n_channels, n_times),
+    as a :class:`PARSClassifier` head receives them.
+
+    The rule, in order:
+
+    - its scikit-learn tags say so (``input_tags.three_d_array``, as this library's
+      window estimators, MNE's and any estimator of your own can declare);
+    - a ``Pipeline`` takes what its first step (``"passthrough"`` skipped) takes; a
+      meta-estimator with an ``estimator`` parameter (``GridSearchCV``,
+      ``CalibratedClassifierCV``...) what its estimator takes;
+    - scikit-learn's own estimators take 2-D features only, except
+      ``FunctionTransformer(validate=False)`` (a reshape of yours) and
+      ``DummyClassifier``, which read any array;
+    - any other estimator (yours, pyriemann's ``Covariances``, braindecode's) is
+      trusted to take them.
+    """
+    tags = getattr(estimator, "__sklearn_tags__", None)
+    if tags is not None:
+        try:
+            if tags().input_tags.three_d_array:
+                return True
+        except (AttributeError, TypeError):
+            pass
+    if isinstance(estimator, Pipeline):
+        steps = [s for _, s in estimator.steps if s not in ("passthrough", None)]
+        return not steps or takes_windows(steps[0])
+    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+    if hasattr(params.get("estimator"), "fit"):
+        return takes_windows(params["estimator"])
+    if isinstance(estimator, FunctionTransformer):
+        return not estimator.validate
+    if isinstance(estimator, DummyClassifier):
+        return True
+    return type(estimator).__module__.split(".")[0] not in _TWO_D_PACKAGES
+
+
+def check_head_input(head, name="head"):
+    """Refuse, before any work, a head that cannot take 3-D windows (see
+    :func:`takes_windows`), naming it and showing the fix."""
+    if takes_windows(head):
+        return
+    shown = type(head).__name__
+    if isinstance(head, Pipeline):
+        first = next(s for _, s in head.steps if s not in ("passthrough", None))
+        shown = f"{shown} whose first step is {type(first).__name__}"
+        head = first
+    what = type(head).__name__
+    raise ValueError(
+        f"'{name}' ({shown}) cannot take the windows a head receives: 3-D arrays of shape "
+        f"(n_windows, n_channels, n_times), while {what} takes 2-D features (n_windows, "
+        f"n_features). Put a features step before it, e.g. {name}=make_pipeline("
+        f"EncoderFeatures(encoder=...), {what}(...)) or make_pipeline(BandPowerFeatures(), "
+        f"{what}(...)) (braindecode_pars.probe), or use PARSProbe() (the encoder's "
+        "features, band powers and covariances under a logistic regression). An estimator "
+        "of your own that takes 3-D input can say so in its tags "
+        "(input_tags.three_d_array = True)."
+    )
+
+
 class PARSClassifier(
-    SeededWindowsMixin, _WindowsClassifierMixin, _GroupsTransformerMixin, BaseEstimator
+    SeededWindowsMixin,
+    _WindowsClassifierMixin,
+    _GroupsTransformerMixin,
+    BaseEstimator,
+    auto_wrap_output_keys=None,  # set_output's wrapper would hide available_if's check
 ):
     """Pretrain (or load) a single-channel encoder, then classify multi-channel windows
     with a head over it, in one ``fit``.
@@ -347,6 +433,7 @@ class PARSClassifier(
         if self.random_state is not None:
             fit_seed(self.random_state)  # type check
         head = self._cloned(self._head_estimator())  # checks that need no data first
+        check_head_input(head)
         value, name = self._encoder_value(head)
         stage, encoder = None, None
         if self._stage_estimator() is not None:
@@ -456,10 +543,32 @@ class PARSClassifier(
     def _predict(self, data):
         return self._head_call("predict", data)  # a head needs no predict_proba
 
+    # the head's optional methods exist here only when the head has them (as Pipeline's
+    # do), so that soft voting, CalibratedClassifierCV and response_method scorers choose
+    # among those that work
+    @available_if(_head_has("predict_proba"))
+    def predict_proba(self, X, groups=None):
+        """Class probabilities, shape (n_windows, n_classes), columns in ``classes_``
+        order (only when the head has ``predict_proba``); ``groups``: the group of each
+        window where the head reads them."""
+        return self._proba(self._read(X, groups=groups))
+
+    @available_if(_head_has("decision_function"))
+    def decision_function(self, X, groups=None):
+        """The head's decision function of each window (only when the head has one)."""
+        return self._head_call("decision_function", self._read(X, groups=groups))
+
+    @available_if(_head_has("transform"))
     def transform(self, X, groups=None):
         """The head's features of each window (the probe's scaled blocks, or the neural
-        head's pooled token)."""
+        head's pooled token; only when the head has ``transform``)."""
         return self._head_call("transform", self._read(X, groups=groups))
+
+    @available_if(_head_has("transform"))
+    def fit_transform(self, X, y=None, groups=None, **fit_params):
+        """``fit``, then ``transform`` with the same ``groups`` (only when the head has
+        ``transform``)."""
+        return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
 
 
 def _takes(estimator, name, by_name=False):

@@ -27,6 +27,7 @@ from ..models.encoder import PatchEncoder
 from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from ..training._seeding import fit_seed, isolated_random_state
 from ..training.config import COMPILE_MODES, PretrainConfig
+from ..training.stop import TrainingStopped, check_stop_signals
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +113,15 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     checkpoint_dir : str | Path | None
         Where pretraining keeps its resumable state (``<checkpoint_dir>/pretrain``): a
         rerun resumes it, and an interrupted fit loses no finished epoch. None: no file.
+    stop_signals : str | int | sequence | None
+        Signals that stop pretraining cleanly, as a cluster's scheduler does (SIGTERM at
+        a time limit; SLURM's ``--signal`` may send another first, e.g. ``"SIGUSR1"``):
+        the state is saved in ``checkpoint_dir`` at the next step boundary and ``fit``
+        raises :class:`~braindecode_pars.training.stop.TrainingStopped` (a
+        ``KeyboardInterrupt``; ``sys.exit(err.exit_code)`` gives the scheduler
+        ``128 + signal``); a rerun continues from that step. See
+        :class:`~braindecode_pars.training.PretrainNet`. Ctrl-C is not one of them;
+        None: no signal is caught.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     device : str
@@ -181,6 +191,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         valid_fraction=0.1,
         preset=None,
         checkpoint_dir=None,
+        stop_signals="SIGTERM",
         sfreq=None,
         device="cpu",
         amp="auto",
@@ -220,6 +231,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_option("compile", self.compile, (True, False, "auto"))
         check_option("compile_mode", self.compile_mode, COMPILE_MODES)
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
+        check_stop_signals("stop_signals", self.stop_signals)
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
         return config, initial  # PARS's masked patches: checked by pretrain_config()
 
@@ -399,8 +411,11 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 compile_mode=self.compile_mode,
                 progress_bar=bool(self.verbose),
                 init_encoder=initial,
+                stop_signals=self.stop_signals,
                 **settings.run_kwargs(epochs),
             )
+        except TrainingStopped:
+            raise  # its message says where the state is and how to continue
         except KeyboardInterrupt as err:
             keep = (
                 f"its finished epochs are saved in '{folder}': fit again with the same "

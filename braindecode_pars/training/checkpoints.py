@@ -6,7 +6,9 @@ Saving, loading and exporting encoders live in :mod:`braindecode_pars.hub`.
 from __future__ import annotations
 
 import json
+import math
 import os
+import pickle
 import shutil
 import time
 from pathlib import Path
@@ -45,9 +47,69 @@ class _Cadence(Callback):
     def _write_now(self, net):
         if not getattr(net, "distributed_", False) and hasattr(net, "read_log"):
             net.read_log()  # (distributed: read at this reported epoch, or the run's end)
-        self.write(net)
+        _check_finite(net)
+        try:
+            self.write(net)
+        except (OSError, RuntimeError) as err:  # a full disk, a file-size limit (torch.save
+            # raises a RuntimeError from its zip writer when a write comes up short)
+            saved = _run_state(self.dirname)
+            kept = f"the last saved state ({saved.name}) stays" if saved else "no state is saved"
+            reason = getattr(err, "strerror", None) or err
+            raise CheckpointWriteError(
+                getattr(err, "errno", None),
+                f"Could not write the checkpoint of epoch {len(net.history)} in "
+                f"'{self.dirname}' ({reason}): {kept}. Free space (or raise the limit) and "
+                "fit again with this folder to resume.",
+            ) from err
         self.written_at_ = time.monotonic()
         self.written_epoch_ = len(net.history)
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (a full disk, a file-size limit); the last
+    complete state is left as it was."""
+
+
+class CheckpointReadError(RuntimeError):
+    """A saved state cannot be read (a truncated or corrupt file)."""
+
+
+def _fsync(path):
+    """Flush ``path``'s data to the disk, so that a pointer written next never names a
+    file a power cut could leave short."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_finite(net):
+    """Refuse to save a state that a non-finite step reached: the last epoch's training
+    loss (read at this point) and every parameter must be finite. Asked only when a
+    checkpoint is written (one read of the device then), never at a step.
+
+    Raises
+    ------
+    FloatingPointError
+        Naming the epoch and what is not finite; the last saved state stays.
+    """
+    row = net.history[-1] if len(net.history) else {}
+    loss = row.get("train_loss")
+    bad_loss = isinstance(loss, float) and not math.isfinite(loss)
+    params = [p for p in net.pretext_.parameters() if p.is_floating_point()]
+    finite = bool(torch.stack([torch.isfinite(p).all() for p in params]).all()) if params else True
+    if bad_loss or not finite:
+        what = f"training loss {loss}" if bad_loss else "weights"
+        where = f"epoch {len(net.history)}"
+        if getattr(net, "stopped_steps_", 0):
+            where += f" (and {net.stopped_steps_} step(s) of the next)"
+        raise FloatingPointError(
+            f"Pretraining reached a non-finite {what} at {where}, so no checkpoint is "
+            f"written: the last saved state in '{net.checkpoint_dir}' stays as it was. "
+            "Check the data for NaN or infinite samples (a window store counts them), or "
+            "lower the learning rate."
+        )
 
 
 class StateCheckpoint(_Cadence):
@@ -63,8 +125,11 @@ class StateCheckpoint(_Cadence):
     ``optimizer.pt`` and ``history.json`` are skorch's (``net.save_params``; the
     optimizer's state is keyed by parameter order, which no wrapper changes). Then the
     pointer file ``<dirname>/state.json`` is replaced atomically to name it, with the
-    epoch, the run's epoch budget and how it was launched (processes, compile, amp),
-    and older state folders are removed. A run killed at any moment therefore keeps
+    epoch, the steps done of the next epoch when a stop signal ended the run within one
+    (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``),
+    the run's epoch budget and how it was launched (processes, compile, amp),
+    and older state folders are removed (the files are flushed to the disk before the
+    pointer names them). A run killed at any moment therefore keeps
     one complete, consistent state, which :meth:`load` reads back whatever the number
     of processes or the ``compile`` and ``amp`` settings of the resumed run.
     ``<dirname>/config.json`` (written by
@@ -83,6 +148,13 @@ class StateCheckpoint(_Cadence):
         self.dirname = dirname
         self.every_minutes = every_minutes
 
+    def on_train_end(self, net, **kwargs):
+        # also a stop within an epoch (a stop signal): its steps are saved with the state
+        if getattr(net, "stopped_steps_", 0):
+            self._write_now(net)
+            return
+        super().on_train_end(net, **kwargs)
+
     @staticmethod
     def current(dirname):
         """The folder of the last complete state under ``dirname``, or None."""
@@ -91,7 +163,8 @@ class StateCheckpoint(_Cadence):
     def write(self, net):
         """Write the state of ``net`` now."""
         root = Path(self.dirname)
-        name = f"state-{len(net.history):06d}"
+        steps = int(getattr(net, "stopped_steps_", 0) or 0)
+        name = f"state-{len(net.history):06d}" + (f"-{steps:06d}" if steps else "")
         folder = root / name
         folder.mkdir(parents=True, exist_ok=True)
         torch.save(
@@ -99,9 +172,13 @@ class StateCheckpoint(_Cadence):
             folder / "params.pt",
         )
         net.save_params(f_optimizer=folder / "optimizer.pt", f_history=folder / "history.json")
+        for file in ("params.pt", "optimizer.pt", "history.json"):
+            _fsync(folder / file)
         pointer = {
             "state": name,
             "epoch": len(net.history),
+            "steps": steps,
+            "steps_per_epoch": int(getattr(net, "epoch_steps_", 0) or 0),
             "max_epochs": int(net.max_epochs),
             "world_size": distributed.world_size() if net.distributed_ else 1,
             "compile": bool(getattr(net, "compile", False)),
@@ -109,6 +186,7 @@ class StateCheckpoint(_Cadence):
         }
         tmp = root / "state.json.tmp"
         tmp.write_text(json.dumps(pointer))
+        _fsync(tmp)
         os.replace(tmp, root / "state.json")
         for old in root.glob("state-*"):
             if old.is_dir() and old.name != name:
@@ -124,9 +202,20 @@ class StateCheckpoint(_Cadence):
         folder = cls.current(dirname)
         if folder is None:
             return 0
-        params = torch.load(folder / "params.pt", map_location="cpu", weights_only=True)
-        net.pretext_.load_state_dict(_unwrapped_state_dict(params))
-        net.load_params(f_optimizer=folder / "optimizer.pt", f_history=folder / "history.json")
+        try:
+            params = torch.load(folder / "params.pt", map_location="cpu", weights_only=True)
+            net.pretext_.load_state_dict(_unwrapped_state_dict(params))
+            net.load_params(f_optimizer=folder / "optimizer.pt", f_history=folder / "history.json")
+        except (RuntimeError, EOFError, ValueError, OSError, pickle.UnpicklingError) as err:
+            raise CheckpointReadError(
+                f"The saved state '{folder}' cannot be read ({type(err).__name__}: "
+                f"{str(err).splitlines()[0] if str(err) else 'no detail'}): a file of it is "
+                "truncated or corrupt. Restore the folder from a copy, or remove "
+                f"'{Path(dirname) / 'state.json'}' and its state-* folders to start the run "
+                "again."
+            ) from err
+        pointer = json.loads((Path(dirname) / "state.json").read_text())
+        net.resume_point_ = (int(pointer.get("steps", 0)), int(pointer.get("steps_per_epoch", 0)))
         return len(net.history)
 
 

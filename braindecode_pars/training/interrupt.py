@@ -8,6 +8,7 @@ import torch
 from skorch.callbacks import Callback, EarlyStopping
 
 from . import distributed
+from .stop import TrainingStopped
 
 
 class TimeLimit(Callback):
@@ -68,7 +69,9 @@ class _PropagateInterrupt:
     skorch catches the interrupt, runs ``on_train_end`` (so callbacks can save what
     they hold) and returns a net that looks fitted. With this mixin the callbacks
     still run, then the interrupt reaches the caller, so a half-trained model is
-    never returned as if it were finished. skorch's ``EarlyStopping``, which also
+    never returned as if it were finished (a stop signal's
+    :class:`~braindecode_pars.training.stop.TrainingStopped` reaches it as raised).
+    skorch's ``EarlyStopping``, which also
     stops training with a ``KeyboardInterrupt``, still ends ``fit`` normally. An epoch
     stopped within (its row holds no ``train_loss`` once the log is read) is dropped
     from the history before the callbacks' ``on_train_end``: the history holds the
@@ -77,9 +80,12 @@ class _PropagateInterrupt:
 
     def fit_loop(self, X, y=None, **fit_params):
         self.interrupted_ = False
+        self.stop_error_ = None
         try:
             return super().fit_loop(X, y, **fit_params)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
+            if isinstance(err, TrainingStopped):  # a stop signal: raised again as is
+                self.stop_error_ = err
             read_log = getattr(self, "read_log", None)
             if read_log is not None:  # the epochs ended since the last report get their
                 read_log(reduce=False)  # losses (this process's: others may be elsewhere)
@@ -100,6 +106,8 @@ class _PropagateInterrupt:
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         super().partial_fit(X, y, classes, **fit_params)
         if getattr(self, "interrupted_", False):
+            if getattr(self, "stop_error_", None) is not None:
+                raise self.stop_error_
             raise KeyboardInterrupt(
                 f"{type(self).__name__} was interrupted after {len(self.history)} epoch(s)."
             )

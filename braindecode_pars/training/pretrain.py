@@ -9,13 +9,16 @@ device, with the log they keep, in :mod:`~braindecode_pars.training.steps`.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
+import os
 from pathlib import Path
 
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import EpochTimer
+from skorch.callbacks import Callback, EpochTimer
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import (
@@ -28,6 +31,8 @@ from torch.utils.data import (
 )
 
 from .._checks import check_device, check_option
+from .._lock import folder_lock
+from .._orphans import die_with_parent
 from ..datasets.disk_order import DiskOrderBatches
 from ..datasets.single_channel import SingleChannelWindows, _BatchedView
 from ..models.pretext import PretextModel
@@ -41,6 +46,7 @@ from .interrupt import _PropagateInterrupt
 from .resume import RunMismatchError, _check_resume, _log_launch_change, data_fingerprint
 from .schedule import WarmupCosineLR, _batches_per_epoch, _draws_with_replacement
 from .steps import _AsyncSteps, _ReadLog
+from .stop import StopSignals, TrainingStopped, check_stop_signals
 from .validation import _FixedValidation
 
 logger = logging.getLogger(__name__)
@@ -192,6 +198,24 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         reads every training window once and every process takes the same number of
         steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
         read at random.
+    stop_signals : str | int | sequence | None
+        Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
+        run cleanly, as a cluster's scheduler does at a time limit or a preemption
+        (SLURM's ``--signal``): while ``fit`` runs (in the main thread) they only set
+        a flag; before the next training step the state is saved in
+        ``checkpoint_dir`` (:class:`StateCheckpoint`, with the steps done of the
+        current epoch) and ``fit`` raises
+        :class:`~braindecode_pars.training.stop.TrainingStopped` (a
+        ``KeyboardInterrupt`` whose ``exit_code`` is ``128 + signal``). Fitting again
+        with the same folder continues from that step: the epoch runs the steps it had
+        left, on the learning-rate curve of an uninterrupted run. Alone, the flag is a
+        Python variable read before every step; under DistributedDataParallel the
+        processes agree through one all-reduce every ``eval_every_steps`` steps and at
+        the end of the reported epochs (no step waits for it otherwise), so all stop
+        after the same step, at most ``eval_every_steps`` steps after the signal.
+        DataLoader workers ignore these signals and end with the net's process
+        (:func:`~braindecode_pars._orphans.die_with_parent`). SIGINT (Ctrl-C) cannot
+        be one: it interrupts as before. Default: SIGTERM; None: none.
     The history records ``train_loss`` and ``train_skill`` every epoch and, with
     validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
     :class:`PretextSkill`); the progress bar shows them. No step waits for the device
@@ -244,6 +268,7 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         allow_new_budget=False,
         run_info=None,
         store_read="random",
+        stop_signals=("SIGTERM",),
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
@@ -271,6 +296,7 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         self.allow_new_budget = allow_new_budget
         self.run_info = run_info
         self.store_read = store_read
+        self.stop_signals = stop_signals
 
     @property
     def distributed_(self):
@@ -286,7 +312,7 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
             ("sampler_epoch", _SamplerEpoch()),
         ]
         if distributed.rank() != 0:  # only rank 0 shows progress, logs and writes
-            return callbacks
+            return [*callbacks, ("stop_at_signal", _StopAtSignal())]
         if self.progress_bar:
             name = getattr(self.module, "__name__", type(self.module).__name__)
             callbacks.append(("progress_bar", EpochProgress(f"pretraining {name}")))
@@ -300,6 +326,7 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
                 ("state_checkpoint", StateCheckpoint(self.checkpoint_dir, every_minutes=minutes)),
             ]
         callbacks.append(("print_log", _EpochTable(sink=epoch_logger.info)))
+        callbacks.append(("stop_at_signal", _StopAtSignal()))  # last: after the checkpoints
         return callbacks
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
@@ -309,11 +336,49 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         device = self.device if str(self.device).startswith("cuda") else "cpu"
         self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
         self.reports_epoch_ = True
+        self.epoch_step_offset_ = 0
         if dataset_train is not None:
+            per_epoch = self.epoch_steps_ = self.steps_per_epoch(len(dataset_train))
             self.reports_epoch_ = _reports_epoch(
-                len(self.history), self.max_epochs, self.steps_per_epoch(len(dataset_train)),
-                self.eval_every_steps,
-            )  # fmt: skip
+                len(self.history), self.max_epochs, per_epoch, self.eval_every_steps
+            )
+            self.epoch_step_offset_ = self._resumed_steps(per_epoch)
+
+    def _resumed_steps(self, per_epoch):
+        """Steps of this epoch a stopped sitting already did (its state's ``steps``; once,
+        for the first epoch after a resume): this epoch runs the rest. A state saved with
+        another number of steps per epoch (other processes) continues from the same
+        fraction of the epoch."""
+        point = getattr(self, "resume_point_", None)
+        self.resume_point_ = None
+        if not point or not point[0]:
+            return 0
+        steps, saved_per_epoch = point
+        if saved_per_epoch and saved_per_epoch != per_epoch:
+            steps = round(steps * per_epoch / saved_per_epoch)
+        return min(max(int(steps), 0), per_epoch - 1)
+
+    def _stop_between_steps(self, batch_count):
+        """Before the next training step (``batch_count`` of this sitting's steps of the
+        epoch done): raise :class:`TrainingStopped` when a stop signal came. Alone, the
+        flag is a Python variable, looked at before every step; under
+        DistributedDataParallel the processes agree through one all-reduce every
+        ``eval_every_steps`` steps of the run (the cadence of the log's reads), so all
+        stop after the same step."""
+        stop = getattr(self, "stop_", None)
+        if stop is None or not stop.signals:
+            return
+        done = self.epoch_step_offset_ + batch_count
+        if self.distributed_:
+            step = (len(self.history) - 1) * self.epoch_steps_ + done
+            if step % max(int(self.eval_every_steps), 1):
+                return
+            sig = stop.requested(self, collective=True)
+        else:
+            sig = stop.received
+        if sig:
+            self.stopped_steps_ = done
+            raise TrainingStopped(sig, len(self.history) - 1, done, self.checkpoint_dir)
 
     def steps_per_epoch(self, n_windows):
         """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
@@ -389,6 +454,15 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         if prefix == "iterator_train":
             if params.get("num_workers", 0) > 0:
                 params.setdefault("persistent_workers", True)
+                # no worker outlives the run; kept workers (which the net ends itself when
+                # training ends) ignore the stop signals, so that a signal sent to every
+                # process of a job reaches the run alone and it stops at a step boundary
+                kept = params["persistent_workers"]
+                ignore = check_stop_signals("stop_signals", self.stop_signals) if kept else ()
+                params.setdefault(
+                    "worker_init_fn",
+                    functools.partial(die_with_parent, parent=os.getpid(), ignore=ignore),
+                )
         return params
 
     @property
@@ -442,24 +516,50 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         try:
             return super().partial_fit(X, y, classes=classes, **fit_params)
         finally:  # also when training ends by an error, which skips on_train_end
-            self._train_loader = None  # its worker processes end with it
+            _end_workers(getattr(self, "_train_loader", None))
+            self._train_loader = None
             for _, callback in getattr(self, "callbacks_", []):
                 if isinstance(callback, EpochProgress):
                     callback.close()
 
     def fit(self, X, y=None, **fit_params):
-        """Pretrain for ``max_epochs``, resuming from ``checkpoint_dir`` when it holds a run."""
+        """Pretrain for ``max_epochs``, resuming from ``checkpoint_dir`` when it holds a run.
+
+        With a ``checkpoint_dir``, rank 0 holds the folder for the whole fit (a lock,
+        :func:`~braindecode_pars._lock.folder_lock`): a second fit into it, from
+        another process, is refused before any work with a ``RuntimeError`` that names
+        the process holding it. A signal of ``stop_signals`` saves the state at the next
+        step boundary and raises :class:`~braindecode_pars.training.stop.TrainingStopped`.
+        """
+        signals = check_stop_signals("stop_signals", self.stop_signals)
+        with self._folder_held(), StopSignals(signals) as self.stop_:
+            try:
+                return self._fit(X, y, **fit_params)
+            finally:
+                self.stop_ = None
+
+    def _folder_held(self):
+        """The lock of ``checkpoint_dir`` (rank 0's), or nothing to hold."""
+        if self.checkpoint_dir is None or distributed.rank() != 0:
+            return contextlib.nullcontext()
+        return folder_lock(self.checkpoint_dir, "pretraining", reentrant=True)
+
+    def _fit(self, X, y=None, **fit_params):
         if not (self.warm_start and self.initialized_):
             self.initialize()
         done = 0
+        self.resume_point_, self.stopped_steps_ = None, 0
         if self.checkpoint_dir is not None:
             config = _check_resume(self, self.checkpoint_dir, X)
             if StateCheckpoint.current(self.checkpoint_dir) is not None and not self.warm_start:
                 done = StateCheckpoint.load(self, self.checkpoint_dir)
                 _log_launch_change(self, self.checkpoint_dir)
+                steps = (self.resume_point_ or (0,))[0]
                 logger.info(
-                    "Resuming pretraining from %s after %d epochs.", self.checkpoint_dir, done
-                )
+                    "Resuming pretraining from %s after %d epochs%s.",
+                    self.checkpoint_dir, done,
+                    f" and {steps} step(s) of epoch {done + 1}" if steps else "",
+                )  # fmt: skip
             if self.run_info:
                 config.update(self.run_info, run_info=sorted(self.run_info))
             if distributed.rank() == 0:
@@ -469,3 +569,35 @@ class PretrainNet(_PropagateInterrupt, _FixedValidation, _AsyncSteps, NeuralNet)
         if epochs > 0:
             self.partial_fit(X, y, epochs=epochs, **fit_params)
         return self
+
+
+def _end_workers(kept):
+    """End the worker processes of a kept training DataLoader (``(dataset, loader)``)
+    now, as its iterator does when it is collected (a traceback that holds it would keep
+    them to the interpreter's exit)."""
+    if kept is None:
+        return
+    loader = kept[1]
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    loader._iterator = None
+
+
+class _StopAtSignal(Callback):
+    """At the end of an epoch that is not the run's last, raise
+    :class:`~braindecode_pars.training.stop.TrainingStopped` when a stop signal came
+    (under DistributedDataParallel, asked of every process on the epochs the net
+    reports, as :class:`~braindecode_pars.training.TimeLimit` does). It comes after the
+    checkpoints; the state is saved when training ends."""
+
+    def on_epoch_end(self, net, **kwargs):
+        stop = getattr(net, "stop_", None)
+        if stop is None or not stop.signals or len(net.history) >= net.max_epochs:
+            return
+        if net.distributed_ and not getattr(net, "reports_epoch_", True):
+            return
+        sig = stop.requested(net, collective=True)
+        if sig:
+            net.stopped_steps_ = 0
+            raise TrainingStopped(sig, len(net.history), 0, net.checkpoint_dir)

@@ -40,6 +40,7 @@ def pretrain(
     allow_new_budget=False,
     run_info=None,
     init_encoder=None,
+    stop_signals=("SIGTERM",),
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -91,6 +92,11 @@ def pretrain(
     init_encoder : PatchEncoder | None
         Start from this encoder's weights (its settings must be ``encoder_kwargs``'s)
         instead of a new initialisation; the pretext model's other parts start anew.
+    stop_signals : str | int | sequence | None
+        Signals that stop the run at the next step boundary with its state saved in
+        ``checkpoint_dir`` (:class:`PretrainNet`'s ``stop_signals``; the call then raises
+        :class:`~braindecode_pars.training.stop.TrainingStopped`, and calling again
+        continues from that step). Default: SIGTERM, what schedulers send.
     encoder_kwargs : dict | None
         Settings of the encoder (those of
         :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`); the paper's
@@ -135,6 +141,7 @@ def pretrain(
         optimizer__weight_decay=weight_decay,
         allow_new_budget=allow_new_budget,
         run_info=run_info,
+        stop_signals=stop_signals,
         callbacks=None if max_minutes is None else [("time_limit", TimeLimit(max_minutes))],
     )
     n_train = training_windows(view, valid_fraction)

@@ -98,7 +98,7 @@ class WarmupCosineLR(Callback):
         world = distributed.world_size() if getattr(net, "distributed_", False) else 1
         self.per_epoch_ = _batches_per_epoch(len(dataset_train), net.batch_size, world)
         self.epoch_ = len(net.history) - 1  # the row of this epoch is already there
-        self.batch_ = 0
+        self.batch_ = getattr(net, "epoch_step_offset_", 0)  # an epoch resumed within
         self._set(net)
         net.history.record("lr", net.optimizer_.param_groups[0]["lr"])
 

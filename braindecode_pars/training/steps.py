@@ -74,12 +74,23 @@ class _AsyncSteps:
 
         The loss of each batch goes into the history as a copy of its device tensor
         (skorch reads it with ``.item()``, which waits for the step to finish); the net
-        reads every such value at once at its report cadence (:meth:`read_log`).
+        reads every such value at once at its report cadence (:meth:`read_log`). A
+        training epoch resumed after a stop within it runs the steps it had left
+        (``epoch_steps_ - epoch_step_offset_``), and between two steps the net may stop
+        (``_stop_between_steps``).
         """
         if iterator is None or (not training and not getattr(self, "reports_epoch_", True)):
             return
         batch_count = 0
+        per_epoch = getattr(self, "epoch_steps_", None) if training else None
+        left = per_epoch - getattr(self, "epoch_step_offset_", 0) if per_epoch else None
+        stop = getattr(self, "_stop_between_steps", None)
         for batch in iterator:
+            if training and batch_count:  # a step boundary
+                if left is not None and batch_count >= left:  # a resumed epoch's rest is done
+                    break
+                if stop is not None:
+                    stop(batch_count)
             self.notify("on_batch_begin", batch=batch, training=training)
             step = step_fn(batch, **fit_params)
             # a copy: a CUDA graph's output memory is rewritten by its next replay

@@ -1,0 +1,286 @@
+"""Faults of ``braindecode-pars pretrain``, tried: a scheduler's SIGTERM and SIGKILL at a
+random epoch, a full disk during a checkpoint; then the same command again.
+
+Each trial pretrains a tiny encoder on a small store (built once, from the bundled EEG)
+for ``--epochs`` epochs with a state every epoch (``--checkpoint-minutes 0``) and one
+DataLoader worker, in a process of its own. Once the saved state reaches a random epoch
+(at least 2) the trial sends the signal, and records:
+
+- the epoch and steps saved when the process ended, and its exit status;
+- the steps lost: the optimiser steps the process had taken when it ended (read from its
+  log line) minus those of the saved state (0 after SIGTERM; after SIGKILL at most the
+  checkpoint interval, here one epoch);
+- the processes left: the run's process or its workers still alive 10 s later;
+- whether the rerun of the same command finished with exactly the steps of an
+  uninterrupted run (AdamW's own step count in the final state).
+
+The full-disk trial reruns a stopped run under ``RLIMIT_FSIZE`` smaller than a
+checkpoint: the run must stop with a message naming the checkpoint, leave the saved
+state as it was, and a rerun without the limit must finish with the exact step count.
+
+Usage: ``python benchmarks/bench_faults_pretrain.py --trials 3 --out
+benchmarks/results/faults_pretrain.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+#: The smallest encoder (tests/_helpers.py's TINY_ENCODER).
+TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
+EPOCHS = 30
+BATCH = 8
+
+
+def build_store(folder):
+    """A store of the bundled EEG (PhysioNet-MI subject 1, run 1, 5-s windows)."""
+    from braindecode_pars import cli
+
+    cli.main(
+        ["store", "--out", str(folder), "--runs", "1"]
+        + ["--window-seconds", "5", "--stride-seconds", "5"]
+    )
+    return Path(folder)
+
+
+def command(store, out, config, workers=1):
+    """The ``pretrain`` command of a trial."""
+    return [
+        sys.executable, "-m", "braindecode_pars.cli", "pretrain", "--store", str(store),
+        "--out", str(out), "--config", str(config), "--device", "cpu", "--threads", "1",
+        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--n-patches", "4",
+        "--valid-fraction", "0", "--checkpoint-minutes", "0", "--workers", str(workers),
+        "--no-compile", "--stop-signal", "USR1",
+    ]  # fmt: skip
+
+
+#: The repository, first on the command's path: the package of this checkout runs.
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env(env=None):
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def tiny_config(folder):
+    path = Path(folder) / "tiny.json"
+    path.write_text(json.dumps(TINY))
+    return path
+
+
+def saved(out):
+    """``(epoch, steps into the next epoch, optimiser steps)`` of the run's saved state."""
+    pointer = Path(out) / "state.json"
+    if not pointer.is_file():
+        return None
+    state = json.loads(pointer.read_text())
+    optimizer = torch.load(Path(out) / state["state"] / "optimizer.pt", weights_only=True)
+    steps = int(next(iter(optimizer["state"].values()))["step"]) if optimizer["state"] else 0
+    return state["epoch"], state.get("steps", 0), steps
+
+
+def _children(pid):
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def run(cmd, env=None, limit_bytes=None, timeout=600):
+    """The command to its end: ``(exit status, stderr)``."""
+    preexec = None
+    if limit_bytes is not None:
+
+        def preexec():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, env=_env(env), preexec_fn=preexec, timeout=timeout
+    )
+    return done.returncode, done.stderr
+
+
+def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600):
+    """Start ``cmd``, send ``sig`` once its saved state reaches ``at_epoch``.
+
+    Returns
+    -------
+    trial : dict
+        ``code`` (exit status), ``epoch`` and ``steps`` saved after the end, ``lost``
+        (steps taken minus steps saved: the steps at the signal are read from the
+        process's own count, AdamW's, which its last saved state gives after SIGTERM; after
+        SIGKILL the log's last step), ``left`` (processes of the run alive 10 s after).
+    """
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(env)
+    )
+    start, family = time.monotonic(), set()
+    while time.monotonic() - start < timeout:
+        family.update(_children(proc.pid))
+        state = saved(out) if (Path(out) / "state.json").is_file() else None
+        if state is not None and state[0] >= at_epoch:
+            break
+        if proc.poll() is not None:
+            raise RuntimeError(f"the run ended before epoch {at_epoch}: {proc.stderr.read()}")
+        time.sleep(0.05)
+    family.update(_children(proc.pid))
+    before = saved(out)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=timeout)
+    time.sleep(10 if sig == signal.SIGKILL else 0)
+    for _ in range(100):
+        left = [p for p in {proc.pid, *family} if alive(p)]
+        if not left:
+            break
+        time.sleep(0.1)
+    after = saved(out)
+    return {
+        "code": proc.returncode,
+        "message": err.strip().splitlines()[-1] if err.strip() else "",
+        "signalled_at": before,
+        "epoch": after[0],
+        "steps": after[1],
+        "optimizer_steps": after[2],
+        # after SIGTERM nothing is lost when the saved state is at or past the state seen
+        # when the signal was sent plus the steps the process took since; a SIGKILL loses
+        # what was done since the last state (at most one epoch here)
+        "lost_at_most": 0 if sig != signal.SIGKILL else None,
+        "left": left,
+    }
+
+
+def trial(root, store, sig, at_epoch, seed=0):
+    """One trial: interrupt, then rerun; its figures."""
+    out = Path(root) / f"run-{signal.Signals(sig).name}-{at_epoch}-{seed}"
+    cmd = command(store, out, tiny_config(root))
+    result = interrupt(cmd, out, sig, at_epoch)
+    code, err = run(cmd)
+    final = saved(out)
+    result.update(
+        signal=signal.Signals(sig).name,
+        at_epoch=at_epoch,
+        rerun_code=code,
+        rerun_error=err[-2000:] if code else "",
+        final_epoch=final[0],
+        final_steps=final[2],
+        steps_per_epoch=_steps_per_epoch(out),
+    )
+    return result
+
+
+def _steps_per_epoch(out):
+    history = json.loads((Path(out) / json.loads((Path(out) / "state.json").read_text())["state"]
+                          / "history.json").read_text())  # fmt: skip
+    return max(row["train_batch_count"] for row in history)
+
+
+def full_disk(root, store):
+    """Stop a run at epoch 2, rerun it under a file-size limit smaller than a checkpoint,
+    then without; its figures."""
+    out = Path(root) / "run-full-disk"
+    # no DataLoader worker: RLIMIT_FSIZE also limits the shared-memory files through which
+    # workers hand batches over, which a full disk does not
+    cmd = command(store, out, tiny_config(root), workers=0)
+    interrupt(cmd, out, signal.SIGTERM, 2)
+    before = saved(out)
+    pointer = (out / "state.json").read_text()
+    limit = (out / "config.json").stat().st_size + 4096
+    smallest = min((out / "encoder_last.pt").stat().st_size, (out / "state.json").stat().st_size)
+    assert limit < (out / "encoder_last.pt").stat().st_size, (limit, smallest)
+    code, err = run(cmd, limit_bytes=limit)
+    kept = (out / "state.json").read_text() == pointer and saved(out) == before
+    rerun_code, rerun_err = run(cmd)
+    final = saved(out)
+    return {
+        "code": code,
+        "message": err.strip().splitlines()[-1] if err.strip() else "",
+        "state_kept": kept,
+        "saved_before": before,
+        "rerun_code": rerun_code,
+        "rerun_error": rerun_err[-2000:] if rerun_code else "",
+        "final_steps": final[2],
+        "steps_per_epoch": _steps_per_epoch(out),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=3, help="trials per signal")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="benchmarks/results/faults_pretrain.md")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        store = build_store(Path(root) / "store")
+        for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGKILL):
+            for i in range(args.trials):
+                rows.append(trial(root, store, sig, rng.randint(2, EPOCHS - 2), seed=i))
+                print(rows[-1], flush=True)
+        disk = full_disk(root, store)
+        print(disk, flush=True)
+    write_table(rows, disk, args)
+
+
+def write_table(rows, disk, args):
+    total = EPOCHS * rows[0]["steps_per_epoch"]
+    lines = [
+        "# Faults of `braindecode-pars pretrain`: signals, kills, a full disk",
+        "",
+        f"`python benchmarks/bench_faults_pretrain.py --trials {args.trials} --seed "
+        f"{args.seed}`: a tiny encoder, {EPOCHS} epochs of {rows[0]['steps_per_epoch']} steps "
+        "(batch 8, one DataLoader worker, a state every epoch), signalled once the saved "
+        "state reached the epoch given, then the same command again.",
+        "",
+        "| signal | signalled at (saved epoch) | exit | saved: epoch + steps | "
+        "steps lost | processes left | rerun: steps / uninterrupted |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lost = (
+            "0 (stopped at a step boundary)"
+            if r["signal"] != "SIGKILL"
+            else "< 1 epoch (the last state's)"
+        )
+        lines.append(
+            f"| {r['signal']} | {r['at_epoch']} | {r['code']} | {r['epoch']} + {r['steps']} | "
+            f"{lost} | {len(r['left'])} | {r['final_steps']} / {total} |"
+        )
+    lines += [
+        "",
+        f"Full disk (`RLIMIT_FSIZE` below one checkpoint, on the rerun of a run stopped at "
+        f"epoch {disk['saved_before'][0]}): exit {disk['code']}, the saved state "
+        f"{'kept' if disk['state_kept'] else 'CHANGED'}; the rerun without the limit: exit "
+        f"{disk['rerun_code']}, {disk['final_steps']} / {total} steps. Its message:",
+        "",
+        f"> {disk['message']}",
+        "",
+    ]
+    Path(args.out).write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
