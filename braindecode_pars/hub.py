@@ -48,7 +48,7 @@ def pretrained_path(name):
             f"Invalid value for the encoder name. Allowed values are {allowed}, but got "
             f"{name!r} instead."
         )
-    return Path(resources.files("braindecode_pars.pretrained") / name)
+    return Path(resources.files("braindecode_pars.pretrained") / name)  # as from_pretrained
 
 
 def _atomic_save(obj, path):

@@ -88,7 +88,8 @@ def test_data_preparation_is_stores_alone_and_pretrain_reads_a_store():
         name: {s for a in command._actions for s in a.option_strings}
         for name, command in sub.choices.items()
     }
-    assert flags["store"] & flags["pretrain"] == {"-h", "--help", "--out", "--window-seconds"}
+    shared = {"-h", "--help", "--out", "--window-seconds", "--stop-signal"}
+    assert flags["store"] & flags["pretrain"] == shared
     for flag in ("--recordings", "--shared-data", "--sfreq", "--notch-freq", "--subjects"):
         with pytest.raises(SystemExit):
             cli._parse(["pretrain", "--out", "run", flag, "1"])

@@ -60,7 +60,7 @@ def test_another_process_is_refused_with_the_pid_and_its_death_frees_the_lock(tm
             with folder_lock(folder, "a store build"):
                 pytest.fail("a second holder entered the block")
         assert e.value.pid == process.pid and e.value.holder == "pretraining"
-        assert "a store build cannot start there until it ends" in str(e.value)
+        assert "so a store build cannot start there" in str(e.value)
     finally:
         process.send_signal(sig)
         process.wait()

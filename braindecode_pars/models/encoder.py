@@ -259,12 +259,15 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         import contextlib
         import io
         import os
+        from importlib import resources
 
-        from ..hub import PRETRAINED_ENCODERS, pretrained_path
+        from ..pretrained import PRETRAINED_ENCODERS  # (not hub, which imports models)
 
         name = str(pretrained_model_name_or_path)
         if name in PRETRAINED_ENCODERS and not os.path.isdir(name):
-            pretrained_model_name_or_path = pretrained_path(name)
+            pretrained_model_name_or_path = str(
+                resources.files("braindecode_pars.pretrained") / name
+            )
         if not os.path.isdir(pretrained_model_name_or_path):
             return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         # huggingface_hub prints "Loading weights from local directory" on every load
