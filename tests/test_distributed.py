@@ -333,3 +333,45 @@ def test_two_gpu_processes_pretrain_under_torchrun_on_nccl(tmp_path):
     pointer = json.loads((run_dir / "state.json").read_text())
     assert pointer["world_size"] == 2 and (pointer["compile"], pointer["amp"]) == (True, True)
     assert (run_dir / "encoder.pt").is_file()
+
+
+@pytest.mark.serial
+@pytest.mark.slow
+def test_sigterm_to_a_torchrun_job_stops_both_ranks_at_one_step_and_the_rerun_continues(
+    tmp_path, mi_store
+):
+    """A scheduler's SIGTERM to the whole job (the launcher and both ranks, as SLURM
+    sends it): the ranks agree on a step, rank 0 saves the state there, every process
+    ends (none left 10 s later), and the same command continues from that step."""
+    import signal
+    import time
+
+    from braindecode_pars.hub import run_status
+
+    run_dir = tmp_path / "run"
+    command = [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),
+               "--store", str(mi_store), *tiny_config(tmp_path), "--n-patches", "10",
+               "--batch-size", "8", "--device", "cpu", "--epochs", "400"]  # fmt: skip
+    proc = subprocess.Popen(
+        command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    deadline = time.monotonic() + 120  # config.json: training has started
+    while not (run_dir / "config.json").is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(4.0)  # some epochs of 2 steps each
+    os.killpg(proc.pid, signal.SIGTERM)  # the whole job, as a scheduler does
+    out, err = proc.communicate(timeout=120)
+    err = err.decode()
+    assert proc.returncode != 0 and "stopped by SIGTERM" in err, err[-3000:]
+    time.sleep(10)
+    left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"processes left: {left.stdout}"
+    status = run_status(run_dir)
+    assert 1 <= status["epoch"] < 400 and not status["finished"]
+    # the rerun continues from the saved step, under a time limit that ends it an epoch on
+    again = subprocess.run(
+        [*command, "--max-minutes", "0"], env=ENV, capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"Resuming pretraining from {run_dir} after {status['epoch']} epochs" in again.stderr
+    assert run_status(run_dir)["epoch"] == status["epoch"] + 1

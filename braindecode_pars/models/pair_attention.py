@@ -83,11 +83,21 @@ def exact_float_arithmetic(device_type):
             if torch.backends.cuda.matmul.allow_tf32:
                 torch.backends.cuda.matmul.allow_tf32 = False
                 stack.callback(setattr, torch.backends.cuda.matmul, "allow_tf32", True)
-        elif torch.get_float32_matmul_precision() != "highest":
-            before = torch.get_float32_matmul_precision()
-            torch.set_float32_matmul_precision("highest")
-            stack.callback(torch.set_float32_matmul_precision, before)
+        else:  # another device on an older torch: the process-wide setting
+            before = _legacy_precision()
+            if before not in (None, "highest"):
+                torch.set_float32_matmul_precision("highest")
+                stack.callback(torch.set_float32_matmul_precision, before)
         yield
+
+
+def _legacy_precision():
+    """``torch.get_float32_matmul_precision()``, or None where torch refuses to say (it
+    raises when its per-backend settings disagree)."""
+    try:
+        return torch.get_float32_matmul_precision()
+    except RuntimeError:
+        return None
 
 
 def _matmul_backend(device_type):
