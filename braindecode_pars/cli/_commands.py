@@ -171,6 +171,7 @@ def _store(args):
     import json
 
     from .._lock import FolderLockedError
+    from .._signals import check_stop_signals
     from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
     from ..datasets.pretraining_views import recording_windows
     from ..datasets.store import (
@@ -178,13 +179,12 @@ def _store(args):
         StoreDataLostError,
         StoreMismatchError,
         StoreWriteError,
-        _signal_number,
     )
 
     if args.jobs < 1:
         raise SystemExit(f"braindecode-pars store: --jobs must be at least 1, but got {args.jobs}.")
     try:
-        stop_signals = ["SIGTERM", *[_signal_number(s, "--stop-signal") for s in args.stop_signal]]
+        stop_signals = check_stop_signals("--stop-signal", ["SIGTERM", *args.stop_signal])
     except ValueError as err:
         raise SystemExit(f"braindecode-pars store: {err}") from None
     if args.window_seconds is None:  # recorded as the number it stands for
@@ -324,9 +324,9 @@ def _pretrain_view(args):
 def _check(args):
     """Refuse, before any work, the flags ``pretrain`` cannot run with: an exit names them."""
     from .._checks import check_device
+    from .._signals import check_stop_signals
     from ..models.encoder_config import PatchEncoderConfig
     from ..models.pair_decoders import check_heads
-    from ..training.stop import check_stop_signals
 
     try:
         check_device("--device", args.device)

@@ -59,6 +59,7 @@ import numpy as np
 
 from .._checks import check_int, check_option
 from .._lock import folder_lock
+from .._signals import StopSignals, check_stop_signals
 from .store_build import (  # noqa: F401 (the helpers single_channel reads from here)
     _BUILD,
     _JOURNAL,
@@ -79,8 +80,6 @@ from .store_build import (  # noqa: F401 (the helpers single_channel reads from 
     _read_float32,
     _read_journal,
     _results,
-    _signal_number,
-    _StopSignals,
     _units,
     _write_error,
     float16_scale,
@@ -204,16 +203,20 @@ def write_window_store(
     check_option("dtype", dtype, tuple(STORE_DTYPES))
     check_int("jobs", jobs, 1)
     check_option("on_error", on_error, ("raise", "skip"))
-    if isinstance(stop_signals, str | int):
-        stop_signals = (stop_signals,)
-    signals = tuple(dict.fromkeys(_signal_number(s) for s in stop_signals))
+    signals = check_stop_signals("stop_signals", stop_signals)
     path = Path(path)
     code = STORE_DTYPES[dtype]
     settings = None if settings is None else json.loads(json.dumps(settings, default=str))
     units, total, names, parallel = _units(windows)
     source = None if names is None else hashlib.sha1("\n".join(names).encode()).hexdigest()
     build = {"format": STORE_FORMAT, "dtype": code, "source": source, "settings": settings}
-    with folder_lock(path, "a store build"), _StopSignals(signals) as stop:
+    stop = StopSignals(
+        signals,
+        message="%s received: the store build stops once the recording it writes is "
+        "committed, for the same call to resume.",
+        ignore_file_size=True,  # a write past a file size limit fails, and is reported
+    )
+    with folder_lock(path, "a store build"), stop:
         return _build(windows, path, overwrite, build, units, total, parallel, jobs, on_error,
                       stop)  # fmt: skip
 
@@ -308,11 +311,11 @@ def _build(windows, path, overwrite, build, units, total, parallel, jobs, on_err
                 if stop.received and (total is None or len(entries) < total):
                     results.close()  # ends the workers now
                     raise StoreBuildStopped(
-                        f"The store build in '{path}' stopped on {stop.received} after "
+                        f"The store build in '{path}' stopped on {stop.received.name} after "
                         f"{len(entries)} of {total if total is not None else 'its'} "
                         "recordings; they are kept: call again with the same settings (the "
                         "same command) to resume.",
-                        stop.received,
+                        stop.received.name,
                         len(entries),
                     )
     finally:

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import ctypes
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
-import signal
 import sys
 import threading
 import time
@@ -31,6 +29,8 @@ import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset
 from tqdm.auto import tqdm
+
+from .._orphans import die_with_parent
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +48,6 @@ _BUILD, _JOURNAL, _PART = "build.json", "journal.jsonl", "data.part"
 PARENT_HELPS = True
 #: Seconds between two progress lines in a log file (no terminal to draw a bar on).
 PROGRESS_SECONDS = 30.0
-#: Seconds between two looks of a worker process at its parent (where the kernel cannot
-#: end it with its parent: no ``PR_SET_PDEATHSIG`` outside Linux).
-WATCH_SECONDS = 1.0
-#: Linux's ``prctl`` option that sends a signal to a process when its parent ends.
-_PR_SET_PDEATHSIG = 1
 
 
 def _eeg_picks(info, what):
@@ -312,51 +307,22 @@ def _units(windows):
 
 
 def _worker_start(parent=None, ignored=()):
-    """Start a worker process: it ends with its parent, leaves the ``ignored`` signals
+    """Start a worker process: it ends with its parent (the kernel's
+    ``PR_SET_PDEATHSIG``, and a watchdog thread where that cannot work:
+    :func:`~braindecode_pars._orphans.die_with_parent`), leaves the ``ignored`` signals
     (the build's stop signals: the parent stops the build, and ends its workers) and
     uses one thread (the processes are the parallelism).
 
     ``parent`` is the build's process id where it started the worker itself (not a
     forkserver's child): a worker whose parent has already ended ends at once.
     """
-    for number in ignored:
-        signal.signal(number, signal.SIG_IGN)
-    _end_with_parent(parent)
+    die_with_parent(parent=parent, ignore=ignored, watchdog=True)
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)  # the libraries loaded before these variables were set
     logging.getLogger("mne").setLevel(logging.ERROR)
-
-
-def _end_with_parent(parent):
-    """Make this worker end when its parent does, whatever ends the parent (SIGKILL
-    included): on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``); elsewhere,
-    and in case that fails, a thread checks every :data:`WATCH_SECONDS` that its
-    parent is still the same and ends the process when not. Under a forkserver the
-    parent is the forkserver, which ends when the build's process does."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
-                logger.debug("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
-        except (OSError, AttributeError) as err:
-            logger.debug("No prctl (%s): the parent watchdog alone ends this worker.", err)
-    ppid = os.getppid()
-    if parent is not None and ppid != parent:  # the parent ended before prctl
-        os._exit(1)
-    watchdog = threading.Thread(
-        target=_watch_parent, args=(ppid,), daemon=True, name="store-parent-watchdog"
-    )
-    watchdog.start()
-
-
-def _watch_parent(ppid):
-    """End this process as soon as its parent is no longer ``ppid`` (it ended)."""
-    while os.getppid() == ppid:
-        time.sleep(WATCH_SECONDS)
-    os._exit(1)
 
 
 def _worker_context():
@@ -658,72 +624,6 @@ def _write_error(path, err):
     )
     out.errno = err.errno
     return out
-
-
-def _signal_number(value, name="stop_signals"):
-    """The number of a stop signal given by name (``"SIGUSR1"``, ``"USR1"``) or number,
-    or ``ValueError`` naming ``name``; SIGINT (Ctrl-C) and those no handler can catch
-    are refused."""
-    allowed = sorted(
-        s.name for s in signal.Signals if s.name not in ("SIGINT", "SIGKILL", "SIGSTOP")
-    )
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str):
-        text = value.strip().upper()
-        if text.isdigit():
-            number = int(text)
-        else:
-            found = getattr(signal.Signals, text if text.startswith("SIG") else "SIG" + text, None)
-            number = None if found is None else int(found)
-    try:
-        sig = signal.Signals(number)
-    except ValueError:
-        sig = None
-    if sig is None or sig.name not in allowed:
-        raise ValueError(
-            f"Invalid value for the '{name}' parameter. Allowed values are the names or "
-            "numbers of signals (SIGTERM, SIGUSR1, USR2, 10...) but SIGINT (Ctrl-C ends a "
-            f"build at once, as any command), SIGKILL and SIGSTOP, but got {value!r} instead."
-        )
-    return int(sig)
-
-
-class _StopSignals:
-    """While entered, the ``signals`` set :attr:`received` (the build ends at the next
-    recording's end) instead of ending the process, and SIGXFSZ (a file size limit) is
-    ignored, so that a write past the limit fails with a message instead of killing the
-    process. Signal handlers can only be set from the main thread: elsewhere this does
-    nothing."""
-
-    def __init__(self, signals):
-        self.signals, self.received, self._saved = tuple(signals), None, {}
-
-    def __enter__(self):
-        if threading.current_thread() is not threading.main_thread():
-            logger.debug("Not in the main thread: the stop signals are not handled.")
-            return self
-        for number in self.signals:
-            self._saved[number] = signal.signal(number, self._receive)
-        if hasattr(signal, "SIGXFSZ"):
-            self._saved[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        return self
-
-    def _receive(self, number, frame):
-        if self.received is None:
-            self.received = signal.Signals(number).name
-            logger.warning(
-                "%s received: the store build stops once the recording it writes is "
-                "committed, for the same call to resume.",
-                self.received,
-            )
-
-    def __exit__(self, *exc):
-        for number, handler in self._saved.items():
-            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
-        self._saved = {}
-        return False
 
 
 def _fsync_append(f, data):
