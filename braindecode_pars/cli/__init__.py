@@ -14,8 +14,9 @@ import argparse
 import logging
 import warnings
 
-from ._commands import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, _store, config_only
+from ._commands import CONFIG_ONLY_HELP, SIZES, _export, _pretrain, config_only
 from ._demo_command import _demo, read_config
+from ._store_command import _store
 
 __all__ = ["build_parser", "main"]
 

@@ -1,10 +1,9 @@
-"""The subcommands that make an encoder: ``store`` (the data, written once), ``pretrain``
-(the run) and ``export`` (its encoder, in braindecode's Hugging Face layout).
+"""The subcommands that make an encoder from a store: ``pretrain`` (the run) and
+``export`` (its encoder, in braindecode's Hugging Face layout).
 
-``store`` prepares the data (reads, preprocesses and windows recordings) and
-``pretrain`` reads a store, so that recordings are read once, whatever the number of
-runs and processes; the data assembly is
-:mod:`braindecode_pars.datasets.pretraining_views`'s. What a command needs beyond the
+``store`` (:mod:`._store_command`) prepares the data (reads, preprocesses and windows
+recordings) and ``pretrain`` reads a store, so that recordings are read once, whatever
+the number of runs and processes. What a command needs beyond the
 standard library is imported when it runs, so that building the parser (and ``--help``)
 stays fast.
 """
@@ -13,9 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 from pathlib import Path
+
+from ._store_command import (  # noqa: F401 (named from here too)
+    PAPER_WINDOW_SECONDS,
+    WINDOW_SECONDS,
+    _differences,
+    exclusions,
+    store_settings,
+)
 
 #: The encoder sizes ``--size`` names (the keys of ``models.encoder_config.ENCODER_SIZES``), with
 #: what 3,000 steps of batch 64 cost on a 2-core CPU (about 1,300 and 40 windows/s:
@@ -63,11 +69,6 @@ def flag_of(key):
     if key.startswith("encoder."):
         return f"--size / '{key.removeprefix('encoder.')}' in --config"
     return "--" + key.replace("_", "-")
-
-
-#: The flags passed as they are to ``recording_windows``, under their own names.
-_RECORDING_FLAGS = ("recordings", "shared_data", "sfreq", "window_seconds", "stride_seconds",
-                    "l_freq", "h_freq", "notch_freq", "on_error", "muse")  # fmt: skip
 
 
 def encoder_settings(args):
@@ -124,189 +125,6 @@ def idle_cores():
     return measured()
 
 
-def _recording_options(args):
-    """The arguments of :func:`~braindecode_pars.datasets.pretraining_views.recording_windows`
-    that the ``store`` flags give, ``lazy`` aside (``--eegmat-subjects`` checked: an exit
-    names it)."""
-    from ..datasets.pretraining_views import eegmat_subjects
-
-    subjects = None
-    if args.shared_data:
-        try:
-            subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
-        except ValueError as err:
-            raise SystemExit(f"braindecode-pars store: {err}") from None
-    options = {name: getattr(args, name) for name in _RECORDING_FLAGS}
-    return dict(
-        options, exclude=exclusions(args), picks=args.channels or "eeg", eegmat_subjects=subjects
-    )
-
-
-def exclusions(args):
-    """``load_recordings``'s ``exclude`` of the flags: the automatic exclusions ("auto")
-    and ``--exclude``'s names, without "auto" under ``--no-default-exclude`` or
-    ``--keep-all-channels``."""
-    automatic = not (args.no_default_exclude or args.keep_all_channels)
-    names = list(args.exclude or [])
-    if not names:
-        return "auto" if automatic else []
-    return ["auto", *names] if automatic else names
-
-
-#: The ``store`` flags that do not change the store (left out of its recorded settings).
-_NOT_SETTINGS = ("func", "command", "out", "overwrite", "jobs", "on_error", "verbose",
-                 "stop_signal")  # fmt: skip
-
-
-def store_settings(args):
-    """What makes a store, recorded in it: the ``store`` flags but those of
-    :data:`_NOT_SETTINGS`; a build resumes only with the same. ``--on-error`` is not one:
-    a build stopped by an unreadable recording resumes with ``--on-error skip``."""
-    return {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_SETTINGS}
-
-
-def _store(args):
-    """Write recordings (yours, the shared corpus, YSYW/TUEG or PhysioNet-MI) to a
-    memory-mappable window store for pretraining, one recording at a time."""
-    import json
-
-    from .._lock import FolderLockedError
-    from ..datasets import load_physionet_mi_continuous, pretraining_corpus, write_window_store
-    from ..datasets.pretraining_views import recording_windows
-    from ..datasets.store import (
-        StoreBuildStopped,
-        StoreDataLostError,
-        StoreMismatchError,
-        StoreWriteError,
-        _signal_number,
-    )
-
-    if args.jobs < 1:
-        raise SystemExit(f"braindecode-pars store: --jobs must be at least 1, but got {args.jobs}.")
-    try:
-        stop_signals = ["SIGTERM", *[_signal_number(s, "--stop-signal") for s in args.stop_signal]]
-    except ValueError as err:
-        raise SystemExit(f"braindecode-pars store: {err}") from None
-    if args.window_seconds is None:  # recorded as the number it stands for
-        args.window_seconds = PAPER_WINDOW_SECONDS if args.ysyw or args.tueg else WINDOW_SECONDS
-    if args.braindecode_dataset:
-        windows = _braindecode_dataset_windows(args)
-    else:
-        windows = recording_windows(lazy=True, **_recording_options(args))
-    if windows is None and (args.ysyw or args.tueg):
-        windows = pretraining_corpus(
-            ysyw_path=args.ysyw,
-            tueg_path=args.tueg,
-            tuab_path=args.tuab,
-            tusz_path=args.tusz,
-            window_seconds=args.window_seconds,
-            allow_test_patients=args.allow_test_patients,
-            ysyw_split_file=args.ysyw_split_file,
-            lazy=True,
-        )
-    elif windows is None:
-        windows = load_physionet_mi_continuous(
-            args.subjects,
-            runs=args.runs,
-            path=args.data_path,
-            window_seconds=args.window_seconds,
-            stride_seconds=args.stride_seconds,
-        )
-    try:
-        write_window_store(
-            windows,
-            args.out,
-            overwrite=args.overwrite,
-            dtype=args.dtype,
-            jobs=args.jobs,
-            on_error=args.on_error,
-            settings=store_settings(args),
-            stop_signals=stop_signals,
-        )
-    except FolderLockedError as err:
-        raise SystemExit(f"braindecode-pars store: --out {err}") from None
-    except StoreBuildStopped as err:
-        sys.stderr.write(
-            f"braindecode-pars store: stopped by {err.signal} after {err.done} recordings; "
-            f"they are kept in '{args.out}'. Run the same command to resume.\n"
-        )
-        raise SystemExit(128 + int(getattr(signal, err.signal))) from None
-    except (StoreWriteError, StoreDataLostError) as err:
-        raise SystemExit(f"braindecode-pars store: {err}") from None
-    except StoreMismatchError as err:
-        listed = _differences(err, _store_flag)
-        raise SystemExit(
-            f"braindecode-pars store: --out '{args.out}' holds an unfinished build with other "
-            f"settings: {listed}. Run it with its settings to resume it, --overwrite to "
-            "start again, or give another --out."
-        ) from None
-    except ValueError as err:  # a recording that cannot be stored, with on_error="raise"
-        kept = (Path(args.out) / "build.json").is_file()
-        then = " What was stored before it is kept: the same command resumes." if kept else ""
-        raise SystemExit(f"braindecode-pars store: {err}{then}") from None
-    except KeyboardInterrupt:
-        sys.stderr.write(
-            f"braindecode-pars store: interrupted; the recordings stored so far are kept in "
-            f"'{args.out}'. Run the same command to resume.\n"
-        )
-        raise SystemExit(130) from None
-    except FileExistsError:
-        raise SystemExit(
-            f"braindecode-pars store: --out '{args.out}' holds a store made with other "
-            "settings; pass --overwrite to replace it, or give another --out."
-        ) from None
-    info = json.loads((Path(args.out) / "info.json").read_text())
-    skipped = info.get("n_recordings_skipped", 0)
-    skipped = f", {skipped} recordings skipped (listed in info.json)" if skipped else ""
-    sys.stdout.write(
-        f"{info['n_windows']} windows of {info['n_recordings']} recordings written to "
-        f"{args.out}/{skipped}\n"
-    )
-
-
-#: ``store --window-seconds``'s default: the windows of the shipped encoders' stores, in
-#: which ``pretrain`` draws its default 10-s crops.
-WINDOW_SECONDS = 10.0
-#: Its default with ``--ysyw`` or ``--tueg``: the paper's 30-s windows, which
-#: ``pretrain --paper`` crops.
-PAPER_WINDOW_SECONDS = 30.0
-
-#: The ``store`` flags that name a source of recordings, one at a time.
-_SOURCES = ("braindecode_dataset", "recordings", "shared_data", "ysyw", "tueg")
-
-
-def _braindecode_dataset_windows(args):
-    """The windows of ``--braindecode-dataset`` (a folder of braindecode's ``save``); an
-    exit names another source given with it, or a folder that is not one."""
-    from ..datasets.saved import load_saved_windows
-
-    others = [name for name in _SOURCES[1:] if getattr(args, name)]
-    if others:
-        given = ", ".join("--" + name.replace("_", "-") for name in others)
-        raise SystemExit(
-            f"braindecode-pars store: --braindecode-dataset is one source of recordings; "
-            f"give it alone, but got {given} too."
-        )
-    try:
-        return load_saved_windows(
-            args.braindecode_dataset, args.window_seconds, args.stride_seconds
-        )
-    except (FileNotFoundError, ValueError) as err:
-        raise SystemExit(f"braindecode-pars store: --braindecode-dataset: {err}") from None
-
-
-def _differences(err, flag):
-    """The settings a resumed store or run refused, "<flag>: saved <a>, now <b>; ...",
-    each named by the flag that sets it (``flag(key)``)."""
-    return "; ".join(f"{flag(k)}: saved {a!r}, now {b!r}" for k, (a, b) in err.differences.items())
-
-
-def _store_flag(key):
-    """The ``store`` flag of a recorded setting (``source``: the recordings read)."""
-    named = {"source": "the recordings read", "dtype": "--dtype", "format": "the store format"}
-    return named.get(key, "--" + key.replace("_", "-"))
-
-
 def _pretrain_view(args):
     """The pretraining windows: the ``--store``, memory-mapped (by every process under
     torchrun), or without one the bundled PhysioNet-MI subject 1, cut into
@@ -324,9 +142,9 @@ def _pretrain_view(args):
 def _check(args):
     """Refuse, before any work, the flags ``pretrain`` cannot run with: an exit names them."""
     from .._checks import check_device
+    from .._signals import check_stop_signals
     from ..models.encoder_config import PatchEncoderConfig
     from ..models.pair_decoders import check_heads
-    from ..training.stop import check_stop_signals
 
     try:
         check_device("--device", args.device)

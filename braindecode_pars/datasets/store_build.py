@@ -1,26 +1,24 @@
 """The building of a window store (:mod:`.store`): preparing recordings, in worker
-processes if asked, the journal that makes a build resumable, and its progress.
+processes if asked, and its progress.
 
 :func:`~braindecode_pars.datasets.store.write_window_store` runs a build; this module
 holds what it is made of: the data types and their encoding (:func:`float16_scale`),
 the units of work of its input (a stream's recordings, which workers can take, or
 windows in memory) and their preparation (EEG channels read, encoded), the ordered
-results of a process pool, the journal's reading (:func:`_read_journal`) and the
-progress with its ETA. The layout and the resume protocol are described in
-:mod:`.store`.
+results of a process pool (whose workers :mod:`.store_workers` starts and ends) and
+the progress with its ETA. The journal that makes a build resumable, and the build's
+errors, are :mod:`.store_journal`'s. The layout and the resume protocol are described
+in :mod:`.store`.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
-import ctypes
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
-import signal
 import sys
 import threading
 import time
@@ -32,6 +30,14 @@ import numpy as np
 from braindecode.datasets import BaseConcatDataset
 from tqdm.auto import tqdm
 
+from .store_journal import (  # noqa: F401 (the build's errors, also named from here)
+    StoreBuildStopped,
+    StoreDataLostError,
+    StoreMismatchError,
+    StoreWriteError,
+)
+from .store_workers import _end_pool, _pool, _warm, _worker_context
+
 logger = logging.getLogger(__name__)
 
 #: The data types of a store: ``dtype`` name -> numpy's little-endian code.
@@ -42,17 +48,10 @@ DATA_FILES = {"<f4": "data.f32", "<f2": "data.f16"}
 FLOAT16_PEAK = 2.0**14
 #: Bytes of float64 samples read from a recording at a time while writing it.
 _CHUNK_BYTES = 1 << 24
-#: Files of a build in progress.
-_BUILD, _JOURNAL, _PART = "build.json", "journal.jsonl", "data.part"
 #: Whether the writing process prepares units itself while the workers start.
 PARENT_HELPS = True
 #: Seconds between two progress lines in a log file (no terminal to draw a bar on).
 PROGRESS_SECONDS = 30.0
-#: Seconds between two looks of a worker process at its parent (where the kernel cannot
-#: end it with its parent: no ``PR_SET_PDEATHSIG`` outside Linux).
-WATCH_SECONDS = 1.0
-#: Linux's ``prctl`` option that sends a signal to a process when its parent ends.
-_PR_SET_PDEATHSIG = 1
 
 
 def _eeg_picks(info, what):
@@ -311,89 +310,6 @@ def _units(windows):
     )
 
 
-def _worker_start(parent=None, ignored=()):
-    """Start a worker process: it ends with its parent, leaves the ``ignored`` signals
-    (the build's stop signals: the parent stops the build, and ends its workers) and
-    uses one thread (the processes are the parallelism).
-
-    ``parent`` is the build's process id where it started the worker itself (not a
-    forkserver's child): a worker whose parent has already ended ends at once.
-    """
-    for number in ignored:
-        signal.signal(number, signal.SIG_IGN)
-    _end_with_parent(parent)
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[name] = "1"
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1)  # the libraries loaded before these variables were set
-    logging.getLogger("mne").setLevel(logging.ERROR)
-
-
-def _end_with_parent(parent):
-    """Make this worker end when its parent does, whatever ends the parent (SIGKILL
-    included): on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``); elsewhere,
-    and in case that fails, a thread checks every :data:`WATCH_SECONDS` that its
-    parent is still the same and ends the process when not. Under a forkserver the
-    parent is the forkserver, which ends when the build's process does."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
-                logger.debug("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
-        except (OSError, AttributeError) as err:
-            logger.debug("No prctl (%s): the parent watchdog alone ends this worker.", err)
-    ppid = os.getppid()
-    if parent is not None and ppid != parent:  # the parent ended before prctl
-        os._exit(1)
-    watchdog = threading.Thread(
-        target=_watch_parent, args=(ppid,), daemon=True, name="store-parent-watchdog"
-    )
-    watchdog.start()
-
-
-def _watch_parent(ppid):
-    """End this process as soon as its parent is no longer ``ppid`` (it ended)."""
-    while os.getppid() == ppid:
-        time.sleep(WATCH_SECONDS)
-    os._exit(1)
-
-
-def _worker_context():
-    """How worker processes start: by ``fork`` where there is one (Linux: a copy of this
-    process, its libraries already imported, in milliseconds; started before any other
-    thread of the build, as torch's DataLoader starts its workers), else by the
-    ``forkserver`` (the libraries imported once, seconds) or ``spawn``."""
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if context.get_start_method() == "forkserver":  # workers fork with the imports done
-        context.set_forkserver_preload([__name__])
-    return context
-
-
-def _warm():
-    """A worker's first task: it answers once it has started (its imports done)."""
-    return os.getpid()
-
-
-def _pool(jobs, context, ignored):
-    """A pool of ``jobs`` worker processes (:func:`_worker_start`)."""
-    parent = None if context.get_start_method() == "forkserver" else os.getpid()
-    return concurrent.futures.ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_worker_start, initargs=(parent, tuple(ignored))
-    )
-
-
-def _end_pool(pool):
-    """End a pool's workers now (SIGKILL: they leave the stop signals), not after the
-    units they prepare, which a stopped build prepares again when it resumes."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.kill()
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
 def _prepare_alone(unit, position, context, ignored, code, on_error):
     """Prepare ``unit`` in a worker of its own, after a worker died while it and others
     were prepared: the unit that kills its worker again is named, and skipped or
@@ -437,7 +353,7 @@ def _results(units, start, jobs, parallel, code, on_error, ignored=()):
                 yield position, _prepare(unit, position, code, on_error)
             del unit  # let the recording go before the next one is read
         return
-    context = _worker_context()
+    context = _worker_context(preload=__name__)  # the module of the workers' task
     pool = _pool(jobs, context, ignored)
     warming = []  # the workers' first tasks
     if context.get_start_method() == "fork":  # workers start in milliseconds: wait
@@ -557,176 +473,3 @@ def _eta(seconds):
     if minutes:
         return f"about {minutes} min {secs:02d} s left"
     return f"about {secs} s left"
-
-
-class StoreMismatchError(ValueError):
-    """A store folder holds a build (or a store) with other settings than those given.
-
-    ``differences`` maps each differing entry to ``(saved, given)``.
-    """
-
-    def __init__(self, message, differences):
-        super().__init__(message)
-        self.differences = differences
-
-
-def _differences(saved, given):
-    """``{key: (saved, given)}`` of the build records' differing entries, settings by name."""
-    out = {}
-    for key in sorted(set(saved) | set(given)):
-        a, b = saved.get(key), given.get(key)
-        if key == "settings" and isinstance(a, dict) and isinstance(b, dict):
-            for name in sorted(set(a) | set(b)):
-                if a.get(name) != b.get(name):
-                    out[name] = (a.get(name), b.get(name))
-        elif a != b:
-            out[key] = (a, b)
-    return out
-
-
-def _read_journal(path, itemsize):
-    """The complete lines of a build's journal, the journal and ``data.part`` truncated to
-    them (a line cut by a kill, and data written after the last line, are dropped).
-
-    A ``data.part`` shorter than its journal says (or missing) is refused with
-    :class:`StoreDataLostError`: truncating would pad it with zeros.
-    """
-    journal, entries, good = path / _JOURNAL, [], 0
-    if journal.exists():
-        with open(journal, "rb") as f:
-            for raw_line in f:
-                if not raw_line.endswith(b"\n"):
-                    break
-                try:
-                    entry = json.loads(raw_line)
-                except ValueError:
-                    break
-                if entry.get("unit") != len(entries):
-                    break
-                entries.append(entry)
-                good += len(raw_line)
-        with open(journal, "r+b") as f:
-            f.truncate(good)
-    end = 0
-    for entry in entries:
-        for rec in entry.get("recordings", ()):
-            end = max(end, rec["offset"] + rec["n_chans"] * rec["n_times"])
-    part = path / _PART
-    size = part.stat().st_size if part.exists() else 0
-    if size < end * itemsize:
-        raise StoreDataLostError(
-            f"The unfinished store build in '{path}' has lost data: its journal names "
-            f"{end * itemsize} bytes of recordings but {_PART} holds {size} (removed or "
-            "cut outside the build). Start it again with overwrite=True (the command's "
-            "--overwrite)."
-        )
-    if part.exists():
-        with open(part, "r+b") as f:
-            f.truncate(end * itemsize)
-    return entries, end
-
-
-class StoreDataLostError(ValueError):
-    """An unfinished build's (or a store's) data file is shorter than its journal (or
-    index) describes."""
-
-
-class StoreBuildStopped(Exception):
-    """A store build stopped by a stop signal at a recording's end; the same call resumes.
-
-    ``signal`` is the signal's name (``"SIGTERM"``), ``done`` the units committed.
-    """
-
-    def __init__(self, message, signal_name, done):
-        super().__init__(message)
-        self.signal = signal_name
-        self.done = done
-
-
-class StoreWriteError(OSError):
-    """Writing a store failed (a full disk, a quota, a file size limit); what was
-    committed before is kept. ``errno`` is the failed write's."""
-
-
-def _write_error(path, err):
-    """:class:`StoreWriteError` of a failed write ``err`` in store folder ``path``."""
-    what = err.strerror or str(err)
-    out = StoreWriteError(
-        f"Cannot write the store in '{path}': {what} (errno {err.errno}): a full disk, a "
-        "quota or a file size limit (ulimit -f)? The recordings committed before are kept: "
-        "make room and call again with the same settings (the same command) to resume."
-    )
-    out.errno = err.errno
-    return out
-
-
-def _signal_number(value, name="stop_signals"):
-    """The number of a stop signal given by name (``"SIGUSR1"``, ``"USR1"``) or number,
-    or ``ValueError`` naming ``name``; SIGINT (Ctrl-C) and those no handler can catch
-    are refused."""
-    allowed = sorted(
-        s.name for s in signal.Signals if s.name not in ("SIGINT", "SIGKILL", "SIGSTOP")
-    )
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str):
-        text = value.strip().upper()
-        if text.isdigit():
-            number = int(text)
-        else:
-            found = getattr(signal.Signals, text if text.startswith("SIG") else "SIG" + text, None)
-            number = None if found is None else int(found)
-    try:
-        sig = signal.Signals(number)
-    except ValueError:
-        sig = None
-    if sig is None or sig.name not in allowed:
-        raise ValueError(
-            f"Invalid value for the '{name}' parameter. Allowed values are the names or "
-            "numbers of signals (SIGTERM, SIGUSR1, USR2, 10...) but SIGINT (Ctrl-C ends a "
-            f"build at once, as any command), SIGKILL and SIGSTOP, but got {value!r} instead."
-        )
-    return int(sig)
-
-
-class _StopSignals:
-    """While entered, the ``signals`` set :attr:`received` (the build ends at the next
-    recording's end) instead of ending the process, and SIGXFSZ (a file size limit) is
-    ignored, so that a write past the limit fails with a message instead of killing the
-    process. Signal handlers can only be set from the main thread: elsewhere this does
-    nothing."""
-
-    def __init__(self, signals):
-        self.signals, self.received, self._saved = tuple(signals), None, {}
-
-    def __enter__(self):
-        if threading.current_thread() is not threading.main_thread():
-            logger.debug("Not in the main thread: the stop signals are not handled.")
-            return self
-        for number in self.signals:
-            self._saved[number] = signal.signal(number, self._receive)
-        if hasattr(signal, "SIGXFSZ"):
-            self._saved[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        return self
-
-    def _receive(self, number, frame):
-        if self.received is None:
-            self.received = signal.Signals(number).name
-            logger.warning(
-                "%s received: the store build stops once the recording it writes is "
-                "committed, for the same call to resume.",
-                self.received,
-            )
-
-    def __exit__(self, *exc):
-        for number, handler in self._saved.items():
-            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
-        self._saved = {}
-        return False
-
-
-def _fsync_append(f, data):
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())

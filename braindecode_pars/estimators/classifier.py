@@ -8,9 +8,6 @@ import warnings
 
 from sklearn import get_config
 from sklearn.base import BaseEstimator, clone
-from sklearn.dummy import DummyClassifier
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import Bunch
 from sklearn.utils.metadata_routing import (
     MetadataRouter,
@@ -35,6 +32,14 @@ from ..datasets.sklearn_io import (
 from ..hub import DEFAULT_ENCODER
 from ..probe.estimator import PARSProbe
 from ..training._seeding import fit_seed
+from ._heads import (  # noqa: F401 (takes_windows, named from here too)
+    _HEAD_METHODS,
+    _head_has,
+    _takes,
+    check_encoder_given_once,
+    check_head_input,
+    takes_windows,
+)
 from .pretrainer import _as_sources
 
 logger = logging.getLogger(__name__)
@@ -42,87 +47,6 @@ logger = logging.getLogger(__name__)
 #: ``encoder``'s default: :data:`~braindecode_pars.hub.DEFAULT_ENCODER` for the default
 #: head, a given head's own ``encoder`` otherwise.
 DEFAULT = "default"
-
-#: The methods of the head that PARSClassifier's methods of the same name call.
-_HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
-
-
-def _head_has(method):
-    """``available_if``'s check: whether the head (the fitted one, else the one given, or
-    the default probe) has ``method``."""
-
-    def check(self):
-        head = getattr(self, "head_", None)
-        if head is None:
-            head = PARSProbe() if self.head is None else self.head
-        return hasattr(head, method)
-
-    return check
-
-
-#: Packages whose estimators take 2-D features only (validated as ``(n_samples,
-#: n_features)``), unless their tags say otherwise.
-_TWO_D_PACKAGES = ("sklearn",)
-
-
-def takes_windows(estimator):
-    """Whether ``estimator`` can take 3-D windows, shape (n_windows, n_channels, n_times),
-    as a :class:`PARSClassifier` head receives them.
-
-    The rule, in order:
-
-    - its scikit-learn tags say so (``input_tags.three_d_array``, as this library's
-      window estimators, MNE's and any estimator of your own can declare);
-    - a ``Pipeline`` takes what its first step (``"passthrough"`` skipped) takes; a
-      meta-estimator with an ``estimator`` parameter (``GridSearchCV``,
-      ``CalibratedClassifierCV``...) what its estimator takes;
-    - scikit-learn's own estimators take 2-D features only, except
-      ``FunctionTransformer(validate=False)`` (a reshape of yours) and
-      ``DummyClassifier``, which read any array;
-    - any other estimator (yours, pyriemann's ``Covariances``, braindecode's) is
-      trusted to take them.
-    """
-    tags = getattr(estimator, "__sklearn_tags__", None)
-    if tags is not None:
-        try:
-            if tags().input_tags.three_d_array:
-                return True
-        except (AttributeError, TypeError):
-            pass
-    if isinstance(estimator, Pipeline):
-        steps = [s for _, s in estimator.steps if s not in ("passthrough", None)]
-        return not steps or takes_windows(steps[0])
-    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
-    if hasattr(params.get("estimator"), "fit"):
-        return takes_windows(params["estimator"])
-    if isinstance(estimator, FunctionTransformer):
-        return not estimator.validate
-    if isinstance(estimator, DummyClassifier):
-        return True
-    return type(estimator).__module__.split(".")[0] not in _TWO_D_PACKAGES
-
-
-def check_head_input(head, name="head"):
-    """Refuse, before any work, a head that cannot take 3-D windows (see
-    :func:`takes_windows`), naming it and showing the fix."""
-    if takes_windows(head):
-        return
-    shown = type(head).__name__
-    if isinstance(head, Pipeline):
-        first = next(s for _, s in head.steps if s not in ("passthrough", None))
-        shown = f"{shown} whose first step is {type(first).__name__}"
-        head = first
-    what = type(head).__name__
-    raise ValueError(
-        f"'{name}' ({shown}) cannot take the windows a head receives: 3-D arrays of shape "
-        f"(n_windows, n_channels, n_times), while {what} takes 2-D features (n_windows, "
-        f"n_features). Put a features step before it, e.g. {name}=make_pipeline("
-        f"EncoderFeatures(encoder=...), {what}(...)) or make_pipeline(BandPowerFeatures(), "
-        f"{what}(...)) (braindecode_pars.probe), or use PARSProbe() (the encoder's "
-        "features, band powers and covariances under a logistic regression). An estimator "
-        "of your own that takes 3-D input can say so in its tags "
-        "(input_tags.three_d_array = True)."
-    )
 
 
 class PARSClassifier(
@@ -299,25 +223,10 @@ class PARSClassifier(
         or with ``encoder="default"`` the default head's ``"pars-small-v2"`` or a given
         head's own ``encoder``; a head whose ``encoder`` is set while the classifier's
         is too is refused, as is an encoder for a head with no ``encoder`` parameter."""
-        takes = "encoder" in head.get_params(deep=False)
-        own = head.get_params(deep=False)["encoder"] if takes else None
         if self.encoder == DEFAULT:
+            own = head.get_params(deep=False).get("encoder")
             return (DEFAULT_ENCODER if self.head is None else own), "head__encoder"
-        name = type(head).__name__
-        if own is not None:
-            raise ValueError(
-                f"Two encoders: the head's own 'encoder' is {_shown(own)} and the "
-                f"classifier's 'encoder' is {_shown(self.encoder)}. Give the encoder once: "
-                f"PARSClassifier(encoder=..., head={name}(encoder=None, ...)), or "
-                f"PARSClassifier(head={name}(encoder=...)) (the classifier's encoder left "
-                "at 'default') to use the head's."
-            )
-        if not takes and self.encoder is not None:
-            raise ValueError(
-                f"'head' ({name}) has no 'encoder' parameter to receive the encoder "
-                f"{_shown(self.encoder)}; set encoder=None (or leave it at 'default'), or "
-                "give the head an 'encoder' parameter."
-            )
+        check_encoder_given_once(self.encoder, head)
         return self.encoder, "encoder"
 
     def _cloned(self, stage):
@@ -569,20 +478,3 @@ class PARSClassifier(
         """``fit``, then ``transform`` with the same ``groups`` (only when the head has
         ``transform``)."""
         return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
-
-
-def _takes(estimator, name, by_name=False):
-    """Whether ``estimator.fit`` takes the parameter ``name`` (by name; or, unless
-    ``by_name``, through ``**kwargs``)."""
-    if estimator is None:
-        return False
-    params = inspect.signature(estimator.fit).parameters
-    if name in params:
-        return True
-    return not by_name and any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _shown(value):
-    """A parameter's value as a message shows it: a string or None as written, else its
-    type."""
-    return repr(value) if value is None or isinstance(value, str) else type(value).__name__

@@ -11,14 +11,12 @@ everything else (``partial_fit``, ``save_params``, ``classes``, ``callbacks``,
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 
-from .._checks import check_device, check_int, check_option, check_range, check_skorch_names
 from .._params import fill_doc
 from .._threads import with_fit_threads
 from ..datasets.adapters import _window_scale
@@ -36,17 +34,14 @@ from ..datasets.sklearn_io import (
 )
 from ..models.encoder import PatchEncoder
 from ..models.encoder_config import ENCODER_SIZES
-from ..models.multichannel import POOLINGS, MultiChannelClassifier
+from ..models.multichannel import MultiChannelClassifier
 from ..probe.scaling import AlignSignals, check_align_groups
 from ..training._finetune import (
-    AUGMENTATION_PRESETS,
     CodedWindows,
     EpochTable,
     FixedCrops,
     RandomCrops,
-    check_crop_seconds,
-    check_strategy,
-    check_validation,
+    check_finetuner_params,
     class_weights,
     crop_samples,
     crop_starts,
@@ -241,29 +236,7 @@ class PARSFineTuner(
     def check_params(self):
         """Check the parameters without data (``fit`` and ``PARSClassifier`` call it
         first), nested names too, by skorch's own check (skorch runs it in initialize)."""
-        check_skorch_names(self)
-        check_strategy(self.strategy, self.max_epochs)
-        if self.train_split is not None:
-            raise ValueError(
-                f"'train_split'={self.train_split!r} is not used: PARSFineTuner makes its "
-                "validation split from 'groups' (see 'min_valid_groups'), or takes "
-                "'X_valid' and 'y_valid' in fit; leave 'train_split' as None."
-            )
-        for name in ("max_epochs", "batch_size", "n_eval_crops"):
-            check_int(name, getattr(self, name), 1)
-        check_range("lr", self.lr, 0, math.inf, low_open=True)
-        check_range("encoder_lr_scale", self.encoder_lr_scale, 0, math.inf, low_open=True)
-        check_range("layer_decay", self.layer_decay, 0, 1, low_open=True)
-        check_option("amplitude", self.amplitude, (False, True))
-        check_option("pooling", self.pooling, POOLINGS)
-        check_range("spatial_drop_prob", self.spatial_drop_prob, 0, 1, high_open=True)
-        check_validation(self.min_valid_groups, self.valid_fraction, self.valid_monitor)
-        check_crop_seconds(self.crop_seconds)
-        check_option("align", self.align, (None, "groups"))
-        if isinstance(self.augmentation, str):
-            check_option("augmentation", self.augmentation, AUGMENTATION_PRESETS)
-        check_device("device", self.device)
-        fit_seed(self.random_state if self.random_state is not None else 0)  # type check
+        check_finetuner_params(self)
 
     # -- fit -----------------------------------------------------------------------------
     @fill_doc

@@ -1,4 +1,5 @@
-"""Pieces of fine-tuning: class weights, the in-memory best epoch, augmentation, crops."""
+"""Pieces of fine-tuning: the parameters' check, class weights, the in-memory best epoch,
+augmentation, crops."""
 
 from __future__ import annotations
 
@@ -28,7 +29,16 @@ from skorch.callbacks import (
     Unfreezer,
 )
 
-from .._checks import check_int, check_none_or_number, check_option, check_range
+from .._checks import (
+    check_device,
+    check_int,
+    check_none_or_number,
+    check_option,
+    check_range,
+    check_skorch_names,
+)
+from ..models.multichannel import POOLINGS
+from ._seeding import fit_seed
 from .callbacks import _ANSI, _duration, shows_bars
 
 logger = logging.getLogger(__name__)
@@ -168,6 +178,36 @@ def check_crop_seconds(crop):
     allowed = "a positive number of seconds and None"
     if check_none_or_number("crop_seconds", crop, numbers.Real, allowed, ValueError):
         check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+
+
+def check_finetuner_params(net):
+    """Check a :class:`~braindecode_pars.PARSFineTuner`'s parameters without data (its
+    ``check_params``), nested names too, by skorch's own check (skorch runs it in
+    ``initialize``): each message names the parameter, the allowed values and what was
+    given."""
+    check_skorch_names(net)
+    check_strategy(net.strategy, net.max_epochs)
+    if net.train_split is not None:
+        raise ValueError(
+            f"'train_split'={net.train_split!r} is not used: PARSFineTuner makes its "
+            "validation split from 'groups' (see 'min_valid_groups'), or takes "
+            "'X_valid' and 'y_valid' in fit; leave 'train_split' as None."
+        )
+    for name in ("max_epochs", "batch_size", "n_eval_crops"):
+        check_int(name, getattr(net, name), 1)
+    check_range("lr", net.lr, 0, math.inf, low_open=True)
+    check_range("encoder_lr_scale", net.encoder_lr_scale, 0, math.inf, low_open=True)
+    check_range("layer_decay", net.layer_decay, 0, 1, low_open=True)
+    check_option("amplitude", net.amplitude, (False, True))
+    check_option("pooling", net.pooling, POOLINGS)
+    check_range("spatial_drop_prob", net.spatial_drop_prob, 0, 1, high_open=True)
+    check_validation(net.min_valid_groups, net.valid_fraction, net.valid_monitor)
+    check_crop_seconds(net.crop_seconds)
+    check_option("align", net.align, (None, "groups"))
+    if isinstance(net.augmentation, str):
+        check_option("augmentation", net.augmentation, AUGMENTATION_PRESETS)
+    check_device("device", net.device)
+    fit_seed(net.random_state if net.random_state is not None else 0)  # type check
 
 
 def best_epoch(checkpoint_dir=None, monitor="valid_loss_best"):

@@ -3,7 +3,8 @@
 Schedulers end a job with SIGTERM (at its time limit, or to preempt it), some first with
 a signal of the job's choosing (SLURM's ``--signal``, often SIGUSR1), and with SIGKILL
 after a grace period. While :class:`~braindecode_pars.training.PretrainNet` fits, the
-signals of its ``stop_signals`` only set a flag (:class:`StopSignals`); the net looks at
+signals of its ``stop_signals`` (read by :func:`check_stop_signals`, of
+:mod:`braindecode_pars._signals`) only set a flag (:class:`StopSignals`); the net looks at
 it between two steps, saves its state there (the weights and optimizer after the last
 step, and how many steps of the current epoch are done) and raises
 :class:`TrainingStopped`. Fitting again with the same ``checkpoint_dir`` continues from
@@ -16,19 +17,15 @@ boundary, then ends them) and end when their parent dies, whatever kills it
 
 from __future__ import annotations
 
-import logging
 import signal
-import threading
 
 import torch
 
+from .. import _signals
+from .._signals import check_stop_signals
 from . import distributed
 
-logger = logging.getLogger(__name__)
-
-#: Signals that cannot be a stop signal: SIGINT keeps Python's Ctrl-C, and SIGKILL and
-#: SIGSTOP cannot be caught.
-_NOT_STOP = {"SIGINT", "SIGKILL", "SIGSTOP"}
+__all__ = ["StopSignals", "TrainingStopped", "check_stop_signals"]
 
 
 class TrainingStopped(KeyboardInterrupt):
@@ -69,49 +66,10 @@ class TrainingStopped(KeyboardInterrupt):
         super().__init__(f"Pretraining stopped by {self.signal.name} {where}; {saved}.")
 
 
-def check_stop_signals(name, value):
-    """``value`` as a tuple of ``signal.Signals``; refuses what cannot stop a run.
-
-    Parameters
-    ----------
-    name : str
-        The parameter's name, for the message.
-    value : str | int | sequence of str or int | None
-        Signal names (``"SIGTERM"``, ``"USR1"``) or numbers; None or empty: none.
-    """
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str | int) else list(value)
-    allowed = sorted(
-        s.name for s in signal.Signals if s.name not in _NOT_STOP and s.name != "SIGCHLD"
-    )
-    signals = []
-    for item in items:
-        key = item.upper() if isinstance(item, str) else item
-        if isinstance(key, str) and not key.startswith("SIG"):
-            key = "SIG" + key
-        try:
-            sig = signal.Signals[key] if isinstance(key, str) else signal.Signals(key)
-        except (KeyError, ValueError):
-            sig = None
-        if sig is None or sig.name not in allowed:
-            raise ValueError(
-                f"Invalid value for the '{name}' parameter: {item!r} is not a signal that can "
-                f"stop a run. Allowed values are signal names or numbers among "
-                f"{', '.join(allowed)} (SIGINT stays Ctrl-C's; SIGKILL and SIGSTOP cannot "
-                "be caught)."
-            )
-        if sig not in signals:
-            signals.append(sig)
-    return tuple(signals)
-
-
-class StopSignals:
-    """While entered, the given signals set :attr:`received` instead of ending the process.
-
-    Handlers can only be set in the main thread; elsewhere (a fit in a thread) the
-    signals keep their handlers and a debug message says so. The previous handlers come
-    back on exit.
+class StopSignals(_signals.StopSignals):
+    """While entered, the given signals set :attr:`received` instead of ending the
+    process (:class:`braindecode_pars._signals.StopSignals`), and the net asks
+    :meth:`requested` whether one came.
 
     Parameters
     ----------
@@ -120,31 +78,10 @@ class StopSignals:
     """
 
     def __init__(self, signals):
-        self.signals = tuple(signals)
-        self.received = None
-        self._previous = {}
-
-    def _handle(self, signum, frame):
-        if self.received is None:
-            logger.warning(
-                "Received %s: stopping at the next step boundary, after saving the state.",
-                signal.Signals(signum).name,
-            )
-        self.received = signum
-
-    def __enter__(self):
-        if self.signals and threading.current_thread() is not threading.main_thread():
-            logger.debug("Not in the main thread: %s keep their handlers.", self.signals)
-            return self
-        for sig in self.signals:
-            self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc):
-        for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
-        self._previous = {}
-        return False
+        super().__init__(
+            signals,
+            message="Received %s: stopping at the next step boundary, after saving the state.",
+        )
 
     def requested(self, net, collective):
         """The stop signal received by this process or, when ``collective`` under

@@ -1,0 +1,73 @@
+"""The worker processes of a store build: how they start, a pool of them, its end.
+
+A worker ends with the build's process, whatever ends it
+(:func:`~braindecode_pars._orphans.die_with_parent`), ignores the build's stop
+signals (the build stops at a recording's end, then ends its workers) and runs one
+thread. The order of their results, and what happens when one dies, are
+:func:`~braindecode_pars.datasets.store_build._results`'.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import multiprocessing
+import os
+import sys
+
+from .._orphans import die_with_parent
+
+
+def _worker_start(parent=None, ignored=()):
+    """Start a worker process: it ends with its parent (the kernel's
+    ``PR_SET_PDEATHSIG``, and a watchdog thread where that cannot work:
+    :func:`~braindecode_pars._orphans.die_with_parent`), leaves the ``ignored`` signals
+    (the build's stop signals: the parent stops the build, and ends its workers) and
+    uses one thread (the processes are the parallelism).
+
+    ``parent`` is the build's process id where it started the worker itself (not a
+    forkserver's child): a worker whose parent has already ended ends at once.
+    """
+    die_with_parent(parent=parent, ignore=ignored, watchdog=True)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # the libraries loaded before these variables were set
+    logging.getLogger("mne").setLevel(logging.ERROR)
+
+
+def _worker_context(preload):
+    """How worker processes start: by ``fork`` where there is one (Linux: a copy of this
+    process, its libraries already imported, in milliseconds; started before any other
+    thread of the build, as torch's DataLoader starts its workers), else by the
+    ``forkserver`` (the libraries imported once, seconds: the module ``preload``, which
+    holds the workers' task) or ``spawn``."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":  # workers fork with the imports done
+        context.set_forkserver_preload([preload])
+    return context
+
+
+def _warm():
+    """A worker's first task: it answers once it has started (its imports done)."""
+    return os.getpid()
+
+
+def _pool(jobs, context, ignored):
+    """A pool of ``jobs`` worker processes (:func:`_worker_start`)."""
+    parent = None if context.get_start_method() == "forkserver" else os.getpid()
+    return concurrent.futures.ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_worker_start, initargs=(parent, tuple(ignored))
+    )
+
+
+def _end_pool(pool):
+    """End a pool's workers now (SIGKILL: they leave the stop signals), not after the
+    units they prepare, which a stopped build prepares again when it resumes."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
