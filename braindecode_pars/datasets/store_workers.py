@@ -67,7 +67,20 @@ def _pool(jobs, context, ignored):
 
 def _end_pool(pool):
     """End a pool's workers now (SIGKILL: they leave the stop signals), not after the
-    units they prepare, which a stopped build prepares again when it resumes."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    units they prepare, which a stopped build prepares again when it resumes.
+
+    A worker killed while it wrote a result leaves half a message in the pool's result
+    pipe, which the pool's manager thread would wait for the rest of forever (and
+    ``shutdown`` with it, seen once in 12 stopped builds): once the workers are dead,
+    this process closes its own end for writing too, so that the manager reads the end
+    of the pipe, takes the pool for broken and ends."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
         process.kill()
+    for process in processes:
+        process.join(timeout=10)
+    results = getattr(pool, "_result_queue", None)
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
     pool.shutdown(wait=True, cancel_futures=True)
