@@ -191,8 +191,6 @@ def _store(args):
             f"braindecode-pars store: --out '{args.out}' holds a store made with other "
             "settings; pass --overwrite to replace it, or give another --out."
         ) from None
-    for sig in stop_signals:  # the store is complete: a stop request now has nothing to stop
-        signal.signal(sig, signal.SIG_IGN)
     info = json.loads((Path(args.out) / "info.json").read_text())
     skipped = info.get("n_recordings_skipped", 0)
     skipped = f", {skipped} recordings skipped (listed in info.json)" if skipped else ""
