@@ -7,9 +7,11 @@ denominator over the keys are products of (n x N) tables. :func:`pair_attention`
 that computation as one ``torch.library`` operator with its backward written out: the
 same on every device and under ``torch.compile`` (one opaque node, no graph break), with
 no host synchronisation (CUDA graphs can capture it) and no Python branch on the data.
-Each row of logits is shifted by its maximum, so nothing overflows; a pair whose
-denominator underflows contributes 0 and is flagged, and :func:`exact_pairs` computes
-such pairs directly from their logits.
+Each row of logits is shifted by its maximum, so nothing overflows; a pair-head whose
+denominator underflows takes no part in the tables' products and is computed directly
+from its logits inside the operator, in one of :func:`fallback_slots` slots, forward and
+backward. The operator's own products run at the full precision of its inputs' dtype
+whatever autocast or the matmul precision say (:func:`exact_float_arithmetic`).
 """
 
 from __future__ import annotations
