@@ -16,7 +16,7 @@ cores idle when it starts, unless the user chose the threads.
   fine-tuner's time estimate (first epoch x epochs, as it logs it) and the epochs' actual
   total, medians over the repeats.
 
-Run it on a machine with no other load (the lead's measurement)::
+Run it on a machine with no other load (the recorded run's conditions)::
 
     python benchmarks/bench_threads.py --out benchmarks/results/threads.md
 """
