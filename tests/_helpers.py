@@ -133,3 +133,18 @@ class ExplodingPretrainer(PARSPretrainer):
 
     def _pretrain(self, *args, **kwargs):  # pragma: no cover - must never be reached
         raise AssertionError("training started before the input was checked")
+
+
+def loso_scores_on_arrays(windows):
+    """Leave-one-subject-out balanced accuracy of ``PARSProbe`` on ``windows`` read as
+    arrays: the known answer a cross-validation over the windows themselves must give."""
+    from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
+
+    from braindecode_pars import PARSProbe
+    from braindecode_pars.datasets.adapters import read_windows
+
+    data = read_windows(windows)
+    return cross_val_score(
+        PARSProbe(sfreq=data.sfreq), data.X, data.y, groups=data.groups,
+        cv=LeaveOneGroupOut(), scoring="balanced_accuracy",
+    )  # fmt: skip
