@@ -29,6 +29,24 @@ LOCK_FILE = ".lock"
 #: entered]. (A command that locks its ``--out`` and the net that locks the same folder
 #: as its ``checkpoint_dir`` hold one lock.)
 _HELD = {}
+#: The open lock files of the folders this process holds, by folder.
+_OPEN = {}
+
+
+def _forget_in_child():
+    """In a process just forked (a worker of a store build or a DataLoader), close its
+    copies of the lock files: a ``flock`` belongs to the open file, which the fork
+    shares, so a worker would otherwise hold its parent's folder after the parent was
+    killed, until the worker itself ended."""
+    for f in _OPEN.values():
+        with contextlib.suppress(OSError):
+            f.close()
+    _OPEN.clear()
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class FolderLockedError(RuntimeError):
@@ -138,9 +156,10 @@ def folder_lock(path, what, reentrant=False):
         f.truncate()
         f.write(f"{os.getpid()}\n{what}\n".encode())
         f.flush()
-        _HELD[key] = 1
+        _HELD[key], _OPEN[key] = 1, f
         yield lock
     finally:
         _HELD.pop(key, None)
+        _OPEN.pop(key, None)
         lock.unlink(missing_ok=True)  # before the unlock: no one locks a removed file
         f.close()

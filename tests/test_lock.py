@@ -67,3 +67,38 @@ def test_another_process_is_refused_with_the_pid_and_its_death_frees_the_lock(tm
     assert (folder / LOCK_FILE).read_text().startswith(f"{process.pid}\n")  # left, stale
     with folder_lock(folder, "a store build") as lock:  # a dead holder's lock does not block
         assert lock.read_text() == f"{os.getpid()}\na store build\n"
+
+
+def test_a_forked_worker_does_not_keep_its_killed_parents_lock(tmp_path):
+    # a flock belongs to the open file, which a fork shares: the store's workers (and
+    # DataLoader workers) would hold the folder after their parent was killed
+    folder, child_pid = tmp_path / "out", tmp_path / "child"
+    script = textwrap.dedent(
+        f"""
+        import importlib.util, os, pathlib, time
+        spec = importlib.util.spec_from_file_location("lock", {_lock.__file__!r})
+        lock = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(lock)
+        with lock.folder_lock({str(folder)!r}, "a store build"):
+            pid = os.fork()
+            if pid == 0:  # the worker outlives its parent
+                time.sleep(60)
+                os._exit(0)
+            pathlib.Path({str(child_pid)!r}).write_text(str(pid))
+            time.sleep(60)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script])
+    for _ in range(1000):
+        if child_pid.exists() and child_pid.read_text() or process.poll() is not None:
+            break
+        subprocess.run(["sleep", "0.01"])
+    worker = int(child_pid.read_text())
+    try:
+        process.kill()
+        process.wait()
+        os.kill(worker, 0)  # the worker is still alive
+        with folder_lock(folder, "the rerun"):  # and does not hold the folder
+            pass
+    finally:
+        os.kill(worker, signal.SIGKILL)
