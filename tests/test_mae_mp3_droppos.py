@@ -215,3 +215,16 @@ def test_unknown_pretext_task_is_refused():
         PARSClassifier(encoder=PARSPretrainer("simclr"), sfreq=100).fit(
             np.zeros((4, 2, 200)), [0, 1, 0, 1]
         )
+
+
+@pytest.mark.parametrize("cls", [MAE, MP3, DropPos])
+def test_every_baseline_traces_under_torch_compile_with_no_graph_break(cls, one_thread):
+    """As PARS (test_pair_decoders.py): each baseline's loss is one graph, so a compiled
+    fit on a GPU runs it whole (DropPos's mean over its position-dropped tokens was a
+    boolean index, a data-dependent shape that broke the graph)."""
+    model = cls(**SIG, label_sigma=1.0, **TINY) if cls is DropPos else cls(**SIG, **TINY)
+    X = torch.randn(4, 1, 300)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(lambda X: model(X)["loss"])(X)
+    assert explained.graph_break_count == 0, [b.reason for b in explained.break_reasons]
+    assert explained.graph_count == 1

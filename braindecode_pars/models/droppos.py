@@ -104,7 +104,10 @@ class DropPos(PretextModel):
         tokens = tokens + self.encoder.position_embedding(starts[visible], pos_mask)
         logits = self.head(self.encoder.encode(tokens))  # (B, n_visible, N)
         target = self.targets(visible, N)  # visible holds each token's true position
-        loss = -(target * logits.log_softmax(-1)).sum(-1)[pos_mask].mean()
+        # the mean over the position-dropped tokens, as a masked sum over their count
+        # (the same in every window): no data-dependent shape, so no graph break
+        per_token = -(target * logits.log_softmax(-1)).sum(-1)  # (B, n_visible)
+        loss = torch.where(pos_mask, per_token, 0.0).sum() / pos_mask.sum()
         trivial = loss.new_tensor(math.log(N))  # uniform over N: -sum(t * log(1/N)) = ln N
         return {
             "loss": loss,
