@@ -87,18 +87,26 @@ TINY = Config(
     (8,),
 )
 
+#: torch.compile's mode that replays the compiled steps as CUDA graphs.
+GRAPHS = "reduce-overhead"
 #: Rows of the step table: label -> (bf16 autocast?, torch.compile?, float32 matmul
-#: precision, the decoder's factor-table dtype).
+#: precision, the decoder's factor-table dtype, torch.compile's mode or None for
+#: ``--compile-mode``'s).
 VARIANTS = {
-    "float32": (False, False, "highest", torch.float32),
-    "bf16 autocast": (True, False, "highest", torch.float32),
-    "bf16 autocast + torch.compile": (True, True, "highest", torch.float32),
-    "bf16 autocast, matmul precision 'high' (TF32)": (True, False, "high", torch.float32),
-    "bf16 autocast, float64 factor tables": (True, False, "highest", torch.float64),
+    "float32": (False, False, "highest", torch.float32, None),
+    "bf16 autocast": (True, False, "highest", torch.float32, None),
+    "bf16 autocast + torch.compile": (True, True, "highest", torch.float32, None),
+    "bf16 autocast, matmul precision 'high' (TF32)": (True, False, "high", torch.float32, None),
+    "bf16 autocast, float64 factor tables": (True, False, "highest", torch.float64, None),
+    "bf16 autocast + torch.compile, CUDA graphs": (True, True, "highest", torch.float32, GRAPHS),
 }
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
 VARIANT_NAMES = dict(
-    zip(("float32", "bf16", "bf16-compile", "bf16-tf32", "bf16-f64tables"), VARIANTS, strict=True)
+    zip(
+        ("float32", "bf16", "bf16-compile", "bf16-tf32", "bf16-f64tables", "bf16-compile-graphs"),
+        VARIANTS,
+        strict=True,
+    )
 )
 #: The variants run by default (the last two are the device check's extra rows).
 DEFAULT_VARIANTS = ("float32", "bf16", "bf16-compile")
@@ -324,11 +332,11 @@ def step_table(
     """
     rows, built = {}, {}
     for label in variants:
-        bf16, compiled, precision, tables = VARIANTS[label]
+        bf16, compiled, precision, tables, own_mode = VARIANTS[label]
         torch.manual_seed(0)
         steps = TrainingSteps(
-            config, n_patches, batch_size, device, bf16, compiled, backend, mode, decoder,
-            precision, tables,
+            config, n_patches, batch_size, device, bf16, compiled, backend, own_mode or mode,
+            decoder, precision, tables,
         )  # fmt: skip
         try:
             pars_first, pars_breaks = first_step(steps.pars_step)
@@ -357,7 +365,7 @@ def step_table(
             loss=float(steps.pars_loss),
         )
     if profile and built:  # the compiled variant where there is one, else the last
-        label = next((v for v in built if VARIANTS[v][1]), list(built)[-1])
+        label = next((v for v in built if VARIANTS[v][1]), list(built)[-1])  # the first
         row = rows[label]
         step_ms = (1e3 * batch_size / row["pars_wps"], 1e3 * batch_size / row["encoder_wps"])
         row["profile"] = profile_steps(built[label], step_ms)

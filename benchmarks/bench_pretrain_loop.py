@@ -50,6 +50,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -76,23 +77,25 @@ VALID_FRACTION = 0.1
 SHORT = 0.2
 
 
-def corpus(config, batch_size, seed=0):
-    """Random windows, (n, N_CHANS, n_times) float32: ``CORPUS_BATCHES`` full batches
-    once the estimator's and the command line's validation share (10 %, rounded up) is
-    held out."""
+def corpus(config, batch_size, seed=0, batches=CORPUS_BATCHES):
+    """Random windows, (n, N_CHANS, n_times) float32: ``batches`` full batches once the
+    estimator's and the command line's validation share (10 %, rounded up) is held
+    out."""
     rng = np.random.default_rng(seed)
-    n = CORPUS_BATCHES * batch_size
-    while n - math.ceil(VALID_FRACTION * n) < CORPUS_BATCHES * batch_size:
+    n = batches * batch_size
+    while n - math.ceil(VALID_FRACTION * n) < batches * batch_size:
         n += 1
     return rng.standard_normal((n, N_CHANS, config.n_times), dtype=np.float32)
 
 
-def bare_rate(config, batch_size, device, amp, compiled, repeats):
+def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None):
     """Windows per second of the bare step, and its first step's time (s); its AdamW
     runs fused, as the loops' does (``with_fused_default``), so that the optimiser is
-    the same on both sides."""
+    the same on both sides; ``mode``: torch.compile's."""
     torch.manual_seed(0)
-    steps = TrainingSteps(config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled)
+    steps = TrainingSteps(
+        config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled, mode=mode
+    )
     kwargs = with_fused_default(torch.optim.AdamW, dict(lr=1e-4, weight_decay=1e-4), device)
     steps.opt = torch.optim.AdamW(steps.model.parameters(), **kwargs)
     t0 = time.perf_counter()
@@ -114,12 +117,12 @@ def _trained_windows(history):
     )
 
 
-def estimator_run(config, X, batch_size, device, amp, compiled, steps):
+def estimator_run(config, X, batch_size, device, amp, compiled, steps, mode=None):
     """One ``PARSPretrainer.fit``: (seconds, windows trained, epochs)."""
     stage = PARSPretrainer(
         **config.size, n_patches=N_PATCHES, batch_size=batch_size, steps=steps,
         window_seconds=config.n_times / config.sfreq, sfreq=config.sfreq, device=device,
-        amp=amp, compile=compiled, random_state=0, verbose=0,
+        amp=amp, compile=compiled, compile_mode=mode, random_state=0, verbose=0,
     )  # fmt: skip
     synchronize(torch.device(device))
     t0 = time.perf_counter()
@@ -148,7 +151,7 @@ def write_store(config, X, folder):
     return folder
 
 
-def cli_run(config, store, out, batch_size, device, amp, compiled, steps, workers=0):
+def cli_run(config, store, out, batch_size, device, amp, compiled, steps, workers=0, mode=None):
     """One ``braindecode-pars pretrain`` on ``store`` (in this process, its batches
     read by ``workers`` DataLoader processes): (seconds, windows trained, epochs)."""
     import json
@@ -165,7 +168,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps, worker
         "--batch-size", str(batch_size), "--device", str(device),
         "--threads", str(torch.get_num_threads()), "--config", str(encoder),
         "--amp" if amp else "--no-amp", "--compile" if compiled else "--no-compile",
-        "--workers", str(workers),
+        "--workers", str(workers), *(["--compile-mode", mode] if mode else []),
     ]  # fmt: skip
     synchronize(torch.device(device))
     t0 = time.perf_counter()
@@ -209,28 +212,53 @@ def profile_areas(run):
     return total, areas, sorted(top, reverse=True)[:12]
 
 
-def profile_report(config, X, store, tmp, batch, device, amp, compiled, steps, path, workers=0):
+def device_name(device):
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+
+
+class Loops(NamedTuple):
+    """What every timed run of one benchmark shares: the corpus, its store, the settings."""
+
+    config: Config
+    X: np.ndarray
+    store: Path
+    tmp: Path
+    batch: int
+    device: torch.device
+    amp: bool
+    compiled: bool
+    mode: str | None
+    workers: int
+
+    def estimator(self, steps):
+        return estimator_run(
+            self.config, self.X, self.batch, self.device, self.amp, self.compiled, steps,
+            self.mode,
+        )  # fmt: skip
+
+    def cli(self, name, steps):
+        return cli_run(
+            self.config, self.store, self.tmp / name, self.batch, self.device, self.amp,
+            self.compiled, steps, self.workers, self.mode,
+        )  # fmt: skip
+
+    def bare(self, repeats):
+        return bare_rate(
+            self.config, self.batch, self.device, self.amp, self.compiled, repeats, self.mode
+        )
+
+
+def profile_report(loops, steps, path):
     """Both loops' short and long runs once more under cProfile, written to ``path`` as
     Markdown: each area's own time in the long run less that in the short run, the
     marginal cost of the extra steps, as the loop rates are marginal."""
     short_steps = max(1, int(steps * SHORT))
+    batch = loops.batch
 
     def runs(n):
         return {
-            "`PARSPretrainer.fit`": lambda: estimator_run(
-                config, X, batch, device, amp, compiled, n
-            ),
-            "`braindecode-pars pretrain`": lambda: cli_run(
-                config,
-                store,
-                Path(tmp) / f"profiled-{n}",
-                batch,
-                device,
-                amp,
-                compiled,
-                n,
-                workers,
-            ),
+            "`PARSPretrainer.fit`": lambda: loops.estimator(n),
+            "`braindecode-pars pretrain`": lambda: loops.cli(f"profiled-{n}", n),
         }
 
     lines = [
@@ -244,9 +272,9 @@ def profile_report(config, X, store, tmp, batch, device, amp, compiled, steps, p
         "so the host's wait for it is counted where the host blocks (a loss's `.item()`, "
         "a copy to the host). The profiler slows Python-heavy code more than the step.",
         "",
-        f"- Device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}",
+        f"- Device: {device_name(loops.device)}",
         f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-        f"- Model: {config.name}; precision as in the rounds above",
+        f"- Model: {loops.config.name}; precision as in the rounds above",
         "",
     ]
     short, long = runs(short_steps), runs(steps)
@@ -296,6 +324,15 @@ def parse_args(argv=None):
         help="torch.compile (default: on CUDA only)",
     )
     parser.add_argument(
+        "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
+        help="torch.compile's mode of the bare step and both loops (default: torch's); "
+        "reduce-overhead replays the steps as CUDA graphs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--corpus-batches", type=int, default=CORPUS_BATCHES,
+        help=f"training batches an epoch (default: {CORPUS_BATCHES}: a run spans many epochs)",
+    )  # fmt: skip
+    parser.add_argument(
         "--workers", type=int, default=0,
         help="the command line's DataLoader worker processes (default: 0)",
     )  # fmt: skip
@@ -326,63 +363,40 @@ def main(argv=None):
     short_steps = max(1, int(steps * SHORT))
     logging.getLogger("braindecode_pars").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message="Pretraining ended with a pretext skill")
-    X = corpus(config, batch)
+    X = corpus(config, batch, batches=args.corpus_batches)
 
     rounds = []  # each round: the bare step, then both loops, then the bare step again
     with tempfile.TemporaryDirectory() as tmp:
         store = write_store(config, X, Path(tmp) / "store")
+        loops = Loops(config, X, store, Path(tmp), batch, device, amp, compiled,
+                      args.compile_mode, args.workers)  # fmt: skip
         # One short run of each loop first, untimed: a loop's first fit in the process
         # pays the cold compilation of its graphs, which the runs after it reuse, so
         # without it the first timed pair is not like with like (on an H200, a long
         # run faster than its short one).
-        estimator_run(config, X, batch, device, amp, compiled, short_steps)
-        cli_run(
-            config,
-            store,
-            Path(tmp) / "warm-up",
-            batch,
-            device,
-            amp,
-            compiled,
-            short_steps,
-            args.workers,
-        )
+        loops.estimator(short_steps)
+        loops.cli("warm-up", short_steps)
         for r in range(args.rounds):
-            before, first = bare_rate(config, batch, device, amp, compiled, args.repeats)
-            est = [
-                estimator_run(config, X, batch, device, amp, compiled, n)
-                for n in (short_steps, steps)
-            ]
-            cli = [
-                cli_run(
-                    config,
-                    store,
-                    Path(tmp) / f"run{r}-{n}",
-                    batch,
-                    device,
-                    amp,
-                    compiled,
-                    n,
-                    args.workers,
-                )  # fmt: skip
-                for n in (short_steps, steps)
-            ]
-            after, _ = bare_rate(config, batch, device, amp, compiled, args.repeats)
+            before, first = loops.bare(args.repeats)
+            est = [loops.estimator(n) for n in (short_steps, steps)]
+            cli = [loops.cli(f"run{r}-{n}", n) for n in (short_steps, steps)]
+            after, _ = loops.bare(args.repeats)
             bare = (before + after) / 2  # the step's rate around the loops it is compared to
             rounds.append(
                 dict(bare=bare, first=first, est=marginal(*est), cli=marginal(*cli),
                      est_long=est[1], cli_long=cli[1])
             )  # fmt: skip
         if args.profile:
-            profile_report(config, X, store, tmp, batch, device, amp, compiled, steps,
-                           args.profile, args.workers)  # fmt: skip
+            profile_report(loops, steps, args.profile)
     mid = sorted(rounds, key=lambda r: r["est"] / r["bare"])[len(rounds) // 2]
     est_ratios = sorted(r["est"] / r["bare"] for r in rounds)
     cli_ratios = sorted(r["cli"] / r["bare"] for r in rounds)
     est_ratio, cli_ratio = statistics.median(est_ratios), statistics.median(cli_ratios)
     bare, first, est, cli = mid["bare"], mid["first"], mid["est_long"], mid["cli_long"]
     est_rate, cli_rate = mid["est"], mid["cli"]
-    precision = ("bf16 autocast" if amp else "float32") + (" + torch.compile" if compiled else "")
+    precision = ("bf16 autocast" if amp else "float32") + (
+        f" + torch.compile (mode {args.compile_mode or 'default'})" if compiled else ""
+    )
     name = torch.cuda.get_device_name(device) if on_gpu else f"CPU ({machine()})"
     lines = [
         "# The pretraining loop against its training step",
@@ -400,7 +414,7 @@ def main(argv=None):
         + "`",
         f"- Model: {config.name}; PARS, {N_PATCHES} patches; batch {batch}; {precision}",
         f"- The command line's DataLoader workers: {args.workers}",
-        f"- Corpus: {len(X)} windows of {N_CHANS} channels (about {CORPUS_BATCHES} training "
+        f"- Corpus: {len(X)} windows of {N_CHANS} channels (about {args.corpus_batches} training "
         f"batches an epoch); long runs {steps} steps, short runs {short_steps}",
         "",
         f"- Rounds: {args.rounds}, each the bare step, both loops, the bare step again; a "

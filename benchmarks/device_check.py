@@ -1,25 +1,31 @@
 """The GPU check of issues 56 and 61 in one call: the CUDA tests, the pair decoder A/B,
-a profile, the memory, compiled validation, the loops.
+a profile, the memory, the loops, each with and without CUDA graphs.
 
 ``benchmarks/device_check.sh`` installs the wheels of ``.device-wheels/`` (``make
 device-wheels``) and runs this script, which runs, each in its own process under its own
-time limit (:data:`LIMITS`, which add up to the default ``--budget``), in this order:
+time limit (:data:`LIMITS`; the default parts', :data:`DEFAULT_PARTS`, add up to the
+default ``--budget``), in this order:
 
 1. the CUDA tests (:data:`CUDA_TESTS`), the correctness gate, among them the decoder
    against float64 on the GPU, the training steps under
    ``torch.cuda.set_sync_debug_mode("error")`` and with CUDA graphs and a validation set;
 2. ``bench_gpu.py`` for this tree's pair decoder at batch 1024: the training step under
-   bf16 autocast, bf16 + ``torch.compile``, bf16 with the matmul precision "high"
-   (TF32) and bf16 with float64 factor tables, each against the encoder alone; a
+   bf16 autocast, bf16 + ``torch.compile`` and bf16 + ``torch.compile`` replayed as CUDA
+   graphs (mode "reduce-overhead"), each against the encoder alone compiled the same
+   way (``--tree-variants`` adds the TF32 and float64-table rows); a
    ``torch.profiler`` breakdown of the compiled step (the operator forward and
    backward, its fallback, the encoder, the rest of the decoder); the peak memory of a
    step at 128 and 256 patches;
 3. the same A/B rows (bf16, bf16 + compile, batch 1024) for db22036's pair decoder
    (``--decoder db22036``, written by ``make device-wheels`` from git);
-4. ``bench_compiled_validation.py``: a ``reduce-overhead`` fit with a validation set,
-   its graph, graph-break and recompile counts;
-5. ``bench_pretrain_loop.py --size paper --rounds 1``: ``PARSPretrainer.fit`` and
-   ``braindecode-pars pretrain`` against the bare step (batch 256, bf16 + compile).
+4. ``bench_pretrain_loop.py --size paper --rounds 1``: ``PARSPretrainer.fit`` and
+   ``braindecode-pars pretrain`` against the bare step (batch 256, bf16 + compile);
+5. the same with the bare step and both loops replayed as CUDA graphs
+   (``--compile-mode reduce-overhead``).
+
+``--parts validation`` runs ``bench_compiled_validation.py`` too: a ``reduce-overhead``
+fit with a validation set, its graph, graph-break and recompile counts (measured on an
+H100: ``benchmarks/results/device_check.md``).
 
 It writes one Markdown file, rewritten after every part (so that a call cut short still
 returns what ran): the card (``torch.cuda.get_device_name``), what each part returned,
@@ -67,13 +73,23 @@ CUDA_TESTS = (
     "cuda or gpu",
 )
 
-#: Each part's time limit in seconds on a GPU, in the order they run; they add up to the
-#: default budget, so that the last part gets its time too.
-LIMITS = {"tests": 110, "bench_tree": 110, "bench_db22036": 80, "validation": 80, "loop": 150}
+#: Each part's time limit in seconds on a GPU, in the order they run.
+LIMITS = {
+    "tests": 110,
+    "bench_tree": 100,
+    "bench_db22036": 75,
+    "validation": 80,
+    "loop": 105,
+    "loop_graphs": 110,
+}
+#: The parts run by default: all but the compiled fit with a validation set, measured on
+#: an H100 (``benchmarks/results/device_check.md``: 0 graph breaks, 0 recompiles) and
+#: checked by the CUDA-graph test of the CUDA tests.
+DEFAULT_PARTS = ("tests", "bench_tree", "bench_db22036", "loop", "loop_graphs")
 
-#: The default budget: the parts' limits together, inside a device call's 600 s with
-#: the installation of the wheels and the start of the machine.
-BUDGET = sum(LIMITS.values())
+#: The default budget: the default parts' limits together, inside a device call's 600 s
+#: with the installation of the wheels and the start of the machine.
+BUDGET = sum(LIMITS[part] for part in DEFAULT_PARTS)
 
 #: The issue's targets (issues 56 and 61, "Done when").
 TARGETS = dict(
@@ -86,13 +102,19 @@ TARGETS = dict(
 
 #: The rows of the A/B on each side.
 AB_VARIANTS = ("bf16", "bf16-compile")
+#: The rows only this tree's side runs: the compiled step replayed as CUDA graphs (the
+#: TF32 and float64-table rows were measured on an H100 and can be named with
+#: ``--tree-variants``).
+TREE_VARIANTS = ("bf16-compile-graphs",)
+#: The label of the CUDA-graph row in ``bench_gpu.py``'s results.
+GRAPHS_ROW = "bf16 autocast + torch.compile, CUDA graphs"
 
 
-def bench_gpu_argv(decoder, tiny, json_path, out_path):
+def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIANTS):
     """The command line of ``bench_gpu.py`` for one side of the A/B: this tree's side
-    adds the TF32 and float64-table rows, the profile and the memory table."""
+    adds ``tree_variants``' rows, the profile and the memory table."""
     tree = decoder == "tree"
-    variants = [*AB_VARIANTS, "bf16-tf32", "bf16-f64tables"] if tree else list(AB_VARIANTS)
+    variants = [*AB_VARIANTS, *tree_variants] if tree else list(AB_VARIANTS)
     argv = [sys.executable, str(BENCH / "bench_gpu.py"), "--decoder", decoder,
             "--variants", *variants, "--json", str(json_path), "--out", str(out_path)]  # fmt: skip
     if tree:
@@ -118,10 +140,13 @@ def validation_argv(tiny, out_path):
     return argv + ["--device", "cuda", "--mode", "reduce-overhead", "--tiny", "--epochs", "3"]
 
 
-def loop_argv(tiny, out_path):
-    """The command line of ``bench_pretrain_loop.py``."""
+def loop_argv(tiny, out_path, graphs=False):
+    """The command line of ``bench_pretrain_loop.py``; with ``graphs``, the bare step and
+    both loops replayed as CUDA graphs (compile mode "reduce-overhead")."""
     argv = [sys.executable, str(BENCH / "bench_pretrain_loop.py"), "--rounds", "1",
             "--out", str(out_path)]  # fmt: skip
+    if graphs:
+        argv += ["--compile-mode", "reduce-overhead"]
     if tiny:
         return argv + ["--tiny", "--device", "cpu", "--steps", "20", "--repeats", "3"]
     return argv + ["--size", "paper", "--steps", "300"]
@@ -129,8 +154,10 @@ def loop_argv(tiny, out_path):
 
 def tests_argv():
     files, keyword = CUDA_TESTS
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *files,
-            "-k", keyword]  # fmt: skip
+    # -rfEsp: the short summary names every test, and a failure's message, without the
+    # captured output of the passing tests (whose log lines buried a failure's message)
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEsp", "--tb=short",
+            *files, "-k", keyword]  # fmt: skip
 
 
 def run_part(argv, limit, log_path, env=None):
@@ -185,15 +212,16 @@ def validation_counts(text):
     return dict(graphs=int(found[1]), breaks=int(found[3]), recompiles=int(found[4]))
 
 
-def checks(tree, old, loop, tests, validation=None):
+def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
     """The issue's targets against the results: Markdown lines.
 
     Parameters
     ----------
     tree, old : dict | None
         ``bench_gpu.py --json`` of this tree's decoder and of db22036's.
-    loop : tuple | None
-        (estimator/step, command line/step).
+    loop, loop_graphs : tuple | None
+        (estimator/step, command line/step): compile mode default, and replayed as CUDA
+        graphs (reduce-overhead).
     tests : dict
         pytest's counts.
     validation : dict | None
@@ -216,12 +244,17 @@ def checks(tree, old, loop, tests, validation=None):
             )
     big = max(tree_steps, key=int, default=None)
     compiled = tree_steps.get(big, {}).get("bf16 autocast + torch.compile", {}) if big else {}
-    ratio = compiled.get("ratio")
-    lines.append(
-        f"| PARS / encoder step at most {TARGETS['pars_over_encoder']}, batch {big}, bf16 + "
-        f"compile | {'missing' if ratio is None else f'{ratio:.2f}'} "
-        f"| {_verdict(None if ratio is None else ratio <= TARGETS['pars_over_encoder'])} |"
-    )
+    graphs = tree_steps.get(big, {}).get(GRAPHS_ROW, {}) if big else {}
+    for row, how in ((compiled, ""), (graphs, ", CUDA graphs (reduce-overhead)")):
+        ratio = row.get("ratio")
+        if how and ratio is None and "ratio" not in compiled:
+            continue  # nothing ran: one missing row says so
+        said = "missing" if ratio is None else f"{ratio:.2f} ({row['pars_wps']:,.0f} windows/s)"
+        lines.append(
+            f"| PARS / encoder step at most {TARGETS['pars_over_encoder']}, batch {big}, bf16 + "
+            f"compile{how} | {said} "
+            f"| {_verdict(None if ratio is None else ratio <= TARGETS['pars_over_encoder'])} |"
+        )
     memory = (tree or {}).get("memory", {})
     by_patches = {int(k.split("x")[1]): (int(k.split("x")[0]), v) for k, v in memory.items()}
     for n_patches, (batch, row) in sorted(by_patches.items()):
@@ -242,22 +275,29 @@ def checks(tree, old, loop, tests, validation=None):
             else "peak step memory (for the record)"
         )
         lines.append(f"| {target}, {n_patches} patches, batch {batch} | {said} | {_verdict(met)} |")
-    wps = compiled.get("pars_wps")
+    rates = [(r["pars_wps"], how) for r, how in ((compiled, ""), (graphs, ", CUDA graphs"))
+             if r.get("pars_wps")]  # fmt: skip
+    wps, how = max(rates, default=(None, ""))
     lines.append(
         f"| moonshot: {TARGETS['moonshot_wps']:,} windows/s compiled at batch {big} (H200) | "
-        f"{'missing' if wps is None else f'{wps:,.0f}'} "
+        f"{'missing' if wps is None else f'{wps:,.0f}{how}'} "
         f"| {_verdict(None if wps is None else wps >= TARGETS['moonshot_wps'])} |"
     )
-    for i, what in enumerate(("`PARSPretrainer.fit`", "`braindecode-pars pretrain`")):
-        value = None if loop is None else loop[i]
-        lines.append(
-            f"| {what} at least {TARGETS['loop_over_step']} of the bare step | "
-            f"{'missing' if value is None else f'{value:.2f}'} "
-            f"| {_verdict(None if value is None else value >= TARGETS['loop_over_step'])} |"
-        )
+    for ratios, how in ((loop, ""), (loop_graphs, ", CUDA graphs (reduce-overhead)")):
+        if how and ratios is None and loop is None:
+            continue
+        for i, what in enumerate(("`PARSPretrainer.fit`", "`braindecode-pars pretrain`")):
+            value = None if ratios is None else ratios[i]
+            lines.append(
+                f"| {what} at least {TARGETS['loop_over_step']} of the bare step{how} | "
+                f"{'missing' if value is None else f'{value:.2f}'} "
+                f"| {_verdict(None if value is None else value >= TARGETS['loop_over_step'])} |"
+            )
     for variant in ("bf16 autocast, matmul precision 'high' (TF32)",
                     "bf16 autocast, float64 factor tables"):  # fmt: skip
         row = tree_steps.get(big, {}).get(variant, {}) if big else {}
+        if not row:
+            continue  # a row this check did not run (see --tree-variants)
         eager = tree_steps.get(big, {}).get("bf16 autocast", {}) if big else {}
         said = (
             f"{row['pars_wps']:,.0f} windows/s, PARS / encoder {row['ratio']:.2f}"
@@ -270,9 +310,7 @@ def checks(tree, old, loop, tests, validation=None):
             else "missing"
         )
         lines.append(f"| for the record: {variant}, batch {big} | {said} | n/a |")
-    if validation is None:
-        lines.append("| a compiled fit with a validation set: 0 graph breaks | missing | n/a |")
-    else:
+    if validation is not None:  # (the part runs when --parts names it)
         lines.append(
             f"| a compiled fit with a validation set: 0 graph breaks | {validation['breaks']} "
             f"breaks, {validation['graphs']} graphs, {validation['recompiles']} recompiles | "
@@ -330,8 +368,13 @@ def parse_args(argv=None):
         "(default: on, to fit the budget)",
     )  # fmt: skip
     parser.add_argument(
-        "--parts", nargs="+", choices=list(LIMITS), default=list(LIMITS),
-        help="the parts to run, in this order (default: all)",
+        "--tree-variants", nargs="*", default=list(TREE_VARIANTS),
+        help="bench_gpu.py's rows this tree's side adds to the A/B's (default: "
+        f"{' '.join(TREE_VARIANTS)}; also bf16-tf32, bf16-f64tables)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--parts", nargs="+", choices=list(LIMITS), default=list(DEFAULT_PARTS),
+        help=f"the parts to run, in this order (default: {' '.join(DEFAULT_PARTS)})",
     )  # fmt: skip
     return parser.parse_args(argv)
 
@@ -359,11 +402,14 @@ def main(argv=None):
                 continue
             if part.startswith("bench_"):
                 decoder = part.removeprefix("bench_")
-                argv = bench_gpu_argv(decoder, args.tiny, tmp / f"{part}.json", tmp / f"{part}.md")
+                argv = bench_gpu_argv(
+                    decoder, args.tiny, tmp / f"{part}.json", tmp / f"{part}.md",
+                    args.tree_variants,
+                )  # fmt: skip
                 if args.compile_caches:
                     argv.append("--compile-caches")
-            elif part == "loop":
-                argv = loop_argv(args.tiny, tmp / "loop.md")
+            elif part.startswith("loop"):
+                argv = loop_argv(args.tiny, tmp / f"{part}.md", graphs=part == "loop_graphs")
             elif part == "validation":
                 argv = validation_argv(args.tiny, tmp / "validation.md")
             else:
@@ -384,19 +430,22 @@ def write_results(args, card, versions, start, results, reports, tmp):
     """Write the results file from the parts run so far; the checks' lines."""
     tree = read_json(tmp / "bench_tree.json")
     old = read_json(tmp / "bench_db22036.json")
-    loop = loop_ratios(reports.get("loop", ("", ""))[0] or reports.get("loop", ("", ""))[1])
+    loop, loop_graphs = (
+        loop_ratios(reports.get(part, ("", ""))[0] or reports.get(part, ("", ""))[1])
+        for part in ("loop", "loop_graphs")
+    )
     tests = test_counts(reports.get("tests", ("", ""))[1])
     validation = validation_counts(reports.get("validation", ("", ""))[0])
-    summary = checks(tree, old, loop, tests, validation)
+    summary = checks(tree, old, loop, tests, validation, loop_graphs)
     lines = [
         "# Device check (issues 56 and 61)",
         "",
         "Written by `benchmarks/device_check.py`"
         + (" (a dry run on a CPU: `--tiny`, no GPU figure)" if args.tiny else "")
         + ": the CUDA tests, the pair decoder's A/B against db22036 with a profile and "
-        "the memory (`bench_gpu.py`), a compiled fit with a validation set "
-        "(`bench_compiled_validation.py`) and the loops (`bench_pretrain_loop.py`), in "
-        "one call on one machine.",
+        "the memory (`bench_gpu.py`), and the loops against the bare step "
+        "(`bench_pretrain_loop.py`), compiled with and without CUDA graphs, in one call on "
+        "one machine.",
         "",
         f"- Card: {card}",
         f"- Versions: {versions}",

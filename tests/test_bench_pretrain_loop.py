@@ -38,6 +38,7 @@ def test_tiny_cpu_run_reports_both_ratios_on_its_last_line(bench, tmp_path, caps
     assert last == f"estimator/step {est:.2f}, command line/step {cli:.2f}"
     assert 0.2 < est < 2 and 0.2 < cli < 2  # a rate of the same order as the step's
     assert "| `PARSPretrainer.fit` |" in text and "| `braindecode-pars pretrain` |" in text
+    assert "torch.compile" not in text  # a CPU's default: not compiled
 
 
 def _busy_in_json(n):
@@ -60,11 +61,48 @@ def test_the_profile_report_gives_each_area_for_both_loops(bench, tmp_path):
     X = bench.corpus(bench.TINY, 8)
     store = bench.write_store(bench.TINY, X, tmp_path / "store")
     out = tmp_path / "profile.md"
-    bench.profile_report(bench.TINY, X, store, tmp_path, 8, bench.torch.device("cpu"),
-                         False, False, 40, out)  # fmt: skip
+    loops = bench.Loops(bench.TINY, X, store, tmp_path, 8, bench.torch.device("cpu"),
+                        False, False, None, 0)  # fmt: skip
+    bench.profile_report(loops, 40, out)
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ")]
     areas = [a for a, _ in bench.AREAS] + ["other"]
     for area in areas:
         assert any(row.startswith(f"| {area} |") for row in rows), area
     whole = next(row for row in rows if "whole run" in row).split("|")[2:4]
     assert all(float(cell) > 0 for cell in whole)  # the long runs take longer
+
+
+def test_the_corpus_size_and_the_compile_mode_reach_both_loops(bench, tmp_path, monkeypatch):
+    import json
+    from pathlib import Path
+
+    import braindecode_pars.cli
+    from braindecode_pars.hub import _run_state
+
+    X = bench.corpus(bench.TINY, 8, batches=5)
+    assert len(X) - -(-len(X) // 10) == 5 * 8  # 5 training batches once 10 % is held out
+
+    seen = {}
+
+    def fake_main(flags):  # the command line as the benchmark calls it
+        seen["flags"] = flags
+        out = Path(flags[flags.index("--out") + 1])  # a run's state, as a run leaves it
+        (out / "state-1").mkdir(parents=True)
+        (out / "state-1" / "params.pt").write_bytes(b"")
+        (out / "state.json").write_text(json.dumps({"state": "state-1"}))
+        history = [{"batches": [{"train_loss": 0.1, "train_batch_size": 8}]}]
+        (_run_state(out) / "history.json").write_text(json.dumps(history))
+
+    monkeypatch.setattr(braindecode_pars.cli, "main", fake_main)
+    loops = bench.Loops(bench.TINY, X, tmp_path / "store", tmp_path, 8,
+                        bench.torch.device("cpu"), False, True, "reduce-overhead", 0)  # fmt: skip
+    assert loops.cli("run", 3)[1:] == (8, 1)
+    flags = seen["flags"]
+    assert flags[flags.index("--compile-mode") + 1] == "reduce-overhead" and "--compile" in flags
+
+    made = {}
+    monkeypatch.setattr(bench.PARSPretrainer, "fit", lambda self, X: made.update(self.get_params()))
+    monkeypatch.setattr(bench, "_trained_windows", lambda history: 0)
+    monkeypatch.setattr(bench.PARSPretrainer, "history_", [], raising=False)
+    loops.estimator(3)
+    assert made["compile_mode"] == "reduce-overhead" and made["compile"] is True

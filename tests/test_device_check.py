@@ -29,10 +29,15 @@ def _steps(pars_wps, ratio):
 
 def test_the_targets_are_read_from_the_results(check):
     compiled = "bf16 autocast + torch.compile"
+    graphs = check.GRAPHS_ROW
     tree = {
         "steps": {
             "256": {"bf16 autocast": _steps(30_000, 1.2), compiled: _steps(40_000, 1.1)},
-            "1024": {"bf16 autocast": _steps(26_000, 1.3), compiled: _steps(52_000, 1.2)},
+            "1024": {
+                "bf16 autocast": _steps(26_000, 1.3),
+                compiled: _steps(52_000, 1.2),
+                graphs: _steps(55_000, 1.14),
+            },
         },
         "memory": {
             "1024x128": {"encoder": [14_000, 15_000], "pars": [18_000, 21_000]},
@@ -45,7 +50,7 @@ def test_the_targets_are_read_from_the_results(check):
             "1024": {"bf16 autocast": _steps(26_000, 1.5), compiled: _steps(39_273, 1.49)},
         }
     }
-    lines = check.checks(tree, old, (0.93, 0.88), {"passed": 7, "skipped": 2})
+    lines = check.checks(tree, old, (0.93, 0.88), {"passed": 7, "skipped": 2}, None, (0.95, 0.91))
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines[2:]}
     met = {k: v[-1].rstrip(" |") for k, v in rows.items()}
     slower = "PARS at least as fast as db22036, batch 256, bf16 autocast"
@@ -55,15 +60,21 @@ def test_the_targets_are_read_from_the_results(check):
     # equal speed meets "at least as fast"
     assert met["PARS at least as fast as db22036, batch 1024, bf16 autocast"] == "yes"
     over = "PARS / encoder step at most 1.15, batch 1024, bf16 + compile"
-    assert rows[over][0] == "1.20" and met[over] == "**no**"
+    assert rows[over][0] == "1.20 (52,000 windows/s)" and met[over] == "**no**"
+    assert rows[over + ", CUDA graphs (reduce-overhead)"] == ["1.14 (55,000 windows/s)", "yes |"]
     peak = "peak step memory at most 1.5 x the encoder's, 128 patches, batch 1024"
     assert rows[peak][0] == f"peak 20.5 against 14.6 GiB ({21_000 / 15_000:.2f})"
     assert met[peak] == "yes"
     moon = "trains (the moonshot: the paper's limit pushed out), 256 patches, batch 1024"
     assert rows[moon][0] == "out of memory" and met[moon] == "**no**"
-    assert met["moonshot: 50,000 windows/s compiled at batch 1024 (H200)"] == "yes"
+    moonshot = "moonshot: 50,000 windows/s compiled at batch 1024 (H200)"
+    assert rows[moonshot] == ["55,000, CUDA graphs", "yes |"]  # the faster compiled row
     assert met["`PARSPretrainer.fit` at least 0.9 of the bare step"] == "yes"
     assert met["`braindecode-pars pretrain` at least 0.9 of the bare step"] == "**no**"
+    graphs_loop = "`braindecode-pars pretrain` at least 0.9 of the bare step, CUDA graphs"
+    assert rows[graphs_loop + " (reduce-overhead)"] == ["0.91", "yes |"]
+    # rows this check did not run (TF32, float64 tables) are left out, not said missing
+    assert not any("for the record" in line for line in lines)
     assert rows["the CUDA tests pass"][0] == "7 passed, 2 skipped"
     assert met["the CUDA tests pass"] == "yes"
 
@@ -75,8 +86,10 @@ def test_the_targets_are_read_from_the_results(check):
 def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
     # the parts' limits add up to the default budget, which leaves a device call's 600 s
     # room for installing the wheels; the correctness gate runs first
-    assert sum(check.LIMITS.values()) == check.BUDGET <= 540
-    assert list(check.LIMITS)[0] == "tests"
+    assert sum(check.LIMITS[p] for p in check.DEFAULT_PARTS) == check.BUDGET <= 540
+    assert check.DEFAULT_PARTS[0] == "tests"
+    assert set(check.DEFAULT_PARTS) <= set(check.LIMITS)
+    assert list(check.parse_args(["--out", "x"]).parts) == list(check.DEFAULT_PARTS)
 
 
 def test_the_outputs_of_the_parts_are_parsed(check):
@@ -138,17 +151,17 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     summary = check.main(["--tiny", "--out", str(out), "--budget", "600"])
     text = out.read_text()
     assert "- Card: CPU (" in text and "a dry run" in text
-    row = r"^\| (tests|bench_tree|bench_db22036|validation|loop) \| `(.*)` \| (\S+) \|"
+    row = r"^\| (tests|bench_tree|bench_db22036|loop|loop_graphs) \| `(.*)` \| (\S+) \|"
     parts = re.findall(row, text, re.M)
-    assert [p[0] for p in parts] == ["tests", "bench_tree", "bench_db22036", "validation", "loop"]
+    assert [p[0] for p in parts] == list(check.DEFAULT_PARTS)
     assert all(p[2] == "0" for p in parts), parts  # every part ran to its end
     assert "--decoder db22036" in parts[2][1]
     assert "### Profile of one step: batch 8, bf16 autocast + torch.compile" in text
     assert "pair operator, backward (with its fallback)" in text
+    assert "--compile-mode reduce-overhead" in parts[4][1]
     assert re.search(
-        r"for the record: bf16 autocast, float64 factor tables, batch 8 \| [0-9]", text
+        r"batch 8, bf16 \+ compile, CUDA graphs \(reduce-overhead\) \| [0-9.]+ \(", text
     )
-    assert re.search(r"a compiled fit with a validation set: 0 graph breaks \| \d+ breaks", text)
     for batch in (8,):
         for variant in ("bf16 autocast", "bf16 autocast + torch.compile"):
             row = next(
@@ -156,5 +169,7 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
             )  # fmt: skip
             assert "windows/s" in row  # both sides measured
     assert re.search(r"`PARSPretrainer.fit` at least 0.9 of the bare step \| [0-9.]+ \|", text)
+    loop_graphs = r"`PARSPretrainer.fit` at least 0.9 of the bare step, CUDA graphs \(reduce"
+    assert re.search(loop_graphs + r"-overhead\) \| [0-9.]+ \|", text)
     assert re.search(r"the CUDA tests pass \| .*skipped", text)  # no GPU here: they skip
     assert "## bench_db22036" in text and "db22036's (`git show db22036:" in text
