@@ -229,3 +229,38 @@ def test_pretraining_reads_whole_batches_of_the_view():
     assert isinstance(loader.dataset, _BatchedView) and loader.batch_size is None
     sizes = [len(X) for X, _ in loader]
     assert sorted(sizes) == [4, 8, 8]
+
+
+def test_on_cuda_the_training_batches_are_drawn_into_the_memory_the_loader_pins():
+    """A pinning DataLoader with no workers gets its batches drawn into pinned memory (it
+    keeps them as they are: the crops are copied once, not twice); with workers (which
+    write into shared memory), on a CPU, or told not to pin, in ordinary memory. The
+    pinned draws themselves run on a GPU (test_training_steps.py)."""
+    from braindecode_pars import PARS
+    from braindecode_pars.training import PretrainNet
+
+    view = SingleChannelWindows(np.random.default_rng(0).standard_normal((20, 2, 300)), n_times=200)
+    view.sfreq = 10.0
+
+    def loader(**params):
+        model = PARS(n_times=200, sfreq=10.0, n_patches=6, emb_dim=16, depth=1, n_heads=2,
+                     ff_dim=16)  # fmt: skip
+        net = PretrainNet(model, max_epochs=1, batch_size=8, progress_bar=False, **params)
+        return net.get_iterator(view, training=True)  # (not initialized: there may be no GPU)
+
+    cuda = loader(device="cuda")
+    assert cuda.pin_memory and cuda.dataset.pinned
+    workers = loader(device="cuda", iterator_train__num_workers=2)
+    assert workers.pin_memory and not workers.dataset.pinned
+    assert not loader(device="cuda", iterator_train__pin_memory=False).dataset.pinned
+    cpu = loader(device="cpu")
+    assert not cpu.pin_memory and not cpu.dataset.pinned
+    # the same draws whichever memory they go to (a CPU: no pinned memory to ask for)
+    for batch in ([3, 1, 1], [0]):
+        view._rng, view._rng_seed = None, None
+        torch.manual_seed(5)
+        X, y = cpu.dataset[batch]
+        view._rng = None
+        torch.manual_seed(5)
+        Y = view._draw(np.asarray(batch), view._generator())
+        assert torch.equal(X, Y) and not X.is_pinned() and y.shape == (len(batch),)

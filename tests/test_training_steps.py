@@ -353,6 +353,38 @@ class SyncDebugError(Callback):
         self.steps_ += bool(training)
 
 
+class PinnedBatches(Callback):
+    """Whether each training batch reaches the step in pinned memory."""
+
+    def initialize(self):
+        self.pinned_ = []
+        return self
+
+    def on_batch_begin(self, net, batch=None, training=None, **kwargs):
+        if training:
+            self.pinned_.append(batch[0].is_pinned())
+
+
+@needs_cuda
+@pytest.mark.parametrize("workers", [0, 2])
+def test_on_a_gpu_every_training_batch_reaches_the_step_in_pinned_memory(workers):
+    """So that its non-blocking copy to the GPU waits for nothing: the batches of a
+    single-channel view (drawn into pinned memory without workers, pinned by the
+    DataLoader with them) and of a plain dataset (pinned by the DataLoader)."""
+    from braindecode_pars.datasets import SingleChannelWindows
+
+    view = SingleChannelWindows(np.random.default_rng(0).standard_normal((40, 2, 400)), n_times=300)
+    view.sfreq = 10.0
+    for dataset in (view, ramp_dataset(40)):
+        net = PretrainNet(
+            ramp_pars(**TINY), max_epochs=2, batch_size=16, progress_bar=False, device="cuda",
+            iterator_train__num_workers=workers, callbacks=[("pinned", PinnedBatches())],
+        )  # fmt: skip
+        net.fit(dataset)
+        pinned = dict(net.callbacks_)["pinned"].pinned_
+        assert len(pinned) >= 4 and all(pinned), (type(dataset).__name__, pinned)
+
+
 @needs_cuda
 @pytest.mark.parametrize("compiled", [False, True])
 def test_on_a_gpu_no_training_step_synchronises(compiled):

@@ -228,26 +228,29 @@ class SingleChannelWindows(Dataset):
         X = self._draw(np.asarray(indices, dtype=np.int64), self._generator())
         return [(x, 0) for x in X]
 
-    def batch(self, indices):
+    def batch(self, indices, pinned=False):
         """Items ``indices`` as one batch, ``(X, y)``: ``X`` (n, 1, n_times) float32 (the
         draws of :meth:`__getitems__`), ``y`` zeros; no copy per item, no collation (a
         DataLoader of :class:`_BatchedView` reads batches so). In a DataLoader worker the
         batch is written straight into shared memory, which the DataLoader hands to the
-        training process as it is (a batch of ordinary memory is copied there)."""
+        training process as it is (a batch of ordinary memory is copied there); with
+        ``pinned`` (in the training process, for a GPU) straight into pinned memory,
+        which a pinning DataLoader keeps as it is (ordinary memory is copied there)."""
         shared = get_worker_info() is not None
-        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator(), shared)
-        return X, torch.zeros(len(X))
+        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator(), shared,
+                       pinned and not shared)  # fmt: skip
+        return X, torch.zeros(len(X), pin_memory=pinned and not shared)
 
-    def _draw(self, indices, rng, shared=False):
+    def _draw(self, indices, rng, shared=False, pinned=False):
         """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``; with
-        ``shared``, written into shared memory."""
+        ``shared``, written into shared memory, with ``pinned`` into pinned memory."""
         u, v = rng.random(len(indices)), rng.random(len(indices))
         rows = self.index[indices]
         channels = np.array([self.recordings[r].shape[0] for r in rows[:, 0].tolist()])
         low, high = self._crop_bounds(indices)
         starts = (low + (u * (high - low + 1)).astype(np.int64)).tolist()
         picks = (v * channels).astype(np.int64).tolist()
-        X = torch.empty((len(indices), 1, self.n_times), dtype=torch.float32)
+        X = torch.empty((len(indices), 1, self.n_times), dtype=torch.float32, pin_memory=pinned)
         if shared:
             X.share_memory_()
         out = X.numpy()
@@ -269,10 +272,13 @@ class _BatchedView(Dataset):
     Parameters
     ----------
     dataset : SingleChannelWindows | torch.utils.data.Subset
+    pinned : bool
+        Write the batches read in this process into pinned memory (for a DataLoader
+        that pins, with no worker processes: the crops are then copied once, not twice).
     """
 
-    def __init__(self, dataset):
-        self.dataset = dataset
+    def __init__(self, dataset, pinned=False):
+        self.dataset, self.pinned = dataset, pinned
         self.view, self.indices = dataset, None
         if isinstance(dataset, torch.utils.data.Subset):
             self.view, self.indices = dataset.dataset, np.asarray(dataset.indices)
@@ -289,4 +295,5 @@ class _BatchedView(Dataset):
 
     def __getitem__(self, indices):
         indices = np.asarray(indices, dtype=np.int64)
-        return self.view.batch(indices if self.indices is None else self.indices[indices])
+        indices = indices if self.indices is None else self.indices[indices]
+        return self.view.batch(indices, pinned=self.pinned)

@@ -389,7 +389,6 @@ class PretrainNet(_Sittings, _PropagateInterrupt, _FixedValidation, _AsyncSteps,
                 rank=distributed.rank() if self.distributed_ else 0,
                 world_size=world,
             )  # _SamplerEpoch sets its epoch, as a DistributedSampler's
-            kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda")
             return DataLoader(stream, batch_size=None, **kwargs)
         if short:  # each process draws its own (its generator is seeded by rank)
             sampler = RandomSampler(dataset, replacement=True, num_samples=batch_size)
@@ -399,9 +398,11 @@ class PretrainNet(_Sittings, _PropagateInterrupt, _FixedValidation, _AsyncSteps,
             sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
         if not batched:
             return DataLoader(dataset, sampler=sampler, batch_size=batch_size, **kwargs)
-        kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda")
         batches = BatchSampler(sampler, batch_size, drop_last=False)
-        return DataLoader(_BatchedView(dataset), sampler=batches, batch_size=None, **kwargs)
+        # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
+        pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
+        view = _BatchedView(dataset, pinned=pinned)
+        return DataLoader(view, sampler=batches, batch_size=None, **kwargs)
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
