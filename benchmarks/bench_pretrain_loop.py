@@ -88,16 +88,22 @@ def corpus(config, batch_size, seed=0, batches=CORPUS_BATCHES):
     return rng.standard_normal((n, N_CHANS, config.n_times), dtype=np.float32)
 
 
-def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None):
-    """Windows per second of the bare step, and its first step's time (s); its AdamW
-    runs fused, as the loops' does (``with_fused_default``), so that the optimiser is
-    the same on both sides; ``mode``: torch.compile's."""
+def bare_steps(config, batch_size, device, amp, compiled, mode=None):
+    """The bare step (seed 0), its AdamW fused as the loops' is (``with_fused_default``)."""
     torch.manual_seed(0)
     steps = TrainingSteps(
         config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled, mode=mode
     )
     kwargs = with_fused_default(torch.optim.AdamW, dict(lr=1e-4, weight_decay=1e-4), device)
     steps.opt = torch.optim.AdamW(steps.model.parameters(), **kwargs)
+    return steps
+
+
+def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None):
+    """Windows per second of the bare step, and its first step's time (s); its AdamW
+    runs fused, as the loops' does (``with_fused_default``), so that the optimiser is
+    the same on both sides; ``mode``: torch.compile's."""
+    steps = bare_steps(config, batch_size, device, amp, compiled, mode)
     t0 = time.perf_counter()
     steps.pars_step()
     first = time.perf_counter() - t0

@@ -23,9 +23,11 @@ default ``--budget``), in this order:
 5. the same with the bare step and both loops replayed as CUDA graphs
    (``--compile-mode reduce-overhead``).
 
-``--parts validation`` runs ``bench_compiled_validation.py`` too: a ``reduce-overhead``
-fit with a validation set, its graph, graph-break and recompile counts (measured on an
-H100: ``benchmarks/results/device_check.md``).
+``--parts`` names others: ``validation``, ``bench_compiled_validation.py`` (a
+``reduce-overhead`` fit with a validation set, its graph, graph-break and recompile
+counts, measured on an H100: ``benchmarks/results/device_check.md``), and ``trace``,
+``bench_loop_trace.py`` (per step of the bare step and of both loops: the host's waits
+for the device, the copies, the kernels and the GPU's busy share).
 
 It writes one Markdown file, rewritten after every part (so that a call cut short still
 returns what ran): the card (``torch.cuda.get_device_name``), what each part returned,
@@ -81,10 +83,12 @@ LIMITS = {
     "validation": 80,
     "loop": 105,
     "loop_graphs": 110,
+    "trace": 150,
 }
 #: The parts run by default: all but the compiled fit with a validation set, measured on
 #: an H100 (``benchmarks/results/device_check.md``: 0 graph breaks, 0 recompiles) and
-#: checked by the CUDA-graph test of the CUDA tests.
+#: checked by the CUDA-graph test of the CUDA tests, and the loops' trace, a second
+#: call's diagnosis should the loops fall short.
 DEFAULT_PARTS = ("tests", "bench_tree", "bench_db22036", "loop", "loop_graphs")
 
 #: The default budget: the default parts' limits together, inside a device call's 600 s
@@ -150,6 +154,14 @@ def loop_argv(tiny, out_path, graphs=False):
     if tiny:
         return argv + ["--tiny", "--device", "cpu", "--steps", "20", "--repeats", "3"]
     return argv + ["--size", "paper", "--steps", "300"]
+
+
+def trace_argv(tiny, out_path):
+    """The command line of ``bench_loop_trace.py`` (torch's default compile mode)."""
+    argv = [sys.executable, str(BENCH / "bench_loop_trace.py"), "--out", str(out_path)]
+    if tiny:
+        return argv + ["--tiny", "--device", "cpu", "--steps", "10"]
+    return argv + ["--size", "paper", "--steps", "60"]
 
 
 def tests_argv():
@@ -410,6 +422,8 @@ def main(argv=None):
                     argv.append("--compile-caches")
             elif part.startswith("loop"):
                 argv = loop_argv(args.tiny, tmp / f"{part}.md", graphs=part == "loop_graphs")
+            elif part == "trace":
+                argv = trace_argv(args.tiny, tmp / "trace.md")
             elif part == "validation":
                 argv = validation_argv(args.tiny, tmp / "validation.md")
             else:

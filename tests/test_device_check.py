@@ -90,6 +90,9 @@ def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
     assert check.DEFAULT_PARTS[0] == "tests"
     assert set(check.DEFAULT_PARTS) <= set(check.LIMITS)
     assert list(check.parse_args(["--out", "x"]).parts) == list(check.DEFAULT_PARTS)
+    # the loops' trace is a second call's part, at the paper's size
+    assert "trace" in check.LIMITS and "trace" not in check.DEFAULT_PARTS
+    assert check.trace_argv(False, "t.md")[-4:] == ["--size", "paper", "--steps", "60"]
 
 
 def test_the_outputs_of_the_parts_are_parsed(check):
