@@ -55,6 +55,7 @@ from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from torch._dynamo.utils import counters
 
 from braindecode_pars import PARS
+from braindecode_pars.models import pair_fallback
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
 MIB = 2**20
@@ -91,19 +92,36 @@ TINY = Config(
 GRAPHS = "reduce-overhead"
 #: Rows of the step table: label -> (bf16 autocast?, torch.compile?, float32 matmul
 #: precision, the decoder's factor-table dtype, torch.compile's mode or None for
-#: ``--compile-mode``'s).
+#: ``--compile-mode``'s, the pair operator's fallback kernel).
 VARIANTS = {
-    "float32": (False, False, "highest", torch.float32, None),
-    "bf16 autocast": (True, False, "highest", torch.float32, None),
-    "bf16 autocast + torch.compile": (True, True, "highest", torch.float32, None),
-    "bf16 autocast, matmul precision 'high' (TF32)": (True, False, "high", torch.float32, None),
-    "bf16 autocast, float64 factor tables": (True, False, "highest", torch.float64, None),
-    "bf16 autocast + torch.compile, CUDA graphs": (True, True, "highest", torch.float32, GRAPHS),
-}
+    "float32": (False, False, "highest", torch.float32, None, "torch"),
+    "bf16 autocast": (True, False, "highest", torch.float32, None, "torch"),
+    "bf16 autocast + torch.compile": (True, True, "highest", torch.float32, None, "torch"),
+    "bf16 autocast, matmul precision 'high' (TF32)": (
+        True, False, "high", torch.float32, None, "torch",
+    ),
+    "bf16 autocast, float64 factor tables": (
+        True, False, "highest", torch.float64, None, "torch",
+    ),
+    "bf16 autocast + torch.compile, CUDA graphs": (
+        True, True, "highest", torch.float32, GRAPHS, "torch",
+    ),
+    "bf16 autocast + torch.compile, Triton fallback": (
+        True, True, "highest", torch.float32, None, "triton",
+    ),
+}  # fmt: skip
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
 VARIANT_NAMES = dict(
     zip(
-        ("float32", "bf16", "bf16-compile", "bf16-tf32", "bf16-f64tables", "bf16-compile-graphs"),
+        (
+            "float32",
+            "bf16",
+            "bf16-compile",
+            "bf16-tf32",
+            "bf16-f64tables",
+            "bf16-compile-graphs",
+            "bf16-compile-triton",
+        ),  # fmt: skip
         VARIANTS,
         strict=True,
     )
@@ -200,6 +218,13 @@ class TrainingSteps:
         ``torch.compile``'s mode; "reduce-overhead" replays the steps as CUDA graphs.
     decoder : {"tree", "db22036"}
         The pair decoder (:func:`use_decoder`).
+    precision : str
+        The float32 matmul precision of the steps.
+    tables : torch.dtype
+        The pair decoder's factor-table dtype.
+    fallback : {"torch", "triton"}
+        The pair operator's fallback kernel in the steps
+        (:func:`~braindecode_pars.models.pair_fallback.fallback_kernel`).
 
     Attributes
     ----------
@@ -222,8 +247,10 @@ class TrainingSteps:
         decoder="tree",
         precision="highest",
         tables=torch.float32,
+        fallback="torch",
     ):
         self.device, self.bf16, self.precision = torch.device(device), bf16, precision
+        self.fallback = fallback
         self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
         model = PARS(n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size)
         self.model = use_decoder(model, decoder).to(self.device)
@@ -248,9 +275,10 @@ class TrainingSteps:
         before = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision(self.precision)
         try:
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                loss = forward()
-            loss.backward()
+            with pair_fallback.fallback_kernel(self.fallback):  # forward and backward
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                    loss = forward()
+                loss.backward()
             self.opt.step()
             synchronize(self.device)
         finally:
@@ -332,11 +360,11 @@ def step_table(
     """
     rows, built = {}, {}
     for label in variants:
-        bf16, compiled, precision, tables, own_mode = VARIANTS[label]
+        bf16, compiled, precision, tables, own_mode, fallback = VARIANTS[label]
         torch.manual_seed(0)
         steps = TrainingSteps(
             config, n_patches, batch_size, device, bf16, compiled, backend, own_mode or mode,
-            decoder, precision, tables,
+            decoder, precision, tables, fallback,
         )  # fmt: skip
         try:
             pars_first, pars_breaks = first_step(steps.pars_step)
@@ -605,6 +633,10 @@ def main(argv=None):
         ]
         for part, ms in times.items():
             lines.append(f"| {part} | {ms:.3f} | {ms / times['pars']:.1%} |")
+    tried = [v for v in args.variants if VARIANTS[VARIANT_NAMES[v]][5] == "triton"]
+    if tried and not pair_fallback.runs_here(torch.empty(0, device=device)):
+        lines += ["", "The Triton fallback's row ran the torch fallback: no Triton kernel runs "
+                  "on this device (a CUDA GPU, or Triton's interpreter)."]  # fmt: skip
     reasons = break_reasons()
     if reasons:
         lines += ["", "Graph-break reasons: " + "; ".join(reasons) + "."]

@@ -10,9 +10,11 @@ default ``--budget``), in this order:
    against float64 on the GPU, the training steps under
    ``torch.cuda.set_sync_debug_mode("error")`` and with CUDA graphs and a validation set;
 2. ``bench_gpu.py`` for this tree's pair decoder at batch 1024: the training step under
-   bf16 autocast, bf16 + ``torch.compile`` and bf16 + ``torch.compile`` replayed as CUDA
-   graphs (mode "reduce-overhead"), each against the encoder alone compiled the same
-   way (``--tree-variants`` adds the TF32 and float64-table rows); a
+   bf16 autocast, bf16 + ``torch.compile``, bf16 + ``torch.compile`` replayed as CUDA
+   graphs (mode "reduce-overhead") and bf16 + ``torch.compile`` with the pair
+   operator's fallback as Triton kernels (``models/pair_fallback.py``), each against
+   the encoder alone compiled the same way (``--tree-variants`` adds the TF32 and
+   float64-table rows); a
    ``torch.profiler`` breakdown of the compiled step (the operator forward and
    backward, its fallback, the encoder, the rest of the decoder); the peak memory of a
    step at 128 and 256 patches;
@@ -68,6 +70,7 @@ BENCH = ROOT / "benchmarks"
 CUDA_TESTS = (
     [
         "tests/test_pair_decoders.py",
+        "tests/test_pair_fallback.py",
         "tests/test_training_steps.py",
         "tests/test_pretrainer.py",
         "tests/test_distributed.py",
@@ -77,12 +80,12 @@ CUDA_TESTS = (
 
 #: Each part's time limit in seconds on a GPU, in the order they run.
 LIMITS = {
-    "tests": 110,
-    "bench_tree": 100,
-    "bench_db22036": 75,
+    "tests": 120,
+    "bench_tree": 120,
+    "bench_db22036": 70,
     "validation": 80,
-    "loop": 105,
-    "loop_graphs": 110,
+    "loop": 100,
+    "loop_graphs": 100,
     "trace": 150,
 }
 #: The parts run by default: all but the compiled fit with a validation set, measured on
@@ -106,12 +109,13 @@ TARGETS = dict(
 
 #: The rows of the A/B on each side.
 AB_VARIANTS = ("bf16", "bf16-compile")
-#: The rows only this tree's side runs: the compiled step replayed as CUDA graphs (the
-#: TF32 and float64-table rows were measured on an H100 and can be named with
-#: ``--tree-variants``).
-TREE_VARIANTS = ("bf16-compile-graphs",)
-#: The label of the CUDA-graph row in ``bench_gpu.py``'s results.
+#: The rows only this tree's side runs: the compiled step replayed as CUDA graphs, and
+#: with the pair operator's Triton fallback (the TF32 and float64-table rows were
+#: measured on an H100 and can be named with ``--tree-variants``).
+TREE_VARIANTS = ("bf16-compile-graphs", "bf16-compile-triton")
+#: The labels of those rows in ``bench_gpu.py``'s results.
 GRAPHS_ROW = "bf16 autocast + torch.compile, CUDA graphs"
+TRITON_ROW = "bf16 autocast + torch.compile, Triton fallback"
 
 
 def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIANTS):
@@ -305,16 +309,19 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
                 f"{'missing' if value is None else f'{value:.2f}'} "
                 f"| {_verdict(None if value is None else value >= TARGETS['loop_over_step'])} |"
             )
-    for variant in ("bf16 autocast, matmul precision 'high' (TF32)",
-                    "bf16 autocast, float64 factor tables"):  # fmt: skip
+    for variant, base in (
+        ("bf16 autocast, matmul precision 'high' (TF32)", "bf16 autocast"),
+        ("bf16 autocast, float64 factor tables", "bf16 autocast"),
+        (TRITON_ROW, "bf16 autocast + torch.compile"),
+    ):
         row = tree_steps.get(big, {}).get(variant, {}) if big else {}
         if not row:
             continue  # a row this check did not run (see --tree-variants)
-        eager = tree_steps.get(big, {}).get("bf16 autocast", {}) if big else {}
+        eager = tree_steps.get(big, {}).get(base, {}) if big else {}
         said = (
             f"{row['pars_wps']:,.0f} windows/s, PARS / encoder {row['ratio']:.2f}"
             + (
-                f", {row['pars_wps'] / eager['pars_wps']:.2f} x bf16 autocast's"
+                f", {row['pars_wps'] / eager['pars_wps']:.2f} x {base}'s"
                 if eager.get("pars_wps")
                 else ""
             )  # fmt: skip

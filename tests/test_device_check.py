@@ -37,6 +37,7 @@ def test_the_targets_are_read_from_the_results(check):
                 "bf16 autocast": _steps(26_000, 1.3),
                 compiled: _steps(52_000, 1.2),
                 graphs: _steps(55_000, 1.14),
+                check.TRITON_ROW: _steps(54_600, 1.16),
             },
         },
         "memory": {
@@ -73,8 +74,12 @@ def test_the_targets_are_read_from_the_results(check):
     assert met["`braindecode-pars pretrain` at least 0.9 of the bare step"] == "**no**"
     graphs_loop = "`braindecode-pars pretrain` at least 0.9 of the bare step, CUDA graphs"
     assert rows[graphs_loop + " (reduce-overhead)"] == ["0.91", "yes |"]
+    triton = f"for the record: {check.TRITON_ROW}, batch 1024"
+    assert rows[triton][0] == (
+        "54,600 windows/s, PARS / encoder 1.16, 1.05 x bf16 autocast + torch.compile's"
+    )
     # rows this check did not run (TF32, float64 tables) are left out, not said missing
-    assert not any("for the record" in line for line in lines)
+    assert not any("float64 factor tables" in line or "TF32" in line for line in lines)
     assert rows["the CUDA tests pass"][0] == "7 passed, 2 skipped"
     assert met["the CUDA tests pass"] == "yes"
 
@@ -162,6 +167,10 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     assert "### Profile of one step: batch 8, bf16 autocast + torch.compile" in text
     assert "pair operator, backward (with its fallback)" in text
     assert "--compile-mode reduce-overhead" in parts[4][1]
+    assert "bf16-compile-graphs bf16-compile-triton" in parts[1][1]
+    assert re.search(
+        r"for the record: bf16 autocast \+ torch.compile, Triton fallback, batch 8 \| [0-9]", text
+    )
     assert re.search(
         r"batch 8, bf16 \+ compile, CUDA graphs \(reduce-overhead\) \| [0-9.]+ \(", text
     )

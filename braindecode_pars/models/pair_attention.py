@@ -22,6 +22,8 @@ import math
 import torch
 from torch.utils.flop_counter import register_flop_formula
 
+from . import pair_fallback
+
 #: On a CPU the factor tables are processed this many elements (table entries of one
 #: chunk of windows) at a time: about 1 MB of float32, so that a chunk's tables stay in
 #: cache between the operations that read them, and the backward pass's scratch memory
@@ -210,9 +212,12 @@ def _pair_attention_exact(q, k, s, n, scale):
         torch.sum(ratio.view(b1 - b0, H, n, n), dim=1, out=theta[b0:b1])
     with torch.profiler.record_function("pair_attention.fallback"):  # a profiler's label
         slots, counts = _find_slots(bad, fallback_slots(B, H, n))
-        pairs = _SlotPairs(slots, q3, k3, s3, n, scale)
-        value = torch.where(pairs.filled, (pairs.p * pairs.values).sum(-1), 0.0)
-        theta.view(-1).index_add_(0, pairs.theta_index(H), value)
+        if pair_fallback.use_triton(q):  # one kernel (pair_fallback.py)
+            pair_fallback.forward_(theta, slots, q3, k3, s3, n, H, scale)
+        else:
+            pairs = _SlotPairs(slots, q3, k3, s3, n, scale)
+            value = torch.where(pairs.filled, (pairs.p * pairs.values).sum(-1), 0.0)
+            theta.view(-1).index_add_(0, pairs.theta_index(H), value)
     gap = least.log().neg_().clamp_(min=0)  # nats; float32 tables underflow from 43.7
     return theta, counts, gap, bad, slots, *kept
 
@@ -332,7 +337,10 @@ def _pair_attention_backward_exact(grad, q, k, s, bad, slots, tables, den, ratio
     if keep:
         dq, dk = dq_t.mT.contiguous(), dk_t.mT.contiguous()
     with torch.profiler.record_function("pair_attention.fallback_backward"):
-        _slot_gradients_(dq, dk, ds, grad, _SlotPairs(slots, q3, k3, s3, n, scale), H, scale)
+        if pair_fallback.use_triton(q):
+            pair_fallback.backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale)
+        else:
+            _slot_gradients_(dq, dk, ds, grad, _SlotPairs(slots, q3, k3, s3, n, scale), H, scale)
     return dq.view(B, H, n2, d), dk.view(B, H, N, d), ds.view(B, H, N)
 
 
