@@ -105,9 +105,11 @@ if triton is not None:
     ):  # fmt: skip
         f = tl.load(slots_ptr + tl.program_id(0))
         if f < numel:  # an empty slot holds numel
-            out = _softmax(f, q_ptr, k_ptr, s_ptr, n, N, d, scale, BLOCK_N, BLOCK_D)
+            _, _, _, _, _, _, value = _softmax(
+                f, q_ptr, k_ptr, s_ptr, n, N, d, scale, BLOCK_N, BLOCK_D
+            )
             bh, jk = f // (n * n), f % (n * n)
-            tl.atomic_add(theta_ptr + (bh // H) * n * n + jk, out[6])
+            tl.atomic_add(theta_ptr + (bh // H) * n * n + jk, value)
 
     @triton.jit
     def _backward_kernel(
