@@ -92,6 +92,34 @@ def test_the_triton_fallback_is_exact_on_a_cpu():
     assert "2 passed" in done.stdout, done.stdout[-1000:]
 
 
+@needs_triton
+@pytest.mark.skipif(INTERPRETED, reason="the interpreter defines no kernel to compile")
+@pytest.mark.slow  # 5 to 40 s: four compilations (Triton caches them on disk)
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_the_kernels_compile_to_machine_code_for_an_h100(dtype):
+    """Triton's compiler, with no GPU, down to the cubin (through its own ptxas) for
+    sm_90, the paper's head size and 40 patches."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    tensors = dict.fromkeys(["q_ptr", "k_ptr", "s_ptr"], f"*{dtype}")
+    ints = dict.fromkeys(["numel", "n", "N", "d", "H"], "i32")
+    blocks = dict.fromkeys(["BLOCK_N", "BLOCK_D"], "constexpr")
+    signatures = {
+        pair_fallback._forward_kernel: {"slots_ptr": "*i64", **tensors,
+                                        "theta_ptr": f"*{dtype}"},
+        pair_fallback._backward_kernel: {"slots_ptr": "*i64", **tensors,
+                                         **dict.fromkeys(["grad_ptr", "dq_ptr", "dk_ptr",
+                                                          "ds_ptr"], f"*{dtype}")},
+    }  # fmt: skip
+    for kernel, pointers in signatures.items():
+        signature = {**pointers, **ints, "scale": "fp32", **blocks}
+        source = ASTSource(kernel, signature, {"BLOCK_N": 64, "BLOCK_D": 64})
+        compiled = pair_fallback.triton.compile(source, target=GPUTarget("cuda", 90, 32))
+        assert len(compiled.asm["cubin"]) > 1000
+        assert "atom.global" in compiled.asm["ptx"]  # the atomic additions
+
+
 def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
     with pytest.raises(ValueError, match=r"'kernel' must be one of \('torch', 'triton'\)"):
         with pair_fallback.fallback_kernel("cuda"):
