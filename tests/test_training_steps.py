@@ -354,24 +354,37 @@ class SyncDebugError(Callback):
 
 
 class PinnedBatches(Callback):
-    """Whether each training batch reaches the step in pinned memory."""
+    """Whether each training batch reaches the step in pinned memory, and where."""
 
     def initialize(self):
-        self.pinned_ = []
+        self.pinned_, self.pointers_ = [], []
         return self
 
     def on_batch_begin(self, net, batch=None, training=None, **kwargs):
         if training:
             self.pinned_.append(batch[0].is_pinned())
+            self.pointers_.append(batch[0].data_ptr())
 
 
 @needs_cuda
 @pytest.mark.parametrize("workers", [0, 2])
-def test_on_a_gpu_every_training_batch_reaches_the_step_in_pinned_memory(workers):
+def test_on_a_gpu_every_training_batch_reaches_the_step_in_pinned_memory(workers, monkeypatch):
     """So that its non-blocking copy to the GPU waits for nothing: the batches of a
-    single-channel view (drawn into pinned memory without workers, pinned by the
-    DataLoader with them) and of a plain dataset (pinned by the DataLoader)."""
+    single-channel view (drawn into pinned memory without workers, and then handed to
+    the step as drawn, not copied again; pinned by the DataLoader with workers) and of a
+    plain dataset (pinned by the DataLoader)."""
     from braindecode_pars.datasets import SingleChannelWindows
+    from braindecode_pars.datasets.single_channel import _BatchedView
+
+    drawn = []
+    read = _BatchedView.__getitem__
+
+    def recording_read(self, indices):
+        X, y = read(self, indices)
+        drawn.append(X.data_ptr())
+        return X, y
+
+    monkeypatch.setattr(_BatchedView, "__getitem__", recording_read)
 
     view = SingleChannelWindows(np.random.default_rng(0).standard_normal((40, 2, 400)), n_times=300)
     view.sfreq = 10.0
@@ -380,9 +393,12 @@ def test_on_a_gpu_every_training_batch_reaches_the_step_in_pinned_memory(workers
             ramp_pars(**TINY), max_epochs=2, batch_size=16, progress_bar=False, device="cuda",
             iterator_train__num_workers=workers, callbacks=[("pinned", PinnedBatches())],
         )  # fmt: skip
+        drawn.clear()
         net.fit(dataset)
         pinned = dict(net.callbacks_)["pinned"].pinned_
         assert len(pinned) >= 4 and all(pinned), (type(dataset).__name__, pinned)
+        if dataset is view and not workers:  # the batches drawn are the batches trained on
+            assert dict(net.callbacks_)["pinned"].pointers_ == drawn
 
 
 @needs_cuda
