@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+import torch
+
 #: The fallback's implementations: "torch" (torch operations, every device) and
 #: "triton" (two kernels, :func:`runs_here`).
 KERNELS = ("torch", "triton")
@@ -137,6 +139,14 @@ if triton is not None:
             tl.atomic_add(dk_rows, dlogit[:, None] * query[None, :], mask=kmask)
 
 
+def _on_device(x):
+    """Triton launches on the current CUDA device: make it ``x``'s (a process may hold
+    tensors on another GPU than its current one)."""
+    if x.device.type == "cuda":
+        return torch.cuda.device(x.device)
+    return contextlib.nullcontext()
+
+
 def _blocks(N, d):
     return dict(BLOCK_N=triton.next_power_of_2(N), BLOCK_D=triton.next_power_of_2(d))
 
@@ -150,10 +160,11 @@ def forward_(theta, slots, q3, k3, s3, n, H, scale):
     """
     BH, _, d = q3.shape
     N = k3.shape[1]
-    _forward_kernel[(slots.numel(),)](
-        slots, q3.contiguous(), k3.contiguous(), s3.contiguous(), theta, BH * n * n, n, N, d,
-        H, scale, **_blocks(N, d),
-    )  # fmt: skip
+    with _on_device(q3):
+        _forward_kernel[(slots.numel(),)](
+            slots, q3.contiguous(), k3.contiguous(), s3.contiguous(), theta, BH * n * n, n,
+            N, d, H, scale, **_blocks(N, d),
+        )  # fmt: skip
     return theta
 
 
@@ -162,7 +173,8 @@ def backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale):
     and ``ds`` (B * H, 1, N), in place (all contiguous); ``grad``: d loss / d theta."""
     BH, _, d = q3.shape
     N = k3.shape[1]
-    _backward_kernel[(slots.numel(),)](
-        slots, q3.contiguous(), k3.contiguous(), s3.contiguous(), grad.contiguous(), dq, dk,
-        ds, BH * n * n, n, N, d, H, scale, **_blocks(N, d),
-    )  # fmt: skip
+    with _on_device(q3):
+        _backward_kernel[(slots.numel(),)](
+            slots, q3.contiguous(), k3.contiguous(), s3.contiguous(), grad.contiguous(), dq,
+            dk, ds, BH * n * n, n, N, d, H, scale, **_blocks(N, d),
+        )  # fmt: skip
