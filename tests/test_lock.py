@@ -28,25 +28,33 @@ def test_the_lock_is_held_during_the_block_and_removed_after(tmp_path):
         pass
 
 
-def holder(folder, ready):
-    """A Python process (the lock module alone: no package import) holding the lock of
-    ``folder`` until killed, having written ``ready``."""
-    script = textwrap.dedent(
-        f"""
-        import importlib.util, pathlib, time
+def lock_process(body, ready):
+    """A Python process that loads the lock module alone (no package import) as ``lock``
+    and runs ``body``, which writes the file ``ready`` once it holds what it must; the
+    process, once ``ready`` holds something."""
+    preamble = f"""
+        import importlib.util, os, pathlib, time
         spec = importlib.util.spec_from_file_location("lock", {_lock.__file__!r})
         lock = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(lock)
+        """
+    script = textwrap.dedent(preamble) + textwrap.dedent(body)
+    process = subprocess.Popen([sys.executable, "-c", script])
+    for _ in range(1000):
+        if ready.exists() and ready.read_text() or process.poll() is not None:
+            break
+        subprocess.run(["sleep", "0.01"])
+    return process
+
+
+def holder(folder, ready):
+    """A process holding the lock of ``folder`` until killed, having written ``ready``."""
+    body = f"""
         with lock.folder_lock({str(folder)!r}, "pretraining"):
             pathlib.Path({str(ready)!r}).write_text("ready")
             time.sleep(60)
         """
-    )
-    process = subprocess.Popen([sys.executable, "-c", script])
-    for _ in range(1000):
-        if ready.exists() or process.poll() is not None:
-            break
-        subprocess.run(["sleep", "0.01"])
+    process = lock_process(body, ready)
     assert ready.exists(), "the holder did not take the lock"
     return process
 
@@ -73,12 +81,7 @@ def test_a_forked_worker_does_not_keep_its_killed_parents_lock(tmp_path):
     # a flock belongs to the open file, which a fork shares: the store's workers (and
     # DataLoader workers) would hold the folder after their parent was killed
     folder, child_pid = tmp_path / "out", tmp_path / "child"
-    script = textwrap.dedent(
-        f"""
-        import importlib.util, os, pathlib, time
-        spec = importlib.util.spec_from_file_location("lock", {_lock.__file__!r})
-        lock = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(lock)
+    body = f"""
         with lock.folder_lock({str(folder)!r}, "a store build"):
             pid = os.fork()
             if pid == 0:  # the worker outlives its parent
@@ -87,12 +90,7 @@ def test_a_forked_worker_does_not_keep_its_killed_parents_lock(tmp_path):
             pathlib.Path({str(child_pid)!r}).write_text(str(pid))
             time.sleep(60)
         """
-    )
-    process = subprocess.Popen([sys.executable, "-c", script])
-    for _ in range(1000):
-        if child_pid.exists() and child_pid.read_text() or process.poll() is not None:
-            break
-        subprocess.run(["sleep", "0.01"])
+    process = lock_process(body, child_pid)
     worker = int(child_pid.read_text())
     try:
         process.kill()
