@@ -38,13 +38,23 @@ import logging
 import shlex
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
 import torch
 from _measure import machine, write_report
 from bench_gpu import synchronize
-from bench_pretrain_loop import CONFIGS, SHORT, Loops, bare_steps, corpus, write_store
+from bench_pretrain_loop import (
+    CONFIGS,
+    SHORT,
+    Loops,
+    bare_steps,
+    corpus,
+    loop_arguments,
+    parse_loop_args,
+    write_store,
+)
 
 #: CUDA runtime calls after which the host has waited for the device.
 SYNC_CALLS = (
@@ -75,8 +85,6 @@ def trace(run, cuda):
     """``run()`` under ``torch.profiler``: a dict of totals over the run: ``wall`` (s),
     ``ops`` (the host's operators), and on CUDA ``syncs``, ``copies``, ``kernels`` and
     ``busy`` (s of the GPU's union of kernels and copies)."""
-    import time
-
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -98,7 +106,8 @@ def trace(run, cuda):
 
 
 def per_step(short, long, steps):
-    """The marginal figures per step between a short and a long run (None: not traced)."""
+    """The marginal figures per step between a short and a long run of ``steps``; the
+    busy share is the GPU's busy time over the wall-clock time the extra steps took."""
     extra = steps[1] - steps[0]
     row = {k: (long[k] - short[k]) / extra for k in long if k != "busy"}
     if "busy" in long:
@@ -108,26 +117,11 @@ def per_step(short, long, steps):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
-    parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
-    parser.add_argument("--size", default="paper", choices=list(CONFIGS), help="(default: paper)")
-    parser.add_argument("--tiny", action="store_true", help="the tiny size: seconds on a CPU")
-    parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 256)")
+    loop_arguments(parser, "paper")
     parser.add_argument(
         "--steps", type=int, default=60, help="steps of the long runs (default: 60)"
     )
-    parser.add_argument(
-        "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
-        help="torch.compile's mode of all three (default: torch's)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--workers", type=int, default=0, help="the command line's DataLoader workers"
-    )
-    parser.add_argument("--corpus-batches", type=int, default=3, help="training batches an epoch")
-    args = parser.parse_args(argv)
-    if args.tiny:
-        args.size = "tiny"
-    return args
+    return parse_loop_args(parser, argv)
 
 
 def main(argv=None):

@@ -306,13 +306,41 @@ def marginal(short, long):
     return (long[1] - short[1]) / (long[0] - short[0])
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def loop_arguments(parser, size):
+    """The arguments this script shares with ``bench_loop_trace.py``: the report, the
+    device, the model's size (``size`` by default) and batch, the compile mode, the
+    corpus and the command line's workers."""
     parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
     parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
-    parser.add_argument("--size", default="small", choices=list(CONFIGS), help="(default: small)")
+    parser.add_argument("--size", default=size, choices=list(CONFIGS), help=f"(default: {size})")
     parser.add_argument("--tiny", action="store_true", help="the tiny size: seconds on a CPU")
     parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 256)")
+    parser.add_argument(
+        "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
+        help="torch.compile's mode of the bare step and both loops (default: torch's); "
+        "reduce-overhead replays the steps as CUDA graphs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--corpus-batches", type=int, default=CORPUS_BATCHES,
+        help=f"training batches an epoch (default: {CORPUS_BATCHES}: a run spans many epochs)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--workers", type=int, default=0,
+        help="the command line's DataLoader worker processes (default: 0)",
+    )  # fmt: skip
+
+
+def parse_loop_args(parser, argv):
+    """``parser``'s arguments, ``--tiny`` read as ``--size tiny``."""
+    args = parser.parse_args(argv)
+    if args.tiny:
+        args.size = "tiny"
+    return args
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    loop_arguments(parser, "small")
     parser.add_argument(
         "--steps", type=int, help="steps of the long runs (default: 300 tiny, 150 otherwise)"
     )
@@ -330,29 +358,13 @@ def parse_args(argv=None):
         help="torch.compile (default: on CUDA only)",
     )
     parser.add_argument(
-        "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
-        help="torch.compile's mode of the bare step and both loops (default: torch's); "
-        "reduce-overhead replays the steps as CUDA graphs",
-    )  # fmt: skip
-    parser.add_argument(
-        "--corpus-batches", type=int, default=CORPUS_BATCHES,
-        help=f"training batches an epoch (default: {CORPUS_BATCHES}: a run spans many epochs)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--workers", type=int, default=0,
-        help="the command line's DataLoader worker processes (default: 0)",
-    )  # fmt: skip
-    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="after the rounds, run each loop's short and long runs once more under "
         "cProfile and write where the extra steps' time goes (seconds by area, long run "
         "less short run, and the top functions) to FILE",
     )
-    args = parser.parse_args(argv)
-    if args.tiny:
-        args.size = "tiny"
-    return args
+    return parse_loop_args(parser, argv)
 
 
 def main(argv=None):

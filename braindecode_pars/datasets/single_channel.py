@@ -237,9 +237,9 @@ class SingleChannelWindows(Dataset):
         ``pinned`` (in the training process, for a GPU) straight into pinned memory,
         which a pinning DataLoader keeps as it is (ordinary memory is copied there)."""
         shared = get_worker_info() is not None
-        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator(), shared,
-                       pinned and not shared)  # fmt: skip
-        return X, torch.zeros(len(X), pin_memory=pinned and not shared)
+        pinned = pinned and not shared  # a worker's batch goes to shared memory
+        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator(), shared, pinned)
+        return X, torch.zeros(len(X), pin_memory=pinned)
 
     def _draw(self, indices, rng, shared=False, pinned=False):
         """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``; with
