@@ -80,6 +80,29 @@ def test_interpreted_triton_fallback_is_exact(monkeypatch, bad_pairs, accelerato
 
 
 @needs_triton
+@pytest.mark.skipif(
+    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
+)
+def test_interpreted_triton_fallback_runs_inside_a_compiled_graph(bad_pairs):  # noqa: F811
+    """The decoder under torch.compile (aot_eager, one graph) with the Triton fallback:
+    the operator stays one opaque node, and the compiled values and gradients are the
+    eager ones."""
+    torch.manual_seed(0)
+    dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    compiled = torch.compile(dec, backend="aot_eager", fullgraph=True)
+    with pair_fallback.fallback_kernel("triton"):
+        outs = []
+        for run in (dec, compiled):
+            y_r = y.detach().requires_grad_()
+            theta = run(y_r, idx)
+            outs.append((theta.detach(), torch.autograd.grad(theta.pow(2).sum(), y_r)[0]))
+    assert bad_pairs and all(count > 0 for count in bad_pairs)  # the fallback ran, twice
+    torch.testing.assert_close(outs[1][0], outs[0][0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(outs[1][1], outs[0][1], rtol=1e-5, atol=1e-5)
+
+
+@needs_triton
 @pytest.mark.slow  # 20 to 40 s: Triton's interpreter runs each program in numpy
 def test_the_triton_fallback_is_exact_on_a_cpu():
     """The kernels under Triton's interpreter, on CPU tensors, in a child process."""
@@ -89,7 +112,7 @@ def test_the_triton_fallback_is_exact_on_a_cpu():
             str(Path(__file__)), "-k", "interpreted"]  # fmt: skip
     done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "2 passed" in done.stdout, done.stdout[-1000:]
+    assert "3 passed" in done.stdout, done.stdout[-1000:]
 
 
 @needs_triton
