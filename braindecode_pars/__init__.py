@@ -9,9 +9,9 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*standard_1020.*", category=FutureWarning)
     # and wfdb, which braindecode imports, uses a pandas argument pandas deprecates
     warnings.filterwarnings("ignore", module=r"wfdb\.")
-    from .estimators import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
-    from .hub import load_encoder, save_encoder
-    from .models import (
+    from braindecode_pars.estimators import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
+    from braindecode_pars.hub import load_encoder, save_encoder
+    from braindecode_pars.models import (
         MAE,
         MP3,
         PARS,
@@ -20,7 +20,7 @@ with warnings.catch_warnings():
         PatchEncoder,
         PatchEncoderConfig,
     )
-    from .training import PretrainNet
+    from braindecode_pars.pretraining import PretrainNet
 
 __version__ = "0.1.0.dev0"
 

@@ -18,7 +18,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from ._checks import check_option
+from braindecode_pars._util.checks import check_option
 
 
 def balanced_accuracy(y_true, y_pred, n_classes=None):
@@ -62,9 +62,9 @@ SCORERS = {
 def _labels_of_windows(X):
     """The true labels of windows for a scorer given none: the ``target`` metadata of
     braindecode windows (or of a ``Subset`` or ``SliceDataset`` of them), read without
-    their signals, else the labels :func:`~braindecode_pars.datasets.adapters.read_windows`
+    their signals, else the labels :func:`~braindecode_pars.io.windows.read_windows`
     reads (lists of window items, ``mne.Epochs``)."""
-    from .datasets.adapters import _window_metadata, read_windows
+    from braindecode_pars.io.windows import _window_metadata, read_windows
 
     labels = _window_metadata(X, "target")
     if labels is None and not isinstance(X, np.ndarray):
@@ -87,7 +87,7 @@ class _WindowsScorer:
         self.name, self.scorer = name, scorer
 
     def __call__(self, estimator, X, y_true=None, **kwargs):
-        from .datasets.adapters import _labels_of
+        from braindecode_pars.io.windows import _labels_of
 
         y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
         return self.scorer(estimator, X, y_true, **kwargs)
@@ -174,7 +174,7 @@ class GroupScorer:
         """The score of ``estimator`` over the groups of ``X``; ``y_true`` and ``groups``
         default to the ``target`` and ``subject`` metadata of braindecode windows (and of
         a ``Subset`` or skorch ``SliceDataset`` of them)."""
-        from .datasets.adapters import _labels_of, _window_metadata
+        from braindecode_pars.io.windows import _labels_of, _window_metadata
 
         y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
         if groups is None:

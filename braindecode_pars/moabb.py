@@ -5,7 +5,7 @@ at the dataset's sampling rate, scaled to microvolts by the dataset's ``unit_fac
 (1e6 for recordings in volts; MOABB 1.7's ``_get_array_pipeline``), or, with
 ``return_epochs=True``, as ``mne.Epochs`` in MNE's volts. The shipped encoders read
 microvolts at 100 Hz. :class:`MOABBAdapter` sits between the two: it resamples the
-trials to the encoder's rate (:func:`~braindecode_pars.datasets.resample_windows`),
+trials to the encoder's rate (:func:`~braindecode_pars.io.resample_windows`),
 brings epochs to microvolts and
 hands them to the estimator it wraps, for ``fit``, ``predict`` and ``score`` alike, so
 any of MOABB's evaluations can score it::
@@ -36,8 +36,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._checks import check_option
-from .hub import DEFAULT_ENCODER
+from braindecode_pars._util.checks import check_option
+from braindecode_pars.weights import DEFAULT_ENCODER
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator : estimator | None
         The classifier to fit on the prepared trials (any classifier of windows, the
-        floors of :mod:`braindecode_pars.probe.baselines` too). None:
+        floors of :mod:`braindecode_pars.features.baselines` too). None:
         ``PARSClassifier(encoder=DEFAULT_ENCODER, verbose=0)`` (``"pars-small-v2"``). When
         it, or a step of it, has an ``sfreq`` parameter left as None, the adapter sets it to
         the rate it hands over.
@@ -104,7 +104,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         the estimator reads, and that rate."""
         import mne
 
-        from .datasets import resample_windows
+        from braindecode_pars.io.resample import resample_windows
 
         factor = UNITS[self.unit]
         if isinstance(X, mne.BaseEpochs):
@@ -130,7 +130,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     def _estimator(self, rate):
         if self.estimator is None:
-            from .estimators import PARSClassifier
+            from braindecode_pars.estimators.classifier import PARSClassifier
 
             estimator = PARSClassifier(encoder=DEFAULT_ENCODER, verbose=0)
         else:
@@ -244,7 +244,7 @@ def moabb_pipeline(
     pipeline : MOABBAdapter
         A scikit-learn classifier over MOABB's trials.
     """
-    from .estimators import PARSClassifier
+    from braindecode_pars.estimators.classifier import PARSClassifier
 
     classifier = PARSClassifier(
         encoder=encoder, head=head, random_state=random_state, verbose=verbose

@@ -12,7 +12,7 @@ the other PEFT adapters, full fine-tuning). This module gives it what it needs:
 
 - :class:`PARSBackbone`: the braindecode model, every channel through one
   :class:`~braindecode_pars.PatchEncoder` and a ``final_layer`` over the flattened
-  channel embeddings (the features of :class:`~braindecode_pars.probe.EncoderFeatures`);
+  channel embeddings (the features of :class:`~braindecode_pars.features.EncoderFeatures`);
 - :func:`save_checkpoint`: an encoder's weights under :class:`PARSBackbone`'s keys, the
   file OpenEEG-Bench's ``checkpoint_path`` (or a ``file://`` ``checkpoint_url``) reads;
 - :func:`benchmark_kwargs` and :func:`pretrained_backbone`: the arguments of
@@ -34,11 +34,12 @@ from pathlib import Path
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .hub import DEFAULT_ENCODER, _atomic_save, load_encoder
-from .models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
-from .models.encoder_config import PatchEncoderConfig
-from .models.multichannel import _channel_tokens
-from .models.signal_attributes import SignalAttributesMixin
+from braindecode_pars._util.signal_attributes import SignalAttributesMixin
+from braindecode_pars.hub.io import _atomic_save, load_encoder
+from braindecode_pars.models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
+from braindecode_pars.models.encoder_config import PatchEncoderConfig
+from braindecode_pars.models.multichannel import _channel_tokens
+from braindecode_pars.weights import DEFAULT_ENCODER
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
 HEAD = "final_layer"
@@ -59,7 +60,7 @@ class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     spatial tokens of :class:`~braindecode_pars.MultiChannelClassifier`); the
     ``n_chans * emb_dim`` embeddings, flattened channel by channel, go through
     ``final_layer``, a linear layer. Without that layer the model gives exactly the
-    features of :class:`~braindecode_pars.probe.EncoderFeatures`.
+    features of :class:`~braindecode_pars.features.EncoderFeatures`.
 
     Unlike :class:`~braindecode_pars.MultiChannelClassifier`, whose spatial
     cross-attention and channel embeddings are trained in fine-tuning, every
@@ -74,7 +75,7 @@ class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         ``n_times``, ``n_outputs``, ``sfreq`` and ``chs_info``). ``sfreq`` must be the
         encoder's (100 Hz for the shipped encoders, the rate of every OpenEEG-Bench
         dataset): other windows are refused, resample them first
-        (:func:`~braindecode_pars.datasets.resample_windows`). None: the encoder's.
+        (:func:`~braindecode_pars.io.resample_windows`). None: the encoder's.
     encoder : str | Path | PatchEncoder | dict
         - the name of a shipped encoder (``"pars-small-v2"``, the default
           :data:`~braindecode_pars.hub.DEFAULT_ENCODER`, or ``"pars-small"``), or a

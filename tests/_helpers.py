@@ -60,11 +60,11 @@ def stop_before_pretraining(monkeypatch):
     Returns
     -------
     given : dict
-        Filled at each call with the keyword arguments of ``training.pretrain`` and its
+        Filled at each call with the keyword arguments of ``pretraining.run_pretraining`` and its
         ``method``.
     """
     import braindecode_pars.cli as cli
-    import braindecode_pars.training as training
+    import braindecode_pars.pretraining as training
 
     given = {}
 
@@ -72,8 +72,8 @@ def stop_before_pretraining(monkeypatch):
         given.update(kwargs, method=method)
         raise SystemExit(0)  # stop before any training
 
-    monkeypatch.setattr(training, "pretrain", fake_pretrain)
-    monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: np.zeros(100))
+    monkeypatch.setattr(training, "run_pretraining", fake_pretrain)
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
     return given
 
 
@@ -116,8 +116,8 @@ def bundled_mi(n_chans=None):
     blocks : ndarray, shape (n_windows,)
         The block of each window.
     """
-    from braindecode_pars.datasets import load_physionet_mi
-    from braindecode_pars.datasets.adapters import read_windows
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi
+    from braindecode_pars.io.windows import read_windows
 
     windows = load_physionet_mi()
     if n_chans is not None:
@@ -141,7 +141,7 @@ def loso_scores_on_arrays(windows):
     from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
 
     from braindecode_pars import PARSProbe
-    from braindecode_pars.datasets.adapters import read_windows
+    from braindecode_pars.io.windows import read_windows
 
     data = read_windows(windows)
     return cross_val_score(

@@ -11,16 +11,16 @@ import mne
 import numpy as np
 from mne_bids import BIDSPath, write_raw_bids
 
-from braindecode_pars.datasets import bundled_data_path
+from braindecode_pars.datasets.bundled import bundled_data_path
 from braindecode_pars.datasets.eesm17 import EESM17_EAR_CHANNELS
-from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path
+from braindecode_pars.datasets.physionet_mi import physionet_mi_run_path
 
 _SOURCE = ("FT7", "FC5", "C5", "T7", "TP7", "CP5", "FT8", "FC6", "C6", "T8", "TP8", "CP6")
 
 
 def make_eesm17(root, subjects=("001", "002", "003")):
     raw0 = mne.io.read_raw_edf(
-        _physionet_mi_run_path(bundled_data_path(), 1, 3), preload=True, verbose="error"
+        physionet_mi_run_path(bundled_data_path(), 1, 3), preload=True, verbose="error"
     )
     mne.datasets.eegbci.standardize(raw0)
     raw0.resample(250.0, verbose="error")

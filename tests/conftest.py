@@ -121,23 +121,12 @@ def tuh_corpora(tmp_path_factory):
     return {"tuab": make_tuab(root), "tusz": make_tusz(root), "tueg": make_tueg(root)}
 
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+_INTERNALS = Path(__file__).parent / "internals"
 
 
-def import_benchmark(name):
-    """``benchmarks/<name>.py`` as a module (its folder on sys.path while imported, for
-    the helpers it imports beside it)."""
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-
-
-def benchmark_fixture(name, fixture_name):
-    """A module-scoped fixture ``fixture_name``: ``benchmarks/<name>.py`` as a module
-    (:func:`import_benchmark`), for a test file to assign to a module-level name."""
-    return pytest.fixture(scope="module", name=fixture_name)(lambda: import_benchmark(name))
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of tests/internals/ ``internals``: those bound to the package's
+    private names, so that ``-m "not internals"`` runs the tests of its contract alone."""
+    for item in items:
+        if _INTERNALS in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.internals)

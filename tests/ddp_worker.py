@@ -6,8 +6,7 @@ from pathlib import Path
 import torch
 
 from braindecode_pars import PretrainNet
-from braindecode_pars.training import init_distributed
-from braindecode_pars.training.distributed import rank, world_size
+from braindecode_pars.pretraining.distributed import init_distributed, rank, world_size
 from tests.ramp_fixtures import ramp_dataset, ramp_pars
 
 
@@ -15,7 +14,7 @@ def main(out):
     out = Path(out)
     device = init_distributed("cpu")
     torch.manual_seed(0)  # every rank seeded alike, as a torchrun script usually is
-    data = ramp_dataset()  # 64 windows of 300 samples, as tests/test_training.py
+    data = ramp_dataset()  # 64 windows of 300 samples, as tests/internals/test_training.py
     model = ramp_pars(emb_dim=32, depth=1, n_heads=4, ff_dim=32)
     draws = []  # the patch starts and position masks of this rank's first steps
     model.register_forward_hook(

@@ -1,6 +1,6 @@
 """The pretraining problem of the training tests: ramps, and a PARS model for them.
 
-Used by tests/test_training.py and by tests/ddp_worker.py (which torchrun runs outside
+Used by tests/internals/test_training.py and by tests/ddp_worker.py (which torchrun runs outside
 pytest, so this module has no side effects).
 """
 

@@ -18,9 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from braindecode_pars.datasets import bundled, bundled_data_path, fetch_bundled_data
-from braindecode_pars.datasets.bundled import BUNDLED_DATA_FILES, DATA_ENV, PACKED, UNPACK_ENV
-from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path, read_physionet_mi
+from braindecode_pars.datasets import bundled
+from braindecode_pars.datasets.bundled import (
+    BUNDLED_DATA_FILES,
+    DATA_ENV,
+    PACKED,
+    UNPACK_ENV,
+    bundled_data_path,
+    fetch_bundled_data,
+)
+from braindecode_pars.datasets.physionet_mi import physionet_mi_run_path, read_physionet_mi
 
 #: The repository's data folder, read here directly rather than through the code tested.
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -94,7 +101,7 @@ def test_checkout_data_unpacked_on_first_use(tmp_path, monkeypatch, caplog):
     for name, digest in registry.items():
         assert _sha256(path / name) == digest, name
     assert not list(path.rglob("*.tmp"))
-    assert _physionet_mi_run_path(path, 1, 4).is_file()
+    assert physionet_mi_run_path(path, 1, 4).is_file()
     # A second call finds every file in place and writes nothing.
     stamps = {name: (path / name).stat().st_mtime_ns for name in registry}
     caplog.clear()
@@ -209,8 +216,8 @@ def test_missing_everywhere_names_the_variable_and_the_fetch(plain, tmp_path, mo
 
 
 def test_loaders_refuse_an_empty_data_folder(tmp_path, monkeypatch):
-    from braindecode_pars.datasets import load_physionet_mi
-    from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
+    from braindecode_pars.datasets.bundled import load_bundled_eegmat
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi
 
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     for load in (load_bundled_eegmat, load_physionet_mi):

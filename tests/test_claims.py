@@ -59,7 +59,7 @@ VERSION = re.compile(
 )
 INLINE_CODE = re.compile(r"``.*?``|`[^`]*`")
 RESULT_NAME = re.compile(r"[\w./-]*?([\w-]+)\.(md|csv|json|png|commands)\b")
-SCRIPT_NAME = re.compile(r"\bbench_(\w+)\.py\b")
+SCRIPT_NAME = re.compile(r"\bbench_(\w+)(?:\.py)?\b")  # bench_x.py, benchmarks.bench_x
 
 
 def result_files():

@@ -1,8 +1,12 @@
-"""The command line's own behaviour: quiet help, the encoder size, the step budget, and
-the data assembly it shares with scripts (datasets.pretraining_views)."""
+"""The command line's own behaviour: quiet help, its flags (at most 40, the tuning ones in
+an "advanced" group, the other settings in --config), the encoder size, the step
+budget, and the data assembly it shares with scripts (datasets.corpus). The lab's
+``store`` of the paper's corpora is tested with the lab (benchmarks/tests)."""
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import braindecode_pars.cli as cli
-from braindecode_pars.cli._commands import SIZES, encoder_settings
-from braindecode_pars.datasets.pretraining_views import eegmat_subjects, recording_windows
+from braindecode_pars.cli.pretrain import SIZES, config_settings, encoder_settings
+from braindecode_pars.cli.store import exclusions
+from braindecode_pars.datasets.corpus import eegmat_subjects, recording_windows
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 from ._helpers import stop_before_pretraining, tiny_config
@@ -33,6 +38,30 @@ new = sorted(m for m in set(sys.modules) - loaded if m.startswith("braindecode_p
 print("LOADED", *new)
 """
 
+#: The flags that left the command line, and where their setting is now.
+PAPER_CORPUS_FLAGS = ("--ysyw", "--tueg", "--tuab", "--tusz", "--allow-test-patients",
+                      "--ysyw-split-file", "--shared-data", "--eegmat-subjects", "--muse",
+                      "--subjects", "--runs", "--data-path")  # fmt: skip
+CONFIG_FLAGS = ("--n-patches", "--pos-mask-ratio", "--mask-ratio", "--decoder-heads",
+                "--sampling", "--lr", "--valid-fraction", "--seed", "--checkpoint-minutes",
+                "--stop-signal", "--amp", "--compile", "--compile-mode",
+                "--keep-freed-memory")  # fmt: skip
+
+
+def commands():
+    """The parser of each command, by name."""
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+def flags_of(parser):
+    """The flags of ``parser`` (``--help`` aside), one per action."""
+    return [
+        a.option_strings[-1]
+        for a in parser._actions
+        if a.option_strings and not isinstance(a, argparse._HelpAction)
+    ]
+
 
 def test_every_help_prints_no_warning_and_loads_nothing_beyond_the_parser():
     done = subprocess.run(
@@ -51,12 +80,34 @@ def test_every_help_prints_no_warning_and_loads_nothing_beyond_the_parser():
     assert "usage: braindecode-pars pretrain" in module.stdout
 
 
-def test_every_flag_has_help_and_says_its_default():
-    import argparse
+def test_the_command_line_has_at_most_40_flags_and_the_papers_corpora_left_it():
+    counted = {name: flags_of(parser) for name, parser in commands().items()}
+    assert set(counted) == {"store", "pretrain", "demo", "export"}
+    assert "--out" in counted["store"] and "--read" in counted["pretrain"]  # the count finds
+    assert {name: len(flags) for name, flags in counted.items()} == {
+        "demo": 6, "store": 16, "pretrain": 16, "export": 2,
+    }  # fmt: skip
+    assert sum(len(flags) for flags in counted.values()) <= 40
+    every = {flag for flags in counted.values() for flag in flags}
+    gone = ("--no-default-exclude", "--keep-all-channels", *PAPER_CORPUS_FLAGS)
+    assert every.isdisjoint(gone), every & set(gone)
+    assert set(counted["pretrain"]).isdisjoint(CONFIG_FLAGS)  # in --config
 
-    parser = cli.build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for name, command in sub.choices.items():
+
+def test_the_advanced_group_holds_the_tuning_flags_alone():
+    pretrain = commands()["pretrain"]
+    groups = {
+        g.title: {a.option_strings[-1] for a in g._group_actions} for g in pretrain._action_groups
+    }
+    assert groups["advanced"] == {"--threads", "--workers", "--read"}
+    assert "--threads" not in groups["options"] and "--steps" in groups["options"]
+    text = pretrain.format_help()
+    assert text.index("\nadvanced:\n") > text.index("--extend")  # after the run's flags
+    assert "set by name in --config" in " ".join(text.split())
+
+
+def test_every_flag_has_help_and_says_its_default():
+    for name, command in commands().items():
         text = command.format_help()
         for action in command._actions:
             if not action.option_strings or isinstance(action, argparse._HelpAction):
@@ -66,33 +117,124 @@ def test_every_flag_has_help_and_says_its_default():
             if isinstance(default, int | float | str) and not isinstance(default, bool):
                 assert (
                     f"default: {default}" in " ".join(text.split()) or "default" in action.help
-                ), (
-                    name,
-                    action.option_strings,
-                )
-    pretrain = " ".join(sub.choices["pretrain"].format_help().split())
+                ), (name, action.option_strings)
+    pretrain = " ".join(commands()["pretrain"].format_help().split())
     assert "--threads THREADS torch CPU threads (default: the cores not busy" in pretrain
-    for name in ENCODER_SIZES["small"]:  # the settings only --config sets, each named
-        assert f"{name} (" in pretrain
-    store = " ".join(sub.choices["store"].format_help().split())
+    store = " ".join(commands()["store"].format_help().split())
     assert "--stride-seconds STRIDE_SECONDS step between window starts (default: 5.0)" in store
+    assert "(default: )" not in store  # --stop-signal's empty list says nothing
+    assert "python -m benchmarks.lab store" in store  # where the paper's corpora went
+
+
+def test_the_config_help_names_every_setting_only_it_sets_with_its_default():
+    """The defaults ``--config``'s help states are those a run takes (PretrainConfig's
+    and the command's own), so that the help cannot drift from them."""
+    text = " ".join(commands()["pretrain"].format_help().split())
+    settings = config_settings()
+    assert set(settings) == {*ENCODER_SIZES["small"], "n_patches", "pos_mask_ratio",
+                             "mask_ratio", "decoder_heads", "sampling", "lr", "weight_decay",
+                             "valid_fraction", "seed", "checkpoint_minutes", "stop_signal",
+                             "amp", "compile", "compile_mode", "keep_freed_memory"}  # fmt: skip
+    for name, default in settings.items():
+        found = re.search(rf"\b{name} \(([^)]*)\)", text)
+        assert found, name
+        if isinstance(default, float | int) and not isinstance(default, bool):
+            numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", found[1])]
+            assert float(default) in numbers, (name, default, found[1])
+        elif isinstance(default, bool):
+            assert str(default).lower() in found[1], (name, found[1])
 
 
 def test_data_preparation_is_stores_alone_and_pretrain_reads_a_store():
     """The flags that read and preprocess recordings are ``store``'s; ``pretrain`` reads
     its ``--store`` (or the bundled EEG), so the two share no data flag."""
-    import argparse
-
-    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    flags = {
-        name: {s for a in command._actions for s in a.option_strings}
-        for name, command in sub.choices.items()
-    }
-    shared = {"-h", "--help", "--out", "--window-seconds", "--stop-signal"}
-    assert flags["store"] & flags["pretrain"] == shared
-    for flag in ("--recordings", "--shared-data", "--sfreq", "--notch-freq", "--subjects"):
+    flags = {name: set(flags_of(parser)) for name, parser in commands().items()}
+    assert flags["store"] & flags["pretrain"] == {"--out", "--window-seconds"}
+    for flag in ("--recordings", "--sfreq", "--notch-freq", "--exclude"):
         with pytest.raises(SystemExit):
             cli._parse(["pretrain", "--out", "run", flag, "1"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        pytest.param(["pretrain", "--lr", "1e-4"], r'\{"lr": 0.0001\}', id="lr"),
+        pytest.param(["pretrain", "--n-patches", "12"], r'\{"n_patches": 12\}', id="patches"),
+        pytest.param(["pretrain", "--no-amp"], r'\{"amp": false\}', id="no-amp"),
+        pytest.param(["pretrain", "--sampling=fixed"], r'\{"sampling": "fixed"\}', id="="),
+        pytest.param(["store", "--ysyw", "y"], r"python -m benchmarks.lab store --ysyw", id="ysyw"),
+        pytest.param(["store", "--runs", "1"], r"python -m benchmarks.lab store --runs", id="runs"),
+        pytest.param(["store", "--keep-all-channels"], r"'--exclude none' keeps", id="merged"),
+    ],
+)
+def test_a_flag_that_left_says_where_its_setting_is(argv, message):
+    with pytest.raises(SystemExit, match=rf"{argv[1].split('=')[0]} is not a flag.*{message}"):
+        cli._parse([argv[0], "--out", "o", *argv[1:]])
+    with pytest.raises(SystemExit) as unknown:  # any other: argparse's usage error
+        cli._parse(["pretrain", "--out", "o", "--bogus", "1"])
+    assert unknown.value.code == 2
+
+
+def test_every_setting_only_the_config_sets_reaches_the_run(monkeypatch, tmp_path):
+    """Each setting that is not a flag, given in --config, reaches ``run_pretraining`` (or
+    the seed, torch) as the flag that set it did; at its default when not given."""
+    import torch
+
+    given = stop_before_pretraining(monkeypatch)
+    run = ["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu"]
+    with pytest.raises(SystemExit):
+        cli.main(run)
+    assert (given["lr"], given["n_patches"], given["decoder_heads"]) == (1e-3, 40, 8)
+    assert given["stop_signals"] == ["SIGTERM"] and given["checkpoint_every_minutes"] == 5.0
+    settings = dict(
+        n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="disjoint", lr=3e-3,
+        weight_decay=0.01, valid_fraction=0.2, seed=7, checkpoint_minutes=0,
+        stop_signal=["USR1"], amp=False, compile=False, compile_mode="default",
+    )  # fmt: skip
+    with pytest.raises(SystemExit):
+        cli.main([*run, *tiny_config(tmp_path, **settings)])
+    assert torch.initial_seed() == 7
+    expected = dict(
+        n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="disjoint", lr=3e-3,
+        weight_decay=0.01, valid_fraction=0.2, checkpoint_every_minutes=0,
+        stop_signals=["SIGTERM", "USR1"], amp=False, compile=False, compile_mode="default",
+    )  # fmt: skip
+    assert {k: given[k] for k in expected} == expected
+    with pytest.raises(SystemExit):
+        cli.main([*run, "--method", "mae", *tiny_config(tmp_path, mask_ratio=0.5)])
+    assert given["method"] == "mae" and given["mask_ratio"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        pytest.param(
+            {"read": "ssd"},
+            r"'read' in .* takes one of 'random', 'disk', but got 'ssd'",
+            id="choice",
+        ),  # fmt: skip
+        pytest.param({"steps": 2.5}, r"'steps' in .* takes a int, but got 2.5", id="int"),
+        pytest.param({"paper": 1}, r"'paper' in .* takes true or false, but got 1", id="switch"),
+        pytest.param({"seed": -1}, r"--config: 'seed' must be >= 0, but got -1", id="seed"),
+        pytest.param({"amp": "yes"}, r"--config: .*'amp' parameter.* but got 'yes'", id="amp"),
+        pytest.param({"stop_signal": ["KILL"]}, r"--config: .*'stop_signal'", id="signal"),
+        pytest.param({"lr": 0}, r"--config: .*'lr'", id="lr"),
+        pytest.param({"decoder_heads": 3}, r"--config: 'decoder_heads' must divide", id="heads"),
+        pytest.param(
+            {"checkpoint_minutes": "5"}, r"'checkpoint_minutes' must be a number", id="minutes"
+        ),  # fmt: skip
+        pytest.param({"epoch": 3}, r"unknown options \['epoch'\]", id="unknown"),
+    ],
+)
+def test_a_bad_config_setting_is_refused_naming_it_before_any_work(
+    config, message, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(SystemExit, match=message):
+        cli.main(["pretrain", "--out", str(tmp_path / "run"), "--config", str(path)])
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_command_modules_import_only_the_standard_library_at_module_level():
@@ -110,7 +252,11 @@ def test_the_command_modules_import_only_the_standard_library_at_module_level():
                 )
                 for name in names:
                     top = name.partition(".")[0]
-                    assert top in sys.stdlib_module_names or top == "__future__", (path, name)
+                    in_cli = name.startswith("braindecode_pars.cli")
+                    assert top in sys.stdlib_module_names or top == "__future__" or in_cli, (
+                        path,
+                        name,
+                    )
 
 
 def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers():
@@ -131,13 +277,15 @@ def test_the_config_file_sets_the_encoder_settings_and_every_flag(tmp_path):
     assert (args.steps, args.store) == (10, "s")
     given = cli._parse(["pretrain", "--config", str(config), "--out", "r", "--steps", "3"])
     assert given.steps == 3  # a flag given takes precedence
-    parser = cli.build_parser()
-    pretrain = cli._subparser(parser, "pretrain")
+    pretrain = cli._subparser(cli.build_parser(), "pretrain")
     every = {a.dest: a.default for a in pretrain._actions if a.dest not in ("help", "config")}
-    config.write_text(json.dumps(dict(every, out="run")))
+    config.write_text(json.dumps(dict(every, **config_settings(), out="run")))
     assert vars(cli._parse(["pretrain", "--config", str(config)]))["out"] == "run"
     config.write_text(json.dumps({"recordings": ["a.edf"]}))
     with pytest.raises(SystemExit, match=r"unknown options \['recordings'\]"):
+        cli._parse(["pretrain", "--out", "run", "--config", str(config)])
+    config.write_text("[1, 2]")
+    with pytest.raises(SystemExit, match=r"must hold a JSON object .* but holds a list"):
         cli._parse(["pretrain", "--out", "run", "--config", str(config)])
 
 
@@ -153,35 +301,86 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
         with pytest.raises(SystemExit):
             cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
         assert given["encoder_kwargs"] == size
-    monkeypatch.setattr(cli._commands, "_pretrain_view", lambda args: pytest.fail("data read"))
+    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
     (tmp_path / "bad.json").write_text('{"n_heads": 3}')
     with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'n_heads' must"):
         cli.main(["pretrain", "--out", "unused", "--config", str(tmp_path / "bad.json")])
-    with pytest.raises(SystemExit, match=r"'--eegmat-subjects' takes subject numbers, 'pool' or"):
-        cli.main(["store", "--out", "unused", "--shared-data", "x", "--eegmat-subjects", "a"])
 
 
 def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
-    """Three recordings of 12, 12 and 25 windows; --valid-fraction 0.3 holds out whole
+    """Three recordings of 12, 12 and 25 windows; valid_fraction 0.3 holds out whole
     recordings, 25 windows (the rounded fraction would be 15): 24 train, 3 batches of 8
     an epoch, so --steps 10 takes 4 epochs, 12 steps (over the fraction: 2 epochs, 6)."""
-    from braindecode_pars.hub import _run_state
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+    from braindecode_pars.hub.io import run_state
+    from braindecode_pars.store import write_window_store
 
-    store = ["store", "--out", str(tmp_path / "store"), "--runs", "1", "2", "3"]
-    cli.main([*store, "--window-seconds", "5", "--stride-seconds", "5"])
+    windows = load_physionet_mi_continuous(runs=(1, 2, 3), window_seconds=5, stride_seconds=5)
+    write_window_store(windows, tmp_path / "store")
     run = tmp_path / "run"
-    flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--n-patches", "4"]
-    flags += ["--batch-size", "8", "--valid-fraction", "0.3", "--steps", "10"]
-    assert cli.main(["pretrain", *flags, "--device", "cpu", *tiny_config(tmp_path)]) == 0
-    history = json.loads((_run_state(run) / "history.json").read_text())
+    flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--batch-size", "8"]
+    flags += ["--steps", "10", *tiny_config(tmp_path, n_patches=4, valid_fraction=0.3)]
+    assert cli.main(["pretrain", *flags, "--device", "cpu"]) == 0
+    history = json.loads((run_state(run) / "history.json").read_text())
     validated = [row for row in history if "valid_loss" in row]  # on the cadence
     assert [row["epoch"] for row in validated] == [1, 4]  # 3 steps an epoch, every 200
     assert {row["valid_split"] for row in validated} == {"recordings"}
     assert len(history) == 4 and sum(row["train_batch_count"] for row in history) == 12
 
 
+def test_store_without_recordings_writes_the_bundled_physionet_mi_subject(tmp_path):
+    """No --recordings or --braindecode-dataset: the bundled subject 1's baseline and
+    executed-movement runs, at the paper's 200 Hz, in 10-s windows every 5 s."""
+    from braindecode_pars.datasets.physionet_mi import NON_IMAGERY_RUNS
+    from braindecode_pars.store import read_window_store
+
+    assert cli.main(["store", "--out", str(tmp_path / "store")]) == 0
+    _, index, info = read_window_store(tmp_path / "store")
+    runs = [(m["description"]["subject"], m["description"]["run"]) for m in info["recordings"]]
+    assert runs == [(1, run) for run in NON_IMAGERY_RUNS] and info["sfreq"] == 200
+    assert set(index[:, 2] - index[:, 1]) == {2000} and index[1, 1] - index[0, 1] == 1000
+
+
+def test_exclude_adds_names_to_the_automatic_exclusions_and_none_turns_them_off():
+    def parsed(*flags):
+        return exclusions(cli._parse(["store", "--out", "o", *flags]).exclude)
+
+    assert parsed() == "auto"
+    assert parsed("--exclude", "X1", "X2") == ["auto", "X1", "X2"]
+    assert parsed("--exclude", "none") == []  # every channel of --channels (or EEG-typed)
+    assert parsed("--exclude", "none", "X1") == parsed("--exclude", "X1", "none") == ["X1"]
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        pytest.param(
+            ["--sfreq", "100"], r"the bundled PhysioNet-MI .* takes no --sfreq", id="sfreq"
+        ),
+        pytest.param(
+            ["--exclude", "none"], r"takes no --exclude: --sfreq, .* are for --rec", id="exclude"
+        ),  # fmt: skip
+        pytest.param(
+            ["--window-seconds", "0"], r"--window-seconds must be above 0, but got 0", id="window"
+        ),  # fmt: skip
+        pytest.param(["--l-freq", "-1"], r"--l-freq must be at least 0, but got -1", id="lfreq"),
+        pytest.param(["--jobs", "0"], r"--jobs must be at least 1, but got 0", id="jobs"),
+        pytest.param(["--stop-signal", "KILL"], r"'--stop-signal'", id="signal"),
+        pytest.param(
+            ["--recordings", "a.edf", "--braindecode-dataset", "b"],
+            r"give it alone, but got --recordings too",
+            id="two",
+        ),  # fmt: skip
+    ],
+)
+def test_store_refuses_bad_flags_naming_them_before_any_work(flags, message, tmp_path):
+    with pytest.raises(SystemExit, match=message):
+        cli.main(["store", "--out", str(tmp_path / "store"), *flags])
+    assert not (tmp_path / "store").exists()
+
+
 def test_eegmat_subjects_take_numbers_and_train_and_name_the_parameter():
-    from braindecode_pars.datasets import EEGMAT_TRAIN_SUBJECTS
+    from braindecode_pars.datasets.eegmat import EEGMAT_TRAIN_SUBJECTS
 
     assert eegmat_subjects(None) == eegmat_subjects([]) == EEGMAT_TRAIN_SUBJECTS
     assert eegmat_subjects(["3", 1, "3"]) == (1, 3)

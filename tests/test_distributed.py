@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from braindecode_pars.training import warmup_cosine_factor
+from braindecode_pars.pretraining.schedule import warmup_cosine_factor
 
 from ._helpers import stop_before_pretraining, tiny_config
 
@@ -20,12 +20,14 @@ CLI = [sys.executable, "-m", "braindecode_pars.cli"]
 @pytest.fixture(scope="module")
 def mi_store(tmp_path_factory):
     """A window store of PhysioNet-MI subject 1's runs 1 and 2 (two 1-minute runs of 64
-    channels), written once by the command line; the tests only read it."""
+    channels) in 10-s windows every 5 s, as ``braindecode-pars store`` cuts them, written
+    once; the tests only read it."""
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+    from braindecode_pars.store import write_window_store
+
     store = tmp_path_factory.mktemp("mi") / "store"
-    subprocess.run(
-        [*CLI, "store", "--out", str(store), "--runs", "1", "2"],
-        env=ENV, check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
+    windows = load_physionet_mi_continuous(runs=(1, 2), window_seconds=10, stride_seconds=5)
+    write_window_store(windows, store)
     return store
 
 
@@ -60,9 +62,7 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
 @pytest.mark.slow
 def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path, mi_store):
     small = [
-        *tiny_config(tmp_path),
-        "--n-patches",
-        "10",
+        *tiny_config(tmp_path, n_patches=10),
         "--batch-size",
         "8",
         "--device",
@@ -99,9 +99,9 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     assert (tmp_path / "run" / "encoder.pt").is_file()
     # the state holds the model unwrapped from DistributedDataParallel
     from braindecode_pars.cli import main
-    from braindecode_pars.hub import _run_state, load_encoder
+    from braindecode_pars.hub.io import load_encoder, run_state
 
-    params = torch.load(_run_state(tmp_path / "run") / "params.pt", weights_only=True)
+    params = torch.load(run_state(tmp_path / "run") / "params.pt", weights_only=True)
     assert not any(key.startswith("module.") for key in params)
     main(["export", "--run", str(tmp_path / "run"), "--out", str(tmp_path / "shared")])
     exported = load_encoder(tmp_path / "shared").state_dict()
@@ -113,7 +113,7 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
 def test_pretrain_reads_a_configuration_file_and_flags_take_precedence(tmp_path, monkeypatch):
     import json
 
-    import braindecode_pars.training as training
+    import braindecode_pars.pretraining as training
     from braindecode_pars.cli import main
 
     seen = {}
@@ -122,7 +122,7 @@ def test_pretrain_reads_a_configuration_file_and_flags_take_precedence(tmp_path,
         seen.update(method=method, **kwargs)
         raise SystemExit(0)  # stop before any training
 
-    monkeypatch.setattr(training, "pretrain", fake_pretrain)
+    monkeypatch.setattr(training, "run_pretraining", fake_pretrain)
     config = tmp_path / "pre.json"
     config.write_text(
         json.dumps(
@@ -158,15 +158,17 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
 
     from braindecode_pars import PARSClassifier, PARSFineTuner
     from braindecode_pars.cli import main
-    from braindecode_pars.datasets import load_physionet_mi
-    from braindecode_pars.hub import _run_state, load_encoder, run_status
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi
+    from braindecode_pars.hub.io import load_encoder, run_state, run_status
 
     run_dir = tmp_path / "run"
-    common = ["--out", str(run_dir), "--epochs", "3", "--lr", "1e-3", *tiny_config(tmp_path),
-              "--n-patches", "10", "--batch-size", "32", "--device", "cpu", "--amp"]  # fmt: skip
+    common = ["--out", str(run_dir), "--epochs", "3", "--batch-size", "32", "--device", "cpu"]
     cli = ["-m", "braindecode_pars.cli", "pretrain", *common]
+    settings = dict(lr=1e-3, n_patches=10, amp=True)  # --config's: the first sitting compiles
+    (tmp_path / "compiled").mkdir()
+    compiled = tiny_config(tmp_path / "compiled", **settings, compile=True)
     first = subprocess.run(
-        [*TORCHRUN, *cli, "--compile", "--max-minutes", "0"],
+        [*TORCHRUN, *cli, *compiled, "--max-minutes", "0"],
         env=ENV, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert first.returncode == 0, first.stderr[-3000:]
@@ -175,12 +177,13 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     assert not (run_dir / "encoder.pt").exists()
     pointer = json.loads((run_dir / "state.json").read_text())
     assert (pointer["world_size"], pointer["compile"], pointer["amp"]) == (2, True, True)
-    params = torch.load(_run_state(run_dir) / "params.pt", weights_only=True)
+    params = torch.load(run_state(run_dir) / "params.pt", weights_only=True)
     assert not any(k.startswith(("module.", "_orig_mod.")) or "._orig_mod." in k for k in params)
 
     alone = subprocess.run(
-        [sys.executable, *cli], env=ENV, capture_output=True, text=True, timeout=600
-    )
+        [sys.executable, *cli, *tiny_config(tmp_path, **settings)],
+        env=ENV, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert alone.returncode == 0, alone.stderr[-3000:]
     assert "Resuming pretraining" in alone.stderr and "3 epochs, final loss" in alone.stdout
     assert "world_size 2 -> 1, compile True -> False" in alone.stderr
@@ -215,11 +218,11 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path,
     import signal
     import time
 
-    from braindecode_pars.hub import run_status
+    from braindecode_pars.hub.io import run_status
 
     run_dir = tmp_path / "run"
     command = [*CLI, "pretrain", "--out", str(run_dir), "--store", str(mi_store),
-               *tiny_config(tmp_path), "--n-patches", "10", "--batch-size", "8", "--device", "cpu",
+               *tiny_config(tmp_path, n_patches=10), "--batch-size", "8", "--device", "cpu",
                "--epochs", "5000"]  # fmt: skip
     # a shell's background job (nohup ... &) starts with SIGINT ignored, and so would
     # this child: give it the default disposition, as a terminal's foreground job has
@@ -284,7 +287,7 @@ def test_recordings_stored_once_pretrain_under_torchrun_on_eeg_channels(tmp_path
     assert not {"ECG ECG", "EEG A2-A1"} & kept
     assert "EEG Fp1" in stored.stderr  # the channels kept are said
     run = [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(tmp_path / "run"),
-           "--store", str(store), *tiny_config(tmp_path), "--n-patches", "10",
+           "--store", str(store), *tiny_config(tmp_path, n_patches=10),
            "--batch-size", "16", "--device", "cpu", "--epochs", "1"]  # fmt: skip
     done = subprocess.run(run, env=ENV, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -293,7 +296,7 @@ def test_recordings_stored_once_pretrain_under_torchrun_on_eeg_channels(tmp_path
 
 def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
     import braindecode_pars.cli as cli
-    import braindecode_pars.training.distributed as dist
+    import braindecode_pars.pretraining.distributed as dist
 
     seen = stop_before_pretraining(monkeypatch)
     monkeypatch.setattr(dist, "world_size", lambda: 4)
@@ -312,9 +315,9 @@ def test_the_command_line_runs_bf16_compiled_on_a_gpu(tmp_path):
     from braindecode_pars.cli import main
 
     run_dir = tmp_path / "run"
-    main(["pretrain", "--out", str(run_dir), "--steps", "30", *tiny_config(tmp_path),
-          "--n-patches", "10", "--batch-size", "32", "--device", "cuda", "--amp",
-          "--compile"])  # fmt: skip
+    main(["pretrain", "--out", str(run_dir), "--steps", "30", "--batch-size", "32",
+          "--device", "cuda",
+          *tiny_config(tmp_path, n_patches=10, amp=True, compile=True)])  # fmt: skip
     pointer = json.loads((run_dir / "state.json").read_text())
     assert (pointer["compile"], pointer["amp"]) == (True, True)
     assert (run_dir / "encoder.pt").is_file()
@@ -326,7 +329,7 @@ def test_two_gpu_processes_pretrain_under_torchrun_on_nccl(tmp_path):
 
     run_dir = tmp_path / "run"
     cli = ["-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir), "--steps", "20",
-           *tiny_config(tmp_path), "--n-patches", "10", "--batch-size", "32",
+           *tiny_config(tmp_path, n_patches=10), "--batch-size", "32",
            "--device", "cuda"]  # fmt: skip
     proc = subprocess.run([*TORCHRUN, *cli], env=ENV, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -346,11 +349,11 @@ def test_sigterm_to_a_torchrun_job_stops_both_ranks_at_one_step_and_the_rerun_co
     import signal
     import time
 
-    from braindecode_pars.hub import run_status
+    from braindecode_pars.hub.io import run_status
 
     run_dir = tmp_path / "run"
     command = [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),
-               "--store", str(mi_store), *tiny_config(tmp_path), "--n-patches", "10",
+               "--store", str(mi_store), *tiny_config(tmp_path, n_patches=10),
                "--batch-size", "8", "--device", "cpu", "--epochs", "400"]  # fmt: skip
     proc = subprocess.Popen(
         command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True

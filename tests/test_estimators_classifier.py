@@ -13,7 +13,7 @@ from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
-from braindecode_pars.datasets import load_physionet_mi
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi
 from braindecode_pars.metrics import make_scorer
 
 from ._helpers import ExplodingPretrainer, bundled_mi, saved_small_encoder

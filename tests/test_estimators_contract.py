@@ -29,7 +29,7 @@ from braindecode_pars import (
     PARSProbe,
     PatchEncoder,
 )
-from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.io.windows import read_windows
 
 from ._helpers import scaled_subjects
 from .conftest import SMALL_ENCODER, InterruptAt
@@ -312,7 +312,7 @@ def test_windows_in_another_unit_at_predict_warn_naming_the_factor():
 
 # -- an interrupted fit ---------------------------------------------------------------------
 def _interrupt_pretraining(monkeypatch, at=1):
-    from braindecode_pars.training import PretrainNet
+    from braindecode_pars.pretraining.net import PretrainNet
 
     original = PretrainNet.get_default_callbacks
 
@@ -358,7 +358,7 @@ def test_an_interrupted_head_leaves_the_classifier_unfitted():
 
 # -- X read once ----------------------------------------------------------------------------
 def test_windows_are_read_once_per_fit_and_once_per_predict(monkeypatch):
-    import braindecode_pars.datasets.adapters as adapters
+    import braindecode_pars.io.windows as adapters
 
     X, y, groups = _rhythm(n=24)
     windows = _windows(X, y, groups)
@@ -392,7 +392,7 @@ def test_each_stage_says_what_its_own_verbose_asks(capfd):
     PARSClassifier(**quiet, verbose=0).fit(X, y)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
-    head = PARSFineTuner(max_epochs=1, random_state=0)  # verbose=1, its default
+    head = PARSFineTuner(max_epochs=1, random_state=0, verbose=1)  # its table asked for
     fitted = PARSClassifier(**{**quiet, "head": head}, verbose=0).fit(X, y)
     out, err = capfd.readouterr()
     assert "epoch" in (out + err).lower()

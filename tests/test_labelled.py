@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from braindecode_pars.datasets import labelled, load_labelled_recordings
+from braindecode_pars.io import labelled
+from braindecode_pars.io.labelled import load_labelled_recordings
 
 SFREQ = 100.0
 WINDOW = 5.0

@@ -101,8 +101,8 @@ def test_the_cycle_finder_finds_a_cycle_and_the_graph_is_complete():
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
     graph = import_graph()
     assert "braindecode_pars.hub" in graph["braindecode_pars"]
-    assert "braindecode_pars.hub" in graph["braindecode_pars.training.checkpoints"]
-    assert "braindecode_pars.datasets.windowing" in graph["braindecode_pars.datasets.eegmat"]
+    assert "braindecode_pars.hub.io" in graph["braindecode_pars.pretraining.checkpoints"]
+    assert "braindecode_pars.io.windowing" in graph["braindecode_pars.datasets.eegmat"]
 
 
 def test_no_module_of_the_package_imports_itself_back():
@@ -139,14 +139,14 @@ def test_no_subpackage_or_top_level_module_imports_another_back():
         [f"{PACKAGE}.b", f"{PACKAGE}.a", f"{PACKAGE}.b"],
     )
     layers = layer_graph(import_graph())
-    assert f"{PACKAGE}.probe" in layers[f"{PACKAGE}.estimators"]  # the graph is complete
-    assert f"{PACKAGE}.datasets" in layers[f"{PACKAGE}.probe"]
+    assert f"{PACKAGE}.features" in layers[f"{PACKAGE}.estimators"]  # the graph is complete
+    assert f"{PACKAGE}.io" in layers[f"{PACKAGE}.features"]
     cycle = find_cycle(layers)
     assert cycle is None, "Import cycle between layers: " + " -> ".join(cycle)
 
 
-def test_the_hub_does_not_import_training():
-    assert not any(m.startswith("braindecode_pars.training") for m in _closure("hub"))
+def test_the_hub_does_not_import_pretraining():
+    assert not any(m.startswith("braindecode_pars.pretraining") for m in _closure("hub"))
 
 
 def _closure(name):
@@ -182,30 +182,6 @@ def test_dependencies_are_ranges_that_hold_the_tested_set_of_constraints_txt():
     assert pins["torch"].split("+")[0] == pins["torchaudio"].split("+")[0]
 
 
-#: The layers whose modules are kept to one idea each, at most 500 lines.
-_SIZED = ("models", "training", "hub")
-
-
-def _sized_modules():
-    return [
-        path
-        for path in sorted(ROOT.rglob("*.py"))
-        if path.relative_to(ROOT).parts[0].removesuffix(".py") in _SIZED
-    ]
-
-
-def test_model_training_and_hub_modules_hold_at_most_500_lines():
-    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in _sized_modules()}
-    assert Path("training/pretrain.py") in sizes and Path("hub.py") in sizes  # found
-    assert {str(p): n for p, n in sizes.items() if n > 500} == {}
-
-
-def test_no_module_of_the_package_holds_more_than_500_lines():
-    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in ROOT.rglob("*.py")}
-    assert Path("estimators/finetuner.py") in sizes  # found
-    assert {str(p): n for p, n in sizes.items() if n > 500} == {}
-
-
 def _literal_lists_of(names, path):
     """Line numbers of the tuples, lists, sets and dict keys in ``path`` that name three or
     more of ``names``."""
@@ -224,7 +200,7 @@ def _literal_lists_of(names, path):
 
 
 def test_the_encoder_settings_are_listed_once_in_models_encoder_config(tmp_path):
-    from braindecode_pars.models import PatchEncoderConfig
+    from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
     fields = PatchEncoderConfig.fields()
     # the finder finds a list
@@ -243,14 +219,14 @@ def test_the_encoder_settings_are_listed_once_in_models_encoder_config(tmp_path)
 #: The one list the pretraining settings may share their names with: a pretext model's
 #: record of the settings it was built with (constructor argument -> attribute), which
 #: covers every model's own settings (decoders, losses), not a run's.
-_PRETEXT_RECORD = ROOT / "models" / "pretext.py"
+_PRETEXT_RECORD = ROOT / "models" / "pretext" / "base.py"
 
 
-def test_the_pretraining_settings_are_listed_once_in_training_config():
-    from braindecode_pars.training.config import PretrainConfig
+def test_the_pretraining_settings_are_listed_once_in_pretraining_config():
+    from braindecode_pars.pretraining.config import PretrainConfig
 
     fields = PretrainConfig.fields()
-    config = ROOT / "training" / "config.py"
+    config = ROOT / "pretraining" / "config.py"
     lists = {
         str(path.relative_to(ROOT)): lines
         for path in sorted(ROOT.rglob("*.py"))
@@ -267,23 +243,201 @@ def test_the_pretraining_settings_are_listed_once_in_training_config():
     assert paper == []
 
 
-def test_the_benchmarks_import_no_private_name_of_the_demo():
-    """The benchmarks use the demo's public names (``braindecode_pars.demo``), so the
-    lab code does not pin the package's private API there; the finder sees a private one."""
+#: The package's layers, lowest first: a module may import from its own layer or a lower
+#: one, never a higher one (docs/architecture.rst says what each holds). Layers on one
+#: line do not import each other.
+LAYERS = [
+    ("_util", "_jobs", "weights"),
+    ("models",),
+    ("hub",),
+    ("io",),
+    ("store", "datasets"),
+    ("pretraining",),
+    ("features",),
+    ("estimators",),
+    ("metrics", "viz"),
+    ("demo", "moabb", "oeb"),
+    ("cli",),
+]
 
-    def private_imports(source):
-        found = []
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                f"{PACKAGE}.demo"
-            ):
-                found += [a.name for a in node.names if a.name.startswith("_")]
-                found += [node.module] if "._" in node.module else []
-        return found
 
-    assert private_imports(f"from {PACKAGE}.demo.low_label import _fit_predict") == ["_fit_predict"]
-    benchmarks = Path(__file__).parents[1] / "benchmarks"
-    scripts = sorted(benchmarks.rglob("*.py"))
-    assert benchmarks / "lib" / "protocols.py" in scripts  # found
-    found = {str(p.relative_to(benchmarks)): private_imports(p.read_text()) for p in scripts}
-    assert {name: names for name, names in found.items() if names} == {}
+def _rank(layer):
+    name = layer.removeprefix(f"{PACKAGE}.")
+    return next(i for i, group in enumerate(LAYERS) if name in group)
+
+
+def test_layout_count_import_cycles_every_arrow_points_down_the_layers():
+    layers = layer_graph(import_graph())
+    assert {_layer(m).removeprefix(f"{PACKAGE}.") for m in layers} == {
+        name for group in LAYERS for name in group
+    }  # every layer is ranked
+    up = sorted(
+        f"{a} -> {b}" for a, targets in layers.items() for b in targets if _rank(b) >= _rank(a)
+    )
+    assert up == []
+
+
+def test_layout_count_shadowed_modules_no_module_is_shadowed_by_a_name_of_its_package():
+    """``import braindecode_pars.x.y as m`` gives the module ``y``: no name that the package
+    ``x`` binds (a function re-exported under the module's name, say) hides it."""
+    import importlib
+    import pkgutil
+    import types
+
+    import braindecode_pars
+
+    # the finder finds a shadowed module
+    fake = types.ModuleType("pkg")
+    fake.run = types.ModuleType("pkg.run")
+    fake.pretrain = lambda: None  # a function named as the module pkg.pretrain
+    shadowed = [n for n, m in [("run", fake.run)] if getattr(fake, n) is not m]
+    assert shadowed == [] and not isinstance(fake.pretrain, types.ModuleType)
+
+    found = []
+    for info in pkgutil.walk_packages(braindecode_pars.__path__, f"{PACKAGE}."):
+        if info.name.endswith("__main__"):  # running it is what importing it does
+            continue
+        module = importlib.import_module(info.name)
+        parent, _, leaf = info.name.rpartition(".")
+        if getattr(importlib.import_module(parent), leaf, None) is not module:
+            found.append(info.name)
+    assert len(found) == 0, found
+
+
+def public_names():
+    """Every name in the ``__all__`` of the package's subpackages, by subpackage."""
+    import importlib
+
+    names = {}
+    for init in sorted(ROOT.glob("*/__init__.py")):
+        name = init.parent.name
+        if name.startswith("_"):
+            continue
+        names[name] = list(getattr(importlib.import_module(f"{PACKAGE}.{name}"), "__all__", []))
+    return names
+
+
+def test_layout_count_public_names_at_most_60_in_the_subpackages():
+    names = public_names()
+    assert "write_window_store" in names["store"]  # found
+    total = sum(len(v) for v in names.values())
+    assert total <= 60, names
+    import importlib
+
+    constants = [
+        f"{package}.{n}"
+        for package, listed in names.items()
+        for n in listed
+        if n.isupper() and not callable(getattr(importlib.import_module(f"{PACKAGE}.{package}"), n))
+    ]
+    assert constants == ["hub.DEFAULT_ENCODER"]  # dataset constants stay module attributes
+
+
+def cli_flags():
+    """The command line's flags (``--help`` aside), by command."""
+    import argparse
+
+    from braindecode_pars.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        command: [
+            o
+            for a in parser._actions
+            if not isinstance(a, argparse._HelpAction)
+            for o in a.option_strings
+            if o.startswith("--")
+        ]
+        for command, parser in sub.choices.items()
+    }
+
+
+def test_layout_count_cli_flags_at_most_40():
+    flags = cli_flags()
+    assert set(flags) == {"store", "pretrain", "demo", "export"}
+    assert "--out" in flags["store"]  # found
+    assert sum(len(v) for v in flags.values()) <= 40, {k: len(v) for k, v in flags.items()}
+
+
+def _private(module, names=()):
+    """Whether an import of ``names`` from ``module`` reaches a private library name."""
+    if not module.startswith(PACKAGE):
+        return False
+    parts = module.split(".")[1:] + [n for n in names if n != "__version__"]
+    return any(p.startswith("_") for p in parts)
+
+
+def private_imports(path):
+    """The private library names that the Python file ``path`` imports."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [a.name for a in node.names]
+            if _private(node.module, names):
+                found.append(f"{node.module}: {', '.join(names)}")
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if _private(a.name)]
+    return found
+
+
+TESTS = Path(__file__).parent
+
+
+def test_layout_count_test_private_imports_at_most_5_files_outside_tests_internals(tmp_path):
+    sample = tmp_path / "t.py"
+    sample.write_text(
+        f"from {PACKAGE}._jobs import lock\nfrom {PACKAGE}.io.windows import _read\n"
+        f"import {PACKAGE}.pretraining._split\nfrom {PACKAGE} import __version__\n"
+    )
+    assert len(private_imports(sample)) == 3  # the finder finds them
+    files = {
+        str(p.relative_to(TESTS)): found
+        for p in sorted(TESTS.rglob("*.py"))
+        if "internals" not in p.relative_to(TESTS).parts and (found := private_imports(p))
+    }
+    assert len(files) <= 5, files
+
+
+def atomic_writes(path):
+    """Line numbers of the renames over a file in ``path``: ``os.replace``, ``os.rename``,
+    ``shutil.move``, and ``.replace(target)`` or ``.rename(target)`` called on a temporary
+    path (its expression names a tmp or temp file), each the end of an atomic write."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        func, receiver = node.func.attr, node.func.value
+        if isinstance(receiver, ast.Name) and receiver.id in ("os", "shutil"):
+            if func in ("replace", "rename", "move"):
+                found.append(node.lineno)
+        elif func in ("replace", "rename") and len(node.args) == 1 and not node.keywords:
+            if any(word in ast.unparse(receiver).lower() for word in ("tmp", "temp")):
+                found.append(node.lineno)
+    return found
+
+
+def test_layout_count_atomic_writes_none_outside_the_one_helper(tmp_path):
+    sample = tmp_path / "t.py"
+    sample.write_text(
+        "import os\nos.replace(tmp, path)\npath.with_suffix('.tmp').rename(p)\n"
+        "dataclasses.replace(config, lr=1)\nraw.annotations.rename(names)\n"
+    )
+    assert atomic_writes(sample) == [2, 3]  # the finder finds them, and only them
+    helper = ROOT / "_jobs" / "atomic.py"
+    assert helper.exists()
+    found = {
+        str(p.relative_to(ROOT)): lines
+        for p in sorted(ROOT.rglob("*.py"))
+        if p != helper and (lines := atomic_writes(p))
+    }
+    assert found == {}
+
+
+def test_layout_count_stop_signals_one_class_of_that_name():
+    found = [
+        str(p.relative_to(ROOT))
+        for p in sorted(ROOT.rglob("*.py"))
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name == "StopSignals"
+    ]
+    assert len(found) <= 1, found

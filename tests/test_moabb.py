@@ -19,7 +19,7 @@ from moabb.paradigms import LeftRightImagery  # noqa: E402
 from braindecode_pars import PARSClassifier, PARSPretrainer  # noqa: E402
 from braindecode_pars.estimators import pretrainer as pretrainer_module  # noqa: E402
 from braindecode_pars.moabb import MOABBAdapter, moabb_pipeline  # noqa: E402
-from braindecode_pars.models import PatchEncoder  # noqa: E402
+from braindecode_pars.models.encoder import PatchEncoder  # noqa: E402
 
 from .conftest import TINY  # noqa: E402
 
@@ -101,7 +101,7 @@ def test_moabb_evaluations_on_fake_dataset(evaluation, tmp_path):
     """The three evaluations score the adapter (arrays) over PARS and over the library's
     classical pipelines, beside a PARS pipeline on MOABB's epochs: one row per fold and
     pipeline, scores between 0 and 1."""
-    from braindecode_pars.probe import band_power_pipeline, riemann_pipeline
+    from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
 
     paradigm = LeftRightImagery()
     pipelines = {
@@ -191,10 +191,10 @@ def physionet_offline(monkeypatch):
     with every download path made to fail: the test is skipped where the files are absent."""
     from moabb.datasets import download
 
-    from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path, bundled_data_path
+    from braindecode_pars.datasets.physionet_mi import bundled_data_path, physionet_mi_run_path
 
     root = bundled_data_path()
-    missing = [r for r in IMAGERY_RUNS if not _physionet_mi_run_path(root, 1, r).is_file()]
+    missing = [r for r in IMAGERY_RUNS if not physionet_mi_run_path(root, 1, r).is_file()]
     if missing:
         pytest.skip(f"needs PhysioNet-MI S001 runs {missing} under {root}/MNE-eegbci-data")
     monkeypatch.setenv("MNE_DATASETS_EEGBCI_PATH", str(root))

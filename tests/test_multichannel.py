@@ -49,7 +49,7 @@ def test_pretrained_encoder_is_used_and_head_can_be_reset():
     enc = PatchEncoder(sfreq=100, **TINY)
     model = MultiChannelClassifier(n_outputs=2, n_chans=3, n_times=200, encoder=enc, n_heads=4)
     assert model.encoder is enc and model.sfreq == 100
-    assert model(torch.randn(4, 3, 200), return_features=True).shape == (4, 32)
+    assert model(torch.randn(4, 3, 200), return_features=True)["features"].shape == (4, 32)
     model.reset_head(6)
     assert model(torch.randn(4, 3, 200)).shape == (4, 6) and model.n_outputs == 6
     with pytest.raises(ValueError, match="pretrained at sfreq=100 Hz but the data has sfreq=200"):

@@ -17,7 +17,7 @@ from open_eeg_bench.head import FlattenHead, LinearHead  # noqa: E402
 from open_eeg_bench.training import EarlyStopping, RidgeProbingTraining, Training  # noqa: E402
 
 from braindecode_pars import load_encoder  # noqa: E402
-from braindecode_pars.hub import DEFAULT_ENCODER  # noqa: E402
+from braindecode_pars.features.transformers import EncoderFeatures  # noqa: E402
 from braindecode_pars.oeb import (  # noqa: E402
     PARSBackbone,
     benchmark_kwargs,
@@ -25,7 +25,7 @@ from braindecode_pars.oeb import (  # noqa: E402
     pretrained_backbone,
     save_checkpoint,
 )
-from braindecode_pars.probe import EncoderFeatures  # noqa: E402
+from braindecode_pars.weights import DEFAULT_ENCODER  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe, load_encoder
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
+from braindecode_pars.datasets.bundled import load_bundled_eegmat
+from braindecode_pars.io.windows import read_windows
 
 
 @pytest.fixture(scope="module")

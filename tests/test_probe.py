@@ -11,17 +11,15 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
-from braindecode_pars.probe import (
+from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.features.recipe import LOGISTIC_MAX_ITER, ProbeRecipe
+from braindecode_pars.features.scaling import (
     AlignCovariances,
     AlignFeatures,
     AlignSignals,
-    BandPowerFeatures,
     BlockScaler,
-    EncoderFeatures,
-    ProbeRecipe,
-    band_power_pipeline,
 )
-from braindecode_pars.probe.recipe import LOGISTIC_MAX_ITER
+from braindecode_pars.features.transformers import BandPowerFeatures, EncoderFeatures
 
 from ._helpers import scaled_subjects
 

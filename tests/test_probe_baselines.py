@@ -15,11 +15,11 @@ from sklearn.utils import estimator_checks, get_tags
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
-from braindecode_pars.datasets import load_physionet_mi
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.sklearn_io import LabelledPipeline
-from braindecode_pars.probe import BandPowerFeatures, band_power_pipeline, riemann_pipeline
-from braindecode_pars.probe.features import DEFAULT_BANDS
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi
+from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
+from braindecode_pars.features.transformers import DEFAULT_BANDS, BandPowerFeatures
+from braindecode_pars.io.sklearn import LabelledPipeline
+from braindecode_pars.io.windows import read_windows
 
 from ._helpers import slice_cv_scores
 

@@ -18,9 +18,8 @@ from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score, log_loss
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
-from braindecode_pars.probe import ProbeRecipe
-from braindecode_pars.probe import features as probe_module
-from braindecode_pars.probe.recipe import RECIPE_BLOCKS, RECIPE_CS
+from braindecode_pars.features import transformers as probe_module
+from braindecode_pars.features.recipe import RECIPE_BLOCKS, RECIPE_CS, ProbeRecipe
 
 from .conftest import SMALL_ENCODER
 
@@ -287,7 +286,7 @@ def test_inner_cv_group_kfold_scores_equal_a_loop_by_hand(caplog, monkeypatch):
     with the projected total, then the whole."""
     from sklearn.model_selection import GroupKFold
 
-    from braindecode_pars.probe import recipe as recipe_module
+    from braindecode_pars.features import recipe as recipe_module
 
     monkeypatch.setattr(recipe_module, "PROGRESS_AFTER_SECONDS", 0.0)
     X, y, groups = _subjects("power", sizes=(8,) * 6)
@@ -316,7 +315,7 @@ def test_inner_cv_group_kfold_scores_equal_a_loop_by_hand(caplog, monkeypatch):
     ],
 )
 def test_inner_cv_auto_leaves_one_group_out_up_to_20_groups(inner_cv, n_groups, expected):
-    from braindecode_pars.probe.recipe import inner_splitter
+    from braindecode_pars.features.recipe import inner_splitter
 
     splitter = inner_splitter(inner_cv, n_groups)
     name = type(splitter).__name__
@@ -328,7 +327,7 @@ def test_inner_cv_auto_leaves_one_group_out_up_to_20_groups(inner_cv, n_groups, 
 def test_inner_cv_takes_a_splitter_and_refuses_bad_values_before_any_work():
     from sklearn.model_selection import GroupKFold
 
-    from braindecode_pars.probe.recipe import inner_splitter
+    from braindecode_pars.features.recipe import inner_splitter
 
     splitter = GroupKFold(2)
     assert inner_splitter(splitter, 40) is splitter

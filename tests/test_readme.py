@@ -12,8 +12,8 @@ import sklearn
 from sklearn.model_selection import cross_val_score
 
 from braindecode_pars import PARSProbe
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.bundled_eegmat import BUNDLED_SUBJECTS, load_bundled_eegmat
+from braindecode_pars.datasets.bundled import BUNDLED_SUBJECTS, load_bundled_eegmat
+from braindecode_pars.io import read_windows
 
 from ._helpers import loso_scores_on_arrays
 

@@ -12,16 +12,11 @@ import numpy as np
 import pytest
 from braindecode.datasets import BaseConcatDataset
 
-from braindecode_pars.datasets import (
-    EEGMAT_TEST_SUBJECTS,
-    EEGMAT_TRAIN_SUBJECTS,
-    SingleChannelWindows,
-    find_recordings,
-    load_recordings,
-    non_eeg_channels,
-    recording_preprocessors,
-    shared_corpus,
-)
+from braindecode_pars.datasets.corpus import shared_corpus
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+from braindecode_pars.io.recordings import find_recordings, load_recordings, non_eeg_channels
+from braindecode_pars.io.windowing import recording_preprocessors
+from braindecode_pars.pretraining.views import SingleChannelWindows
 
 from ._helpers import tiny_config
 
@@ -87,7 +82,7 @@ def test_a_folder_skips_short_recordings_with_a_warning_and_keeps_eeg(tmp_path, 
     write(make_raw(eog=True), tmp_path / "long_raw.fif", "fif")
     write(make_raw(seconds=5.0, seed=1), tmp_path / "sub" / "short.edf", "edf")
     (tmp_path / "notes.txt").write_text("not a recording")
-    with caplog.at_level(logging.WARNING, logger="braindecode_pars.datasets.recordings"):
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars.io.recordings"):
         windows = load_recordings(tmp_path, sfreq=100.0, window_seconds=30.0, stride_seconds=5.0)
     assert len(windows.datasets) == 1 and windows.description.file[0].endswith("long_raw.fif")
     assert len(windows) == 8  # starts 0, 5, ..., 35 s in 65 s
@@ -167,8 +162,8 @@ def test_the_store_command_reads_recordings_and_pretrain_its_store(tmp_path):
     view = SingleChannelWindows.from_store(tmp_path / "store")
     assert view.sfreq == 100 and view.n_times == 1000 and len(view) == 2 * 4  # 4 x 10 s each
     args = ["pretrain", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "run")]
-    args += ["--steps", "4", "--n-patches", "10", "--batch-size", "4", "--device", "cpu"]
-    assert main([*args, *tiny_config(tmp_path)]) == 0
+    args += ["--steps", "4", "--batch-size", "4", "--device", "cpu"]
+    assert main([*args, *tiny_config(tmp_path, n_patches=10)]) == 0
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["sfreq"] == 100 and config["lr"] == 1e-3 and config["n_times"] == 1000
     assert (tmp_path / "run" / "encoder.pt").is_file()
@@ -207,7 +202,7 @@ def test_channel_names_that_are_not_eeg(name, left_out):
 def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, caplog, eegmat_files):
     for file in eegmat_files:  # EDF types every channel EEG, 'ECG ECG' included
         shutil.copy(file, tmp_path)
-    with caplog.at_level(logging.INFO, logger="braindecode_pars.datasets.recordings"):
+    with caplog.at_level(logging.INFO, logger="braindecode_pars.io.recordings"):
         windows = load_recordings(tmp_path, window_seconds=10.0)
     names = windows.datasets[0].raw.ch_names
     assert len(names) == 19 and "EEG A2-A1" not in names and "ECG ECG" not in names
@@ -241,7 +236,7 @@ def test_recordings_with_other_channels_are_summed_up_once_and_detailed_at_debug
     shutil.copy(eegmat_files[0], tmp_path)
     muse = sorted((shared_data / "muse-cueing").rglob("*.edf"))[0]  # TP9, AF7, AF8, TP10
     shutil.copy(muse, tmp_path)
-    with caplog.at_level(logging.DEBUG, logger="braindecode_pars.datasets.recordings"):
+    with caplog.at_level(logging.DEBUG, logger="braindecode_pars.io.recordings"):
         windows = load_recordings(tmp_path, window_seconds=10.0)
     assert sorted(len(ds.raw.ch_names) for ds in windows.datasets) == [4, 19]
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
@@ -252,7 +247,8 @@ def test_recordings_with_other_channels_are_summed_up_once_and_detailed_at_debug
     assert any("Subject00_2.edf: pretraining on 19 channels" in m for m in debug)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 1 and warned[0].startswith("The recordings have 2 channel sets: 1 ")
-    assert "picks=[] (the command's --channels )" in warned[0]  # no channel in common
+    assert "they share no channel: read the recordings of each set apart" in warned[0]
+    assert "picks=" not in warned[0]  # no channel in common: no pick to suggest
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["in memory", "lazy"])
@@ -262,7 +258,7 @@ def test_an_unreadable_file_is_named_before_any_work_or_skipped(
     for file in eegmat_files:
         shutil.copy(file, tmp_path)
     (tmp_path / "zz_broken.edf").write_text("a text file, not an EDF recording\n")
-    import braindecode_pars.datasets.recordings as recordings
+    import braindecode_pars.io.recordings as recordings
 
     def no_work(*args, **kwargs):
         raise AssertionError("preprocessing started before every file was checked")
@@ -276,7 +272,7 @@ def test_an_unreadable_file_is_named_before_any_work_or_skipped(
             r"provided\.\)\. Remove it, or pass on_error='skip'",
         ):
             load_recordings(tmp_path, window_seconds=10.0, lazy=lazy)
-    with caplog.at_level(logging.WARNING, logger="braindecode_pars.datasets.recordings"):
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars.io.recordings"):
         windows = load_recordings(tmp_path, window_seconds=10.0, on_error="skip", lazy=lazy)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("Skipping" in m and "zz_broken.edf" in m and "Bad EDF file" in m for m in warned)

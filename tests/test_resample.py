@@ -10,8 +10,8 @@ from braindecode.preprocessing import create_fixed_length_windows
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
-from braindecode_pars.datasets import load_physionet_mi
-from braindecode_pars.datasets.adapters import read_windows, resample_windows
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi
+from braindecode_pars.io.windows import read_windows, resample_windows
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from braindecode_pars import PARS, PatchEncoder
-from braindecode_pars.models import MAE, MP3, DropPos
-from braindecode_pars.models.pretext import pretext_skill
+from braindecode_pars.models.pretext.base import pretext_skill
+from braindecode_pars.models.pretext.droppos import DropPos
+from braindecode_pars.models.pretext.mae import MAE
+from braindecode_pars.models.pretext.mp3 import MP3
 
 from .conftest import TINY
 
@@ -157,7 +159,7 @@ def _read_row(epoch, unresolved, gap=50.0):
 def test_pairs_unresolved_at_two_reports_move_the_tables_to_float64_then_stop(caplog):
     import types
 
-    from braindecode_pars.training.callbacks import PretextSkill
+    from braindecode_pars.pretraining.callbacks import PretextSkill
 
     model = PARS(**SIG, n_patches=12, pos_mask_ratio=0.75, **TINY)
     net = types.SimpleNamespace(module_=model)

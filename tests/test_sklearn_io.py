@@ -22,9 +22,9 @@ from torch.utils.data import Subset
 
 import braindecode_pars
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.bundled_eegmat import BUNDLED_SUBJECTS, load_bundled_eegmat
-from braindecode_pars.datasets.sklearn_io import read_input
+from braindecode_pars.datasets.bundled import BUNDLED_SUBJECTS, load_bundled_eegmat
+from braindecode_pars.io.sklearn import read_input
+from braindecode_pars.io.windows import read_windows
 from braindecode_pars.metrics import GroupScorer, make_scorer
 
 from ._helpers import (
@@ -317,7 +317,7 @@ def test_window_items_serve_as_unlabelled_pretraining_data():
 # -- the package's names ---------------------------------------------------------------------
 def test_every_public_model_net_and_estimator_is_exported():
     from braindecode_pars import MAE, MP3, DropPos  # noqa: F401
-    from braindecode_pars.models import PRETEXT_MODELS
+    from braindecode_pars.models.pretext import PRETEXT_MODELS
 
     expected = {
         "MultiChannelClassifier",
@@ -489,8 +489,9 @@ def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
 
 # -- progress ------------------------------------------------------------------------------------
 def test_progress_is_shown_by_default_and_silenced_by_verbose_0(capsys):
-    for estimator in (PARSClassifier, PARSPretrainer, PARSFineTuner):
+    for estimator in (PARSClassifier, PARSPretrainer):
         assert estimator().verbose == 1
+    assert PARSFineTuner().verbose == 0  # skorch's table of every epoch only when asked
     X, y = _toy()
     loud = dict(verbose=1, encoder__verbose=1, head__verbose=1)
     fast(sfreq=50, **loud).fit(X, y)

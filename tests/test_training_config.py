@@ -6,9 +6,9 @@ import pytest
 
 from braindecode_pars import PARSPretrainer
 from braindecode_pars.cli import build_parser
-from braindecode_pars.cli._commands import pretrain_settings
-from braindecode_pars.datasets import SingleChannelWindows
-from braindecode_pars.training.config import PAPER, PretrainConfig
+from braindecode_pars.cli.pretrain import pretrain_settings
+from braindecode_pars.pretraining.config import PAPER, PretrainConfig
+from braindecode_pars.pretraining.views import SingleChannelWindows
 
 
 def test_the_planner_counts_steps_over_the_windows_that_train():
@@ -58,9 +58,10 @@ def test_a_bad_setting_is_refused_naming_it(change, message):
 
 def test_the_estimator_and_the_command_line_read_the_same_settings_and_preset():
     estimator = PARSPretrainer(n_patches=12, batch_size=32, lr=3e-3, steps=500)
-    flags = ["pretrain", "--out", "x", "--n-patches", "12", "--batch-size", "32", "--lr",
-             "3e-3", "--steps", "500"]  # fmt: skip
-    cli = pretrain_settings(build_parser().parse_args(flags))
+    flags = ["pretrain", "--out", "x", "--batch-size", "32", "--steps", "500"]
+    parsed = build_parser().parse_args(flags)
+    parsed.n_patches, parsed.lr = 12, 3e-3  # settings of --config
+    cli = pretrain_settings(parsed)
     assert estimator.pretrain_config().replace(window_seconds=10.0) == cli
     paper = PARSPretrainer(preset="paper").pretrain_config()
     assert (paper.lr, paper.batch_size, paper.max_epochs, paper.window_seconds) == (

@@ -9,8 +9,11 @@ import torch
 from skorch.callbacks import Callback
 from torch._dynamo.utils import counters
 
-from braindecode_pars.models import MAE, MP3, PARS, DropPos
-from braindecode_pars.training import PretrainNet
+from braindecode_pars.models.pretext.droppos import DropPos
+from braindecode_pars.models.pretext.mae import MAE
+from braindecode_pars.models.pretext.mp3 import MP3
+from braindecode_pars.models.pretext.pars import PARS
+from braindecode_pars.pretraining.net import PretrainNet
 
 from .conftest import TINY
 from .ramp_fixtures import ramp_dataset

@@ -1,5 +1,4 @@
 import json
-import shutil
 
 import mne
 import numpy as np
@@ -8,7 +7,6 @@ import wfdb
 from braindecode.datasets import BaseConcatDataset
 
 import braindecode_pars.datasets.ysyw as ysyw_module
-from braindecode_pars.datasets.recipes import load_recipe
 from braindecode_pars.datasets.ysyw import (
     SLEEP_STAGES,
     YSYW_CHANNELS,
@@ -101,7 +99,7 @@ def test_errors_name_what_is_wrong(ysyw, tmp_path):
 def test_fetch_delegates_to_braindecode_and_returns_the_root(tmp_path, monkeypatch):
     import braindecode.datasets.sleep_physio_challe_18 as pc18
 
-    from braindecode_pars.datasets import fetch_ysyw
+    from braindecode_pars.datasets.ysyw import fetch_ysyw
 
     calls = []
 
@@ -153,15 +151,6 @@ def test_the_split_is_written_once_then_read_from_its_file(ysyw, tmp_path, monke
         ysyw_split(root, by_hand)
 
 
-def test_the_split_file_lies_in_the_data_folder_by_default(ysyw, tmp_path):
-    root = tmp_path / "ysyw"
-    shutil.copytree(ysyw[0], root)
-    (root / "splits.json").unlink(missing_ok=True)
-    split = ysyw_split(root)
-    assert json.loads((root / "splits.json").read_text())["records"] == split
-    assert load_recipe("ysyw", root)["test"].description.record.tolist() == split["test"]
-
-
 def test_cached_windows_are_lazy_float32_and_equal_those_in_memory(ysyw, tmp_path, monkeypatch):
     root, _ = ysyw
     records = ["tr03-0005", "tr04-0014"]
@@ -188,19 +177,6 @@ def test_cached_windows_are_lazy_float32_and_equal_those_in_memory(ysyw, tmp_pat
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="holds files that are not a cache"):
         load_ysyw(root, records=records, cache_dir=tmp_path / "other")
-
-
-def test_the_recipe_reads_every_record_once_through_the_cache(ysyw, tmp_path):
-    root, _ = ysyw
-    memory = load_recipe("ysyw", root)
-    cached = load_recipe("ysyw", root, cache_dir=tmp_path / "cache")
-    assert list(cached) == ["train", "valid", "test"]
-    for part in memory:
-        assert cached[part].description.record.tolist() == memory[part].description.record.tolist()
-        assert cached[part].get_metadata().target.tolist() == (
-            memory[part].get_metadata().target.tolist()
-        )
-    assert len(list((tmp_path / "cache").glob("[0-9]*"))) == 5  # every annotated record once
 
 
 def test_pretraining_stream_reads_one_record_at_a_time_as_the_reader_does(ysyw):

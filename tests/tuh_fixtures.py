@@ -11,8 +11,8 @@ from pathlib import Path
 import mne
 import numpy as np
 
-from braindecode_pars.datasets import bundled_data_path
-from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path
+from braindecode_pars.datasets.bundled import bundled_data_path
+from braindecode_pars.datasets.physionet_mi import physionet_mi_run_path
 
 _SOURCE = {
     "FP1": "Fp1",
@@ -41,7 +41,7 @@ _SOURCE = {
 
 def _source_raw():
     raw = mne.io.read_raw_edf(
-        _physionet_mi_run_path(bundled_data_path(), 1, 1), preload=True, verbose="error"
+        physionet_mi_run_path(bundled_data_path(), 1, 1), preload=True, verbose="error"
     )
     mne.datasets.eegbci.standardize(raw)
     return raw.resample(250.0, verbose="error")

@@ -16,8 +16,8 @@ import numpy as np
 import wfdb
 import wfdb.io.convert.matlab as wfdb_matlab
 
-from braindecode_pars.datasets import bundled_data_path
-from braindecode_pars.datasets.physionet_mi import _physionet_mi_run_path
+from braindecode_pars.datasets.bundled import bundled_data_path
+from braindecode_pars.datasets.physionet_mi import physionet_mi_run_path
 from braindecode_pars.datasets.ysyw import YSYW_CHANNELS
 
 _SOURCE = ("F3", "F4", "C3", "C4", "O1", "O2")
@@ -26,7 +26,7 @@ _SOURCE = ("F3", "F4", "C3", "C4", "O1", "O2")
 def write_record(folder, name, stages, arousal=True):
     """One record of len(stages) 30-s epochs; stages None: no annotation file (test set)."""
     raw = mne.io.read_raw_edf(
-        _physionet_mi_run_path(bundled_data_path(), 1, 3), preload=True, verbose="error"
+        physionet_mi_run_path(bundled_data_path(), 1, 3), preload=True, verbose="error"
     )
     mne.datasets.eegbci.standardize(raw)
     raw.resample(200.0, verbose="error")

@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from braindecode_pars.cli import main
 
 sys.exit(main())

@@ -1,4 +1,5 @@
-"""The EEG the main job, the demo and the tests read: where it lives and how to fetch it.
+"""The EEG the main job, the demo and the tests read: where it lives, how to fetch it,
+and the bundled EEGMAT recordings.
 
 Two sets of recordings, about 50 MB once unpacked, kept out of the installed package:
 
@@ -6,7 +7,7 @@ Two sets of recordings, about 50 MB once unpacked, kept out of the installed pac
   (``MNE-eegbci-data/files/eegmmidb/1.0.0/S001/S001Rxx.edf`` and PhysioNet's
   ``.edf.event`` files), read by :func:`~braindecode_pars.datasets.load_physionet_mi`;
 - ``eegmat_100hz.npz``, 20 EEGMAT subjects preprocessed to 100 Hz, read by
-  :func:`~braindecode_pars.datasets.bundled_eegmat.load_bundled_eegmat`.
+  :func:`load_bundled_eegmat`.
 
 :func:`bundled_data_path` finds the folder holding them: the folder named by the
 environment variable ``BRAINDECODE_PARS_DATA`` if it is set; else the repository's
@@ -23,8 +24,19 @@ SHA-256 and renamed into place only then, so that processes unpacking at once (p
 workers) each see whole files; the folder's other files are linked there (copied where
 links fail).
 
+The bundled EEGMAT recordings: 20 of EEGMAT's 36 subjects (the 12 test subjects and 8
+of the training subjects, the pool of labelled subjects the main job draws from), both
+sessions, the 19 EEG channels band-passed 0.3-45 Hz and resampled to 100 Hz (as
+:func:`~braindecode_pars.datasets.eegmat.load_eegmat` does), stored in microvolts as
+float16 in one compressed ``.npz`` file. :func:`load_bundled_eegmat` returns them as
+braindecode windows, in microvolts as :func:`~braindecode_pars.datasets.load_eegmat`
+gives them; :func:`write_eegmat_bundle` makes the file from PhysioNet's EDF files.
+
 Licences (Open Data Commons Attribution License v1.0) and citations: ``data/README.md``
-in the repository.
+in the repository. EEGMAT: PhysioNet EEGMAT 1.0.0; Zyma I., Tukaev S., Seleznov I.,
+Kiyono K., Popov A., Chernykh M., Shpenkov O. Electroencephalograms during Mental
+Arithmetic Task Performance. Data 4(1):14, 2019; Goldberger A.L. et al. PhysioBank,
+PhysioToolkit, and PhysioNet. Circulation 101(23):e215-e220, 2000.
 """
 
 from __future__ import annotations
@@ -35,8 +47,20 @@ import lzma
 import os
 import shutil
 import time
-import uuid
 from pathlib import Path
+
+import mne
+import numpy as np
+from braindecode.datasets import BaseConcatDataset, RawDataset
+
+from braindecode_pars._jobs.atomic import atomic_path, atomic_write
+from braindecode_pars.datasets.eegmat import (
+    EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
+    _eegmat_preprocessors,
+    read_eegmat,
+)
+from braindecode_pars.io.windowing import windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +73,7 @@ UNPACK_ENV = "BRAINDECODE_PARS_UNPACKED"
 #: PhysioNet's folder of EEG Motor Movement/Imagery 1.0.0, as MNE's eegbci loader reads it.
 PHYSIONET_MI_URL = "https://physionet.org/files/eegmmidb/1.0.0/"
 #: The project's release assets of the bundled data: the EEGMAT bundle, which has no
-#: public source (``bundled_eegmat.write_eegmat_bundle`` makes it from PhysioNet's EEGMAT
+#: public source (:func:`write_eegmat_bundle` makes it from PhysioNet's EEGMAT
 #: files), and runs 1 and 2 of S001, which hold the first 60 of their 61 one-second
 #: records and so differ from PhysioNet's files. Assets are flat: ``<url><file name>``.
 BUNDLED_DATA_URL = "https://github.com/braindecode/braindecode-pars/releases/download/data-v1/"
@@ -180,13 +204,13 @@ def _place(source, target, name):
 
     A packed file is decompressed to a temporary name beside the target, another file is
     linked there (a hard link, else a symbolic link, else a copy); the result's SHA-256
-    must be the registered one before it is renamed into place, so that a process that
-    finds the file finds it whole and verified.
+    must be the registered one before it is renamed into place
+    (:func:`~braindecode_pars._jobs.atomic.atomic_path`), so that a process that finds
+    the file finds it whole and verified.
     """
     dest = target / name
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    try:
+    with atomic_path(dest) as tmp:
         src = source / name
         if src.is_file():
             try:
@@ -211,9 +235,6 @@ def _place(source, target, name):
                 "(in a checkout: git checkout -- data/), or fetch the files with "
                 "braindecode_pars.datasets.fetch_bundled_data()."
             )
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _unpacked(source):
@@ -293,7 +314,7 @@ def fetch_bundled_data(path=None, base_url=BUNDLED_DATA_URL, physionet_url=PHYSI
     PhysioNet, in the layout MNE's eegbci loader uses
     (``<physionet_url>S001/S001R03.edf``). Runs 1 and 2 (the first 60 of their 61
     one-second records, so not PhysioNet's bytes) and ``eegmat_100hz.npz`` (built by
-    :func:`braindecode_pars.datasets.bundled_eegmat.write_eegmat_bundle` from
+    :func:`write_eegmat_bundle` from
     PhysioNet's EEGMAT files; it has no public source) come from the project's release
     assets, ``<base_url><file name>``. Files already present with the right checksum
     are not downloaded again.
@@ -346,3 +367,101 @@ def fetch_bundled_data(path=None, base_url=BUNDLED_DATA_URL, physionet_url=PHYSI
         except ValueError as err:
             raise ValueError(f"Refused '{name}' from '{urls[name]}': {err}") from err
     return path
+
+
+# -- the bundled EEGMAT recordings --------------------------------------------------------
+#: The labelled pool of the main job: the first 8 training subjects.
+BUNDLED_POOL_SUBJECTS = EEGMAT_TRAIN_SUBJECTS[:8]
+BUNDLED_SUBJECTS = tuple(sorted(EEGMAT_TEST_SUBJECTS + BUNDLED_POOL_SUBJECTS))
+
+
+def _bundled_eegmat_file():
+    """Path of the bundled EEGMAT file, in the folder :func:`bundled_data_path` finds."""
+    return bundled_data_path() / _EEGMAT
+
+
+def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=100.0):
+    """Preprocess EEGMAT EDF files and write them as the compact bundled file.
+
+    Parameters
+    ----------
+    eegmat_path : str | Path
+        The folder of PhysioNet's EEGMAT EDF files.
+    out : str | Path | None
+        The file to write (atomically: a reader never sees half of it); None: the
+        bundled file of :func:`bundled_data_path`'s folder.
+    subjects : sequence of int
+        The subjects to bundle.
+    sfreq : float
+        The rate they are resampled to.
+
+    Returns
+    -------
+    out : Path
+        The file written.
+    """
+    dataset = read_eegmat(eegmat_path, subjects)
+    from braindecode.preprocessing import preprocess
+
+    preprocess(dataset, _eegmat_preprocessors(sfreq))
+    arrays, meta = {}, []
+    for ds in dataset.datasets:
+        d = ds.description
+        key = f"s{int(d['subject']):02d}_{int(d['session'])}"
+        arrays[key] = (ds.raw.get_data() * 1e6).astype(np.float16)  # microvolts
+        meta.append((int(d["subject"]), int(d["session"]), int(d["count_quality"])))
+    first = dataset.datasets[0].raw
+    out = Path(out) if out is not None else _bundled_eegmat_file()
+    with atomic_write(out, "wb") as f:
+        np.savez_compressed(
+            f,
+            ch_names=np.array(first.ch_names),
+            sfreq=np.array(sfreq),
+            meta=np.array(meta, dtype=np.int64),
+            **arrays,
+        )
+    return out
+
+
+def _read_bundled_eegmat(subjects=None, path=None):
+    """The bundled recordings as a braindecode dataset of raws (microvolts, 100 Hz)."""
+    path = _bundled_eegmat_file() if path is None else Path(path)
+    with np.load(path) as f:
+        ch_names = [str(c) for c in f["ch_names"]]
+        sfreq = float(f["sfreq"])
+        meta = f["meta"]
+        wanted = set(BUNDLED_SUBJECTS if subjects is None else np.atleast_1d(subjects).tolist())
+        missing = sorted(wanted - {int(m[0]) for m in meta})
+        if missing:
+            raise ValueError(
+                f"Subjects {missing} are not bundled; the bundle holds {list(BUNDLED_SUBJECTS)} "
+                "(use load_eegmat on PhysioNet's files for the others)."
+            )
+        datasets = []
+        for subject, session, quality in meta:
+            if int(subject) not in wanted:
+                continue
+            data = f[f"s{int(subject):02d}_{int(session)}"].astype(np.float64)  # microvolts
+            info = mne.create_info(ch_names, sfreq, ch_types="eeg")
+            raw = mne.io.RawArray(data, info, verbose="error")
+            raw.set_montage("colin27_1020", on_missing="ignore", verbose="error")
+            description = {
+                "subject": int(subject),
+                "session": int(session),
+                "target": int(session) - 1,
+                "count_quality": int(quality),
+            }
+            datasets.append(RawDataset(raw, description, target_name="target"))
+    return BaseConcatDataset(datasets)
+
+
+def load_bundled_eegmat(subjects=None, window_seconds=10.0, stride_seconds=None):
+    """Bundled EEGMAT rest vs mental arithmetic as braindecode windows (100 Hz).
+
+    Returns windows in microvolts with ``target`` (0 rest, 1 arithmetic) and metadata
+    columns ``subject`` and ``count_quality``, as :func:`load_eegmat` does on the full
+    data.
+    """
+    dataset = _read_bundled_eegmat(subjects)
+    sfreq = dataset.datasets[0].raw.info["sfreq"]
+    return windows_of(dataset, None, sfreq, window_seconds, stride_seconds)

@@ -28,6 +28,8 @@ from pathlib import Path
 import pandas as pd
 from braindecode.datautil.serialization import load_concat_dataset
 
+from braindecode_pars._jobs.atomic import write_atomic
+
 logger = logging.getLogger(__name__)
 
 _MARKER = "cache.json"
@@ -109,8 +111,6 @@ def cached_windows(stream, cache_dir, settings):
     if n == 0:
         raise ValueError(f"No recording gave a window; nothing was written to '{cache_dir}'.")
     saved = {"settings": settings, "n_recordings": n, "descriptions": descriptions}
-    tmp = marker.with_name(_MARKER + ".tmp")
-    tmp.write_text(json.dumps(saved, default=str))
-    tmp.replace(marker)
+    write_atomic(marker, json.dumps(saved, default=str))
     logger.info("Wrote %d recordings' windows to %s.", n, cache_dir)
     return _load(cache_dir, _normalised(saved))

@@ -23,8 +23,8 @@ import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
-from .._checks import check_range
-from .windowing import _microvolt_step, recording_preprocessors, windows_of
+from braindecode_pars._util.checks import check_range
+from braindecode_pars.io.windowing import _microvolt_step, recording_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 

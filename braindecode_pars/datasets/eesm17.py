@@ -26,9 +26,14 @@ from braindecode.augmentation import Transform
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import preprocess
 
-from .._checks import check_range
-from .cache import cached_windows
-from .windowing import RecordingStream, _event_windower, event_windows, microvolt_preprocessors
+from braindecode_pars._util.checks import check_range
+from braindecode_pars.datasets.cache import cached_windows
+from braindecode_pars.io.windowing import (
+    RecordingStream,
+    _event_windower,
+    event_windows,
+    microvolt_preprocessors,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import Preprocessor, preprocess
 
-from .._checks import check_int
-from .bundled import bundled_data_path
-from .windowing import event_windows, microvolt_preprocessors, windows_of
+from braindecode_pars._util.checks import check_int
+from braindecode_pars.datasets.bundled import bundled_data_path
+from braindecode_pars.io.windowing import event_windows, microvolt_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ _EVENT_NAMES = {
 }
 
 
-def _physionet_mi_run_path(path, subject, run):
+def physionet_mi_run_path(path, subject, run):
     """Where MNE's eegbci loader keeps run ``run`` of ``subject`` under ``path``."""
     return (
         Path(path)
@@ -127,7 +127,7 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
     datasets = []
     for subject in subjects:
         for run in runs:
-            fname = _physionet_mi_run_path(path, subject, run)
+            fname = physionet_mi_run_path(path, subject, run)
             if not fname.is_file():
                 if not download:
                     raise FileNotFoundError(

@@ -32,9 +32,14 @@ import numpy as np
 import pandas as pd
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
-from .._checks import check_option, check_range
-from .cache import cached_windows
-from .windowing import RecordingStream, _fixed_length_windower, microvolt_preprocessors, windows_of
+from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars.datasets.cache import cached_windows
+from braindecode_pars.io.windowing import (
+    RecordingStream,
+    _fixed_length_windower,
+    microvolt_preprocessors,
+    windows_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -330,7 +335,7 @@ def load_tueg(
     ----------
     lazy : bool
         False: every recording is read and windowed now, in memory. True: a
-        :class:`~braindecode_pars.datasets.windowing.RecordingStream` that reads,
+        :class:`~braindecode_pars.io.windowing.RecordingStream` that reads,
         preprocesses and windows one recording at a time as it is iterated, for
         :func:`write_window_store` (the way to a store of all of TUEG).
     """

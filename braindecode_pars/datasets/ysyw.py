@@ -31,9 +31,10 @@ import wfdb
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import preprocess
 
-from .._checks import check_option, check_range
-from .cache import cached_windows
-from .windowing import (
+from braindecode_pars._jobs.atomic import write_atomic
+from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars.datasets.cache import cached_windows
+from braindecode_pars.io.windowing import (
     RecordingStream,
     _event_windower,
     _fixed_length_windower,
@@ -325,9 +326,7 @@ def ysyw_split(path, split_file=None, random_state=0, fractions=(0.6, 0.2, 0.2))
             "records": parts,
         }
         try:
-            tmp = split_file.with_name(split_file.name + ".tmp")
-            tmp.write_text(json.dumps(content, indent=1))
-            tmp.replace(split_file)
+            write_atomic(split_file, json.dumps(content, indent=1))
         except OSError as err:
             raise OSError(
                 f"Cannot write the YSYW split file '{split_file}' ({err}); pass "

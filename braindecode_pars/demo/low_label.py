@@ -27,10 +27,13 @@ from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.utils.validation import has_fit_parameter
 
-from .._checks import check_int
-from ..estimators import PARSClassifier, PARSFineTuner, PARSPretrainer
-from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
-from ..training.callbacks import _progress as progress_bar
+from braindecode_pars._jobs.atomic import atomic_write, write_atomic
+from braindecode_pars._util.checks import check_int
+from braindecode_pars.estimators.classifier import PARSClassifier
+from braindecode_pars.estimators.finetuner import PARSFineTuner
+from braindecode_pars.estimators.pretrainer import PARSPretrainer
+from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
+from braindecode_pars.pretraining.callbacks import _progress as progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -350,9 +353,7 @@ def check_settings(out, common, methods, done=()):
             )
         methods = {**recorded.get("methods", {}), **methods}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({**common, "methods": methods}, indent=1))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps({**common, "methods": methods}, indent=1))
 
 
 def _save_row(out, row, rows):
@@ -366,9 +367,8 @@ def _save_row(out, row, rows):
         rows = pd.read_csv(out).to_dict("records") + [row]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame = frame.drop_duplicates(["method", "k", "seed"], keep="last")
-    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, out)  # a reader never sees half a file
+    with atomic_write(out, newline="") as f:  # a reader never sees half a file
+        frame.to_csv(f, index=False)
     return frame.to_dict("records")
 
 

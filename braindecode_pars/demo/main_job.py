@@ -10,11 +10,12 @@ classical floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic)
    the band-power + logistic-regression floor, ``PARSClassifier()`` (the probe: a
    logistic regression over the frozen encoder's features, log band power and the
    tangent space), ``PARSProbe()`` (the same probe without an encoder), the probe over
-   a randomly initialised encoder of the same size, and ``PARSFineTuner()``, the classifier
-   trained from scratch (every weight of a new encoder of the same size and its
-   head), and score each on 12 test subjects that pretraining never saw and that no
-   current default was chosen on (those were chosen on the development tasks'
-   selection splits, the development tasks of ``benchmarks/lib/dev_tasks.py``).
+   a randomly initialised encoder of the same size, and
+   ``PARSFineTuner(encoder=None)``, the classifier trained from scratch (every weight
+   of a new encoder of the same size and its head), and score each on 12 test subjects
+   that pretraining never saw and that no current default was chosen on (those were
+   chosen on the development tasks' selection splits, the development tasks of
+   ``benchmarks/lib/dev_tasks.py``).
 3. Print the table (mean ± std over draws) and write ``results.csv``,
    ``results.json``, ``label_efficiency.png``, ``shift_matrices.png`` (the shipped
    model's shift predictions on a test subject's window) and ``training_curves.png``
@@ -31,24 +32,26 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._threads import with_fit_threads
-from ..datasets.adapters import read_windows
-from ..datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
-from ..datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from ..estimators import PARSClassifier, PARSProbe
-from ..hub import DEFAULT_ENCODER, load_encoder, load_pretext_model, pretrained_path
-from ..models.encoder import PatchEncoder
-from ..models.pretext import pretext_skill
-from ..probe.baselines import band_power_pipeline
-from ..training._seeding import isolated_random_state
-from ..viz import plot_shift_matrices, plot_training_curves
-from .low_label import (
+from braindecode_pars._jobs.threads import with_fit_threads
+from braindecode_pars.datasets.bundled import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
+from braindecode_pars.demo.low_label import (
     format_summary,
     plot_label_efficiency,
     run_low_label,
     scratch_classifier,
     summarize,
 )
+from braindecode_pars.estimators.classifier import PARSClassifier
+from braindecode_pars.estimators.probe import PARSProbe
+from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.hub.io import load_encoder, load_pretext_model, pretrained_path
+from braindecode_pars.io.windows import read_windows
+from braindecode_pars.models.encoder import PatchEncoder
+from braindecode_pars.models.pretext.base import pretext_skill
+from braindecode_pars.pretraining._seeding import isolated_random_state
+from braindecode_pars.viz import plot_shift_matrices, plot_training_curves
+from braindecode_pars.weights import DEFAULT_ENCODER
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,13 @@ from sklearn.dummy import DummyClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from ..probe.estimator import PARSProbe
+from braindecode_pars.estimators.probe import PARSProbe
+
+#: ``encoder``'s default in :class:`~braindecode_pars.PARSClassifier` and
+#: :class:`~braindecode_pars.PARSFineTuner`: the shipped
+#: :data:`~braindecode_pars.weights.DEFAULT_ENCODER`, unless another stage gives one (a
+#: head's ``"default"`` gives way to the classifier's ``encoder``).
+DEFAULT = "default"
 
 #: The methods of the head that PARSClassifier's methods of the same name call.
 _HEAD_METHODS = ("fit", "predict", "predict_proba", "transform", "score")
@@ -93,7 +99,7 @@ def check_head_input(head, name="head"):
         f"(n_windows, n_channels, n_times), while {what} takes 2-D features (n_windows, "
         f"n_features). Put a features step before it, e.g. {name}=make_pipeline("
         f"EncoderFeatures(encoder=...), {what}(...)) or make_pipeline(BandPowerFeatures(), "
-        f"{what}(...)) (braindecode_pars.probe), or use PARSProbe() (the encoder's "
+        f"{what}(...)) (braindecode_pars.features), or use PARSProbe() (the encoder's "
         "features, band powers and covariances under a logistic regression). An estimator "
         "of your own that takes 3-D input can say so in its tags "
         "(input_tags.three_d_array = True)."
@@ -117,7 +123,7 @@ def check_encoder_given_once(encoder, head):
     ``encoder`` parameter to receive it."""
     params = head.get_params(deep=False)
     own, name = params.get("encoder"), type(head).__name__
-    if own is not None:
+    if own is not None and not _is_default(own):  # a head's "default" gives way
         raise ValueError(
             f"Two encoders: the head's own 'encoder' is {_shown(own)} and the "
             f"classifier's 'encoder' is {_shown(encoder)}. Give the encoder once: "
@@ -131,6 +137,11 @@ def check_encoder_given_once(encoder, head):
             f"{_shown(encoder)}; set encoder=None (or leave it at 'default'), or "
             "give the head an 'encoder' parameter."
         )
+
+
+def _is_default(value):
+    """Whether an ``encoder`` parameter is :data:`DEFAULT` (not an encoder or a path)."""
+    return isinstance(value, str) and value == DEFAULT
 
 
 def _shown(value):

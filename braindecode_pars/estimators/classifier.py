@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import warnings
 
 from sklearn import get_config
@@ -18,10 +19,22 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._checks import check_option
-from .._logging import verbose_logging
-from .._threads import with_fit_threads
-from ..datasets.sklearn_io import (
+from braindecode_pars._jobs.threads import with_fit_threads
+from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.logs import plural, verbose_logging
+from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, named from here too)
+    _HEAD_METHODS,
+    DEFAULT,
+    _head_has,
+    _is_default,
+    _takes,
+    check_encoder_given_once,
+    check_head_input,
+    takes_windows,
+)
+from braindecode_pars.estimators.pretrainer import _as_sources
+from braindecode_pars.estimators.probe import PARSProbe
+from braindecode_pars.io.sklearn import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
     _WindowsClassifierMixin,
@@ -29,24 +42,11 @@ from ..datasets.sklearn_io import (
     load_encoder_param,
     read_input,
 )
-from ..hub import DEFAULT_ENCODER
-from ..probe.estimator import PARSProbe
-from ..training._seeding import fit_seed
-from ._heads import (  # noqa: F401 (takes_windows, named from here too)
-    _HEAD_METHODS,
-    _head_has,
-    _takes,
-    check_encoder_given_once,
-    check_head_input,
-    takes_windows,
-)
-from .pretrainer import _as_sources
+from braindecode_pars.pretraining._seeding import fit_seed
+from braindecode_pars.pretraining.stopping import TrainingStopped
+from braindecode_pars.weights import DEFAULT_ENCODER, PRETRAINED_ENCODERS
 
 logger = logging.getLogger(__name__)
-
-#: ``encoder``'s default: :data:`~braindecode_pars.hub.DEFAULT_ENCODER` for the default
-#: head, a given head's own ``encoder`` otherwise.
-DEFAULT = "default"
 
 
 class PARSClassifier(
@@ -66,17 +66,21 @@ class PARSClassifier(
       shipped name such as ``"pars-small-v2"``, the newest shipped PARS encoder, a saved
       encoder's path, a :class:`~braindecode_pars.PatchEncoder`), None: no encoder, or
       ``"default"``: the default head's ``"pars-small-v2"``, a given head's own
-      ``encoder``;
+      ``encoder`` (``"pars-small-v2"`` where that is ``"default"`` too, as
+      :class:`~braindecode_pars.PARSFineTuner`'s is);
     - the **head**: a :class:`~braindecode_pars.PARSProbe` (the default: a logistic
       regression over the frozen encoder's features, log band power and the tangent
       space), a :class:`~braindecode_pars.PARSFineTuner` (the paper's fine-tuning, a
       braindecode ``EEGClassifier``), or a classifier of your own.
 
     **The encoder is given once.** Either by the classifier's ``encoder`` (the head's own
-    ``encoder`` left at None), or, with the classifier's ``encoder`` left at
-    ``"default"``, by the head's own ``encoder`` parameter, which is then honoured:
-    ``PARSClassifier(head=PARSProbe(encoder=None))`` has no encoder, and a grid over
-    ``head__encoder`` fits each candidate's. Both set is refused, naming ``encoder``.
+    ``encoder`` left at None, or at ``"default"``, the fine-tuner's default, which gives
+    way), or, with the classifier's ``encoder`` left at ``"default"``, by the head's own
+    ``encoder`` parameter, which is then honoured:
+    ``PARSClassifier(head=PARSProbe(encoder=None))`` has no encoder,
+    ``PARSClassifier(head=PARSFineTuner(strategy="full"))`` fine-tunes
+    ``"pars-small-v2"`` (the paper's fine-tuning), and a grid over ``head__encoder``
+    fits each candidate's. Both set is refused, naming ``encoder``.
     ``PARSClassifier()`` (``head=None``) is ``PARSProbe(encoder="pars-small-v2")``; to
     search its parameters, give it as that instance (``head__C`` then reaches it).
 
@@ -126,7 +130,8 @@ class PARSClassifier(
     ----------
     encoder : "default" | PARSPretrainer | str | Path | PatchEncoder | None
         ``"default"``: the default head's encoder is ``"pars-small-v2"``, the newest
-        shipped PARS encoder, loaded offline; a head given keeps its own ``encoder``.
+        shipped PARS encoder, loaded offline; a head given keeps its own ``encoder``
+        (``"pars-small-v2"`` where the head's is ``"default"``, as ``PARSFineTuner``'s).
         None: no encoder (the head gets ``encoder=None``; no pretraining).
         ``PARSPretrainer(...)``, or any estimator whose ``fit`` sets ``encoder_``:
         pretraining inside ``fit``. An encoder used as it is: a shipped name, a saved
@@ -221,11 +226,14 @@ class PARSClassifier(
     def _encoder_value(self, head):
         """What gives this fit's encoder (see ``encoder``): the classifier's ``encoder``,
         or with ``encoder="default"`` the default head's ``"pars-small-v2"`` or a given
-        head's own ``encoder``; a head whose ``encoder`` is set while the classifier's
+        head's own ``encoder`` (``"default"`` there too: ``"pars-small-v2"``); a head whose
+        ``encoder`` is set (not ``"default"``) while the classifier's
         is too is refused, as is an encoder for a head with no ``encoder`` parameter."""
-        if self.encoder == DEFAULT:
+        if _is_default(self.encoder):
             own = head.get_params(deep=False).get("encoder")
-            return (DEFAULT_ENCODER if self.head is None else own), "head__encoder"
+            if self.head is None or _is_default(own):  # the default head, or a head's default
+                return DEFAULT_ENCODER, "head__encoder"
+            return own, "head__encoder"
         check_encoder_given_once(self.encoder, head)
         return self.encoder, "encoder"
 
@@ -368,11 +376,11 @@ class PARSClassifier(
         n_target = 0 if X_target_unlabeled is None else len(X_target_unlabeled)
         if X_target_unlabeled is not None and stage is None:
             logger.warning(
-                "'X_target_unlabeled' (%d windows) is not used: 'encoder' is %s; set "
+                "'X_target_unlabeled' (%s) is not used: 'encoder' is %s; set "
                 "encoder=PARSPretrainer(...) to pretrain on them, or "
                 "encoder=PARSPretrainer(init_encoder=<this encoder>, steps=500) to adapt it "
                 "to them.",
-                n_target,
+                plural(n_target, "window"),
                 "None (no encoder)" if encoder is None else "an encoder used as it is",
             )
         elif X_target_unlabeled is not None:
@@ -388,7 +396,7 @@ class PARSClassifier(
                 self._give_rate(stage, data.sfreq)
                 try:
                     stage.fit(data.X, data.y, **routed.encoder)
-                except KeyboardInterrupt:
+                except (KeyboardInterrupt, TrainingStopped):
                     self._forget()
                     raise
                 encoder = stage.encoder_
@@ -397,12 +405,13 @@ class PARSClassifier(
                 head.set_params(encoder=encoder)
             self._give_rate(head, data.sfreq)
             logger.info(
-                "Fitting the head, %s, on %d windows of %d channels x %g s.",
-                type(head).__name__, len(data), data.shape[0], data.shape[1] / data.sfreq,
+                "Fitting the head, %s, %s, on %s of %s x %g s.",
+                type(head).__name__, _over(value, stage, encoder), plural(len(data), "window"),
+                plural(data.shape[0], "channel"), data.shape[1] / data.sfreq,
             )  # fmt: skip
             try:
                 head.fit(data.X, data.y, **routed.head)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, TrainingStopped):
                 self._forget()
                 raise
         self.pretrainer_ = stage
@@ -478,3 +487,18 @@ class PARSClassifier(
         """``fit``, then ``transform`` with the same ``groups`` (only when the head has
         ``transform``)."""
         return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
+
+
+def _over(value, stage, encoder):
+    """The encoder a head is fitted over, in words, for the log: pretrained in this fit
+    (``stage``), none, a shipped one, a saved one or an instance (``value``, what gave
+    it)."""
+    if stage is not None:
+        return "over the encoder pretrained in this fit"
+    if encoder is None:
+        return "without an encoder"
+    if isinstance(value, str) and value in PRETRAINED_ENCODERS:
+        return f"over the shipped encoder {value!r}"
+    if isinstance(value, str | os.PathLike):
+        return f"over the encoder {str(value)!r}"
+    return "over the PatchEncoder given"

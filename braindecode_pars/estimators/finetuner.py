@@ -11,32 +11,17 @@ everything else (``partial_fit``, ``save_params``, ``classes``, ``callbacks``,
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 
-from .._params import fill_doc
-from .._threads import with_fit_threads
-from ..datasets.adapters import _window_scale
-from ..datasets.sklearn_io import (
-    SeededWindowsMixin,
-    _GroupsTransformerMixin,
-    _WindowsClassifierMixin,
-    check_encoder_rate,
-    check_labels,
-    check_window_length,
-    load_encoder_param,
-    read_fit_input,
-    read_fitted,
-    read_input,
-)
-from ..models.encoder import PatchEncoder
-from ..models.encoder_config import ENCODER_SIZES
-from ..models.multichannel import MultiChannelClassifier
-from ..probe.scaling import AlignSignals, check_align_groups
-from ..training._finetune import (
+from braindecode_pars._jobs.threads import with_fit_threads
+from braindecode_pars._util.logs import plural, verbose_logging
+from braindecode_pars._util.params import fill_doc
+from braindecode_pars.estimators._finetune import (
     CodedWindows,
     EpochTable,
     FixedCrops,
@@ -50,15 +35,33 @@ from ..training._finetune import (
     group_split,
     standard_augmentation,
 )
-from ..training._optim import with_fused_default
-from ..training._seeding import fit_seed, isolated_random_state
-from ..training.interrupt import _PropagateInterrupt
+from braindecode_pars.estimators._heads import DEFAULT
+from braindecode_pars.features.scaling import AlignSignals, check_align_groups
+from braindecode_pars.io.sklearn import (
+    SeededWindowsMixin,
+    _GroupsTransformerMixin,
+    _WindowsClassifierMixin,
+    check_encoder_rate,
+    check_labels,
+    check_window_length,
+    load_encoder_param,
+    read_fitted,
+    read_input,
+)
+from braindecode_pars.io.windows import _window_scale
+from braindecode_pars.models.encoder import PatchEncoder
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
+from braindecode_pars.models.multichannel import MultiChannelClassifier
+from braindecode_pars.pretraining._optim import with_fused_default
+from braindecode_pars.pretraining._seeding import fit_seed, isolated_random_state
+from braindecode_pars.pretraining.stopping import _StopHandling
+from braindecode_pars.weights import DEFAULT_ENCODER
 
 logger = logging.getLogger(__name__)
 
 
 class PARSFineTuner(
-    _PropagateInterrupt,
+    _StopHandling,
     SeededWindowsMixin,
     _WindowsClassifierMixin,
     _GroupsTransformerMixin,
@@ -70,13 +73,23 @@ class PARSFineTuner(
     pools the channels' tokens and classifies (the paper's fine-tuning model,
     :class:`~braindecode_pars.MultiChannelClassifier`). ``strategy="full"`` trains
     every weight (the paper's), ``"frozen"`` only the head (skorch's ``Freezer``),
-    ``"lp-ft"`` the head for half of ``max_epochs`` and then every weight. With
-    ``encoder=None`` the encoder is new: training from scratch, the paper's
-    supervised baseline. It is the neural head of
-    :class:`~braindecode_pars.PARSClassifier` (``head=PARSFineTuner(...)``,
-    parameters ``head__<name>``), and a braindecode ``EEGClassifier``: ``callbacks``,
-    ``history_``, ``partial_fit``, ``save_params``, ``classes``, ``device``,
-    ``optimizer__*`` and ``module__*`` work as there.
+    ``"lp-ft"`` the head for half of ``max_epochs`` and then every weight. It is the
+    neural head of :class:`~braindecode_pars.PARSClassifier`
+    (``head=PARSFineTuner(...)``, parameters ``head__<name>``), and a braindecode
+    ``EEGClassifier``: ``callbacks``, ``history_``, ``partial_fit``, ``save_params``,
+    ``classes``, ``device``, ``optimizer__*`` and ``module__*`` work as there.
+
+    **The encoder it starts from.** By default (``encoder="default"``) the shipped PARS
+    encoder ``"pars-small-v2"`` (:data:`~braindecode_pars.weights.DEFAULT_ENCODER`, 100
+    Hz): ``PARSFineTuner()`` and ``PARSClassifier(head=PARSFineTuner())`` are the
+    paper's fine-tuning of a pretrained encoder. As a
+    :class:`~braindecode_pars.PARSClassifier` head, ``"default"`` gives way to the
+    classifier's ``encoder`` when that is set
+    (``PARSClassifier(encoder=PARSPretrainer(), head=PARSFineTuner())`` fine-tunes the
+    encoder pretrained there; ``PARSClassifier(encoder=None, head=PARSFineTuner())``
+    trains from scratch). ``encoder=None``: a new, randomly initialised small encoder
+    at the windows' rate, every weight trained from scratch (the paper's supervised
+    baseline). ``fit`` logs which encoder it starts from.
 
     **What to expect**: minutes per fit on a CPU; its scores beside the probe and the
     field's compact networks are on the benchmarks page (:doc:`/benchmarks`).
@@ -86,9 +99,13 @@ class PARSFineTuner(
     module : type
         The model class; its signal arguments, ``encoder``, ``spatial_drop_prob``,
         ``amplitude``, ``pooling`` and ``n_heads`` are set by ``fit`` (others: ``module__<name>``).
-    encoder : str | Path | PatchEncoder | None
-        A shipped encoder's name, a saved encoder's path, an instance (copied at each
-        fit), or None: a new small encoder (``ENCODER_SIZES["small"]``).
+    encoder : "default" | str | Path | PatchEncoder | None
+        ``"default"``: ``"pars-small-v2"``, or a :class:`~braindecode_pars.PARSClassifier`'s
+        own ``encoder`` when the fine-tuner is its head (see above). A shipped encoder's
+        name, a saved encoder's path, an instance (copied at each fit), or None: a new,
+        randomly initialised small encoder (``ENCODER_SIZES["small"]``), trained from
+        scratch. A pretrained encoder reads windows at its own rate (100 Hz for the
+        shipped ones): resample others first, or take ``encoder=None``.
     strategy : {"full", "frozen", "lp-ft"}
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` (its last block's, with
@@ -112,14 +129,15 @@ class PARSFineTuner(
     n_eval_crops : int
     align : {None, "groups"}
         None: windows as they are. "groups": Euclidean alignment, each group's windows
-        whitened by its mean spatial covariance (:class:`~braindecode_pars.probe.AlignSignals`;
-        transductive, labels unused); groups from ``groups`` or braindecode windows'
+        whitened by its mean spatial covariance
+        (:class:`~braindecode_pars.features.scaling.AlignSignals`; transductive, labels
+        unused); groups from ``groups`` or braindecode windows'
         ``subject`` in ``fit`` and ``predict`` (None: the windows given, as one group).
     augmentation : "standard" | list of braindecode Transform | None
         Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
         "standard" (the default) draws Fourier-phase surrogates, channel dropout and a
         smooth time mask, each with probability 0.5
-        (:func:`~braindecode_pars.training._finetune.standard_augmentation`); None: none.
+        (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`); None: none.
         Chosen on subject folds inside EEGMAT's labelled pool, where it turned fitting
         the training subjects into learning across them (:doc:`/benchmarks/finetuning`).
     valid_fraction : float
@@ -138,10 +156,14 @@ class PARSFineTuner(
         Sampling rate of array input; read from windows that carry it.
     random_state : int | None
         Seed of every draw of ``fit``; the global generators are left as they were.
-    criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, verbose, **kwargs
+    criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, **kwargs
         skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 3e-4, batch
-        16, 200 epochs (the paper's; chosen against 40 and 100, :doc:`/benchmarks/finetuning`);
-        ``verbose=1`` prints skorch's epoch table.
+        16, 200 epochs (the paper's; chosen against 40 and 100, :doc:`/benchmarks/finetuning`).
+    verbose : int
+        0 (the default): silent, as scikit-learn's estimators are (inside
+        ``cross_val_score`` a table per fold would print hundreds of rows); 1: skorch's
+        table of every epoch, and the package's messages of ``fit`` (which encoder it
+        starts from, the time an epoch takes) on stderr unless logging is set up.
 
     Attributes
     ----------
@@ -164,7 +186,7 @@ class PARSFineTuner(
         self,
         module=MultiChannelClassifier,
         *,
-        encoder=None,
+        encoder=DEFAULT,
         strategy="full",
         encoder_lr_scale=1.0,
         layer_decay=1.0,
@@ -188,7 +210,7 @@ class PARSFineTuner(
         batch_size=16,
         callbacks=None,
         device="cpu",
-        verbose=1,
+        verbose=0,
         **kwargs,
     ):
         self.encoder = encoder
@@ -258,12 +280,28 @@ class PARSFineTuner(
         -------
         self : PARSFineTuner
         """
-        given, data, classes = read_fit_input(self, X, y, groups)
+        with verbose_logging(self.verbose):
+            return self._fit(X, y, groups, X_valid, y_valid, **fit_params)
+
+    def _fit(self, X, y, groups, X_valid, y_valid, **fit_params):
+        """``fit``'s work, its messages shown by ``verbose``."""
+        self.check_params()
+        given = load_encoder_param(self._encoder_value())  # a bad file refused before reading
+        data = read_input(X, y, groups, sfreq=self.sfreq)
+        classes = check_labels(data.y)
         n_chans, n_times = data.shape
         patch_seconds = 1.0 if given is None else given.patch_seconds
         patch = check_window_length(n_times, n_chans, patch_seconds, data.sfreq)
         if given is not None:
-            check_encoder_rate(given, data.sfreq, n_times)
+            try:
+                check_encoder_rate(given, data.sfreq, n_times)
+            except ValueError as err:
+                if not self._takes_default():
+                    raise
+                raise ValueError(
+                    f"{err} PARSFineTuner's default encoder is the shipped "
+                    f"{DEFAULT_ENCODER!r}; encoder=None trains a new one at the windows' rate."
+                ) from None
         self.classes_inferred_ = classes
         codes = self._codes(data.y)
         check_align_groups(self.align, data)
@@ -300,10 +338,10 @@ class PARSFineTuner(
         # braindecode's transforms, as attributes set outside its initialize methods)
         self._fit_state = dict(valid=held_out, transforms=self._augmentation(), encoder=given)
         logger.info(
-            "Fine-tuning (strategy=%r) on %d windows of %d channels x %g s for %d epochs on "
-            "%s; validation: %s.",
-            self.strategy, len(train), n_chans, self.n_crop_ / self.sfreq_, self.max_epochs,
-            self.device, self.validation_,
+            "Fine-tuning (strategy=%r) %s on %s of %s x %g s for %s on %s; validation: %s.",
+            self.strategy, self._starts_from(given), plural(len(train), "window"),
+            plural(n_chans, "channel"), self.n_crop_ / self.sfreq_,
+            plural(self.max_epochs, "epoch"), self.device, self.validation_,
         )  # fmt: skip
         try:
             with isolated_random_state(self.seed_, self.device):
@@ -337,11 +375,35 @@ class PARSFineTuner(
             return standard_augmentation(self.sfreq_, random_state=self.seed_)
         return list(self.augmentation or [])
 
+    def _takes_default(self):
+        """Whether ``encoder`` is ``"default"``: the shipped :data:`DEFAULT_ENCODER`."""
+        return isinstance(self.encoder, str) and self.encoder == DEFAULT
+
+    def _encoder_value(self):
+        """What ``encoder`` names, ``"default"`` read as :data:`DEFAULT_ENCODER`."""
+        return DEFAULT_ENCODER if self._takes_default() else self.encoder
+
+    def _starts_from(self, given):
+        """Which encoder this fit starts from, in words, for the log."""
+        if given is None:
+            return (
+                "from a new, randomly initialised encoder (encoder=None: the small size, "
+                "every weight trained from scratch)"
+            )
+        if self._takes_default():
+            return f"from the shipped encoder {DEFAULT_ENCODER!r} (encoder='default')"
+        if isinstance(self.encoder, str | os.PathLike):
+            return f"from the encoder {str(self.encoder)!r}"
+        return (
+            f"from the PatchEncoder given ({given.emb_dim} features x {given.depth} blocks, "
+            f"{sum(p.numel() for p in given.parameters()):,} parameters)"
+        )
+
     def _initial_encoder(self):
         """The encoder a new module starts from: ``encoder`` (the copy ``fit`` loaded, used
         by this fit's module only; else loaded now), or a new small one."""
         given = (getattr(self, "_fit_state", None) or {}).get("encoder")
-        given = load_encoder_param(self.encoder) if given is None else given
+        given = load_encoder_param(self._encoder_value()) if given is None else given
         if given is not None:
             return given
         return PatchEncoder(sfreq=self.sfreq_, **ENCODER_SIZES["small"])
@@ -463,7 +525,8 @@ class PARSFineTuner(
         with torch.no_grad():
             for Xi, _ in self.get_iterator(dataset, training=False):
                 Xi = Xi.to(self.device)
-                features.append(self.infer(Xi, return_features=True).cpu().numpy())
+                out = self.infer(Xi, return_features=True)  # braindecode's dict
+                features.append(out["features"].cpu().numpy())
         features = np.concatenate(features)
         return dataset.average(features) if isinstance(dataset, FixedCrops) else features
 

@@ -10,24 +10,25 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._checks import check_device, check_heads, check_option
-from .._logging import verbose_logging
-from .._params import store_params
-from .._threads import with_fit_threads
-from ..datasets.adapters import Windows, _windows_info, read_windows
-from ..datasets.single_channel import SingleChannelWindows
-from ..datasets.sklearn_io import (
+from braindecode_pars._jobs.signals import check_stop_signals
+from braindecode_pars._jobs.threads import with_fit_threads
+from braindecode_pars._util.checks import check_device, check_heads, check_option
+from braindecode_pars._util.logs import verbose_logging
+from braindecode_pars._util.params import store_params
+from braindecode_pars.io.sklearn import (
     SeededWindowsMixin,
     check_encoder_rate,
     check_window_length,
     load_encoder_param,
     read_input,
 )
-from ..models.encoder import PatchEncoder
-from ..models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
-from ..training._seeding import fit_seed, isolated_random_state
-from ..training.config import COMPILE_MODES, PretrainConfig
-from ..training.stop import TrainingStopped, check_stop_signals
+from braindecode_pars.io.windows import Windows, _windows_info, read_windows
+from braindecode_pars.models.encoder import PatchEncoder
+from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
+from braindecode_pars.pretraining._seeding import fit_seed, isolated_random_state
+from braindecode_pars.pretraining.config import COMPILE_MODES, PretrainConfig
+from braindecode_pars.pretraining.stopping import TrainingStopped
+from braindecode_pars.pretraining.views import SingleChannelWindows
 
 logger = logging.getLogger(__name__)
 
@@ -117,10 +118,10 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         Signals that stop pretraining cleanly, as a cluster's scheduler does (SIGTERM at
         a time limit; SLURM's ``--signal`` may send another first, e.g. ``"SIGUSR1"``):
         the state is saved in ``checkpoint_dir`` at the next step boundary and ``fit``
-        raises :class:`~braindecode_pars.training.stop.TrainingStopped` (a
-        ``KeyboardInterrupt``; ``sys.exit(err.exit_code)`` gives the scheduler
+        raises :class:`~braindecode_pars.pretraining.TrainingStopped` (its ``reason``
+        ``"signal"``; ``sys.exit(err.exit_code)`` gives the scheduler
         ``128 + signal``); a rerun continues from that step. See
-        :class:`~braindecode_pars.training.PretrainNet`. Ctrl-C is not one of them;
+        :class:`~braindecode_pars.pretraining.PretrainNet`. Ctrl-C is not one of them;
         None: no signal is caught.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
@@ -268,7 +269,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     def pretrain_config(self):
         """The pretext and optimisation settings in force, checked: the parameters, or
         with ``preset="paper"`` the paper's optimisation
-        (:data:`~braindecode_pars.training.config.PAPER`) in place of theirs.
+        (:data:`~braindecode_pars.pretraining.config.PAPER`) in place of theirs.
 
         Returns
         -------
@@ -388,7 +389,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _pretrain(self, config, data, sources, n_crop, initial=None):
-        from ..training.run import pretrain
+        from braindecode_pars.pretraining.run import run_pretraining
 
         view = SingleChannelWindows(sources, n_times=n_crop)
         view.sfreq = data.sfreq
@@ -400,7 +401,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         epochs = settings.max_epochs_for(view)
         folder = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / "pretrain"
         try:
-            net = pretrain(
+            net = run_pretraining(
                 view,
                 self.method,
                 folder,
@@ -434,9 +435,9 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         features : ndarray, shape (n_windows, 2 * n_chans * emb_dim)
             For each channel in turn, the mean and the spread of its tokens over
             patches, the probe's default readout
-            (:class:`~braindecode_pars.probe.EncoderFeatures`).
+            (:class:`~braindecode_pars.features.EncoderFeatures`).
         """
-        from ..probe import EncoderFeatures
+        from braindecode_pars.features.transformers import EncoderFeatures
 
         check_is_fitted(self, "encoder_")
         data = read_windows(X, sfreq=None if isinstance(X, Windows) else self.sfreq_)

@@ -5,7 +5,7 @@ then Markdown) from an encoder and, when there is one, its pretraining run: the 
 ``config.json``, history and status. It imports nothing else from the package but the
 encoder's settings (:mod:`~braindecode_pars.models.encoder_config`), so that
 :meth:`PatchEncoder.generate_model_card <braindecode_pars.PatchEncoder>` (the card
-``save_pretrained`` writes) and :mod:`braindecode_pars.hub` (the card of an exported
+``save_pretrained`` writes) and :mod:`braindecode_pars.hub.io` (the card of an exported
 run) share it.
 """
 
@@ -17,7 +17,7 @@ from importlib import metadata
 
 import numpy as np
 
-from .encoder_config import ACTIVATIONS
+from braindecode_pars.models.encoder_config import ACTIVATIONS
 
 #: Tags of every model card the package writes.
 CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")
@@ -84,6 +84,8 @@ def _number(value):
 _VALID_SPLIT = {
     "recordings": "The validation windows come from whole recordings that pretraining "
     "never trained on (held out by recording).",
+    "groups": "The validation windows come from whole groups of recordings (the view's "
+    "``split_groups``, such as subjects) that pretraining never trained on.",
     "windows": "The validation windows are a held-out share of the pretraining windows, "
     "split by window within recordings, not of other recordings.",
     None: "How the validation windows were split from the pretraining windows is not "
@@ -92,11 +94,48 @@ _VALID_SPLIT = {
 
 
 def _valid_split(history):
-    """The ``valid_split`` the run recorded ("recordings", "windows"), or None."""
+    """The ``valid_split`` the run recorded ("recordings", "groups", "windows"), or None."""
     for row in reversed(history or []):
-        if row.get("valid_split") in ("recordings", "windows"):
+        if row.get("valid_split") in ("recordings", "groups", "windows"):
             return row["valid_split"]
     return None
+
+
+def _held_out(fraction, split):
+    """What a run held out for validation, in words: ``valid_fraction`` is a target
+    share, which a split by whole recordings (or groups) reaches only roughly
+    (:func:`~braindecode_pars.pretraining._split.held_out_recordings` draws them until
+    their windows make at least that share, and at most twice it)."""
+    share = f"{_number(100 * fraction)} %"
+    if split in ("recordings", "groups"):
+        whole = "whole recordings" if split == "recordings" else "whole groups of recordings"
+        return (
+            f"{whole}, drawn at random until their windows made at least {share} of the "
+            f"windows and at most twice that (`valid_fraction` {_number(fraction)})"
+        )
+    if split == "windows":
+        return (
+            f"{share} of the windows, drawn within the recordings (too few recordings to "
+            "hold out whole ones)"
+        )
+    return (
+        f"`valid_fraction` {_number(fraction)} (about {share} of the windows; whether as "
+        "whole recordings or as windows within them is not recorded)"
+    )
+
+
+def _datasets(text):
+    """The card's line on the named datasets of a run's ``data.datasets`` (``"name:
+    what; ..."``), the recordings of no named dataset (``"?"``) said as such; None when
+    no dataset is named."""
+    parts = [part.strip() for part in str(text).split(";") if part.strip()]
+    named = [part for part in parts if not part.startswith("?")]
+    if not named:
+        return None
+    unnamed = [part.partition(":")[2].strip() for part in parts if part.startswith("?")]
+    if unnamed and unnamed[0]:
+        named.append(f"of no named dataset: {unnamed[0]}")
+    return "; ".join(named)
 
 
 def _skill_rows(history, key):
@@ -173,7 +212,7 @@ def model_card(
     records them), the training budget and optimiser; with ``history``, the last and
     best held-out pretext skill (``valid_skill``; ``train_skill``, labelled as such,
     when nothing was held out); with ``status``
-    (:func:`~braindecode_pars.hub.run_status`), whether the run
+    (:func:`~braindecode_pars.hub.io.run_status`), whether the run
     finished; how to load the folder; and how to reproduce it (``command``, or
     ``run_config["command"]``).
 
@@ -188,7 +227,7 @@ def model_card(
         The run's history, one dict per epoch (``pretrain_history.json``).
     status : dict | None
         ``{"epoch", "max_epochs", "finished"}``, as
-        :func:`~braindecode_pars.hub.run_status` returns it.
+        :func:`~braindecode_pars.hub.io.run_status` returns it.
     command : str | None
         The command that made the run.
     license : str | None
@@ -207,7 +246,7 @@ def model_card(
     Examples
     --------
     >>> from braindecode_pars import PatchEncoder
-    >>> from braindecode_pars.hub import model_card
+    >>> from braindecode_pars.hub.io import model_card
     >>> encoder = PatchEncoder(sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
     >>> card = model_card(encoder, name="tiny")
     >>> card.splitlines()[1]
@@ -266,7 +305,7 @@ def model_card(
             lines += [f"| {t} | {v if isinstance(v, str) else _number(v)} |" for t, v in settings]
     else:
         lines.append("Not recorded (an encoder saved without its pretext task).")
-    lines += _card_data(config) if run_config is not None else []
+    lines += _card_data(config, history) if run_config is not None else []
     lines += _card_training(config, status) if run_config is not None else []
     if run_config is None:
         lines += [
@@ -274,7 +313,7 @@ def model_card(
             "## Training",
             "",
             "Not recorded: this folder was written without its run. `braindecode-pars "
-            "export` (`braindecode_pars.hub.export_run`) writes a card with the run's data, "
+            "export` (`braindecode_pars.hub.io.export_run`) writes a card with the run's data, "
             "budget and skill.",
         ]
     if history is not None:
@@ -303,8 +342,9 @@ def model_card(
     return "\n".join(lines) + "\n"
 
 
-def _card_data(config):
-    """The card's section on the pretraining data."""
+def _card_data(config, history=None):
+    """The card's section on the pretraining data (``history``: how the run split its
+    validation windows)."""
     lines = ["", "## Data", ""]
     n_windows, fingerprint = config.get("data.n_windows"), config.get("data.fingerprint")
     if n_windows is not None:
@@ -314,7 +354,7 @@ def _card_data(config):
     if fingerprint is not None:
         lines.append(
             f"- data fingerprint: `{fingerprint}` (`data.fingerprint`, "
-            "`braindecode_pars.training.pretrain.data_fingerprint`: a hash of the window "
+            "`braindecode_pars.pretraining.resume.data_fingerprint`: a hash of the window "
             "index and the ends of every recording)"
         )
     else:
@@ -339,7 +379,11 @@ def _card_data(config):
         basis = config.get("data.people_counted_by")
         lines.append(f"- people: {_number(people)}" + (f" (counted by {basis})" if basis else ""))
     for key in sorted(config):
-        if key.startswith("data.") and key not in (
+        if key == "data.datasets":  # the named ones; the line is left out when none is
+            named = _datasets(config[key])
+            if named:
+                lines.append(f"- datasets: {named}")
+        elif key.startswith("data.") and key not in (
             "data.n_windows", "data.fingerprint", "data.recordings", "data.preprocessing",
             "data.people", "data.people_counted_by",
         ):  # fmt: skip
@@ -352,7 +396,7 @@ def _card_data(config):
         )
     valid = config.get("valid_fraction")
     if valid:
-        lines.append(f"- held out for validation: {_number(100 * valid)} % of the windows")
+        lines.append(f"- held out for validation: {_held_out(valid, _valid_split(history))}")
     elif "valid_fraction" in config:
         lines.append("- held out for validation: none")
     return lines
@@ -365,11 +409,12 @@ def _card_training(config, status):
     if status is not None:
         done, budget = status.get("epoch"), status.get("max_epochs", max_epochs)
         of = f" of {_number(budget)}" if budget is not None else " (budget not recorded)"
+        epochs = "epoch" if (budget if budget is not None else done) == 1 else "epochs"
         if status.get("finished"):
-            lines.append(f"- status: **finished**, {_number(done)}{of} epochs")
+            lines.append(f"- status: **finished**, {_number(done)}{of} {epochs}")
         else:
             lines.append(
-                f"- status: **unfinished**, {_number(done)}{of} epochs done; these are "
+                f"- status: **unfinished**, {_number(done)}{of} {epochs} done; these are "
                 "the weights of its last saved epoch, not of a finished run"
             )
     elif max_epochs is not None:
@@ -412,14 +457,14 @@ def _card_usage(sfreq, name, pretext):
     if pretext:
         lines += [
             "",
-            "from braindecode_pars.hub import load_pretext_model",
+            "from braindecode_pars.hub.io import load_pretext_model",
             "model = load_pretext_model(folder)  # the encoder with its pretext decoder",
         ]
     lines += [
         "```",
         "",
         f"The windows must be at {rate} Hz: resample others first "
-        f"(`braindecode_pars.datasets.adapters.resample_windows(X, sfreq, {rate})`, "
+        f"(`braindecode_pars.io.resample_windows(X, sfreq, {rate})`, "
         f'or braindecode\'s `Preprocessor("resample", sfreq={rate})` before windowing). '
         "`PatchEncoder.from_pretrained(folder)` (braindecode's loader) reads "
         "`config.json` and `model.safetensors` too.",

@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .encoder_config import ACTIVATIONS, PatchEncoderConfig
-from .signal_attributes import SignalAttributesMixin
+from braindecode_pars._util.signal_attributes import SignalAttributesMixin
+from braindecode_pars.models.encoder_config import ACTIVATIONS, PatchEncoderConfig
 
 
 def _sinusoidal_embedding(positions, emb_dim):
@@ -237,7 +237,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         """An encoder saved with ``save_pretrained``: a shipped name, a folder or a Hub id.
 
         braindecode's (huggingface_hub's) ``from_pretrained``, which first reads a shipped
-        encoder's name (``"pars-small-v2"``, :data:`~braindecode_pars.hub.PRETRAINED_ENCODERS`)
+        encoder's name (``"pars-small-v2"``, :data:`~braindecode_pars.hub.io.PRETRAINED_ENCODERS`)
         as the folder shipped with the package, offline and at once, instead of as a Hub
         repository. A folder of that name in the working directory is read instead, as
         huggingface_hub reads any existing folder; every other name is a Hub repository.
@@ -261,13 +261,11 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         import os
         from importlib import resources
 
-        from ..pretrained import PRETRAINED_ENCODERS  # (not hub, which imports models)
+        from braindecode_pars.weights import PRETRAINED_ENCODERS  # (not hub, which imports models)
 
         name = str(pretrained_model_name_or_path)
         if name in PRETRAINED_ENCODERS and not os.path.isdir(name):
-            pretrained_model_name_or_path = str(
-                resources.files("braindecode_pars.pretrained") / name
-            )
+            pretrained_model_name_or_path = str(resources.files("braindecode_pars.weights") / name)
         if not os.path.isdir(pretrained_model_name_or_path):
             return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         # huggingface_hub prints "Loading weights from local directory" on every load
@@ -300,15 +298,15 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         """The ``README.md`` that ``save_pretrained`` writes: this encoder's card.
 
         Instead of huggingface_hub's generic stub, the card of
-        :func:`braindecode_pars.hub.model_card` (:mod:`braindecode_pars.models.card`):
+        :func:`braindecode_pars.hub.io.model_card` (:mod:`braindecode_pars.models.card`):
         the encoder's size, parameter count,
         sampling rate and patch length and how to load it (an existing ``README.md``
-        is kept, as huggingface_hub does; :func:`~braindecode_pars.hub.export_run`
+        is kept, as huggingface_hub does; :func:`~braindecode_pars.hub.io.export_run`
         writes the card of a whole run).
         """
         from huggingface_hub import ModelCard
 
-        from .card import model_card
+        from braindecode_pars.models.card import model_card
 
         return ModelCard(model_card(self))
 
@@ -448,7 +446,7 @@ def _checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
 
     Builds one from ``encoder_kwargs`` if ``encoder`` is None; otherwise checks that
     ``encoder`` is a PatchEncoder made for ``sfreq`` and returns it unchanged. In both
-    cases one patch must fit in a window.
+    cases one patch must fit in a window (``n_times`` None: no window length to check).
     """
     if encoder is None:
         encoder = PatchEncoder(sfreq=sfreq, **encoder_kwargs)
@@ -465,9 +463,9 @@ def _checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
         raise ValueError(
             f"The encoder was pretrained at sfreq={encoder.sfreq} Hz but the data has "
             f"sfreq={sfreq} Hz; resample the data to {encoder.sfreq} Hz "
-            "(braindecode_pars.datasets.resample_windows) rather than the encoder."
+            "(braindecode_pars.io.resample_windows) rather than the encoder."
         )
-    if n_times < encoder.patch_size:
+    if n_times is not None and n_times < encoder.patch_size:
         raise ValueError(
             f"A patch of patch_seconds={encoder.patch_seconds} s ({encoder.patch_size} "
             f"samples) is longer than the window, n_times={n_times}; windows must not be "

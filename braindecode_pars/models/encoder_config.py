@@ -14,7 +14,7 @@ import math
 
 from torch import nn
 
-from .._checks import check_heads, check_int, check_option, check_range
+from braindecode_pars._util.checks import check_heads, check_int, check_option, check_range
 
 #: Activations by the name a record stores (an activation class is not serialisable).
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}

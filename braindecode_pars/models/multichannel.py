@@ -2,16 +2,54 @@
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import io
+import json
+import os
+from pathlib import Path
+
 import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from .._checks import check_option, check_range
-from .encoder import _checked_encoder, _encoder_sfreq
-from .signal_attributes import SignalAttributesMixin
+from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars._util.signal_attributes import SignalAttributesMixin
+from braindecode_pars.models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
+from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
 #: Values of ``MultiChannelClassifier(pooling=...)``.
 POOLINGS = ("mean", "mean+std")
+
+#: Keywords of huggingface_hub's ``from_pretrained`` (how to load, not what to build):
+#: with an encoder's name or folder, they go to the encoder's loader.
+_LOAD_KEYWORDS = (
+    "force_download", "resume_download", "proxies", "token", "cache_dir",
+    "local_files_only", "revision", "map_location", "strict",
+)  # fmt: skip
+
+
+def _encoder_folder(name_or_path):
+    """The folder of the encoder that ``name_or_path`` names, or None: a shipped
+    encoder's name (its folder in the package, unless a folder of that name exists
+    here, which huggingface_hub would read), or a folder of a saved
+    :class:`PatchEncoder` (its ``config.json`` holds only the encoder's arguments)."""
+    from importlib import resources
+
+    from braindecode_pars.weights import PRETRAINED_ENCODERS  # (not hub, which imports models)
+
+    name = str(name_or_path)
+    if name in PRETRAINED_ENCODERS and not os.path.isdir(name):
+        return str(resources.files("braindecode_pars.weights") / name)
+    config = Path(name) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        keys = set(json.loads(config.read_text()))
+    except (OSError, ValueError):
+        return None
+    encoder_args = set(inspect.signature(PatchEncoder).parameters) | {"braindecode_version"}
+    return name if keys <= encoder_args else None
 
 
 def _channel_tokens(encoder, X):
@@ -39,10 +77,21 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     BIOT's channel tokens and PopT's electrode positions do; ``channel_embedding=False``
     gives a model that ignores the channel order and accepts any montage.
 
+    As every braindecode model: ``model(X)`` gives the logits,
+    ``model(X, return_features=True)`` the dict ``{"features": ..., "cls_token": None}``
+    (the pooled token, shape (batch, emb_dim), that ``final_layer`` reads), and
+    ``reset_head(n_outputs)`` a new head. ``MultiChannelClassifier.from_pretrained``
+    takes a shipped encoder's name (``"pars-small-v2"``) or a saved encoder's folder,
+    and builds the classifier over that encoder with a new head, offline; a folder (or
+    Hugging Face Hub repository) of a saved ``MultiChannelClassifier`` loads that
+    classifier, as braindecode's ``from_pretrained`` loads any model.
+
     Parameters
     ----------
     n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
         braindecode's signal arguments (the multi-channel fine-tuning windows).
+        ``n_times`` may be left out: windows of any length of one patch or more are
+        then taken. ``sfreq`` left out is the encoder's.
     encoder : PatchEncoder | None
         The pretrained encoder (used as is, not copied). If None, a new one is built
         from ``encoder_kwargs`` at the paper's size: training from scratch.
@@ -82,6 +131,14 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     ...                                n_heads=2)
     >>> model(torch.randn(5, 3, 400)).shape  # logits, no softmax
     torch.Size([5, 4])
+    >>> model(torch.randn(5, 3, 400), return_features=True)["features"].shape
+    torch.Size([5, 16])
+
+    Over the shipped encoder, with a new head of two classes, for three channels:
+
+    >>> model = MultiChannelClassifier.from_pretrained("pars-small-v2", n_outputs=2, n_chans=3)
+    >>> model(torch.randn(5, 3, 1000)).shape
+    torch.Size([5, 2])
     """
 
     def __init__(
@@ -109,7 +166,8 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             encoder_kwargs["n_heads"] = encoder_n_heads
         else:
             encoder_kwargs = {}  # settings of a new encoder; a given one is used as it is
-        self.encoder = _checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
+        n_times = getattr(self, "n_times", None)  # None: windows of any length
+        self.encoder = _checked_encoder(encoder, self.sfreq, n_times, **encoder_kwargs)
         self.spatial_drop_prob = spatial_drop_prob
         self.n_heads = n_heads
         emb_dim = self.encoder.emb_dim
@@ -179,19 +237,22 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         return drop
 
     def forward(self, X, return_features=False):
-        """Logits (batch, n_outputs), or the pooled features (batch, emb_dim).
+        """Logits (batch, n_outputs), or braindecode's dict of features.
 
         Parameters
         ----------
         X : torch.Tensor, shape (batch, n_chans, n_times)
         return_features : bool
-            Return the query token after the spatial cross-attention instead of logits.
+            Return ``{"features": pooled, "cls_token": None}`` instead of logits, as
+            every braindecode model does: ``pooled`` (batch, emb_dim) is the query
+            token after the spatial cross-attention and its norm, what ``final_layer``
+            reads (the query is this model's only summary token, and it is that one).
+
+        Returns
+        -------
+        torch.Tensor | dict
         """
-        if X.dim() != 3 or X.shape[1] != self.n_chans or X.shape[2] != self.n_times:
-            raise ValueError(
-                f"'X' must have shape (batch, {self.n_chans}, {self.n_times}), "
-                f"but got {tuple(X.shape)}."
-            )
+        self._check_input(X)
         B, C, _ = X.shape
         spatial = self.spatial_tokens(X)  # (batch, n_chans, emb_dim)
         if self.amplitude:
@@ -205,10 +266,123 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         )
         features = self.norm(pooled[:, 0])  # (batch, emb_dim)
         if return_features:
-            return features
+            return {"features": features, "cls_token": None}
         return self.final_layer(features)
+
+    def _check_input(self, X):
+        """Refuse windows of another shape than (batch, n_chans, n_times), or, with
+        ``n_times`` left out, shorter than one patch."""
+        n_times = getattr(self, "n_times", None)
+        expected = "n_times" if n_times is None else n_times
+        if (
+            X.dim() != 3
+            or X.shape[1] != self.n_chans
+            or (n_times is not None and X.shape[2] != n_times)
+        ):
+            raise ValueError(
+                f"'X' must have shape (batch, {self.n_chans}, {expected}), "
+                f"but got {tuple(X.shape)}."
+            )
+        if X.shape[2] < self.encoder.patch_size:
+            raise ValueError(
+                f"'X' windows of {X.shape[2]} samples are shorter than one patch of the "
+                f"encoder ({self.encoder.patch_size} samples at {self.sfreq:g} Hz)."
+            )
 
     def reset_head(self, n_outputs):
         """Replace ``final_layer`` by a new one with ``n_outputs`` outputs."""
         self._set_n_outputs(n_outputs)
         self.final_layer = nn.Linear(self.encoder.emb_dim, n_outputs).to(self.query.device)
+
+    # -- saving and loading (braindecode's Hugging Face layout) ----------------------------
+    def get_config(self):
+        """braindecode's ``get_config()``, with the encoder as its settings.
+
+        The encoder given to ``__init__`` is not serialisable: its settings
+        (``emb_dim``, ``depth``, ``encoder_n_heads``...) and the sampling rate take its
+        place, so that ``from_config`` builds, and ``from_pretrained`` loads, a model of
+        the same shape however its encoder was given.
+
+        Returns
+        -------
+        config : dict
+        """
+        config = super().get_config()
+        config["encoder"] = None
+        if config.get("sfreq") is None and config.get("input_window_seconds") is None:
+            config["sfreq"] = float(self.sfreq)  # taken from the encoder
+        settings = self.encoder.config.asdict()
+        config["encoder_n_heads"] = settings.pop("n_heads")
+        config.update(settings)
+        return config
+
+    def _save_pretrained(self, save_directory):
+        """Write ``config.json`` (:meth:`get_config`) and ``model.safetensors``, as
+        braindecode does (its ``pytorch_model.bin`` copy of the same weights aside), so
+        that ``from_pretrained`` rebuilds this model."""
+        from braindecode import __version__ as braindecode_version
+        from huggingface_hub import PyTorchModelHubMixin
+
+        config = dict(self.get_config(), braindecode_version=braindecode_version)
+        (Path(save_directory) / "config.json").write_text(json.dumps(config, indent=2))
+        PyTorchModelHubMixin._save_pretrained(self, Path(save_directory))
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):
+        """The classifier over a pretrained encoder with a new head, or a saved classifier.
+
+        A shipped encoder's name (``"pars-small-v2"``,
+        :data:`~braindecode_pars.weights.PRETRAINED_ENCODERS`) or the folder of a
+        saved :class:`~braindecode_pars.PatchEncoder` gives a new classifier over
+        that encoder (read offline, as :meth:`PatchEncoder.from_pretrained
+        <braindecode_pars.PatchEncoder.from_pretrained>` reads it), its head and
+        spatial attention new: ``kwargs`` are the classifier's (``n_outputs``, and
+        ``n_chans`` or ``chs_info``, at least), and the loading keywords of
+        huggingface_hub (``map_location``, ``strict``...) go to the encoder's loader.
+        Any other folder or Hugging Face Hub repository is read as a saved
+        ``MultiChannelClassifier`` by braindecode's ``from_pretrained`` (a new head
+        when ``n_outputs`` differs from the saved one).
+
+        Parameters
+        ----------
+        pretrained_model_name_or_path : str | Path
+            A shipped encoder's name, a saved encoder's folder, or the folder or Hub
+            repository of a saved ``MultiChannelClassifier``.
+        **kwargs
+            The classifier's arguments (``n_outputs``, ``n_chans``, ``chs_info``,
+            ``n_times``, ``spatial_drop_prob``, ``pooling``...) and huggingface_hub's.
+
+        Returns
+        -------
+        model : MultiChannelClassifier
+            In evaluation mode, as braindecode's ``from_pretrained`` returns models
+            (call ``.train()`` to fine-tune it).
+
+        Examples
+        --------
+        >>> model = MultiChannelClassifier.from_pretrained(
+        ...     "pars-small-v2", n_outputs=2, n_chans=3)
+        >>> model.encoder.sfreq, model.n_outputs
+        (100.0, 2)
+        """
+        folder = _encoder_folder(pretrained_model_name_or_path)
+        if folder is None and not os.path.isdir(pretrained_model_name_or_path):
+            return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        if folder is None:  # huggingface_hub prints "Loading weights from local directory"
+            with contextlib.redirect_stdout(io.StringIO()):
+                return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
+        fixed = sorted(set(kwargs) & {"encoder", "encoder_n_heads", *PatchEncoderConfig.fields()})
+        if fixed:
+            raise ValueError(
+                f"{fixed} cannot be given with a pretrained encoder "
+                f"({str(pretrained_model_name_or_path)!r}): its settings are its own. Build "
+                "MultiChannelClassifier(encoder=None, ...) for a new encoder of other settings."
+            )
+        if kwargs.get("n_outputs") is None:
+            raise ValueError(
+                "'n_outputs' must be given: the number of classes of the new head over "
+                f"the encoder {str(pretrained_model_name_or_path)!r}, but got None."
+            )
+        load = {k: kwargs.pop(k) for k in _LOAD_KEYWORDS if k in kwargs}
+        encoder = PatchEncoder.from_pretrained(folder, **load)
+        return cls(encoder=encoder, **kwargs).eval()

@@ -1,0 +1,436 @@
+"""Pieces of fine-tuning: the parameters' check, class weights, the in-memory best epoch,
+augmentation, crops."""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from braindecode.augmentation import (
+    ChannelsDropout,
+    FTSurrogate,
+    SmoothTimeMask,
+)
+from sklearn.metrics import balanced_accuracy_score
+from sklearn.model_selection import GroupShuffleSplit
+from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
+from skorch.callbacks import (
+    Callback,
+    Checkpoint,
+    EpochScoring,
+    Freezer,
+    PrintLog,
+    Unfreezer,
+)
+
+from braindecode_pars._util.checks import (
+    check_device,
+    check_int,
+    check_none_or_number,
+    check_option,
+    check_range,
+    check_skorch_names,
+)
+from braindecode_pars._util.logs import plural
+from braindecode_pars.models.multichannel import POOLINGS
+from braindecode_pars.pretraining._seeding import fit_seed
+from braindecode_pars.pretraining.callbacks import _ANSI, _duration, shows_bars
+
+logger = logging.getLogger(__name__)
+
+
+def class_weights(y, n_classes):
+    """Cross-entropy weights by class frequency: ``n / (n_classes * count_c)``.
+
+    scikit-learn's ``compute_class_weight("balanced")`` when every class is in
+    ``y``; a class absent from ``y`` (held out whole by a validation split) gets
+    weight 1: training never sees it, and a validation batch holding only that class
+    keeps a finite loss, where weight 0 would give 0 / 0.
+
+    Returns
+    -------
+    weights : torch.Tensor, shape (n_classes,), float32
+    """
+    y = np.asarray(y, dtype=np.int64)
+    present = np.unique(y)
+    weights = np.ones(n_classes)
+    balanced = compute_class_weight("balanced", classes=present, y=y)  # n / (n_present c)
+    weights[present] = balanced * len(present) / n_classes
+    return torch.as_tensor(weights, dtype=torch.float32)
+
+
+class BestState(Callback):
+    """Keep, in memory, the module's parameters of the epoch with the best ``monitor``
+    (skorch's ``valid_loss_best`` by default) and load them when training ends.
+
+    skorch's ``Checkpoint(load_best=True)`` does the same through files; this one
+    writes nothing, so a fit leaves no file behind. The copy is on the CPU.
+    """
+
+    def __init__(self, monitor="valid_loss_best"):
+        self.monitor = monitor
+
+    def initialize(self):
+        self.state_ = None
+        self.epoch_ = None
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        if net.history[-1, self.monitor]:
+            self.state_ = {
+                k: v.detach().to("cpu", copy=True) for k, v in net.module_.state_dict().items()
+            }
+            self.epoch_ = len(net.history)
+
+    def on_train_end(self, net, **kwargs):
+        if self.state_ is not None:
+            net.module_.load_state_dict(self.state_)
+            logger.debug("Loaded the parameters of epoch %d (best %s).", self.epoch_, self.monitor)
+
+
+class EpochTable(PrintLog):
+    """skorch's epoch table, its best values in colour only on a terminal.
+
+    skorch's ``PrintLog`` colours each new best value with ANSI escape codes whatever
+    its output is; written to a file (``> fit.log``, a job's log) they show as
+    ``\x1b[36m`` noise. This table writes them only when its sink is ``print`` and
+    standard output shows colours (a terminal or a notebook, as the pretraining
+    table decides for stderr: :func:`~braindecode_pars.pretraining.callbacks.shows_bars`).
+    """
+
+    def _sink(self, text, verbose):
+        if self.sink is not print or not shows_bars(sys.stdout):
+            text = _ANSI.sub("", text)
+        super()._sink(text, verbose)
+
+
+class TimeEstimate(Callback):
+    """Log, after the first epoch of a fit, how long it took and what all
+    ``max_epochs`` will take at that pace (``logging.INFO``): "The first epoch took
+    12.9 s; 200 epochs: about 43 min on cpu."."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.first_epoch_ = len(net.history)
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) != getattr(self, "first_epoch_", 0) + 1:
+            return
+        seconds = float(net.history[-1, "dur"])
+        total = net.max_epochs
+        note = ""
+        if getattr(net, "strategy", None) == "lp-ft":
+            note = " (the first half trains the head alone; the second, every weight, slower)"
+        logger.info(
+            "The first epoch took %.1f s; %s: about %s on %s%s.",
+            seconds, plural(total, "epoch"), _duration(seconds * total), net.device, note,
+        )  # fmt: skip
+
+
+#: Values of ``PARSFineTuner(valid_monitor=...)`` and the history key each reads.
+VALID_MONITORS = {"loss": "valid_loss_best", "balanced_accuracy": "valid_bal_acc_best"}
+
+
+def check_validation(min_valid_groups, valid_fraction, valid_monitor):
+    """Check ``PARSFineTuner``'s validation parameters (clear errors naming each)."""
+    check_option("valid_monitor", valid_monitor, VALID_MONITORS)
+    check_range("valid_fraction", valid_fraction, 0, 1, low_open=True, high_open=True)
+    allowed = "None (no validation split from groups) and an int >= 2"
+    if check_none_or_number("min_valid_groups", min_valid_groups, numbers.Integral, allowed):
+        check_int("min_valid_groups", min_valid_groups, 2)
+
+
+#: Values of ``PARSFineTuner(strategy=...)``.
+STRATEGIES = ("full", "frozen", "lp-ft")
+
+
+def check_strategy(strategy, max_epochs):
+    """``strategy`` one of :data:`STRATEGIES`; ``"lp-ft"`` needs two epochs or more."""
+    check_option("strategy", strategy, STRATEGIES)
+    if strategy == "lp-ft" and max_epochs < 2:
+        raise ValueError(
+            "strategy='lp-ft' trains the head over the frozen encoder for half of "
+            f"'max_epochs' and then every weight, so 'max_epochs' must be >= 2, but got "
+            f"{max_epochs}."
+        )
+
+
+def crop_samples(crop_seconds, sfreq, n_times, patch, patch_seconds):
+    """Samples per training crop of ``crop_seconds`` (None: the window, ``n_times``),
+    between one patch (``patch`` samples, ``patch_seconds``) and the window."""
+    if crop_seconds is None:
+        return n_times
+    n_fit = int(round(crop_seconds * sfreq))
+    if not patch <= n_fit <= n_times:
+        raise ValueError(
+            f"'crop_seconds' must be between one patch ({patch_seconds} s) and the "
+            f"window ({n_times / sfreq:g} s), but got {crop_seconds}."
+        )
+    return n_fit
+
+
+def check_crop_seconds(crop):
+    """``crop_seconds`` must be None or a positive number of seconds."""
+    allowed = "a positive number of seconds and None"
+    if check_none_or_number("crop_seconds", crop, numbers.Real, allowed, ValueError):
+        check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+
+
+def check_finetuner_params(net):
+    """Check a :class:`~braindecode_pars.PARSFineTuner`'s parameters without data (its
+    ``check_params``), nested names too, by skorch's own check (skorch runs it in
+    ``initialize``): each message names the parameter, the allowed values and what was
+    given."""
+    check_skorch_names(net)
+    check_strategy(net.strategy, net.max_epochs)
+    if net.train_split is not None:
+        raise ValueError(
+            f"'train_split'={net.train_split!r} is not used: PARSFineTuner makes its "
+            "validation split from 'groups' (see 'min_valid_groups'), or takes "
+            "'X_valid' and 'y_valid' in fit; leave 'train_split' as None."
+        )
+    for name in ("max_epochs", "batch_size", "n_eval_crops"):
+        check_int(name, getattr(net, name), 1)
+    check_range("lr", net.lr, 0, math.inf, low_open=True)
+    check_range("encoder_lr_scale", net.encoder_lr_scale, 0, math.inf, low_open=True)
+    check_range("layer_decay", net.layer_decay, 0, 1, low_open=True)
+    check_option("amplitude", net.amplitude, (False, True))
+    check_option("pooling", net.pooling, POOLINGS)
+    check_range("spatial_drop_prob", net.spatial_drop_prob, 0, 1, high_open=True)
+    check_validation(net.min_valid_groups, net.valid_fraction, net.valid_monitor)
+    check_crop_seconds(net.crop_seconds)
+    check_option("align", net.align, (None, "groups"))
+    if isinstance(net.augmentation, str):
+        check_option("augmentation", net.augmentation, AUGMENTATION_PRESETS)
+    check_device("device", net.device)
+    fit_seed(net.random_state if net.random_state is not None else 0)  # type check
+
+
+def best_epoch(checkpoint_dir=None, monitor="valid_loss_best"):
+    """The callback that restores the best epoch by ``monitor`` (a history key that is
+    True at each new best: by default the lowest validation loss) at the end of
+    training: :class:`BestState` (in memory, no file), or, with ``checkpoint_dir``,
+    skorch's ``Checkpoint`` writing ``<checkpoint_dir>/finetune/best_params.pt``."""
+    if checkpoint_dir is None:
+        return BestState(monitor)
+    return Checkpoint(
+        monitor=monitor,
+        dirname=str(Path(checkpoint_dir) / "finetune"),
+        f_params="best_params.pt",
+        f_optimizer=None,
+        f_criterion=None,
+        f_history=None,
+        load_best=True,
+        sink=logger.debug,
+    )
+
+
+def encoder_param_groups(lr, encoder_lr_scale, layer_decay, depth):
+    """skorch ``param_groups`` for the encoder (parameters ``encoder.*``) of a model.
+
+    ``lr * encoder_lr_scale`` for the encoder's last block and final norm, times
+    ``layer_decay`` per block below it, and once more for the tokenizer (layer-wise
+    learning-rate decay, as BEiT's); none when both factors are 1 (every weight at
+    ``lr``). The first pattern that matches a parameter sets its rate.
+    """
+    if encoder_lr_scale == 1.0 and layer_decay == 1.0:
+        return []
+    base = lr * encoder_lr_scale
+    groups = [("encoder.norm.*", {"lr": base})]
+    for i in reversed(range(depth)):
+        groups.append((f"encoder.blocks.{i}.*", {"lr": base * layer_decay ** (depth - i)}))
+    return groups + [("encoder.*", {"lr": base * layer_decay ** (depth + 1)})]
+
+
+def finetune_callbacks(strategy, max_epochs, validation, valid_monitor, checkpoint_dir):
+    """``PARSFineTuner``'s callbacks beside skorch's defaults: the time estimate after
+    the first epoch (:class:`TimeEstimate`); with a validation set, its balanced
+    accuracy per epoch (``valid_bal_acc``) and the restoring of the best epoch by
+    ``valid_monitor``; the freezing (and, for lp-ft, the thawing after half of
+    ``max_epochs``) of the encoder."""
+    callbacks = [("time_estimate", TimeEstimate())]
+    if validation:
+        scoring = EpochScoring(
+            _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False,
+            use_caching=False,
+        )  # fmt: skip
+        callbacks.append(("valid_bal_acc", scoring))
+        monitor = VALID_MONITORS[valid_monitor]
+        callbacks.append(("best_epoch", best_epoch(checkpoint_dir, monitor)))
+    if strategy in ("frozen", "lp-ft"):
+        callbacks.append(("freeze_encoder", Freezer("encoder.*")))
+    if strategy == "lp-ft":
+        at = max(1, max_epochs // 2) + 1
+        callbacks.append(("unfreeze_encoder", Unfreezer("encoder.*", at=at)))
+    return callbacks
+
+
+#: Names ``PARSClassifier(augmentation=...)`` accepts for a preset.
+AUGMENTATION_PRESETS = ("standard",)
+
+
+def standard_augmentation(sfreq, probability=0.5, random_state=None):
+    """braindecode augmentations that keep the label of most EEG tasks and ignore the unit.
+
+    Each applied to a batch with ``probability``: ``FTSurrogate`` (random Fourier
+    phases: the spectrum kept, the waveform new), ``ChannelsDropout`` (20 % of the
+    channels zeroed) and ``SmoothTimeMask`` (one second masked). None of them adds a
+    fixed amount of noise, so volts and microvolts are augmented alike (the
+    encoder's instance normalisation ignores the unit too). ``random_state`` seeds
+    their draws (None: numpy's global generator, as braindecode does).
+    """
+    rng = check_random_state(random_state)  # one stream shared by the three
+    return [
+        FTSurrogate(probability, random_state=rng),
+        ChannelsDropout(probability, p_drop=0.2, random_state=rng),
+        SmoothTimeMask(probability, mask_len_samples=max(1, int(round(sfreq))), random_state=rng),
+    ]
+
+
+def crop_starts(n_times, n_crop, n_crops):
+    """Starts of ``n_crops`` crops of ``n_crop`` samples spread evenly over a window.
+
+    The first crop starts at 0 and the last ends at ``n_times``; one crop is centred.
+    """
+    if n_crop > n_times:
+        raise ValueError(f"Crops of {n_crop} samples do not fit windows of {n_times} samples.")
+    if n_crops == 1:
+        return np.array([(n_times - n_crop) // 2])
+    return np.unique(np.round(np.linspace(0, n_times - n_crop, n_crops)).astype(np.int64))
+
+
+class RandomCrops(torch.utils.data.Dataset):
+    """Items ``(x, y)`` of ``dataset`` cut to a random crop of ``n_crop`` samples.
+
+    Every read draws a new start from torch's generator (inside
+    ``PARSClassifier.fit``, seeded by its ``random_state``), so each epoch sees other crops of the
+    same labelled windows: training on crops, as braindecode's cropped decoding
+    does, with the crops drawn rather than enumerated.
+    """
+
+    def __init__(self, dataset, n_crop):
+        self.dataset = dataset
+        self.n_crop = int(n_crop)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, i):
+        x, y = self.dataset[i][:2]
+        n_times = x.shape[-1]
+        if self.n_crop > n_times:
+            raise ValueError(
+                f"Crops of {self.n_crop} samples do not fit windows of {n_times} samples."
+            )
+        start = int(torch.randint(0, n_times - self.n_crop + 1, ()))
+        return x[..., start : start + self.n_crop], y
+
+
+class FixedCrops(torch.utils.data.Dataset):
+    """Every window of ``dataset`` as crops at ``starts``: item ``i * len(starts) + j``.
+
+    For validation and prediction with a model trained on crops: the class
+    probabilities of a window are the mean over its crops
+    (:meth:`average` , as braindecode's ``trial_preds_from_window_preds`` averages
+    the predictions of a trial's crops).
+    """
+
+    def __init__(self, dataset, n_crop, starts):
+        self.dataset = dataset
+        self.n_crop = int(n_crop)
+        self.starts = np.asarray(starts, dtype=np.int64)
+
+    def __len__(self):
+        return len(self.dataset) * len(self.starts)
+
+    def __getitem__(self, i):
+        window, j = divmod(int(i), len(self.starts))
+        x, y = self.dataset[window][:2]
+        start = int(self.starts[j])
+        return x[..., start : start + self.n_crop], y
+
+    def average(self, crop_values):
+        """(n_windows * n_crops, ...) values of the crops -> (n_windows, ...) means."""
+        crop_values = np.asarray(crop_values)
+        return crop_values.reshape(
+            len(self.dataset), len(self.starts), *crop_values.shape[1:]
+        ).mean(1)
+
+
+class CodedWindows(torch.utils.data.Dataset):
+    """Windows (an array, n_windows x n_chans x n_times) with integer class codes:
+    items ``(x, code)``; ``indices`` selects windows (None: all)."""
+
+    def __init__(self, X, codes, indices=None):
+        self.X = X
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.indices = np.arange(len(X)) if indices is None else np.asarray(indices)
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __getitem__(self, i):
+        j = int(self.indices[i])
+        return torch.as_tensor(self.X[j]), int(self.codes[j])
+
+    def targets(self):
+        """The code of every item."""
+        return self.codes[self.indices]
+
+
+def _codes(dataset):
+    """The class code of every item of a fine-tuning dataset (crops included)."""
+    if isinstance(dataset, FixedCrops):
+        return np.repeat(_codes(dataset.dataset), len(dataset.starts))
+    if isinstance(dataset, RandomCrops):
+        return _codes(dataset.dataset)
+    return dataset.targets()
+
+
+def _valid_balanced_accuracy(net, dataset, y=None):
+    """Balanced accuracy of the items of ``dataset`` (each crop is an item)."""
+    from braindecode import (
+        EEGClassifier,  # the net's own prediction, without PARSClassifier's reading of X
+    )
+
+    proba = EEGClassifier.predict_proba(net, dataset)
+    return balanced_accuracy_score(_codes(dataset), proba.argmax(axis=1))
+
+
+def group_split(codes, groups, min_valid_groups, valid_fraction, seed):
+    """Training and validation indices of coded labels, and the rule that applied.
+
+    With ``min_valid_groups`` set and at least that many distinct ``groups``, about
+    ``valid_fraction`` of the groups are held out (a draw whose two parts hold every
+    class is preferred); else no split.
+
+    Returns
+    -------
+    train : ndarray
+    valid : ndarray | None
+    rule : {"groups", "none"}
+    """
+    n = len(codes)
+    n_groups = 0 if groups is None else len(np.unique(groups))
+    if min_valid_groups is None or n_groups < min_valid_groups:
+        return np.arange(n), None, "none"
+    n_valid = max(1, int(round(valid_fraction * n_groups)))
+    rng = np.random.default_rng(seed)
+    n_classes = len(np.unique(codes))
+    for _ in range(100):  # prefer a draw whose two parts hold every class
+        splitter = GroupShuffleSplit(1, test_size=n_valid, random_state=rng.integers(2**31))
+        train, valid = next(splitter.split(codes, codes, groups))
+        if len(np.unique(codes[valid])) == n_classes == len(np.unique(codes[train])):
+            break
+    else:
+        logger.warning(
+            "No draw of %d held-out group(s) in 100 holds every class on both sides; "
+            "keeping the last draw.",
+            n_valid,
+        )
+    return train, valid, "groups"

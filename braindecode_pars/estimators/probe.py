@@ -1,0 +1,375 @@
+"""PARSProbe: the probe as a classifier, the default head of
+:class:`~braindecode_pars.PARSClassifier`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, check_memory
+
+from braindecode_pars._jobs.threads import with_fit_threads
+from braindecode_pars._util.checks import check_device, check_int, check_option
+from braindecode_pars._util.params import fill_doc, store_params
+from braindecode_pars.features.recipe import (
+    DEFAULT_C,
+    LOGO_MAX_GROUPS,
+    MIN_GROUPS,
+    ProbeRecipe,
+    compare_recipes,
+    fit_blocks,
+    inner_splitter,
+)
+from braindecode_pars.features.scaling import check_align_groups
+from braindecode_pars.features.transformers import BLOCKS, DEFAULT_READOUT, block_features
+from braindecode_pars.io.sklearn import (
+    _GroupsTransformerMixin,
+    _WindowsClassifierMixin,
+    _WindowsInputMixin,
+    check_labels,
+    check_window_length,
+    load_encoder_param,
+    read_fitted,
+    read_input,
+)
+from braindecode_pars.io.windows import _window_scale
+
+logger = logging.getLogger(__name__)
+
+
+class PARSProbe(
+    _WindowsInputMixin, _WindowsClassifierMixin, _GroupsTransformerMixin, BaseEstimator
+):
+    """The probe as a classifier: a class-balanced logistic regression over a frozen
+    encoder's features, log band power and the Riemannian tangent space.
+
+    The default head of :class:`~braindecode_pars.PARSClassifier`; usable alone.
+    Without an encoder (``encoder=None``, the default) it is the same model over the
+    classical blocks only, which is what to compare an encoder with: the block of a
+    pretrained encoder has to earn its place beside them. ``X`` is read once per call
+    (arrays with ``sfreq``, braindecode windows, ``Subset`` and ``SliceDataset`` objects
+    of them, ``mne.Epochs``), each block's raw features are computed once
+    (:func:`~braindecode_pars.features.transformers.block_features`) and the recipe is fitted
+    on them by :func:`~braindecode_pars.features.recipe.fit_blocks`: each block
+    standardised and scaled to the same total variance, so that ``C`` means what it
+    means for a logistic regression over standardised features whatever the number of
+    channels and blocks (:mod:`braindecode_pars.features.recipe` gives the formula).
+
+    Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
+    ``groups`` of at least three subjects (or blocks), ``fit`` scores each candidate
+    recipe (band power alone or with the tangent space, each with and without the
+    encoder's block, ``C`` 0.01 or 1) by an inner leave-one-group-out cross-validation on
+    the same features, fits the best on every window, keeps the scores
+    (``recipe_scores_``, ``encoder_gain_``) and logs one line: "the encoder block adds
+    +x.x points ...". With fewer groups the fixed recipe is fitted and the line says
+    that nothing could be compared.
+
+    Parameters
+    ----------
+    encoder : str | Path | PatchEncoder | None
+        The frozen encoder: a shipped encoder's name (``"pars-small-v2"``), a saved
+        encoder's path, an instance (copied), or None for no encoder block (the
+        default). Windows at another rate than the encoder's are resampled to it for
+        its block alone.
+    recipe : {"fixed", "auto"}
+        "fixed": the blocks and ``C`` the parameters give. "auto": the candidate of the
+        best inner balanced accuracy over the groups of ``fit`` (folds: ``inner_cv``)
+        (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`; a tie goes to the
+        first: fewer blocks, the smaller ``C``); with fewer than three groups, the
+        fixed recipe.
+    inner_cv : "auto" | int | splitter
+        The folds of ``recipe="auto"``'s inner comparison. ``"auto"``:
+        leave-one-group-out up to 20 groups (one fold per subject: 8 regressions per
+        subject), ``GroupKFold(5)`` beyond, so that the comparison's cost stops growing
+        with the subjects; an int ``k``: ``GroupKFold(k)``; a scikit-learn splitter of
+        groups (``split(X, y, groups)``). A comparison projected to take more than 10 s
+        logs its first fold's time and the projected total (``logging.INFO``; shown by
+        ``PARSClassifier(verbose=1)``). On the bundled EEGMAT windows (479 windows, 20
+        subjects) the whole fit over ``pars-small-v2`` took 8.4 s with its 20 folds and
+        3.1 s with ``inner_cv=5`` (one thread of a shared 2-core CPU; :doc:`/usage`).
+    encoder_block : bool
+        Whether the fixed recipe holds the encoder's block when there is an encoder.
+    C : float
+        Inverse L2 strength of the logistic regression (of the fixed recipe), over
+        features each block of which is standardised and scaled to ``P / B`` (``P``
+        features in ``B`` blocks), so that it means the same whatever the number of
+        channels and blocks. The default, 3, was chosen on the development tasks'
+        selection splits at several label counts, where every ``C`` from 0.01 to 10
+        scored within a point of it (:doc:`/benchmarks/defaults`).
+    band_power, tangent_space : bool
+        Whether the fixed recipe holds the log band power block and the tangent-space
+        block (OAS covariances, reference point the training windows' Riemannian mean).
+    align : {None, "groups"}
+        None: every window as it is. "groups": each group standardised and its
+        covariances re-centred on its own windows, at ``fit`` and at ``predict``
+        (transductive; the groups are ``groups``, the ``subject`` of braindecode
+        windows, or all the windows of the call as one group). Each group should hold
+        every class: on a label that is the subject's own it removes the signal.
+    readout : {"mean+std", "mean", "blocks"}
+        What the encoder's block reads from the tokens
+        (:class:`~braindecode_pars.features.EncoderFeatures`).
+    bands : dict | sequence of (name, low, high) | None
+        The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
+        frequency (all six at 100 Hz, five at 50 Hz).
+    crop_seconds : float | None
+        The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`); None:
+        whole windows.
+    sfreq : float | None
+        Sampling rate of array input; read from windows that carry it.
+    batch_size, device
+        The encoder's forward passes.
+    memory : str | joblib.Memory | None
+        The cache of the blocks' features, as ``Pipeline(memory=...)``: None (the
+        default), none; a folder or a ``joblib.Memory``: each block's features of each
+        set of windows computed once for the same encoder, settings and windows, so
+        that ``GridSearchCV`` over ``C`` (or any parameter but the features') runs the
+        encoder, band power and covariances once per fold.
+    random_state : int | None
+        Seed of the logistic regression's solver.
+
+    Attributes
+    ----------
+    recipe_ : ProbeRecipe
+        The recipe fitted; ``str(recipe_)``: ``"bandpower+tangentspace (C=3)"``.
+    recipe_scores_ : pandas.DataFrame | None
+        The inner comparison (``recipe="auto"`` with three groups or more, else None),
+        :func:`~braindecode_pars.features.recipe.compare_recipes`.
+    encoder_gain_ : float
+        The best inner balanced accuracy with the encoder's block minus the best
+        without, in percentage points; NaN when nothing was compared (or no encoder).
+    classes_ : ndarray
+    sfreq_, n_chans_, n_times_ : float, int, int
+    scale_ : float
+        The windows' amplitude at ``fit``; ``predict`` warns when it changes a
+        hundredfold (another unit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = rng.standard_normal((40, 2, 400)) * (1 + y[:, None, None])
+    >>> PARSProbe(sfreq=100).fit(X[::2], y[::2]).score(X[1::2], y[1::2])
+    1.0
+    """
+
+    # groups reach fit, predict and score under metadata routing (PARSClassifier's, or
+    # cross_val_score's), for the alignment and the inner comparison
+    __metadata_request__fit = {"groups": True}
+    __metadata_request__score = {"groups": True}
+
+    def __init__(
+        self,
+        encoder=None,
+        *,
+        recipe="fixed",
+        inner_cv="auto",
+        encoder_block=True,
+        C=DEFAULT_C,
+        band_power=True,
+        tangent_space=True,
+        align=None,
+        readout=DEFAULT_READOUT,
+        bands=None,
+        crop_seconds=None,
+        sfreq=None,
+        batch_size=8,
+        device="cpu",
+        memory=None,
+        random_state=None,
+    ):
+        store_params(self, locals())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+    def check_params(self):
+        """Check the parameters without data (``fit`` does it first); a bad value is
+        refused naming the parameter. Returns the fixed recipe, a
+        :class:`~braindecode_pars.features.ProbeRecipe` (its blocks as if there were an
+        encoder)."""
+        check_option("recipe", self.recipe, ("fixed", "auto"))
+        inner_splitter(self.inner_cv, LOGO_MAX_GROUPS, name="inner_cv")  # checks it
+        for name in ("encoder_block", "band_power", "tangent_space"):
+            check_option(name, getattr(self, name), (False, True))
+        check_int("batch_size", self.batch_size, 1)
+        check_device("device", self.device)
+        check_memory(self.memory)
+        flags = (self.encoder_block, self.band_power, self.tangent_space)
+        blocks = tuple(name for name, on in zip(BLOCKS, flags, strict=True) if on)
+        if not any(flags):
+            _refuse_no_block()
+        return ProbeRecipe(
+            blocks or ("encoder",), C=self.C, readout=self.readout, bands=self.bands,
+            align=self.align, crop_seconds=self.crop_seconds,
+        )  # fmt: skip
+
+    def encoder_unused(self, groups=None):
+        """None when ``fit`` with these ``groups`` reads the encoder (its fixed recipe
+        holds the encoder's block, or ``recipe="auto"`` has at least three groups to
+        compare recipes with and without it); else why not, and what would make it read
+        it. :class:`~braindecode_pars.PARSClassifier` skips pretraining when not."""
+        n_groups = 0 if groups is None else len(pd.unique(np.asarray(groups)))
+        if self.encoder_block or (self.recipe == "auto" and n_groups >= MIN_GROUPS):
+            return None
+        return (
+            f"PARSProbe's fixed recipe has no encoder block (encoder_block=False) and fit "
+            f"has {n_groups} group(s), fewer than the {MIN_GROUPS} a comparison of recipes "
+            "with and without the encoder needs; to use the encoder, set encoder_block=True"
+        )
+
+    @fill_doc
+    @with_fit_threads
+    def fit(self, X, y=None, groups=None):
+        """Read the windows once, compute the blocks once and fit the recipe.
+
+        Parameters
+        ----------
+        %(X_y_fit)s
+        groups : array-like, shape (n_windows,) | None
+            The subject (or block) of each window, for ``align="groups"`` and the
+            inner comparison of ``recipe="auto"``; None: braindecode windows' ``subject``.
+
+        Returns
+        -------
+        self : PARSProbe
+        """
+        fixed = self.check_params()
+        encoder = load_encoder_param(self.encoder)
+        data = read_input(X, y, groups, sfreq=self.sfreq)
+        check_labels(data.y)
+        if encoder is not None:
+            # the encoder block resamples to the encoder's rate: only the length counts
+            _, n_chans, n_times = data.X.shape
+            check_window_length(n_times, n_chans, encoder.patch_seconds, data.sfreq)
+        if encoder is None or not self.encoder_block:
+            blocks = tuple(b for b in fixed.blocks if b != "encoder")
+            if not blocks:
+                _refuse_no_block()
+            fixed = dataclasses.replace(fixed, blocks=blocks)
+        check_align_groups(self.align, data)
+        self.sfreq_ = float(data.sfreq)
+        self.n_chans_, self.n_times_ = data.shape
+        self.scale_ = _window_scale(data.X)
+        self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
+        groups = None if data.groups is None else np.asarray(data.groups)
+        recipe, candidates = fixed, None
+        if self.recipe == "auto":
+            candidates = self._candidates(fixed, encoder, groups)
+        wanted = candidates or [fixed]
+        blocks = tuple(dict.fromkeys(b for r in wanted for b in r.blocks))
+        features, extractor = block_features(
+            data, dataclasses.replace(fixed, blocks=blocks), sfreq=self.sfreq_,
+            encoder=encoder, batch_size=self.batch_size, device=self.device,
+            memory=self.memory,
+        )  # fmt: skip
+        if candidates:
+            recipe = self._compare(candidates, features, data.y, groups, fixed)
+        extractor.steps = {name: extractor.steps[name] for name in recipe.blocks}
+        self.extractor_ = extractor
+        self.model_ = fit_blocks(recipe, features, data.y, groups, random_state=self.random_state)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def _candidates(self, fixed, encoder, groups):
+        """The recipes to compare, or None (logged) when fit has too few groups."""
+        if groups is not None and pd.isna(groups).any():
+            raise ValueError(
+                f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
+                "recipe='auto' leaves out one group at a time and needs the group (a "
+                "subject or a block) of every window."
+            )
+        n_groups = 0 if groups is None else len(np.unique(groups))
+        if n_groups < MIN_GROUPS:
+            logger.info(_fallback_message(n_groups, fixed))
+            return None
+        return fixed.candidates(encoder=encoder is not None)
+
+    def _compare(self, candidates, features, y, groups, fixed):
+        """The winner of the inner comparison (or ``fixed`` when too few groups could be
+        left out); logs one line."""
+        scores = compare_recipes(
+            candidates, features, y, groups, random_state=self.random_state,
+            cv=inner_splitter(self.inner_cv, len(np.unique(groups)), name="inner_cv"),
+        )  # fmt: skip
+        n_scored, n_groups = int(scores["n_groups"].max()), len(np.unique(groups))
+        if n_scored < MIN_GROUPS:
+            why = (
+                f"of the {n_groups} groups of fit, {n_scored} leave two classes or more "
+                "to train on when left out"
+            )
+            logger.info(_fallback_message(n_groups, fixed, why=why))
+            return fixed
+        means = scores["mean"].to_numpy()
+        best = candidates[int(np.argmax(means))]
+        has_encoder = np.array([r.encoder for r in candidates])
+        if has_encoder.any() and (~has_encoder).any():
+            gain = means[has_encoder].max() - means[~has_encoder].max()
+            self.encoder_gain_ = 100 * gain
+        self.recipe_, self.recipe_scores_ = best, scores
+        logger.info(_comparison_message(scores, candidates, best, self.encoder_gain_))
+        return best
+
+    def _read(self, X, y=None, groups=None):
+        check_is_fitted(self, "model_")
+        return read_fitted(self, X, y, groups)
+
+    def _proba(self, data):
+        features = self.extractor_.transform(data.X)
+        return self.model_.predict_proba(features, self._groups(data))
+
+    def transform(self, X, groups=None):
+        """The scaled features the logistic regression sees, shape (n_windows,
+        n_features), the blocks in ``recipe_.blocks`` order."""
+        data = self._read(X, groups=groups)
+        return self.model_.transform(self.extractor_.transform(data.X), self._groups(data))
+
+    def _groups(self, data):
+        return None if self.align is None else data.groups
+
+
+def _refuse_no_block():
+    raise ValueError(
+        "PARSProbe needs at least one block of features: 'encoder' is None (or "
+        "'encoder_block' False) and 'band_power' and 'tangent_space' are both False."
+    )
+
+
+def _comparison_message(scores, recipes, best, gain):
+    """The one line the probe logs after a comparison."""
+    n_groups = int(scores["n_groups"].max())
+    means = dict(zip(range(len(recipes)), scores["mean"].to_numpy(), strict=True))
+    head = f"Inner leave-one-group-out over {n_groups} groups: "
+    if math.isnan(gain):
+        best_mean = means[recipes.index(best)]
+        what = f"no encoder, so no encoder block to compare (best: {best}, {best_mean:.1%})"
+    else:
+        with_ = max((i for i, r in enumerate(recipes) if r.encoder), key=means.get)
+        without = max((i for i, r in enumerate(recipes) if not r.encoder), key=means.get)
+        what = (
+            f"the encoder block adds {gain:+.1f} points of balanced accuracy (best with: "
+            f"{recipes[with_]}, {means[with_]:.1%}; best without: {recipes[without]}, "
+            f"{means[without]:.1%})"
+        )
+    return f"{head}{what}; fitted recipe {best}."
+
+
+def _fallback_message(n_groups, fixed, why=None):
+    """The one line the probe logs when it could compare nothing."""
+    hint = ""
+    if why is None and n_groups == 0:
+        why = "fit has no groups"
+        hint = " Pass 'groups' (the subject of each window) to fit to compare recipes."
+    elif why is None:
+        why = f"fit has {n_groups} group{'s' * (n_groups != 1)}"
+    why += f", fewer than the {MIN_GROUPS} an inner leave-one-group-out comparison needs"
+    return (
+        f"Nothing could be compared ({why}): fitted the fixed recipe {fixed} (PARSProbe's "
+        f"'encoder', 'band_power', 'tangent_space' and 'C').{hint}"
+    )

@@ -1,0 +1,27 @@
+"""Feature transformers (scikit-learn's ``fit``/``transform``) over multi-channel
+windows: a frozen encoder's features, log band power, the tangent space, and the
+probe's recipe of blocks.
+
+- :mod:`~braindecode_pars.features.transformers`: :class:`EncoderFeatures`,
+  :class:`BandPowerFeatures` and the covariances;
+- :mod:`~braindecode_pars.features.scaling`: the block scaler and the alignment within
+  groups;
+- :mod:`~braindecode_pars.features.recipe`: :class:`ProbeRecipe`, the probe's blocks and
+  its C;
+- :mod:`~braindecode_pars.features.baselines`: the classical floors as pipelines.
+
+The probe over them, :class:`~braindecode_pars.PARSProbe`, is an estimator
+(:mod:`braindecode_pars.estimators`).
+"""
+
+from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
+from braindecode_pars.features.recipe import ProbeRecipe
+from braindecode_pars.features.transformers import BandPowerFeatures, EncoderFeatures
+
+__all__ = [
+    "BandPowerFeatures",
+    "EncoderFeatures",
+    "ProbeRecipe",
+    "band_power_pipeline",
+    "riemann_pipeline",
+]

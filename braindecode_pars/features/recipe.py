@@ -1,0 +1,418 @@
+"""The probe's recipe, and the one path that fits it from block features.
+
+A :class:`ProbeRecipe` says what the probe is: its blocks, the inverse L2 strength
+``C`` of its logistic regression, the encoder's readout, the bands, the alignment
+within groups and the encoder's crops. :func:`fit_blocks` fits it on the raw features
+of :func:`~braindecode_pars.features.transformers.block_features`, computed once per fit;
+:func:`compare_recipes` scores candidate recipes by an inner leave-one-group-out
+cross-validation on the same features. Fixed, aligned and ``recipe="auto"`` probes are
+all fitted by :func:`fit_blocks`.
+
+**What C means.** Each block is standardised feature by feature (after the tangent
+space for the covariances; after the alignment within groups with ``align="groups"``),
+then scaled so that every block has the same total variance, ``P / B`` (``P`` features
+over ``B`` blocks; a feature constant on the training windows is not counted, nor a
+block of constant features)::
+
+    z_j = (x_j - mean_j) / std_j * sqrt(P / (B * p_b))      (feature j of block b, p_b wide)
+
+The whole matrix then has the total variance ``P`` of standardised features: ``C``
+means what it means for a scikit-learn ``LogisticRegression`` over standardised
+features (with one block it *is* that: ``band_power_pipeline``'s scaling), whatever the
+number of channels and blocks, and no block outweighs another by its width (the
+encoder's 2,432 features of 19 channels would otherwise drown the 114 band powers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import balanced_accuracy_score, log_loss
+
+from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars.features.scaling import (
+    ALIGN_MIN_WINDOWS,
+    AlignCovariances,
+    AlignFeatures,
+    BlockScaler,
+)
+from braindecode_pars.features.transformers import BLOCKS, DEFAULT_READOUT, READOUTS
+
+#: ``max_iter`` of the probe's and the floors' logistic regression.
+LOGISTIC_MAX_ITER = 1000
+#: The blocks of the candidate recipes, from the fewest: band power alone, with the
+#: tangent space, and each of these with the encoder's block. Ties go to the first.
+RECIPE_BLOCKS = (
+    ("bandpower",),
+    ("bandpower", "tangentspace"),
+    ("encoder", "bandpower"),
+    ("encoder", "bandpower", "tangentspace"),
+)
+#: The inverse L2 strengths of the candidates, each with every entry of RECIPE_BLOCKS.
+RECIPE_CS = (0.01, 1.0)
+#: The default inverse L2 strength, over standardised features: chosen among 0.01 to 10
+#: on the selection splits of the development tasks at 1, 2, 4 and 12 labelled EEGMAT
+#: subjects, for both default recipes (``benchmarks/results/probe_c.md``).
+DEFAULT_C = 3.0
+#: The fewest groups an inner leave-one-group-out comparison is run on.
+MIN_GROUPS = 3
+#: ``inner_cv="auto"``: leave-one-group-out up to this many groups, GroupKFold beyond.
+LOGO_MAX_GROUPS = 20
+#: ``inner_cv="auto"``'s folds beyond :data:`LOGO_MAX_GROUPS` groups.
+AUTO_FOLDS = 5
+#: An inner comparison projected to take longer than this (seconds, from its first
+#: fold) logs the projection and, at its end, the time it took.
+PROGRESS_AFTER_SECONDS = 10.0
+
+logger = logging.getLogger(__name__)
+
+
+def inner_splitter(inner_cv, n_groups, name="inner_cv"):
+    """The splitter of an inner comparison over ``n_groups`` groups.
+
+    Parameters
+    ----------
+    inner_cv : "auto" | int | splitter
+        ``"auto"``: leave-one-group-out up to :data:`LOGO_MAX_GROUPS` groups (one fold
+        per group), ``GroupKFold(AUTO_FOLDS)`` beyond; an int ``k >= 2``:
+        ``GroupKFold(k)`` (leave-one-group-out when ``k`` is at least the number of
+        groups); a scikit-learn splitter (``split(X, y, groups)``), used as it is.
+    n_groups : int
+    name : str
+        The parameter's name, for the error.
+
+    Returns
+    -------
+    splitter : sklearn.model_selection splitter
+    """
+    from sklearn.model_selection import GroupKFold, LeaveOneGroupOut
+
+    if isinstance(inner_cv, str):
+        check_option(name, inner_cv, ("auto",))
+        inner_cv = AUTO_FOLDS if n_groups > LOGO_MAX_GROUPS else None
+    elif isinstance(inner_cv, numbers.Integral) and not isinstance(inner_cv, bool):
+        if inner_cv < 2:
+            raise ValueError(
+                f"Invalid value for the '{name}' parameter: an int must be at least 2 (the "
+                f"folds of a GroupKFold), but got {inner_cv}."
+            )
+    elif not hasattr(inner_cv, "split"):
+        raise TypeError(
+            f"'{name}' must be 'auto', an int of at least 2 or a scikit-learn splitter "
+            f"with a split(X, y, groups) method, but got {type(inner_cv).__name__}."
+        )
+    else:
+        return inner_cv
+    if inner_cv is None or inner_cv >= n_groups:
+        return LeaveOneGroupOut()
+    return GroupKFold(n_splits=int(inner_cv))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeRecipe:
+    """What a probe is: its blocks and regression, and how the blocks are read.
+
+    Parameters
+    ----------
+    blocks : tuple of str
+        The blocks, in the order they are stacked: of ``"encoder"``, ``"bandpower"``,
+        ``"tangentspace"`` for a probe (:func:`fit_blocks` takes any names of the
+        features it is given).
+    C : float
+        Inverse L2 strength of the class-balanced logistic regression, over features
+        scaled as the module says (standardised, blocks of equal total variance).
+    readout : {"mean+std", "mean", "blocks"}
+        What the encoder's block reads (:class:`~braindecode_pars.features.EncoderFeatures`).
+    bands : dict | sequence of (name, low, high) | None
+        The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
+        frequency.
+    align : {None, "groups"}
+        Align each group on its own windows before the scaling.
+    crop_seconds : float | None
+        The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`).
+
+    Examples
+    --------
+    >>> str(ProbeRecipe(("encoder", "bandpower"), C=1.0))
+    'encoder+bandpower (C=1)'
+    >>> len(ProbeRecipe().candidates(encoder=False))  # 2 block sets x 2 values of C
+    4
+    """
+
+    blocks: tuple = ("bandpower", "tangentspace")
+    C: float = DEFAULT_C
+    readout: str = DEFAULT_READOUT
+    bands: object = None
+    align: str | None = None
+    crop_seconds: float | None = None
+
+    def __post_init__(self):
+        blocks = self.blocks
+        if isinstance(blocks, str) or not all(isinstance(b, str) for b in blocks) or not blocks:
+            raise ValueError(
+                f"'blocks' must be a non-empty sequence of block names (of {BLOCKS}), but "
+                f"got {blocks!r}."
+            )
+        object.__setattr__(self, "blocks", tuple(blocks))
+        check_range("C", self.C, 0, math.inf, low_open=True)
+        object.__setattr__(self, "C", float(self.C))
+        check_option("readout", self.readout, READOUTS)
+        check_option("align", self.align, (None, "groups"))
+        if self.crop_seconds is not None:
+            check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
+
+    def __str__(self):
+        return f"{'+'.join(self.blocks)} (C={self.C:g})"
+
+    @property
+    def encoder(self):
+        """Whether the recipe holds the encoder's block."""
+        return "encoder" in self.blocks
+
+    def candidates(self, encoder=True):
+        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment
+        and crops with each entry of :data:`RECIPE_BLOCKS` (those with the encoder's
+        block only when ``encoder``) and each ``C`` of :data:`RECIPE_CS`, in that order."""
+        return [
+            dataclasses.replace(self, blocks=blocks, C=C)
+            for blocks in RECIPE_BLOCKS
+            if encoder or "encoder" not in blocks
+            for C in RECIPE_CS
+        ]
+
+
+def _logistic(C, random_state):
+    """The class-balanced logistic regression of the probe and the floors."""
+    return LogisticRegression(
+        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+    )
+
+
+def _block_steps(name, raw, align):
+    """The unfitted steps from a block's raw features to unit total variance: the
+    alignment (with ``align``), the tangent space (covariances), :class:`BlockScaler`."""
+    covariances = np.ndim(raw) == 3
+    steps = []
+    if align:
+        steps.append(AlignCovariances() if covariances else AlignFeatures())
+    if covariances:
+        from pyriemann.tangentspace import TangentSpace
+
+        steps.append(TangentSpace(metric="riemann"))
+    return steps + [BlockScaler()]
+
+
+def _run(steps, F, groups, fit):
+    for step in steps:
+        kwargs = {"groups": groups} if isinstance(step, AlignFeatures | AlignCovariances) else {}
+        F = step.fit_transform(F, **kwargs) if fit else step.transform(F, **kwargs)
+    return F
+
+
+def _width(raw):
+    """The columns a block's raw features give: theirs, or the tangent space's."""
+    return raw.shape[1] * (raw.shape[1] + 1) // 2 if np.ndim(raw) == 3 else raw.shape[1]
+
+
+def _design(names, features, steps, groups, fit):
+    """The matrix of the blocks ``names`` side by side in one preallocated array: each
+    block's steps (``steps[name]``, fitted first with ``fit``) run on its raw features,
+    the last, its :class:`BlockScaler`, writing the unit-variance features straight into
+    the block's columns (no scaled copy of a block is made beside the matrix)."""
+    blocks = {}
+    for name in names:  # the steps fitted first: their temporaries are freed before X
+        *before, scaler = steps[name]
+        blocks[name] = _run(before, features[name], groups, fit)
+        if fit:
+            scaler.fit(blocks[name])
+    widths = [_width(features[name]) for name in names]
+    X = np.empty((len(features[names[0]]), sum(widths)))
+    start = 0
+    for name, width in zip(names, widths, strict=True):
+        steps[name][-1]._transform_into(blocks[name], X[:, start : start + width])
+        start += width
+    return X
+
+
+def _scale(X, scalers):
+    """``X`` (blocks of unit total variance) with each block scaled, in place, to
+    ``P / B``: ``P`` the varying features, ``B`` the blocks with any (their scalers)."""
+    widths = [scaler.n_varying_ for scaler in scalers]
+    P, B = sum(widths), sum(w > 0 for w in widths)
+    X *= np.sqrt(P / max(B, 1))
+    return X
+
+
+class _FittedBlocks:
+    """A probe fitted from raw block features: each block's steps, the regression."""
+
+    def __init__(self, recipe, steps, model):
+        self.recipe, self.steps, self.model = recipe, steps, model
+        self.classes_ = model.classes_
+
+    def transform(self, features, groups=None):
+        """The scaled features the regression sees, blocks in the recipe's order."""
+        blocks = self.recipe.blocks
+        X = _design(blocks, features, self.steps, groups, fit=False)
+        return _scale(X, [self.steps[n][-1] for n in blocks])
+
+    def predict_proba(self, features, groups=None):
+        return self.model.predict_proba(self.transform(features, groups))
+
+
+def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
+    """The probe of ``recipe`` fitted on raw block features.
+
+    Parameters
+    ----------
+    recipe : ProbeRecipe
+    features : dict
+        ``{name: raw features}`` holding every block of ``recipe.blocks``
+        (:func:`~braindecode_pars.features.transformers.block_features`): 2-D blocks are
+        features, 3-D blocks covariances (through the tangent space).
+    y : array-like, shape (n_windows,)
+    groups : array-like, shape (n_windows,) | None
+        The group of each window, for ``recipe.align``.
+    random_state : int | None
+        Of the logistic regression's solver.
+
+    Returns
+    -------
+    fitted : object
+        ``transform(features, groups=None)`` (the matrix the regression sees),
+        ``predict_proba(features, groups=None)``, ``classes_``, ``model`` (the
+        ``LogisticRegression``).
+    """
+    y = np.asarray(y)
+    align = recipe.align is not None
+    if align and groups is not None:
+        groups = np.asarray(groups)
+        if all(len(np.unique(y[groups == g])) == 1 for g in np.unique(groups)):
+            warnings.warn(
+                "Every group of 'groups' holds a single class: aligning each group on "
+                "itself removes the differences between groups, which is all these labels "
+                "vary with (a trait of the subject). Use the unaligned probe (align=None).",
+                UserWarning,
+                stacklevel=3,
+            )
+    steps = {name: _block_steps(name, features[name], align) for name in recipe.blocks}
+    X = _design(recipe.blocks, features, steps, groups, fit=True)
+    X = _scale(X, [steps[n][-1] for n in recipe.blocks])
+    model = _logistic(recipe.C, random_state).fit(X, y)
+    return _FittedBlocks(recipe, steps, model)
+
+
+def compare_recipes(candidates, features, y, groups, *, random_state=None, cv=None):
+    """Each candidate's balanced accuracy in an inner cross-validation over groups
+    (leave-one-group-out by default) on raw block features.
+
+    In each fold, what depends on windows (the alignment's reference, the tangent
+    space's reference point, the scalers) is fitted on the training groups only, as
+    :func:`fit_blocks` fits it; the held-out group is aligned on itself.
+
+    Parameters
+    ----------
+    candidates : list of ProbeRecipe
+        Recipes that differ only in ``blocks`` and ``C`` (:meth:`ProbeRecipe.candidates`).
+    features : dict
+        Raw features of every block the candidates name.
+    y, groups : ndarray, shape (n_windows,)
+    random_state : int | None
+        Seed of the logistic regression's solver.
+    cv : "auto" | int | splitter | None
+        The folds, as :func:`inner_splitter` reads ``PARSProbe(inner_cv=...)``; None:
+        leave-one-group-out. The first fold's time and the projected total are logged
+        (``logging.INFO``) when that total exceeds :data:`PROGRESS_AFTER_SECONDS`.
+
+    Returns
+    -------
+    scores : pandas.DataFrame
+        One row per candidate, indexed by ``str(recipe)``: ``blocks``, ``C``, ``mean``
+        and ``std`` of the balanced accuracy over the held-out folds (``mean``
+        chooses), ``log_loss`` (its mean over the held-out folds whose classes the
+        fold trained on), ``n_groups`` (the folds scored: the groups under
+        leave-one-group-out; a fold whose absence leaves one class to train on is not
+        scored).
+    """
+    y, groups = np.asarray(y), np.asarray(groups)
+    n_groups = len(np.unique(groups))
+    if cv is None:
+        from sklearn.model_selection import LeaveOneGroupOut
+
+        splitter = LeaveOneGroupOut()
+    else:
+        splitter = inner_splitter(cv, n_groups)
+    folds = [
+        (np.isin(np.arange(len(y)), train), np.isin(np.arange(len(y)), test))
+        for train, test in splitter.split(np.zeros((len(y), 1)), y, groups)
+    ]
+    align = candidates[0].align is not None
+    names = list(dict.fromkeys(b for r in candidates for b in r.blocks))
+    pre = {}  # aligned once when no group is small: each group needs no reference
+    if align and np.unique(groups, return_counts=True)[1].min() >= ALIGN_MIN_WINDOWS:
+        pre = {n: _run(_block_steps(n, features[n], True)[:1], features[n], groups, True)
+               for n in names}  # fmt: skip
+    scores = [[] for _ in candidates]
+    losses = [[] for _ in candidates]
+    start, long = time.perf_counter(), False
+    for k, (train, test) in enumerate(folds):
+        if k == 1:
+            first = time.perf_counter() - start
+            long = first * len(folds) > PROGRESS_AFTER_SECONDS
+        if k == 1 and long:
+            logger.info(
+                "recipe='auto': the first of %d inner folds (%s, %d groups) took %.1f s; "
+                "all %d: about %.0f s.",
+                len(folds), type(splitter).__name__, n_groups, first, len(folds),
+                first * len(folds),
+            )  # fmt: skip
+        if len(np.unique(y[train])) < 2:
+            continue
+        fold = {}
+        for n in names:
+            F, steps = pre.get(n, features[n]), _block_steps(n, features[n], align)
+            if n in pre:
+                steps = steps[1:]
+            tr = _run(steps, F[train], groups[train], True)
+            fold[n] = (tr, _run(steps, F[test], groups[test], False), steps[-1])
+        for i, recipe in enumerate(candidates):
+            scalers = [fold[n][2] for n in recipe.blocks]
+            X_train = _scale(np.hstack([fold[n][0] for n in recipe.blocks]), scalers)
+            X_test = _scale(np.hstack([fold[n][1] for n in recipe.blocks]), scalers)
+            model = _logistic(recipe.C, random_state).fit(X_train, y[train])
+            proba = model.predict_proba(X_test)
+            predicted = model.classes_[proba.argmax(axis=1)]
+            with warnings.catch_warnings():  # a group of one class: its recall
+                warnings.simplefilter("ignore", UserWarning)
+                scores[i].append(balanced_accuracy_score(y[test], predicted))
+            seen = np.isin(y[test], model.classes_).all()  # else no log loss
+            losses[i].append(log_loss(y[test], proba, labels=model.classes_) if seen else np.nan)
+    if long:
+        logger.info(
+            "recipe='auto': %d candidates compared over %d inner folds in %.1f s.",
+            len(candidates), len(folds), time.perf_counter() - start,
+        )  # fmt: skip
+    return pd.DataFrame(
+        {
+            "blocks": ["+".join(r.blocks) for r in candidates],
+            "C": [r.C for r in candidates],
+            "mean": [np.mean(s) if s else np.nan for s in scores],
+            "std": [np.std(s) if s else np.nan for s in scores],
+            "log_loss": [_finite_mean(s) for s in losses],
+            "n_groups": [len(s) for s in scores],
+        },
+        index=pd.Index([str(r) for r in candidates], name="recipe"),
+    )
+
+
+def _finite_mean(values):
+    values = [v for v in values if not np.isnan(v)]
+    return float(np.mean(values)) if values else np.nan

@@ -1,0 +1,480 @@
+"""A pretraining corpus from a user's own recordings.
+
+The shipped encoder's corpus is :func:`~braindecode_pars.datasets.corpus.shared_corpus`;
+the preprocessing and the windowing are in :mod:`.windowing`.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import logging
+import re
+from pathlib import Path
+
+import mne
+from braindecode.datasets import BaseConcatDataset, RawDataset
+
+from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.logs import plural
+from braindecode_pars.io.windowing import (
+    RecordingStream,
+    _fixed_length_windower,
+    _microvolt_step,
+    recording_preprocessors,
+    windows_of,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Extensions of the recordings that :func:`mne.io.read_raw` reads.
+RECORDING_EXTENSIONS = (
+    ".edf", ".bdf", ".gdf", ".fif", ".fif.gz", ".vhdr", ".set", ".cnt", ".mff", ".nxe",
+)  # fmt: skip
+
+
+def find_recordings(patterns):
+    """Files matching a folder, a glob (``'data/**/*.edf'``) or a list of either.
+
+    A folder stands for every recording below it with an extension of
+    :data:`RECORDING_EXTENSIONS`; so does a glob, whose matches are filtered the
+    same way (``'data/*'`` skips BrainVision's ``.vmrk`` and ``.eeg`` companions).
+    A plain file path is taken as it is.
+
+    Parameters
+    ----------
+    patterns : str | Path | list of them
+        Folders, globs or files.
+
+    Returns
+    -------
+    files : list of Path
+        The recordings, sorted within each pattern, each listed once.
+
+    Raises
+    ------
+    FileNotFoundError
+        When a pattern matches no recording; the message names the pattern.
+    """
+    patterns = [patterns] if isinstance(patterns, str | Path) else list(patterns)
+    if not patterns:
+        raise FileNotFoundError("No recording pattern given: 'patterns' is empty.")
+    files = []
+    for pattern in map(str, patterns):
+        if Path(pattern).is_dir():
+            found = [p for p in sorted(Path(pattern).rglob("*")) if _is_recording(p)]
+        elif glob.has_magic(pattern):
+            found = [Path(p) for p in sorted(glob.glob(pattern, recursive=True))]
+            found = [p for p in found if _is_recording(p)]
+        else:
+            found = [Path(pattern)] if Path(pattern).is_file() else []
+        if not found:
+            raise FileNotFoundError(
+                f"No recording matches {pattern!r} (extensions: {', '.join(RECORDING_EXTENSIONS)})."
+            )
+        files += [p for p in found if p not in files]
+    return files
+
+
+def _is_recording(path):
+    return path.is_file() and path.name.lower().endswith(RECORDING_EXTENSIONS)
+
+
+#: Words of channel names that mark a signal other than EEG (a word starting with the
+#: first five: ``EKG1``, ``EMG-chin``, ``Resp oro-nasal``), matched without regard to case.
+NON_EEG_PREFIXES = ("ECG", "EKG", "EOG", "EMG", "RESP")
+NON_EEG_WORDS = (
+    "LOC", "ROC", "SPO2", "SAO2", "PLETH", "PULSE", "HR", "THOR", "THORAX", "ABD", "ABDO",
+    "ABDOMEN", "AIRFLOW", "FLOW", "NASAL", "SNORE", "CHIN", "LEG", "POSITION", "LIGHT",
+    "TEMP", "STATUS", "TRIGGER", "STIM", "STI", "EVENT", "MARKER", "PHOTIC", "IBI",
+    "BURSTS", "SUPPR", "MISC",
+)  # fmt: skip
+#: Reference electrodes: a channel whose name holds only these (``A1``, ``A2-A1``,
+#: ``EEG M1-M2``, ``REF``) is a reference derivation, not EEG of a scalp site.
+REFERENCE_NAMES = ("A1", "A2", "M1", "M2", "REF", "LE", "RE", "AVG", "AR", "CAR", "GND")
+
+
+def non_eeg_channels(ch_names):
+    """The channel names that mark a non-EEG signal or a reference derivation.
+
+    A name is cut into words at every character that is not a letter or a digit,
+    a leading ``EEG`` is dropped (EDF's type prefix), and the channel is left out
+    when a word names another signal (:data:`NON_EEG_PREFIXES`,
+    :data:`NON_EEG_WORDS`: ``ECG ECG``, ``EOG LOC-A2``, ``EMG Chin``...) or when
+    every word is a reference electrode (:data:`REFERENCE_NAMES`: ``EEG A2-A1``,
+    ``M1``, ``REF``). Scalp sites measured against a reference (``EEG Fp1-REF``,
+    ``C3-M2``) and mastoid-adjacent sites (``TP9``) are EEG.
+
+    Parameters
+    ----------
+    ch_names : list of str
+        A recording's channel names as its file gives them (``raw.ch_names``).
+
+    Returns
+    -------
+    names : list of str
+        The names left out, in their order.
+    """
+    out = []
+    for name in ch_names:
+        words = [w for w in re.split(r"[^0-9A-Z]+", name.upper()) if w]
+        if words[:1] == ["EEG"]:
+            words = words[1:]
+        other = any(w.startswith(NON_EEG_PREFIXES) or w in NON_EEG_WORDS for w in words)
+        reference = bool(words) and all(w in REFERENCE_NAMES for w in words)
+        if other or reference:
+            out.append(name)
+    return out
+
+
+def _excluded(raw, picks, exclude):
+    """The channel names of ``raw`` that ``exclude`` leaves out of ``picks``: its names,
+    and the automatic exclusions (:func:`non_eeg_channels`, but for names ``picks``
+    lists) when it is or holds "auto"."""
+    names = set() if isinstance(exclude, str) else set(exclude) - {"auto"}
+    automatic = set()
+    if exclude == "auto" or (not isinstance(exclude, str) and "auto" in exclude):
+        asked = set(picks) if isinstance(picks, list | tuple) else set()
+        automatic = set(non_eeg_channels(raw.ch_names)) - asked
+    return [ch for ch in raw.ch_names if ch in names or ch in automatic]
+
+
+def _check_exclude(exclude):
+    """``exclude`` as "auto" or a list of channel names (which may hold "auto"), or an
+    error in MNE's wording."""
+    if exclude == "auto":
+        return exclude
+    if isinstance(exclude, list | tuple | set) and all(isinstance(n, str) for n in exclude):
+        return list(exclude)
+    raise ValueError(
+        "Invalid value for the 'exclude' parameter. Allowed values are 'auto' and a list "
+        "of channel names (holding 'auto' to add the automatic exclusions), but got "
+        f"{exclude!r} instead."
+    )
+
+
+def _subject(raw):
+    """The person of a recording as its header names them (EDF's patient code), or None
+    (none, or anonymised to 'X')."""
+    subject = (raw.info.get("subject_info") or {}).get("his_id")
+    if subject is None or str(subject).strip() in ("", "X", "x"):
+        return None
+    return str(subject).strip()
+
+
+def _channels(file, picks, exclude, on_error, skipped):
+    """The recording's header (not its data), the channels kept and left out, or None to
+    skip it (``(file, reason)`` then appended to ``skipped``)."""
+    try:
+        raw = mne.io.read_raw(file, preload=False, verbose="error")
+    except Exception as err:  # MNE's readers raise ValueError, OSError, RuntimeError...
+        reason = f"{type(err).__name__}: {err}"
+        if on_error == "raise":
+            raise ValueError(
+                f"Cannot read the recording '{file}' ({reason}). Remove it, or pass "
+                "on_error='skip' to leave unreadable files out with a warning."
+            ) from err
+        logger.warning("Skipping '%s': cannot read it (%s).", file, reason)
+        skipped.append((str(file), f"cannot read it ({reason})"))
+        return None
+    header = list(raw.ch_names)
+    try:
+        raw.pick(picks)
+    except ValueError as err:
+        logger.warning("Skipping %s: its channels do not match picks=%r (%s).", file, picks, err)
+        skipped.append((str(file), f"its channels do not match picks={picks!r} ({err})"))
+        return None
+    left_out = _excluded(raw, picks, exclude)
+    kept = [ch for ch in raw.ch_names if ch not in left_out]
+    if not kept:
+        logger.warning(
+            "Skipping %s: every channel of picks=%r is left out by exclude=%r (%s).",
+            file,
+            picks,
+            exclude,
+            left_out,
+        )
+        skipped.append((str(file), f"every channel is left out by exclude={exclude!r}"))
+        return None
+    not_picked = [ch for ch in header if ch not in raw.ch_names]
+    return raw.pick(kept), left_out, not_picked
+
+
+def _read(file, channels, subject=None):
+    """The recording ``file`` with ``channels``, as a braindecode RawDataset (description
+    ``file``, and ``subject`` when its header names one)."""
+    raw = mne.io.read_raw(file, preload=False, verbose="error")
+    description = {"file": str(file)}
+    if subject is not None:
+        description["subject"] = subject
+    return RawDataset(raw.pick(channels), description)
+
+
+@functools.lru_cache(maxsize=1)
+def _montage_sites():
+    """The electrode names of MNE's 10-05 montage, in capitals (10-20's T3-T6 included)."""
+    import warnings
+
+    names = mne.channels.get_builtin_montages()
+    name = "colin27_1005" if "colin27_1005" in names else "standard_1005"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        montage = mne.channels.make_standard_montage(name)
+    return frozenset(n.upper() for n in montage.ch_names)
+
+
+def off_montage(ch_names):
+    """The channel names whose site is not on the 10-05 montage.
+
+    A name's site is what is left once a leading ``EEG`` (EDF's type prefix) and a
+    reference after ``-`` are cut: ``EEG Fp1-REF`` is Fp1, ``C3-M2`` is C3; ``X1``,
+    ``Photic`` or ``DC01`` are not sites.
+
+    Parameters
+    ----------
+    ch_names : list of str
+        Channel names, any case, with or without EDF's ``EEG`` prefix and a reference.
+
+    Returns
+    -------
+    names : list of str
+        The names off the montage, in their order.
+    """
+    sites = _montage_sites()
+    out = []
+    for name in ch_names:
+        words = name.strip().upper().split()
+        if len(words) > 1 and words[0] == "EEG":
+            words = words[1:]
+        site = re.split(r"[-\s]", " ".join(words))[0]
+        if site not in sites:
+            out.append(name)
+    return out
+
+
+def _files(files, shown=3):
+    """``a.edf, b.edf, c.edf and 44 more``."""
+    names = [Path(f).name for f in files]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def _log_channels(kept, exclude, not_picked=None, picks="eeg"):
+    """Say once what the recordings keep: one INFO line for all, each recording at DEBUG;
+    one WARNING for kept channels off the 10-05 montage (grouped by those channels,
+    naming the files) and one when the recordings have several channel sets."""
+    sets = {}
+    for file, (channels, left_out) in kept.items():
+        sets.setdefault(tuple(channels), []).append(file)
+        logger.debug(
+            "%s: pretraining on %d channels: %s; left out (exclude=%r): %s.",
+            file, len(channels), ", ".join(channels), exclude, ", ".join(left_out) or "none",
+        )  # fmt: skip
+    out = {}
+    for file, (_, left_out) in kept.items():
+        for ch in left_out:
+            out.setdefault(ch, []).append(file)
+    typed = {}  # channels picks left out (of another MNE type) -> their recordings
+    for file, names in (not_picked or {}).items():
+        if file in kept:
+            for ch in names:
+                typed[ch] = typed.get(ch, 0) + 1
+    other = ", ".join(f"{ch} ({n})" for ch, n in typed.items())
+    other = f" Not picked (picks={picks!r}, recordings): {other}." if typed else ""
+    if len({(tuple(c), tuple(o)) for c, o in kept.values()}) == 1:
+        channels, left_out = next(iter(kept.values()))
+        logger.info(
+            "Pretraining on %s of %s: %s; left out (exclude=%r): %s.%s",
+            plural(len(channels), "channel"),
+            "the recording" if len(kept) == 1 else f"the {len(kept)} recordings",
+            ", ".join(channels), exclude, ", ".join(left_out) or "none", other,
+        )  # fmt: skip
+    else:
+        shown = "; ".join(f"{len(f)} with {plural(len(c), 'channel')}" for c, f in sets.items())
+        left = ", ".join(f"{ch} ({len(f)})" for ch, f in out.items()) or "none"
+        logger.info(
+            "Pretraining on the channels of %s, %d channel sets (%s); left out "
+            "(exclude=%r, recordings): %s.%s Each recording's channels: DEBUG logging.",
+            plural(len(kept), "recording"), len(sets), shown, exclude, left, other,
+        )  # fmt: skip
+    off = {}
+    for file, (channels, _) in kept.items():
+        names = tuple(off_montage(channels))
+        if names:
+            off.setdefault(names, []).append(file)
+    if off:
+        groups = "; ".join(
+            f"{', '.join(names)} in {plural(len(files), 'recording')} ({_files(files)})"
+            for names, files in off.items()
+        )
+        every = sorted({n for names in off for n in names})
+        logger.warning(
+            "Kept as EEG, though their names are not sites of the 10-05 montage: %s. If "
+            "they are not scalp EEG, leave them out with exclude=['auto', %s] (the "
+            "command's --exclude %s).",
+            groups, ", ".join(repr(n) for n in every), " ".join(every),
+        )  # fmt: skip
+    if len(sets) > 1:
+        _log_channel_sets(sets)
+
+
+def _log_channel_sets(sets):
+    """Say what recordings of several channel sets (``{channels: [files]}``) become: one
+    channel each of several names stacks by position (INFO, naming the names); others
+    need one set (a WARNING with the channels they share, or the remedies when they
+    share none; never an empty pick)."""
+    if all(len(channels) == 1 for channels in sets):
+        names = "; ".join(
+            f"{channels[0]} ({plural(len(files), 'recording')}: {_files(files)})"
+            for channels, files in sets.items()
+        )
+        logger.info(
+            "The recordings have one channel each, under %d names: %s. Pretraining draws "
+            "one channel at a time and takes them all; a classifier stacks their windows "
+            "by position, as one channel.",
+            len(sets), names,
+        )  # fmt: skip
+        return
+    common = [ch for ch in next(iter(sets)) if all(ch in c for c in sets)]
+    groups = "; ".join(
+        f"{plural(len(files), 'recording')} with {plural(len(channels), 'channel')} "
+        f"({_files(files)})"
+        for channels, files in sets.items()
+    )
+    if common:
+        fix = (
+            f"picks={common!r} (the command's --channels {' '.join(common)}) keeps the "
+            f"{plural(len(common), 'channel')} they share."
+        )
+    else:
+        fix = (
+            "they share no channel: read the recordings of each set apart, or rename "
+            "the same sites to one name first (mne's Raw.rename_channels)."
+        )
+    logger.warning(
+        "The recordings have %d channel sets: %s. Pretraining draws one channel at a time "
+        "and takes them all; a classifier of several channels needs one set: %s",
+        len(sets), groups, fix,
+    )  # fmt: skip
+
+
+def load_recordings(
+    patterns,
+    sfreq=100.0,
+    window_seconds=30.0,
+    stride_seconds=None,
+    l_freq=0.3,
+    h_freq=None,
+    notch_freq=None,
+    picks="eeg",
+    n_jobs=1,
+    exclude="auto",
+    on_error="raise",
+    lazy=False,
+):
+    """Any recordings MNE reads (EDF, BDF, FIF, BrainVision, EEGLAB...) as pretraining windows.
+
+    Each file is read with :func:`mne.io.read_raw`, its EEG channels kept
+    (``picks``, ``exclude``), preprocessed as the paper does
+    (:func:`recording_preprocessors`) through braindecode's ``preprocess``, scaled from
+    volts (MNE's unit) to microvolts, and cut into fixed-length windows. Recordings
+    shorter than one window are skipped with a warning. Every file's header is read
+    first, so that an unreadable file stops the call (or is skipped,
+    ``on_error="skip"``) before any preprocessing. The channels kept are logged
+    in one ``logging.INFO`` line (each recording's at ``DEBUG``); one warning names
+    the kept channels whose names are not sites of the 10-05 montage
+    (:func:`off_montage`) with their files, and one the channel sets when the
+    recordings have several. The description holds ``file``, and ``subject`` where
+    the header names the person (EDF's patient code, unless anonymised to ``X``).
+    Recordings of one channel each under several names (sleep labs mix derivations:
+    C3-A1, CZ-A1, Fpz-Cz) are one channel to a classifier: their windows stack by
+    position, and the log says so. Hand the result to
+    :class:`~braindecode_pars.pretraining.views.SingleChannelWindows` (one random channel
+    of a random crop per example) or write it once with
+    :func:`~braindecode_pars.store.write_window_store`.
+
+    Parameters
+    ----------
+    patterns : str | Path | list
+        Folders, globs (``'path/**/*.edf'``) or files.
+    sfreq : float
+        Sampling rate after resampling (the encoder's).
+    window_seconds, stride_seconds : float
+        Window length and stride (default: the length).
+    l_freq, h_freq, notch_freq, picks
+        See :func:`recording_preprocessors`. ``picks`` selects channels as MNE does:
+        ``"eeg"`` (the default) keeps the channels typed EEG, which in an EDF file is
+        every channel, ECG and reference derivations included (hence ``exclude``).
+    n_jobs : int
+        Parallel jobs of the preprocessing (without ``lazy``).
+    exclude : "auto" | list of str
+        Channels left out of ``picks``. ``"auto"``: those whose names mark another
+        signal (ECG, EKG, EOG, EMG, respiration...) or a reference derivation (A1,
+        A2, M1, M2, ``A2-A1``, REF...), see :func:`non_eeg_channels`, except the
+        names ``picks`` lists itself. A list: these names (MNE's meaning of
+        ``exclude``), and the automatic ones too when it holds ``"auto"``
+        (``["auto", "X1"]``); ``[]`` keeps every channel ``picks`` selects.
+    on_error : "raise" | "skip"
+        A file that cannot be read (not the format its extension says, damaged):
+        ``"raise"`` stops with an error naming the file and the reason; ``"skip"``
+        leaves it out with a logged warning.
+    lazy : bool
+        False: every recording is read and windowed now, in memory. True: a
+        :class:`~braindecode_pars.io.windowing.RecordingStream` that reads,
+        preprocesses and windows one recording at a time as it is iterated, for
+        :func:`~braindecode_pars.store.write_window_store` (a store of any number of
+        recordings in the memory of one).
+
+    Returns
+    -------
+    windows : braindecode BaseConcatDataset | RecordingStream
+        Windows in microvolts; description column ``file``; no targets (pretraining
+        windows).
+
+    Examples
+    --------
+    >>> windows = load_recordings("my_study/**/*.edf", sfreq=100, window_seconds=10)
+    ... # doctest: +SKIP
+    """
+    check_option("on_error", on_error, ("raise", "skip"))
+    exclude = _check_exclude(exclude)
+    files = find_recordings(patterns)
+    kept, raws, skipped, subjects, not_picked = {}, [], [], {}, {}
+    for file in files:
+        found = _channels(file, picks, exclude, on_error, skipped)
+        if found is None:
+            continue
+        raw, left_out, not_picked[file] = found
+        kept[file] = (list(raw.ch_names), left_out)
+        subjects[file] = _subject(raw)
+        if not lazy:
+            description = {"file": str(file)}
+            if subjects[file] is not None:
+                description["subject"] = subjects[file]
+            raws.append(RawDataset(raw, description))
+    if not kept:
+        raise ValueError(
+            f"No recording matching {patterns!r} has channels picks={picks!r} "
+            f"(exclude={exclude!r})."
+        )
+    _log_channels(kept, exclude, not_picked, picks)
+    # the channels are picked already: the preprocessing keeps them all
+    preprocessors = [
+        *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),
+        _microvolt_step(),
+    ]
+    if lazy:
+        readers = [
+            functools.partial(_read, file, channels, subjects[file])
+            for file, (channels, _) in kept.items()
+        ]
+        windower = _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
+        return RecordingStream(readers, windower, skipped=skipped)
+    return windows_of(
+        BaseConcatDataset(raws),
+        preprocessors,
+        sfreq,
+        window_seconds,
+        stride_seconds,
+        n_jobs,
+    )

@@ -1,0 +1,27 @@
+"""Pretraining: the skorch net that trains a pretext model, the single-channel view it
+draws its crops from, and the loop around it (schedule, checkpoints, resuming, stops,
+distributed data parallel).
+
+- :mod:`~braindecode_pars.pretraining.net`: :class:`PretrainNet`;
+- :mod:`~braindecode_pars.pretraining.views`: :class:`SingleChannelWindows`;
+- :mod:`~braindecode_pars.pretraining.run`: :func:`run_pretraining`, one call from a view
+  to a trained net;
+- :mod:`~braindecode_pars.pretraining.stopping`: how a fit ends early
+  (:class:`TrainingStopped`, :class:`TimeLimit`) and continues;
+- :mod:`~braindecode_pars.pretraining.checkpoints`: :class:`StateCheckpoint`.
+"""
+
+from braindecode_pars.pretraining.checkpoints import StateCheckpoint
+from braindecode_pars.pretraining.net import PretrainNet
+from braindecode_pars.pretraining.run import run_pretraining
+from braindecode_pars.pretraining.stopping import TimeLimit, TrainingStopped
+from braindecode_pars.pretraining.views import SingleChannelWindows
+
+__all__ = [
+    "PretrainNet",
+    "SingleChannelWindows",
+    "StateCheckpoint",
+    "TimeLimit",
+    "TrainingStopped",
+    "run_pretraining",
+]

@@ -1,0 +1,514 @@
+"""Pretraining any pretext model through skorch, without labels: :class:`PretrainNet`.
+
+Its callbacks are in :mod:`~braindecode_pars.pretraining.callbacks`, its run record and
+resume check in :mod:`~braindecode_pars.pretraining.resume`, its validation on fixed draws
+in :mod:`~braindecode_pars.pretraining.validation` (the split in
+:mod:`~braindecode_pars.pretraining._split`), and its steps, which never wait for the
+device, with the log they keep, in :mod:`~braindecode_pars.pretraining.steps`; how a fit
+stops early, and a fit as a sitting of its run (folder held, stop signals, resumed to the
+step), in :mod:`~braindecode_pars.pretraining.stopping`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import EpochTimer
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+)
+
+from braindecode_pars._jobs.signals import check_stop_signals
+from braindecode_pars._jobs.workers import WorkerStart, start_method
+from braindecode_pars._util.checks import check_device, check_option
+from braindecode_pars.models.pretext.base import PretextModel
+from braindecode_pars.pretraining import distributed
+from braindecode_pars.pretraining import resume as _resume
+from braindecode_pars.pretraining._optim import with_fused_default
+from braindecode_pars.pretraining.callbacks import (
+    EpochProgress,
+    PretextSkill,
+    _EpochTable,
+    _reports_epoch,
+    _SamplerEpoch,
+)
+from braindecode_pars.pretraining.checkpoints import EncoderCheckpoint, StateCheckpoint
+from braindecode_pars.pretraining.config import PAPER
+from braindecode_pars.pretraining.disk_order import DiskOrderBatches
+from braindecode_pars.pretraining.resume import RunMismatchError, data_fingerprint
+from braindecode_pars.pretraining.schedule import (
+    WarmupCosineLR,
+    _batches_per_epoch,
+    _draws_with_replacement,
+)
+from braindecode_pars.pretraining.steps import _AsyncSteps, _ReadLog
+from braindecode_pars.pretraining.stopping import _Sittings, _StopAtSignal, _StopHandling
+from braindecode_pars.pretraining.validation import _FixedValidation
+from braindecode_pars.pretraining.views import SingleChannelWindows, _BatchedView
+
+logger = logging.getLogger(__name__)
+#: The epoch table of a run (skorch's PrintLog): shown by the command line, and by
+#: the estimators with ``verbose=2``.
+epoch_logger = logging.getLogger(__name__ + ".epochs")
+
+__all__ = [
+    "EpochProgress",
+    "PretextLoss",
+    "PretextSkill",
+    "PretrainNet",
+    "RunMismatchError",
+    "data_fingerprint",
+]
+
+
+class PretextLoss(nn.Module):
+    """The criterion of a pretext model: the ``loss`` entry of the model's output dict."""
+
+    def forward(self, y_pred, y_true=None):
+        return y_pred["loss"]
+
+
+def _from_store(dataset):
+    """Whether ``dataset`` is a store-backed view, or a ``Subset`` of one."""
+    if isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return isinstance(dataset, SingleChannelWindows) and dataset._store is not None
+
+
+def _shared_seed():
+    """A seed every process shares: torch's initial seed of rank 0 (each process's own
+    when not distributed)."""
+    seed = [int(torch.initial_seed())]
+    if distributed._is_distributed():
+        torch.distributed.broadcast_object_list(seed, src=0)
+    return seed[0]
+
+
+class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, NeuralNet):
+    """skorch net that pretrains a pretext model (PARS, MAE, MP3, DropPos) on unlabelled data.
+
+    ``fit(dataset)`` takes any dataset of ``(x, y)`` items with ``x`` a
+    (1, n_times) single-channel window (``y`` is ignored), typically a
+    :class:`~braindecode_pars.pretraining.SingleChannelWindows` view of braindecode
+    windows. Defaults follow the paper (section 2.5): AdamW, lr 1e-4, weight decay
+    1e-4, linear warm-up from 10 % of the rate over the first 10 % of epochs, then
+    cosine annealing.
+
+    Parameters
+    ----------
+    module : PretextModel | type
+        The pretext model (an instance, or a class with ``module__`` parameters).
+    max_epochs : int
+        Epochs of the whole run (a resumed run counts the epochs already done).
+        Paper: 1000.
+    batch_size : int
+        Paper: 512.
+    lr : float
+        Maximum learning rate. Paper: 1e-4.
+    valid_fraction : float | None
+        Share of the windows held out to measure the pretext loss and skill on data
+        the model does not train on (a seeded split): whole recordings of a
+        :class:`~braindecode_pars.pretraining.SingleChannelWindows` view (see
+        :func:`held_out_recordings`; ``valid_split_`` is then ``"recordings"``), or
+        whole groups of a view whose ``split_groups`` is set (``"groups"``),
+        otherwise windows (``"windows"``). Their crops and channels are
+        drawn once (at most ``max_valid_windows`` of them) and the model's patches
+        and masks come from a generator reseeded before every validation pass, so
+        the validation numbers of different epochs are comparable. None or 0: no
+        validation (``train_split`` may also be given directly).
+    max_valid_windows : int
+        At most this many validation windows are kept (drawn with a fixed seed).
+    checkpoint_dir : str | Path | None
+        If given, the encoder is saved there on the cadence of
+        ``checkpoint_every_minutes`` (``encoder_last.pt``) and when the validation loss
+        (or, without validation, the training loss) improves (``encoder_best.pt``), and
+        so is the whole training state (:class:`StateCheckpoint`: parameters, optimizer, history),
+        crash-safe, with the run's settings in ``config.json``. ``fit`` then resumes
+        from that state if it exists: the history and the learning-rate curve
+        continue, and only the remaining epochs run. A folder whose saved settings
+        differ from this net's (model, pretext settings, learning rate, batch size,
+        weight decay, the data's fingerprint, the epoch budget) is refused with a
+        :class:`RunMismatchError` that names the differences. The number of
+        processes, ``compile`` and ``amp`` may change between sittings: the state is
+        saved unwrapped (see :class:`StateCheckpoint`).
+    run_info : dict | None
+        Facts about the run written into ``config.json`` beside its settings but not
+        compared on resume (the command line that launched it, the recordings), for
+        its model card.
+    allow_new_budget : bool
+        Resume a run saved with another ``max_epochs``. The learning-rate curve is a
+        function of the fraction of the run done, so the rate jumps to where the new
+        budget puts the epochs already done (a warning says from what to what).
+    warmup_fraction : float
+        Fraction of the epochs of linear warm-up. Paper: 0.1.
+    eval_every_steps : int
+        Validation, the progress line and the epoch table's row come on a cadence:
+        the first epoch, every epoch that ends a multiple of
+        ``ceil(eval_every_steps / steps per epoch)`` epochs, and the last one; so a
+        corpus whose epoch is one step does not pay a validation pass and its logs at
+        every step. An epoch of as many steps or more is validated every epoch. The
+        training losses, kept on the device, are read on the same cadence
+        (:meth:`read_log`): a callback that reads an epoch's ``train_loss`` at its end
+        finds it on these epochs (1: every epoch).
+    checkpoint_every_minutes : float
+        With ``checkpoint_dir``, the whole state and ``encoder_last.pt`` are written at
+        the end of the first epoch that ends this long after the last write, at the end
+        of the run, and when training stops early (Ctrl-C, a stop signal, a
+        ``TimeLimit``, early stopping: :mod:`~braindecode_pars.pretraining.stopping`):
+        a long run loses at most this much on a crash, and never what it had saved.
+        When a stop comes within an epoch, the state saved holds the weights reached
+        and the epochs completed, so the resumed run does the interrupted epoch again.
+        ``encoder_best.pt`` is written on every validated epoch that improves.
+    progress_bar : bool
+        Show the progress over the epochs on stderr, with the skill and the time left
+        (:class:`~braindecode_pars.pretraining.callbacks.EpochProgress`): a bar on a
+        terminal, one plain line per reported epoch (``eval_every_steps``) when stderr
+        goes to a file or a pipe.
+    amp : bool
+        Run the forward pass under bf16 autocast (``torch.autocast``) on the net's
+        device (the folded PARS decoder leaves autocast and runs in float32). For
+        ``torch.compile``, pass skorch's own ``compile=True`` (PARS compiles with no
+        graph break, validation included: its draws are passed to the compiled module
+        as tensors), and its mode as ``compile__mode`` (None, "default",
+        "reduce-overhead", "max-autotune" or "max-autotune-no-cudagraphs"): with
+        "reduce-overhead" or "max-autotune" the steps replay as CUDA graphs on a GPU,
+        a step boundary marked before each.
+    distributed : bool | None
+        Train with torch's DistributedDataParallel, one process per device, as
+        launched by ``torchrun`` (see
+        :func:`~braindecode_pars.pretraining.distributed.init_distributed`).
+        None: whenever a process group of several processes is initialised. Each
+        process reads its own share of the data (a ``DistributedSampler``, reshuffled
+        every epoch) with ``batch_size`` windows per step, so the global batch is
+        ``batch_size * world_size``; batch losses are averaged over the processes,
+        so every process records the same history; only rank 0 logs, shows progress
+        and writes checkpoints. The model starts from the same weights on every
+        process (DistributedDataParallel broadcasts rank 0's); then torch's global
+        generator of process ``r`` is reseeded with ``torch.initial_seed() + r``, so
+        that every process draws its own patches, masks, crops and channels even when
+        all were seeded alike (as ``torchrun`` scripts usually are).
+    store_read : {"random", "disk"}
+        How the batches of a :meth:`~braindecode_pars.pretraining.SingleChannelWindows.from_store`
+        view are read. ``"random"``: every batch draws random windows anywhere in the
+        store (a ``DistributedSampler`` under DDP). ``"disk"``: in the order of the
+        store's file, chunks of windows in a random order every epoch, shuffled in a
+        buffer (:class:`~braindecode_pars.pretraining.disk_order.DiskOrderBatches`), for a
+        store read from a disk rather than from the page cache. Either way an epoch
+        reads every training window once and every process takes the same number of
+        steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
+        read at random.
+    stop_signals : str | int | sequence | None
+        Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
+        run cleanly, as a cluster's scheduler does at a time limit or a preemption
+        (SLURM's ``--signal``): while ``fit`` runs (in the main thread) they only set
+        a flag; before the next training step the state is saved in
+        ``checkpoint_dir`` (:class:`StateCheckpoint`, with the steps done of the
+        current epoch) and ``fit`` raises
+        :class:`~braindecode_pars.pretraining.TrainingStopped` (its ``reason``
+        ``"signal"``, its ``exit_code`` ``128 + signal``). Fitting again
+        with the same folder continues from that step: the epoch runs the steps it had
+        left, on the learning-rate curve of an uninterrupted run. Alone, the flag is a
+        Python variable read before every step; under DistributedDataParallel the
+        processes agree through one all-reduce every ``eval_every_steps`` steps and at
+        the end of the reported epochs (no step waits for it otherwise), so all stop
+        after the same step, at most ``eval_every_steps`` steps after the signal.
+        DataLoader workers ignore these signals and end with the net's process, under
+        every start method (:class:`~braindecode_pars._jobs.workers.WorkerStart`; a
+        ``worker_init_fn`` of yours runs after it). SIGINT (Ctrl-C) cannot be one: it
+        raises ``KeyboardInterrupt``, as in Python. Default: SIGTERM; None: none.
+    The history records ``train_loss`` and ``train_skill`` every epoch and, with
+    validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
+    :class:`PretextSkill`); the progress bar shows them. No step waits for the device
+    to record them: the values stay on it and are read at the end of every reported
+    epoch, of the run, and before a checkpoint (:meth:`read_log`), when the epochs
+    ended since get theirs. An epoch is a shuffled pass
+    over the training windows, or, when a process has fewer of them than
+    ``batch_size``, one step of ``batch_size`` windows drawn with replacement (each
+    window gives a new random channel and crop whenever it is drawn). A module given
+    as an instance is trained in place, as skorch does; pass ``copy.deepcopy(model)``
+    to keep the original.
+
+    **kwargs
+        Any other :class:`skorch.NeuralNet` argument (``optimizer__weight_decay``,
+        ``device``, ``train_split``, ``callbacks``, ``iterator_train__num_workers``...).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from braindecode_pars import PARS
+    >>> from braindecode_pars.pretraining import PretrainNet
+    >>> model = PARS(n_times=300, sfreq=10, n_patches=10, emb_dim=16, depth=1, n_heads=2,
+    ...              ff_dim=16)
+    >>> X = torch.utils.data.TensorDataset(torch.randn(32, 1, 300), torch.zeros(32))
+    >>> net = PretrainNet(model, max_epochs=2, batch_size=16, progress_bar=False)
+    >>> len(net.fit(X).history)
+    2
+    """
+
+    def __init__(
+        self,
+        module,
+        *args,
+        criterion=PretextLoss,
+        optimizer=torch.optim.AdamW,
+        lr=PAPER.lr,
+        max_epochs=PAPER.max_epochs,
+        batch_size=PAPER.batch_size,
+        train_split=None,
+        iterator_train__shuffle=True,
+        valid_fraction=None,
+        max_valid_windows=2048,
+        checkpoint_dir=None,
+        warmup_fraction=0.1,  # paper section 2.5: 100 of 1000 epochs
+        eval_every_steps=200,
+        checkpoint_every_minutes=5.0,
+        progress_bar=True,
+        amp=False,
+        distributed=None,
+        allow_new_budget=False,
+        run_info=None,
+        store_read="random",
+        stop_signals=("SIGTERM",),
+        **kwargs,
+    ):
+        kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
+        super().__init__(
+            module,
+            *args,
+            criterion=criterion,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            train_split=train_split,
+            iterator_train__shuffle=iterator_train__shuffle,
+            **kwargs,
+        )
+        self.valid_fraction = valid_fraction
+        self.max_valid_windows = max_valid_windows
+        self.checkpoint_dir = checkpoint_dir
+        self.warmup_fraction = warmup_fraction
+        self.eval_every_steps = eval_every_steps
+        self.checkpoint_every_minutes = checkpoint_every_minutes
+        self.progress_bar = progress_bar
+        self.amp = amp
+        self.distributed = distributed
+        self.allow_new_budget = allow_new_budget
+        self.run_info = run_info
+        self.store_read = store_read
+        self.stop_signals = stop_signals
+
+    @property
+    def distributed_(self):
+        """Whether this net trains with DistributedDataParallel."""
+        return distributed._is_distributed() if self.distributed is None else self.distributed
+
+    def get_default_callbacks(self):
+        callbacks = [
+            ("read_log", _ReadLog()),  # first: the others read what it reads
+            ("epoch_timer", EpochTimer()),
+            ("pretext_skill", PretextSkill()),
+            ("lr_schedule", WarmupCosineLR(warmup_fraction=self.warmup_fraction)),
+            ("sampler_epoch", _SamplerEpoch()),
+        ]
+        if distributed.rank() != 0:  # only rank 0 shows progress, logs and writes
+            return [*callbacks, ("stop_at_signal", _StopAtSignal())]
+        if self.progress_bar:
+            name = getattr(self.module, "__name__", type(self.module).__name__)
+            callbacks.append(("progress_bar", EpochProgress(f"pretraining {name}")))
+        if self.checkpoint_dir is not None:
+            minutes = self.checkpoint_every_minutes
+            callbacks += [
+                (
+                    "encoder_checkpoint",
+                    EncoderCheckpoint(self.checkpoint_dir, every_minutes=minutes),
+                ),
+                ("state_checkpoint", StateCheckpoint(self.checkpoint_dir, every_minutes=minutes)),
+            ]
+        callbacks.append(("print_log", _EpochTable(sink=epoch_logger.info)))
+        callbacks.append(("stop_at_signal", _StopAtSignal()))  # last: after the checkpoints
+        return callbacks
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        """Every validation pass starts a generator with the same seed (the same draws);
+        whether this epoch is validated and reported (``eval_every_steps``)."""
+        super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
+        device = self.device if str(self.device).startswith("cuda") else "cpu"
+        self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
+        self.reports_epoch_ = True
+        self.epoch_step_offset_ = 0
+        if dataset_train is not None:
+            per_epoch = self.epoch_steps_ = self.steps_per_epoch(len(dataset_train))
+            self.reports_epoch_ = _reports_epoch(
+                len(self.history), self.max_epochs, per_epoch, self.eval_every_steps
+            )
+            self.epoch_step_offset_ = self._resumed_steps(per_epoch)
+
+    def steps_per_epoch(self, n_windows):
+        """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
+        world = distributed.world_size() if self.distributed_ else 1
+        return _batches_per_epoch(n_windows, self.batch_size, world)
+
+    def get_iterator(self, dataset, training=False):
+        """Training batches: a shuffled pass over the windows (a DistributedSampler's
+        share of them when distributed), or, when a process has fewer training windows
+        than ``batch_size``, one step of ``batch_size`` windows drawn with replacement
+        per epoch, so that every step trains on a full batch of crops. The crops of a
+        :class:`~braindecode_pars.pretraining.SingleChannelWindows` view are drawn a batch
+        at a time into one array
+        (:class:`~braindecode_pars.pretraining.views._BatchedView`), in pinned
+        memory on CUDA. With worker processes (``iterator_train__num_workers``), one
+        DataLoader serves every epoch of a fit and keeps its workers
+        (``persistent_workers``), so that an epoch of a few batches does not start them
+        anew."""
+        if not training:
+            return super().get_iterator(dataset, training=training)
+        kept = getattr(self, "_train_loader", None)
+        if kept is not None and kept[0] is dataset:
+            return kept[1]
+        loader = self._train_iterator(dataset)
+        if getattr(loader, "persistent_workers", False):
+            self._train_loader = (dataset, loader)
+        return loader
+
+    def _train_iterator(self, dataset):
+        """A new training DataLoader of :meth:`get_iterator`."""
+        world = distributed.world_size() if self.distributed_ else 1
+        short = _draws_with_replacement(len(dataset), self.batch_size, world)
+        batched = _BatchedView.reads(dataset)
+        if not (self.distributed_ or short or batched):
+            return super().get_iterator(dataset, training=True)
+        kwargs = self.get_params_for("iterator_train")
+        shuffle = kwargs.pop("shuffle", True)
+        batch_size = kwargs.pop("batch_size", self.batch_size)
+        check_option("store_read", self.store_read, ("random", "disk"))
+        if batched and not short and self.store_read == "disk" and _from_store(dataset):
+            stream = self.train_sampler_ = DiskOrderBatches(
+                dataset,
+                batch_size,
+                seed=_shared_seed(),
+                rank=distributed.rank() if self.distributed_ else 0,
+                world_size=world,
+            )  # _SamplerEpoch sets its epoch, as a DistributedSampler's
+            return DataLoader(stream, batch_size=None, **kwargs)
+        if short:  # each process draws its own (its generator is seeded by rank)
+            sampler = RandomSampler(dataset, replacement=True, num_samples=batch_size)
+        elif self.distributed_:
+            sampler = self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
+        else:
+            sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
+        if not batched:
+            return DataLoader(dataset, sampler=sampler, batch_size=batch_size, **kwargs)
+        batches = BatchSampler(sampler, batch_size, drop_last=False)
+        # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
+        pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
+        view = _BatchedView(dataset, pinned=pinned)
+        return DataLoader(view, sampler=batches, batch_size=None, **kwargs)
+
+    def get_params_for(self, prefix):
+        """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
+        (:func:`~braindecode_pars.pretraining._optim.with_fused_default`), training
+        DataLoader workers persist across epochs and, on CUDA, training and validation
+        batches come in pinned memory (so that their copy to the device waits for
+        nothing), unless told otherwise. DataLoader workers start with
+        :class:`~braindecode_pars._jobs.workers.WorkerStart` (they end with this process
+        under the start method of ``multiprocessing_context``), then run the
+        ``worker_init_fn`` given, if any."""
+        params = super().get_params_for(prefix)
+        if prefix == "optimizer":
+            params = with_fused_default(self.optimizer, params, self.device)
+        if prefix in ("iterator_train", "iterator_valid"):
+            params.setdefault("pin_memory", torch.device(self.device).type == "cuda")
+            if params.get("num_workers", 0) > 0:
+                if prefix == "iterator_train":
+                    params.setdefault("persistent_workers", True)
+                # no worker outlives the run; kept workers (which the net ends itself when
+                # training ends) ignore the stop signals, so that a signal sent to every
+                # process of a job reaches the run alone and it stops at a step boundary
+                kept = params.get("persistent_workers", False)
+                ignore = check_stop_signals("stop_signals", self.stop_signals) if kept else ()
+                params["worker_init_fn"] = WorkerStart(
+                    start_method(params.get("multiprocessing_context")),
+                    ignore=ignore,
+                    then=params.get("worker_init_fn"),
+                )
+        return params
+
+    @property
+    def pretext_(self):
+        """The pretext model, unwrapped from DistributedDataParallel and torch.compile."""
+        module = self.module_
+        while True:
+            if isinstance(module, DistributedDataParallel):
+                module = module.module
+            elif hasattr(module, "_orig_mod"):  # torch.compile's OptimizedModule
+                module = module._orig_mod
+            else:
+                return module
+
+    @property
+    def encoder(self):
+        """The pretrained :class:`~braindecode_pars.PatchEncoder` (after ``initialize``)."""
+        return self.pretext_.encoder
+
+    def initialize_module(self):
+        check_device("device", self.device)
+        self._check_compile_mode()
+        super().initialize_module()
+        if not isinstance(self.pretext_, PretextModel):
+            raise TypeError(
+                "'module' must be a pretext model of braindecode_pars (PARS, MAE, MP3, "
+                f"DropPos), but got {type(self.pretext_).__name__}."
+            )
+        if self.distributed_ and not isinstance(self.module_, DistributedDataParallel):
+            module = self.pretext_.to(self.device)
+            device_ids = [module.encoder.norm.weight.device] if "cuda" in str(self.device) else None
+            self.module_ = DistributedDataParallel(
+                module,
+                device_ids=device_ids,
+                find_unused_parameters=not module.uses_all_parameters,
+            )  # broadcasts rank 0's weights: every process starts from the same model
+            seed = torch.initial_seed() + distributed.rank()
+            torch.manual_seed(seed)  # ...and draws its own patches, masks, crops, channels
+            logger.debug("Process %d draws from seed %d.", distributed.rank(), seed)
+        return self
+
+    def run_config(self, X=None):
+        """The settings a resumed run must share (see
+        ``training.resume._run_config``)."""
+        return _resume._run_config(self, X)
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """skorch's; the fixed validation draws are made anew from ``X`` (the same data
+        gives the same draws, seeded; other data its own), then kept for its epochs."""
+        self._valid_fixed = None
+        try:
+            return super().partial_fit(X, y, classes=classes, **fit_params)
+        finally:  # also when training ends by an error, which skips on_train_end
+            _end_workers(getattr(self, "_train_loader", None))
+            self._train_loader = None
+            for _, callback in getattr(self, "callbacks_", []):
+                if isinstance(callback, EpochProgress):
+                    callback.close()
+
+
+def _end_workers(kept):
+    """End the worker processes of a kept training DataLoader (``(dataset, loader)``)
+    now, as its iterator does when it is collected (a traceback that holds it would keep
+    them to the interpreter's exit)."""
+    if kept is None:
+        return
+    loader = kept[1]
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    loader._iterator = None

@@ -1,0 +1,203 @@
+"""One call to pretrain an encoder with any pretext task."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+from braindecode_pars.hub.io import save_encoder
+from braindecode_pars.models.pretext import PRETEXT_MODELS
+from braindecode_pars.pretraining import distributed
+from braindecode_pars.pretraining._split import training_windows
+from braindecode_pars.pretraining.config import PAPER
+from braindecode_pars.pretraining.net import PretrainNet
+from braindecode_pars.pretraining.schedule import _batches_per_epoch, _draws_with_replacement
+from braindecode_pars.pretraining.stopping import TimeLimit
+
+logger = logging.getLogger(__name__)
+
+
+def run_pretraining(
+    view,
+    method="pars",
+    checkpoint_dir=None,
+    max_epochs=PAPER.max_epochs,
+    batch_size=PAPER.batch_size,
+    lr=PAPER.lr,
+    device="cpu",
+    amp=False,
+    compile=False,
+    compile_mode=None,
+    num_workers=0,
+    store_read="random",
+    checkpoint_every_minutes=5.0,
+    progress_bar=True,
+    valid_fraction=None,
+    encoder_kwargs=None,
+    weight_decay=PAPER.weight_decay,
+    max_minutes=None,
+    allow_new_budget=False,
+    run_info=None,
+    init_encoder=None,
+    stop_signals=("SIGTERM",),
+    **pretext_kwargs,
+):
+    """Pretrain a PatchEncoder on a single-channel view with one pretext task.
+
+    Parameters
+    ----------
+    view : SingleChannelWindows
+        The pretraining examples; its ``n_times`` and ``sfreq`` set the model's.
+    method : {"pars", "mae", "mp3", "droppos"}
+        The pretext task.
+    checkpoint_dir : str | Path | None
+        Checkpoints and the resumable state (see :class:`PretrainNet`); when the run
+        has done all ``max_epochs``, the final encoder is also written there as
+        ``encoder.pt`` (by rank 0). A folder without ``encoder.pt`` holds an unfinished
+        run (interrupted, or stopped by ``max_minutes``): calling again with the same
+        settings resumes it.
+    max_epochs, batch_size, lr, device, amp
+        As in :class:`PretrainNet` (``batch_size`` per process when distributed).
+    compile : bool
+        ``torch.compile`` the model (skorch's ``compile``).
+    compile_mode : {None, "default", "reduce-overhead", "max-autotune", \
+            "max-autotune-no-cudagraphs"}
+        ``torch.compile``'s mode when ``compile`` (the net's ``compile__mode``; None:
+        torch's default). "reduce-overhead" (and "max-autotune") replay the step as
+        CUDA graphs on a GPU; the net marks a step boundary before every step and its
+        log keeps copies of the losses.
+    num_workers : int
+        DataLoader worker processes.
+    store_read : {"random", "disk"}
+        How a store-backed view is read: random windows anywhere in it, or chunks in
+        the order of its file shuffled in a buffer (see :class:`PretrainNet`).
+    checkpoint_every_minutes : float
+        With ``checkpoint_dir``, the whole state is saved at the end of the first epoch
+        that ends this long after the last save (0: every epoch), at the end and when
+        the run is stopped (see :class:`PretrainNet`).
+    valid_fraction : float | None
+        Share of the windows held out to measure the validation pretext skill.
+    weight_decay : float
+        AdamW's weight decay (paper: 1e-4).
+    max_minutes : float | None
+        Stop after the epoch in which this many minutes of training have passed
+        (:class:`~braindecode_pars.pretraining.TimeLimit`), to pretrain in sittings; the
+        returned net then has fewer than ``max_epochs`` epochs in its history.
+    allow_new_budget : bool
+        Resume a run saved with another ``max_epochs`` (see :class:`PretrainNet`).
+    run_info : dict | None
+        Facts recorded in the run's ``config.json`` for its model card (see
+        :class:`PretrainNet`).
+    init_encoder : PatchEncoder | None
+        Start from this encoder's weights (its settings must be ``encoder_kwargs``'s)
+        instead of a new initialisation; the pretext model's other parts start anew.
+    stop_signals : str | int | sequence | None
+        Signals that stop the run at the next step boundary with its state saved in
+        ``checkpoint_dir`` (:class:`PretrainNet`'s ``stop_signals``; the call then raises
+        :class:`~braindecode_pars.pretraining.stopping.TrainingStopped`, and calling again
+        continues from that step). Default: SIGTERM, what schedulers send.
+    encoder_kwargs : dict | None
+        Settings of the encoder (those of
+        :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`); the paper's
+        values by default.
+    **pretext_kwargs
+        Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,
+        ``mask_ratio``...).
+
+    Returns
+    -------
+    net : PretrainNet
+        The fitted net; ``net.encoder`` is the pretrained encoder.
+    """
+    if method not in PRETEXT_MODELS:
+        allowed = ", ".join(repr(m) for m in PRETEXT_MODELS)
+        raise ValueError(
+            f"Invalid value for the 'method' parameter. Allowed values are {allowed}, but got "
+            f"{method!r} instead."
+        )
+    if getattr(view, "sfreq", None) is None:
+        raise ValueError("'view' does not know its sampling rate (view.sfreq is None).")
+    model = PRETEXT_MODELS[method](
+        n_times=view.n_times, sfreq=view.sfreq, **(encoder_kwargs or {}), **pretext_kwargs
+    )
+    if init_encoder is not None:
+        model.encoder.load_state_dict(init_encoder.state_dict())
+    net = PretrainNet(
+        model,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        lr=lr,
+        device=device,
+        amp=amp,
+        compile=compile,
+        compile__mode=compile_mode,
+        checkpoint_dir=checkpoint_dir,
+        progress_bar=progress_bar,
+        valid_fraction=valid_fraction,
+        iterator_train__num_workers=num_workers,
+        store_read=store_read,
+        checkpoint_every_minutes=checkpoint_every_minutes,
+        optimizer__weight_decay=weight_decay,
+        allow_new_budget=allow_new_budget,
+        run_info=run_info,
+        stop_signals=stop_signals,
+        callbacks=None if max_minutes is None else [("time_limit", TimeLimit(max_minutes))],
+    )
+    n_train = training_windows(view, valid_fraction)
+    world = distributed.world_size()
+    per_epoch = _batches_per_epoch(n_train, batch_size, world)
+    encoder = model.encoder
+    example = f"a random {view.n_times / view.sfreq:g}-s crop of a window"
+    counts = sorted({rec.shape[0] for rec in getattr(view, "recordings", None) or []})
+    if counts:
+        said = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        example = f"one random channel (of {said}) of " + example
+    if _draws_with_replacement(n_train, batch_size, world):
+        batches = (
+            f"each step draws {batch_size} of the {n_train} training windows with "
+            "replacement (fewer windows than the batch)"
+        )
+    else:
+        batches = f"an epoch is a shuffled pass over the {n_train} training windows"
+    logger.info(
+        "Pretraining %s with a %d x %d encoder (%s parameters) on %d windows (%d train, "
+        "%d held out for the validation skill); an example is %s; %d epochs x %d step(s) "
+        "of batch %d = %d steps (%s) on %s.",
+        type(model).__name__, encoder.emb_dim, encoder.depth,
+        f"{sum(p.numel() for p in model.parameters()):,}", len(view), n_train,
+        len(view) - n_train, example, max_epochs, per_epoch, batch_size,
+        max_epochs * per_epoch, batches, device,
+    )  # fmt: skip
+    net.fit(view)
+    _check_skill(net)
+    finished = len(net.history) >= max_epochs
+    if checkpoint_dir is not None and distributed.rank() == 0 and finished:
+        save_encoder(net.encoder, Path(checkpoint_dir) / "encoder.pt")
+    return net
+
+
+#: Pretext skill at or below which a run is said to have learned nothing.
+NO_SKILL = 0.02
+
+
+def _check_skill(net):
+    """Warn when the run's last pretext skill says the encoder learned nothing."""
+    if distributed.rank() != 0:
+        return
+    last = net.history[-1]
+    key = "valid_skill" if "valid_skill" in last else "train_skill"
+    skill = last.get(key)
+    if skill is None or skill > NO_SKILL:
+        return
+    warnings.warn(
+        f"Pretraining ended with a pretext skill of {skill:.3f} ({key}, epoch "
+        f"{len(net.history)}): the loss is no lower than that of a predictor that learned "
+        "nothing (for PARS: predicting no shift), so the encoder learned (almost) nothing "
+        "from its pretext task and its features are close to a random encoder's. Try "
+        "more steps, a larger learning rate, more or longer windows, or start from a "
+        "shipped encoder (load_encoder('pars-small'); encoder='pars-small' in the "
+        "estimators).",
+        UserWarning,
+        stacklevel=3,
+    )

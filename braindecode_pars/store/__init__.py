@@ -1,0 +1,16 @@
+"""The window store: windows preprocessed once and written to one memory-mappable file
+with an index, resumable while it is built, read by any number of processes.
+
+- :mod:`~braindecode_pars.store.write`: :func:`write_window_store`, the build's steps;
+- :mod:`~braindecode_pars.store.build`: what a build is made of (units, preparation,
+  float16 encoding, progress);
+- :mod:`~braindecode_pars.store.journal`: the journal that makes a build resumable, and
+  its errors;
+- :mod:`~braindecode_pars.store.workers`: the build's worker processes;
+- :mod:`~braindecode_pars.store.read`: :func:`read_window_store`, :func:`store_summary`.
+"""
+
+from braindecode_pars.store.read import read_window_store, store_summary
+from braindecode_pars.store.write import write_window_store
+
+__all__ = ["read_window_store", "store_summary", "write_window_store"]

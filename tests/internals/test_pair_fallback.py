@@ -1,0 +1,159 @@
+"""The pair operator's fallback as Triton kernels (models/pair_fallback.py): exact against
+float64, forward and backward, on both of the operator's paths. On a GPU directly; on a
+CPU through Triton's interpreter, in a child process (Triton chooses the interpreter
+when its kernels are defined, at import)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from braindecode_pars.models.pair import attention as pair_attention
+from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
+
+from .test_pair_decoders import (
+    FLOAT32_TOL,
+    _check_against_float64_naive,
+    _random_case,
+    _wide,
+    bad_pairs,  # noqa: F401  (a fixture)
+)
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+needs_triton = pytest.mark.skipif(pair_fallback.triton is None, reason="needs Triton")
+
+
+def _exact_with_triton(monkeypatch, bad_pairs, device, accelerator):  # noqa: F811
+    """The underflowing cases of test_pair_decoders.py with the Triton fallback, and the
+    fallback's slots overflowing; the same counts as the torch path."""
+    monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
+    torch.manual_seed(0)
+    with pair_fallback.fallback_kernel("triton"):
+        assert pair_fallback.use_triton(torch.empty(0, device=device))
+        # float32 tables: logits over ~100 nats, about half the pair-heads underflow
+        dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
+        y, idx = _random_case(3, 12, 9, 16, dtype=torch.float32)
+        _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL, False, device)
+        assert bad_pairs and 0 < bad_pairs[0] < 3 * 2 * 9 * 9
+        # float64 tables, logits over more than 700 nats
+        dec64 = _wide(CrossAttentionPairDecoder(16, 2).double(), std=2.0).to(device)
+        y64 = torch.randn(2, 12, 16, dtype=torch.float64, device=device, requires_grad=True)
+        idx64 = torch.arange(9, device=device).repeat(2, 1)
+        out = dec64(y64, idx64)
+        ref = dec64.forward_naive(y64, idx64)
+        torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9 * ref.abs().max().item())
+        g, g_ref = (torch.autograd.grad(t.pow(2).sum(), y64)[0] for t in (out, ref))
+        torch.testing.assert_close(g, g_ref, rtol=1e-8, atol=1e-8 * g_ref.abs().max().item())
+    # more underflowing pair-heads than slots: the same ones computed, the same counted
+    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 16)
+    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS_PER_WINDOW", 1)
+    results = []
+    for kernel in pair_fallback.KERNELS:
+        with pair_fallback.fallback_kernel(kernel):
+            y_k = y.detach().to(device).requires_grad_()
+            theta, unresolved, _ = dec.to(device).forward_counted(y_k, idx.to(device))
+            (grad,) = torch.autograd.grad(theta.pow(2).sum(), y_k)
+            results.append((theta.detach(), grad, int(unresolved)))
+    (theta_t, grad_t, left_t), (theta_k, grad_k, left_k) = results
+    assert left_t == left_k > 0
+    torch.testing.assert_close(theta_k, theta_t, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad_k, grad_t, rtol=1e-5, atol=1e-5 * grad_t.abs().max().item())
+
+
+@needs_triton
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("accelerator", [True, False], ids=["accelerator-path", "cpu-path"])
+def test_on_a_gpu_the_triton_fallback_is_exact(monkeypatch, bad_pairs, accelerator):  # noqa: F811
+    _exact_with_triton(monkeypatch, bad_pairs, "cuda", accelerator)
+
+
+@needs_triton
+@pytest.mark.skipif(
+    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
+)
+@pytest.mark.parametrize("accelerator", [True, False], ids=["accelerator-path", "cpu-path"])
+def test_interpreted_triton_fallback_is_exact(monkeypatch, bad_pairs, accelerator):  # noqa: F811
+    _exact_with_triton(monkeypatch, bad_pairs, "cpu", accelerator)
+
+
+@needs_triton
+@pytest.mark.skipif(
+    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
+)
+def test_interpreted_triton_fallback_runs_inside_a_compiled_graph(bad_pairs):  # noqa: F811
+    """The decoder under torch.compile (aot_eager, one graph) with the Triton fallback:
+    the operator stays one opaque node, and the compiled values and gradients are the
+    eager ones."""
+    torch.manual_seed(0)
+    dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    compiled = torch.compile(dec, backend="aot_eager", fullgraph=True)
+    with pair_fallback.fallback_kernel("triton"):
+        outs = []
+        for run in (dec, compiled):
+            y_r = y.detach().requires_grad_()
+            theta = run(y_r, idx)
+            outs.append((theta.detach(), torch.autograd.grad(theta.pow(2).sum(), y_r)[0]))
+    assert bad_pairs and all(count > 0 for count in bad_pairs)  # the fallback ran, twice
+    torch.testing.assert_close(outs[1][0], outs[0][0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(outs[1][1], outs[0][1], rtol=1e-5, atol=1e-5)
+
+
+@needs_triton
+@pytest.mark.slow  # 20 to 40 s: Triton's interpreter runs each program in numpy
+def test_the_triton_fallback_is_exact_on_a_cpu():
+    """The kernels under Triton's interpreter, on CPU tensors, in a child process."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+            str(Path(__file__)), "-k", "interpreted"]  # fmt: skip
+    done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "3 passed" in done.stdout, done.stdout[-1000:]
+
+
+@needs_triton
+@pytest.mark.skipif(INTERPRETED, reason="the interpreter defines no kernel to compile")
+@pytest.mark.slow  # 5 to 40 s: four compilations (Triton caches them on disk)
+@pytest.mark.parametrize("dtype", ["fp32", "fp64"])
+def test_the_kernels_compile_to_machine_code_for_an_h100(dtype):
+    """Triton's compiler, with no GPU, down to the cubin (through its own ptxas) for
+    sm_90, the paper's head size and 40 patches."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    tensors = dict.fromkeys(["q_ptr", "k_ptr", "s_ptr"], f"*{dtype}")
+    ints = dict.fromkeys(["numel", "n", "N", "d", "H"], "i32")
+    blocks = dict.fromkeys(["BLOCK_N", "BLOCK_D"], "constexpr")
+    signatures = {
+        pair_fallback._forward_kernel: {"slots_ptr": "*i64", **tensors,
+                                        "theta_ptr": f"*{dtype}"},
+        pair_fallback._backward_kernel: {"slots_ptr": "*i64", **tensors,
+                                         **dict.fromkeys(["grad_ptr", "dq_ptr", "dk_ptr",
+                                                          "ds_ptr"], f"*{dtype}")},
+    }  # fmt: skip
+    for kernel, pointers in signatures.items():
+        signature = {**pointers, **ints, "scale": "fp32", **blocks}
+        source = ASTSource(kernel, signature, {"BLOCK_N": 64, "BLOCK_D": 64})
+        compiled = pair_fallback.triton.compile(source, target=GPUTarget("cuda", 90, 32))
+        assert len(compiled.asm["cubin"]) > 1000
+        assert "atom.global" in compiled.asm["ptx"]  # the atomic additions
+
+
+def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
+    with pytest.raises(ValueError, match=r"'kernel' must be one of \('torch', 'triton'\)"):
+        with pair_fallback.fallback_kernel("cuda"):
+            pass
+    assert pair_fallback.chosen_kernel() == "torch"  # the default
+    with pair_fallback.fallback_kernel("triton"):
+        assert pair_fallback.chosen_kernel() == "triton"
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+        # a CPU tensor without the interpreter takes the torch path
+        assert not pair_fallback.use_triton(torch.empty(0))
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        assert pair_fallback.use_triton(torch.empty(0)) == (pair_fallback.triton is not None)
+    assert pair_fallback.chosen_kernel() == "torch"  # restored
