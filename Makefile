@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test lint demo compare docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-lab lint demo compare docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
 # docs, compare, benchmark). It holds the core, so its stamp stands for the core's too.
@@ -36,11 +36,17 @@ test: lint
 	$(PY) -m pytest -m "not serial" -n 2 --dist loadfile
 	$(PY) -m pytest -m serial
 
+# The lab's tests (benchmarks/tests: the benchmark scripts and benchmarks/lib), outside
+# the library's suite, in the same two passes; .ci/run runs them after `make test`.
+test-lab: install
+	$(PY) -m pytest benchmarks/tests -m "not serial" -n 2 --dist loadfile
+	$(PY) -m pytest benchmarks/tests -m serial
+
 demo: $(VENV)/.installed-core
 	$(VENV)/bin/braindecode-pars demo --out results/demo
 
 compare: install
-	$(PY) benchmarks/lab.py compare --out results/comparison
+	$(PY) -m benchmarks.lab compare --out results/comparison
 
 # -W: a warning fails the build (--keep-going lists them all first); docs/README.md
 # says how to look at the pages
@@ -48,11 +54,11 @@ docs: install
 	$(VENV)/bin/sphinx-build -b html -W --keep-going docs docs/_build/html
 
 benchmark: install
-	$(PY) benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
+	$(PY) -m benchmarks.bench_pair_decoder --out benchmarks/results/pair_decoder.md
 
 # The encoders pretrained for the benchmark tables (12.5 MB), not tracked so that the tree
 # that travels to a GPU machine stays small: written back from the last commit that held
-# them (benchmarks/_encoders.py names the same one; a shallow clone needs
+# them (benchmarks/lib/encoders.py names the same one; a shallow clone needs
 # `git fetch --unshallow` first)
 ENCODERS_COMMIT := 09227cb0b85c531beb195eda6e215936f4dba107
 benchmark-encoders:
@@ -68,7 +74,7 @@ device-wheels: install
 		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 -d .device-wheels -r benchmarks/device_wheels.txt
 	git show db22036:braindecode_pars/models/pair_decoders.py \
-		| sed 's/from \.\._checks/from braindecode_pars._checks/' > .device-wheels/pair_decoders_db22036.py
+		| sed 's/from \.\._checks/from benchmarks.lib.checks/' > .device-wheels/pair_decoders_db22036.py
 
 clean:
 	rm -rf docs/_build docs/auto_examples docs/generated docs/sg_execution_times.rst results

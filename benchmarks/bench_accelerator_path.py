@@ -6,7 +6,7 @@ while the GPU path grows. This script takes that path on a CPU:
 - the step is compiled with ``torch.compile(backend="aot_eager")``: Dynamo and
   AOTAutograd trace forward and backward as they do for Inductor, and the traced graph
   runs eagerly;
-- the pair operator (:func:`braindecode_pars.models.pair_attention.pair_attention`)
+- the pair operator (:func:`braindecode_pars.models.pair.attention.pair_attention`)
   runs as on an accelerator: the chunks of windows sized by
   ``ACCELERATOR_SCRATCH_RATIO``, not the CPU's cache-sized ones, and the tables
   recomputed in the backward pass, not kept (``--cpu-path`` keeps the CPU's way).
@@ -27,12 +27,12 @@ and masks (the same model's encoder, its loss a mean of squares, compiled the sa
 The targets: at 128 patches, PARS at most 1.5 times the encoder's memory growth and
 1.1 times its FLOPs (at the paper's size: on the 128 x 2 encoder the decoder's
 ``n^2 N`` products per head weigh more against the encoder's, so its FLOPs row is
-given for scale). ``tests/test_bench_accelerator_path.py`` runs the check at 128
-patches in ``make test``.
+given for scale). ``benchmarks/tests/test_bench_accelerator_path.py`` runs the check at
+128 patches in ``make test-lab``.
 
 Usage::
 
-    python benchmarks/bench_accelerator_path.py --out benchmarks/results/accelerator_path.md
+    python -m benchmarks.bench_accelerator_path --out benchmarks/results/accelerator_path.md
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ import shlex
 import sys
 
 import torch
-from _measure import in_child, machine, peak_growth, write_report
-from bench_pair_decoder import model_and_batch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
-from braindecode_pars.models import pair_attention
+from benchmarks.lib.malloc import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, glibc
+from benchmarks.lib.measure import in_child, machine, peak_growth, write_report
+from benchmarks.lib.steps import model_and_batch
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
-from braindecode_pars.training.memory import _M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD, _glibc
+from braindecode_pars.models.pair import attention as pair_attention
 
 #: The encoder whose steps are run for the memory rows: 128 x 2 with the paper's
 #: proportions (8 heads, feed-forward as wide as the tokens).
@@ -91,10 +91,10 @@ def losses(model, X, starts, pos_mask, compiled):
 def track_live_memory():
     """Have glibc map every block of 128 KiB or more on its own and unmap it when freed,
     so that the resident peak follows the memory a step holds, not what malloc kept."""
-    libc = _glibc()
+    libc = glibc()
     if libc is None:
         raise RuntimeError("the memory rows need glibc's malloc (Linux)")
-    for param in (_M_MMAP_THRESHOLD, _M_TRIM_THRESHOLD):
+    for param in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD):
         if libc.mallopt(param, 128 * 1024) != 1:
             raise RuntimeError(f"mallopt({param}) failed")
 
@@ -127,7 +127,9 @@ def memory_child(what, n_patches, batch_size, cpu_path):
 def memory_row(n_patches, batch_size, cpu_path=False):
     """PARS's and the encoder's step memory growth (MiB), each in a fresh process."""
     return {
-        what: in_child(__file__, "memory", what, n_patches, batch_size, int(cpu_path))["growth_mib"]
+        what: in_child(__spec__.name, "memory", what, n_patches, batch_size, int(cpu_path))[
+            "growth_mib"
+        ]
         for what in ("encoder", "pars")
     }
 
@@ -238,7 +240,7 @@ def main(argv=None):
             small_flop_ratio=small["pars"] / small["encoder"],
             float32_share=float32_share("paper", n, args.batch_size),
         )
-    command = shlex.join(["python", "benchmarks/bench_accelerator_path.py", *argv])
+    command = shlex.join(["python", "-m", "benchmarks.bench_accelerator_path", *argv])
     lines = [
         "# The accelerator path of a PARS step, on a CPU",
         "",

@@ -11,8 +11,8 @@ went back inside it.
 
 Usage::
 
-    python benchmarks/bench_compiled_validation.py --device cuda --mode reduce-overhead
-    python benchmarks/bench_compiled_validation.py --device cpu --backend aot_eager --tiny
+    python -m benchmarks.bench_compiled_validation --device cuda --mode reduce-overhead
+    python -m benchmarks.bench_compiled_validation --device cpu --backend aot_eager --tiny
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import sys
 import time
 
 import torch
-from _measure import machine, write_report
 from torch._dynamo.utils import counters
 
+from benchmarks.lib.measure import machine, write_report
 from braindecode_pars import PARS
-from braindecode_pars.training import PretrainNet
+from braindecode_pars.pretraining.net import PretrainNet
 
 
 def ramps(n, T, generator):
@@ -88,12 +88,13 @@ def main(argv=None):
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({machine()})"
     r = fit(args.device, args.mode, args.backend, args.epochs, args.tiny)
+    command = shlex.join(["python", "-m", "benchmarks.bench_compiled_validation", *argv])
     lines = [
         "# A compiled pretraining fit with a validation set",
         "",
         f"- Device: {name}; torch {torch.__version__}",
         f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- Command: `{shlex.join(['python', 'benchmarks/bench_compiled_validation.py', *argv])}`",
+        f"- Command: `{command}`",
         f"- PARS, {'32 x 1' if args.tiny else '64 x 4'} encoder, {args.epochs} epochs, a "
         "validation set of a quarter of the windows, torch.compile mode "
         f"`{args.mode}`, backend `{args.backend}`"

@@ -21,7 +21,7 @@ process's own memory (``RssAnon``, sampled by a thread every 5 ms).
 
 Usage::
 
-    python benchmarks/bench_corpus_memory.py --out benchmarks/results/corpus_memory.md
+    python -m benchmarks.bench_corpus_memory --out benchmarks/results/corpus_memory.md
 """
 
 from __future__ import annotations
@@ -37,35 +37,10 @@ import threading
 import time
 from pathlib import Path
 
-from _measure import in_child, machine, status_mib, write_report
+from benchmarks.lib.edf_recordings import N_EEG, SFREQ, write_recordings
+from benchmarks.lib.measure import in_child, machine, status_mib, write_report
 
-SFREQ, WINDOW_SECONDS, LOAD = 256.0, 30.0, dict(sfreq=100.0, window_seconds=30.0)
-#: The 19 EEG channels of the 10-20 system, named as EDF files name them.
-CHANNELS = [
-    f"EEG {c}" for c in "Fp1 Fp2 F3 F4 F7 F8 T3 T4 C3 C4 T5 T6 P3 P4 O1 O2 Fz Cz Pz".split()
-]
-N_EEG = len(CHANNELS)
-
-
-def write_recordings(folder, n, seconds, distinct=5):
-    """``n`` EDF files: ``distinct`` synthetic recordings, then copies of them."""
-    import mne
-    import numpy as np
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        path = folder / f"rec{i:04d}.edf"
-        if i >= distinct:
-            shutil.copy(folder / f"rec{i % distinct:04d}.edf", path)
-            continue
-        rng = np.random.default_rng(i)
-        n_times = int(seconds * SFREQ)
-        t = np.arange(n_times) / SFREQ
-        eeg = 2e-5 * rng.standard_normal((N_EEG, n_times)) + 1e-5 * np.sin(2 * np.pi * 10 * t)
-        ecg = 1e-3 * np.sin(2 * np.pi * 1.2 * t)[None]
-        info = mne.create_info(CHANNELS + ["ECG ECG"], SFREQ, "eeg")  # EDF: all typed EEG
-        raw = mne.io.RawArray(np.vstack([eeg, ecg]), info, verbose="error")
-        mne.export.export_raw(path, raw, fmt="edf", overwrite=True, verbose="error")
+WINDOW_SECONDS, LOAD = 30.0, dict(sfreq=100.0, window_seconds=30.0)
 
 
 class PeakSampler(threading.Thread):
@@ -90,11 +65,9 @@ def child(step, folder, store, draws):
     """Run one measured step in this (fresh) process; print a JSON line."""
     import numpy as np
 
-    from braindecode_pars.datasets import (
-        SingleChannelWindows,
-        load_recordings,
-        write_window_store,
-    )
+    from braindecode_pars.io.recordings import load_recordings
+    from braindecode_pars.pretraining.views import SingleChannelWindows
+    from braindecode_pars.store.write import write_window_store
 
     sampler = PeakSampler()
     sampler.start()
@@ -157,7 +130,7 @@ def main():
         return child(step, folder, store, int(draws))
 
     work = Path(tempfile.mkdtemp(prefix="corpus_memory_"))
-    script = os.path.abspath(__file__)
+    script = __spec__.name
     try:
         base = in_child(script, "import", work, work / "none", 0)
         rows = []
@@ -186,7 +159,7 @@ def main():
         f"Machine: {machine()}, {os.cpu_count()} cores, {total_gib:.0f} GiB of memory. "
         f"Date: {datetime.date.today().isoformat()}.",
         "",
-        "Command: `python benchmarks/bench_corpus_memory.py --out "
+        "Command: `python -m benchmarks.bench_corpus_memory --out "
         "benchmarks/results/corpus_memory.md`",
         "",
         f"N synthetic EDF recordings of {args.seconds / 60:g} min, {N_EEG} EEG channels and "

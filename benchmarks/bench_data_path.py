@@ -5,11 +5,11 @@ store once, then measures how many single-channel 30-s windows per second a
 DataLoader delivers, each with its own random crop and channel, from the memory-mapped
 store and from the in-memory view, in the main process and with worker processes: read
 item by item and collated (any DataLoader), and a batch at a time
-(:class:`~braindecode_pars.datasets.single_channel._BatchedView`, as pretraining reads).
+(:class:`benchmarks.lib.store_reads.BatchedReads`, as pretraining reads).
 
 Usage::
 
-    python benchmarks/bench_data_path.py --out benchmarks/results/data_path.md
+    python -m benchmarks.bench_data_path --out benchmarks/results/data_path.md
 """
 
 from __future__ import annotations
@@ -20,15 +20,13 @@ import tempfile
 import time
 
 import torch
-from _measure import machine, write_report
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
-from braindecode_pars.datasets import (
-    SingleChannelWindows,
-    load_physionet_mi_continuous,
-    write_window_store,
-)
-from braindecode_pars.datasets.single_channel import _BatchedView
+from benchmarks.lib.measure import machine, write_report
+from benchmarks.lib.store_reads import BatchedReads
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.store.write import write_window_store
 
 
 def throughput(view, n_windows, batch_size, workers, batched=False):
@@ -38,7 +36,7 @@ def throughput(view, n_windows, batch_size, workers, batched=False):
     if batched:
         batches = BatchSampler(sampler, batch_size, drop_last=False)
         loader = DataLoader(
-            _BatchedView(view), sampler=batches, batch_size=None, num_workers=workers
+            BatchedReads(view), sampler=batches, batch_size=None, num_workers=workers
         )
     else:
         loader = DataLoader(view, batch_size=batch_size, sampler=sampler, num_workers=workers)
@@ -72,7 +70,7 @@ def main():
         f"stored windows of 8 recordings, batch {args.batch_size}, each with its own random "
         "crop and channel. The store (~50 MB) sits in the page cache.",
         "",
-        "Command: `python benchmarks/bench_data_path.py --out benchmarks/results/data_path.md`",
+        "Command: `python -m benchmarks.bench_data_path --out benchmarks/results/data_path.md`",
         "",
         "| source | read | DataLoader workers | windows/s | windows/s per core used |",
         "|---|---|---|---|---|",

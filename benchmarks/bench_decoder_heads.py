@@ -14,9 +14,9 @@ windows, the three steps interleaved in every round).
 
 Usage::
 
-    python benchmarks/bench_decoder_heads.py --steps 2000 --threads 2 \\
+    python -m benchmarks.bench_decoder_heads --steps 2000 --threads 2 \\
         --out benchmarks/results/decoder_heads.md
-    python benchmarks/bench_decoder_heads.py --part ratio --threads 2 \\
+    python -m benchmarks.bench_decoder_heads --part ratio --threads 2 \\
         --out benchmarks/results/decoder_heads_ratio.md
 """
 
@@ -25,12 +25,19 @@ from __future__ import annotations
 import statistics
 
 import torch
-from _measure import alternating_step_times, machine, paired_ratio, write_report
-from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
-from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
 
+from benchmarks.lib.measure import alternating_step_times, machine, paired_ratio, write_report
+from benchmarks.lib.pretext import (
+    fixed_batch,
+    open_corpus,
+    pretext_parser,
+    save_curves,
+    skill_curve,
+    split_views,
+)
+from benchmarks.lib.steps import SIZES, SMALL_BATCH, make_steps
 from braindecode_pars import PARS
-from braindecode_pars.models import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 HEADS = (8, 4)
 
@@ -77,7 +84,7 @@ def ratio_report(results, args):
     lines = [
         "# The 64 x 4 PARS step with 8 and 4 decoder heads, against the encoder-alone step",
         "",
-        f"Machine: {machine()}. Command: `python benchmarks/bench_decoder_heads.py --part "
+        f"Machine: {machine()}. Command: `python -m benchmarks.bench_decoder_heads --part "
         f"ratio --threads {args.threads} --runs {args.runs} --rounds {args.rounds}`. Batch 64 "
         "of 10-s windows at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention "
         "decoder, fused AdamW; each round the PARS step with either decoder (their order "
@@ -100,7 +107,7 @@ def report(results, args):
     lines = [
         "# PARS pretext skill with 8 and 4 decoder heads (small encoder, real EEG)",
         "",
-        f"Machine: {machine()}. Command: `python benchmarks/bench_decoder_heads.py --steps "
+        f"Machine: {machine()}. Command: `python -m benchmarks.bench_decoder_heads --steps "
         f"{args.steps} --threads {args.threads} --seeds {args.seeds} --out {args.out}`. Batch "
         f"{args.batch_size}, lr {args.lr:g}, 10-s crops at 100 Hz, 40 patches, "
         "pos_mask_ratio 0.8, encoder 64 x 4 (4 heads); warm-up 5 % then cosine over the "

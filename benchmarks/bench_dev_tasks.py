@@ -15,10 +15,10 @@ finishes (resumable); the command is recorded beside it, the tables and figure a
 written from the CSV.
 
 Rows. ``floor (band power)`` and ``floor (tangent space)`` are
-:func:`~braindecode_pars.probe.band_power_pipeline` and
-:func:`~braindecode_pars.probe.riemann_pipeline` (one block, standardised, ``C = 1``).
-``probe[BLOCKS, C]`` is the library's probe (:func:`braindecode_pars.probe.recipe.fit_blocks`
-on the raw features of :func:`braindecode_pars.probe.features.block_features`) with the
+:func:`~braindecode_pars.features.band_power_pipeline` and
+:func:`~braindecode_pars.features.riemann_pipeline` (one block, standardised, ``C = 1``).
+``probe[BLOCKS, C]`` is the library's probe (:func:`braindecode_pars.features.recipe.fit_blocks`
+on the raw features of :func:`braindecode_pars.features.transformers.block_features`) with the
 blocks ``enc`` (the encoder's
 features read as they were when the rows were first recorded,
 ``EncoderFeatures(readout="mean")``: each channel's tokens averaged over patches),
@@ -30,7 +30,7 @@ library's default since the selection rows of these blocks, and ``readout="block
 every block's mean token; computed only for rows that name them), ``bp`` (log band
 power), ``ts`` (tangent space), and ``C`` a number or ``cv``: chosen among 0.1, 1, 10,
 100 by leave-one-group-out over the labelled units when there are at least two
-(balanced accuracy, :func:`braindecode_pars.probe.recipe.compare_recipes`), else 1.
+(balanced accuracy, :func:`braindecode_pars.features.recipe.compare_recipes`), else 1.
 **C in a row's name is in the units the rows were recorded in**: each block scaled to
 a total variance of 1. The library now scales each block to ``P / B`` (``P`` features
 over ``B`` blocks, so that its C means what it means over standardised features), so a
@@ -61,7 +61,7 @@ estimators were composed, ``probe_align`` and ``probe_C``, are read as ``align``
 
 Usage::
 
-    python benchmarks/bench_dev_tasks.py --part selection \
+    python -m benchmarks.bench_dev_tasks --part selection \
         --encoder benchmarks/encoders/pars-selection --out benchmarks/results/dev_tasks_selection
 """
 
@@ -73,7 +73,6 @@ import inspect
 import logging
 import re
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -84,161 +83,30 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from _encoders import benchmark_encoder
-from _measure import append_score, machine, table_head
-from _pretext import SHARED
-from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 
-from braindecode_pars.datasets.eegmat import (
-    EEGMAT_POOL_SUBJECTS,
-    EEGMAT_SELECTION_SUBJECTS,
-    EEGMAT_TEST_SUBJECTS,
-    EEGMAT_TRAIN_SUBJECTS,
+from benchmarks.lib.dev_probe import (
+    FLOORS,
+    READOUT_BLOCKS,
+    features,
+    fit_probe_row,
+    random_block_seed,
+    requested_blocks,
 )
-from braindecode_pars.demo import draw_subjects, scratch_classifier
-from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.encoder import PatchEncoder
-from braindecode_pars.probe import ProbeRecipe
-from braindecode_pars.probe.features import block_features
-from braindecode_pars.probe.recipe import compare_recipes, fit_blocks
+from benchmarks.lib.dev_tasks import (
+    DEV_TASKS,
+    draw_summary,
+    load_task,
+    lowest_k,
+    split,
+)
+from benchmarks.lib.encoders import benchmark_encoder
+from benchmarks.lib.measure import append_score, command_line, machine, table_head
+from braindecode_pars.demo.low_label import scratch_classifier
+from braindecode_pars.hub.io import load_encoder
 
 logger = logging.getLogger("bench_dev_tasks")
 
-C_GRID = (0.1, 1.0, 10.0, 100.0)
 COLUMNS = ("task", "part", "method", "k", "seed", "units", "balanced_accuracy", "kappa", "seconds")
-
-
-def load_task(name, part, sfreq=100.0):
-    """Windows, labels, units and the (pool, scored) units of a task's part: the pool's
-    and the scored units, read by the one loader of the development tasks
-    (``lib.dev_tasks.DevTask.load_units``)."""
-    pool, scored = part_units(name, part)
-    units = sorted({*pool, *(scored or ())})
-    data = DEV_TASKS[name].load_units(units, SHARED / "eegmat", sfreq)
-    return data.X.astype(np.float32), data.y, data.groups, tuple(pool), scored, data.sfreq
-
-
-def part_units(name, part):
-    """The (pool, scored) units of a task's part: the labelled units are drawn from the
-    pool; ``scored`` None: the pool's other units are scored (one-subject task,
-    selection part)."""
-    if name == "eegmat-arithmetic":
-        if part == "selection":
-            return EEGMAT_POOL_SUBJECTS, EEGMAT_SELECTION_SUBJECTS
-        return EEGMAT_TRAIN_SUBJECTS, EEGMAT_TEST_SUBJECTS
-    return (
-        (MI_SELECTION_BLOCKS, None)
-        if part == "selection"
-        else (MI_SELECTION_BLOCKS, MI_TEST_BLOCKS)
-    )
-
-
-def labelled_units(pool, scored, k, seed):
-    """The labelled units of draw ``seed`` (see :func:`split`)."""
-    if scored is None:  # one-subject task, selection part: one block labelled, the other scored
-        return [pool[seed % len(pool)]]
-    k = len(pool) if k == "all" else int(k)
-    return draw_subjects(pool, k, seed, spread=True)
-
-
-def split(units, pool, scored, k, seed):
-    """Indices of the labelled and the scored windows of a draw, and the labelled units."""
-    labelled = labelled_units(pool, scored, k, seed)
-    if scored is None:
-        scored = [u for u in pool if u not in labelled]
-    train = np.flatnonzero(np.isin(units, labelled))
-    test = np.flatnonzero(np.isin(units, scored))
-    return train, test, labelled
-
-
-def parse_probe(method):
-    """``probe[enc+bp, cv]`` -> ({"enc", "bp"}, "cv", False); ``probe[enc+bp, 100,
-    aligned]`` -> ({"enc", "bp"}, 100.0, True)."""
-    inner = method[len("probe[") : -1]
-    parts = [s.strip() for s in inner.split(",")]
-    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "aligned"):
-        raise ValueError(
-            f"Unknown probe row {method!r}: probe[BLOCKS, C] or probe[BLOCKS, C, aligned]."
-        )
-    blocks, C = parts[:2]
-    return set(re.split(r"[+|]", blocks)), (C if C == "cv" else float(C)), len(parts) == 3
-
-
-def fusion_parts(method):
-    """The parts of a late-fusion probe row, in order: ``probe[enc|bp+ts, 100]`` ->
-    [["enc"], ["bp", "ts"]]; None for a row without ``|`` (one regression)."""
-    blocks = method[len("probe[") :].split(",")[0].strip()
-    if "|" not in blocks:
-        return None
-    return [block_order(set(part.split("+"))) for part in blocks.split("|")]
-
-
-#: The floors, by row name: (block, aligned within units).
-FLOORS = {
-    "floor (band power)": ("bp", False),
-    "floor (tangent space)": ("ts", False),
-    "floor (band power, aligned)": ("bp", True),
-    "floor (tangent space, aligned)": ("ts", True),
-}
-
-
-def _width(F):
-    """The features a block gives the regression: its columns, or for covariances the
-    tangent space's ``n (n + 1) / 2``."""
-    return F.shape[1] * (F.shape[1] + 1) // 2 if F.ndim == 3 else F.shape[1]
-
-
-def library_c(C, blocks):
-    """The library's C of a probe row's ``C``: the rows were recorded with each block of
-    total variance 1, the library scales each to ``P / B``; scaling every feature by
-    ``s`` is the same fit as ``C * s**2``, so the row's fit is the library's with
-    ``C * B / P``."""
-    widths = [_width(F) for F in blocks.values()]
-    return C * len(widths) / sum(widths)
-
-
-def _rows(blocks, rows):
-    return {name: F[rows] for name, F in blocks.items()}
-
-
-def _fit(blocks, y, train, C, seed, units):
-    recipe = ProbeRecipe(tuple(blocks), C=C, align=None if units is None else "groups")
-    groups = None if units is None else units[train]
-    return fit_blocks(recipe, _rows(blocks, train), y[train], groups, random_state=seed)
-
-
-def predict_blocks(blocks, y, train, test, C, seed, units=None):
-    """The library's probe of ``blocks`` (``{name: raw features}``, in order; ``C`` in the
-    library's units) fitted on the windows ``train``, its predictions of ``test``; with
-    ``units``, each unit aligned on its own windows."""
-    model = _fit(blocks, y, train, C, seed, units)
-    proba = model.predict_proba(_rows(blocks, test), None if units is None else units[test])
-    return model.classes_[proba.argmax(axis=1)]
-
-
-def fit_fused(parts, y, train, test, C, seed, units=None):
-    """Late fusion: one probe per part (a dict of blocks, ``C`` in the rows' units), the
-    class probabilities of the scored windows averaged over the parts, the most probable
-    class predicted."""
-    proba = 0.0
-    for blocks in parts:
-        model = _fit(blocks, y, train, library_c(C, blocks), seed, units)
-        groups = None if units is None else units[test]
-        proba = proba + model.predict_proba(_rows(blocks, test), groups) / len(parts)
-    return model.classes_[np.argmax(proba, axis=1)]
-
-
-def inner_c(blocks, y, train, units, seed, aligned=False):
-    """C of C_GRID (the rows' units) with the best leave-one-group-out balanced accuracy
-    over the labelled units; 1 with a single unit."""
-    if len(np.unique(units[train])) < 2:
-        return 1.0
-    align = "groups" if aligned else None
-    candidates = [ProbeRecipe(tuple(blocks), C=library_c(C, blocks), align=align) for C in C_GRID]
-    scores = compare_recipes(
-        candidates, _rows(blocks, train), y[train], units[train], random_state=seed
-    )
-    return C_GRID[int(np.argmax(scores["mean"].fillna(-np.inf).to_numpy()))]
 
 
 #: The deep rows: the estimator's default head over the encoder (the probe), the
@@ -292,68 +160,6 @@ def fit_deep(method, encoder, X, y, train, test, units, sfreq, seed):
     if "groups" in inspect.signature(clf.predict).parameters:
         return clf.predict(X[test], groups=units[test])
     return clf.predict(X[test])
-
-
-def random_block_seed(name):
-    """The initialisation seed of a random-encoder block: ``rand`` 0, ``rand3`` 3; None
-    for any other block."""
-    if name == "rand":
-        return 0
-    if name.startswith("rand") and name[4:].isdigit():
-        return int(name[4:])
-    return None
-
-
-#: The blocks that read the encoder otherwise than its mean token, and their
-#: ``EncoderFeatures`` readout.
-READOUT_BLOCKS = {"encstd": "mean+std", "encblocks": "blocks"}
-
-
-def block_order(names):
-    """Blocks in the order they are stacked: the encoder (its mean token, then the
-    other readouts), random encoders by seed, band power, tangent space."""
-    rand = sorted((n for n in names if random_block_seed(n) is not None), key=random_block_seed)
-    return [n for n in ("enc", *READOUT_BLOCKS, *rand, "bp", "ts") if n in names]
-
-
-def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
-    """The raw features of every window, ``{name: array}``: the encoder (read as
-    ``readout="mean"``), the encoder's other readouts named in ``readouts`` (of
-    :data:`READOUT_BLOCKS`), random encoders (one block per seed of ``rand_seeds``:
-    ``rand`` for seed 0, ``rand<seed>`` for the others), band power, covariances; each by
-    the library's :func:`~braindecode_pars.probe.features.block_features`."""
-    enc = load_encoder(encoder)
-
-    def encoded(model, readout):
-        recipe = ProbeRecipe(("encoder",), readout=readout)
-        return block_features(X, recipe, sfreq=sfreq, encoder=model)[0]["encoder"]
-
-    blocks = {"enc": encoded(enc, "mean")}
-    for name in readouts:
-        blocks[name] = encoded(enc, READOUT_BLOCKS[name])
-    for seed in rand_seeds:
-        torch.manual_seed(seed)
-        rand = PatchEncoder(sfreq=enc.sfreq, **enc.config.asdict())
-        blocks["rand" if seed == 0 else f"rand{seed}"] = encoded(rand, "mean")
-    classical = block_features(X, ProbeRecipe(("bandpower", "tangentspace")), sfreq=sfreq)[0]
-    blocks["bp"], blocks["ts"] = classical["bandpower"], classical["tangentspace"]
-    return blocks
-
-
-def requested_blocks(methods):
-    """Every block name the probe rows of ``methods`` use; unknown names are refused."""
-    names = set()
-    for method in methods:
-        if method.startswith("probe["):
-            names |= parse_probe(method)[0]
-    known = ("enc", *READOUT_BLOCKS, "bp", "ts")
-    unknown = sorted(n for n in names if n not in known and random_block_seed(n) is None)
-    if unknown:
-        raise ValueError(
-            f"Unknown probe block(s) {unknown}: blocks are enc, encstd, encblocks, rand "
-            "(rand1, rand2, ...: other random initialisations), bp and ts."
-        )
-    return names
 
 
 def main(argv=None):
@@ -412,7 +218,7 @@ def main(argv=None):
             parser.error(str(err))
     key = set(zip(done.task, done.method, done.k.astype(str), done.seed, strict=True))
     with open(args.out.with_suffix(".commands"), "a") as f:
-        f.write(shlex.join(["python", *sys.argv]) + "\n")
+        f.write(command_line(__spec__.name) + "\n")
     for name in args.tasks:
         X, y, units, pool, scored, sfreq = load_task(name, args.part)
         blocks = features(X, sfreq, args.encoder, rand_seeds, readouts)
@@ -445,65 +251,6 @@ def main(argv=None):
                         "%s %s k=%s seed=%d: %.3f", name, method, k, seed, row["balanced_accuracy"]
                     )
     write_report(pd.read_csv(csv), args)
-
-
-def fit_probe_row(method, blocks, y, train, test, units, seed):
-    """The predictions of a floor or probe row (:data:`FLOORS`, ``probe[...]``)."""
-    if method in FLOORS:  # one block, standardised: the library's C is the floor's
-        block, aligned = FLOORS[method]
-        chosen = {block: blocks[block]}
-        return predict_blocks(chosen, y, train, test, 1.0, seed, units if aligned else None)
-    names, C, aligned = parse_probe(method)
-    groups = units if aligned else None
-    fused = fusion_parts(method)
-    if fused is not None:
-        if C == "cv":
-            raise ValueError(f"{method!r}: late fusion takes a fixed C.")
-        parts = [{b: blocks[b] for b in part} for part in fused]
-        return fit_fused(parts, y, train, test, C, seed, groups)
-    chosen = {b: blocks[b] for b in block_order(names)}
-    if C == "cv":
-        C = inner_c(chosen, y, train, units, seed, aligned)
-    return predict_blocks(chosen, y, train, test, library_c(C, chosen), seed, groups)
-
-
-def draw_summary(df, metric, by=("task", "method", "k")):
-    """Mean ± std of ``metric`` per group of the columns ``by`` (a row's task, method and
-    k), each distinct labelled set weighted once.
-
-    Seeds that draw the same labelled set (PhysioNet-MI has two blocks to label, so its
-    five seeds draw two sets, three times and twice) are averaged first; the mean and
-    std are then over the distinct sets. With one set (k = all) they are over the seeds
-    (the training's own randomness; 0 for the deterministic rows). ``sets`` is the
-    number of distinct labelled sets, ``draws`` the number of rows.
-    """
-    rows = []
-    for keys, g in df.groupby(list(by), sort=False):
-        per_set = g.groupby("units")[metric].mean()
-        values = per_set if len(per_set) > 1 else g[metric]
-        rows.append(
-            dict(
-                zip(by, keys, strict=True),
-                mean=values.mean(),
-                std=np.nan_to_num(values.std(ddof=1)) if len(values) > 1 else 0.0,
-                sets=len(per_set),
-                draws=len(g),
-            )
-        )
-    return pd.DataFrame(rows)
-
-
-def lowest_k(df, metric):
-    """Methods x tasks: ``metric`` at one labelled unit (each distinct labelled set
-    weighted once, :func:`draw_summary`), with the "mean over tasks" (blank unless every
-    task ran); None when no row has k = 1. ``df``'s ``k`` and ``units`` as strings."""
-    s = draw_summary(df[df.k == "1"], metric)
-    if s.empty:
-        return None
-    tasks = [t for t in df.task.unique() if t in set(s.task)]
-    low = s.pivot(index="method", columns="task", values="mean")[tasks]
-    low["mean over tasks"] = low.mean(axis=1, skipna=False)
-    return low
 
 
 def over_initialisations(low):

@@ -10,10 +10,10 @@ pretrained on EEGMAT's 24 training subjects only (with Sleep-EDF, and for
 
 Every channel of every non-overlapping 10-s window of each recording is one
 single-channel crop, the crops pretraining draws (1,000 samples at 100 Hz). The shipped
-pretext model (``pretext.safetensors``, :func:`~braindecode_pars.hub.load_pretext_model`)
+pretext model (``pretext.safetensors``, :func:`~braindecode_pars.hub.io.load_pretext_model`)
 draws its patches and position masks from a generator seeded with the draw's seed
 (``_pretext.evaluate``: loss and trivial loss, weighted by crop, in evaluation mode),
-and the skill is the library's :func:`~braindecode_pars.models.pretext.pretext_skill`,
+and the skill is the library's :func:`~braindecode_pars.models.pretext.base.pretext_skill`,
 1 - loss / loss of predicting no shift for every pair (0: nothing learned, 1: perfect).
 
 Per subject and draw: the skill on that subject's crops. Reported: per model, the mean
@@ -24,7 +24,7 @@ and settings, randomly initialised (encoder and decoder), one per initialisation
 
 Usage::
 
-    python benchmarks/bench_encoder_skill.py --out benchmarks/results/encoder_skill.md
+    python -m benchmarks.bench_encoder_skill --out benchmarks/results/encoder_skill.md
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from _measure import machine, table_head, write_report
-from _pretext import SHARED, evaluate
 
-from braindecode_pars.datasets import EEGMAT_TEST_SUBJECTS, load_eegmat
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.hub import PRETRAINED_ENCODERS, load_pretext_model, pretrained_path
-from braindecode_pars.models import PRETEXT_MODELS
+from benchmarks.lib.measure import machine, table_head, write_report
+from benchmarks.lib.pretext import SHARED, evaluate
+from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, load_eegmat
+from braindecode_pars.hub.io import load_pretext_model, pretrained_path
+from braindecode_pars.io.windows import read_windows
+from braindecode_pars.models.pretext import PRETEXT_MODELS
+from braindecode_pars.weights import PRETRAINED_ENCODERS
 
 COLUMNS = ("model", "draw", "subject", "crops", "loss", "trivial", "skill")
 
@@ -176,7 +177,7 @@ def main(argv=None):
     scores = pd.DataFrame(rows, columns=COLUMNS)
     scores.to_csv(Path(args.out).with_suffix(".csv"), index=False, float_format="%.6f")
     argv = sys.argv[1:] if argv is None else argv
-    command = shlex.join(["python", "benchmarks/bench_encoder_skill.py", *argv])
+    command = shlex.join(["python", "-m", "benchmarks.bench_encoder_skill", *argv])
     report(scores, args, command, time.perf_counter() - start)
 
 

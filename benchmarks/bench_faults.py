@@ -17,13 +17,13 @@ It also runs ``store`` under a file size limit (``RLIMIT_FSIZE``, as a full disk
 write fails) smaller than the store, checks that it is refused with a message and
 that the same command without the limit resumes to the reference's bytes, and starts
 a second ``store`` into a folder while a first builds there (refused, naming the
-first; the first ends with the reference's bytes). ``tests/test_store_faults.py``
+first; the first ends with the reference's bytes). ``benchmarks/tests/test_store_faults.py``
 runs the same harness on a handful of trials.
 
 Usage::
 
-    python benchmarks/bench_faults.py --part store --out benchmarks/results/faults_store.md
-    python benchmarks/bench_faults.py --part store --trials 1  # a quick check
+    python -m benchmarks.bench_faults --part store --out benchmarks/results/faults_store.md
+    python -m benchmarks.bench_faults --part store --trials 1  # a quick check
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def store_faults(folder, signals=("SIGTERM", "SIGKILL"), trials=3, seed=0, recor
 def full_disk(pattern, reference, out, recordings=2.5):
     """``store`` under a file size limit of ``recordings`` recordings' data, then resumed
     here without it: (exit status, its output, recordings committed, equal)."""
-    from braindecode_pars.datasets import read_window_store
+    from braindecode_pars.store.write import read_window_store
 
     recs, _, _ = read_window_store(reference, descriptions=False)
     limit = int(recordings * recs[0].nbytes)
@@ -283,7 +283,7 @@ def store_report(folder, trials, seed, recordings):
 
 
 def main():
-    from _measure import report_parser, write_report
+    from benchmarks.lib.measure import report_parser, write_report
 
     parser = report_parser(__doc__)
     parser.add_argument("--part", choices=["store"], required=True, help="what to fault")

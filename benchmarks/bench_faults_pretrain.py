@@ -2,7 +2,7 @@
 random epoch, a full disk during a checkpoint; then the same command again.
 
 Each trial pretrains a tiny encoder on a small store (built once, from the bundled EEG)
-for ``--epochs`` epochs with a state every epoch (``--checkpoint-minutes 0``) and one
+for ``--epochs`` epochs with a state every epoch (``checkpoint_minutes`` 0) and one
 DataLoader worker, in a process of its own. Once the saved state reaches a random epoch
 (at least 2) the trial sends the signal, and records:
 
@@ -18,7 +18,7 @@ The full-disk trial reruns a stopped run under ``RLIMIT_FSIZE`` smaller than a
 checkpoint: the run must stop with a message naming the checkpoint, leave the saved
 state as it was, and a rerun without the limit must finish with the exact step count.
 
-Usage: ``python benchmarks/bench_faults_pretrain.py --trials 3 --out
+Usage: ``python -m benchmarks.bench_faults_pretrain --trials 3 --out
 benchmarks/results/faults_pretrain.md``.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-#: The smallest encoder (tests/_helpers.py's TINY_ENCODER).
+#: The smallest encoder (the tests' tiny one).
 TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
 EPOCHS = 30
 BATCH = 8
@@ -46,23 +46,28 @@ BATCH = 8
 
 def build_store(folder):
     """A store of the bundled EEG (PhysioNet-MI subject 1, run 1, 5-s windows)."""
-    from braindecode_pars import cli
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+    from braindecode_pars.store.write import write_window_store
 
-    cli.main(
-        ["store", "--out", str(folder), "--runs", "1"]
-        + ["--window-seconds", "5", "--stride-seconds", "5"]
-    )
+    windows = load_physionet_mi_continuous(runs=[1], window_seconds=5, stride_seconds=5)
+    write_window_store(windows, folder)
     return Path(folder)
 
 
+#: The run's settings that only ``--config`` sets, beside the encoder's: 4 patches, no
+#: validation, a state every epoch, no compilation, SIGUSR1 a stop signal.
+RUN_SETTINGS = {
+    "n_patches": 4, "valid_fraction": 0, "checkpoint_minutes": 0, "compile": False,
+    "stop_signal": ["USR1"],
+}  # fmt: skip
+
+
 def command(store, out, config, workers=1):
-    """The ``pretrain`` command of a trial."""
+    """The ``pretrain`` command of a trial (``config``: :func:`tiny_config`'s file)."""
     return [
         sys.executable, "-m", "braindecode_pars.cli", "pretrain", "--store", str(store),
         "--out", str(out), "--config", str(config), "--device", "cpu", "--threads", "1",
-        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--n-patches", "4",
-        "--valid-fraction", "0", "--checkpoint-minutes", "0", "--workers", str(workers),
-        "--no-compile", "--stop-signal", "USR1",
+        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--workers", str(workers),
     ]  # fmt: skip
 
 
@@ -78,8 +83,9 @@ def _env(env=None):
 
 
 def tiny_config(folder):
+    """The ``--config`` file of a trial: the tiny encoder and :data:`RUN_SETTINGS`."""
     path = Path(folder) / "tiny.json"
-    path.write_text(json.dumps(TINY))
+    path.write_text(json.dumps({**TINY, **RUN_SETTINGS}))
     return path
 
 
@@ -250,7 +256,7 @@ def write_table(rows, disk, args):
     lines = [
         "# Faults of `braindecode-pars pretrain`: signals, kills, a full disk",
         "",
-        f"`python benchmarks/bench_faults_pretrain.py --trials {args.trials} --seed "
+        f"`python -m benchmarks.bench_faults_pretrain --trials {args.trials} --seed "
         f"{args.seed}`: a tiny encoder, {EPOCHS} epochs of {rows[0]['steps_per_epoch']} steps "
         "(batch 8, one DataLoader worker, a state every epoch), signalled once the saved "
         "state reached the epoch given, then the same command again.",

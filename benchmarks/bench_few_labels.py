@@ -44,7 +44,7 @@ kept in ``--cache`` (resumable too); the command is recorded beside the CSV.
 
 Usage::
 
-    python benchmarks/bench_few_labels.py --part selection --methods 'pars in-domain[1000]' \\
+    python -m benchmarks.bench_few_labels --part selection --methods 'pars in-domain[1000]' \\
         'pars in-domain[3000]' --ks 1 4 all --out benchmarks/results/few_labels_selection
 """
 
@@ -53,26 +53,30 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import re
-import shlex
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
-from _measure import append_score
-from bench_dev_tasks import load_task, split
 from braindecode.util import set_random_seeds
-from lib.dev_tasks import DEV_TASKS, MI_SELECTION_BLOCKS, MI_TEST_BLOCKS
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
+from benchmarks.lib.dev_tasks import (
+    DEV_TASKS,
+    MI_SELECTION_BLOCKS,
+    MI_TEST_BLOCKS,
+    load_task,
+    part_units,
+    split,
+)
+from benchmarks.lib.measure import append_score, command_line
+from benchmarks.lib.networks import NETWORKS, compact_network
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-from braindecode_pars.hub import load_encoder, save_encoder
-from braindecode_pars.probe.features import READOUTS
+from braindecode_pars.features.transformers import READOUTS
+from braindecode_pars.hub.io import load_encoder, save_encoder
 
 logger = logging.getLogger("bench_few_labels")
 
@@ -89,12 +93,6 @@ COLUMNS = (
     "seconds",
     "pretrain_seconds",
 )
-NETWORKS = ("EEGNet", "ShallowFBCSPNet")
-#: Each network's learning rate: EEGNet's paper's Adam default, and braindecode's
-#: ShallowFBCSPNet example (0.0625 * 0.01).
-NETWORK_LR = {"EEGNet": 1e-3, "ShallowFBCSPNet": 6.25e-4}
-NETWORK_STEPS = 200
-NETWORK_BATCH = 32
 #: The probe's readout in every probe row: the tokens' mean, the library's default when
 #: the rule was written (``PARSProbe``'s default is now "mean+std"), so that rows run
 #: since compare with the rows run then.
@@ -128,8 +126,6 @@ def pool_of(name, part, labelled, X, units, transductive):
     ``key`` names the pool (draws with the same key share it)."""
     task = DEV_TASKS[name]
     if name == "eegmat-arithmetic":
-        from bench_dev_tasks import part_units
-
         pool, scored = part_units(name, part)
         keep = list(pool) + (list(scored) if transductive else [])
         idx = np.flatnonzero(np.isin(units, keep))
@@ -176,36 +172,6 @@ def pretrained(cache, key, steps, seed, pool, groups, window_seconds):
     return stage.encoder_, seconds
 
 
-def compact_network(name, n_chans, n_times, n_classes, y_train, seed):
-    """braindecode's ``EEGNet`` or ``ShallowFBCSPNet`` from scratch in an
-    ``EEGClassifier``: AdamW at :data:`NETWORK_LR` without weight decay, cosine
-    annealing over :data:`NETWORK_STEPS` optimiser steps of batch
-    :data:`NETWORK_BATCH` (epochs rounded up), cross-entropy weighted by inverse class
-    frequency (the scores are balanced accuracy), every window in an epoch (the last
-    batch kept however small), no validation split (too few labels), the last epoch
-    kept."""
-    from braindecode import EEGClassifier
-    from braindecode.models import EEGNet, ShallowFBCSPNet
-    from skorch.callbacks import LRScheduler
-
-    cls = {"EEGNet": EEGNet, "ShallowFBCSPNet": ShallowFBCSPNet}[name]
-    signal = dict(n_chans=n_chans, n_outputs=n_classes, n_times=n_times, sfreq=100.0)
-    epochs = math.ceil(NETWORK_STEPS / math.ceil(len(y_train) / NETWORK_BATCH))
-    counts = np.bincount(y_train, minlength=n_classes).astype(float)
-    weight = torch.tensor(len(y_train) / (n_classes * np.maximum(counts, 1)), dtype=torch.float32)
-    # one line per concern: the loss, the optimiser, the loop, the data, the output
-    return EEGClassifier(
-        cls,
-        **{f"module__{k}": v for k, v in signal.items()},
-        criterion=torch.nn.CrossEntropyLoss, criterion__weight=weight,
-        optimizer=torch.optim.AdamW, optimizer__lr=NETWORK_LR[name], optimizer__weight_decay=0.0,
-        batch_size=NETWORK_BATCH, max_epochs=epochs, train_split=None,
-        iterator_train__shuffle=True, iterator_train__drop_last=False,
-        callbacks=[("lr_scheduler", LRScheduler("CosineAnnealingLR", T_max=epochs))],
-        classes=list(range(n_classes)), device="cpu", verbose=0,
-    )  # fmt: skip
-
-
 def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, readout=PROBE_READOUT):
     """Predictions of one row on the scored windows, and its pretraining seconds;
     ``readout`` is the probe's."""
@@ -248,16 +214,20 @@ def score(method, steps, X, y, units, train, test, ctx, seed, pretrain_seed, rea
 def recipe_rows(name, part, X, y, units, pool, scored, ks, seeds, steps, p_seed, cache):
     """The probe's recipes over one in-domain encoder (``pars in-domain[steps]``,
     pretraining seed ``p_seed``, read from ``cache``): each candidate of
-    :meth:`braindecode_pars.probe.ProbeRecipe.candidates` and ``recipe="auto"`` (chosen
+    :meth:`braindecode_pars.features.ProbeRecipe.candidates` and ``recipe="auto"`` (chosen
     by the library's inner leave-one-group-out on the labelled units), on every draw.
-    Features come from :func:`braindecode_pars.probe.features.block_features`, once per
+    Features come from :func:`braindecode_pars.features.transformers.block_features`, once per
     task; the rest is fitted on the labelled windows only
-    (:func:`braindecode_pars.probe.recipe.fit_blocks`). A row is named by its recipe,
+    (:func:`braindecode_pars.features.recipe.fit_blocks`). A row is named by its recipe,
     whose C is the library's (rows recorded before issue 46 name C in the earlier
     units, each block of total variance 1: ``C=1`` and ``C=100`` there)."""
-    from braindecode_pars.probe import ProbeRecipe
-    from braindecode_pars.probe.features import BLOCKS, block_features
-    from braindecode_pars.probe.recipe import MIN_GROUPS, compare_recipes, fit_blocks
+    from braindecode_pars.features.recipe import (
+        MIN_GROUPS,
+        ProbeRecipe,
+        compare_recipes,
+        fit_blocks,
+    )
+    from braindecode_pars.features.transformers import BLOCKS, block_features
 
     encoder = load_encoder(encoder_path(cache, f"eegmat-{part}", steps, p_seed))
     every = ProbeRecipe(BLOCKS, readout=PROBE_READOUT)
@@ -324,7 +294,7 @@ def main(argv=None):
         X, y, units, pool, scored, _ = load_task("eegmat-arithmetic", args.part)
         csv = args.out.with_suffix(".csv")
         with open(args.out.with_suffix(".commands"), "a") as f:
-            f.write(shlex.join(["python", *sys.argv]) + "\n")
+            f.write(command_line(__spec__.name) + "\n")
         for p in args.pretrain_seeds:
             rows = recipe_rows("eegmat-arithmetic", args.part, X, y, units, pool, scored,
                                args.ks, args.seeds, args.recipes, p, args.cache)  # fmt: skip
@@ -349,7 +319,7 @@ def main(argv=None):
         zip(done.task, done.method, done.k.astype(str), done.seed, done.pretrain_seed, strict=True)
     )
     with open(args.out.with_suffix(".commands"), "a") as f:
-        f.write(shlex.join(["python", *sys.argv]) + "\n")
+        f.write(command_line(__spec__.name) + "\n")
     for name in args.tasks:
         X, y, units, pool, scored, _ = load_task(name, args.part)
         ks = [k for k in args.ks if k == "all" or int(k) <= len(pool)]

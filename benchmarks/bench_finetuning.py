@@ -20,7 +20,7 @@ benchmarks-history-2026-11:docs/benchmarks/finetuning.rst``); the current answer
   scratch, and the probe over ``pars-small-v2`` (``PARSProbe``); writes
   ``finetuning.md``, ``.csv`` and ``.png`` (learning curves).
 
-Run with one thread: ``OMP_NUM_THREADS=1 python benchmarks/bench_finetuning.py selection``;
+Run with one thread: ``OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning selection``;
 ``--quick`` runs 2 epochs on one fold (a smoke run, written under ``--out``).
 """
 
@@ -36,20 +36,22 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.metrics import balanced_accuracy_score
-from skorch.callbacks import Callback
 
-from braindecode_pars import PARSFineTuner, PARSProbe
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.bundled_eegmat import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
+from benchmarks.lib.finetuning import (
+    ENCODER,
+    FOLDS,
+    MINORITY,
+    POOL,
+    HeldOutCurve,
+    curve_table,
+    fine_tuner,
+    load,
+    read_rows,
+)
+from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from braindecode_pars.hub import load_encoder
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ENCODER = "pars-small-v2"
-POOL = tuple(BUNDLED_POOL_SUBJECTS)
-#: the selection folds: 2 pool subjects held out, the other 6 labelled
-FOLDS = tuple(POOL[i::4] for i in range(4))
-MINORITY = 1  # arithmetic: 6 of each subject's 24 windows
 
 #: the fine-tuner's defaults when the pool's selection ran (it added the augmentation; the
 #: second selection, ``bench_finetuning_outer.py``, moved the epochs to 200 and the
@@ -91,57 +93,6 @@ CANDIDATES["augmentation + early stopping on balanced accuracy + layer_decay=0.6
     "layer_decay": 0.65,
 }
 CANDIDATES["augmentation + layer_decay=0.65"] = {"augmentation": "standard", "layer_decay": 0.65}
-
-
-class HeldOutCurve(Callback):
-    """Balanced accuracy of fixed held-out windows after every epoch, recorded in the
-    history as ``heldout_bal_acc`` (and the share predicted as the minority class as
-    ``heldout_minority``); torch's random state is restored, so the fit is unchanged.
-    ``groups``: the held-out windows' subjects, for a fine-tuner that aligns them."""
-
-    def __init__(self, X, y, groups=None):
-        self.X, self.y, self.groups = X, y, groups
-
-    def on_epoch_end(self, net, **kwargs):
-        state = torch.get_rng_state()
-        try:
-            pred = net.predict(self.X, groups=self.groups)
-        finally:
-            torch.set_rng_state(state)
-        net.history.record("heldout_bal_acc", float(balanced_accuracy_score(self.y, pred)))
-        net.history.record("heldout_minority", float(np.mean(pred == MINORITY)))
-
-
-def load():
-    """The 20 subjects' windows: X (n, 19, 1000), y, subject of each window, sfreq."""
-    windows = load_bundled_eegmat(tuple(EEGMAT_TEST_SUBJECTS) + POOL)
-    data = read_windows(windows)
-    groups = windows.get_metadata()["subject"].to_numpy()
-    return data.X, np.asarray(data.y), groups, float(data.sfreq)
-
-
-def fine_tuner(encoder, params, seed, sfreq, callbacks=None):
-    """``PARSFineTuner`` at the library's defaults but ``params``; ``encoder=None`` is a
-    new encoder of ``pars-small-v2``'s size (training from scratch)."""
-    if encoder is None:
-        encoder = _scratch_encoder(seed, sfreq)
-    return PARSFineTuner(
-        encoder=encoder,
-        sfreq=sfreq,
-        random_state=seed,
-        verbose=0,
-        callbacks=callbacks,
-        **params,
-    )
-
-
-def _scratch_encoder(seed, sfreq):
-    from braindecode_pars.models.encoder import PatchEncoder
-    from braindecode_pars.training import isolated_random_state
-
-    size = load_encoder(ENCODER).config.asdict()
-    with isolated_random_state(seed, "cpu"):
-        return PatchEncoder(sfreq=sfreq, **size)
 
 
 def fit_record(clf, X, y, groups, train, held, extra):
@@ -201,10 +152,6 @@ def run_selection(names, seeds, scratch, out, quick):
                         f.write(json.dumps(row) + "\n")
 
 
-def read_rows(path):
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def selection_report(rows):
     """The selection table: per candidate and start, the mean held-out balanced accuracy
     over folds and seeds, per seed, the lowest minority share and the kept epochs."""
@@ -214,7 +161,7 @@ def selection_report(rows):
     lines = [
         "# Fine-tuning defaults: selection inside the 8 pool subjects",
         "",
-        "Command: `OMP_NUM_THREADS=1 python benchmarks/bench_finetuning.py selection "
+        "Command: `OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning selection "
         "--candidates ...` then `... report`. EEGMAT (main job's data), 4 folds by subject "
         "within the pool (2 held out, 6 labelled), `PARSFineTuner(strategy='full')` of "
         "`pars-small-v2` at the defaults before this choice (no augmentation) except the "
@@ -252,25 +199,6 @@ def selection_report(rows):
         *curve_table(frame, CURVE_EPOCHS, "held-out"),
     ]
     return "\n".join(lines) + "\n"
-
-
-def curve_table(frame, epochs, scored):
-    """Markdown rows: per candidate and start, the mean training loss and the mean
-    recorded balanced accuracy (``scored``: the column's name) at each of ``epochs``,
-    over the fits that reached that epoch and recorded it (NaN: not read that epoch)."""
-    lines = [
-        "| candidate | start | " + " | ".join(f"loss @{e}" for e in epochs) + " | "
-        + " | ".join(f"{scored} @{e}" for e in epochs) + " |",
-        "|---|---|" + "---|" * (2 * len(epochs)),
-    ]  # fmt: skip
-    for (name, start), part in frame.groupby(["candidate", "start"], sort=False):
-        cells = []
-        for key in ("train_loss", "heldout_bal_acc"):
-            for e in epochs:
-                values = [c[e - 1] for c in part[key] if len(c) >= e and c[e - 1] == c[e - 1]]
-                cells.append(f"{np.mean(values):.3f}" if values else "-")
-        lines.append(f"| {name} | {start} | " + " | ".join(cells) + " |")
-    return lines
 
 
 CURVE_EPOCHS = (1, 3, 5, 10, 20, 40)
@@ -361,7 +289,7 @@ def test_report(frame):
     lines = [
         "# Full fine-tuning on the main job's EEGMAT split (12 test subjects)",
         "",
-        "Command: `python benchmarks/bench_finetuning.py test --threads 2` "
+        "Command: `python -m benchmarks.bench_finetuning test --threads 2` "
         f"(braindecode_pars {__version__}). All 8 pool subjects labelled (192 windows), "
         "the 12 test subjects scored (287 windows), 3 seeds (`random_state`). The "
         "defaults were chosen on 16 EEGMAT subjects outside the main job "

@@ -7,7 +7,7 @@ their choice did not transfer to the test subjects (``docs/benchmarks/finetuning
 This selection set is larger (16 subjects, 374 windows) and scores what the test scores:
 a fit on the 8 pool subjects, on subjects it has not seen. It needs EEGMAT's EDF files
 (``../shared/data/eegmat``, or ``--eegmat``), preprocessed as the bundled file is
-(:func:`~braindecode_pars.datasets.bundled_eegmat.write_eegmat_bundle`, cached under
+(:func:`~braindecode_pars.datasets.bundled.write_eegmat_bundle`, cached under
 ``benchmarks/.cache``). Each round's protocol and decision rule are on that page as it
 stood at the tag ``benchmarks-history-2026-11``.
 
@@ -25,7 +25,7 @@ stood at the tag ``benchmarks-history-2026-11``.
   selection subjects, scored on the 12 test subjects (``finetuning_labels.md``,
   ``.png``).
 
-Run: ``python benchmarks/bench_finetuning_outer.py run --candidates ... --seeds 0 1 2``.
+Run: ``python -m benchmarks.bench_finetuning_outer run --candidates ... --seeds 0 1 2``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_finetuning import (
+from sklearn.metrics import balanced_accuracy_score
+
+from benchmarks.lib.eegmat_bundle import read_eegmat_bundle
+from benchmarks.lib.finetuning import (
     ENCODER,
     MINORITY,
     POOL,
@@ -48,12 +51,10 @@ from bench_finetuning import (
     load,
     read_rows,
 )
-from sklearn.metrics import balanced_accuracy_score
-
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.datasets.bundled_eegmat import _read_bundled_eegmat, write_eegmat_bundle
+from braindecode_pars.datasets.bundled import write_eegmat_bundle
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from braindecode_pars.datasets.windowing import windows_of
+from braindecode_pars.io.windowing import windows_of
+from braindecode_pars.io.windows import read_windows
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -121,7 +122,7 @@ def load_outer(eegmat, cache=CACHE):
             )
         cache.parent.mkdir(parents=True, exist_ok=True)
         write_eegmat_bundle(eegmat, cache, subjects=OUTER)
-    dataset = _read_bundled_eegmat(OUTER, path=cache)
+    dataset = read_eegmat_bundle(cache, OUTER)
     windows = windows_of(dataset, None, dataset.datasets[0].raw.info["sfreq"], 10.0)
     data = read_windows(windows)
     return data.X, np.asarray(data.y), windows.get_metadata()["subject"].to_numpy()
@@ -310,7 +311,7 @@ def labels_report(rows, test_rows=()):
     lines = [
         "# More labelled subjects: the library's defaults on the 12 test subjects",
         "",
-        "Command: `python benchmarks/bench_finetuning_outer.py labels` then `labels-report`. "
+        "Command: `python -m benchmarks.bench_finetuning_outer labels` then `labels-report`. "
         "Fitted on the 8 pool subjects (0 2 3 5 6 8 10 11), plus the selection subjects "
         f"{' '.join(map(str, OUTER[:8]))} (16), plus also "
         f"{' '.join(map(str, OUTER[8:]))} (24); scored on the 12 test subjects. "
@@ -378,7 +379,7 @@ def subjects_report(rows):
     lines = [
         "# Fine-tuning and the probe per subject: selection and test subjects",
         "",
-        "Command: `python benchmarks/bench_finetuning_outer.py subjects` then "
+        "Command: `python -m benchmarks.bench_finetuning_outer subjects` then "
         "`... subjects-report`. Each method at the defaults of the second round (200 "
         "epochs, spatial dropout 0.5; the probe's own defaults) unless its name says "
         "otherwise (no spatial dropout: the fourth round's choice, run after its test), "
@@ -424,7 +425,7 @@ def report(rows):
     lines = [
         "# Fine-tuning defaults: selection on 16 EEGMAT subjects outside the main job",
         "",
-        "Command: `python benchmarks/bench_finetuning_outer.py run --candidates ... "
+        "Command: `python -m benchmarks.bench_finetuning_outer run --candidates ... "
         "--seeds 0 1 2` then `... report`. `PARSFineTuner(strategy='full')` of "
         f"`{ENCODER}` at the fine-tuner's defaults when this ran ('defaults': "
         "`max_epochs=40`, lr 3e-4, the standard augmentation) but the candidate's change, "

@@ -15,7 +15,7 @@ and predicts once: the growth of the peak resident memory (``VmHWM`` of
 Usage (``--before`` is a checkout of the other revision)::
 
     git worktree add /tmp/before db22036
-    python benchmarks/bench_fit_memory.py --before /tmp/before --input arrays \
+    python -m benchmarks.bench_fit_memory --before /tmp/before --input arrays \
         --encoder pars-small-v2 --windows 600
 """
 
@@ -29,8 +29,8 @@ import os
 import statistics
 import sys
 
-from _measure import in_child, machine, peak_growth, write_report
-from bench_read_memory import make_windows, memory_checkouts, memory_parser, revision
+from benchmarks.lib.measure import in_child, machine, peak_growth, write_report
+from benchmarks.lib.memory_checkouts import make_windows, memory_checkouts, memory_parser, revision
 
 logger = logging.getLogger("bench_fit_memory")
 
@@ -79,7 +79,7 @@ def report(rows, roots, args):
     """Markdown lines of the results."""
     output_mib = args.windows * args.chans * args.times * 4 / 2**20
     command = (
-        f"python benchmarks/bench_fit_memory.py --before {args.before} --input {args.input} "
+        f"python -m benchmarks.bench_fit_memory --before {args.before} --input {args.input} "
         f"--encoder {args.encoder}{' --warmup' * args.warmup} --windows "
         f"{args.windows} --chans {args.chans} --times {args.times} --recordings "
         f"{args.recordings} --repeats {args.repeats} --out {args.out or '...'}"
@@ -158,7 +158,7 @@ def main(argv=None):
     for _ in range(args.repeats):
         for name, root in roots.items():
             warmup = "warm" if args.warmup else "cold"
-            m = in_child(os.path.abspath(__file__), root, args.input, args.encoder, warmup,
+            m = in_child(__spec__.name, root, args.input, args.encoder, warmup,
                          args.windows, args.chans, args.times, args.recordings)  # fmt: skip
             rows.setdefault(name, []).append(m)
             logger.info("%s: %s", name, m)

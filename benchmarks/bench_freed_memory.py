@@ -1,6 +1,6 @@
 """Training steps on a CPU with glibc's malloc defaults and with freed memory kept.
 
-``braindecode-pars pretrain`` calls :func:`braindecode_pars.training.keep_freed_memory`
+``braindecode-pars pretrain`` calls :func:`braindecode_pars.pretraining.keep_freed_memory`
 before training on a CPU. This script measures what that buys: in fresh processes,
 alternately with glibc's defaults and with the call, it records
 
@@ -18,7 +18,7 @@ decoder, fused AdamW. Each process builds the same models (seed 0).
 
 Usage::
 
-    python benchmarks/bench_freed_memory.py --out benchmarks/results/freed_memory.md
+    python -m benchmarks.bench_freed_memory --out benchmarks/results/freed_memory.md
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import statistics
 import time
 
 import torch
-from _measure import (
+
+from benchmarks.lib.measure import (
     check_at_least_one,
     in_child,
     machine,
@@ -40,7 +41,7 @@ from _measure import (
     step_times,
     write_report,
 )
-from bench_pair_decoder import SIZES, SMALL_BATCH, make_steps
+from benchmarks.lib.steps import SIZES, SMALL_BATCH, make_steps
 
 logger = logging.getLogger("bench_freed_memory")
 
@@ -88,7 +89,7 @@ def alone(steps, rounds, block=4):
 def child(setting, size, rounds):
     """One process's measurements (printed as JSON by ``--child``)."""
     if setting == SETTINGS[1]:
-        from braindecode_pars.training import keep_freed_memory
+        from braindecode_pars.pretraining.memory import keep_freed_memory
 
         assert keep_freed_memory(), "glibc refused the thresholds"
     torch.manual_seed(0)
@@ -124,11 +125,11 @@ def report(rows, args):
         "40 patches, "
         "pos_mask_ratio 0.8, folded cross-attention decoder, fused AdamW; 64 x 4: batch "
         "64 of 10-s windows at 100 Hz; the paper's size: batch 16 of 30-s windows at 200 Hz. "
-        '"Freed memory kept": `braindecode_pars.training.keep_freed_memory()` (glibc\'s '
+        '"Freed memory kept": `braindecode_pars.pretraining.keep_freed_memory()` (glibc\'s '
         "mmap threshold 32 MiB, trim threshold 256 MiB), which `braindecode-pars "
         "pretrain` calls on a CPU.",
         "",
-        f"Command: `python benchmarks/bench_freed_memory.py --pairs {args.pairs} --rounds "
+        f"Command: `python -m benchmarks.bench_freed_memory --pairs {args.pairs} --rounds "
         f"{args.rounds} --out benchmarks/results/freed_memory.md`",
         "",
         "| encoder | allocator | PARS windows/s (alone) | PARS faults/step | "
@@ -182,7 +183,7 @@ def main(argv=None):
         for i in range(args.pairs):
             order = SETTINGS if i % 2 == 0 else SETTINGS[::-1]
             for setting in order:
-                r = in_child(__file__, setting, size, args.rounds)
+                r = in_child(__spec__.name, setting, size, args.rounds)
                 logger.info("%s, %s: %s", size, setting, r)
                 rows.append((size, setting, r))
     write_report(report(rows, args), args.out)

@@ -29,9 +29,9 @@ with the same weights, for an A/B against this tree's on one machine;
 
 Usage::
 
-    python benchmarks/bench_gpu.py --out benchmarks/results/gpu.md
-    python benchmarks/bench_gpu.py --device cpu --tiny
-    python benchmarks/bench_gpu.py --batch-size 256 1024 --decoder db22036
+    python -m benchmarks.bench_gpu --out benchmarks/results/gpu.md
+    python -m benchmarks.bench_gpu --device cpu --tiny
+    python -m benchmarks.bench_gpu --batch-size 256 1024 --decoder db22036
 """
 
 from __future__ import annotations
@@ -41,52 +41,25 @@ import datetime
 import gc
 import json
 import shlex
-import subprocess
 import sys
 import time
-import types
-from pathlib import Path
-from typing import NamedTuple
 
 import torch
 import torch._inductor.config
-from _measure import machine, median_times, peak_growth, write_report
-from bench_pair_decoder import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from torch._dynamo.utils import counters
 
-from braindecode_pars import PARS
-from braindecode_pars.models import pair_fallback
-from braindecode_pars.models.encoder_config import PatchEncoderConfig
+from benchmarks.lib.device_steps import (
+    DB22036_SOURCE,
+    DECODERS,
+    PAPER,
+    TINY,
+    TrainingSteps,
+)
+from benchmarks.lib.measure import machine, median_times, peak_growth, write_report
+from braindecode_pars.models.pair import fallback as pair_fallback
 
 MIB = 2**20
 
-
-class Config(NamedTuple):
-    """An encoder size, the windows it reads and the default batch sizes."""
-
-    name: str
-    size: dict
-    n_times: int
-    sfreq: float
-    batch_sizes: tuple
-
-
-#: The paper's size on its 30-s windows at 200 Hz, as bench_pair_decoder's "512 x 8".
-PAPER = Config(
-    "512 x 8 (paper), 30-s windows at 200 Hz",
-    PatchEncoderConfig.from_size("paper").asdict(),
-    N_TIMES,
-    SFREQ,
-    (256,),
-)
-#: Small enough for a CPU in seconds: a check that the code runs, not a measure of PARS.
-TINY = Config(
-    "32 x 1 (tiny), 10-s windows at 100 Hz",
-    PatchEncoderConfig.from_size(dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32)).asdict(),
-    SMALL_N_TIMES,
-    SMALL_SFREQ,
-    (8,),
-)
 
 #: torch.compile's mode that replays the compiled steps as CUDA graphs.
 GRAPHS = "reduce-overhead"
@@ -128,173 +101,8 @@ VARIANT_NAMES = dict(
 )
 #: The variants run by default (the last two are the device check's extra rows).
 DEFAULT_VARIANTS = ("float32", "bf16", "bf16-compile")
-#: The pair decoders: this tree's, or db22036's (see :func:`db22036_decoder`).
-DECODERS = ("tree", "db22036")
-#: Where ``make device-wheels`` writes db22036's pair decoder for a machine with no
-#: git history (the device machine): ``git show`` of it, one import made absolute.
-DB22036_FILE = Path(__file__).resolve().parents[1] / ".device-wheels" / "pair_decoders_db22036.py"
-DB22036_SOURCE = "db22036:braindecode_pars/models/pair_decoders.py"
-
-
-def db22036_source():
-    """db22036's ``models/pair_decoders.py``, its relative import made absolute: from
-    :data:`DB22036_FILE` where ``make device-wheels`` wrote it, else from git."""
-    if DB22036_FILE.exists():
-        return DB22036_FILE.read_text()
-    shown = subprocess.run(
-        ["git", "show", DB22036_SOURCE], cwd=DB22036_FILE.parents[1], capture_output=True,
-        text=True,
-    )  # fmt: skip
-    if shown.returncode:
-        raise RuntimeError(
-            f"db22036's pair decoder is neither in {DB22036_FILE} (make device-wheels "
-            f"writes it) nor in this checkout's git history: {shown.stderr.strip()}"
-        )
-    return shown.stdout.replace("from .._checks", "from braindecode_pars._checks")
-
-
-def db22036_decoder():
-    """db22036's ``CrossAttentionPairDecoder``: the factor tables on every device, with
-    two branches on the data and four graph breaks, as it was; imported once, as the
-    module ``pair_decoders_db22036``."""
-    if "pair_decoders_db22036" not in sys.modules:
-        module = types.ModuleType("pair_decoders_db22036")
-        module.__file__ = str(DB22036_FILE)
-        exec(compile(db22036_source(), module.__file__, "exec"), module.__dict__)
-        sys.modules[module.__name__] = module
-    return sys.modules["pair_decoders_db22036"].CrossAttentionPairDecoder
-
-
 #: n_patches of the memory table.
 MEMORY_PATCHES = (40, 80, 128)
-
-
-def use_decoder(model, decoder):
-    """``model`` (PARS) with the pair decoder ``decoder`` of :data:`DECODERS`: "tree"
-    leaves it; "db22036" puts db22036's cross-attention decoder in its place, with the
-    same weights."""
-    if decoder == "tree":
-        return model
-    if decoder != "db22036":
-        raise ValueError(f"'decoder' must be one of {DECODERS}, but got {decoder!r}.")
-    old = db22036_decoder()(model.decoder.emb_dim, model.decoder.n_heads)
-    old.load_state_dict(model.decoder.state_dict())
-    model.decoder = old.to(next(model.decoder.parameters(), torch.empty(0)).device)
-    return model
-
-
-def synchronize(device):
-    """Wait for the work queued on ``device`` (CUDA); nothing on a CPU."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class TrainingSteps:
-    """A PARS model, its AdamW, one batch on a device, and two training steps on them.
-
-    :meth:`pars_step` trains PARS (fresh patches and masks at every step);
-    :meth:`encoder_step` trains the model's encoder alone on one fixed draw of patches
-    and masks, its loss the mean of squares of the tokens. Each step ends with the
-    device synchronised, so that a wall-clock timer around it times the step.
-
-    Parameters
-    ----------
-    config : Config
-        Encoder size and windows.
-    n_patches : int
-        Patches per window.
-    batch_size : int
-        Windows per step.
-    device : str | torch.device
-        Where the model, the batch and the steps live.
-    bf16 : bool
-        Run the forward passes under ``torch.autocast(device_type, dtype=torch.bfloat16)``.
-    compiled : bool
-        Run the forward passes through ``torch.compile`` (``dynamic=False``) of the PARS
-        module and of the encoder; the backward passes are compiled with them.
-    backend : str
-        ``torch.compile``'s backend.
-    mode : str | None
-        ``torch.compile``'s mode; "reduce-overhead" replays the steps as CUDA graphs.
-    decoder : {"tree", "db22036"}
-        The pair decoder (:func:`use_decoder`).
-    precision : str
-        The float32 matmul precision of the steps.
-    tables : torch.dtype
-        The pair decoder's factor-table dtype.
-    fallback : {"torch", "triton"}
-        The pair operator's fallback kernel in the steps
-        (:func:`~braindecode_pars.models.pair_fallback.fallback_kernel`).
-
-    Attributes
-    ----------
-    model : PARS
-    X : torch.Tensor, shape (batch_size, 1, n_times)
-    pars_loss, encoder_loss : torch.Tensor | None
-        The loss of the last step of each kind (detached), None before it.
-    """
-
-    def __init__(
-        self,
-        config,
-        n_patches,
-        batch_size,
-        device,
-        bf16=True,
-        compiled=False,
-        backend="inductor",
-        mode=None,
-        decoder="tree",
-        precision="highest",
-        tables=torch.float32,
-        fallback="torch",
-    ):
-        self.device, self.bf16, self.precision = torch.device(device), bf16, precision
-        self.fallback = fallback
-        self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
-        model = PARS(n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size)
-        self.model = use_decoder(model, decoder).to(self.device)
-        if tables != torch.float32:
-            self.model.decoder.table_dtype = tables
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-4)
-        self.X = torch.randn(batch_size, 1, config.n_times, device=self.device)
-        self.starts = self.model.sample_patches(batch_size, self.device)
-        self.pos_mask, _ = self.model.mask_positions(batch_size, self.device)
-        self.pars, self.encoder = self.model, self.model.encoder
-        if compiled:
-            kw = dict(dynamic=False, backend=backend, mode=mode)
-            self.pars = torch.compile(self.model, **kw)
-            self.encoder = torch.compile(self.model.encoder, **kw)
-        self.pars_loss = self.encoder_loss = None
-        synchronize(self.device)
-
-    def _step(self, forward):
-        if self.graphs:  # a new iteration: the graphs' earlier outputs may be overwritten
-            torch.compiler.cudagraph_mark_step_begin()
-        self.opt.zero_grad(set_to_none=True)
-        before = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision(self.precision)
-        try:
-            with pair_fallback.fallback_kernel(self.fallback):  # forward and backward
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    loss = forward()
-                loss.backward()
-            self.opt.step()
-            synchronize(self.device)
-        finally:
-            torch.set_float32_matmul_precision(before)
-        # a copy: under CUDA graphs the output's memory is the graph's, rewritten later
-        return loss.detach().clone()
-
-    def pars_step(self):
-        """One PARS training step."""
-        self.pars_loss = self._step(lambda: self.pars(self.X)["loss"])
-
-    def encoder_step(self):
-        """One training step of the encoder alone on the fixed patches and masks."""
-        self.encoder_loss = self._step(
-            lambda: self.encoder(self.X, starts=self.starts, pos_mask=self.pos_mask).pow(2).mean()
-        )
 
 
 def first_step(step):
@@ -540,7 +348,7 @@ def main(argv=None):
     batch_sizes = args.batch_size or config.batch_sizes
     repeats = args.repeats or (3 if args.tiny else 21)
     cuda = device.type == "cuda"
-    command = shlex.join(["python", "benchmarks/bench_gpu.py", *argv])
+    command = shlex.join(["python", "-m", "benchmarks.bench_gpu", *argv])
     name, versions = describe(device)
     if not args.tiny:
         label = "GPU, the paper's size" if cuda else "CPU, the paper's size, not a GPU figure"

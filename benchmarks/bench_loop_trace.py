@@ -25,9 +25,9 @@ the rates are ``bench_pretrain_loop.py``'s to quote, these are its reasons.
 
 Usage::
 
-    python benchmarks/bench_loop_trace.py --size paper --device cuda --steps 60 \
+    python -m benchmarks.bench_loop_trace --size paper --device cuda --steps 60 \
         [--compile-mode reduce-overhead] --out benchmarks/results/loop_trace_gpu.md
-    python benchmarks/bench_loop_trace.py --tiny --device cpu   # the dry run
+    python -m benchmarks.bench_loop_trace --tiny --device cpu   # the dry run
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ import warnings
 from pathlib import Path
 
 import torch
-from _measure import machine, write_report
-from bench_gpu import synchronize
-from bench_pretrain_loop import (
+
+from benchmarks.lib.device_steps import synchronize
+from benchmarks.lib.loops import (
     CONFIGS,
     SHORT,
     Loops,
@@ -55,6 +55,7 @@ from bench_pretrain_loop import (
     parse_loop_args,
     write_store,
 )
+from benchmarks.lib.measure import machine, write_report
 
 #: CUDA runtime calls after which the host has waited for the device.
 SYNC_CALLS = (
@@ -175,7 +176,9 @@ def main(argv=None):
         "",
         f"- Device: {name}",
         f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
-        "- Command: `python " + shlex.join(["benchmarks/bench_loop_trace.py", *sys.argv[1:]]) + "`",
+        "- Command: `python "
+        + shlex.join(["-m", "benchmarks.bench_loop_trace", *sys.argv[1:]])
+        + "`",
         f"- Model: {config.name}; batch {batch}; "
         + (
             "bf16 autocast + torch.compile (mode " + (args.compile_mode or "default") + ")"

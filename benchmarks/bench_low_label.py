@@ -13,7 +13,7 @@ to the CSV as they finish, and each command is recorded beside it.
 
 Usage::
 
-    python benchmarks/bench_low_label.py --task eegmat --ks 1 2 4 8 24 --threads 1 \
+    python -m benchmarks.bench_low_label --task eegmat --ks 1 2 4 8 24 --threads 1 \
         --methods "floor (band power)" scratch "PARS full" "MAE full"
 """
 
@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -32,33 +30,32 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from _encoders import ENCODERS, benchmark_encoder
-from _measure import machine
-from _pretext import SHARED
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from benchmarks.lib.encoders import ENCODERS, benchmark_encoder
+from benchmarks.lib.measure import command_line, machine
+from benchmarks.lib.pretext import SHARED
 from braindecode_pars import PARSClassifier, PARSFineTuner
-from braindecode_pars.datasets import (
+from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     load_eegmat,
-    load_physionet_mi,
 )
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.demo import scratch_classifier
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi
 from braindecode_pars.demo.low_label import (
     format_summary,
     plot_label_efficiency,
     run_low_label,
+    scratch_classifier,
     summarize,
     summary_table,
 )
-from braindecode_pars.hub import load_encoder
-from braindecode_pars.models.multichannel import _channel_tokens
-from braindecode_pars.probe import band_power_pipeline
+from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.io.windows import read_windows
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small
 #: (``benchmarks/encoders/mae-small/README.md`` says how it was made).
@@ -94,7 +91,9 @@ class EncoderFeatures(TransformerMixin, BaseEstimator):
         with torch.no_grad():
             for i in range(0, len(X), self.batch_size):
                 xb = torch.as_tensor(np.asarray(X[i : i + self.batch_size]), dtype=torch.float32)
-                out.append(_channel_tokens(self.encoder_, xb).flatten(1).numpy())
+                B, C, T = xb.shape  # each channel through the single-channel encoder
+                tokens = self.encoder_(xb.reshape(B * C, 1, T))
+                out.append(tokens.mean(dim=1).reshape(B, -1).numpy())
         return np.concatenate(out)
 
 
@@ -335,7 +334,7 @@ def main():
     )
     commands_file = out.with_suffix(".commands")
     commands = commands_file.read_text().splitlines() if commands_file.exists() else []
-    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    command = command_line(__spec__.name)
     if command not in commands:
         commands.append(command)
         commands_file.write_text("\n".join(commands) + "\n")

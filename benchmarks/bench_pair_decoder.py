@@ -24,20 +24,21 @@ anywhere in a band around the targets of the pair-decoder work (64 x 4: at most 
 times the encoder-alone step, 1,000 windows/s or more).
 
 ``--mode ab`` compares the decoder of the git revision ``--against`` with this one's,
-for changes smaller than that drift: the module
-``braindecode_pars/models/pair_decoders.py`` of that revision is loaded beside the
-working one, and every round runs the 64 x 4 PARS step with the decoder as each
-module's class (the same parameters; their order alternating) and the encoder-alone
-step, so that each round's ratios share the machine's state. Reported per run: each
-version's median ratio to the encoder-alone step, and the median over rounds of the
-new step's time over the old one's.
+for changes smaller than that drift: the pair decoder of that revision
+(``braindecode_pars/models/pair/decoders.py``, or ``models/pair_decoders.py`` before
+the package's subfolders) is loaded beside the working one, and every round runs the
+64 x 4 PARS step
+with the decoder as each module's class (the same parameters; their order alternating)
+and the encoder-alone step, so that each round's ratios share the machine's state.
+Reported per run: each version's median ratio to the encoder-alone step, and the
+median over rounds of the new step's time over the old one's.
 
 Usage::
 
-    python benchmarks/bench_pair_decoder.py --out benchmarks/results/pair_decoder.md
-    python benchmarks/bench_pair_decoder.py --mode repeat \
+    python -m benchmarks.bench_pair_decoder --out benchmarks/results/pair_decoder.md
+    python -m benchmarks.bench_pair_decoder --mode repeat \
         --out benchmarks/results/pair_decoder_repeat.md
-    python benchmarks/bench_pair_decoder.py --mode ab --against HEAD~1 \
+    python -m benchmarks.bench_pair_decoder --mode ab --against HEAD~1 \
         --out benchmarks/results/pair_decoder_ab.md
 """
 
@@ -45,10 +46,10 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import copy
 import importlib
 import json
 import logging
+import re
 import shutil
 import statistics
 import subprocess
@@ -59,7 +60,8 @@ import types
 from pathlib import Path
 
 import torch
-from _measure import (
+
+from benchmarks.lib.measure import (
     ROOT,
     alternating_step_times,
     check_at_least_one,
@@ -72,21 +74,19 @@ from _measure import (
     step_times,
     write_report,
 )
-
+from benchmarks.lib.steps import (
+    SIZES,
+    SMALL_BATCH,
+    SMALL_N_TIMES,
+    SMALL_SFREQ,
+    make_steps,
+    optimiser,
+)
 from braindecode_pars import PARS
-from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
-from braindecode_pars.training import with_fused_default
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
+from braindecode_pars.models.pretext import PRETEXT_MODELS
 
 logger = logging.getLogger("bench_pair_decoder")
-N_TIMES, SFREQ = 6000, 200.0  # 30-s windows at 200 Hz (paper section 2.5)
-SMALL_N_TIMES, SMALL_SFREQ, SMALL_BATCH = 1000, 100.0, 64  # 10-s windows at 100 Hz
-
-#: Encoder sizes of the step table: name -> (encoder settings, small signal?)
-SIZES = {
-    "64 x 4": (ENCODER_SIZES["small"], True),
-    "128 x 6": (dict(emb_dim=128, depth=6, n_heads=8, ff_dim=256), True),
-    "512 x 8 (paper)": (ENCODER_SIZES["paper"], False),
-}
 
 
 #: Notes written under the tables: the breakdown of the step before the float32 factor
@@ -240,7 +240,7 @@ Page faults. With glibc's `malloc` defaults the PARS step at 64 x 4 faults about
 2,300 to 2,800 pages per step back in (memory the step before freed and glibc gave
 back to the system); in one profile the logits' product, the first to write a chunk
 of freshly allocated tables, took 300 us per chunk against 75 us with no faults.
-`braindecode_pars.training.keep_freed_memory()` fixes glibc's thresholds from inside
+`braindecode_pars.pretraining.keep_freed_memory()` fixes glibc's thresholds from inside
 the process so that freed memory is reused; `braindecode-pars pretrain` calls it on a
 CPU. `freed_memory.md` (fresh processes, the two settings alternating, four of each):
 no faults with it; median PARS throughput 1,293 against 1,085 windows/s at 64 x 4
@@ -269,75 +269,6 @@ windows/s of two runs differ by that much, and the median paired ratio of the 64
 step by up to about 0.1 (the last table repeats the first rows to show it), more than
 the quartiles of one measurement suggest.
 """
-
-
-def optimiser(module):
-    """AdamW as pretraining builds it on a CPU (``PretrainNet``'s defaults: lr 1e-4,
-    weight decay 1e-4, the fused implementation)."""
-    kwargs = with_fused_default(torch.optim.AdamW, dict(lr=1e-4, weight_decay=1e-4), "cpu")
-    return torch.optim.AdamW(module.parameters(), **kwargs)
-
-
-def model_and_batch(batch_size, n_times=N_TIMES, sfreq=SFREQ, **model_kwargs):
-    """A PARS model (``model_kwargs``), a batch of ``n_times`` single-channel samples,
-    and the patches and position masks its encoder alone is stepped on."""
-    model = PARS(n_times=n_times, sfreq=sfreq, **model_kwargs)
-    X = torch.randn(batch_size, 1, n_times)
-    starts = model.sample_patches(batch_size, "cpu")
-    pos_mask, _ = model.mask_positions(batch_size, "cpu")
-    return model, X, starts, pos_mask
-
-
-def make_steps(
-    n_patches,
-    decoder,
-    impl,
-    batch_size,
-    size=None,
-    small=False,
-    amp=False,
-    wrap=None,
-    own_encoder=False,
-):
-    """A PARS training step and the encoder-alone step on the same patches and masks;
-    ``amp``: forward passes under bf16 autocast (as ``PretrainNet(amp=True)``);
-    ``wrap``: applied to the model and to the encoder (``torch.compile``,
-    DistributedDataParallel); ``own_encoder``: the encoder-alone step trains a copy
-    of the encoder with its own optimiser (two DistributedDataParallel wrappers must
-    not share parameters)."""
-    n_times, sfreq = (SMALL_N_TIMES, SMALL_SFREQ) if small else (N_TIMES, SFREQ)
-    model, X, starts, pos_mask = model_and_batch(
-        batch_size,
-        n_times,
-        sfreq,
-        n_patches=n_patches,
-        decoder=decoder,
-        decoder_impl=impl,
-        **(size or {}),
-    )
-    encoder = copy.deepcopy(model.encoder) if own_encoder else model.encoder
-    wrap = wrap or (lambda module: module)
-    pars, encoder = wrap(model), wrap(encoder)
-
-    pars_opt = optimiser(pars)
-    encoder_opt = optimiser(encoder) if own_encoder else pars_opt
-
-    def pars_step():
-        pars_opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-            loss = pars(X)["loss"]
-        loss.backward()
-        pars_opt.step()
-
-    def encoder_step():
-        encoder_opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-            loss = encoder(X, starts=starts, pos_mask=pos_mask).float().pow(2).mean()
-        loss.backward()
-        encoder_opt.step()
-
-    pars_step.model = model  # for benchmarks that change the model between steps
-    return pars_step, encoder_step
 
 
 def pretext_step(method, batch_size):
@@ -492,7 +423,7 @@ def memory_child(n_patches, impl, what, batch_size):
 
 
 def measure_memory(n_patches, impl, what, batch_size):
-    return in_child(__file__, n_patches, impl, what, batch_size)
+    return in_child(__spec__.name, n_patches, impl, what, batch_size)
 
 
 def step_table(args):
@@ -508,7 +439,7 @@ def step_table(args):
         "this machine's speed drifts by up to a third within minutes, which a ratio of "
         "two medians taken over different moments would carry.",
         "",
-        "Command: `python benchmarks/bench_pair_decoder.py --out "
+        "Command: `python -m benchmarks.bench_pair_decoder --out "
         "benchmarks/results/pair_decoder.md`",
         "",
         "## PARS step against the encoder alone, and every pretext task",
@@ -678,7 +609,7 @@ def repeat_report(results, args):
         "at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention decoder, fused "
         f"AdamW); {args.pause:g} s between runs; the same two models throughout.",
         "",
-        "Command: `python benchmarks/bench_pair_decoder.py --mode repeat --runs "
+        "Command: `python -m benchmarks.bench_pair_decoder --mode repeat --runs "
         f"{args.runs} --pause {args.pause:g} --out benchmarks/results/pair_decoder_repeat.md`",
         "",
         "| run | PARS windows/s | encoder-alone windows/s | ratio of step times (quartiles) |",
@@ -722,34 +653,58 @@ def _git(*args, revision):
 def load_revision(revision):
     """``--mode ab``: the pair-decoder module as it is in git ``revision``.
 
-    Every module of ``braindecode_pars/models`` at that revision is written to a
-    folder that becomes the package ``braindecode_pars.models_<commit>``, and its
-    ``pair_decoders`` is imported from there: the modules it imports beside it (the
-    pair-attention operator, wherever that revision keeps it) are that revision's too,
-    while ``..`` imports (argument checks and the like) resolve to this checkout's
-    package. Its ``torch.library`` operators are registered under the namespace
-    ``braindecode_pars_<commit>``, so that they neither replace this revision's
-    operators nor run in their place."""
+    The modules of that revision's pair decoder are written to a folder that becomes
+    the package ``braindecode_pars.models_<commit>``, and its ``pair_decoders`` is
+    imported from there: every module of ``braindecode_pars/models`` in the layout
+    before the package's subfolders (``models/pair_decoders.py``), the modules of
+    ``braindecode_pars/models/pair`` after it (``decoders.py`` as ``pair_decoders``,
+    ``attention.py`` as ``pair_attention``..., their imports of each other rewritten to
+    match). The modules it imports beside it (the pair-attention operator) are that
+    revision's too, while the package's other modules resolve to this checkout's (the
+    argument checks of the layout before the subfolders to
+    :mod:`benchmarks.lib.checks`). Its ``torch.library`` operators are registered under
+    the namespace ``braindecode_pars_<commit>``, so that they neither replace this
+    revision's operators nor run in their place."""
     commit = _git("rev-parse", "--verify", f"{revision}^{{commit}}", revision=revision)
     commit = commit.strip()[:12]
     if commit in _LOADED:
         return _LOADED[commit]
     names = _git("ls-tree", "--name-only", f"{commit}:{MODELS}", revision=revision).split()
-    if "pair_decoders.py" not in names:
+    package_name = f"braindecode_pars.models_{commit}"
+    if "pair_decoders.py" in names:  # the layout before the subfolders
+        files = {name: name for name in names if name.endswith(".py")}
+        folder_in_git = MODELS
+    elif "pair" in names:  # models/pair/decoders.py, attention.py, fallback.py
+        pair = _git("ls-tree", "--name-only", f"{commit}:{MODELS}/pair", revision=revision)
+        files = {n: f"pair_{n}" for n in pair.split() if n.endswith(".py") and n != "__init__.py"}
+        folder_in_git = f"{MODELS}/pair"
+    else:
         raise SystemExit(
-            f"bench_pair_decoder: '--against {revision}': git has no "
-            f"{MODELS}/pair_decoders.py there"
+            f"bench_pair_decoder: '--against {revision}': git has neither "
+            f"{MODELS}/pair_decoders.py nor {MODELS}/pair/ there"
         )
     folder = Path(tempfile.mkdtemp(prefix=f"pair_decoders_{commit}_"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     namespace = f"braindecode_pars_{commit}"
-    for name in names:
-        if name.endswith(".py"):
-            source = _git("show", f"{commit}:{MODELS}/{name}", revision=revision)
-            source = source.replace("braindecode_pars::", f"{namespace}::")
-            source = source.replace("torch.ops.braindecode_pars.", f"torch.ops.{namespace}.")
-            (folder / name).write_text(source)
-    package = types.ModuleType(f"braindecode_pars.models_{commit}")
+    for name, target in files.items():
+        source = _git("show", f"{commit}:{folder_in_git}/{name}", revision=revision)
+        source = source.replace("braindecode_pars::", f"{namespace}::")
+        source = source.replace("torch.ops.braindecode_pars.", f"torch.ops.{namespace}.")
+        # the layout before the subfolders kept its argument checks in ``_checks``
+        source = source.replace("from .._checks import", "from benchmarks.lib.checks import")
+        # the subfolder's modules import each other by absolute name: this package's
+        source = re.sub(
+            r"from braindecode_pars\.models\.pair import (\w+)",
+            lambda m: f"from {package_name} import pair_{m.group(1)}",
+            source,
+        )
+        source = re.sub(
+            r"braindecode_pars\.models\.pair\.(\w+)",
+            lambda m: f"{package_name}.pair_{m.group(1)}",
+            source,
+        )
+        (folder / target).write_text(source)
+    package = types.ModuleType(package_name)
     package.__path__, package.__package__ = [str(folder)], package.__name__
     sys.modules[package.__name__] = package
     _LOADED[commit] = importlib.import_module(f"{package.__name__}.pair_decoders")
@@ -802,7 +757,7 @@ def ab_report(results, args, revision_line):
         "10-s windows at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention "
         "decoder, fused AdamW). Ratios: medians over the rounds.",
         "",
-        f"Command: `python benchmarks/bench_pair_decoder.py --mode ab --against "
+        f"Command: `python -m benchmarks.bench_pair_decoder --mode ab --against "
         f"{args.against} --runs {args.runs} --rounds {args.rounds} --out {args.out or '...'}`",
         "",
         "| run | ratio to the encoder-alone step, against | ratio, this revision | "

@@ -39,10 +39,10 @@ before these rows ran. ``report`` writes ``pretext_comparison.md`` and ``.png``.
 
 Usage (one thread each; the two modes can run side by side on two cores)::
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py probe
-    OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py finetune
-    OMP_NUM_THREADS=1 python benchmarks/bench_pretext_comparison.py finetune-one
-    python benchmarks/bench_pretext_comparison.py report
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_pretext_comparison probe
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_pretext_comparison finetune
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_pretext_comparison finetune-one
+    python -m benchmarks.bench_pretext_comparison report
 """
 
 from __future__ import annotations
@@ -55,19 +55,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_dev_tasks import load_task, split
-from bench_few_labels import compact_network
-from bench_finetuning import POOL, _scratch_encoder, fine_tuner
-from bench_finetuning import load as load_main_split
-from lib.dev_tasks import DEV_TASKS
 from sklearn.metrics import balanced_accuracy_score
 
+from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
+from benchmarks.lib.finetuning import POOL, fine_tuner, scratch_encoder
+from benchmarks.lib.finetuning import load as load_main_split
+from benchmarks.lib.networks import compact_network
+from benchmarks.lib.pretext_report import write_report
 from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from braindecode_pars.demo import draw_subjects
-from braindecode_pars.hub import load_encoder
+from braindecode_pars.demo.low_label import draw_subjects
+from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.hub.io import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
-from braindecode_pars.probe.baselines import band_power_pipeline
 
 logger = logging.getLogger("bench_pretext_comparison")
 
@@ -159,7 +159,7 @@ def fit_job(name, seed, X, y, n_classes, sfreq, groups=None):
         clf = compact_network("EEGNet", X.shape[1], X.shape[2], n_classes, y, seed)
         return clf.fit(X.astype(np.float32), y)
     if name == "from scratch":
-        encoder = _scratch_encoder(seed, sfreq)
+        encoder = scratch_encoder(seed, sfreq)
     else:
         method = next(m for m in METHODS if name.endswith(LABELS[m]))
         encoder = str(encoder_file(method, seed))
@@ -255,8 +255,6 @@ def main(argv=None):
         one = args.mode == "finetune-one"
         run_finetune(args.out.with_name(args.out.name + "_finetune.jsonl"), one_subject=one)
     else:
-        from report_pretext_comparison import write_report
-
         write_report(args.out)
 
 

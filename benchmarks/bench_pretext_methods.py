@@ -9,17 +9,25 @@ positions), on 512 fixed validation crops with fixed draws.
 
 Usage::
 
-    python benchmarks/bench_pretext_methods.py --steps 1500 \\
+    python -m benchmarks.bench_pretext_methods --steps 1500 \\
         --out benchmarks/results/pretext_methods.md
 """
 
 from __future__ import annotations
 
 import torch
-from _measure import machine, write_report
-from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 
-from braindecode_pars.models import ENCODER_SIZES, PRETEXT_MODELS
+from benchmarks.lib.measure import machine, write_report
+from benchmarks.lib.pretext import (
+    fixed_batch,
+    open_corpus,
+    pretext_parser,
+    save_curves,
+    skill_curve,
+    split_views,
+)
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
+from braindecode_pars.models.pretext import PRETEXT_MODELS
 
 
 def main():
@@ -40,7 +48,7 @@ def main():
     lines = [
         "# Pretext skill of each method with the library's defaults (real EEG)",
         "",
-        f"Machine: {machine()}. Command: `python benchmarks/bench_pretext_methods.py --steps "
+        f"Machine: {machine()}. Command: `python -m benchmarks.bench_pretext_methods --steps "
         f"{args.steps}`. Small encoder, 10-s crops at 100 Hz, lr 1e-3, batch 64, "
         f"{args.steps} steps. Validation on 512 fixed crops of held-out recordings.",
         "",

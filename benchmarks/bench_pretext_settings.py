@@ -9,7 +9,7 @@ fixed crops with fixed draws.
 
 Usage::
 
-    python benchmarks/bench_pretext_settings.py --steps 1000 \\
+    python -m benchmarks.bench_pretext_settings --steps 1000 \\
         --out benchmarks/results/pretext_settings.md
 """
 
@@ -20,11 +20,18 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
-from _measure import machine, write_report
-from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 
+from benchmarks.lib.measure import machine, write_report
+from benchmarks.lib.pretext import (
+    fixed_batch,
+    open_corpus,
+    pretext_parser,
+    save_curves,
+    skill_curve,
+    split_views,
+)
 from braindecode_pars import PARS
-from braindecode_pars.models import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 BASE = dict(lr=1e-3, window=10.0, n_patches=40)
 GRID = [
@@ -63,7 +70,7 @@ def main():
     lines = [
         "# PARS pretext skill against optimiser steps (real EEG)",
         "",
-        f"Machine: {machine()}. Command: `python benchmarks/bench_pretext_settings.py "
+        f"Machine: {machine()}. Command: `python -m benchmarks.bench_pretext_settings "
         f"--steps {args.steps} --threads {args.threads}`. Batch {args.batch_size}, small "
         "encoder (64 x 4), warm-up "
         "5 % then cosine over the run. Skill = 1 - loss / loss of predicting no shift, on "

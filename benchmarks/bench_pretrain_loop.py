@@ -30,10 +30,10 @@ batch 256: for a GPU) and ``--tiny`` (32 x 1, batch 8: seconds on a CPU).
 
 Usage::
 
-    python benchmarks/bench_pretrain_loop.py --tiny --device cpu
-    python benchmarks/bench_pretrain_loop.py --size small --device cpu \
+    python -m benchmarks.bench_pretrain_loop --tiny --device cpu
+    python -m benchmarks.bench_pretrain_loop --size small --device cpu \
         --out benchmarks/results/pretrain_loop_cpu.md
-    python benchmarks/bench_pretrain_loop.py --size paper --device cuda \
+    python -m benchmarks.bench_pretrain_loop --size paper --device cuda \
         --out benchmarks/results/pretrain_loop_gpu.md
 """
 
@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import logging
-import math
 import shlex
 import statistics
 import sys
@@ -50,150 +49,40 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import NamedTuple
 
-import numpy as np
 import torch
-from _measure import machine, write_report
-from bench_gpu import PAPER, TINY, Config, TrainingSteps, synchronize
 
-from braindecode_pars import PARSPretrainer
-from braindecode_pars.models.encoder_config import ENCODER_SIZES
-from braindecode_pars.training import with_fused_default
-
-#: The estimator's default size on its default windows (10 s at 100 Hz), batch 64.
-SMALL = Config(
-    "64 x 4 (small), 10-s windows at 100 Hz", dict(ENCODER_SIZES["small"]), 1000, 100.0, (64,)
+from benchmarks.lib.loops import (
+    CONFIGS,
+    N_CHANS,
+    N_PATCHES,
+    SHORT,
+    Loops,
+    corpus,
+    device_name,
+    loop_arguments,
+    parse_loop_args,
+    write_store,
 )
-CONFIGS = {"tiny": TINY, "small": SMALL, "paper": PAPER}
-#: Channels of the corpus's windows (each example draws one of them).
-N_CHANS = 4
-#: Training batches the corpus holds (before the validation share is held out).
-CORPUS_BATCHES = 3
-N_PATCHES = 40
-#: The validation share of both loops (their default).
-VALID_FRACTION = 0.1
-#: The short run's share of the long run's steps.
-SHORT = 0.2
-
-
-def corpus(config, batch_size, seed=0, batches=CORPUS_BATCHES):
-    """Random windows, (n, N_CHANS, n_times) float32: ``batches`` full batches once the
-    estimator's and the command line's validation share (10 %, rounded up) is held
-    out."""
-    rng = np.random.default_rng(seed)
-    n = batches * batch_size
-    while n - math.ceil(VALID_FRACTION * n) < batches * batch_size:
-        n += 1
-    return rng.standard_normal((n, N_CHANS, config.n_times), dtype=np.float32)
-
-
-def bare_steps(config, batch_size, device, amp, compiled, mode=None):
-    """The bare step (seed 0), its AdamW fused as the loops' is (``with_fused_default``)."""
-    torch.manual_seed(0)
-    steps = TrainingSteps(
-        config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled, mode=mode
-    )
-    kwargs = with_fused_default(torch.optim.AdamW, dict(lr=1e-4, weight_decay=1e-4), device)
-    steps.opt = torch.optim.AdamW(steps.model.parameters(), **kwargs)
-    return steps
-
-
-def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None):
-    """Windows per second of the bare step, and its first step's time (s); its AdamW
-    runs fused, as the loops' does (``with_fused_default``), so that the optimiser is
-    the same on both sides; ``mode``: torch.compile's."""
-    steps = bare_steps(config, batch_size, device, amp, compiled, mode)
-    t0 = time.perf_counter()
-    steps.pars_step()
-    first = time.perf_counter() - t0
-    for _ in range(2):
-        steps.pars_step()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        steps.pars_step()
-        times.append(time.perf_counter() - t0)
-    return batch_size / statistics.median(times), first
-
-
-def _trained_windows(history):
-    return sum(
-        b["train_batch_size"] for row in history for b in row["batches"] if "train_loss" in b
-    )
-
-
-def estimator_run(config, X, batch_size, device, amp, compiled, steps, mode=None):
-    """One ``PARSPretrainer.fit``: (seconds, windows trained, epochs)."""
-    stage = PARSPretrainer(
-        **config.size, n_patches=N_PATCHES, batch_size=batch_size, steps=steps,
-        window_seconds=config.n_times / config.sfreq, sfreq=config.sfreq, device=device,
-        amp=amp, compile=compiled, compile_mode=mode, random_state=0, verbose=0,
-    )  # fmt: skip
-    synchronize(torch.device(device))
-    t0 = time.perf_counter()
-    stage.fit(X)
-    synchronize(torch.device(device))
-    return time.perf_counter() - t0, _trained_windows(stage.history_), len(stage.history_)
-
-
-def write_store(config, X, folder):
-    """``X`` as a window store: one recording of its windows laid end to end."""
-    import mne
-    from braindecode.datasets import BaseConcatDataset, RawDataset
-    from braindecode.preprocessing import create_fixed_length_windows
-
-    from braindecode_pars.datasets import write_window_store
-
-    names = [f"EEG{i}" for i in range(X.shape[1])]
-    info = mne.create_info(names, config.sfreq, "eeg")
-    raw = mne.io.RawArray(np.concatenate(list(X), axis=1) * 1e-6, info, verbose="error")
-    windows = create_fixed_length_windows(
-        BaseConcatDataset([RawDataset(raw, description={"subject": 0})]),
-        window_size_samples=config.n_times, window_stride_samples=config.n_times,
-        drop_last_window=True, preload=True,
-    )  # fmt: skip
-    write_window_store(windows, folder)
-    return folder
-
-
-def cli_run(config, store, out, batch_size, device, amp, compiled, steps, workers=0, mode=None):
-    """One ``braindecode-pars pretrain`` on ``store`` (in this process, its batches
-    read by ``workers`` DataLoader processes): (seconds, windows trained, epochs)."""
-    import json
-
-    from braindecode_pars.cli import main
-    from braindecode_pars.cli._commands import config_only
-    from braindecode_pars.hub import _run_state
-
-    encoder = Path(f"{out}-encoder.json")  # the encoder's settings are --config's
-    encoder.write_text(json.dumps({k: config.size[k] for k in config_only()}))
-    flags = [
-        "pretrain", "--store", str(store), "--out", str(out), "--n-patches", str(N_PATCHES),
-        "--window-seconds", f"{config.n_times / config.sfreq:g}", "--steps", str(steps),
-        "--batch-size", str(batch_size), "--device", str(device),
-        "--threads", str(torch.get_num_threads()), "--config", str(encoder),
-        "--amp" if amp else "--no-amp", "--compile" if compiled else "--no-compile",
-        "--workers", str(workers), *(["--compile-mode", mode] if mode else []),
-    ]  # fmt: skip
-    synchronize(torch.device(device))
-    t0 = time.perf_counter()
-    main(flags)
-    synchronize(torch.device(device))
-    seconds = time.perf_counter() - t0
-    history = json.loads((_run_state(out) / "history.json").read_text())
-    return seconds, _trained_windows(history), len(history)
-
+from benchmarks.lib.measure import machine, write_report
 
 #: Where a profiled function's own time is counted: the first area whose pattern its
 #: file name (or, for built-ins, its name) holds.
 AREAS = (
-    ("window store and crops", ("datasets/store", "datasets/single_channel", "memmap")),
+    (
+        "window store and crops",
+        (
+            "braindecode_pars/store/",
+            "pretraining/views",
+            "pretraining/disk_order",
+            "memmap",
+        ),
+    ),
     ("batches (collate, DataLoader)", ("torch/utils/data",)),
-    ("checkpoints and saving", ("torch/serialization", "hub.py", "checkpoint")),
+    ("checkpoints and saving", ("torch/serialization", "hub/io", "checkpoint")),
     ("logs, history and JSON", ("logging", "json", "skorch/history", "tqdm")),
     ("skorch loop and callbacks", ("skorch/",)),
-    ("braindecode_pars loop", ("braindecode_pars/training",)),
+    ("braindecode_pars loop", ("braindecode_pars/pretraining",)),
     ("torch (the step, waits on the device)", ("torch", "method 'item'", "method 'to'")),
 )
 
@@ -216,42 +105,6 @@ def profile_areas(run):
         areas[area] += own
         top.append((own, calls, f"{Path(file).name}:{line}({name})"))
     return total, areas, sorted(top, reverse=True)[:12]
-
-
-def device_name(device):
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-
-
-class Loops(NamedTuple):
-    """What every timed run of one benchmark shares: the corpus, its store, the settings."""
-
-    config: Config
-    X: np.ndarray
-    store: Path
-    tmp: Path
-    batch: int
-    device: torch.device
-    amp: bool
-    compiled: bool
-    mode: str | None
-    workers: int
-
-    def estimator(self, steps):
-        return estimator_run(
-            self.config, self.X, self.batch, self.device, self.amp, self.compiled, steps,
-            self.mode,
-        )  # fmt: skip
-
-    def cli(self, name, steps):
-        return cli_run(
-            self.config, self.store, self.tmp / name, self.batch, self.device, self.amp,
-            self.compiled, steps, self.workers, self.mode,
-        )  # fmt: skip
-
-    def bare(self, repeats):
-        return bare_rate(
-            self.config, self.batch, self.device, self.amp, self.compiled, repeats, self.mode
-        )
 
 
 def profile_report(loops, steps, path):
@@ -304,38 +157,6 @@ def profile_report(loops, steps, path):
 def marginal(short, long):
     """Windows per second between two runs: (windows, seconds) differences."""
     return (long[1] - short[1]) / (long[0] - short[0])
-
-
-def loop_arguments(parser, size):
-    """The arguments this script shares with ``bench_loop_trace.py``: the report, the
-    device, the model's size (``size`` by default) and batch, the compile mode, the
-    corpus and the command line's workers."""
-    parser.add_argument("--out", help="write the Markdown report here (default: stdout only)")
-    parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
-    parser.add_argument("--size", default=size, choices=list(CONFIGS), help=f"(default: {size})")
-    parser.add_argument("--tiny", action="store_true", help="the tiny size: seconds on a CPU")
-    parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 256)")
-    parser.add_argument(
-        "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
-        help="torch.compile's mode of the bare step and both loops (default: torch's); "
-        "reduce-overhead replays the steps as CUDA graphs",
-    )  # fmt: skip
-    parser.add_argument(
-        "--corpus-batches", type=int, default=CORPUS_BATCHES,
-        help=f"training batches an epoch (default: {CORPUS_BATCHES}: a run spans many epochs)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--workers", type=int, default=0,
-        help="the command line's DataLoader worker processes (default: 0)",
-    )  # fmt: skip
-
-
-def parse_loop_args(parser, argv):
-    """``parser``'s arguments, ``--tiny`` read as ``--size tiny``."""
-    args = parser.parse_args(argv)
-    if args.tiny:
-        args.size = "tiny"
-    return args
 
 
 def parse_args(argv=None):
@@ -428,7 +249,7 @@ def main(argv=None):
         f"- Device: {name}",
         f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         "- Command: `python "
-        + shlex.join(["benchmarks/bench_pretrain_loop.py", *sys.argv[1:]])
+        + shlex.join(["-m", "benchmarks.bench_pretrain_loop", *sys.argv[1:]])
         + "`",
         f"- Model: {config.name}; PARS, {N_PATCHES} patches; batch {batch}; {precision}",
         f"- The command line's DataLoader workers: {args.workers}",

@@ -7,8 +7,8 @@ MP3 and DropPos, and for PARS at n_patches 20, 40, 80 and 128.
 
 Usage::
 
-    python benchmarks/bench_pretraining.py --out benchmarks/results/pretraining.md
-    python benchmarks/bench_pretraining.py --device cuda --batch-size 256 --out ...
+    python -m benchmarks.bench_pretraining --out benchmarks/results/pretraining.md
+    python -m benchmarks.bench_pretraining --device cuda --batch-size 256 --out ...
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import argparse
 import json
 
 import torch
-from _measure import in_child, machine, median_times, peak_growth, write_report
 
-from braindecode_pars.models import PRETEXT_MODELS
+from benchmarks.lib.measure import in_child, machine, median_times, peak_growth, write_report
+from braindecode_pars.models.pretext import PRETEXT_MODELS
 
 N_TIMES, SFREQ = 6000, 200.0
 
@@ -74,7 +74,7 @@ def main():
         f"30-s windows at 200 Hz, paper-size encoder, batch {B}, median of 5 steps "
         f"after one warm-up; memory: {mem} over one step (fresh process each).",
         "",
-        f"Command: `python benchmarks/bench_pretraining.py --batch-size {B} --device {dev}"
+        f"Command: `python -m benchmarks.bench_pretraining --batch-size {B} --device {dev}"
         f"{' --amp' if args.amp else ''} --out <file>`",
         "",
         "| pretext task | n_patches | windows/s | step (s) | memory (MiB) |",
@@ -83,7 +83,7 @@ def main():
     configs = [("pars", 40), ("mae", 30), ("mp3", 30), ("droppos", 30)]
     configs += [("pars", n) for n in (20, 80, 128)]
     for method, n in configs:
-        r = in_child(__file__, method, n, B, dev, amp)
+        r = in_child(__spec__.name, method, n, B, dev, amp)
         lines.append(
             f"| {method} | {n} | {r['windows_per_s']:.1f} | {r['step_s']:.3f} | "
             f"{r['peak_mib']:.0f} |"

@@ -35,8 +35,8 @@ The axes (each run in :data:`RUNS`, its command recorded in the ``.commands`` fi
 
 Usage::
 
-    python benchmarks/bench_pretraining_curve.py --pretrain   # runs what is missing
-    python benchmarks/bench_pretraining_curve.py              # evaluates and reports
+    python -m benchmarks.bench_pretraining_curve --pretrain   # runs what is missing
+    python -m benchmarks.bench_pretraining_curve              # evaluates and reports
 """
 
 from __future__ import annotations
@@ -53,21 +53,21 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import bench_dev_tasks as dev
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from _encoders import benchmark_encoder
-from _measure import machine
-from lib.dev_tasks import DEV_TASKS
 from sklearn.metrics import balanced_accuracy_score
 
-from braindecode_pars.datasets.store import store_summary
-from braindecode_pars.hub import load_encoder
+from benchmarks.lib.dev_probe import fit_probe_row
+from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
+from benchmarks.lib.encoders import benchmark_encoder
+from benchmarks.lib.measure import machine
+from braindecode_pars.features.recipe import ProbeRecipe
+from braindecode_pars.features.transformers import block_features
+from braindecode_pars.hub.io import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
-from braindecode_pars.probe import ProbeRecipe
-from braindecode_pars.probe.features import block_features
+from braindecode_pars.store.write import store_summary
 
 logger = logging.getLogger("bench_pretraining_curve")
 
@@ -218,7 +218,7 @@ def evaluate(names, csv):
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
     key = set(zip(done.encoder, done.task, done.method, done.seed, strict=True))
     for task in DEV_TASKS:
-        X, y, units, pool, scored, sfreq = dev.load_task(task, "selection")
+        X, y, units, pool, scored, sfreq = load_task(task, "selection")
         blocks = None
         for name in ["reference", *names]:
             methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
@@ -238,9 +238,9 @@ def evaluate(names, csv):
                 ]
             rows = []
             for seed in SEEDS:
-                train, test, _ = dev.split(units, pool, scored, "1", seed)
+                train, test, _ = split(units, pool, scored, "1", seed)
                 for method in methods:
-                    pred = dev.fit_probe_row(method, blocks, y, train, test, units, seed)
+                    pred = fit_probe_row(method, blocks, y, train, test, units, seed)
                     score = balanced_accuracy_score(y[test], pred)
                     rows.append(dict(encoder=name, task=task, method=method, seed=seed,
                                      balanced_accuracy=score))  # fmt: skip
@@ -258,7 +258,7 @@ def report(scores, facts, out):
     # over the tasks
     scores = scores.assign(
         units=[
-            " ".join(map(str, dev.labelled_units(*dev.part_units(t, "selection"), "1", s)))
+            " ".join(map(str, labelled_units(*part_units(t, "selection"), "1", s)))
             for t, s in zip(scores.task, scores.seed, strict=True)
         ]
     )
@@ -281,7 +281,7 @@ def report(scores, facts, out):
         "# Pretraining curve: steps, corpus, encoder size, and MAE at equal wall-clock",
         "",
         f"{machine()}. Commands: `benchmarks/results/pretraining_curve.commands`; "
-        "how to run: `python benchmarks/bench_pretraining_curve.py --help`.",
+        "how to run: `python -m benchmarks.bench_pretraining_curve --help`.",
         "",
         "Held-out skill: pretext skill (1 - loss / loss of predicting nothing) on whole "
         "recordings held out of pretraining, last epoch. Downstream: balanced accuracy on "
@@ -369,7 +369,7 @@ def main(argv=None):
     with open(args.out.with_suffix(".commands"), "w") as f:
         for name in args.runs:
             f.write(f"# {name}\n" + "\n".join(commands(name)) + "\n")
-        f.write("python benchmarks/bench_pretraining_curve.py\n")
+        f.write("python -m benchmarks.bench_pretraining_curve\n")
     if args.pretrain:
         pretrain(args.runs)
     names = [n for n in args.runs if (encoder_folder(n) / "model.safetensors").is_file()]

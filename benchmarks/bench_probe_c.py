@@ -10,8 +10,8 @@ The rule, written before any row ran:
 
 - **Rows**: each of the two recipes at each ``C`` of :data:`C_GRID`, fitted by the
   library's own path (each block's raw features computed once per task by
-  :func:`~braindecode_pars.probe.features.block_features`, then
-  :func:`~braindecode_pars.probe.recipe.fit_blocks` per draw, as ``PARSProbe.fit``
+  :func:`~braindecode_pars.features.transformers.block_features`, then
+  :func:`~braindecode_pars.features.recipe.fit_blocks` per draw, as ``PARSProbe.fit``
   does), on the encoder ``--encoder`` (default: ``pars-small-v2``, the one
   ``PARSClassifier()`` reads).
 - **Splits**: the selection part of the five development tasks
@@ -35,16 +35,14 @@ subjects) gives the same grid over an encoder that never saw the scored subjects
 
 Usage::
 
-    python benchmarks/bench_probe_c.py --out benchmarks/results/probe_c
-    python benchmarks/bench_probe_c.py --out benchmarks/results/probe_c --report-only
+    python -m benchmarks.bench_probe_c --out benchmarks/results/probe_c
+    python -m benchmarks.bench_probe_c --out benchmarks/results/probe_c --report-only
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -54,10 +52,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
-from _encoders import benchmark_encoder
-from _measure import append_score, machine, table_head, write_report
-from bench_dev_tasks import draw_summary, features, load_task, predict_blocks, split
-from lib.dev_tasks import DEV_TASKS
+
+from benchmarks.lib.dev_probe import features, predict_blocks
+from benchmarks.lib.dev_tasks import DEV_TASKS, draw_summary, load_task, split
+from benchmarks.lib.encoders import benchmark_encoder
+from benchmarks.lib.measure import append_score, command_line, machine, table_head, write_report
 
 logger = logging.getLogger("bench_probe_c")
 
@@ -66,7 +65,7 @@ C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: The default before this selection, kept unless beaten by more than MARGIN.
 CURRENT_C = 1.0
 MARGIN = 0.005
-#: The two defaults: their name and their blocks (``bench_dev_tasks.features``' names).
+#: The two defaults: their name and their blocks (:func:`benchmarks.lib.dev_probe.features`' names).
 RECIPES = {
     "PARSClassifier() probe (encoder + band power + tangent space)": ("encstd", "bp", "ts"),
     "PARSProbe() (band power + tangent space)": ("bp", "ts"),
@@ -78,7 +77,7 @@ COLUMNS = ("task", "recipe", "C", "k", "seed", "units", "balanced_accuracy", "ka
 
 def cells(df):
     """Mean balanced accuracy per (recipe, C, task, k), each distinct labelled set once
-    (:func:`bench_dev_tasks.draw_summary`)."""
+    (:func:`benchmarks.lib.dev_tasks.draw_summary`)."""
     df = df.assign(k=df.k.astype(str))
     return draw_summary(df, "balanced_accuracy", by=("recipe", "C", "task", "k"))
 
@@ -115,7 +114,7 @@ def run(args):
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
     key = set(zip(done.task, done.recipe, done.C, done.k.astype(str), done.seed, strict=True))
     with open(args.out.with_suffix(".commands"), "a") as f:
-        f.write(shlex.join(["python", *sys.argv]) + "\n")
+        f.write(command_line(__spec__.name) + "\n")
     for name in args.tasks:
         X, y, units, pool, scored, sfreq = load_task(name, "selection")
         blocks = features(X, sfreq, args.encoder, rand_seeds=(), readouts=["encstd"])

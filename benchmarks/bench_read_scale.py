@@ -8,8 +8,8 @@ names one. Then, in this process with one torch thread, single-channel 30-s crop
 as pretraining reads them:
 
 - *random, memory-mapped*: today's read (``SingleChannelWindows.from_store``, batches of
-  random windows drawn through ``_BatchedView``);
-- *disk order*: :class:`~braindecode_pars.datasets.disk_order.DiskOrderBatches`, chunks of
+  random windows drawn a batch at a time, as pretraining's DataLoader draws them);
+- *disk order*: :class:`~braindecode_pars.pretraining.disk_order.DiskOrderBatches`, chunks of
   the file in a random order, shuffled in a buffer, each read group's crops read in the
   order of the file (with and without ``POSIX_FADV_WILLNEED`` read-ahead of the next
   group).
@@ -22,7 +22,7 @@ processes through shared memory; the cost of that copy is measured on its own.
 
 Usage (the full size; a store larger than the machine's memory reads cold whatever)::
 
-    python benchmarks/bench_read_scale.py --gb 10 --crops 200000 \\
+    python -m benchmarks.bench_read_scale --gb 10 --crops 200000 \\
         --folder /var/tmp/read_scale --out benchmarks/results/read_scale.md
 """
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import inspect
 import os
 import tempfile
@@ -41,18 +40,19 @@ import mne
 import numpy as np
 import pandas as pd
 import torch
-from _measure import machine, write_report
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
-from lib.page_cache import cached_fraction, drop_cached_pages
-from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
-from braindecode_pars.datasets import SingleChannelWindows, write_window_store
-from braindecode_pars.datasets.disk_order import DiskOrderBatches, _store_layout
-from braindecode_pars.datasets.single_channel import _BatchedView
+from benchmarks.lib.measure import machine, write_report
+from benchmarks.lib.store_reads import (
+    CROP_SECONDS,
+    SFREQ,
+    data_file,
+    measure,
+)
+from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.store.write import write_window_store
 
-#: The paper's pretraining crops: 30 s at 200 Hz.
-SFREQ, CROP_SECONDS = 200.0, 30.0
 N_CHANS, RECORDING_MINUTES = 19, 20.0
 
 
@@ -88,57 +88,6 @@ def write_synthetic_store(folder, gb, dtype="float32"):
     return folder
 
 
-def data_file(store):
-    """The store's data file."""
-    return _store_layout(store)[0]
-
-
-def warm_up(path):
-    """Read the whole file once, so that it sits in the page cache."""
-    with open(path, "rb") as f:
-        while f.read(1 << 24):
-            pass
-
-
-def random_loader(view, batch_size, workers):
-    """Today's read: batches of random windows through ``_BatchedView``, endless."""
-    sampler = RandomSampler(view, replacement=True, num_samples=1 << 40)
-    batches = BatchSampler(sampler, batch_size, drop_last=False)
-    return DataLoader(_BatchedView(view), sampler=batches, batch_size=None, num_workers=workers)
-
-
-def disk_loader(view, batch_size, workers, prefetch=True, seed=0):
-    """The read in the order of the disk; its ``set_epoch`` is the dataset's."""
-    batches = DiskOrderBatches(view, batch_size, seed=seed, prefetch=prefetch)
-    loader = DataLoader(
-        batches, batch_size=None, num_workers=workers, persistent_workers=workers > 0
-    )
-    loader.set_epoch = batches.set_epoch
-    return loader
-
-
-def crops_per_second(loader, n_crops):
-    """Crops per second ``loader`` gives over ``n_crops`` after its first batch, epoch
-    after epoch (each a new order, for a loader with ``set_epoch``)."""
-    count, epoch, seconds, first = 0, 0, 0.0, True
-    while count < n_crops:
-        if hasattr(loader, "set_epoch"):
-            loader.set_epoch(epoch)
-        it = iter(loader)
-        t0 = time.perf_counter()
-        for X, _ in it:
-            if first:  # workers started, first batch read: the clock starts now
-                first, t0 = False, time.perf_counter()
-                continue
-            count += len(X)
-            if count >= n_crops:
-                break
-        seconds += time.perf_counter() - t0
-        del it
-        epoch += 1
-    return count / seconds
-
-
 def shared_memory_copy(batch_size, n_times, repeats=20):
     """Crops per second of moving a batch into shared memory (what a DataLoader worker's
     batch of ordinary memory costs on its way), and of a batch allocated there."""
@@ -159,53 +108,6 @@ def shared_memory_copy(batch_size, n_times, repeats=20):
         "copy into shared memory": batch_size * repeats / max(copied - plain, 1e-9),
         "allocate in shared memory": batch_size * repeats / allocated,
     }
-
-
-def measure(store, n_crops, batch_size=256, workers=(0,)):
-    """Rows of (read, cache, workers, crops, crops/s, cached share before, after) on
-    ``store``.
-
-    A cold row reads as many crops as the store has windows at most (one epoch of the
-    disk-order read, a crop of one channel of each window), so that it reads from the
-    disk and not from pages it brought in itself. Every row maps the store anew, after
-    the previous row's maps are gone: pages mapped by a live process are not evicted."""
-    n_times = int(CROP_SECONDS * SFREQ)
-    reads = {
-        "random, memory-mapped": lambda v, w: random_loader(v, batch_size, w),
-        "disk order": lambda v, w: disk_loader(v, batch_size, w),
-        "disk order, no read-ahead": lambda v, w: disk_loader(v, batch_size, w, prefetch=False),
-    }
-    path = data_file(store)
-    n_windows = len(SingleChannelWindows.from_store(store, n_times=n_times))
-    rows = []
-    for cache in ("cold", "warm"):
-        for read, make in reads.items():
-            for w in workers:
-                gc.collect()
-                if cache == "cold":
-                    drop_cached_pages(path)
-                else:
-                    warm_up(path)
-                before = cached_fraction(path)
-                view = SingleChannelWindows.from_store(store, n_times=n_times)
-                loader = make(view, w)
-                crops = min(n_crops, n_windows) if cache == "cold" else n_crops
-                rate = crops_per_second(loader, crops)
-                del loader, view
-                gc.collect()
-                rows.append(
-                    {
-                        "read": read,
-                        "cache": cache,
-                        "workers": w,
-                        "crops": crops,
-                        "crops_per_s": round(rate),
-                        "cached_before": round(before, 3),
-                        "cached_after": round(cached_fraction(path), 3),
-                    }
-                )
-                print(rows[-1], flush=True)
-    return rows
 
 
 def report(rows, store, args, copy):
@@ -266,7 +168,7 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", help="Markdown report; a .csv of the rows beside it")
     args = parser.parse_args(argv)
-    args.command = "python benchmarks/bench_read_scale.py " + " ".join(argv or [])
+    args.command = "python -m benchmarks.bench_read_scale " + " ".join(argv or [])
     torch.set_num_threads(1)
     torch.manual_seed(0)
     store = args.store or write_synthetic_store(

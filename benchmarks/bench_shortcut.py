@@ -18,18 +18,25 @@ learn too slowly for this budget: ``pretext_settings.md``).
 
 Usage::
 
-    python benchmarks/bench_shortcut.py --steps 800 --out benchmarks/results/shortcut.md
+    python -m benchmarks.bench_shortcut --steps 800 --out benchmarks/results/shortcut.md
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-from _measure import machine, write_report
-from _pretext import fixed_batch, open_corpus, pretext_parser, save_curves, skill_curve, split_views
 
+from benchmarks.lib.measure import machine, write_report
+from benchmarks.lib.pretext import (
+    fixed_batch,
+    open_corpus,
+    pretext_parser,
+    save_curves,
+    skill_curve,
+    split_views,
+)
 from braindecode_pars import PARS
-from braindecode_pars.models import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 
 def phase_randomise(X, rng):
@@ -107,7 +114,7 @@ def main():
     lines = [
         "# Shortcut check: PARS skill on real EEG, its surrogate and white noise",
         "",
-        f"Machine: {machine()}. Command: `python benchmarks/bench_shortcut.py --steps "
+        f"Machine: {machine()}. Command: `python -m benchmarks.bench_shortcut --steps "
         f"{args.steps}`. Small encoder (64 x 4), {args.window:g}-s crops at 100 Hz, "
         f"{args.n_patches} patches of {args.patch_seconds:g} s, 80 % position-masked, "
         f"lr {args.lr:g}, batch {args.batch_size}, {args.steps} steps (warm-up then cosine). "

@@ -18,8 +18,8 @@ first row is in the report.
 
 Usage::
 
-    python benchmarks/bench_store.py --out benchmarks/results/store.md
-    python benchmarks/bench_store.py --recordings 2 --minutes 1  # a quick check
+    python -m benchmarks.bench_store --out benchmarks/results/store.md
+    python -m benchmarks.bench_store --recordings 2 --minutes 1  # a quick check
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _measure import table_head, write_report
-from bench_corpus_memory import write_recordings
+from benchmarks.lib.edf_recordings import write_recordings
+from benchmarks.lib.measure import child_env, table_head, write_report
 
 #: The ``store`` flags of every row but ``--jobs`` and ``--dtype``.
 STORE_FLAGS = ["--sfreq", "200", "--l-freq", "0.3", "--h-freq", "75", "--notch-freq", "60",
@@ -59,9 +59,10 @@ def run_store(folder, out, jobs, dtype):
     """One row: ``store`` in a fresh process; its build seconds and the command's."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(folder), str(out), str(jobs), dtype],
+        [sys.executable, "-m", __spec__.name, "--child", str(folder), str(out), str(jobs), dtype],
         capture_output=True,
         text=True,
+        env=child_env(),
     )
     wall = time.perf_counter() - start
     if done.returncode:

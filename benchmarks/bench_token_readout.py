@@ -41,8 +41,8 @@ fitted on a fixed random subsample of the tokens (the same for every encoder).
 
 Usage::
 
-    python benchmarks/bench_token_readout.py --out benchmarks/results/token_readout.md
-    python benchmarks/bench_token_readout.py --quick  # seconds: 4 subjects, 4 channels
+    python -m benchmarks.bench_token_readout --out benchmarks/results/token_readout.md
+    python -m benchmarks.bench_token_readout --quick  # seconds: 4 subjects, 4 channels
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _encoders import ENCODERS, benchmark_encoder
 from scipy.signal import get_window
 from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.metrics import balanced_accuracy_score, r2_score
@@ -64,7 +63,9 @@ from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from braindecode_pars.probe.features import DEFAULT_BANDS
+from benchmarks.lib.eegmat_bundle import bundled_eegmat_file
+from benchmarks.lib.encoders import ENCODERS, benchmark_encoder
+from braindecode_pars.features.transformers import DEFAULT_BANDS
 
 logger = logging.getLogger("bench_token_readout")
 
@@ -101,9 +102,7 @@ def load_eegmat_windows(subjects, window_seconds=10.0, channels=None):
     (0 rest, 1 arithmetic), ``index`` (the window's place within its recording),
     ``n_in_recording`` (that recording's number of windows), ``ch_names``, ``sfreq``.
     """
-    from braindecode_pars.datasets.bundled_eegmat import _bundled_eegmat_file
-
-    with np.load(_bundled_eegmat_file()) as f:
+    with np.load(bundled_eegmat_file()) as f:
         ch_names = [str(c) for c in f["ch_names"]]
         sfreq = float(f["sfreq"])
         picks = list(range(len(ch_names))) if channels is None else list(channels)
@@ -215,7 +214,7 @@ def window_readouts(tokens):
 def window_band_power(X, sfreq, normalised=False):
     """Log band power per channel of whole windows (the floor's six bands, Welch);
     ``normalised``: of the window after instance normalisation; (n, n_chans, n_bands)."""
-    from braindecode_pars.probe.features import DEFAULT_BANDS, BandPowerFeatures
+    from braindecode_pars.features.transformers import DEFAULT_BANDS, BandPowerFeatures
 
     X = X.astype(np.float64)
     if normalised:
@@ -709,7 +708,7 @@ def parse_args(argv=None):
                 f"--{name} must be at least {2 if name == 'folds' else 1}, "
                 f"got {getattr(args, name)}"
             )
-    args.command = "python benchmarks/bench_token_readout.py " + " ".join(
+    args.command = "python -m benchmarks.bench_token_readout " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
     return args

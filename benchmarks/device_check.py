@@ -12,7 +12,7 @@ default ``--budget``), in this order:
 2. ``bench_gpu.py`` for this tree's pair decoder at batch 1024: the training step under
    bf16 autocast, bf16 + ``torch.compile``, bf16 + ``torch.compile`` replayed as CUDA
    graphs (mode "reduce-overhead") and bf16 + ``torch.compile`` with the pair
-   operator's fallback as Triton kernels (``models/pair_fallback.py``), each against
+   operator's fallback as Triton kernels (``models/pair/fallback.py``), each against
    the encoder alone compiled the same way (``--tree-variants`` adds the TF32 and
    float64-table rows); a
    ``torch.profiler`` breakdown of the compiled step (the operator forward and
@@ -45,7 +45,7 @@ tests skip.
 Usage::
 
     bash benchmarks/device_check.sh       # on the GPU machine: writes $OUT/device_check.md
-    python benchmarks/device_check.py --tiny --out /tmp/device_check.md   # a CPU dry run
+    python -m benchmarks.device_check --tiny --out /tmp/device_check.md   # a CPU dry run
 """
 
 from __future__ import annotations
@@ -63,20 +63,31 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "benchmarks"
 
-#: The CUDA tests: files, and the ``-k`` expression that picks their CUDA tests (they
-#: skip, with a reason, without a GPU).
+#: The CUDA tests: the files (by name, wherever ``tests/`` keeps them), and the ``-k``
+#: expression that picks their CUDA tests (they skip, with a reason, without a GPU).
 CUDA_TESTS = (
     [
-        "tests/test_pair_decoders.py",
-        "tests/test_pair_fallback.py",
-        "tests/test_training_steps.py",
-        "tests/test_pretrainer.py",
-        "tests/test_distributed.py",
+        "test_pair_decoders.py",
+        "test_pair_fallback.py",
+        "test_training_steps.py",
+        "test_pretrainer.py",
+        "test_distributed.py",
     ],
     "cuda or gpu",
 )
+
+
+def cuda_test_files():
+    """The paths of the files of :data:`CUDA_TESTS` under ``tests/``, relative to the
+    repository; a name found nowhere is refused, naming it."""
+    names, _ = CUDA_TESTS
+    found = {p.name: p for p in sorted((ROOT / "tests").rglob("test_*.py"))}
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise FileNotFoundError(f"CUDA_TESTS names files that tests/ does not hold: {missing}")
+    return [str(found[name].relative_to(ROOT)) for name in names]
+
 
 #: Each part's time limit in seconds on a GPU, in the order they run.
 LIMITS = {
@@ -123,7 +134,7 @@ def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIAN
     adds ``tree_variants``' rows, the profile and the memory table."""
     tree = decoder == "tree"
     variants = [*AB_VARIANTS, *tree_variants] if tree else list(AB_VARIANTS)
-    argv = [sys.executable, str(BENCH / "bench_gpu.py"), "--decoder", decoder,
+    argv = [sys.executable, "-m", "benchmarks.bench_gpu", "--decoder", decoder,
             "--variants", *variants, "--json", str(json_path), "--out", str(out_path)]  # fmt: skip
     if tree:
         argv.append("--profile")
@@ -139,7 +150,7 @@ def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIAN
 
 def validation_argv(tiny, out_path):
     """The command line of ``bench_compiled_validation.py``."""
-    argv = [sys.executable, str(BENCH / "bench_compiled_validation.py"), "--out", str(out_path)]
+    argv = [sys.executable, "-m", "benchmarks.bench_compiled_validation", "--out", str(out_path)]
     if tiny:
         return argv + ["--device", "cpu", "--backend", "aot_eager", "--mode", "default",
                        "--tiny", "--epochs", "2"]  # fmt: skip
@@ -151,7 +162,7 @@ def validation_argv(tiny, out_path):
 def loop_argv(tiny, out_path, graphs=False):
     """The command line of ``bench_pretrain_loop.py``; with ``graphs``, the bare step and
     both loops replayed as CUDA graphs (compile mode "reduce-overhead")."""
-    argv = [sys.executable, str(BENCH / "bench_pretrain_loop.py"), "--rounds", "1",
+    argv = [sys.executable, "-m", "benchmarks.bench_pretrain_loop", "--rounds", "1",
             "--out", str(out_path)]  # fmt: skip
     if graphs:
         argv += ["--compile-mode", "reduce-overhead"]
@@ -162,14 +173,14 @@ def loop_argv(tiny, out_path, graphs=False):
 
 def trace_argv(tiny, out_path):
     """The command line of ``bench_loop_trace.py`` (torch's default compile mode)."""
-    argv = [sys.executable, str(BENCH / "bench_loop_trace.py"), "--out", str(out_path)]
+    argv = [sys.executable, "-m", "benchmarks.bench_loop_trace", "--out", str(out_path)]
     if tiny:
         return argv + ["--tiny", "--device", "cpu", "--steps", "10"]
     return argv + ["--size", "paper", "--steps", "60"]
 
 
 def tests_argv():
-    files, keyword = CUDA_TESTS
+    files, keyword = cuda_test_files(), CUDA_TESTS[1]
     # -rfEsp: the short summary names every test, and a failure's message, without the
     # captured output of the passing tests (whose log lines buried a failure's message)
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEsp", "--tb=short",

@@ -12,4 +12,4 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     --target /tmp/device-site .device-wheels/*.whl || exit 3
 export PYTHONPATH="/tmp/device-site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
-python3 benchmarks/device_check.py --out "${OUT:-benchmarks/results}/device_check.md" "$@"
+python3 -m benchmarks.device_check --out "${OUT:-benchmarks/results}/device_check.md" "$@"

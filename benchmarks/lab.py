@@ -1,13 +1,16 @@
-"""The lab's command line: the pretext tasks compared on one footing and the paper's
-protocols from JSON configurations, run from the repository (they are not part of the
-installed package; their code is in ``benchmarks/lib/``).
+"""The lab's command line: the paper's corpora written to window stores, the pretext
+tasks compared on one footing and the paper's protocols from JSON configurations, run
+from the repository's root (they are not part of the installed package; their code is
+in ``benchmarks/lib/``).
 
 Usage::
 
-    python benchmarks/lab.py compare --out results/comparison
-    python benchmarks/lab.py experiment --config docs/configs/label_efficiency.json
-    python benchmarks/lab.py finetune --config CONFIG --out OUT
-    python benchmarks/lab.py evaluate --model OUT/model.pkl --config CONFIG
+    python -m benchmarks.lab store --ysyw YSYW --tueg TUEG --tuab TUAB --tusz TUSZ --out S
+    python -m benchmarks.lab store --shared-data ../shared/data --muse --out S
+    python -m benchmarks.lab compare --out results/comparison
+    python -m benchmarks.lab experiment --config docs/configs/label_efficiency.json
+    python -m benchmarks.lab finetune --config CONFIG --out OUT
+    python -m benchmarks.lab evaluate --model OUT/model.pkl --config CONFIG
 """
 
 from __future__ import annotations
@@ -20,15 +23,161 @@ import sys
 import warnings
 from pathlib import Path
 
-from lib.comparison import ComparisonConfig, run_comparison
-from lib.protocols import fit_on, run_experiment, score_windows
+from benchmarks.lib.comparison import ComparisonConfig, run_comparison
+from benchmarks.lib.protocols import fit_on, run_experiment, score_windows
+from braindecode_pars.cli.demo import read_config
+from braindecode_pars.cli.store import (
+    RECORDING_FLAGS,
+    add_store_arguments,
+    braindecode_dataset_windows,
+    check_store_flags,
+    recordings_windows,
+    refuse_recording_flags,
+    write_store,
+)
 
-from braindecode_pars.cli._demo_command import read_config
+#: The lab's ``store`` as its messages name it.
+STORE = "benchmarks.lab store"
+#: ``store --window-seconds``'s default with ``--ysyw`` or ``--tueg``: the paper's 30-s
+#: windows, which ``pretrain --paper`` crops (10 s otherwise, the shipped encoders').
+PAPER_WINDOW_SECONDS = 30.0
+#: ``--stride-seconds``'s default but for ``--shared-data``, whose corpus takes its own.
+STRIDE_SECONDS = 5.0
+#: The flags of each corpus that need the corpus (by destination).
+CORPUS_FLAGS = {
+    "shared_data": ("eegmat_subjects", "muse"),
+    "tueg": ("tuab", "tusz", "allow_test_patients"),
+    "ysyw": ("ysyw_split_file",),
+}
+#: PhysioNet-MI's flags (by destination): the source without another one.
+PHYSIONET_FLAGS = ("subjects", "runs", "data_path")
 
 
 def _given(**values):
     """The values that are not None (the flags given on the command line)."""
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _flag(dest):
+    """The flag of the destination ``dest``."""
+    return "--" + dest.replace("_", "-")
+
+
+def _flags_given(args, dests):
+    """The flags of ``dests`` given (not None, not False)."""
+    return [_flag(d) for d in dests if getattr(args, d, None) not in (None, False)]
+
+
+def store_source(args):
+    """The one source the ``store`` flags name: ``"braindecode_dataset"``,
+    ``"recordings"``, ``"shared_data"``, ``"paper_corpus"`` (``--ysyw`` and/or
+    ``--tueg``) or ``"physionet_mi"`` (none of them: PhysioNet-MI, by default the bundled
+    subject 1). An exit names two sources given together, or a corpus's flag given
+    without its corpus."""
+    named = _flags_given(args, ("braindecode_dataset", "recordings", "shared_data"))
+    corpus = _flags_given(args, ("ysyw", "tueg"))
+    if len(named) + bool(corpus) > 1:
+        raise SystemExit(
+            f"{STORE}: one source of recordings at a time (--ysyw and --tueg together make "
+            f"one), but got {', '.join(named + corpus)}."
+        )
+    for corpus_flag, dests in CORPUS_FLAGS.items():
+        if not getattr(args, corpus_flag):
+            if given := _flags_given(args, dests):
+                raise SystemExit(
+                    f"{STORE}: {', '.join(given)}: only with {_flag(corpus_flag)}, which was "
+                    "not given."
+                )
+    if named or corpus:
+        if given := _flags_given(args, PHYSIONET_FLAGS):
+            raise SystemExit(
+                f"{STORE}: {', '.join(given)}: only for PhysioNet-MI, the source when no other "
+                f"is given, but got {', '.join(named + corpus)} too."
+            )
+        return "paper_corpus" if corpus else named[0][2:].replace("-", "_")
+    return "physionet_mi"
+
+
+def _resolve_windows(args, source):
+    """``--window-seconds`` and ``--stride-seconds`` as the numbers they stand for (recorded
+    in the store): 30 s windows for the paper's corpus, 10 s otherwise; a stride of 5 s,
+    but the shared corpus's own for ``--shared-data`` (None) and none for the paper's
+    corpus, which refuses one."""
+    if args.window_seconds is None:
+        args.window_seconds = PAPER_WINDOW_SECONDS if source == "paper_corpus" else 10.0
+    if source == "paper_corpus" and args.stride_seconds is not None:
+        raise SystemExit(
+            f"{STORE}: --stride-seconds {args.stride_seconds:g}: the paper's corpus "
+            "(--ysyw, --tueg) is cut into windows without overlap by its loaders; give no "
+            "--stride-seconds."
+        )
+    if args.stride_seconds is None and source not in ("shared_data", "paper_corpus"):
+        args.stride_seconds = STRIDE_SECONDS
+
+
+def _source_windows(args, source):
+    """The windows of ``source`` (:func:`store_source`), read through the library's public
+    loaders; an exit names a flag whose value no loader takes."""
+    if source == "braindecode_dataset":
+        return braindecode_dataset_windows(args, STORE)
+    if source == "recordings":
+        return recordings_windows(args)
+    if source == "shared_data":
+        from braindecode_pars.datasets import shared_corpus
+        from braindecode_pars.datasets.corpus import eegmat_subjects
+
+        own = "--shared-data (its own preprocessing; --sfreq resamples it)"
+        refuse_recording_flags(args, own, STORE, [f for f in RECORDING_FLAGS if f != "sfreq"])
+        try:
+            subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
+            return shared_corpus(
+                args.shared_data,
+                sfreq=args.sfreq or 100.0,
+                window_seconds=args.window_seconds,
+                stride_seconds=args.stride_seconds,
+                eegmat_subjects=subjects,
+                muse=args.muse,
+            )
+        except ValueError as err:
+            raise SystemExit(f"{STORE}: {err}") from None
+    named = {"paper_corpus": "--ysyw/--tueg", "physionet_mi": "PhysioNet-MI"}[source]
+    refuse_recording_flags(args, f"{named} (the paper's preprocessing)", STORE)
+    if source == "paper_corpus":
+        from braindecode_pars.datasets.corpus import pretraining_corpus
+
+        try:
+            return pretraining_corpus(
+                ysyw_path=args.ysyw,
+                tueg_path=args.tueg,
+                tuab_path=args.tuab,
+                tusz_path=args.tusz,
+                window_seconds=args.window_seconds,
+                allow_test_patients=args.allow_test_patients,
+                ysyw_split_file=args.ysyw_split_file,
+                lazy=True,
+            )
+        except ValueError as err:
+            raise SystemExit(f"{STORE}: {err}") from None
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+
+    chosen = {"subjects": args.subjects, "runs": args.runs, "path": args.data_path}
+    try:
+        return load_physionet_mi_continuous(
+            window_seconds=args.window_seconds,
+            stride_seconds=args.stride_seconds,
+            **{k: v for k, v in chosen.items() if v is not None},
+        )
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        raise SystemExit(f"{STORE}: --subjects, --runs, --data-path: {err}") from None
+
+
+def _store(args):
+    """Write a corpus of the paper (YSYW and TUEG, the shipped encoders' shared corpus,
+    PhysioNet-MI), or any source of ``braindecode-pars store``, to a window store."""
+    source = store_source(args)
+    stop_signals = check_store_flags(args, STORE)
+    _resolve_windows(args, source)
+    write_store(_source_windows(args, source), args, stop_signals, STORE)
 
 
 def _compare(args):
@@ -61,7 +210,7 @@ def _finetune(args):
     saves model.pkl."""
     import pickle
 
-    from braindecode_pars.datasets.recipes import load_recipe
+    from benchmarks.lib.paper_datasets import load_recipe
 
     config = read_config(args.config)
     spec = config["data"]
@@ -86,7 +235,7 @@ def _evaluate(args):
     """Score a saved model on a split of a recipe."""
     import pickle
 
-    from braindecode_pars.datasets.recipes import load_recipe
+    from benchmarks.lib.paper_datasets import load_recipe
 
     with open(args.model, "rb") as f:
         clf = pickle.load(f)
@@ -99,13 +248,64 @@ def _evaluate(args):
 
 def build_parser():
     """The parser of the lab's subcommands; each namespace holds ``func``."""
-    parser = argparse.ArgumentParser(prog="benchmarks/lab.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.lab", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(func, help_text):
         cmd = sub.add_parser(func.__name__.lstrip("_"), help=help_text)
         cmd.set_defaults(func=func)
         return cmd
+
+    store = command(_store, "the paper's corpora (or any source of braindecode-pars store)")
+    store.description = (
+        "braindecode-pars store's flags and the paper's sources: one of --recordings, "
+        "--braindecode-dataset, --shared-data, --ysyw/--tueg, or PhysioNet-MI "
+        "(--subjects, --runs, --data-path; default: the bundled subject 1). Windows of 30 s "
+        "for --ysyw/--tueg, 10 s otherwise; a stride of 5 s but for --shared-data "
+        "(its corpus's own) and --ysyw/--tueg (none)."
+    )
+    add_store_arguments(store)
+    store.set_defaults(window_seconds=None, stride_seconds=None)
+    corpora = store.add_argument_group("the paper's corpora")
+    corpora.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
+    corpora.add_argument(
+        "--eegmat-subjects",
+        nargs="+",
+        help="with --shared-data: EEGMAT subjects (numbers, 'pool' for the 12 that no "
+        "development split scores, 'train' for the 24 non-test ones; default: train)",
+    )
+    corpora.add_argument(
+        "--muse",
+        action="store_true",
+        help="with --shared-data: add the Muse headband recordings of muse-cueing/",
+    )
+    corpora.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
+    corpora.add_argument(
+        "--ysyw-split-file", help="YSYW split file (default: <ysyw>/splits.json, the recipe's)"
+    )
+    corpora.add_argument("--tueg", help="TUEG edf folder")
+    corpora.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
+    corpora.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
+    corpora.add_argument(
+        "--allow-test-patients",
+        action="store_true",
+        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients",
+    )
+    corpora.add_argument(
+        "--subjects", nargs="+", type=int, help="PhysioNet-MI subjects (default: 1)"
+    )
+    corpora.add_argument(
+        "--runs",
+        nargs="+",
+        type=int,
+        help="their runs (default: the baselines and executed movements, 1 2 3 5 7 9 11 13: "
+        "no imagery)",
+    )
+    corpora.add_argument(
+        "--data-path", help="PhysioNet-MI folder in MNE's eegbci layout (default: bundled)"
+    )
 
     compare = command(_compare, "scratch, MAE, MP3, DropPos and PARS on one footing")
     compare.add_argument("--out", default="results/comparison", help="output folder")

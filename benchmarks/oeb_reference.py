@@ -15,7 +15,7 @@ library's tasks. This script writes
 
 Usage::
 
-    python benchmarks/oeb_reference.py
+    python -m benchmarks.oeb_reference
 """
 
 from __future__ import annotations

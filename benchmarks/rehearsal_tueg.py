@@ -9,7 +9,7 @@ to ``<work>/rehearsal.log``:
 1. ``tree``: a synthetic tree of ``--gb`` GB of EDF files laid out as TUEG
    (``make_tueg_tree.py``: its folders and file names, the three montages, 250 to
    512 Hz, varying channel sets, a few files cut short or unreadable);
-2. ``store``: ``braindecode-pars store --tueg ... --jobs N --on-error skip``, killed
+2. ``store``: the lab's ``store --tueg ... --jobs N --on-error skip``, killed
    (SIGKILL) once a third of the recordings are in its journal, then the same command
    again, which resumes the build; figures: the time of both sittings, GB of EDF read
    and of store written per second, hours per TB of EDF;
@@ -25,7 +25,7 @@ to ``<work>/rehearsal.log``:
 
 Usage (the rehearsal at 10 GB; ``--gb 0.05`` proves the script in a minute or two)::
 
-    python benchmarks/rehearsal_tueg.py --work /var/tmp/rehearsal --gb 10 \\
+    python -m benchmarks.rehearsal_tueg --work /var/tmp/rehearsal --gb 10 \\
         --results benchmarks/results/rehearsal_tueg.md
 """
 
@@ -45,11 +45,11 @@ import time
 from pathlib import Path
 
 import torch
-from _measure import machine
-from bench_read_scale import measure
-from make_tueg_tree import add_tree_arguments, make_tree, parse_tree_arguments
 
-from braindecode_pars.hub import _run_state, run_status
+from benchmarks.lib.measure import machine
+from benchmarks.lib.store_reads import measure
+from benchmarks.lib.tueg_tree import add_tree_arguments, make_tree, parse_tree_arguments
+from braindecode_pars.hub.io import run_state, run_status
 
 logger = logging.getLogger("rehearsal_tueg")
 STAGES = ("tree", "store", "read", "pretrain", "report")
@@ -123,6 +123,11 @@ def _cli():
     return [sys.executable, "-m", "braindecode_pars.cli"]
 
 
+def _lab():
+    """The lab's command line, which stores the paper's corpora (TUEG among them)."""
+    return [sys.executable, "-m", "benchmarks.lab"]
+
+
 def _journal_lines(store):
     journal = Path(store) / "journal.jsonl"
     if not journal.is_file():
@@ -137,9 +142,9 @@ def stage_store(args, tree, log):
     store = Path(args.work) / "store"
     shutil.rmtree(store, ignore_errors=True)
     help_text = subprocess.run(
-        [*_cli(), "store", "--help"], capture_output=True, text=True, env=_env()
+        [*_lab(), "store", "--help"], capture_output=True, text=True, env=_env()
     ).stdout
-    cmd = [*_cli(), "store", "--tueg", tree["edf"], "--allow-test-patients", "--out", store]
+    cmd = [*_lab(), "store", "--tueg", tree["edf"], "--allow-test-patients", "--out", store]
     cmd += ["--on-error", "skip"]
     jobs = "--jobs" in help_text
     if jobs:
@@ -197,16 +202,17 @@ def stage_pretrain(args, store, log):
     run = Path(args.work) / "run"
     shutil.rmtree(run, ignore_errors=True)
     config = Path(args.work) / "encoder.json"
-    config.write_text(json.dumps(ENCODERS[args.encoder]))
+    # the settings only --config sets: the encoder's, a state every epoch, no compilation
+    settings = dict(checkpoint_minutes=0, compile=False, amp=False)
+    config.write_text(json.dumps({**ENCODERS[args.encoder], **settings}))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node"]
     cmd += [2, "-m", "braindecode_pars.cli", "pretrain", "--store", store, "--out", run]
     cmd += ["--config", config, "--device", "cpu", "--threads", 1, "--steps", args.steps]
-    cmd += ["--batch-size", args.batch_size, "--read", "disk", "--checkpoint-minutes", 0]
-    cmd += ["--window-seconds", 30, "--no-compile", "--no-amp"]
+    cmd += ["--batch-size", args.batch_size, "--read", "disk", "--window-seconds", 30]
     first, killed, _ = run_sitting(cmd, log, kill_when=lambda: _run_epoch(run) >= 1)
     epochs_at_kill = _run_epoch(run)
     second, _, _ = run_sitting(cmd, log)
-    history = json.loads((_run_state(run) / "history.json").read_text())
+    history = json.loads((run_state(run) / "history.json").read_text())
     steps = sum(row["train_batch_count"] for row in history)
     seconds = sum(row["dur"] for row in history)
     resumed = f"Resuming pretraining from {run}" in Path(log).read_text()
@@ -341,7 +347,9 @@ def main(argv=None):
     parser.add_argument("--encoder", default="small", choices=list(ENCODERS))
     parser.add_argument("--results", help="Markdown report (a .csv beside it)")
     args = parse_tree_arguments(parser, argv)
-    args.command = shlex.join(["python", "benchmarks/rehearsal_tueg.py", *(argv or sys.argv[1:])])
+    args.command = shlex.join(
+        ["python", "-m", "benchmarks.rehearsal_tueg", *(argv or sys.argv[1:])]
+    )
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     log = work / "rehearsal.log"

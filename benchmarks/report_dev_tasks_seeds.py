@@ -10,7 +10,7 @@ Nothing is fitted here: the numbers are the CSVs'.
 
 Usage::
 
-    python benchmarks/report_dev_tasks_seeds.py \
+    python -m benchmarks.report_dev_tasks_seeds \
         benchmarks/results/dev_tasks_selection.csv \
         benchmarks/results/dev_tasks_selection_seed1.csv \
         benchmarks/results/dev_tasks_selection_seed2.csv \
@@ -28,10 +28,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import bench_dev_tasks
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
+from benchmarks.lib import dev_tasks
 
 #: Blocks of a probe row that come from the selection encoder (``enc``, ``encstd``,
 #: ``encblocks``); rows without one (floors, ``bp``, ``ts``, random encoders) do not
@@ -41,10 +42,10 @@ ENCODER_ROW = re.compile(r"\benc(?:std|blocks)?\b|^deep pars")
 
 def lowest_k(csv):
     """Methods x tasks balanced accuracy at one labelled unit of one CSV, with the mean
-    over tasks (:func:`bench_dev_tasks.lowest_k`)."""
+    over tasks (:func:`benchmarks.lib.dev_tasks.lowest_k`)."""
     df = pd.read_csv(csv)
     df["k"], df["units"] = df["k"].astype(str), df["units"].astype(str)
-    low = bench_dev_tasks.lowest_k(df, "balanced_accuracy")
+    low = dev_tasks.lowest_k(df, "balanced_accuracy")
     if low is None:
         raise ValueError(f"{csv} has no row at one labelled unit (k = 1).")
     return low
@@ -204,9 +205,8 @@ def main(argv=None):
     missing = [str(c) for c in args.csvs if not c.exists()]
     if missing:
         parser.error(f"CSVs not found: {', '.join(missing)}")
-    command = shlex.join(
-        ["python", *(sys.argv if argv is None else ["report_dev_tasks_seeds.py", *argv])]
-    )
+    given = sys.argv[1:] if argv is None else argv
+    command = shlex.join(["python", "-m", "benchmarks.report_dev_tasks_seeds", *given])
     write(args.csvs, args.labels, args.out, command)
 
 

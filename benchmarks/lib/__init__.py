@@ -1,6 +1,9 @@
-"""The lab's harness, beside the benchmark scripts and outside the installed package:
-the development tasks and their splits (:mod:`.dev_tasks`), the paper's protocols from
-JSON configurations (:mod:`.protocols`) and the pretext tasks compared on one footing
-(:mod:`.comparison`). ``benchmarks/lab.py`` runs them from the command line; the
-scripts in ``benchmarks/`` import them as ``lib.<module>`` (their folder is on the path
-when they run)."""
+"""What the lab's scripts share, so that no script imports another: timing and memory
+(:mod:`.measure`), the training steps and loops the speed benchmarks time
+(:mod:`.steps`, :mod:`.device_steps`, :mod:`.loops`), the store reads
+(:mod:`.store_reads`), the development tasks, their splits and probe rows
+(:mod:`.dev_tasks`, :mod:`.dev_probe`), the paper's datasets and protocols
+(:mod:`.paper_datasets`, :mod:`.protocols`), the pretext tasks compared on one footing
+(:mod:`.comparison`), and the small helpers they need (:mod:`.checks`,
+:mod:`.seeding`). ``benchmarks/lab.py`` runs the protocols from the command line.
+"""

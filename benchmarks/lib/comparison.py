@@ -29,20 +29,33 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from braindecode_pars._checks import check_option
-from braindecode_pars.datasets import (
-    SingleChannelWindows,
-    load_physionet_mi,
-    load_physionet_mi_continuous,
-)
-from braindecode_pars.datasets.adapters import read_windows
-from braindecode_pars.demo import scratch_classifier, summary_table
-from braindecode_pars.estimators import PARSClassifier, PARSFineTuner
-from braindecode_pars.hub import save_encoder
+from benchmarks.lib.checks import check_option
+from benchmarks.lib.seeding import isolated_random_state
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi, load_physionet_mi_continuous
+from braindecode_pars.demo.low_label import scratch_classifier, summary_table
+from braindecode_pars.estimators.classifier import PARSClassifier
+from braindecode_pars.estimators.finetuner import PARSFineTuner
+from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.hub.io import save_encoder
+from braindecode_pars.io.windows import read_windows
 from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
-from braindecode_pars.models import _pretext_params
-from braindecode_pars.probe.baselines import band_power_pipeline
-from braindecode_pars.training import isolated_random_state, pretrain
+from braindecode_pars.pretraining import run_pretraining
+from braindecode_pars.pretraining.views import SingleChannelWindows
+
+
+def pretext_params(method, n_patches=40, pos_mask_ratio=0.8, mask_ratio=0.75):
+    """The settings that the pretext model ``method`` takes, from one shared set.
+
+    ``pos_mask_ratio`` is PARS's and DropPos's ``gamma_pos``; ``mask_ratio`` is the
+    share of patches MAE and DropPos remove and MP3 hides from keys and values.
+    """
+    return {
+        "pars": dict(n_patches=n_patches, pos_mask_ratio=pos_mask_ratio),
+        "mae": dict(mask_ratio=mask_ratio),
+        "mp3": dict(mask_ratio=mask_ratio),
+        "droppos": dict(mask_ratio=mask_ratio, pos_mask_ratio=pos_mask_ratio),
+    }[method]
+
 
 logger = logging.getLogger(__name__)
 
@@ -131,10 +144,10 @@ def comparison_classifier(encoder, seed, config, sfreq):
 
 def pretrain_method(method, seed, config, view, out):
     """Pretrain one pretext task on the shared view; returns the encoder file and losses."""
-    params = _pretext_params(method, config.n_patches, config.pos_mask_ratio, config.mask_ratio)
+    params = pretext_params(method, config.n_patches, config.pos_mask_ratio, config.mask_ratio)
     run_dir = out / "pretrain" / f"{method}_seed{seed}"
     with isolated_random_state(seed, config.device):  # the caller's generators are kept
-        net = pretrain(
+        net = run_pretraining(
             view,
             method,
             checkpoint_dir=run_dir,

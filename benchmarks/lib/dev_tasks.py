@@ -35,7 +35,7 @@ EEGMAT's 36 subjects: the 12 test subjects of the main job
 each (3 bad counters in each; 4 among the test subjects), so that a trait task
 could use the same splits. PhysioNet-MI's one subject
 is split by block of runs (runs 3-6, 7-10, 11-14; see
-:func:`~braindecode_pars.datasets.physionet_mi._run_block`): blocks 1 and 2 select,
+:func:`run_block`): blocks 1 and 2 select,
 block 3 tests. S001 is scored by both, so no selection encoder sees any of its runs.
 """
 
@@ -44,12 +44,17 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 
-from braindecode_pars._checks import check_option
+from benchmarks.lib.checks import check_option
+from benchmarks.lib.pretext import SHARED
 from braindecode_pars.datasets.eegmat import (
+    EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,
     EEGMAT_TEST_SUBJECTS,
+    EEGMAT_TRAIN_SUBJECTS,
 )
+from braindecode_pars.demo.low_label import draw_subjects
 
 #: PhysioNet-MI S001 blocks of runs that select, and the one that tests.
 MI_SELECTION_BLOCKS = (1, 2)
@@ -111,7 +116,7 @@ class DevTask:
     def load_units(self, units, eegmat_path=None, sfreq=100.0):
         """The windows of ``units`` (subjects or blocks) at ``sfreq``: the one reader of
         the development tasks (:meth:`load` reads a part's units with it, and
-        ``bench_dev_tasks.load_task`` the labelled pool and the scored units of one).
+        :func:`load_task` the labelled pool and the scored units of one).
 
         Returns
         -------
@@ -129,8 +134,8 @@ class DevTask:
 
 
 def _eegmat(units, sfreq, window_seconds, path):
-    from braindecode_pars.datasets.adapters import read_windows
     from braindecode_pars.datasets.eegmat import load_eegmat
+    from braindecode_pars.io.windows import read_windows
 
     windows = load_eegmat(path, list(units), sfreq=sfreq, window_seconds=window_seconds)
     data = read_windows(windows)
@@ -139,15 +144,25 @@ def _eegmat(units, sfreq, window_seconds, path):
     return DevData(data.X, data.y, subjects, float(data.sfreq))
 
 
-def _physionet(runs, units, sfreq, window_seconds):
-    from braindecode_pars.datasets import load_physionet_mi
-    from braindecode_pars.datasets.adapters import read_windows
-    from braindecode_pars.datasets.physionet_mi import _run_block
+def run_block(run):
+    """The block of a PhysioNet-MI run: 0 for the baselines (runs 1-2), 1-3 for runs 3-6,
+    7-10 and 11-14 (each block holds one run of every task); ``load_physionet_mi`` puts
+    the same number in its windows' ``block``."""
+    return 0 if run < 3 else (run - 3) // 4 + 1
 
-    chosen = [r for r in runs if _run_block(r) in units]
+
+def _physionet(runs, units, sfreq, window_seconds):
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi
+    from braindecode_pars.io.windows import read_windows
+
+    chosen = [r for r in runs if run_block(r) in units]
     windows = load_physionet_mi(runs=chosen, window_seconds=window_seconds, sfreq=sfreq)
     data = read_windows(windows)
     blocks = windows.get_metadata()["block"].to_numpy().astype(int)
+    if not set(blocks.tolist()) <= set(units):  # the loader numbers blocks otherwise
+        raise RuntimeError(
+            f"runs {chosen} read as blocks {sorted(set(blocks.tolist()))}, not {units}"
+        )
     return DevData(data.X, data.y, blocks, float(sfreq))
 
 
@@ -201,3 +216,85 @@ DEV_TASKS = {
         ),
     )
 }
+
+
+def load_task(name, part, sfreq=100.0):
+    """Windows, labels, units and the (pool, scored) units of a task's part: the pool's
+    and the scored units, read by the one loader of the development tasks
+    (:meth:`DevTask.load_units`)."""
+    pool, scored = part_units(name, part)
+    units = sorted({*pool, *(scored or ())})
+    data = DEV_TASKS[name].load_units(units, SHARED / "eegmat", sfreq)
+    return data.X.astype(np.float32), data.y, data.groups, tuple(pool), scored, data.sfreq
+
+
+def part_units(name, part):
+    """The (pool, scored) units of a task's part: the labelled units are drawn from the
+    pool; ``scored`` None: the pool's other units are scored (one-subject task,
+    selection part)."""
+    if name == "eegmat-arithmetic":
+        if part == "selection":
+            return EEGMAT_POOL_SUBJECTS, EEGMAT_SELECTION_SUBJECTS
+        return EEGMAT_TRAIN_SUBJECTS, EEGMAT_TEST_SUBJECTS
+    return (
+        (MI_SELECTION_BLOCKS, None)
+        if part == "selection"
+        else (MI_SELECTION_BLOCKS, MI_TEST_BLOCKS)
+    )
+
+
+def labelled_units(pool, scored, k, seed):
+    """The labelled units of draw ``seed`` (see :func:`split`)."""
+    if scored is None:  # one-subject task, selection part: one block labelled, the other scored
+        return [pool[seed % len(pool)]]
+    k = len(pool) if k == "all" else int(k)
+    return draw_subjects(pool, k, seed, spread=True)
+
+
+def split(units, pool, scored, k, seed):
+    """Indices of the labelled and the scored windows of a draw, and the labelled units."""
+    labelled = labelled_units(pool, scored, k, seed)
+    if scored is None:
+        scored = [u for u in pool if u not in labelled]
+    train = np.flatnonzero(np.isin(units, labelled))
+    test = np.flatnonzero(np.isin(units, scored))
+    return train, test, labelled
+
+
+def draw_summary(df, metric, by=("task", "method", "k")):
+    """Mean ± std of ``metric`` per group of the columns ``by`` (a row's task, method and
+    k), each distinct labelled set weighted once.
+
+    Seeds that draw the same labelled set (PhysioNet-MI has two blocks to label, so its
+    five seeds draw two sets, three times and twice) are averaged first; the mean and
+    std are then over the distinct sets. With one set (k = all) they are over the seeds
+    (the training's own randomness; 0 for the deterministic rows). ``sets`` is the
+    number of distinct labelled sets, ``draws`` the number of rows.
+    """
+    rows = []
+    for keys, g in df.groupby(list(by), sort=False):
+        per_set = g.groupby("units")[metric].mean()
+        values = per_set if len(per_set) > 1 else g[metric]
+        rows.append(
+            dict(
+                zip(by, keys, strict=True),
+                mean=values.mean(),
+                std=np.nan_to_num(values.std(ddof=1)) if len(values) > 1 else 0.0,
+                sets=len(per_set),
+                draws=len(g),
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def lowest_k(df, metric):
+    """Methods x tasks: ``metric`` at one labelled unit (each distinct labelled set
+    weighted once, :func:`draw_summary`), with the "mean over tasks" (blank unless every
+    task ran); None when no row has k = 1. ``df``'s ``k`` and ``units`` as strings."""
+    s = draw_summary(df[df.k == "1"], metric)
+    if s.empty:
+        return None
+    tasks = [t for t in df.task.unique() if t in set(s.task)]
+    low = s.pivot(index="method", columns="task", values="mean")[tasks]
+    low["mean over tasks"] = low.mean(axis=1, skipna=False)
+    return low

@@ -28,28 +28,27 @@ import pandas as pd
 from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
-from braindecode_pars._checks import check_option
-from braindecode_pars.datasets import SingleChannelWindows, write_window_store
+from benchmarks.lib.checks import check_option
+from benchmarks.lib.paper_datasets import load_recipe, subject_column, subjects_of
+from benchmarks.lib.plots import plot_lines, plot_subject_bars
+from benchmarks.lib.seeding import isolated_random_state
 from braindecode_pars.datasets.eesm17 import ChannelNoise
-from braindecode_pars.datasets.recipes import _subject_column, _subjects_of, load_recipe
-from braindecode_pars.demo import (
+from braindecode_pars.demo.low_label import (
     check_settings,
     describe,
     neural_head,
     scratch_classifier,
     settings_path,
 )
-from braindecode_pars.estimators import (
-    STRATEGIES,
-    PARSClassifier,
-    PARSFineTuner,
-    PARSPretrainer,
-    PARSProbe,
-)
+from braindecode_pars.estimators.classifier import PARSClassifier
+from braindecode_pars.estimators.finetuner import PARSFineTuner
+from braindecode_pars.estimators.pretrainer import PARSPretrainer
+from braindecode_pars.estimators.probe import PARSProbe
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
-from braindecode_pars.training import isolated_random_state, pretrain
-from braindecode_pars.viz import _plot_lines, _plot_subject_bars
+from braindecode_pars.pretraining import run_pretraining
+from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.store.write import write_window_store
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +121,9 @@ def _augmentations(spec):
     return [allowed[name](**kwargs) for name, kwargs in spec.items()]
 
 
+#: The values of ``PARSFineTuner(strategy=...)``, which a configuration's ``finetune``
+#: takes beside "auto" and "probe" (the fine-tuner checks them again when it fits).
+FINETUNE_STRATEGIES = ("full", "frozen", "lp-ft")
 #: Keys of a configuration's ``estimator`` that set the probe, and the
 #: :class:`~braindecode_pars.PARSProbe` parameters they set.
 PROBE_KEYS = {"probe_C": "C", "probe_align": "align", "probe_readout": "readout"}
@@ -154,7 +156,7 @@ def _estimator(encoder, seed, params):
     params = dict(params)
     size = {k: params.pop(k) for k in PatchEncoderConfig.fields() if k in params}
     strategy = params.pop("finetune", "auto")
-    check_option("finetune", strategy, ("auto", "probe", *STRATEGIES))
+    check_option("finetune", strategy, ("auto", "probe", *FINETUNE_STRATEGIES))
     if strategy == "auto":
         strategy = "full" if encoder is None else "probe"
     probe = {new: params.pop(old) for old, new in PROBE_KEYS.items() if old in params}
@@ -277,7 +279,7 @@ def score_windows(clf, windows):
 
 
 def _subset(windows, subjects):
-    column = _subject_column(windows)
+    column = subject_column(windows)
     keep = np.flatnonzero(windows.description[column].isin(list(subjects)))
     return windows.split({"keep": keep.tolist()})["keep"]
 
@@ -288,14 +290,14 @@ def _data_summary(windows):
     windows and subjects passes)."""
     if isinstance(windows, dict):
         return {name: _data_summary(w) for name, w in windows.items()}
-    return {"windows": len(windows), "subjects": [str(s) for s in _subjects_of(windows)]}
+    return {"windows": len(windows), "subjects": [str(s) for s in subjects_of(windows)]}
 
 
 def label_efficiency(split, methods, subject_counts, seeds, params, out):
     """Fig. 3: scores against the number of labelled training patients."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pool = _subjects_of(split["train"])
+    pool = subjects_of(split["train"])
     too_many = [n for n in subject_counts if n > len(pool)]
     if too_many:
         raise ValueError(f"'subject_counts' {too_many} exceed the {len(pool)} training patients.")
@@ -318,7 +320,7 @@ def label_efficiency(split, methods, subject_counts, seeds, params, out):
     summary = (
         frame.groupby(["method", "n_subjects"]).agg(["mean", "std"]).drop(columns="seed", level=0)
     )
-    fig = _plot_lines(summary, "n_subjects", "labelled training patients")
+    fig = plot_lines(summary, "n_subjects", "labelled training patients")
     fig.savefig(out / "label_efficiency.png", dpi=120)
     plt.close(fig)
     return frame
@@ -357,7 +359,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
     out.mkdir(parents=True, exist_ok=True)
     settings = dict(encoders=methods, params=params, data=_data_summary(windows))
     log = ResultsLog(out / "results.csv", ["method", "subject", "seed"], settings)
-    subjects = _subjects_of(windows)
+    subjects = subjects_of(windows)
     if len(subjects) < 2:
         raise ValueError(f"Leave-one-subject-out needs two subjects, but got {subjects}.")
     jobs = list(itertools.product(seeds, subjects, methods))
@@ -369,7 +371,7 @@ def leave_one_subject_out_protocol(windows, methods, params, out, seeds=(0,)):
         result = fit_and_score(methods[method], train, test, seed, params)
         log.add({"method": method, "subject": subject, "seed": seed, **result})
     frame = log.frame()
-    fig = _plot_subject_bars(frame)
+    fig = plot_subject_bars(frame)
     fig.savefig(out / "per_subject_kappa.png", dpi=120)
     plt.close(fig)
     return frame
@@ -404,7 +406,7 @@ def ablation(
             continue
         run_dir = out / "pretrain" / f"{name}_seed{seed}"
         with isolated_random_state(seed, pretrain_params.get("device")):
-            net = pretrain(
+            net = run_pretraining(
                 view,
                 "pars",
                 checkpoint_dir=run_dir,
@@ -416,7 +418,7 @@ def ablation(
         train = split["train"]
         if n_subjects is not None:
             chosen = np.random.default_rng([seed, n_subjects]).choice(
-                _subjects_of(train), size=n_subjects, replace=False
+                subjects_of(train), size=n_subjects, replace=False
             )
             train = _subset(train, chosen)
         valid = split.get("valid")  # with evaluate_on="valid" it both picks and scores

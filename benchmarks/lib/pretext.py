@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from braindecode_pars.datasets import SingleChannelWindows, write_window_store
 from braindecode_pars.datasets.corpus import shared_corpus
-from braindecode_pars.models.pretext import pretext_skill
-from braindecode_pars.training.schedule import warmup_cosine_factor
+from braindecode_pars.models.pretext.base import pretext_skill
+from braindecode_pars.pretraining.schedule import warmup_cosine_factor
+from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.store.write import write_window_store
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def pretext_parser(doc, steps, out):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 #: The folder the benchmarks read their pretrained encoders from.
-ENCODERS = Path(__file__).resolve().parent / "encoders"
+ENCODERS = Path(__file__).resolve().parents[1] / "encoders"
 #: The last commit whose tree holds ``benchmarks/encoders/``.
 ENCODERS_COMMIT = "09227cb0b85c531beb195eda6e215936f4dba107"
 #: The command that restores them.

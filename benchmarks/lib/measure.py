@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -15,7 +17,7 @@ from pathlib import Path
 import torch
 
 #: The checkout these scripts belong to (the folder above ``benchmarks/``).
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def step_times(steps, repeats, warmup=2):
@@ -93,11 +95,35 @@ def peak_growth(step):
     return status_mib("VmHWM") - before, elapsed
 
 
-def in_child(script, *args):
-    """Run ``script --child args...`` in a fresh process; parse the JSON it prints last."""
-    cmd = [sys.executable, script, "--child", *map(str, args)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+def in_child(module, *args, env=None):
+    """Run ``python -m module --child args...`` in a fresh process (this checkout first
+    on its path, so that ``benchmarks`` imports from any folder); parse the JSON it prints
+    last. ``module``: a script's dotted name, ``__spec__.name`` inside the script;
+    ``env``: the process's environment (default :func:`child_env`)."""
+    cmd = [sys.executable, "-m", module, "--child", *map(str, args)]
+    env = child_env() if env is None else env
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def child_env(**changes):
+    """This process's environment with this checkout first on ``PYTHONPATH``, for a
+    child process that runs a script as ``python -m benchmarks.<script>``; ``changes``
+    set variables (a value of None removes one)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = str(value)
+    return env
+
+
+def command_line(module, argv=None):
+    """The command that runs the script ``module`` (its dotted name, ``__spec__.name``
+    inside it) with ``argv`` (``sys.argv[1:]`` if None), as a report records it."""
+    return shlex.join(["python", "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
 def machine():

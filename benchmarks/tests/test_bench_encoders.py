@@ -1,0 +1,59 @@
+"""The benchmark encoders out of the tree: the clear error when absent, and the pinned commit."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks.lib import encoders as encoders_module
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def encoders(tmp_path, monkeypatch):
+    module = encoders_module
+    monkeypatch.setattr(module, "ENCODERS", tmp_path / "encoders")
+    return module
+
+
+def test_an_absent_benchmark_encoder_names_the_make_target(encoders):
+    (encoders.ENCODERS / "mae-small").mkdir(parents=True)
+    assert encoders.benchmark_encoder(encoders.ENCODERS / "mae-small") == (
+        encoders.ENCODERS / "mae-small"
+    )
+    with pytest.raises(FileNotFoundError, match=r"pars-selection' is absent.*make benchmark-enc"):
+        encoders.benchmark_encoder(str(encoders.ENCODERS / "pars-selection"))
+    with pytest.raises(FileNotFoundError, match="git fetch --unshallow"):
+        encoders.benchmark_encoder(encoders.ENCODERS / "comparison" / "runs.json")
+    # Shipped names and folders elsewhere are the loader's to check.
+    assert encoders.benchmark_encoder("pars-small-v2") == "pars-small-v2"
+    elsewhere = encoders.ENCODERS.parent / "mine"
+    assert encoders.benchmark_encoder(elsewhere) == elsewhere
+
+
+def test_the_makefile_restores_from_the_commit_named_beside_the_benchmarks():
+    module = encoders_module
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(rf"^ENCODERS_COMMIT := {module.ENCODERS_COMMIT}$", makefile, re.M)
+    assert "git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x" in makefile
+
+
+def test_the_pinned_commit_holds_the_encoders():
+    module = encoders_module
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout: the history that holds the encoders is absent")
+    tree = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", module.ENCODERS_COMMIT, "benchmarks/encoders"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    if tree.returncode != 0:
+        pytest.skip(f"commit {module.ENCODERS_COMMIT[:7]} is not here (a shallow clone)")
+    names = set(tree.stdout.split())
+    for name in ("mae-small", "pars-selection", "pars-small-v3"):
+        assert f"benchmarks/encoders/{name}/model.safetensors" in names
+    assert "benchmarks/encoders/comparison/runs.json" in names

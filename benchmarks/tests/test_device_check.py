@@ -1,0 +1,200 @@
+"""The device check (benchmarks/device_check.py): its reading of the targets, the wheels it
+installs, db22036's decoder it swaps in, and its dry run on a CPU."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks import bench_gpu as gpu_module
+from benchmarks import device_check
+from benchmarks.lib import device_steps
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def check():
+    return device_check
+
+
+@pytest.fixture(scope="module")
+def bench_gpu():
+    return gpu_module
+
+
+def _steps(pars_wps, ratio):
+    return {"pars_wps": pars_wps, "encoder_wps": pars_wps * ratio, "ratio": ratio}
+
+
+def test_the_targets_are_read_from_the_results(check):
+    compiled = "bf16 autocast + torch.compile"
+    graphs = check.GRAPHS_ROW
+    tree = {
+        "steps": {
+            "256": {"bf16 autocast": _steps(30_000, 1.2), compiled: _steps(40_000, 1.1)},
+            "1024": {
+                "bf16 autocast": _steps(26_000, 1.3),
+                compiled: _steps(52_000, 1.2),
+                graphs: _steps(55_000, 1.14),
+                check.TRITON_ROW: _steps(54_600, 1.16),
+            },
+        },
+        "memory": {
+            "1024x128": {"encoder": [14_000, 15_000], "pars": [18_000, 21_000]},
+            "1024x256": {"encoder": [30_000, 32_000], "pars": [None, None]},
+        },
+    }
+    old = {
+        "steps": {
+            "256": {"bf16 autocast": _steps(31_000, 1.3), compiled: _steps(39_000, 1.5)},
+            "1024": {"bf16 autocast": _steps(26_000, 1.5), compiled: _steps(39_273, 1.49)},
+        }
+    }
+    lines = check.checks(tree, old, (0.93, 0.88), {"passed": 7, "skipped": 2}, None, (0.95, 0.91))
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines[2:]}
+    met = {k: v[-1].rstrip(" |") for k, v in rows.items()}
+    slower = "PARS at least as fast as db22036, batch 256, bf16 autocast"
+    assert rows[slower][0] == f"30,000 against 31,000 windows/s ({30 / 31:.2f})"
+    assert met[slower] == "**no**"
+    assert met[f"PARS at least as fast as db22036, batch 1024, {compiled}"] == "yes"
+    # equal speed meets "at least as fast"
+    assert met["PARS at least as fast as db22036, batch 1024, bf16 autocast"] == "yes"
+    over = "PARS / encoder step at most 1.15, batch 1024, bf16 + compile"
+    assert rows[over][0] == "1.20 (52,000 windows/s)" and met[over] == "**no**"
+    assert rows[over + ", CUDA graphs (reduce-overhead)"] == ["1.14 (55,000 windows/s)", "yes |"]
+    peak = "peak step memory at most 1.5 x the encoder's, 128 patches, batch 1024"
+    assert rows[peak][0] == f"peak 20.5 against 14.6 GiB ({21_000 / 15_000:.2f})"
+    assert met[peak] == "yes"
+    moon = "trains (the moonshot: the paper's limit pushed out), 256 patches, batch 1024"
+    assert rows[moon][0] == "out of memory" and met[moon] == "**no**"
+    moonshot = "moonshot: 50,000 windows/s compiled at batch 1024 (H200)"
+    assert rows[moonshot] == ["55,000, CUDA graphs", "yes |"]  # the faster compiled row
+    assert met["`PARSPretrainer.fit` at least 0.9 of the bare step"] == "yes"
+    assert met["`braindecode-pars pretrain` at least 0.9 of the bare step"] == "**no**"
+    graphs_loop = "`braindecode-pars pretrain` at least 0.9 of the bare step, CUDA graphs"
+    assert rows[graphs_loop + " (reduce-overhead)"] == ["0.91", "yes |"]
+    triton = f"for the record: {check.TRITON_ROW}, batch 1024"
+    assert rows[triton][0] == (
+        "54,600 windows/s, PARS / encoder 1.16, 1.05 x bf16 autocast + torch.compile's"
+    )
+    # rows this check did not run (TF32, float64 tables) are left out, not said missing
+    assert not any("float64 factor tables" in line or "TF32" in line for line in lines)
+    assert rows["the CUDA tests pass"][0] == "7 passed, 2 skipped"
+    assert met["the CUDA tests pass"] == "yes"
+
+    # what did not run is said missing, and judged on nothing
+    empty = check.checks(None, None, None, {})
+    assert all(line.endswith("| n/a |") for line in empty[2:])
+
+
+def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
+    # the parts' limits add up to the default budget, which leaves a device call's 600 s
+    # room for installing the wheels; the correctness gate runs first
+    assert sum(check.LIMITS[p] for p in check.DEFAULT_PARTS) == check.BUDGET <= 540
+    assert check.DEFAULT_PARTS[0] == "tests"
+    assert set(check.DEFAULT_PARTS) <= set(check.LIMITS)
+    assert list(check.parse_args(["--out", "x"]).parts) == list(check.DEFAULT_PARTS)
+    # the loops' trace is a second call's part, at the paper's size
+    assert "trace" in check.LIMITS and "trace" not in check.DEFAULT_PARTS
+    assert check.trace_argv(False, "t.md")[-4:] == ["--size", "paper", "--steps", "60"]
+
+
+def test_the_cuda_tests_are_found_wherever_tests_keeps_them(check, monkeypatch):
+    files = check.cuda_test_files()
+    names, keyword = check.CUDA_TESTS
+    assert [Path(f).name for f in files] == names and all((ROOT / f).is_file() for f in files)
+    argv = check.tests_argv()
+    assert argv[-2:] == ["-k", keyword] and argv[-2 - len(files) : -2] == files
+    monkeypatch.setattr(check, "CUDA_TESTS", ([*names, "test_gone.py"], keyword))
+    with pytest.raises(FileNotFoundError, match=r"\['test_gone.py'\]"):
+        check.cuda_test_files()
+
+
+def test_the_outputs_of_the_parts_are_parsed(check):
+    assert check.loop_ratios("...\nestimator/step 0.71, command line/step 0.66\n") == (0.71, 0.66)
+    assert check.loop_ratios("crashed") is None
+    out = "x\n===== 3 passed, 1 failed, 2 skipped, 9 deselected in 41.20s =====\n"
+    assert check.test_counts(out) == {"passed": 3, "failed": 1, "skipped": 2, "deselected": 9}
+    assert check.test_counts("killed") == {}
+
+
+def test_the_wheels_are_the_versions_the_tests_run_with():
+    """Every wheel the device installs is pinned to the version of constraints.txt."""
+
+    def pins(path):
+        found = {}
+        for line in Path(path).read_text().splitlines():
+            if "==" in line and not line.startswith("#"):
+                name, version = line.strip().split("==")
+                found[re.sub(r"[-_.]+", "-", name).lower()] = version
+        return found
+
+    wheels = pins(ROOT / "benchmarks/device_wheels.txt")
+    constraints = pins(ROOT / "constraints.txt")
+    assert {"braindecode", "skorch", "mne"} <= set(wheels)
+    assert {name: constraints.get(name) for name in wheels} == wheels
+
+
+def test_db22036s_decoder_is_db22036s_and_computes_what_this_trees_does(bench_gpu):
+    shown = subprocess.run(
+        ["git", "show", device_steps.DB22036_SOURCE], cwd=ROOT, capture_output=True, text=True
+    )  # fmt: skip
+    if shown.returncode and not device_steps.DB22036_FILE.exists():
+        pytest.skip("db22036's decoder needs this checkout's git history or make device-wheels")
+    if shown.returncode == 0:  # (a clone with the history) the decoder is db22036's
+        original = shown.stdout.replace("from .._checks", "from benchmarks.lib.checks")
+        assert device_steps.db22036_source() == original
+
+    # the A side computes the same PARS loss as the B side: same weights, same draws
+    torch.manual_seed(0)
+    steps = device_steps.TrainingSteps(device_steps.TINY, 40, 4, "cpu", bf16=False)
+    swapped = device_steps.use_decoder(
+        device_steps.TrainingSteps(device_steps.TINY, 40, 4, "cpu", bf16=False).model, "db22036"
+    )
+    swapped.load_state_dict(steps.model.state_dict())
+    assert type(swapped.decoder).__module__ == "pair_decoders_db22036"
+    X = torch.randn(4, 1, device_steps.TINY.n_times, dtype=torch.float64)
+    for model in (steps.model, swapped):
+        model.double()
+    out = [m(X, generator=torch.Generator().manual_seed(1))["loss"] for m in (steps.model, swapped)]
+    torch.testing.assert_close(out[0], out[1], rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="'decoder' must be one of"):
+        device_steps.use_decoder(steps.model, "sdpa")
+
+
+@pytest.mark.slow  # 1 to 3 min on 2 busy CPU cores: four processes, two compilations
+@pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")
+def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
+    out = tmp_path / "device_check.md"
+    summary = check.main(["--tiny", "--out", str(out), "--budget", "600"])
+    text = out.read_text()
+    assert "- Card: CPU (" in text and "a dry run" in text
+    row = r"^\| (tests|bench_tree|bench_db22036|loop|loop_graphs) \| `(.*)` \| (\S+) \|"
+    parts = re.findall(row, text, re.M)
+    assert [p[0] for p in parts] == list(check.DEFAULT_PARTS)
+    assert all(p[2] == "0" for p in parts), parts  # every part ran to its end
+    assert "--decoder db22036" in parts[2][1]
+    assert "### Profile of one step: batch 8, bf16 autocast + torch.compile" in text
+    assert "pair operator, backward (with its fallback)" in text
+    assert "--compile-mode reduce-overhead" in parts[4][1]
+    assert "bf16-compile-graphs bf16-compile-triton" in parts[1][1]
+    assert re.search(
+        r"for the record: bf16 autocast \+ torch.compile, Triton fallback, batch 8 \| [0-9]", text
+    )
+    assert re.search(
+        r"batch 8, bf16 \+ compile, CUDA graphs \(reduce-overhead\) \| [0-9.]+ \(", text
+    )
+    for batch in (8,):
+        for variant in ("bf16 autocast", "bf16 autocast + torch.compile"):
+            row = next(
+                line for line in summary if f"batch {batch}, {variant} |" in line
+            )  # fmt: skip
+            assert "windows/s" in row  # both sides measured
+    assert re.search(r"`PARSPretrainer.fit` at least 0.9 of the bare step \| [0-9.]+ \|", text)
+    loop_graphs = r"`PARSPretrainer.fit` at least 0.9 of the bare step, CUDA graphs \(reduce"
+    assert re.search(loop_graphs + r"-overhead\) \| [0-9.]+ \|", text)
+    assert re.search(r"the CUDA tests pass \| .*skipped", text)  # no GPU here: they skip
+    assert "## bench_db22036" in text and "db22036's (`git show db22036:" in text

@@ -1,0 +1,133 @@
+"""The lab's layout: no file under ``benchmarks/`` imports a private name of the library,
+and no script imports another script (what two scripts share is in ``benchmarks/lib``).
+
+The two counts, from the repository's root::
+
+    python -m pytest -p no:xdist -q benchmarks/tests/test_lab_layout.py
+"""
+
+import ast
+
+import pytest
+
+from .conftest import ROOT
+
+PACKAGE = "braindecode_pars"
+LAB = ROOT / "benchmarks"
+
+
+def _private(module, names=()):
+    """Whether an import of ``names`` from ``module`` reaches a private library name: a
+    module path segment or a name with a leading underscore (dunders aside)."""
+    if module.split(".")[0] != PACKAGE:
+        return False
+    parts = module.split(".")[1:] + list(names)
+    return any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts)
+
+
+def _imports(source, package):
+    """Every module an import of ``source`` (a file of the package ``package``, as
+    ``benchmarks.lib``) reaches, with the names it imports: ``(module, names)``, relative
+    imports resolved."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(a.name, ()) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, module] if module else base)
+            found.append((module, tuple(a.name for a in node.names)))
+    return found
+
+
+def private_imports(source, package="benchmarks"):
+    """The private library names that ``source`` imports, as ``module: names``."""
+    return [
+        f"{module}: {', '.join(names)}" if names else module
+        for module, names in _imports(source, package)
+        if _private(module, names)
+    ]
+
+
+def script_imports(source, scripts, package="benchmarks"):
+    """The scripts (``benchmarks/<name>.py``, by name) that ``source`` imports: as
+    ``name``, ``benchmarks.name``, or a name imported from ``benchmarks``."""
+    found = []
+    for module, names in _imports(source, package):
+        parts = module.split(".")
+        if len(parts) == 1 and parts[0] in scripts:  # beside it on sys.path
+            found.append(parts[0])
+        elif len(parts) == 2 and parts[0] == "benchmarks" and parts[1] in scripts:
+            found.append(parts[1])
+        elif module == "benchmarks":
+            found += [n for n in names if n in scripts]
+    return found
+
+
+def lab_files():
+    """Every Python file under ``benchmarks/``, and the package it belongs to."""
+    return {
+        path: ".".join(path.parent.relative_to(ROOT).parts) for path in sorted(LAB.rglob("*.py"))
+    }
+
+
+SCRIPTS = {p.stem for p in LAB.glob("*.py") if p.stem != "__init__"}
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        (f"from {PACKAGE}.hub.io import _run_state", [f"{PACKAGE}.hub.io: _run_state"]),
+        (
+            f"from {PACKAGE}._util.checks import check_option",
+            [f"{PACKAGE}._util.checks: check_option"],
+        ),
+        (f"import {PACKAGE}.pretraining._split", [f"{PACKAGE}.pretraining._split"]),
+        (f"from {PACKAGE} import __version__, PARS", []),
+        ("from benchmarks.lib.paper_datasets import subjects_of", []),
+    ],
+)
+def test_the_private_import_finder_finds_a_planted_one(source, found):
+    assert private_imports(f"def f():\n    {source}\n") == found
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        ("from bench_gpu import synchronize", ["bench_gpu"]),
+        ("import bench_dev_tasks as dev", ["bench_dev_tasks"]),
+        ("from benchmarks.bench_pair_decoder import SIZES", ["bench_pair_decoder"]),
+        ("from benchmarks import bench_gpu, lib", ["bench_gpu"]),
+        ("from ..bench_gpu import synchronize", ["bench_gpu"]),
+        ("from benchmarks.lib.steps import SIZES", []),
+        ("from .steps import SIZES", []),
+    ],
+)
+def test_the_script_import_finder_finds_a_planted_one(source, found):
+    assert "bench_gpu" in SCRIPTS and "lab" in SCRIPTS  # the scripts are found
+    assert script_imports(source, SCRIPTS, package="benchmarks.lib") == found
+
+
+def test_lab_count_private_library_imports_none():
+    files = lab_files()
+    assert LAB / "lib" / "protocols.py" in files and LAB / "tests" / "conftest.py" in files
+    found = {
+        str(p.relative_to(ROOT)): names
+        for p, package in files.items()
+        if (names := private_imports(p.read_text(), package))
+    }
+    assert found == {}
+
+
+def test_lab_count_scripts_importing_a_script_none():
+    """The scripts and ``benchmarks/lib`` import no script (the tests may: they test them)."""
+    files = {p: pkg for p, pkg in lab_files().items() if p.parent in (LAB, LAB / "lib")}
+    assert LAB / "bench_gpu.py" in files and LAB / "lib" / "steps.py" in files
+    found = {
+        str(p.relative_to(ROOT)): names
+        for p, package in files.items()
+        if (names := script_imports(p.read_text(), SCRIPTS, package))
+    }
+    assert found == {}
