@@ -157,7 +157,7 @@ HUB_NOTE = [
     "As every braindecode model, it has braindecode's Hub methods (``save_pretrained``,",
     "``from_pretrained``, ``push_to_hub``, ``get_config`` / ``from_config``): see",
     f"`braindecode's tutorial <{BRAINDECODE_HUB}>`__. Encoders shipped with this",
-    "package and pretraining runs load with :func:`braindecode_pars.hub.load_encoder`",
+    "package and pretraining runs load with :func:`braindecode_pars.load_encoder`",
     "and :func:`braindecode_pars.hub.load_pretext_model`.",
     "",
 ]

@@ -11,7 +11,7 @@ Each pretext task pretrains the same :class:`~braindecode_pars.PatchEncoder` wit
 fine-tuned by :class:`~braindecode_pars.PARSClassifier` with
 ``head=PARSFineTuner(strategy="full")`` (scratch: a new encoder under the same head).
 The settings below take a few minutes on a CPU; the repository's recorded comparison
-runs ``python benchmarks/lab.py compare``.
+runs ``python -m benchmarks.lab compare``.
 """
 
 # %%
@@ -29,9 +29,10 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
-from braindecode_pars.datasets import load_physionet_mi, load_physionet_mi_continuous
-from braindecode_pars.models import PRETEXT_MODELS
-from braindecode_pars.models.pretext import pretext_skill
+from braindecode_pars.datasets import load_physionet_mi
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+from braindecode_pars.models.pretext import PRETEXT_MODELS
+from braindecode_pars.models.pretext.base import pretext_skill
 
 # ``BRAINDECODE_PARS_QUICK_EXAMPLES=1`` (the test suite) runs the example at a reduced
 # size: fewer steps and epochs.

@@ -48,7 +48,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from braindecode_pars import PARSProbe
-from braindecode_pars.datasets.physionet_mi import bundled_data_path
+from braindecode_pars.datasets import bundled_data_path
 from braindecode_pars.moabb import MOABBAdapter, moabb_pipeline
 
 logging.getLogger("moabb").setLevel(logging.WARNING)

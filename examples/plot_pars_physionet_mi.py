@@ -35,17 +35,14 @@ import torch
 from sklearn.model_selection import LeaveOneGroupOut, cross_val_score
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PretrainNet
-from braindecode_pars.datasets import (
-    SingleChannelWindows,
-    load_physionet_mi,
-    load_physionet_mi_continuous,
-    resample_windows,
-)
-from braindecode_pars.datasets.adapters import read_windows
+from braindecode_pars.datasets import load_physionet_mi
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.hub import load_pretext_model
+from braindecode_pars.io import read_windows, resample_windows
 from braindecode_pars.metrics import make_scorer
-from braindecode_pars.models.pretext import pretext_skill
-from braindecode_pars.probe import band_power_pipeline
+from braindecode_pars.models.pretext.base import pretext_skill
+from braindecode_pars.pretraining import SingleChannelWindows
 from braindecode_pars.viz import plot_shift_matrices, plot_training_curves
 
 # ``BRAINDECODE_PARS_QUICK_EXAMPLES=1`` (the test suite) runs the example at a reduced
@@ -110,7 +107,7 @@ plt.show()
 # %%
 # Fine-tune the 4-class task, leaving one block of runs out
 # ---------------------------------------------------------
-# ``load_physionet_mi`` gives 4-s trials at 200 Hz; :func:`resample_windows`
+# ``load_physionet_mi`` gives 4-s trials at 200 Hz; :func:`~braindecode_pars.io.resample_windows`
 # brings them to the encoder's 100 Hz with MNE's resampling. Runs 3-6, 7-10 and
 # 11-14 each hold every class once, so each test fold does too.
 windows = load_physionet_mi()
@@ -128,7 +125,7 @@ candidates = {
     "PARS (continued), frozen head": PARSClassifier(
         encoder=net.encoder, head=frozen_head, **common
     ),
-    "scratch": PARSFineTuner(**head, **common),  # a new small encoder, every weight trained
+    "scratch": PARSFineTuner(encoder=None, **head, **common),  # a new small encoder, all trained
     "band-power floor": band_power_pipeline(sfreq=data.sfreq),
 }
 scorer = make_scorer("balanced_accuracy")

@@ -31,10 +31,11 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, load_encoder
-from braindecode_pars.datasets.bundled_eegmat import load_bundled_eegmat
-from braindecode_pars.hub import load_pretext_model, pretrained_path
-from braindecode_pars.models.pretext import pretext_skill
-from braindecode_pars.probe import band_power_pipeline
+from braindecode_pars.datasets.bundled import load_bundled_eegmat
+from braindecode_pars.features import band_power_pipeline
+from braindecode_pars.hub import load_pretext_model
+from braindecode_pars.hub.io import pretrained_path
+from braindecode_pars.models.pretext.base import pretext_skill
 from braindecode_pars.viz import plot_pretext_skill, plot_shift_matrices
 
 encoder = load_encoder("pars-small")
