@@ -11,12 +11,18 @@ the same rule, for the duration of a fit:
   importing the package (torch's count differs from the one it had then), or
   ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` set in the environment;
 - otherwise the fit runs on ``min(torch's threads, idle_cores())`` threads, logging a
-  warning when that is fewer (the machine is busy), and torch's count is restored
+  warning when that is fewer (its cores are busy), and torch's count is restored
   after the fit.
 
-:func:`idle_cores` reads how busy the cores are now (Linux's ``/proc/stat`` over a
-tenth of a second, this process's own use left out), or the 1-minute load average
-where there is no ``/proc/stat``.
+:func:`idle_cores` counts the idle cores among those this process may run on, its CPU
+affinity (a SLURM job's own cores on a shared node): Linux's per-core ``cpuN`` lines of
+``/proc/stat`` over a tenth of a second, this process's own use left out. The other
+cores of the host, busy or not, do not count. A measurement is reused for
+:data:`REUSE_SECONDS` (a grid search of many short fits measures once every few
+seconds, not once a fit). Where the system gives no affinity or no ``/proc/stat``
+(macOS, Windows), the 1-minute load average of the host stands in, as the share of it
+that falls on this process's cores; without a load average either (Windows), no core
+counts as busy. A CPU quota without an affinity (``docker run --cpus``) is not seen.
 """
 
 from __future__ import annotations
@@ -34,66 +40,154 @@ logger = logging.getLogger(__name__)
 
 #: The environment variables that fix torch's threads; set, they are the user's choice.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+#: Seconds a measurement of the busy cores is reused by :func:`busy_cores`.
+REUSE_SECONDS = 5.0
 #: torch's thread count when the package was imported: another count later is the
 #: user's ``torch.set_num_threads``.
 _IMPORT_THREADS = torch.get_num_threads()
 #: Fits under way in this process (the outermost chooses; a nested fit keeps its count).
 _active = threading.local()
+#: The last measurement: (when, by :data:`_clock`; the cores measured; busy cores).
+_last = None
+#: One measurement at a time; the threads that wait reuse it.
+_measuring = threading.Lock()
+#: The clock of :data:`_last`.
+_clock = time.monotonic
+
+
+def _new_measuring_lock():
+    """A forked child's own lock (another thread may have held the parent's)."""
+    global _measuring
+    _measuring = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_measuring_lock)
+
+
+def _affinity():
+    """The numbers of the cores this process may run on, or None where the system does
+    not tell (macOS, Windows)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    try:
+        return frozenset(os.sched_getaffinity(0))
+    except OSError:
+        return None
 
 
 def usable_cores():
-    """The cores this process may run on (its CPU affinity where the system tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The cores this process may run on (its CPU affinity where the system tells it,
+    else every core)."""
+    cores = _affinity()
+    return len(cores) if cores else os.cpu_count() or 1
 
 
-def _cpu_times():
-    """(busy, total) jiffies of all cores, from the first line of ``/proc/stat``."""
+def _read_proc_stat():
+    """The ``cpu`` lines of ``/proc/stat``, its first (what follows, the interrupt
+    counts, is long on a large host)."""
+    lines = []
     with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:9]]
-    idle = fields[3] + fields[4]  # idle and iowait
-    return sum(fields) - idle, sum(fields)
+        for line in f:
+            if not line.startswith("cpu"):
+                break
+            lines.append(line)
+    return "".join(lines)
 
 
-def busy_cores(interval=0.1):
-    """How many cores other processes keep busy now.
+def _core_times(cores):
+    """``{core: (busy, total)}`` jiffies of the cores ``cores``, from their ``cpuN`` lines
+    of ``/proc/stat`` (the aggregate ``cpu`` line, the whole host's, is not read).
+
+    Raises
+    ------
+    ValueError
+        When none of ``cores`` has a line.
+    """
+    times = {}
+    for line in _read_proc_stat().splitlines():
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit()) or int(name[3:]) not in cores:
+            continue
+        # user nice system idle iowait irq softirq steal (guest time is in user and nice)
+        fields = [int(v) for v in rest.split()[:8]]
+        idle = fields[3] + fields[4]
+        times[int(name[3:])] = (sum(fields) - idle, sum(fields))
+    if not times:
+        raise ValueError(f"/proc/stat has no line of cores {sorted(cores)}")
+    return times
+
+
+def _own_seconds():
+    """CPU seconds this process has used (user and system)."""
+    return sum(os.times()[:2])
+
+
+def _load_share(n_cores):
+    """The busy cores of ``n_cores`` of the host's, from its 1-minute load average spread
+    evenly over its cores; 0 where there is none."""
+    try:
+        load = float(os.getloadavg()[0])
+    except (OSError, AttributeError):  # no load average on this system
+        return 0.0
+    return min(float(n_cores), load * n_cores / (os.cpu_count() or n_cores))
+
+
+def _measure(cores, interval):
+    """Busy cores among ``cores`` (None: unknown) by other processes, measured now."""
+    n_cores = len(cores) if cores else os.cpu_count() or 1
+    if not cores:
+        return _load_share(n_cores)
+    try:
+        before = _core_times(cores)
+        own0, wall0 = _own_seconds(), time.monotonic()
+        time.sleep(interval)
+        after = _core_times(cores)
+        own1, wall1 = _own_seconds(), time.monotonic()
+    except (OSError, ValueError, IndexError):
+        return _load_share(n_cores)
+    busy = 0.0
+    for core, (busy0, total0) in before.items():
+        busy1, total1 = after.get(core, (busy0, total0))
+        if total1 > total0:
+            busy += (busy1 - busy0) / (total1 - total0)
+    own = (own1 - own0) / max(wall1 - wall0, 1e-9)
+    return max(0.0, busy - own)
+
+
+def busy_cores(interval=0.1, max_age=REUSE_SECONDS):
+    """How many of this process's cores other processes keep busy now.
 
     Parameters
     ----------
     interval : float
         Seconds over which ``/proc/stat`` is read; this process's own CPU time over
         them is left out.
+    max_age : float
+        A measurement taken at most this many seconds ago (of the same cores) is
+        returned instead of measuring again; 0 measures anew.
 
     Returns
     -------
     busy : float
-        Busy cores, from 0 to ``os.cpu_count()``; the 1-minute load average where
-        ``/proc/stat`` cannot be read.
+        Busy cores, from 0 to :func:`usable_cores`, over the cores of this process's
+        affinity only; the share of the host's 1-minute load average where
+        ``/proc/stat`` or the affinity cannot be read (see the module's docstring).
     """
-    try:
-        busy0, total0 = _cpu_times()
-        own0, wall0 = sum(os.times()[:2]), time.monotonic()
-        time.sleep(interval)
-        busy1, total1 = _cpu_times()
-        own1, wall1 = sum(os.times()[:2]), time.monotonic()
-    except (OSError, ValueError, IndexError):
-        try:
-            return float(os.getloadavg()[0])
-        except OSError:  # no load average on this system
-            return 0.0
-    if total1 <= total0:
-        return 0.0
-    cores = os.cpu_count() or 1
-    busy = cores * (busy1 - busy0) / (total1 - total0)
-    own = (own1 - own0) / max(wall1 - wall0, 1e-9)
-    return max(0.0, busy - own)
+    global _last
+    cores = _affinity()
+    with _measuring:
+        if _last is not None and _last[1] == cores and _clock() - _last[0] < max_age:
+            return _last[2]
+        busy = _measure(cores, interval)
+        _last = (_clock(), cores, busy)
+    return busy
 
 
-def idle_cores(interval=0.1):
+def idle_cores(interval=0.1, max_age=REUSE_SECONDS):
     """The usable cores not busy now, at least 1 (:func:`usable_cores` minus
-    :func:`busy_cores`, rounded)."""
-    return max(1, int(usable_cores() - busy_cores(interval) + 0.5))
+    :func:`busy_cores`, rounded; the parameters are the latter's)."""
+    return max(1, int(usable_cores() - busy_cores(interval, max_age) + 0.5))
 
 
 def user_chose_threads():
@@ -105,7 +199,7 @@ def user_chose_threads():
 
 
 def chosen_threads(what="fit"):
-    """The threads a fit runs on by the module's rule, logging when the machine is busy.
+    """The threads a fit runs on by the module's rule, logging when its cores are busy.
 
     Parameters
     ----------
@@ -123,9 +217,9 @@ def chosen_threads(what="fit"):
     idle = idle_cores()
     if idle < current:
         logger.warning(
-            "The machine is busy: %d of %d cores idle. %s runs on %d torch threads instead "
-            "of %d (torch.set_num_threads(n) after importing braindecode_pars, or "
-            "OMP_NUM_THREADS, sets them yourself).",
+            "This process's cores are busy: %d of its %d cores idle. %s runs on %d torch "
+            "threads instead of %d (torch.set_num_threads(n) after importing "
+            "braindecode_pars, or OMP_NUM_THREADS, sets them yourself).",
             idle, usable_cores(), what, idle, current,
         )  # fmt: skip
         return idle

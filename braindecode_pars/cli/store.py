@@ -297,7 +297,7 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
     """
     import json
 
-    from braindecode_pars._jobs.lock import FolderLockedError
+    from braindecode_pars._jobs.lock import FolderLockedError, LockFileError
     from braindecode_pars._util.logs import plural
     from braindecode_pars.store.write import (
         StoreBuildStopped,
@@ -318,7 +318,7 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
             settings=store_settings(args),
             stop_signals=stop_signals,
         )
-    except FolderLockedError as err:
+    except (FolderLockedError, LockFileError) as err:
         raise SystemExit(f"{command}: --out {err}") from None
     except StoreBuildStopped as err:
         sys.stderr.write(

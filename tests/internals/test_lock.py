@@ -1,5 +1,10 @@
-"""The folder lock: one holder at a time, named to the next, and a dead holder's lock free."""
+"""The folder lock: one holder at a time, named to the next, a dead holder's lock free, a
+second holder in the process refused before the file is opened (NFS), and filesystems
+without flock (a warning, and the command goes on) or failing otherwise (an error naming
+the folder), through the commands too."""
 
+import errno
+import logging
 import os
 import signal
 import subprocess
@@ -100,3 +105,128 @@ def test_a_forked_worker_does_not_keep_its_killed_parents_lock(tmp_path):
             pass
     finally:
         os.kill(worker, signal.SIGKILL)
+
+
+def test_a_second_holder_in_this_process_is_refused_before_opening_and_the_first_holds(
+    tmp_path, monkeypatch
+):
+    """On NFS a second ``flock`` of the file in the same process would be granted, and its
+    close would free the first: the second holder is refused from the registry, the lock
+    file never opened, and the folder stays locked against another process."""
+    folder = tmp_path / "out"
+    with folder_lock(folder, "a store build") as lock:
+        opened = []
+        monkeypatch.setattr(_lock, "open", lambda *a: opened.append(a), raising=False)
+        with pytest.raises(FolderLockedError, match=rf"'{folder}' is in use by process") as e:
+            with folder_lock(folder, "pretraining"):
+                pytest.fail("a second holder entered the block")
+        assert opened == [] and (e.value.pid, e.value.holder) == (os.getpid(), "a store build")
+        assert "so pretraining cannot start there" in str(e.value)
+        monkeypatch.undo()
+        assert lock.read_text() == f"{os.getpid()}\na store build\n"
+        ready = tmp_path / "refused"
+        child = lock_process(
+            f"""
+            try:
+                with lock.folder_lock({str(folder)!r}, "another process"):
+                    pathlib.Path({str(ready)!r}).write_text("entered")
+            except lock.FolderLockedError as err:
+                pathlib.Path({str(ready)!r}).write_text(f"refused: {{err.pid}}")
+            """,
+            ready,
+        )
+        assert child.wait() == 0
+        assert ready.read_text() == f"refused: {os.getpid()}"
+        with folder_lock(folder, "the same run", reentrant=True):  # joins, as before
+            pass
+        assert lock.exists()  # the join's end leaves the first holder's lock
+    assert not lock.exists()
+
+
+def flock_failing(monkeypatch, code):
+    """``fcntl.flock`` raising ``OSError`` of errno ``code`` for a lock (unlocking works)."""
+    flock = _lock.fcntl.flock
+
+    def failing(fd, operation):
+        if operation & _lock.fcntl.LOCK_EX:
+            raise OSError(code, os.strerror(code))
+        return flock(fd, operation)
+
+    monkeypatch.setattr(_lock.fcntl, "flock", failing)
+
+
+@pytest.mark.parametrize("code", sorted(_lock.NO_FLOCK), ids=errno.errorcode.get)
+def test_a_filesystem_without_flock_warns_once_and_goes_on(tmp_path, monkeypatch, caplog, code):
+    """Lustre without flock (ENOSYS), NFS without lockd (ENOLCK), FUSE (EOPNOTSUPP), EINVAL:
+    the block runs, unlocked, with one warning per folder naming it; the lock file it
+    opened to try is gone, and the registry still refuses a second holder in the process."""
+    flock_failing(monkeypatch, code)
+    folder, other = tmp_path / "out", tmp_path / "other"
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars._jobs.lock"):
+        for _ in range(2):
+            with folder_lock(folder, "a store build") as lock:
+                assert not lock.exists()
+                with pytest.raises(FolderLockedError, match="is in use by process"):
+                    with folder_lock(folder, "a second build"):
+                        pass
+                with folder_lock(folder, "the same run", reentrant=True):
+                    pass
+        with folder_lock(other, "pretraining"):
+            pass
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.args[0] for r in warnings] == [folder, other]  # once per folder
+    assert f"errno {code}" in warnings[0].getMessage()
+    assert "not locked against other processes" in warnings[0].getMessage()
+    assert os.listdir(folder) == [] and not _lock._HELD
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EACCES], ids=errno.errorcode.get)
+def test_another_flock_error_is_raised_naming_the_folder(tmp_path, monkeypatch, code):
+    flock_failing(monkeypatch, code)
+    folder = tmp_path / "out"
+    with pytest.raises(_lock.LockFileError, match=rf"'{folder}' cannot be locked for a st") as e:
+        with folder_lock(folder, "a store build"):
+            pytest.fail("the block ran")
+    assert e.value.errno == code and isinstance(e.value, OSError)
+    assert f"errno {code}" in str(e.value) and not _lock._HELD
+    assert os.listdir(folder) == []  # the lock file tried is removed
+    monkeypatch.undo()
+    with folder_lock(folder, "the rerun"):  # nothing left held
+        pass
+
+
+def test_the_commands_go_on_without_flock_and_exit_in_one_line_on_a_lock_error(
+    tmp_path, monkeypatch, caplog, capsys
+):
+    """``store`` and ``pretrain`` with ``flock`` raising ENOLCK (NFS without lockd) run, with
+    the warning; raising EACCES they exit with one line naming --out, before any work."""
+    from braindecode_pars import cli
+
+    from .._helpers import stop_before_pretraining
+    from .test_store_build import save_recordings
+
+    pattern = save_recordings(tmp_path / "rec", 1, seconds=20.0)
+    store = ["store", "--recordings", pattern, "--sfreq", "100", "--window-seconds", "5"]
+    flock_failing(monkeypatch, errno.EACCES)
+    with pytest.raises(SystemExit) as refused:
+        cli.main([*store, "--out", str(tmp_path / "refused")])
+    message = str(refused.value.code)
+    assert message.startswith("braindecode-pars store: --out '") and "\n" not in message
+    assert "cannot be locked for a store build: Permission denied" in message
+    assert os.listdir(tmp_path / "refused") == []
+    flock_failing(monkeypatch, errno.ENOLCK)
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars._jobs.lock"):
+        assert cli.main([*store, "--out", str(tmp_path / "store")]) == 0
+    assert "4 windows of 1 recordings written to" in capsys.readouterr().out
+    assert f"'{tmp_path / 'store'}' is on a filesystem without flock (No locks" in caplog.text
+
+    given = stop_before_pretraining(monkeypatch)
+    flock_failing(monkeypatch, errno.EACCES)
+    run = ["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", "--threads", "1"]
+    with pytest.raises(SystemExit, match=r"^braindecode-pars pretrain: --out '.*' cannot be lo"):
+        cli.main(run)
+    assert given == {}
+    flock_failing(monkeypatch, errno.ENOLCK)
+    with pytest.raises(SystemExit) as done:  # stop_before_pretraining's, in the run
+        cli.main(run)
+    assert done.value.code == 0 and "lr" in given
