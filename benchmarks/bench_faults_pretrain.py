@@ -14,17 +14,24 @@ DataLoader worker, in a process of its own. Once the saved state reaches a rando
 - whether the rerun of the same command finished with exactly the steps of an
   uninterrupted run (AdamW's own step count in the final state).
 
+The whole-job trials do the same with two DataLoader workers (``--workers 2``) and the
+signal sent to every process of the run at once, as ``kill -- -PGID`` sends it (the run
+started as the leader of a process group of its own; SLURM signals every process of a
+job at its time limit): SIGTERM and SIGKILL. They also record whether the process group
+is empty (``os.killpg(pgid, 0)`` finds no process) within 10 s of the run's end.
+
 The full-disk trial reruns a stopped run under ``RLIMIT_FSIZE`` smaller than a
 checkpoint: the run must stop with a message naming the checkpoint, leave the saved
 state as it was, and a rerun without the limit must finish with the exact step count.
 
-Usage: ``python -m benchmarks.bench_faults_pretrain --trials 3 --out
+Usage: ``python -m benchmarks.bench_faults_pretrain --trials 3 --group-trials 5 --out
 benchmarks/results/faults_pretrain.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import random
@@ -110,9 +117,23 @@ def _children(pid):
 
 def alive(pid):
     try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def group_empty(pgid, timeout=10.0):
+    """Whether the process group ``pgid`` is empty (no process of it left, not even one
+    that has ended but is not yet reaped) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def run(cmd, env=None, limit_bytes=None, timeout=600):
@@ -129,8 +150,10 @@ def run(cmd, env=None, limit_bytes=None, timeout=600):
     return done.returncode, done.stderr
 
 
-def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600):
-    """Start ``cmd``, send ``sig`` once its saved state reaches ``at_epoch``.
+def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600, group=False):
+    """Start ``cmd``, send ``sig`` once its saved state reaches ``at_epoch``; ``group``:
+    to every process of the run at once (``kill -- -PGID``; the run started as the leader
+    of a process group of its own).
 
     Returns
     -------
@@ -138,11 +161,14 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600):
         ``code`` (exit status), ``epoch`` and ``steps`` saved after the end, ``lost``
         (steps taken minus steps saved: the steps at the signal are read from the
         process's own count, AdamW's, which its last saved state gives after SIGTERM; after
-        SIGKILL the log's last step), ``left`` (processes of the run alive 10 s after).
+        SIGKILL the log's last step), ``left`` (processes of the run alive 10 s after),
+        ``workers`` (its child processes seen while it ran), ``group_empty`` (None
+        unless ``group``).
     """
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(env)
-    )
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(env),
+        start_new_session=group,
+    )  # fmt: skip
     start, family = time.monotonic(), set()
     while time.monotonic() - start < timeout:
         family.update(_children(proc.pid))
@@ -154,14 +180,18 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600):
         time.sleep(0.05)
     family.update(_children(proc.pid))
     before = saved(out)
-    proc.send_signal(sig)
+    if group:
+        os.killpg(proc.pid, sig)  # the group's id is its leader's pid
+    else:
+        proc.send_signal(sig)
     _, err = proc.communicate(timeout=timeout)
-    time.sleep(10 if sig == signal.SIGKILL else 0)
+    time.sleep(10 if sig == signal.SIGKILL and not group else 0)
     for _ in range(100):
         left = [p for p in {proc.pid, *family} if alive(p)]
         if not left:
             break
         time.sleep(0.1)
+    empty = group_empty(proc.pid) if group else None
     after = saved(out)
     return {
         "code": proc.returncode,
@@ -175,18 +205,24 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600):
         # what was done since the last state (at most one epoch here)
         "lost_at_most": 0 if sig != signal.SIGKILL else None,
         "left": left,
+        "workers": len(family),
+        "group_empty": empty,
     }
 
 
-def trial(root, store, sig, at_epoch, seed=0):
-    """One trial: interrupt, then rerun; its figures."""
-    out = Path(root) / f"run-{signal.Signals(sig).name}-{at_epoch}-{seed}"
-    cmd = command(store, out, tiny_config(root))
-    result = interrupt(cmd, out, sig, at_epoch)
+def trial(root, store, sig, at_epoch, seed=0, workers=1, group=False):
+    """One trial: interrupt (``group``: every process of the run at once), then rerun;
+    its figures."""
+    name = f"{'group-' if group else ''}{signal.Signals(sig).name}-{at_epoch}-{seed}"
+    out = Path(root) / f"run-{name}"
+    cmd = command(store, out, tiny_config(root), workers=workers)
+    result = interrupt(cmd, out, sig, at_epoch, group=group)
     code, err = run(cmd)
     final = saved(out)
     result.update(
         signal=signal.Signals(sig).name,
+        group=group,
+        n_workers=workers,
         at_epoch=at_epoch,
         rerun_code=code,
         rerun_error=err[-2000:] if code else "",
@@ -235,10 +271,15 @@ def full_disk(root, store):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=3, help="trials per signal")
+    parser.add_argument(
+        "--group-trials", type=int, default=5,
+        help="trials per signal (SIGTERM, SIGKILL) to the whole job, --workers 2",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/faults_pretrain.md")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
+    load, start = os.getloadavg()[0], time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory() as root:
         store = build_store(Path(root) / "store")
@@ -246,36 +287,83 @@ def main(argv=None):
             for i in range(args.trials):
                 rows.append(trial(root, store, sig, rng.randint(2, EPOCHS - 2), seed=i))
                 print(rows[-1], flush=True)
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # the whole job, --workers 2
+            for i in range(args.group_trials):
+                at = rng.randint(2, EPOCHS - 2)
+                rows.append(trial(root, store, sig, at, seed=i, workers=2, group=True))
+                print(rows[-1], flush=True)
         disk = full_disk(root, store)
         print(disk, flush=True)
-    write_table(rows, disk, args)
+    write_table(rows, disk, args, time.monotonic() - start, load)
 
 
-def write_table(rows, disk, args):
+def _row(r, total):
+    """A table row of trial ``r`` (:func:`trial`)."""
+    lost = (
+        "0 (stopped at a step boundary)" if r["signal"] != "SIGKILL" else
+        "< 1 epoch (the last state's)"
+    )  # fmt: skip
+    cells = [r["signal"], r["at_epoch"], r["code"], f"{r['epoch']} + {r['steps']}", lost,
+             len(r["left"])]  # fmt: skip
+    if r["group"]:
+        cells += [r["workers"], "yes" if r["group_empty"] else "NO"]
+    cells.append(f"{r['final_steps']} / {total}")
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def write_table(rows, disk, args, seconds, load):
+    from benchmarks.lib.measure import cpu_model
+
     total = EPOCHS * rows[0]["steps_per_epoch"]
+    main_rows = [r for r in rows if not r["group"]]
+    group_rows = [r for r in rows if r["group"]]
     lines = [
         "# Faults of `braindecode-pars pretrain`: signals, kills, a full disk",
         "",
-        f"`python -m benchmarks.bench_faults_pretrain --trials {args.trials} --seed "
-        f"{args.seed}`: a tiny encoder, {EPOCHS} epochs of {rows[0]['steps_per_epoch']} steps "
-        "(batch 8, one DataLoader worker, a state every epoch), signalled once the saved "
-        "state reached the epoch given, then the same command again.",
+        f"{datetime.date.today()}, {cpu_model()} (load average {load:.2f} before), Python "
+        f"{sys.version.split()[0]}, torch {torch.__version__}; written by `python -m "
+        f"benchmarks.bench_faults_pretrain --trials {args.trials} --group-trials "
+        f"{args.group_trials} --seed {args.seed}` in {seconds:.0f} s: a tiny encoder, "
+        f"{EPOCHS} epochs of {rows[0]['steps_per_epoch']} steps (batch 8, a state every "
+        "epoch), signalled once the saved state reached the epoch given, then the same "
+        "command again.",
+        "",
+        "## The signal to the run's process (one DataLoader worker)",
         "",
         "| signal | signalled at (saved epoch) | exit | saved: epoch + steps | "
         "steps lost | processes left | rerun: steps / uninterrupted |",
         "|---|---|---|---|---|---|---|",
+        *(_row(r, total) for r in main_rows),
     ]
-    for r in rows:
-        lost = (
-            "0 (stopped at a step boundary)"
-            if r["signal"] != "SIGKILL"
-            else "< 1 epoch (the last state's)"
-        )
-        lines.append(
-            f"| {r['signal']} | {r['at_epoch']} | {r['code']} | {r['epoch']} + {r['steps']} | "
-            f"{lost} | {len(r['left'])} | {r['final_steps']} / {total} |"
-        )
+    if group_rows:
+        empty = sum(bool(r["group_empty"]) for r in group_rows)
+        resumed = sum(r["final_steps"] == total and r["rerun_code"] == 0 for r in group_rows)
+        lines += [
+            "",
+            "## The signal to the whole job at once (`--workers 2`)",
+            "",
+            "Every process of the run (the trainer and its two DataLoader workers) signalled "
+            "at the same moment, as `kill -- -PGID` sends it (the run started as the leader "
+            "of a process group, `start_new_session`, signalled by `os.killpg`): what a "
+            "scheduler does at a job's time limit. Workers: the run's child processes seen "
+            "while it ran; group empty: no process of the group left (`os.killpg(pgid, 0)` "
+            "finds none) within 10 s of the run's end. An exit status of 0: the run ended "
+            "before the signal reached it.",
+            "",
+            "| signal | signalled at (saved epoch) | exit | saved: epoch + steps | "
+            "steps lost | processes left | workers | group empty | "
+            "rerun: steps / uninterrupted |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *(_row(r, total) for r in group_rows),
+            "",
+            f"Trials: {len(group_rows)}; reruns that finished with the steps of an "
+            f"uninterrupted run: {resumed} of {len(group_rows)}; processes left: "
+            f"{sum(len(r['left']) for r in group_rows)}; groups empty: {empty} of "
+            f"{len(group_rows)}.",
+        ]
     lines += [
+        "",
+        "## A full disk",
         "",
         f"Full disk (`RLIMIT_FSIZE` below one checkpoint, on the rerun of a run stopped at "
         f"epoch {disk['saved_before'][0]}): exit {disk['code']}, the saved state "

@@ -126,6 +126,22 @@ def command_line(module, argv=None):
     return shlex.join(["python", "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
+def cpu_model():
+    """The processor's name (``model name`` of ``/proc/cpuinfo`` where there is one), with
+    the number of cores this process may use."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+                name,
+            )
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{name}, {cores} cores"
+
+
 def machine():
     """One line describing where the figures were taken."""
     return (

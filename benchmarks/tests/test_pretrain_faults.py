@@ -51,3 +51,24 @@ def test_a_full_disk_during_a_checkpoint_is_refused_and_loses_nothing(harness):
     assert r["state_kept"]
     assert r["rerun_code"] == 0, r["rerun_error"]
     assert r["final_steps"] == bench.EPOCHS * r["steps_per_epoch"]
+
+
+@pytest.mark.serial  # the run and its two DataLoader workers, signalled together
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_the_whole_job_signalled_at_once_leaves_no_process_and_the_rerun_continues(harness, sig):
+    """The signal to every process of ``pretrain --workers 2`` at the same moment (``kill
+    -- -PGID``, as a scheduler at a time limit): nothing of the job is left, and the same
+    command finishes with the steps of a run never stopped."""
+    bench, root, store = harness
+    r = bench.trial(root, store, sig, at_epoch=2, workers=2, group=True)
+    assert r["workers"] >= 2  # its DataLoader workers were there to signal
+    assert r["left"] == [] and r["group_empty"]
+    if sig == signal.SIGKILL:
+        assert r["code"] == -signal.SIGKILL
+        assert r["epoch"] >= r["signalled_at"][0] >= 2  # at most the interval lost
+    else:  # the workers leave SIGTERM to the trainer, which saves the step it reached
+        assert r["code"] == 128 + sig, r["message"]
+        assert f"stopped by {sig.name}" in r["message"]
+        assert r["optimizer_steps"] == r["epoch"] * r["steps_per_epoch"] + r["steps"]
+    assert r["rerun_code"] == 0, r["rerun_error"]
+    assert r["final_steps"] == bench.EPOCHS * r["steps_per_epoch"]  # none lost, none twice

@@ -49,7 +49,10 @@ the same bytes as a build that was never stopped; other settings are refused (or
 ``recordings.json``, ``info.json`` and ``index.npz`` (last: a store without it is
 not complete) are written atomically and flushed to the disk, each with the folder
 (:func:`~braindecode_pars._jobs.atomic.atomic_write`), and only then are the build
-files removed: a power cut leaves a complete store or one that resumes.
+files removed (:data:`FINISH_STEPS`): a kill or a power cut at any point of the finish
+leaves a complete store (whose build files the same call removes) or one that the same
+call finishes, with the same bytes (a write killed midway leaves a temporary file, which
+the call removes too).
 """
 
 from __future__ import annotations
@@ -104,6 +107,13 @@ logger = logging.getLogger(__name__)
 
 #: Version of the layout written by :func:`write_window_store`.
 STORE_FORMAT = 3
+#: The steps of a build's finish, in their order, each done before the next starts: the
+#: data file takes its name, the descriptions, info and index are written (the index
+#: last: a store without it is not complete), each flushed to the disk with its folder,
+#: then the build files go.
+FINISH_STEPS = ("data", "recordings.json", "info.json", "index.npz", _BUILD, _JOURNAL)
+#: The files a build writes atomically (whose temporary files a killed write leaves).
+_ATOMIC_FILES = ("recordings.json", "info.json", "index.npz", _BUILD)
 
 
 def _clear(path):
@@ -115,6 +125,20 @@ def _clear(path):
         for file in (path / name, *temporary_files(path / name)):
             if file.exists():
                 file.unlink()
+
+
+def _remove_temporaries(path):
+    """Remove the temporary files that writes killed midway left in ``path``."""
+    for name in _ATOMIC_FILES:
+        for file in temporary_files(path / name):
+            file.unlink(missing_ok=True)
+
+
+def _finish_step(path, step):
+    """Called once each step of a build's finish (:data:`FINISH_STEPS`) is done: a debug
+    line. The seam at which the tests kill a build, in a process of its own, at
+    each point of its finish."""
+    logger.debug("The store build in %s: %s done.", path, step)
 
 
 def _dump_json(path, content):
@@ -200,6 +224,10 @@ def write_window_store(
     FolderLockedError
         When another process builds a store in ``path`` (the message names it); nothing
         is done.
+    LockFileError
+        When the lock file of ``path`` cannot be written (no permission, a full disk);
+        nothing is done. (On a filesystem without flock the build goes on, unlocked, with
+        a warning: :func:`~braindecode_pars._jobs.lock.folder_lock`.)
     StoreBuildStopped
         When a stop signal stopped the build; the same call resumes it.
     StoreWriteError
@@ -243,6 +271,7 @@ def _build(windows, path, overwrite, build, units, total, parallel, jobs, on_err
             _check_complete(path)
             for name in (_BUILD, _JOURNAL, _PART):  # left by a build stopped at its end
                 (path / name).unlink(missing_ok=True)
+            _remove_temporaries(path)
             logger.info("The store at %s is complete: nothing to do.", path)
             return path
         raise FileExistsError(f"A window store exists at '{path}'; pass overwrite=True.")
@@ -263,6 +292,7 @@ def _build(windows, path, overwrite, build, units, total, parallel, jobs, on_err
         data_file = path / DATA_FILES[code]
         if data_file.exists() and not (path / _PART).exists():  # stopped at its end
             rename_atomic(data_file, path / _PART)
+        _remove_temporaries(path)  # of a write killed midway (its file is written again)
     entries, offset = _read_journal(path, np.dtype(code).itemsize)
     sfreq = next((r["sfreq"] for e in entries for r in e.get("recordings", ())), None)
     pre_skipped = [
@@ -397,7 +427,9 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
             f"names {expected}; it is not complete. Start it again with overwrite=True."
         )
     rename_atomic(path / _PART, path / data_file)
+    _finish_step(path, "data")
     _dump_json(path / "recordings.json", recordings)
+    _finish_step(path, "recordings.json")
     info = {
         "format": STORE_FORMAT,
         "dtype": code,
@@ -413,6 +445,7 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
         "build": build,
     }
     _dump_json(path / "info.json", info)
+    _finish_step(path, "info.json")
     with atomic_write(path / "index.npz", "wb") as f:
         np.savez(
             f,
@@ -420,10 +453,12 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
             recordings=np.asarray(shapes, dtype=np.int64),
             scales=np.asarray(scales, dtype=np.float64),
         )
+    _finish_step(path, "index.npz")
     # the data, recordings.json, info.json and index.npz are on the disk (each written
     # file flushed, and the folder after each rename): the journal can go
     for name in (_BUILD, _JOURNAL):
         (path / name).unlink(missing_ok=True)
+        _finish_step(path, name)
     skipped_text = f", {len(skipped)} skipped (listed in info.json)" if skipped else ""
     logger.info(
         "Stored %d windows of %d recordings in %s (%s)%s.",
