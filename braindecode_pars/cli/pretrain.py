@@ -56,7 +56,8 @@ CONFIG_ONLY_HELP = (
     "fixed); the optimisation's lr (1e-3; paper: 1e-4), weight_decay (1e-4) and "
     "valid_fraction (held out for validation skill, 0.1); the run's seed (0), "
     "checkpoint_minutes (5), stop_signal (signals besides SIGTERM that save the run and "
-    'exit, e.g. ["USR1"]), amp (bf16 autocast, true or false; default: on a GPU), compile '
+    'exit, e.g. ["USR1"]; under torchrun, name them in its --signals-to-handle too), '
+    "amp (bf16 autocast, true or false; default: on a GPU), compile "
     "(torch.compile, true or false; default: on a GPU), compile_mode (torch.compile's; "
     "default: torch's) and keep_freed_memory (on a CPU; true)"
 )
@@ -293,9 +294,50 @@ def _pretrain_view(args):
 
 
 def stop_signals(args):
-    """SIGTERM and the ``stop_signal`` of ``--config`` (one signal or a list)."""
+    """SIGTERM and the ``stop_signal`` of ``--config`` (one signal or a list): the
+    command always stops on SIGTERM, whatever the library's ``stop_signals="auto"``."""
     given = args.stop_signal
     return ["SIGTERM", *([given] if isinstance(given, str | int) else given or [])]
+
+
+#: The signals torchrun's launcher forwards to its processes when its
+#: ``--signals-to-handle`` is not given (torch 2.11); it dies of any other, at once.
+TORCHRUN_FORWARDS = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
+
+
+def _check_torchrun_forwards(args, environ=None):
+    """Under torchrun, the stop signals that its launcher does not forward (its
+    ``--signals-to-handle``, which the launcher hands its processes as
+    ``TORCHELASTIC_SIGNALS_TO_HANDLE``), named in a warning: such a signal sent to the
+    launcher (SLURM's ``--signal=B:USR1@...`` through the batch script) ends it, and its
+    processes with it, without a save.
+
+    Returns
+    -------
+    missing : list of str
+        Those signals' names (empty outside torchrun, or when all are forwarded).
+    """
+    import logging
+
+    from braindecode_pars._jobs.signals import check_stop_signals
+
+    environ = os.environ if environ is None else environ
+    if not environ.get("TORCHELASTIC_RUN_ID"):
+        return []
+    handled = environ.get("TORCHELASTIC_SIGNALS_TO_HANDLE", TORCHRUN_FORWARDS)
+    forwarded = {name.strip().upper() for name in handled.split(",")}
+    missing = [
+        s.name for s in check_stop_signals("stop_signal", stop_signals(args))
+        if s.name not in forwarded
+    ]  # fmt: skip
+    if missing and environ.get("RANK", "0") == "0":
+        logging.getLogger(__name__).warning(
+            "torchrun forwards %s to this run, not %s: sent to torchrun, %s would end it "
+            "and its processes without saving. Launch it with --signals-to-handle %s.",
+            handled, ", ".join(missing), "it" if len(missing) == 1 else "they",
+            ",".join([*handled.split(","), *missing]),
+        )  # fmt: skip
+    return missing
 
 
 def _check_run_settings(args):
@@ -365,6 +407,7 @@ def _pretrain(args):
     from braindecode_pars.pretraining.distributed import init_distributed
 
     encoder_kwargs = _check(args)
+    _check_torchrun_forwards(args)
     if os.environ.get("TORCHELASTIC_RUN_ID"):  # a torchrun rank ends with its launcher
         from braindecode_pars._jobs.orphans import set_death_signal
 
@@ -380,14 +423,14 @@ def _out_held(args):
     """``--out`` held by this run (rank 0's lock, see
     :func:`~braindecode_pars._jobs.lock.folder_lock`) before any work; a second run into it
     exits naming the process that holds it."""
-    from braindecode_pars._jobs.lock import folder_lock
+    from braindecode_pars._jobs.lock import FolderLockedError, LockFileError, folder_lock
     from braindecode_pars.pretraining.distributed import rank
 
     with contextlib.ExitStack() as stack:
         if rank() == 0:
             try:
                 stack.enter_context(folder_lock(args.out, "braindecode-pars pretrain"))
-            except RuntimeError as err:
+            except (FolderLockedError, LockFileError) as err:
                 raise SystemExit(f"braindecode-pars pretrain: --out {err}") from None
         yield
 

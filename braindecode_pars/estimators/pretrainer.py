@@ -10,7 +10,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from braindecode_pars._jobs.signals import check_stop_signals
 from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_device, check_heads, check_option
 from braindecode_pars._util.logs import verbose_logging
@@ -27,7 +26,7 @@ from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from braindecode_pars.pretraining._seeding import fit_seed, isolated_random_state
 from braindecode_pars.pretraining.config import COMPILE_MODES, PretrainConfig
-from braindecode_pars.pretraining.stopping import TrainingStopped
+from braindecode_pars.pretraining.stopping import TrainingStopped, resolve_stop_signals
 from braindecode_pars.pretraining.views import SingleChannelWindows
 
 logger = logging.getLogger(__name__)
@@ -114,15 +113,18 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     checkpoint_dir : str | Path | None
         Where pretraining keeps its resumable state (``<checkpoint_dir>/pretrain``): a
         rerun resumes it, and an interrupted fit loses no finished epoch. None: no file.
-    stop_signals : str | int | sequence | None
+    stop_signals : "auto" | str | int | sequence | None
         Signals that stop pretraining cleanly, as a cluster's scheduler does (SIGTERM at
         a time limit; SLURM's ``--signal`` may send another first, e.g. ``"SIGUSR1"``):
         the state is saved in ``checkpoint_dir`` at the next step boundary and ``fit``
         raises :class:`~braindecode_pars.pretraining.TrainingStopped` (its ``reason``
         ``"signal"``; ``sys.exit(err.exit_code)`` gives the scheduler
         ``128 + signal``); a rerun continues from that step. See
-        :class:`~braindecode_pars.pretraining.PretrainNet`. Ctrl-C is not one of them;
-        None: no signal is caught.
+        :class:`~braindecode_pars.pretraining.PretrainNet`. ``"auto"`` (the default):
+        SIGTERM when ``checkpoint_dir`` is set, none otherwise, so that a fit with
+        nothing to save leaves SIGTERM its default action (it ends the process, as a
+        joblib, Dask or Ray worker, or a notebook's kernel, expects). Ctrl-C is not one
+        of them; None: no signal is caught.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     device : str
@@ -192,7 +194,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         valid_fraction=0.1,
         preset=None,
         checkpoint_dir=None,
-        stop_signals="SIGTERM",
+        stop_signals="auto",
         sfreq=None,
         device="cpu",
         amp="auto",
@@ -232,7 +234,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_option("compile", self.compile, (True, False, "auto"))
         check_option("compile_mode", self.compile_mode, COMPILE_MODES)
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
-        check_stop_signals("stop_signals", self.stop_signals)
+        resolve_stop_signals(self.stop_signals, self.checkpoint_dir)
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
         return config, initial  # PARS's masked patches: checked by pretrain_config()
 

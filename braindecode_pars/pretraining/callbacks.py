@@ -42,7 +42,9 @@ class PretextSkill(Callback):
     decoder's largest logit gap (``train_pair_gap``, ``valid_pair_gap``, in nats), and
     warns if any pair went unresolved; pairs unresolved at two reports in a row move the
     run's decoder to float64 factor tables, and at two more the run stops with an error.
-    0 skill means the encoder learned nothing, 1 a perfect prediction.
+    The move, and the count of reports in a row, are saved with the run's state
+    (:class:`~braindecode_pars.pretraining.StateCheckpoint`): a resumed run goes on in
+    float64. 0 skill means the encoder learned nothing, 1 a perfect prediction.
     """
 
     def on_batch_end(self, net, batch=None, training=None, loss=None, y_pred=None, **kwargs):
@@ -95,9 +97,7 @@ class PretextSkill(Callback):
         self.unresolved_reports_ = getattr(self, "unresolved_reports_", 0) + 1
         if self.unresolved_reports_ < 2:
             return
-        from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
-
-        decoders = [m for m in net.module_.modules() if isinstance(m, CrossAttentionPairDecoder)]
+        decoders = _pair_decoders(net.module_)
         if decoders and all(d.table_dtype == torch.float64 for d in decoders):
             raise RuntimeError(
                 f"Epoch {row.get('epoch', '?')}: the pair decoder left pairs unresolved at "
@@ -117,6 +117,48 @@ class PretextSkill(Callback):
     def on_epoch_end(self, net, **kwargs):
         if getattr(net, "valid_split_", None) and "valid_batch_count" in net.history[-1]:
             net.history.record("valid_split", net.valid_split_)  # recordings, groups, windows
+
+
+def _pair_decoders(module):
+    """The cross-attention pair decoders of ``module`` (PARS's; none in MAE, MP3,
+    DropPos)."""
+    from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
+
+    return [m for m in module.modules() if isinstance(m, CrossAttentionPairDecoder)]
+
+
+def _pair_tables(net):
+    """The state of the float64 escalation of ``net``'s run, as its saved state keeps
+    it: ``{"pair_tables": "float32" | "float64", "unresolved_reports": n}``; empty for a
+    model without a pair decoder."""
+    decoders = _pair_decoders(net.pretext_)
+    if not decoders:
+        return {}
+    wide = all(d.table_dtype == torch.float64 for d in decoders)
+    skill = dict(getattr(net, "callbacks_", []) or []).get("pretext_skill")
+    return {
+        "pair_tables": "float64" if wide else "float32",
+        "unresolved_reports": int(getattr(skill, "unresolved_reports_", 0) or 0),
+    }
+
+
+def _restore_pair_tables(net, saved):
+    """Put back the float64 escalation that ``saved`` (a state's pointer) records: the
+    pair decoders of ``net`` compute their tables in float64 again, and its
+    :class:`PretextSkill` counts on from the reports in a row saved."""
+    decoders = _pair_decoders(net.pretext_)
+    if not decoders or "pair_tables" not in saved:
+        return
+    if saved["pair_tables"] == "float64":
+        for decoder in decoders:
+            decoder.table_dtype = torch.float64
+        logger.info(
+            "The saved run had moved its pair decoder to float64 factor tables "
+            "(pairs unresolved at two reports in a row): it goes on in float64."
+        )
+    skill = dict(getattr(net, "callbacks_", []) or []).get("pretext_skill")
+    if skill is not None:
+        skill.unresolved_reports_ = int(saved.get("unresolved_reports", 0))
 
 
 #: The output entry that counts the pairs a pair decoder could not compute exactly.

@@ -18,6 +18,7 @@ from skorch.callbacks import Callback
 from braindecode_pars._jobs.atomic import fsync_file, fsync_folder, write_atomic
 from braindecode_pars.hub.io import _unwrapped_state_dict, run_state, save_encoder
 from braindecode_pars.pretraining import distributed
+from braindecode_pars.pretraining.callbacks import _pair_tables, _restore_pair_tables
 
 
 class _Cadence(Callback):
@@ -118,12 +119,16 @@ class StateCheckpoint(_Cadence):
     (:func:`~braindecode_pars._jobs.atomic.write_atomic`) to name it, with the
     epoch, the steps done of the next epoch when a stop signal ended the run within one
     (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``),
-    the run's epoch budget and how it was launched (processes, compile, amp),
-    and older state folders are removed (the files and the folder are flushed to the
+    the run's epoch budget, how it was launched (processes, compile, amp) and, for
+    PARS, whether its pair decoder had moved to float64 factor tables
+    (``pair_tables``, with the count of reports in a row that had unresolved pairs:
+    see :class:`~braindecode_pars.pretraining.callbacks.PretextSkill`), and older state
+    folders are removed (the files and the folder are flushed to the
     disk before the pointer names them, and the pointer before an old state goes). A
     run killed at any moment therefore keeps one complete, consistent state, which
     :meth:`load` reads back whatever the number of processes or the ``compile`` and
-    ``amp`` settings of the resumed run.
+    ``amp`` settings of the resumed run (and a run moved to float64 tables goes on in
+    float64).
     ``<dirname>/config.json`` (written by
     :class:`~braindecode_pars.pretraining.PretrainNet`) records the settings of the run;
     a finished run also has ``encoder.pt`` (see :func:`~braindecode_pars.pretraining.net`).
@@ -177,6 +182,7 @@ class StateCheckpoint(_Cadence):
             "world_size": distributed.world_size() if net.distributed_ else 1,
             "compile": bool(getattr(net, "compile", False)),
             "amp": bool(getattr(net, "amp", False)),
+            **_pair_tables(net),  # PARS: the float64 escalation of its pair decoder
         }
         write_atomic(root / "state.json", json.dumps(pointer))
         for old in root.glob("state-*"):
@@ -207,6 +213,7 @@ class StateCheckpoint(_Cadence):
             ) from err
         pointer = json.loads((Path(dirname) / "state.json").read_text())
         net.resume_point_ = (int(pointer.get("steps", 0)), int(pointer.get("steps_per_epoch", 0)))
+        _restore_pair_tables(net, pointer)
         return len(net.history)
 
 

@@ -27,7 +27,6 @@ from torch.utils.data import (
     Subset,
 )
 
-from braindecode_pars._jobs.signals import check_stop_signals
 from braindecode_pars._jobs.workers import WorkerStart, start_method
 from braindecode_pars._util.checks import check_device, check_option
 from braindecode_pars.models.pretext.base import PretextModel
@@ -51,7 +50,12 @@ from braindecode_pars.pretraining.schedule import (
     _draws_with_replacement,
 )
 from braindecode_pars.pretraining.steps import _AsyncSteps, _ReadLog
-from braindecode_pars.pretraining.stopping import _Sittings, _StopAtSignal, _StopHandling
+from braindecode_pars.pretraining.stopping import (
+    _Sittings,
+    _StopAtSignal,
+    _StopHandling,
+    resolve_stop_signals,
+)
 from braindecode_pars.pretraining.validation import _FixedValidation
 from braindecode_pars.pretraining.views import SingleChannelWindows, _BatchedView
 
@@ -206,7 +210,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         reads every training window once and every process takes the same number of
         steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
         read at random.
-    stop_signals : str | int | sequence | None
+    stop_signals : "auto" | str | int | sequence | None
         Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
         run cleanly, as a cluster's scheduler does at a time limit or a preemption
         (SLURM's ``--signal``): while ``fit`` runs (in the main thread) they only set
@@ -218,13 +222,21 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         with the same folder continues from that step: the epoch runs the steps it had
         left, on the learning-rate curve of an uninterrupted run. Alone, the flag is a
         Python variable read before every step; under DistributedDataParallel the
-        processes agree through one all-reduce every ``eval_every_steps`` steps and at
-        the end of the reported epochs (no step waits for it otherwise), so all stop
-        after the same step, at most ``eval_every_steps`` steps after the signal.
-        DataLoader workers ignore these signals and end with the net's process, under
-        every start method (:class:`~braindecode_pars._jobs.workers.WorkerStart`; a
-        ``worker_init_fn`` of yours runs after it). SIGINT (Ctrl-C) cannot be one: it
-        raises ``KeyboardInterrupt``, as in Python. Default: SIGTERM; None: none.
+        processes agree through one all-reduce about every 5 seconds (a cadence in
+        steps measured from the step time,
+        :data:`~braindecode_pars.pretraining.stopping.AGREE_SECONDS`) and at the end of
+        the reported epochs (no step waits for it otherwise), so all stop after the
+        same step, about 5 s after the signal, and rank 0 saves: well within the 30 s
+        torchrun grants before SIGKILL (torchrun forwards a signal other than
+        SIGTERM, SIGINT, SIGHUP and SIGQUIT only when its ``--signals-to-handle``
+        names it). DataLoader workers ignore these signals and end with the net's
+        process, under every start method
+        (:class:`~braindecode_pars._jobs.workers.WorkerStart`; a ``worker_init_fn`` of
+        yours runs after it). SIGINT (Ctrl-C) cannot be one: it raises
+        ``KeyboardInterrupt``, as in Python. Default, ``"auto"``: SIGTERM when
+        ``checkpoint_dir`` is set, none otherwise (without a folder a stop would save
+        nothing, and a SIGTERM keeps its default action: it ends the process, as a
+        joblib, Dask or Ray worker, or a notebook's kernel, expects). None: none.
     The history records ``train_loss`` and ``train_skill`` every epoch and, with
     validation, ``valid_loss`` and ``valid_skill`` every reported epoch (see
     :class:`PretextSkill`); the progress bar shows them. No step waits for the device
@@ -277,7 +289,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         allow_new_budget=False,
         run_info=None,
         store_read="random",
-        stop_signals=("SIGTERM",),
+        stop_signals="auto",
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
@@ -435,7 +447,9 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 # training ends) ignore the stop signals, so that a signal sent to every
                 # process of a job reaches the run alone and it stops at a step boundary
                 kept = params.get("persistent_workers", False)
-                ignore = check_stop_signals("stop_signals", self.stop_signals) if kept else ()
+                ignore = (
+                    resolve_stop_signals(self.stop_signals, self.checkpoint_dir) if kept else ()
+                )
                 params["worker_init_fn"] = WorkerStart(
                     start_method(params.get("multiprocessing_context")),
                     ignore=ignore,

@@ -40,7 +40,7 @@ def run_pretraining(
     allow_new_budget=False,
     run_info=None,
     init_encoder=None,
-    stop_signals=("SIGTERM",),
+    stop_signals="auto",
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -92,11 +92,12 @@ def run_pretraining(
     init_encoder : PatchEncoder | None
         Start from this encoder's weights (its settings must be ``encoder_kwargs``'s)
         instead of a new initialisation; the pretext model's other parts start anew.
-    stop_signals : str | int | sequence | None
+    stop_signals : "auto" | str | int | sequence | None
         Signals that stop the run at the next step boundary with its state saved in
         ``checkpoint_dir`` (:class:`PretrainNet`'s ``stop_signals``; the call then raises
         :class:`~braindecode_pars.pretraining.stopping.TrainingStopped`, and calling again
-        continues from that step). Default: SIGTERM, what schedulers send.
+        continues from that step). Default, ``"auto"``: SIGTERM, what schedulers send,
+        when ``checkpoint_dir`` is set; none without one.
     encoder_kwargs : dict | None
         Settings of the encoder (those of
         :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`); the paper's

@@ -7,12 +7,15 @@ shares :class:`_StopHandling`) ends early in one of four ways:
   the training (the checkpoints save the epochs done), then ``fit`` raises it again:
   a half-trained model is never returned as if finished. ``KeyboardInterrupt`` means
   Ctrl-C only.
-- **A stop signal** (``stop_signals``: SIGTERM, a SLURM ``--signal``): a
-  :class:`TrainingStopped` with ``reason="signal"``. The signal only sets a flag
+- **A stop signal** (``stop_signals``: SIGTERM, a SLURM ``--signal``; by default,
+  ``"auto"``, SIGTERM when the net has a ``checkpoint_dir`` to save into and none
+  otherwise, :func:`resolve_stop_signals`): a :class:`TrainingStopped` with
+  ``reason="signal"``. The signal only sets a flag
   (:class:`~braindecode_pars._jobs.signals.StopSignals`); the net looks at it between
   two steps, saves its state there (the weights after the last step, and the steps done
   of the epoch) and ``fit`` raises. Fitting again with the same ``checkpoint_dir``
-  continues from that step.
+  continues from that step. Under DistributedDataParallel the processes agree on the
+  stop about every :data:`AGREE_SECONDS` seconds (:class:`_StopAgreement`).
 - **A time limit** (:class:`TimeLimit`): a :class:`TrainingStopped` with
   ``reason="time"``, raised at an epoch's end; ``fit`` returns normally, the state
   saved, and ``stopped_`` holds it.
@@ -59,6 +62,53 @@ __all__ = ["STOP_REASONS", "TimeLimit", "TrainingStopped"]
 #: Why a fit stopped before its last epoch, as :attr:`TrainingStopped.reason` says
 #: (Ctrl-C is not one: it stays a ``KeyboardInterrupt``).
 STOP_REASONS = ("signal", "time", "early_stop")
+
+#: Seconds between two agreements of the processes of a DistributedDataParallel run on
+#: a stop signal (:class:`_StopAgreement`): the processes stop about this long after
+#: the signal (plus the step under way), then rank 0 saves; well within the 30 s that
+#: torchrun, and SLURM's default ``KillWait``, grant before SIGKILL.
+AGREE_SECONDS = 5.0
+
+#: The clock of :class:`_StopAgreement` (a test puts a fake one here).
+_clock = time.monotonic
+
+
+def resolve_stop_signals(value, checkpoint_dir, name="stop_signals"):
+    """The signals a fit stops on: ``value`` checked, ``"auto"`` resolved.
+
+    Parameters
+    ----------
+    value : "auto" | str | int | sequence | None
+        ``"auto"``: SIGTERM when ``checkpoint_dir`` is set (a stop then saves the state
+        there and a rerun continues), none otherwise (a SIGTERM keeps its default
+        action and ends the process, as a joblib, Dask or Ray worker, or a notebook's
+        kernel, expects). Otherwise signal names or numbers, or None: as
+        :func:`~braindecode_pars._jobs.signals.check_stop_signals` reads them.
+    checkpoint_dir : str | Path | None
+        Where the fit saves its state.
+    name : str
+        The parameter's name, for the message.
+
+    Returns
+    -------
+    signals : tuple of signal.Signals
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the values allowed (``"auto"`` among them) and the one given.
+    """
+    if isinstance(value, str) and value == "auto":
+        return (signal.SIGTERM,) if checkpoint_dir is not None else ()
+    try:
+        return check_stop_signals(name, value)
+    except ValueError as err:
+        text = str(err)
+        allowed = "Allowed values are "
+        auto = "'auto' (SIGTERM with a checkpoint folder, none without), "
+        if allowed in text:
+            raise ValueError(text.replace(allowed, allowed + auto, 1)) from None
+        raise
 
 
 class TrainingStopped(Exception):
@@ -295,12 +345,13 @@ class _Sittings:
         the process holding it. A signal of ``stop_signals`` saves the state at the next
         step boundary and raises :class:`TrainingStopped` (``reason="signal"``).
         """
-        signals = check_stop_signals("stop_signals", self.stop_signals)
+        signals = resolve_stop_signals(self.stop_signals, self.checkpoint_dir)
         stop = StopSignals(
             signals,
             message="Received %s: stopping at the next step boundary, after saving the state.",
         )
         with self._folder_held(), stop as self.stop_:
+            self.stop_agreement_ = _StopAgreement()
             try:
                 return self._fit(X, y, **fit_params)
             finally:
@@ -355,18 +406,22 @@ class _Sittings:
         """Before the next training step (``batch_count`` of this sitting's steps of the
         epoch done): raise :class:`TrainingStopped` when a stop signal came. Alone, the
         flag is a Python variable, looked at before every step; under
-        DistributedDataParallel the processes agree through one all-reduce every
-        ``eval_every_steps`` steps of the run (the cadence of the log's reads), so all
-        stop after the same step."""
+        DistributedDataParallel the processes agree through one all-reduce on a cadence
+        of about :data:`AGREE_SECONDS` seconds (:class:`_StopAgreement`), so all stop
+        after the same step, within seconds of the signal."""
         stop = getattr(self, "stop_", None)
         if stop is None or not stop.signals:
             return
         done = self.epoch_step_offset_ + batch_count
         if self.distributed_:
             step = (len(self.history) - 1) * self.epoch_steps_ + done
-            if step % max(int(self.eval_every_steps), 1):
+            agreement = getattr(self, "stop_agreement_", None)
+            if agreement is None:
+                agreement = self.stop_agreement_ = _StopAgreement()
+            if not agreement.due(step):
                 return
-            sig = _signal_received(self, stop, collective=True)
+            sig, elapsed = _agree(self, stop, agreement.elapsed())
+            agreement.agreed(step, elapsed)
         else:
             sig = stop.received
         if sig:
@@ -376,18 +431,76 @@ class _Sittings:
             )
 
 
-def _signal_received(net, stop, collective):
-    """The stop signal received by this process or, when ``collective`` under
-    DistributedDataParallel, by any process (one all-reduce that every process must join
-    at the same step); None if none. ``stop`` is the fit's
+class _StopAgreement:
+    """When the processes of a DistributedDataParallel run next agree on a stop signal:
+    a cadence in seconds, not in steps.
+
+    The first step boundary of a sitting agrees; then every ``max(1, round(seconds /
+    step time))`` steps, the step time measured between the last two agreements (the
+    largest of the processes', carried by the agreement's own all-reduce: every
+    process computes the same cadence, so all join the same all-reduces). The all-reduce
+    waits for the steps before it, so the time between two agreements is what the steps
+    took, on a GPU as on a CPU, epoch ends (validation, checkpoints) included. The
+    cadence at most doubles from one agreement to the next, so a first measure that is
+    short (a cached batch) cannot stretch it at once; a long one (the first step's
+    compilation) shortens it at once. A run of 10 ms steps thus agrees every 500 steps
+    after about 10 all-reduces, one of 1 s steps every 5.
+
+    Parameters
+    ----------
+    seconds : float
+        The time aimed at between two agreements (:data:`AGREE_SECONDS`).
+
+    Attributes
+    ----------
+    every : int
+        Steps between the last agreement and the next.
+    agreements : int
+        Agreements so far (all-reduces of this cadence).
+    """
+
+    def __init__(self, seconds=AGREE_SECONDS):
+        self.seconds = float(seconds)
+        self.every = 1
+        self.agreements = 0
+        self.next_step = None
+        self.last = None  # (step, time) of the last agreement
+
+    def due(self, step):
+        """Whether the processes agree before step ``step + 1`` (``step`` steps of the
+        run done)."""
+        return self.next_step is None or step >= self.next_step
+
+    def elapsed(self):
+        """Seconds since the last agreement, as this process measures them (0 before the
+        first)."""
+        return 0.0 if self.last is None else max(_clock() - self.last[1], 0.0)
+
+    def agreed(self, step, elapsed):
+        """The processes agreed after ``step`` steps, ``elapsed`` seconds (the largest
+        over the processes) after the last agreement: set the next one."""
+        self.agreements += 1
+        if self.last is not None and step > self.last[0]:
+            steps = step - self.last[0]
+            fit = round(self.seconds * steps / elapsed) if elapsed > 0 else 2 * self.every
+            self.every = min(max(1, fit), 2 * self.every)
+        self.next_step = step + self.every
+        self.last = (step, _clock())
+
+
+def _agree(net, stop, elapsed=0.0):
+    """The stop signal received by any process of a DistributedDataParallel run (None if
+    none), and the largest of their ``elapsed``: one all-reduce that every process must
+    join at the same step; this process's own signal and ``elapsed`` when not
+    distributed. ``stop`` is the fit's
     :class:`~braindecode_pars._jobs.signals.StopSignals`."""
     received = stop.received
-    if not (collective and distributed._is_distributed()):
-        return received
-    flag = torch.tensor([float(received or 0)], device=_collective_device(net))
+    if not distributed._is_distributed():
+        return received, float(elapsed)
+    flag = torch.tensor([float(received or 0), float(elapsed)], device=_collective_device(net))
     torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-    agreed = int(flag.item())  # the one read of the device, on this cadence only
-    return signal.Signals(agreed) if agreed else None
+    agreed, elapsed = flag.tolist()  # the one read of the device, on this cadence only
+    return (signal.Signals(int(agreed)) if agreed else None), elapsed
 
 
 class _StopAtSignal(Callback):
@@ -402,7 +515,7 @@ class _StopAtSignal(Callback):
             return
         if net.distributed_ and not getattr(net, "reports_epoch_", True):
             return
-        sig = _signal_received(net, stop, collective=True)
+        sig = _agree(net, stop)[0] if net.distributed_ else stop.received
         if sig:
             net.stopped_steps_ = 0
             raise TrainingStopped("signal", len(net.history), 0, net.checkpoint_dir, signal=sig)

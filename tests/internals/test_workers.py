@@ -68,11 +68,13 @@ def test_pretraining_trains_with_forkserver_workers_and_a_users_worker_init(tmp_
         iterator_train__num_workers=2,
         iterator_train__multiprocessing_context="forkserver",
         iterator_train__worker_init_fn=functools.partial(_record_start, tmp_path),
+        checkpoint_dir=tmp_path / "run",
     )  # fmt: skip
     net.fit(ramp_dataset())
     assert len(net.history) == 2 and all("train_loss" in row for row in net.history)
-    # kept workers ignore the net's stop signals (SIGTERM by default), after their
-    # death signal is set; then the user's function ran, once per worker
+    # kept workers ignore the net's stop signals (SIGTERM by default, with a
+    # checkpoint_dir), after their death signal is set; then the user's function ran,
+    # once per worker
     for worker in (0, 1):
         assert (tmp_path / f"worker-{worker}").read_text() == f"{int(signal.SIGKILL)} 1"
 
