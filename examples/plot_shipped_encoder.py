@@ -31,7 +31,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, load_encoder
-from braindecode_pars.datasets.bundled import load_bundled_eegmat
+from braindecode_pars.datasets import load_bundled_eegmat
 from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.hub import load_pretext_model
 from braindecode_pars.hub.io import pretrained_path

@@ -216,7 +216,7 @@ def test_missing_everywhere_names_the_variable_and_the_fetch(plain, tmp_path, mo
 
 
 def test_loaders_refuse_an_empty_data_folder(tmp_path, monkeypatch):
-    from braindecode_pars.datasets.bundled import load_bundled_eegmat
+    from braindecode_pars.datasets import load_bundled_eegmat
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi
 
     monkeypatch.setenv(DATA_ENV, str(tmp_path))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe, load_encoder
-from braindecode_pars.datasets.bundled import load_bundled_eegmat
+from braindecode_pars.datasets import load_bundled_eegmat
 from braindecode_pars.io.windows import read_windows
 
 

@@ -39,7 +39,22 @@ _EVENT_NAMES = {
 
 
 def physionet_mi_run_path(path, subject, run):
-    """Where MNE's eegbci loader keeps run ``run`` of ``subject`` under ``path``."""
+    """Where MNE's eegbci loader keeps run ``run`` of ``subject`` under ``path``.
+
+    Parameters
+    ----------
+    path : str | Path
+        The folder MNE's ``eegbci.load_data`` was given (it holds ``MNE-eegbci-data``);
+        :func:`~braindecode_pars.datasets.bundled_data_path` for the bundled runs.
+    subject, run : int
+        PhysioNet-MI's numbers (subjects 1-109, runs 1-14).
+
+    Returns
+    -------
+    edf : Path
+        ``<path>/MNE-eegbci-data/files/eegmmidb/1.0.0/SNNN/SNNNRMM.edf``, whether or not
+        it exists.
+    """
     return (
         Path(path)
         / "MNE-eegbci-data"

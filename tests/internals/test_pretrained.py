@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe, PatchEncoder
-from braindecode_pars.datasets.bundled import load_bundled_eegmat
+from braindecode_pars.datasets import load_bundled_eegmat
 from braindecode_pars.hub.io import (
     _save_pretrained_encoder,
     export_run,
