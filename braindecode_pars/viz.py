@@ -6,6 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from braindecode_pars.pretraining.monitor import MONITOR_KEYS
+
 
 def _sorted_shift_matrices(out, index=0):
     """Prediction, target and error of one window, patches in chronological order.
@@ -177,12 +179,35 @@ def plot_pretext_skill(history, ax=None, title="pretext skill"):
     return ax
 
 
+#: The monitor's probes as the training figure names them, by history key.
+_MONITOR_LABELS = {
+    MONITOR_KEYS["label"]: "label across subjects (grouped folds)",
+    MONITOR_KEYS["subject"]: "subject identity (temporal halves)",
+}
+
+
+def _plot_probe_monitor(history, ax):
+    """The probes :class:`~braindecode_pars.pretraining.ProbeMonitor` logged, per epoch."""
+    for key, label in _MONITOR_LABELS.items():
+        epochs, values = _series(history, key)
+        if epochs:
+            ax.plot(epochs, values, label=label, marker=_marker(epochs, history))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("balanced accuracy of a linear probe")
+    ax.set_title("probes of the frozen encoder")
+    ax.legend(loc="lower right")
+    return ax
+
+
 def plot_training_curves(pretrain_history=None, finetune_histories=None):
-    """Pretraining loss, skill and learning rate; fine-tuning losses per run.
+    """Pretraining loss, skill and learning rate, the monitor's probes; fine-tuning losses.
 
     Parameters
     ----------
     pretrain_history : skorch History | list of dict | None
+        A pretraining history; the probes of a
+        :class:`~braindecode_pars.pretraining.ProbeMonitor` (``monitor_label``,
+        ``monitor_subject``), where it holds them, get a panel of their own.
     finetune_histories : dict of str -> list of History | None
         e.g. ``{"PARS": [fold histories], "scratch": [...]}``.
 
@@ -191,7 +216,11 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
     fig : matplotlib.figure.Figure
     """
     has_skill = pretrain_history is not None and _has(pretrain_history, "train_skill")
-    n = int(pretrain_history is not None) + int(has_skill) + int(bool(finetune_histories))
+    has_monitor = pretrain_history is not None and any(
+        _has(pretrain_history, key) for key in _MONITOR_LABELS
+    )
+    n = int(pretrain_history is not None) + int(has_skill) + int(has_monitor)
+    n += int(bool(finetune_histories))
     fig, axes = plt.subplots(
         1, max(n, 1), figsize=(5.5 * max(n, 1), 3.8), squeeze=False, constrained_layout=True
     )
@@ -217,6 +246,8 @@ def plot_training_curves(pretrain_history=None, finetune_histories=None):
         ax.legend(loc="upper right")
     if has_skill:
         plot_pretext_skill(pretrain_history, axes.pop(0))
+    if has_monitor:
+        _plot_probe_monitor(pretrain_history, axes.pop(0))
     if finetune_histories:
         ax = axes.pop(0)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]

@@ -80,6 +80,38 @@ def _number(value):
     return f"{value:g}"
 
 
+def _normalization_rows(encoder):
+    """The card's rows of the encoder's input normalisation, and its line on the input."""
+    mode = getattr(encoder, "normalization", "window")  # an encoder of before the setting
+    rows = [("input normalisation (`normalization`)", f"`{mode}`")]
+    if mode == "window":
+        return rows, "any unit (per-window normalisation: the encoder never sees amplitude)"
+    unit = encoder.unit
+    if mode == "fixed":
+        rows += [
+            ("fixed scale (`amplitude_scale`)", f"{_number(encoder.amplitude_scale)} {unit}"),
+            ("clip of the scaled input (`amplitude_clip`)", _number(encoder.amplitude_clip)),
+        ]
+        bound = encoder.amplitude_clip * encoder.amplitude_scale
+        how = (
+            f"each window minus its mean, divided by {_number(encoder.amplitude_scale)} "
+            f"{unit} and clipped to +/- {_number(encoder.amplitude_clip)} (+/- "
+            f"{_number(bound)} {unit})"
+        )
+    else:
+        rows += [
+            (f"mean log std of the corpus' windows (`log_std_mean`, ln {unit})",
+             _number(encoder.log_std_mean)),
+            ("its standard deviation (`log_std_std`)", _number(encoder.log_std_std)),
+        ]  # fmt: skip
+        how = "per-window normalisation plus a learned embedding of the window's log std"
+    rows.append(("input unit (`unit`)", unit))
+    return rows, (
+        f"in {unit} only ({how}; windows whose standard deviation is outside the range of "
+        f"EEG in {unit} are refused)"
+    )
+
+
 #: What the card says of the validation windows, by the run's recorded split.
 _VALID_SPLIT = {
     "recordings": "The validation windows come from whole recordings that pretraining "
@@ -279,14 +311,15 @@ def model_card(
         ("activation", ACTIVATIONS[encoder.activation].__name__),
         ("dropout (`drop_prob`)", _number(encoder.drop_prob)),
         ("flat-window floor of the normalisation (`eps`)", _number(encoder.eps)),
-        ("parameters", _number(n_params)),
     ]
+    normalization, input_unit = _normalization_rows(encoder)
+    rows += [*normalization, ("parameters", _number(n_params))]
     lines += [f"| {k} | {v} |" for k, v in rows]
     n_times = config.get("n_times", spec.get("n_times"))
     lines += [
         "",
         f"Input: single-channel windows, shape (batch, 1, n_times), at {_number(sfreq)} Hz, "
-        "of any length of at least one patch; any unit (instance normalisation).",
+        f"of any length of at least one patch; {input_unit}.",
     ]
     lines += ["", "## Pretext task", ""]
     if method:

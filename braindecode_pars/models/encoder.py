@@ -16,7 +16,12 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
-from braindecode_pars.models.encoder_config import ACTIVATIONS, PatchEncoderConfig
+from braindecode_pars.models.encoder_config import (
+    ACTIVATIONS,
+    EEG_STD_RANGE,
+    UNITS,
+    PatchEncoderConfig,
+)
 
 
 def _sinusoidal_embedding(positions, emb_dim):
@@ -42,6 +47,82 @@ def _sinusoidal_embedding(positions, emb_dim):
     angles = positions.to(torch.float32)[..., None] * inv_freq  # (..., F/2)
     pe = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (..., F/2, 2)
     return pe.flatten(-2)  # (..., F): sin and cos interleaved
+
+
+def _moments(X, eps):
+    """``X`` in float32 (half precision) or its own type, its mean and variance over time
+    (biased), and whether each window is flat (its variance at most ``eps**2`` times its
+    mean square): each of shape (..., 1)."""
+    if X.dtype in (torch.float16, torch.bfloat16):
+        X = X.float()  # a variance of volts (1e-10) underflows in float16
+    mean = X.mean(dim=-1, keepdim=True)
+    var = X.var(dim=-1, keepdim=True, unbiased=False)
+    flat = var <= eps**2 * X.pow(2).mean(dim=-1, keepdim=True)
+    return X, mean, var, flat
+
+
+def instance_normalize(X, eps=1e-5):
+    """Zero mean and unit variance over time, per window: the ``"window"`` normalisation.
+
+    Invariant to gain and offset, so the same recording in volts (as MNE returns it),
+    microvolts or ADC counts gives the same result. A window whose standard deviation
+    is below ``eps`` times its root mean square (flat, within float precision) gives
+    zeros rather than NaN or amplified rounding noise. Half-precision input is
+    normalised in float32 and returned in its own type.
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (..., n_times)
+    eps : float
+        The flat-window floor, relative to the window's root mean square.
+
+    Returns
+    -------
+    normalized : torch.Tensor, the shape and type of ``X``
+    """
+    dtype = X.dtype
+    X, mean, var, flat = _moments(X, eps)
+    tiny = torch.finfo(X.dtype).tiny
+    out = (X - mean) / torch.sqrt(var.clamp_min(tiny))
+    return torch.where(flat, torch.zeros_like(out), out).to(dtype)
+
+
+def log_std_statistics(X, eps=1e-5):
+    """The mean and standard deviation of the log standard deviation of windows.
+
+    What ``PatchEncoderConfig(normalization="window+scale", log_std_mean=...,
+    log_std_std=...)`` takes from a corpus: the natural log of every window's standard
+    deviation over time, in the windows' unit, flat windows (as
+    :func:`instance_normalize` tells them) left out.
+
+    Parameters
+    ----------
+    X : array-like | torch.Tensor, shape (..., n_times)
+        Windows (any number of leading dimensions: windows, channels), in the unit the
+        encoder will read.
+    eps : float
+        The encoder's flat-window floor.
+
+    Returns
+    -------
+    mean, std : float
+        Over the windows that are not flat (std with ``ddof=0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = 20.0 * np.random.default_rng(0).standard_normal((200, 1000))  # 20 µV
+    >>> mean, std = log_std_statistics(X)
+    >>> round(float(np.exp(mean)), 1), std < 0.05
+    (20.0, True)
+    """
+    X = torch.as_tensor(X).double()
+    _, _, var, flat = _moments(X.reshape(-1, X.shape[-1]), eps)
+    kept = var[~flat]
+    if kept.numel() == 0:
+        raise ValueError("'X' holds no window with signal: every window is flat.")
+    log_std = 0.5 * kept.log()
+    return float(log_std.mean()), float(log_std.std(unbiased=False))
 
 
 class _TransformerBlock(nn.Module):
@@ -87,7 +168,7 @@ class _TransformerBlock(nn.Module):
 class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     """Single-channel patch transformer encoder of PARS ([Sandino2025]_, appendix A.1).
 
-    A window is instance-normalised, cut into patches of ``patch_seconds`` at
+    A window is normalised (``normalization``), cut into patches of ``patch_seconds`` at
     arbitrary start times (random, overlapping or on a fixed stride), each patch is
     tokenized by a linear layer, a sinusoidal positional embedding evaluated at the
     patch's continuous start time is added (or, for position-masked tokens, a
@@ -117,9 +198,34 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         Dropout in the blocks. The paper does not give one; 0 by default.
     eps : float
         A window whose standard deviation is below ``eps`` times its root mean square
-        counts as flat and normalises to zeros (instead of NaN). The normalisation is
-        otherwise exactly invariant to gain and offset: volts, microvolts and ADC
-        counts give the same tokens.
+        counts as flat and normalises to zeros (instead of NaN). The ``"window"``
+        normalisation is otherwise exactly invariant to gain and offset: volts,
+        microvolts and ADC counts give the same tokens.
+    normalization : {"window", "window+scale", "fixed"}
+        The input normalisation (:meth:`normalize`). ``"window"``, the paper's instance
+        normalisation and the default (what every encoder saved before this setting
+        existed means): each window zero-mean and unit-variance, so that the encoder
+        never sees amplitude. ``"window+scale"``: the same, plus a learned embedding
+        (``scale_embedding``, a linear map of one number) of the window's log standard
+        deviation, standardised by ``log_std_mean`` and ``log_std_std``, added to every
+        token. ``"fixed"``: the window minus its mean, divided by ``amplitude_scale``
+        and clipped to ``[-amplitude_clip, amplitude_clip]`` (as LaBraM and CBraMod
+        scale by a fixed unit). The last two read windows in ``unit``, and refuse
+        windows whose standard deviation lies outside the range of EEG in that unit
+        (:data:`~braindecode_pars.models.encoder_config.EEG_STD_RANGE`; windows
+        without signal aside) with a ``ValueError`` (eagerly: one value read on the
+        host per call); under ``torch.compile`` the same check is an asynchronous
+        assertion in the graph (no host synchronisation, no graph break), which raises
+        a ``RuntimeError`` (on a GPU, a device-side assertion). No mode normalises across
+        channels: every caller passes the encoder one channel at a time
+        (:class:`~braindecode_pars.models.MultiChannelClassifier` reshapes
+        (batch, n_chans, n_times) to (batch * n_chans, 1, n_times),
+        :class:`~braindecode_pars.features.EncoderFeatures` does the same, and
+        pretraining draws one channel per example), so the channels of a window are
+        never together where the encoder normalises.
+    unit, amplitude_scale, amplitude_clip, log_std_mean, log_std_std
+        The settings of the amplitude-aware normalisations (see
+        :class:`PatchEncoderConfig`).
 
     The settings but ``sfreq`` are those of :class:`PatchEncoderConfig`, which checks
     them: ``encoder.config`` gives them back, and ``PatchEncoder.from_config(config,
@@ -161,6 +267,12 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         activation=nn.GELU,  # paper appendix A.1
         drop_prob=0.0,
         eps=1e-5,
+        normalization="window",  # the paper's instance normalisation (appendix A.1)
+        unit="uV",
+        amplitude_scale=None,
+        amplitude_clip=20.0,
+        log_std_mean=None,
+        log_std_std=1.0,
     ):
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         del n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq
@@ -190,12 +302,24 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             for _ in range(config.depth)
         )  # fmt: skip
         self.norm = nn.LayerNorm(emb_dim)
+        if config.normalization == "window+scale":  # the window's amplitude, as a token offset
+            self.scale_embedding = nn.Linear(1, emb_dim)
 
     # -- settings ------------------------------------------------------------------------
     @property
     def config(self):
         """This encoder's :class:`PatchEncoderConfig` (every setting but ``sfreq``)."""
         return PatchEncoderConfig.of(self)
+
+    def get_config(self):
+        """braindecode's ``get_config()`` (the ``__init__`` arguments, what
+        ``config.json`` holds), with the settings left None filled in as the encoder
+        uses them (``amplitude_scale`` and ``log_std_mean``: their unit's defaults)."""
+        config = super().get_config()
+        for name, value in self.config.asdict().items():
+            if config.get(name, 0) is None:
+                config[name] = value
+        return config
 
     @classmethod
     def from_config(cls, config, sfreq=None):
@@ -321,23 +445,81 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         return torch.arange(0, n_times - self.patch_size + 1, stride, device=device)
 
     def normalize(self, X):
-        """Instance normalisation: zero mean, unit variance over time, per window.
+        """The window as the encoder cuts it into patches, in its ``normalization``.
 
-        Invariant to gain and offset, so the same recording in volts (as MNE returns
-        it), microvolts or ADC counts gives the same result. A channel whose standard
-        deviation is below ``eps`` times its root mean square (a flat channel, within
-        float precision) gives zeros rather than NaN or amplified rounding noise.
-        Half-precision input is normalised in float32 and returned in its own type.
+        ``"window"`` and ``"window+scale"``: :func:`instance_normalize` (zero mean, unit
+        variance over time, per window; invariant to gain and offset; flat windows give
+        zeros). ``"fixed"``: ``clip((X - mean) / amplitude_scale, -amplitude_clip,
+        amplitude_clip)``, the mean over time of each window, after the unit check (see
+        the class). Half-precision input is normalised in float32 and returned in its
+        own type.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (batch, 1, n_times)
+
+        Returns
+        -------
+        normalized : torch.Tensor, the shape and type of ``X``
         """
+        return self._normalized(X)[0]
+
+    def _normalized(self, X):
+        """The normalised window and, in ``"window+scale"``, the standardised log standard
+        deviation of each window, (batch, 1) float32 (0 for a flat window); else None."""
+        if self.normalization == "window":
+            return instance_normalize(X, self.eps), None
         dtype = X.dtype
-        if dtype in (torch.float16, torch.bfloat16):
-            X = X.float()  # a variance of volts (1e-10) underflows in float16
-        mean = X.mean(dim=-1, keepdim=True)
-        var = X.var(dim=-1, keepdim=True, unbiased=False)
-        flat = var <= self.eps**2 * X.pow(2).mean(dim=-1, keepdim=True)
-        tiny = torch.finfo(X.dtype).tiny
-        out = (X - mean) / torch.sqrt(var.clamp_min(tiny))
-        return torch.where(flat, torch.zeros_like(out), out).to(dtype)
+        Xf, mean, var, flat = _moments(X, self.eps)
+        std = torch.sqrt(var)
+        self._check_unit(std, flat)
+        if self.normalization == "fixed":
+            out = ((Xf - mean) / self.amplitude_scale).clamp(
+                -self.amplitude_clip, self.amplitude_clip
+            )
+            return out.to(dtype), None
+        tiny = torch.finfo(Xf.dtype).tiny
+        out = (Xf - mean) / torch.sqrt(var.clamp_min(tiny))  # as instance_normalize
+        out = torch.where(flat, torch.zeros_like(out), out)
+        log_std = 0.5 * torch.log(var.clamp_min(tiny))
+        z = (log_std - self.log_std_mean) / self.log_std_std
+        z = torch.where(flat, torch.zeros_like(z), z)
+        return out.to(dtype), z.reshape(z.shape[0], 1).float()
+
+    def _check_unit(self, std, flat):
+        """Refuse windows whose standard deviation ``std`` lies outside the range of EEG in
+        the encoder's unit (flat windows aside): a ``ValueError`` that names the values;
+        under ``torch.compile`` an assertion in the graph (no host synchronisation)."""
+        low, high = EEG_STD_RANGE[self.unit]
+        outside = ~flat & ((std < low) | (std > high))
+        if torch.compiler.is_compiling():
+            torch._assert_async(
+                ~outside.any(),
+                f"'X' holds windows whose standard deviation lies outside [{low:g}, "
+                f"{high:g}] {self.unit}, the range of EEG in the unit this encoder reads "
+                f"(normalization={self.normalization!r}, unit={self.unit!r}).",
+            )
+            return
+        if not bool(outside.any()):
+            return
+        values = std[outside].detach().double().cpu()
+        typical = float(values.median())
+        hint = ""
+        for other, volts in UNITS.items():  # the unit the windows look like they are in
+            converted = typical * volts / UNITS[self.unit]
+            if other != self.unit and low <= converted <= high:
+                factor = volts / UNITS[self.unit]
+                hint = (
+                    f" They look like {other!r}: multiply them by {factor:g}, or build the "
+                    f"encoder with unit={other!r}."
+                )
+        raise ValueError(
+            f"'X' holds {int(outside.sum())} of {std.numel()} windows whose standard "
+            f"deviation (median {typical:.3g}) lies outside [{low:g}, {high:g}] "
+            f"{self.unit}, the range of EEG in the unit this encoder reads "
+            f"(normalization={self.normalization!r}, unit={self.unit!r}): give the "
+            f"windows in {self.unit}.{hint}"
+        )
 
     def cut_patches(self, X, starts):
         """Patches ``X[b, 0, s : s + patch_size]`` for every start ``s`` of ``starts[b]``.
@@ -359,8 +541,16 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         return windows[torch.arange(B, device=X.device)[:, None], starts]
 
     def tokenize(self, X, starts):
-        """Normalise, cut and project: (batch, 1, n_times) -> (batch, n_patches, emb_dim)."""
-        return self.tokenizer(self.cut_patches(self.normalize(X), starts))
+        """Normalise, cut and project: (batch, 1, n_times) -> (batch, n_patches, emb_dim).
+
+        In ``"window+scale"`` the embedding of each window's standardised log standard
+        deviation is added to each of its tokens.
+        """
+        normalized, log_std = self._normalized(X)
+        tokens = self.tokenizer(self.cut_patches(normalized, starts))
+        if log_std is None:
+            return tokens
+        return tokens + self.scale_embedding(log_std.to(tokens.dtype))[:, None, :]
 
     def position_embedding(self, starts, pos_mask=None):
         """Sinusoidal PE at each patch's start (in patch units), the mask token where masked.

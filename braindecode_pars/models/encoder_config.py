@@ -22,6 +22,37 @@ ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 #: The prefix of the encoder's settings in a pretraining run's record (``config.json``).
 RECORD_PREFIX = "encoder."
 
+#: The encoder's input normalisations (:meth:`PatchEncoder.normalize
+#: <braindecode_pars.PatchEncoder.normalize>`): ``"window"``, each window zero-mean and
+#: unit-variance (gain- and offset-invariant: the paper's instance normalisation, and
+#: what every encoder saved before the setting existed means); ``"window+scale"``, the
+#: same plus a learned embedding of the window's log standard deviation added to every
+#: token; ``"fixed"``, each window centred and divided by one fixed amplitude, then
+#: clipped. The last two see amplitude and read one unit (:data:`UNITS`).
+NORMALIZATIONS = ("window", "window+scale", "fixed")
+
+#: The units an amplitude-aware normalisation reads, in volts. Microvolts are what
+#: braindecode's ``EEGClassifier`` and the package's estimators and readers give
+#: (``mne.Epochs.get_data(units="uV")``); volts are what MNE holds.
+UNITS = {"uV": 1e-6, "V": 1.0}
+
+#: The standard deviations that a window of EEG can have, by unit: from 1 nV (below any
+#: amplifier's noise) to 0.1 V (above any amplifier's range). An amplitude-aware encoder
+#: refuses a window outside them in its unit (windows without signal aside): microvolts
+#: given to an encoder that reads volts are 1e6 times too large, volts given to one that
+#: reads microvolts 1e6 times too small.
+EEG_STD_RANGE = {"uV": (1e-3, 1e5), "V": (1e-9, 1e-1)}
+
+#: The typical standard deviation of a window of scalp EEG (10 µV), by unit: the default
+#: of ``amplitude_scale`` and, as its logarithm, of ``log_std_mean``.
+TYPICAL_EEG_STD = {"uV": 10.0, "V": 1e-5}
+
+#: The settings of the input normalisation (the fields of :class:`PatchEncoderConfig`
+#: after the size's): what a run that compares normalisations sets beside a size.
+NORMALIZATION_SETTINGS = (
+    "normalization", "unit", "amplitude_scale", "amplitude_clip", "log_std_mean", "log_std_std",
+)  # fmt: skip
+
 
 def _activation_name(activation):
     """The name of :data:`ACTIVATIONS` that ``activation`` stands for, else ``activation``.
@@ -63,6 +94,31 @@ class PatchEncoderConfig:
     eps : float
         The instance normalisation's floor on the variance, relative to the window's
         mean square.
+    normalization : {"window", "window+scale", "fixed"}
+        How a window is normalised before it is cut into patches
+        (:data:`NORMALIZATIONS`). ``"window"`` (the default, and what every encoder
+        saved before this setting existed means): zero mean and unit variance per
+        window, blind to gain and offset. ``"window+scale"``: the same, plus a learned
+        embedding of the window's log standard deviation (standardised by
+        ``log_std_mean`` and ``log_std_std``) added to every token. ``"fixed"``: the
+        window minus its mean, divided by ``amplitude_scale``, clipped to
+        ``[-amplitude_clip, amplitude_clip]``.
+    unit : {"uV", "V"}
+        The unit of the input that ``"window+scale"`` and ``"fixed"`` read (:data:`UNITS`);
+        windows whose standard deviation lies outside :data:`EEG_STD_RANGE` of that
+        unit are refused. ``"window"`` reads any unit and ignores it.
+    amplitude_scale : float | None
+        ``"fixed"``: the amplitude a window is divided by, in ``unit``; None: 10 µV
+        in ``unit`` (1e-5 in volts).
+    amplitude_clip : float
+        ``"fixed"``: the bound of the scaled input (20: 200 µV at a scale of 10 µV);
+        ``inf`` for none.
+    log_std_mean, log_std_std : float | None, float
+        ``"window+scale"``: the mean and standard deviation, over a corpus, of the
+        natural log of a window's standard deviation in ``unit``
+        (:func:`~braindecode_pars.models.encoder.log_std_statistics` computes them);
+        the embedding reads ``(log std - log_std_mean) / log_std_std``.
+        ``log_std_mean`` None: the log of 10 µV in ``unit``.
 
     Examples
     --------
@@ -71,6 +127,10 @@ class PatchEncoderConfig:
     (64, 'gelu')
     >>> PatchEncoderConfig.of({"depth": 2, "activation": "ReLU"}).activation
     'relu'
+    >>> PatchEncoderConfig.of({"depth": 2}).normalization  # a file saved before the setting
+    'window'
+    >>> PatchEncoderConfig(normalization="fixed", unit="V").amplitude_scale  # 10 µV
+    1e-05
     """
 
     patch_seconds: float = 1.0
@@ -81,6 +141,12 @@ class PatchEncoderConfig:
     activation: str = "gelu"
     drop_prob: float = 0.0
     eps: float = 1e-5
+    normalization: str = "window"
+    unit: str = "uV"
+    amplitude_scale: float | None = None
+    amplitude_clip: float = 20.0
+    log_std_mean: float | None = None
+    log_std_std: float = 1.0
 
     def __post_init__(self):
         # checked and stored as plain Python numbers (a NumPy integer is written to
@@ -96,11 +162,43 @@ class PatchEncoderConfig:
         for name in ("emb_dim", "depth", "n_heads", "ff_dim"):
             values[name] = check_int(name, getattr(self, name), 1)
         check_option("activation", values["activation"], tuple(ACTIVATIONS))
+        values.update(self._amplitude_settings())
         for name, value in values.items():
             object.__setattr__(self, name, value)
         if self.emb_dim % 2:  # the sinusoidal positions pair sines and cosines
             raise ValueError(f"'emb_dim' must be even, but got {self.emb_dim}.")
         check_heads("n_heads", self.n_heads, self.emb_dim)
+
+    def _amplitude_settings(self):
+        """The normalisation's settings, checked, with their unit's defaults filled in."""
+        check_option("normalization", self.normalization, NORMALIZATIONS)
+        check_option("unit", self.unit, tuple(UNITS))
+        typical = TYPICAL_EEG_STD[self.unit]
+        scale = typical if self.amplitude_scale is None else self.amplitude_scale
+        mean = math.log(typical) if self.log_std_mean is None else self.log_std_mean
+        values = {
+            "amplitude_scale": check_range(
+                "amplitude_scale", scale, 0, math.inf, low_open=True, high_open=True
+            ),
+            "amplitude_clip": check_range(
+                "amplitude_clip", self.amplitude_clip, 0, math.inf, low_open=True
+            ),
+            "log_std_mean": check_range(
+                "log_std_mean", mean, -math.inf, math.inf, low_open=True, high_open=True
+            ),
+            "log_std_std": check_range(
+                "log_std_std", self.log_std_std, 0, math.inf, low_open=True, high_open=True
+            ),
+        }
+        for name, value in values.items():
+            if math.isnan(value):  # NaN compares False with every bound
+                raise ValueError(f"'{name}' must be a number, but got {value}.")
+        return values
+
+    @property
+    def amplitude_aware(self):
+        """Whether the normalisation keeps amplitude (and so reads :attr:`unit`)."""
+        return self.normalization != "window"
 
     @classmethod
     def fields(cls):

@@ -8,10 +8,13 @@ distributed data parallel).
   to a trained net;
 - :mod:`~braindecode_pars.pretraining.stopping`: how a fit ends early
   (:class:`TrainingStopped`, :class:`TimeLimit`) and continues;
-- :mod:`~braindecode_pars.pretraining.checkpoints`: :class:`StateCheckpoint`.
+- :mod:`~braindecode_pars.pretraining.checkpoints`: :class:`StateCheckpoint`;
+- :mod:`~braindecode_pars.pretraining.monitor`: :class:`ProbeMonitor`, a label probe and a
+  subject probe of the encoder logged while it pretrains.
 """
 
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
+from braindecode_pars.pretraining.monitor import ProbeMonitor
 from braindecode_pars.pretraining.net import PretrainNet
 from braindecode_pars.pretraining.run import run_pretraining
 from braindecode_pars.pretraining.stopping import TimeLimit, TrainingStopped
@@ -19,6 +22,7 @@ from braindecode_pars.pretraining.views import SingleChannelWindows
 
 __all__ = [
     "PretrainNet",
+    "ProbeMonitor",
     "SingleChannelWindows",
     "StateCheckpoint",
     "TimeLimit",

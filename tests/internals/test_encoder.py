@@ -151,7 +151,9 @@ def test_an_encoder_reads_and_gives_back_every_setting_of_its_config():
     from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
     settings = dict(patch_seconds=2.0, emb_dim=8, depth=2, n_heads=2, ff_dim=12,
-                    activation="relu", drop_prob=0.1, eps=1e-3)  # fmt: skip
+                    activation="relu", drop_prob=0.1, eps=1e-3, normalization="window+scale",
+                    unit="V", amplitude_scale=2e-5, amplitude_clip=5.0, log_std_mean=-11.0,
+                    log_std_std=0.5)  # fmt: skip
     enc = PatchEncoder(sfreq=10, **settings)
     assert enc.config == PatchEncoderConfig(**settings)
     assert enc.config.asdict() == settings

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from braindecode_pars._util.checks import check_option, check_range
-from braindecode_pars.models.encoder import _TransformerBlock
+from braindecode_pars.models.encoder import _TransformerBlock, instance_normalize
 from braindecode_pars.models.pair.decoders import _gather_tokens
 from braindecode_pars.models.pretext.base import PretextModel
 
@@ -21,7 +21,11 @@ class MAE(PretextModel):
     (as in the original MAE's decoder), one transformer block and a linear layer
     reconstruct every patch's samples. The loss is the mean squared error on the
     masked patches only, as in the original MAE (``loss_on="all"`` takes every patch);
-    targets are the instance-normalised window, the encoder's own input.
+    targets are the patches of the instance-normalised window
+    (:func:`~braindecode_pars.models.encoder.instance_normalize`: zero mean and unit
+    variance per window), whatever the encoder's own input ``normalization``: an
+    amplitude-aware encoder sees the amplitude, and the reconstruction stays a task on
+    the window's shape, its loss on one scale for every window.
 
     Parameters
     ----------
@@ -111,8 +115,11 @@ class MAE(PretextModel):
         return self.reconstruct(self.decoder_norm(full))  # (B, N, patch_size)
 
     def targets(self, X):
-        """The normalised patches to reconstruct, (batch, n_patches, patch_size)."""
-        return self.encoder.cut_patches(self.encoder.normalize(X), self.fixed_starts(X.device))
+        """The patches to reconstruct, (batch, n_patches, patch_size): those of the
+        instance-normalised window (per window, whatever the encoder's
+        ``normalization``)."""
+        normalized = instance_normalize(X, self.encoder.eps)
+        return self.encoder.cut_patches(normalized, self.fixed_starts(X.device))
 
     def forward_loss(self, X, recon, mask, target=None):
         """MSE between reconstruction and the normalised patches (masked ones by default).
