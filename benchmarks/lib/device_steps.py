@@ -15,7 +15,7 @@ import torch
 from benchmarks.lib.measure import ROOT
 from benchmarks.lib.steps import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from braindecode_pars import PARS
-from braindecode_pars.models.encoder_config import PatchEncoderConfig
+from braindecode_pars.models.encoder_config import NORMALIZATION_SETTINGS, PatchEncoderConfig
 from braindecode_pars.models.pair import fallback as pair_fallback
 
 
@@ -29,10 +29,17 @@ class Config(NamedTuple):
     batch_sizes: tuple
 
 
+def size_settings(config):
+    """The encoder settings of ``config`` that the estimators take: its size's, without
+    the input normalisation's (``NORMALIZATION_SETTINGS``), which a run of the steps
+    leaves at their defaults."""
+    return {k: v for k, v in config.asdict().items() if k not in NORMALIZATION_SETTINGS}
+
+
 #: The paper's size on its 30-s windows at 200 Hz, as bench_pair_decoder's "512 x 8".
 PAPER = Config(
     "512 x 8 (paper), 30-s windows at 200 Hz",
-    PatchEncoderConfig.from_size("paper").asdict(),
+    size_settings(PatchEncoderConfig.from_size("paper")),
     N_TIMES,
     SFREQ,
     (256,),
@@ -40,7 +47,7 @@ PAPER = Config(
 #: Small enough for a CPU in seconds: a check that the code runs, not a measure of PARS.
 TINY = Config(
     "32 x 1 (tiny), 10-s windows at 100 Hz",
-    PatchEncoderConfig.from_size(dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32)).asdict(),
+    size_settings(PatchEncoderConfig.from_size(dict(emb_dim=32, depth=1, n_heads=4, ff_dim=32))),
     SMALL_N_TIMES,
     SMALL_SFREQ,
     (8,),

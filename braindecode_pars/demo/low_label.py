@@ -32,7 +32,11 @@ from braindecode_pars._util.checks import check_int
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.finetuner import PARSFineTuner
 from braindecode_pars.estimators.pretrainer import PARSPretrainer
-from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
+from braindecode_pars.models.encoder_config import (
+    ENCODER_SIZES,
+    NORMALIZATION_SETTINGS,
+    PatchEncoderConfig,
+)
 from braindecode_pars.pretraining.callbacks import _progress as progress_bar
 
 logger = logging.getLogger(__name__)
@@ -86,7 +90,8 @@ def scratch_classifier(size=None, *, sfreq=None, random_state=None, verbose=0, *
     config = PatchEncoderConfig.of({**small.asdict(), **given})
     encoder = None
     if config != small:
-        encoder = PARSPretrainer(max_epochs=0, **config.asdict(), verbose=0)
+        size = {k: v for k, v in config.asdict().items() if k not in NORMALIZATION_SETTINGS}
+        encoder = PARSPretrainer(max_epochs=0, **size, verbose=0)
     return PARSClassifier(
         encoder=encoder,
         head=PARSFineTuner(encoder=None, **head),
