@@ -6,7 +6,12 @@ from pathlib import Path
 import torch
 
 from braindecode_pars import PretrainNet
-from braindecode_pars.pretraining.distributed import init_distributed, rank, world_size
+from braindecode_pars.pretraining.distributed import (
+    close_distributed,
+    init_distributed,
+    rank,
+    world_size,
+)
 from tests.ramp_fixtures import ramp_dataset, ramp_pars
 
 
@@ -47,7 +52,7 @@ def main(out):
         },
         out / f"rank{rank()}.pt",
     )
-    torch.distributed.destroy_process_group()
+    close_distributed()  # after a barrier: no process exits while another still saves
 
 
 if __name__ == "__main__":

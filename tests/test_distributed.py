@@ -12,7 +12,13 @@ from ._helpers import stop_before_pretraining, tiny_config
 
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
+#: PYTHONFAULTHANDLER: a process that aborts prints every thread's stack.
+ENV = {
+    **os.environ,
+    "OMP_NUM_THREADS": "1",
+    "PYTHONFAULTHANDLER": "1",
+    "PYTHONPATH": str(Path(__file__).parents[1]),
+}
 #: The command line of this checkout.
 CLI = [sys.executable, "-m", "braindecode_pars.cli"]
 

@@ -444,7 +444,7 @@ def _pretrain_held(args, encoder_kwargs, device):
     from braindecode_pars.pretraining import run_pretraining
     from braindecode_pars.pretraining.callbacks import shows_bars
     from braindecode_pars.pretraining.checkpoints import CheckpointReadError, CheckpointWriteError
-    from braindecode_pars.pretraining.distributed import rank, world_size
+    from braindecode_pars.pretraining.distributed import close_distributed, rank, world_size
     from braindecode_pars.pretraining.net import epoch_logger
     from braindecode_pars.pretraining.resume import RunMismatchError
     from braindecode_pars.pretraining.stopping import TrainingStopped
@@ -525,10 +525,7 @@ def _pretrain_held(args, encoder_kwargs, device):
         raise SystemExit(130) from None
     finally:
         epoch_logger.setLevel(table_level)
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            if finished:  # every process tears the group down once all are done with it,
-                torch.distributed.barrier()  # not while rank 0 still writes its files
-            torch.distributed.destroy_process_group()
+        close_distributed(finished)  # once all are done with it: not while rank 0 writes
     if main_process:
         _report(net, args)
 

@@ -1,4 +1,5 @@
-"""torch.distributed helpers: set-up under torchrun, rank queries, the log's reduction."""
+"""torch.distributed helpers: set-up and tear-down under torchrun, rank queries, the
+log's reduction."""
 
 from __future__ import annotations
 
@@ -51,6 +52,36 @@ def init_distributed(device=None):
         dist.init_process_group("nccl" if str(device).startswith("cuda") else "gloo")
     logger.info("Process %d of %d on %s.", dist.get_rank(), world, device)
     return device
+
+
+def close_distributed(finished=True):
+    """Leave the process group that :func:`init_distributed` joined, as the last step of
+    a process under torchrun.
+
+    When the run ``finished`` on every process, they first wait for each other (a
+    barrier), so that none tears down its connections while another still trains,
+    saves or reduces: a gloo process that exited while its peer was still at work
+    could abort at its own exit (``terminate called without an active exception``).
+    When it did not (an error on one process), the group is destroyed at once, since a
+    barrier would wait for a process that will never reach it. Does nothing outside
+    an initialised process group.
+
+    Parameters
+    ----------
+    finished : bool
+        Whether every process reached this call after a run that ended normally (or was
+        stopped by a signal on which they all agreed).
+
+    Examples
+    --------
+    >>> close_distributed()  # outside torchrun: nothing to do
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if finished and dist.get_world_size() > 1:
+        dist.barrier()
+    dist.destroy_process_group()
+    logger.debug("Left the process group.")
 
 
 def _reduce_across_ranks(values, summed=None, maxed=None):

@@ -106,7 +106,7 @@ import torch
 from skorch.callbacks import Callback
 
 from braindecode_pars.pretraining import PretrainNet, TrainingStopped, stopping
-from braindecode_pars.pretraining.distributed import init_distributed, rank
+from braindecode_pars.pretraining.distributed import close_distributed, init_distributed, rank
 from tests.ramp_fixtures import ramp_dataset, ramp_pars
 
 out, signal_at = Path(sys.argv[1]), int(sys.argv[2])
@@ -143,7 +143,7 @@ record = dict(
     agreements=net.stop_agreement_.agreements, every=net.stop_agreement_.every,
 )
 (out / f"rank{rank()}.json").write_text(json.dumps(record))
-torch.distributed.destroy_process_group()
+close_distributed()
 """
 
 
@@ -156,7 +156,7 @@ def test_two_processes_stop_within_seconds_of_a_signal_to_one_of_them(tmp_path):
     saved that step."""
     script = tmp_path / "worker.py"
     script.write_text(textwrap.dedent(WORKER))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1", "PYTHONPATH": str(ROOT)}
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                 "--nproc_per_node", "2"]  # fmt: skip
     proc = subprocess.run(
