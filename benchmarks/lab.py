@@ -45,7 +45,7 @@ PAPER_WINDOW_SECONDS = 30.0
 STRIDE_SECONDS = 5.0
 #: The flags of each corpus that need the corpus (by destination).
 CORPUS_FLAGS = {
-    "shared_data": ("eegmat_subjects", "muse"),
+    "shared_data": ("eegmat_subjects", "muse", "unit"),
     "tueg": ("tuab", "tusz", "allow_test_patients"),
     "ysyw": ("ysyw_split_file",),
 }
@@ -137,6 +137,7 @@ def _source_windows(args, source):
                 stride_seconds=args.stride_seconds,
                 eegmat_subjects=subjects,
                 muse=args.muse,
+                unit=args.unit,
             )
         except ValueError as err:
             raise SystemExit(f"{STORE}: {err}") from None
@@ -280,6 +281,12 @@ def build_parser():
         "--muse",
         action="store_true",
         help="with --shared-data: add the Muse headband recordings of muse-cueing/",
+    )
+    corpora.add_argument(
+        "--unit",
+        choices=["uV"],
+        help="with --shared-data: every part in microvolts (default: each reader's own "
+        "unit, which the scale-invariant 'window' normalisation does not read)",
     )
     corpora.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
     corpora.add_argument(

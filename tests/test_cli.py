@@ -17,7 +17,7 @@ import braindecode_pars.cli as cli
 from braindecode_pars.cli.pretrain import SIZES, config_settings, encoder_settings
 from braindecode_pars.cli.store import exclusions
 from braindecode_pars.datasets.corpus import eegmat_subjects, recording_windows
-from braindecode_pars.models.encoder_config import ENCODER_SIZES
+from braindecode_pars.models.encoder_config import ENCODER_SIZES, NORMALIZATION_SETTINGS
 
 from ._helpers import stop_before_pretraining, tiny_config
 
@@ -131,7 +131,8 @@ def test_the_config_help_names_every_setting_only_it_sets_with_its_default():
     and the command's own), so that the help cannot drift from them."""
     text = " ".join(commands()["pretrain"].format_help().split())
     settings = config_settings()
-    assert set(settings) == {*ENCODER_SIZES["small"], "n_patches", "pos_mask_ratio",
+    assert set(settings) == {*ENCODER_SIZES["small"], *NORMALIZATION_SETTINGS, "n_patches",
+                             "pos_mask_ratio",
                              "mask_ratio", "decoder_heads", "sampling", "lr", "weight_decay",
                              "valid_fraction", "seed", "checkpoint_minutes", "stop_signal",
                              "amp", "compile", "compile_mode", "keep_freed_memory"}  # fmt: skip

@@ -206,16 +206,27 @@ def test_windows_in_another_unit_are_refused(mode):
     micro = torch.as_tensor(sine_windows(amplitude=30.0), dtype=torch.float32)
     reads_micro = encoder(mode)
     reads_micro(micro)  # its unit: accepted
-    with pytest.raises(ValueError, match=r"'X' holds 2 of 2 windows whose standard deviation "
-                       r"\(median 2.12e-05\) lies outside \[0.001, 100000\] uV.*"
-                       r"They look like 'V': multiply them by 1e\+06"):  # fmt: skip
+    refused = (
+        r"'X' holds windows whose median standard deviation \(2.12e-05, over 2 windows with "
+        r"signal\) lies outside \[0.001, 100000\] uV.*They look like 'V': multiply them by 1e\+06"
+    )
+    with pytest.raises(ValueError, match=refused):
         reads_micro(micro * 1e-6)  # volts, as MNE holds them
     reads_volts = PatchEncoder(sfreq=SFREQ, **SMALL, normalization=mode, unit="V")
     reads_volts(micro * 1e-6)
     with pytest.raises(ValueError, match=r"outside \[1e-09, 0.1\] V.*look like 'uV'"):
         reads_volts(micro)
-    # windows without signal (a dropped channel) are not a unit
-    reads_micro(torch.cat([micro, torch.zeros(1, 1, micro.shape[-1])]))
+    # windows without signal (a dropped channel) are not a unit, nor is one dead window
+    # (rounding noise, far below the range) among windows with signal: it reads as flat
+    zero = torch.zeros(1, 1, micro.shape[-1])
+    dead = 1e-15 * torch.randn(1, 1, micro.shape[-1], generator=torch.Generator().manual_seed(0))
+    reads_micro.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(
+            reads_micro(torch.cat([micro, dead]))[-1], reads_micro(torch.cat([micro, zero]))[-1]
+        )
+    with pytest.raises(ValueError, match="They look like 'V'"):  # the typical window decides
+        reads_micro(torch.cat([micro * 1e-6, micro * 1e-6, micro]))
     # every caller of the encoder reaches the check: the multi-channel model...
     model = MultiChannelClassifier(n_outputs=2, n_chans=2, sfreq=SFREQ, encoder=reads_micro)
     with pytest.raises(ValueError, match="They look like 'V'"):

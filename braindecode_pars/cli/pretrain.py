@@ -49,7 +49,11 @@ RUN_SETTINGS = {
 #: The settings that only ``--config`` sets, as ``--config``'s help names them.
 CONFIG_ONLY_HELP = (
     "the encoder's emb_dim (token size), depth (transformer blocks), n_heads (attention "
-    "heads) and ff_dim (feed-forward width), each in place of --size's; the pretext "
+    "heads) and ff_dim (feed-forward width), each in place of --size's; its input "
+    "normalization (window, window+scale or fixed; window), the unit (uV or V; uV) the "
+    "last two read, fixed's amplitude_scale (10 µV in the unit) and amplitude_clip (20), "
+    "window+scale's log_std_mean (drawn from the store) and log_std_std (drawn with "
+    "it); the pretext "
     "task's n_patches (PARS's patches per crop, 40), pos_mask_ratio (share of them "
     "without a position, 0.8), mask_ratio (MAE, MP3, DropPos: 0.75), decoder_heads "
     "(PARS's pair decoder, 8) and sampling (PARS's patch starts: random, disjoint or "
@@ -65,10 +69,11 @@ CONFIG_ONLY_HELP = (
 
 def config_only():
     """The names of the encoder settings that only ``--config`` sets: those a size of
-    ``models.encoder_config.ENCODER_SIZES`` gives."""
-    from braindecode_pars.models.encoder_config import ENCODER_SIZES
+    ``models.encoder_config.ENCODER_SIZES`` gives, and the input normalisation's
+    (``models.encoder_config.NORMALIZATION_SETTINGS``)."""
+    from braindecode_pars.models.encoder_config import ENCODER_SIZES, NORMALIZATION_SETTINGS
 
-    return tuple(ENCODER_SIZES["small"])
+    return (*ENCODER_SIZES["small"], *NORMALIZATION_SETTINGS)
 
 
 def config_settings():
@@ -226,7 +231,9 @@ def add_pretrain_arguments(parser):
 
 def encoder_settings(args):
     """The encoder of the flags: ``--size``'s, with each of ``emb_dim``, ``depth``,
-    ``n_heads`` and ``ff_dim`` that ``--config`` gives in place of the size's.
+    ``n_heads`` and ``ff_dim`` that ``--config`` gives in place of the size's, and the
+    input normalisation's settings that it gives (``normalization``, ``unit``...; the
+    encoder's defaults otherwise).
 
     Parameters
     ----------
@@ -236,12 +243,13 @@ def encoder_settings(args):
     Returns
     -------
     settings : dict
-        ``emb_dim``, ``depth``, ``n_heads`` and ``ff_dim``.
+        ``emb_dim``, ``depth``, ``n_heads`` and ``ff_dim``, and the normalisation's
+        settings given.
     """
     from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
-    settings = dict(ENCODER_SIZES[args.size])  # the settings of config_only()
-    given = {k: getattr(args, k, None) for k in settings}
+    settings = dict(ENCODER_SIZES[args.size])
+    given = {k: getattr(args, k, None) for k in config_only()}
     settings.update({k: v for k, v in given.items() if v is not None})
     return settings
 

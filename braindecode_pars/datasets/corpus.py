@@ -9,8 +9,9 @@ import logging
 from pathlib import Path
 
 from braindecode.datasets import BaseConcatDataset
-from braindecode.preprocessing import preprocess
+from braindecode.preprocessing import Preprocessor, preprocess
 
+from braindecode_pars._util.checks import check_option
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_TEST_SUBJECTS,
@@ -18,13 +19,18 @@ from braindecode_pars.datasets.eegmat import (
     _eegmat_preprocessors,
     read_eegmat,
 )
-from braindecode_pars.datasets.sleep_edf import read_sleep_edf_mat
+from braindecode_pars.datasets.sleep_edf import SLEEP_EDF_ATM_UV_PER_UNIT, read_sleep_edf_mat
 from braindecode_pars.datasets.tuh import _tuh_subjects, load_tueg
 from braindecode_pars.datasets.ysyw import load_ysyw_pretraining, ysyw_split
 from braindecode_pars.io.recordings import load_recordings
 from braindecode_pars.io.windowing import windows_of
 
 logger = logging.getLogger(__name__)
+
+
+def _times(data, factor):
+    """``data * factor`` (a preprocessor's function: picklable, for ``n_jobs``)."""
+    return data * factor
 
 
 def _with_source(windows, source, lazy):
@@ -169,6 +175,7 @@ def shared_corpus(
     n_jobs=1,
     eegmat_subjects=EEGMAT_TRAIN_SUBJECTS,
     muse=False,
+    unit=None,
 ):
     """The corpus of the shipped encoder: EEGMAT's 24 training subjects + Sleep-EDF.
 
@@ -201,15 +208,23 @@ def shared_corpus(
         Add ``muse-cueing/**/*.edf`` (read with
         :func:`~braindecode_pars.io.load_recordings`: resampled, 0.3-45 Hz,
         non-overlapping windows), description ``dataset`` ``"muse"``.
+    unit : {None, "uV"}
+        None: each part in its reader's unit (EEGMAT in volts, Sleep-EDF in its digital
+        units, Muse in microvolts), which the encoder's default normalisation
+        (``"window"``, scale-invariant) does not read. ``"uV"``: every part in
+        microvolts (Sleep-EDF through
+        :data:`~braindecode_pars.datasets.sleep_edf.SLEEP_EDF_ATM_UV_PER_UNIT`), the
+        corpus of an encoder that reads amplitude (``normalization="window+scale"``
+        or ``"fixed"`` with ``unit="uV"``).
 
     Returns
     -------
     windows : braindecode BaseConcatDataset
-        EEGMAT's 19-channel windows (in volts, 0.3-45 Hz) then Sleep-EDF's
-        single-channel ones (in the files' digital units, 0.3-45 Hz); description
-        column ``dataset`` (``"eegmat"`` or ``"sleep-edf"``) besides each reader's own.
-        The units differ: the encoder's instance normalisation is scale-invariant.
+        EEGMAT's 19-channel windows then Sleep-EDF's single-channel ones (and Muse's),
+        0.3-45 Hz, in the units ``unit`` says; description column ``dataset``
+        (``"eegmat"``, ``"sleep-edf"``, ``"muse"``) besides each reader's own.
     """
+    check_option("unit", unit, (None, "uV"))
     data_path = Path(data_path)
     scored = sorted(set(eegmat_subjects) & set(EEGMAT_TEST_SUBJECTS))
     if scored:
@@ -219,8 +234,10 @@ def shared_corpus(
         )
     eegmat = read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
     eegmat.set_description({"dataset": ["eegmat"] * len(eegmat.datasets)})
-    preprocess(eegmat, _eegmat_preprocessors(sfreq), n_jobs=n_jobs)
-    sleep = read_sleep_edf_mat(data_path / "sleep-edf-atm")
+    to_uv = [Preprocessor(_times, factor=1e6, apply_on_array=True)] if unit == "uV" else []
+    preprocess(eegmat, _eegmat_preprocessors(sfreq) + to_uv, n_jobs=n_jobs)  # volts (MNE's)
+    per_unit = SLEEP_EDF_ATM_UV_PER_UNIT if unit == "uV" else None
+    sleep = read_sleep_edf_mat(data_path / "sleep-edf-atm", uv_per_unit=per_unit)
     sleep.set_description({"dataset": ["sleep-edf"] * len(sleep.datasets)})
     preprocess(sleep, _eegmat_preprocessors(sfreq), n_jobs=n_jobs)  # EEGMAT's 0.3-45 Hz, resampled
     eegmat_stride = window_seconds / 8 if stride_seconds is None else stride_seconds

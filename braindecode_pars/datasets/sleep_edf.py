@@ -3,7 +3,8 @@
 Each ``SC4ssnE0-PSG_edfm.mat`` holds one int16 variable ``val`` of shape
 (1, n_samples): one EEG channel (Pz-Oz) of a night at 100 Hz, in the exporter's
 digital units (no physical scaling is stored, which the encoder's scale-invariant
-normalisation does not need). The segments are the evening hours around sleep
+normalisation does not need; :data:`SLEEP_EDF_ATM_UV_PER_UNIT` converts them to
+microvolts for an encoder that reads amplitude). The segments are the evening hours around sleep
 onset, mostly wake, and carry no stage labels: they serve pretraining.
 
 Cite Kemp et al., IEEE TBME 47(9):1185-1194, 2000, and Goldberger et al. 2000
@@ -20,12 +21,21 @@ import numpy as np
 import scipy.io
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
+from braindecode_pars._util.checks import check_range
+
 #: Sampling rate of the sleep-cassette EEG.
 SLEEP_EDF_SFREQ = 100.0
+#: Microvolts per digital unit of the ATM export, approximately: the sleep-cassette EDF
+#: headers map their 12-bit range (-2048 to 2047) to about -197 to 197 µV on Pz-Oz, and
+#: the export keeps the digital values without that scaling. With it, the median
+#: standard deviation of a 10-s window of these nights is 8-12 µV, that of EEGMAT's
+#: resting scalp EEG 9-14 µV (``tests/test_datasets_sources.py`` checks the order of
+#: magnitude on the shared files).
+SLEEP_EDF_ATM_UV_PER_UNIT = 394.0 / 4095.0
 _NAME = re.compile(r"SC4(\d\d)(\d)E0-PSG_edfm\.mat$")
 
 
-def read_sleep_edf_mat(path, channel="Pz-Oz", sfreq=SLEEP_EDF_SFREQ):
+def read_sleep_edf_mat(path, channel="Pz-Oz", sfreq=SLEEP_EDF_SFREQ, uv_per_unit=None):
     """Read Sleep-EDF ``*_edfm.mat`` segments as a braindecode dataset of raw recordings.
 
     Parameters
@@ -36,13 +46,19 @@ def read_sleep_edf_mat(path, channel="Pz-Oz", sfreq=SLEEP_EDF_SFREQ):
         Name given to the single channel.
     sfreq : float
         Its sampling rate (the files do not store one).
+    uv_per_unit : float | None
+        Microvolts per digital unit (:data:`SLEEP_EDF_ATM_UV_PER_UNIT`): the values are
+        multiplied by it. None keeps the files' digital units.
 
     Returns
     -------
     dataset : braindecode BaseConcatDataset
-        One single-channel recording per file (values in the file's digital units),
-        description columns ``subject``, ``night`` and ``file``.
+        One single-channel recording per file (values in the file's digital units, or
+        in microvolts with ``uv_per_unit``), description columns ``subject``,
+        ``night`` and ``file``.
     """
+    if uv_per_unit is not None:
+        check_range("uv_per_unit", uv_per_unit, 0, np.inf, low_open=True)
     paths = path if isinstance(path, list | tuple) else [path]
     files = []
     for p in map(Path, paths):
@@ -59,6 +75,8 @@ def read_sleep_edf_mat(path, channel="Pz-Oz", sfreq=SLEEP_EDF_SFREQ):
         val = np.asarray(mat["val"], dtype=np.float64)
         if val.ndim != 2 or val.shape[0] != 1:
             raise ValueError(f"'val' of '{file}' must have shape (1, n_samples), got {val.shape}.")
+        if uv_per_unit is not None:
+            val = val * uv_per_unit
         info = mne.create_info([channel], sfreq, ch_types="eeg")
         raw = mne.io.RawArray(val, info, verbose="error")
         match = _NAME.search(file.name)

@@ -210,10 +210,11 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         deviation, standardised by ``log_std_mean`` and ``log_std_std``, added to every
         token. ``"fixed"``: the window minus its mean, divided by ``amplitude_scale``
         and clipped to ``[-amplitude_clip, amplitude_clip]`` (as LaBraM and CBraMod
-        scale by a fixed unit). The last two read windows in ``unit``, and refuse
-        windows whose standard deviation lies outside the range of EEG in that unit
-        (:data:`~braindecode_pars.models.encoder_config.EEG_STD_RANGE`; windows
-        without signal aside) with a ``ValueError`` (eagerly: one value read on the
+        scale by a fixed unit). The last two read windows in ``unit``, and refuse a
+        batch whose typical window (the median standard deviation of its windows with
+        signal) lies outside the range of EEG in that unit
+        (:data:`~braindecode_pars.models.encoder_config.EEG_STD_RANGE`; a window below
+        it, a dead channel, reads as flat) with a ``ValueError`` (eagerly: one value read on the
         host per call); under ``torch.compile`` the same check is an asynchronous
         assertion in the graph (no host synchronisation, no graph break), which raises
         a ``RuntimeError`` (on a GPU, a device-side assertion). No mode normalises across
@@ -473,6 +474,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         Xf, mean, var, flat = _moments(X, self.eps)
         std = torch.sqrt(var)
         self._check_unit(std, flat)
+        flat = flat | (std < EEG_STD_RANGE[self.unit][0])  # a dead window: no signal
         if self.normalization == "fixed":
             out = ((Xf - mean) / self.amplitude_scale).clamp(
                 -self.amplitude_clip, self.amplitude_clip
@@ -487,23 +489,27 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         return out.to(dtype), z.reshape(z.shape[0], 1).float()
 
     def _check_unit(self, std, flat):
-        """Refuse windows whose standard deviation ``std`` lies outside the range of EEG in
-        the encoder's unit (flat windows aside): a ``ValueError`` that names the values;
-        under ``torch.compile`` an assertion in the graph (no host synchronisation)."""
+        """Refuse a batch whose typical window (the median standard deviation ``std`` of
+        the windows that are not ``flat``) lies outside the range of EEG in the encoder's
+        unit: a unit mistake moves every window by a factor of 1e6, while a dead window
+        (below the range: it is then read as flat) or a saturated one among others is
+        data, not a mistake. A ``ValueError`` that names the values; under
+        ``torch.compile`` an assertion in the graph (no host synchronisation)."""
         low, high = EEG_STD_RANGE[self.unit]
-        outside = ~flat & ((std < low) | (std > high))
+        typical = std.masked_fill(flat, float("nan")).nanmedian()  # nan: every window flat
+        outside = (typical < low) | (typical > high)
         if torch.compiler.is_compiling():
             torch._assert_async(
-                ~outside.any(),
-                f"'X' holds windows whose standard deviation lies outside [{low:g}, "
-                f"{high:g}] {self.unit}, the range of EEG in the unit this encoder reads "
-                f"(normalization={self.normalization!r}, unit={self.unit!r}).",
+                ~outside,
+                f"'X' holds windows whose typical standard deviation lies outside "
+                f"[{low:g}, {high:g}] {self.unit}, the range of EEG in the unit this "
+                f"encoder reads (normalization={self.normalization!r}, "
+                f"unit={self.unit!r}).",
             )
             return
-        if not bool(outside.any()):
+        if not bool(outside):
             return
-        values = std[outside].detach().double().cpu()
-        typical = float(values.median())
+        typical = float(typical)
         hint = ""
         for other, volts in UNITS.items():  # the unit the windows look like they are in
             converted = typical * volts / UNITS[self.unit]
@@ -514,8 +520,8 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
                     f"encoder with unit={other!r}."
                 )
         raise ValueError(
-            f"'X' holds {int(outside.sum())} of {std.numel()} windows whose standard "
-            f"deviation (median {typical:.3g}) lies outside [{low:g}, {high:g}] "
+            f"'X' holds windows whose median standard deviation ({typical:.3g}, over "
+            f"{int((~flat).sum())} windows with signal) lies outside [{low:g}, {high:g}] "
             f"{self.unit}, the range of EEG in the unit this encoder reads "
             f"(normalization={self.normalization!r}, unit={self.unit!r}): give the "
             f"windows in {self.unit}.{hint}"

@@ -105,8 +105,9 @@ class PatchEncoderConfig:
         ``[-amplitude_clip, amplitude_clip]``.
     unit : {"uV", "V"}
         The unit of the input that ``"window+scale"`` and ``"fixed"`` read (:data:`UNITS`);
-        windows whose standard deviation lies outside :data:`EEG_STD_RANGE` of that
-        unit are refused. ``"window"`` reads any unit and ignores it.
+        a batch whose median window standard deviation lies outside
+        :data:`EEG_STD_RANGE` of that unit is refused (a window below it reads as
+        flat). ``"window"`` reads any unit and ignores it.
     amplitude_scale : float | None
         ``"fixed"``: the amplitude a window is divided by, in ``unit``; None: 10 µV
         in ``unit`` (1e-5 in volts).

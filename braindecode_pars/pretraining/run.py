@@ -101,7 +101,10 @@ def run_pretraining(
     encoder_kwargs : dict | None
         Settings of the encoder (those of
         :class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`); the paper's
-        values by default.
+        values by default. With ``normalization="window+scale"`` and no
+        ``log_std_mean``, the corpus statistics of the scale embedding are those of
+        ``view`` (:meth:`SingleChannelWindows.log_std_statistics
+        <braindecode_pars.pretraining.views.SingleChannelWindows.log_std_statistics>`).
     **pretext_kwargs
         Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,
         ``mask_ratio``...).
@@ -119,8 +122,9 @@ def run_pretraining(
         )
     if getattr(view, "sfreq", None) is None:
         raise ValueError("'view' does not know its sampling rate (view.sfreq is None).")
+    encoder_kwargs = _with_corpus_statistics(dict(encoder_kwargs or {}), view)
     model = PRETEXT_MODELS[method](
-        n_times=view.n_times, sfreq=view.sfreq, **(encoder_kwargs or {}), **pretext_kwargs
+        n_times=view.n_times, sfreq=view.sfreq, **encoder_kwargs, **pretext_kwargs
     )
     if init_encoder is not None:
         model.encoder.load_state_dict(init_encoder.state_dict())
@@ -202,3 +206,24 @@ def _check_skill(net):
         UserWarning,
         stacklevel=3,
     )
+
+
+def _with_corpus_statistics(encoder_kwargs, view):
+    """``encoder_kwargs`` with ``log_std_mean`` and ``log_std_std`` of ``view`` when they
+    ask for ``"window+scale"`` without them (a view that cannot draw them is refused)."""
+    if encoder_kwargs.get("normalization") != "window+scale":
+        return encoder_kwargs
+    if encoder_kwargs.get("log_std_mean") is not None:
+        return encoder_kwargs
+    if not hasattr(view, "log_std_statistics"):
+        raise ValueError(
+            "encoder_kwargs asks for normalization='window+scale' without 'log_std_mean', "
+            f"and the view ({type(view).__name__}) cannot draw the corpus statistics: "
+            "give 'log_std_mean' and 'log_std_std' (models.encoder.log_std_statistics)."
+        )
+    mean, std = view.log_std_statistics()
+    logger.info(
+        "The scale embedding reads log std around %.3f (std %.3f), from %d windows.",
+        mean, std, min(4096, len(view)),
+    )  # fmt: skip
+    return {**encoder_kwargs, "log_std_mean": mean, "log_std_std": std}

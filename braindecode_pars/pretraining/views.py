@@ -11,6 +11,7 @@ from torch.utils.data import Dataset, get_worker_info
 
 from braindecode_pars._util.checks import check_int
 from braindecode_pars.io.windowing import RecordingStream
+from braindecode_pars.models.encoder import log_std_statistics
 from braindecode_pars.store.write import (
     _check_same_sfreq,
     _describe,
@@ -228,6 +229,18 @@ class SingleChannelWindows(Dataset):
         """
         X = self._draw(np.asarray(indices, dtype=np.int64), np.random.default_rng(seed))
         return torch.utils.data.TensorDataset(X, torch.zeros(len(X)))
+
+    def log_std_statistics(self, n=4096, seed=0, eps=1e-5):
+        """The mean and standard deviation of the log standard deviation of ``n`` items
+        drawn with a seeded generator (all of them when there are fewer): what an
+        encoder with ``normalization="window+scale"`` takes as ``log_std_mean`` and
+        ``log_std_std`` (:func:`~braindecode_pars.models.encoder.log_std_statistics`).
+        The same view and seed give the same values, so a resumed run finds the settings
+        it saved."""
+        check_int("n", n, 1)
+        rng = np.random.default_rng(seed)
+        indices = np.sort(rng.choice(len(self), size=min(int(n), len(self)), replace=False))
+        return log_std_statistics(self._draw(indices, rng), eps=eps)
 
     def __getitems__(self, indices):
         """A batch of items at once: the random draws are made together, crops are slices."""

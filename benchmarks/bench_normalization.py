@@ -1,0 +1,338 @@
+"""Which input normalisation the encoder should pretrain with: ``"window"`` (the paper's,
+blind to amplitude), ``"window+scale"`` (the same plus an embedding of each window's log
+standard deviation) or ``"fixed"`` (a fixed 10 µV scale, clipped at 200 µV), chosen on
+the development tasks' selection splits by the rule below, written before its runs.
+
+Every encoder is PARS 64 x 4 (``--size small``), 30,000 steps of batch 64, pretrained on
+the selection corpus (the 12 EEGMAT pool subjects, the nine Sleep-EDF segments and the
+129 Muse recordings: no selection or test split of the development tasks scores them),
+with pretraining seeds 0, 1 and 2. The ``"window"`` encoders are the selection encoders
+already in the repository's history (``benchmarks/encoders/pars-selection``,
+``-seed1``, ``-seed2``; ``make benchmark-encoders`` restores them): the same corpus,
+budget and settings, and that mode ignores the unit. The amplitude-aware ones read
+microvolts, from the same windows stored in microvolts
+(``python -m benchmarks.lab store ... --unit uV``: Sleep-EDF's digital units through
+``SLEEP_EDF_ATM_UV_PER_UNIT``).
+
+The rule (:data:`RULE`): the score of an encoder is the default recipe's
+(``probe[enc+bp+ts, 100]``, ``PARSClassifier``'s head) balanced accuracy at one labelled
+unit on the selection splits of the five development tasks (per task the mean over its
+distinct labelled sets, then the mean over the tasks). A mode's score is the mean over
+its three seeds, its spread their standard deviation. An amplitude-aware mode is chosen
+over ``"window"`` only if its score exceeds window's by more than the larger of the two
+spreads; if both do, the higher score. Nothing else (the test splits, the subject probe,
+pretext skill) enters the choice.
+
+Usage::
+
+    python -m benchmarks.bench_normalization --pretrain [--parallel 2] [--max-minutes M]
+    python -m benchmarks.bench_normalization            # evaluates what exists, reports
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.metrics import balanced_accuracy_score
+
+from benchmarks.lib.dev_probe import fit_probe_row
+from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
+from benchmarks.lib.encoders import benchmark_encoder
+from benchmarks.lib.measure import machine
+from braindecode_pars.features.recipe import ProbeRecipe
+from braindecode_pars.features.transformers import block_features
+from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.models.encoder import PatchEncoder
+
+logger = logging.getLogger("bench_normalization")
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = "braindecode-pars"
+LAB = "python -m benchmarks.lab"
+STORE = "results/store-selection-uv"
+STORE_COMMAND = (
+    f"{LAB} store --shared-data ../shared/data --eegmat-subjects pool --muse --unit uV "
+    f"--window-seconds 10 --out {STORE}"
+)
+STEPS = 30000
+SEEDS = (0, 1, 2)
+MODES = ("window", "window+scale", "fixed")
+#: The amplitude-aware modes' settings beside the size's (the unit is the store's).
+AMPLITUDE_SETTINGS = {"unit": "uV"}
+#: The selection encoders of the "window" mode, by seed (``make benchmark-encoders``).
+WINDOW_ENCODERS = {
+    0: "benchmarks/encoders/pars-selection",
+    1: "benchmarks/encoders/pars-selection-seed1",
+    2: "benchmarks/encoders/pars-selection-seed2",
+}
+SCORE = "probe[enc+bp+ts, 100]"  # the default recipe: the rule's score
+ENCODER_METHODS = ("probe[enc, 1]", SCORE)
+REFERENCE_METHODS = ("probe[bp+ts, 100]", "probe[rand+bp+ts, 100]")
+DRAWS = (0, 1, 2, 3, 4)
+COLUMNS = ("encoder", "task", "method", "draw", "balanced_accuracy")
+RULE = (
+    "Score: the default recipe's (`probe[enc+bp+ts, 100]`) balanced accuracy at k = 1 on "
+    "the selection splits of the five development tasks (per task the mean over its "
+    "distinct labelled sets, then the mean over tasks). A mode's score: the mean over "
+    "pretraining seeds 0, 1, 2; its spread: their standard deviation. An amplitude-aware "
+    "mode is chosen over `window` only if its score exceeds window's by more than the "
+    "larger of the two spreads; if both do, the higher score. Nothing else enters the "
+    "choice (no test split, no subject probe, no pretext skill)."
+)
+
+
+def run_name(mode, seed):
+    return f"{mode.replace('+', '-')}-seed{seed}"
+
+
+def runs():
+    """``{name: (mode, seed)}`` of every encoder the rule reads."""
+    return {run_name(m, s): (m, s) for m in MODES for s in SEEDS}
+
+
+def encoder_folder(name):
+    mode, seed = runs()[name]
+    if mode == "window":
+        return benchmark_encoder(ROOT / WINDOW_ENCODERS[seed])
+    return ROOT / "benchmarks/encoders/normalization" / name
+
+
+def commands(name, threads=1, max_minutes=None):
+    """The pretraining and export commands of an amplitude-aware run, and its config."""
+    mode, seed = runs()[name]
+    out = f"results/normalization/{name}"
+    config = {"normalization": mode, **AMPLITUDE_SETTINGS, "n_patches": 40,
+              "valid_fraction": 0.1, "seed": seed}  # fmt: skip
+    stop = "" if max_minutes is None else f" --max-minutes {max_minutes}"
+    return (
+        f"{CLI} pretrain --store {STORE} --out {out} --size small --steps {STEPS} "
+        f"--threads {threads} --device cpu --config {out}.json{stop}",
+        f"{CLI} export --run {out} --out benchmarks/encoders/normalization/{name}",
+        config,
+    )
+
+
+def pretrain(names, parallel=1, max_minutes=None):
+    """Run (or continue) the missing amplitude-aware runs, ``parallel`` at a time with one
+    thread each, then export the finished ones. A run stopped by ``max_minutes`` or a
+    signal continues when this is called again."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               OMP_NUM_THREADS="1")  # fmt: skip
+    if not (ROOT / STORE / "index.npz").is_file():
+        subprocess.run(
+            [sys.executable, *shlex.split(STORE_COMMAND)[1:]], cwd=ROOT, check=True, env=env
+        )
+    todo = [n for n in names if runs()[n][0] != "window"]
+    todo = [n for n in todo if not (encoder_folder(n) / "model.safetensors").is_file()]
+    running = {}
+    while todo or running:
+        while todo and len(running) < parallel:
+            name = todo.pop(0)
+            run, _, config = commands(name, 1, max_minutes)
+            (ROOT / "results/normalization").mkdir(parents=True, exist_ok=True)
+            (ROOT / f"results/normalization/{name}.json").write_text(json.dumps(config))
+            log = open(ROOT / f"results/normalization/{name}.log", "a")  # noqa: SIM115
+            logger.info("%s", run)
+            running[name] = (subprocess.Popen(shlex.split(run), cwd=ROOT, env=env,
+                                              stdout=log, stderr=log), log)  # fmt: skip
+        time.sleep(10)
+        for name, (proc, log) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            log.close()
+            del running[name]
+            if proc.returncode == 0:
+                export = commands(name)[1]
+                subprocess.run(shlex.split(export), cwd=ROOT, check=True, env=env)
+                logger.info("%s finished and exported", name)
+            else:
+                logger.warning("%s stopped (exit %d): run again to continue", name,
+                               proc.returncode)  # fmt: skip
+
+
+def evaluate(names, csv):
+    """The probe rows of every encoder and the reference rows on the selection splits at
+    one labelled unit, appended to ``csv`` as they finish (rows already there are kept)."""
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))
+    for task in DEV_TASKS:
+        X, y, units, pool, scored, sfreq = load_task(task, "selection")
+        blocks = None
+        for name in ["reference", *names]:
+            methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
+            if all((name, task, m, d) in key for m in methods for d in DRAWS):
+                continue
+            if blocks is None:
+                torch.manual_seed(0)
+                rand = PatchEncoder(sfreq=100.0, emb_dim=64, depth=4, n_heads=4, ff_dim=128)
+                every = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
+                raw = block_features(X, every, sfreq=sfreq, encoder=rand)[0]
+                blocks = {"rand": raw["encoder"], "bp": raw["bandpower"], "ts": raw["tangentspace"]}
+            if name != "reference":
+                encoder = load_encoder(encoder_folder(name))
+                enc = block_features(X, ProbeRecipe(("encoder",)), sfreq=sfreq, encoder=encoder)
+                blocks["enc"] = enc[0]["encoder"]
+            rows = []
+            for draw in DRAWS:
+                train, test, _ = split(units, pool, scored, "1", draw)
+                for method in methods:
+                    pred = fit_probe_row(method, blocks, y, train, test, units, draw)
+                    score = balanced_accuracy_score(y[test], pred)
+                    rows.append(dict(encoder=name, task=task, method=method, draw=draw,
+                                     balanced_accuracy=score))  # fmt: skip
+            pd.DataFrame(rows, columns=COLUMNS).to_csv(
+                csv, mode="a", header=not csv.exists(), index=False
+            )
+            logger.info("%s %s done", task, name)
+    return pd.read_csv(csv)
+
+
+def per_task(scores):
+    """Balanced accuracy per (encoder, method, task): the mean over the task's distinct
+    labelled sets (the MI tasks' five draws hold two)."""
+    scores = scores.assign(
+        units=[
+            " ".join(map(str, labelled_units(*part_units(t, "selection"), "1", d)))
+            for t, d in zip(scores.task, scores.draw, strict=True)
+        ]
+    )
+    per_set = scores.groupby(["encoder", "method", "task", "units"]).balanced_accuracy.mean()
+    return per_set.groupby(["encoder", "method", "task"]).mean()
+
+
+def choose(mode_scores):
+    """The rule: ``mode_scores`` ``{mode: [score of each seed]}`` -> (chosen mode, table of
+    mean and spread). Modes without all their seeds are reported, never chosen."""
+    table = {m: (float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else np.nan, len(v))
+             for m, v in mode_scores.items()}  # fmt: skip
+    base_mean, base_std, base_n = table["window"]
+    winners = []
+    for mode, (mean, std, n) in table.items():
+        if mode == "window" or n < len(SEEDS) or base_n < len(SEEDS):
+            continue
+        if mean - base_mean > max(std, base_std):
+            winners.append((mean, mode))
+    return (max(winners)[1] if winners else "window"), table
+
+
+def report(scores, names, out):
+    tasks = per_task(scores)
+    mean_over_tasks = tasks.groupby(["encoder", "method"]).mean()
+    mode_scores = {}
+    for name in names:
+        mode, _ = runs()[name]
+        mode_scores.setdefault(mode, []).append(mean_over_tasks.loc[(name, SCORE)])
+    complete = all(len(mode_scores.get(m, [])) == len(SEEDS) for m in MODES)
+    chosen, table = choose(mode_scores)
+    lines = [
+        "# Input normalisation of the encoder, chosen on the selection splits",
+        "",
+        f"{machine()}. Command: `python -m benchmarks.bench_normalization` "
+        "(`--pretrain` runs what is missing; the commands are in "
+        "`benchmarks/results/normalization.commands`).",
+        "",
+        "The rule, committed before its runs: " + RULE,
+        "",
+        "## Modes (mean ± std over pretraining seeds)",
+        "",
+        f"| mode | seeds run | {SCORE} (the rule's score) | probe[enc, 1] |",
+        "|---|---|---|---|",
+    ]
+    for mode in MODES:
+        members = [n for n in names if runs()[n][0] == mode]
+        if not members:
+            lines.append(f"| {mode} | 0 | not run yet | |")
+            continue
+        cells = []
+        for method in (SCORE, "probe[enc, 1]"):
+            values = [mean_over_tasks.loc[(n, method)] for n in members]
+            spread = f" ± {np.std(values, ddof=1):.3f}" if len(values) > 1 else ""
+            cells.append(f"{np.mean(values):.3f}{spread}")
+        lines.append(f"| {mode} | {len(members)} | {cells[0]} | {cells[1]} |")
+    references = ", ".join(
+        f"{m} {mean_over_tasks.loc[('reference', m)]:.3f}" for m in REFERENCE_METHODS
+    )
+    lines += ["", f"Reference rows (no pretrained encoder): {references}."]
+    lines += ["", "## Decision", ""]
+    if complete:
+        lines.append(f"By the rule: **{chosen}**.")
+    else:
+        done = ", ".join(f"{m} {len(mode_scores.get(m, []))}/{len(SEEDS)}" for m in MODES)
+        lines.append(f"Not decided: the rule needs every mode's three seeds ({done} run).")
+    lines += ["", "## Per encoder and task", ""]
+    task_names = list(DEV_TASKS)
+    lines += ["| encoder | method | " + " | ".join(task_names) + " | mean |",
+              "|---|---|" + "---|" * (len(task_names) + 1)]  # fmt: skip
+    for name in ["reference", *names]:
+        for method in REFERENCE_METHODS if name == "reference" else ENCODER_METHODS:
+            values = [tasks.loc[(name, method, t)] for t in task_names]
+            lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values)
+                         + f" | {np.mean(values):.3f} |")  # fmt: skip
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for k, mode in enumerate(MODES):
+        values = mode_scores.get(mode, [])
+        ax.plot([k] * len(values), values, "o", color=f"C{k}", alpha=0.6)
+        if values:
+            ax.errorbar(k + 0.15, np.mean(values), yerr=np.std(values, ddof=1) if len(values) > 1
+                        else 0, fmt="s", color=f"C{k}", capsize=4)  # fmt: skip
+    ax.axhline(mean_over_tasks.loc[("reference", "probe[bp+ts, 100]")], ls="--", color="grey",
+               label="probe[bp+ts, 100] (no encoder)")  # fmt: skip
+    ax.set_xticks(range(len(MODES)), MODES)
+    ax.set_ylabel(f"{SCORE}\nselection, k = 1, mean of 5 tasks")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=120)
+    return chosen, complete
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pretrain", action="store_true", help="run the missing runs first")
+    parser.add_argument("--runs", nargs="+", default=list(runs()), choices=list(runs()))
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="runs at once, one thread each (default 1)")  # fmt: skip
+    parser.add_argument("--max-minutes", type=float, help="stop each run after this long")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/normalization")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads of the probes")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    with open(args.out.with_suffix(".commands"), "w") as f:
+        f.write(f"{STORE_COMMAND}\n")
+        for name in args.runs:
+            if runs()[name][0] != "window":
+                run, export, config = commands(name)
+                f.write(f"# {name}: config {json.dumps(config)}\n{run}\n{export}\n")
+        f.write("python -m benchmarks.bench_normalization\n")
+    if args.pretrain:
+        pretrain(args.runs, args.parallel, args.max_minutes)
+        return
+    torch.set_num_threads(args.threads)
+    names = [n for n in args.runs if (encoder_folder(n) / "model.safetensors").is_file()]
+    missing = sorted(set(args.runs) - set(names))
+    if missing:
+        logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
+    scores = evaluate(names, args.out.with_suffix(".csv"))
+    scores = scores[scores.encoder.isin(["reference", *names])]
+    chosen, complete = report(scores, names, args.out)
+    logger.info("rule: %s%s", chosen, "" if complete else " (not every seed run yet)")
+
+
+if __name__ == "__main__":
+    main()
