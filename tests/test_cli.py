@@ -329,6 +329,33 @@ def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     assert len(history) == 4 and sum(row["train_batch_count"] for row in history) == 12
 
 
+def test_the_config_sets_the_encoders_input_normalisation(tmp_path):
+    """``--config``'s normalisation settings reach the encoder and the run's record;
+    window+scale takes the statistics of the store it trains on; a mode that does not
+    exist is refused naming the setting before any work."""
+    from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
+    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.pretraining import SingleChannelWindows
+    from braindecode_pars.store import write_window_store
+
+    windows = load_physionet_mi_continuous(runs=(1,), window_seconds=5, stride_seconds=5)
+    write_window_store(windows, tmp_path / "store")  # microvolts, as the loaders give
+    run = tmp_path / "run"
+    flags = ["--store", str(tmp_path / "store"), "--out", str(run), "--steps", "2"]
+    config = tiny_config(tmp_path, n_patches=4, normalization="window+scale", unit="uV")
+    assert cli.main(["pretrain", *flags, *config, "--device", "cpu"]) == 0
+    encoder = load_encoder(run / "encoder.pt")
+    statistics = SingleChannelWindows.from_store(tmp_path / "store").log_std_statistics()
+    assert (encoder.normalization, encoder.unit) == ("window+scale", "uV")
+    assert (encoder.log_std_mean, encoder.log_std_std) == pytest.approx(statistics)
+    record = json.loads((run / "config.json").read_text())
+    assert record["encoder.normalization"] == "window+scale"
+    bad = tiny_config(tmp_path, normalization="zscore")
+    with pytest.raises(SystemExit, match=r"'normalization'.*'zscore'"):
+        cli.main(["pretrain", "--out", str(tmp_path / "other"), *bad, "--device", "cpu"])
+    assert not (tmp_path / "other").exists()
+
+
 def test_store_without_recordings_writes_the_bundled_physionet_mi_subject(tmp_path):
     """No --recordings or --braindecode-dataset: the bundled subject 1's baseline and
     executed-movement runs, at the paper's 200 Hz, in 10-s windows every 5 s."""

@@ -8,7 +8,7 @@ import braindecode_pars.cli as cli
 
 #: The flags of the paper's corpora, which the user's ``store`` left to the lab's.
 PAPER_CORPUS_FLAGS = ("--ysyw", "--tueg", "--tuab", "--tusz", "--allow-test-patients",
-                      "--ysyw-split-file", "--shared-data", "--eegmat-subjects", "--muse",
+                      "--ysyw-split-file", "--shared-data", "--eegmat-subjects", "--muse", "--unit",
                       "--subjects", "--runs", "--data-path")  # fmt: skip
 
 # The lab's store (benchmarks/lab.py): the paper's corpora, over the store code of
@@ -39,9 +39,10 @@ def test_lab_store_takes_the_store_flags_and_the_papers_corpus_flags():
     )
     assert lab().store_source(args) == "paper_corpus"
     shared = parser.parse_args(
-        ["store", "--out", "s", "--shared-data", "d", "--eegmat-subjects", "pool", "3", "--muse"]
-    )
-    assert (shared.eegmat_subjects, shared.muse) == (["pool", "3"], True)
+        ["store", "--out", "s", "--shared-data", "d", "--eegmat-subjects", "pool", "3", "--muse",
+         "--unit", "uV"]
+    )  # fmt: skip
+    assert (shared.eegmat_subjects, shared.muse, shared.unit) == (["pool", "3"], True, "uV")
     assert lab().store_source(shared) == "shared_data"
     mi = parser.parse_args(["store", "--out", "s", "--subjects", "1", "--runs", "1", "2"])
     assert (mi.subjects, mi.runs, lab().store_source(mi)) == ([1], [1, 2], "physionet_mi")
@@ -69,6 +70,7 @@ def test_lab_store_takes_the_store_flags_and_the_papers_corpus_flags():
             id="tuab",
         ),  # fmt: skip
         pytest.param(["--muse"], r"--muse: only with --shared-data", id="muse"),
+        pytest.param(["--unit", "uV"], r"--unit: only with --shared-data", id="unit"),
         pytest.param(
             ["--runs", "1", "--tueg", "t"],
             r"--runs: only for PhysioNet-MI, .* but got --tueg too",
