@@ -206,3 +206,27 @@ def test_the_monitor_refuses_windows_it_cannot_read():
     with pytest.raises(ValueError, match="They look like 'V'"):
         net.fit(data)
     assert len(net.history) == 0
+
+
+def test_the_pretrainer_logs_the_monitor_and_builds_the_normalisation_asked_for():
+    """``PARSPretrainer(monitor=...)`` logs the probes at its report epochs, the encoder it
+    returns has the normalisation asked for (amplitude in µV here: the windows' unit), and
+    anything but a callback as ``monitor`` is refused before any work."""
+    from braindecode_pars import PARSPretrainer
+
+    X, y, groups = labelled_set()
+    X_unlabeled = np.concatenate([X, X[::-1]]) * 10.0  # µV-sized, 48 windows of 2 channels
+    pretrainer = PARSPretrainer(
+        **TINY, n_patches=6, window_seconds=20.0, steps=12, batch_size=8, sfreq=SFREQ,
+        normalization="fixed", unit="uV", monitor=ProbeMonitor(X * 10.0, y, groups, sfreq=SFREQ),
+        random_state=0, verbose=0,
+    )  # fmt: skip
+    pretrainer.fit(X_unlabeled)
+    assert pretrainer.encoder_.normalization == "fixed" and pretrainer.config_.unit == "uV"
+    rows = [row for row in pretrainer.history_ if MONITOR_KEYS["label"] in row]
+    assert rows and rows[-1]["epoch"] == len(pretrainer.history_)  # the last epoch reports
+    label, subject = by_hand(pretrainer.encoder_, X * 10.0, y, groups)
+    assert rows[-1][MONITOR_KEYS["label"]] == pytest.approx(label)
+    assert rows[-1][MONITOR_KEYS["subject"]] == pytest.approx(subject)
+    with pytest.raises(TypeError, match="'monitor' must be a ProbeMonitor.*got dict"):
+        PARSPretrainer(**TINY, sfreq=SFREQ, monitor={"X": X}).fit(X_unlabeled)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
+from skorch.callbacks import Callback
 
 from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_device, check_heads, check_option
@@ -83,6 +84,15 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         blocks of 4 heads, feed-forward 128, 140 k parameters), which pretrains on a
         CPU; ``PARSPretrainer(**ENCODER_SIZES["paper"])`` is the paper's 512 x 8
         (12.7 M parameters, for a GPU).
+    normalization : {"window", "window+scale", "fixed"}
+        The new encoder's input normalisation
+        (:class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`):
+        ``"window"``, blind to amplitude (the paper's and the shipped encoders'); the
+        two others read amplitude, in ``unit`` (``"window+scale"`` takes the statistics
+        of its scale embedding from the windows it pretrains on).
+    unit : {"uV", "V"}
+        The unit of ``X`` that an amplitude-aware normalisation reads (microvolts: what
+        the package's readers and braindecode's estimators give).
     n_patches, pos_mask_ratio
         PARS's patches per crop and share of them without a position (paper: 40,
         0.8); ``pos_mask_ratio`` is also DropPos's ``gamma_pos``.
@@ -148,6 +158,12 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         Seed of every draw (initialisation, crops, channels, patches, masks, batch
         order, the validation split); None: a fresh seed. The global generators are
         left as they were.
+    monitor : ProbeMonitor | None
+        Probes of the frozen encoder logged while it pretrains
+        (:class:`~braindecode_pars.pretraining.monitor.ProbeMonitor`: a label probe across
+        subjects and a subject probe on a small labelled set, at the report cadence;
+        ``history_`` holds them and
+        :func:`~braindecode_pars.viz.plot_training_curves` draws them).
     verbose : int
         0: silent; 1: one line before pretraining and one per epoch; 2: the epoch table.
 
@@ -180,6 +196,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         activation="gelu",
         drop_prob=0.0,
         eps=1e-5,
+        normalization="window",
+        unit="uV",
         n_patches=40,
         pos_mask_ratio=0.8,
         mask_ratio=0.75,
@@ -201,6 +219,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         compile="auto",
         compile_mode=None,
         random_state=None,
+        monitor=None,
         verbose=1,
     ):
         store_params(self, locals())
@@ -223,6 +242,11 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             A copy of the initial encoder.
         """
         self.pretrain_config()  # the pretext and optimisation settings, checked
+        if self.monitor is not None and not isinstance(self.monitor, Callback):
+            raise TypeError(
+                "'monitor' must be a ProbeMonitor (a skorch Callback) or None, but got "
+                f"{type(self.monitor).__name__}."
+            )
         config = PatchEncoderConfig.of(self)
         initial = load_encoder_param(self.init_encoder, name="init_encoder")
         if initial is not None:
@@ -415,6 +439,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 progress_bar=bool(self.verbose),
                 init_encoder=initial,
                 stop_signals=self.stop_signals,
+                callbacks=None if self.monitor is None else [("probe_monitor", self.monitor)],
                 **settings.run_kwargs(epochs),
             )
         except TrainingStopped:

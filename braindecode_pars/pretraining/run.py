@@ -41,6 +41,7 @@ def run_pretraining(
     run_info=None,
     init_encoder=None,
     stop_signals="auto",
+    callbacks=None,
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -105,6 +106,9 @@ def run_pretraining(
         ``log_std_mean``, the corpus statistics of the scale embedding are those of
         ``view`` (:meth:`SingleChannelWindows.log_std_statistics
         <braindecode_pars.pretraining.views.SingleChannelWindows.log_std_statistics>`).
+    callbacks : list of (str, skorch Callback) | None
+        More callbacks of the net (a
+        :class:`~braindecode_pars.pretraining.monitor.ProbeMonitor`, a user's own).
     **pretext_kwargs
         Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,
         ``mask_ratio``...).
@@ -147,7 +151,11 @@ def run_pretraining(
         allow_new_budget=allow_new_budget,
         run_info=run_info,
         stop_signals=stop_signals,
-        callbacks=None if max_minutes is None else [("time_limit", TimeLimit(max_minutes))],
+        callbacks=[
+            *(callbacks or []),
+            *([] if max_minutes is None else [("time_limit", TimeLimit(max_minutes))]),
+        ]
+        or None,
     )
     n_train = training_windows(view, valid_fraction)
     world = distributed.world_size()
