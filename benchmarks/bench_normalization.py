@@ -165,13 +165,14 @@ def pretrain(names, parallel=1, max_minutes=None):
                                proc.returncode)  # fmt: skip
 
 
-def evaluate(names, csv):
-    """The probe rows of every encoder and the reference rows on the selection splits at
-    one labelled unit, appended to ``csv`` as they finish (rows already there are kept)."""
+def evaluate(names, csv, part="selection"):
+    """The probe rows of every encoder and the reference rows on the ``part`` splits
+    ("selection" or "test") at one labelled unit, appended to ``csv`` as they finish
+    (rows already there are kept)."""
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
     key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))
     for task in DEV_TASKS:
-        X, y, units, pool, scored, sfreq = load_task(task, "selection")
+        X, y, units, pool, scored, sfreq = load_task(task, part)
         blocks = None
         for name in ["reference", *names]:
             methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
@@ -202,12 +203,12 @@ def evaluate(names, csv):
     return pd.read_csv(csv)
 
 
-def per_task(scores):
+def per_task(scores, part="selection"):
     """Balanced accuracy per (encoder, method, task): the mean over the task's distinct
     labelled sets (the MI tasks' five draws hold two)."""
     scores = scores.assign(
         units=[
-            " ".join(map(str, labelled_units(*part_units(t, "selection"), "1", d)))
+            " ".join(map(str, labelled_units(*part_units(t, part), "1", d)))
             for t, d in zip(scores.task, scores.draw, strict=True)
         ]
     )
@@ -302,6 +303,52 @@ def report(scores, names, out):
     return chosen, complete
 
 
+def report_test(scores, names, chosen, out):
+    """The test splits' table, after the decision: each mode's encoders (mean ± std over
+    seeds) against the probe without an encoder and over a random one, and the goal's
+    line (the chosen mode against no encoder, by more than the spread over seeds?)."""
+    tasks = per_task(scores, "test")
+    mean_over_tasks = tasks.groupby(["encoder", "method"]).mean()
+    task_names = list(DEV_TASKS)
+    lines = [
+        "# Input normalisation of the encoder: the development tasks' test splits",
+        "",
+        f"{machine()}. Command: `python -m benchmarks.bench_normalization --part test`, run "
+        "after the decision on the selection splits (`normalization.md`), which it does not "
+        "change. One labelled unit (k = 1), balanced accuracy; per task the mean over its "
+        "distinct labelled sets, then the mean over tasks; ± the std over pretraining seeds.",
+        "",
+        "| row | " + " | ".join(task_names) + " | mean of 5 |",
+        "|---|" + "---|" * (len(task_names) + 1),
+    ]
+    summary = {}
+    for mode in MODES:
+        members = [n for n in names if runs()[n][0] == mode]
+        for method in ENCODER_METHODS:
+            per = np.array([[tasks.loc[(n, method, t)] for t in task_names] for n in members])
+            means = per.mean(axis=1)
+            summary[(mode, method)] = (means.mean(), means.std(ddof=1) if len(means) > 1 else 0)
+            cells = [f"{v:.3f}" for v in per.mean(axis=0)]
+            m, sd = summary[(mode, method)]
+            row = f"| {method}, {mode} ({len(members)} seeds) | " + " | ".join(cells)
+            lines.append(row + f" | {m:.3f} ± {sd:.3f} |")
+    for method in REFERENCE_METHODS:
+        values = [tasks.loc[("reference", method, t)] for t in task_names]
+        lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in values)
+                     + f" | {np.mean(values):.3f} |")  # fmt: skip
+    best, spread = summary[(chosen, SCORE)]
+    floor = mean_over_tasks.loc[("reference", "probe[bp+ts, 100]")]
+    verdict = "beats" if best - floor > spread else "does not beat"
+    lines += [
+        "",
+        f"The goal: the default probe over the chosen mode's encoders (`{chosen}`, "
+        f"{best:.3f} ± {spread:.3f}) {verdict} the same probe without an encoder "
+        f"({floor:.3f}) by more than the spread over seeds ({best - floor:+.3f}).",
+    ]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return verdict
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pretrain", action="store_true", help="run the missing runs first")
@@ -311,6 +358,8 @@ def main(argv=None):
     parser.add_argument("--max-minutes", type=float, help="stop each run after this long")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/normalization")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of the probes")
+    parser.add_argument("--part", choices=["selection", "test"], default="selection",
+                        help="test: also the test splits, once the selection decided")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with open(args.out.with_suffix(".commands"), "w") as f:
@@ -332,6 +381,13 @@ def main(argv=None):
     scores = scores[scores.encoder.isin(["reference", *names])]
     chosen, complete = report(scores, names, args.out)
     logger.info("rule: %s%s", chosen, "" if complete else " (not every seed run yet)")
+    if args.part == "test":
+        if not complete:
+            raise SystemExit("--part test: the selection's decision comes first (every seed).")
+        test_out = args.out.with_name(args.out.name + "_test")
+        scores = evaluate(names, test_out.with_suffix(".csv"), "test")
+        scores = scores[scores.encoder.isin(["reference", *names])]
+        logger.info("test: %s", report_test(scores, names, chosen, test_out))
 
 
 if __name__ == "__main__":
