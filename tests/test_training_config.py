@@ -13,12 +13,13 @@ from braindecode_pars.pretraining.views import SingleChannelWindows
 
 def test_the_planner_counts_steps_over_the_windows_that_train():
     view = SingleChannelWindows(np.zeros((50, 2, 300), np.float32))
-    # 50 windows, a tenth held out (rounded up: 5): 45 train, 3 steps of 16 an epoch;
-    # 100 steps take 34 epochs (102 steps, at most an epoch more)
+    # 50 windows, a tenth held out (rounded up: 5): 45 train, 2 full steps of 16 an epoch
+    # (the short last batch is left out); 100 steps take 50 epochs
     config = PretrainConfig(steps=100, batch_size=16, valid_fraction=0.1)
-    assert config.max_epochs_for(view) == 34
-    assert config.replace(valid_fraction=None).max_epochs_for(view) == 25  # 4 steps of 50
-    assert config.max_epochs_for(view, world_size=2) == 50  # 23 windows each: 2 steps
+    assert config.max_epochs_for(view) == 50
+    # 3 steps of 50: 34 epochs (102 steps, at most an epoch more)
+    assert config.replace(valid_fraction=None).max_epochs_for(view) == 34
+    assert config.max_epochs_for(view, world_size=2) == 100  # 23 windows each: 1 step
     assert config.replace(max_epochs=7).max_epochs_for(view) == 7  # given: kept
 
 

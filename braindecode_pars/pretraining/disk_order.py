@@ -162,7 +162,9 @@ class DiskOrderBatches(IterableDataset):
         (``"pad"``, as ``DistributedSampler``), or ``n // world_size`` (``"drop"``).
         Either way every rank takes ``len(self)`` steps per epoch.
     drop_last : bool
-        Leave out a rank's last batch when it is short.
+        Leave out a rank's last batch when it is short and not the only one (a share of
+        fewer windows than ``batch_size`` is still read, as one short batch): every step
+        of a rank's epoch then has ``batch_size`` crops, one shape for a compiled step.
     prefetch : bool
         Ask the kernel to read the next group of crops (``POSIX_FADV_WILLNEED``) before
         the current one is read, so that a single thread keeps several reads in flight,
@@ -236,7 +238,9 @@ class DiskOrderBatches(IterableDataset):
     def __len__(self):
         """Batches each rank reads per epoch (the same on every rank)."""
         per = self.per_rank()
-        return per // self.batch_size if self.drop_last else math.ceil(per / self.batch_size)
+        if self.drop_last and per >= self.batch_size:
+            return per // self.batch_size
+        return math.ceil(per / self.batch_size)
 
     def epoch_order(self, epoch=None):
         """Window indices (of the view) in the order all ranks share in ``epoch``."""

@@ -243,7 +243,8 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
     to record them: the values stay on it and are read at the end of every reported
     epoch, of the run, and before a checkpoint (:meth:`read_log`), when the epochs
     ended since get theirs. An epoch is a shuffled pass
-    over the training windows, or, when a process has fewer of them than
+    over the training windows in full batches (a short last batch is left out, so that
+    a compiled step keeps one graph), or, when a process has fewer of them than
     ``batch_size``, one step of ``batch_size`` windows drawn with replacement (each
     window gives a new random channel and crop whenever it is drawn). A module given
     as an instance is trained in place, as skorch does; pass ``copy.deepcopy(model)``
@@ -372,9 +373,10 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
 
     def get_iterator(self, dataset, training=False):
         """Training batches: a shuffled pass over the windows (a DistributedSampler's
-        share of them when distributed), or, when a process has fewer training windows
-        than ``batch_size``, one step of ``batch_size`` windows drawn with replacement
-        per epoch, so that every step trains on a full batch of crops. The crops of a
+        share of them when distributed) without its short last batch, or, when a process
+        has fewer training windows than ``batch_size``, one step of ``batch_size`` windows
+        drawn with replacement per epoch, so that every step trains on a full batch of
+        crops (and a compiled step keeps one graph of one shape). The crops of a
         :class:`~braindecode_pars.pretraining.SingleChannelWindows` view are drawn a batch
         at a time into one array
         (:class:`~braindecode_pars.pretraining.views._BatchedView`), in pinned
@@ -397,9 +399,23 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         world = distributed.world_size() if self.distributed_ else 1
         short = _draws_with_replacement(len(dataset), self.batch_size, world)
         batched = _BatchedView.reads(dataset)
-        if not (self.distributed_ or short or batched):
-            return super().get_iterator(dataset, training=True)
         kwargs = self.get_params_for("iterator_train")
+        # every batch full (a short epoch's one batch is drawn with replacement): one
+        # shape, one graph for a compiled step; steps_per_epoch counts so
+        if not kwargs.pop("drop_last", True):
+            raise ValueError(
+                "'iterator_train__drop_last' must be True (every pretraining step trains "
+                "a full batch, so that a compiled step keeps one graph), but got False."
+            )
+        if not (self.distributed_ or short or batched):
+            kwargs.setdefault("batch_size", self.batch_size)
+            if kwargs["batch_size"] == -1:  # skorch's: the whole dataset
+                kwargs["batch_size"] = len(dataset)
+            if isinstance(self.iterator_train, type) and issubclass(
+                self.iterator_train, DataLoader
+            ):
+                kwargs["drop_last"] = True
+            return self.iterator_train(dataset, **kwargs)
         shuffle = kwargs.pop("shuffle", True)
         batch_size = kwargs.pop("batch_size", self.batch_size)
         check_option("store_read", self.store_read, ("random", "disk"))
@@ -410,6 +426,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 seed=_shared_seed(),
                 rank=distributed.rank() if self.distributed_ else 0,
                 world_size=world,
+                drop_last=True,
             )  # _SamplerEpoch sets its epoch, as a DistributedSampler's
             return DataLoader(stream, batch_size=None, **kwargs)
         if short:  # each process draws its own (its generator is seeded by rank)
@@ -419,8 +436,10 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         else:
             sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
         if not batched:
-            return DataLoader(dataset, sampler=sampler, batch_size=batch_size, **kwargs)
-        batches = BatchSampler(sampler, batch_size, drop_last=False)
+            return DataLoader(
+                dataset, sampler=sampler, batch_size=batch_size, drop_last=True, **kwargs
+            )
+        batches = BatchSampler(sampler, batch_size, drop_last=True)
         # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
         pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
         view = _BatchedView(dataset, pinned=pinned)

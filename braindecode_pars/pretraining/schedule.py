@@ -14,11 +14,15 @@ def _batches_per_epoch(n_windows, batch_size, world_size=1):
     """Optimiser steps one process takes per epoch over ``n_windows`` training windows.
 
     Under DistributedDataParallel each of ``world_size`` processes reads
-    ``ceil(n_windows / world_size)`` windows (torch's ``DistributedSampler`` pads);
-    the last batch is kept even when short.
+    ``ceil(n_windows / world_size)`` windows (torch's ``DistributedSampler`` pads).
+    Every step trains a full batch, so that a compiled step keeps one graph of one
+    shape: a short last batch is left out (the windows it would hold train in other
+    epochs, the order being reshuffled), and a process with fewer windows than
+    ``batch_size`` takes one step of a full batch drawn with replacement
+    (:func:`_draws_with_replacement`).
     """
     per_process = math.ceil(n_windows / max(world_size, 1))
-    return max(1, math.ceil(per_process / batch_size))
+    return max(1, per_process // batch_size)
 
 
 def _draws_with_replacement(n_windows, batch_size, world_size=1):

@@ -171,13 +171,13 @@ def test_every_rank_takes_the_same_number_of_steps(view, world, uneven):
 @pytest.mark.parametrize("world", [2, 3])
 def test_torch_samplers_of_the_random_read_give_every_rank_the_same_steps(view, world):
     """What pretraining with the random read does under DDP: DistributedSampler pads
-    every rank to ceil(n / world) windows and the batches keep the short last one."""
+    every rank to ceil(n / world) windows and the batches leave out the short last one."""
     counts = [
-        len(list(BatchSampler(DistributedSampler(view, world, r, seed=0), 4, drop_last=False)))
+        len(list(BatchSampler(DistributedSampler(view, world, r, seed=0), 4, drop_last=True)))
         for r in range(world)
     ]
     per_rank = math.ceil(37 / world)
-    assert counts == [math.ceil(per_rank / 4)] * world
+    assert counts == [per_rank // 4] * world
 
 
 def test_rank_share_pads_from_the_start_or_cuts():
@@ -270,8 +270,8 @@ def test_the_command_line_pretrains_from_a_store_read_in_disk_order(tmp_path, on
     config = tiny_config(tmp_path, n_patches=4)
     assert cli.main(["pretrain", *flags, "--window-seconds", "30", *config]) == 0
     history = json.loads((run_state(run) / "history.json").read_text())
-    # 32 windows, 4 held out: 28 train in batches of 8
-    assert [row["train_batch_count"] for row in history] == [4, 4]
+    # 32 windows, 4 held out: 28 train in 3 full batches of 8 (the short one left out)
+    assert [row["train_batch_count"] for row in history] == [3, 3, 3]
     with pytest.raises(SystemExit):
         cli.main(["pretrain", *flags[:-2], "--read", "ssd"])
 

@@ -109,20 +109,23 @@ def _reads(monkeypatch):
 def test_no_step_reads_the_device_and_the_log_is_read_on_the_report_cadence(monkeypatch):
     torch.manual_seed(0)
     reads = _reads(monkeypatch)
-    # 40 windows in batches of 16: 3 steps an epoch (16, 16, 8); a report every 2 epochs
+    # 36 training windows in batches of 16: 2 full steps an epoch (the short last batch
+    # left out); 20 validation windows in batches of 16 and 4; a report every 2 epochs
     net = PretrainNet(
         ramp_pars(**TINY), max_epochs=7, batch_size=16, lr=3e-3, progress_bar=False,
-        valid_fraction=0.2, eval_every_steps=4, device="cpu",
+        valid_fraction=0.35, eval_every_steps=4, device="cpu",
         callbacks=[("guard", NoHostReads()), ("naive", Naive())],
     )  # fmt: skip
-    net.fit(ramp_dataset(50))
+    net.fit(ramp_dataset(56))
     guard = dict(net.callbacks_)["guard"]
     naive = dict(net.callbacks_)["naive"].rows_
     reported = [1, 2, 4, 6, 7]  # the first, every second, the last
-    n_valid_steps = len(reported)  # 10 validation windows: one batch each report
-    assert guard.steps_ == 7 * 3 + n_valid_steps  # every step and its callbacks guarded
+    n_valid_steps = 2 * len(reported)  # two validation batches each report
+    assert guard.steps_ == 7 * 2 + n_valid_steps  # every step and its callbacks guarded
     assert reads == reported  # the log read once per reported epoch, never per step
-    assert [len(r) for r in net.history[:, "batches"]] == [3 + (e in reported) for e in range(1, 8)]
+    assert [len(r) for r in net.history[:, "batches"]] == [
+        2 + 2 * (e in reported) for e in range(1, 8)
+    ]
 
     # the values logged are those of the naive reading, batch by batch and per epoch
     for epoch, row in enumerate(net.history, start=1):
@@ -147,7 +150,9 @@ def test_no_step_reads_the_device_and_the_log_is_read_on_the_report_cadence(monk
             assert row[f"{prefix}_trivial"] == pytest.approx(trivial, rel=1e-6)
             assert row[f"{prefix}_skill"] == pytest.approx(1 - loss / trivial, rel=1e-5)
     sizes = [b["train_batch_size"] for b in net.history[0, "batches"] if "train_loss" in b]
-    assert sizes == [16, 16, 8]  # the weighting is exercised
+    assert sizes == [16, 16]  # full training batches only
+    sizes = [b["valid_batch_size"] for b in net.history[0, "batches"] if "valid_loss" in b]
+    assert sizes == [16, 4]  # the weighting is exercised
 
     # the "best" flags: the running minimum of each epoch's loss
     losses = net.history[:, "train_loss"]
@@ -410,8 +415,9 @@ def test_on_a_gpu_no_training_step_synchronises(compiled):
         net.fit(ramp_dataset(50))
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    # every step counted; from the fifth on (the batch of 8 compiled too), none waited
-    assert dict(net.callbacks_)["sync"].steps_ == 4 * 3
+    # every step counted (40 training windows: 2 full steps an epoch); from the fifth on,
+    # none waited
+    assert dict(net.callbacks_)["sync"].steps_ == 4 * 2
     naive = [r for r in dict(net.callbacks_)["naive"].rows_ if r[0]]
     logged = [b["train_loss"] for row in net.history for b in row["batches"] if "train_loss" in b]
     np.testing.assert_allclose(logged, [r[1] for r in naive], rtol=1e-6)
