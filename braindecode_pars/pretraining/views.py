@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -111,6 +112,7 @@ class SingleChannelWindows(Dataset):
         """A view of a store pickles without its data (DataLoader workers started by
         spawn or forkserver map the store again)."""
         state = self.__dict__.copy()
+        state.pop("_gather", None)  # views of the recordings: made again where drawn
         if state.get("_store") is not None:
             state["recordings"] = None
         return state
@@ -203,7 +205,7 @@ class SingleChannelWindows(Dataset):
     def _crop_bounds(self, indices):
         """:meth:`crop_bounds` of every item of ``indices``: two arrays."""
         rows = self.index[indices]
-        lengths = np.array([self.recordings[r].shape[1] for r in rows[:, 0].tolist()])
+        lengths = self._layout().n_samples[rows[:, 0]]
         last = lengths - self.n_times  # the last start inside each recording
         low = np.minimum(np.maximum(0, rows[:, 1] - self.max_shift), last)
         high = np.minimum(last, np.maximum(rows[:, 1], rows[:, 2] - self.n_times) + self.max_shift)
@@ -262,24 +264,202 @@ class SingleChannelWindows(Dataset):
 
     def _draw(self, indices, rng, shared=False, pinned=False):
         """The crops of ``indices``, (n, 1, n_times) float32, drawn from ``rng``; with
-        ``shared``, written into shared memory, with ``pinned`` into pinned memory."""
+        ``shared``, written into shared memory, with ``pinned`` into pinned memory.
+
+        Two uniforms per item (``rng.random(n)`` twice): the start ``low + floor(u *
+        (high - low + 1))`` within :meth:`crop_bounds`, the channel ``floor(v *
+        n_chans)``. The crops are gathered a block of memory at a time
+        (:meth:`_layout`), not one by one."""
         u, v = rng.random(len(indices)), rng.random(len(indices))
-        rows = self.index[indices]
-        channels = np.array([self.recordings[r].shape[0] for r in rows[:, 0].tolist()])
+        layout = self._layout()
+        recs = self.index[indices, 0]
         low, high = self._crop_bounds(indices)
-        starts = (low + (u * (high - low + 1)).astype(np.int64)).tolist()
-        picks = (v * channels).astype(np.int64).tolist()
+        starts = low + (u * (high - low + 1)).astype(np.int64)
+        picks = (v * layout.n_chans[recs]).astype(np.int64)
         X = torch.empty((len(indices), 1, self.n_times), dtype=torch.float32, pin_memory=pinned)
         if shared:
             X.share_memory_()
-        out = X.numpy()
-        for k, (rec, start, channel) in enumerate(
-            zip(rows[:, 0].tolist(), starts, picks, strict=True)
-        ):
-            out[k, 0] = self.recordings[rec][channel, start : start + self.n_times]
+        self._gather_crops(layout, recs, picks, starts, X[:, 0])
         if getattr(self, "_scales", None) is not None:  # a float16 store's recordings
-            out /= self._scales[rows[:, 0]][:, None, None]
+            out = X.numpy()
+            out /= self._scales[recs][:, None, None]
         return X
+
+    def _layout(self):
+        """Where every recording's samples lie (a :class:`_Layout`), found once per
+        process."""
+        layout = self.__dict__.get("_gather")
+        if layout is None or len(layout.n_chans) != len(self.recordings):
+            layout = self._gather = _Layout(self.recordings)
+        return layout
+
+    def _gather_crops(self, layout, recs, picks, starts, out):
+        """Copy channel ``picks[k]`` of recording ``recs[k]`` from sample ``starts[k]``
+        into ``out[k]`` (an (n, n_times) float32 tensor): with one ``index_select``
+        straight into ``out`` when one block of memory holds every crop (arrays, a
+        store), a slice copy each otherwise (recordings read one by one; the copies,
+        not the loop, then take most of the time)."""
+        n = self.n_times
+        blocks = layout.block[recs]
+        elements = layout.offset[recs] + picks * layout.stride[recs] + starts
+        if blocks[0] >= 0 and (blocks == blocks[0]).all():
+            windows = layout.windows(int(blocks[0]), n)
+            if windows.dtype == out.dtype:
+                torch.index_select(windows, 0, torch.from_numpy(elements), out=out)
+            else:  # float16 storage, converted exactly
+                out.copy_(torch.index_select(windows, 0, torch.from_numpy(elements)))
+            return
+        rows = out.numpy()
+        places = zip(recs.tolist(), blocks.tolist(), elements.tolist(), strict=True)
+        for k, (r, block, e) in enumerate(places):
+            if block >= 0:
+                rows[k] = layout.blocks[block][e : e + n]
+            else:  # a recording whose samples are not contiguous in time
+                rows[k] = self.recordings[r][picks[k], starts[k] : starts[k] + n]
+
+
+class _Layout:
+    """Where the samples of a view's recordings lie: every recording's channels and
+    samples, and, where its samples are contiguous in time inside one contiguous array
+    (the arrays a view was given, whose windows are views of them; a store's mapped
+    file; a recording read into memory), that array flattened (its *block*), the offset
+    of the recording's first sample there and its channel stride, in elements. Sample
+    ``t`` of channel ``c`` of recording ``r`` is then ``blocks[block[r]][offset[r] + c *
+    stride[r] + t]``; ``block[r]`` is -1 for a recording whose samples are not so laid
+    out (read one crop at a time).
+    """
+
+    def __init__(self, recordings):
+        n = len(recordings)
+        self.n_chans = np.empty(n, np.int64)
+        self.n_samples = np.empty(n, np.int64)
+        self.block, self.offset, self.stride = (np.full(n, -1, np.int64) for _ in range(3))
+        self.blocks, self._windows = [], {}
+        roots = {}  # id of a root array -> its block
+        for r, recording in enumerate(recordings):
+            self.n_chans[r], self.n_samples[r] = recording.shape
+            root = recording
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            item = recording.itemsize
+            if not (
+                root.flags.c_contiguous
+                and root.dtype == recording.dtype
+                and recording.strides[1] == item
+                and recording.strides[0] % item == 0
+            ):
+                continue
+            block = roots.get(id(root))
+            if block is None:
+                block = roots[id(root)] = len(self.blocks)
+                self.blocks.append(root.reshape(-1))
+            address = recording.__array_interface__["data"][0]
+            self.block[r] = block
+            self.offset[r] = (address - root.__array_interface__["data"][0]) // item
+            self.stride[r] = recording.strides[0] // item
+
+    def windows(self, block, n_times):
+        """Every run of ``n_times`` consecutive samples of ``block``, as the rows of a
+        strided tensor that shares its memory (no copy): row ``e`` starts at element
+        ``e``."""
+        key = (block, n_times)
+        if key not in self._windows:
+            with warnings.catch_warnings():  # a store's map is read-only: only read here
+                warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+                flat = torch.from_numpy(self.blocks[block])
+            self._windows[key] = flat.unfold(0, n_times, 1)
+        return self._windows[key]
+
+
+#: Bytes of recordings (and of their index) that :class:`_DeviceCrops` uploads at most
+#: by default.
+_DEVICE_CROPS_BYTES = 2 * 2**30
+
+
+class _DeviceCrops:
+    """A view's recordings uploaded once to a device, and its crops drawn there.
+
+    The recordings (a float16 store's divided by their scales, as
+    :meth:`SingleChannelWindows._draw` does) are copied once, as float32, into one flat
+    tensor on ``device``, with every recording's offset, channels and samples and every
+    window's recording and crop bounds (:meth:`SingleChannelWindows.crop_bounds`); then
+    a batch of crops is drawn with torch operations only, on the device, from a
+    ``torch.Generator`` of that device: a start uniform over the window's crop bounds,
+    a channel uniform over its recording's, the crop gathered by ``index_select`` from
+    the flat tensor. Any device torch runs on: the same code on a CPU, a GPU, MPS.
+
+    Parameters
+    ----------
+    view : SingleChannelWindows
+    device : str | torch.device
+    max_bytes : int
+        The upload is refused (``ValueError``) when the recordings and their index take
+        more bytes than this (:meth:`bytes_needed`).
+
+    Examples
+    --------
+    >>> view = SingleChannelWindows(np.random.randn(10, 8, 500), n_times=400)
+    >>> crops = _DeviceCrops(view, "cpu")
+    >>> X = crops.draw([1, 3, 3], torch.Generator().manual_seed(0))
+    >>> tuple(X.shape)
+    (3, 1, 400)
+    """
+
+    def __init__(self, view, device="cpu", max_bytes=_DEVICE_CROPS_BYTES):
+        check_int("max_bytes", max_bytes, 1)
+        needed = self.bytes_needed(view)
+        if needed > max_bytes:
+            raise ValueError(
+                f"'max_bytes' must be at least the {needed} bytes the view's recordings and "
+                f"index take on the device, but got {max_bytes}."
+            )
+        self.device, self.n_times = torch.device(device), view.n_times
+        layout = view._layout()
+        sizes = layout.n_chans * layout.n_samples
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        self.flat = torch.empty(int(offsets[-1]), dtype=torch.float32, device=self.device)
+        scales = getattr(view, "_scales", None)
+        chunk, first = [], 0  # recordings copied ~64 MiB at a time
+        for r, recording in enumerate(view.recordings):
+            samples = np.asarray(recording, dtype=np.float32).reshape(-1)
+            chunk.append(samples if scales is None else samples / scales[r])
+            if offsets[r + 1] - offsets[first] >= 2**24 or r + 1 == len(view.recordings):
+                block = torch.from_numpy(np.concatenate(chunk))
+                self.flat[offsets[first] : offsets[r + 1]].copy_(block)
+                chunk, first = [], r + 1
+        low, high = view._crop_bounds(np.arange(len(view)))
+
+        def on_device(values):
+            return torch.as_tensor(np.asarray(values, dtype=np.int64), device=self.device)
+
+        self.rec_offset, self.rec_chans = on_device(offsets[:-1]), on_device(layout.n_chans)
+        self.rec_samples = on_device(layout.n_samples)
+        self.rec, self.low, self.high = on_device(view.index[:, 0]), on_device(low), on_device(high)
+        self.windows = self.flat.unfold(0, self.n_times, 1)
+
+    @staticmethod
+    def bytes_needed(view):
+        """Bytes the recordings of ``view`` (float32) and their index take on the device."""
+        layout = view._layout()
+        samples = int((layout.n_chans * layout.n_samples).sum())
+        return 4 * samples + 8 * (3 * len(layout.n_chans) + 3 * len(view))
+
+    def draw(self, indices, generator=None, positions=False):
+        """The crops of windows ``indices``, (n, 1, n_times) float32 on the device, drawn
+        from ``generator`` (a ``torch.Generator`` of the device; None: torch's default);
+        with ``positions``, also each crop's start and channel."""
+        indices = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
+        n = len(indices)
+        # two uniform integers per crop, modulo the choices: a bias below choices / 2**62
+        draws = torch.randint(
+            0, 2**62, (2, n), generator=generator, device=self.device, dtype=torch.int64
+        )
+        low, rec = self.low[indices], self.rec[indices]
+        starts = low + draws[0] % (self.high[indices] - low + 1)
+        channels = draws[1] % self.rec_chans[rec]
+        elements = self.rec_offset[rec] + channels * self.rec_samples[rec] + starts
+        X = torch.index_select(self.windows, 0, elements).unsqueeze(1)
+        return (X, starts, channels) if positions else X
 
 
 class _BatchedView(Dataset):
