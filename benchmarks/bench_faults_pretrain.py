@@ -20,12 +20,26 @@ started as the leader of a process group of its own; SLURM signals every process
 job at its time limit): SIGTERM and SIGKILL. They also record whether the process group
 is empty (``os.killpg(pgid, 0)`` finds no process) within 10 s of the run's end.
 
+The torchrun trials launch the same command under torchrun with two CPU processes, as
+docs/cluster.rst launches it (``--signals-to-handle`` naming SIGUSR1, ``stop_signal``
+USR1 in ``--config``), for :data:`TORCHRUN_EPOCHS` epochs of one step per process, and
+send SIGUSR1 to the launcher alone (what SLURM's ``--signal=B:USR1@...`` reaches
+through the batch script) a random 1-4 s after the first state is saved. (Under
+DistributedDataParallel a state is saved only on the epochs the run reports, the first
+and then every 200 steps, so the signal waits on a clock, not on a saved epoch.)
+torchrun forwards it to both processes, which agree on a step within seconds; rank 0
+saves it. They also record the seconds from the signal to the launcher's end (torchrun
+SIGKILLs the processes 30 s after forwarding), how many processes torchrun forwarded
+it to, whether it had to SIGKILL one, and whether every process group seen (the
+launcher's and each process's own: torchrun starts each in a session of its own) is
+empty within 10 s of the end.
+
 The full-disk trial reruns a stopped run under ``RLIMIT_FSIZE`` smaller than a
 checkpoint: the run must stop with a message naming the checkpoint, leave the saved
 state as it was, and a rerun without the limit must finish with the exact step count.
 
-Usage: ``python -m benchmarks.bench_faults_pretrain --trials 3 --group-trials 5 --out
-benchmarks/results/faults_pretrain.md``.
+Usage: ``python -m benchmarks.bench_faults_pretrain --trials 3 --group-trials 5
+--torchrun-trials 3 --out benchmarks/results/faults_pretrain.md``.
 """
 
 from __future__ import annotations
@@ -49,6 +63,16 @@ import torch
 TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
 EPOCHS = 30
 BATCH = 8
+#: The epochs of a torchrun trial: each process has 1 step an epoch (half the windows,
+#: fewer than a batch; about 30 ms on a 2-core CPU), signalled 1-4 s after its first
+#: state, and the processes agree on a stop about every 5 s (or on the next reported
+#: epoch, every 200 steps): a run long enough to stop well before its end.
+TORCHRUN_EPOCHS = 800
+#: torchrun with two CPU processes, forwarding SIGUSR1 as docs/cluster.rst launches it.
+TORCHRUN = [
+    sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+    "--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1",
+]  # fmt: skip
 
 
 def build_store(folder):
@@ -69,12 +93,13 @@ RUN_SETTINGS = {
 }  # fmt: skip
 
 
-def command(store, out, config, workers=1):
-    """The ``pretrain`` command of a trial (``config``: :func:`tiny_config`'s file)."""
+def command(store, out, config, workers=1, epochs=EPOCHS, launch=(sys.executable,)):
+    """The ``pretrain`` command of a trial (``config``: :func:`tiny_config`'s file;
+    ``launch``: what runs the module, :data:`TORCHRUN` for a torchrun trial)."""
     return [
-        sys.executable, "-m", "braindecode_pars.cli", "pretrain", "--store", str(store),
+        *launch, "-m", "braindecode_pars.cli", "pretrain", "--store", str(store),
         "--out", str(out), "--config", str(config), "--device", "cpu", "--threads", "1",
-        "--epochs", str(EPOCHS), "--batch-size", str(BATCH), "--workers", str(workers),
+        "--epochs", str(epochs), "--batch-size", str(BATCH), "--workers", str(workers),
     ]  # fmt: skip
 
 
@@ -115,6 +140,31 @@ def _children(pid):
     return [int(p) for p in text.split()]
 
 
+def _descendants(pid):
+    """The processes below ``pid`` (children, their children, ...), as they are now."""
+    found, todo = [], _children(pid)
+    while todo:
+        found.append(todo.pop())
+        todo.extend(_children(found[-1]))
+    return found
+
+
+def _pgid(pid):
+    """The process group of ``pid`` (None once it has ended)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _message(err):
+    """The command's own last message in ``err`` (a line of ``braindecode-pars``; under
+    torchrun the launcher's traceback follows it), else the last line."""
+    lines = err.strip().splitlines()
+    own = [line for line in lines if line.startswith("braindecode-pars")]
+    return (own or lines or [""])[-1]
+
+
 def alive(pid):
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -150,10 +200,14 @@ def run(cmd, env=None, limit_bytes=None, timeout=600):
     return done.returncode, done.stderr
 
 
-def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600, group=False):
-    """Start ``cmd``, send ``sig`` once its saved state reaches ``at_epoch``; ``group``:
+def interrupt(
+    cmd, out, sig, at_epoch, env=None, timeout=600, group=False, launcher=False, delay=0.0
+):
+    """Start ``cmd``, send ``sig`` ``delay`` seconds after its saved state reaches
+    ``at_epoch``; ``group``:
     to every process of the run at once (``kill -- -PGID``; the run started as the leader
-    of a process group of its own).
+    of a process group of its own); ``launcher``: ``cmd`` is torchrun, started as the
+    leader of a process group of its own, and the signal goes to it alone.
 
     Returns
     -------
@@ -162,29 +216,44 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600, group=False):
         (steps taken minus steps saved: the steps at the signal are read from the
         process's own count, AdamW's, which its last saved state gives after SIGTERM; after
         SIGKILL the log's last step), ``left`` (processes of the run alive 10 s after),
-        ``workers`` (its child processes seen while it ran), ``group_empty`` (None
-        unless ``group``).
+        ``workers`` (its child processes seen while it ran; under ``launcher`` every
+        process below it), ``group_empty`` (None unless ``group`` or ``launcher``: then
+        whether every process group seen is empty), ``seconds`` (from the signal to the
+        end), ``forwarded`` (processes torchrun said it sent the signal to) and
+        ``forced`` (whether torchrun SIGKILLed one after its grace).
     """
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env(env),
-        start_new_session=group,
+        start_new_session=group or launcher,
     )  # fmt: skip
-    start, family = time.monotonic(), set()
+    start, family, groups = time.monotonic(), set(), {proc.pid}
+
+    def look():
+        seen = _descendants(proc.pid) if launcher else _children(proc.pid)
+        family.update(seen)
+        groups.update(g for g in map(_pgid, seen) if g is not None)
+
     while time.monotonic() - start < timeout:
-        family.update(_children(proc.pid))
+        look()
         state = saved(out) if (Path(out) / "state.json").is_file() else None
         if state is not None and state[0] >= at_epoch:
             break
         if proc.poll() is not None:
             raise RuntimeError(f"the run ended before epoch {at_epoch}: {proc.stderr.read()}")
         time.sleep(0.05)
-    family.update(_children(proc.pid))
+    until = time.monotonic() + delay
+    while time.monotonic() < until and proc.poll() is None:
+        look()
+        time.sleep(0.05)
+    look()
     before = saved(out)
+    sent = time.monotonic()
     if group:
         os.killpg(proc.pid, sig)  # the group's id is its leader's pid
     else:
         proc.send_signal(sig)
     _, err = proc.communicate(timeout=timeout)
+    seconds = time.monotonic() - sent
     time.sleep(10 if sig == signal.SIGKILL and not group else 0)
     for _ in range(100):
         left = [p for p in {proc.pid, *family} if alive(p)]
@@ -192,10 +261,12 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600, group=False):
             break
         time.sleep(0.1)
     empty = group_empty(proc.pid) if group else None
+    if launcher:  # torchrun's own group and each process's session
+        empty = all([group_empty(g) for g in sorted(groups)])
     after = saved(out)
     return {
         "code": proc.returncode,
-        "message": err.strip().splitlines()[-1] if err.strip() else "",
+        "message": _message(err),
         "signalled_at": before,
         "epoch": after[0],
         "steps": after[1],
@@ -207,23 +278,35 @@ def interrupt(cmd, out, sig, at_epoch, env=None, timeout=600, group=False):
         "left": left,
         "workers": len(family),
         "group_empty": empty,
+        "seconds": seconds,
+        "forwarded": err.count(f"closing signal {signal.Signals(sig).name}"),
+        "forced": "forcefully exiting" in err,
+        "stderr": err[-4000:] if launcher else "",
     }
 
 
-def trial(root, store, sig, at_epoch, seed=0, workers=1, group=False):
-    """One trial: interrupt (``group``: every process of the run at once), then rerun;
-    its figures."""
-    name = f"{'group-' if group else ''}{signal.Signals(sig).name}-{at_epoch}-{seed}"
+def trial(root, store, sig, at_epoch, seed=0, workers=1, group=False, torchrun=False, delay=0.0):
+    """One trial: interrupt (``group``: every process of the run at once; ``torchrun``:
+    the command under torchrun with two CPU processes, for :data:`TORCHRUN_EPOCHS`
+    epochs, signalled through the launcher; ``delay``: seconds after the state of
+    ``at_epoch``), then rerun; its figures."""
+    kind = "torchrun-" if torchrun else "group-" if group else ""
+    name = f"{kind}{signal.Signals(sig).name}-{at_epoch}-{seed}"
     out = Path(root) / f"run-{name}"
-    cmd = command(store, out, tiny_config(root), workers=workers)
-    result = interrupt(cmd, out, sig, at_epoch, group=group)
+    epochs = TORCHRUN_EPOCHS if torchrun else EPOCHS
+    launch = TORCHRUN if torchrun else (sys.executable,)
+    cmd = command(store, out, tiny_config(root), workers=workers, epochs=epochs, launch=launch)
+    result = interrupt(cmd, out, sig, at_epoch, group=group, launcher=torchrun, delay=delay)
     code, err = run(cmd)
     final = saved(out)
     result.update(
         signal=signal.Signals(sig).name,
         group=group,
+        torchrun=torchrun,
+        epochs=epochs,
         n_workers=workers,
         at_epoch=at_epoch,
+        delay=delay,
         rerun_code=code,
         rerun_error=err[-2000:] if code else "",
         final_epoch=final[0],
@@ -275,6 +358,10 @@ def main(argv=None):
         "--group-trials", type=int, default=5,
         help="trials per signal (SIGTERM, SIGKILL) to the whole job, --workers 2",
     )  # fmt: skip
+    parser.add_argument(
+        "--torchrun-trials", type=int, default=3,
+        help="trials of SIGUSR1 to torchrun launching two CPU processes",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/faults_pretrain.md")
     args = parser.parse_args(argv)
@@ -292,22 +379,29 @@ def main(argv=None):
                 at = rng.randint(2, EPOCHS - 2)
                 rows.append(trial(root, store, sig, at, seed=i, workers=2, group=True))
                 print(rows[-1], flush=True)
+        for i in range(args.torchrun_trials):  # SIGUSR1 through torchrun, 2 processes
+            delay = round(rng.uniform(1, 4), 1)  # after the first state (epoch 1)
+            rows.append(trial(root, store, signal.SIGUSR1, 1, seed=i, torchrun=True, delay=delay))
+            print(rows[-1], flush=True)
         disk = full_disk(root, store)
         print(disk, flush=True)
     write_table(rows, disk, args, time.monotonic() - start, load)
 
 
-def _row(r, total):
+def _row(r):
     """A table row of trial ``r`` (:func:`trial`)."""
     lost = (
         "0 (stopped at a step boundary)" if r["signal"] != "SIGKILL" else
         "< 1 epoch (the last state's)"
     )  # fmt: skip
-    cells = [r["signal"], r["at_epoch"], r["code"], f"{r['epoch']} + {r['steps']}", lost,
-             len(r["left"])]  # fmt: skip
-    if r["group"]:
+    at = f"{r['at_epoch']} + {r['delay']:.1f} s" if r["torchrun"] else r["at_epoch"]
+    cells = [r["signal"], at, r["code"], f"{r['epoch']} + {r['steps']}", lost]
+    if r["torchrun"]:
+        cells += [f"{r['seconds']:.1f}", r["forwarded"], "yes" if r["forced"] else "no"]
+    cells.append(len(r["left"]))
+    if r["group"] or r["torchrun"]:
         cells += [r["workers"], "yes" if r["group_empty"] else "NO"]
-    cells.append(f"{r['final_steps']} / {total}")
+    cells.append(f"{r['final_steps']} / {r['epochs'] * r['steps_per_epoch']}")
     return "| " + " | ".join(map(str, cells)) + " |"
 
 
@@ -315,15 +409,17 @@ def write_table(rows, disk, args, seconds, load):
     from benchmarks.lib.measure import cpu_model
 
     total = EPOCHS * rows[0]["steps_per_epoch"]
-    main_rows = [r for r in rows if not r["group"]]
+    main_rows = [r for r in rows if not (r["group"] or r["torchrun"])]
     group_rows = [r for r in rows if r["group"]]
+    torchrun_rows = [r for r in rows if r["torchrun"]]
     lines = [
         "# Faults of `braindecode-pars pretrain`: signals, kills, a full disk",
         "",
         f"{datetime.date.today()}, {cpu_model()} (load average {load:.2f} before), Python "
         f"{sys.version.split()[0]}, torch {torch.__version__}; written by `python -m "
         f"benchmarks.bench_faults_pretrain --trials {args.trials} --group-trials "
-        f"{args.group_trials} --seed {args.seed}` in {seconds:.0f} s: a tiny encoder, "
+        f"{args.group_trials} --torchrun-trials {args.torchrun_trials} --seed {args.seed}` "
+        f"in {seconds:.0f} s: a tiny encoder, "
         f"{EPOCHS} epochs of {rows[0]['steps_per_epoch']} steps (batch 8, a state every "
         "epoch), signalled once the saved state reached the epoch given, then the same "
         "command again.",
@@ -333,7 +429,7 @@ def write_table(rows, disk, args, seconds, load):
         "| signal | signalled at (saved epoch) | exit | saved: epoch + steps | "
         "steps lost | processes left | rerun: steps / uninterrupted |",
         "|---|---|---|---|---|---|---|",
-        *(_row(r, total) for r in main_rows),
+        *(_row(r) for r in main_rows),
     ]
     if group_rows:
         empty = sum(bool(r["group_empty"]) for r in group_rows)
@@ -354,12 +450,56 @@ def write_table(rows, disk, args, seconds, load):
             "steps lost | processes left | workers | group empty | "
             "rerun: steps / uninterrupted |",
             "|---|---|---|---|---|---|---|---|---|",
-            *(_row(r, total) for r in group_rows),
+            *(_row(r) for r in group_rows),
             "",
             f"Trials: {len(group_rows)}; reruns that finished with the steps of an "
             f"uninterrupted run: {resumed} of {len(group_rows)}; processes left: "
             f"{sum(len(r['left']) for r in group_rows)}; groups empty: {empty} of "
             f"{len(group_rows)}.",
+        ]
+    if torchrun_rows:
+        per_epoch = torchrun_rows[0]["steps_per_epoch"]
+        resumed = sum(
+            r["final_steps"] == r["epochs"] * per_epoch and r["rerun_code"] == 0
+            for r in torchrun_rows
+        )
+        saved_at_step = sum(
+            r["optimizer_steps"] == r["epoch"] * per_epoch + r["steps"] for r in torchrun_rows
+        )
+        lines += [
+            "",
+            "## SIGUSR1 under torchrun (2 CPU processes)",
+            "",
+            "The same command under `torchrun --standalone --nproc_per_node 2 "
+            '--signals-to-handle SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1` with `"stop_signal": '
+            f'["USR1"]` in `--config`, as docs/cluster.rst launches it: {TORCHRUN_EPOCHS} '
+            f"epochs of {per_epoch} step(s) per process (each process has half the windows), "
+            "SIGUSR1 sent to the launcher alone (what SLURM's `--signal=B:USR1@...` reaches "
+            "through the batch script) the seconds given after the first state (epoch 1: "
+            "under DistributedDataParallel a state is saved only on the epochs the run "
+            "reports, the first and every 200 steps), then the same command again. Exit: "
+            "torchrun's (1: it re-raises the signal it handled as a `SignalException`); "
+            "saved: the state rank 0 saved when the processes stopped; stop: seconds from "
+            "the signal to the "
+            "launcher's end (the processes agree on a step about every 5 s; torchrun "
+            "SIGKILLs them 30 s after forwarding); forwarded: processes torchrun sent the "
+            "signal to; SIGKILLed: whether torchrun had to; processes: every process below "
+            "the launcher seen while it ran (the two trainers and their DataLoader "
+            "workers); groups empty: no process left in any process group seen (torchrun's "
+            "and each trainer's own session) within 10 s of the end.",
+            "",
+            "| signal | signalled at (saved epoch + s) | exit | saved: epoch + steps | "
+            "steps lost | stop (s) | forwarded | SIGKILLed | processes left | processes | "
+            "groups empty | rerun: steps / uninterrupted |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *(_row(r) for r in torchrun_rows),
+            "",
+            f"Trials: {len(torchrun_rows)}; states saved at the step reached (AdamW's count "
+            f"equal to the epochs and steps saved): {saved_at_step} of {len(torchrun_rows)}; "
+            f"reruns that finished with the steps of an uninterrupted run: {resumed} of "
+            f"{len(torchrun_rows)}; processes left: "
+            f"{sum(len(r['left']) for r in torchrun_rows)}; groups empty: "
+            f"{sum(bool(r['group_empty']) for r in torchrun_rows)} of {len(torchrun_rows)}.",
         ]
     lines += [
         "",

@@ -1,6 +1,7 @@
 """Faults of ``braindecode-pars pretrain`` in a process of its own (the harness of
 benchmarks/bench_faults_pretrain.py, one trial each): SIGTERM and SIGKILL at epoch 2 or
-later, then the same command again; a full disk during a checkpoint."""
+later, then the same command again; a full disk during a checkpoint; the whole job
+signalled at once; SIGUSR1 to torchrun with two CPU processes."""
 
 import signal
 
@@ -72,3 +73,27 @@ def test_the_whole_job_signalled_at_once_leaves_no_process_and_the_rerun_continu
         assert r["optimizer_steps"] == r["epoch"] * r["steps_per_epoch"] + r["steps"]
     assert r["rerun_code"] == 0, r["rerun_error"]
     assert r["final_steps"] == bench.EPOCHS * r["steps_per_epoch"]  # none lost, none twice
+
+
+@pytest.mark.serial  # torchrun, its two processes and their DataLoader workers
+def test_sigusr1_to_torchrun_saves_the_step_reached_and_the_rerun_continues(harness):
+    """SIGUSR1 to torchrun launched as docs/cluster.rst says (two CPU processes,
+    ``--signals-to-handle`` naming it): torchrun forwards it to both processes, they
+    agree on a step and rank 0 saves it well within torchrun's 30-s grace, no process
+    of the job is left, and the same command finishes with the steps of a run never
+    stopped."""
+    bench, root, store = harness
+    r = bench.trial(root, store, signal.SIGUSR1, at_epoch=1, torchrun=True, delay=2.0)
+    assert r["forwarded"] == 2 and not r["forced"]  # both got it; none was SIGKILLed
+    assert r["seconds"] < 30
+    assert r["code"] != 0  # torchrun re-raises the signal it handled
+    assert "stopped by SIGUSR1" in r["message"] and "same command" in r["message"]
+    # a new state, at the step the processes agreed on, before the run's end
+    assert r["optimizer_steps"] > r["signalled_at"][2]
+    assert r["optimizer_steps"] == r["epoch"] * r["steps_per_epoch"] + r["steps"]
+    assert r["epoch"] < bench.TORCHRUN_EPOCHS
+    assert r["workers"] >= 4  # the two processes and their DataLoader workers were there
+    assert r["left"] == [] and r["group_empty"]
+    assert r["rerun_code"] == 0, r["rerun_error"]
+    assert r["final_epoch"] == bench.TORCHRUN_EPOCHS
+    assert r["final_steps"] == bench.TORCHRUN_EPOCHS * r["steps_per_epoch"]  # none lost or twice
