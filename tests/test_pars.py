@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from braindecode_pars import PARS, PatchEncoder
+from braindecode_pars.models.pair import CrossAttentionPairDecoder
 
 from .conftest import TINY
 
@@ -187,11 +188,48 @@ def test_given_encoder_is_used_unchanged_and_its_sfreq_must_match():
         pytest.param(
             dict(decoder="mlp", decoder_hidden=0), "'decoder_hidden' must be >= 1", id="hidden0"
         ),
+        pytest.param(
+            dict(decoder_fallback="cuda"),
+            r"'decoder_fallback' parameter. Allowed values are 'auto', 'torch' and 'triton', "
+            r"but got 'cuda'",
+            id="fallback",
+        ),
+        pytest.param(
+            dict(decoder="mlp", decoder_fallback="gpu"), "'decoder_fallback' parameter", id="mlp-fb"
+        ),
+        pytest.param(
+            dict(decoder_keep_tables_bytes=-1),
+            "'decoder_keep_tables_bytes' must be >= 0, but got -1",
+            id="keep-negative",
+        ),
+        pytest.param(
+            dict(decoder_keep_tables_bytes=1e9),
+            r"'decoder_keep_tables_bytes' must be an int, but got float \(1000000000.0\)",
+            id="keep-float",
+        ),
     ],
 )
 def test_bad_arguments_raise_naming_the_parameter(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         _tiny_pars(**kwargs)
+
+
+def test_the_decoders_execution_options_reach_it_and_leave_the_values_alone():
+    # the fallback's kernels and the tables' byte budget: how the operator runs, not
+    # what it computes (on a CPU both take the same path); refused with their names
+    default = _tiny_pars()
+    chosen = _tiny_pars(decoder_fallback="torch", decoder_keep_tables_bytes=0)
+    assert (default.decoder.fallback, default.decoder.keep_tables_bytes) == ("auto", None)
+    assert (chosen.decoder.fallback, chosen.decoder.keep_tables_bytes) == ("torch", 0)
+    chosen.load_state_dict(default.state_dict())
+    X, draws = torch.randn(3, 1, 300), default.draw(3, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(default(X, draws=draws)["loss"], chosen(X, draws=draws)["loss"])
+    for kwargs, match in [
+        (dict(fallback="cuda"), r"'fallback' parameter.*'auto', 'torch' and 'triton'.*'cuda'"),
+        (dict(keep_tables_bytes=-1), "'keep_tables_bytes' must be >= 0, but got -1"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            CrossAttentionPairDecoder(32, 4, **kwargs)
 
 
 def test_bad_input_raises():

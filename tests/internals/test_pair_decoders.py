@@ -109,8 +109,8 @@ def bad_pairs(monkeypatch):
     calls = []
     forward = pair_attention._pair_attention
 
-    def recording_forward(q, k, s, n, scale):
-        out = forward(q, k, s, n, scale)
+    def recording_forward(*args):
+        out = forward(*args)
         calls.append(int(out[1][0]))
         return out
 
@@ -212,10 +212,12 @@ def test_chunked_tables_on_cpu_equal_the_naive_decoder(monkeypatch, bad_pairs):
     assert bad_pairs == [0]  # one call, no fallback: the chunks alone are tested
 
 
-def test_the_accelerator_path_equals_the_naive_decoder(monkeypatch, bad_pairs):
+@pytest.mark.parametrize("keep_tables_bytes", [0, None], ids=["recomputed", "kept"])
+def test_the_accelerator_path_equals_the_naive_decoder(monkeypatch, bad_pairs, keep_tables_bytes):
     # the path a GPU takes, taken on this CPU (chunks sized by the scratch ratio, tables
-    # recomputed in backward): 7 windows, 4 heads of size 4, 6 masked of 10 patches:
-    # ceil(12 * 10 / (0.25 * 22 * 4)) = 6 chunks wanted, 4 chunks of 2 windows
+    # recomputed in backward or kept within the default budget): 7 windows, 4 heads of
+    # size 4, 6 masked of 10 patches: ceil(12 * 10 / (0.25 * 22 * 4)) = 6 chunks
+    # wanted, 4 chunks of 2 windows
     sizes = []
     chunk_size = pair_attention._chunk_size
 
@@ -225,7 +227,7 @@ def test_the_accelerator_path_equals_the_naive_decoder(monkeypatch, bad_pairs):
 
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: True)
     monkeypatch.setattr(pair_attention, "_chunk_size", recording_chunk_size)
-    dec = CrossAttentionPairDecoder(16, 4).double()
+    dec = CrossAttentionPairDecoder(16, 4, keep_tables_bytes=keep_tables_bytes).double()
     y, idx = _random_case(7, 10, 6, 16)
     _check_against_naive(dec, y, idx, rtol=1e-9)
     assert sizes == [2, 2]  # forward and backward, 4 chunks each
@@ -443,12 +445,19 @@ def _flops(fn):
     return counter.get_total_flops()
 
 
-@pytest.mark.parametrize("accelerator", [False, True], ids=["cpu-path", "accelerator-path"])
-def test_flop_counter_counts_the_operator_as_its_products(monkeypatch, accelerator):
+@pytest.mark.parametrize(
+    "accelerator, keep_bytes",
+    [(False, None), (True, 0), (True, None)],
+    ids=["cpu-path", "accelerator-path-recomputed", "accelerator-path-kept"],
+)
+def test_flop_counter_counts_the_operator_as_its_products(monkeypatch, accelerator, keep_bytes):
     # the registered formulas (what the counter sees of the opaque operator) against the
     # products the operator's own functions run, counted inside them: forward and
-    # backward, the accelerator's backward recomputing the tables, num and den
+    # backward, the accelerator's backward recomputing the tables, num and den where it
+    # keeps none
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
+    if keep_bytes is not None:
+        monkeypatch.setattr(pair_attention, "KEEP_TABLES_BYTES", keep_bytes)
     B, H, n, N, d = 3, 4, 6, 10, 8
     q = torch.randn(B, H, 2 * n, d, requires_grad=True)
     k = torch.randn(B, H, N, d, requires_grad=True)

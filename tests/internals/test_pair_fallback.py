@@ -104,6 +104,38 @@ def test_interpreted_triton_fallback_runs_inside_a_compiled_graph(bad_pairs):  #
 
 
 @needs_triton
+@pytest.mark.skipif(
+    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
+)
+def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
+    monkeypatch,
+    bad_pairs,  # noqa: F811
+):
+    """``CrossAttentionPairDecoder(fallback="triton")``, outside any fallback_kernel block,
+    runs the Triton kernels forward and backward, exactly; "torch" runs none of them,
+    even inside a "triton" block."""
+    launched = []
+    for name in ("forward_", "backward_"):
+        kernel = getattr(pair_fallback, name)
+
+        def recording(*args, _kernel=kernel, _name=name):
+            launched.append(_name)
+            return _kernel(*args)
+
+        monkeypatch.setattr(pair_fallback, name, recording)
+    torch.manual_seed(0)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    dec = _wide(CrossAttentionPairDecoder(16, 2, fallback="triton"), std=1.0)
+    _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL)
+    assert launched == ["forward_", "backward_"] and bad_pairs[0] > 0
+    launched.clear()
+    dec.fallback = "torch"
+    with pair_fallback.fallback_kernel("triton"):
+        _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL)
+    assert launched == []
+
+
+@needs_triton
 @pytest.mark.slow  # 20 to 40 s: Triton's interpreter runs each program in numpy
 def test_the_triton_fallback_is_exact_on_a_cpu():
     """The kernels under Triton's interpreter, on CPU tensors, in a child process."""
@@ -113,7 +145,7 @@ def test_the_triton_fallback_is_exact_on_a_cpu():
             str(Path(__file__)), "-k", "interpreted"]  # fmt: skip
     done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "3 passed" in done.stdout, done.stdout[-1000:]
+    assert "4 passed" in done.stdout, done.stdout[-1000:]
 
 
 @needs_triton
@@ -145,7 +177,10 @@ def test_the_kernels_compile_to_machine_code_for_an_h100(dtype):
 
 
 def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
-    with pytest.raises(ValueError, match=r"'kernel' must be one of \('torch', 'triton'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"'kernel' parameter. Allowed values are 'torch' and 'triton', but got 'cuda'",
+    ):
         with pair_fallback.fallback_kernel("cuda"):
             pass
     assert pair_fallback.chosen_kernel() == "torch"  # the default
@@ -157,3 +192,41 @@ def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "1")
         assert pair_fallback.use_triton(torch.empty(0)) == (pair_fallback.triton is not None)
     assert pair_fallback.chosen_kernel() == "torch"  # restored
+
+
+def test_auto_takes_the_blocks_kernel_else_the_devices_default():
+    cpu = torch.empty(0)
+    assert pair_fallback.AUTO_KERNEL["cpu"] == "torch"
+    assert pair_fallback.resolve("auto", cpu) == "torch"
+    assert pair_fallback.resolve("triton", cpu) == "triton"
+    with pair_fallback.fallback_kernel("triton"):
+        assert pair_fallback.resolve("auto", cpu) == "triton"
+        assert pair_fallback.resolve("torch", cpu) == "torch"  # a caller's own choice
+    assert pair_fallback.resolve("auto", torch.empty(0, device="meta")) == "torch"
+    with pytest.raises(ValueError, match=r"'fallback' parameter.*'auto', 'torch' and 'triton'"):
+        pair_fallback.resolve("cuda", cpu)
+
+
+@pytest.mark.parametrize("fallback", ["auto", "torch", "triton"])
+def test_the_decoders_fallback_reaches_the_operator(monkeypatch, fallback):
+    """The decoder's ``fallback`` is what the operator asks for, forward and backward,
+    inside a compiled graph too; under a "triton" block "auto" resolves to it."""
+    asked = []
+    use_triton = pair_fallback.use_triton
+
+    def recording(x, fallback="auto"):
+        asked.append((fallback, pair_fallback.resolve(fallback, x)))
+        return use_triton(x, fallback)
+
+    monkeypatch.setattr(pair_fallback, "use_triton", recording)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # the torch path runs here
+    torch.manual_seed(0)
+    dec = CrossAttentionPairDecoder(16, 2, fallback=fallback)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    compiled = torch.compile(dec, backend="aot_eager", fullgraph=True)
+    with pair_fallback.fallback_kernel("triton"):
+        for run in (dec, compiled):
+            theta = run(y, idx)
+            theta.sum().backward()
+    resolved = "triton" if fallback == "auto" else fallback
+    assert asked == [(fallback, resolved)] * 4

@@ -35,6 +35,16 @@ CPU_CHUNK_ELEMENTS = 1 << 18
 #: fraction of the size of the pair operator's inputs (see :func:`_chunk_size`).
 ACCELERATOR_SCRATCH_RATIO = 0.25
 
+#: On an accelerator the forward pass keeps the whole batch's factor tables, ``den`` and
+#: ratios for the backward pass when they take at most this many bytes, and the backward
+#: pass reads them; above it, it recomputes them chunk by chunk (the same values: the
+#: same products of the same chunks). 256 MiB holds them at the paper's size (40
+#: patches, 32 position-masked, 8 heads) up to a batch of about 1,800 in float32 (151 MB
+#: at 1,024); at 128 patches they take about 1.5 GB at 1,024. A caller sets its own
+#: budget per call (``CrossAttentionPairDecoder(keep_tables_bytes=...)``); a CPU always
+#: keeps them (see :func:`_on_accelerator`).
+KEEP_TABLES_BYTES = 256 << 20
+
 
 #: The factor tables are computed as ``2 ** (log2(e) * logits)``, the factor folded
 #: into the scale of the logits' product: on a CPU torch's ``exp2`` of float32 runs
@@ -126,11 +136,28 @@ def _underflow_threshold(dtype):
 
 def _on_accelerator(q):
     """Whether the operator runs as on an accelerator (any device but the CPU): chunks
-    sized by :data:`ACCELERATOR_SCRATCH_RATIO`, and the tables recomputed in the
-    backward pass. A CPU keeps the tables of the whole batch from the forward pass:
-    memory is cheaper there than the products, and the backward pass takes half as
-    long. A choice by device, never by data."""
+    sized by :data:`ACCELERATOR_SCRATCH_RATIO`, the tables kept for the backward pass
+    only within a byte budget (:func:`_keeps_tables`), and ``dq`` and ``dk`` computed in
+    their own layout. A CPU keeps the tables of the whole batch from the forward pass
+    (memory is cheaper there than the products, and the backward pass takes half as
+    long) and computes ``dq`` and ``dk`` transposed. A choice by device, never by
+    data."""
     return q.device.type != "cpu"
+
+
+def _kept_bytes(q, k, n):
+    """Bytes of the tables, ``den`` and ratios of the whole batch of a call."""
+    B, H, n2, _ = q.shape
+    return B * H * (n2 * k.shape[2] + 2 * n * n) * q.element_size()
+
+
+def _keeps_tables(q, k, n, keep_bytes):
+    """Whether the forward pass keeps its tables for the backward pass: always on a
+    CPU; elsewhere when :func:`_kept_bytes` is at most ``keep_bytes`` (None:
+    :data:`KEEP_TABLES_BYTES`). A choice by device, shapes and dtype, never data."""
+    if not _on_accelerator(q):
+        return True
+    return _kept_bytes(q, k, n) <= (KEEP_TABLES_BYTES if keep_bytes is None else keep_bytes)
 
 
 def _chunk_size(q, k):
@@ -180,21 +207,21 @@ def _ratio_(num, den, e_u, e_vt, s, scratch, bad, least=None):
     return num.div_(den)
 
 
-def _pair_attention(q, k, s, n, scale):
+def _pair_attention(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
     """Forward of :func:`pair_attention`: the factor tables, chunk by chunk, then the
     pairs they could not resolve, exactly."""
     with exact_float_arithmetic(q.device.type):
-        return _pair_attention_exact(q, k, s, n, scale)
+        return _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback)
 
 
-def _pair_attention_exact(q, k, s, n, scale):
+def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
     B, H, n2, d = q.shape
     N, chunk = k.shape[2], _chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     theta = q.new_empty(B, n, n)
     bad = torch.empty(B, H, n, n, dtype=torch.bool, device=q.device)
     least = q.new_full((), math.inf)  # the smallest denominator of the call
-    keep = not _on_accelerator(q)
+    keep = _keeps_tables(q, k, n, keep_bytes)
     rows_kept = B * H if keep else 0  # the whole batch's, or nothing
     kept = q.new_empty(rows_kept, n2, N), q.new_empty(rows_kept, n, n), q.new_empty(rows_kept, n, n)
     # kept: the tables, den, and each head's ratio (computed into num's buffer)
@@ -212,7 +239,7 @@ def _pair_attention_exact(q, k, s, n, scale):
         torch.sum(ratio.view(b1 - b0, H, n, n), dim=1, out=theta[b0:b1])
     with torch.profiler.record_function("pair_attention.fallback"):  # a profiler's label
         slots, counts = _find_slots(bad, fallback_slots(B, H, n))
-        if pair_fallback.use_triton(q):  # one kernel (pair_fallback.py)
+        if pair_fallback.use_triton(q, fallback):  # one kernel (pair_fallback.py)
             pair_fallback.forward_(theta, slots, q3, k3, s3, n, H, scale)
         else:
             pairs = _SlotPairs(slots, q3, k3, s3, n, scale)
@@ -270,19 +297,24 @@ def _chunk_buffers(q, rows, n, N):
     return q.new_empty(rows, 2 * n, N), q.new_empty(rows, n, n), q.new_empty(rows, n, n)
 
 
-def _pair_attention_backward(grad, q, k, s, bad, slots, tables, den, ratio, n, scale):
+def _pair_attention_backward(
+    grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback="auto"
+):
     """Backward of :func:`pair_attention`; see :func:`_pair_attention_backward_exact`."""
     with exact_float_arithmetic(q.device.type):
         return _pair_attention_backward_exact(
-            grad, q, k, s, bad, slots, tables, den, ratio, n, scale
+            grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback
         )
 
 
-def _pair_attention_backward_exact(grad, q, k, s, bad, slots, tables, den, ratio, n, scale):
+def _pair_attention_backward_exact(
+    grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback
+):
     """The gradients from the forward pass's ``tables``, ``den`` and ``ratio`` (on a
-    CPU) or with them recomputed from ``q`` and ``k`` (when they are empty, as on an
-    accelerator: then nothing of size n x N or n x n is kept between the passes but
-    the forward pass's ``bad``, which says which pairs the tables left out). Per head,
+    CPU, and on an accelerator within the byte budget: :func:`_keeps_tables`) or with
+    them recomputed from ``q`` and ``k`` (when they are empty: then nothing of size
+    n x N or n x n is kept between the passes but the forward pass's ``bad``, which says
+    which pairs the tables left out). Per head,
     with ``A = dtheta / den`` and ``C = -A * theta_h``,
     ``dU = e_u * (s * (A @ e_v) + C @ e_v)``, ``dV = e_v * (s * (A.T @ e_u) + C.T @ e_u)``
     and ``ds = sum_j e_u * (A @ e_v)``; then the pair-heads of the fallback slots,
@@ -293,12 +325,14 @@ def _pair_attention_backward_exact(grad, q, k, s, bad, slots, tables, den, ratio
     N, chunk = k.shape[2], _chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     keep = tables.numel() > 0
-    if keep:
+    transposed = not _on_accelerator(q)
+    if transposed:
         # dq and dk computed transposed, (d x 2n) and (d x N): 2-3 times as fast on a
         # CPU as (2n x d) and (N x d) products with d as small as 8
         dq_t, dk_t = q3.new_empty(B * H, d, n2), k3.new_empty(B * H, d, N)
     else:
         dq, dk = torch.empty_like(q3), torch.empty_like(k3)
+    if not keep:
         tables, num, den = _chunk_buffers(q3, chunk * H, n, N)
     ds = torch.empty_like(s3)
     # every output of a product contiguous: torch's CPU bmm into a strided output
@@ -326,7 +360,7 @@ def _pair_attention_backward_exact(grad, q, k, s, bad, slots, tables, den, ratio
         y_a = torch.bmm(a_m.mT, e_u, out=xa_m).mul_(e_v)  # e_v * (A.T @ e_u)
         y_c = torch.bmm(c_m.mT, e_u, out=xc_m).mul_(e_v)  # e_v * (C.T @ e_u)
         torch.addcmul(y_c, y_a, s_m, out=dl_m[:, n:])  # d loss / d V
-        if keep:
+        if transposed:
             dq_m, dk_m = dq_t[rows], dk_t[rows]
             torch.baddbmm(dq_m, k3[rows].mT, dl_m.mT, beta=0, alpha=scale, out=dq_m)
             torch.baddbmm(dk_m, q3[rows].mT, dl_m, beta=0, alpha=scale, out=dk_m)
@@ -334,10 +368,10 @@ def _pair_attention_backward_exact(grad, q, k, s, bad, slots, tables, den, ratio
             dq_m, dk_m = dq[rows], dk[rows]
             torch.baddbmm(dq_m, dl_m, k3[rows], beta=0, alpha=scale, out=dq_m)
             torch.baddbmm(dk_m, dl_m.mT, q3[rows], beta=0, alpha=scale, out=dk_m)
-    if keep:
+    if transposed:
         dq, dk = dq_t.mT.contiguous(), dk_t.mT.contiguous()
     with torch.profiler.record_function("pair_attention.fallback_backward"):
-        if pair_fallback.use_triton(q):
+        if pair_fallback.use_triton(q, fallback):
             pair_fallback.backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale)
         else:
             _slot_gradients_(dq, dk, ds, grad, _SlotPairs(slots, q3, k3, s3, n, scale), H, scale)
@@ -363,7 +397,13 @@ def _slot_gradients_(dq, dk, ds, grad, pairs, H, scale):
 
 @torch.library.custom_op("braindecode_pars::pair_attention", mutates_args=())
 def pair_attention(
-    q: torch.Tensor, k: torch.Tensor, s: torch.Tensor, n: int, scale: float
+    q: torch.Tensor,
+    k: torch.Tensor,
+    s: torch.Tensor,
+    n: int,
+    scale: float,
+    keep_bytes: int | None = None,
+    fallback: str = "auto",
 ) -> tuple[
     torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
     torch.Tensor, torch.Tensor, torch.Tensor,
@@ -376,12 +416,16 @@ def pair_attention(
     ``e_u = exp(U - rowmax)`` and ``e_v = exp(V - rowmax)``, ``den = e_u @ e_v.T`` and
     ``num = (e_u * s) @ e_v.T``: two (n x N) @ (N x n) products, and no (n x n x N)
     tensor. The windows are taken in chunks (see :func:`_chunk_size`); on an
-    accelerator the backward pass recomputes the tables rather than keep them, and
-    keeps only ``q``, ``k``, ``s`` and ``bad`` (see :func:`_on_accelerator`). A
-    pair-head whose denominator underflows (see :func:`_underflow_threshold`) is
-    computed directly from its logits in one of :func:`fallback_slots` slots, forward
-    and backward. The products run at the full precision of the inputs' dtype
-    whatever autocast or the matmul precision say (:func:`exact_float_arithmetic`).
+    accelerator the forward pass keeps the tables for the backward pass when they take
+    at most ``keep_bytes`` bytes (None: :data:`KEEP_TABLES_BYTES`), and otherwise the
+    backward pass recomputes them, keeping only ``q``, ``k``, ``s`` and ``bad`` (see
+    :func:`_keeps_tables`). A pair-head whose denominator underflows (see
+    :func:`_underflow_threshold`) is computed directly from its logits in one of
+    :func:`fallback_slots` slots, forward and backward, by the kernels ``fallback``
+    names (one of :data:`~braindecode_pars.models.pair.fallback.FALLBACKS`; see
+    :func:`~braindecode_pars.models.pair.fallback.resolve`). The products run at the
+    full precision of the inputs' dtype whatever autocast or the matmul precision say
+    (:func:`exact_float_arithmetic`).
 
     Registered as a ``torch.library`` operator with its backward, so ``torch.compile``
     traces it as one opaque node (no graph break) and, with no host synchronisation
@@ -402,15 +446,16 @@ def pair_attention(
     bad, slots, tables, den, ratio : torch.Tensor
         For the backward pass: where the denominators underflowed, the slots' flat
         indices into ``bad``, and the tables, ``den`` and each head's ratio of the whole
-        batch on a CPU (empty tensors on an accelerator).
+        batch where they are kept (empty tensors where the backward pass recomputes
+        them).
     """
-    return _pair_attention(q, k, s, n, scale)
+    return _pair_attention(q, k, s, n, scale, keep_bytes, fallback)
 
 
 @pair_attention.register_fake
-def _(q, k, s, n, scale):
+def _(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
     B, H, n2, _ = q.shape
-    rows = 0 if _on_accelerator(q) else B * H
+    rows = B * H if _keeps_tables(q, k, n, keep_bytes) else 0
     return (
         q.new_empty(B, n, n),
         q.new_empty(2, dtype=torch.long),
@@ -436,23 +481,24 @@ def pair_attention_backward(
     ratio: torch.Tensor,
     n: int,
     scale: float,
+    fallback: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Gradients of :func:`pair_attention`'s ``theta`` with respect to ``q``, ``k``, ``s``."""
     return _pair_attention_backward(
-        grad.contiguous(), q, k, s, bad, slots, tables, den, ratio, n, scale
+        grad.contiguous(), q, k, s, bad, slots, tables, den, ratio, n, scale, fallback
     )
 
 
 @pair_attention_backward.register_fake
-def _(grad, q, k, s, bad, slots, tables, den, ratio, n, scale):
+def _(grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback="auto"):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(s)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, s, n, scale = inputs
+    q, k, s, n, scale, _, fallback = inputs  # the defaults filled in
     _, counts, gap, bad, slots, tables, den, ratio = output
     ctx.save_for_backward(q, k, s, bad, slots, tables, den, ratio)
-    ctx.n, ctx.scale = n, scale
+    ctx.n, ctx.scale, ctx.fallback = n, scale, fallback
     ctx.mark_non_differentiable(counts, gap, bad, slots, tables, den, ratio)
     ctx.set_materialize_grads(False)  # no zero gradients of the other outputs to fill
 
@@ -460,9 +506,9 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, grad, *_):
     q, k, s, bad, slots, tables, den, ratio = ctx.saved_tensors
     dq, dk, ds = pair_attention_backward(
-        grad, q, k, s, bad, slots, tables, den, ratio, ctx.n, ctx.scale
+        grad, q, k, s, bad, slots, tables, den, ratio, ctx.n, ctx.scale, ctx.fallback
     )
-    return dq, dk, ds, None, None
+    return dq, dk, ds, None, None, None, None
 
 
 pair_attention.register_autograd(_backward, setup_context=_setup_context)

@@ -35,8 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from braindecode_pars._util.checks import check_heads
+from braindecode_pars._util.checks import check_heads, check_int, check_option
 from braindecode_pars.models.pair import attention as _op
+from braindecode_pars.models.pair import fallback as _fallback
 
 
 def _gather_tokens(y, idx):
@@ -80,11 +81,36 @@ class CrossAttentionPairDecoder(nn.Module):
         apart (at about the speed of float32 on an H100 or H200's FP64 tensor cores,
         but at a 64th of it on most other GPUs). Float64 input always gets float64
         tables.
+    fallback : {"auto", "torch", "triton"}
+        The kernels that compute the rare pair-heads whose factor tables underflow:
+        "torch" (about 30 small torch kernels each way, every device), "triton" (one
+        Triton kernel each way, where Triton runs: a CUDA device; the torch path
+        elsewhere) or "auto": the choice of an enclosing
+        :func:`~braindecode_pars.models.pair.fallback.fallback_kernel` block, else the
+        device's default (:data:`~braindecode_pars.models.pair.fallback.AUTO_KERNEL`:
+        "torch" on a CPU and, until a GPU timing decides, on CUDA). The values are the
+        same either way.
+    keep_tables_bytes : int | None
+        On an accelerator, the most bytes of factor tables (with their ``den`` and
+        ratios) that the forward pass keeps for the backward pass; above it the
+        backward pass recomputes them (the same values, more time, less memory). None:
+        :data:`~braindecode_pars.models.pair.attention.KEEP_TABLES_BYTES` (256 MiB); 0:
+        always recompute. A CPU always keeps them.
     """
 
-    def __init__(self, emb_dim, n_heads=8, table_dtype=torch.float32):
+    def __init__(
+        self,
+        emb_dim,
+        n_heads=8,
+        table_dtype=torch.float32,
+        fallback="auto",
+        keep_tables_bytes=None,
+    ):
         super().__init__()
         check_heads("n_heads", n_heads, emb_dim)
+        check_option("fallback", fallback, _fallback.FALLBACKS)
+        if keep_tables_bytes is not None:
+            check_int("keep_tables_bytes", keep_tables_bytes, 0)
         self.emb_dim = emb_dim
         self.n_heads = n_heads
         if table_dtype not in (torch.float32, torch.float64):
@@ -92,6 +118,8 @@ class CrossAttentionPairDecoder(nn.Module):
                 f"table_dtype must be torch.float32 or torch.float64, but got {table_dtype!r}."
             )
         self.table_dtype = table_dtype
+        self.fallback = fallback
+        self.keep_tables_bytes = keep_tables_bytes
         self.query_proj = nn.Linear(2 * emb_dim, emb_dim)  # A_Q in R^{2F x F}
         self.attn = nn.MultiheadAttention(emb_dim, n_heads, batch_first=True)
         self.head = nn.Linear(emb_dim, 1)  # "a learnable linear layer into the shifts"
@@ -216,7 +244,9 @@ class CrossAttentionPairDecoder(nn.Module):
         uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv).to(tables)  # (batch, n, 2F): [u, v]
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
-        theta, counts, gap, *_ = _op.pair_attention(q, k, s, n, d**-0.5)
+        theta, counts, gap, *_ = _op.pair_attention(
+            q, k, s, n, d**-0.5, self.keep_tables_bytes, self.fallback
+        )
         return theta + const.to(tables), counts[1], gap
 
     def forward_naive(self, y, idx):

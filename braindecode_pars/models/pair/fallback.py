@@ -12,11 +12,13 @@ into ``dq``, ``dk`` and ``ds``) with atomic additions, as ``index_add_`` does on
 
 The arithmetic is the torch path's (``_SlotPairs`` and ``_slot_gradients_``), in the
 inputs' dtype (float32, or float64 with float64 tables), with products summed
-elementwise (no tensor-core product, so no TF32). :data:`KERNELS` says which path the
-operator takes; :func:`fallback_kernel` chooses it for a block of code. The Triton path
-runs where Triton and the device allow (:func:`runs_here`): CUDA, or any device's
-tensors under Triton's interpreter (``TRITON_INTERPRET=1``, how the tests check it on a
-CPU).
+elementwise (no tensor-core product, so no TF32). :data:`KERNELS` are the two paths;
+the operator takes the one its caller names (:data:`FALLBACKS`:
+``CrossAttentionPairDecoder(fallback=...)``, ``PARS(decoder_fallback=...)``), and for
+"auto" the one :func:`fallback_kernel` chose for a block of code, else the device's
+default (:data:`AUTO_KERNEL`). The Triton path runs where Triton and the device allow
+(:func:`runs_here`): CUDA, or any device's tensors under Triton's interpreter
+(``TRITON_INTERPRET=1``, how the tests check it on a CPU); elsewhere the torch path runs.
 """
 
 from __future__ import annotations
@@ -26,12 +28,22 @@ import os
 
 import torch
 
+from braindecode_pars._util.checks import check_option
+
 #: The fallback's implementations: "torch" (torch operations, every device) and
 #: "triton" (two kernels, :func:`runs_here`).
 KERNELS = ("torch", "triton")
 
-#: The implementation the operator takes now (see :func:`fallback_kernel`).
-_chosen = {"kernel": "torch"}
+#: What a caller may ask the operator for: "auto" (:func:`resolve`) or one of :data:`KERNELS`.
+FALLBACKS = ("auto", *KERNELS)
+
+#: The kernel "auto" takes on each device type outside a :func:`fallback_kernel` block
+#: ("torch" on a device not named). CUDA keeps "torch" until a GPU row times "triton"
+#: against it (:doc:`/benchmarks/speed` says how): this is where that decision lives.
+AUTO_KERNEL = {"cpu": "torch", "cuda": "torch"}
+
+#: The kernel a :func:`fallback_kernel` block gives "auto" (None outside every block).
+_chosen = {"kernel": None}
 
 try:  # Triton ships with torch's CUDA wheels on Linux; elsewhere the torch path serves
     import triton
@@ -40,24 +52,34 @@ except ImportError:  # pragma: no cover - a torch without Triton
     triton = tl = None
 
 
-def chosen_kernel():
-    """The implementation the operator's fallback takes: one of :data:`KERNELS`."""
-    return _chosen["kernel"]
+def chosen_kernel(device="cpu"):
+    """The kernel "auto" takes now on ``device`` (a device or its type): one of :data:`KERNELS`."""
+    device_type = torch.device(device).type
+    return _chosen["kernel"] or AUTO_KERNEL.get(device_type, "torch")
 
 
 @contextlib.contextmanager
 def fallback_kernel(kernel):
     """Run the operator's fallback with ``kernel`` (one of :data:`KERNELS`) inside the
-    block, in this process; the previous choice comes back on exit. "triton" is taken
-    only where :func:`runs_here` (elsewhere the torch path runs)."""
-    if kernel not in KERNELS:
-        raise ValueError(f"'kernel' must be one of {KERNELS}, but got {kernel!r}.")
+    block, in this process, wherever its caller asked for "auto" (the default of
+    ``CrossAttentionPairDecoder(fallback=...)``); a caller that names a kernel keeps it.
+    The previous choice comes back on exit. "triton" is taken only where
+    :func:`runs_here` (elsewhere the torch path runs)."""
+    check_option("kernel", kernel, KERNELS)
     before = _chosen["kernel"]
     _chosen["kernel"] = kernel
     try:
         yield
     finally:
         _chosen["kernel"] = before
+
+
+def resolve(fallback, x):
+    """The kernel, one of :data:`KERNELS`, that ``fallback`` (one of :data:`FALLBACKS`)
+    names for the operator on ``x``'s device: "auto" is the :func:`fallback_kernel`
+    block's choice, else :data:`AUTO_KERNEL`'s for the device."""
+    check_option("fallback", fallback, FALLBACKS)
+    return chosen_kernel(x.device) if fallback == "auto" else fallback
 
 
 def runs_here(x):
@@ -68,9 +90,10 @@ def runs_here(x):
     return x.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def use_triton(x):
-    """Whether the operator's fallback on ``x`` takes the Triton kernels now."""
-    return _chosen["kernel"] == "triton" and runs_here(x)
+def use_triton(x, fallback="auto"):
+    """Whether the operator's fallback on ``x`` takes the Triton kernels now, its caller
+    having asked for ``fallback`` (one of :data:`FALLBACKS`)."""
+    return resolve(fallback, x) == "triton" and runs_here(x)
 
 
 if triton is not None:

@@ -15,6 +15,7 @@ from braindecode_pars._util.checks import (
     check_range,
 )
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder, MLPPairDecoder
+from braindecode_pars.models.pair.fallback import FALLBACKS
 from braindecode_pars.models.pretext.base import PretextModel
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,13 @@ class PARS(PretextModel):
         "folded" computes the decoder exactly without any per-pair tensor of the
         token size; "naive" materialises the (batch, N_m^2, 2F) pair tensor. Both
         give the same result; "naive" is kept for testing and benchmarking.
+    decoder_fallback : {"auto", "torch", "triton"}
+        The kernels of the cross-attention decoder's rare underflowing pairs
+        (``CrossAttentionPairDecoder(fallback=...)``): the same values either way.
+    decoder_keep_tables_bytes : int | None
+        On an accelerator, the most bytes of factor tables the cross-attention decoder
+        keeps from its forward pass for its backward pass, above which it recomputes
+        them (``CrossAttentionPairDecoder(keep_tables_bytes=...)``; None: 256 MiB).
     patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob
         Settings of the encoder built when ``encoder`` is None (see PatchEncoder).
 
@@ -111,6 +119,8 @@ class PARS(PretextModel):
         decoder_heads=8,
         decoder_hidden=512,  # paper appendix A.4: "hidden size of 512"
         decoder_impl="folded",
+        decoder_fallback="auto",
+        decoder_keep_tables_bytes=None,
         **kwargs,
     ):
         check_int("n_patches", n_patches, 2)
@@ -119,6 +129,9 @@ class PARS(PretextModel):
         check_option("sampling", sampling, ("random", "disjoint", "fixed"))
         check_option("decoder_impl", decoder_impl, ("folded", "naive"))
         check_int("decoder_hidden", decoder_hidden, 1)
+        check_option("decoder_fallback", decoder_fallback, FALLBACKS)
+        if decoder_keep_tables_bytes is not None:
+            check_int("decoder_keep_tables_bytes", decoder_keep_tables_bytes, 0)
         n_masked = check_position_masking(n_patches, pos_mask_ratio)
         super().__init__(*signal, **kwargs)
         self.n_patches = n_patches
@@ -143,7 +156,12 @@ class PARS(PretextModel):
         emb_dim = self.encoder.emb_dim
         if decoder == "cross_attention":
             check_heads("decoder_heads", decoder_heads, emb_dim)
-            self.decoder = CrossAttentionPairDecoder(emb_dim, decoder_heads)
+            self.decoder = CrossAttentionPairDecoder(
+                emb_dim,
+                decoder_heads,
+                fallback=decoder_fallback,
+                keep_tables_bytes=decoder_keep_tables_bytes,
+            )
         else:
             self.decoder = MLPPairDecoder(emb_dim, decoder_hidden)
 
