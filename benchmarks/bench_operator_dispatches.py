@@ -1,0 +1,345 @@
+"""The pair operator's dispatches per training step: the aten calls of its eager body.
+
+:func:`braindecode_pars.models.pair.attention.pair_attention` is a ``torch.library``
+operator, opaque to ``torch.compile``: inside a compiled step its body still runs
+eagerly, and each aten call it makes is dispatched from Python, one kernel launch for
+most of them on a GPU. This script counts them with a
+:class:`~torch.utils._python_dispatch.TorchDispatchMode` over one training step
+(forward and backward, no optimiser step) of PARS on the CPU, in three kinds:
+
+- **launching**: the calls that run a kernel on a GPU (products, elementwise, reductions,
+  copies, fills, index operations);
+- **views and metadata**: views by their schema (``view``, ``transpose``, ``slice``,
+  ``select``, ``expand``, ``detach``...) and the few metadata-only calls
+  (:data:`METADATA`);
+- **allocations**: ``empty`` and its kin (:data:`ALLOCATIONS`), memory from the caching
+  allocator without a kernel.
+
+Each is counted inside the operator's forward and backward bodies, for the operator's
+ways of running: the path an accelerator takes (forced on this CPU, as
+``bench_accelerator_path`` does) with the tables kept for the backward pass (the default
+byte budget) or recomputed there (a budget of 0, the only way before the budget), with
+the fallback's torch kernels or its Triton kernels (which cannot run on a CPU without
+Triton's interpreter: they are replaced by a stub counted as one launch each way, what
+they launch on a GPU; no pair-head underflows at this initialisation, so the stub
+changes no value); and the CPU's own path. The whole step's calls, with the operator as
+one call each way, are given beside them.
+
+The issue's target (issue 70): at most 10 launching calls a step, forward and backward,
+after fusing the operator into one Triton kernel each way.
+
+Usage::
+
+    python -m benchmarks.bench_operator_dispatches --out benchmarks/results/operator_dispatches.md
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import datetime
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+
+from benchmarks.lib.measure import command_line, machine, report_parser, table_head, write_report
+from benchmarks.lib.steps import SMALL_BATCH, SMALL_N_TIMES, SMALL_SFREQ, model_and_batch
+from braindecode_pars.models.encoder_config import ENCODER_SIZES
+from braindecode_pars.models.pair import attention as pair_attention
+from braindecode_pars.models.pair import fallback as pair_fallback
+
+#: The kinds of a dispatch, in the report's order.
+KINDS = ("launching", "view/metadata", "allocation")
+
+#: aten operators that allocate without running a kernel.
+ALLOCATIONS = frozenset(
+    {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_"}
+)
+
+#: aten operators that change only metadata but are not views by their schema.
+METADATA = frozenset(
+    {"_unsafe_view", "_reshape_alias", "lift_fresh", "set_", "sym_size", "sym_stride"}
+)
+
+#: The ways of running the operator: label -> (accelerator's path, byte budget of the
+#: tables kept for backward (None: the default), fallback kernels).
+WAYS = {
+    "accelerator, tables kept, torch fallback": (True, None, "torch"),
+    "accelerator, tables recomputed, torch fallback": (True, 0, "torch"),
+    "accelerator, tables kept, Triton fallback": (True, None, "triton"),
+    "CPU path, torch fallback": (False, None, "torch"),
+}
+
+
+def kind(func):
+    """The kind of the aten call ``func`` (an ``OpOverload``): one of :data:`KINDS`."""
+    name = func.overloadpacket.__name__
+    if func.namespace == "profiler":  # a profiler's range: no kernel
+        return "view/metadata"
+    if name in ALLOCATIONS:
+        return "allocation"
+    returns = func._schema.returns
+    viewed = any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+    return "view/metadata" if viewed or name in METADATA else "launching"
+
+
+class DispatchCounter(TorchDispatchMode):
+    """Count the aten calls dispatched inside the block, by kind and by name.
+
+    ``calls``: a :class:`collections.Counter` of ``(kind, name)``; :meth:`by_kind`
+    sums it by kind. :meth:`record` adds a call that no aten operator makes (a Triton
+    kernel's launch) to the counter active now.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.calls = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[(kind(func), str(func))] += 1
+        return func(*args, **(kwargs or {}))
+
+    def by_kind(self):
+        """Calls per kind, every kind of :data:`KINDS` present."""
+        totals = dict.fromkeys(KINDS, 0)
+        for (k, _), count in self.calls.items():
+            totals[k] += count
+        return totals
+
+    @staticmethod
+    def record(name, what="launching"):
+        """Count one call ``name`` of kind ``what`` in the innermost active counter."""
+        mode = _get_current_dispatch_mode()
+        if isinstance(mode, DispatchCounter):
+            mode.calls[(what, name)] += 1
+
+
+@contextlib.contextmanager
+def _patched(module, **values):
+    before = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(module, name, value)
+
+
+@contextlib.contextmanager
+def counting_operator(accelerator, fallback):
+    """Count the operator's forward and backward bodies: yields a dict of lists of
+    :class:`DispatchCounter`, one per call; ``accelerator``: take the accelerator's
+    path; ``fallback``: "torch", or "triton" with its kernels stubbed (one launch)."""
+    counters = {"forward": [], "backward": []}
+
+    def counted(which, body):
+        def run(*args):
+            with DispatchCounter() as counter:
+                out = body(*args)
+            counters[which].append(counter)
+            return out
+
+        return run
+
+    def forward_stub(theta, *args):
+        DispatchCounter.record("triton: _forward_kernel")
+        return theta
+
+    def backward_stub(*args):
+        DispatchCounter.record("triton: _backward_kernel")
+
+    triton = (
+        dict(use_triton=lambda x, fallback="auto": True, forward_=forward_stub,
+             backward_=backward_stub)
+        if fallback == "triton"
+        else {}
+    )  # fmt: skip
+    with (
+        _patched(
+            pair_attention,
+            _on_accelerator=lambda q: accelerator,
+            _pair_attention=counted("forward", pair_attention._pair_attention),
+            _pair_attention_backward=counted("backward", pair_attention._pair_attention_backward),
+        ),
+        _patched(pair_fallback, **triton),
+    ):
+        yield counters
+
+
+def count_step(size, n_patches, batch_size, decoder_heads, accelerator, keep_bytes, fallback):
+    """One training step's dispatches: ``{"operator": {"forward": ..., "backward": ...},
+    "step": {...}}``, each a :class:`DispatchCounter` (the operator's summed over its
+    calls in the step, one each way)."""
+    torch.manual_seed(0)
+    model, X, _, _ = model_and_batch(
+        batch_size,
+        SMALL_N_TIMES,
+        SMALL_SFREQ,
+        n_patches=n_patches,
+        decoder_heads=decoder_heads,
+        decoder_keep_tables_bytes=keep_bytes,
+        decoder_fallback=fallback,
+        **size,
+    )
+    draws = model.draw(batch_size, generator=torch.Generator().manual_seed(0))
+    with counting_operator(accelerator, fallback) as inside:
+        with DispatchCounter() as step_forward:
+            loss = model(X, draws=draws)["loss"]
+        with DispatchCounter() as step_backward:
+            loss.backward()
+    operator = {}
+    for which, counters in inside.items():
+        assert len(counters) == 1, f"{len(counters)} {which} calls of the operator in a step"
+        operator[which] = counters[0]
+    return {"operator": operator, "step": {"forward": step_forward, "backward": step_backward}}
+
+
+def count_operator(batch_size, heads, n, n_patches, head_dim, accelerator, keep_bytes, fallback):
+    """The operator alone, forward and backward on random inputs of these shapes:
+    ``{"forward": DispatchCounter, "backward": DispatchCounter}``. Its calls depend on
+    the shapes through the number of chunks only (on the accelerator's path, a function
+    of ``n``, ``n_patches`` and ``head_dim``; on a CPU's, of the batch too)."""
+    torch.manual_seed(0)
+    q = torch.randn(batch_size, heads, 2 * n, head_dim, requires_grad=True)
+    k = torch.randn(batch_size, heads, n_patches, head_dim, requires_grad=True)
+    s = torch.randn(batch_size, heads, n_patches, requires_grad=True)
+    with counting_operator(accelerator, fallback) as inside:
+        theta = pair_attention.pair_attention(q, k, s, n, head_dim**-0.5, keep_bytes, fallback)[0]
+        theta.sum().backward()
+    return {which: counters[0] for which, counters in inside.items()}
+
+
+def _cells(operator):
+    cells = []
+    for which in ("forward", "backward"):
+        totals = operator[which].by_kind()
+        cells += [str(totals[k]) for k in KINDS]
+    launching = sum(operator[w].by_kind()["launching"] for w in ("forward", "backward"))
+    return [*cells, f"**{launching}**"]
+
+
+def _row(label, counts):
+    step = sum(counts["step"][w].by_kind()["launching"] for w in ("forward", "backward"))
+    return "| " + " | ".join([label, *_cells(counts["operator"]), str(step)]) + " |"
+
+
+def _top(counter, limit=None):
+    """The launching calls of ``counter``, most frequent first: ``name xcount``."""
+    launching = [(n, c) for (k, n), c in counter.calls.items() if k == "launching"]
+    launching.sort(key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"`{n.removeprefix('aten.')}` x{c}" for n, c in launching[:limit])
+
+
+def main(argv=None):
+    """Count, write the report; returns ``{"step": {label: count_step(...)}, "operator":
+    {label: count_operator(...)}}``, the labels of :data:`WAYS`."""
+    parser = report_parser(__doc__)
+    parser.add_argument("--size", default="small", choices=sorted(ENCODER_SIZES))
+    parser.add_argument("--emb-dim", type=int, help="over --size: the token size")
+    parser.add_argument("--depth", type=int, help="over --size: the encoder's layers")
+    parser.add_argument("--heads", type=int, help="over --size: the encoder's heads")
+    parser.add_argument("--decoder-heads", type=int, default=8)
+    parser.add_argument("--n-patches", type=int, default=40)
+    parser.add_argument("--batch-size", type=int, default=SMALL_BATCH)
+    parser.add_argument(
+        "--paper-head-dim",
+        type=int,
+        default=64,
+        help="the head size of the operator-alone table (the paper's: 512 / 8)",
+    )
+    args = parser.parse_args(argv)
+    size = dict(ENCODER_SIZES[args.size])
+    for key, value in (("emb_dim", args.emb_dim), ("depth", args.depth), ("n_heads", args.heads)):
+        if value is not None:
+            size[key] = value
+    if args.emb_dim is not None:
+        size["ff_dim"] = 2 * args.emb_dim
+    rows = {
+        label: count_step(
+            size, args.n_patches, args.batch_size, args.decoder_heads, *way
+        )
+        for label, way in WAYS.items()
+    }  # fmt: skip
+    n_masked = round(0.8 * args.n_patches)
+    chunks_step = _chunks(
+        args.batch_size, n_masked, args.n_patches, size["emb_dim"] // args.decoder_heads
+    )
+    chunks_alone = _chunks(args.batch_size, n_masked, args.n_patches, args.paper_head_dim)
+    alone = {
+        label: count_operator(
+            args.batch_size, args.decoder_heads, n_masked, args.n_patches, args.paper_head_dim,
+            *way,
+        )
+        for label, way in WAYS.items()
+    }  # fmt: skip
+    # the tables (2n x N), den and ratios (n x n) of every window and head, float32
+    kept_bytes = (
+        args.batch_size * args.decoder_heads * 2 * n_masked * (args.n_patches + n_masked) * 4
+    )
+    head = table_head(
+        "operator's way", *(f"{w} {k}" for w in ("forward", "backward") for k in KINDS),
+        "launching, forward + backward", "whole step's launching (operator as 1 each way)",
+    )  # fmt: skip
+    first = rows[next(iter(WAYS))]["operator"]
+    recomputed = rows["accelerator, tables recomputed, torch fallback"]["operator"]
+    lines = [
+        "# The pair operator's dispatches per training step",
+        "",
+        f"- Machine: {machine()}",
+        f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d} UTC",
+        f"- Command: `{command_line(__spec__.name, argv)}`",
+        f"- Step: PARS, encoder {size['emb_dim']} x {size['depth']} ({size['n_heads']} "
+        f"heads), {args.decoder_heads} decoder heads, {args.n_patches} patches "
+        f"({n_masked} position-masked), batch {args.batch_size}, float32, eager on the "
+        "CPU; forward and `loss.backward()`, no optimiser step. The accelerator's path "
+        f"takes the batch in {chunks_step} chunks (head size "
+        f"{size['emb_dim'] // args.decoder_heads}); most of the operator's calls are per chunk.",
+        "- Counted: every aten call the operator's forward and backward bodies dispatch "
+        "(a `TorchDispatchMode`), by kind: **launching** (a kernel on a GPU), "
+        "views/metadata, allocations (`empty` and kin). The Triton fallback's kernels are "
+        "stubbed and counted as one launch each way.",
+        f"- Tables kept (accelerator): {kept_bytes / 2**20:.2f} MiB at this size, under the "
+        f"default budget of {pair_attention.KEEP_TABLES_BYTES / 2**20:.0f} MiB.",
+        "- Target (issue 70): at most 10 launching calls a step, forward and backward, "
+        "after fusing the operator.",
+        "",
+        *head,
+        *(_row(label, counts) for label, counts in rows.items()),
+        "",
+        "Launching calls of the operator, accelerator's path, tables kept, torch fallback:",
+        "",
+        f"- forward: {_top(first['forward'])}",
+        f"- backward: {_top(first['backward'])}",
+        "",
+        "With the tables recomputed in backward (the accelerator's only way before the "
+        "byte budget):",
+        "",
+        f"- backward: {_top(recomputed['backward'])}",
+        "",
+        f"## The operator alone at a head size of {args.paper_head_dim}",
+        "",
+        f"The same operator on random inputs of {args.decoder_heads} heads of "
+        f"{args.paper_head_dim} ({args.decoder_heads * args.paper_head_dim}-wide tokens, the "
+        f"paper's at 64), {args.n_patches} patches, {n_masked} position-masked, batch "
+        f"{args.batch_size}. On the accelerator's path the calls depend on the shapes "
+        "through the number of chunks only, which falls as the head size grows "
+        f"({chunks_alone} here, {chunks_step} in the step above), and not with the batch.",
+        "",
+        *table_head(*head[0].strip("| ").split(" | ")[:-1]),
+        *("| " + " | ".join([label, *_cells(counts)]) + " |" for label, counts in alone.items()),
+    ]
+    write_report(lines, args.out)
+    return {"step": rows, "operator": alone}
+
+
+def _chunks(batch_size, n, n_patches, head_dim):
+    """Chunks of the accelerator's path (``pair_attention._chunk_size``'s rule)."""
+    q = torch.empty(batch_size, 1, 2 * n, head_dim, device="meta")
+    k = torch.empty(batch_size, 1, n_patches, head_dim, device="meta")
+    chunk = pair_attention._chunk_size(q, k)
+    return -(-batch_size // chunk)
+
+
+if __name__ == "__main__":
+    main()
