@@ -160,7 +160,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         left as they were.
     monitor : ProbeMonitor | None
         Probes of the frozen encoder logged while it pretrains
-        (:class:`~braindecode_pars.pretraining.monitor.ProbeMonitor`: a label probe across
+        (:class:`~braindecode_pars.pretraining.ProbeMonitor`: a label probe across
         subjects and a subject probe on a small labelled set, at the report cadence;
         ``history_`` holds them and
         :func:`~braindecode_pars.viz.plot_training_curves` draws them).

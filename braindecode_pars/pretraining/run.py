@@ -108,7 +108,7 @@ def run_pretraining(
         <braindecode_pars.pretraining.views.SingleChannelWindows.log_std_statistics>`).
     callbacks : list of (str, skorch Callback) | None
         More callbacks of the net (a
-        :class:`~braindecode_pars.pretraining.monitor.ProbeMonitor`, a user's own).
+        :class:`~braindecode_pars.pretraining.ProbeMonitor`, a user's own).
     **pretext_kwargs
         Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,
         ``mask_ratio``...).
