@@ -61,8 +61,10 @@ benchmark: install
 # them (benchmarks/lib/encoders.py names the same one; a shallow clone needs
 # `git fetch --unshallow` first)
 ENCODERS_COMMIT := 09227cb0b85c531beb195eda6e215936f4dba107
+NORMALIZATION_COMMIT := b0146aba9666fef33db1e1ae154ec04437e1f9f7
 benchmark-encoders:
 	git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x
+	git archive $(NORMALIZATION_COMMIT) benchmarks/encoders/normalization | tar -x
 
 # The wheels benchmarks/device_check.sh installs on a GPU machine (Python 3.12, x86-64),
 # which has torch but not braindecode, skorch or MNE: benchmarks/device_wheels.txt, without

@@ -5,8 +5,10 @@
 comparison's ``comparison/runs.json``) is not tracked since the tree that travels to a
 GPU machine had to shrink (issue 61). The files are in the repository's history:
 ``make benchmark-encoders`` writes them back with
-``git archive <ENCODERS_COMMIT> benchmarks/encoders | tar -x`` (a full clone holds that
-commit; a shallow one needs ``git fetch --unshallow`` first).
+``git archive <ENCODERS_COMMIT> benchmarks/encoders | tar -x``, and the input
+normalisation's (``benchmarks/encoders/normalization/``) from
+``NORMALIZATION_COMMIT`` (a full clone holds those commits; a shallow one needs ``git
+fetch --unshallow`` first).
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from pathlib import Path
 ENCODERS = Path(__file__).resolve().parents[1] / "encoders"
 #: The last commit whose tree holds ``benchmarks/encoders/``.
 ENCODERS_COMMIT = "09227cb0b85c531beb195eda6e215936f4dba107"
+#: The commit whose tree holds ``benchmarks/encoders/normalization/``, the encoders of
+#: ``bench_normalization.py`` pretrained since (each added in one commit and removed in
+#: the next, so that the tree stays small).
+NORMALIZATION_COMMIT = "b0146aba9666fef33db1e1ae154ec04437e1f9f7"
 #: The command that restores them.
 RESTORE = "make benchmark-encoders"
 

@@ -39,6 +39,9 @@ def test_the_makefile_restores_from_the_commit_named_beside_the_benchmarks():
     makefile = (REPO / "Makefile").read_text()
     assert re.search(rf"^ENCODERS_COMMIT := {module.ENCODERS_COMMIT}$", makefile, re.M)
     assert "git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x" in makefile
+    assert re.search(rf"^NORMALIZATION_COMMIT := {module.NORMALIZATION_COMMIT}$", makefile, re.M)
+    restore = "git archive $(NORMALIZATION_COMMIT) benchmarks/encoders/normalization | tar -x"
+    assert restore in makefile
 
 
 def test_the_pinned_commit_holds_the_encoders():
@@ -57,3 +60,23 @@ def test_the_pinned_commit_holds_the_encoders():
     for name in ("mae-small", "pars-selection", "pars-small-v3"):
         assert f"benchmarks/encoders/{name}/model.safetensors" in names
     assert "benchmarks/encoders/comparison/runs.json" in names
+
+
+def test_the_normalisation_commit_holds_its_encoders():
+    """The encoders bench_normalization pretrained are in the commit the Makefile names."""
+    module = encoders_module
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout: the history that holds the encoders is absent")
+    folder = "benchmarks/encoders/normalization"
+    tree = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", module.NORMALIZATION_COMMIT, folder],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    if tree.returncode != 0:
+        pytest.skip(f"commit {module.NORMALIZATION_COMMIT[:7]} is not here (a shallow clone)")
+    names = set(tree.stdout.split())
+    for name in ("window-scale-seed0", "window-scale-seed1", "window-scale-seed2", "fixed-seed0"):
+        assert f"{folder}/{name}/model.safetensors" in names
+        assert f"{folder}/{name}/config.json" in names
