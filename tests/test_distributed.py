@@ -364,7 +364,7 @@ def _stopped_and_continued(tmp_path, mi_store, sig, launch, config, send):
     import json
     import time
 
-    from braindecode_pars.hub.io import run_status
+    from braindecode_pars.hub.io import run_state, run_status
 
     run_dir = tmp_path / "run"
     command = [*launch, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),
@@ -392,7 +392,10 @@ def _stopped_and_continued(tmp_path, mi_store, sig, launch, config, send):
     assert 1 <= status["epoch"] < 4000 and not status["finished"]
     pointer = json.loads((run_dir / "state.json").read_text())
     # the rerun continues from the saved step, under a time limit that ends it at the
-    # next report (every 200 steps: 100 epochs of 2 steps)
+    # next report (every 200 steps, in epochs of the run's own steps: 200 epochs of one
+    # full batch of 8 on each rank)
+    history = json.loads((run_state(run_dir) / "history.json").read_text())
+    every = 200 // history[0]["train_batch_count"]
     again = subprocess.run(
         [*command, "--max-minutes", "0"], env=ENV, capture_output=True, text=True, timeout=300
     )
@@ -401,7 +404,7 @@ def _stopped_and_continued(tmp_path, mi_store, sig, launch, config, send):
     if pointer["steps"]:
         resumed += f" and {pointer['steps']} step"
     assert resumed in again.stderr, again.stderr[-3000:]
-    assert run_status(run_dir)["epoch"] == (status["epoch"] // 100 + 1) * 100
+    assert run_status(run_dir)["epoch"] == (status["epoch"] // every + 1) * every
     return latency, err
 
 
