@@ -125,7 +125,7 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps, worker
     from braindecode_pars.hub.io import run_state
 
     # the settings only --config sets: the encoder's, the patches, precision, compilation
-    settings = {k: config.size[k] for k in config_only()}
+    settings = {k: config.size[k] for k in config_only() if k in config.size}
     settings.update(n_patches=N_PATCHES, amp=bool(amp), compile=bool(compiled))
     if mode:
         settings["compile_mode"] = mode
