@@ -439,4 +439,6 @@ def test_sigusr1_to_torchrun_launched_as_the_docs_say_saves_and_the_rerun_contin
         tmp_path, mi_store, signal.SIGUSR1, [*TORCHRUN, *FORWARD_USR1], config, os.kill
     )
     assert "torchrun forwards" not in err  # the command's warning: not needed here
-    assert latency < 15, latency  # about 5 s of agreement, a step and the save
+    # within torchrun's 30-s grace (checked in _stopped_and_continued); the seconds from
+    # the signal to the end are measured by benchmarks/bench_faults_pretrain.py
+    assert latency < 30, latency
