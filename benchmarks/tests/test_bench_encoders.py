@@ -44,19 +44,23 @@ def test_the_makefile_restores_from_the_commit_named_beside_the_benchmarks():
     assert restore in makefile
 
 
-def test_the_pinned_commit_holds_the_encoders():
-    module = encoders_module
+def files_at(commit, folder):
+    """The files under ``folder`` in ``commit``'s tree; skips where the history is absent."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: the history that holds the encoders is absent")
     tree = subprocess.run(
-        ["git", "ls-tree", "-r", "--name-only", module.ENCODERS_COMMIT, "benchmarks/encoders"],
+        ["git", "ls-tree", "-r", "--name-only", commit, folder],
         cwd=REPO,
         capture_output=True,
         text=True,
     )
     if tree.returncode != 0:
-        pytest.skip(f"commit {module.ENCODERS_COMMIT[:7]} is not here (a shallow clone)")
-    names = set(tree.stdout.split())
+        pytest.skip(f"commit {commit[:7]} is not here (a shallow clone)")
+    return set(tree.stdout.split())
+
+
+def test_the_pinned_commit_holds_the_encoders():
+    names = files_at(encoders_module.ENCODERS_COMMIT, "benchmarks/encoders")
     for name in ("mae-small", "pars-selection", "pars-small-v3"):
         assert f"benchmarks/encoders/{name}/model.safetensors" in names
     assert "benchmarks/encoders/comparison/runs.json" in names
@@ -64,19 +68,8 @@ def test_the_pinned_commit_holds_the_encoders():
 
 def test_the_normalisation_commit_holds_its_encoders():
     """The encoders bench_normalization pretrained are in the commit the Makefile names."""
-    module = encoders_module
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("not a git checkout: the history that holds the encoders is absent")
     folder = "benchmarks/encoders/normalization"
-    tree = subprocess.run(
-        ["git", "ls-tree", "-r", "--name-only", module.NORMALIZATION_COMMIT, folder],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
-    if tree.returncode != 0:
-        pytest.skip(f"commit {module.NORMALIZATION_COMMIT[:7]} is not here (a shallow clone)")
-    names = set(tree.stdout.split())
+    names = files_at(encoders_module.NORMALIZATION_COMMIT, folder)
     for name in ("window-scale-seed0", "window-scale-seed1", "window-scale-seed2", "fixed-seed0"):
         assert f"{folder}/{name}/model.safetensors" in names
         assert f"{folder}/{name}/config.json" in names
