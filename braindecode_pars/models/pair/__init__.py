@@ -4,7 +4,9 @@
 - :mod:`~braindecode_pars.models.pair.attention`: the pair-attention operator (a torch
   custom op with its own backward);
 - :mod:`~braindecode_pars.models.pair.fallback`: its Triton kernels for underflowing
-  pairs.
+  pairs;
+- :mod:`~braindecode_pars.models.pair.fused`: the same operator as one Triton kernel
+  each way, the fallback folded in.
 """
 
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder, MLPPairDecoder

@@ -38,6 +38,7 @@ from torch import nn
 from braindecode_pars._util.checks import check_heads, check_int, check_option
 from braindecode_pars.models.pair import attention as _op
 from braindecode_pars.models.pair import fallback as _fallback
+from braindecode_pars.models.pair import fused as _fused
 
 
 def _gather_tokens(y, idx):
@@ -96,6 +97,16 @@ class CrossAttentionPairDecoder(nn.Module):
         backward pass recomputes them (the same values, more time, less memory). None:
         :data:`~braindecode_pars.models.pair.attention.KEEP_TABLES_BYTES` (256 MiB); 0:
         always recompute. A CPU always keeps them.
+    kernel : {"auto", "tables", "fused"}
+        The pair operator's implementation: "tables" (torch operations over the factor
+        tables, every device: about 66 kernel-launching calls forward and 92 backward on
+        an accelerator), "fused" (one Triton kernel each way, the fallback folded in,
+        reading the projections' dtype as it comes:
+        :mod:`~braindecode_pars.models.pair.fused`; where Triton runs, a CUDA device,
+        and "tables" elsewhere) or "auto": the device's default
+        (:data:`~braindecode_pars.models.pair.fused.AUTO_KERNEL`: "tables" until a GPU
+        timing decides). The values are the same to float32's rounding. ``fallback``
+        and ``keep_tables_bytes`` concern "tables" only.
     """
 
     def __init__(
@@ -105,10 +116,12 @@ class CrossAttentionPairDecoder(nn.Module):
         table_dtype=torch.float32,
         fallback="auto",
         keep_tables_bytes=None,
+        kernel="auto",
     ):
         super().__init__()
         check_heads("n_heads", n_heads, emb_dim)
         check_option("fallback", fallback, _fallback.FALLBACKS)
+        check_option("kernel", kernel, _fused.OPERATOR_KERNELS)
         if keep_tables_bytes is not None:
             check_int("keep_tables_bytes", keep_tables_bytes, 0)
         self.emb_dim = emb_dim
@@ -120,6 +133,7 @@ class CrossAttentionPairDecoder(nn.Module):
         self.table_dtype = table_dtype
         self.fallback = fallback
         self.keep_tables_bytes = keep_tables_bytes
+        self.kernel = kernel
         self.query_proj = nn.Linear(2 * emb_dim, emb_dim)  # A_Q in R^{2F x F}
         self.attn = nn.MultiheadAttention(emb_dim, n_heads, batch_first=True)
         self.head = nn.Linear(emb_dim, 1)  # "a learnable linear layer into the shifts"
@@ -238,6 +252,16 @@ class CrossAttentionPairDecoder(nn.Module):
         folded = self.folded_weights(torch.float64 if tables == torch.float64 else torch.float32)
         w_uv, b_uv, w_ks, b_ks, const = (w.to(projections) for w in folded)
         y = y.to(projections)
+        if _fused.resolve(self.kernel, y) == "fused":
+            # the projections' dtype and layout as they come: the kernels read the strides
+            ks = F.linear(y, w_ks, b_ks)  # (batch, N, F + H)
+            k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2)  # (batch, H, N, d)
+            uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F)
+            q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4)  # (batch, H, 2, n, d)
+            theta, counts, gap = _fused.pair_attention_fused(
+                q, k, ks[..., Fd:].transpose(1, 2), d**-0.5, tables == torch.float64
+            )
+            return theta + const.to(tables), counts[1], gap
         ks = F.linear(y, w_ks, b_ks).to(tables)  # (batch, N, F + H): keys, then s per head
         k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2).contiguous()  # (batch, H, N, d)
         s = ks[..., Fd:].transpose(1, 2).contiguous()  # (batch, H, N)

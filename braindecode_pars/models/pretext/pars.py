@@ -16,6 +16,7 @@ from braindecode_pars._util.checks import (
 )
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder, MLPPairDecoder
 from braindecode_pars.models.pair.fallback import FALLBACKS
+from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
 from braindecode_pars.models.pretext.base import PretextModel
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,11 @@ class PARS(PretextModel):
         On an accelerator, the most bytes of factor tables the cross-attention decoder
         keeps from its forward pass for its backward pass, above which it recomputes
         them (``CrossAttentionPairDecoder(keep_tables_bytes=...)``; None: 256 MiB).
+    decoder_kernel : {"auto", "tables", "fused"}
+        The cross-attention decoder's pair operator (``CrossAttentionPairDecoder(
+        kernel=...)``): torch operations over factor tables, or one Triton kernel each
+        way where Triton runs; "auto" is "tables" on every device until a GPU timing
+        decides.
     patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob
         Settings of the encoder built when ``encoder`` is None (see PatchEncoder).
 
@@ -121,6 +127,7 @@ class PARS(PretextModel):
         decoder_impl="folded",
         decoder_fallback="auto",
         decoder_keep_tables_bytes=None,
+        decoder_kernel="auto",
         **kwargs,
     ):
         check_int("n_patches", n_patches, 2)
@@ -132,6 +139,7 @@ class PARS(PretextModel):
         check_option("decoder_fallback", decoder_fallback, FALLBACKS)
         if decoder_keep_tables_bytes is not None:
             check_int("decoder_keep_tables_bytes", decoder_keep_tables_bytes, 0)
+        check_option("decoder_kernel", decoder_kernel, OPERATOR_KERNELS)
         n_masked = check_position_masking(n_patches, pos_mask_ratio)
         super().__init__(*signal, **kwargs)
         self.n_patches = n_patches
@@ -161,6 +169,7 @@ class PARS(PretextModel):
                 decoder_heads,
                 fallback=decoder_fallback,
                 keep_tables_bytes=decoder_keep_tables_bytes,
+                kernel=decoder_kernel,
             )
         else:
             self.decoder = MLPPairDecoder(emb_dim, decoder_hidden)
