@@ -22,8 +22,12 @@ byte budget) or recomputed there (a budget of 0, the only way before the budget)
 the fallback's torch kernels or its Triton kernels (which cannot run on a CPU without
 Triton's interpreter: they are replaced by a stub counted as one launch each way, what
 they launch on a GPU; no pair-head underflows at this initialisation, so the stub
-changes no value); and the CPU's own path. The whole step's calls, with the operator as
-one call each way, are given beside them.
+changes no value); the CPU's own path; and the fused operator
+(:mod:`braindecode_pars.models.pair.fused`, ``PARS(decoder_kernel="fused")``), whose
+two kernels run for real under Triton's interpreter in a child process
+(``TRITON_INTERPRET=1``), each launch counted as one call and the interpreter's own
+work not counted. The whole step's calls, with the operator as one call each way, are
+given beside them.
 
 The issue's target (issue 70): at most 10 launching calls a step, forward and backward,
 after fusing the operator into one Triton kernel each way.
@@ -38,15 +42,25 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+from torch.utils._python_dispatch import (
+    TorchDispatchMode,
+    _disable_current_modes,
+    _get_current_dispatch_mode,
+)
 
 from benchmarks.lib.measure import command_line, machine, report_parser, table_head, write_report
 from benchmarks.lib.steps import SMALL_BATCH, SMALL_N_TIMES, SMALL_SFREQ, model_and_batch
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
 from braindecode_pars.models.pair import attention as pair_attention
 from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair import fused
 
 #: The kinds of a dispatch, in the report's order.
 KINDS = ("launching", "view/metadata", "allocation")
@@ -69,6 +83,9 @@ WAYS = {
     "accelerator, tables kept, Triton fallback": (True, None, "triton"),
     "CPU path, torch fallback": (False, None, "torch"),
 }
+
+#: The fused operator's way, counted in a child process under Triton's interpreter.
+FUSED = "fused: one Triton kernel each way"
 
 
 def kind(func):
@@ -112,6 +129,15 @@ class DispatchCounter(TorchDispatchMode):
         mode = _get_current_dispatch_mode()
         if isinstance(mode, DispatchCounter):
             mode.calls[(what, name)] += 1
+
+    def to_json(self):
+        return [[k, name, count] for (k, name), count in sorted(self.calls.items())]
+
+    @classmethod
+    def from_json(cls, rows):
+        counter = cls()
+        counter.calls.update({(k, name): count for k, name, count in rows})
+        return counter
 
 
 @contextlib.contextmanager
@@ -167,6 +193,39 @@ def counting_operator(accelerator, fallback):
         yield counters
 
 
+@contextlib.contextmanager
+def counting_fused():
+    """Count the fused operator's forward and backward bodies (a dict of lists of
+    :class:`DispatchCounter`, one per call): each kernel launch as one call, the
+    interpreter's work inside it not counted."""
+    counters = {"forward": [], "backward": []}
+
+    def counted(which, body):
+        def run(*args):
+            with DispatchCounter() as counter:
+                out = body(*args)
+            counters[which].append(counter)
+            return out
+
+        return run
+
+    launch = fused._launch
+
+    def launching(kernel, grid, *args, **kwargs):
+        name = "_forward_kernel" if kernel is fused._forward_kernel else "_backward_kernel"
+        DispatchCounter.record(f"triton: fused {name}")
+        with _disable_current_modes():
+            launch(kernel, grid, *args, **kwargs)
+
+    with _patched(
+        fused,
+        _forward=counted("forward", fused._forward),
+        _backward_body=counted("backward", fused._backward_body),
+        _launch=launching,
+    ):
+        yield counters
+
+
 def count_step(size, n_patches, batch_size, decoder_heads, accelerator, keep_bytes, fallback):
     """One training step's dispatches: ``{"operator": {"forward": ..., "backward": ...},
     "step": {...}}``, each a :class:`DispatchCounter` (the operator's summed over its
@@ -179,11 +238,13 @@ def count_step(size, n_patches, batch_size, decoder_heads, accelerator, keep_byt
         n_patches=n_patches,
         decoder_heads=decoder_heads,
         decoder_keep_tables_bytes=keep_bytes,
-        decoder_fallback=fallback,
+        decoder_fallback="auto" if fallback == "fused" else fallback,
+        decoder_kernel="fused" if fallback == "fused" else "tables",
         **size,
     )
     draws = model.draw(batch_size, generator=torch.Generator().manual_seed(0))
-    with counting_operator(accelerator, fallback) as inside:
+    counting = counting_fused() if fallback == "fused" else counting_operator(accelerator, fallback)
+    with counting as inside:
         with DispatchCounter() as step_forward:
             loss = model(X, draws=draws)["loss"]
         with DispatchCounter() as step_backward:
@@ -204,6 +265,11 @@ def count_operator(batch_size, heads, n, n_patches, head_dim, accelerator, keep_
     q = torch.randn(batch_size, heads, 2 * n, head_dim, requires_grad=True)
     k = torch.randn(batch_size, heads, n_patches, head_dim, requires_grad=True)
     s = torch.randn(batch_size, heads, n_patches, requires_grad=True)
+    if fallback == "fused":
+        with counting_fused() as inside:
+            q5 = q.view(batch_size, heads, 2, n, head_dim)
+            fused.pair_attention_fused(q5, k, s, head_dim**-0.5, False)[0].sum().backward()
+        return {which: counters[0] for which, counters in inside.items()}
     with counting_operator(accelerator, fallback) as inside:
         theta = pair_attention.pair_attention(q, k, s, n, head_dim**-0.5, keep_bytes, fallback)[0]
         theta.sum().backward()
@@ -248,6 +314,12 @@ def main(argv=None):
         default=64,
         help="the head size of the operator-alone table (the paper's: 512 / 8)",
     )
+    parser.add_argument(
+        "--fused-json",
+        type=Path,
+        help="(internal) count the fused way only, into this file: the child process "
+        "that runs under Triton's interpreter",
+    )
     args = parser.parse_args(argv)
     size = dict(ENCODER_SIZES[args.size])
     for key, value in (("emb_dim", args.emb_dim), ("depth", args.depth), ("n_heads", args.heads)):
@@ -255,13 +327,24 @@ def main(argv=None):
             size[key] = value
     if args.emb_dim is not None:
         size["ff_dim"] = 2 * args.emb_dim
+    n_masked = round(0.8 * args.n_patches)
+    if args.fused_json is not None:
+        step = count_step(size, args.n_patches, args.batch_size, args.decoder_heads, True,
+                          None, "fused")  # fmt: skip
+        alone = count_operator(args.batch_size, args.decoder_heads, n_masked, args.n_patches,
+                               args.paper_head_dim, True, None, "fused")  # fmt: skip
+        payload = {
+            "step": {part: {w: c.to_json() for w, c in step[part].items()} for part in step},
+            "operator": {w: c.to_json() for w, c in alone.items()},
+        }
+        args.fused_json.write_text(json.dumps(payload))
+        return payload
     rows = {
         label: count_step(
             size, args.n_patches, args.batch_size, args.decoder_heads, *way
         )
         for label, way in WAYS.items()
     }  # fmt: skip
-    n_masked = round(0.8 * args.n_patches)
     chunks_step = _chunks(
         args.batch_size, n_masked, args.n_patches, size["emb_dim"] // args.decoder_heads
     )
@@ -273,6 +356,9 @@ def main(argv=None):
         )
         for label, way in WAYS.items()
     }  # fmt: skip
+    fused_counts = count_fused_in_a_child(argv, args.out)
+    if fused_counts is not None:
+        rows[FUSED], alone[FUSED] = fused_counts
     # the tables (2n x N), den and ratios (n x n) of every window and head, float32
     kept_bytes = (
         args.batch_size * args.decoder_heads * 2 * n_masked * (args.n_patches + n_masked) * 4
@@ -298,7 +384,10 @@ def main(argv=None):
         "- Counted: every aten call the operator's forward and backward bodies dispatch "
         "(a `TorchDispatchMode`), by kind: **launching** (a kernel on a GPU), "
         "views/metadata, allocations (`empty` and kin). The Triton fallback's kernels are "
-        "stubbed and counted as one launch each way.",
+        "stubbed and counted as one launch each way. The fused operator's two kernels "
+        '(`PARS(decoder_kernel="fused")`) run for real under Triton\'s interpreter in a '
+        "child process, each launch counted as one call; it takes its inputs in the "
+        "projections' layout and dtype, so the step around it makes fewer copies too.",
         f"- Tables kept (accelerator): {kept_bytes / 2**20:.2f} MiB at this size, under the "
         f"default budget of {pair_attention.KEEP_TABLES_BYTES / 2**20:.0f} MiB.",
         "- Target (issue 70): at most 10 launching calls a step, forward and backward, "
@@ -307,6 +396,7 @@ def main(argv=None):
         *head,
         *(_row(label, counts) for label, counts in rows.items()),
         "",
+        *_verdict(rows),
         "Launching calls of the operator, accelerator's path, tables kept, torch fallback:",
         "",
         f"- forward: {_top(first['forward'])}",
@@ -331,6 +421,44 @@ def main(argv=None):
     ]
     write_report(lines, args.out)
     return {"step": rows, "operator": alone}
+
+
+def _verdict(rows):
+    """The target's line: the fused way's launching calls against 10, and what they are."""
+    if FUSED not in rows:
+        return ["The fused way was not counted: this torch has no Triton.", ""]
+    operator = rows[FUSED]["operator"]
+    total = sum(operator[w].by_kind()["launching"] for w in ("forward", "backward"))
+    met = "met" if total <= 10 else "not met"
+    return [
+        f"The fused operator: **{total}** launching calls a step, forward and backward "
+        f"(target at most 10: {met}); forward: {_top(operator['forward'])}; backward: "
+        f"{_top(operator['backward'])}.",
+        "",
+    ]
+
+
+def count_fused_in_a_child(argv, out):
+    """The fused way's ``(step, operator)`` counts (as :func:`count_step` and
+    :func:`count_operator` give them), from this script rerun under Triton's
+    interpreter with ``--fused-json``; None without Triton."""
+    if fused.triton is None:
+        return None
+    path = Path(str(out) + ".fused.json")
+    argv = [a for a in (sys.argv[1:] if argv is None else argv)]
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    command = [sys.executable, "-m", __spec__.name, *argv, "--fused-json", str(path)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
+    if done.returncode != 0:
+        raise RuntimeError(f"the fused way's count failed:\n{done.stderr[-3000:]}")
+    payload = json.loads(path.read_text())
+    path.unlink()
+
+    def counters(part):
+        return {w: DispatchCounter.from_json(rows) for w, rows in part.items()}
+
+    step = {part: counters(payload["step"][part]) for part in ("operator", "step")}
+    return step, counters(payload["operator"])
 
 
 def _chunks(batch_size, n, n_patches, head_dim):

@@ -61,4 +61,18 @@ def test_the_script_counts_the_operators_ways_at_a_tiny_size(tmp_path):
     text = out.read_text()
     assert "`python -m benchmarks.bench_operator_dispatches --emb-dim 16" in text
     assert "| accelerator, tables kept, Triton fallback |" in text
-    assert set(result["operator"]) == set(bench.WAYS)
+    if bench.fused.triton is None:
+        assert set(result["operator"]) == set(bench.WAYS)
+        return
+    assert set(result["operator"]) == {*bench.WAYS, bench.FUSED}
+    # the fused operator, run under the interpreter: one kernel each way, within the target
+    for counts in (step[bench.FUSED]["operator"], result["operator"][bench.FUSED]):
+        for which in ("forward", "backward"):
+            assert counts[which].calls[("launching", f"triton: fused _{which}_kernel")] == 1
+        assert launching(counts, "forward") + launching(counts, "backward") <= 10
+    fused_step = step[bench.FUSED]["step"]
+    assert (
+        fused_step["forward"].calls[("launching", "braindecode_pars.pair_attention_fused.default")]
+        == 1
+    )
+    assert "target at most 10: met" in text
