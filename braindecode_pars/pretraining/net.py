@@ -57,7 +57,13 @@ from braindecode_pars.pretraining.stopping import (
     resolve_stop_signals,
 )
 from braindecode_pars.pretraining.validation import _FixedValidation
-from braindecode_pars.pretraining.views import SingleChannelWindows, _BatchedView
+from braindecode_pars.pretraining.views import (
+    _DEVICE_CROPS_BYTES,
+    SingleChannelWindows,
+    _BatchedView,
+    _DeviceBatches,
+    _DeviceCrops,
+)
 
 logger = logging.getLogger(__name__)
 #: The epoch table of a run (skorch's PrintLog): shown by the command line, and by
@@ -210,6 +216,16 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         reads every training window once and every process takes the same number of
         steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
         read at random.
+    crops_on_device : "auto" | bool
+        Draw the training crops on the net's device: a view's recordings are uploaded
+        to it once per fit and every batch's starts, channels and crops are drawn there
+        with torch operations (:class:`~braindecode_pars.pretraining.views._DeviceCrops`:
+        the same bounds and distribution as the host draw), so no batch is drawn on the
+        host or copied to the device. ``"auto"``: on a CUDA device, for a view read at
+        random (``store_read="random"``) by this process (no DataLoader workers) whose
+        recordings take at most 2 GiB as float32; the host draw otherwise. True: always
+        for a view (on any device, a CPU too; refused with DataLoader workers or above
+        the 2 GiB). False: never.
     stop_signals : "auto" | str | int | sequence | None
         Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
         run cleanly, as a cluster's scheduler does at a time limit or a preemption
@@ -291,6 +307,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         run_info=None,
         store_read="random",
         stop_signals="auto",
+        crops_on_device="auto",
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
@@ -319,6 +336,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         self.run_info = run_info
         self.store_read = store_read
         self.stop_signals = stop_signals
+        self.crops_on_device = crops_on_device
 
     @property
     def distributed_(self):
@@ -440,10 +458,40 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 dataset, sampler=sampler, batch_size=batch_size, drop_last=True, **kwargs
             )
         batches = BatchSampler(sampler, batch_size, drop_last=True)
+        crops = self._device_crops(dataset, kwargs)
+        if crops is not None:
+            return _DeviceBatches(crops, batches, dataset)
         # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
         pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
         view = _BatchedView(dataset, pinned=pinned)
         return DataLoader(view, sampler=batches, batch_size=None, **kwargs)
+
+    def _device_crops(self, dataset, loader_kwargs):
+        """The view's recordings on the device (:class:`_DeviceCrops`, uploaded once per
+        fit and view) when ``crops_on_device`` asks for them, else None."""
+        chosen = self.crops_on_device
+        if chosen not in ("auto", True, False):
+            raise ValueError(
+                f"'crops_on_device' must be 'auto', True or False, but got {chosen!r}."
+            )
+        workers = loader_kwargs.get("num_workers", 0)
+        if chosen is True and workers:
+            raise ValueError(
+                "crops_on_device=True draws the crops in the training process: "
+                f"'iterator_train__num_workers' must be 0, but got {workers}."
+            )
+        view = dataset.dataset if isinstance(dataset, torch.utils.data.Subset) else dataset
+        if chosen == "auto":
+            fits = _DeviceCrops.bytes_needed(view) <= _DEVICE_CROPS_BYTES
+            device_type = torch.device(self.device).type if self.device else "cpu"
+            chosen = device_type == "cuda" and not workers and fits
+        if not chosen:
+            return None
+        kept = getattr(self, "_crops_kept", None)
+        if kept is None or kept[0] is not view:
+            device = self.device if self.device else "cpu"
+            kept = self._crops_kept = (view, _DeviceCrops(view, device))
+        return kept[1]
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
@@ -529,6 +577,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         finally:  # also when training ends by an error, which skips on_train_end
             _end_workers(getattr(self, "_train_loader", None))
             self._train_loader = None
+            self._crops_kept = None  # the recordings on the device go with the fit
             for _, callback in getattr(self, "callbacks_", []):
                 if isinstance(callback, EpochProgress):
                     callback.close()

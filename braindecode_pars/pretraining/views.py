@@ -462,6 +462,43 @@ class _DeviceCrops:
         return (X, starts, channels) if positions else X
 
 
+class _DeviceBatches:
+    """Training batches whose crops are drawn on a device: the batches of window indices
+    of ``batches`` (a ``BatchSampler`` over a view or a ``Subset`` of one), each drawn by
+    :meth:`_DeviceCrops.draw` from one generator of the device, as ``(X, y)`` on the
+    device (``y`` zeros): no host draw, no copy to the device. The generator is seeded
+    from torch's global generator when the batches are made (a process's own seed, as
+    the host draw's numpy generator is: :meth:`SingleChannelWindows._generator`).
+
+    Examples
+    --------
+    >>> view = SingleChannelWindows(np.random.randn(10, 8, 500), n_times=400)
+    >>> sampler = torch.utils.data.BatchSampler(range(10), 4, drop_last=True)
+    >>> batches = _DeviceBatches(_DeviceCrops(view, "cpu"), sampler, view)
+    >>> len(batches), [tuple(X.shape) for X, _ in batches]
+    (2, [(4, 1, 400), (4, 1, 400)])
+    """
+
+    def __init__(self, crops, batches, dataset):
+        self.crops, self.batches = crops, batches
+        self.indices = None
+        if isinstance(dataset, torch.utils.data.Subset):
+            self.indices = np.asarray(dataset.indices, dtype=np.int64)
+        seed = int(torch.randint(0, 2**62, (), dtype=torch.int64))
+        self.generator = torch.Generator(device=crops.device).manual_seed(seed)
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        for batch in self.batches:
+            indices = np.asarray(batch, dtype=np.int64)
+            if self.indices is not None:
+                indices = self.indices[indices]
+            X = self.crops.draw(indices, self.generator)
+            yield X, torch.zeros(len(X), device=self.crops.device)
+
+
 class _BatchedView(Dataset):
     """Batches of a :class:`SingleChannelWindows` (or a ``Subset`` of one) read whole:
     ``dataset[indices]`` is :meth:`SingleChannelWindows.batch`, for a DataLoader with

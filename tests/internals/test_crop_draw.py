@@ -174,3 +174,92 @@ def test_a_view_larger_than_the_budget_is_refused_naming_it(views):
     _DeviceCrops(view, "cpu", max_bytes=needed)
     with pytest.raises(ValueError, match=f"'max_bytes' must be at least the {needed} bytes"):
         _DeviceCrops(view, "cpu", max_bytes=needed - 1)
+
+
+def _coded_view():
+    """A view whose every sample says where it is: recording r, channel c, sample t holds
+    ``1000 r + 100 c + t / 10`` (exact in float32), so a crop names its place."""
+    recordings = []
+    for r, (n_chans, n_samples) in enumerate([(3, 300), (2, 250), (4, 400)]):
+        c, t = np.meshgrid(np.arange(n_chans), np.arange(n_samples), indexing="ij")
+        recordings.append((1000 * r + 100 * c + t / 10).astype(np.float32))
+    windows = np.concatenate([rec[None, :, :200] for rec in recordings[:1]])
+    view = SingleChannelWindows(windows, n_times=N_TIMES)
+    view.recordings, view.index = (
+        recordings,
+        np.array(
+            [
+                (r, s, s + 100)
+                for r, rec in enumerate(recordings)
+                for s in range(0, rec.shape[1] - 99, 100)
+            ]
+        ),
+    )
+    view.__dict__.pop("_gather", None)
+    return view
+
+
+def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monkeypatch):
+    """``PretrainNet(crops_on_device=True)``: the training batches come from the device
+    draw, full, each crop a slice of its window's recording within the window's crop
+    bounds (decoded from the samples' values), the recordings uploaded once per fit."""
+    from braindecode_pars.models.pretext.pars import PARS
+    from braindecode_pars.pretraining import net as net_module
+    from braindecode_pars.pretraining.net import PretrainNet
+    from braindecode_pars.pretraining.views import _DeviceBatches
+
+    view = _coded_view()
+    uploads = []
+    real = net_module._DeviceCrops
+
+    def counting(*args, **kwargs):
+        uploads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(net_module, "_DeviceCrops", counting)
+    torch.manual_seed(0)
+    model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
+                 depth=1, n_heads=2, ff_dim=8)  # fmt: skip
+    net = PretrainNet(model, max_epochs=2, batch_size=4, progress_bar=False,
+                      crops_on_device=True)  # fmt: skip
+    net.initialize()
+    batches = net.get_iterator(view, training=True)
+    assert isinstance(batches, _DeviceBatches) and len(batches) == len(view) // 4
+    for X, y in batches:
+        assert X.shape == (4, 1, N_TIMES) and y.shape == (4,)
+        rec = (X[:, 0, 0] // 1000).long().numpy()
+        chan = ((X[:, 0, 0] % 1000) // 100).long().numpy()
+        start = np.rint((X[:, 0, 0] % 100).numpy() * 10).astype(np.int64)
+        expected = (
+            1000 * rec[:, None] + 100 * chan[:, None] + (start[:, None] + np.arange(N_TIMES)) / 10
+        )
+        np.testing.assert_allclose(X[:, 0].numpy(), expected, atol=1e-3)  # one slice each
+        for r, s in zip(rec.tolist(), start.tolist(), strict=True):  # within some window's bounds
+            bounds = [view.crop_bounds(i) for i in range(len(view)) if view.index[i, 0] == r]
+            assert any(low <= s <= high for low, high in bounds), (r, s, bounds)
+    net.fit(view)
+    assert len(net.history) == 2 and len(uploads) == 1  # once, for every epoch
+    assert net._crops_kept is None  # the upload goes with the fit
+
+
+def test_device_crops_are_chosen_on_cuda_only_and_refused_with_workers():
+    from braindecode_pars.models.pretext.pars import PARS
+    from braindecode_pars.pretraining.net import PretrainNet
+
+    data = np.random.default_rng(0).standard_normal((12, 2, 100)).astype(np.float32)
+    view = SingleChannelWindows(data, n_times=N_TIMES)
+    model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
+                 depth=1, n_heads=2, ff_dim=8)  # fmt: skip
+    auto = PretrainNet(model, batch_size=4, progress_bar=False)
+    assert auto.crops_on_device == "auto"
+    assert auto._device_crops(view, {}) is None  # a CPU net draws on the host
+    auto.device = "cuda"  # "auto" on CUDA takes the device draw (no upload made here)
+    forced = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=True)
+    assert forced._device_crops(view, {}) is not None
+    with pytest.raises(ValueError, match=r"'iterator_train__num_workers' must be 0, but got 2"):
+        forced._device_crops(view, {"num_workers": 2})
+    bad = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device="yes")
+    with pytest.raises(
+        ValueError, match=r"'crops_on_device' must be 'auto', True or False, but got 'yes'"
+    ):
+        bad._device_crops(view, {})
