@@ -23,10 +23,27 @@ over ``"window"`` only if its score exceeds window's by more than the larger of 
 spreads; if both do, the higher score. Nothing else (the test splits, the subject probe,
 pretext skill) enters the choice.
 
+The test splits (``--part test``, after the decision, which they do not change): the
+probe rows of every encoder and the reference rows, and the fine-tuner from each encoder
+(:func:`evaluate_finetuning`): ``full fine-tuning`` is :class:`~braindecode_pars.PARSFineTuner`
+at the library's defaults (``fine_tuner(encoder, {}, draw, sfreq)`` of
+``benchmarks/lib/finetuning.py``, as ``bench_finetuning_outer``'s and
+``bench_finetuning``'s "library defaults" rows: every weight trained, 200 epochs, lr
+3e-4, batch 16, the standard augmentation, no spatial dropout; at one labelled unit no
+validation split, so the last epoch is kept), seeded by the draw; ``from scratch`` the
+same from a new encoder of the same size (``pars-small-v2``'s, the ``"window"``
+normalisation), its reference row. Both on the labelled unit of each draw of
+``--finetune-draws`` only (default :data:`FINETUNE_DRAWS`, draw 0: EEGMAT's first drawn
+training subject, PhysioNet-MI's block 1): a fit takes about 20 s (a MI task of one
+block), 35 s (the four-class task) or 20-25 s (EEGMAT, one subject) on the project's
+2-core CPU, so ten starts (nine encoders and scratch) over the five tasks take about 18
+to 23 minutes per draw, and all five draws one and a half to two hours.
+
 Usage::
 
     python -m benchmarks.bench_normalization --pretrain [--parallel 2] [--max-minutes M]
     python -m benchmarks.bench_normalization            # evaluates what exists, reports
+    python -m benchmarks.bench_normalization --part test [--finetune-draws 0 1 2 3 4]
 """
 
 from __future__ import annotations
@@ -53,7 +70,8 @@ from sklearn.metrics import balanced_accuracy_score
 from benchmarks.lib.dev_probe import fit_probe_row
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
 from benchmarks.lib.encoders import benchmark_encoder
-from benchmarks.lib.measure import machine
+from benchmarks.lib.finetuning import fine_tuner
+from benchmarks.lib.measure import command_line, machine
 from braindecode_pars.features.recipe import ProbeRecipe
 from braindecode_pars.features.transformers import block_features
 from braindecode_pars.hub.io import load_encoder
@@ -84,6 +102,15 @@ SCORE = "probe[enc+bp+ts, 100]"  # the default recipe: the rule's score
 ENCODER_METHODS = ("probe[enc, 1]", SCORE)
 REFERENCE_METHODS = ("probe[bp+ts, 100]", "probe[rand+bp+ts, 100]")
 DRAWS = (0, 1, 2, 3, 4)
+#: The test splits' fine-tuner rows: full fine-tuning of each encoder, and of a new
+#: encoder of the same size for the reference (the lab's names of these rows).
+FINETUNE_METHOD = "full fine-tuning"
+SCRATCH_METHOD = "from scratch"
+#: ``PARSFineTuner``'s parameters changed from the library's defaults: none.
+FINETUNE_PARAMS = {}
+#: The draws the fine-tuner rows run by default: one, so that every start over the five
+#: tasks fits in about 25 minutes of the 2-core CPU (the module's docstring).
+FINETUNE_DRAWS = (0,)
 COLUMNS = ("encoder", "task", "method", "draw", "balanced_accuracy")
 RULE = (
     "Score: the default recipe's (`probe[enc+bp+ts, 100]`) balanced accuracy at k = 1 on "
@@ -203,6 +230,48 @@ def evaluate(names, csv, part="selection"):
     return pd.read_csv(csv)
 
 
+def finetune_score(name, X, y, units, pool, scored, sfreq, draw):
+    """Balanced accuracy on the scored units of the fine-tuner fitted on the labelled
+    unit of ``draw``: ``PARSFineTuner`` at :data:`FINETUNE_PARAMS` over the encoder
+    ``name``, or over a new encoder of the same size for ``"reference"`` (from scratch);
+    seeded by the draw, as the probe rows are."""
+    train, test, _ = split(units, pool, scored, "1", draw)
+    encoder = None if name == "reference" else encoder_folder(name)
+    clf = fine_tuner(encoder, FINETUNE_PARAMS, draw, sfreq)
+    clf.fit(X[train], y[train], groups=units[train])
+    pred = clf.predict(X[test], groups=units[test])
+    return balanced_accuracy_score(y[test], pred)
+
+
+def evaluate_finetuning(names, csv, draws=FINETUNE_DRAWS, part="test"):
+    """The fine-tuner rows (:data:`FINETUNE_METHOD` of every encoder, :data:`SCRATCH_METHOD`
+    of the reference) at one labelled unit, draw by draw over the tasks (a stopped run
+    holds whole draws first), appended to ``csv`` as each fit finishes; rows already
+    there are kept."""
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))
+    loaded = {}
+    for draw in draws:
+        for task in DEV_TASKS:
+            for name in ["reference", *names]:
+                method = SCRATCH_METHOD if name == "reference" else FINETUNE_METHOD
+                if (name, task, method, draw) in key:
+                    continue
+                if task not in loaded:
+                    loaded[task] = load_task(task, part)
+                X, y, units, pool, scored, sfreq = loaded[task]
+                start = time.perf_counter()
+                score = finetune_score(name, X, y, units, pool, scored, sfreq, draw)
+                row = dict(encoder=name, task=task, method=method, draw=draw,
+                           balanced_accuracy=score)  # fmt: skip
+                pd.DataFrame([row], columns=COLUMNS).to_csv(
+                    csv, mode="a", header=not csv.exists(), index=False
+                )
+                logger.info("%s %s %s draw %d: %.3f (%.0f s)", task, name, method, draw,
+                            score, time.perf_counter() - start)  # fmt: skip
+    return pd.read_csv(csv)
+
+
 def per_task(scores, part="selection"):
     """Balanced accuracy per (encoder, method, task): the mean over the task's distinct
     labelled sets (the MI tasks' five draws hold two)."""
@@ -305,11 +374,13 @@ def report(scores, names, out):
 
 def report_test(scores, names, chosen, out):
     """The test splits' table, after the decision: each mode's encoders (mean ± std over
-    seeds) against the probe without an encoder and over a random one, and the goal's
-    line (the chosen mode against no encoder, by more than the spread over seeds?)."""
+    seeds) against the probe without an encoder and over a random one, the fine-tuner
+    from each encoder and from scratch where their rows ran, and the goal's line (the
+    chosen mode against no encoder, by more than the spread over seeds?)."""
     tasks = per_task(scores, "test")
     mean_over_tasks = tasks.groupby(["encoder", "method"]).mean()
     task_names = list(DEV_TASKS)
+    tuned = scores[scores.method.isin([FINETUNE_METHOD, SCRATCH_METHOD])]
     lines = [
         "# Input normalisation of the encoder: the development tasks' test splits",
         "",
@@ -317,14 +388,36 @@ def report_test(scores, names, chosen, out):
         "after the decision on the selection splits (`normalization.md`), which it does not "
         "change. One labelled unit (k = 1), balanced accuracy; per task the mean over its "
         "distinct labelled sets, then the mean over tasks; ± the std over pretraining seeds.",
+    ]
+    if len(tuned):
+        draws = sorted(int(d) for d in tuned.draw.unique())
+        which = (
+            f"run on draw(s) {' '.join(map(str, draws))} only (`--finetune-draws`), the "
+            f"probe rows on draws {' '.join(map(str, DRAWS))}, so their labelled sets differ"
+            if draws != list(DRAWS)
+            else "run on the probe rows' draws"
+        )
+        lines += [
+            "",
+            f"`{FINETUNE_METHOD}`: `PARSFineTuner` at the library's defaults over each "
+            f"encoder, `{SCRATCH_METHOD}` the same over a new encoder of the same size; "
+            f"{which}.",
+        ]
+    lines += [
         "",
         "| row | " + " | ".join(task_names) + " | mean of 5 |",
         "|---|" + "---|" * (len(task_names) + 1),
     ]
+
+    def ran(name, method):
+        return all((name, method, t) in tasks.index for t in task_names)
+
     summary = {}
     for mode in MODES:
-        members = [n for n in names if runs()[n][0] == mode]
-        for method in ENCODER_METHODS:
+        for method in (*ENCODER_METHODS, FINETUNE_METHOD):
+            members = [n for n in names if runs()[n][0] == mode and ran(n, method)]
+            if not members:
+                continue
             per = np.array([[tasks.loc[(n, method, t)] for t in task_names] for n in members])
             means = per.mean(axis=1)
             summary[(mode, method)] = (means.mean(), means.std(ddof=1) if len(means) > 1 else 0)
@@ -332,7 +425,9 @@ def report_test(scores, names, chosen, out):
             m, sd = summary[(mode, method)]
             row = f"| {method}, {mode} ({len(members)} seeds) | " + " | ".join(cells)
             lines.append(row + f" | {m:.3f} ± {sd:.3f} |")
-    for method in REFERENCE_METHODS:
+    for method in (*REFERENCE_METHODS, SCRATCH_METHOD):
+        if not ran("reference", method):
+            continue
         values = [tasks.loc[("reference", method, t)] for t in task_names]
         lines.append(f"| {method} | " + " | ".join(f"{v:.3f}" for v in values)
                      + f" | {np.mean(values):.3f} |")  # fmt: skip
@@ -357,14 +452,19 @@ def main(argv=None):
                         help="runs at once, one thread each (default 1)")  # fmt: skip
     parser.add_argument("--max-minutes", type=float, help="stop each run after this long")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/normalization")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads of the probes")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (probes, fine-tuner)")
     parser.add_argument("--part", choices=["selection", "test"], default="selection",
                         help="test: also the test splits, once the selection decided")  # fmt: skip
+    parser.add_argument("--finetune-draws", type=int, nargs="*", choices=DRAWS,
+                        default=list(FINETUNE_DRAWS),
+                        help="with --part test: the draws of the fine-tuner rows (default "
+                        f"{' '.join(map(str, FINETUNE_DRAWS))}, about 20 minutes a draw; "
+                        "none: no fine-tuner rows)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with open(args.out.with_suffix(".commands"), "w") as f:
         f.write(f"{STORE_COMMAND}\n")
-        for name in args.runs:
+        for name in runs():  # every run the rule reads, whichever --runs names
             if runs()[name][0] != "window":
                 run, export, config = commands(name)
                 f.write(f"# {name}: config {json.dumps(config)}\n{run}\n{export}\n")
@@ -385,7 +485,11 @@ def main(argv=None):
         if not complete:
             raise SystemExit("--part test: the selection's decision comes first (every seed).")
         test_out = args.out.with_name(args.out.name + "_test")
+        with open(test_out.with_suffix(".commands"), "a") as f:  # what ran, run by run
+            f.write(command_line("benchmarks.bench_normalization", argv) + "\n")
         scores = evaluate(names, test_out.with_suffix(".csv"), "test")
+        if args.finetune_draws:
+            scores = evaluate_finetuning(names, test_out.with_suffix(".csv"), args.finetune_draws)
         scores = scores[scores.encoder.isin(["reference", *names])]
         logger.info("test: %s", report_test(scores, names, chosen, test_out))
 
