@@ -33,6 +33,7 @@ from braindecode_pars.models.pretext.base import PretextModel
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining import resume as _resume
 from braindecode_pars.pretraining._optim import with_fused_default
+from braindecode_pars.pretraining._prefetch import _Prefetched
 from braindecode_pars.pretraining.callbacks import (
     EpochProgress,
     PretextSkill,
@@ -464,7 +465,17 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
         pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
         view = _BatchedView(dataset, pinned=pinned)
-        return DataLoader(view, sampler=batches, batch_size=None, **kwargs)
+        loader = DataLoader(view, sampler=batches, batch_size=None, **kwargs)
+        if self._reads_ahead(kwargs):  # the next batches drawn and copied beside the step
+            return _Prefetched(loader, self.device, prepare=view.view._generator)
+        return loader
+
+    def _reads_ahead(self, loader_kwargs):
+        """Whether the host's training batches are read ahead by a thread and copied on a
+        side stream (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`): on a
+        CUDA device, without DataLoader workers (which read ahead themselves)."""
+        device_type = torch.device(self.device).type if self.device else "cpu"
+        return device_type == "cuda" and not loader_kwargs.get("num_workers", 0)
 
     def _device_crops(self, dataset, loader_kwargs):
         """The view's recordings on the device (:class:`_DeviceCrops`, uploaded once per

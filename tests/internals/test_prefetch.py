@@ -1,0 +1,97 @@
+"""Training batches read ahead by a thread (pretraining/_prefetch.py): the loader's own
+batches in its order, whatever thread draws them; an error raised where the loop runs;
+a loop left early ends the thread; chosen on CUDA without DataLoader workers."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+
+from braindecode_pars.models.pretext.pars import PARS
+from braindecode_pars.pretraining._prefetch import _Prefetched
+from braindecode_pars.pretraining.net import PretrainNet
+from braindecode_pars.pretraining.views import SingleChannelWindows, _BatchedView
+
+
+def _loader(seed):
+    data = np.random.default_rng(0).standard_normal((20, 3, 120)).astype(np.float32)
+    view = SingleChannelWindows(data, n_times=50)
+    torch.manual_seed(seed)  # the sampler's order and the view's generator
+    batches = BatchSampler(RandomSampler(view), 4, drop_last=True)
+    return view, DataLoader(_BatchedView(view), sampler=batches, batch_size=None)
+
+
+def _threads():
+    return [t for t in threading.enumerate() if t.name == "braindecode-pars-prefetch"]
+
+
+def test_read_ahead_batches_are_the_loaders_own_in_its_order():
+    first, plain = _loader(3)
+    first._generator()  # made before the pass, as _Prefetched's prepare makes it
+    expected = [X.clone() for X, _ in plain]
+    view, loader = _loader(3)
+    ahead = _Prefetched(loader, "cpu", prepare=view._generator)
+    assert len(ahead) == len(expected) == 5
+    got = [X for X, _ in ahead]
+    assert len(got) == 5 and all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+    assert not _threads()  # the thread ended with the pass
+
+
+def test_leaving_the_loop_early_ends_the_thread_and_an_error_reaches_the_loop():
+    view, loader = _loader(0)
+    ahead = _Prefetched(loader, "cpu", depth=1, prepare=view._generator)
+    for i, _ in enumerate(ahead):
+        if i == 1:
+            break  # a stop at a step boundary
+    assert not _threads()
+
+    class Broken:
+        def __len__(self):
+            return 3
+
+        def __iter__(self):
+            yield torch.zeros(2, 1, 5), torch.zeros(2)
+            raise OSError("the store's disk went away")
+
+    seen = []
+    with pytest.raises(OSError, match="the store's disk went away"):
+        for X, _ in _Prefetched(Broken(), "cpu"):
+            seen.append(X)
+    assert len(seen) == 1 and not _threads()
+
+
+def test_the_net_reads_ahead_on_cuda_without_workers():
+    model = PARS(n_times=50, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8, depth=1,
+                 n_heads=2, ff_dim=8)  # fmt: skip
+    net = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=False)
+    assert not net._reads_ahead({})  # a CPU: the step and the draw share the cores
+    net.device = "cuda"
+    assert net._reads_ahead({}) and not net._reads_ahead({"num_workers": 2})
+    net.device = "cpu"
+    view, _ = _loader(0)
+    assert isinstance(net.initialize().get_iterator(view, training=True), DataLoader)
+
+
+def test_a_fit_trains_on_batches_read_ahead(monkeypatch):
+    """The read-ahead forced on a CPU: the loop takes every step of every epoch from it."""
+    monkeypatch.setattr(PretrainNet, "_reads_ahead", lambda self, kwargs: True)
+    handed = []
+    iterate = _Prefetched.__iter__
+
+    def counting(self):
+        for batch in iterate(self):
+            handed.append(batch[0].shape)
+            yield batch
+
+    monkeypatch.setattr(_Prefetched, "__iter__", counting)
+    torch.manual_seed(0)
+    model = PARS(n_times=50, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8, depth=1,
+                 n_heads=2, ff_dim=8)  # fmt: skip
+    net = PretrainNet(model, max_epochs=3, batch_size=4, progress_bar=False,
+                      crops_on_device=False)  # fmt: skip
+    view, _ = _loader(0)
+    net.fit(view)
+    assert len(handed) == 3 * 5 and set(handed) == {(4, 1, 50)}
+    assert np.isfinite(net.history[:, "train_loss"]).all() and not _threads()
