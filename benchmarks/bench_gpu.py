@@ -24,8 +24,13 @@ rot on machines without a GPU.
 ``.device-wheels/`` where ``make device-wheels`` writes it; the factor tables on every
 device) into every PARS model,
 with the same weights, for an A/B against this tree's on one machine;
-``--variants``, ``--memory-patches`` and ``--memory-batch-size`` pick the rows, and
-``--json`` writes the results for a script (``device_check.py``) to read.
+``--variants``, ``--memory-patches`` and ``--memory-batch-size`` pick the rows (among
+the step table's: the compiled step replayed as CUDA graphs, with the pair operator's
+fallback as Triton kernels, and with the fused pair operator, ``models/pair/fused.py``;
+where no Triton kernel runs, the report says that the last two ran the torch fallback
+and the tables operator, and each row's ``operator`` names the pair operator it ran),
+``--profile`` the profiled rows, and ``--json`` writes the results for a script
+(``device_check.py``) to read.
 
 Usage::
 
@@ -43,6 +48,7 @@ import json
 import shlex
 import sys
 import time
+from typing import NamedTuple
 
 import torch
 import torch._inductor.config
@@ -63,24 +69,41 @@ MIB = 2**20
 
 #: torch.compile's mode that replays the compiled steps as CUDA graphs.
 GRAPHS = "reduce-overhead"
-#: Rows of the step table: label -> (bf16 autocast?, torch.compile?, float32 matmul
-#: precision, the decoder's factor-table dtype, torch.compile's mode or None for
-#: ``--compile-mode``'s, the pair operator's fallback kernel).
+
+
+class Variant(NamedTuple):
+    """How one row of the step table builds its steps (:class:`TrainingSteps`)."""
+
+    bf16: bool  # bf16 autocast
+    compiled: bool  # torch.compile
+    precision: str  # float32 matmul precision
+    tables: torch.dtype  # the decoder's factor-table dtype
+    mode: str | None  # torch.compile's mode; None: --compile-mode's
+    fallback: str  # the pair operator's fallback kernel ("torch", "triton")
+    kernel: str  # the pair operator ("tables"; "fused" where Triton runs, else "tables")
+
+
+#: Rows of the step table: label -> :class:`Variant`.
 VARIANTS = {
-    "float32": (False, False, "highest", torch.float32, None, "torch"),
-    "bf16 autocast": (True, False, "highest", torch.float32, None, "torch"),
-    "bf16 autocast + torch.compile": (True, True, "highest", torch.float32, None, "torch"),
-    "bf16 autocast, matmul precision 'high' (TF32)": (
-        True, False, "high", torch.float32, None, "torch",
+    "float32": Variant(False, False, "highest", torch.float32, None, "torch", "tables"),
+    "bf16 autocast": Variant(True, False, "highest", torch.float32, None, "torch", "tables"),
+    "bf16 autocast + torch.compile": Variant(
+        True, True, "highest", torch.float32, None, "torch", "tables",
     ),
-    "bf16 autocast, float64 factor tables": (
-        True, False, "highest", torch.float64, None, "torch",
+    "bf16 autocast, matmul precision 'high' (TF32)": Variant(
+        True, False, "high", torch.float32, None, "torch", "tables",
     ),
-    "bf16 autocast + torch.compile, CUDA graphs": (
-        True, True, "highest", torch.float32, GRAPHS, "torch",
+    "bf16 autocast, float64 factor tables": Variant(
+        True, False, "highest", torch.float64, None, "torch", "tables",
     ),
-    "bf16 autocast + torch.compile, Triton fallback": (
-        True, True, "highest", torch.float32, None, "triton",
+    "bf16 autocast + torch.compile, CUDA graphs": Variant(
+        True, True, "highest", torch.float32, GRAPHS, "torch", "tables",
+    ),
+    "bf16 autocast + torch.compile, Triton fallback": Variant(
+        True, True, "highest", torch.float32, None, "triton", "tables",
+    ),
+    "bf16 autocast + torch.compile, fused operator": Variant(
+        True, True, "highest", torch.float32, None, "torch", "fused",
     ),
 }  # fmt: skip
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
@@ -94,12 +117,13 @@ VARIANT_NAMES = dict(
             "bf16-f64tables",
             "bf16-compile-graphs",
             "bf16-compile-triton",
+            "bf16-compile-fused",
         ),  # fmt: skip
         VARIANTS,
         strict=True,
     )
 )
-#: The variants run by default (the last two are the device check's extra rows).
+#: The variants run by default (the device check adds the graphs, Triton and fused rows).
 DEFAULT_VARIANTS = ("float32", "bf16", "bf16-compile")
 #: n_patches of the memory table.
 MEMORY_PATCHES = (40, 80, 128)
@@ -113,12 +137,20 @@ def first_step(step):
     return time.perf_counter() - t0, sum(counters["graph_break"].values()) - breaks
 
 
-#: The parts of a step's profile: label -> the profiler events' names that hold them.
+#: The parts of a step's profile, for each pair operator (``TrainingSteps.operator``):
+#: label -> the profiler events' names that hold them; the first two are the operator's
+#: forward and backward.
 PROFILE_PARTS = {
-    "pair operator, forward (with its fallback)": "braindecode_pars::pair_attention",
-    "pair operator, backward (with its fallback)": "braindecode_pars::pair_attention_backward",
-    "of which the fallback, forward": "pair_attention.fallback",
-    "of which the fallback, backward": "pair_attention.fallback_backward",
+    "tables": {
+        "pair operator, forward (with its fallback)": "braindecode_pars::pair_attention",
+        "pair operator, backward (with its fallback)": "braindecode_pars::pair_attention_backward",
+        "of which the fallback, forward": "pair_attention.fallback",
+        "of which the fallback, backward": "pair_attention.fallback_backward",
+    },
+    "fused": {  # one kernel each way, the fallback folded in
+        "fused pair operator, forward": "braindecode_pars::pair_attention_fused",
+        "fused pair operator, backward": "braindecode_pars::pair_attention_fused_backward",
+    },
 }
 
 
@@ -126,10 +158,10 @@ def profile_steps(steps, step_ms, repeats=5):
     """Per-part times of PARS's step in ms per step, from ``torch.profiler``: on CUDA the
     device time of the kernels each part launched, on a CPU its CPU time. Returns a
     dict: ``pars`` and ``encoder``, the two steps' median times of the step table
-    (``step_ms``), the :data:`PROFILE_PARTS`, and ``rest of the decoder`` (the
-    projections, the gather, the loss: PARS less the encoder-alone step less the
-    operator). The fallback's rows are profiler ranges (``record_function``): on a GPU
-    the span of its kernels, launch gaps included."""
+    (``step_ms``), the :data:`PROFILE_PARTS` of the operator the steps run, and ``rest
+    of the decoder`` (the projections, the gather, the loss: PARS less the encoder-alone
+    step less the operator). The fallback's rows are profiler ranges
+    (``record_function``): on a GPU the span of its kernels, launch gaps included."""
     from torch.profiler import ProfilerActivity, profile
 
     cuda = steps.device.type == "cuda"
@@ -141,9 +173,10 @@ def profile_steps(steps, step_ms, repeats=5):
             steps.pars_step()
     events = prof.key_averages()
     times = dict(zip(("pars", "encoder"), step_ms, strict=True))
-    for label, name in PROFILE_PARTS.items():
+    parts = PROFILE_PARTS[steps.operator]
+    for label, name in parts.items():
         times[label] = sum(getattr(e, total) for e in events if e.key == name) / repeats / 1e3
-    operator = sum(times[label] for label in list(PROFILE_PARTS)[:2])
+    operator = sum(times[label] for label in list(parts)[:2])
     times["rest of the decoder (projections, gather, loss)"] = (
         times["pars"] - times["encoder"] - operator
     )
@@ -157,28 +190,30 @@ def break_reasons():
 
 def step_table(
     config, n_patches, batch_size, device, repeats, backend, mode=None, decoder="tree",
-    variants=DEFAULT_VARIANTS, profile=False,
+    variants=DEFAULT_VARIANTS, profile=None,
 ):  # fmt: skip
     """The step table's rows at one batch size: a dict per variant of ``variants`` (labels
-    of :data:`VARIANTS`).
+    of :data:`VARIANTS`), ``operator`` among them (the pair operator it ran).
 
     Each variant is a fresh model (seed 0); the first steps are timed one by one, then
     the median over ``repeats`` steps of all six steps interleaved (2 warm-up steps).
     On a CPU a variant whose compilation fails is reported skipped, with the error.
+    ``profile``: None, or the labels of the variants to profile (:func:`profile_steps`);
+    empty, the first compiled variant, else the last.
     """
     rows, built = {}, {}
     for label in variants:
-        bf16, compiled, precision, tables, own_mode, fallback = VARIANTS[label]
+        v = VARIANTS[label]
         torch.manual_seed(0)
         steps = TrainingSteps(
-            config, n_patches, batch_size, device, bf16, compiled, backend, own_mode or mode,
-            decoder, precision, tables, fallback,
+            config, n_patches, batch_size, device, v.bf16, v.compiled, backend,
+            v.mode or mode, decoder, v.precision, v.tables, v.fallback, v.kernel,
         )  # fmt: skip
         try:
             pars_first, pars_breaks = first_step(steps.pars_step)
             enc_first, enc_breaks = first_step(steps.encoder_step)
         except Exception as err:  # a CPU without a working compiler; never on CUDA
-            if not compiled or steps.device.type == "cuda":
+            if not v.compiled or steps.device.type == "cuda":
                 raise
             rows[label] = dict(
                 skipped=f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"
@@ -188,7 +223,8 @@ def step_table(
         rows[label] = dict(
             pars_first=pars_first,
             encoder_first=enc_first,
-            breaks=(pars_breaks, enc_breaks) if compiled else None,
+            breaks=(pars_breaks, enc_breaks) if v.compiled else None,
+            operator=steps.operator,
         )
     pairs = [(b.pars_step, b.encoder_step) for b in built.values()]
     times = median_times([step for pair in pairs for step in pair], repeats)
@@ -200,11 +236,13 @@ def step_table(
             ratio=t_pars / t_enc,
             loss=float(steps.pars_loss),
         )
-    if profile and built:  # the compiled variant where there is one, else the last
-        label = next((v for v in built if VARIANTS[v][1]), list(built)[-1])  # the first
-        row = rows[label]
-        step_ms = (1e3 * batch_size / row["pars_wps"], 1e3 * batch_size / row["encoder_wps"])
-        row["profile"] = profile_steps(built[label], step_ms)
+    if profile is not None and built:
+        # by default the first compiled variant where there is one, else the last
+        first = next((name for name in built if VARIANTS[name].compiled), list(built)[-1])
+        for label in [name for name in profile if name in built] if profile else [first]:
+            row = rows[label]
+            step_ms = (1e3 * batch_size / row["pars_wps"], 1e3 * batch_size / row["encoder_wps"])
+            row["profile"] = profile_steps(built[label], step_ms)
     return rows
 
 
@@ -302,9 +340,11 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--profile",
-        action="store_true",
-        help="profile the compiled variant's step at the largest batch: the pair operator "
-        "forward and backward, its fallback, the encoder, the rest of the decoder",
+        nargs="*",
+        choices=list(VARIANT_NAMES),
+        help="profile steps at the largest batch: the pair operator forward and backward, "
+        "its fallback, the encoder, the rest of the decoder; of the variants named (of "
+        "--variants'), or with no name of the first compiled one",
     )
     parser.add_argument("--json", help="also write the results here as JSON")
     parser.add_argument(
@@ -408,7 +448,8 @@ def main(argv=None):
             rows = step_table(
                 config, args.n_patches, batch, device, repeats, args.compile_backend,
                 args.compile_mode, args.decoder, [VARIANT_NAMES[v] for v in args.variants],
-                profile=args.profile and batch == max(batch_sizes),
+                profile=None if args.profile is None or batch != max(batch_sizes)
+                else [VARIANT_NAMES[v] for v in args.profile],
             )  # fmt: skip
             results["steps"][batch] = rows
             for variant, r in rows.items():
@@ -422,6 +463,7 @@ def main(argv=None):
                     f"{breaks} | {r['loss']:.4f} |"
                 )
                 print(lines[-1], flush=True)
+            write_json(args.json, name, args.decoder, results)  # what ran, should time run out
     profiled = [(b, v, r["profile"]) for b, rows in results["steps"].items()
                 for v, r in rows.items() if "profile" in r]  # fmt: skip
     for batch, variant, times in profiled:
@@ -441,10 +483,15 @@ def main(argv=None):
         ]
         for part, ms in times.items():
             lines.append(f"| {part} | {ms:.3f} | {ms / times['pars']:.1%} |")
-    tried = [v for v in args.variants if VARIANTS[VARIANT_NAMES[v]][5] == "triton"]
+    tried = [v for v in args.variants if VARIANTS[VARIANT_NAMES[v]].fallback == "triton"]
     if tried and not pair_fallback.runs_here(torch.empty(0, device=device)):
         lines += ["", "The Triton fallback's row ran the torch fallback: no Triton kernel runs "
                   "on this device (a CUDA GPU, or Triton's interpreter)."]  # fmt: skip
+    if any(VARIANTS[label].kernel == "fused" and row.get("operator") == "tables"
+           for rows in results["steps"].values() for label, row in rows.items()):  # fmt: skip
+        lines += ["", "The fused operator's row ran the tables operator: " + (
+            "no Triton kernel runs on this device (a CUDA GPU, or Triton's interpreter)."
+            if args.decoder == "tree" else "db22036's decoder has no other.")]  # fmt: skip
     reasons = break_reasons()
     if reasons:
         lines += ["", "Graph-break reasons: " + "; ".join(reasons) + "."]
@@ -476,16 +523,24 @@ def main(argv=None):
             lines.append(f"| {batch} | {n_patches} | {n_m * n_m} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
     write_report(lines, args.out)
-    if args.json:
-        record = {
-            "device": name,
-            "decoder": args.decoder,
-            "steps": {str(b): rows for b, rows in results["steps"].items()},
-            "memory": {f"{b}x{n}": row for (b, n), row in results["memory"].items()},
-        }
-        with open(args.json, "w") as f:
-            json.dump(record, f, indent=1)
+    write_json(args.json, name, args.decoder, results)
     return results
+
+
+def write_json(path, device, decoder, results):
+    """Write ``results`` (:func:`main`'s) to ``path`` as JSON, if a path is given: after
+    each batch size's step table and at the end, so that a run stopped later
+    (``device_check.py``'s time limits) still gives the steps it timed."""
+    if not path:
+        return
+    record = {
+        "device": device,
+        "decoder": decoder,
+        "steps": {str(b): rows for b, rows in results["steps"].items()},
+        "memory": {f"{b}x{n}": row for (b, n), row in results["memory"].items()},
+    }
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
 
 
 if __name__ == "__main__":

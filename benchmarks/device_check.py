@@ -11,13 +11,13 @@ default ``--budget``), in this order:
    ``torch.cuda.set_sync_debug_mode("error")`` and with CUDA graphs and a validation set;
 2. ``bench_gpu.py`` for this tree's pair decoder at batch 1024: the training step under
    bf16 autocast, bf16 + ``torch.compile``, bf16 + ``torch.compile`` replayed as CUDA
-   graphs (mode "reduce-overhead") and bf16 + ``torch.compile`` with the pair
-   operator's fallback as Triton kernels (``models/pair/fallback.py``), each against
-   the encoder alone compiled the same way (``--tree-variants`` adds the TF32 and
-   float64-table rows); a
-   ``torch.profiler`` breakdown of the compiled step (the operator forward and
-   backward, its fallback, the encoder, the rest of the decoder); the peak memory of a
-   step at 128 and 256 patches;
+   graphs (mode "reduce-overhead"), bf16 + ``torch.compile`` with the pair
+   operator's fallback as Triton kernels (``models/pair/fallback.py``) and with the
+   fused pair operator (``models/pair/fused.py``, one Triton kernel each way), each
+   against the encoder alone compiled the same way (``--tree-variants`` adds the TF32
+   and float64-table rows); a ``torch.profiler`` breakdown of the compiled step and of
+   the fused operator's (the operator forward and backward, its fallback, the encoder,
+   the rest of the decoder); the peak memory of a step at 128 and 256 patches;
 3. the same A/B rows (bf16, bf16 + compile, batch 1024) for db22036's pair decoder
    (``--decoder db22036``, written by ``make device-wheels`` from git);
 4. ``bench_pretrain_loop.py --size paper --rounds 1``: ``PARSPretrainer.fit`` and
@@ -70,6 +70,7 @@ CUDA_TESTS = (
     [
         "test_pair_decoders.py",
         "test_pair_fallback.py",
+        "test_pair_fused.py",
         "test_training_steps.py",
         "test_pretrainer.py",
         "test_distributed.py",
@@ -89,10 +90,14 @@ def cuda_test_files():
     return [str(found[name].relative_to(ROOT)) for name in names]
 
 
-#: Each part's time limit in seconds on a GPU, in the order they run.
+#: Each part's time limit in seconds on a GPU, in the order they run. bench_tree: on the
+#: H100, 74 s for one compiled row (PARS's first step 26 s, the encoder's 13 s, the
+#: compilations); it now runs four, the fused operator's with a PARS graph of its own to
+#: compile (the Triton fallback's traces the compiled row's graph, which torch's caches
+#: may hold).
 LIMITS = {
     "tests": 120,
-    "bench_tree": 120,
+    "bench_tree": 150,
     "bench_db22036": 70,
     "validation": 80,
     "loop": 100,
@@ -105,8 +110,9 @@ LIMITS = {
 #: call's diagnosis should the loops fall short.
 DEFAULT_PARTS = ("tests", "bench_tree", "bench_db22036", "loop", "loop_graphs")
 
-#: The default budget: the default parts' limits together, inside a device call's 600 s
-#: with the installation of the wheels and the start of the machine.
+#: The default budget: the default parts' limits together (540 s), inside a device
+#: call's 600 s (the command's limit; the machine's start is outside it) with the
+#: installation of the wheels and the child that names the card.
 BUDGET = sum(LIMITS[part] for part in DEFAULT_PARTS)
 
 #: The issue's targets (issues 56 and 61, "Done when").
@@ -120,13 +126,18 @@ TARGETS = dict(
 
 #: The rows of the A/B on each side.
 AB_VARIANTS = ("bf16", "bf16-compile")
-#: The rows only this tree's side runs: the compiled step replayed as CUDA graphs, and
-#: with the pair operator's Triton fallback (the TF32 and float64-table rows were
-#: measured on an H100 and can be named with ``--tree-variants``).
-TREE_VARIANTS = ("bf16-compile-graphs", "bf16-compile-triton")
+#: The rows only this tree's side runs: the compiled step replayed as CUDA graphs, with
+#: the pair operator's Triton fallback, and with the fused pair operator (the TF32 and
+#: float64-table rows were measured on an H100 and can be named with
+#: ``--tree-variants``).
+TREE_VARIANTS = ("bf16-compile-graphs", "bf16-compile-triton", "bf16-compile-fused")
 #: The labels of those rows in ``bench_gpu.py``'s results.
 GRAPHS_ROW = "bf16 autocast + torch.compile, CUDA graphs"
 TRITON_ROW = "bf16 autocast + torch.compile, Triton fallback"
+FUSED_ROW = "bf16 autocast + torch.compile, fused operator"
+#: The rows this tree's side profiles (those of them it runs): the compiled step with
+#: the tables operator, and with the fused operator.
+PROFILED = ("bf16-compile", "bf16-compile-fused")
 
 
 def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIANTS):
@@ -137,7 +148,7 @@ def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIAN
     argv = [sys.executable, "-m", "benchmarks.bench_gpu", "--decoder", decoder,
             "--variants", *variants, "--json", str(json_path), "--out", str(out_path)]  # fmt: skip
     if tree:
-        argv.append("--profile")
+        argv += ["--profile", *(v for v in PROFILED if v in variants)]
     if tiny:
         argv += ["--device", "cpu", "--tiny", "--compile-backend", "aot_eager",
                  "--batch-size", "8", "--repeats", "2"]  # fmt: skip
@@ -324,6 +335,7 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
         ("bf16 autocast, matmul precision 'high' (TF32)", "bf16 autocast"),
         ("bf16 autocast, float64 factor tables", "bf16 autocast"),
         (TRITON_ROW, "bf16 autocast + torch.compile"),
+        (FUSED_ROW, "bf16 autocast + torch.compile"),
     ):
         row = tree_steps.get(big, {}).get(variant, {}) if big else {}
         if not row:
@@ -340,6 +352,14 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
             else "missing"
         )
         lines.append(f"| for the record: {variant}, batch {big} | {said} | n/a |")
+    passed = (
+        None
+        if not tests
+        else not (tests.get("failed") or tests.get("error") or tests.get("errors"))
+    )
+    fused = tree_steps.get(big, {}).get(FUSED_ROW, {}) if big else {}
+    if fused:  # (a row of --tree-variants)
+        lines.append(fused_decision(fused, compiled, big, passed))
     if validation is not None:  # (the part runs when --parts names it)
         lines.append(
             f"| a compiled fit with a validation set: 0 graph breaks | {validation['breaks']} "
@@ -347,13 +367,31 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
             f"{_verdict(validation['breaks'] == 0)} |"
         )
     said = ", ".join(f"{n} {k}" for k, n in tests.items()) or "no summary"
-    ok = (
-        None
-        if not tests
-        else not (tests.get("failed") or tests.get("error") or tests.get("errors"))
-    )
-    lines.append(f"| the CUDA tests pass | {said} | {_verdict(ok)} |")
+    lines.append(f"| the CUDA tests pass | {said} | {_verdict(passed)} |")
     return lines
+
+
+def fused_decision(fused, tables, batch, passed):
+    """The line that says whether the fused pair operator should become CUDA's default
+    (``fused.AUTO_KERNEL["cuda"]``): its compiled row (``fused``) faster than the tables
+    operator's (``tables``, the compiled row) and the CUDA tests passing (``passed``,
+    None if unknown); n/a where the fused row ran the tables operator (no Triton kernel
+    on the device) or a number is missing."""
+    a, b = fused.get("pars_wps"), tables.get("pars_wps")
+    said = (
+        f"fused operator: {a:,.0f} windows/s vs {b:,.0f} for the tables operator "
+        f"(compiled, batch {batch}), {a / b:.2f} x"
+        if a and b
+        else "missing"
+    )
+    ran_tables = fused.get("operator") == "tables"
+    if ran_tables:
+        said += "; the fused row ran the tables operator: no Triton kernel runs on this device"
+    met = None if ran_tables or not (a and b) or passed is None else a > b and passed
+    return (
+        "| the fused operator CUDA's default (`fused.AUTO_KERNEL`): faster than the tables "
+        f"operator, compiled, and the CUDA tests pass | {said} | {_verdict(met)} |"
+    )
 
 
 def describe_device(tiny):

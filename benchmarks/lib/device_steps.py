@@ -17,6 +17,7 @@ from benchmarks.lib.steps import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from braindecode_pars import PARS
 from braindecode_pars.models.encoder_config import NORMALIZATION_SETTINGS, PatchEncoderConfig
 from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair import fused as pair_fused
 
 
 class Config(NamedTuple):
@@ -147,10 +148,15 @@ class TrainingSteps:
     fallback : {"torch", "triton"}
         The pair operator's fallback kernel in the steps
         (:func:`~braindecode_pars.models.pair.fallback.fallback_kernel`).
+    kernel : {"auto", "tables", "fused"}
+        The pair operator's implementation (``PARS(decoder_kernel=...)``): "fused" runs
+        where Triton does, "tables" elsewhere; db22036's decoder has only its tables.
 
     Attributes
     ----------
     model : PARS
+    operator : {"tables", "fused"}
+        The pair operator the steps run (``kernel`` resolved on the batch's device).
     X : torch.Tensor, shape (batch_size, 1, n_times)
     pars_loss, encoder_loss : torch.Tensor | None
         The loss of the last step of each kind (detached), None before it.
@@ -170,16 +176,21 @@ class TrainingSteps:
         precision="highest",
         tables=torch.float32,
         fallback="torch",
+        kernel="auto",
     ):
         self.device, self.bf16, self.precision = torch.device(device), bf16, precision
         self.fallback = fallback
         self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
-        model = PARS(n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches, **config.size)
+        model = PARS(
+            n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches,
+            decoder_kernel=kernel, **config.size,
+        )  # fmt: skip
         self.model = use_decoder(model, decoder).to(self.device)
         if tables != torch.float32:
             self.model.decoder.table_dtype = tables
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-4)
         self.X = torch.randn(batch_size, 1, config.n_times, device=self.device)
+        self.operator = pair_fused.resolve(kernel, self.X) if decoder == "tree" else "tables"
         self.starts = self.model.sample_patches(batch_size, self.device)
         self.pos_mask, _ = self.model.mask_positions(batch_size, self.device)
         self.pars, self.encoder = self.model, self.model.encoder

@@ -2,6 +2,7 @@
 its timed PARS step computes PARS's loss and trains the model."""
 
 import copy
+import json
 import math
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 
 from benchmarks import bench_gpu as gpu_module
 from benchmarks.lib import device_steps
+from braindecode_pars.models.pair import fallback as pair_fallback
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +111,60 @@ def test_the_recorded_loss_survives_its_output_being_rewritten(bench_gpu):
         device_steps.TINY, 40, 8, "cpu", compiled=True, backend="aot_eager", mode="reduce-overhead"
     )
     assert graphs.graphs
+
+
+def test_the_fused_operators_row_is_the_triton_rows_with_the_fused_operator(bench_gpu):
+    fused = bench_gpu.VARIANTS[bench_gpu.VARIANT_NAMES["bf16-compile-fused"]]
+    triton = bench_gpu.VARIANTS[bench_gpu.VARIANT_NAMES["bf16-compile-triton"]]
+    assert fused.kernel == "fused" and fused.fallback == "torch"  # (folded into the kernel)
+    assert fused._replace(kernel="tables", fallback="triton") == triton
+    # every other row times the tables operator, whatever "auto" takes on the device
+    others = [v for label, v in bench_gpu.VARIANTS.items() if v is not fused]
+    assert {v.kernel for v in others} == {"tables"}
+    # PARS takes the kernel; where no Triton kernel runs (a CPU without the
+    # interpreter) the steps run the tables operator, and say so
+    steps = device_steps.TrainingSteps(device_steps.TINY, 40, 2, "cpu", kernel="fused")
+    assert steps.model.decoder.kernel == "fused"
+    expected = "fused" if pair_fallback.runs_here(steps.X) else "tables"
+    assert steps.operator == expected
+    assert device_steps.TrainingSteps(device_steps.TINY, 40, 2, "cpu").operator == "tables"
+
+
+@pytest.mark.filterwarnings("ignore:Warning. Profiler clears events:UserWarning")
+def test_the_profile_holds_the_parts_of_the_operator_the_steps_run(bench_gpu):
+    steps = device_steps.TrainingSteps(device_steps.TINY, 40, 2, "cpu", bf16=False)
+    tables = bench_gpu.profile_steps(steps, (10.0, 8.0), repeats=1)
+    parts = list(bench_gpu.PROFILE_PARTS["tables"])
+    assert list(tables) == ["pars", "encoder", *parts, "rest of the decoder (projections, "
+                            "gather, loss)"]  # fmt: skip
+    assert tables[parts[0]] > 0 and tables[parts[1]] > 0  # the operator's events were found
+    operator = tables[parts[0]] + tables[parts[1]]
+    assert tables[list(tables)[-1]] == pytest.approx(2.0 - operator)
+    # the fused operator's rows are its two custom operators' (none ran here: 0 ms)
+    steps.operator = "fused"
+    fused = bench_gpu.profile_steps(steps, (10.0, 8.0), repeats=1)
+    assert list(bench_gpu.PROFILE_PARTS["fused"].values()) == [
+        "braindecode_pars::pair_attention_fused",
+        "braindecode_pars::pair_attention_fused_backward",
+    ]
+    assert list(fused)[2:4] == list(bench_gpu.PROFILE_PARTS["fused"])
+    assert fused[list(fused)[2]] == fused[list(fused)[3]] == 0.0
+    assert fused[list(fused)[-1]] == pytest.approx(2.0)
+
+
+def test_the_steps_timed_are_written_before_the_memory_table(bench_gpu, tmp_path, monkeypatch):
+    """The device check kills a part at its time limit: the JSON holds the step table
+    as soon as it is timed, before the memory table runs."""
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # as if killed in the memory table
+
+    monkeypatch.setattr(bench_gpu, "memory_row", stopped)
+    path = tmp_path / "gpu.json"
+    argv = ["--device", "cpu", "--tiny", "--repeats", "1", "--variants", "bf16",
+            "--memory-patches", "40", "--json", str(path)]  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        bench_gpu.main(argv)
+    record = json.loads(path.read_text())
+    row = record["steps"]["8"]["bf16 autocast"]
+    assert row["pars_wps"] > 0 and row["operator"] == "tables" and record["memory"] == {}

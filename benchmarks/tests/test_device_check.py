@@ -40,6 +40,7 @@ def test_the_targets_are_read_from_the_results(check):
                 compiled: _steps(52_000, 1.2),
                 graphs: _steps(55_000, 1.14),
                 check.TRITON_ROW: _steps(54_600, 1.16),
+                check.FUSED_ROW: {**_steps(57_200, 1.1), "operator": "fused"},
             },
         },
         "memory": {
@@ -80,6 +81,19 @@ def test_the_targets_are_read_from_the_results(check):
     assert rows[triton][0] == (
         "54,600 windows/s, PARS / encoder 1.16, 1.05 x bf16 autocast + torch.compile's"
     )
+    fused = f"for the record: {check.FUSED_ROW}, batch 1024"
+    assert rows[fused][0] == (
+        "57,200 windows/s, PARS / encoder 1.10, 1.10 x bf16 autocast + torch.compile's"
+    )
+    decision = (
+        "the fused operator CUDA's default (`fused.AUTO_KERNEL`): faster than the tables "
+        "operator, compiled, and the CUDA tests pass"
+    )
+    assert rows[decision] == [
+        "fused operator: 57,200 windows/s vs 52,000 for the tables operator (compiled, "
+        "batch 1024), 1.10 x",
+        "yes |",
+    ]
     # rows this check did not run (TF32, float64 tables) are left out, not said missing
     assert not any("float64 factor tables" in line or "TF32" in line for line in lines)
     assert rows["the CUDA tests pass"][0] == "7 passed, 2 skipped"
@@ -88,6 +102,23 @@ def test_the_targets_are_read_from_the_results(check):
     # what did not run is said missing, and judged on nothing
     empty = check.checks(None, None, None, {})
     assert all(line.endswith("| n/a |") for line in empty[2:])
+    assert not any("fused" in line for line in empty)  # a row not run: no decision
+
+    # the fused operator becomes the default only if faster and the CUDA tests pass
+    def decide(fused, tests):
+        tree["steps"]["1024"][check.FUSED_ROW] = fused
+        lines = check.checks(tree, old, None, tests)
+        return next(line for line in lines if line.startswith(f"| {decision} |"))
+
+    slower = {**_steps(51_000, 1.2), "operator": "fused"}
+    assert decide(slower, {"passed": 7}).endswith("0.98 x | **no** |")
+    faster = {**_steps(57_200, 1.1), "operator": "fused"}
+    assert decide(faster, {"passed": 6, "failed": 1}).endswith("| **no** |")
+    assert decide(faster, {}).endswith("| n/a |")  # the tests did not report
+    # where no Triton kernel runs the row ran the tables operator: nothing to decide
+    said = decide({**faster, "operator": "tables"}, {"passed": 7})
+    assert "the fused row ran the tables operator" in said and said.endswith("| n/a |")
+    assert decide({"skipped": "no compiler"}, {"passed": 7}).endswith("| missing | n/a |")
 
 
 def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
@@ -102,9 +133,36 @@ def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
     assert check.trace_argv(False, "t.md")[-4:] == ["--size", "paper", "--steps", "60"]
 
 
+def test_this_trees_side_runs_and_profiles_the_fused_operators_row(check, bench_gpu):
+    # the rows the check reads are bench_gpu's, by name and by label
+    assert set(check.TREE_VARIANTS) <= set(bench_gpu.VARIANT_NAMES)
+    assert "bf16-compile-fused" in check.TREE_VARIANTS
+    names = {label: name for name, label in bench_gpu.VARIANT_NAMES.items()}
+    assert names[check.FUSED_ROW] == "bf16-compile-fused"
+    assert names[check.TRITON_ROW] == "bf16-compile-triton"
+    assert names[check.GRAPHS_ROW] == "bf16-compile-graphs"
+    for tiny in (False, True):
+        argv = check.bench_gpu_argv("tree", tiny, "t.json", "t.md")
+        variants = argv[argv.index("--variants") + 1 : argv.index("--json")]
+        assert variants == [*check.AB_VARIANTS, *check.TREE_VARIANTS]
+        # the compiled row (the tables operator) and the fused operator's are profiled
+        assert argv[argv.index("--profile") + 1 : argv.index("--profile") + 3] == [
+            "bf16-compile",
+            "bf16-compile-fused",
+        ]
+        assert bench_gpu.parse_args(argv[3:]).profile == ["bf16-compile", "bf16-compile-fused"]
+    # without the fused row (--tree-variants) only the compiled row is profiled; the
+    # other side profiles nothing
+    argv = check.bench_gpu_argv("tree", False, "t.json", "t.md", ["bf16-compile-triton"])
+    at = argv.index("--profile")
+    assert argv[at + 1 : at + 3] == ["bf16-compile", "--batch-size"]
+    assert "--profile" not in check.bench_gpu_argv("db22036", False, "t.json", "t.md")
+
+
 def test_the_cuda_tests_are_found_wherever_tests_keeps_them(check, monkeypatch):
     files = check.cuda_test_files()
     names, keyword = check.CUDA_TESTS
+    assert {"test_pair_fallback.py", "test_pair_fused.py"} <= set(names)  # the Triton kernels
     assert [Path(f).name for f in files] == names and all((ROOT / f).is_file() for f in files)
     argv = check.tests_argv()
     assert argv[-2:] == ["-k", keyword] and argv[-2 - len(files) : -2] == files
@@ -180,10 +238,20 @@ def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     assert "### Profile of one step: batch 8, bf16 autocast + torch.compile" in text
     assert "pair operator, backward (with its fallback)" in text
     assert "--compile-mode reduce-overhead" in parts[4][1]
-    assert "bf16-compile-graphs bf16-compile-triton" in parts[1][1]
+    assert "bf16-compile-graphs bf16-compile-triton bf16-compile-fused" in parts[1][1]
+    assert "--profile bf16-compile bf16-compile-fused" in parts[1][1]
+    for row in ("Triton fallback", "fused operator"):
+        assert re.search(
+            rf"for the record: bf16 autocast \+ torch.compile, {row}, batch 8 \| [0-9]", text
+        )
+    # on a CPU the fused row ran the tables operator: said, and nothing decided
+    assert "The fused operator's row ran the tables operator: no Triton kernel" in text
     assert re.search(
-        r"for the record: bf16 autocast \+ torch.compile, Triton fallback, batch 8 \| [0-9]", text
+        r"fused operator: [0-9,.]+ windows/s vs [0-9,.]+ for the tables operator \(compiled, "
+        r"batch 8\), [0-9.]+ x; the fused row ran the tables operator.* \| n/a \|",
+        text,
     )
+    assert "### Profile of one step: batch 8, bf16 autocast + torch.compile, fused operator" in text
     assert re.search(
         r"batch 8, bf16 \+ compile, CUDA graphs \(reduce-overhead\) \| [0-9.]+ \(", text
     )
