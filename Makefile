@@ -61,7 +61,7 @@ benchmark: install
 # them (benchmarks/lib/encoders.py names the same one; a shallow clone needs
 # `git fetch --unshallow` first)
 ENCODERS_COMMIT := 09227cb0b85c531beb195eda6e215936f4dba107
-NORMALIZATION_COMMIT := b0146aba9666fef33db1e1ae154ec04437e1f9f7
+NORMALIZATION_COMMIT := c7af8f645cf3de7f5fde0692f4c290d5ef865dce
 benchmark-encoders:
 	git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x
 	git archive $(NORMALIZATION_COMMIT) benchmarks/encoders/normalization | tar -x

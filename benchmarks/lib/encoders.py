@@ -22,7 +22,7 @@ ENCODERS_COMMIT = "09227cb0b85c531beb195eda6e215936f4dba107"
 #: The commit whose tree holds ``benchmarks/encoders/normalization/``, the encoders of
 #: ``bench_normalization.py`` pretrained since (each added in one commit and removed in
 #: the next, so that the tree stays small).
-NORMALIZATION_COMMIT = "b0146aba9666fef33db1e1ae154ec04437e1f9f7"
+NORMALIZATION_COMMIT = "c7af8f645cf3de7f5fde0692f4c290d5ef865dce"
 #: The command that restores them.
 RESTORE = "make benchmark-encoders"
 

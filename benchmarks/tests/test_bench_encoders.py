@@ -70,6 +70,6 @@ def test_the_normalisation_commit_holds_its_encoders():
     """The encoders bench_normalization pretrained are in the commit the Makefile names."""
     folder = "benchmarks/encoders/normalization"
     names = files_at(encoders_module.NORMALIZATION_COMMIT, folder)
-    for name in ("window-scale-seed0", "window-scale-seed1", "window-scale-seed2", "fixed-seed0"):
+    for name in [f"{mode}-seed{seed}" for mode in ("window-scale", "fixed") for seed in range(3)]:
         assert f"{folder}/{name}/model.safetensors" in names
         assert f"{folder}/{name}/config.json" in names
