@@ -254,30 +254,33 @@ def _signature(kernel, pointer, acc):
     inputs = {"q_ptr": f"*{pointer}", "k_ptr": f"*{pointer}", "s_ptr": f"*{pointer}"}
     if kernel is fused._forward_kernel:
         outputs = {"theta_ptr": f"*{acc}", "counts_ptr": "*i64", "gap_ptr": "*fp32"}
-        scalars = {"scale2": "fp32", "threshold": "fp32"}
     else:
         outputs = {"grad_ptr": f"*{acc}", **dict.fromkeys(["dq_ptr", "dk_ptr", "ds_ptr"],
                                                           f"*{pointer}")}  # fmt: skip
-        scalars = {"scale": "fp32", "scale2": "fp32", "threshold": "fp32"}
     constants = dict.fromkeys(["H", "ACC", "BLOCK_M", "BLOCK_N", "BLOCK_D"], "constexpr")
-    return {**inputs, **outputs, **strides, **dict.fromkeys(["n", "N", "d"], "i32"),
-            **scalars, **constants}  # fmt: skip
+    return {**inputs, **outputs, "constants_ptr": f"*{acc}", **strides,
+            **dict.fromkeys(["n", "N", "d"], "i32"), **constants}  # fmt: skip
 
 
 @needs_triton
 @pytest.mark.skipif(INTERPRETED, reason="the interpreter defines no kernel to compile")
 @pytest.mark.slow  # 20 to 60 s: four compilations (Triton caches them on disk)
 @pytest.mark.parametrize(
-    "pointer, acc", [("bf16", "fp32"), ("fp64", "fp64")], ids=["bf16-in-fp32", "fp64"]
+    "pointer, acc, n, N",
+    [("bf16", "fp32", 32, 40), ("fp32", "fp32", 64, 64), ("fp64", "fp64", 32, 64)],
+    ids=["bf16-in-fp32-paper", "fp32-largest-tile", "fp64-largest-tile"],
 )
-def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc):
+def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc, n, N):
     """Triton's compiler, with no GPU, down to the cubin (its own ptxas) for sm_90 at the
-    paper's size (8 heads of 64, 40 patches, 32 position-masked); float32 products in
-    IEEE arithmetic (fused multiply-adds, no TF32 tensor-core instruction)."""
+    paper's size (8 heads of 64, 40 patches, 32 position-masked) and at the largest
+    tiles the kernels take (:data:`~braindecode_pars.models.pair.fused.MAX_TILE`), in
+    an H100's shared memory (227 KiB a block); float32 products in IEEE arithmetic
+    (fused multiply-adds, no TF32 tensor-core instruction)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    blocks, warps = fused._blocks(32, 40, 64)
+    assert fused.fits(n, N, 64, acc == "fp64")
+    blocks, warps = fused._blocks(n, N, 64)
     constants = {"H": 8, "ACC": fused._acc(acc == "fp64"), **blocks}
     for kernel in (fused._forward_kernel, fused._backward_kernel):
         source = ASTSource(kernel, _signature(kernel, pointer, acc), constants)
@@ -286,6 +289,7 @@ def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc):
         )
         ptx = compiled.asm["ptx"]
         assert len(compiled.asm["cubin"]) > 1000
+        assert compiled.metadata.shared <= 227 * 1024
         assert "tf32" not in ptx
         if acc == "fp32":
             assert "fma.rn.f32" in ptx
@@ -314,6 +318,27 @@ def test_the_implementation_is_chosen_by_name_and_runs_only_where_it_can(monkeyp
         PARS(n_times=300, sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16,
              decoder_kernel="gpu")  # fmt: skip
     assert pair_fallback.runs_here(cpu) == (fused.triton is not None)
+
+
+def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(monkeypatch):
+    """The scale and the underflow threshold reach the kernels in the arithmetic's dtype
+    (a Python float argument would reach them as float32, and float64's threshold of
+    about 1.5e-154 as 0); tiles beyond what the kernels were compiled and checked for
+    (128 patches) take the tables operator."""
+    c64 = fused._constants("cpu", 8**-0.5, True)
+    assert c64.dtype == torch.float64 and 1e-155 < float(c64[2]) < 1e-153
+    assert float(c64[1]) == 8**-0.5  # not rounded to float32
+    assert fused._constants("cpu", 8**-0.5, True) is c64  # made once
+    assert fused._constants("cpu", 8**-0.5, False).dtype == torch.float32
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    cpu = torch.empty(0)
+    expected = "fused" if fused.triton is not None else "tables"
+    assert fused.fits(32, 40, 64, False) and fused.fits(32, 40, 64, True)
+    assert fused.resolve("fused", cpu, (32, 40, 64, False)) == expected
+    assert fused.resolve("fused", cpu, (64, 64, 64, False)) == expected
+    for shape in [(102, 128, 64, False), (64, 64, 64, True), (32, 40, 128, False)]:
+        assert not fused.fits(*shape)
+        assert fused.resolve("fused", cpu, shape) == "tables"
 
 
 def test_bad_shapes_are_refused_before_any_kernel():

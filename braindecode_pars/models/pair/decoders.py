@@ -103,7 +103,8 @@ class CrossAttentionPairDecoder(nn.Module):
         an accelerator), "fused" (one Triton kernel each way, the fallback folded in,
         reading the projections' dtype as it comes:
         :mod:`~braindecode_pars.models.pair.fused`; where Triton runs, a CUDA device,
-        and "tables" elsewhere) or "auto": the device's default
+        and for tiles within :data:`~braindecode_pars.models.pair.fused.MAX_TILE`: the
+        paper's 40 patches, not 128; "tables" elsewhere) or "auto": the device's default
         (:data:`~braindecode_pars.models.pair.fused.AUTO_KERNEL`: "tables" until a GPU
         timing decides). The values are the same to float32's rounding. ``fallback``
         and ``keep_tables_bytes`` concern "tables" only.
@@ -252,7 +253,7 @@ class CrossAttentionPairDecoder(nn.Module):
         folded = self.folded_weights(torch.float64 if tables == torch.float64 else torch.float32)
         w_uv, b_uv, w_ks, b_ks, const = (w.to(projections) for w in folded)
         y = y.to(projections)
-        if _fused.resolve(self.kernel, y) == "fused":
+        if _fused.resolve(self.kernel, y, (n, N, d, tables == torch.float64)) == "fused":
             # the projections' dtype and layout as they come: the kernels read the strides
             ks = F.linear(y, w_ks, b_ks)  # (batch, N, F + H)
             k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2)  # (batch, H, N, d)

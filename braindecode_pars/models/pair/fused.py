@@ -64,26 +64,54 @@ AUTO_KERNEL = {"cpu": "tables", "cuda": "tables"}
 triton, tl = pair_fallback.triton, pair_fallback.tl
 
 
-def resolve(kernel, x):
+#: The largest tile (``BLOCK_M * BLOCK_N``, the position-masked patches by all the
+#: patches, each a power of two of at least 16) the kernels take, by arithmetic (float64
+#: or not), with a head size of at most :data:`MAX_HEAD_DIM`: their shared memory on an
+#: H100 (sm_90, 227 KiB a block) is compiled and checked at these sizes by the tests.
+#: Larger calls take the tables.
+MAX_TILE = {False: 64 * 64, True: 32 * 64}
+
+#: The largest head size the kernels take (a power of two: the tile's third side).
+MAX_HEAD_DIM = 64
+
+
+def fits(n, N, d, double):
+    """Whether the kernels take ``n`` position-masked patches of ``N``, heads of ``d``."""
+    blocks, _ = _blocks(n, N, d)
+    return (
+        blocks["BLOCK_M"] * blocks["BLOCK_N"] <= MAX_TILE[bool(double)]
+        and blocks["BLOCK_D"] <= MAX_HEAD_DIM
+    )
+
+
+def resolve(kernel, x, shape=None):
     """The implementation, one of :data:`KERNELS`, that ``kernel`` (one of
     :data:`OPERATOR_KERNELS`) runs on ``x``'s device: "fused" only where
-    :func:`~braindecode_pars.models.pair.fallback.runs_here` (else "tables"), "auto"
-    the device's :data:`AUTO_KERNEL`."""
+    :func:`~braindecode_pars.models.pair.fallback.runs_here` and, given ``shape``
+    (``n, N, d, double``), where the kernels take it (:func:`fits`), else "tables";
+    "auto" the device's :data:`AUTO_KERNEL`."""
     check_option("kernel", kernel, OPERATOR_KERNELS)
     if kernel == "auto":
         kernel = AUTO_KERNEL.get(x.device.type, "tables")
-    return kernel if kernel == "tables" or pair_fallback.runs_here(x) else "tables"
+    if kernel == "tables" or not pair_fallback.runs_here(x):
+        return "tables"
+    return "fused" if shape is None or fits(*shape) else "tables"
 
 
 def _blocks(n, N, d):
     """Power-of-two tile sizes of at least 16 (``tl.dot``'s least) and the warps."""
+    next_power_of_2 = triton.next_power_of_2 if triton is not None else _next_power_of_2
     blocks = {
-        "BLOCK_M": max(16, triton.next_power_of_2(n)),
-        "BLOCK_N": max(16, triton.next_power_of_2(N)),
-        "BLOCK_D": max(16, triton.next_power_of_2(d)),
+        "BLOCK_M": max(16, next_power_of_2(n)),
+        "BLOCK_N": max(16, next_power_of_2(N)),
+        "BLOCK_D": max(16, next_power_of_2(d)),
     }
     warps = 4 if blocks["BLOCK_M"] * blocks["BLOCK_N"] <= 64 * 64 else 8
     return blocks, warps
+
+
+def _next_power_of_2(x):
+    return 1 << max(0, int(x) - 1).bit_length()
 
 
 if triton is not None:
@@ -98,6 +126,7 @@ if triton is not None:
         offs_m = tl.arange(0, BLOCK_N)
         offs_d = tl.arange(0, BLOCK_D)
         jmask, mmask, dmask = offs_j < n, offs_m < N, offs_d < d
+        h = b * 0 + h  # int64, as b: offsets past 2**31 elements stay exact
         q_head = q_ptr + b * sq[0] + h * sq[1]
         qmask = jmask[:, None] & dmask[None, :]
         rows = offs_j[:, None] * sq[3] + offs_d[None, :] * sq[4]
@@ -130,14 +159,15 @@ if triton is not None:
 
     @triton.jit
     def _forward_kernel(
-        q_ptr, k_ptr, s_ptr, theta_ptr, counts_ptr, gap_ptr,
+        q_ptr, k_ptr, s_ptr, theta_ptr, counts_ptr, gap_ptr, constants_ptr,
         sq0, sq1, sq2, sq3, sq4, sk0, sk1, sk2, sk3, ss0, ss1, ss2,
-        n, N, d, scale2, threshold, H: tl.constexpr,
+        n, N, d, H: tl.constexpr,
         ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         BLOCK_D: tl.constexpr,
     ):  # fmt: skip
         b = tl.program_id(0).to(tl.int64)
         sq, sk, ss = (sq0, sq1, sq2, sq3, sq4), (sk0, sk1, sk2, sk3), (ss0, ss1, ss2)
+        scale2, threshold = tl.load(constants_ptr), tl.load(constants_ptr + 2)
         offs_j = tl.arange(0, BLOCK_M)
         jmask = offs_j < n
         pmask = jmask[:, None] & jmask[None, :]
@@ -172,15 +202,17 @@ if triton is not None:
 
     @triton.jit
     def _backward_kernel(
-        q_ptr, k_ptr, s_ptr, grad_ptr, dq_ptr, dk_ptr, ds_ptr,
+        q_ptr, k_ptr, s_ptr, grad_ptr, dq_ptr, dk_ptr, ds_ptr, constants_ptr,
         sq0, sq1, sq2, sq3, sq4, sk0, sk1, sk2, sk3, ss0, ss1, ss2,
-        n, N, d, scale, scale2, threshold, H: tl.constexpr,
+        n, N, d, H: tl.constexpr,
         ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         BLOCK_D: tl.constexpr,
     ):  # fmt: skip
         bh = tl.program_id(0).to(tl.int64)
         b, h = bh // H, bh % H
         sq, sk, ss = (sq0, sq1, sq2, sq3, sq4), (sk0, sk1, sk2, sk3), (ss0, ss1, ss2)
+        scale2, scale = tl.load(constants_ptr), tl.load(constants_ptr + 1)
+        threshold = tl.load(constants_ptr + 2)
         qu, qv, keys, values, u, v, e_u, e_v = _head_tables(
             q_ptr, k_ptr, s_ptr, b, h, sq, sk, ss, n, N, d, scale2, ACC, BLOCK_M, BLOCK_N,
             BLOCK_D,
@@ -238,10 +270,23 @@ def _acc(double):
     return tl.float64 if double else tl.float32
 
 
-def _threshold(double):
+#: The kernels' constants by (device, scale, dtype): made once, so that a call copies
+#: nothing to the device (a CUDA graph replays it as it is).
+_CONSTANTS = {}
+
+
+def _constants(device, scale, double):
+    """``[scale * log2(e), scale, underflow threshold]`` on ``device`` in the arithmetic's
+    dtype. A tensor, not kernel arguments: Triton passes a Python float as float32, which
+    would round float64's scale and turn its threshold (about 1.5e-154) into 0."""
     from braindecode_pars.models.pair.attention import _underflow_threshold
 
-    return _underflow_threshold(torch.float64 if double else torch.float32)
+    dtype = torch.float64 if double else torch.float32
+    key = (str(device), float(scale), double)
+    if key not in _CONSTANTS:
+        values = [scale * math.log2(math.e), scale, _underflow_threshold(dtype)]
+        _CONSTANTS[key] = torch.tensor(values, dtype=dtype, device=device)
+    return _CONSTANTS[key]
 
 
 def _check(q, k, s):
@@ -297,9 +342,9 @@ def _forward(q, k, s, scale, double):
     gap = torch.zeros((), dtype=torch.float32, device=q.device)
     blocks, warps = _blocks(n, N, d)
     _launch(
-        _forward_kernel, (B,), q, k, s, theta, counts, gap, *q.stride(), *k.stride(),
-        *s.stride(), n, N, d, scale * math.log2(math.e), _threshold(double), H=H,
-        ACC=_acc(double), num_warps=warps, **blocks,
+        _forward_kernel, (B,), q, k, s, theta, counts, gap, _constants(q.device, scale, double),
+        *q.stride(), *k.stride(), *s.stride(), n, N, d, H=H, ACC=_acc(double),
+        num_warps=warps, **blocks,
     )  # fmt: skip
     return theta, counts, gap
 
@@ -334,9 +379,9 @@ def _backward_body(grad, q, k, s, scale, double):
     ds = torch.empty(s.shape, dtype=s.dtype, device=s.device)
     blocks, warps = _blocks(n, N, d)
     _launch(
-        _backward_kernel, (B * H,), q, k, s, grad, dq, dk, ds, *q.stride(), *k.stride(),
-        *s.stride(), n, N, d, scale, scale * math.log2(math.e), _threshold(double), H=H,
-        ACC=_acc(double), num_warps=warps, **blocks,
+        _backward_kernel, (B * H,), q, k, s, grad, dq, dk, ds,
+        _constants(q.device, scale, double), *q.stride(), *k.stride(), *s.stride(), n, N, d,
+        H=H, ACC=_acc(double), num_warps=warps, **blocks,
     )  # fmt: skip
     return dq, dk, ds
 
