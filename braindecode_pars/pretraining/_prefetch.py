@@ -12,6 +12,7 @@ that copy's event and no longer.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 
@@ -24,15 +25,21 @@ class _Prefetched:
     """The batches of ``loader``, read ``depth`` ahead by one thread; on a CUDA
     ``device`` each copied there on a side stream before it is handed out.
 
-    The batches and their order are the loader's: the thread is the only reader, and
-    ``prepare`` (called here, in the training thread, before the thread starts) makes
-    whatever random generator the reads use, so that no draw of the main thread's
-    generators happens in the other thread. A batch's error is raised in the training
-    thread; leaving the loop early (a stop at a step boundary) ends the thread.
+    The batches and their order are the loader's: the thread is the only reader.
+    ``prepare`` (called in the training thread before the reader starts) makes the
+    view's generator there; the loader's own seeds (its sampler's) are drawn from
+    torch's global generator by the reader while the training thread waits for the
+    first batch, so the order of the draws is fixed. ``take`` (read when a pass starts:
+    None, all) is the number of batches the pass will use: the reader draws no more, so
+    that an epoch left early by design (the rest of a resumed epoch) draws what the
+    loader alone would have drawn and the next epochs draw the same crops. A batch's
+    error is raised in the training thread; leaving the loop early (a stop at a step
+    boundary) ends the thread.
     """
 
-    def __init__(self, loader, device, depth=2, prepare=None):
+    def __init__(self, loader, device, depth=2, prepare=None, take=None):
         self.loader, self.device, self.depth, self.prepare = loader, device, depth, prepare
+        self.take = take
 
     def __len__(self):
         return len(self.loader)
@@ -47,6 +54,7 @@ class _Prefetched:
         stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         if self.prepare is not None:
             self.prepare()
+        take = self.take() if self.take is not None else None
         ready, stop = queue.Queue(maxsize=self.depth), threading.Event()
 
         def put(item):
@@ -59,7 +67,7 @@ class _Prefetched:
 
         def read():
             try:
-                for X, y in self.loader:
+                for X, y in itertools.islice(self.loader, take):
                     event = None
                     if stream is not None:
                         with torch.cuda.stream(stream):

@@ -426,6 +426,11 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 "'iterator_train__drop_last' must be True (every pretraining step trains "
                 "a full batch, so that a compiled step keeps one graph), but got False."
             )
+        if self.crops_on_device is True and not batched:
+            raise ValueError(
+                "crops_on_device=True draws the crops of a SingleChannelWindows view (or a "
+                f"Subset of one), but the training data is a {type(dataset).__name__}."
+            )
         if not (self.distributed_ or short or batched):
             kwargs.setdefault("batch_size", self.batch_size)
             if kwargs["batch_size"] == -1:  # skorch's: the whole dataset
@@ -438,7 +443,13 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         shuffle = kwargs.pop("shuffle", True)
         batch_size = kwargs.pop("batch_size", self.batch_size)
         check_option("store_read", self.store_read, ("random", "disk"))
-        if batched and not short and self.store_read == "disk" and _from_store(dataset):
+        disk_order = batched and not short and self.store_read == "disk" and _from_store(dataset)
+        if self.crops_on_device is True and disk_order:
+            raise ValueError(
+                "crops_on_device=True draws the crops at random: 'store_read' must be "
+                "'random', but got 'disk'."
+            )
+        if disk_order:
             stream = self.train_sampler_ = DiskOrderBatches(
                 dataset,
                 batch_size,
@@ -467,8 +478,17 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         view = _BatchedView(dataset, pinned=pinned)
         loader = DataLoader(view, sampler=batches, batch_size=None, **kwargs)
         if self._reads_ahead(kwargs):  # the next batches drawn and copied beside the step
-            return _Prefetched(loader, self.device, prepare=view.view._generator)
+            return _Prefetched(loader, self.device, prepare=view.view._generator,
+                               take=self._epoch_draws)  # fmt: skip
         return loader
+
+    def _epoch_draws(self):
+        """Batches the coming training pass takes from its iterator: the rest of a
+        resumed epoch and the one read before the loop stops (``run_single_epoch``), or
+        None (all)."""
+        per_epoch = getattr(self, "epoch_steps_", None)
+        offset = getattr(self, "epoch_step_offset_", 0)
+        return per_epoch - offset + 1 if per_epoch and offset else None
 
     def _reads_ahead(self, loader_kwargs):
         """Whether the host's training batches are read ahead by a thread and copied on a
@@ -481,7 +501,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         """The view's recordings on the device (:class:`_DeviceCrops`, uploaded once per
         fit and view) when ``crops_on_device`` asks for them, else None."""
         chosen = self.crops_on_device
-        if chosen not in ("auto", True, False):
+        if not (chosen is True or chosen is False or chosen == "auto"):
             raise ValueError(
                 f"'crops_on_device' must be 'auto', True or False, but got {chosen!r}."
             )
@@ -492,6 +512,12 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 f"'iterator_train__num_workers' must be 0, but got {workers}."
             )
         view = dataset.dataset if isinstance(dataset, torch.utils.data.Subset) else dataset
+        if chosen is True and _DeviceCrops.bytes_needed(view) > _DEVICE_CROPS_BYTES:
+            raise ValueError(
+                "crops_on_device=True needs the recordings on the device: at most "
+                f"{_DEVICE_CROPS_BYTES} bytes, but they take "
+                f"{_DeviceCrops.bytes_needed(view)}; use crops_on_device='auto' or False."
+            )
         if chosen == "auto":
             fits = _DeviceCrops.bytes_needed(view) <= _DEVICE_CROPS_BYTES
             device_type = torch.device(self.device).type if self.device else "cpu"

@@ -448,7 +448,13 @@ class _DeviceCrops:
         """The crops of windows ``indices``, (n, 1, n_times) float32 on the device, drawn
         from ``generator`` (a ``torch.Generator`` of the device; None: torch's default);
         with ``positions``, also each crop's start and channel."""
-        indices = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
+        if self.device.type == "cuda" and not isinstance(indices, torch.Tensor):
+            # through pinned memory, without waiting: a copy from pageable memory would
+            # wait for the device
+            host = torch.as_tensor(np.asarray(indices, dtype=np.int64)).pin_memory()
+            indices = host.to(self.device, non_blocking=True)
+        else:
+            indices = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
         n = len(indices)
         # two uniform integers per crop, modulo the choices: a bias below choices / 2**62
         draws = torch.randint(

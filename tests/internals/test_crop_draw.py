@@ -212,9 +212,10 @@ def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monke
     uploads = []
     real = net_module._DeviceCrops
 
-    def counting(*args, **kwargs):
-        uploads.append(1)
-        return real(*args, **kwargs)
+    class counting(real):  # noqa: N801
+        def __init__(self, *args, **kwargs):
+            uploads.append(1)
+            super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(net_module, "_DeviceCrops", counting)
     torch.manual_seed(0)
@@ -263,3 +264,28 @@ def test_device_crops_are_chosen_on_cuda_only_and_refused_with_workers():
         ValueError, match=r"'crops_on_device' must be 'auto', True or False, but got 'yes'"
     ):
         bad._device_crops(view, {})
+
+
+def test_device_crops_forced_where_they_cannot_serve_are_refused_naming_why(monkeypatch):
+    from braindecode_pars.models.pretext.pars import PARS
+    from braindecode_pars.pretraining import net as net_module
+    from braindecode_pars.pretraining.net import PretrainNet
+
+    model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
+                 depth=1, n_heads=2, ff_dim=8)  # fmt: skip
+    net = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=True).initialize()
+    arrays = torch.utils.data.TensorDataset(torch.zeros(8, 1, N_TIMES), torch.zeros(8))
+    with pytest.raises(
+        ValueError,
+        match=r"crops_on_device=True draws the crops of a "
+        r"SingleChannelWindows view.*but the training data is a TensorDataset",
+    ):
+        net.get_iterator(arrays, training=True)  # fmt: skip
+    data = np.random.default_rng(0).standard_normal((12, 2, 100)).astype(np.float32)
+    monkeypatch.setattr(net_module, "_DEVICE_CROPS_BYTES", 1000)
+    with pytest.raises(
+        ValueError,
+        match=r"crops_on_device=True needs the recordings on the "
+        r"device: at most 1000 bytes, but they take \d+",
+    ):
+        net.get_iterator(SingleChannelWindows(data, n_times=N_TIMES), training=True)  # fmt: skip

@@ -95,3 +95,20 @@ def test_a_fit_trains_on_batches_read_ahead(monkeypatch):
     net.fit(view)
     assert len(handed) == 3 * 5 and set(handed) == {(4, 1, 50)}
     assert np.isfinite(net.history[:, "train_loss"]).all() and not _threads()
+
+
+def test_a_pass_that_takes_fewer_batches_draws_no_more_than_it_takes():
+    """``take``: the reader draws exactly that many batches, so the view's generator is
+    where the loader alone would have left it (the next epochs draw the same crops)."""
+    first, plain = _loader(5)
+    first._generator()
+    for i, _ in enumerate(plain):
+        if i == 2:
+            break  # three batches read, as run_single_epoch reads the rest of an epoch
+    after_plain = first._generator().random()
+    view, loader = _loader(5)
+    ahead = _Prefetched(loader, "cpu", depth=4, prepare=view._generator, take=lambda: 3)
+    for i, _ in enumerate(ahead):
+        if i == 2:
+            break
+    assert view._generator().random() == after_plain
