@@ -104,6 +104,18 @@ def _shared_seed():
     return seed[0]
 
 
+#: What the training batches of a view read by the training process (no DataLoader
+#: workers) take when ``crops_on_device="auto"``, by device type (a type not named:
+#: "host"): "host", drawn in the loop and copied by the step, as at the last GPU record;
+#: "read-ahead", drawn by a thread into pinned memory and copied on a side stream
+#: (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`); "device", the crops
+#: drawn on the device from recordings uploaded once when they take at most 2 GiB
+#: (:class:`~braindecode_pars.pretraining.views._DeviceCrops`), read ahead otherwise.
+#: CUDA keeps "host" until a GPU row times the other two (:doc:`/benchmarks/speed`
+#: says how): this is where that decision lives.
+AUTO_BATCHES = {"cuda": "host"}
+
+
 class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, NeuralNet):
     """skorch net that pretrains a pretext model (PARS, MAE, MP3, DropPos) on unlabelled data.
 
@@ -222,11 +234,12 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         to it once per fit and every batch's starts, channels and crops are drawn there
         with torch operations (:class:`~braindecode_pars.pretraining.views._DeviceCrops`:
         the same bounds and distribution as the host draw), so no batch is drawn on the
-        host or copied to the device. ``"auto"``: on a CUDA device, for a view read at
-        random (``store_read="random"``) by this process (no DataLoader workers) whose
-        recordings take at most 2 GiB as float32; the host draw otherwise. True: always
-        for a view (on any device, a CPU too; refused with DataLoader workers or above
-        the 2 GiB). False: never.
+        host or copied to the device. ``"auto"``: as :data:`AUTO_BATCHES` says for the
+        device type (the host draw on every device until a GPU row times the device
+        draw), for a view read at random (``store_read="random"``) by this process (no
+        DataLoader workers) whose recordings take at most 2 GiB as float32. True:
+        always for a view (on any device, a CPU too; refused with DataLoader workers or
+        above the 2 GiB). False: never.
     stop_signals : "auto" | str | int | sequence | None
         Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
         run cleanly, as a cluster's scheduler does at a time limit or a preemption
@@ -493,9 +506,17 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
     def _reads_ahead(self, loader_kwargs):
         """Whether the host's training batches are read ahead by a thread and copied on a
         side stream (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`): on a
-        CUDA device, without DataLoader workers (which read ahead themselves)."""
-        device_type = torch.device(self.device).type if self.device else "cpu"
-        return device_type == "cuda" and not loader_kwargs.get("num_workers", 0)
+        CUDA device whose :data:`AUTO_BATCHES` reads ahead, without DataLoader workers
+        (which read ahead themselves)."""
+        device_type = self._device_type()
+        return (
+            device_type == "cuda"
+            and AUTO_BATCHES.get(device_type, "host") != "host"
+            and not loader_kwargs.get("num_workers", 0)
+        )
+
+    def _device_type(self):
+        return torch.device(self.device).type if self.device else "cpu"
 
     def _device_crops(self, dataset, loader_kwargs):
         """The view's recordings on the device (:class:`_DeviceCrops`, uploaded once per
@@ -520,8 +541,8 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
             )
         if chosen == "auto":
             fits = _DeviceCrops.bytes_needed(view) <= _DEVICE_CROPS_BYTES
-            device_type = torch.device(self.device).type if self.device else "cpu"
-            chosen = device_type == "cuda" and not workers and fits
+            on_device = AUTO_BATCHES.get(self._device_type(), "host") == "device"
+            chosen = on_device and not workers and fits
         if not chosen:
             return None
         kept = getattr(self, "_crops_kept", None)

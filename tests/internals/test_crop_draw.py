@@ -243,8 +243,9 @@ def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monke
     assert net._crops_kept is None  # the upload goes with the fit
 
 
-def test_device_crops_are_chosen_on_cuda_only_and_refused_with_workers():
+def test_device_crops_are_chosen_by_the_devices_default_and_refused_with_workers(monkeypatch):
     from braindecode_pars.models.pretext.pars import PARS
+    from braindecode_pars.pretraining import net as net_module
     from braindecode_pars.pretraining.net import PretrainNet
 
     data = np.random.default_rng(0).standard_normal((12, 2, 100)).astype(np.float32)
@@ -254,7 +255,13 @@ def test_device_crops_are_chosen_on_cuda_only_and_refused_with_workers():
     auto = PretrainNet(model, batch_size=4, progress_bar=False)
     assert auto.crops_on_device == "auto"
     assert auto._device_crops(view, {}) is None  # a CPU net draws on the host
-    auto.device = "cuda"  # "auto" on CUDA takes the device draw (no upload made here)
+    auto.device = "cuda"  # CUDA keeps the host's draw until a GPU row times the device's
+    assert net_module.AUTO_BATCHES["cuda"] == "host"
+    assert auto._device_crops(view, {}) is None
+    monkeypatch.setitem(net_module.AUTO_BATCHES, "cpu", "device")  # where the table says so
+    auto.device = "cpu"
+    assert auto._device_crops(view, {}) is not None
+    assert auto._device_crops(view, {"num_workers": 2}) is None  # workers draw on the host
     forced = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=True)
     assert forced._device_crops(view, {}) is not None
     with pytest.raises(ValueError, match=r"'iterator_train__num_workers' must be 0, but got 2"):

@@ -248,9 +248,7 @@ def test_on_cuda_the_training_batches_are_drawn_into_the_memory_the_loader_pins(
     def loader(**params):
         model = PARS(n_times=200, sfreq=10.0, n_patches=6, emb_dim=16, depth=1, n_heads=2,
                      ff_dim=16)  # fmt: skip
-        # the host's draw (on CUDA "auto" would draw on the device, which needs a GPU)
-        net = PretrainNet(model, max_epochs=1, batch_size=8, progress_bar=False,
-                          crops_on_device=False, **params)  # fmt: skip
+        net = PretrainNet(model, max_epochs=1, batch_size=8, progress_bar=False, **params)
         return net.get_iterator(view, training=True)  # (not initialized: there may be no GPU)
 
     cuda = loader(device="cuda")

@@ -62,13 +62,18 @@ def test_leaving_the_loop_early_ends_the_thread_and_an_error_reaches_the_loop():
     assert len(seen) == 1 and not _threads()
 
 
-def test_the_net_reads_ahead_on_cuda_without_workers():
+def test_the_net_reads_ahead_on_cuda_where_its_default_says_so(monkeypatch):
+    from braindecode_pars.pretraining import net as net_module
+
     model = PARS(n_times=50, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8, depth=1,
                  n_heads=2, ff_dim=8)  # fmt: skip
     net = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=False)
     assert not net._reads_ahead({})  # a CPU: the step and the draw share the cores
     net.device = "cuda"
-    assert net._reads_ahead({}) and not net._reads_ahead({"num_workers": 2})
+    assert not net._reads_ahead({})  # CUDA keeps the host's draw until a GPU row decides
+    for batches in ("read-ahead", "device"):
+        monkeypatch.setitem(net_module.AUTO_BATCHES, "cuda", batches)
+        assert net._reads_ahead({}) and not net._reads_ahead({"num_workers": 2})
     net.device = "cpu"
     view, _ = _loader(0)
     assert isinstance(net.initialize().get_iterator(view, training=True), DataLoader)
