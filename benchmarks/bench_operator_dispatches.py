@@ -42,6 +42,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime
+import functools
 import json
 import os
 import subprocess
@@ -152,21 +153,26 @@ def _patched(module, **values):
             setattr(module, name, value)
 
 
+def _counted(counters, which, body):
+    """``body`` with each call's dispatches counted in a new :class:`DispatchCounter`,
+    appended to ``counters[which]``."""
+
+    def run(*args):
+        with DispatchCounter() as counter:
+            out = body(*args)
+        counters[which].append(counter)
+        return out
+
+    return run
+
+
 @contextlib.contextmanager
 def counting_operator(accelerator, fallback):
     """Count the operator's forward and backward bodies: yields a dict of lists of
     :class:`DispatchCounter`, one per call; ``accelerator``: take the accelerator's
     path; ``fallback``: "torch", or "triton" with its kernels stubbed (one launch)."""
     counters = {"forward": [], "backward": []}
-
-    def counted(which, body):
-        def run(*args):
-            with DispatchCounter() as counter:
-                out = body(*args)
-            counters[which].append(counter)
-            return out
-
-        return run
+    counted = functools.partial(_counted, counters)
 
     def forward_stub(theta, *args):
         DispatchCounter.record("triton: _forward_kernel")
@@ -199,16 +205,7 @@ def counting_fused():
     :class:`DispatchCounter`, one per call): each kernel launch as one call, the
     interpreter's work inside it not counted."""
     counters = {"forward": [], "backward": []}
-
-    def counted(which, body):
-        def run(*args):
-            with DispatchCounter() as counter:
-                out = body(*args)
-            counters[which].append(counter)
-            return out
-
-        return run
-
+    counted = functools.partial(_counted, counters)
     launch = fused._launch
 
     def launching(kernel, grid, *args, **kwargs):

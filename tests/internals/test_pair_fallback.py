@@ -4,8 +4,6 @@ CPU through Triton's interpreter, in a child process (Triton chooses the interpr
 when its kernels are defined, at import)."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from braindecode_pars.models.pair import attention as pair_attention
 from braindecode_pars.models.pair import fallback as pair_fallback
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
 
+from ._interpreted import run_interpreted
 from .test_pair_decoders import (
     FLOAT32_TOL,
     _check_against_float64_naive,
@@ -139,11 +138,7 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
 @pytest.mark.slow  # 20 to 40 s: Triton's interpreter runs each program in numpy
 def test_the_triton_fallback_is_exact_on_a_cpu():
     """The kernels under Triton's interpreter, on CPU tensors, in a child process."""
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            str(Path(__file__)), "-k", "interpreted"]  # fmt: skip
-    done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    done = run_interpreted(Path(__file__))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "4 passed" in done.stdout, done.stdout[-1000:]
 

@@ -6,8 +6,6 @@ run under Triton's interpreter in a child process (Triton chooses the interprete
 its kernels are defined, at import)."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from braindecode_pars.models.pair import fused
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
 from braindecode_pars.models.pretext.pars import PARS
 
+from ._interpreted import run_interpreted
 from .test_pair_decoders import (
     BF16_TOL,
     FLOAT32_TOL,
@@ -238,11 +237,7 @@ def test_interpreted_pars_trains_with_the_fused_operator_as_with_the_tables():
 @pytest.mark.slow  # 30 to 60 s: Triton's interpreter runs each program in numpy
 def test_the_fused_operator_on_a_cpu():
     """The interpreted tests above, on CPU tensors, in a child process."""
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            str(Path(__file__)), "-k", "interpreted"]  # fmt: skip
-    done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    done = run_interpreted(Path(__file__))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "5 passed" in done.stdout, done.stdout[-1000:]
 

@@ -158,6 +158,17 @@ if triton is not None:
         return p, tl.sum(p * values[None, :], axis=1)
 
     @triton.jit
+    def _ratios(e_u, e_v, values, pmask, threshold, ACC: tl.constexpr):
+        """A tile's ``den = e_u @ e_v.T``, which pairs underflow (``den`` below the
+        threshold; a NaN ``den`` is not one: its NaN ratio shows) and ``num / den``
+        (0 where they do)."""
+        den = tl.dot(e_u, tl.trans(e_v), input_precision="ieee", out_dtype=ACC)
+        num = tl.dot(e_u * values[None, :], tl.trans(e_v), input_precision="ieee",
+                     out_dtype=ACC)  # fmt: skip
+        bad = (den < threshold) & pmask
+        return den, bad, tl.where(bad, 0.0, num / den)
+
+    @triton.jit
     def _forward_kernel(
         q_ptr, k_ptr, s_ptr, theta_ptr, counts_ptr, gap_ptr, constants_ptr,
         sq0, sq1, sq2, sq3, sq4, sk0, sk1, sk2, sk3, ss0, ss1, ss2,
@@ -179,11 +190,7 @@ if triton is not None:
                 q_ptr, k_ptr, s_ptr, b, h, sq, sk, ss, n, N, d, scale2, ACC, BLOCK_M,
                 BLOCK_N, BLOCK_D,
             )  # fmt: skip
-            den = tl.dot(e_u, tl.trans(e_v), input_precision="ieee", out_dtype=ACC)
-            num = tl.dot(e_u * values[None, :], tl.trans(e_v), input_precision="ieee",
-                         out_dtype=ACC)  # fmt: skip
-            bad = (den < threshold) & pmask  # a NaN den is not bad: its NaN ratio shows
-            ratio = tl.where(bad, 0.0, num / den)
+            den, bad, ratio = _ratios(e_u, e_v, values, pmask, threshold, ACC)
             least = tl.minimum(least, tl.min(tl.where(pmask, den, float("inf")), axis=None))
             head_bad = tl.sum(bad.to(tl.int32), axis=None)
             if head_bad > 0:  # the fallback, folded in: the tile's underflowing pairs
@@ -222,11 +229,7 @@ if triton is not None:
         offs_d = tl.arange(0, BLOCK_D)
         jmask, mmask, dmask = offs_j < n, offs_m < N, offs_d < d
         pmask = jmask[:, None] & jmask[None, :]
-        den = tl.dot(e_u, tl.trans(e_v), input_precision="ieee", out_dtype=ACC)
-        num = tl.dot(e_u * values[None, :], tl.trans(e_v), input_precision="ieee",
-                     out_dtype=ACC)  # fmt: skip
-        bad = (den < threshold) & pmask
-        ratio = tl.where(bad, 0.0, num / den)
+        den, bad, ratio = _ratios(e_u, e_v, values, pmask, threshold, ACC)
         grad = tl.load(grad_ptr + b * n * n + offs_j[:, None] * n + offs_j[None, :],
                        mask=pmask, other=0.0).to(ACC)  # fmt: skip
         a = tl.where(bad | (~pmask), 0.0, grad / den)  # dtheta / den

@@ -1,0 +1,18 @@
+"""Tests of Triton kernels under Triton's interpreter, on CPU tensors: the interpreter is
+chosen when the kernels are defined, at import, so the ``interpreted`` tests of a file
+run in a child process started with ``TRITON_INTERPRET=1``."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_interpreted(test_file):
+    """Run ``test_file``'s tests named ``interpreted`` in a child process under Triton's
+    interpreter; its finished process (``returncode``, ``stdout``, ``stderr``)."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+            str(test_file), "-k", "interpreted"]  # fmt: skip
+    return subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=600)
