@@ -122,12 +122,21 @@ def tiny_config(folder):
 
 
 def saved(out):
-    """``(epoch, steps into the next epoch, optimiser steps)`` of the run's saved state."""
+    """``(epoch, steps into the next epoch, optimiser steps)`` of the run's saved state
+    (of a live run too: a state replaced between reading its pointer and its files is
+    read again from the new pointer)."""
     pointer = Path(out) / "state.json"
     if not pointer.is_file():
         return None
-    state = json.loads(pointer.read_text())
-    optimizer = torch.load(Path(out) / state["state"] / "optimizer.pt", weights_only=True)
+    for attempt in range(50):
+        state = json.loads(pointer.read_text())
+        try:
+            optimizer = torch.load(Path(out) / state["state"] / "optimizer.pt", weights_only=True)
+            break
+        except FileNotFoundError:  # the run wrote a newer state and removed this one
+            if attempt == 49:
+                raise
+            time.sleep(0.02)
     steps = int(next(iter(optimizer["state"].values()))["step"]) if optimizer["state"] else 0
     return state["epoch"], state.get("steps", 0), steps
 
