@@ -260,3 +260,53 @@ def test_predict_shifts_warns_of_pairs_left_unresolved(monkeypatch, caplog):
     caplog.clear()
     out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
     assert out["unresolved_pairs"].item() == 0 and "could not compute" not in caplog.text
+
+
+def _naive_overlap(starts, patch_size, masked_idx):
+    """patch_overlap by loops over crops, pairs and sorted neighbours."""
+    shared = pairs = chained = 0
+    for row, idx in zip(starts.tolist(), masked_idx.tolist(), strict=True):
+        chosen = [row[i] for i in idx]
+        for j in range(len(chosen)):
+            for k in range(j + 1, len(chosen)):
+                pairs += 1
+                shared += abs(chosen[j] - chosen[k]) < patch_size
+        ordered = sorted(row)
+        chained += all(b - a < patch_size for a, b in zip(ordered, ordered[1:]))
+    return shared / pairs, chained / len(starts)
+
+
+@pytest.mark.parametrize("n_times, n_patches, sampling", [
+    (300, 12, "random"), (300, 4, "random"), (300, 12, "disjoint"), (300, 12, "fixed"),
+])  # fmt: skip
+def test_overlap_statistics_of_a_draw_match_a_naive_count(n_times, n_patches, sampling):
+    from braindecode_pars.models.pretext import patch_overlap
+
+    model = _tiny_pars(n_times=n_times, n_patches=n_patches, sampling=sampling)
+    draws = model.draw(200, "cpu", torch.Generator().manual_seed(1))
+    stats = patch_overlap(draws["starts"], model.encoder.patch_size, draws["masked_idx"])
+    expected = _naive_overlap(draws["starts"], model.encoder.patch_size, draws["masked_idx"])
+    assert (stats["shared_pairs"], stats["chained"]) == pytest.approx(expected)
+    if sampling != "random":  # no two patches share a sample
+        assert stats["shared_pairs"] == 0
+
+
+def test_overlap_statistics_follow_the_density_as_the_paper_and_a_closed_form_say():
+    # uniform starts on [0, L]: two share samples with probability 1 - (1 - M / L)^2
+    gen = torch.Generator().manual_seed(0)
+    for seconds, chained in ((30, False), (4, True)):
+        model = PARS(n_times=100 * seconds, sfreq=100, n_patches=40, **TINY)
+        stats = model.overlap_statistics(n_draws=2000, generator=gen)
+        span = 100 * seconds - 100
+        assert stats["shared_pairs"] == pytest.approx(1 - (1 - 100 / span) ** 2, abs=0.01)
+        assert stats["patch_seconds_per_second"] == pytest.approx(40 / seconds)
+        assert (stats["chained"] > 0.99) is chained and (stats["chained"] < 0.01) is not chained
+
+
+def test_overlap_statistics_refuse_what_is_not_a_draw():
+    from braindecode_pars.models.pretext import patch_overlap
+
+    with pytest.raises(ValueError, match="n_patches >= 2"):
+        patch_overlap(torch.zeros(3, dtype=torch.long), 10)
+    with pytest.raises(ValueError, match="patch_size"):
+        patch_overlap(torch.zeros(3, 4, dtype=torch.long), 0)

@@ -22,6 +22,57 @@ from braindecode_pars.models.pretext.base import PretextModel
 logger = logging.getLogger(__name__)
 
 
+def patch_overlap(starts, patch_size, masked_idx=None):
+    """How much PARS's patches share: the overlap statistics of a draw.
+
+    Two patches of ``patch_size`` samples starting at ``t_j`` and ``t_k`` share samples
+    when ``|t_j - t_k| < patch_size``. Where the patches of a crop chain end to end by
+    shared samples, the few that keep a position anchor every other one, and a shift can
+    be read by aligning samples rather than from what the signal is (the paper's "the
+    pretraining task becomes easier as the number of patches N is increased").
+
+    Parameters
+    ----------
+    starts : torch.Tensor
+        (batch, n_patches) patch start samples (:meth:`PARS.sample_patches`).
+    patch_size : int
+        Samples per patch.
+    masked_idx : torch.Tensor | None
+        (batch, n_masked) indices of the position-masked patches, whose pairs the loss
+        reads; None: every patch.
+
+    Returns
+    -------
+    stats : dict
+        ``shared_pairs``: the share of unordered pairs of (position-masked) patches that
+        share samples; ``chained``: the share of crops whose patches all form one chain
+        by shared samples (sorted starts, every gap below ``patch_size``);
+        ``patch_seconds_per_second`` is left to the caller, who knows the rate.
+
+    Examples
+    --------
+    >>> import torch
+    >>> stats = patch_overlap(torch.tensor([[0, 50, 100, 300]]), patch_size=100)
+    >>> stats["shared_pairs"], stats["chained"]  # (0, 50) and (50, 100) of 6 pairs
+    (0.3333333333333333, 0.0)
+    """
+    check_int("patch_size", patch_size, 1)
+    if starts.ndim != 2 or starts.shape[1] < 2:
+        raise ValueError(
+            f"starts must be (batch, n_patches) with n_patches >= 2, but got shape "
+            f"{tuple(starts.shape)}."
+        )
+    starts = starts.long()
+    chosen = starts if masked_idx is None else starts.gather(1, masked_idx.long())
+    n = chosen.shape[1]
+    close = (chosen[:, :, None] - chosen[:, None, :]).abs() < patch_size
+    upper = torch.triu(torch.ones(n, n, dtype=torch.bool, device=starts.device), diagonal=1)
+    shared = close[:, upper].double().mean().item()
+    gaps = starts.sort(dim=1).values.diff(dim=1)
+    chained = (gaps < patch_size).all(dim=1).double().mean().item()
+    return {"shared_pairs": shared, "chained": chained}
+
+
 class PARS(PretextModel):
     """Pairwise relative shift pretext model.
 
@@ -211,6 +262,25 @@ class PARS(PretextModel):
             batch_size, self.n_patches, self.n_masked, device, generator
         )
         return pos_mask, masked_idx
+
+    def overlap_statistics(self, n_draws=4096, generator=None):
+        """:func:`patch_overlap` of ``n_draws`` of this model's own draws (its
+        ``sampling``, ``n_patches`` and crop of ``n_times`` samples), with
+        ``patch_seconds_per_second``, the patches' total length over the crop's.
+
+        Examples
+        --------
+        >>> model = PARS(n_times=1000, sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
+        >>> stats = model.overlap_statistics(generator=torch.Generator().manual_seed(0))
+        >>> round(stats["patch_seconds_per_second"], 2), stats["chained"] > 0.5  # 40 in 10 s
+        (4.0, True)
+        """
+        check_int("n_draws", n_draws, 1)
+        with torch.no_grad():
+            draws = self.draw(n_draws, "cpu", generator)
+        stats = patch_overlap(draws["starts"], self.encoder.patch_size, draws["masked_idx"])
+        density = self.n_patches * self.encoder.patch_size / self.n_times
+        return {**stats, "patch_seconds_per_second": density}
 
     def forward_encoder(self, X, starts, pos_mask):
         """(batch, 1, n_times) -> (batch, n_patches, emb_dim) with masked PE."""

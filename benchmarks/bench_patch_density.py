@@ -1,0 +1,181 @@
+"""How densely PARS should draw its patches: the paper's 40 one-second patches come from
+30-s crops (1.33 patch-seconds per second); the shipped encoders draw 40 from 10-s crops
+(4.00), where the patches share samples and chain end to end, so that the eight with a
+position can anchor the others by aligning samples. Four configurations, chosen on the
+development tasks' selection splits by the rule below, written before their runs:
+
+- ``a``: 40 random patches in 10-s crops (today's; the ``window`` encoders of
+  ``bench_normalization``, ``benchmarks/encoders/pars-selection*``, restored by ``make
+  benchmark-encoders``);
+- ``b``: the paper's density in 10-s crops, 13 random patches;
+- ``c``: 10 patches drawn ``sampling="disjoint"`` in 10-s crops (no two share a sample);
+- ``d``: 40 random patches in 30-s crops, the paper's, from a store of 30-s windows of
+  the same recordings (those at least 30 s long).
+
+Every encoder is PARS 64 x 4 (``--size small``), 30,000 steps of batch 64 on the
+selection corpus (the 12 EEGMAT pool subjects, the nine Sleep-EDF segments and the 129
+Muse recordings), pretraining seeds 0, 1 and 2: the budget of ``normalization.md``.
+
+The rule (:data:`RULE`) is in the module; the report adds what the rule does not read:
+each configuration's pretext skill on its held-out recordings, the overlap statistics of
+its draw (:func:`braindecode_pars.models.pretext.patch_overlap`) and the default probe.
+
+Usage::
+
+    python -m benchmarks.bench_patch_density --pretrain  # resumable: SIGTERM, then again
+    python -m benchmarks.bench_patch_density            # evaluates what exists, reports
+    python -m benchmarks.bench_patch_density --part test  # after the decision only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+logger = logging.getLogger("bench_patch_density")
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = "braindecode-pars"
+LAB = "python -m benchmarks.lab"
+STEPS = 30000
+SEEDS = (0, 1, 2)
+#: The selection corpus in 10-s windows (the ``a`` encoders' store) and in 30-s windows.
+STORES = {
+    10: "results/store-selection",
+    30: "results/store-selection-30s",
+}
+STORE_COMMANDS = {
+    seconds: f"{LAB} store --shared-data ../shared/data --eegmat-subjects pool --muse "
+    f"--window-seconds {seconds} --out {store}"
+    for seconds, store in STORES.items()
+}
+#: Each configuration: its crop (the store's windows, s) and its pretext settings.
+CONFIGS = {
+    "a": dict(crop=10, n_patches=40, sampling="random"),
+    "b": dict(crop=10, n_patches=13, sampling="random"),
+    "c": dict(crop=10, n_patches=10, sampling="disjoint"),
+    "d": dict(crop=30, n_patches=40, sampling="random"),
+}
+#: Configuration ``a``'s encoders, already in the history, by seed.
+A_ENCODERS = {
+    0: "benchmarks/encoders/pars-selection",
+    1: "benchmarks/encoders/pars-selection-seed1",
+    2: "benchmarks/encoders/pars-selection-seed2",
+}
+SCORE = "probe[enc, 1]"  # the encoder block alone: the rule's score
+DEFAULT = "probe[enc+bp+ts, 100]"  # PARSClassifier's head: the shipping condition's
+RULE = (
+    "Score: `probe[enc, 1]` (the probe over the encoder's features alone: what "
+    "pretraining made) balanced accuracy at k = 1 on the selection splits of the five "
+    "development tasks (per task the mean over its distinct labelled sets, then the mean "
+    "over tasks). A configuration's score: the mean over pretraining seeds 0, 1, 2; its "
+    "spread: their standard deviation. A configuration is chosen over `a` (today's) only "
+    "if its score exceeds a's by more than the larger of the two spreads; if several do, "
+    "the highest score. A new encoder (`pars-small-v3`, v2's corpus and budget with the "
+    "chosen configuration) is pretrained only if one is chosen, and becomes the default "
+    "only if the chosen configuration's default-probe score (`probe[enc+bp+ts, 100]`) "
+    "exceeds both pars-small-v2's and the probe without an encoder (`probe[bp+ts, 100]`) "
+    "by more than its spread over seeds. The readout (today's 1-s patches with positions, "
+    "against positions withheld and against patches every 0.5 s) is chosen for the chosen "
+    "configuration's encoders by the same comparison, against today's readout. Nothing "
+    "else enters the choice: no test split, no subject probe, no pretext skill, no overlap "
+    "statistic."
+)
+
+
+def run_name(config, seed):
+    return f"density-{config}-seed{seed}"
+
+
+def runs():
+    """``{name: (configuration, seed)}`` of every encoder the rule reads."""
+    return {run_name(c, s): (c, s) for c in CONFIGS for s in SEEDS}
+
+
+def encoder_folder(name):
+    config, seed = runs()[name]
+    if config == "a":
+        from benchmarks.lib.encoders import benchmark_encoder
+
+        return benchmark_encoder(ROOT / A_ENCODERS[seed])
+    return ROOT / "benchmarks/encoders/density" / name
+
+
+def commands(name):
+    """The pretraining and export commands of a run of ``b``, ``c`` or ``d``, and its
+    ``--config``."""
+    config, seed = runs()[name]
+    settings = CONFIGS[config]
+    out = f"results/density/{name}"
+    pretext = {"n_patches": settings["n_patches"], "sampling": settings["sampling"],
+               "valid_fraction": 0.1, "seed": seed}  # fmt: skip
+    return (
+        f"{CLI} pretrain --store {STORES[settings['crop']]} --out {out} --size small "
+        f"--steps {STEPS} --threads 1 --device cpu --config {out}.json",
+        f"{CLI} export --run {out} --out benchmarks/encoders/density/{name}",
+        pretext,
+    )
+
+
+def pretrain(names):
+    """Run (or continue) the missing runs one at a time, one thread each, and export the
+    finished ones. A run stopped by a signal continues from its last
+    save when this is called again (stop it by SIGTERM: ``--max-minutes`` would leave an
+    unfinished run, which is not exported)."""
+    bin_dir = Path(sys.executable).parent
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1")
+    for name in sorted(names, key=lambda n: runs()[n][::-1]):  # seed 0 of each first
+        config, _ = runs()[name]
+        if config == "a" or (encoder_folder(name) / "model.safetensors").is_file():
+            continue
+        crop = CONFIGS[config]["crop"]
+        if not (ROOT / STORES[crop] / "index.npz").is_file():
+            command = [sys.executable, *shlex.split(STORE_COMMANDS[crop])[1:]]
+            subprocess.run(command, cwd=ROOT, check=True, env=env)
+        run, export, settings = commands(name)
+        (ROOT / "results/density").mkdir(parents=True, exist_ok=True)
+        (ROOT / f"results/density/{name}.json").write_text(json.dumps(settings))
+        logger.info("%s", run)
+        with open(ROOT / f"results/density/{name}.log", "a") as log:
+            code = subprocess.run(shlex.split(run), cwd=ROOT, env=env, stdout=log, stderr=log)
+        if code.returncode != 0:
+            logger.warning("%s stopped (exit %d): run again to continue", name, code.returncode)
+            return False
+        subprocess.run(shlex.split(export), cwd=ROOT, check=True, env=env)
+        logger.info("%s finished and exported", name)
+    return True
+
+
+def write_commands(path):
+    with open(path, "w") as f:
+        for seconds in sorted({c["crop"] for c in CONFIGS.values()}):
+            f.write(f"{STORE_COMMANDS[seconds]}\n")
+        for name, (config, _) in runs().items():
+            if config != "a":
+                run, export, settings = commands(name)
+                f.write(f"# {name}: config {json.dumps(settings)}\n{run}\n{export}\n")
+        f.write("python -m benchmarks.bench_patch_density\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pretrain", action="store_true", help="run the missing runs")
+    parser.add_argument("--runs", nargs="+", default=list(runs()), choices=list(runs()))
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/patch_density")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    write_commands(args.out.with_suffix(".commands"))
+    if args.pretrain:
+        pretrain(args.runs)
+        return
+    raise SystemExit("the evaluation follows the runs (not written yet)")
+
+
+if __name__ == "__main__":
+    main()
