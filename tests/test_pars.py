@@ -272,7 +272,7 @@ def _naive_overlap(starts, patch_size, masked_idx):
                 pairs += 1
                 shared += abs(chosen[j] - chosen[k]) < patch_size
         ordered = sorted(row)
-        chained += all(b - a < patch_size for a, b in zip(ordered, ordered[1:]))
+        chained += all(b - a < patch_size for a, b in zip(ordered, ordered[1:], strict=False))
     return shared / pairs, chained / len(starts)
 
 
