@@ -192,10 +192,12 @@ def pretrain(names, parallel=1, max_minutes=None):
                                proc.returncode)  # fmt: skip
 
 
-def evaluate(names, csv, part="selection"):
+def evaluate(names, csv, part="selection", folder=None):
     """The probe rows of every encoder and the reference rows on the ``part`` splits
     ("selection" or "test") at one labelled unit, appended to ``csv`` as they finish
-    (rows already there are kept)."""
+    (rows already there are kept). ``folder`` maps a name to its encoder (default
+    :func:`encoder_folder`; ``bench_patch_density`` gives its own)."""
+    folder = encoder_folder if folder is None else folder
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
     key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))
     for task in DEV_TASKS:
@@ -212,7 +214,7 @@ def evaluate(names, csv, part="selection"):
                 raw = block_features(X, every, sfreq=sfreq, encoder=rand)[0]
                 blocks = {"rand": raw["encoder"], "bp": raw["bandpower"], "ts": raw["tangentspace"]}
             if name != "reference":
-                encoder = load_encoder(encoder_folder(name))
+                encoder = load_encoder(folder(name))
                 enc = block_features(X, ProbeRecipe(("encoder",)), sfreq=sfreq, encoder=encoder)
                 blocks["enc"] = enc[0]["encoder"]
             rows = []
@@ -285,19 +287,23 @@ def per_task(scores, part="selection"):
     return per_set.groupby(["encoder", "method", "task"]).mean()
 
 
-def choose(mode_scores):
+def choose(mode_scores, baseline="window", n_seeds=None):
     """The rule: ``mode_scores`` ``{mode: [score of each seed]}`` -> (chosen mode, table of
-    mean and spread). Modes without all their seeds are reported, never chosen."""
+    mean and spread). A mode is chosen over ``baseline`` only if its mean exceeds the
+    baseline's by more than the larger of the two spreads; if several do, the highest.
+    Modes without all their ``n_seeds`` seeds (default: :data:`SEEDS`'s) are reported,
+    never chosen."""
+    n_seeds = len(SEEDS) if n_seeds is None else n_seeds
     table = {m: (float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else np.nan, len(v))
              for m, v in mode_scores.items()}  # fmt: skip
-    base_mean, base_std, base_n = table["window"]
+    base_mean, base_std, base_n = table[baseline]
     winners = []
     for mode, (mean, std, n) in table.items():
-        if mode == "window" or n < len(SEEDS) or base_n < len(SEEDS):
+        if mode == baseline or n < n_seeds or base_n < n_seeds:
             continue
         if mean - base_mean > max(std, base_std):
             winners.append((mean, mode))
-    return (max(winners)[1] if winners else "window"), table
+    return (max(winners)[1] if winners else baseline), table
 
 
 def report(scores, names, out):

@@ -38,6 +38,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import torch
+
 logger = logging.getLogger("bench_patch_density")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,6 +156,129 @@ def pretrain(names):
     return True
 
 
+def pretext_skill(folder):
+    """The last epoch's pretext skill on the run's held-out recordings (1 - loss over the
+    trivial loss of predicting no shift; 0: nothing learned)."""
+    history = json.loads((Path(folder) / "pretrain_history.json").read_text())
+    return float(history[-1]["valid_skill"])
+
+
+def overlap(config, n_draws=4096):
+    """The overlap statistics of a configuration's draw (:func:`patch_overlap` of
+    PARS's own draws at its crop, patches and sampling), seeded."""
+    from braindecode_pars.models.pretext import PARS
+
+    settings = CONFIGS[config]
+    model = PARS(
+        n_times=100 * settings["crop"], sfreq=100.0, n_patches=settings["n_patches"],
+        sampling=settings["sampling"], emb_dim=8, depth=1, n_heads=1, ff_dim=8,
+    )  # fmt: skip
+    return model.overlap_statistics(n_draws, generator=torch.Generator().manual_seed(0))
+
+
+def probes(names, csv, shared_data):
+    """The subject and label probes (``bench_subject_probe``'s protocol) of every encoder,
+    rows appended to ``csv`` as they finish (rows already there are kept)."""
+    import pandas as pd
+
+    from benchmarks.bench_subject_probe import datasets
+    from benchmarks.lib import subject_probe
+
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["encoder", "dataset"])
+    key = set(zip(done.encoder, done.dataset, strict=True))
+    found, _ = datasets(shared_data)
+    for data in found:
+        for name in names:
+            if (name, data.name) in key:
+                continue
+            features = subject_probe._encoder_features(str(encoder_folder(name)))
+            result = subject_probe.score(data, features)
+            row = {"encoder": name, "dataset": data.name, **result}
+            pd.DataFrame([row]).to_csv(csv, mode="a", header=not csv.exists(), index=False)
+            logger.info("%s %s: subject %s, label %.3f", name, data.name, result["subject"],
+                        result["label"])  # fmt: skip
+    return pd.read_csv(csv)
+
+
+def _mean_std(values):
+    values = [v for v in values if v == v]  # NaN: not measured
+    if not values:
+        return "not run yet"
+    spread = f" ± {np.std(values, ddof=1):.3f}" if len(values) > 1 else ""
+    return f"{np.mean(values):.3f}{spread}"
+
+
+def report(scores, probe_rows, names, out):
+    """The selection's table and decision (``out``.md)."""
+    from benchmarks.bench_normalization import REFERENCE_METHODS, choose, per_task
+    from benchmarks.lib.measure import machine
+
+    tasks = per_task(scores)
+    mean_over_tasks = tasks.groupby(["encoder", "method"]).mean()
+    members = {c: [n for n in names if runs()[n][0] == c] for c in CONFIGS}
+    rule_scores = {c: [mean_over_tasks.loc[(n, SCORE)] for n in m] for c, m in members.items()}
+    complete = all(len(v) == len(SEEDS) for v in rule_scores.values())
+    chosen, _ = choose({c: v for c, v in rule_scores.items() if v}, "a", len(SEEDS))
+    lines = [
+        "# Patch density of PARS, chosen on the selection splits",
+        "",
+        f"{machine()}. Command: `python -m benchmarks.bench_patch_density` (`--pretrain` runs "
+        "what is missing; the commands are in `benchmarks/results/patch_density.commands`).",
+        "",
+        "The rule, committed before its runs: " + RULE,
+        "",
+        "## Configurations (mean ± std over pretraining seeds)",
+        "",
+        "| configuration | crop | patches | sampling | patch-s per s | masked pairs sharing "
+        "samples | crops that chain | seeds run | pretext skill (held out) | "
+        f"{SCORE} (the rule's score) | {DEFAULT} |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for config, settings in CONFIGS.items():
+        stats, run = overlap(config), members[config]
+        skills = [pretext_skill(encoder_folder(n)) for n in run]
+        cells = [_mean_std(skills), _mean_std(rule_scores[config]),
+                 _mean_std([mean_over_tasks.loc[(n, DEFAULT)] for n in run])]  # fmt: skip
+        lines.append(
+            f"| {config} | {settings['crop']} s | {settings['n_patches']} | "
+            f"{settings['sampling']} | {stats['patch_seconds_per_second']:.2f} | "
+            f"{100 * stats['shared_pairs']:.1f} % | {100 * stats['chained']:.0f} % | "
+            f"{len(run)} | " + " | ".join(cells) + " |"
+        )
+    references = ", ".join(
+        f"{m} {mean_over_tasks.loc[('reference', m)]:.3f}" for m in REFERENCE_METHODS
+    )
+    lines += ["", f"Reference rows (no pretrained encoder): {references}."]
+    if len(probe_rows):
+        lines += ["", "## Subject and label probes (reported, not read by the rule)", "",
+                  "| configuration | dataset | subject (chance 1 / subjects) | label |",
+                  "|---|---|---|---|"]  # fmt: skip
+        probe_rows = probe_rows.assign(config=[runs()[n][0] for n in probe_rows.encoder])
+        for (config, dataset), rows in probe_rows.groupby(["config", "dataset"], sort=True):
+            subject = _mean_std(rows.subject.astype(float).tolist())
+            label = _mean_std(rows.label.tolist())
+            lines.append(f"| {config} | {dataset} | {subject} | {label} |")
+    lines += ["", "## Decision", ""]
+    if complete:
+        lines.append(f"By the rule: **{chosen}**.")
+    else:
+        done = ", ".join(f"{c} {len(v)}/{len(SEEDS)}" for c, v in rule_scores.items())
+        lines.append(f"Not decided: the rule needs every configuration's three seeds ({done}).")
+    lines += ["", "## Per encoder and task", ""]
+    task_names = sorted(
+        {t for _, _, t in tasks.index}, key=list(tasks.index.get_level_values(2)).index
+    )
+    lines += ["| encoder | method | " + " | ".join(task_names) + " | mean |",
+              "|---|---|" + "---|" * (len(task_names) + 1)]  # fmt: skip
+    for name in ["reference", *names]:
+        for method in REFERENCE_METHODS if name == "reference" else (SCORE, DEFAULT):
+            values = [tasks.loc[(name, method, t)] for t in task_names]
+            lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values)
+                         + f" | {np.mean(values):.3f} |")  # fmt: skip
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return chosen, complete
+
+
 def write_commands(path):
     with open(path, "w") as f:
         for seconds in sorted({c["crop"] for c in CONFIGS.values()}):
@@ -168,13 +295,32 @@ def main(argv=None):
     parser.add_argument("--pretrain", action="store_true", help="run the missing runs")
     parser.add_argument("--runs", nargs="+", default=list(runs()), choices=list(runs()))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/patch_density")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads of the probes")
+    parser.add_argument("--probes", action="store_true",
+                        help="also the subject and label probes of every encoder")  # fmt: skip
+    parser.add_argument("--shared-data", type=Path, default=ROOT.parent / "shared" / "data")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     write_commands(args.out.with_suffix(".commands"))
     if args.pretrain:
         pretrain(args.runs)
         return
-    raise SystemExit("the evaluation follows the runs (not written yet)")
+    from benchmarks.bench_normalization import evaluate
+
+    torch.set_num_threads(args.threads)
+    names = [n for n in args.runs if (encoder_folder(n) / "model.safetensors").is_file()]
+    missing = sorted(set(args.runs) - set(names))
+    if missing:
+        logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
+    scores = evaluate(names, args.out.with_suffix(".csv"), folder=encoder_folder)
+    scores = scores[scores.encoder.isin(["reference", *names])]
+    probe_csv = args.out.with_name(args.out.name + "_probes.csv")
+    probe_rows = probes(names, probe_csv, args.shared_data) if args.probes else (
+        pd.read_csv(probe_csv) if probe_csv.exists() else pd.DataFrame())  # fmt: skip
+    if len(probe_rows):
+        probe_rows = probe_rows[probe_rows.encoder.isin(names)]
+    chosen, complete = report(scores, probe_rows, names, args.out)
+    logger.info("rule: %s%s", chosen, "" if complete else " (not every seed run yet)")
 
 
 if __name__ == "__main__":
