@@ -118,6 +118,16 @@ class PARSProbe(
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`); None:
         whole windows.
+    patch_stride_seconds : float | None
+        The step between the encoder's patches
+        (:class:`~braindecode_pars.features.EncoderFeatures`); None (the default): the
+        patch length, non-overlapping patches; 0.5 with 1-s patches: overlapping
+        patches every 0.5 s, as PARS pretraining draws patches that overlap.
+    pos_mask_ratio : float
+        The share of the encoder's tokens read with the position-mask token in place
+        of their positional embedding, as PARS pretraining reads 80 % of its patches
+        (:class:`~braindecode_pars.features.EncoderFeatures`); 0 (the default): every
+        token with its position; 1: none.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     batch_size, device
@@ -176,6 +186,8 @@ class PARSProbe(
         readout=DEFAULT_READOUT,
         bands=None,
         crop_seconds=None,
+        patch_stride_seconds=None,
+        pos_mask_ratio=0.0,
         sfreq=None,
         batch_size=8,
         device="cpu",
@@ -208,6 +220,7 @@ class PARSProbe(
         return ProbeRecipe(
             blocks or ("encoder",), C=self.C, readout=self.readout, bands=self.bands,
             align=self.align, crop_seconds=self.crop_seconds,
+            patch_stride_seconds=self.patch_stride_seconds, pos_mask_ratio=self.pos_mask_ratio,
         )  # fmt: skip
 
     def encoder_unused(self, groups=None):

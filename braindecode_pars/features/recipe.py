@@ -44,7 +44,12 @@ from braindecode_pars.features.scaling import (
     AlignFeatures,
     BlockScaler,
 )
-from braindecode_pars.features.transformers import BLOCKS, DEFAULT_READOUT, READOUTS
+from braindecode_pars.features.transformers import (
+    BLOCKS,
+    DEFAULT_READOUT,
+    READOUTS,
+    check_readout_tokens,
+)
 
 #: ``max_iter`` of the probe's and the floors' logistic regression.
 LOGISTIC_MAX_ITER = 1000
@@ -138,6 +143,10 @@ class ProbeRecipe:
         Align each group on its own windows before the scaling.
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`).
+    patch_stride_seconds : float | None
+        The step between the encoder's patches (None: the patch length, no overlap).
+    pos_mask_ratio : float
+        The share of the encoder's tokens read without their position (0: none).
 
     Examples
     --------
@@ -153,6 +162,8 @@ class ProbeRecipe:
     bands: object = None
     align: str | None = None
     crop_seconds: float | None = None
+    patch_stride_seconds: float | None = None
+    pos_mask_ratio: float = 0.0
 
     def __post_init__(self):
         blocks = self.blocks
@@ -166,8 +177,7 @@ class ProbeRecipe:
         object.__setattr__(self, "C", float(self.C))
         check_option("readout", self.readout, READOUTS)
         check_option("align", self.align, (None, "groups"))
-        if self.crop_seconds is not None:
-            check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
+        check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
     def __str__(self):
         return f"{'+'.join(self.blocks)} (C={self.C:g})"
@@ -178,8 +188,8 @@ class ProbeRecipe:
         return "encoder" in self.blocks
 
     def candidates(self, encoder=True):
-        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment
-        and crops with each entry of :data:`RECIPE_BLOCKS` (those with the encoder's
+        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment,
+        crops, patch stride and withheld positions with each entry of :data:`RECIPE_BLOCKS` (those with the encoder's
         block only when ``encoder``) and each ``C`` of :data:`RECIPE_CS`, in that order."""
         return [
             dataclasses.replace(self, blocks=blocks, C=C)
