@@ -83,7 +83,7 @@ def test_a_share_of_positions_withheld_is_one_draw_for_every_window():
     for masked in itertools.combinations(range(5), 4):
         pos_mask = torch.zeros(len(X), 5, dtype=torch.bool)
         pos_mask[:, list(masked)] = True
-        expected = _by_channel(X, lambda x: _mean_std(encoder(x, pos_mask=pos_mask).numpy()))
+        expected = _by_channel(X, lambda x, m=pos_mask: _mean_std(encoder(x, pos_mask=m).numpy()))
         if np.allclose(features, expected, rtol=1e-4, atol=1e-5):
             matches.append(masked)
     assert len(matches) == 1
