@@ -316,8 +316,8 @@ class PARSProbe(
         if groups is not None and pd.isna(groups).any():
             raise ValueError(
                 f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
-                "recipe='auto' leaves out one group at a time and needs the group (a "
-                "subject or a block) of every window."
+                "recipe='auto' holds out whole groups in its inner folds and needs the "
+                "group (a subject or a block) of every window."
             )
         n_groups = 0 if groups is None else len(np.unique(groups))
         if n_groups < MIN_GROUPS:
