@@ -1,5 +1,6 @@
 """PARSProbe(recipe="auto"): the probe's recipe chosen on the user's own labels by an
-inner leave-one-group-out comparison (issue 39, item 5).
+inner leave-one-group-out comparison (issue 39, item 5; the one-standard-error rule of
+issue 76 is tested in test_recipe_one_se.py).
 
 Each test holds a known answer: the recipe that must win on data built so that one
 block alone carries the label, the inner scores of a loop written by hand, the
@@ -112,11 +113,17 @@ def test_an_encoder_block_that_adds_nothing_is_left_out(caplog):
     )
     assert blind.encoder_gain_ == 0 and not blind.recipe_.encoder
     assert scores.loc[str(blind.recipe_), "mean"] == scores["mean"].max() > 0.8
-    (record,) = [r for r in caplog.records if "leave-one-group-out" in r.getMessage()]
+    (record,) = [r for r in caplog.records if "inner comparison" in r.getMessage()]
     message = record.getMessage()
-    assert message.startswith("Inner leave-one-group-out over 4 groups: the encoder block adds ")
-    assert f"adds +0.0 points of balanced accuracy (best with: {DEFAULT.blocks[0]}" in message
+    assert message.startswith(
+        "recipe='auto', inner comparison over 4 folds of LeaveOneGroupOut over 4 groups "
+        "(1 group held out in each): the encoder block adds "
+    )
+    assert "adds +0.0 ± 0.0 points of balanced accuracy (mean ± std over the folds" in message
+    assert f"best with: {DEFAULT.blocks[0]}" in message
+    assert "within one standard error: the inner folds cannot tell recipes with" in message
     assert message.endswith(f"fitted recipe {blind.recipe_}.")
+    assert blind.encoder_gain_std_ == 0
     # a block of noise to a linear model: no more than chance, one window per group
     noise = PARSProbe(_projection_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
     gain = 100 * (_best(noise.recipe_scores_, True) - _best(noise.recipe_scores_, False))
@@ -245,7 +252,7 @@ def test_the_classifier_passes_its_groups_to_the_head_and_logs_the_comparison(ca
     with caplog.at_level(logging.INFO, logger=LOGGER):
         clf.fit(X, y, groups=groups)
     assert clf.head_.recipe_.encoder and clf.head_.recipe_scores_["n_groups"].max() == 4
-    lines = [r.getMessage() for r in caplog.records if "leave-one-group-out" in r.getMessage()]
+    lines = [r.getMessage() for r in caplog.records if "inner comparison" in r.getMessage()]
     assert len(lines) == 1 and "the encoder block adds +" in lines[0]
 
 

@@ -20,6 +20,7 @@ from braindecode_pars.features.recipe import (
     LOGO_MAX_GROUPS,
     MIN_GROUPS,
     ProbeRecipe,
+    choose_recipe,
     compare_recipes,
     fit_blocks,
     inner_splitter,
@@ -62,11 +63,16 @@ class PARSProbe(
     Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
     ``groups`` of at least three subjects (or blocks), ``fit`` scores each candidate
     recipe (band power alone or with the tangent space, each with and without the
-    encoder's block, ``C`` 0.01 or 1) by an inner leave-one-group-out cross-validation on
-    the same features, fits the best on every window, keeps the scores
-    (``recipe_scores_``, ``encoder_gain_``) and logs one line: "the encoder block adds
-    +x.x points ...". With fewer groups the fixed recipe is fitted and the line says
-    that nothing could be compared.
+    encoder's block, ``C`` 0.01 or 1) by an inner cross-validation over the groups on
+    the same features, fits the simplest candidate within one standard error of the
+    best on every window (the one-standard-error rule,
+    :func:`~braindecode_pars.features.recipe.choose_recipe`), keeps the scores
+    (``recipe_scores_``, ``encoder_gain_``, ``encoder_gain_std_``, ``inner_folds_``)
+    and logs one line: the folds as they ran ("5 folds of GroupKFold over 45 groups
+    (9 groups held out in each)"), "the encoder block adds +x.x ± s.s points" with
+    whether that is more than its standard error over the folds, and whether the folds
+    can tell the best recipe from simpler ones. With fewer groups the fixed recipe is
+    fitted and the line says that nothing could be compared.
 
     Parameters
     ----------
@@ -76,11 +82,16 @@ class PARSProbe(
         default). Windows at another rate than the encoder's are resampled to it for
         its block alone.
     recipe : {"fixed", "auto"}
-        "fixed": the blocks and ``C`` the parameters give. "auto": the candidate of the
-        best inner balanced accuracy over the groups of ``fit`` (folds: ``inner_cv``)
-        (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`; a tie goes to the
-        first: fewer blocks, the smaller ``C``); with fewer than three groups, the
-        fixed recipe.
+        "fixed": the blocks and ``C`` the parameters give. "auto": of the candidates
+        (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`), the simplest whose
+        inner balanced accuracy over the groups of ``fit`` (folds: ``inner_cv``) lies
+        within one standard error of the best's (the standard deviation of the best's
+        fold scores over the square root of their number, as glmnet's ``lambda.1se``).
+        Simplest means: no encoder block before an encoder block, then fewer blocks,
+        then the smaller ``C`` (:func:`~braindecode_pars.features.recipe.simplicity`),
+        so the encoder's block is fitted only when the folds show it better than every
+        recipe without it by more than that standard error. With fewer than three
+        groups, the fixed recipe.
     inner_cv : "auto" | int | splitter
         The folds of ``recipe="auto"``'s inner comparison. ``"auto"``:
         leave-one-group-out up to 20 groups (one fold per subject: 8 regressions per
@@ -118,6 +129,16 @@ class PARSProbe(
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`); None:
         whole windows.
+    patch_stride_seconds : float | None
+        The step between the encoder's patches
+        (:class:`~braindecode_pars.features.EncoderFeatures`); None (the default): the
+        patch length, non-overlapping patches; 0.5 with 1-s patches: overlapping
+        patches every 0.5 s, as PARS pretraining draws patches that overlap.
+    pos_mask_ratio : float
+        The share of the encoder's tokens read with the position-mask token in place
+        of their positional embedding, as PARS pretraining reads 80 % of its patches
+        (:class:`~braindecode_pars.features.EncoderFeatures`); 0 (the default): every
+        token with its position; 1: none.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
     batch_size, device
@@ -140,7 +161,16 @@ class PARSProbe(
         :func:`~braindecode_pars.features.recipe.compare_recipes`.
     encoder_gain_ : float
         The best inner balanced accuracy with the encoder's block minus the best
-        without, in percentage points; NaN when nothing was compared (or no encoder).
+        without, in percentage points (the mean over the inner folds of the two
+        candidates' difference in each); NaN when nothing was compared (or no encoder).
+        It is the gain of the best candidates, whichever recipe was fitted.
+    encoder_gain_std_ : float
+        The standard deviation (``ddof=0``) over the inner folds of that difference, in
+        points: the spread to read ``encoder_gain_`` against (its standard error is
+        ``encoder_gain_std_ / sqrt(n_folds - 1)``); NaN when ``encoder_gain_`` is.
+    inner_folds_ : str | None
+        The inner folds as they ran, e.g. ``"5 folds of GroupKFold over 45 groups (9
+        groups held out in each)"``; None when nothing was compared.
     classes_ : ndarray
     sfreq_, n_chans_, n_times_ : float, int, int
     scale_ : float
@@ -176,6 +206,8 @@ class PARSProbe(
         readout=DEFAULT_READOUT,
         bands=None,
         crop_seconds=None,
+        patch_stride_seconds=None,
+        pos_mask_ratio=0.0,
         sfreq=None,
         batch_size=8,
         device="cpu",
@@ -208,6 +240,7 @@ class PARSProbe(
         return ProbeRecipe(
             blocks or ("encoder",), C=self.C, readout=self.readout, bands=self.bands,
             align=self.align, crop_seconds=self.crop_seconds,
+            patch_stride_seconds=self.patch_stride_seconds, pos_mask_ratio=self.pos_mask_ratio,
         )  # fmt: skip
 
     def encoder_unused(self, groups=None):
@@ -258,6 +291,7 @@ class PARSProbe(
         self.n_chans_, self.n_times_ = data.shape
         self.scale_ = _window_scale(data.X)
         self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
+        self.encoder_gain_std_, self.inner_folds_ = math.nan, None
         groups = None if data.groups is None else np.asarray(data.groups)
         recipe, candidates = fixed, None
         if self.recipe == "auto":
@@ -282,8 +316,8 @@ class PARSProbe(
         if groups is not None and pd.isna(groups).any():
             raise ValueError(
                 f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
-                "recipe='auto' leaves out one group at a time and needs the group (a "
-                "subject or a block) of every window."
+                "recipe='auto' holds out whole groups in its inner folds and needs the "
+                "group (a subject or a block) of every window."
             )
         n_groups = 0 if groups is None else len(np.unique(groups))
         if n_groups < MIN_GROUPS:
@@ -294,27 +328,31 @@ class PARSProbe(
     def _compare(self, candidates, features, y, groups, fixed):
         """The winner of the inner comparison (or ``fixed`` when too few groups could be
         left out); logs one line."""
-        scores = compare_recipes(
+        scores, folds = compare_recipes(
             candidates, features, y, groups, random_state=self.random_state,
             cv=inner_splitter(self.inner_cv, len(np.unique(groups)), name="inner_cv"),
+            return_folds=True,
         )  # fmt: skip
         n_scored, n_groups = int(scores["n_groups"].max()), len(np.unique(groups))
         if n_scored < MIN_GROUPS:
-            why = (
-                f"of the {n_groups} groups of fit, {n_scored} leave two classes or more "
-                "to train on when left out"
-            )
+            why = f"the inner folds were {folds}"
             logger.info(_fallback_message(n_groups, fixed, why=why))
             return fixed
+        chosen, best = choose_recipe(scores, candidates)
         means = scores["mean"].to_numpy()
-        best = candidates[int(np.argmax(means))]
         has_encoder = np.array([r.encoder for r in candidates])
+        gain = None
         if has_encoder.any() and (~has_encoder).any():
-            gain = means[has_encoder].max() - means[~has_encoder].max()
-            self.encoder_gain_ = 100 * gain
-        self.recipe_, self.recipe_scores_ = best, scores
-        logger.info(_comparison_message(scores, candidates, best, self.encoder_gain_))
-        return best
+            with_ = int(np.flatnonzero(has_encoder)[np.argmax(means[has_encoder])])
+            without = int(np.flatnonzero(~has_encoder)[np.argmax(means[~has_encoder])])
+            per_fold = 100 * (folds.scores[with_] - folds.scores[without])
+            self.encoder_gain_ = float(per_fold.mean())
+            self.encoder_gain_std_ = float(per_fold.std())
+            gain = _Gain(with_, without, per_fold)
+        self.recipe_, self.recipe_scores_ = candidates[chosen], scores
+        self.inner_folds_ = str(folds)
+        logger.info(_comparison_message(scores, candidates, chosen, best, gain, folds))
+        return candidates[chosen]
 
     def _read(self, X, y=None, groups=None):
         check_is_fitted(self, "model_")
@@ -341,23 +379,55 @@ def _refuse_no_block():
     )
 
 
-def _comparison_message(scores, recipes, best, gain):
-    """The one line the probe logs after a comparison."""
-    n_groups = int(scores["n_groups"].max())
-    means = dict(zip(range(len(recipes)), scores["mean"].to_numpy(), strict=True))
-    head = f"Inner leave-one-group-out over {n_groups} groups: "
-    if math.isnan(gain):
-        best_mean = means[recipes.index(best)]
-        what = f"no encoder, so no encoder block to compare (best: {best}, {best_mean:.1%})"
+@dataclasses.dataclass(frozen=True)
+class _Gain:
+    """The encoder block's gain: the best candidates with and without it (indices) and
+    the difference of their balanced accuracies in each inner fold, in points."""
+
+    with_: int
+    without: int
+    per_fold: np.ndarray
+
+    @property
+    def sem(self):
+        n = len(self.per_fold)
+        return float(self.per_fold.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
+
+
+def _comparison_message(scores, recipes, chosen, best, gain, folds):
+    """The one line the probe logs after a comparison: the folds as they ran, the
+    encoder block's gain with its spread (and whether the folds can tell it from none),
+    the best recipe and the one fitted, the simplest within one standard error of it."""
+    means, stds, sems = (scores[k].to_numpy() for k in ("mean", "std", "sem"))
+    head = f"recipe='auto', inner comparison over {folds}: "
+    if gain is None:
+        what = "no encoder, so no encoder block to compare"
     else:
-        with_ = max((i for i, r in enumerate(recipes) if r.encoder), key=means.get)
-        without = max((i for i, r in enumerate(recipes) if not r.encoder), key=means.get)
-        what = (
-            f"the encoder block adds {gain:+.1f} points of balanced accuracy (best with: "
-            f"{recipes[with_]}, {means[with_]:.1%}; best without: {recipes[without]}, "
-            f"{means[without]:.1%})"
+        mean, spread = gain.per_fold.mean(), gain.per_fold.std()
+        verdict = (
+            "more than one standard error: the inner folds tell recipes with and without it apart"
+            if abs(mean) > gain.sem
+            else "within one standard error: the inner folds cannot tell recipes with and "
+            "without it apart"
         )
-    return f"{head}{what}; fitted recipe {best}."
+        what = (
+            f"the encoder block adds {mean:+.1f} ± {spread:.1f} points of balanced "
+            f"accuracy (mean ± std over the folds, standard error {gain.sem:.1f}; best "
+            f"with: {recipes[gain.with_]}, {means[gain.with_]:.1%}; best without: "
+            f"{recipes[gain.without]}, {means[gain.without]:.1%}), {verdict}"
+        )
+    top = f"best recipe: {recipes[best]}, {means[best]:.1%} ± {100 * stds[best]:.1f} points"
+    se = 100 * sems[best]
+    if chosen == best:
+        choice = f"no simpler recipe within one standard error ({se:.1f} points) of it"
+    else:
+        n_within = int((means >= means[best] - np.nan_to_num(sems[best]) - 1e-12).sum())
+        choice = (
+            f"the inner folds cannot tell it from the {n_within - 1} other recipe(s) "
+            f"within one standard error ({se:.1f} points) of it; the simplest of these: "
+            f"{recipes[chosen]} ({means[chosen]:.1%})"
+        )
+    return f"{head}{what}. The {top}; {choice}; fitted recipe {recipes[chosen]}."
 
 
 def _fallback_message(n_groups, fixed, why=None):
@@ -368,7 +438,7 @@ def _fallback_message(n_groups, fixed, why=None):
         hint = " Pass 'groups' (the subject of each window) to fit to compare recipes."
     elif why is None:
         why = f"fit has {n_groups} group{'s' * (n_groups != 1)}"
-    why += f", fewer than the {MIN_GROUPS} an inner leave-one-group-out comparison needs"
+    why += f", fewer than the {MIN_GROUPS} an inner comparison of recipes needs"
     return (
         f"Nothing could be compared ({why}): fitted the fixed recipe {fixed} (PARSProbe's "
         f"'encoder', 'band_power', 'tangent_space' and 'C').{hint}"

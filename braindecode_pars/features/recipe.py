@@ -4,9 +4,10 @@ A :class:`ProbeRecipe` says what the probe is: its blocks, the inverse L2 streng
 ``C`` of its logistic regression, the encoder's readout, the bands, the alignment
 within groups and the encoder's crops. :func:`fit_blocks` fits it on the raw features
 of :func:`~braindecode_pars.features.transformers.block_features`, computed once per fit;
-:func:`compare_recipes` scores candidate recipes by an inner leave-one-group-out
-cross-validation on the same features. Fixed, aligned and ``recipe="auto"`` probes are
-all fitted by :func:`fit_blocks`.
+:func:`compare_recipes` scores candidate recipes by an inner cross-validation over
+groups on the same features, and :func:`choose_recipe` takes the simplest candidate
+within one standard error of the best (:func:`simplicity`). Fixed, aligned and
+``recipe="auto"`` probes are all fitted by :func:`fit_blocks`.
 
 **What C means.** Each block is standardised feature by feature (after the tangent
 space for the covariances; after the alignment within groups with ``align="groups"``),
@@ -44,12 +45,17 @@ from braindecode_pars.features.scaling import (
     AlignFeatures,
     BlockScaler,
 )
-from braindecode_pars.features.transformers import BLOCKS, DEFAULT_READOUT, READOUTS
+from braindecode_pars.features.transformers import (
+    BLOCKS,
+    DEFAULT_READOUT,
+    READOUTS,
+    check_readout_tokens,
+)
 
 #: ``max_iter`` of the probe's and the floors' logistic regression.
 LOGISTIC_MAX_ITER = 1000
-#: The blocks of the candidate recipes, from the fewest: band power alone, with the
-#: tangent space, and each of these with the encoder's block. Ties go to the first.
+#: The blocks of the candidate recipes, from the simplest (:func:`simplicity`): band
+#: power alone, with the tangent space, and each of these with the encoder's block.
 RECIPE_BLOCKS = (
     ("bandpower",),
     ("bandpower", "tangentspace"),
@@ -62,7 +68,7 @@ RECIPE_CS = (0.01, 1.0)
 #: on the selection splits of the development tasks at 1, 2, 4 and 12 labelled EEGMAT
 #: subjects, for both default recipes (``benchmarks/results/probe_c.md``).
 DEFAULT_C = 3.0
-#: The fewest groups an inner leave-one-group-out comparison is run on.
+#: The fewest groups (and scored folds) an inner comparison of recipes is run on.
 MIN_GROUPS = 3
 #: ``inner_cv="auto"``: leave-one-group-out up to this many groups, GroupKFold beyond.
 LOGO_MAX_GROUPS = 20
@@ -117,6 +123,100 @@ def inner_splitter(inner_cv, n_groups, name="inner_cv"):
 
 
 @dataclasses.dataclass(frozen=True)
+class InnerFolds:
+    """The folds an inner comparison ran, as they were, and each candidate's score in
+    each.
+
+    Parameters
+    ----------
+    splitter : str
+        The splitter's class name (``"LeaveOneGroupOut"``, ``"GroupKFold"``, ...).
+    n_groups : int
+        The groups of the windows compared.
+    held_out : tuple of int
+        The groups each fold held out.
+    scored : tuple of bool
+        Whether each fold was scored (not when the groups it trains on hold one class).
+    scores : ndarray, shape (n_candidates, n_scored)
+        Each candidate's balanced accuracy in each scored fold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> str(InnerFolds("GroupKFold", 45, (9, 9, 9, 9, 9), (True,) * 5, np.zeros((1, 5))))
+    '5 folds of GroupKFold over 45 groups (9 groups held out in each)'
+    """
+
+    splitter: str
+    n_groups: int
+    held_out: tuple
+    scored: tuple
+    scores: np.ndarray = dataclasses.field(repr=False, compare=False)
+
+    def __str__(self):
+        low, high = min(self.held_out), max(self.held_out)
+        each = f"{low}-{high}" if low != high else f"{low}"
+        text = (
+            f"{len(self.held_out)} folds of {self.splitter} over {self.n_groups} groups "
+            f"({each} group{'s' * (high != 1)} held out in each)"
+        )
+        n_scored = sum(self.scored)
+        if n_scored < len(self.scored):
+            text += f", {n_scored} of them scored (the others left one class to train on)"
+        return text
+
+
+def simplicity(recipe):
+    """The sort key of a recipe's complexity, simplest first: without the encoder's
+    block before with it (the encoder has to earn its place), then fewer blocks, then
+    the smaller ``C`` (the stronger L2 penalty). The candidates of
+    :meth:`ProbeRecipe.candidates` come in this order."""
+    return (recipe.encoder, len(recipe.blocks), recipe.C)
+
+
+def choose_recipe(scores, candidates):
+    """The one-standard-error rule: the simplest candidate whose mean inner score is
+    within one standard error of the best's.
+
+    The rule of glmnet's ``lambda.1se`` and of scikit-learn's users (its example
+    "balance model complexity and cross-validated score"): the folds' scores of the best
+    candidate spread; any candidate within one standard error of it (the standard
+    deviation of its fold scores, ``ddof=1``, over the square root of their number:
+    the ``sem`` column) is as good as the folds can tell, and the simplest of these
+    (:func:`simplicity`; ties to the first) is chosen.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        :func:`compare_recipes`'s, one row per candidate in order.
+    candidates : list of ProbeRecipe
+
+    Returns
+    -------
+    chosen, best : int
+        The index of the candidate chosen, and of the best (the highest mean; ties to
+        the first).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> recipes = ProbeRecipe().candidates(encoder=False)[::2]  # bandpower, +tangentspace
+    >>> scores = pd.DataFrame({"mean": [0.60, 0.63], "sem": [0.04, 0.02]})
+    >>> choose_recipe(scores, recipes)  # 0.60 >= 0.63 - 0.02? no: the best
+    (1, 1)
+    >>> choose_recipe(scores.assign(sem=[0.04, 0.05]), recipes)  # within 0.05: the simpler
+    (0, 1)
+    """
+    means = scores["mean"].to_numpy(float)
+    best = int(np.nanargmax(means))
+    sem = float(scores["sem"].iloc[best])
+    floor = means[best] - (0.0 if np.isnan(sem) else sem)
+    within = [i for i in range(len(candidates)) if means[i] >= floor - 1e-12]
+    chosen = min(within, key=lambda i: (simplicity(candidates[i]), i))
+    return chosen, best
+
+
+@dataclasses.dataclass(frozen=True)
 class ProbeRecipe:
     """What a probe is: its blocks and regression, and how the blocks are read.
 
@@ -138,6 +238,10 @@ class ProbeRecipe:
         Align each group on its own windows before the scaling.
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`).
+    patch_stride_seconds : float | None
+        The step between the encoder's patches (None: the patch length, no overlap).
+    pos_mask_ratio : float
+        The share of the encoder's tokens read without their position (0: none).
 
     Examples
     --------
@@ -153,6 +257,8 @@ class ProbeRecipe:
     bands: object = None
     align: str | None = None
     crop_seconds: float | None = None
+    patch_stride_seconds: float | None = None
+    pos_mask_ratio: float = 0.0
 
     def __post_init__(self):
         blocks = self.blocks
@@ -166,8 +272,7 @@ class ProbeRecipe:
         object.__setattr__(self, "C", float(self.C))
         check_option("readout", self.readout, READOUTS)
         check_option("align", self.align, (None, "groups"))
-        if self.crop_seconds is not None:
-            check_range("crop_seconds", self.crop_seconds, 0, math.inf, low_open=True)
+        check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
     def __str__(self):
         return f"{'+'.join(self.blocks)} (C={self.C:g})"
@@ -178,9 +283,11 @@ class ProbeRecipe:
         return "encoder" in self.blocks
 
     def candidates(self, encoder=True):
-        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment
-        and crops with each entry of :data:`RECIPE_BLOCKS` (those with the encoder's
-        block only when ``encoder``) and each ``C`` of :data:`RECIPE_CS`, in that order."""
+        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment,
+        crops, patch stride and withheld positions with each entry of
+        :data:`RECIPE_BLOCKS` (those with the encoder's block only when ``encoder``) and
+        each ``C`` of :data:`RECIPE_CS`, in that order, the simplest first
+        (:func:`simplicity`)."""
         return [
             dataclasses.replace(self, blocks=blocks, C=C)
             for blocks in RECIPE_BLOCKS
@@ -310,7 +417,9 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
     return _FittedBlocks(recipe, steps, model)
 
 
-def compare_recipes(candidates, features, y, groups, *, random_state=None, cv=None):
+def compare_recipes(
+    candidates, features, y, groups, *, random_state=None, cv=None, return_folds=False
+):
     """Each candidate's balanced accuracy in an inner cross-validation over groups
     (leave-one-group-out by default) on raw block features.
 
@@ -331,16 +440,21 @@ def compare_recipes(candidates, features, y, groups, *, random_state=None, cv=No
         The folds, as :func:`inner_splitter` reads ``PARSProbe(inner_cv=...)``; None:
         leave-one-group-out. The first fold's time and the projected total are logged
         (``logging.INFO``) when that total exceeds :data:`PROGRESS_AFTER_SECONDS`.
+    return_folds : bool
+        Whether to return the folds too.
 
     Returns
     -------
     scores : pandas.DataFrame
         One row per candidate, indexed by ``str(recipe)``: ``blocks``, ``C``, ``mean``
-        and ``std`` of the balanced accuracy over the held-out folds (``mean``
-        chooses), ``log_loss`` (its mean over the held-out folds whose classes the
-        fold trained on), ``n_groups`` (the folds scored: the groups under
-        leave-one-group-out; a fold whose absence leaves one class to train on is not
-        scored).
+        and ``std`` (``ddof=0``) of the balanced accuracy over the held-out folds,
+        ``sem`` its standard error (the standard deviation with ``ddof=1`` over the
+        square root of the folds: :func:`choose_recipe`'s), ``log_loss`` (its mean over
+        the held-out folds whose classes the fold trained on), ``n_groups`` (the folds
+        scored: the groups under leave-one-group-out; a fold whose absence leaves one
+        class to train on is not scored).
+    folds : InnerFolds
+        With ``return_folds``: the folds as they ran, and each candidate's scores.
     """
     y, groups = np.asarray(y), np.asarray(groups)
     n_groups = len(np.unique(groups))
@@ -400,17 +514,29 @@ def compare_recipes(candidates, features, y, groups, *, random_state=None, cv=No
             "recipe='auto': %d candidates compared over %d inner folds in %.1f s.",
             len(candidates), len(folds), time.perf_counter() - start,
         )  # fmt: skip
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "blocks": ["+".join(r.blocks) for r in candidates],
             "C": [r.C for r in candidates],
             "mean": [np.mean(s) if s else np.nan for s in scores],
             "std": [np.std(s) if s else np.nan for s in scores],
+            "sem": [np.std(s, ddof=1) / np.sqrt(len(s)) if len(s) > 1 else np.nan
+                    for s in scores],
             "log_loss": [_finite_mean(s) for s in losses],
             "n_groups": [len(s) for s in scores],
         },
         index=pd.Index([str(r) for r in candidates], name="recipe"),
+    )  # fmt: skip
+    if not return_folds:
+        return table
+    inner = InnerFolds(
+        splitter=type(splitter).__name__,
+        n_groups=n_groups,
+        held_out=tuple(len(np.unique(groups[test])) for _, test in folds),
+        scored=tuple(len(np.unique(y[train])) >= 2 for train, _ in folds),
+        scores=np.array(scores, dtype=float).reshape(len(candidates), -1),
     )
+    return table, inner
 
 
 def _finite_mean(values):

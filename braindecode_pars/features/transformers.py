@@ -1,8 +1,10 @@
 """The probe's blocks of features, each a function of one window alone.
 
 - :class:`EncoderFeatures`: each channel of each window through a frozen single-channel
-  encoder (fixed 1-s patches, full positional embedding), the mean and the standard
-  deviation of its tokens over patches by default;
+  encoder (by default fixed 1-s patches on a one-patch stride, every one with its
+  positional embedding; overlapping patches and withheld positions, as PARS pretraining
+  draws them, on request), the mean and the standard deviation of its tokens over
+  patches by default;
 - :class:`BandPowerFeatures`: log mean power of each channel in frequency bands
   (Welch's method), which gives back the amplitude the encoder's instance normalisation
   removes;
@@ -51,6 +53,9 @@ DEFAULT_SEGMENT_SECONDS = 2.0
 BLOCKS = ("encoder", "bandpower", "tangentspace")
 #: Windows cast to float64 at a time by the classical blocks.
 _CHUNK = 8
+#: Seed of the draw of the tokens whose position :class:`EncoderFeatures` withholds when
+#: ``0 < pos_mask_ratio < 1``: one draw per number of tokens, the same for every window.
+POS_MASK_SEED = 0
 
 
 def _default_bands(sfreq):
@@ -91,13 +96,28 @@ def _check_bands(bands, sfreq):
     return out
 
 
+def check_readout_tokens(crop_seconds, patch_stride_seconds, pos_mask_ratio):
+    """Refuse, before any work, an encoder readout's crops, patch stride or share of
+    withheld positions that no encoder could take (:class:`EncoderFeatures` checks the
+    stride against its encoder's patch in ``fit``)."""
+    if crop_seconds is not None:
+        check_range("crop_seconds", crop_seconds, 0, np.inf, low_open=True)
+    if patch_stride_seconds is not None:
+        check_range("patch_stride_seconds", patch_stride_seconds, 0, np.inf, low_open=True)
+    check_range("pos_mask_ratio", pos_mask_ratio, 0, 1)
+
+
 class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
 
-    Every channel of every window goes through the encoder on its own (fixed 1-s
-    patches on a one-patch stride, every patch with its positional embedding, as in
-    fine-tuning). Nothing is trained: ``fit`` loads and checks the encoder,
-    ``transform`` computes the features, under ``torch.no_grad`` in float32.
+    Every channel of every window goes through the encoder on its own. By default it
+    is cut into fixed patches (1 s for the shipped encoders) on a one-patch stride,
+    every patch with its positional embedding, as in fine-tuning; PARS pretraining
+    instead draws overlapping patches, 80 % of them with the position-mask token in
+    place of their positional embedding, and ``patch_stride_seconds`` and
+    ``pos_mask_ratio`` read the tokens that way. Nothing is trained: ``fit`` loads and
+    checks the encoder, ``transform`` computes the features, under ``torch.no_grad`` in
+    float32.
 
     Parameters
     ----------
@@ -127,6 +147,22 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         into consecutive crops of that length (a whole number of patches; the last one
         shorter), each normalised and encoded on its own, ``readout`` taken over the
         tokens of all the crops together.
+    patch_stride_seconds : float | None
+        The step between consecutive patches' starts. None (the default): the patch
+        length, non-overlapping patches. Shorter: overlapping patches, e.g. 0.5 with
+        1-s patches reads ``2 n - 1`` tokens from a window (or crop) of ``n`` seconds,
+        starting every 0.5 s, each with the positional embedding of its start (in patch
+        units: 0, 0.5, 1, ...), as PARS's uniform draws start anywhere. It must lie in
+        ``(0, patch_seconds]`` and be a whole number of samples at the encoder's rate.
+    pos_mask_ratio : float
+        The share of each window's (each crop's) tokens whose positional embedding is
+        replaced by the encoder's position-mask token (``pos_mask`` of
+        :meth:`~braindecode_pars.PatchEncoder.forward`), in ``[0, 1]``. 0 (the default):
+        every token has its position; 1: none has (the encoder reads the patches as it
+        read the masked patches in pretraining); between, ``round(pos_mask_ratio * n)``
+        of the ``n`` tokens, as PARS counts them (0.8 in pretraining), chosen uniformly at
+        random by a fixed draw (seed :data:`POS_MASK_SEED`), the same tokens for every
+        window and channel, so that a window's features depend on that window alone.
     batch_size : int
         Windows per forward pass (8: the activations of 8 windows of 19 channels x 10 s
         through a 64-wide encoder stay near 5 MiB; raise it on a GPU).
@@ -146,6 +182,8 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     resample_ : bool
         Whether windows are resampled to the encoder's rate before encoding.
     n_chans_ : int
+    n_tokens_ : int
+        The tokens read from each channel of a window (over all its crops).
     n_features_out_ : int
         ``n_chans_ * encoder_.emb_dim`` times 1 (``"mean"``), 2 (``"mean+std"``) or
         ``encoder_.depth`` (``"blocks"``).
@@ -169,6 +207,8 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         *,
         readout=DEFAULT_READOUT,
         crop_seconds=None,
+        patch_stride_seconds=None,
+        pos_mask_ratio=0.0,
         memory=None,
     ):
         store_params(self, locals())
@@ -180,8 +220,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         check_device("device", self.device)
         check_memory(self.memory)
         check_option("readout", self.readout, READOUTS)
-        if self.crop_seconds is not None:
-            check_range("crop_seconds", self.crop_seconds, 0, np.inf, low_open=True)
+        check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
         windows = read_input(X, sfreq=self.sfreq)  # the one "no sampling rate" refusal
         encoder = copy.deepcopy(load_encoder(self.encoder))
         self.sfreq_ = float(windows.sfreq)
@@ -202,10 +241,52 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
                     f"{patch} samples (patch_seconds={self.encoder_.patch_seconds})."
                 )
             self.crop_size_ = size
+        self.stride_ = self._stride(rate)
+        self.n_tokens_ = sum(
+            len(self._starts(min(crop, n_times - s)))
+            for s, crop in self._crops(n_times)
+        )  # fmt: skip
         self.n_chans_ = windows.X.shape[1]
         per_token = {"mean": 1, "mean+std": 2, "blocks": self.encoder_.depth}[self.readout]
         self.n_features_out_ = self.n_chans_ * self.encoder_.emb_dim * per_token
         return windows.X
+
+    def _stride(self, rate):
+        """The patch stride in samples at the encoder's ``rate``, checked against its patch."""
+        patch = self.encoder_.patch_size
+        if self.patch_stride_seconds is None:
+            return patch
+        stride = self.patch_stride_seconds * rate
+        if abs(stride - round(stride)) > 1e-6 or not 1 <= round(stride) <= patch:
+            raise ValueError(
+                f"Invalid value for the 'patch_stride_seconds' parameter: it must lie in "
+                f"(0, {self.encoder_.patch_seconds:g}] (up to the encoder's patch_seconds, "
+                f"{patch} samples) and be a whole number of samples at the encoder's "
+                f"sfreq={rate:g} Hz, but got {self.patch_stride_seconds!r} "
+                f"({stride:g} samples)."
+            )
+        return int(round(stride))
+
+    def _crops(self, n_times):
+        """``(start, length)`` of the crops of a window of ``n_times`` samples (the last
+        one possibly shorter, left out when it holds less than a patch)."""
+        crop = n_times if self.crop_size_ is None else self.crop_size_
+        patch = self.encoder_.patch_size
+        return [(s, crop) for s in range(0, n_times, crop) if s == 0 or n_times - s >= patch]
+
+    def _starts(self, n_times, device=None):
+        """The patch starts of a crop of ``n_times`` samples, every ``stride_`` samples."""
+        return self.encoder_.fixed_starts(n_times, stride=self.stride_, device=device)
+
+    def _pos_mask(self, n_tokens, batch, device):
+        """The (batch, n_tokens) position mask of ``pos_mask_ratio``, or None."""
+        if self.pos_mask_ratio == 0:
+            return None
+        mask = torch.zeros(n_tokens, dtype=torch.bool)
+        n_masked = int(round(self.pos_mask_ratio * n_tokens))
+        generator = torch.Generator().manual_seed(POS_MASK_SEED)
+        mask[torch.randperm(n_tokens, generator=generator)[:n_masked]] = True
+        return mask.to(device).expand(batch, -1)
 
     def transform(self, X):
         """The features of ``X``, shape (n_windows, ``n_features_out_``): for each channel
@@ -223,6 +304,8 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     def _settings_key(self):
         """What the features depend on besides the windows (batch_size aside)."""
         settings = (self.readout, self.crop_size_, self.resample_, self.sfreq_, self.device)
+        if self.stride_ != self.encoder_.patch_size or self.pos_mask_ratio:
+            settings += (self.stride_, float(self.pos_mask_ratio), POS_MASK_SEED)
         return encoder_digest(self.encoder_), repr(settings)
 
     def _encode(self, X):
@@ -245,13 +328,13 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         """(batch, n_chans, n_times) -> (batch, n_features_out_)."""
         B, C, T = X.shape
         flat = X.reshape(B * C, 1, T)
-        crop = T if self.crop_size_ is None else self.crop_size_
-        # each crop's tokens of each block, (B * C, n_patches, emb_dim), crops side by side
-        crops = [
-            _channel_block_tokens(encoder, flat[..., s : s + crop], self.readout == "blocks")
-            for s in range(0, T, crop)
-            if s == 0 or T - s >= encoder.patch_size
-        ]
+        crops = []  # each crop's tokens of each block, (B * C, n_patches, emb_dim)
+        for s, crop in self._crops(T):
+            part = flat[..., s : s + crop]
+            starts = self._starts(part.shape[-1], device=X.device)
+            pos_mask = self._pos_mask(len(starts), B * C, X.device)
+            every = self.readout == "blocks"
+            crops.append(_channel_block_tokens(encoder, part, every, starts, pos_mask))
         blocks = [torch.cat(parts, dim=1) for parts in zip(*crops, strict=True)]
         if self.readout == "mean+std":
             (tokens,) = blocks
@@ -261,15 +344,19 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         return torch.cat(read, dim=-1).view(B, -1)
 
 
-def _channel_block_tokens(encoder, X, every_block=False):
-    """The tokens of single-channel windows ``X`` (batch, 1, n_times) as ``encoder(X)``:
-    a list of one tensor (batch, n_patches, emb_dim), or with ``every_block`` one per
-    transformer block, each through the encoder's final LayerNorm."""
+def _channel_block_tokens(encoder, X, every_block=False, starts=None, pos_mask=None):
+    """The tokens of single-channel windows ``X`` (batch, 1, n_times) as
+    ``encoder(X, starts=starts, pos_mask=pos_mask)``: a list of one tensor (batch,
+    n_patches, emb_dim), or with ``every_block`` one per transformer block, each through
+    the encoder's final LayerNorm."""
     if not every_block:
-        return [encoder(X)]
+        if pos_mask is None:
+            return [encoder(X, starts=starts)]
+        return [encoder(X, starts=starts, pos_mask=pos_mask)]
     encoder.check_input(X)
-    starts = encoder.fixed_starts(X.shape[-1], device=X.device)
-    tokens = encoder.tokenize(X, starts) + encoder.position_embedding(starts)
+    if starts is None:
+        starts = encoder.fixed_starts(X.shape[-1], device=X.device)
+    tokens = encoder.tokenize(X, starts) + encoder.position_embedding(starts, pos_mask)
     out = []
     for block in encoder.blocks:
         tokens = block(tokens)
@@ -435,7 +522,8 @@ def block_features(X, recipe, *, sfreq, encoder=None, batch_size=8, device="cpu"
     """Each block's raw features of the windows ``X``, computed once.
 
     The blocks are those of ``recipe.blocks`` (of :data:`BLOCKS`): ``"encoder"``
-    (:class:`EncoderFeatures` with the recipe's ``readout`` and ``crop_seconds``),
+    (:class:`EncoderFeatures` with the recipe's ``readout``, ``crop_seconds``,
+    ``patch_stride_seconds`` and ``pos_mask_ratio``),
     ``"bandpower"`` (:class:`BandPowerFeatures` with its ``bands``), ``"tangentspace"``
     (the channels' OAS covariances, mapped to the tangent space only when a probe is
     fitted, :func:`~braindecode_pars.features.recipe.fit_blocks`). None depends on labels
@@ -472,6 +560,8 @@ def block_features(X, recipe, *, sfreq, encoder=None, batch_size=8, device="cpu"
             step = EncoderFeatures(
                 encoder, sfreq=sfreq, batch_size=batch_size, device=device,
                 readout=recipe.readout, crop_seconds=recipe.crop_seconds,
+                patch_stride_seconds=recipe.patch_stride_seconds,
+                pos_mask_ratio=recipe.pos_mask_ratio,
             )  # fmt: skip
         elif name == "bandpower":
             step = BandPowerFeatures(sfreq=sfreq, bands=recipe.bands)
