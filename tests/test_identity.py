@@ -108,6 +108,7 @@ def _pretrain_and_export(tmp_path, store, name):
     return run, out
 
 
+@pytest.mark.slow
 def test_store_pretrain_and_export_name_no_one(named_edf, tmp_path, caplog, capsys):
     caplog.set_level(logging.DEBUG)
     store = tmp_path / "store"
