@@ -99,11 +99,15 @@ def _files_naming(folder, skip=()):
     return found
 
 
-def _pretrain_and_export(tmp_path, store, name):
-    run, out = tmp_path / f"run-{name}", tmp_path / f"export-{name}"
+def _pretrain(tmp_path, store, run):
     args = ["pretrain", "--store", str(store), "--out", str(run), "--steps", "2"]
     args += ["--batch-size", "4", "--device", "cpu", "--window-seconds", "5"]
     assert main([*args, *tiny_config(tmp_path, n_patches=5)]) == 0
+
+
+def _pretrain_and_export(tmp_path, store, name):
+    run, out = tmp_path / f"run-{name}", tmp_path / f"export-{name}"
+    _pretrain(tmp_path, store, run)
     assert main(["export", "--run", str(run), "--out", str(out)]) == 0
     return run, out
 
@@ -310,3 +314,10 @@ def test_a_run_and_an_export_of_2476ecf_are_rewritten_clean(named_edf, tmp_path,
     assert "- recordings: 4" in (old_export / "README.md").read_text()
     with pytest.raises(FileNotFoundError, match="is not a window store, a pretraining run"):
         anonymize(named_edf)
+    # the same run resumed by pretrain: a warning, and its record counts them from now on
+    (run / "config.json").write_text(json.dumps(config, indent=1))
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        _pretrain(tmp_path, store, run)
+    assert f"'{run / 'config.json'}' lists the run's 4 recordings by name" in caplog.text
+    assert _files_naming(run) == {}

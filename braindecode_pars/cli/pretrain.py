@@ -474,6 +474,8 @@ def _pretrain_held(args, encoder_kwargs, device):
         args.window_seconds = settings.window_seconds  # the crops, and the windows cut
         torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
         view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws
+        if main_process:
+            _warn_listed_recordings(args.out)
         args.epochs = settings.max_epochs_for(view, world_size())
         net = run_pretraining(
             view,
@@ -536,6 +538,27 @@ def _pretrain_held(args, encoder_kwargs, device):
         close_distributed(finished)  # once all are done with it: not while rank 0 writes
     if main_process:
         _report(net, args)
+
+
+def _warn_listed_recordings(out):
+    """Warn when the run in ``out`` (resumed) lists its recordings by name, as runs of
+    versions before ``subject_from`` did: this sitting records their number and a hash
+    instead, but exports made from it before hold the names."""
+    import json
+    import logging
+
+    from braindecode_pars.models.card import listed_recordings
+
+    saved = Path(out) / "config.json"
+    config = json.loads(saved.read_text()) if saved.is_file() else {}
+    if isinstance(config, dict) and listed_recordings(config):
+        logging.getLogger(__name__).warning(
+            "'%s' lists the run's %d recordings by name (a run of an earlier version); "
+            "this sitting records their number and a hash instead. An export made from "
+            "it before holds the names: rewrite it with python -m "
+            "braindecode_pars.store.identity EXPORT.",
+            saved, len(config["data.recordings"]),
+        )  # fmt: skip
 
 
 def _run_info(args):
