@@ -21,6 +21,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode_pars import PARSPretrainer, save_encoder
 from braindecode_pars.cli import main
 from braindecode_pars.io import load_recordings
+from braindecode_pars.pretraining import SingleChannelWindows
 from braindecode_pars.store import anonymize, read_window_store
 from braindecode_pars.store.identity import COMMAND
 
@@ -202,6 +203,10 @@ def test_load_recordings_pretrainer_and_save_encoder_name_no_one(named_edf, tmp_
     assert grouped.description["subject"].tolist() == ["S01", "S01", "S02", "S02"]
     by_header = load_recordings(named_edf, window_seconds=5.0, subject_from="header")
     assert by_header.description["subject"].tolist() == [code for code, _, _ in PATIENTS]
+    table = {"S01R01.edf": "p1", "S01R02.edf": "p2", "S02R01.edf": "p1", "S02R02.edf": "p3"}
+    by_table = load_recordings(named_edf, window_seconds=5.0, subject_from=lambda p: table[p.name])
+    assert by_table.description["subject"].tolist() == ["p1", "p2", "p1", "p3"]
+    assert set(by_table.description["subject_from"]) == {"function"}
 
 
 @pytest.mark.parametrize(
@@ -244,8 +249,9 @@ def test_a_store_of_2476ecf_warns_on_open_and_is_rewritten_clean(named_edf, tmp_
     store = _store_of_2476ecf(named_edf, tmp_path)
     caplog.clear()
     with caplog.at_level(logging.WARNING):
+        SingleChannelWindows.from_store(store)  # as pretrain opens it
+        read_window_store(store)  # once in a process
         read_window_store(store)
-        read_window_store(store)  # once
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert str(store / "recordings.json") in warnings[0]
