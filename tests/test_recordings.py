@@ -203,7 +203,7 @@ def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, ca
     for file in eegmat_files:  # EDF types every channel EEG, 'ECG ECG' included
         shutil.copy(file, tmp_path)
     with caplog.at_level(logging.INFO, logger="braindecode_pars.io.recordings"):
-        windows = load_recordings(tmp_path, window_seconds=10.0)
+        windows = load_recordings(tmp_path, window_seconds=10.0, subject_from="file")
     names = windows.datasets[0].raw.ch_names
     assert len(names) == 19 and "EEG A2-A1" not in names and "ECG ECG" not in names
     assert {tuple(ds.raw.ch_names) for ds in windows.datasets} == {tuple(names)}
@@ -237,7 +237,7 @@ def test_recordings_with_other_channels_are_summed_up_once_and_detailed_at_debug
     muse = sorted((shared_data / "muse-cueing").rglob("*.edf"))[0]  # TP9, AF7, AF8, TP10
     shutil.copy(muse, tmp_path)
     with caplog.at_level(logging.DEBUG, logger="braindecode_pars.io.recordings"):
-        windows = load_recordings(tmp_path, window_seconds=10.0)
+        windows = load_recordings(tmp_path, window_seconds=10.0, subject_from="file")
     assert sorted(len(ds.raw.ch_names) for ds in windows.datasets) == [4, 19]
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     assert len(info) == 1 and "2 recordings, 2 channel sets" in info[0]

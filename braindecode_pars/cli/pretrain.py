@@ -474,6 +474,8 @@ def _pretrain_held(args, encoder_kwargs, device):
         args.window_seconds = settings.window_seconds  # the crops, and the windows cut
         torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
         view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws
+        if main_process:
+            _warn_listed_recordings(args.out)
         args.epochs = settings.max_epochs_for(view, world_size())
         net = run_pretraining(
             view,
@@ -538,6 +540,27 @@ def _pretrain_held(args, encoder_kwargs, device):
         _report(net, args)
 
 
+def _warn_listed_recordings(out):
+    """Warn when the run in ``out`` (resumed) lists its recordings by name, as runs of
+    versions before ``subject_from`` did: this sitting records their number and a hash
+    instead, but exports made from it before hold the names."""
+    import json
+    import logging
+
+    from braindecode_pars.models.card import listed_recordings
+
+    saved = Path(out) / "config.json"
+    config = json.loads(saved.read_text()) if saved.is_file() else {}
+    if isinstance(config, dict) and listed_recordings(config):
+        logging.getLogger(__name__).warning(
+            "'%s' lists the run's %d recordings by name (a run of an earlier version); "
+            "this sitting records their number and a hash instead. An export made from "
+            "it before holds the names: rewrite it with python -m "
+            "braindecode_pars.store.identity EXPORT.",
+            saved, len(config["data.recordings"]),
+        )  # fmt: skip
+
+
 def _run_info(args):
     """What the model card of a command-line run says of how it was made."""
     import shlex
@@ -550,6 +573,7 @@ def _run_info(args):
         summary = store_summary(args.store)
         info["data.channel_hours"] = summary["channel_hours"]
         info["data.hours"] = summary["hours"]
+        info["data.n_recordings"] = summary["n_recordings"]
         info["data.people"] = summary["people"]
         info["data.people_counted_by"] = _people_basis(summary)
         info.update(_store_record(args.store))
@@ -559,12 +583,12 @@ def _run_info(args):
             for name, d in summary["datasets"].items()
         )
     else:
-        info["data.recordings"] = [f"PhysioNet-MI subjects {list(BUNDLED_SUBJECTS)} (bundled)"]
+        info["data.recordings"] = f"PhysioNet-MI subjects {list(BUNDLED_SUBJECTS)} (bundled)"
     return info
 
 
 def _people_basis(summary):
-    """How a store's people were counted, in words, for the model card."""
+    """How a store's people were counted, in words, for the model card (counts only)."""
     by, unattributed = summary["people_by"], summary["unattributed_recordings"]
     parts = []
     if by["subject"]:
@@ -580,18 +604,19 @@ def _people_basis(summary):
 
 
 def _store_record(store):
-    """The card's ``data.recordings`` (the store's recordings by file or subject) and
-    ``data.preprocessing`` (what braindecode recorded of it, and the windows), read from
-    the store."""
+    """The card's ``data.recordings_hash`` (:func:`~braindecode_pars.models.card.
+    identifiers_hash` of the store's recordings' file names and subjects: the run tells
+    datasets apart without naming anyone) and ``data.preprocessing`` (what braindecode
+    recorded of it, and the windows), read from the store."""
+    from braindecode_pars.models.card import identifiers_hash
     from braindecode_pars.store.write import read_window_store
 
     _, _, info = read_window_store(store)
-    names = []
+    identifiers = []
     for meta in info["recordings"]:
         description = meta.get("description") or {}
         name = description.get("file") or description.get("path")
-        name = Path(str(name)).name if name else description.get("subject", "?")
-        names.append(str(name))
+        identifiers.append([Path(str(name)).name if name else None, description.get("subject")])
     steps = info.get("preprocessing")
     if steps:
         text = "; ".join(
@@ -607,7 +632,7 @@ def _store_record(store):
         text += f"; {window:g}-s windows" + (f" every {stride:g} s" if stride else "")
     dtype = {"<f4": "float32", "<f2": "float16"}.get(info["dtype"], info["dtype"])
     text += f"; stored as {dtype}"
-    return {"data.recordings": names, "data.preprocessing": text}
+    return {"data.recordings_hash": identifiers_hash(identifiers), "data.preprocessing": text}
 
 
 def _report(net, args):

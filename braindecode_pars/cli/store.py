@@ -27,7 +27,9 @@ NO_AUTOMATIC_EXCLUSIONS = "none"
 
 #: The flags that preprocess and choose the channels of ``--recordings`` (by destination):
 #: a source they do not apply to refuses them.
-RECORDING_FLAGS = ("sfreq", "l_freq", "h_freq", "notch_freq", "channels", "exclude")
+RECORDING_FLAGS = (
+    "sfreq", "l_freq", "h_freq", "notch_freq", "channels", "exclude", "subject_from",
+)  # fmt: skip
 
 #: Flags this command does not take, with where their setting is; an exit names it.
 #: The paper's corpora and PhysioNet-MI's subjects are the lab's (``benchmarks/lab.py``).
@@ -59,9 +61,11 @@ def add_store_arguments(parser):
     parser.add_argument(
         "--recordings",
         nargs="+",
-        help="folders or globs of files MNE reads (EDF, BDF, FIF, BrainVision...); "
-        "without it or --braindecode-dataset: the bundled EEG, PhysioNet-MI subject 1 "
-        "(its baseline and executed-movement runs, the paper's preprocessing)",
+        help="folders or globs of files MNE reads (EDF, BDF, FIF, BrainVision...); the "
+        "store keeps each one's path and subject (--subject-from), never its header's "
+        "patient fields; without it or --braindecode-dataset: the bundled EEG, "
+        "PhysioNet-MI subject 1 (its baseline and executed-movement runs, the paper's "
+        "preprocessing)",
     )
     parser.add_argument(
         "--braindecode-dataset",
@@ -98,6 +102,17 @@ def add_store_arguments(parser):
         f"'--exclude {NO_AUTOMATIC_EXCLUSIONS}' keeps every channel, "
         f"'--exclude {NO_AUTOMATIC_EXCLUSIONS} X1' leaves out X1 alone "
         "(default: the automatic exclusions)",
+    )
+    parser.add_argument(
+        "--subject-from",
+        metavar="file|header|REGEX",
+        help="the subject (the group of held-out splits and the people a model card "
+        "counts) of each file of --recordings: 'file', each recording its own subject; "
+        "a regular expression of the file's name whose first group (or group named "
+        "'subject') is the subject, e.g. '(S\\d+)R\\d+' makes S001R04.edf subject S001; "
+        "or 'header', the EDF header's patient code, which clinics often fill with a "
+        "name. Nothing else of a header (names, birth date, hospital code) is read into "
+        "the store (default: file, with a message on how to group by person)",
     )
     parser.add_argument(
         "--window-seconds",
@@ -199,6 +214,13 @@ def check_store_flags(args, command="braindecode-pars store"):
             raise SystemExit(f"{command}: {_flag(dest)} must be above 0, but got {value:g}.")
     if args.l_freq is not None and not args.l_freq >= 0:
         raise SystemExit(f"{command}: --l-freq must be at least 0, but got {args.l_freq:g}.")
+    if getattr(args, "subject_from", None) is not None:
+        from braindecode_pars.io.recordings import check_subject_from
+
+        try:
+            check_subject_from(args.subject_from)
+        except (TypeError, ValueError) as err:
+            raise SystemExit(f"{command}: --subject-from: {err}") from None
     if args.recordings and args.braindecode_dataset:
         raise SystemExit(
             f"{command}: --braindecode-dataset is one source of recordings; give it alone, "
@@ -238,6 +260,7 @@ def recordings_windows(args):
         picks=args.channels or "eeg",
         on_error=args.on_error,
         lazy=True,
+        subject_from=args.subject_from,
     )
 
 

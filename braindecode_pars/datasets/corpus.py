@@ -254,6 +254,7 @@ def shared_corpus(
             l_freq=0.3,
             h_freq=45.0,
             n_jobs=n_jobs,
+            subject_from="file",  # people are counted by their folders
         )
         headband.set_description({"dataset": ["muse"] * len(headband.datasets)})
         parts.append(headband)
@@ -320,6 +321,7 @@ def recording_windows(
     eegmat_subjects=None,
     muse=False,
     lazy=False,
+    subject_from=None,
 ):
     """Windows of your recordings or of the shared corpus, or None when neither is given.
 
@@ -358,6 +360,10 @@ def recording_windows(
     lazy : bool
         Return ``recordings`` as a stream that reads one recording at a time (to write
         a store without holding the corpus in memory).
+    subject_from : None | str | re.Pattern | callable
+        The subject of each file of ``recordings``, as
+        :func:`~braindecode_pars.io.load_recordings` takes it (default: each recording
+        its own subject; a header's patient code only with ``"header"``).
 
     Returns
     -------
@@ -378,6 +384,7 @@ def recording_windows(
             picks=picks,
             on_error=on_error,
             lazy=lazy,
+            subject_from=subject_from,
         )
     if shared_data:
         return shared_corpus(

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from braindecode_pars._jobs.atomic import atomic_path, atomic_write, write_atomic
-from braindecode_pars.models.card import model_card
+from braindecode_pars.models.card import listed_recordings, model_card, public_run_config
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 from braindecode_pars.models.pretext import PRETEXT_MODELS
@@ -290,10 +290,13 @@ def export_run(run_dir, folder, license=None):
     see :func:`_unwrapped_state_dict`), and writes the encoder in the Hugging Face
     layout (:func:`_save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
-    (``run_config.json``) and model card (``README.md``, :func:`model_card`: the
-    pretext task, the encoder, the data, the budget, the skill reached, whether the
-    run finished, how to load it and the command that made it, where the run
-    recorded one in its ``config.json`` or ``state.json``).
+    (``run_config.json``: the run's ``config.json``, its recordings counted, never
+    named, :func:`~braindecode_pars.models.card.public_run_config`) and model card
+    (``README.md``, :func:`model_card`: the pretext task, the encoder, the data, the
+    budget, the skill reached, whether the run finished, how to load it and the
+    command that made it, where the run recorded one in its ``config.json`` or
+    ``state.json``). A run of an earlier version that lists its recordings by name is
+    exported with their number and a hash instead, with a warning.
 
     Parameters
     ----------
@@ -334,6 +337,15 @@ def export_run(run_dir, folder, license=None):
     history = json.loads((state / "history.json").read_text())
     history = [{k: v for k, v in row.items() if k != "batches"} for row in history]
     write_atomic(folder / "pretrain_history.json", json.dumps(history, indent=1))
+    if listed_recordings(config):
+        logger.warning(
+            "'%s' lists the run's %d recordings by name (a run of an earlier version); the "
+            "export holds their number and a hash only. Rewrite the run's record the same "
+            "way: python -m braindecode_pars.store.identity '%s' "
+            "(braindecode_pars.store.anonymize).",
+            run_dir / "config.json", len(config["data.recordings"]), run_dir,
+        )  # fmt: skip
+    config = public_run_config(config)
     write_atomic(folder / "run_config.json", json.dumps(config, indent=1))
     pointer = json.loads((run_dir / "state.json").read_text())
     card = model_card(

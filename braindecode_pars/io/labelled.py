@@ -28,11 +28,12 @@ logger = logging.getLogger(__name__)
 #: The column of a table that names files, unless told otherwise.
 FILE_COLUMN = "file"
 #: The keywords of :func:`~braindecode_pars.io.load_recordings` that
-#: :func:`load_labelled_recordings` passes on: all but the files and ``lazy``.
+#: :func:`load_labelled_recordings` passes on: all but the files, ``lazy`` and
+#: ``subject_from`` (its ``subject`` field gives the groups).
 READ_OPTIONS = tuple(
     name
     for name in inspect.signature(load_recordings).parameters
-    if name not in ("patterns", "lazy")
+    if name not in ("patterns", "lazy", "subject_from")
 )
 
 
@@ -157,7 +158,9 @@ def load_labelled_recordings(
                     f"'{name}'"
                     + (", or pass subject=None for no groups." if name == "subject" else ".")
                 )
-    windows = load_recordings(paths, **read_options)
+    windows = load_recordings(paths, subject_from="file", **read_options)
+    for ds in windows.datasets:  # the groups are the field ``subject`` names, or none
+        ds.description.drop(["subject", "subject_from"], inplace=True)
     by_name = {str(path): found for path, found in fields.items()}
     per_window = [(by_name[ds.description["file"]], len(ds)) for ds in windows.datasets]
     y = np.concatenate([np.repeat(np.asarray([f[label]]), n) for f, n in per_window])

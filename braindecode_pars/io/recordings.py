@@ -153,7 +153,14 @@ def _check_exclude(exclude):
     )
 
 
-def _subject(raw):
+#: The words of ``load_recordings``'s ``subject_from`` (besides a regular expression
+#: or a function): each recording its own subject, or the header's patient code.
+SUBJECT_SOURCES = ("file", "header")
+#: What ``subject_from`` names in the ``subject_from`` column of a description.
+_SUBJECT_COLUMN = "subject_from"
+
+
+def _header_subject(raw):
     """The person of a recording as its header names them (EDF's patient code), or None
     (none, or anonymised to 'X')."""
     subject = (raw.info.get("subject_info") or {}).get("his_id")
@@ -162,9 +169,134 @@ def _subject(raw):
     return str(subject).strip()
 
 
-def _channels(file, picks, exclude, on_error, skipped):
-    """The recording's header (not its data), the channels kept and left out, or None to
-    skip it (``(file, reason)`` then appended to ``skipped``)."""
+def _drop_identity(raw):
+    """Remove from ``raw.info`` what names a person or a place (its header's patient
+    fields: code, names, birth date, sex, hand; experimenter, description, project,
+    device's site and serial), in place; the data, channels and ``meas_date`` are kept.
+    EDF's recording field (hospital code, technician, equipment) is not read by MNE."""
+    with raw.info._unlock():
+        raw.info["subject_info"] = None
+        raw.info["experimenter"] = None
+        raw.info["description"] = None
+        raw.info["proj_name"] = None
+        raw.info["proj_id"] = None
+        raw.info["device_info"] = None
+        raw.info["helium_info"] = None
+    return raw
+
+
+def check_subject_from(subject_from):
+    """``subject_from`` as ``(kind, how)``, or a clear error before any work.
+
+    Parameters
+    ----------
+    subject_from : None | "file" | "header" | str | re.Pattern | callable
+        See :func:`load_recordings`.
+
+    Returns
+    -------
+    kind : str
+        ``"file"``, ``"header"``, ``"pattern"`` or ``"function"``.
+    how : re.Pattern | callable | None
+        The compiled pattern, or the function.
+    """
+    if subject_from is None or subject_from in SUBJECT_SOURCES:
+        return subject_from or "file", None
+    if callable(subject_from) and not isinstance(subject_from, re.Pattern):
+        return "function", subject_from
+    allowed = (
+        "'file' (each recording its own subject), 'header' (the header's patient code), a "
+        "regular expression of the file's name with a group for the subject (r'(S\\d+)_', "
+        "or a group named 'subject'), or a function of the file's path"
+    )
+    if not isinstance(subject_from, str | re.Pattern):
+        raise TypeError(
+            f"'subject_from' must be {allowed}, but got {type(subject_from).__name__} "
+            f"({subject_from!r})."
+        )
+    try:
+        regex = re.compile(subject_from)
+    except re.error as err:
+        raise ValueError(
+            f"'subject_from' must be {allowed}, but got {subject_from!r}, not a regular "
+            f"expression ({err})."
+        ) from None
+    if regex.groups == 0:
+        raise ValueError(
+            f"'subject_from' must be {allowed}, but got {regex.pattern!r}, which has no "
+            "group: put the subject's part of the name in parentheses."
+        )
+    return "pattern", regex
+
+
+def file_keys(files):
+    """A name of each file that says no more than its path: its path relative to the
+    folder all ``files`` share, without the extension (``night1``, ``sub-01/rest``).
+
+    Parameters
+    ----------
+    files : list of str | Path
+
+    Returns
+    -------
+    keys : list of str
+    """
+    paths = [Path(f).absolute() for f in files]
+    if not paths:
+        return []
+    parents = [p.parent.parts for p in paths]
+    common = 0
+    while all(len(p) > common and p[common] == parents[0][common] for p in parents):
+        common += 1
+    keys = []
+    for path in paths:
+        name = path.name
+        for ext in sorted(RECORDING_EXTENSIONS, key=len, reverse=True):
+            if name.lower().endswith(ext):
+                name = name[: -len(ext)]
+                break
+        keys.append("/".join([*path.parent.parts[common:], name]))
+    return keys
+
+
+def _subjects_of(files, kind, how):
+    """The subject of each file by the file (``kind`` "file", "pattern", "function"; the
+    header's are read with the recordings), or a ValueError naming the file the
+    pattern does not match, before any recording is read."""
+    keys = dict(zip(files, file_keys(files), strict=True))
+    if kind in ("file", "header"):
+        return keys
+    subjects = {}
+    for file in files:
+        if kind == "function":
+            subject = how(Path(file))
+            if subject is None or str(subject).strip() == "":
+                raise ValueError(
+                    f"'subject_from' (the function {how!r}) gave no subject for '{file}'."
+                )
+        else:
+            text = Path(file).as_posix() if "/" in how.pattern else Path(file).name
+            match = how.search(text)
+            if match is None:
+                where = "path" if "/" in how.pattern else "name"
+                raise ValueError(
+                    f"'subject_from' {how.pattern!r} does not match the {where} of the file "
+                    f"'{file}'; change the pattern, or leave the file out."
+                )
+            subject = match.group("subject") if "subject" in how.groupindex else match.group(1)
+        subjects[file] = str(subject)
+    return subjects
+
+
+def _description(file, subject, kind):
+    """A recording's description: its file, its subject and where the subject comes from."""
+    return {"file": str(file), "subject": subject, _SUBJECT_COLUMN: kind}
+
+
+def _channels(file, picks, exclude, on_error, skipped, header=False):
+    """The recording's header (not its data, its identity dropped), the channels kept and
+    left out, and its header's patient code (with ``header``, else None), or None to skip
+    it (``(file, reason)`` then appended to ``skipped``)."""
     try:
         raw = mne.io.read_raw(file, preload=False, verbose="error")
     except Exception as err:  # MNE's readers raise ValueError, OSError, RuntimeError...
@@ -177,7 +309,9 @@ def _channels(file, picks, exclude, on_error, skipped):
         logger.warning("Skipping '%s': cannot read it (%s).", file, reason)
         skipped.append((str(file), f"cannot read it ({reason})"))
         return None
-    header = list(raw.ch_names)
+    subject = _header_subject(raw) if header else None
+    _drop_identity(raw)
+    names = list(raw.ch_names)
     try:
         raw.pick(picks)
     except ValueError as err:
@@ -196,17 +330,14 @@ def _channels(file, picks, exclude, on_error, skipped):
         )
         skipped.append((str(file), f"every channel is left out by exclude={exclude!r}"))
         return None
-    not_picked = [ch for ch in header if ch not in raw.ch_names]
-    return raw.pick(kept), left_out, not_picked
+    not_picked = [ch for ch in names if ch not in raw.ch_names]
+    return raw.pick(kept), left_out, not_picked, subject
 
 
-def _read(file, channels, subject=None):
-    """The recording ``file`` with ``channels``, as a braindecode RawDataset (description
-    ``file``, and ``subject`` when its header names one)."""
-    raw = mne.io.read_raw(file, preload=False, verbose="error")
-    description = {"file": str(file)}
-    if subject is not None:
-        description["subject"] = subject
+def _read(file, channels, description):
+    """The recording ``file`` with ``channels``, its header's identity dropped, as a
+    braindecode RawDataset with ``description``."""
+    raw = _drop_identity(mne.io.read_raw(file, preload=False, verbose="error"))
     return RawDataset(raw.pick(channels), description)
 
 
@@ -318,6 +449,31 @@ def _log_channels(kept, exclude, not_picked=None, picks="eeg"):
         _log_channel_sets(sets)
 
 
+def _log_subjects(descriptions, kind, hint):
+    """Say in one INFO line how the recordings are grouped into subjects (counts only,
+    never a subject's name); with ``hint`` (``subject_from`` left at its default), how to
+    group them by person."""
+    n_subjects = len({d["subject"] for d in descriptions.values()})
+    if kind == "file":
+        if hint:
+            logger.info(
+                "Each of the %s is its own subject (subject_from='file'); the headers' "
+                "patient fields are not read. To group recordings by person, give "
+                "subject_from a regular expression of the file names with the subject "
+                "in a group (subject_from=r'(S\\d+)R\\d+', the command's --subject-from), "
+                "a function of the path, or 'header' for the headers' patient codes.",
+                plural(len(descriptions), "recording"),
+            )  # fmt: skip
+        return
+    unnamed = sum(d[_SUBJECT_COLUMN] == "file" for d in descriptions.values())
+    logger.info(
+        "%s of %s (subject_from=%r)%s.",
+        plural(n_subjects, "subject"), plural(len(descriptions), "recording"),
+        kind if kind != "pattern" else "a pattern",
+        f"; {unnamed} whose header names no one are their own subject" if unnamed else "",
+    )  # fmt: skip
+
+
 def _log_channel_sets(sets):
     """Say what recordings of several channel sets (``{channels: [files]}``) become: one
     channel each of several names stacks by position (INFO, naming the names); others
@@ -371,6 +527,7 @@ def load_recordings(
     exclude="auto",
     on_error="raise",
     lazy=False,
+    subject_from=None,
 ):
     """Any recordings MNE reads (EDF, BDF, FIF, BrainVision, EEGLAB...) as pretraining windows.
 
@@ -384,8 +541,12 @@ def load_recordings(
     in one ``logging.INFO`` line (each recording's at ``DEBUG``); one warning names
     the kept channels whose names are not sites of the 10-05 montage
     (:func:`off_montage`) with their files, and one the channel sets when the
-    recordings have several. The description holds ``file``, and ``subject`` where
-    the header names the person (EDF's patient code, unless anonymised to ``X``).
+    recordings have several. The description holds ``file``, ``subject`` and
+    ``subject_from`` (what the subject was read from, see ``subject_from``). What a
+    header says of the person (EDF's patient code, name, birth date; the experimenter,
+    a description) is dropped from every recording's ``info`` as it is read, and
+    nothing of it reaches the description, a store or a log unless ``subject_from="header"``
+    asks for the patient code.
     Recordings of one channel each under several names (sleep labs mix derivations:
     C3-A1, CZ-A1, Fpz-Cz) are one channel to a classifier: their windows stack by
     position, and the log says so. Hand the result to
@@ -438,26 +599,30 @@ def load_recordings(
     """
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
+    kind, how = check_subject_from(subject_from)
     files = find_recordings(patterns)
-    kept, raws, skipped, subjects, not_picked = {}, [], [], {}, {}
+    subjects = _subjects_of(files, kind, how)
+    kept, raws, skipped, descriptions, not_picked = {}, [], [], {}, {}
     for file in files:
-        found = _channels(file, picks, exclude, on_error, skipped)
+        found = _channels(file, picks, exclude, on_error, skipped, header=kind == "header")
         if found is None:
             continue
-        raw, left_out, not_picked[file] = found
+        raw, left_out, not_picked[file], named = found
         kept[file] = (list(raw.ch_names), left_out)
-        subjects[file] = _subject(raw)
+        descriptions[file] = (
+            _description(file, subjects[file], "file")
+            if kind == "header" and named is None
+            else _description(file, named or subjects[file], kind)
+        )
         if not lazy:
-            description = {"file": str(file)}
-            if subjects[file] is not None:
-                description["subject"] = subjects[file]
-            raws.append(RawDataset(raw, description))
+            raws.append(RawDataset(raw, descriptions[file]))
     if not kept:
         raise ValueError(
             f"No recording matching {patterns!r} has channels picks={picks!r} "
             f"(exclude={exclude!r})."
         )
     _log_channels(kept, exclude, not_picked, picks)
+    _log_subjects(descriptions, kind, hint=subject_from is None)
     # the channels are picked already: the preprocessing keeps them all
     preprocessors = [
         *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),
@@ -465,7 +630,7 @@ def load_recordings(
     ]
     if lazy:
         readers = [
-            functools.partial(_read, file, channels, subjects[file])
+            functools.partial(_read, file, channels, descriptions[file])
             for file, (channels, _) in kept.items()
         ]
         windower = _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)

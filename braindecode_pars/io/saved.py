@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from braindecode_pars._util.logs import plural
 from braindecode_pars.io.windowing import _fixed_windows, _long_enough, _window_size
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,14 @@ def load_saved_windows(path, window_seconds=10.0, stride_seconds=5.0):
 
     The recordings are read with ``braindecode.datautil.load_concat_dataset(path,
     preload=False)`` (kept on disk; a store reads each in chunks) and cut by
-    :func:`braindecode_windows`.
+    :func:`braindecode_windows`. A description value that is its recording's header
+    identity (the patient code or a name MNE read from its header, as
+    ``load_recordings`` put the code into ``subject`` before ``subject_from``) is
+    replaced by a pseudonym (``subject-1``...; one per value, so that a grouping
+    holds), with a warning, and the header's identity is dropped from every
+    recording's ``info``; the other description columns are kept as they are (in a
+    store's ``recordings.json``; a run and its model card count recordings and
+    people, never list them).
 
     Parameters
     ----------
@@ -103,4 +111,42 @@ def load_saved_windows(path, window_seconds=10.0, stride_seconds=5.0):
             "folder holding one numbered sub-folder per recording, '0', '1'...)."
         )
     dataset = load_concat_dataset(path, preload=False)
+    _pseudonymise_header_identities(dataset, path)
     return braindecode_windows(dataset, window_seconds, stride_seconds)
+
+
+#: The fields of MNE's ``subject_info`` that name a person.
+_NAMING_FIELDS = ("his_id", "first_name", "middle_name", "last_name")
+
+
+def _pseudonymise_header_identities(dataset, path):
+    """Replace, in place, the description values of ``dataset`` (just read from ``path``)
+    that are its recordings' header identities (the patient code or a name of
+    ``raw.info["subject_info"]``, as ``load_recordings`` put the code into ``subject``
+    before ``subject_from``) by pseudonyms, ``subject-1``, ``subject-2``... in the order
+    they first come (one value, one pseudonym: a grouping is kept), say so in one
+    warning, and drop those identities from every recording's ``info``."""
+    from braindecode_pars.io.recordings import _drop_identity
+
+    pseudonyms, columns, recordings = {}, set(), 0
+    for ds in dataset.datasets:
+        info = ds.raw.info.get("subject_info") or {}
+        names = {
+            str(info[k]).strip().lower()
+            for k in _NAMING_FIELDS
+            if info.get(k) is not None and str(info[k]).strip() not in ("", "X", "x")
+        }
+        found = {k: v for k, v in ds.description.items() if str(v).strip().lower() in names}
+        for key, value in found.items():
+            name = pseudonyms.setdefault(str(value), f"subject-{len(pseudonyms) + 1}")
+            ds.description[key] = name
+            columns.add(key)
+        recordings += bool(found)
+        _drop_identity(ds.raw)
+    if recordings:
+        logger.warning(
+            "%s of '%s' held its header's patient identity in its description (%s): "
+            "replaced by pseudonyms (subject-1...; one per person, the grouping kept), "
+            "so that the store names no one.",
+            plural(recordings, "recording"), path, ", ".join(sorted(columns)),
+        )  # fmt: skip

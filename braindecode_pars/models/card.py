@@ -11,6 +11,7 @@ run) share it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from importlib import metadata
@@ -61,6 +62,75 @@ _PRETEXT_SETTINGS = (
     ("loss_on", "loss on"),
     ("label_sigma", "label smoothing (sigma, positions)"),
 )
+
+
+def identifiers_hash(identifiers):
+    """A short hash of a list of identifiers (recordings' names, subjects), for a run's
+    record to tell datasets apart without naming anyone: the SHA-256 of the sorted
+    list, its first 16 hexadecimal digits.
+
+    Parameters
+    ----------
+    identifiers : iterable
+        Anything with a ``str``; the order does not count.
+
+    Returns
+    -------
+    digest : str
+    """
+    text = json.dumps(sorted(str(i) for i in identifiers))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def listed_recordings(config):
+    """Whether a run's record lists its recordings by name (``data.recordings``, as runs
+    of versions before ``subject_from`` recorded them): what a card or an exported
+    config must not hold.
+
+    Parameters
+    ----------
+    config : dict
+        A run's ``config.json`` (or an export's ``run_config.json``).
+
+    Returns
+    -------
+    listed : bool
+    """
+    names = config.get("data.recordings")
+    if not isinstance(names, list | tuple):
+        return False
+    return not (len(names) == 1 and str(names[0]).endswith("(bundled)"))
+
+
+def public_run_config(config):
+    """A run's record as it may leave the machine: its recordings counted, never named.
+
+    A list of recordings by name (``data.recordings`` of an earlier version) becomes
+    ``data.n_recordings`` and ``data.recordings_hash`` (:func:`identifiers_hash`);
+    every other entry is kept (the run's own records hold counts, the store's
+    preprocessing and a hash of its recordings' files and subjects already).
+
+    Parameters
+    ----------
+    config : dict
+
+    Returns
+    -------
+    config : dict
+        A new dict; ``run_info`` names the new entries in place of the list.
+    """
+    out = dict(config)
+    names = out.get("data.recordings")
+    if isinstance(names, list | tuple) and not listed_recordings(config):
+        out["data.recordings"] = str(names[0])  # the bundled EEG, by its source
+    elif listed_recordings(config):
+        del out["data.recordings"]
+        out.setdefault("data.n_recordings", len(names))
+        out.setdefault("data.recordings_hash", identifiers_hash(names))
+        if isinstance(out.get("run_info"), list):
+            info = [k for k in out["run_info"] if k != "data.recordings"]
+            out["run_info"] = sorted({*info, "data.n_recordings", "data.recordings_hash"})
+    return out
 
 
 def _package_version():
@@ -240,11 +310,13 @@ def model_card(
     count, its sampling rate and patch length; with ``pretext_spec`` or
     ``run_config``, the pretext task and its settings and the window length; with
     ``run_config`` (a run's ``config.json``), the data (``data.n_windows``,
-    ``data.fingerprint``, and ``data.recordings``, ``data.preprocessing`` where a run
-    records them), the training budget and optimiser; with ``history``, the last and
-    best held-out pretext skill (``valid_skill``; ``train_skill``, labelled as such,
-    when nothing was held out); with ``status``
-    (:func:`~braindecode_pars.hub.io.run_status`), whether the run
+    ``data.fingerprint``, and where a run records them the number of recordings,
+    the people as the user grouped them, the datasets by the descriptions' ``dataset``
+    and ``data.preprocessing``: counts, never a recording's or a person's name nor
+    another description column, :func:`public_run_config`), the training budget and
+    optimiser; with ``history``, the last and best held-out pretext skill
+    (``valid_skill``; ``train_skill``, labelled as such, when nothing was held out);
+    with ``status`` (:func:`~braindecode_pars.hub.io.run_status`), whether the run
     finished; how to load the folder; and how to reproduce it (``command``, or
     ``run_config["command"]``).
 
@@ -392,13 +464,10 @@ def _card_data(config, history=None):
         )
     else:
         lines.append("- data fingerprint: not recorded")
-    recordings = config.get("data.recordings")
-    if isinstance(recordings, list | tuple):
-        shown = ", ".join(str(r) for r in recordings[:20])
-        more = f" and {len(recordings) - 20} more" if len(recordings) > 20 else ""
-        lines.append(f"- recordings ({len(recordings)}): {shown}{more}")
-    elif recordings is not None:
-        lines.append(f"- recordings: {recordings}")
+    config = public_run_config(config)  # counts, never names
+    recordings = config.get("data.recordings", config.get("data.n_recordings"))
+    if recordings is not None:
+        lines.append(f"- recordings: {_number(recordings)}")
     else:
         lines.append("- recordings: not recorded")
     preprocessing = config.get("data.preprocessing", config.get("preprocessing"))
@@ -418,7 +487,7 @@ def _card_data(config, history=None):
                 lines.append(f"- datasets: {named}")
         elif key.startswith("data.") and key not in (
             "data.n_windows", "data.fingerprint", "data.recordings", "data.preprocessing",
-            "data.people", "data.people_counted_by",
+            "data.people", "data.people_counted_by", "data.n_recordings",
         ):  # fmt: skip
             lines.append(f"- {key[len('data.') :]}: {config[key]}")
     if config.get("n_times") is not None and config.get("sfreq"):

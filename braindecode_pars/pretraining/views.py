@@ -96,10 +96,15 @@ class SingleChannelWindows(Dataset):
         """The view of a store written by :func:`write_window_store`, memory-mapped.
 
         Nothing is read until items are drawn; processes and DataLoader workers
-        share the mapped file through the page cache.
+        share the mapped file through the page cache. A store written before
+        ``subject_from`` whose descriptions hold EDF headers' patient codes is named
+        in a warning, once (:func:`~braindecode_pars.store.anonymize` rewrites it).
         """
+        from braindecode_pars.store.identity import warn_header_identities
+
         view = cls.__new__(cls)
         view.recordings, index, info = read_window_store(path, descriptions=False)
+        warn_header_identities(path)  # a store that names people, once
         view.sfreq = info["sfreq"]
         view._store = str(path)
         scales = np.asarray(info.get("scales", []), dtype=np.float64)

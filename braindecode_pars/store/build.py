@@ -70,11 +70,14 @@ def _eeg_picks(info, what):
 
 
 def _describe(ds, position):
-    """A short name of a recording for messages: its description, or its position."""
+    """A short name of a recording for messages: its file (never its subject: a log
+    names no one), else its description, or its position."""
     description = getattr(ds, "description", None)
     if description is None or len(description) == 0:
         return f"Recording {position}"
-    items = ", ".join(f"{k}={v}" for k, v in description.to_dict().items())
+    items = description.to_dict()
+    named = {k: items[k] for k in ("file", "path") if items.get(k)}
+    items = ", ".join(f"{k}={v}" for k, v in (named or items).items())
     return f"Recording {position} ({items})"
 
 

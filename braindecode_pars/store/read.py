@@ -54,7 +54,10 @@ def read_window_store(path, descriptions=True):
         The store folder.
     descriptions : bool
         Read the channel names and description of every recording into
-        ``info["recordings"]``; False leaves them on disk (what pretraining does).
+        ``info["recordings"]``; False leaves them on disk (what pretraining does). A
+        store written before ``subject_from`` whose descriptions hold EDF headers'
+        patient codes is named in a warning, once
+        (:func:`~braindecode_pars.store.identity.warn_header_identities`).
 
     Returns
     -------
@@ -94,14 +97,18 @@ def read_window_store(path, descriptions=True):
     if descriptions:
         with open(path / "recordings.json") as f:
             info["recordings"] = json.load(f)
+        from braindecode_pars.store.identity import warn_header_identities
+
+        warn_header_identities(path, info["recordings"])
     return recordings, index, info
 
 
 def _person(description):
-    """Who a recording is from: its description's ``subject``, else the folder of its
-    ``file`` (the layout of per-subject folders, e.g. ``subject101/``), else None."""
+    """Who a recording is from: its description's ``subject`` (unless it names the
+    recording itself, ``subject_from="file"``), else the folder of its ``file`` (the
+    layout of per-subject folders, e.g. ``subject101/``), else None."""
     subject = description.get("subject")
-    if subject is not None:
+    if subject is not None and description.get("subject_from") != "file":
         return str(subject)
     file = description.get("file")
     if file:
@@ -114,9 +121,10 @@ def store_summary(path):
 
     Channel-hours count every stored sample of every channel once (overlapping
     windows do not count twice). People are the distinct (dataset, person) pairs, a
-    recording's person being its description's ``subject`` or, without one, the
-    folder of its ``file``; recordings with neither are counted in
-    ``unattributed_recordings``.
+    recording's person being its description's ``subject`` or, without one (or with
+    one that names the recording itself, ``subject_from="file"``: see
+    :func:`~braindecode_pars.io.load_recordings`), the folder of its ``file``;
+    recordings with neither are counted in ``unattributed_recordings``.
 
     Parameters
     ----------
@@ -171,7 +179,8 @@ def store_summary(path):
             entry["unattributed_recordings"] += 1
         else:
             entry["people"].add(person)
-            basis = "subject" if description.get("subject") is not None else "folder"
+            named = description.get("subject") is not None
+            basis = "subject" if named and description.get("subject_from") != "file" else "folder"
             people_by[basis] += 1
     counts = np.bincount(index[:, 0], minlength=len(recordings))
     for meta, n in zip(info["recordings"], counts, strict=True):
