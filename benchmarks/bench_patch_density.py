@@ -156,6 +156,56 @@ def pretrain(names):
     return True
 
 
+#: The readouts the rule compares with today's (1-s patches, every one with its
+#: position), by the method name of their rows: ``EncoderFeatures``'s settings.
+READOUTS = {
+    f"{SCORE} positions withheld": {"pos_mask_ratio": 1.0},
+    f"{SCORE} patches every 0.5 s": {"patch_stride_seconds": 0.5},
+}
+
+
+def evaluate_readouts(names, csv, part="selection"):
+    """The :data:`READOUTS` rows of every encoder on the ``part`` splits at one labelled
+    unit (the probe over the encoder block alone, read otherwise), appended to ``csv``
+    (rows already there are kept)."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    from benchmarks.bench_normalization import COLUMNS, DRAWS
+    from benchmarks.lib.dev_probe import fit_probe_row
+    from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
+    from braindecode_pars.features.recipe import ProbeRecipe
+    from braindecode_pars.features.transformers import block_features
+    from braindecode_pars.hub.io import load_encoder
+
+    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
+    key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))
+    for task in DEV_TASKS:
+        loaded = None
+        for name in names:
+            todo = [m for m in READOUTS if any((name, task, m, d) not in key for d in DRAWS)]
+            if not todo:
+                continue
+            loaded = loaded or load_task(task, part)
+            X, y, units, pool, scored, sfreq = loaded
+            encoder, rows = load_encoder(encoder_folder(name)), []
+            for method in todo:
+                recipe = ProbeRecipe(("encoder",), **READOUTS[method])
+                blocks = {
+                    "enc": block_features(X, recipe, sfreq=sfreq, encoder=encoder)[0]["encoder"]
+                }
+                for draw in DRAWS:
+                    train, test, _ = split(units, pool, scored, "1", draw)
+                    pred = fit_probe_row(SCORE, blocks, y, train, test, units, draw)
+                    score = balanced_accuracy_score(y[test], pred)
+                    rows.append(dict(encoder=name, task=task, method=method, draw=draw,
+                                     balanced_accuracy=score))  # fmt: skip
+            pd.DataFrame(rows, columns=COLUMNS).to_csv(
+                csv, mode="a", header=not csv.exists(), index=False
+            )
+            logger.info("%s %s readouts done", task, name)
+    return pd.read_csv(csv)
+
+
 def pretext_skill(folder):
     """The last epoch's pretext skill on the run's held-out recordings (1 - loss over the
     trivial loss of predicting no shift; 0: nothing learned)."""
@@ -249,6 +299,17 @@ def report(scores, probe_rows, names, out):
         f"{m} {mean_over_tasks.loc[('reference', m)]:.3f}" for m in REFERENCE_METHODS
     )
     lines += ["", f"Reference rows (no pretrained encoder): {references}."]
+    lines += ["", "## Readouts (mean ± std over pretraining seeds)", "",
+              "| configuration | " + " | ".join([f"{SCORE} (today's)", *READOUTS]) + " |",
+              "|---|" + "---|" * (len(READOUTS) + 1)]  # fmt: skip
+    readout_scores = {}
+    for config, run in members.items():
+        cells = []
+        for method in (SCORE, *READOUTS):
+            values = [mean_over_tasks.get((n, method), np.nan) for n in run]
+            readout_scores[(config, method)] = [v for v in values if v == v]
+            cells.append(_mean_std(values))
+        lines.append(f"| {config} | " + " | ".join(cells) + " |")
     if len(probe_rows):
         lines += ["", "## Subject and label probes (reported, not read by the rule)", "",
                   "| configuration | dataset | subject (chance 1 / subjects) | label |",
@@ -261,6 +322,9 @@ def report(scores, probe_rows, names, out):
     lines += ["", "## Decision", ""]
     if complete:
         lines.append(f"By the rule: **{chosen}**.")
+        readout, _ = choose({m: readout_scores[(chosen, m)] for m in (SCORE, *READOUTS)},
+                            SCORE, len(SEEDS))  # fmt: skip
+        lines.append(f"The readout of its encoders, by the same comparison: **{readout}**.")
     else:
         done = ", ".join(f"{c} {len(v)}/{len(SEEDS)}" for c, v in rule_scores.items())
         lines.append(f"Not decided: the rule needs every configuration's three seeds ({done}).")
@@ -271,7 +335,9 @@ def report(scores, probe_rows, names, out):
     lines += ["| encoder | method | " + " | ".join(task_names) + " | mean |",
               "|---|---|" + "---|" * (len(task_names) + 1)]  # fmt: skip
     for name in ["reference", *names]:
-        for method in REFERENCE_METHODS if name == "reference" else (SCORE, DEFAULT):
+        for method in REFERENCE_METHODS if name == "reference" else (SCORE, DEFAULT, *READOUTS):
+            if (name, method, task_names[0]) not in tasks.index:
+                continue
             values = [tasks.loc[(name, method, t)] for t in task_names]
             lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values)
                          + f" | {np.mean(values):.3f} |")  # fmt: skip
@@ -312,7 +378,8 @@ def main(argv=None):
     missing = sorted(set(args.runs) - set(names))
     if missing:
         logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
-    scores = evaluate(names, args.out.with_suffix(".csv"), folder=encoder_folder)
+    evaluate(names, args.out.with_suffix(".csv"), folder=encoder_folder)
+    scores = evaluate_readouts(names, args.out.with_suffix(".csv"))
     scores = scores[scores.encoder.isin(["reference", *names])]
     probe_csv = args.out.with_name(args.out.name + "_probes.csv")
     probe_rows = probes(names, probe_csv, args.shared_data) if args.probes else (
