@@ -1,0 +1,160 @@
+"""A clinic's user's mistakes, each made on data built here, and what the package says
+before it costs: wrong channel names (the files' names shown, the closest match to each
+pick), recordings of two channel sets refused from their headers, a declared sampling
+rate resampled from, groups that split a subject, a group score without its groups or
+with one class per test fold, and an encoder saved without its pretext model."""
+
+import logging
+import re
+import warnings
+
+import mne
+import numpy as np
+import pytest
+
+from braindecode_pars.io import load_labelled_recordings, load_recordings
+from braindecode_pars.io import recordings as recordings_module
+
+#: The channels as a clinic's EDF files name them, and as a user picks them.
+CLINIC = ["EEG Fp1-Ref", "EEG Fp2-Ref", "EEG C3-Ref", "EEG C4-Ref", "EEG O1-Ref", "EEG O2-Ref"]
+PICKS = ["Fp1", "Fp2", "O1", "O2"]
+
+
+def _edf(path, channels, seed=0, seconds=40.0, sfreq=100.0):
+    """An EDF file of white noise (tens of microvolts) on ``channels``."""
+    rng = np.random.default_rng(seed)
+    data = 1e-5 * rng.standard_normal((len(channels), int(seconds * sfreq)))
+    raw = mne.io.RawArray(data, mne.create_info(channels, sfreq, "eeg"), verbose="error")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mne.export.export_raw(path, raw, fmt="edf", verbose="error")
+    return path
+
+
+def _said(caplog, level=logging.WARNING):
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("braindecode_pars") and r.levelno == level
+    ]
+
+
+# -- 1. channel names where they are wrong -----------------------------------------------
+def test_wrong_picks_name_the_files_channels_and_the_closest_match_once(tmp_path, caplog):
+    for i in range(5):
+        _edf(tmp_path / f"rec{i:02d}.edf", CLINIC, seed=i)
+    with pytest.raises(ValueError) as error, caplog.at_level(logging.INFO, "braindecode_pars"):
+        load_recordings(tmp_path, window_seconds=10.0, picks=PICKS)
+    message = str(error.value)
+    assert _said(caplog) == []  # no warning per file: the error says it all, once
+    assert "Skipped 5 of 5 recordings: 5 without the channels picks=['Fp1', 'Fp2', 'O1', 'O2']" in (
+        message
+    )
+    assert "(rec00.edf, rec01.edf, rec02.edf and 2 more)" in message
+    assert "rec04" not in message and str(tmp_path) not in message  # no list of every path
+    assert f"Their channels: {', '.join(CLINIC)}." in message
+    assert "'Fp1' -> 'EEG Fp1-Ref', 'Fp2' -> 'EEG Fp2-Ref', 'O1' -> 'EEG O1-Ref'" in message
+    fix = "picks=['EEG Fp1-Ref', 'EEG Fp2-Ref', 'EEG O1-Ref', 'EEG O2-Ref']"
+    assert fix in message
+    # the fix works
+    fixed = load_recordings(
+        tmp_path, window_seconds=10.0, picks=re.findall(r"'(EEG [^']+)'", fix.split("=", 1)[1])
+    )
+    assert fixed.datasets[0].raw.ch_names == [
+        "EEG Fp1-Ref",
+        "EEG Fp2-Ref",
+        "EEG O1-Ref",
+        "EEG O2-Ref",
+    ]
+
+
+def test_some_files_skipped_for_their_channels_are_one_warning_grouped_by_channel_set(
+    tmp_path, caplog
+):
+    for i in range(3):
+        _edf(tmp_path / f"a{i}.edf", CLINIC, seed=i)
+    _edf(tmp_path / "b0.edf", ["Fp1", "Fp2", "O1", "O2"], seed=9)
+    _edf(tmp_path / "c0.edf", ["FP1-A1", "FP2-A2", "C3-A1"], seed=10)
+    with caplog.at_level(logging.WARNING, "braindecode_pars"):
+        windows = load_recordings(tmp_path, window_seconds=10.0, picks=PICKS)
+    assert [ds.description["file"][-6:] for ds in windows.datasets] == ["b0.edf"]
+    (warned,) = _said(caplog)  # one summary, not one warning per file
+    assert warned.startswith("Skipped 4 of 5 recordings: 4 without the channels picks=")
+    assert f"Their channels (a0.edf, a1.edf, a2.edf): {', '.join(CLINIC)}." in warned
+    assert "(c0.edf): FP1-A1, FP2-A2, C3-A1." in warned
+    assert "'Fp1' -> 'FP1-A1', 'Fp2' -> 'FP2-A2'" in warned  # O1 and O2: nothing close
+
+
+def test_labelled_recordings_of_two_channel_sets_are_refused_from_their_headers(
+    tmp_path, monkeypatch, caplog
+):
+    for i in range(4):
+        _edf(tmp_path / f"S{i}_rest.edf", CLINIC if i % 2 else CLINIC[:4], seed=i)
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("preprocessing started before the channel sets were checked")
+
+    monkeypatch.setattr(recordings_module, "windows_of", no_work)
+    with pytest.raises(ValueError) as error, caplog.at_level(logging.INFO, "braindecode_pars"):
+        load_labelled_recordings(tmp_path, r"(?P<subject>S\d)_(?P<label>\w+)\.edf")
+    message = str(error.value)
+    assert message.startswith("The recordings' headers (read before any preprocessing) give 2")
+    shared = repr(CLINIC[:4])
+    assert message.count(shared) == 1 and f"picks={shared}" in message  # the fix once
+    assert _said(caplog) == []  # and not again in a warning
+    assert not any("Pretraining" in m for m in _said(caplog, logging.INFO))
+
+
+def test_reading_labelled_recordings_says_reading_not_pretraining(tmp_path, caplog):
+    for i in range(2):
+        _edf(tmp_path / f"S{i}_rest.edf", CLINIC, seed=i)
+    with caplog.at_level(logging.INFO, "braindecode_pars"):
+        windows = load_labelled_recordings(
+            tmp_path, r"(?P<subject>S\d)_(?P<label>\w+)\.edf", window_seconds=10.0
+        )
+    assert windows.X.shape == (8, 6, 1000)
+    said = _said(caplog, logging.INFO)
+    assert any(m.startswith("Reading 6 channels of the 2 recordings: EEG Fp1-Ref") for m in said)
+    assert not any("retraining" in m for m in said)
+
+
+# -- 3. groups that split a subject ----------------------------------------------------
+def test_groups_by_file_with_a_pattern_naming_the_subject_warn_once_with_the_fix(tmp_path, caplog):
+    for subject in ("S10", "S11", "S12"):
+        for state in ("closed", "open"):
+            _edf(tmp_path / f"{subject}_{state}.edf", CLINIC[:2], seed=len(subject + state))
+    pattern = r"(?P<recording>(?P<subject>S\d+)_(?P<label>closed|open))\.edf"
+    with caplog.at_level(logging.WARNING, "braindecode_pars"):
+        windows = load_labelled_recordings(
+            tmp_path, pattern, subject="recording", window_seconds=10.0
+        )
+    assert sorted(set(windows.groups)) == [
+        f"S1{i}_{s}" for i in range(3) for s in ("closed", "open")
+    ]
+    (warned,) = _said(caplog)
+    assert "'S10' (the field 'subject'; subject='recording') is in groups 'S10_closed', " in (
+        warned
+    )
+    assert "'S10_open' (and 2 other people)" in warned
+    assert "both sides" in warned and warned.endswith("Group by person: subject='subject'.")
+    # grouped by person: nothing to say
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "braindecode_pars"):
+        load_labelled_recordings(tmp_path, pattern, window_seconds=10.0)
+    assert _said(caplog) == []
+
+
+def test_groups_given_to_fit_that_split_the_windows_subjects_warn(tmp_path):
+    from braindecode_pars.io import read_windows
+
+    for subject in ("S10", "S11"):
+        for state in ("closed", "open"):
+            _edf(tmp_path / f"{subject}_{state}.edf", CLINIC[:2], seed=len(subject + state))
+    windows = load_labelled_recordings(
+        tmp_path, r"(?P<subject>S\d+)_(?P<label>closed|open)\.edf", window_seconds=10.0
+    )
+    by_file = np.asarray([f"{s}_{y}" for s, y in zip(windows.groups, windows.y, strict=True)])
+    with pytest.warns(UserWarning, match=r"'S10' \(the 'X' windows' subject\) is in groups "):
+        read_windows(windows, groups=by_file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_windows(windows, groups=windows.groups)  # the subjects themselves: no word
