@@ -158,3 +158,55 @@ def test_groups_given_to_fit_that_split_the_windows_subjects_warn(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         read_windows(windows, groups=windows.groups)  # the subjects themselves: no word
+
+
+# -- 4. scorers that explain themselves ------------------------------------------------
+def _subject_trait(n_subjects=6, per_subject=8, seed=0):
+    """One feature per window, a label of each subject (patient or control)."""
+    rng = np.random.default_rng(seed)
+    subjects = np.repeat(np.arange(n_subjects), per_subject)
+    trait = (np.arange(n_subjects) % 2)[subjects]
+    X = (trait + rng.normal(0, 1.0, len(trait)))[:, None]
+    return X, np.where(trait == 1, "patient", "control"), subjects
+
+
+def test_a_group_scorer_without_routed_groups_stops_cross_validation_with_its_message():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedGroupKFold, cross_val_score
+
+    from braindecode_pars.metrics import GroupScorer, GroupsNotRoutedError
+
+    X, y, subjects = _subject_trait()
+    with pytest.raises(GroupsNotRoutedError, match=r"needs 'groups'.*metadata routing is off"):
+        cross_val_score(
+            LogisticRegression(), X, y, groups=subjects, cv=StratifiedGroupKFold(3),
+            scoring=GroupScorer(),
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("scoring", ["group", "windows"])
+def test_leaving_one_subject_out_on_a_subject_label_warns_naming_stratified_group_k_fold(
+    scoring,
+):
+    import sklearn
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import LeaveOneGroupOut, StratifiedGroupKFold, cross_val_score
+
+    from braindecode_pars.metrics import GroupScorer, make_scorer
+
+    X, y, subjects = _subject_trait()
+    with sklearn.config_context(enable_metadata_routing=True):
+        clf = LogisticRegression().set_fit_request(sample_weight=False)
+        scorer = GroupScorer() if scoring == "group" else make_scorer("balanced_accuracy")
+        with pytest.warns(UserWarning, match=r"hold one label only .*StratifiedGroupKFold"):
+            scores = cross_val_score(
+                clf, X, y, cv=LeaveOneGroupOut(), scoring=scorer, params={"groups": subjects}
+            )
+        if scoring == "group":
+            assert set(scores.tolist()) <= {0.0, 1.0}  # what the warning says
+        with warnings.catch_warnings():  # the fix: every label in every test fold
+            warnings.filterwarnings("error", message=".*hold one label only")
+            cross_val_score(
+                clf, X, y, cv=StratifiedGroupKFold(3), scoring=scorer,
+                params={"groups": subjects},
+            )  # fmt: skip
