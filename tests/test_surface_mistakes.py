@@ -210,3 +210,21 @@ def test_leaving_one_subject_out_on_a_subject_label_warns_naming_stratified_grou
                 clf, X, y, cv=StratifiedGroupKFold(3), scoring=scorer,
                 params={"groups": subjects},
             )  # fmt: skip
+
+
+# -- 5. what save_pretrained keeps -----------------------------------------------------
+def test_an_encoder_saved_alone_is_refused_by_load_pretext_model_naming_export(tmp_path):
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.hub import load_encoder, load_pretext_model
+
+    encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=32)
+    encoder.save_pretrained(tmp_path / "my-encoder")  # the README's way to keep an encoder
+    assert load_encoder(tmp_path / "my-encoder").emb_dim == 16  # the encoder is there
+    with pytest.raises(FileNotFoundError) as error:
+        load_pretext_model(tmp_path / "my-encoder")
+    message = str(error.value)
+    assert "an encoder without its pretext model" in message
+    assert "'braindecode-pars export --run RUN --out FOLDER'" in message
+    assert "export_run(RUN, FOLDER)" in message
+    with pytest.raises(FileNotFoundError, match=r"holds no pretext model .*export"):
+        load_pretext_model(tmp_path)
