@@ -108,7 +108,12 @@ def add_store_arguments(parser):
         "shorter",
     )
     parser.add_argument(
-        "--stride-seconds", type=float, default=5.0, help="step between window starts"
+        "--stride-seconds",
+        type=float,
+        default=5.0,
+        help="step between window starts: overlapping windows, so that pretraining's "
+        "crops start anywhere (load_recordings' stride_seconds defaults to the window: "
+        "windows one after the other)",
     )
     parser.add_argument(
         "--dtype",

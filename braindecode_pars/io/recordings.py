@@ -491,7 +491,9 @@ def load_recordings(
     sfreq : float
         Sampling rate after resampling (the encoder's).
     window_seconds, stride_seconds : float
-        Window length and stride (default: the length).
+        Window length and stride (default: the length, windows one after the other;
+        the store command's ``--stride-seconds`` defaults to 5 s, overlapping windows
+        for pretraining's crops).
     l_freq, h_freq, notch_freq, picks
         See :func:`recording_preprocessors`. ``picks`` selects channels as MNE does:
         ``"eeg"`` (the default) keeps the channels typed EEG, which in an EDF file is
