@@ -228,3 +228,99 @@ def test_an_encoder_saved_alone_is_refused_by_load_pretext_model_naming_export(t
     assert "export_run(RUN, FOLDER)" in message
     with pytest.raises(FileNotFoundError, match=r"holds no pretext model .*export"):
         load_pretext_model(tmp_path)
+
+
+# -- 2. a declared rate said, and treated alike by the probe and the fine-tuner ------------
+@pytest.mark.parametrize("head", ["probe", "fine-tuner"])
+def test_a_declared_rate_other_than_the_encoders_is_said_with_both_rates(head, caplog):
+    from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 6)
+    X = rng.standard_normal((12, 2, 1000)).astype(np.float32)  # 10 s at 100 Hz ...
+    X[y == 1] += np.sin(2 * np.pi * 10 * np.arange(1000) / 100).astype(np.float32)
+    stage = PARSProbe(encoder="pars-small-v2")
+    if head == "fine-tuner":
+        stage = PARSFineTuner(max_epochs=1, batch_size=6, augmentation=None, random_state=0)
+    clf = PARSClassifier(head=stage, sfreq=256, verbose=0)  # ... declared at 256 Hz
+    with caplog.at_level(logging.INFO, logger="braindecode_pars"):
+        clf.fit(X, y)
+    (said,) = [m for m in _said(caplog, logging.INFO) if "resampled" in m]
+    assert "the windows are at 256 Hz" in said and "the encoder works at 100 Hz" in said
+    assert "resampled from 256 Hz to 100 Hz" in said and "check that it is theirs" in said
+    # the head reads them at the encoder's rate: 1000 samples at 256 Hz are 391 at 100 Hz
+    assert clf.predict(X).shape == (12,)
+    if head == "fine-tuner":
+        assert clf.head_.n_times_ == round(1000 * 100 / 256) == 391
+    # windows at the encoder's rate: nothing resampled, nothing said
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="braindecode_pars"):
+        PARSClassifier(head=stage, sfreq=100, verbose=0).fit(X, y)
+    assert not any("resampled" in m for m in _said(caplog, logging.INFO))
+
+
+# -- 6. the small surprises --------------------------------------------------------------
+def test_the_pretraining_line_names_the_encoders_count_and_the_decoders():
+    from braindecode_pars import PARSPretrainer
+
+    X = np.random.default_rng(0).standard_normal((24, 2, 600)).astype(np.float32)
+    settings = dict(
+        emb_dim=16, depth=1, n_heads=2, ff_dim=16, n_patches=6, batch_size=8, max_epochs=1,
+        window_seconds=5.0, sfreq=100.0, valid_fraction=None, random_state=0, verbose=0,
+    )  # fmt: skip
+    logger = logging.getLogger("braindecode_pars")
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        stage = PARSPretrainer(**settings).fit(X)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+    (line,) = [r.getMessage() for r in records if r.getMessage().startswith("Pretraining PARS")]
+    n_encoder = sum(p.numel() for p in stage.encoder_.parameters())
+    total = int(re.search(r"encoder \(([\d,]+) parameters", line).group(1).replace(",", ""))
+    assert f"the encoder's {n_encoder:,}, which it keeps and its card counts" in line
+    assert f"the pretext decoder's {total - n_encoder:,})" in line and total > n_encoder
+
+
+def test_a_fine_tuning_projected_past_five_minutes_warns_after_its_first_epoch():
+    from skorch.callbacks import EarlyStopping
+
+    from braindecode_pars import PARSFineTuner
+    from braindecode_pars.estimators import _finetune
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((12, 2, 200)).astype(np.float32), np.repeat([0, 1], 6)
+    stop = EarlyStopping(monitor="train_loss", patience=1, threshold=1e9, threshold_mode="abs")
+    tuner = PARSFineTuner(
+        encoder=None, sfreq=100, max_epochs=100_000, batch_size=6, augmentation=None,
+        callbacks=[("stop", stop)], random_state=0,
+    )  # fmt: skip
+    with pytest.warns(UserWarning, match=r"The first epoch took .* s; 100000 epochs: about") as w:
+        tuner.fit(X, y)
+    (said,) = [str(m.message) for m in w if "first epoch" in str(m.message)]
+    assert "max_epochs" in said and "EarlyStopping" in said
+    seconds = float(re.search(r"took (\S+) s", said).group(1))
+    assert seconds * 100_000 > _finetune.LONG_FIT_SECONDS
+    assert len(tuner.history_) == 2  # stopped, as the warning suggests
+
+
+def test_the_docs_first_snippet_and_the_example_use_the_default_encoder_and_cards_stand_alone():
+    from pathlib import Path
+
+    from braindecode_pars.hub.io import pretrained_path
+    from braindecode_pars.weights import DEFAULT_ENCODER, PRETRAINED_ENCODERS
+
+    root = Path(__file__).resolve().parents[1]
+    snippet = (root / "docs" / "encoders.rst").read_text().split("::", 1)[1].split("\n\n")[1]
+    example = (root / "examples" / "plot_shipped_encoder.py").read_text()
+    called = r"(?:load_encoder\(|load_pretext_model\(|pretrained_path\(|encoder=)\"(pars[\w-]*)\""
+    for text in (snippet, example):
+        assert set(re.findall(called, text)) == {DEFAULT_ENCODER}
+    for name in PRETRAINED_ENCODERS:
+        card = (pretrained_path(name) / "README.md").read_text()
+        assert not re.search(r"\bissues? \d+", card), name
