@@ -123,24 +123,23 @@ def test_groups_by_file_with_a_pattern_naming_the_subject_warn_once_with_the_fix
         for state in ("closed", "open"):
             _edf(tmp_path / f"{subject}_{state}.edf", CLINIC[:2], seed=len(subject + state))
     pattern = r"(?P<recording>(?P<subject>S\d+)_(?P<label>closed|open))\.edf"
-    with caplog.at_level(logging.WARNING, "braindecode_pars"):
+    with pytest.warns(UserWarning, match="one person in several groups") as caught:
         windows = load_labelled_recordings(
             tmp_path, pattern, subject="recording", window_seconds=10.0
         )
     assert sorted(set(windows.groups)) == [
         f"S1{i}_{s}" for i in range(3) for s in ("closed", "open")
     ]
-    (warned,) = _said(caplog)
+    (warned,) = [str(w.message) for w in caught if "several groups" in str(w.message)]
     assert "'S10' (the field 'subject'; subject='recording') is in groups 'S10_closed', " in (
         warned
     )
     assert "'S10_open' (and 2 other people)" in warned
     assert "both sides" in warned and warned.endswith("Group by person: subject='subject'.")
     # grouped by person: nothing to say
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, "braindecode_pars"):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*several groups")
         load_labelled_recordings(tmp_path, pattern, window_seconds=10.0)
-    assert _said(caplog) == []
 
 
 def test_groups_given_to_fit_that_split_the_windows_subjects_warn(tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -291,7 +292,7 @@ def _join_table(table, fields, file_column):
 
 
 def _check_people(fields, subject, source):
-    """Warn (once) when the field ``subject`` gives one person several groups, the person
+    """Warn (``UserWarning``) when the field ``subject`` gives one person several groups, the person
     being named by another field (:data:`PERSON_FIELDS`, of ``pattern`` or ``table``;
     ``source="field"``) or by the recordings' headers (EDF's patient code,
     ``source="header"``)."""
@@ -309,5 +310,10 @@ def _check_people(fields, subject, source):
             if source == "header"
             else f"Group by person: subject={field!r}."
         )
-        logger.warning(split_people_message(split, f"{where}; subject={subject!r}", fix))
+        # a warning, not a log line: shown whether or not logging is set up
+        warnings.warn(
+            split_people_message(split, f"{where}; subject={subject!r}", fix),
+            UserWarning,
+            stacklevel=3,
+        )
         return
