@@ -112,7 +112,7 @@ def add_store_arguments(parser):
         type=float,
         default=5.0,
         help="step between window starts: overlapping windows, so that pretraining's "
-        "crops start anywhere (load_recordings' stride_seconds defaults to the window: "
+        "crops start anywhere (load_recordings strides by the window unless told: "
         "windows one after the other)",
     )
     parser.add_argument(
