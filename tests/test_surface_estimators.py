@@ -62,8 +62,8 @@ def test_the_papers_fine_tuning_call_starts_from_the_shipped_encoder_and_says_so
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "Fitting the head, PARSFineTuner, over the shipped encoder 'pars-small-v2'" in said
     assert (
-        "Fine-tuning (strategy='full') from the PatchEncoder of its 'encoder' parameter (64 features"
-        in said
+        "Fine-tuning (strategy='full') from the PatchEncoder of its 'encoder' parameter "
+        "(64 features" in said
     )
     assert "for 1 epoch on cpu" in said and "1 epochs" not in said
     # the parameters stay as given (scikit-learn's rule): the head's own is "default"
