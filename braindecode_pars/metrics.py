@@ -9,6 +9,8 @@ macro recall over the classes present, kappa is Cohen's, F1 is macro-averaged).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.metrics import (
     balanced_accuracy_score,
@@ -78,6 +80,34 @@ def _labels_of_windows(X):
     return labels
 
 
+class GroupsNotRoutedError(BaseException):
+    """:class:`GroupScorer` called without the groups of the windows it scores.
+
+    A ``BaseException`` (as ``KeyboardInterrupt``), not an ``Exception``: scikit-learn's
+    cross-validation turns a scorer's exceptions into ``nan`` scores with a "Scoring
+    failed" warning (``error_score=np.nan``), where this one stops the call with its
+    message, which says how to route the groups.
+    """
+
+
+def _warn_one_label(y_true, what):
+    """Warn that the ``what`` scored (windows, groups) hold one label only: their balanced
+    accuracy is then 0 or 1, the accuracy of one class; name the splitter that keeps
+    every label in every test fold."""
+    labels = np.unique(np.asarray(y_true))
+    if len(labels) != 1:
+        return
+    warnings.warn(
+        f"The {what} scored hold one label only ({labels[0]!r}): their balanced accuracy is "
+        "0 or 1, the accuracy of that label alone. With a label of the subject (patient "
+        "against control), leaving one subject out (LeaveOneGroupOut) puts one label in "
+        "every test fold: split with scikit-learn's StratifiedGroupKFold, which keeps "
+        "every label in every test fold and each subject in one.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 class _WindowsScorer:
     """A scikit-learn scorer whose true labels default to those the windows carry: in
     ``cross_val_score(clf, SliceDataset(windows), scoring=...)`` without ``y``,
@@ -90,6 +120,8 @@ class _WindowsScorer:
         from braindecode_pars.io.windows import _labels_of
 
         y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
+        if self.name in ("balanced_accuracy", "auroc"):
+            _warn_one_label(y_true, "windows")
         return self.scorer(estimator, X, y_true, **kwargs)
 
     def get_metadata_routing(self):
@@ -147,12 +179,16 @@ class GroupScorer:
         cross_val_score(clf, X, y, cv=GroupKFold(5), scoring=GroupScorer(),
                         params={"groups": subjects})
 
-    (each test fold must hold several subjects of each class: ``GroupKFold``, not
-    ``LeaveOneGroupOut``, whose single held-out subject gives a score of one label;
-    under routing the splitter gets ``groups`` from ``params`` too, and the estimator
-    must say whether its ``fit`` takes them: ``clf.set_fit_request(groups=True)``).
-    Called directly:
+    (each test fold must hold subjects of each class: ``StratifiedGroupKFold``, not
+    ``LeaveOneGroupOut``, whose single held-out subject gives a score of one label, which
+    the scorer warns of; under routing the splitter gets ``groups`` from ``params`` too,
+    and the estimator must say whether its ``fit`` takes them:
+    ``clf.set_fit_request(groups=True)``). Called directly:
     ``GroupScorer()(clf, X, y, groups=subjects)``.
+
+    Without the groups (metadata routing off, or no ``params={"groups": ...}``) of
+    windows that do not carry a ``subject``, it raises :class:`GroupsNotRoutedError`,
+    which scikit-learn's cross-validation lets through rather than scoring ``nan``.
 
     Parameters
     ----------
@@ -180,11 +216,16 @@ class GroupScorer:
         if groups is None:
             groups = _window_metadata(X, "subject")
         if groups is None:
-            raise ValueError(
-                "GroupScorer needs 'groups', one per window: route them "
+            from sklearn import get_config
+
+            routing = get_config()["enable_metadata_routing"]
+            raise GroupsNotRoutedError(
+                "GroupScorer needs 'groups', one per window, and got none: route them "
                 "(sklearn.set_config(enable_metadata_routing=True) and params={'groups': g} "
-                "in cross_val_score), pass groups= when calling the scorer, or score "
-                "braindecode windows whose metadata holds a 'subject' column."
+                "in cross_val_score"
+                + ("; metadata routing is off now" if not routing else "")
+                + "), pass groups= when calling the scorer, or score braindecode windows "
+                "whose metadata holds a 'subject' column."
             )
         y_true, groups = np.asarray(y_true), np.asarray(groups)
         if groups.shape != y_true.shape:
@@ -212,6 +253,7 @@ class GroupScorer:
             decided.append(classes[decisions[rows].mean(axis=0).argmax()])
         if self.metric == "accuracy":
             return float(np.mean(np.asarray(truth) == np.asarray(decided)))
+        _warn_one_label(truth, "groups")
         return float(balanced_accuracy_score(truth, decided))
 
     def get_metadata_routing(self):

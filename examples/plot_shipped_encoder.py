@@ -2,9 +2,10 @@
 The shipped encoder: its shift predictions, its skill, and a few labels
 =======================================================================
 
-The package ships a small PARS encoder, ``"pars-small"`` (100 Hz, 1-s patches, 64
-features, 4 blocks), pretrained on 10-s crops of EEGMAT's training subjects and
-Sleep-EDF nights. This example:
+The package's default encoder, ``"pars-small-v2"`` (100 Hz, 1-s patches, 64
+features, 4 blocks), was pretrained on 10-s crops of EEGMAT's training subjects,
+Sleep-EDF nights and Muse headband recordings (``"pars-small"``, the first shipped
+encoder, kept for reproducibility, loads by its name the same way). This example:
 
 1. loads it, and the whole PARS model it was pretrained in;
 2. draws its predicted and true shift matrices on one channel of a bundled EEGMAT
@@ -38,20 +39,20 @@ from braindecode_pars.hub.io import pretrained_path
 from braindecode_pars.models.pretext.base import pretext_skill
 from braindecode_pars.viz import plot_pretext_skill, plot_shift_matrices
 
-encoder = load_encoder("pars-small")
+encoder = load_encoder("pars-small-v2")
 print(
-    f"pars-small: {encoder.sfreq:g} Hz, {encoder.patch_seconds:g}-s patches, "
+    f"pars-small-v2: {encoder.sfreq:g} Hz, {encoder.patch_seconds:g}-s patches, "
     f"{encoder.emb_dim} features, {encoder.depth} blocks, "
     f"{sum(p.numel() for p in encoder.parameters()):,} parameters"
 )
-print("files:", sorted(p.name for p in pretrained_path("pars-small").iterdir()))
-model = load_pretext_model("pars-small")  # PARS on 10-s windows (1000 samples)
+print("files:", sorted(p.name for p in pretrained_path("pars-small-v2").iterdir()))
+model = load_pretext_model("pars-small-v2")  # PARS on 10-s windows (1000 samples)
 
 # %%
 # How far its pretraining went: the validation skill per epoch (0 is the model
 # that learned nothing, 1 a perfect one; see :doc:`/pretraining`).
-history = json.loads((pretrained_path("pars-small") / "pretrain_history.json").read_text())
-plot_pretext_skill(history, title="pars-small, pretraining")
+history = json.loads((pretrained_path("pars-small-v2") / "pretrain_history.json").read_text())
+plot_pretext_skill(history, title="pars-small-v2, pretraining")
 plt.show()
 
 # %%
@@ -68,7 +69,7 @@ with torch.no_grad():
 skill = float(pretext_skill(out["loss"], out["trivial_loss"]))
 loss, trivial = float(out["loss"]), float(out["trivial_loss"])
 print(f"skill on this channel: {skill:.3f} (loss {loss:.4f}, predicting no shift {trivial:.4f})")
-plot_shift_matrices(out, index=0, title=f"pars-small, test subject 1 (skill {skill:.2f})")
+plot_shift_matrices(out, index=0, title=f"pars-small-v2, test subject 1 (skill {skill:.2f})")
 plt.show()
 
 # %%
@@ -95,11 +96,11 @@ test = load_bundled_eegmat(subjects=[1, 4])  # test subjects
 y_test = test.get_metadata()["target"].to_numpy()
 
 classifiers = {
-    "probe: pars-small + band power + tangent space": PARSClassifier(
-        encoder="pars-small", sfreq=100, random_state=0, verbose=0
+    "probe: pars-small-v2 + band power + tangent space": PARSClassifier(
+        encoder="pars-small-v2", sfreq=100, random_state=0, verbose=0
     ),
-    "frozen pars-small, trained spatial head": PARSClassifier(
-        encoder="pars-small",
+    "frozen pars-small-v2, trained spatial head": PARSClassifier(
+        encoder="pars-small-v2",
         head=PARSFineTuner(strategy="frozen", max_epochs=5, verbose=0),
         sfreq=100,
         random_state=0,
@@ -110,7 +111,7 @@ classifiers = {
 for name, clf in classifiers.items():
     clf.fit(train)  # labels and sampling rate come from the windows
     score = balanced_accuracy_score(y_test, clf.predict(test))
-    print(f"{name:47s} balanced accuracy on 2 test subjects: {score:.3f}")
+    print(f"{name:50s} balanced accuracy on 2 test subjects: {score:.3f}")
 
 # %%
 # Two labelled subjects and two test subjects say little: chance is 0.5 and the

@@ -123,7 +123,10 @@ def test_every_flag_has_help_and_says_its_default():
     pretrain = " ".join(commands()["pretrain"].format_help().split())
     assert "--threads THREADS torch CPU threads (default: the cores not busy" in pretrain
     store = " ".join(commands()["store"].format_help().split())
-    assert "--stride-seconds STRIDE_SECONDS step between window starts (default: 5.0)" in store
+    assert "--stride-seconds STRIDE_SECONDS step between window starts: overlapping" in store
+    assert "strides by the window unless told: windows one after the other) (default: 5.0)" in (
+        store
+    )
     assert "(default: )" not in store  # --stop-signal's empty list says nothing
     assert "python -m benchmarks.lab store" in store  # where the paper's corpora went
 

@@ -121,14 +121,16 @@ def test_grid_search_over_pretraining_and_fine_tuning_finds_the_rate_that_learns
     assert (best.pretrain_history_ is None) == (epochs == 0)
 
 
-def test_starts_from_a_saved_encoder_and_refuses_a_mismatched_one(tmp_path):
+def test_starts_from_a_saved_encoder_and_resamples_for_one_at_another_rate(tmp_path):
     X, y = _toy()
     clf = small(encoder=saved_small_encoder(tmp_path / "enc.pt", 50)).fit(X, y)
     assert clf.pretrain_history_ is None and clf.pretrainer_ is None  # pretraining skipped
     assert clf.encoder_.emb_dim == 16
+    assert (clf.head_.sfreq_, clf.head_.n_times_) == (50, 100)
     at_100 = saved_small_encoder(tmp_path / "enc100.pt", 100)
-    with pytest.raises(ValueError, match=r"sfreq=100.* Hz but the windows are at 50.0 Hz"):
-        small(encoder=at_100).fit(X, y)
+    other = small(encoder=at_100).fit(X, y)  # the windows resampled to the encoder's rate
+    assert (other.head_.input_sfreq_, other.head_.sfreq_, other.head_.n_times_) == (50, 100, 200)
+    assert other.predict(X).shape == (len(X),)
 
 
 @pytest.mark.parametrize(

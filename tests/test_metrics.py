@@ -77,10 +77,10 @@ def test_group_scorer_decides_each_subject_by_its_windows():
 
 
 def test_group_scorer_refuses_what_it_cannot_score():
-    from braindecode_pars.metrics import GroupScorer
+    from braindecode_pars.metrics import GroupScorer, GroupsNotRoutedError
 
     clf, X = _Fixed([0.9, 0.1]), np.arange(2)
-    with pytest.raises(ValueError, match="needs 'groups'"):
+    with pytest.raises(GroupsNotRoutedError, match="needs 'groups'"):
         GroupScorer()(clf, X, np.array(["p", "c"]))
     with pytest.raises(ValueError, match="one label per group"):
         GroupScorer()(clf, X, np.array(["p", "c"]), groups=np.array([0, 0]))

@@ -61,7 +61,10 @@ def test_the_papers_fine_tuning_call_starts_from_the_shipped_encoder_and_says_so
     assert not _same(clf.head_.encoder_.state_dict(), shipped)  # "full": every weight trains
     said = " ".join(r.getMessage() for r in caplog.records)
     assert "Fitting the head, PARSFineTuner, over the shipped encoder 'pars-small-v2'" in said
-    assert "Fine-tuning (strategy='full') from the PatchEncoder given (64 features" in said
+    assert (
+        "Fine-tuning (strategy='full') from the PatchEncoder of its 'encoder' parameter "
+        "(64 features" in said
+    )
     assert "for 1 epoch on cpu" in said and "1 epochs" not in said
     # the parameters stay as given (scikit-learn's rule): the head's own is "default"
     assert clf.head.get_params()["encoder"] == "default"
@@ -104,14 +107,25 @@ def test_a_classifier_encoder_replaces_the_heads_default_and_two_encoders_are_re
         PARSClassifier(encoder, PARSFineTuner(encoder="pars-small"), sfreq=100).fit(X, y)
 
 
-def test_the_default_encoder_at_another_rate_is_refused_with_both_remedies():
-    X, y = _windows()
-    with pytest.raises(ValueError) as error:
-        PARSFineTuner(sfreq=50, **_quick()).fit(X, y)
-    message = str(error.value)
-    assert "works at sfreq=100.0 Hz but the windows are at 50.0 Hz" in message
-    assert "braindecode_pars.io.resample_windows(X, sfreq=50.0, new_sfreq=100.0)" in message
-    assert "default encoder is the shipped 'pars-small-v2'; encoder=None trains a new" in message
+def test_the_default_encoder_at_another_rate_resamples_the_windows_as_the_probe_does(caplog):
+    from braindecode_pars.io import resample_windows
+
+    X, y = _windows()  # 200 samples, read as 4 s at 50 Hz
+    with caplog.at_level(logging.INFO, logger="braindecode_pars"):
+        tuner = PARSFineTuner(sfreq=50, **_quick()).fit(X, y)
+    said = [r.getMessage() for r in caplog.records]
+    resampled = [m for m in said if "resampled from 50 Hz to 100 Hz" in m]
+    assert len(resampled) == 1 and "the windows are at 50 Hz" in resampled[0]
+    assert (tuner.input_sfreq_, tuner.input_n_times_) == (50, 200)
+    assert (tuner.sfreq_, tuner.n_times_) == (100, 400)
+    # the same model as on windows resampled first, and predict takes the 50-Hz windows
+    at_100 = resample_windows(X, sfreq=50, new_sfreq=100)
+    first = PARSFineTuner(sfreq=100, **_quick()).fit(at_100, y)
+    np.testing.assert_allclose(
+        tuner.predict_proba(X), first.predict_proba(at_100), rtol=1e-5, atol=1e-6
+    )
+    with pytest.raises(ValueError, match=r"shape \(2, 400\) .* fitted on \(2, 200\)"):
+        tuner.predict(at_100)
     assert PARSFineTuner(encoder=None, sfreq=50, **_quick()).fit(X, y).sfreq_ == 50
 
 

@@ -94,7 +94,7 @@ def test_one_recording_one_channel_one_subject_read_in_the_singular(tmp_path, ca
             tmp_path, r"sub-(?P<subject>\d)_label-(?P<label>\w)", window_seconds=10.0
         )
     said = [r.getMessage() for r in caplog.records]
-    assert any(m.startswith("Pretraining on 1 channel of the recording: Cz;") for m in said)
+    assert any(m.startswith("Reading 1 channel of the recording: Cz;") for m in said)
     assert "Read 2 windows from 1 recording: labels a (2); 1 subject." in said
 
 

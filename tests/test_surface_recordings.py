@@ -98,14 +98,14 @@ def test_recordings_that_share_no_channel_are_refused_without_an_empty_pick(tmp_
     assert "They share no channel, so no pick gives them one set" in message
     assert "Raw.rename_channels" in message
     assert "picks=[]" not in message and "--channels )" not in message
-    (warned,) = _messages(caplog, "braindecode_pars.io.recordings")
-    assert "they share no channel" in warned and "picks=" not in warned
+    assert message.startswith("The recordings' headers (read before any preprocessing)")
+    assert _messages(caplog, "braindecode_pars.io.recordings") == []  # said once, in the error
 
 
 def test_recordings_sharing_some_channels_are_told_the_channels_to_pick(tmp_path):
     _night(tmp_path / "sub-0_label-0.edf", ["C3", "C4", "Cz"], 0, seed=0)
     _night(tmp_path / "sub-1_label-1.edf", ["C3", "F4"], 1, seed=1)
-    with pytest.raises(ValueError, match=r"The 1 channel they share: C3\. .*picks=\['C3'\]"):
+    with pytest.raises(ValueError, match=r"Keep the 1 channel they share .*: picks=\['C3'\]"):
         load_labelled_recordings(tmp_path, r"sub-(?P<subject>\d)_label-(?P<label>\d)")
     picked = load_labelled_recordings(
         tmp_path, r"sub-(?P<subject>\d)_label-(?P<label>\d)", picks=["C3"]

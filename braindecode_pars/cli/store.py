@@ -123,7 +123,12 @@ def add_store_arguments(parser):
         "shorter",
     )
     parser.add_argument(
-        "--stride-seconds", type=float, default=5.0, help="step between window starts"
+        "--stride-seconds",
+        type=float,
+        default=5.0,
+        help="step between window starts: overlapping windows, so that pretraining's "
+        "crops start anywhere (load_recordings strides by the window unless told: "
+        "windows one after the other)",
     )
     parser.add_argument(
         "--dtype",

@@ -7,6 +7,7 @@ import logging
 import math
 import numbers
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -110,10 +111,17 @@ class EpochTable(PrintLog):
         super()._sink(text, verbose)
 
 
+#: A fit projected (after its first epoch) to take longer than this, in seconds, is
+#: warned of (:class:`TimeEstimate`), whatever ``verbose`` is.
+LONG_FIT_SECONDS = 300.0
+
+
 class TimeEstimate(Callback):
-    """Log, after the first epoch of a fit, how long it took and what all
-    ``max_epochs`` will take at that pace (``logging.INFO``): "The first epoch took
-    12.9 s; 200 epochs: about 43 min on cpu."."""
+    """Say, after the first epoch of a fit, how long it took and what all
+    ``max_epochs`` will take at that pace: "The first epoch took 12.9 s; 200 epochs:
+    about 43 min on cpu.". A ``logging.INFO`` line, shown by ``verbose=1``; a
+    ``UserWarning`` with the ways to shorten it when the fit is projected to take more
+    than :data:`LONG_FIT_SECONDS` (``verbose=0``, the default, shows warnings only)."""
 
     def on_train_begin(self, net, **kwargs):
         self.first_epoch_ = len(net.history)
@@ -126,10 +134,20 @@ class TimeEstimate(Callback):
         note = ""
         if getattr(net, "strategy", None) == "lp-ft":
             note = " (the first half trains the head alone; the second, every weight, slower)"
-        logger.info(
-            "The first epoch took %.1f s; %s: about %s on %s%s.",
-            seconds, plural(total, "epoch"), _duration(seconds * total), net.device, note,
-        )  # fmt: skip
+        said = (
+            f"The first epoch took {seconds:.1f} s; {plural(total, 'epoch')}: about "
+            f"{_duration(seconds * total)} on {net.device}{note}."
+        )
+        if seconds * total <= LONG_FIT_SECONDS:
+            logger.info(said)
+            return
+        warnings.warn(
+            f"{type(net).__name__}: {said} To shorten it: fewer epochs (max_epochs), "
+            "stopping on a validation split (min_valid_groups, and skorch's EarlyStopping "
+            "in 'callbacks'), or a GPU (device='cuda').",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 #: Values of ``PARSFineTuner(valid_monitor=...)`` and the history key each reads.

@@ -41,12 +41,14 @@ from braindecode_pars.io.sklearn import (
     SeededWindowsMixin,
     _GroupsTransformerMixin,
     _WindowsClassifierMixin,
+    at_rate,
     check_encoder_rate,
     check_labels,
     check_window_length,
     load_encoder_param,
     read_fitted,
     read_input,
+    say_resampling,
 )
 from braindecode_pars.io.windows import _window_scale
 from braindecode_pars.models.encoder import PatchEncoder
@@ -105,7 +107,11 @@ class PARSFineTuner(
         name, a saved encoder's path, an instance (copied at each fit), or None: a new,
         randomly initialised small encoder (``ENCODER_SIZES["small"]``), trained from
         scratch. A pretrained encoder reads windows at its own rate (100 Hz for the
-        shipped ones): resample others first, or take ``encoder=None``.
+        shipped ones): windows at another are resampled to it (MNE's resampling,
+        :func:`~braindecode_pars.io.resample_windows`) at ``fit``, ``predict`` and
+        ``transform``, as :class:`~braindecode_pars.PARSProbe` does for its encoder
+        block, and ``fit`` logs both rates; ``encoder=None`` trains a new encoder at
+        the windows' own rate.
     strategy : {"full", "frozen", "lp-ft"}
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` (its last block's, with
@@ -175,6 +181,10 @@ class PARSFineTuner(
         How the kept epoch was chosen: "groups", "X_valid" or "none" (last epoch).
     n_crop_ : int
         Samples per training crop (``n_times_`` without crops).
+    sfreq_, n_times_ : float, int
+        The rate and length of the windows the module reads: the encoder's rate.
+    input_sfreq_, input_n_times_ : float, int
+        Those of the windows given (``predict`` takes windows like them).
     """
 
     # groups reach fit (the validation split, the alignment) and score under metadata
@@ -291,23 +301,22 @@ class PARSFineTuner(
         classes = check_labels(data.y)
         n_chans, n_times = data.shape
         patch_seconds = 1.0 if given is None else given.patch_seconds
+        check_window_length(n_times, n_chans, patch_seconds, data.sfreq)
+        input_sfreq, input_n_times = data.sfreq, n_times
+        if given is not None:  # a pretrained encoder reads windows at its own rate
+            if abs(given.sfreq - data.sfreq) > 1e-6 * given.sfreq:
+                say_resampling(type(self).__name__, data.sfreq, given.sfreq)
+            data = at_rate(data, given.sfreq)
+            n_times = data.shape[1]
+            check_encoder_rate(given, data.sfreq, n_times)
         patch = check_window_length(n_times, n_chans, patch_seconds, data.sfreq)
-        if given is not None:
-            try:
-                check_encoder_rate(given, data.sfreq, n_times)
-            except ValueError as err:
-                if not self._takes_default():
-                    raise
-                raise ValueError(
-                    f"{err} PARSFineTuner's default encoder is the shipped "
-                    f"{DEFAULT_ENCODER!r}; encoder=None trains a new one at the windows' rate."
-                ) from None
         self.classes_inferred_ = classes
         codes = self._codes(data.y)
         check_align_groups(self.align, data)
         valid = None
         if X_valid is not None:
-            valid = read_input(X_valid, y_valid, sfreq=data.sfreq, name="X_valid")
+            valid = read_input(X_valid, y_valid, sfreq=input_sfreq, name="X_valid")
+            valid = at_rate(valid, data.sfreq)
             check_labels(valid.y, "y_valid", at_least=1)
             if valid.shape != data.shape:
                 raise ValueError(
@@ -317,6 +326,7 @@ class PARSFineTuner(
         self.seed_ = fit_seed(self.random_state)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = n_chans, n_times
+        self.input_sfreq_, self.input_n_times_ = float(input_sfreq), input_n_times
         self.scale_ = _window_scale(data.X)
         self.aligner_ = self.align and AlignSignals()
         X = self.aligner_.fit_transform(data.X, groups=data.groups) if self.aligner_ else data.X
@@ -394,9 +404,11 @@ class PARSFineTuner(
             return f"from the shipped encoder {DEFAULT_ENCODER!r} (encoder='default')"
         if isinstance(self.encoder, str | os.PathLike):
             return f"from the encoder {str(self.encoder)!r}"
+        # an instance: given by the user, or set by PARSClassifier (whose own line says
+        # which encoder it is: a shipped one, a pretrained one)
         return (
-            f"from the PatchEncoder given ({given.emb_dim} features x {given.depth} blocks, "
-            f"{sum(p.numel() for p in given.parameters()):,} parameters)"
+            f"from the PatchEncoder of its 'encoder' parameter ({given.emb_dim} features x "
+            f"{given.depth} blocks, {sum(p.numel() for p in given.parameters()):,} parameters)"
         )
 
     def _initial_encoder(self):

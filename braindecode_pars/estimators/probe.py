@@ -36,6 +36,7 @@ from braindecode_pars.io.sklearn import (
     load_encoder_param,
     read_fitted,
     read_input,
+    say_resampling,
 )
 from braindecode_pars.io.windows import _window_scale
 
@@ -80,7 +81,8 @@ class PARSProbe(
         The frozen encoder: a shipped encoder's name (``"pars-small-v2"``), a saved
         encoder's path, an instance (copied), or None for no encoder block (the
         default). Windows at another rate than the encoder's are resampled to it for
-        its block alone.
+        its block alone (as :class:`~braindecode_pars.PARSFineTuner` resamples them),
+        and ``fit`` logs both rates.
     recipe : {"fixed", "auto"}
         "fixed": the blocks and ``C`` the parameters give. "auto": of the candidates
         (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`), the simplest whose
@@ -281,6 +283,9 @@ class PARSProbe(
             # the encoder block resamples to the encoder's rate: only the length counts
             _, n_chans, n_times = data.X.shape
             check_window_length(n_times, n_chans, encoder.patch_seconds, data.sfreq)
+        reads_encoder = encoder is not None and (self.encoder_block or self.recipe == "auto")
+        if reads_encoder and abs(encoder.sfreq - data.sfreq) > 1e-6 * encoder.sfreq:
+            say_resampling(type(self).__name__, data.sfreq, encoder.sfreq)
         if encoder is None or not self.encoder_block:
             blocks = tuple(b for b in fixed.blocks if b != "encoder")
             if not blocks:

@@ -185,17 +185,40 @@ def load_pretext_model(name_or_path):
     Parameters
     ----------
     name_or_path : str | Path
-        A shipped name (``"pars-small"``) or a folder written by :func:`export_run`.
+        A shipped name (``"pars-small"``) or a folder written by :func:`export_run`
+        (the ``export`` command). A folder of ``encoder.save_pretrained`` holds the
+        encoder alone, without the decoder: it is refused, naming ``export``.
 
     Returns
     -------
     model : PARS | MAE | MP3 | DropPos
+
+    Raises
+    ------
+    FileNotFoundError
+        When the folder holds no pretext model (``pretext.json``): an encoder saved
+        alone, or no saved model at all.
     """
     from safetensors.torch import load_file
 
     folder = Path(name_or_path)
     if str(name_or_path) in PRETRAINED_ENCODERS:
         folder = pretrained_path(str(name_or_path))
+    if not (folder / "pretext.json").is_file():
+        what = (
+            "an encoder without its pretext model (config.json but no pretext.json): "
+            "encoder.save_pretrained(folder) writes the encoder alone"
+            if (folder / "config.json").is_file()
+            else "no pretext model (no pretext.json)"
+        )
+        raise FileNotFoundError(
+            f"'{folder}' holds {what}. The decoder is kept by exporting the pretraining "
+            "run: the command 'braindecode-pars export --run RUN --out FOLDER', or "
+            "braindecode_pars.hub.export_run(RUN, FOLDER), where RUN is a pretrain --out "
+            "folder or <checkpoint_dir>/pretrain of PARSPretrainer(checkpoint_dir=...); "
+            f"load_pretext_model(FOLDER) then reads it (or a shipped name: "
+            f"{', '.join(PRETRAINED_ENCODERS)})."
+        )
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
     model = _built_to_load(PRETEXT_MODELS[method], **spec)

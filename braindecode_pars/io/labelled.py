@@ -14,19 +14,27 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from braindecode_pars._util.logs import plural
-from braindecode_pars.io.recordings import find_recordings, load_recordings
-from braindecode_pars.io.windows import read_windows
+from braindecode_pars.io.recordings import _load_recordings, find_recordings, load_recordings
+from braindecode_pars.io.windows import (
+    people_in_several_groups,
+    read_windows,
+    split_people_message,
+)
 
 logger = logging.getLogger(__name__)
 
 #: The column of a table that names files, unless told otherwise.
 FILE_COLUMN = "file"
+#: Fields (of a pattern or a table) that name a person, whatever ``subject`` names:
+#: when ``subject`` names another field, the groups are checked against them.
+PERSON_FIELDS = ("subject", "participant_id", "participant", "patient", "sub")
 #: The keywords of :func:`~braindecode_pars.io.load_recordings` that
 #: :func:`load_labelled_recordings` passes on: all but the files, ``lazy`` and
 #: ``subject_from`` (its ``subject`` field gives the groups).
@@ -158,7 +166,11 @@ def load_labelled_recordings(
                     f"'{name}'"
                     + (", or pass subject=None for no groups." if name == "subject" else ".")
                 )
-    windows = load_recordings(paths, subject_from="file", **read_options)
+    if subject is not None:
+        _check_people(fields, subject, "field")
+    windows = _load_recordings(
+        paths, subject_from="file", **read_options, purpose="reading", one_set=True
+    )
     for ds in windows.datasets:  # the groups are the field ``subject`` names, or none
         ds.description.drop(["subject", "subject_from"], inplace=True)
     by_name = {str(path): found for path, found in fields.items()}
@@ -167,6 +179,13 @@ def load_labelled_recordings(
     groups = None
     if subject is not None:
         groups = np.concatenate([np.repeat(np.asarray([f[subject]]), n) for f, n in per_window])
+        headers = {
+            Path(ds.description["file"]): {"subject": ds.description["subject"]}
+            for ds in windows.datasets
+            if "subject" in ds.description and not _missing(ds.description["subject"])
+        }
+        headers = {p: {**h, subject: fields[p][subject]} for p, h in headers.items()}
+        _check_people(headers, subject, "header")
     out = read_windows(windows, y=y, groups=groups, name="files")
     labels, counts = np.unique(out.y, return_counts=True)
     logger.info(
@@ -275,3 +294,31 @@ def _join_table(table, fields, file_column):
         row = table.iloc[int(rows[0])].to_dict()
         out[path] = {**found, **{k: v for k, v in row.items() if not _missing(v)}}
     return out
+
+
+def _check_people(fields, subject, source):
+    """Warn (``UserWarning``) when the field ``subject`` gives one person several groups, the person
+    being named by another field (:data:`PERSON_FIELDS`, of ``pattern`` or ``table``;
+    ``source="field"``) or by the recordings' headers (EDF's patient code,
+    ``source="header"``)."""
+    names = {k for f in fields.values() for k in f if k != subject}
+    for field in [f for f in names if f.lower() in PERSON_FIELDS]:
+        files = [p for p, f in fields.items() if field in f and subject in f]
+        people = [fields[p][field] for p in files]
+        split = people_in_several_groups(people, [fields[p][subject] for p in files])
+        if not split:
+            continue
+        where = "the recordings' headers" if source == "header" else f"the field {field!r}"
+        fix = (
+            "Group by person: name a field that holds the person as 'subject' (the "
+            "headers give each recording's patient code)."
+            if source == "header"
+            else f"Group by person: subject={field!r}."
+        )
+        # a warning, not a log line: shown whether or not logging is set up
+        warnings.warn(
+            split_people_message(split, f"{where}; subject={subject!r}", fix),
+            UserWarning,
+            stacklevel=3,
+        )
+        return

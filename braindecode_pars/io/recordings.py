@@ -6,6 +6,7 @@ the preprocessing and the windowing are in :mod:`.windowing`.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import glob
 import logging
@@ -24,6 +25,7 @@ from braindecode_pars.io.windowing import (
     recording_preprocessors,
     windows_of,
 )
+from braindecode_pars.io.windows import channel_sets_message
 
 logger = logging.getLogger(__name__)
 
@@ -293,10 +295,11 @@ def _description(file, subject, kind):
     return {"file": str(file), "subject": subject, _SUBJECT_COLUMN: kind}
 
 
-def _channels(file, picks, exclude, on_error, skipped, header=False):
+def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
     """The recording's header (not its data, its identity dropped), the channels kept and
     left out, and its header's patient code (with ``header``, else None), or None to skip
-    it (``(file, reason)`` then appended to ``skipped``)."""
+    it: ``(file, reason)`` is then appended to ``skipped`` and said once for all files by
+    :func:`_skipped_summary`; the header's channel names go to ``headers``."""
     try:
         raw = mne.io.read_raw(file, preload=False, verbose="error")
     except Exception as err:  # MNE's readers raise ValueError, OSError, RuntimeError...
@@ -306,32 +309,120 @@ def _channels(file, picks, exclude, on_error, skipped, header=False):
                 f"Cannot read the recording '{file}' ({reason}). Remove it, or pass "
                 "on_error='skip' to leave unreadable files out with a warning."
             ) from err
-        logger.warning("Skipping '%s': cannot read it (%s).", file, reason)
         skipped.append((str(file), f"cannot read it ({reason})"))
         return None
     subject = _header_subject(raw) if header else None
     _drop_identity(raw)
     names = list(raw.ch_names)
+    headers[file] = names
     try:
         raw.pick(picks)
-    except ValueError as err:
-        logger.warning("Skipping %s: its channels do not match picks=%r (%s).", file, picks, err)
-        skipped.append((str(file), f"its channels do not match picks={picks!r} ({err})"))
+    except ValueError:
+        skipped.append((str(file), f"its channels do not match picks={picks!r}"))
         return None
     left_out = _excluded(raw, picks, exclude)
     kept = [ch for ch in raw.ch_names if ch not in left_out]
     if not kept:
-        logger.warning(
-            "Skipping %s: every channel of picks=%r is left out by exclude=%r (%s).",
-            file,
-            picks,
-            exclude,
-            left_out,
+        skipped.append(
+            (str(file), f"every channel of picks={picks!r} is left out by exclude={exclude!r}")
         )
-        skipped.append((str(file), f"every channel is left out by exclude={exclude!r}"))
         return None
     not_picked = [ch for ch in names if ch not in raw.ch_names]
     return raw.pick(kept), left_out, not_picked, subject
+
+
+def _site(name):
+    """The electrode site of a channel name, in capitals: what is left once a leading
+    ``EEG`` (EDF's type prefix) and a reference after ``-`` are cut (``EEG Fp1-REF``:
+    FP1)."""
+    words = name.strip().upper().split()
+    if len(words) > 1 and words[0] == "EEG":
+        words = words[1:]
+    return re.split(r"[-\s]", " ".join(words))[0]
+
+
+def closest_channel(pick, ch_names):
+    """The channel of ``ch_names`` that a wrong name ``pick`` most likely meant, or None.
+
+    The same name in other capitals first, then the same site (:func:`_site`: ``'Fp1'``
+    is ``'EEG Fp1-Ref'``'s), then the nearest name or site by
+    :func:`difflib.get_close_matches`.
+
+    Parameters
+    ----------
+    pick : str
+        A channel name that ``ch_names`` does not hold.
+    ch_names : list of str
+        A recording's channel names.
+
+    Returns
+    -------
+    name : str | None
+    """
+    for same in (
+        [n for n in ch_names if n.upper() == pick.upper()],
+        [n for n in ch_names if _site(n) == _site(pick)],
+        difflib.get_close_matches(pick, ch_names, n=1),
+    ):
+        if same:
+            return same[0]
+    sites = {_site(n): n for n in reversed(ch_names)}
+    near = difflib.get_close_matches(_site(pick), list(sites), n=1)
+    return sites[near[0]] if near else None
+
+
+def _skipped_summary(skipped, headers, picks, exclude, n_files):
+    """One message for every skipped file: how many, why, and for those whose channels
+    do not match ``picks``, the channel names their headers hold (grouped by channel
+    set) with the closest name to each pick and the ``picks`` that would take them."""
+    kinds = {"channels": [], "excluded": [], "unreadable": []}
+    for file, reason in skipped:
+        kind = "unreadable" if reason.startswith("cannot read") else "channels"
+        kinds["excluded" if "left out by exclude" in reason else kind].append((file, reason))
+    parts = []
+    if kinds["channels"]:
+        files = [f for f, _ in kinds["channels"]]
+        parts.append(f"{len(files)} without the channels picks={picks!r} ({_files(files)})")
+    if kinds["excluded"]:
+        files = [f for f, _ in kinds["excluded"]]
+        parts.append(
+            f"{len(files)} whose channels of picks={picks!r} exclude={exclude!r} leaves out "
+            f"every one ({_files(files)})"
+        )
+    if kinds["unreadable"]:
+        (first, reason), n = kinds["unreadable"][0], len(kinds["unreadable"])
+        files = _files([f for f, _ in kinds["unreadable"]])
+        parts.append(f"{n} that cannot be read ({files}; {Path(first).name}: {reason[16:-1]})")
+    message = f"Skipped {len(skipped)} of {plural(n_files, 'recording')}: {'; '.join(parts)}."
+    sets = {}
+    for file, _ in kinds["channels"]:
+        sets.setdefault(tuple(headers[Path(file)]), []).append(file)
+    for channels, files in sets.items():
+        message += (
+            f" {'Its' if len(files) == 1 else 'Their'} channels"
+            + (f" ({_files(files)})" if len(sets) > 1 else "")
+            + f": {', '.join(channels)}."
+        )
+        if isinstance(picks, list | tuple):
+            missing = [p for p in picks if p not in channels]
+            near = {p: closest_channel(str(p), list(channels)) for p in missing}
+            found = {p: c for p, c in near.items() if c is not None}
+            if found:
+                message += (
+                    " Closest to each pick: "
+                    + ", ".join(f"{p!r} -> {c!r}" for p, c in found.items())
+                    + "."
+                )
+            if len(found) == len(missing):
+                fixed = [near.get(p, p) for p in picks]
+                message += f" Name them as the files do: picks={fixed!r}."
+        else:
+            message += (
+                f" picks={picks!r} selects channels by MNE type, of which these files have "
+                "none (EDF types every channel 'eeg'); name the channels as the files do: "
+                "picks=[...]."
+            )
+    return message
 
 
 def _read(file, channels, description):
@@ -372,15 +463,7 @@ def off_montage(ch_names):
         The names off the montage, in their order.
     """
     sites = _montage_sites()
-    out = []
-    for name in ch_names:
-        words = name.strip().upper().split()
-        if len(words) > 1 and words[0] == "EEG":
-            words = words[1:]
-        site = re.split(r"[-\s]", " ".join(words))[0]
-        if site not in sites:
-            out.append(name)
-    return out
+    return [name for name in ch_names if _site(name) not in sites]
 
 
 def _files(files, shown=3):
@@ -390,16 +473,19 @@ def _files(files, shown=3):
     return ", ".join(names[:shown]) + more
 
 
-def _log_channels(kept, exclude, not_picked=None, picks="eeg"):
+def _log_channels(kept, exclude, not_picked=None, picks="eeg", purpose="pretraining"):
     """Say once what the recordings keep: one INFO line for all, each recording at DEBUG;
     one WARNING for kept channels off the 10-05 montage (grouped by those channels,
-    naming the files) and one when the recordings have several channel sets."""
+    naming the files) and one when the recordings have several channel sets.
+    ``purpose`` is the word of the lines: "pretraining" (on the channels...) or
+    "reading" (labelled recordings for a classifier)."""
     sets = {}
     for file, (channels, left_out) in kept.items():
         sets.setdefault(tuple(channels), []).append(file)
         logger.debug(
-            "%s: pretraining on %d channels: %s; left out (exclude=%r): %s.",
-            file, len(channels), ", ".join(channels), exclude, ", ".join(left_out) or "none",
+            "%s: %s %d channels: %s; left out (exclude=%r): %s.",
+            file, f"{purpose} on" if purpose == "pretraining" else purpose, len(channels),
+            ", ".join(channels), exclude, ", ".join(left_out) or "none",
         )  # fmt: skip
     out = {}
     for file, (_, left_out) in kept.items():
@@ -415,8 +501,8 @@ def _log_channels(kept, exclude, not_picked=None, picks="eeg"):
     if len({(tuple(c), tuple(o)) for c, o in kept.values()}) == 1:
         channels, left_out = next(iter(kept.values()))
         logger.info(
-            "Pretraining on %s of %s: %s; left out (exclude=%r): %s.%s",
-            plural(len(channels), "channel"),
+            "%s %s of %s: %s; left out (exclude=%r): %s.%s",
+            _verb(purpose), plural(len(channels), "channel"),
             "the recording" if len(kept) == 1 else f"the {len(kept)} recordings",
             ", ".join(channels), exclude, ", ".join(left_out) or "none", other,
         )  # fmt: skip
@@ -424,9 +510,9 @@ def _log_channels(kept, exclude, not_picked=None, picks="eeg"):
         shown = "; ".join(f"{len(f)} with {plural(len(c), 'channel')}" for c, f in sets.items())
         left = ", ".join(f"{ch} ({len(f)})" for ch, f in out.items()) or "none"
         logger.info(
-            "Pretraining on the channels of %s, %d channel sets (%s); left out "
+            "%s the channels of %s, %d channel sets (%s); left out "
             "(exclude=%r, recordings): %s.%s Each recording's channels: DEBUG logging.",
-            plural(len(kept), "recording"), len(sets), shown, exclude, left, other,
+            _verb(purpose), plural(len(kept), "recording"), len(sets), shown, exclude, left, other,
         )  # fmt: skip
     off = {}
     for file, (channels, _) in kept.items():
@@ -472,6 +558,11 @@ def _log_subjects(descriptions, kind, hint):
         kind if kind != "pattern" else "a pattern",
         f"; {unnamed} whose header names no one are their own subject" if unnamed else "",
     )  # fmt: skip
+
+
+def _verb(purpose):
+    """The opening of the line of :func:`_log_channels`: "Pretraining on" or "Reading"."""
+    return "Pretraining on" if purpose == "pretraining" else "Reading"
 
 
 def _log_channel_sets(sets):
@@ -561,7 +652,9 @@ def load_recordings(
     sfreq : float
         Sampling rate after resampling (the encoder's).
     window_seconds, stride_seconds : float
-        Window length and stride (default: the length).
+        Window length and stride (default: the length, windows one after the other;
+        the store command's ``--stride-seconds`` defaults to 5 s, overlapping windows
+        for pretraining's crops).
     l_freq, h_freq, notch_freq, picks
         See :func:`recording_preprocessors`. ``picks`` selects channels as MNE does:
         ``"eeg"`` (the default) keeps the channels typed EEG, which in an EDF file is
@@ -597,14 +690,29 @@ def load_recordings(
     >>> windows = load_recordings("my_study/**/*.edf", sfreq=100, window_seconds=10)
     ... # doctest: +SKIP
     """
+    return _load_recordings(
+        patterns, sfreq, window_seconds, stride_seconds, l_freq, h_freq, notch_freq, picks,
+        n_jobs, exclude, on_error, lazy, subject_from,
+    )  # fmt: skip
+
+
+def _load_recordings(
+    patterns, sfreq=100.0, window_seconds=30.0, stride_seconds=None, l_freq=0.3, h_freq=None,
+    notch_freq=None, picks="eeg", n_jobs=1, exclude="auto", on_error="raise", lazy=False,
+    subject_from=None, *, purpose="pretraining", one_set=False,
+):  # fmt: skip
+    """:func:`load_recordings`'s work. ``purpose`` words the log ("pretraining", or
+    "reading" labelled recordings); ``one_set``: recordings of several channel sets
+    (but one-channel recordings, which stack by position) are refused from their
+    headers, before any preprocessing, as a classifier's windows would be after it."""
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
     kind, how = check_subject_from(subject_from)
     files = find_recordings(patterns)
     subjects = _subjects_of(files, kind, how)
-    kept, raws, skipped, descriptions, not_picked = {}, [], [], {}, {}
+    kept, raws, skipped, descriptions, not_picked, headers = {}, [], [], {}, {}, {}
     for file in files:
-        found = _channels(file, picks, exclude, on_error, skipped, header=kind == "header")
+        found = _channels(file, picks, exclude, on_error, skipped, headers, header=kind == "header")
         if found is None:
             continue
         raw, left_out, not_picked[file], named = found
@@ -618,10 +726,22 @@ def load_recordings(
             raws.append(RawDataset(raw, descriptions[file]))
     if not kept:
         raise ValueError(
-            f"No recording matching {patterns!r} has channels picks={picks!r} "
-            f"(exclude={exclude!r})."
+            "No recording is left to read. "
+            + _skipped_summary(skipped, headers, picks, exclude, len(files))
         )
-    _log_channels(kept, exclude, not_picked, picks)
+    if skipped:
+        logger.warning(_skipped_summary(skipped, headers, picks, exclude, len(files)))
+    if one_set:
+        sets = {}
+        for file, (channels, _) in kept.items():
+            sets.setdefault(tuple(channels), []).append(Path(file).name)
+        if len(sets) > 1 and not all(len(channels) == 1 for channels in sets):
+            raise ValueError(
+                channel_sets_message(
+                    sets, "The recordings' headers (read before any preprocessing) give"
+                )
+            )
+    _log_channels(kept, exclude, not_picked, picks, purpose)
     _log_subjects(descriptions, kind, hint=subject_from is None)
     # the channels are picked already: the preprocessing keeps them all
     preprocessors = [

@@ -21,6 +21,7 @@ Every one reads its input through
 from __future__ import annotations
 
 import copy
+import logging
 import os
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from braindecode_pars.io.windows import Windows, _check_scale, _labels_of, read_windows
+
+logger = logging.getLogger(__name__)
 
 
 def _read_array(X, sfreq):
@@ -323,21 +326,45 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
     (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against
     what ``fit`` saw; a change of amplitude scale by a hundredfold warns
     (:func:`~braindecode_pars.io.windows._check_scale`)."""
+    rate = getattr(estimator, "input_sfreq_", estimator.sfreq_)
     data = read_windows(X, y, groups, sfreq=None, name=name)
-    if data.sfreq is not None and abs(data.sfreq - estimator.sfreq_) > 1e-6:
+    if data.sfreq is not None and abs(data.sfreq - rate) > 1e-6:
         raise ValueError(
             f"'{name}' windows are sampled at {data.sfreq} Hz, but the estimator was "
-            f"fitted at {estimator.sfreq_} Hz."
+            f"fitted at {rate} Hz."
         )
-    data.sfreq = estimator.sfreq_
-    expected = (estimator.n_chans_, estimator.n_times_)
+    data.sfreq = rate
+    expected = (estimator.n_chans_, getattr(estimator, "input_n_times_", estimator.n_times_))
     if data.shape != expected:
         raise ValueError(
             f"'{name}' windows have shape {data.shape} (n_chans, n_times), but the "
             f"estimator was fitted on {expected}."
         )
     _check_scale(estimator.scale_, data.X, type(estimator).__name__)
-    return data
+    return at_rate(data, estimator.sfreq_)
+
+
+def at_rate(data, sfreq):
+    """Windows read (:class:`~braindecode_pars.io.windows.Windows`) at ``sfreq``:
+    resampled to it (:func:`~braindecode_pars.io.resample.resample_windows`, MNE's
+    resampling) when their rate is another, else as they are."""
+    if abs(data.sfreq - sfreq) <= 1e-6 * sfreq:
+        return data
+    from braindecode_pars.io.resample import resample_windows
+
+    X = resample_windows(data.X, data.sfreq, sfreq).astype(np.float32, copy=False)
+    return Windows(X, data.y, float(sfreq), data.groups, data.ch_names, data.n_items)
+
+
+def say_resampling(who, sfreq, encoder_sfreq):
+    """Log (``logging.INFO``, once per fit) that windows are resampled for an encoder,
+    naming both rates, so that a wrong ``sfreq`` given for arrays shows."""
+    logger.info(
+        "%s: the windows are at %g Hz (read from them; for arrays, the 'sfreq' given: "
+        "check that it is theirs) and the encoder works at %g Hz: they are resampled "
+        "from %g Hz to %g Hz for it, at fit and at predict.",
+        who, sfreq, encoder_sfreq, sfreq, encoder_sfreq,
+    )  # fmt: skip
 
 
 def check_labels(y, name="y", at_least=2):

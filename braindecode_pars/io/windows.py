@@ -312,6 +312,17 @@ def _check_one_channel_set(windows, name):
     sets = _channel_sets(windows)
     if len(sets) < 2 or _note_one_channel(sets, name):
         return
+    raise ValueError(channel_sets_message(sets, f"'{name}' windows come from recordings with"))
+
+
+def channel_sets_message(sets, head):
+    """Why recordings of several channel sets (``{channels: [recordings]}``) do not stack
+    into one array, and the fix, its channel list written once: ``picks`` of the
+    channels they share, or, when they share none, reading each set apart or renaming.
+
+    ``head`` opens the message (``"'X' windows come from recordings with"``); the count
+    of sets follows it.
+    """
     common = [ch for ch in next(iter(sets)) if all(ch in s for s in sets)]
     parts = []
     for channels, recordings in sorted(sets.items(), key=lambda item: -len(item[1])):
@@ -325,10 +336,10 @@ def _check_one_channel_set(windows, name):
         parts.append(f"{len(recordings)} with {plural(len(channels), 'channel')}{also} ({shown})")
     if common:
         fix = (
-            f"The {plural(len(common), 'channel')} they share: {', '.join(common)}. Give "
-            f"every recording one set: load_recordings(..., picks={common!r}) (the store "
-            f"command's --channels {' '.join(common)}), or braindecode's "
-            f"Preprocessor('pick', picks={common!r}) before windowing."
+            f"Keep the {plural(len(common), 'channel')} they share in every recording: "
+            f"picks={common!r} (of load_recordings and load_labelled_recordings; the "
+            "store command's --channels takes the same names; braindecode's "
+            "Preprocessor('pick', picks=...) before windowing)."
         )
     else:
         fix = (
@@ -338,9 +349,9 @@ def _check_one_channel_set(windows, name):
             "Raw.rename_channels). One-channel recordings of different names are stacked "
             "by position."
         )
-    raise ValueError(
-        f"'{name}' windows come from recordings with {len(sets)} channel sets, which do not "
-        f"stack into one (n_windows, n_chans, n_times) array: {'; '.join(parts)}. {fix}"
+    return (
+        f"{head} {len(sets)} channel sets, which do not stack into one "
+        f"(n_windows, n_chans, n_times) array: {'; '.join(parts)}. {fix}"
     )
 
 
@@ -489,6 +500,66 @@ def _check_sfreq(own, sfreq, name):
     return own if own is not None else (None if sfreq is None else float(sfreq))
 
 
+def people_in_several_groups(people, groups):
+    """The people (subjects) whose windows ``groups`` put in more than one group.
+
+    Parameters
+    ----------
+    people, groups : array-like, shape (n_windows,)
+        The person of each window (what names the subject: a header, a pattern's
+        ``subject``, braindecode's ``subject`` column) and the group given for it.
+
+    Returns
+    -------
+    split : dict
+        ``{person: [groups]}``, in order of appearance, for every person of two groups or
+        more (empty when the groups keep each person whole).
+    """
+    seen = {}
+    for person, group in zip(np.asarray(people).tolist(), np.asarray(groups).tolist(), strict=True):
+        if person is None or (isinstance(person, float) and np.isnan(person)):
+            continue
+        found = seen.setdefault(person, [])
+        if group not in found:
+            found.append(group)
+    return {person: found for person, found in seen.items() if len(found) > 1}
+
+
+def split_people_message(split, who, fix):
+    """The warning for :func:`people_in_several_groups`: the first person and their
+    groups, the count, why it matters and ``fix``; ``who`` names where the people come
+    from ("the windows' 'subject'")."""
+    person, found = next(iter(split.items()))
+    shown = ", ".join(repr(g) for g in found[:4]) + (" ..." if len(found) > 4 else "")
+    more = (
+        f" (and {plural(len(split) - 1, 'other person', 'other people')})" if len(split) > 1 else ""
+    )
+    return (
+        f"The groups put one person in several groups: {person!r} ({who}) is in groups "
+        f"{shown}{more}. A split by these groups (GroupKFold, LeaveOneGroupOut) puts the same "
+        f"person on both sides, which inflates the score. {fix}"
+    )
+
+
+def _check_groups_keep_people(people, groups, name):
+    """Warn once when the ``groups`` given split a subject the windows name (their
+    ``subject``) over several groups."""
+    if people is None or groups is None or len(people) != len(groups):
+        return
+    split = people_in_several_groups(people, groups)
+    if split:
+        warnings.warn(
+            split_people_message(
+                split,
+                f"the '{name}' windows' subject",
+                "Group by person: leave 'groups' as None (the windows' own subjects), or "
+                "pass those subjects as 'groups'.",
+            ),
+            UserWarning,
+            stacklevel=4,
+        )
+
+
 def _check_per_window(values, n, what, name):
     """``values`` as an array of one ``what`` per window, or a ValueError."""
     values = np.asarray(values)
@@ -503,6 +574,8 @@ def _read_again(windows, y, groups, sfreq, name):
     """Windows read before, with the ``y``, ``groups`` and ``sfreq`` given (checked) in
     place of theirs; the same array ``X``."""
     n = len(windows.X)
+    if groups is not None:
+        _check_groups_keep_people(windows.groups, groups, name)
     return Windows(
         X=windows.X,
         y=windows.y if y is None else _check_per_window(y, n, "label", "y"),
@@ -624,6 +697,8 @@ SliceDataset | list of window items | mne.Epochs | Windows
         )
     if len(array) == 0:
         raise ValueError(f"'{name}' holds no window.")
+    if groups is not None:
+        _check_groups_keep_people(own_groups, groups, name)
     bad = _count_not_finite(array)
     if bad:
         raise ValueError(

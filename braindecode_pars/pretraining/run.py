@@ -173,12 +173,15 @@ def run_pretraining(
         )
     else:
         batches = f"an epoch is a shuffled pass over the {n_train} training windows"
+    n_encoder = sum(p.numel() for p in encoder.parameters())
+    n_model = sum(p.numel() for p in model.parameters())
     logger.info(
-        "Pretraining %s with a %d x %d encoder (%s parameters) on %d windows (%d train, "
+        "Pretraining %s with a %d x %d encoder (%s parameters: the encoder's %s, which it "
+        "keeps and its card counts, and the pretext decoder's %s) on %d windows (%d train, "
         "%d held out for the validation skill); an example is %s; %d epochs x %d step(s) "
         "of batch %d = %d steps (%s) on %s.",
-        type(model).__name__, encoder.emb_dim, encoder.depth,
-        f"{sum(p.numel() for p in model.parameters()):,}", len(view), n_train,
+        type(model).__name__, encoder.emb_dim, encoder.depth, f"{n_model:,}",
+        f"{n_encoder:,}", f"{n_model - n_encoder:,}", len(view), n_train,
         len(view) - n_train, example, max_epochs, per_epoch, batch_size,
         max_epochs * per_epoch, batches, device,
     )  # fmt: skip

@@ -68,7 +68,10 @@ def test_fit_shows_epoch_k_of_n_skill_time_left_and_its_plan_without_logging_set
         assert all("s left)" in line for line in epochs[:-1])
     assert "Pretraining PARS with a 16 x 1 encoder" in err and "; 3 epochs x " in err
     assert "Fitting the head, PARSFineTuner, over the encoder pretrained in this fit" in err
-    assert "Fine-tuning (strategy='frozen') from the PatchEncoder given (16 features" in err
+    assert (
+        "Fine-tuning (strategy='frozen') from the PatchEncoder of its 'encoder' parameter "
+        "(16 features" in err
+    )
     assert "for 4 epochs on cpu" in err
     assert "epoch    train_skill" not in err  # pretraining's epoch table waits for verbose=2
     assert "train_loss" in out  # the neural head's is skorch's, at its verbose=1

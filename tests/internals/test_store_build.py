@@ -335,10 +335,9 @@ def test_windows_of_several_channel_sets_are_refused_naming_recordings_channels_
         "'X' windows come from recordings with 2 channel sets, which do not stack into one "
         "(n_windows, n_chans, n_times) array: 3 with 3 channels, those shared (s0_raw.fif, "
         "s1_raw.fif, s2_raw.fif); 1 with 5 channels, those shared and X1, X2 (s3_raw.fif). "
-        "The 3 channels they share: Fp1, Cz, O1. Give every recording one set: "
-        "load_recordings(..., picks=['Fp1', 'Cz', 'O1']) (the store command's --channels Fp1 "
-        "Cz O1), or braindecode's Preprocessor('pick', picks=['Fp1', 'Cz', 'O1']) before "
-        "windowing."
+        "Keep the 3 channels they share in every recording: picks=['Fp1', 'Cz', 'O1'] (of "
+        "load_recordings and load_labelled_recordings; the store command's --channels takes "
+        "the same names; braindecode's Preprocessor('pick', picks=...) before windowing)."
     )
     fixed = load_recordings(folder, window_seconds=5.0, picks=["Fp1", "Cz", "O1"])
     assert read_windows(fixed).X.shape == (12, 3, 500)
