@@ -310,3 +310,26 @@ def test_overlap_statistics_refuse_what_is_not_a_draw():
         patch_overlap(torch.zeros(3, dtype=torch.long), 10)
     with pytest.raises(ValueError, match="patch_size"):
         patch_overlap(torch.zeros(3, 4, dtype=torch.long), 0)
+
+
+def test_a_card_states_the_patch_density_and_the_overlap_of_its_draw():
+    from braindecode_pars.models.card import model_card
+
+    encoder = PatchEncoder(sfreq=100, **TINY)
+    spec = {"method": "pars", "n_patches": 40, "pos_mask_ratio": 0.8, "sampling": "random"}
+    rows = {}
+    for seconds in (10, 30):
+        card = model_card(encoder, spec, {"n_times": 100 * seconds, "model": "PARS"})
+        rows[seconds] = {
+            line.split("|")[1].strip(): line.split("|")[2].strip()
+            for line in card.splitlines() if line.startswith("| ")
+        }  # fmt: skip
+    key = "position-masked pairs that share samples"
+    assert rows[10]["patch-seconds per second of crop"].startswith("4.00")
+    assert rows[30]["patch-seconds per second of crop"].startswith("1.33")
+    assert float(rows[10][key].rstrip(" %")) == pytest.approx(20.9, abs=1)
+    assert float(rows[30][key].rstrip(" %")) == pytest.approx(6.8, abs=1)
+    chained = "crops whose patches chain end to end by shared samples"
+    assert float(rows[30][chained].rstrip(" %")) == 0
+    masked_only = model_card(encoder, {"method": "mae", "mask_ratio": 0.75}, {"n_times": 1000})
+    assert "share samples" not in masked_only  # PARS's draw only
