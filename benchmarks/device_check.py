@@ -373,10 +373,10 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
 
 def fused_decision(fused, tables, batch, passed):
     """The line that says whether the fused pair operator should become CUDA's default
-    (``fused.AUTO_KERNEL["cuda"]``): its compiled row (``fused``) faster than the tables
-    operator's (``tables``, the compiled row) and the CUDA tests passing (``passed``,
-    None if unknown); n/a where the fused row ran the tables operator (no Triton kernel
-    on the device) or a number is missing."""
+    (``_DEVICE_DEFAULTS["cuda"]["decoder_kernel"]``): its compiled row (``fused``)
+    faster than the tables operator's (``tables``, the compiled row) and the CUDA tests
+    passing (``passed``, None if unknown); n/a where the fused row ran the tables
+    operator (no Triton kernel on the device) or a number is missing."""
     a, b = fused.get("pars_wps"), tables.get("pars_wps")
     said = (
         f"fused operator: {a:,.0f} windows/s vs {b:,.0f} for the tables operator "
@@ -389,7 +389,7 @@ def fused_decision(fused, tables, batch, passed):
         said += "; the fused row ran the tables operator: no Triton kernel runs on this device"
     met = None if ran_tables or not (a and b) or passed is None else a > b and passed
     return (
-        "| the fused operator CUDA's default (`fused.AUTO_KERNEL`): faster than the tables "
+        "| the fused operator CUDA's default (`_DEVICE_DEFAULTS`): faster than the tables "
         f"operator, compiled, and the CUDA tests pass | {said} | {_verdict(met)} |"
     )
 

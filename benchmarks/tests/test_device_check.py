@@ -86,7 +86,7 @@ def test_the_targets_are_read_from_the_results(check):
         "57,200 windows/s, PARS / encoder 1.10, 1.10 x bf16 autocast + torch.compile's"
     )
     decision = (
-        "the fused operator CUDA's default (`fused.AUTO_KERNEL`): faster than the tables "
+        "the fused operator CUDA's default (`_DEVICE_DEFAULTS`): faster than the tables "
         "operator, compiled, and the CUDA tests pass"
     )
     assert rows[decision] == [
