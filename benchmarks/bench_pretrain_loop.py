@@ -35,6 +35,8 @@ Usage::
         --out benchmarks/results/pretrain_loop_cpu.md
     python -m benchmarks.bench_pretrain_loop --size paper --device cuda \
         --out benchmarks/results/pretrain_loop_gpu.md
+    python -m benchmarks.bench_pretrain_loop --size paper --device cuda \
+        --batches device --decoder-kernel fused --compile-mode reduce-overhead
 """
 
 from __future__ import annotations
@@ -208,7 +210,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         store = write_store(config, X, Path(tmp) / "store")
         loops = Loops(config, X, store, Path(tmp), batch, device, amp, compiled,
-                      args.compile_mode, args.workers)  # fmt: skip
+                      args.compile_mode, args.workers, args.batches,
+                      args.decoder_kernel)  # fmt: skip
         # One short run of each loop first, untimed: a loop's first fit in the process
         # pays the cold compilation of its graphs, which the runs after it reuse, so
         # without it the first timed pair is not like with like (on an H200, a long
@@ -253,6 +256,8 @@ def main(argv=None):
         + "`",
         f"- Model: {config.name}; PARS, {N_PATCHES} patches; batch {batch}; {precision}",
         f"- The command line's DataLoader workers: {args.workers}",
+        f"- Training batches (both loops): {args.batches}; pair operator (all three): "
+        f"{args.decoder_kernel}",
         f"- Corpus: {len(X)} windows of {N_CHANS} channels (about {args.corpus_batches} training "
         f"batches an epoch); long runs {steps} steps, short runs {short_steps}",
         "",
