@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import warnings
 
+import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import EpochTimer
@@ -683,17 +684,51 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """skorch's; the fixed validation draws are made anew from ``X`` (the same data
-        gives the same draws, seeded; other data its own), then kept for its epochs."""
+        gives the same draws, seeded; other data its own), then kept for its epochs. An
+        encoder that reads amplitude (``normalization`` "window+scale" or "fixed") has
+        the unit of ``X`` checked once, on the host, on a seeded sample of its windows
+        (:func:`_unit_sample`, :meth:`PatchEncoder.check_unit
+        <braindecode_pars.PatchEncoder.check_unit>`) before the first step, and its
+        forward passes check nothing while it trains (no host wait per step, no
+        device-side assertion in a compiled graph)."""
         self._valid_fixed = None
+        if not getattr(self, "initialized_", False):
+            self.initialize()  # as skorch's would: the encoder is the module's
+        encoder = self.encoder
         try:
+            if encoder.config.amplitude_aware:
+                encoder.check_unit(_unit_sample(X))  # once, on the host, before any step
+                encoder._unit_checked = True  # ...so that no forward pass checks it again
             return super().partial_fit(X, y, classes=classes, **fit_params)
         finally:  # also when training ends by an error, which skips on_train_end
+            encoder._unit_checked = False  # an encoder used after the fit checks again
             _end_workers(getattr(self, "_train_loader", None))
             self._train_loader = None
             self._crops_kept = None  # the recordings on the device go with the fit
             for _, callback in getattr(self, "callbacks_", []):
                 if isinstance(callback, EpochProgress):
                     callback.close()
+
+
+#: Windows of the seeded sample whose unit a fit checks (:func:`_unit_sample`).
+UNIT_SAMPLE = 256
+
+
+def _unit_sample(dataset, n=UNIT_SAMPLE, seed=0):
+    """At most ``n`` windows of ``dataset`` (items ``(x, y)``), drawn with a seeded
+    generator of their own, on the host: a
+    :class:`~braindecode_pars.pretraining.SingleChannelWindows` view (or a ``Subset`` of
+    one) draws their crops and channels as
+    :meth:`~braindecode_pars.pretraining.SingleChannelWindows.log_std_statistics` does,
+    leaving the training draws as they were."""
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
+    base = dataset
+    if isinstance(dataset, Subset):
+        base, picked = dataset.dataset, np.asarray(dataset.indices)[picked]
+    if isinstance(base, SingleChannelWindows):
+        return base._draw(np.asarray(picked, dtype=np.int64), rng)
+    return torch.stack([torch.as_tensor(base[int(i)][0]) for i in picked])
 
 
 def _batches_of(crops_on_device):
