@@ -256,8 +256,8 @@ class ProbeMonitor(Callback):
 
     **Cost**: the probes fit ``n_splits`` + 1 logistic regressions (up to 1,000 lbfgs
     iterations each) on ``n_chans * 2 * emb_dim`` features (19,456 at the paper's size
-    with 19 channels), synchronously, within the training loop: seconds each time on a
-    CPU, as long as thousands of GPU steps. ``every`` spaces them out;
+    with 19 channels), synchronously, within the training loop: seconds each time, the
+    time of hundreds of training steps on a GPU. ``every`` spaces them out;
     ``monitor_seconds`` shows what they take.
 
     The epoch table prints them beside the pretext skill, and

@@ -476,6 +476,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 "a full batch, so that a compiled step keeps one graph), but got False."
             )
         asked = self._batches_asked()
+        self.batches_ = "host"  # what the fit takes (a view's: below)
         if asked in ("read-ahead", "device") and not batched:
             raise ValueError(
                 f"batches={asked!r} draws the crops of a SingleChannelWindows view (or a "
