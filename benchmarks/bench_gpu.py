@@ -105,6 +105,9 @@ VARIANTS = {
     "bf16 autocast + torch.compile, fused operator": Variant(
         True, True, "highest", torch.float32, None, "torch", "fused",
     ),
+    "bf16 autocast + torch.compile, fused operator, CUDA graphs": Variant(
+        True, True, "highest", torch.float32, GRAPHS, "torch", "fused",
+    ),
 }  # fmt: skip
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
 VARIANT_NAMES = dict(
@@ -118,6 +121,7 @@ VARIANT_NAMES = dict(
             "bf16-compile-graphs",
             "bf16-compile-triton",
             "bf16-compile-fused",
+            "bf16-compile-fused-graphs",
         ),  # fmt: skip
         VARIANTS,
         strict=True,

@@ -139,8 +139,10 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         store = write_store(config, X, Path(tmp) / "store")
         loops = Loops(config, X, store, Path(tmp), batch, device, cuda, cuda,
-                      args.compile_mode, args.workers)  # fmt: skip
-        bare = bare_steps(config, batch, device, cuda, cuda, args.compile_mode)
+                      args.compile_mode, args.workers, args.batches,
+                      args.decoder_kernel)  # fmt: skip
+        bare = bare_steps(config, batch, device, cuda, cuda, args.compile_mode,
+                          args.decoder_kernel)  # fmt: skip
         for _ in range(3):  # compile, allocate, record the graphs
             bare.pars_step()
         loops.estimator(steps[0])  # the loops' cold compilations, untimed

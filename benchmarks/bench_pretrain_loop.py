@@ -35,6 +35,8 @@ Usage::
         --out benchmarks/results/pretrain_loop_cpu.md
     python -m benchmarks.bench_pretrain_loop --size paper --device cuda \
         --out benchmarks/results/pretrain_loop_gpu.md
+    python -m benchmarks.bench_pretrain_loop --size paper --device cuda \
+        --batches device --decoder-kernel fused --compile-mode reduce-overhead
 """
 
 from __future__ import annotations
@@ -179,6 +181,11 @@ def parse_args(argv=None):
         help="torch.compile (default: on CUDA only)",
     )
     parser.add_argument(
+        "--cli", action=argparse.BooleanOptionalAction, default=True,
+        help="time the command line's loop too (default: on; its loop is the estimator's "
+        "net, so --no-cli halves a run's time)",
+    )  # fmt: skip
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="after the rounds, run each loop's short and long runs once more under "
@@ -208,29 +215,33 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         store = write_store(config, X, Path(tmp) / "store")
         loops = Loops(config, X, store, Path(tmp), batch, device, amp, compiled,
-                      args.compile_mode, args.workers)  # fmt: skip
+                      args.compile_mode, args.workers, args.batches,
+                      args.decoder_kernel)  # fmt: skip
         # One short run of each loop first, untimed: a loop's first fit in the process
         # pays the cold compilation of its graphs, which the runs after it reuse, so
         # without it the first timed pair is not like with like (on an H200, a long
         # run faster than its short one).
         loops.estimator(short_steps)
-        loops.cli("warm-up", short_steps)
+        if args.cli:
+            loops.cli("warm-up", short_steps)
         for r in range(args.rounds):
             before, first = loops.bare(args.repeats)
             est = [loops.estimator(n) for n in (short_steps, steps)]
-            cli = [loops.cli(f"run{r}-{n}", n) for n in (short_steps, steps)]
+            cli = [loops.cli(f"run{r}-{n}", n) for n in (short_steps, steps)] if args.cli else None
             after, _ = loops.bare(args.repeats)
             bare = (before + after) / 2  # the step's rate around the loops it is compared to
             rounds.append(
-                dict(bare=bare, first=first, est=marginal(*est), cli=marginal(*cli),
-                     est_long=est[1], cli_long=cli[1])
+                dict(bare=bare, first=first, est=marginal(*est),
+                     cli=marginal(*cli) if cli else None, est_long=est[1],
+                     cli_long=cli[1] if cli else None)
             )  # fmt: skip
         if args.profile:
             profile_report(loops, steps, args.profile)
     mid = sorted(rounds, key=lambda r: r["est"] / r["bare"])[len(rounds) // 2]
     est_ratios = sorted(r["est"] / r["bare"] for r in rounds)
-    cli_ratios = sorted(r["cli"] / r["bare"] for r in rounds)
-    est_ratio, cli_ratio = statistics.median(est_ratios), statistics.median(cli_ratios)
+    cli_ratios = sorted(r["cli"] / r["bare"] for r in rounds if r["cli"] is not None)
+    est_ratio = statistics.median(est_ratios)
+    cli_ratio = statistics.median(cli_ratios) if cli_ratios else None
     bare, first, est, cli = mid["bare"], mid["first"], mid["est_long"], mid["cli_long"]
     est_rate, cli_rate = mid["est"], mid["cli"]
     precision = ("bf16 autocast" if amp else "float32") + (
@@ -253,6 +264,8 @@ def main(argv=None):
         + "`",
         f"- Model: {config.name}; PARS, {N_PATCHES} patches; batch {batch}; {precision}",
         f"- The command line's DataLoader workers: {args.workers}",
+        f"- Training batches (both loops): {args.batches}; pair operator (all three): "
+        f"{args.decoder_kernel}",
         f"- Corpus: {len(X)} windows of {N_CHANS} channels (about {args.corpus_batches} training "
         f"batches an epoch); long runs {steps} steps, short runs {short_steps}",
         "",
@@ -267,9 +280,12 @@ def main(argv=None):
         f"| `PARSPretrainer.fit` | {est_rate:,.0f} | {est_ratio:.2f} ({est_ratios[0]:.2f}-"
         f"{est_ratios[-1]:.2f}) | {est[2]} | {est[0]:.1f} |",
         f"| `braindecode-pars pretrain` | {cli_rate:,.0f} | {cli_ratio:.2f} "
-        f"({cli_ratios[0]:.2f}-{cli_ratios[-1]:.2f}) | {cli[2]} | {cli[0]:.1f} |",
+        f"({cli_ratios[0]:.2f}-{cli_ratios[-1]:.2f}) | {cli[2]} | {cli[0]:.1f} |"
+        if cli_ratio is not None
+        else "| `braindecode-pars pretrain` | not run (--no-cli) | | | |",
         "",
-        f"estimator/step {est_ratio:.2f}, command line/step {cli_ratio:.2f}",
+        f"estimator/step {est_ratio:.2f}, command line/step "
+        + ("n/a" if cli_ratio is None else f"{cli_ratio:.2f}"),
     ]
     write_report(lines, args.out)
     return est_ratio, cli_ratio

@@ -1,31 +1,36 @@
-"""The GPU check of issues 56 and 61 in one call: the CUDA tests, the pair decoder A/B,
-a profile, the memory, the loops, each with and without CUDA graphs.
+"""The GPU check of issues 56, 61 and 79 in one call of at most 8 minutes: the CUDA
+tests of what changed, the paper-size step with the tables and the fused pair operator,
+each with and without CUDA graphs, and the loop with and without them, drawing its
+crops on the host and on the device; its last lines say which CUDA defaults the rows
+choose.
 
 ``benchmarks/device_check.sh`` installs the wheels of ``.device-wheels/`` (``make
 device-wheels``) and runs this script, which runs, each in its own process under its own
 time limit (:data:`LIMITS`; the default parts', :data:`DEFAULT_PARTS`, add up to the
-default ``--budget``), in this order:
+default ``--budget``, 445 s), in this order:
 
-1. the CUDA tests (:data:`CUDA_TESTS`), the correctness gate, among them the decoder
-   against float64 on the GPU, the training steps under
-   ``torch.cuda.set_sync_debug_mode("error")`` and with CUDA graphs and a validation set;
-2. ``bench_gpu.py`` for this tree's pair decoder at batch 1024: the training step under
-   bf16 autocast, bf16 + ``torch.compile``, bf16 + ``torch.compile`` replayed as CUDA
-   graphs (mode "reduce-overhead"), bf16 + ``torch.compile`` with the pair
-   operator's fallback as Triton kernels (``models/pair/fallback.py``) and with the
-   fused pair operator (``models/pair/fused.py``, one Triton kernel each way), each
-   against the encoder alone compiled the same way (``--tree-variants`` adds the TF32
-   and float64-table rows); a ``torch.profiler`` breakdown of the compiled step and of
-   the fused operator's (the operator forward and backward, its fallback, the encoder,
-   the rest of the decoder); the peak memory of a step at 128 and 256 patches;
-3. the same A/B rows (bf16, bf16 + compile, batch 1024) for db22036's pair decoder
-   (``--decoder db22036``, written by ``make device-wheels`` from git);
-4. ``bench_pretrain_loop.py --size paper --rounds 1``: ``PARSPretrainer.fit`` and
-   ``braindecode-pars pretrain`` against the bare step (batch 256, bf16 + compile);
-5. the same with the bare step and both loops replayed as CUDA graphs
-   (``--compile-mode reduce-overhead``).
+1. ``tests``: the CUDA tests of what changed (:data:`CUDA_TESTS`: the fused operator
+   against float64 on the GPU, the training steps with CUDA graphs, without a
+   synchronisation, in pinned memory; the estimator on CUDA);
+2. ``bench_tree``: ``bench_gpu.py`` at the paper's size, batch 1024, bf16 +
+   ``torch.compile``: the tables operator and the fused one
+   (``models/pair/fused.py``), each in torch's default mode and replayed as CUDA graphs
+   ("reduce-overhead"), each against the encoder alone compiled the same way, under
+   ``TORCH_LOGS=cudagraphs`` (whether inductor skips or partitions PARS's graphs, and
+   why); a ``torch.profiler`` breakdown of the two default-mode rows (the operator
+   forward and backward, its fallback, the encoder, the rest of the decoder);
+3. ``bench_256``: the two CUDA-graph rows at batch 256 (where the H200 record saw the
+   decoder's cost grow under graphs);
+4. ``loop``, ``loop_graphs``, ``loop_device``, ``loop_graphs_device``:
+   ``bench_pretrain_loop.py --size paper --rounds 1 --no-cli`` (``PARSPretrainer.fit``
+   against the bare step, batch 256, 150 steps; the command line's loop is the same
+   net), in torch's default mode and replayed as CUDA graphs, with the crops drawn on
+   the host (``--batches host``) and on the device (``--batches device``).
 
-``--parts`` names others: ``validation``, ``bench_compiled_validation.py`` (a
+``--parts`` names others: ``bench_db22036``, db22036's pair decoder's A/B rows (bf16
+and bf16 + compile at batch 1024; ``--decoder db22036``, written by ``make
+device-wheels`` from git; passed twice), ``all_tests``, the whole CUDA suite
+(:data:`ALL_CUDA_TESTS`), ``validation``, ``bench_compiled_validation.py`` (a
 ``reduce-overhead`` fit with a validation set, its graph, graph-break and recompile
 counts, measured on an H100: ``benchmarks/results/device_check.md``), and ``trace``,
 ``bench_loop_trace.py`` (per step of the bare step and of both loops: the host's waits
@@ -33,13 +38,15 @@ for the device, the copies, the kernels and the GPU's busy share).
 
 It writes one Markdown file, rewritten after every part (so that a call cut short still
 returns what ran): the card (``torch.cuda.get_device_name``), what each part returned,
-the targets checked against the numbers (:func:`checks`), then each part's own report.
+the targets checked against the numbers (:func:`checks`), then each part's own report,
+and last the defaults the rows choose for CUDA by the speed page's rule
+(:func:`chosen_defaults`: the pair operator, the compile mode, the training batches).
 The compiled steps of the later processes may reuse the earlier ones' compiled kernels
 from torch's on-disk cache (``--compile-caches``), so their first steps say nothing of
 compilation time.
 
 ``--tiny`` is the dry run on a CPU: the same parts at the benchmarks' tiny sizes
-(``--device cpu``, the aot_eager backend, 20 loop steps), in a minute or two; the CUDA
+(``--device cpu``, the aot_eager backend, 20 loop steps), in a few minutes; the CUDA
 tests skip.
 
 Usage::
@@ -68,21 +75,28 @@ ROOT = Path(__file__).resolve().parent.parent
 #: expression that picks their CUDA tests (they skip, with a reason, without a GPU).
 CUDA_TESTS = (
     [
-        "test_pair_decoders.py",
-        "test_pair_fallback.py",
         "test_pair_fused.py",
         "test_training_steps.py",
         "test_pretrainer.py",
-        "test_distributed.py",
     ],
     "cuda or gpu",
 )
+#: The whole CUDA suite (``--parts all_tests``): it last passed on an H100 and the code
+#: of the files not in :data:`CUDA_TESTS` has not changed since.
+ALL_CUDA_TESTS = [
+    "test_pair_decoders.py",
+    "test_pair_fallback.py",
+    "test_pair_fused.py",
+    "test_training_steps.py",
+    "test_pretrainer.py",
+    "test_distributed.py",
+]
 
 
-def cuda_test_files():
-    """The paths of the files of :data:`CUDA_TESTS` under ``tests/``, relative to the
-    repository; a name found nowhere is refused, naming it."""
-    names, _ = CUDA_TESTS
+def cuda_test_files(names=None):
+    """The paths of the files ``names`` (None: :data:`CUDA_TESTS`'s) under ``tests/``,
+    relative to the repository; a name found nowhere is refused, naming it."""
+    names = CUDA_TESTS[0] if names is None else names
     found = {p.name: p for p in sorted((ROOT / "tests").rglob("test_*.py"))}
     missing = [name for name in names if name not in found]
     if missing:
@@ -92,28 +106,52 @@ def cuda_test_files():
 
 #: Each part's time limit in seconds on a GPU, in the order they run. bench_tree: on the
 #: H100, 74 s for one compiled row (PARS's first step 26 s, the encoder's 13 s, the
-#: compilations); it now runs four, the fused operator's with a PARS graph of its own to
-#: compile (the Triton fallback's traces the compiled row's graph, which torch's caches
-#: may hold).
+#: compilations); it runs four compiled rows, with no eager row and no memory table,
+#: the later ones reusing the first one's compiled kernels from torch's caches.
+#: bench_256: two CUDA-graph rows at batch 256. The loops: PARSPretrainer.fit alone
+#: (the command line's loop is the same net), 150 steps, one round each.
 LIMITS = {
-    "tests": 120,
+    "tests": 75,
     "bench_tree": 150,
+    "bench_256": 60,
+    "loop": 40,
+    "loop_graphs": 40,
+    "loop_device": 40,
+    "loop_graphs_device": 40,
     "bench_db22036": 70,
+    "all_tests": 120,
     "validation": 80,
-    "loop": 100,
-    "loop_graphs": 100,
     "trace": 150,
 }
-#: The parts run by default: all but the compiled fit with a validation set, measured on
-#: an H100 (``benchmarks/results/device_check.md``: 0 graph breaks, 0 recompiles) and
-#: checked by the CUDA-graph test of the CUDA tests, and the loops' trace, a second
-#: call's diagnosis should the loops fall short.
-DEFAULT_PARTS = ("tests", "bench_tree", "bench_db22036", "loop", "loop_graphs")
+#: The parts run by default (issue 79): the CUDA tests of what changed; the paper-size
+#: step at batch 1024, the tables against the fused operator, each in torch's default
+#: mode and under CUDA graphs, each against the encoder in the same mode, with a profile
+#: of the two default-mode operator rows; the same two CUDA-graph rows at batch 256; the
+#: loop at batch 256 in {default, CUDA graphs} x {host, device draw}. Not by default:
+#: db22036's A/B (passed twice), the whole CUDA suite, the compiled fit with a
+#: validation set (0 graph breaks, 0 recompiles on an H100), and the loops' trace.
+DEFAULT_PARTS = (
+    "tests",
+    "bench_tree",
+    "bench_256",
+    "loop",
+    "loop_graphs",
+    "loop_device",
+    "loop_graphs_device",
+)
 
-#: The default budget: the default parts' limits together (540 s), inside a device
-#: call's 600 s (the command's limit; the machine's start is outside it) with the
-#: installation of the wheels and the child that names the card.
+#: The default budget: the default parts' limits together (445 s), at most 8 minutes so
+#: that a 15-minute device slot leaves room for a rerun, inside a device call's 600 s
+#: with the installation of the wheels and the child that names the card.
 BUDGET = sum(LIMITS[part] for part in DEFAULT_PARTS)
+
+#: The loop parts: (CUDA graphs, the training batches).
+LOOP_PARTS = {
+    "loop": (False, "host"),
+    "loop_graphs": (True, "host"),
+    "loop_device": (False, "device"),
+    "loop_graphs_device": (True, "device"),
+}
 
 #: The issue's targets (issues 56 and 61, "Done when").
 TARGETS = dict(
@@ -126,37 +164,42 @@ TARGETS = dict(
 
 #: The rows of the A/B on each side.
 AB_VARIANTS = ("bf16", "bf16-compile")
-#: The rows only this tree's side runs: the compiled step replayed as CUDA graphs, with
-#: the pair operator's Triton fallback, and with the fused pair operator (the TF32 and
-#: float64-table rows were measured on an H100 and can be named with
+#: The rows this tree's side runs beside the compiled step (``bf16-compile``): replayed
+#: as CUDA graphs, with the fused pair operator, and both (the Triton fallback's, TF32
+#: and float64-table rows were measured on an H100 and can be named with
 #: ``--tree-variants``).
-TREE_VARIANTS = ("bf16-compile-graphs", "bf16-compile-triton", "bf16-compile-fused")
+TREE_VARIANTS = ("bf16-compile-graphs", "bf16-compile-fused", "bf16-compile-fused-graphs")
+#: The rows of the batch-256 part: the tables and the fused operator under CUDA graphs.
+GRAPH_VARIANTS = ("bf16-compile-graphs", "bf16-compile-fused-graphs")
 #: The labels of those rows in ``bench_gpu.py``'s results.
 GRAPHS_ROW = "bf16 autocast + torch.compile, CUDA graphs"
 TRITON_ROW = "bf16 autocast + torch.compile, Triton fallback"
 FUSED_ROW = "bf16 autocast + torch.compile, fused operator"
+FUSED_GRAPHS_ROW = "bf16 autocast + torch.compile, fused operator, CUDA graphs"
 #: The rows this tree's side profiles (those of them it runs): the compiled step with
 #: the tables operator, and with the fused operator.
 PROFILED = ("bf16-compile", "bf16-compile-fused")
 
 
-def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIANTS):
-    """The command line of ``bench_gpu.py`` for one side of the A/B: this tree's side
-    adds ``tree_variants``' rows, the profile and the memory table."""
+def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIANTS,
+                   batch=1024):  # fmt: skip
+    """The command line of ``bench_gpu.py``: this tree's step (``decoder="tree"``: the
+    compiled row and ``tree_variants``' rows, the default-mode rows profiled; at
+    ``batch`` 256 the :data:`GRAPH_VARIANTS` alone) or db22036's side of the A/B
+    (:data:`AB_VARIANTS`); no memory table."""
     tree = decoder == "tree"
-    variants = [*AB_VARIANTS, *tree_variants] if tree else list(AB_VARIANTS)
+    variants = ["bf16-compile", *tree_variants] if tree else list(AB_VARIANTS)
+    if tree and batch != 1024:
+        variants = list(GRAPH_VARIANTS)
     argv = [sys.executable, "-m", "benchmarks.bench_gpu", "--decoder", decoder,
             "--variants", *variants, "--json", str(json_path), "--out", str(out_path)]  # fmt: skip
-    if tree:
+    if tree and batch == 1024:
         argv += ["--profile", *(v for v in PROFILED if v in variants)]
     if tiny:
         argv += ["--device", "cpu", "--tiny", "--compile-backend", "aot_eager",
                  "--batch-size", "8", "--repeats", "2"]  # fmt: skip
-        return argv + (["--memory-batch-size", "8", "--memory-patches", "40"] if tree
-                       else ["--memory-patches"])  # fmt: skip
-    argv += ["--batch-size", "1024", "--repeats", "11"]
-    return argv + (["--memory-batch-size", "1024", "--memory-patches", "128", "256"] if tree
-                   else ["--memory-patches"])  # fmt: skip
+        return argv + ["--memory-patches"]
+    return argv + ["--batch-size", str(batch), "--repeats", "11", "--memory-patches"]
 
 
 def validation_argv(tiny, out_path):
@@ -170,16 +213,17 @@ def validation_argv(tiny, out_path):
     return argv + ["--device", "cuda", "--mode", "reduce-overhead", "--tiny", "--epochs", "3"]
 
 
-def loop_argv(tiny, out_path, graphs=False):
-    """The command line of ``bench_pretrain_loop.py``; with ``graphs``, the bare step and
-    both loops replayed as CUDA graphs (compile mode "reduce-overhead")."""
+def loop_argv(tiny, out_path, graphs=False, batches="host"):
+    """The command line of ``bench_pretrain_loop.py``, ``PARSPretrainer.fit`` alone
+    (``--no-cli``) with its training ``batches``; with ``graphs``, the bare step and the
+    loop replayed as CUDA graphs (compile mode "reduce-overhead")."""
     argv = [sys.executable, "-m", "benchmarks.bench_pretrain_loop", "--rounds", "1",
-            "--out", str(out_path)]  # fmt: skip
+            "--no-cli", "--batches", batches, "--out", str(out_path)]  # fmt: skip
     if graphs:
         argv += ["--compile-mode", "reduce-overhead"]
     if tiny:
         return argv + ["--tiny", "--device", "cpu", "--steps", "20", "--repeats", "3"]
-    return argv + ["--size", "paper", "--steps", "300"]
+    return argv + ["--size", "paper", "--steps", "150", "--repeats", "11"]
 
 
 def trace_argv(tiny, out_path):
@@ -190,8 +234,8 @@ def trace_argv(tiny, out_path):
     return argv + ["--size", "paper", "--steps", "60"]
 
 
-def tests_argv():
-    files, keyword = cuda_test_files(), CUDA_TESTS[1]
+def tests_argv(names=None):
+    files, keyword = cuda_test_files(names), CUDA_TESTS[1]
     # -rfEsp: the short summary names every test, and a failure's message, without the
     # captured output of the passing tests (whose log lines buried a failure's message)
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEsp", "--tb=short",
@@ -224,9 +268,18 @@ def read_json(path):
 
 
 def loop_ratios(text):
-    """(estimator/step, command line/step) from ``bench_pretrain_loop.py``'s last line."""
-    found = re.search(r"estimator/step ([0-9.]+), command line/step ([0-9.]+)", text or "")
-    return (float(found[1]), float(found[2])) if found else None
+    """(estimator/step, command line/step) from ``bench_pretrain_loop.py``'s last line
+    (the second None when the command line's loop did not run)."""
+    found = re.search(r"estimator/step ([0-9.]+), command line/step ([0-9.]+|n/a)", text or "")
+    if not found:
+        return None
+    return float(found[1]), None if found[2] == "n/a" else float(found[2])
+
+
+def loop_rate(text):
+    """``PARSPretrainer.fit``'s windows per second in ``bench_pretrain_loop.py``'s table."""
+    found = re.search(r"^\| `PARSPretrainer.fit` \| ([0-9,]+) \|", text or "", re.M)
+    return float(found[1].replace(",", "")) if found else None
 
 
 def test_counts(text):
@@ -268,7 +321,7 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
     lines = ["| target | measured | met |", "|---|---|---|"]
     tree_steps = (tree or {}).get("steps", {})
     old_steps = (old or {}).get("steps", {})
-    for batch in sorted(set(tree_steps) | set(old_steps), key=int):
+    for batch in sorted(set(tree_steps) | set(old_steps), key=int) if old else ():
         for variant in ("bf16 autocast", "bf16 autocast + torch.compile"):
             a = old_steps.get(batch, {}).get(variant, {}).get("pars_wps")
             b = tree_steps.get(batch, {}).get(variant, {}).get("pars_wps")
@@ -325,6 +378,8 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
         if how and ratios is None and loop is None:
             continue
         for i, what in enumerate(("`PARSPretrainer.fit`", "`braindecode-pars pretrain`")):
+            if ratios is not None and ratios[i] is None:
+                continue  # a loop not run (the command line's, --no-cli)
             value = None if ratios is None else ratios[i]
             lines.append(
                 f"| {what} at least {TARGETS['loop_over_step']} of the bare step{how} | "
@@ -373,10 +428,10 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
 
 def fused_decision(fused, tables, batch, passed):
     """The line that says whether the fused pair operator should become CUDA's default
-    (``fused.AUTO_KERNEL["cuda"]``): its compiled row (``fused``) faster than the tables
-    operator's (``tables``, the compiled row) and the CUDA tests passing (``passed``,
-    None if unknown); n/a where the fused row ran the tables operator (no Triton kernel
-    on the device) or a number is missing."""
+    (``_DEVICE_DEFAULTS["cuda"]["decoder_kernel"]``): its compiled row (``fused``)
+    faster than the tables operator's (``tables``, the compiled row) and the CUDA tests
+    passing (``passed``, None if unknown); n/a where the fused row ran the tables
+    operator (no Triton kernel on the device) or a number is missing."""
     a, b = fused.get("pars_wps"), tables.get("pars_wps")
     said = (
         f"fused operator: {a:,.0f} windows/s vs {b:,.0f} for the tables operator "
@@ -389,7 +444,7 @@ def fused_decision(fused, tables, batch, passed):
         said += "; the fused row ran the tables operator: no Triton kernel runs on this device"
     met = None if ran_tables or not (a and b) or passed is None else a > b and passed
     return (
-        "| the fused operator CUDA's default (`fused.AUTO_KERNEL`): faster than the tables "
+        "| the fused operator CUDA's default (`_DEVICE_DEFAULTS`): faster than the tables "
         f"operator, compiled, and the CUDA tests pass | {said} | {_verdict(met)} |"
     )
 
@@ -468,16 +523,22 @@ def main(argv=None):
                     rc=None, seconds=0.0, timed_out=True, command="not run: no time left"
                 )
                 continue
+            part_env = env
             if part.startswith("bench_"):
-                decoder = part.removeprefix("bench_")
+                decoder = "db22036" if part == "bench_db22036" else "tree"
                 argv = bench_gpu_argv(
                     decoder, args.tiny, tmp / f"{part}.json", tmp / f"{part}.md",
-                    args.tree_variants,
+                    args.tree_variants, batch=256 if part == "bench_256" else 1024,
                 )  # fmt: skip
                 if args.compile_caches:
                     argv.append("--compile-caches")
-            elif part.startswith("loop"):
-                argv = loop_argv(args.tiny, tmp / f"{part}.md", graphs=part == "loop_graphs")
+                # whether inductor skips or partitions PARS's CUDA graphs, and why
+                part_env = dict(env, TORCH_LOGS="cudagraphs")
+            elif part in LOOP_PARTS:
+                graphs, batches = LOOP_PARTS[part]
+                argv = loop_argv(args.tiny, tmp / f"{part}.md", graphs, batches)
+            elif part == "all_tests":
+                argv = tests_argv(ALL_CUDA_TESTS)
             elif part == "trace":
                 argv = trace_argv(args.tiny, tmp / "trace.md")
             elif part == "validation":
@@ -485,15 +546,91 @@ def main(argv=None):
             else:
                 argv = tests_argv()
             print(f"[device check] {part}: up to {limit:.0f} s", flush=True)
-            results[part] = run_part(argv, limit, log, env)
+            results[part] = run_part(argv, limit, log, part_env)
             report = tmp / f"{part}.md"
             text = report.read_text() if report.exists() else ""
             output = log.read_text() if log.exists() else ""
-            reports[part] = (text, output[-4000:])
+            graph_log = cudagraph_lines(output) if part_env is not env else ""
+            reports[part] = (text + graph_log, output[-4000:])
             print(f"[device check] {part}: {results[part]}", flush=True)
             summary = write_results(args, card, versions, start, results, reports, tmp)
     print("\n".join(summary), flush=True)
     return summary
+
+
+def cudagraph_lines(output, most=40):
+    """The lines of a part's output that ``TORCH_LOGS=cudagraphs`` wrote (skips,
+    partitions, re-records), as a Markdown section; empty when there are none."""
+    found = [line for line in output.splitlines() if "cudagraph" in line.lower()]
+    if not found:
+        return ""
+    shown = found[:most] + ([f"... {len(found) - most} more"] if len(found) > most else [])
+    return "\n".join(["", "#### TORCH_LOGS=cudagraphs", "", "```", *shown, "```", ""])
+
+
+def chosen_defaults(tree, b256, loops, tests):
+    """The last lines: what CUDA's defaults would be by the rows (speed page's rule):
+    the pair operator, the compile mode and the training batches, each with its reason,
+    or "unchanged" where a row is missing or the CUDA tests did not pass.
+
+    Parameters
+    ----------
+    tree, b256 : dict | None
+        ``bench_gpu.py --json`` of the batch-1024 and batch-256 parts.
+    loops : dict
+        Part name (of :data:`LOOP_PARTS`) -> (windows/s, estimator/step) or None.
+    tests : dict
+        pytest's counts.
+    """
+    passed = bool(tests) and not (tests.get("failed") or tests.get("error") or tests.get("errors"))
+    gate = "" if passed else " (unchanged: the CUDA tests did not pass)"
+
+    def wps(result, batch, row):
+        return ((result or {}).get("steps", {}).get(batch, {}).get(row) or {}).get("pars_wps")
+
+    big = max((tree or {}).get("steps", {}), key=int, default=None)
+    rows = {
+        "tables": wps(tree, big, "bf16 autocast + torch.compile"),
+        "fused": wps(tree, big, FUSED_ROW),
+        "tables, graphs": wps(tree, big, GRAPHS_ROW),
+        "fused, graphs": wps(tree, big, FUSED_GRAPHS_ROW),
+    }
+    fused_ran = ((tree or {}).get("steps", {}).get(big, {}).get(FUSED_ROW) or {}).get("operator")
+    measured = {k: v for k, v in rows.items() if v}
+    if fused_ran != "fused" or not measured:
+        kernel = "tables (unchanged: no fused row ran the Triton kernels)"
+    else:
+        best = max(measured, key=measured.get)
+        kernel = ("fused" if best.startswith("fused") else "tables") + (
+            f" (fastest step at batch {big}: {best}, {measured[best]:,.0f} windows/s)"
+        )
+    loop = {part: (loops.get(part) or (None, None)) for part in LOOP_PARTS}
+    rates = {part: rate for part, (rate, _) in loop.items() if rate}
+    if not rates:
+        mode, batches = "None (unchanged: no loop ran)", "host (unchanged: no loop ran)"
+    else:
+        best = max(rates, key=rates.get)
+        graphs, chosen = LOOP_PARTS[best]
+        ratio = loop[best][1]
+        keeps = ratio is not None and ratio >= TARGETS["loop_over_step"]
+        mode = ("reduce-overhead" if graphs and keeps else "None") + (
+            f" (fastest loop: {best}, {rates[best]:,.0f} windows/s, {ratio or 0:.2f} of its "
+            f"bare step)"
+        )
+        batches = f"{chosen} (fastest loop: {best})"
+    b256_rows = {
+        "tables": wps(b256, "256", GRAPHS_ROW),
+        "fused": wps(b256, "256", FUSED_GRAPHS_ROW),
+    }
+    said_256 = ", ".join(f"{k} {v:,.0f}" for k, v in b256_rows.items() if v) or "missing"
+    return [
+        "## The defaults these rows choose for CUDA",
+        "",
+        f"- decoder_kernel: {kernel}{gate}",
+        f"- compile_mode: {mode}{gate}",
+        f"- batches: {batches}{gate}",
+        f"- batch 256 under CUDA graphs (windows/s): {said_256}",
+    ]
 
 
 def write_results(args, card, versions, start, results, reports, tmp):
@@ -507,8 +644,14 @@ def write_results(args, card, versions, start, results, reports, tmp):
     tests = test_counts(reports.get("tests", ("", ""))[1])
     validation = validation_counts(reports.get("validation", ("", ""))[0])
     summary = checks(tree, old, loop, tests, validation, loop_graphs)
+    loops = {}
+    for part in LOOP_PARTS:
+        text = reports.get(part, ("", ""))[0]
+        ratios = loop_ratios(text)
+        loops[part] = (loop_rate(text), ratios[0] if ratios else None) if text else None
+    defaults = chosen_defaults(tree, read_json(tmp / "bench_256.json"), loops, tests)
     lines = [
-        "# Device check (issues 56 and 61)",
+        "# Device check (issues 56, 61 and 79)",
         "",
         "Written by `benchmarks/device_check.py`"
         + (" (a dry run on a CPU: `--tiny`, no GPU figure)" if args.tiny else "")
@@ -542,9 +685,10 @@ def write_results(args, card, versions, start, results, reports, tmp):
                       for line in report.splitlines()]  # fmt: skip
         if part == "tests" or not report or results[part]["rc"] != 0:
             lines += ["", "Output (its end):", "", "```", output.rstrip(), "```"]
+    lines += ["", *defaults]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
-    return summary
+    return [*summary, "", *defaults]
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The GPU check of issues 56 and 61 in one call of the device tool (benchmarks/device_check.py
-# says what it runs). The machine has torch but not braindecode, skorch or MNE: their
+# The GPU check of issues 56, 61 and 79 in one call of the device tool, at most 8 minutes
+# of parts (benchmarks/device_check.py says what it runs; its last lines, which CUDA
+# defaults the rows choose). The machine has torch but not braindecode, skorch or MNE: their
 # wheels travel in .device-wheels/ (`make device-wheels` here, then name .device-wheels
 # in the call's carry). Writes $OUT/device_check.md (benchmarks/results/ without $OUT).
 #
-#   run(command="bash benchmarks/device_check.sh", carry=[".device-wheels"], timeout_s=600)
+#   run(command="bash benchmarks/device_check.sh", carry=[".device-wheels"], timeout_s=540)
 set -u
 cd "$(dirname "$0")/.."
 ls .device-wheels/*.whl > /dev/null 2>&1 || { echo "no .device-wheels/: run make device-wheels and carry it"; exit 2; }

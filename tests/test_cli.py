@@ -140,7 +140,8 @@ def test_the_config_help_names_every_setting_only_it_sets_with_its_default():
                              "pos_mask_ratio",
                              "mask_ratio", "decoder_heads", "sampling", "lr", "weight_decay",
                              "valid_fraction", "seed", "checkpoint_minutes", "stop_signal",
-                             "amp", "compile", "compile_mode", "keep_freed_memory"}  # fmt: skip
+                             "amp", "compile", "compile_mode", "batches", "decoder_kernel",
+                             "keep_freed_memory"}  # fmt: skip
     for name, default in settings.items():
         found = re.search(rf"\b{name} \(([^)]*)\)", text)
         assert found, name
@@ -192,10 +193,12 @@ def test_every_setting_only_the_config_sets_reaches_the_run(monkeypatch, tmp_pat
         cli.main(run)
     assert (given["lr"], given["n_patches"], given["decoder_heads"]) == (1e-3, 40, 8)
     assert given["stop_signals"] == ["SIGTERM"] and given["checkpoint_every_minutes"] == 5.0
+    assert given["batches"] == given["decoder_kernel"] == "auto"
     settings = dict(
         n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="disjoint", lr=3e-3,
         weight_decay=0.01, valid_fraction=0.2, seed=7, checkpoint_minutes=0,
         stop_signal=["USR1"], amp=False, compile=False, compile_mode="default",
+        batches="read-ahead", decoder_kernel="fused",
     )  # fmt: skip
     with pytest.raises(SystemExit):
         cli.main([*run, *tiny_config(tmp_path, **settings)])
@@ -204,6 +207,7 @@ def test_every_setting_only_the_config_sets_reaches_the_run(monkeypatch, tmp_pat
         n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="disjoint", lr=3e-3,
         weight_decay=0.01, valid_fraction=0.2, checkpoint_every_minutes=0,
         stop_signals=["SIGTERM", "USR1"], amp=False, compile=False, compile_mode="default",
+        batches="read-ahead", decoder_kernel="fused",
     )  # fmt: skip
     assert {k: given[k] for k in expected} == expected
     with pytest.raises(SystemExit):
@@ -230,6 +234,17 @@ def test_every_setting_only_the_config_sets_reaches_the_run(monkeypatch, tmp_pat
             {"checkpoint_minutes": "5"}, r"'checkpoint_minutes' must be a number", id="minutes"
         ),  # fmt: skip
         pytest.param({"epoch": 3}, r"unknown options \['epoch'\]", id="unknown"),
+        pytest.param(
+            {"batches": "gpu"},
+            r"--config: Invalid value for the 'batches' parameter. Allowed values are 'auto', "
+            r"'host', 'read-ahead' and 'device', but got 'gpu'",
+            id="batches",
+        ),  # fmt: skip
+        pytest.param(
+            {"decoder_kernel": "triton"},
+            r"--config: .*'decoder_kernel' parameter.*'tables' and 'fused', but got 'triton'",
+            id="kernel",
+        ),  # fmt: skip
     ],
 )
 def test_a_bad_config_setting_is_refused_naming_it_before_any_work(

@@ -14,6 +14,7 @@ from braindecode_pars.features import EncoderFeatures
 from braindecode_pars.pretraining import PretrainNet, ProbeMonitor
 from braindecode_pars.pretraining.monitor import (
     MONITOR_KEYS,
+    MONITOR_SECONDS,
     encoder_features,
     grouped_folds,
     label_probe,
@@ -187,6 +188,25 @@ def test_the_monitor_logs_the_probes_of_the_encoder_as_run_by_hand():
     assert drawn.get_xdata().tolist() == [1, 2, 4]
     assert drawn.get_ydata().tolist() == [s for _, label, s in logged if label is not None]
     assert len(plot_training_curves(plain.history).axes) < len(fig.axes)
+
+
+def test_the_monitor_probes_on_its_own_cadence_and_records_its_time():
+    """``every=2``: the first reported epoch, every second one after and the last (of the
+    reported 1, 2 and 4: 1 and 4), with the seconds they took; the values are those of
+    ``every=1`` on the same epochs (the monitor draws nothing)."""
+    X, y, groups = labelled_set()
+    sparse = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ, every=2))])
+    probed = [row["epoch"] for row in sparse.history if MONITOR_KEYS["label"] in row]
+    assert probed == [1, 4]
+    timed = [row["epoch"] for row in sparse.history if row.get(MONITOR_SECONDS, 0) > 0]
+    assert timed == [1, 4]
+    dense = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ))])
+    for epoch in (1, 4):
+        for key in MONITOR_KEYS.values():
+            assert sparse.history[epoch - 1][key] == dense.history[epoch - 1][key]
+        assert dense.history[epoch - 1][MONITOR_SECONDS] > 0
+    with pytest.raises(ValueError, match="'every' must be >= 1, but got 0"):
+        ProbeMonitor(X, y, groups, every=0).initialize()
 
 
 def test_the_monitor_refuses_windows_it_cannot_read():

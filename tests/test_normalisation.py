@@ -326,3 +326,14 @@ def test_a_float16_store_reads_back_the_amplitudes_of_a_float32_one(tmp_path):
         enc = encoder(mode, amplitude_clip=math.inf).eval()
         with torch.no_grad():
             torch.testing.assert_close(enc(X16), enc(X32), rtol=1e-2, atol=1e-2)
+
+
+# -- the unit checked once by pretraining --------------------------------------------------
+@pytest.mark.parametrize("mode", ["window+scale", "fixed"])
+def test_the_host_check_refuses_a_sample_in_another_unit_as_the_forward_does(mode):
+    micro = sine_windows(amplitude=30.0)
+    enc = encoder(mode)
+    enc.check_unit(micro)  # its unit: accepted
+    with pytest.raises(ValueError, match=r"median standard deviation \(2.12e-05.*look like 'V'"):
+        enc.check_unit(micro * 1e-6)
+    encoder("window").check_unit(micro * 1e-6)  # reads no amplitude: nothing to refuse

@@ -86,3 +86,66 @@ def test_on_a_gpu_the_estimator_runs_bf16_compiled_by_default_within_float32s_lo
     assert losses[-1] < losses[0] and plain_losses[-1] < plain_losses[0]
     np.testing.assert_allclose(losses[-1], plain_losses[-1], rtol=0.15)
     assert next(default.encoder_.parameters()).device.type == "cpu"  # handed back
+
+
+def test_the_batches_and_the_pair_operator_are_parameters_that_reach_the_run(monkeypatch):
+    """``batches`` and ``decoder_kernel``: scikit-learn parameters (``get_params``,
+    ``clone``), checked before any window is read, and taken by the fit: batches read
+    ahead hand every training step its batch (and none the host's), the operator named
+    is the decoder's."""
+    from sklearn.base import clone
+
+    from braindecode_pars.pretraining import PretrainNet
+    from braindecode_pars.pretraining._prefetch import _Prefetched
+
+    stage = PARSPretrainer(**SMALL, batches="read-ahead", decoder_kernel="tables")
+    assert stage.get_params()["batches"] == "read-ahead"
+    assert stage.get_params()["decoder_kernel"] == "tables"
+    copy = clone(stage)
+    assert (copy.batches, copy.decoder_kernel) == ("read-ahead", "tables")
+    handed, kernels = [], []
+    iterate, initialize = _Prefetched.__iter__, PretrainNet.initialize_module
+
+    def counting(self):
+        for batch in iterate(self):
+            handed.append(batch[0].shape)
+            yield batch
+
+    def recording(self):
+        initialize(self)
+        kernels.append(self.pretext_.decoder.kernel)
+        return self
+
+    monkeypatch.setattr(_Prefetched, "__iter__", counting)
+    monkeypatch.setattr(PretrainNet, "initialize_module", recording)
+    ahead = np.array(copy.fit(_windows()).history_[:, "train_loss"])
+    assert len(handed) == 2 * (24 // 8) and set(handed) == {(8, 1, 500)}
+    assert kernels == ["tables"]
+    host = _first_losses(batches="host", decoder_kernel="fused")  # the tables on a CPU
+    assert len(handed) == 6 and kernels[-1] == "fused"
+    assert np.isfinite(ahead).all() and np.isfinite(host).all()
+    for name, value, allowed in (
+        ("batches", "gpu", r"'auto', 'host', 'read-ahead' and 'device'"),
+        ("decoder_kernel", "triton", r"'auto', 'tables' and 'fused'"),
+    ):
+        bad = PARSPretrainer(**SMALL, **{name: value})
+        with pytest.raises(ValueError, match=rf"'{name}' parameter. Allowed values are {allowed}"):
+            bad.fit(np.zeros((2, 2, 3)))  # refused before the windows are read
+
+
+def test_run_pretraining_takes_the_batches_and_the_operator_and_refuses_others():
+    from braindecode_pars.pretraining import SingleChannelWindows, run_pretraining
+
+    view = SingleChannelWindows(_windows(), n_times=500)
+    view.sfreq = 100.0
+    small = dict(encoder_kwargs=dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
+                 max_epochs=1, batch_size=8, progress_bar=False)  # fmt: skip
+    net = run_pretraining(view, batches="read-ahead", decoder_kernel="fused", n_patches=6,
+                          **small)  # fmt: skip
+    assert net.batches_ == "read-ahead" and net.pretext_.decoder.kernel == "fused"
+    net = run_pretraining(view, method="mae", batches="host", decoder_kernel="tables", **small)
+    assert net.batches_ == "host"  # MAE has no pair operator: the kernel is ignored
+    with pytest.raises(ValueError, match=r"'batches' parameter.*but got 'gpu'"):
+        run_pretraining(view, batches="gpu", **small)
+    with pytest.raises(ValueError, match=r"'decoder_kernel' parameter.*but got 'triton'"):
+        run_pretraining(view, decoder_kernel="triton", **small)

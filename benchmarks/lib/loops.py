@@ -46,21 +46,23 @@ def corpus(config, batch_size, seed=0, batches=CORPUS_BATCHES):
     return rng.standard_normal((n, N_CHANS, config.n_times), dtype=np.float32)
 
 
-def bare_steps(config, batch_size, device, amp, compiled, mode=None):
-    """The bare step (seed 0), its AdamW fused as the loops' is (:func:`.steps.optimiser`)."""
+def bare_steps(config, batch_size, device, amp, compiled, mode=None, kernel="auto"):
+    """The bare step (seed 0), its AdamW fused as the loops' is (:func:`.steps.optimiser`);
+    ``kernel``: the pair operator (``PARS(decoder_kernel=...)``)."""
     torch.manual_seed(0)
     steps = TrainingSteps(
-        config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled, mode=mode
-    )
+        config, N_PATCHES, batch_size, device, bf16=amp, compiled=compiled, mode=mode,
+        kernel=kernel,
+    )  # fmt: skip
     steps.opt = optimiser(steps.model, device)
     return steps
 
 
-def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None):
+def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None, kernel="auto"):
     """Windows per second of the bare step, and its first step's time (s); its AdamW
     runs fused, as the loops' does (:func:`.steps.optimiser`), so that the optimiser is
     the same on both sides; ``mode``: torch.compile's."""
-    steps = bare_steps(config, batch_size, device, amp, compiled, mode)
+    steps = bare_steps(config, batch_size, device, amp, compiled, mode, kernel)
     t0 = time.perf_counter()
     steps.pars_step()
     first = time.perf_counter() - t0
@@ -81,12 +83,17 @@ def trained_windows(history):
     )
 
 
-def estimator_run(config, X, batch_size, device, amp, compiled, steps, mode=None):
-    """One ``PARSPretrainer.fit``: (seconds, windows trained, epochs)."""
+def estimator_run(
+    config, X, batch_size, device, amp, compiled, steps, mode=None, batches="auto",
+    kernel="auto",
+):  # fmt: skip
+    """One ``PARSPretrainer.fit`` (its ``batches`` and ``decoder_kernel``): (seconds,
+    windows trained, epochs)."""
     stage = PARSPretrainer(
         **config.size, n_patches=N_PATCHES, batch_size=batch_size, steps=steps,
         window_seconds=config.n_times / config.sfreq, sfreq=config.sfreq, device=device,
-        amp=amp, compile=compiled, compile_mode=mode, random_state=0, verbose=0,
+        amp=amp, compile=compiled, compile_mode=mode, batches=batches, decoder_kernel=kernel,
+        random_state=0, verbose=0,
     )  # fmt: skip
     synchronize(torch.device(device))
     t0 = time.perf_counter()
@@ -115,9 +122,13 @@ def write_store(config, X, folder):
     return folder
 
 
-def cli_run(config, store, out, batch_size, device, amp, compiled, steps, workers=0, mode=None):
+def cli_run(
+    config, store, out, batch_size, device, amp, compiled, steps, workers=0, mode=None,
+    batches="auto", kernel="auto",
+):  # fmt: skip
     """One ``braindecode-pars pretrain`` on ``store`` (in this process, its batches
-    read by ``workers`` DataLoader processes): (seconds, windows trained, epochs)."""
+    read by ``workers`` DataLoader processes; ``batches`` and ``decoder_kernel`` in its
+    ``--config``): (seconds, windows trained, epochs)."""
     import json
 
     from braindecode_pars.cli import main
@@ -126,7 +137,8 @@ def cli_run(config, store, out, batch_size, device, amp, compiled, steps, worker
 
     # the settings only --config sets: the encoder's, the patches, precision, compilation
     settings = {k: config.size[k] for k in config_only() if k in config.size}
-    settings.update(n_patches=N_PATCHES, amp=bool(amp), compile=bool(compiled))
+    settings.update(n_patches=N_PATCHES, amp=bool(amp), compile=bool(compiled),
+                    batches=batches, decoder_kernel=kernel)  # fmt: skip
     if mode:
         settings["compile_mode"] = mode
     settings_file = Path(f"{out}-config.json")
@@ -163,23 +175,26 @@ class Loops(NamedTuple):
     compiled: bool
     mode: str | None
     workers: int
+    batches: str = "auto"  # the loops' PretrainNet(batches=...)
+    kernel: str = "auto"  # the pair operator of all three, PARS(decoder_kernel=...)
 
     def estimator(self, steps):
         return estimator_run(
             self.config, self.X, self.batch, self.device, self.amp, self.compiled, steps,
-            self.mode,
+            self.mode, self.batches, self.kernel,
         )  # fmt: skip
 
     def cli(self, name, steps):
         return cli_run(
             self.config, self.store, self.tmp / name, self.batch, self.device, self.amp,
-            self.compiled, steps, self.workers, self.mode,
+            self.compiled, steps, self.workers, self.mode, self.batches, self.kernel,
         )  # fmt: skip
 
     def bare(self, repeats):
         return bare_rate(
-            self.config, self.batch, self.device, self.amp, self.compiled, repeats, self.mode
-        )
+            self.config, self.batch, self.device, self.amp, self.compiled, repeats, self.mode,
+            self.kernel,
+        )  # fmt: skip
 
 
 def loop_arguments(parser, size):
@@ -195,6 +210,16 @@ def loop_arguments(parser, size):
         "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
         help="torch.compile's mode of the bare step and both loops (default: torch's); "
         "reduce-overhead replays the steps as CUDA graphs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--batches", default="auto", choices=["auto", "host", "read-ahead", "device"],
+        help="how both loops' training batches reach the step (PretrainNet's batches; "
+        "default: auto, the device's default)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--decoder-kernel", default="auto", choices=["auto", "tables", "fused"],
+        help="the pair operator of the bare step and both loops (PARS's decoder_kernel; "
+        "default: auto, the device's default)",
     )  # fmt: skip
     parser.add_argument(
         "--corpus-batches", type=int, default=CORPUS_BATCHES,

@@ -97,11 +97,13 @@ def test_the_corpus_size_and_the_compile_mode_reach_both_loops(bench, tmp_path, 
 
     monkeypatch.setattr(braindecode_pars.cli, "main", fake_main)
     loops = loop_lib.Loops(loop_lib.TINY, X, tmp_path / "store", tmp_path, 8,
-                        torch.device("cpu"), False, True, "reduce-overhead", 0)  # fmt: skip
+                        torch.device("cpu"), False, True, "reduce-overhead", 0, "device",
+                        "fused")  # fmt: skip
     assert loops.cli("run", 3)[1:] == (8, 1)
     flags = seen["flags"]
     settings = json.loads(Path(flags[flags.index("--config") + 1]).read_text())
     assert settings["compile_mode"] == "reduce-overhead" and settings["compile"] is True
+    assert settings["batches"] == "device" and settings["decoder_kernel"] == "fused"
     assert settings["n_patches"] == loop_lib.N_PATCHES and settings["amp"] is False
 
     made = {}
@@ -112,3 +114,8 @@ def test_the_corpus_size_and_the_compile_mode_reach_both_loops(bench, tmp_path, 
     monkeypatch.setattr(loop_lib.PARSPretrainer, "history_", [], raising=False)
     loops.estimator(3)
     assert made["compile_mode"] == "reduce-overhead" and made["compile"] is True
+    assert made["batches"] == "device" and made["decoder_kernel"] == "fused"
+    args = bench.parse_args(["--tiny", "--batches", "read-ahead", "--decoder-kernel", "fused",
+                             "--no-cli"])  # fmt: skip
+    assert (args.batches, args.decoder_kernel, args.cli) == ("read-ahead", "fused", False)
+    assert bench.parse_args([]).batches == "auto" and bench.parse_args([]).cli

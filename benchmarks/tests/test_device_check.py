@@ -86,7 +86,7 @@ def test_the_targets_are_read_from_the_results(check):
         "57,200 windows/s, PARS / encoder 1.10, 1.10 x bf16 autocast + torch.compile's"
     )
     decision = (
-        "the fused operator CUDA's default (`fused.AUTO_KERNEL`): faster than the tables "
+        "the fused operator CUDA's default (`_DEVICE_DEFAULTS`): faster than the tables "
         "operator, compiled, and the CUDA tests pass"
     )
     assert rows[decision] == [
@@ -121,16 +121,64 @@ def test_the_targets_are_read_from_the_results(check):
     assert decide({"skipped": "no compiler"}, {"passed": 7}).endswith("| missing | n/a |")
 
 
+def test_the_last_lines_say_which_cuda_defaults_the_rows_choose(check):
+    """The speed page's rule on the rows: the fastest compiled step's operator, the
+    fastest loop's compile mode (graphs only if that loop keeps 0.9 of its bare step) and
+    batches; nothing changes without the CUDA tests passing or a row that ran."""
+    compiled = "bf16 autocast + torch.compile"
+    tree = {"steps": {"1024": {
+        compiled: _steps(52_000, 1.2),
+        check.GRAPHS_ROW: _steps(55_000, 1.14),
+        check.FUSED_ROW: {**_steps(57_200, 1.1), "operator": "fused"},
+        check.FUSED_GRAPHS_ROW: {**_steps(61_000, 1.05), "operator": "fused"},
+    }}}  # fmt: skip
+    b256 = {"steps": {"256": {check.GRAPHS_ROW: _steps(20_000, 1.8),
+                              check.FUSED_GRAPHS_ROW: _steps(23_000, 1.4)}}}  # fmt: skip
+    loops = {"loop": (10_000, 0.72), "loop_graphs": (14_000, 0.88),
+             "loop_device": (12_000, 0.85), "loop_graphs_device": (15_500, 0.93)}  # fmt: skip
+    lines = check.chosen_defaults(tree, b256, loops, {"passed": 9})
+    assert lines[0] == "## The defaults these rows choose for CUDA"
+    said = {line.split(":")[0].lstrip("- "): line for line in lines[2:]}
+    assert said["decoder_kernel"].startswith("- decoder_kernel: fused (fastest step at batch "
+                                             "1024: fused, graphs, 61,000")  # fmt: skip
+    mode = "- compile_mode: reduce-overhead (fastest loop: loop_graphs_device, 15,500 windows/s"
+    assert said["compile_mode"].startswith(mode + ", 0.93")
+    assert said["batches"] == "- batches: device (fastest loop: loop_graphs_device)"
+    assert said["batch 256 under CUDA graphs (windows/s)"].endswith("tables 20,000, fused 23,000")
+    # graphs that do not keep 0.9 of their bare step are not the default
+    slow = {**loops, "loop_graphs_device": (15_500, 0.85)}
+    assert (
+        "compile_mode: None (fastest" in check.chosen_defaults(tree, b256, slow, {"passed": 9})[3]
+    )
+    # failing tests, a fused row that ran the tables, nothing run: said, nothing chosen
+    failed = check.chosen_defaults(tree, b256, loops, {"passed": 8, "failed": 1})
+    assert all("(unchanged: the CUDA tests did not pass)" in line for line in failed[2:5])
+    tree["steps"]["1024"][check.FUSED_ROW]["operator"] = "tables"
+    assert "tables (unchanged: no fused row" in check.chosen_defaults(tree, b256, loops, {})[2]
+    empty = check.chosen_defaults(None, None, {}, {})
+    assert "no loop ran" in empty[3] and "no loop ran" in empty[4] and "missing" in empty[5]
+
+
 def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
-    # the parts' limits add up to the default budget, which leaves a device call's 600 s
-    # room for installing the wheels; the correctness gate runs first
-    assert sum(check.LIMITS[p] for p in check.DEFAULT_PARTS) == check.BUDGET <= 540
+    # the parts' limits add up to the default budget, at most 8 minutes, so that a
+    # 15-minute device slot holds a rerun; the correctness gate runs first
+    assert sum(check.LIMITS[p] for p in check.DEFAULT_PARTS) == check.BUDGET <= 8 * 60
     assert check.DEFAULT_PARTS[0] == "tests"
     assert set(check.DEFAULT_PARTS) <= set(check.LIMITS)
     assert list(check.parse_args(["--out", "x"]).parts) == list(check.DEFAULT_PARTS)
     # the loops' trace is a second call's part, at the paper's size
     assert "trace" in check.LIMITS and "trace" not in check.DEFAULT_PARTS
     assert check.trace_argv(False, "t.md")[-4:] == ["--size", "paper", "--steps", "60"]
+    # db22036's A/B passed twice: a part by name, not by default
+    assert "bench_db22036" in check.LIMITS and "bench_db22036" not in check.DEFAULT_PARTS
+    # the loop at batch 256 in {default, CUDA graphs} x {host, device draw}, the
+    # estimator's loop alone
+    assert {p for p in check.DEFAULT_PARTS if p.startswith("loop")} == set(check.LOOP_PARTS)
+    for part, (graphs, batches) in check.LOOP_PARTS.items():
+        argv = check.loop_argv(False, "l.md", graphs, batches)
+        assert argv[argv.index("--batches") + 1] == batches and "--no-cli" in argv
+        assert ("--compile-mode" in argv) == graphs, part
+        assert argv[-6:-2] == ["--size", "paper", "--steps", "150"]
 
 
 def test_this_trees_side_runs_and_profiles_the_fused_operators_row(check, bench_gpu):
@@ -141,10 +189,20 @@ def test_this_trees_side_runs_and_profiles_the_fused_operators_row(check, bench_
     assert names[check.FUSED_ROW] == "bf16-compile-fused"
     assert names[check.TRITON_ROW] == "bf16-compile-triton"
     assert names[check.GRAPHS_ROW] == "bf16-compile-graphs"
+    assert names[check.FUSED_GRAPHS_ROW] == "bf16-compile-fused-graphs"
     for tiny in (False, True):
         argv = check.bench_gpu_argv("tree", tiny, "t.json", "t.md")
         variants = argv[argv.index("--variants") + 1 : argv.index("--json")]
-        assert variants == [*check.AB_VARIANTS, *check.TREE_VARIANTS]
+        # the tables and the fused operator, each in the default mode and as CUDA graphs
+        assert variants == ["bf16-compile", *check.TREE_VARIANTS]
+        assert set(variants) == {"bf16-compile", "bf16-compile-graphs", "bf16-compile-fused",
+                                 "bf16-compile-fused-graphs"}  # fmt: skip
+        at_256 = check.bench_gpu_argv("tree", tiny, "t.json", "t.md", batch=256)
+        assert at_256[at_256.index("--variants") + 1 : at_256.index("--json")] == list(
+            check.GRAPH_VARIANTS
+        )
+        assert "--profile" not in at_256
+        assert tiny or at_256[at_256.index("--batch-size") + 1] == "256"
         # the compiled row (the tables operator) and the fused operator's are profiled
         assert argv[argv.index("--profile") + 1 : argv.index("--profile") + 3] == [
             "bf16-compile",
@@ -162,8 +220,10 @@ def test_this_trees_side_runs_and_profiles_the_fused_operators_row(check, bench_
 def test_the_cuda_tests_are_found_wherever_tests_keeps_them(check, monkeypatch):
     files = check.cuda_test_files()
     names, keyword = check.CUDA_TESTS
-    assert {"test_pair_fallback.py", "test_pair_fused.py"} <= set(names)  # the Triton kernels
+    assert {"test_pair_fused.py", "test_training_steps.py"} <= set(names)  # what changed
     assert [Path(f).name for f in files] == names and all((ROOT / f).is_file() for f in files)
+    every = check.cuda_test_files(check.ALL_CUDA_TESTS)  # the whole suite, by name
+    assert set(files) <= set(every) and any("test_pair_fallback.py" in f for f in every)
     argv = check.tests_argv()
     assert argv[-2:] == ["-k", keyword] and argv[-2 - len(files) : -2] == files
     monkeypatch.setattr(check, "CUDA_TESTS", ([*names, "test_gone.py"], keyword))
@@ -174,6 +234,9 @@ def test_the_cuda_tests_are_found_wherever_tests_keeps_them(check, monkeypatch):
 def test_the_outputs_of_the_parts_are_parsed(check):
     assert check.loop_ratios("...\nestimator/step 0.71, command line/step 0.66\n") == (0.71, 0.66)
     assert check.loop_ratios("crashed") is None
+    assert check.loop_ratios("estimator/step 0.93, command line/step n/a") == (0.93, None)
+    table = "| `PARSPretrainer.fit` | 14,210 | 0.93 (0.93-0.93) | 40 | 5.1 |"
+    assert check.loop_rate(f"x\n{table}\n") == 14_210.0 and check.loop_rate("") is None
     out = "x\n===== 3 passed, 1 failed, 2 skipped, 9 deselected in 41.20s =====\n"
     assert check.test_counts(out) == {"passed": 3, "failed": 1, "skipped": 2, "deselected": 9}
     assert check.test_counts("killed") == {}
@@ -223,46 +286,46 @@ def test_db22036s_decoder_is_db22036s_and_computes_what_this_trees_does(bench_gp
         device_steps.use_decoder(steps.model, "sdpa")
 
 
-@pytest.mark.slow  # 1 to 3 min on 2 busy CPU cores: four processes, two compilations
+@pytest.mark.slow  # 3 to 13 min on 2 busy CPU cores: seven processes, compilations
 @pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")
 def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     out = tmp_path / "device_check.md"
-    summary = check.main(["--tiny", "--out", str(out), "--budget", "600"])
+    summary = check.main(["--tiny", "--out", str(out), "--budget", "900"])
     text = out.read_text()
     assert "- Card: CPU (" in text and "a dry run" in text
-    row = r"^\| (tests|bench_tree|bench_db22036|loop|loop_graphs) \| `(.*)` \| (\S+) \|"
+    row = r"^\| (tests|bench_tree|bench_256|loop\w*) \| `(.*)` \| (\S+) \|"
     parts = re.findall(row, text, re.M)
     assert [p[0] for p in parts] == list(check.DEFAULT_PARTS)
     assert all(p[2] == "0" for p in parts), parts  # every part ran to its end
-    assert "--decoder db22036" in parts[2][1]
+    commands = dict((p[0], p[1]) for p in parts)
+    assert "--profile bf16-compile bf16-compile-fused" in commands["bench_tree"]
+    assert ("bf16-compile bf16-compile-graphs bf16-compile-fused bf16-compile-fused-graphs"
+            in commands["bench_tree"])  # fmt: skip
+    assert "bf16-compile-graphs bf16-compile-fused-graphs" in commands["bench_256"]
     assert "### Profile of one step: batch 8, bf16 autocast + torch.compile" in text
+    assert "### Profile of one step: batch 8, bf16 autocast + torch.compile, fused operator" in text
     assert "pair operator, backward (with its fallback)" in text
-    assert "--compile-mode reduce-overhead" in parts[4][1]
-    assert "bf16-compile-graphs bf16-compile-triton bf16-compile-fused" in parts[1][1]
-    assert "--profile bf16-compile bf16-compile-fused" in parts[1][1]
-    for row in ("Triton fallback", "fused operator"):
-        assert re.search(
-            rf"for the record: bf16 autocast \+ torch.compile, {row}, batch 8 \| [0-9]", text
-        )
+    for part, (graphs, batches) in check.LOOP_PARTS.items():
+        assert f"--batches {batches}" in commands[part]
+        assert ("--compile-mode reduce-overhead" in commands[part]) == graphs
     # on a CPU the fused row ran the tables operator: said, and nothing decided
-    assert "The fused operator's row ran the tables operator: no Triton kernel" in text
     assert re.search(
         r"fused operator: [0-9,.]+ windows/s vs [0-9,.]+ for the tables operator \(compiled, "
         r"batch 8\), [0-9.]+ x; the fused row ran the tables operator.* \| n/a \|",
         text,
     )
-    assert "### Profile of one step: batch 8, bf16 autocast + torch.compile, fused operator" in text
     assert re.search(
         r"batch 8, bf16 \+ compile, CUDA graphs \(reduce-overhead\) \| [0-9.]+ \(", text
     )
-    for batch in (8,):
-        for variant in ("bf16 autocast", "bf16 autocast + torch.compile"):
-            row = next(
-                line for line in summary if f"batch {batch}, {variant} |" in line
-            )  # fmt: skip
-            assert "windows/s" in row  # both sides measured
     assert re.search(r"`PARSPretrainer.fit` at least 0.9 of the bare step \| [0-9.]+ \|", text)
     loop_graphs = r"`PARSPretrainer.fit` at least 0.9 of the bare step, CUDA graphs \(reduce"
     assert re.search(loop_graphs + r"-overhead\) \| [0-9.]+ \|", text)
+    assert "`braindecode-pars pretrain` at least" not in text  # its loop is not run
     assert re.search(r"the CUDA tests pass \| .*skipped", text)  # no GPU here: they skip
-    assert "## bench_db22036" in text and "db22036's (`git show db22036:" in text
+    assert "db22036" not in "".join(commands.values())  # its A/B is not a default part
+    # the last lines: the defaults the rows choose (none on a CPU, whose CUDA tests skip)
+    assert summary[-5:-1] == text.rstrip().splitlines()[-5:-1]
+    assert summary[-6] == "## The defaults these rows choose for CUDA"
+    assert summary[-4].startswith("- decoder_kernel: tables (unchanged: no fused row")
+    assert re.match(r"- compile_mode: (None|reduce-overhead) \(fastest loop: loop", summary[-3])
+    assert re.match(r"- batches: (host|device) \(fastest loop: loop", summary[-2])

@@ -43,6 +43,8 @@ RUN_SETTINGS = {
     "amp": None,  # bf16 autocast (None: on a GPU, not on a CPU)
     "compile": None,  # torch.compile (None: on a GPU, not on a CPU)
     "compile_mode": None,  # torch.compile's mode (None: torch's)
+    "batches": "auto",  # how the training batches reach the step (PretrainNet's batches)
+    "decoder_kernel": "auto",  # PARS's pair operator (tables or fused; auto: the device's)
     "keep_freed_memory": True,  # on a CPU, glibc keeps memory freed by a step for the next
 }  # fmt: skip
 
@@ -63,7 +65,10 @@ CONFIG_ONLY_HELP = (
     'exit, e.g. ["USR1"]; under torchrun, name them in its --signals-to-handle too), '
     "amp (bf16 autocast, true or false; default: on a GPU), compile "
     "(torch.compile, true or false; default: on a GPU), compile_mode (torch.compile's; "
-    "default: torch's) and keep_freed_memory (on a CPU; true)"
+    "default: torch's), batches (how the training batches reach the step: host, "
+    "read-ahead or device; auto: the device's default), decoder_kernel (PARS's pair "
+    "operator: tables or fused; auto: the device's default) and keep_freed_memory (on a "
+    "CPU; true)"
 )
 
 
@@ -352,7 +357,9 @@ def _check_run_settings(args):
     """Refuse the run settings of ``--config`` (:data:`RUN_SETTINGS`) that no run takes."""
     from braindecode_pars._jobs.signals import check_stop_signals
     from braindecode_pars._util.checks import check_int, check_option, check_range
+    from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
     from braindecode_pars.pretraining.config import COMPILE_MODES
+    from braindecode_pars.pretraining.net import BATCHES
 
     check_int("seed", args.seed, 0)
     if isinstance(args.checkpoint_minutes, bool) or not isinstance(
@@ -366,6 +373,8 @@ def _check_run_settings(args):
         check_option(name, getattr(args, name), (None, True, False))
     check_option("keep_freed_memory", args.keep_freed_memory, (True, False))
     check_option("compile_mode", args.compile_mode, COMPILE_MODES)
+    check_option("batches", args.batches, BATCHES)
+    check_option("decoder_kernel", args.decoder_kernel, OPERATOR_KERNELS)
     check_stop_signals("stop_signal", stop_signals(args))
 
 
@@ -485,6 +494,8 @@ def _pretrain_held(args, encoder_kwargs, device):
             amp=amp,
             compile=compile_,
             compile_mode=args.compile_mode,
+            batches=args.batches,
+            decoder_kernel=args.decoder_kernel,
             num_workers=args.workers,
             store_read=args.read,
             checkpoint_every_minutes=args.checkpoint_minutes,

@@ -25,8 +25,10 @@ from braindecode_pars.io.sklearn import (
 from braindecode_pars.io.windows import Windows, _windows_info, read_windows
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
+from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
 from braindecode_pars.pretraining._seeding import fit_seed, isolated_random_state
 from braindecode_pars.pretraining.config import COMPILE_MODES, PretrainConfig
+from braindecode_pars.pretraining.net import BATCHES
 from braindecode_pars.pretraining.stopping import TrainingStopped, resolve_stop_signals
 from braindecode_pars.pretraining.views import SingleChannelWindows
 
@@ -154,6 +156,18 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         saves the launch of its kernels (``benchmarks/results/gpu_h200_cuda_graphs.md``);
         a step boundary is marked before every step, the logged losses are copies, and
         the patches and masks are drawn anew at every replay.
+    batches : {"auto", "host", "read-ahead", "device"}
+        How the training batches reach the step
+        (:class:`~braindecode_pars.pretraining.PretrainNet`'s ``batches``): their crops
+        drawn in the loop and copied by the step, drawn ahead by a thread (and copied on
+        a side stream on CUDA), or drawn on the device from the windows uploaded once
+        (at most 2 GiB). "auto": the device type's default ("host" until a GPU timing
+        decides).
+    decoder_kernel : {"auto", "tables", "fused"}
+        PARS's pair operator (``PARS(decoder_kernel=...)``): torch operations over the
+        factor tables, or one Triton kernel each way where Triton runs (CUDA); the same
+        values either way. "auto": the device type's default ("tables" until a GPU
+        timing decides). Other methods ignore it.
     random_state : int | None
         Seed of every draw (initialisation, crops, channels, patches, masks, batch
         order, the validation split); None: a fresh seed. The global generators are
@@ -218,6 +232,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         amp="auto",
         compile="auto",
         compile_mode=None,
+        batches="auto",
+        decoder_kernel="auto",
         random_state=None,
         monitor=None,
         verbose=1,
@@ -257,6 +273,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_option("amp", self.amp, (True, False, "auto"))
         check_option("compile", self.compile, (True, False, "auto"))
         check_option("compile_mode", self.compile_mode, COMPILE_MODES)
+        check_option("batches", self.batches, BATCHES)
+        check_option("decoder_kernel", self.decoder_kernel, OPERATOR_KERNELS)
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         resolve_stop_signals(self.stop_signals, self.checkpoint_dir)
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
@@ -436,6 +454,8 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 amp=self._on_cuda(self.amp),
                 compile=self._on_cuda(self.compile),
                 compile_mode=self.compile_mode,
+                batches=self.batches,
+                decoder_kernel=self.decoder_kernel,
                 progress_bar=bool(self.verbose),
                 init_encoder=initial,
                 stop_signals=self.stop_signals,

@@ -217,7 +217,10 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         it, a dead channel, reads as flat) with a ``ValueError`` (eagerly: one value read on the
         host per call); under ``torch.compile`` the same check is an asynchronous
         assertion in the graph (no host synchronisation, no graph break), which raises
-        a ``RuntimeError`` (on a GPU, a device-side assertion). No mode normalises across
+        a ``RuntimeError`` (on a GPU, a device-side assertion). Pretraining checks the
+        unit once, on the host, on a seeded sample of its data before the first step
+        (:meth:`check_unit`), and its forward passes then check nothing
+        (:class:`~braindecode_pars.pretraining.PretrainNet`). No mode normalises across
         channels: every caller passes the encoder one channel at a time
         (:class:`~braindecode_pars.models.MultiChannelClassifier` reshapes
         (batch, n_chans, n_times) to (batch * n_chans, 1, n_times),
@@ -473,7 +476,8 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         dtype = X.dtype
         Xf, mean, var, flat = _moments(X, self.eps)
         std = torch.sqrt(var)
-        self._check_unit(std, flat)
+        if not self._unit_checked:  # pretraining checked a sample of its data once
+            self._check_unit(std, flat)
         flat = flat | (std < EEG_STD_RANGE[self.unit][0])  # a dead window: no signal
         if self.normalization == "fixed":
             out = ((Xf - mean) / self.amplitude_scale).clamp(
@@ -488,17 +492,41 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         z = torch.where(flat, torch.zeros_like(z), z)
         return out.to(dtype), z.reshape(z.shape[0], 1).float()
 
-    def _check_unit(self, std, flat):
+    #: Whether the unit was checked on a sample of the data this encoder now reads, so
+    #: that its forward passes check nothing (set by pretraining for its fit: a host
+    #: wait per eager step, a device-side assertion under ``torch.compile``, otherwise).
+    _unit_checked = False
+
+    def check_unit(self, X):
+        """Refuse windows whose typical standard deviation lies outside the range of EEG
+        in the encoder's ``unit``, as its amplitude-aware normalisations do in every
+        forward pass (a ``ValueError`` naming the values and the unit they look like),
+        on the host, once: for a sample of the data before training. Nothing is
+        checked for ``normalization="window"``, which reads no amplitude.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_windows, 1, n_times)
+            Single-channel windows (any leading dimensions), on the CPU.
+        """
+        if self.normalization == "window":
+            return
+        X = torch.as_tensor(X).detach().cpu().float()
+        _, _, var, flat = _moments(X.reshape(-1, 1, X.shape[-1]), self.eps)
+        self._check_unit(torch.sqrt(var), flat, eager=True)
+
+    def _check_unit(self, std, flat, eager=False):
         """Refuse a batch whose typical window (the median standard deviation ``std`` of
         the windows that are not ``flat``) lies outside the range of EEG in the encoder's
         unit: a unit mistake moves every window by a factor of 1e6, while a dead window
         (below the range: it is then read as flat) or a saturated one among others is
         data, not a mistake. A ``ValueError`` that names the values; under
-        ``torch.compile`` an assertion in the graph (no host synchronisation)."""
+        ``torch.compile`` an assertion in the graph (no host synchronisation) unless
+        ``eager``."""
         low, high = EEG_STD_RANGE[self.unit]
         typical = std.masked_fill(flat, float("nan")).nanmedian()  # nan: every window flat
         outside = (typical < low) | (typical > high)
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() and not eager:
             torch._assert_async(
                 ~outside,
                 f"'X' holds windows whose typical standard deviation lies outside "

@@ -12,7 +12,9 @@ step), in :mod:`~braindecode_pars.pretraining.stopping`.
 from __future__ import annotations
 
 import logging
+import warnings
 
+import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import EpochTimer
@@ -29,6 +31,9 @@ from torch.utils.data import (
 
 from braindecode_pars._jobs.workers import WorkerStart, start_method
 from braindecode_pars._util.checks import check_device, check_option
+from braindecode_pars._util.device_defaults import device_default
+from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
+from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
 from braindecode_pars.models.pretext.base import PretextModel
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining import resume as _resume
@@ -104,16 +109,15 @@ def _shared_seed():
     return seed[0]
 
 
-#: What the training batches of a view read by the training process (no DataLoader
-#: workers) take when ``crops_on_device="auto"``, by device type (a type not named:
-#: "host"): "host", drawn in the loop and copied by the step, as at the last GPU record;
-#: "read-ahead", drawn by a thread into pinned memory and copied on a side stream
+#: How a view's training batches reach the step (``PretrainNet(batches=...)``): "host",
+#: drawn in the loop and copied by the step; "read-ahead", drawn by a thread into pinned
+#: memory and copied on a side stream
 #: (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`); "device", the crops
-#: drawn on the device from recordings uploaded once when they take at most 2 GiB
-#: (:class:`~braindecode_pars.pretraining.views._DeviceCrops`), read ahead otherwise.
-#: CUDA keeps "host" until a GPU row times the other two (:doc:`/benchmarks/speed`
-#: says how): this is where that decision lives.
-AUTO_BATCHES = {"cuda": "host"}
+#: drawn on the device from recordings uploaded once
+#: (:class:`~braindecode_pars.pretraining.views._DeviceCrops`). "auto" takes the
+#: device type's ``"batches"`` in
+#: :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS` where it applies.
+BATCHES = ("auto", "host", "read-ahead", "device")
 
 
 class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, NeuralNet):
@@ -229,17 +233,37 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         reads every training window once and every process takes the same number of
         steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
         read at random.
-    crops_on_device : "auto" | bool
-        Draw the training crops on the net's device: a view's recordings are uploaded
-        to it once per fit and every batch's starts, channels and crops are drawn there
-        with torch operations (:class:`~braindecode_pars.pretraining.views._DeviceCrops`:
-        the same bounds and distribution as the host draw), so no batch is drawn on the
-        host or copied to the device. ``"auto"``: as :data:`AUTO_BATCHES` says for the
-        device type (the host draw on every device until a GPU row times the device
-        draw), for a view read at random (``store_read="random"``) by this process (no
-        DataLoader workers) whose recordings take at most 2 GiB as float32. True:
-        always for a view (on any device, a CPU too; refused with DataLoader workers or
-        above the 2 GiB). False: never.
+    batches : {"auto", "host", "read-ahead", "device"}
+        How the training batches of a
+        :class:`~braindecode_pars.pretraining.SingleChannelWindows` view (or a
+        ``Subset`` of one) reach the step. ``"host"``: each batch's crops are drawn in
+        the training loop (or by DataLoader workers) and copied to the device by the
+        step. ``"read-ahead"``: the next batches are drawn by a thread of this process
+        and, on CUDA, copied to the device on a stream of their own, so that a step
+        finds its batch there
+        (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`). ``"device"``:
+        the view's recordings are uploaded to the net's device once per fit and every
+        batch's starts, channels and crops are drawn there with torch operations
+        (:class:`~braindecode_pars.pretraining.views._DeviceCrops`: the same bounds and
+        distribution as the host draw), so no batch is drawn on the host or copied.
+        The last two need a view read at random (``store_read="random"``) by this
+        process (no DataLoader workers), and ``"device"`` recordings of at most 2 GiB
+        as float32; they are refused otherwise, and work on any device, a CPU too.
+        ``"auto"`` (the default): the device type's choice
+        (:func:`~braindecode_pars._util.device_defaults.device_default`: ``"host"`` on
+        every device until a GPU row times the others) where it applies, ``"host"``
+        where it does not (a "device" choice reads ahead above the 2 GiB). Other
+        datasets are read by a DataLoader whatever this says (only ``"auto"`` and
+        ``"host"`` are taken then).
+    decoder_kernel : {None, "auto", "tables", "fused"}
+        The pair operator of a PARS model's cross-attention decoder, set on the module
+        when the net is initialised (``PARS(decoder_kernel=...)``): the same values
+        either way, to float32's rounding. None (the default): the module's own. A
+        module without that decoder (MAE, MP3, DropPos, PARS's MLP decoder) ignores it.
+    crops_on_device : None | "auto" | bool
+        Deprecated, use ``batches``: True is ``batches="device"``, False
+        ``batches="host"`` and "auto" ``batches="auto"`` (with a
+        ``DeprecationWarning``). None: not given.
     stop_signals : "auto" | str | int | sequence | None
         Signals (names such as ``"SIGTERM"`` or ``"USR1"``, or numbers) that stop the
         run cleanly, as a cluster's scheduler does at a time limit or a preemption
@@ -321,7 +345,9 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         run_info=None,
         store_read="random",
         stop_signals="auto",
-        crops_on_device="auto",
+        batches="auto",
+        decoder_kernel=None,
+        crops_on_device=None,
         **kwargs,
     ):
         kwargs.setdefault("optimizer__weight_decay", PAPER.weight_decay)
@@ -350,7 +376,17 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         self.run_info = run_info
         self.store_read = store_read
         self.stop_signals = stop_signals
+        self.batches = batches
+        self.decoder_kernel = decoder_kernel
         self.crops_on_device = crops_on_device
+        if crops_on_device is not None:
+            warnings.warn(
+                "'crops_on_device' is deprecated and will be removed in the next release: "
+                f"use batches={_batches_of(crops_on_device)!r} (True: 'device', False: "
+                "'host').",
+                DeprecationWarning,
+                stacklevel=2,
+            )
 
     @property
     def distributed_(self):
@@ -439,9 +475,11 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 "'iterator_train__drop_last' must be True (every pretraining step trains "
                 "a full batch, so that a compiled step keeps one graph), but got False."
             )
-        if self.crops_on_device is True and not batched:
+        asked = self._batches_asked()
+        self.batches_ = "host"  # what the fit takes (a view's: below)
+        if asked in ("read-ahead", "device") and not batched:
             raise ValueError(
-                "crops_on_device=True draws the crops of a SingleChannelWindows view (or a "
+                f"batches={asked!r} draws the crops of a SingleChannelWindows view (or a "
                 f"Subset of one), but the training data is a {type(dataset).__name__}."
             )
         if not (self.distributed_ or short or batched):
@@ -457,9 +495,9 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         batch_size = kwargs.pop("batch_size", self.batch_size)
         check_option("store_read", self.store_read, ("random", "disk"))
         disk_order = batched and not short and self.store_read == "disk" and _from_store(dataset)
-        if self.crops_on_device is True and disk_order:
+        if asked in ("read-ahead", "device") and disk_order:
             raise ValueError(
-                "crops_on_device=True draws the crops at random: 'store_read' must be "
+                f"batches={asked!r} draws the crops at random: 'store_read' must be "
                 "'random', but got 'disk'."
             )
         if disk_order:
@@ -483,14 +521,15 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 dataset, sampler=sampler, batch_size=batch_size, drop_last=True, **kwargs
             )
         batches = BatchSampler(sampler, batch_size, drop_last=True)
-        crops = self._device_crops(dataset, kwargs)
-        if crops is not None:
-            return _DeviceBatches(crops, batches, dataset)
+        chosen = self._batches_in_force(dataset, kwargs)
+        self.batches_ = chosen
+        if chosen == "device":
+            return _DeviceBatches(self._device_crops(dataset), batches, dataset)
         # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
         pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
         view = _BatchedView(dataset, pinned=pinned)
         loader = DataLoader(view, sampler=batches, batch_size=None, **kwargs)
-        if self._reads_ahead(kwargs):  # the next batches drawn and copied beside the step
+        if chosen == "read-ahead":  # the next batches drawn and copied beside the step
             return _Prefetched(loader, self.device, prepare=view.view._generator,
                                take=self._epoch_draws)  # fmt: skip
         return loader
@@ -503,48 +542,60 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         offset = getattr(self, "epoch_step_offset_", 0)
         return per_epoch - offset + 1 if per_epoch and offset else None
 
-    def _reads_ahead(self, loader_kwargs):
-        """Whether the host's training batches are read ahead by a thread and copied on a
-        side stream (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`): on a
-        CUDA device whose :data:`AUTO_BATCHES` reads ahead, without DataLoader workers
-        (which read ahead themselves)."""
-        device_type = self._device_type()
-        return (
-            device_type == "cuda"
-            and AUTO_BATCHES.get(device_type, "host") != "host"
-            and not loader_kwargs.get("num_workers", 0)
-        )
+    def _batches_asked(self):
+        """``batches`` checked, with the deprecated ``crops_on_device`` in its place when
+        only that was given."""
+        check_option("batches", self.batches, BATCHES)
+        if self.crops_on_device is None:
+            return self.batches
+        if self.crops_on_device not in (True, False, "auto"):
+            raise ValueError(
+                "Invalid value for the 'crops_on_device' parameter (deprecated: use "
+                "'batches'). Allowed values are 'auto', True and False, but got "
+                f"{self.crops_on_device!r} instead."
+            )
+        if self.batches != "auto":
+            raise ValueError(
+                f"'crops_on_device' (deprecated) and 'batches' were both given "
+                f"({self.crops_on_device!r} and {self.batches!r}): give 'batches' only."
+            )
+        return _batches_of(self.crops_on_device)
+
+    def _batches_in_force(self, dataset, loader_kwargs):
+        """How the batches of ``dataset``, a view (or a Subset of one) read at random,
+        reach the step: ``batches`` (:data:`BATCHES`) checked against what the fit allows,
+        "auto" the device type's default where it applies."""
+        asked = self._batches_asked()
+        workers = loader_kwargs.get("num_workers", 0)
+        view = dataset.dataset if isinstance(dataset, torch.utils.data.Subset) else dataset
+        needed = _DeviceCrops.bytes_needed(view)
+        if asked in ("read-ahead", "device") and workers:
+            raise ValueError(
+                f"batches={asked!r} draws the crops in the training process: "
+                f"'iterator_train__num_workers' must be 0, but got {workers}."
+            )
+        if asked == "device" and needed > _DEVICE_CROPS_BYTES:
+            raise ValueError(
+                f"batches='device' needs the recordings on the device: at most "
+                f"{_DEVICE_CROPS_BYTES} bytes, but they take {needed}; use "
+                "batches='read-ahead', 'host' or 'auto'."
+            )
+        if asked != "auto":
+            return asked
+        chosen = device_default("batches", self._device_type())
+        if workers:  # DataLoader workers read ahead themselves
+            return "host"
+        if chosen == "device" and needed > _DEVICE_CROPS_BYTES:
+            return "read-ahead"
+        return chosen
 
     def _device_type(self):
         return torch.device(self.device).type if self.device else "cpu"
 
-    def _device_crops(self, dataset, loader_kwargs):
-        """The view's recordings on the device (:class:`_DeviceCrops`, uploaded once per
-        fit and view) when ``crops_on_device`` asks for them, else None."""
-        chosen = self.crops_on_device
-        if not (chosen is True or chosen is False or chosen == "auto"):
-            raise ValueError(
-                f"'crops_on_device' must be 'auto', True or False, but got {chosen!r}."
-            )
-        workers = loader_kwargs.get("num_workers", 0)
-        if chosen is True and workers:
-            raise ValueError(
-                "crops_on_device=True draws the crops in the training process: "
-                f"'iterator_train__num_workers' must be 0, but got {workers}."
-            )
+    def _device_crops(self, dataset):
+        """The view's recordings on the device (:class:`_DeviceCrops`), uploaded once per
+        fit and view."""
         view = dataset.dataset if isinstance(dataset, torch.utils.data.Subset) else dataset
-        if chosen is True and _DeviceCrops.bytes_needed(view) > _DEVICE_CROPS_BYTES:
-            raise ValueError(
-                "crops_on_device=True needs the recordings on the device: at most "
-                f"{_DEVICE_CROPS_BYTES} bytes, but they take "
-                f"{_DeviceCrops.bytes_needed(view)}; use crops_on_device='auto' or False."
-            )
-        if chosen == "auto":
-            fits = _DeviceCrops.bytes_needed(view) <= _DEVICE_CROPS_BYTES
-            on_device = AUTO_BATCHES.get(self._device_type(), "host") == "device"
-            chosen = on_device and not workers and fits
-        if not chosen:
-            return None
         kept = getattr(self, "_crops_kept", None)
         if kept is None or kept[0] is not view:
             device = self.device if self.device else "cpu"
@@ -602,12 +653,18 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
     def initialize_module(self):
         check_device("device", self.device)
         self._check_compile_mode()
+        self._batches_asked()
+        if self.decoder_kernel is not None:
+            check_option("decoder_kernel", self.decoder_kernel, (None, *OPERATOR_KERNELS))
         super().initialize_module()
         if not isinstance(self.pretext_, PretextModel):
             raise TypeError(
                 "'module' must be a pretext model of braindecode_pars (PARS, MAE, MP3, "
                 f"DropPos), but got {type(self.pretext_).__name__}."
             )
+        decoder = getattr(self.pretext_, "decoder", None)
+        if self.decoder_kernel is not None and isinstance(decoder, CrossAttentionPairDecoder):
+            decoder.kernel = self.decoder_kernel  # read at the first forward (and trace)
         if self.distributed_ and not isinstance(self.module_, DistributedDataParallel):
             module = self.pretext_.to(self.device)
             device_ids = [module.encoder.norm.weight.device] if "cuda" in str(self.device) else None
@@ -628,17 +685,56 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """skorch's; the fixed validation draws are made anew from ``X`` (the same data
-        gives the same draws, seeded; other data its own), then kept for its epochs."""
+        gives the same draws, seeded; other data its own), then kept for its epochs. An
+        encoder that reads amplitude (``normalization`` "window+scale" or "fixed") has
+        the unit of ``X`` checked once, on the host, on a seeded sample of its windows
+        (:func:`_unit_sample`, :meth:`PatchEncoder.check_unit
+        <braindecode_pars.PatchEncoder.check_unit>`) before the first step, and its
+        forward passes check nothing while it trains (no host wait per step, no
+        device-side assertion in a compiled graph)."""
         self._valid_fixed = None
+        if not getattr(self, "initialized_", False):
+            self.initialize()  # as skorch's would: the encoder is the module's
+        encoder = self.encoder
         try:
+            if encoder.config.amplitude_aware:
+                encoder.check_unit(_unit_sample(X))  # once, on the host, before any step
+                encoder._unit_checked = True  # ...so that no forward pass checks it again
             return super().partial_fit(X, y, classes=classes, **fit_params)
         finally:  # also when training ends by an error, which skips on_train_end
+            encoder._unit_checked = False  # an encoder used after the fit checks again
             _end_workers(getattr(self, "_train_loader", None))
             self._train_loader = None
             self._crops_kept = None  # the recordings on the device go with the fit
             for _, callback in getattr(self, "callbacks_", []):
                 if isinstance(callback, EpochProgress):
                     callback.close()
+
+
+#: Windows of the seeded sample whose unit a fit checks (:func:`_unit_sample`).
+UNIT_SAMPLE = 256
+
+
+def _unit_sample(dataset, n=UNIT_SAMPLE, seed=0):
+    """At most ``n`` windows of ``dataset`` (items ``(x, y)``), drawn with a seeded
+    generator of their own, on the host: a
+    :class:`~braindecode_pars.pretraining.SingleChannelWindows` view (or a ``Subset`` of
+    one) draws their crops and channels as
+    :meth:`~braindecode_pars.pretraining.SingleChannelWindows.log_std_statistics` does,
+    leaving the training draws as they were."""
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
+    base = dataset
+    if isinstance(dataset, Subset):
+        base, picked = dataset.dataset, np.asarray(dataset.indices)[picked]
+    if isinstance(base, SingleChannelWindows):
+        return base._draw(np.asarray(picked, dtype=np.int64), rng)
+    return torch.stack([torch.as_tensor(base[int(i)][0]) for i in picked])
+
+
+def _batches_of(crops_on_device):
+    """The ``batches`` that the deprecated ``crops_on_device`` stands for."""
+    return {True: "device", False: "host"}.get(crops_on_device, "auto")
 
 
 def _end_workers(kept):

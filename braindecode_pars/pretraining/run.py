@@ -6,12 +6,14 @@ import logging
 import warnings
 from pathlib import Path
 
+from braindecode_pars._util.checks import check_option
 from braindecode_pars.hub.io import save_encoder
+from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
 from braindecode_pars.models.pretext import PRETEXT_MODELS
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining._split import training_windows
 from braindecode_pars.pretraining.config import PAPER
-from braindecode_pars.pretraining.net import PretrainNet
+from braindecode_pars.pretraining.net import BATCHES, PretrainNet
 from braindecode_pars.pretraining.schedule import _batches_per_epoch, _draws_with_replacement
 from braindecode_pars.pretraining.stopping import TimeLimit
 
@@ -42,6 +44,8 @@ def run_pretraining(
     init_encoder=None,
     stop_signals="auto",
     callbacks=None,
+    batches="auto",
+    decoder_kernel=None,
     **pretext_kwargs,
 ):
     """Pretrain a PatchEncoder on a single-channel view with one pretext task.
@@ -109,6 +113,14 @@ def run_pretraining(
     callbacks : list of (str, skorch Callback) | None
         More callbacks of the net (a
         :class:`~braindecode_pars.pretraining.ProbeMonitor`, a user's own).
+    batches : {"auto", "host", "read-ahead", "device"}
+        How the training batches reach the step (:class:`PretrainNet`'s ``batches``):
+        drawn in the loop, read ahead by a thread, or drawn on the device; "auto": the
+        device type's default.
+    decoder_kernel : {None, "auto", "tables", "fused"}
+        PARS's pair operator (:class:`PretrainNet`'s ``decoder_kernel``,
+        ``PARS(decoder_kernel=...)``); None: the model's ("auto"). Other methods
+        ignore it.
     **pretext_kwargs
         Settings of the pretext model (``n_patches``, ``pos_mask_ratio``,
         ``mask_ratio``...).
@@ -124,6 +136,8 @@ def run_pretraining(
             f"Invalid value for the 'method' parameter. Allowed values are {allowed}, but got "
             f"{method!r} instead."
         )
+    check_option("batches", batches, BATCHES)
+    check_option("decoder_kernel", decoder_kernel, (None, *OPERATOR_KERNELS))
     if getattr(view, "sfreq", None) is None:
         raise ValueError("'view' does not know its sampling rate (view.sfreq is None).")
     encoder_kwargs = _with_corpus_statistics(dict(encoder_kwargs or {}), view)
@@ -151,6 +165,8 @@ def run_pretraining(
         allow_new_budget=allow_new_budget,
         run_info=run_info,
         stop_signals=stop_signals,
+        batches=batches,
+        decoder_kernel=decoder_kernel,
         callbacks=[
             *(callbacks or []),
             *([] if max_minutes is None else [("time_limit", TimeLimit(max_minutes))]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import torch
 from skorch.callbacks import Callback
 
 from braindecode_pars._util.checks import check_range
@@ -103,20 +104,25 @@ class WarmupCosineLR(Callback):
         self.per_epoch_ = _batches_per_epoch(len(dataset_train), net.batch_size, world)
         self.epoch_ = len(net.history) - 1  # the row of this epoch is already there
         self.batch_ = getattr(net, "epoch_step_offset_", 0)  # an epoch resumed within
-        self._set(net)
-        net.history.record("lr", net.optimizer_.param_groups[0]["lr"])
+        net.history.record("lr", self._set(net))
 
     def _set(self, net):
+        """Set the rate of the coming batch; a tensor rate (under CUDA graphs) is updated
+        in place, so that a captured optimiser step reads it. Returns it as a float."""
         progress = (self.epoch_ + min(self.batch_, self.per_epoch_) / self.per_epoch_) / max(
             net.max_epochs, 1
         )
+        lr = net.lr * self.factor(progress)
         for group in net.optimizer_.param_groups:
-            group["lr"] = net.lr * self.factor(progress)
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+        return lr
 
     def on_batch_begin(self, net, training=False, **kwargs):
         if training:  # record the rate this batch trains with
-            self._set(net)
-            net.history.record_batch("event_lr", net.optimizer_.param_groups[0]["lr"])
+            net.history.record_batch("event_lr", self._set(net))
 
     def on_batch_end(self, net, training=False, **kwargs):
         if training:

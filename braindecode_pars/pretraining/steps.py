@@ -11,7 +11,11 @@ loss), and :meth:`_AsyncSteps.read_log` reads them all at once on the report cad
 (:class:`_ReadLog`): one transfer, and under DistributedDataParallel one all-reduce
 that averages them over the processes (and sums the counts, :data:`LOG_COUNTS`).
 Under CUDA graphs (``compile__mode`` "reduce-overhead" or "max-autotune") it marks a
-step boundary before every step.
+step boundary before every step, gives Adam and AdamW their learning rate as a tensor on
+the device (updated in place by the schedule, so that a captured step reads the rate of
+the step it replays; ``capturable`` where not fused) and keeps the gradients in place
+between steps (``zero_grad(set_to_none=False)``): with a float rate and gradients set to
+None, a captured optimiser step replays the first step's rate and buffers.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from skorch.dataset import get_len
 
 from braindecode_pars._util.checks import check_option
 from braindecode_pars.pretraining import distributed
+from braindecode_pars.pretraining._optim import FUSED_OPTIMIZERS
 from braindecode_pars.pretraining.config import COMPILE_MODES, CUDA_GRAPH_MODES
 
 #: Ends of the names of the log's values that count something (the pairs a pair decoder
@@ -207,6 +212,30 @@ class _AsyncSteps:
         if name != "module":
             return module
         return super().torch_compile(module, name)
+
+    def get_params_for_optimizer(self, prefix, named_parameters):
+        """skorch's; under CUDA graphs, Adam's and AdamW's learning rate as a 0-d tensor
+        on the net's device (``capturable=True`` unless fused), which
+        :class:`~braindecode_pars.pretraining.schedule.WarmupCosineLR` updates in place:
+        float32 on CUDA (what its fused and capturable kernels read), float64 elsewhere
+        (a float's value, so that the steps are those of a float rate; a float32 rate
+        moves Adam's steps of parameters whose gradients are about 0, such as a key's
+        bias, by its rounding)."""
+        args, kwargs = super().get_params_for_optimizer(prefix, named_parameters)
+        if getattr(self, "cuda_graphs_", False) and self.optimizer in FUSED_OPTIMIZERS:
+            device = torch.device(self.device if self.device else "cpu")
+            dtype = torch.float32 if device.type == "cuda" else torch.float64
+            lr = kwargs.get("lr", self.lr)
+            kwargs["lr"] = torch.tensor(float(lr), dtype=dtype, device=device)
+            if not kwargs.get("fused"):
+                kwargs["capturable"] = True
+        return args, kwargs
+
+    def _zero_grad_optimizer(self, set_to_none=None):
+        """skorch's; under CUDA graphs the gradients stay in place (zeroed, not None)."""
+        if getattr(self, "cuda_graphs_", False):
+            set_to_none = False
+        super()._zero_grad_optimizer(set_to_none=set_to_none)
 
     def _mark_step(self):
         """Under CUDA graphs (``compile__mode`` "reduce-overhead" or "max-autotune"), a new

@@ -200,7 +200,7 @@ def _coded_view():
 
 
 def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monkeypatch):
-    """``PretrainNet(crops_on_device=True)``: the training batches come from the device
+    """``PretrainNet(batches="device")``: the training batches come from the device
     draw, full, each crop a slice of its window's recording within the window's crop
     bounds (decoded from the samples' values), the recordings uploaded once per fit."""
     from braindecode_pars.models.pretext.pars import PARS
@@ -222,7 +222,7 @@ def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monke
     model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
                  depth=1, n_heads=2, ff_dim=8)  # fmt: skip
     net = PretrainNet(model, max_epochs=2, batch_size=4, progress_bar=False,
-                      crops_on_device=True)  # fmt: skip
+                      batches="device")  # fmt: skip
     net.initialize()
     batches = net.get_iterator(view, training=True)
     assert isinstance(batches, _DeviceBatches) and len(batches) == len(view) // 4
@@ -244,6 +244,7 @@ def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monke
 
 
 def test_device_crops_are_chosen_by_the_devices_default_and_refused_with_workers(monkeypatch):
+    from braindecode_pars._util import device_defaults
     from braindecode_pars.models.pretext.pars import PARS
     from braindecode_pars.pretraining import net as net_module
     from braindecode_pars.pretraining.net import PretrainNet
@@ -253,24 +254,52 @@ def test_device_crops_are_chosen_by_the_devices_default_and_refused_with_workers
     model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
                  depth=1, n_heads=2, ff_dim=8)  # fmt: skip
     auto = PretrainNet(model, batch_size=4, progress_bar=False)
-    assert auto.crops_on_device == "auto"
-    assert auto._device_crops(view, {}) is None  # a CPU net draws on the host
+    assert auto.batches == "auto" and auto.crops_on_device is None
+    assert auto._batches_in_force(view, {}) == "host"  # a CPU net draws on the host
     auto.device = "cuda"  # CUDA keeps the host's draw until a GPU row times the device's
-    assert net_module.AUTO_BATCHES["cuda"] == "host"
-    assert auto._device_crops(view, {}) is None
-    monkeypatch.setitem(net_module.AUTO_BATCHES, "cpu", "device")  # where the table says so
+    assert device_defaults._DEVICE_DEFAULTS["cuda"]["batches"] == "host"
+    assert auto._batches_in_force(view, {}) == "host"
+    cpu = {**device_defaults._DEVICE_DEFAULTS["cpu"], "batches": "device"}
+    monkeypatch.setitem(device_defaults._DEVICE_DEFAULTS, "cpu", cpu)  # where the table says so
     auto.device = "cpu"
-    assert auto._device_crops(view, {}) is not None
-    assert auto._device_crops(view, {"num_workers": 2}) is None  # workers draw on the host
-    forced = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=True)
-    assert forced._device_crops(view, {}) is not None
+    assert auto._batches_in_force(view, {}) == "device"
+    assert auto._batches_in_force(view, {"num_workers": 2}) == "host"  # workers draw on the host
+    forced = PretrainNet(model, batch_size=4, progress_bar=False, batches="device")
+    assert forced._batches_in_force(view, {}) == "device"
     with pytest.raises(ValueError, match=r"'iterator_train__num_workers' must be 0, but got 2"):
-        forced._device_crops(view, {"num_workers": 2})
-    bad = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device="yes")
+        forced._batches_in_force(view, {"num_workers": 2})
+    monkeypatch.setattr(net_module, "_DEVICE_CROPS_BYTES", 1000)  # too large: read ahead
+    assert auto._batches_in_force(view, {}) == "read-ahead"
+    bad = PretrainNet(model, batch_size=4, progress_bar=False, batches="yes")
     with pytest.raises(
-        ValueError, match=r"'crops_on_device' must be 'auto', True or False, but got 'yes'"
+        ValueError,
+        match=r"Invalid value for the 'batches' parameter. Allowed values are 'auto', 'host', "
+        r"'read-ahead' and 'device', but got 'yes' instead",
     ):
-        bad._device_crops(view, {})
+        bad.initialize()  # before any batch
+
+
+def test_crops_on_device_still_chooses_for_a_release_and_names_batches():
+    from braindecode_pars.models.pretext.pars import PARS
+    from braindecode_pars.pretraining.net import PretrainNet
+
+    data = np.random.default_rng(0).standard_normal((12, 2, 100)).astype(np.float32)
+    view = SingleChannelWindows(data, n_times=N_TIMES)
+    model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
+                 depth=1, n_heads=2, ff_dim=8)  # fmt: skip
+    for old, new in ((True, "device"), (False, "host"), ("auto", "host")):
+        with pytest.warns(DeprecationWarning, match=r"'crops_on_device' is deprecated.*batches="):
+            net = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=old)
+        assert net._batches_in_force(view, {}) == new
+    with pytest.warns(DeprecationWarning):
+        both = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=True,
+                           batches="host")  # fmt: skip
+    with pytest.raises(ValueError, match=r"'crops_on_device' \(deprecated\) and 'batches' were"):
+        both.initialize()
+    with pytest.warns(DeprecationWarning):
+        bad = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device="yes")
+    with pytest.raises(ValueError, match=r"'crops_on_device' parameter.*but got 'yes'"):
+        bad.initialize()
 
 
 def test_device_crops_forced_where_they_cannot_serve_are_refused_naming_why(monkeypatch):
@@ -280,11 +309,11 @@ def test_device_crops_forced_where_they_cannot_serve_are_refused_naming_why(monk
 
     model = PARS(n_times=N_TIMES, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8,
                  depth=1, n_heads=2, ff_dim=8)  # fmt: skip
-    net = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=True).initialize()
+    net = PretrainNet(model, batch_size=4, progress_bar=False, batches="device").initialize()
     arrays = torch.utils.data.TensorDataset(torch.zeros(8, 1, N_TIMES), torch.zeros(8))
     with pytest.raises(
         ValueError,
-        match=r"crops_on_device=True draws the crops of a "
+        match=r"batches='device' draws the crops of a "
         r"SingleChannelWindows view.*but the training data is a TensorDataset",
     ):
         net.get_iterator(arrays, training=True)  # fmt: skip
@@ -292,7 +321,7 @@ def test_device_crops_forced_where_they_cannot_serve_are_refused_naming_why(monk
     monkeypatch.setattr(net_module, "_DEVICE_CROPS_BYTES", 1000)
     with pytest.raises(
         ValueError,
-        match=r"crops_on_device=True needs the recordings on the "
+        match=r"batches='device' needs the recordings on the "
         r"device: at most 1000 bytes, but they take \d+",
     ):
         net.get_iterator(SingleChannelWindows(data, n_times=N_TIMES), training=True)  # fmt: skip

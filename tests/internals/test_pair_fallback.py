@@ -191,7 +191,9 @@ def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
 
 def test_auto_takes_the_blocks_kernel_else_the_devices_default():
     cpu = torch.empty(0)
-    assert pair_fallback.AUTO_KERNEL["cpu"] == "torch"
+    from braindecode_pars._util.device_defaults import _DEVICE_DEFAULTS
+
+    assert _DEVICE_DEFAULTS["cpu"]["fallback_kernel"] == "torch"
     assert pair_fallback.resolve("auto", cpu) == "torch"
     assert pair_fallback.resolve("triton", cpu) == "triton"
     with pair_fallback.fallback_kernel("triton"):
@@ -225,3 +227,28 @@ def test_the_decoders_fallback_reaches_the_operator(monkeypatch, fallback):
             theta.sum().backward()
     resolved = "triton" if fallback == "auto" else fallback
     assert asked == [(fallback, resolved)] * 4
+
+
+def test_the_one_table_of_device_defaults_decides_every_auto(monkeypatch):
+    """The operator, its fallback and the training batches read their "auto" from one
+    table, by device type (a type not named: its row for None); editing a row changes
+    what "auto" takes there and nowhere else."""
+    from braindecode_pars._util import device_defaults
+    from braindecode_pars.models.pair import fused
+
+    table = device_defaults._DEVICE_DEFAULTS
+    assert set(table) == {"cpu", "cuda", None}
+    settings = {"decoder_kernel", "fallback_kernel", "batches"}
+    assert all(set(row) == settings for row in table.values())
+    cpu = torch.empty(0)
+    meta = torch.empty(0, device="meta")
+    monkeypatch.setitem(table, "cpu", {**table["cpu"], "fallback_kernel": "triton"})
+    assert pair_fallback.resolve("auto", cpu) == "triton"
+    assert pair_fallback.resolve("auto", meta) == table[None]["fallback_kernel"] == "torch"
+    monkeypatch.setitem(table, None, {**table[None], "decoder_kernel": "fused"})
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert fused.resolve("auto", meta) == "tables"  # no Triton for the meta device
+    assert device_defaults.device_default("decoder_kernel", "meta") == "fused"
+    assert device_defaults.device_default("batches", "cuda:1") == table["cuda"]["batches"]
+    with pytest.raises(ValueError, match=r"'setting' parameter.*but got 'kernel'"):
+        device_defaults.device_default("kernel", "cpu")

@@ -257,31 +257,62 @@ def _signature(kernel, pointer, acc):
             **dict.fromkeys(["n", "N", "d"], "i32"), **constants}  # fmt: skip
 
 
+def _compile_for_an_h100(kernel, pointer, acc, n, N, d=64):
+    """``kernel`` compiled by Triton, with no GPU, down to the cubin for sm_90 (its own
+    ptxas), at the tiles and warps the operator launches it with."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    blocks, warps = fused._blocks(n, N, d, acc == "fp64")
+    constants = {"H": 8, "ACC": fused._acc(acc == "fp64"), **blocks}
+    source = ASTSource(kernel, _signature(kernel, pointer, acc), constants)
+    return fused.triton.compile(
+        source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}
+    )
+
+
+def _spill_bytes(ptx, tmp_path):
+    """The bytes of spill stores ptxas reports (``-v``) for ``ptx`` on an H100 (sm_90a),
+    with the ptxas Triton ships, and its whole report."""
+    import re
+    import subprocess
+
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    source = tmp_path / "kernel.ptx"
+    source.write_text(ptx)
+    done = subprocess.run(
+        [get_ptxas(90).path, "-v", "--gpu-name", "sm_90a", str(source), "-o",
+         str(tmp_path / "kernel.o")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    report = done.stdout + done.stderr
+    stores = [int(b) for b in re.findall(r"(\d+) bytes spill stores", report)]
+    assert stores, report
+    return sum(stores), report
+
+
 @needs_triton
 @pytest.mark.skipif(INTERPRETED, reason="the interpreter defines no kernel to compile")
 @pytest.mark.slow  # 20 to 60 s: four compilations (Triton caches them on disk)
 @pytest.mark.parametrize(
-    "pointer, acc, n, N",
-    [("bf16", "fp32", 32, 40), ("fp32", "fp32", 64, 64), ("fp64", "fp64", 32, 64)],
+    "pointer, acc, n, N, spills",
+    [("bf16", "fp32", 32, 40, 128), ("fp32", "fp32", 32, 64, 128), ("fp64", "fp64", 16, 32, 144)],
     ids=["bf16-in-fp32-paper", "fp32-largest-tile", "fp64-largest-tile"],
 )
-def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc, n, N):
+def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc, n, N, spills,
+                                                                tmp_path):  # fmt: skip
     """Triton's compiler, with no GPU, down to the cubin (its own ptxas) for sm_90 at the
     paper's size (8 heads of 64, 40 patches, 32 position-masked) and at the largest
     tiles the kernels take (:data:`~braindecode_pars.models.pair.fused.MAX_TILE`), in
-    an H100's shared memory (227 KiB a block); float32 products in IEEE arithmetic
-    (fused multiply-adds, no TF32 tensor-core instruction)."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
+    an H100's shared memory (227 KiB a block), without spilling registers to local
+    memory (ptxas's report: at most 128 bytes of spill stores, where 4 warps at the
+    paper's tile spilled kilobytes; float64's forward at its 16 x 32 tile spills 136);
+    float32 products in IEEE arithmetic (fused
+    multiply-adds, no TF32 tensor-core instruction)."""
     assert fused.fits(n, N, 64, acc == "fp64")
-    blocks, warps = fused._blocks(n, N, 64)
-    constants = {"H": 8, "ACC": fused._acc(acc == "fp64"), **blocks}
     for kernel in (fused._forward_kernel, fused._backward_kernel):
-        source = ASTSource(kernel, _signature(kernel, pointer, acc), constants)
-        compiled = fused.triton.compile(
-            source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}
-        )
+        compiled = _compile_for_an_h100(kernel, pointer, acc, n, N)
         ptx = compiled.asm["ptx"]
         assert len(compiled.asm["cubin"]) > 1000
         assert compiled.metadata.shared <= 227 * 1024
@@ -290,12 +321,17 @@ def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc, n, 
             assert "fma.rn.f32" in ptx
         if kernel is fused._forward_kernel:
             assert "atom.global" in ptx  # the counts and the gap
+        spilled, report = _spill_bytes(ptx, tmp_path)
+        assert spilled <= spills, (kernel.fn.__name__, report)
 
 
 def test_the_implementation_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
     cpu = torch.empty(0)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    assert fused.AUTO_KERNEL["cpu"] == fused.AUTO_KERNEL["cuda"] == "tables"
+    from braindecode_pars._util.device_defaults import _DEVICE_DEFAULTS
+
+    assert _DEVICE_DEFAULTS["cpu"]["decoder_kernel"] == "tables"
+    assert _DEVICE_DEFAULTS["cuda"]["decoder_kernel"] == "tables"
     assert fused.resolve("auto", cpu) == "tables"
     assert fused.resolve("fused", cpu) == "tables"  # no Triton for CPU tensors here
     monkeypatch.setenv("TRITON_INTERPRET", "1")
@@ -319,7 +355,8 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
     """The scale and the underflow threshold reach the kernels in the arithmetic's dtype
     (a Python float argument would reach them as float32, and float64's threshold of
     about 1.5e-154 as 0); tiles beyond what the kernels were compiled and checked for
-    (128 patches) take the tables operator."""
+    without spills (128 patches, 64 x 64, float64 at the paper's tile), or whose
+    ``theta`` tile is, take the tables operator; the paper's tile runs on 8 warps."""
     c64 = fused._constants("cpu", 8**-0.5, True)
     assert c64.dtype == torch.float64 and 1e-155 < float(c64[2]) < 1e-153
     assert float(c64[1]) == 8**-0.5  # not rounded to float32
@@ -328,12 +365,21 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     cpu = torch.empty(0)
     expected = "fused" if fused.triton is not None else "tables"
-    assert fused.fits(32, 40, 64, False) and fused.fits(32, 40, 64, True)
+    assert fused.fits(32, 40, 64, False) and fused.fits(16, 32, 64, True)
     assert fused.resolve("fused", cpu, (32, 40, 64, False)) == expected
-    assert fused.resolve("fused", cpu, (64, 64, 64, False)) == expected
-    for shape in [(102, 128, 64, False), (64, 64, 64, True), (32, 40, 128, False)]:
-        assert not fused.fits(*shape)
+    assert fused.resolve("fused", cpu, (32, 64, 64, False)) == expected
+    assert fused.resolve("fused", cpu, (16, 20, 64, True)) == expected
+    for shape in [
+        (102, 128, 64, False),
+        (64, 64, 64, False),  # spills at every warp count
+        (32, 40, 64, True),  # float64 at the paper's tile: spills
+        (40, 16, 64, False),  # theta's 64 x 64 tile, though 64 x 16 is within MAX_TILE
+        (32, 40, 128, False),
+    ]:
+        assert not fused.fits(*shape), shape
         assert fused.resolve("fused", cpu, shape) == "tables"
+    assert fused._blocks(32, 40, 64) == ({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_D": 64}, 8)
+    assert fused._blocks(16, 40, 64)[1] == 4 and fused._blocks(16, 32, 64, True)[1] == 8
 
 
 def test_bad_shapes_are_refused_before_any_kernel():

@@ -62,26 +62,30 @@ def test_leaving_the_loop_early_ends_the_thread_and_an_error_reaches_the_loop():
     assert len(seen) == 1 and not _threads()
 
 
-def test_the_net_reads_ahead_on_cuda_where_its_default_says_so(monkeypatch):
-    from braindecode_pars.pretraining import net as net_module
+def test_the_net_reads_ahead_where_its_default_or_its_batches_say_so(monkeypatch):
+    from braindecode_pars._util import device_defaults
 
     model = PARS(n_times=50, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8, depth=1,
                  n_heads=2, ff_dim=8)  # fmt: skip
-    net = PretrainNet(model, batch_size=4, progress_bar=False, crops_on_device=False)
-    assert not net._reads_ahead({})  # a CPU: the step and the draw share the cores
-    net.device = "cuda"
-    assert not net._reads_ahead({})  # CUDA keeps the host's draw until a GPU row decides
-    for batches in ("read-ahead", "device"):
-        monkeypatch.setitem(net_module.AUTO_BATCHES, "cuda", batches)
-        assert net._reads_ahead({}) and not net._reads_ahead({"num_workers": 2})
-    net.device = "cpu"
+    net = PretrainNet(model, batch_size=4, progress_bar=False)
     view, _ = _loader(0)
+    assert net._batches_in_force(view, {}) == "host"  # a CPU: the step and the draw share
+    net.device = "cuda"
+    assert net._batches_in_force(view, {}) == "host"  # CUDA's until a GPU row decides
+    cuda = {**device_defaults._DEVICE_DEFAULTS["cuda"], "batches": "read-ahead"}
+    monkeypatch.setitem(device_defaults._DEVICE_DEFAULTS, "cuda", cuda)
+    assert net._batches_in_force(view, {}) == "read-ahead"
+    assert net._batches_in_force(view, {"num_workers": 2}) == "host"  # workers read ahead
+    net.device = "cpu"
     assert isinstance(net.initialize().get_iterator(view, training=True), DataLoader)
+    asked = PretrainNet(model, batch_size=4, progress_bar=False, batches="read-ahead")
+    assert isinstance(asked.initialize().get_iterator(view, training=True), _Prefetched)
+    with pytest.raises(ValueError, match=r"'iterator_train__num_workers' must be 0, but got 2"):
+        asked._batches_in_force(view, {"num_workers": 2})
 
 
 def test_a_fit_trains_on_batches_read_ahead(monkeypatch):
-    """The read-ahead forced on a CPU: the loop takes every step of every epoch from it."""
-    monkeypatch.setattr(PretrainNet, "_reads_ahead", lambda self, kwargs: True)
+    """The read-ahead asked for on a CPU: the loop takes every step of every epoch from it."""
     handed = []
     iterate = _Prefetched.__iter__
 
@@ -95,9 +99,10 @@ def test_a_fit_trains_on_batches_read_ahead(monkeypatch):
     model = PARS(n_times=50, sfreq=10, n_patches=4, patch_seconds=1.0, emb_dim=8, depth=1,
                  n_heads=2, ff_dim=8)  # fmt: skip
     net = PretrainNet(model, max_epochs=3, batch_size=4, progress_bar=False,
-                      crops_on_device=False)  # fmt: skip
+                      batches="read-ahead")  # fmt: skip
     view, _ = _loader(0)
     net.fit(view)
+    assert net.batches_ == "read-ahead"
     assert len(handed) == 3 * 5 and set(handed) == {(4, 1, 50)}
     assert np.isfinite(net.history[:, "train_loss"]).all() and not _threads()
 

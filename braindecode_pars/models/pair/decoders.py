@@ -88,9 +88,10 @@ class CrossAttentionPairDecoder(nn.Module):
         Triton kernel each way, where Triton runs: a CUDA device; the torch path
         elsewhere) or "auto": the choice of an enclosing
         :func:`~braindecode_pars.models.pair.fallback.fallback_kernel` block, else the
-        device's default (:data:`~braindecode_pars.models.pair.fallback.AUTO_KERNEL`:
-        "torch" on a CPU and, until a GPU timing decides, on CUDA). The values are the
-        same either way.
+        device's default (its ``"fallback_kernel"`` in
+        :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`: "torch" on a
+        CPU and, until a GPU timing decides, on CUDA). The values are the same either
+        way.
     keep_tables_bytes : int | None
         On an accelerator, the most bytes of factor tables (with their ``den`` and
         ratios) that the forward pass keeps for the backward pass; above it the
@@ -105,8 +106,9 @@ class CrossAttentionPairDecoder(nn.Module):
         :mod:`~braindecode_pars.models.pair.fused`; where Triton runs, a CUDA device,
         and for tiles within :data:`~braindecode_pars.models.pair.fused.MAX_TILE`: the
         paper's 40 patches, not 128; "tables" elsewhere) or "auto": the device's default
-        (:data:`~braindecode_pars.models.pair.fused.AUTO_KERNEL`: "tables" until a GPU
-        timing decides). The values are the same to float32's rounding. ``fallback``
+        (its ``"decoder_kernel"`` in
+        :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`: "tables" until
+        a GPU timing decides). The values are the same to float32's rounding. ``fallback``
         and ``keep_tables_bytes`` concern "tables" only.
     """
 

@@ -16,9 +16,11 @@ elementwise (no tensor-core product, so no TF32). :data:`KERNELS` are the two pa
 the operator takes the one its caller names (:data:`FALLBACKS`:
 ``CrossAttentionPairDecoder(fallback=...)``, ``PARS(decoder_fallback=...)``), and for
 "auto" the one :func:`fallback_kernel` chose for a block of code, else the device's
-default (:data:`AUTO_KERNEL`). The Triton path runs where Triton and the device allow
-(:func:`runs_here`): CUDA, or any device's tensors under Triton's interpreter
-(``TRITON_INTERPRET=1``, how the tests check it on a CPU); elsewhere the torch path runs.
+default (its ``"fallback_kernel"`` in
+:data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`). The Triton path
+runs where Triton and the device allow (:func:`runs_here`): CUDA, or any device's
+tensors under Triton's interpreter (``TRITON_INTERPRET=1``, how the tests check it on a
+CPU); elsewhere the torch path runs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import os
 import torch
 
 from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.device_defaults import device_default
 
 #: The fallback's implementations: "torch" (torch operations, every device) and
 #: "triton" (two kernels, :func:`runs_here`).
@@ -36,11 +39,6 @@ KERNELS = ("torch", "triton")
 
 #: What a caller may ask the operator for: "auto" (:func:`resolve`) or one of :data:`KERNELS`.
 FALLBACKS = ("auto", *KERNELS)
-
-#: The kernel "auto" takes on each device type outside a :func:`fallback_kernel` block
-#: ("torch" on a device not named). CUDA keeps "torch" until a GPU row times "triton"
-#: against it (:doc:`/benchmarks/speed` says how): this is where that decision lives.
-AUTO_KERNEL = {"cpu": "torch", "cuda": "torch"}
 
 #: The kernel a :func:`fallback_kernel` block gives "auto" (None outside every block).
 _chosen = {"kernel": None}
@@ -54,8 +52,7 @@ except ImportError:  # pragma: no cover - a torch without Triton
 
 def chosen_kernel(device="cpu"):
     """The kernel "auto" takes now on ``device`` (a device or its type): one of :data:`KERNELS`."""
-    device_type = torch.device(device).type
-    return _chosen["kernel"] or AUTO_KERNEL.get(device_type, "torch")
+    return _chosen["kernel"] or device_default("fallback_kernel", device)
 
 
 @contextlib.contextmanager
@@ -77,7 +74,8 @@ def fallback_kernel(kernel):
 def resolve(fallback, x):
     """The kernel, one of :data:`KERNELS`, that ``fallback`` (one of :data:`FALLBACKS`)
     names for the operator on ``x``'s device: "auto" is the :func:`fallback_kernel`
-    block's choice, else :data:`AUTO_KERNEL`'s for the device."""
+    block's choice, else the device's default
+    (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
     check_option("fallback", fallback, FALLBACKS)
     return chosen_kernel(x.device) if fallback == "auto" else fallback
 

@@ -46,6 +46,7 @@ import torch
 from torch.utils.flop_counter import register_flop_formula
 
 from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.device_defaults import device_default
 from braindecode_pars.models.pair import fallback as pair_fallback
 
 #: The pair operator's implementations: "tables" (torch operations over the factor
@@ -53,33 +54,46 @@ from braindecode_pars.models.pair import fallback as pair_fallback
 #: and "fused" (:func:`pair_attention_fused`, where Triton runs).
 KERNELS = ("tables", "fused")
 
-#: What a caller may ask for: "auto" (:data:`AUTO_KERNEL`) or one of :data:`KERNELS`.
+#: What a caller may ask for: "auto" (the device's ``"decoder_kernel"`` in
+#: :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`, "tables" until a
+#: GPU row times "fused" against it) or one of :data:`KERNELS`.
 OPERATOR_KERNELS = ("auto", *KERNELS)
-
-#: The implementation "auto" takes on each device type ("tables" on a device not
-#: named). CUDA keeps "tables" until a GPU row times "fused" against it
-#: (:doc:`/benchmarks/speed` says how): this is where that decision lives.
-AUTO_KERNEL = {"cpu": "tables", "cuda": "tables"}
 
 triton, tl = pair_fallback.triton, pair_fallback.tl
 
 
 #: The largest tile (``BLOCK_M * BLOCK_N``, the position-masked patches by all the
-#: patches, each a power of two of at least 16) the kernels take, by arithmetic (float64
-#: or not), with a head size of at most :data:`MAX_HEAD_DIM`: their shared memory on an
-#: H100 (sm_90, 227 KiB a block) is compiled and checked at these sizes by the tests.
-#: Larger calls take the tables.
-MAX_TILE = {False: 64 * 64, True: 32 * 64}
+#: patches, and ``BLOCK_M * BLOCK_M``, the pairs of ``theta``; each side a power of two
+#: of at least 16) the kernels take, by arithmetic (float64 or not), with a head size of
+#: at most :data:`MAX_HEAD_DIM`: the largest tiles at which both kernels compile for an
+#: H100 (sm_90), at the warps :func:`_blocks` gives them, within its shared memory (227
+#: KiB a block) and with at most about 128 bytes of registers spilled to local memory
+#: (ptxas's report; the tests compile them there). Float32 at 32 x 64 (the paper's 40
+#: patches, 32 position-masked) spills 60 bytes in the forward, none in the backward;
+#: at 64 x 64 it spilled kilobytes at 4, 8 and 16 warps. Float64 at 16 x 32 spills 136
+#: bytes in the forward, none in the backward; at 32 x 64 it spilled 1.6 to 23 KB at 8
+#: and 16 warps. Larger calls take the tables.
+MAX_TILE = {False: 32 * 64, True: 16 * 32}
 
 #: The largest head size the kernels take (a power of two: the tile's third side).
 MAX_HEAD_DIM = 64
 
+#: By arithmetic (float64 or not), the least tile (``BLOCK_M * BLOCK_N``) that the
+#: kernels run with 8 warps rather than 4: from it on 4 warps spill registers to local
+#: memory (ptxas for sm_90: float32 at the paper's 32 x 64, the forward 1 KB and the
+#: backward 2.5 KB; float64 at 16 x 32, 212 and 20 bytes) and 8 do not (60 and 0 bytes;
+#: 136 and 0).
+EIGHT_WARPS_TILE = {False: 32 * 64, True: 16 * 32}
+
 
 def fits(n, N, d, double):
-    """Whether the kernels take ``n`` position-masked patches of ``N``, heads of ``d``."""
-    blocks, _ = _blocks(n, N, d)
+    """Whether the kernels take ``n`` position-masked patches of ``N``, heads of ``d``:
+    both tiles (:data:`MAX_TILE`) and the head (:data:`MAX_HEAD_DIM`)."""
+    blocks, _ = _blocks(n, N, d, double)
+    largest = MAX_TILE[bool(double)]
     return (
-        blocks["BLOCK_M"] * blocks["BLOCK_N"] <= MAX_TILE[bool(double)]
+        blocks["BLOCK_M"] * blocks["BLOCK_N"] <= largest
+        and blocks["BLOCK_M"] * blocks["BLOCK_M"] <= largest
         and blocks["BLOCK_D"] <= MAX_HEAD_DIM
     )
 
@@ -89,24 +103,26 @@ def resolve(kernel, x, shape=None):
     :data:`OPERATOR_KERNELS`) runs on ``x``'s device: "fused" only where
     :func:`~braindecode_pars.models.pair.fallback.runs_here` and, given ``shape``
     (``n, N, d, double``), where the kernels take it (:func:`fits`), else "tables";
-    "auto" the device's :data:`AUTO_KERNEL`."""
+    "auto" the device's default
+    (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
     check_option("kernel", kernel, OPERATOR_KERNELS)
     if kernel == "auto":
-        kernel = AUTO_KERNEL.get(x.device.type, "tables")
+        kernel = device_default("decoder_kernel", x.device)
     if kernel == "tables" or not pair_fallback.runs_here(x):
         return "tables"
     return "fused" if shape is None or fits(*shape) else "tables"
 
 
-def _blocks(n, N, d):
-    """Power-of-two tile sizes of at least 16 (``tl.dot``'s least) and the warps."""
+def _blocks(n, N, d, double=False):
+    """Power-of-two tile sizes of at least 16 (``tl.dot``'s least) and the warps
+    (:data:`EIGHT_WARPS_TILE`) of float64 (``double``) or float32 arithmetic."""
     next_power_of_2 = triton.next_power_of_2 if triton is not None else _next_power_of_2
     blocks = {
         "BLOCK_M": max(16, next_power_of_2(n)),
         "BLOCK_N": max(16, next_power_of_2(N)),
         "BLOCK_D": max(16, next_power_of_2(d)),
     }
-    warps = 4 if blocks["BLOCK_M"] * blocks["BLOCK_N"] <= 64 * 64 else 8
+    warps = 8 if blocks["BLOCK_M"] * blocks["BLOCK_N"] >= EIGHT_WARPS_TILE[bool(double)] else 4
     return blocks, warps
 
 
@@ -343,7 +359,7 @@ def _forward(q, k, s, scale, double):
     theta = q.new_empty(B, n, n, dtype=acc)
     counts = torch.zeros(2, dtype=torch.long, device=q.device)
     gap = torch.zeros((), dtype=torch.float32, device=q.device)
-    blocks, warps = _blocks(n, N, d)
+    blocks, warps = _blocks(n, N, d, double)
     _launch(
         _forward_kernel, (B,), q, k, s, theta, counts, gap, _constants(q.device, scale, double),
         *q.stride(), *k.stride(), *s.stride(), n, N, d, H=H, ACC=_acc(double),
@@ -380,7 +396,7 @@ def _backward_body(grad, q, k, s, scale, double):
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     ds = torch.empty(s.shape, dtype=s.dtype, device=s.device)
-    blocks, warps = _blocks(n, N, d)
+    blocks, warps = _blocks(n, N, d, double)
     _launch(
         _backward_kernel, (B * H,), q, k, s, grad, dq, dk, ds,
         _constants(q.device, scale, double), *q.stride(), *k.stride(), *s.stride(), n, N, d,
