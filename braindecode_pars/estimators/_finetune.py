@@ -38,7 +38,7 @@ from braindecode_pars._util.checks import (
     check_skorch_names,
 )
 from braindecode_pars._util.logs import plural
-from braindecode_pars.models.multichannel import POOLINGS
+from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS
 from braindecode_pars.pretraining._seeding import fit_seed
 from braindecode_pars.pretraining.callbacks import _ANSI, _duration, shows_bars
 
@@ -199,7 +199,7 @@ def check_finetuner_params(net):
     check_range("lr", net.lr, 0, math.inf, low_open=True)
     check_range("encoder_lr_scale", net.encoder_lr_scale, 0, math.inf, low_open=True)
     check_range("layer_decay", net.layer_decay, 0, 1, low_open=True)
-    check_option("amplitude", net.amplitude, (False, True))
+    check_option("amplitude", net.amplitude, AMPLITUDES)
     check_option("pooling", net.pooling, POOLINGS)
     check_range("spatial_drop_prob", net.spatial_drop_prob, 0, 1, high_open=True)
     check_validation(net.min_valid_groups, net.valid_fraction, net.valid_monitor)

@@ -114,9 +114,12 @@ class PARSFineTuner(
         Layer-wise learning-rate decay: each encoder block below the last trains at
         ``layer_decay`` times the rate of the block above it, the tokenizer at
         ``layer_decay`` times the first block's; 1: one rate for the whole encoder.
-    amplitude : bool
-        Give the head each channel's log amplitude, which the encoder's instance
-        normalisation removes.
+    amplitude : False | True | "relative"
+        Give the head what the encoder's instance normalisation (per channel and
+        window) removes (:class:`~braindecode_pars.MultiChannelClassifier`'s
+        ``amplitude``). ``"relative"``: each channel's log amplitude relative to its
+        window's channels, all channels mapped into the pooled token; ``True``:
+        each channel's log amplitude added to its spatial token; False: none.
     pooling : {"mean", "mean+std"}
         How each channel's tokens are pooled over patches into its spatial token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
