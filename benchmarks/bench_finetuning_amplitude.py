@@ -52,12 +52,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from braindecode.augmentation import ChannelsDropout
+from braindecode.augmentation import ChannelsDropout, FTSurrogate, SmoothTimeMask
 from sklearn.metrics import balanced_accuracy_score
+from sklearn.utils import check_random_state
 
 from benchmarks.lib.measure import machine, table_head, write_report
 from braindecode_pars import PARSFineTuner, PARSProbe
-from braindecode_pars.estimators._finetune import standard_augmentation
 from braindecode_pars.models.multichannel import MultiChannelClassifier
 from tests._helpers import relative_amplitude_task
 
@@ -108,20 +108,61 @@ class TimeAndChannels(MultiChannelClassifier):
         return self.final_layer(features)
 
 
-#: row name -> (label, PARSFineTuner parameters changed from the defaults)
+def augmentation(sfreq, seed, dropout):
+    """The ``"standard"`` augmentation as it was before issue 77 (``dropout``: with
+    ``ChannelsDropout`` on any number of channels) or as it is on these two channels
+    (without): the same transforms and draws, so that rows keep their meaning."""
+    rng = check_random_state(seed)  # one stream shared by the transforms, as the library's
+    return [
+        FTSurrogate(0.5, random_state=rng),
+        *([ChannelsDropout(0.5, p_drop=0.2, random_state=rng)] if dropout else []),
+        SmoothTimeMask(0.5, mask_len_samples=int(round(sfreq)), random_state=rng),
+    ]
+
+
+#: row name -> (label, PARSFineTuner parameters); "augmentation": True or False is
+#: ``augmentation(..., dropout=...)``. Every row but "relative-nodrop" is the model of
+#: the defaults before issue 77 (amplitude=False, ChannelsDropout) but for its change.
 ROWS = {
-    "today": ("per channel and window (the model as it was)", {"amplitude": False}),
-    "token": ("amplitude=True (added to the spatial tokens)", {"amplitude": True}),
-    "relative": ('amplitude="relative" (to the pooled token)', {"amplitude": "relative"}),
-    "relative-nodrop": (
-        'amplitude="relative", augmentation without ChannelsDropout',
-        {"amplitude": "relative", "augmentation": "no channel dropout"},
+    "today": (
+        "per channel and window (the defaults before issue 77)",
+        {"amplitude": False, "augmentation": True},
     ),
-    "shared": ("one scale per window across channels", {"module": SharedScale}),
-    "overlap": ("overlapping patches (0.5-s stride)", {"module": Overlapping}),
-    "pool": ("pooling over time and channels", {"module": TimeAndChannels}),
+    "token": (
+        "amplitude=True (added to the spatial tokens)",
+        {"amplitude": True, "augmentation": True},
+    ),
+    "relative": (
+        'amplitude="relative" (into the pooled token)',
+        {"amplitude": "relative", "augmentation": True},
+    ),
+    "relative-nodrop": (
+        'amplitude="relative", no ChannelsDropout (the defaults after issue 77)',
+        {"amplitude": "relative", "augmentation": False},
+    ),
+    "shared": (
+        "one scale per window across channels",
+        {"module": SharedScale, "amplitude": False, "augmentation": True},
+    ),
+    "overlap": (
+        "overlapping patches (0.5-s stride)",
+        {"module": Overlapping, "amplitude": False, "augmentation": True},
+    ),
+    "pool": (
+        "pooling over time and channels",
+        {"module": TimeAndChannels, "amplitude": False, "augmentation": True},
+    ),
 }
 ENCODERS = {"scratch": None, "pars-small-v2": "pars-small-v2"}
+#: what the commits of the runs in ``finetuning_amplitude.jsonl`` mean (``+``: files
+#: edited when the run wrote its rows)
+COMMITS_NOTE = (
+    "`df2d1b8+`: the 20-epoch rows of the first run (all but the two `relative` rows) "
+    "ran before the library's change was committed; none of them uses "
+    '`amplitude="relative"`, and `amplitude=True` computed what it computes at f5c6b84. '
+    "`f5c6b84+`: the 200-epoch rows ran the code of f5c6b84 (docs were edited while "
+    "they ran). The last three remedies were run at 20 epochs only."
+)
 
 
 def commit():
@@ -147,11 +188,8 @@ def run(rows, epochs, seed, out):
     for name in rows:
         for enc_name, encoder in ENCODERS.items():
             params = dict(ROWS[name][1], encoder=encoder, sfreq=sfreq, random_state=seed)
-            if params.get("augmentation") == "no channel dropout":
-                params["augmentation"] = [
-                    t for t in standard_augmentation(sfreq, random_state=seed)
-                    if not isinstance(t, ChannelsDropout)
-                ]  # fmt: skip
+            dropout = params.pop("augmentation", True)
+            params["augmentation"] = augmentation(sfreq, seed, dropout)
             clf = PARSFineTuner(max_epochs=epochs, **params)
             start = time.perf_counter()
             clf.fit(Xf, yf)
@@ -205,7 +243,7 @@ def report(jsonl, out):
         lines.append(f"| {ROWS[name][0]} | {epochs} | {acc[0]} | {acc[1]} | {secs} |")
     commits = sorted({r["commit"] for r in rows.values()})
     lines += ["", f"Commits of the runs: {', '.join(commits)}; machine: "
-              f"{sorted({r['machine'] for r in rows.values()})[0]}."]  # fmt: skip
+              f"{sorted({r['machine'] for r in rows.values()})[0]}.", "", COMMITS_NOTE]  # fmt: skip
     write_report(lines, out)
 
 

@@ -111,10 +111,10 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         its norm: one map of all channels at once, so a difference between two
         channels reaches ``final_layer``. ``True``: each channel's log standard
         deviation, standardised per channel, projected and added to its spatial token
-        before the spatial attention
-        (whose weighted mean over channels cancels what is opposite in two channels:
-        a 2:1 ratio between two channels under a random gain stays at chance,
-        :doc:`/benchmarks/finetuning`). False (the default, the paper's model): none.
+        before the spatial attention, whose weighted mean over channels mixes the
+        channels' values (a 2:1 ratio between two channels under a random gain per
+        window stayed at chance, :doc:`/benchmarks/finetuning`). False (the default
+        here, the paper's model; ``PARSFineTuner``'s default is ``"relative"``): none.
         The encoder is unchanged.
     channel_embedding : bool
         Add a learnable embedding per channel to the spatial tokens.
