@@ -68,7 +68,7 @@ CURVE_EVERY = 5
 #: what every candidate changes first: the fine-tuner's defaults when this selection ran
 #: (it moved ``max_epochs`` from 40 to 200, and its fourth round ``spatial_drop_prob``
 #: from 0.5 to 0), so that a rerun scores the same candidates
-BASE = {"max_epochs": 40, "spatial_drop_prob": 0.5}
+BASE = {"max_epochs": 40, "spatial_drop_prob": 0.5, "amplitude": False}
 #: the candidates, each one change from ``BASE`` (written before any ran)
 CANDIDATES = {
     "defaults": {},
@@ -183,11 +183,11 @@ def run_probes(seeds, eegmat, out):
 
 #: the fine-tuner of the per-subject diagnosis: the defaults when it ran (the second
 #: round's 200 epochs, spatial dropout 0.5), so that a rerun reproduces it
-SUBJECTS_TUNER = {"max_epochs": 200, "spatial_drop_prob": 0.5}
+SUBJECTS_TUNER = {"max_epochs": 200, "spatial_drop_prob": 0.5, "amplitude": False}
 
 
 #: the fourth round's choice, added to the diagnosis after its test (it chose nothing)
-NO_DROPOUT = {"max_epochs": 200, "spatial_drop_prob": 0.0}
+NO_DROPOUT = {"max_epochs": 200, "spatial_drop_prob": 0.0, "amplitude": False}
 
 
 def run_subjects(seeds, eegmat, out, names=None):

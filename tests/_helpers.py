@@ -148,3 +148,37 @@ def loso_scores_on_arrays(windows):
         PARSProbe(sfreq=data.sfreq), data.X, data.y, groups=data.groups,
         cv=LeaveOneGroupOut(), scoring="balanced_accuracy",
     )  # fmt: skip
+
+
+def relative_amplitude_task(n_fit=160, n_score=160, seconds=4.0, sfreq=100.0, seed=0):
+    """Lateralisation reduced to its core: the label is which of two channels is larger.
+
+    Each channel is an 8-13 Hz rhythm (white noise band-passed by an FFT mask) plus
+    white noise of a quarter of its power, drawn independently per channel, so that
+    both channels have one spectrum. Class 0 has the first channel at twice the second's
+    amplitude, class 1 the reverse; each window's overall gain is log-uniform over a
+    factor of 16 (1/4 to 4, around 10 µV in volts), so no channel's amplitude alone
+    tells the class. Classes alternate, half each.
+
+    Returns
+    -------
+    X_fit, y_fit : ndarray, shapes (n_fit, 2, seconds * sfreq), (n_fit,)
+    X_score, y_score : ndarray, shapes (n_score, 2, seconds * sfreq), (n_score,)
+        Windows drawn apart from the fitted ones, to score on.
+    sfreq : float
+    """
+    rng = np.random.default_rng(seed)
+    n, n_times = n_fit + n_score, int(round(seconds * sfreq))
+    freqs = np.fft.rfftfreq(n_times, 1.0 / sfreq)
+    band = (freqs >= 8.0) & (freqs <= 13.0)
+    spectrum = np.fft.rfft(rng.standard_normal((n, 2, n_times)), axis=-1) * band
+    rhythm = np.fft.irfft(spectrum, n=n_times, axis=-1)
+    rhythm /= rhythm.std(axis=-1, keepdims=True)
+    signal = rhythm + 0.5 * rng.standard_normal((n, 2, n_times))
+    y = np.tile([0, 1], n // 2 + 1)[:n]
+    ratio = np.where(y == 0, 2.0, 0.5)  # first channel over the second
+    signal[:, 0] *= np.sqrt(ratio)[:, None]
+    signal[:, 1] /= np.sqrt(ratio)[:, None]
+    gain = 10e-6 * np.exp(rng.uniform(np.log(0.25), np.log(4.0), n))
+    X = (signal * gain[:, None, None]).astype(np.float32)
+    return X[:n_fit], y[:n_fit], X[n_fit:], y[n_fit:], sfreq

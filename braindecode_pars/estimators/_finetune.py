@@ -39,7 +39,7 @@ from braindecode_pars._util.checks import (
     check_skorch_names,
 )
 from braindecode_pars._util.logs import plural
-from braindecode_pars.models.multichannel import POOLINGS
+from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS
 from braindecode_pars.pretraining._seeding import fit_seed
 from braindecode_pars.pretraining.callbacks import _ANSI, _duration, shows_bars
 
@@ -217,7 +217,7 @@ def check_finetuner_params(net):
     check_range("lr", net.lr, 0, math.inf, low_open=True)
     check_range("encoder_lr_scale", net.encoder_lr_scale, 0, math.inf, low_open=True)
     check_range("layer_decay", net.layer_decay, 0, 1, low_open=True)
-    check_option("amplitude", net.amplitude, (False, True))
+    check_option("amplitude", net.amplitude, AMPLITUDES)
     check_option("pooling", net.pooling, POOLINGS)
     check_range("spatial_drop_prob", net.spatial_drop_prob, 0, 1, high_open=True)
     check_validation(net.min_valid_groups, net.valid_fraction, net.valid_monitor)
@@ -292,20 +292,29 @@ def finetune_callbacks(strategy, max_epochs, validation, valid_monitor, checkpoi
 AUGMENTATION_PRESETS = ("standard",)
 
 
-def standard_augmentation(sfreq, probability=0.5, random_state=None):
+#: Fewest channels that ``standard_augmentation`` drops channels of: 20 % of them is one
+#: channel or more from 5 on; below, a dropped channel is a third or a half of the window
+#: (on two channels it hid the label of a relative-amplitude task from the training
+#: windows it struck, and fine-tuning memorised instead, :doc:`/benchmarks/finetuning`).
+MIN_DROPOUT_CHANNELS = 5
+
+
+def standard_augmentation(sfreq, probability=0.5, random_state=None, n_chans=None):
     """braindecode augmentations that keep the label of most EEG tasks and ignore the unit.
 
     Each applied to a batch with ``probability``: ``FTSurrogate`` (random Fourier
     phases: the spectrum kept, the waveform new), ``ChannelsDropout`` (20 % of the
-    channels zeroed) and ``SmoothTimeMask`` (one second masked). None of them adds a
-    fixed amount of noise, so volts and microvolts are augmented alike (the
+    channels zeroed; only for windows of ``n_chans`` >= ``MIN_DROPOUT_CHANNELS`` (5)
+    channels, or ``n_chans`` None) and ``SmoothTimeMask`` (one second masked). None of
+    them adds a fixed amount of noise, so volts and microvolts are augmented alike (the
     encoder's instance normalisation ignores the unit too). ``random_state`` seeds
     their draws (None: numpy's global generator, as braindecode does).
     """
     rng = check_random_state(random_state)  # one stream shared by the three
+    dropout = n_chans is None or n_chans >= MIN_DROPOUT_CHANNELS
     return [
         FTSurrogate(probability, random_state=rng),
-        ChannelsDropout(probability, p_drop=0.2, random_state=rng),
+        *([ChannelsDropout(probability, p_drop=0.2, random_state=rng)] if dropout else []),
         SmoothTimeMask(probability, mask_len_samples=max(1, int(round(sfreq))), random_state=rng),
     ]
 

@@ -120,9 +120,15 @@ class PARSFineTuner(
         Layer-wise learning-rate decay: each encoder block below the last trains at
         ``layer_decay`` times the rate of the block above it, the tokenizer at
         ``layer_decay`` times the first block's; 1: one rate for the whole encoder.
-    amplitude : bool
-        Give the head each channel's log amplitude, which the encoder's instance
-        normalisation removes.
+    amplitude : False | True | "relative"
+        Give the head what the encoder's instance normalisation (per channel and
+        window) removes (:class:`~braindecode_pars.MultiChannelClassifier`'s
+        ``amplitude``). ``"relative"`` (the default): each channel's log amplitude
+        relative to its window's channels, all channels mapped into the pooled token;
+        ``True``: each channel's log amplitude added to its spatial token; False: none
+        (the paper's model, and the default before issue 77: on two channels whose
+        2:1 ratio is the label, under a random gain per window, it stayed at chance,
+        :doc:`/benchmarks/finetuning`).
     pooling : {"mean", "mean+std"}
         How each channel's tokens are pooled over patches into its spatial token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
@@ -141,8 +147,8 @@ class PARSFineTuner(
         ``subject`` in ``fit`` and ``predict`` (None: the windows given, as one group).
     augmentation : "standard" | list of braindecode Transform | None
         Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
-        "standard" (the default) draws Fourier-phase surrogates, channel dropout and a
-        smooth time mask, each with probability 0.5
+        "standard" (the default) draws Fourier-phase surrogates, channel dropout (on
+        windows of 5 channels or more) and a smooth time mask, each with probability 0.5
         (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`); None: none.
         Chosen on subject folds inside EEGMAT's labelled pool, where it turned fitting
         the training subjects into learning across them (:doc:`/benchmarks/finetuning`).
@@ -200,7 +206,7 @@ class PARSFineTuner(
         strategy="full",
         encoder_lr_scale=1.0,
         layer_decay=1.0,
-        amplitude=False,
+        amplitude="relative",
         pooling="mean",
         spatial_drop_prob=0.0,
         crop_seconds=None,
@@ -382,7 +388,9 @@ class PARSFineTuner(
 
     def _augmentation(self):
         if self.augmentation == "standard":
-            return standard_augmentation(self.sfreq_, random_state=self.seed_)
+            return standard_augmentation(
+                self.sfreq_, random_state=self.seed_, n_chans=self.n_chans_
+            )
         return list(self.augmentation or [])
 
     def _takes_default(self):

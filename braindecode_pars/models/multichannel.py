@@ -21,6 +21,9 @@ from braindecode_pars.models.encoder_config import PatchEncoderConfig
 #: Values of ``MultiChannelClassifier(pooling=...)``.
 POOLINGS = ("mean", "mean+std")
 
+#: Values of ``MultiChannelClassifier(amplitude=...)``.
+AMPLITUDES = (False, True, "relative")
+
 #: Keywords of huggingface_hub's ``from_pretrained`` (how to load, not what to build):
 #: with an encoder's name or folder, they go to the encoder's loader.
 _LOAD_KEYWORDS = (
@@ -98,12 +101,21 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     spatial_drop_prob : float
         Probability of dropping a spatial token during training. Paper: 0.5
         (section 2.5).
-    amplitude : bool
-        Give the head what instance normalisation removes: each channel's log
-        standard deviation, standardised per channel (cumulative statistics of the
-        training batches),
-        projected and added to its spatial token. The encoder is unchanged. Off by
-        default (the paper's model).
+    amplitude : False | True | "relative"
+        Give the head what the encoder's instance normalisation (per channel and
+        window) removes. ``"relative"``: each channel's log standard deviation minus
+        the mean of its window's channels (the relative amplitude across channels,
+        blind to the window's overall gain and to the unit), standardised per channel
+        (cumulative statistics of the training batches), the vector of the window's
+        channels mapped linearly to ``emb_dim`` and added to the pooled token before
+        its norm: one map of all channels at once, so a difference between two
+        channels reaches ``final_layer``. ``True``: each channel's log standard
+        deviation, standardised per channel, projected and added to its spatial token
+        before the spatial attention, whose weighted mean over channels mixes the
+        channels' values (a 2:1 ratio between two channels under a random gain per
+        window stayed at chance, :doc:`/benchmarks/finetuning`). False (the default
+        here, the paper's model; ``PARSFineTuner``'s default is ``"relative"``): none.
+        The encoder is unchanged.
     channel_embedding : bool
         Add a learnable embedding per channel to the spatial tokens.
     n_heads : int
@@ -162,6 +174,11 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
         check_option("pooling", pooling, POOLINGS)
+        check_option("amplitude", amplitude, AMPLITUDES)
+        #: "relative", "token" (True) or None (False)
+        self._amplitude_path = (
+            "relative" if isinstance(amplitude, str) else ("token" if amplitude else None)
+        )
         if encoder is None:
             encoder_kwargs["n_heads"] = encoder_n_heads
         else:
@@ -175,11 +192,15 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         if pooling == "mean+std":
             self.pool_proj = nn.Linear(2 * emb_dim, emb_dim)
         self.amplitude = amplitude
-        if amplitude:
-            # each channel's log standard deviation, standardised over the training
-            # batches (so the unit of the data does not matter), projected to a token
+        if self._amplitude_path:
+            # each channel's log standard deviation (relative to its window's channels),
+            # standardised over the training batches (so the unit of the data does not
+            # matter), projected to a token, or read by the final layer
             self.amplitude_norm = nn.BatchNorm1d(self.n_chans, affine=False, momentum=None)
+        if self._amplitude_path == "token":
             self.amplitude_proj = nn.Linear(1, emb_dim)
+        elif self._amplitude_path == "relative":
+            self.amplitude_proj = nn.Linear(self.n_chans, emb_dim)
         self.channel_embedding = None
         if channel_embedding:
             self.channel_embedding = nn.Parameter(torch.zeros(1, self.n_chans, emb_dim))
@@ -202,18 +223,24 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         pooled = torch.cat([tokens.mean(dim=1), std], dim=-1)
         return self.pool_proj(pooled).view(B, C, -1)
 
-    def amplitude_tokens(self, X):
-        """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): what normalisation took.
+    def amplitude_features(self, X):
+        """(batch, n_chans, n_times) -> (batch, n_chans): what normalisation took.
 
-        The log standard deviation of every channel, standardised per channel with
-        cumulative statistics of the training batches, through a linear map. A channel
-        without signal (all zeros, as braindecode's ``ChannelsDropout`` leaves it) gets
-        the mean, so it neither enters the statistics as an outlier nor carries one.
+        The log standard deviation of every channel (``amplitude="relative"``: minus the
+        mean of the window's channels), standardised per channel with cumulative
+        statistics of the training batches. A channel without signal (all zeros, as
+        braindecode's ``ChannelsDropout`` leaves it) gets the mean, so it neither enters
+        the statistics, nor the mean of its window's channels, as an outlier nor carries
+        one.
         """
         std = X.float().std(dim=-1)
         log_std = torch.log(std + torch.finfo(torch.float32).tiny)
-        norm = self.amplitude_norm
         flat = std <= 0  # no signal (a channel zeroed by augmentation): no amplitude
+        if self._amplitude_path == "relative":
+            kept = (~flat).float()
+            window = (log_std * kept).sum(-1, keepdim=True) / kept.sum(-1, keepdim=True).clamp(1)
+            log_std = log_std - window
+        norm = self.amplitude_norm
         if flat.any():  # stands at the mean, outside the statistics (else log(tiny) = -87)
             if norm.training and log_std.shape[0] >= 2:
                 kept = (~flat).float()
@@ -222,10 +249,13 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
                 fill = norm.running_mean
             log_std = torch.where(flat, fill.expand_as(log_std), log_std)
         if norm.training and log_std.shape[0] < 2:  # one window: no batch statistics
-            z = (log_std - norm.running_mean) / torch.sqrt(norm.running_var + norm.eps)
-        else:
-            z = norm(log_std)  # (batch, n_chans)
-        return self.amplitude_proj(z[..., None])
+            return (log_std - norm.running_mean) / torch.sqrt(norm.running_var + norm.eps)
+        return norm(log_std)  # (batch, n_chans)
+
+    def amplitude_tokens(self, X):
+        """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): ``amplitude=True``'s
+        tokens, :meth:`amplitude_features` through a linear map."""
+        return self.amplitude_proj(self.amplitude_features(X)[..., None])
 
     def spatial_dropout(self, B, C, device):
         """Key mask (batch, n_chans), True = dropped; never drops every channel."""
@@ -246,7 +276,9 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             Return ``{"features": pooled, "cls_token": None}`` instead of logits, as
             every braindecode model does: ``pooled`` (batch, emb_dim) is the query
             token after the spatial cross-attention and its norm, what ``final_layer``
-            reads (the query is this model's only summary token, and it is that one).
+            reads (the query is this model's only summary token, and it is that one;
+            with ``amplitude="relative"``, plus the map of the channels' relative
+            amplitudes before the norm).
 
         Returns
         -------
@@ -255,7 +287,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         self._check_input(X)
         B, C, _ = X.shape
         spatial = self.spatial_tokens(X)  # (batch, n_chans, emb_dim)
-        if self.amplitude:
+        if self._amplitude_path == "token":
             spatial = spatial + self.amplitude_tokens(X)
         if self.channel_embedding is not None:
             spatial = spatial + self.channel_embedding
@@ -264,7 +296,10 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         pooled, _ = self.spatial_attn(
             query, spatial, spatial, key_padding_mask=drop, need_weights=False
         )
-        features = self.norm(pooled[:, 0])  # (batch, emb_dim)
+        pooled = pooled[:, 0]  # (batch, emb_dim)
+        if self._amplitude_path == "relative":  # the channels' relative amplitudes
+            pooled = pooled + self.amplitude_proj(self.amplitude_features(X).to(pooled.dtype))
+        features = self.norm(pooled)  # (batch, emb_dim)
         if return_features:
             return {"features": features, "cls_token": None}
         return self.final_layer(features)

@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from braindecode_pars import PARSFineTuner, PatchEncoder
-from braindecode_pars.estimators._finetune import CodedWindows, FixedCrops, RandomCrops, crop_starts
+from braindecode_pars.estimators._finetune import (
+    CodedWindows,
+    FixedCrops,
+    RandomCrops,
+    crop_starts,
+    standard_augmentation,
+)
 
 from ..conftest import SMALL_ENCODER
 
@@ -99,10 +105,14 @@ def test_the_standard_augmentation_is_braindecodes_and_ignores_the_unit():
     transforms = clf._augmentation()  # what fit gave braindecode's AugmentedDataLoader
     assert [type(t) for t in clf._fit_state["transforms"]] == [type(t) for t in transforms]
     assert isinstance(clf.get_iterator(CodedWindows(X, y), training=True), AugmentedDataLoader)
-    assert [type(t).__name__ for t in transforms] == [
-        "FTSurrogate", "ChannelsDropout", "SmoothTimeMask"
-    ]  # fmt: skip
-    assert transforms[2].mask_len_samples == 100  # one second at 100 Hz
+    # two channels: no channel dropout (a dropped channel is half the window)
+    assert [type(t).__name__ for t in transforms] == ["FTSurrogate", "SmoothTimeMask"]
+    assert transforms[1].mask_len_samples == 100  # one second at 100 Hz
+    for n_chans, names in [(4, 2), (5, 3), (None, 3)]:
+        preset = standard_augmentation(100.0, random_state=0, n_chans=n_chans)
+        assert len(preset) == names
+        if names == 3:
+            assert type(preset[1]).__name__ == "ChannelsDropout" and preset[1].p_drop == 0.2
     assert clf.score(Xt, yt) > 0.85  # the rhythm survives phase surrogates
     # an FT surrogate keeps the amplitude spectrum of every channel, in any unit
     x = torch.as_tensor(X[:4] * 1e-6)
