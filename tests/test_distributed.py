@@ -441,7 +441,7 @@ def test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_n
         return [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(out),
                 "--store", str(mi_store),
                 *tiny_config(tmp_path, n_patches=10, checkpoint_minutes=0),
-                "--batch-size", "2", "--device", "cpu", "--epochs", "40"]  # fmt: skip
+                "--batch-size", "2", "--device", "cpu", "--epochs", "60"]  # fmt: skip
 
     never = subprocess.run(command(tmp_path / "whole"), env=ENV, capture_output=True,
                            text=True, timeout=600)  # fmt: skip
@@ -449,16 +449,17 @@ def test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_n
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(command(run_dir), env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
-    pointer = run_dir / "state.json"
+    pointer = run_dir / "state.json"  # under DDP first saved at the first epoch's end
     deadline = time.monotonic() + 300
-    while not (pointer.is_file() and json.loads(pointer.read_text())["epoch"] >= 3):
-        assert proc.poll() is None and time.monotonic() < deadline, "not stopped in time"
+    while not pointer.is_file():
+        assert proc.poll() is None and time.monotonic() < deadline, "not started in time"
         time.sleep(0.02)
+    time.sleep(2.0)  # some epochs on
     os.killpg(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0 and "stopped by SIGTERM" in err, err[-3000:]
     saved = json.loads(pointer.read_text())
-    assert 3 <= saved["epoch"] < 40, saved
+    assert 1 <= saved["epoch"] < 60, saved
     again = subprocess.run(command(run_dir), env=ENV, capture_output=True, text=True,
                            timeout=600)  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
