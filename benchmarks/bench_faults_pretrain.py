@@ -34,12 +34,26 @@ it to, whether it had to SIGKILL one, and whether every process group seen (the
 launcher's and each process's own: torchrun starts each in a session of its own) is
 empty within 10 s of the end.
 
+The stress trials (issue 75) send SIGTERM to every process of a 2-process torchrun job
+at once (the launcher and both trainers, as a scheduler's time limit signals a job), at a
+moment chosen at random among four, under a CPU load (``--stress-load`` processes
+spinning beside it): before a training step (the signal arrives mid-step), at an epoch's
+end, before a validation batch, and before a state is written. The job runs
+``benchmarks.lib.stop_trigger``, the ``pretrain`` command with a hook on rank 0 that sends
+the signal at the N-th occurrence of the moment. Each trial records the seconds from the
+signal to the launcher's end (within torchrun's 30-s grace, and whether it SIGKILLed a
+process), the state saved, whether the same command run again finished with the steps of
+an uninterrupted run, and whether its encoder is bit for bit that of the same command
+never stopped (run once). ``--stress-only`` runs these trials alone and replaces their
+section of ``--out``, leaving the others as they are.
+
 The full-disk trial reruns a stopped run under ``RLIMIT_FSIZE`` smaller than a
 checkpoint: the run must stop with a message naming the checkpoint, leave the saved
 state as it was, and a rerun without the limit must finish with the exact step count.
 
 Usage: ``python -m benchmarks.bench_faults_pretrain --trials 3 --group-trials 5
---torchrun-trials 3 --out benchmarks/results/faults_pretrain.md``.
+--torchrun-trials 3 --out benchmarks/results/faults_pretrain.md``; the stress row alone:
+``python -m benchmarks.bench_faults_pretrain --stress-only --stress-trials 20``.
 """
 
 from __future__ import annotations
@@ -331,6 +345,170 @@ def _steps_per_epoch(out):
     return max(row["train_batch_count"] for row in history)
 
 
+#: The stress trials' run: 2 steps of 2 windows per process and epoch (a fourth of the
+#: windows held out for validation), validated and saved on the reported epochs (the first,
+#: then every 100), a state every reported epoch, for STRESS_EPOCHS epochs.
+STRESS_SETTINGS = {"n_patches": 4, "valid_fraction": 0.25, "checkpoint_minutes": 0,
+                   "compile": False}  # fmt: skip
+STRESS_EPOCHS, STRESS_BATCH = 150, 2
+#: The moments of a stress trial and the occurrences each is drawn from (validation and
+#: state writes come on the reported epochs only: the first and the 101st).
+STRESS_MOMENTS = {"step": (2, 150), "epoch-end": (1, 75), "validation": (1, 2),
+                  "checkpoint": (1, 2)}  # fmt: skip
+#: torchrun with two CPU processes (it handles SIGTERM itself).
+TORCHRUN_2 = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+              "--nproc_per_node", "2"]  # fmt: skip
+
+
+def stress_command(store, out, root, module=("-m", "braindecode_pars.cli"), trigger=()):
+    config = Path(root) / "stress.json"
+    config.write_text(json.dumps({**TINY, **STRESS_SETTINGS}))
+    return [
+        *TORCHRUN_2, *module, *trigger, "pretrain", "--store", str(store), "--out", str(out),
+        "--config", str(config), "--device", "cpu", "--threads", "1",
+        "--epochs", str(STRESS_EPOCHS), "--batch-size", str(STRESS_BATCH), "--workers", "0",
+    ]  # fmt: skip
+
+
+def _encoder(path):
+    from braindecode_pars.hub.io import load_encoder
+
+    return load_encoder(path).state_dict()
+
+
+def stress_trial(root, store, moment, at, reference, seed=0):
+    """One stress trial: the job signalled at occurrence ``at`` of ``moment``
+    (:data:`STRESS_MOMENTS`), then the same command again; its figures (``reference``: the
+    encoder of the command never stopped)."""
+    out = Path(root) / f"run-stress-{moment}-{at}-{seed}"
+    stamp = Path(root) / f"stamp-{moment}-{at}-{seed}"
+    trigger = ("-m", "benchmarks.lib.stop_trigger", moment, str(at))
+    cmd = stress_command(store, out, root, module=(), trigger=trigger)
+    env = _env({**os.environ, "STOP_TRIGGER_STAMP": str(stamp)})
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)  # fmt: skip
+    _, err = proc.communicate(timeout=600)
+    ended = time.time()
+    signalled = stamp.is_file()
+    seconds = ended - float(stamp.read_text()) if signalled else None
+    state = saved(out)
+    code, rerun_err = run(stress_command(store, out, root))
+    final = saved(out)
+    same = None
+    if code == 0 and (out / "encoder.pt").is_file():
+        mine = _encoder(out / "encoder.pt")
+        same = mine.keys() == reference.keys() and all(
+            torch.equal(mine[k], reference[k]) for k in mine
+        )
+    return {
+        "moment": moment, "at": at, "code": proc.returncode, "signalled": signalled,
+        "seconds": seconds, "forced": "forcefully exiting" in err,
+        "killed": "Signals.SIGKILL" in err or "exitcode  : -9" in err,
+        "saved": state, "group_empty": group_empty(proc.pid), "rerun_code": code,
+        "rerun_error": rerun_err[-2000:] if code else "", "final_steps": final[2],
+        "steps_per_epoch": _steps_per_epoch(out), "same_weights": same,
+        "message": _message(err), "stderr": err[-3000:] if not signalled or code else "",
+    }  # fmt: skip
+
+
+def stress_trials(root, store, n, load, rng, moments=None):
+    """``n`` stress trials (the ``moments`` in turn, default all of
+    :data:`STRESS_MOMENTS`, each at a random occurrence) beside ``load`` processes
+    spinning on the CPU; the rows, and the reference run's seconds."""
+    start = time.monotonic()
+    code, err = run(stress_command(store, Path(root) / "run-stress-whole", root))
+    if code:
+        raise RuntimeError(f"the uninterrupted stress run failed: {err[-3000:]}")
+    reference_seconds = time.monotonic() - start
+    reference = _encoder(Path(root) / "run-stress-whole" / "encoder.pt")
+    spin = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(spin) for _ in range(load)]
+    rows = []
+    try:
+        moments = list(moments or STRESS_MOMENTS)
+        for i in range(n):
+            moment = moments[i % len(moments)]
+            at = rng.randint(*STRESS_MOMENTS[moment])
+            rows.append(stress_trial(root, store, moment, at, reference, seed=i))
+            print(rows[-1], flush=True)
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    return rows, reference_seconds
+
+
+def stress_section(rows, load, reference_seconds):
+    """The lines of the stress trials' section of the result file."""
+    from benchmarks.lib.measure import cpu_model
+
+    total = STRESS_EPOCHS * rows[0]["steps_per_epoch"] if rows else 0
+    within = sum(r["signalled"] and r["seconds"] < 30 and not r["forced"] for r in rows)
+    resumed = sum(r["rerun_code"] == 0 and r["final_steps"] == total for r in rows)
+    same = sum(bool(r["same_weights"]) for r in rows)
+    cells = [
+        "| "
+        + " | ".join(
+            map(
+                str,
+                [
+                    r["moment"],
+                    r["at"],
+                    r["code"],
+                    f"{r['saved'][0]} + {r['saved'][1]}" if r["saved"] else "none",
+                    f"{r['seconds']:.1f}" if r["seconds"] is not None else "not signalled",
+                    "yes" if r["forced"] or r["killed"] else "no",
+                    "yes" if r["group_empty"] else "NO",
+                    f"{r['final_steps']} / {total}",
+                    "yes" if r["same_weights"] else "NO",
+                ],
+            )
+        )
+        + " |"  # fmt: skip
+        for r in rows
+    ]
+    return [
+        "## SIGTERM to a whole torchrun job at a chosen moment, under load (stress)",
+        "",
+        f"`python -m benchmarks.bench_faults_pretrain --stress-only --stress-trials "
+        f"{len(rows)} --stress-load {load}`, {datetime.date.today()}, {cpu_model()} "
+        f"(load average {os.getloadavg()[0]:.2f} at the end): `pretrain` under "
+        f"`torchrun --standalone --nproc_per_node 2` (gloo, one thread each), {STRESS_EPOCHS} "
+        f"epochs of {rows[0]['steps_per_epoch'] if rows else '?'} steps of {STRESS_BATCH} "
+        "windows per process, validated and saved on the reported epochs; SIGTERM sent to "
+        "the launcher and both trainers at once by rank 0 itself "
+        "(`benchmarks/lib/stop_trigger.py`) at the N-th occurrence of the moment given, "
+        f"beside {load} process(es) spinning on the CPU; then the same command again. "
+        f"The command never stopped took {reference_seconds:.0f} s. Stop: seconds from "
+        "the signal to the launcher's end (torchrun SIGKILLs 30 s after forwarding); same "
+        "weights: the rerun's `encoder.pt` bit for bit that of the command never stopped.",
+        "",
+        "| moment | N | exit | saved: epoch + steps | stop (s) | SIGKILLed | group empty | "
+        "rerun: steps / uninterrupted | same weights |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *cells,
+        "",
+        f"Trials: {len(rows)}; saved within torchrun's grace, none SIGKILLed: {within} of "
+        f"{len(rows)}; reruns that finished with the steps of an uninterrupted run: "
+        f"{resumed} of {len(rows)}; encoders equal to the run never stopped: {same} of "
+        f"{len(rows)}.",
+        "",
+    ]
+
+
+def replace_section(path, lines):
+    """Put the stress section ``lines`` into the result file ``path``, in place of the one
+    there (or at its end)."""
+    path = Path(path)
+    text = path.read_text().splitlines() if path.is_file() else []
+    head = lines[0]
+    if head in text:
+        start = text.index(head)
+        rest = [i for i in range(start + 1, len(text)) if text[i].startswith("## ")]
+        text = text[:start] + text[rest[0] if rest else len(text) :]
+    path.write_text("\n".join([*text, *([""] if text and text[-1] else []), *lines]))
+
+
 def full_disk(root, store):
     """Stop a run at epoch 2, rerun it under a file-size limit smaller than a checkpoint,
     then without; its figures."""
@@ -371,12 +549,30 @@ def main(argv=None):
         "--torchrun-trials", type=int, default=3,
         help="trials of SIGUSR1 to torchrun launching two CPU processes",
     )  # fmt: skip
+    parser.add_argument(
+        "--stress-trials", type=int, default=0,
+        help="trials of SIGTERM to a whole torchrun job at a chosen moment, under load",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stress-load", type=int, default=1,
+        help="processes spinning on the CPU during the stress trials",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stress-only", action="store_true",
+        help="run the stress trials alone, replacing their section of --out",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/faults_pretrain.md")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     load, start = os.getloadavg()[0], time.monotonic()
     rows = []
+    if args.stress_only:
+        with tempfile.TemporaryDirectory() as root:
+            store = build_store(Path(root) / "store")
+            stress, seconds = stress_trials(root, store, args.stress_trials, args.stress_load, rng)
+        replace_section(args.out, stress_section(stress, args.stress_load, seconds))
+        return
     with tempfile.TemporaryDirectory() as root:
         store = build_store(Path(root) / "store")
         for sig in (signal.SIGTERM, signal.SIGUSR1, signal.SIGKILL):
@@ -394,7 +590,12 @@ def main(argv=None):
             print(rows[-1], flush=True)
         disk = full_disk(root, store)
         print(disk, flush=True)
+        stress = None
+        if args.stress_trials:
+            stress = stress_trials(root, store, args.stress_trials, args.stress_load, rng)
     write_table(rows, disk, args, time.monotonic() - start, load)
+    if stress is not None:
+        replace_section(args.out, stress_section(stress[0], args.stress_load, stress[1]))
 
 
 def _row(r):

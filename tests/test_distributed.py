@@ -425,6 +425,50 @@ def test_sigterm_to_a_torchrun_job_stops_both_ranks_at_one_step_and_the_rerun_co
 
 @pytest.mark.serial
 @pytest.mark.slow
+def test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_never_stopped(
+    tmp_path, mi_store
+):
+    """Two processes (gloo, one thread each), each drawing its own crops, channels,
+    patches and masks: the whole job signalled at some step and the same command run
+    again ends with the encoder of the same command never stopped, bit for bit."""
+    import json
+    import signal
+    import time
+
+    from .test_whole_job_signals import assert_same_encoder
+
+    def command(out):
+        return [*TORCHRUN, "-m", "braindecode_pars.cli", "pretrain", "--out", str(out),
+                "--store", str(mi_store),
+                *tiny_config(tmp_path, n_patches=10, checkpoint_minutes=0),
+                "--batch-size", "2", "--device", "cpu", "--epochs", "60"]  # fmt: skip
+
+    never = subprocess.run(command(tmp_path / "whole"), env=ENV, capture_output=True,
+                           text=True, timeout=600)  # fmt: skip
+    assert never.returncode == 0, never.stderr[-3000:]
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(command(run_dir), env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    pointer = run_dir / "state.json"  # under DDP first saved at the first epoch's end
+    deadline = time.monotonic() + 300
+    while not pointer.is_file():
+        assert proc.poll() is None and time.monotonic() < deadline, "not started in time"
+        time.sleep(0.02)
+    time.sleep(2.0)  # some epochs on
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "stopped by SIGTERM" in err, err[-3000:]
+    saved = json.loads(pointer.read_text())
+    assert 1 <= saved["epoch"] < 60, saved
+    again = subprocess.run(command(run_dir), env=ENV, capture_output=True, text=True,
+                           timeout=600)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resuming pretraining" in again.stderr
+    assert_same_encoder(run_dir / "encoder.pt", tmp_path / "whole" / "encoder.pt")
+
+
+@pytest.mark.serial
+@pytest.mark.slow
 def test_sigusr1_to_torchrun_launched_as_the_docs_say_saves_and_the_rerun_continues(
     tmp_path, mi_store
 ):

@@ -16,6 +16,7 @@ from pathlib import Path
 import mne
 import numpy as np
 import pytest
+import torch
 
 from braindecode_pars import cli
 from braindecode_pars.hub import run_status
@@ -176,3 +177,20 @@ def test_sigterm_to_every_process_of_a_pretraining_run_leaves_none_and_the_run_r
     assert f"Resuming pretraining from {run_dir} after {stopped['epoch']} epochs" in again.stderr
     final = run_status(run_dir)
     assert final["finished"] and final["epoch"] == epochs
+    # as the docs promise: the same run; its encoder bit for bit that of the run never
+    # stopped (the same command into another folder)
+    whole = [*command[: command.index("--out") + 1], str(tmp_path / "whole"),
+             *command[command.index("--out") + 2 :]]  # fmt: skip
+    never = subprocess.run(whole, env=ENV, capture_output=True, text=True, timeout=300)
+    assert never.returncode == 0, never.stderr[-3000:]
+    assert_same_encoder(run_dir / "encoder.pt", tmp_path / "whole" / "encoder.pt")
+
+
+def assert_same_encoder(path, other):
+    """The encoders saved at ``path`` and ``other`` hold the same weights, bit for bit."""
+    from braindecode_pars.hub.io import load_encoder
+
+    a, b = load_encoder(path).state_dict(), load_encoder(other).state_dict()
+    assert a.keys() == b.keys()
+    differ = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not differ, f"{len(differ)} of {len(a)} tensors differ, e.g. {differ[:3]}"

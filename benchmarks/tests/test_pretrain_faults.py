@@ -97,3 +97,29 @@ def test_sigusr1_to_torchrun_saves_the_step_reached_and_the_rerun_continues(harn
     assert r["rerun_code"] == 0, r["rerun_error"]
     assert r["final_epoch"] == bench.TORCHRUN_EPOCHS
     assert r["final_steps"] == bench.TORCHRUN_EPOCHS * r["steps_per_epoch"]  # none lost or twice
+
+
+@pytest.mark.serial  # a torchrun job of two processes, signalled whole, three times run
+def test_a_stress_trial_saves_in_the_grace_and_the_rerun_ends_as_the_run_never_stopped(
+    harness, tmp_path
+):
+    """One stress trial (SIGTERM to the launcher and both processes at once, at a state
+    write) and its section of the result file: saved within torchrun's grace, nothing
+    SIGKILLed, the rerun finished with the encoder of the command never stopped."""
+    import random
+
+    bench, root, store = harness
+    rows, seconds = bench.stress_trials(root, store, 1, 0, random.Random(0), moments=["checkpoint"])
+    (r,) = rows
+    assert r["signalled"] and r["seconds"] < 30 and not (r["forced"] or r["killed"]), r["stderr"]
+    assert r["code"] != 0 and r["saved"] is not None  # torchrun's SignalException
+    assert r["rerun_code"] == 0, r["rerun_error"]
+    assert r["final_steps"] == bench.STRESS_EPOCHS * r["steps_per_epoch"]
+    assert r["same_weights"]
+    out = tmp_path / "faults.md"
+    out.write_text("# Faults\n\n## Another section\n\nkept\n")
+    bench.replace_section(out, bench.stress_section(rows, 0, seconds))
+    bench.replace_section(out, bench.stress_section(rows, 0, seconds))  # replaced, not added
+    text = out.read_text()
+    assert text.count("## SIGTERM to a whole torchrun job") == 1 and "kept" in text
+    assert "none SIGKILLed: 1 of 1" in text and "never stopped: 1 of 1" in text

@@ -230,7 +230,7 @@ def folder_lock(path, what, reentrant=False):
     reentrant : bool
         If this process already holds the folder, join that lock instead of being
         refused (a command that locked its output folder, then the training it runs
-        there).
+        there). The lock is released when its last holder leaves, whichever took it.
 
     Yields
     ------
@@ -278,10 +278,8 @@ def folder_lock(path, what, reentrant=False):
         try:
             yield lock
         finally:
-            with _mutex:
-                held[0] -= 1
+            _leave(key, lock)
         return
-    f = None
     try:
         if fcntl is None:
             logger.debug("No fcntl on this system: %s is not locked.", path)
@@ -292,9 +290,20 @@ def folder_lock(path, what, reentrant=False):
                     _OPEN[key] = f
         yield lock
     finally:
-        with _mutex:
-            _HELD.pop(key, None)
-            _OPEN.pop(key, None)
-        if f is not None:
+        _leave(key, lock)
+
+
+def _leave(key, lock):
+    """One holder of the lock of folder ``key`` (its file ``lock``) leaves; the last one
+    to leave, whichever took it first, releases it: a reentrant holder in another thread
+    never outlives the lock it joined."""
+    with _mutex:
+        held = _HELD.get(key)
+        held[0] -= 1
+        if held[0] > 0:
+            return
+        _HELD.pop(key, None)
+        f = _OPEN.pop(key, None)
+        if f is not None:  # released under the mutex: no holder of this process between
             lock.unlink(missing_ok=True)  # before the unlock: no one locks a removed file
             f.close()

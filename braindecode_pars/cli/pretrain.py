@@ -421,6 +421,7 @@ def _pretrain(args):
     -m braindecode_pars.cli pretrain ...)."""
     import torch
 
+    from braindecode_pars._jobs.signals import StopSignals, check_stop_signals
     from braindecode_pars.pretraining.distributed import init_distributed
 
     encoder_kwargs = _check(args)
@@ -430,9 +431,18 @@ def _pretrain(args):
 
         set_death_signal()
     torch.set_num_threads(args.threads or idle_cores())
-    device = init_distributed(args.device)
-    with _out_held(args):
-        _pretrain_held(args, encoder_kwargs, device)
+    # the stop signals are the command's from here to its end: one that comes before the
+    # training reaches it at its first step, and one that comes again after it stopped
+    # (torchrun forwards the scheduler's SIGTERM to processes that had it already) cannot
+    # kill a process that is leaving the process group with the others
+    stop = StopSignals(
+        check_stop_signals("stop_signal", stop_signals(args)),
+        message="Received %s: the run stops at its next step boundary, after saving the state.",
+    )
+    with stop:
+        device = init_distributed(args.device)
+        with _out_held(args):
+            _pretrain_held(args, encoder_kwargs, device)
 
 
 @contextlib.contextmanager
@@ -519,6 +529,9 @@ def _pretrain_held(args, encoder_kwargs, device):
             f"{listed}{extend}. Give another --out, or the run's settings to resume it."
         ) from None
     except TrainingStopped as err:
+        # every process stopped at the step they agreed on: they leave the group together,
+        # so that none tears its connections down while rank 0 still writes the state
+        finished = err.reason == "signal"
         if main_process:
             where = f"epoch {err.epochs}" + (
                 f" and {err.steps} step(s) of epoch {err.epochs + 1}" if err.steps else ""

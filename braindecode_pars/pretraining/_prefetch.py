@@ -13,12 +13,19 @@ that copy's event and no longer.
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 
 import torch
 
+logger = logging.getLogger(__name__)
+
 _END = object()
+
+#: Seconds a pass that ends waits for its reader before a warning says it still waits
+#: (it waits until the reader ends: never two readers at once).
+JOIN_WARN_SECONDS = 10.0
 
 
 class _Prefetched:
@@ -34,7 +41,9 @@ class _Prefetched:
     that an epoch left early by design (the rest of a resumed epoch) draws what the
     loader alone would have drawn and the next epochs draw the same crops. A batch's
     error is raised in the training thread; leaving the loop early (a stop at a step
-    boundary) ends the thread.
+    boundary) ends the thread, and the pass waits for it to end (a warning after
+    :data:`JOIN_WARN_SECONDS` says a read holds it up), so that the next pass's reader
+    never runs beside it.
     """
 
     def __init__(self, loader, device, depth=2, prepare=None, take=None):
@@ -101,4 +110,14 @@ class _Prefetched:
                 yield X, y
         finally:
             stop.set()
-            thread.join(timeout=10)
+            # the reader looks at `stop` after every batch: wait for it to end (a reader
+            # left inside a slow read would run beside the next pass's, on the same
+            # generator), saying so when a read holds it up
+            thread.join(timeout=JOIN_WARN_SECONDS)
+            if thread.is_alive():
+                logger.warning(
+                    "The read-ahead thread is still inside a batch read %.0f s after the "
+                    "training loop left it; waiting for that read to end.",
+                    JOIN_WARN_SECONDS,
+                )
+                thread.join()

@@ -6,6 +6,7 @@ Saving, loading and exporting encoders live in :mod:`braindecode_pars.hub.io`.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import pickle
 import shutil
@@ -19,6 +20,8 @@ from braindecode_pars._jobs.atomic import fsync_file, fsync_folder, write_atomic
 from braindecode_pars.hub.io import _unwrapped_state_dict, run_state, save_encoder
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining.callbacks import _pair_tables, _restore_pair_tables
+
+logger = logging.getLogger(__name__)
 
 
 class _Cadence(Callback):
@@ -119,7 +122,10 @@ class StateCheckpoint(_Cadence):
     (:func:`~braindecode_pars._jobs.atomic.write_atomic`) to name it, with the
     epoch, the steps done of the next epoch when a stop signal ended the run within one
     (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``),
-    the run's epoch budget, how it was launched (processes, compile, amp) and, for
+    the run's seed (``seed``, from which every order, crop and draw of the run derives,
+    by the epoch and the step: a run resumed from any step goes on as the run never
+    stopped, see :func:`~braindecode_pars.pretraining._seeding.derived_seed`), the
+    run's epoch budget, how it was launched (processes, compile, amp) and, for
     PARS, whether its pair decoder had moved to float64 factor tables
     (``pair_tables``, with the count of reports in a row that had unresolved pairs:
     see :class:`~braindecode_pars.pretraining.callbacks.PretextSkill`), and older state
@@ -182,6 +188,7 @@ class StateCheckpoint(_Cadence):
             "world_size": distributed.world_size() if net.distributed_ else 1,
             "compile": bool(getattr(net, "compile", False)),
             "amp": bool(getattr(net, "amp", False)),
+            "seed": getattr(net, "run_seed_", None),  # every draw of the run derives from it
             **_pair_tables(net),  # PARS: the float64 escalation of its pair decoder
         }
         write_atomic(root / "state.json", json.dumps(pointer))
@@ -213,6 +220,14 @@ class StateCheckpoint(_Cadence):
             ) from err
         pointer = json.loads((Path(dirname) / "state.json").read_text())
         net.resume_point_ = (int(pointer.get("steps", 0)), int(pointer.get("steps_per_epoch", 0)))
+        net.run_seed_ = pointer.get("seed")
+        if net.run_seed_ is None:
+            logger.info(
+                "The state in %s holds no run seed (saved by an earlier version): the run "
+                "continues from it, but with new crops, orders and draws, so not bit for bit "
+                "as the run never stopped would have.",
+                folder,
+            )
         _restore_pair_tables(net, pointer)
         return len(net.history)
 

@@ -3,11 +3,14 @@ log's reduction."""
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 
 import torch
 import torch.distributed as dist
+
+from braindecode_pars._jobs.signals import DUMP_AFTER_SECONDS, arm_stack_dump
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +66,10 @@ def close_distributed(finished=True):
     saves or reduces: a gloo process that exited while its peer was still at work
     could abort at its own exit (``terminate called without an active exception``).
     When it did not (an error on one process), the group is destroyed at once, since a
-    barrier would wait for a process that will never reach it. Does nothing outside
-    an initialised process group.
+    barrier would wait for a process that will never reach it. If the barrier or the
+    tear-down has not ended within
+    :data:`~braindecode_pars._jobs.signals.DUMP_AFTER_SECONDS`, every thread's stack is
+    written to stderr. Does nothing outside an initialised process group.
 
     Parameters
     ----------
@@ -78,9 +83,16 @@ def close_distributed(finished=True):
     """
     if not (dist.is_available() and dist.is_initialized()):
         return
-    if finished and dist.get_world_size() > 1:
-        dist.barrier()
-    dist.destroy_process_group()
+    # a barrier or a tear-down that hangs writes every thread's stack before a
+    # launcher's SIGKILL comes
+    armed = arm_stack_dump(DUMP_AFTER_SECONDS)
+    try:
+        if finished and dist.get_world_size() > 1:
+            dist.barrier()
+        dist.destroy_process_group()
+    finally:
+        if armed:
+            faulthandler.cancel_dump_traceback_later()
     logger.debug("Left the process group.")
 
 

@@ -20,14 +20,7 @@ from skorch import NeuralNet
 from skorch.callbacks import EpochTimer
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import (
-    BatchSampler,
-    DataLoader,
-    DistributedSampler,
-    RandomSampler,
-    SequentialSampler,
-    Subset,
-)
+from torch.utils.data import DataLoader, DistributedSampler, Subset
 
 from braindecode_pars._jobs.workers import WorkerStart, start_method
 from braindecode_pars._util.checks import check_device, check_option
@@ -39,6 +32,13 @@ from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining import resume as _resume
 from braindecode_pars.pretraining._optim import with_fused_default
 from braindecode_pars.pretraining._prefetch import _Prefetched
+from braindecode_pars.pretraining._seeding import (
+    RUN_SEED_RANGE,
+    STEP,
+    _EpochBatches,
+    _EpochOrder,
+    derived_seed,
+)
 from braindecode_pars.pretraining.callbacks import (
     EpochProgress,
     PretextSkill,
@@ -100,10 +100,10 @@ def _from_store(dataset):
     return isinstance(dataset, SingleChannelWindows) and dataset._store is not None
 
 
-def _shared_seed():
-    """A seed every process shares: torch's initial seed of rank 0 (each process's own
-    when not distributed)."""
-    seed = [int(torch.initial_seed())]
+def _new_run_seed():
+    """A new run's seed (:attr:`PretrainNet.run_seed_`): drawn from torch's global
+    generator of rank 0, the same on every process."""
+    seed = [int(torch.randint(0, RUN_SEED_RANGE, (), dtype=torch.int64))]
     if distributed._is_distributed():
         torch.distributed.broadcast_object_list(seed, src=0)
     return seed[0]
@@ -274,7 +274,11 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         :class:`~braindecode_pars.pretraining.TrainingStopped` (its ``reason``
         ``"signal"``, its ``exit_code`` ``128 + signal``). Fitting again
         with the same folder continues from that step: the epoch runs the steps it had
-        left, on the learning-rate curve of an uninterrupted run. Alone, the flag is a
+        left, on the learning-rate curve of an uninterrupted run, with its draws (every
+        order, crop, channel, patch, mask and dropout of a run is seeded from the run's
+        seed, ``run_seed_``, saved with the state, the rank, the epoch and the step), so
+        that on a CPU the weights end bit for bit as the run never stopped (on a GPU,
+        kernels that are not deterministic make any two runs differ). Alone, the flag is a
         Python variable read before every step; under DistributedDataParallel the
         processes agree through one all-reduce about every 5 seconds (a cadence in
         steps measured from the step time,
@@ -419,9 +423,17 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
         callbacks.append(("stop_at_signal", _StopAtSignal()))  # last: after the checkpoints
         return callbacks
 
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        """A run without a seed yet (a new one, not resumed from a state that holds its
+        seed) draws one: :attr:`run_seed_`."""
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        if getattr(self, "run_seed_", None) is None:
+            self.run_seed_ = _new_run_seed()
+
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         """Every validation pass starts a generator with the same seed (the same draws);
-        whether this epoch is validated and reported (``eval_every_steps``)."""
+        whether this epoch is validated and reported (``eval_every_steps``); where a
+        resumed epoch's batches start."""
         super().on_epoch_begin(net, dataset_train, dataset_valid, **kwargs)
         device = self.device if str(self.device).startswith("cuda") else "cpu"
         self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
@@ -433,6 +445,19 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 len(self.history), self.max_epochs, per_epoch, self.eval_every_steps
             )
             self.epoch_step_offset_ = self._resumed_steps(per_epoch)
+            batches = getattr(self, "train_sampler_", None)
+            if isinstance(batches, _EpochBatches):  # the steps done are skipped, not drawn
+                batches.start = self.epoch_step_offset_
+
+    def _seed_step(self, place):
+        """Before training step ``place`` (0-based) of this epoch: torch's global
+        generators (CPU and devices) seeded from the run's seed, this process's rank, the
+        epoch and ``place`` alone, so that the step's draws (patches, masks, dropout) are
+        those of the same step of the run never stopped."""
+        seed = getattr(self, "run_seed_", None)
+        if seed is not None:
+            rank = distributed.rank() if self.distributed_ else 0
+            torch.manual_seed(derived_seed(seed, STEP, rank, len(self.history), place))
 
     def steps_per_epoch(self, n_windows):
         """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
@@ -482,17 +507,22 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
                 f"batches={asked!r} draws the crops of a SingleChannelWindows view (or a "
                 f"Subset of one), but the training data is a {type(dataset).__name__}."
             )
-        if not (self.distributed_ or short or batched):
+        loader_class = self.iterator_train
+        if not (isinstance(loader_class, type) and issubclass(loader_class, DataLoader)):
+            loader_class = None
+        if not (self.distributed_ or short or batched or loader_class):
             kwargs.setdefault("batch_size", self.batch_size)
             if kwargs["batch_size"] == -1:  # skorch's: the whole dataset
                 kwargs["batch_size"] = len(dataset)
-            if isinstance(self.iterator_train, type) and issubclass(
-                self.iterator_train, DataLoader
-            ):
-                kwargs["drop_last"] = True
             return self.iterator_train(dataset, **kwargs)
         shuffle = kwargs.pop("shuffle", True)
         batch_size = kwargs.pop("batch_size", self.batch_size)
+        if batch_size == -1:  # skorch's: the whole dataset
+            batch_size = len(dataset)
+        # every order and draw a function of the run's seed and its place in the run
+        if getattr(self, "run_seed_", None) is None:  # asked outside a fit
+            self.run_seed_ = _new_run_seed()
+        seed, rank = self.run_seed_, distributed.rank() if self.distributed_ else 0
         check_option("store_read", self.store_read, ("random", "disk"))
         disk_order = batched and not short and self.store_read == "disk" and _from_store(dataset)
         if asked in ("read-ahead", "device") and disk_order:
@@ -504,23 +534,22 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
             stream = self.train_sampler_ = DiskOrderBatches(
                 dataset,
                 batch_size,
-                seed=_shared_seed(),
-                rank=distributed.rank() if self.distributed_ else 0,
+                seed=seed,
+                rank=rank,
                 world_size=world,
                 drop_last=True,
             )  # _SamplerEpoch sets its epoch, as a DistributedSampler's
             return DataLoader(stream, batch_size=None, **kwargs)
-        if short:  # each process draws its own (its generator is seeded by rank)
-            sampler = RandomSampler(dataset, replacement=True, num_samples=batch_size)
+        if short:  # each process draws its own (the rank is in their seed)
+            order = _EpochOrder(len(dataset), seed, draws=batch_size, rank=rank)
         elif self.distributed_:
-            sampler = self.train_sampler_ = DistributedSampler(dataset, shuffle=True)
+            order = DistributedSampler(dataset, shuffle=True, seed=seed)
         else:
-            sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
+            order = _EpochOrder(len(dataset), seed, shuffle=shuffle)
+        # _SamplerEpoch sets its epoch, on_epoch_begin where a resumed epoch starts
+        batches = self.train_sampler_ = _EpochBatches(order, batch_size, seed, rank, batched)
         if not batched:
-            return DataLoader(
-                dataset, sampler=sampler, batch_size=batch_size, drop_last=True, **kwargs
-            )
-        batches = BatchSampler(sampler, batch_size, drop_last=True)
+            return (loader_class or DataLoader)(dataset, batch_sampler=batches, **kwargs)
         chosen = self._batches_in_force(dataset, kwargs)
         self.batches_ = chosen
         if chosen == "device":

@@ -81,7 +81,8 @@ class _AsyncSteps:
         (skorch reads it with ``.item()``, which waits for the step to finish); the net
         reads every such value at once at its report cadence (:meth:`read_log`). A
         training epoch resumed after a stop within it runs the steps it had left
-        (``epoch_steps_ - epoch_step_offset_``), and between two steps the net may stop
+        (``epoch_steps_ - epoch_step_offset_``), and before every step (an epoch's first
+        too: an epoch of one step has no boundary within it) the net may stop
         (``_stop_between_steps``).
         """
         if iterator is None or (not training and not getattr(self, "reports_epoch_", True)):
@@ -91,12 +92,13 @@ class _AsyncSteps:
         left = per_epoch - getattr(self, "epoch_step_offset_", 0) if per_epoch else None
         stop = getattr(self, "_stop_between_steps", None)
         for batch in iterator:
-            if training and batch_count:  # a step boundary
-                if left is not None and batch_count >= left:  # a resumed epoch's rest is done
-                    break
-                if stop is not None:
-                    stop(batch_count)
+            if training and batch_count and left is not None and batch_count >= left:
+                break  # a resumed epoch's rest is done
+            if training and stop is not None:  # a step boundary, an epoch's first included
+                stop(batch_count)
             self.notify("on_batch_begin", batch=batch, training=training)
+            if training and hasattr(self, "_seed_step"):  # the step's draws: its own seed
+                self._seed_step(getattr(self, "epoch_step_offset_", 0) + batch_count)
             step = step_fn(batch, **fit_params)
             # a copy: a CUDA graph's output memory is rewritten by its next replay
             self.history.record_batch(prefix + "_loss", _kept(step["loss"]))

@@ -50,7 +50,7 @@ from skorch.callbacks import Callback, EarlyStopping
 
 from braindecode_pars._jobs.atomic import write_atomic
 from braindecode_pars._jobs.lock import folder_lock
-from braindecode_pars._jobs.signals import StopSignals, check_stop_signals
+from braindecode_pars._jobs.signals import DUMP_AFTER_SECONDS, StopSignals, check_stop_signals
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.resume import _check_resume, _log_launch_change, _log_resumed
@@ -343,12 +343,17 @@ class _Sittings:
         :func:`~braindecode_pars._jobs.lock.folder_lock`): a second fit into it, from
         another process, is refused before any work with a ``RuntimeError`` that names
         the process holding it. A signal of ``stop_signals`` saves the state at the next
-        step boundary and raises :class:`TrainingStopped` (``reason="signal"``).
+        step boundary and raises :class:`TrainingStopped` (``reason="signal"``); a fit
+        that has not ended
+        :data:`~braindecode_pars._jobs.signals.DUMP_AFTER_SECONDS` after the signal writes
+        every thread's stack to stderr (each process its own), so that a stop that hangs
+        says where.
         """
         signals = resolve_stop_signals(self.stop_signals, self.checkpoint_dir)
         stop = StopSignals(
             signals,
             message="Received %s: stopping at the next step boundary, after saving the state.",
+            dump_after=DUMP_AFTER_SECONDS,  # a stop that hangs says where, before a SIGKILL
         )
         with self._folder_held(), stop as self.stop_:
             self.stop_agreement_ = _StopAgreement()
@@ -370,6 +375,8 @@ class _Sittings:
             self.initialize()
         done = 0
         self.resume_point_, self.stopped_steps_ = None, 0
+        if not self.warm_start:  # a new run draws its seed; a resumed one reads it
+            self.run_seed_ = None
         if self.checkpoint_dir is not None:
             config = _check_resume(self, self.checkpoint_dir, X)
             if StateCheckpoint.current(self.checkpoint_dir) is not None and not self.warm_start:

@@ -13,6 +13,7 @@ from torch.utils.data import Dataset, get_worker_info
 from braindecode_pars._util.checks import check_int
 from braindecode_pars.io.windowing import RecordingStream
 from braindecode_pars.models.encoder import log_std_statistics
+from braindecode_pars.pretraining._seeding import _Batch
 from braindecode_pars.store.write import (
     _check_same_sfreq,
     _describe,
@@ -254,17 +255,21 @@ class SingleChannelWindows(Dataset):
         X = self._draw(np.asarray(indices, dtype=np.int64), self._generator())
         return [(x, 0) for x in X]
 
-    def batch(self, indices, pinned=False):
+    def batch(self, indices, pinned=False, seed=None):
         """Items ``indices`` as one batch, ``(X, y)``: ``X`` (n, 1, n_times) float32 (the
         draws of :meth:`__getitems__`), ``y`` zeros; no copy per item, no collation (a
         DataLoader of :class:`_BatchedView` reads batches so). In a DataLoader worker the
         batch is written straight into shared memory, which the DataLoader hands to the
         training process as it is (a batch of ordinary memory is copied there); with
         ``pinned`` (in the training process, for a GPU) straight into pinned memory,
-        which a pinning DataLoader keeps as it is (ordinary memory is copied there)."""
+        which a pinning DataLoader keeps as it is (ordinary memory is copied there). With
+        a ``seed``, the draws come from a generator of that seed alone (a pretraining
+        run's batch: the same draws in any process or worker, at any resume), otherwise
+        from the view's generator of this process."""
         shared = get_worker_info() is not None
         pinned = pinned and not shared  # a worker's batch goes to shared memory
-        X = self._draw(np.asarray(indices, dtype=np.int64), self._generator(), shared, pinned)
+        rng = self._generator() if seed is None else np.random.default_rng(seed)
+        X = self._draw(np.asarray(indices, dtype=np.int64), rng, shared, pinned)
         return X, torch.zeros(len(X), pin_memory=pinned)
 
     def _draw(self, indices, rng, shared=False, pinned=False):
@@ -479,7 +484,9 @@ class _DeviceBatches:
     :meth:`_DeviceCrops.draw` from one generator of the device, as ``(X, y)`` on the
     device (``y`` zeros): no host draw, no copy to the device. The generator is seeded
     from torch's global generator when the batches are made (a process's own seed, as
-    the host draw's numpy generator is: :meth:`SingleChannelWindows._generator`).
+    the host draw's numpy generator is: :meth:`SingleChannelWindows._generator`), and
+    anew from each batch's own seed when ``batches`` gives
+    :class:`~braindecode_pars.pretraining._seeding._Batch` objects (a pretraining run's).
 
     Examples
     --------
@@ -503,6 +510,9 @@ class _DeviceBatches:
 
     def __iter__(self):
         for batch in self.batches:
+            if isinstance(batch, _Batch):  # a run's batch: its draws from its own seed
+                self.generator.manual_seed(batch.seed)
+                batch = batch.indices
             indices = np.asarray(batch, dtype=np.int64)
             if self.indices is not None:
                 indices = self.indices[indices]
@@ -541,6 +551,9 @@ class _BatchedView(Dataset):
         return len(self.dataset)
 
     def __getitem__(self, indices):
+        seed = None
+        if isinstance(indices, _Batch):  # a run's batch, with the seed of its draws
+            indices, seed = indices.indices, indices.seed
         indices = np.asarray(indices, dtype=np.int64)
         indices = indices if self.indices is None else self.indices[indices]
-        return self.view.batch(indices, pinned=self.pinned)
+        return self.view.batch(indices, pinned=self.pinned, seed=seed)

@@ -304,13 +304,13 @@ def test_workers_build_their_batches_in_shared_memory_for_both_reads(view):
 
 def _rank_share_under_gloo(rank, world, init, store, out):
     """One process of a gloo group: its own torch seed, the order's seed from rank 0."""
-    from braindecode_pars.pretraining.net import _shared_seed
+    from braindecode_pars.pretraining.net import _new_run_seed
 
     torch.distributed.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
         torch.manual_seed(100 + rank)  # every process seeded differently
         view = SingleChannelWindows.from_store(store, n_times=N_TIMES)
-        batches = DiskOrderBatches(view, batch_size=4, seed=_shared_seed(), rank=rank,
+        batches = DiskOrderBatches(view, batch_size=4, seed=_new_run_seed(), rank=rank,
                                    world_size=world)  # fmt: skip
         np.save(out / f"rank{rank}.npy", batches.rank_windows(epoch=3))
     finally:

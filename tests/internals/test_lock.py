@@ -230,3 +230,36 @@ def test_the_commands_go_on_without_flock_and_exit_in_one_line_on_a_lock_error(
     with pytest.raises(SystemExit) as done:  # stop_before_pretraining's, in the run
         cli.main(run)
     assert done.value.code == 0 and "lr" in given
+
+
+def test_a_reentrant_holder_in_another_thread_keeps_the_lock_after_the_first_leaves(tmp_path):
+    # the first holder (a command) leaves while a reentrant one (its training, in another
+    # thread) is still inside: the lock stays held until that one leaves too
+    import threading
+
+    joined, first_left, check_done = threading.Event(), threading.Event(), threading.Event()
+    inside = {}
+
+    def reentrant():
+        with folder_lock(tmp_path, "the training", reentrant=True):
+            joined.set()
+            first_left.wait(5)
+            inside["file"] = (tmp_path / LOCK_FILE).is_file()
+            try:
+                with folder_lock(tmp_path, "a second run"):
+                    inside["second"] = "admitted"
+            except FolderLockedError:
+                inside["second"] = "refused"
+            check_done.set()
+
+    with folder_lock(tmp_path, "the command"):
+        thread = threading.Thread(target=reentrant)
+        thread.start()
+        assert joined.wait(5)
+    first_left.set()
+    assert check_done.wait(5)
+    thread.join(5)
+    assert inside == {"file": True, "second": "refused"}
+    assert not (tmp_path / LOCK_FILE).exists()  # released by the last holder
+    with folder_lock(tmp_path, "the next run"):  # and free again
+        pass

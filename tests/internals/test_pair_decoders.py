@@ -1,4 +1,6 @@
+import json
 import math
+import threading
 
 import pytest
 import torch
@@ -294,6 +296,18 @@ def test_pairs_beyond_the_fallback_are_counted_not_hidden(monkeypatch, bad_pairs
     assert 0 < differs.sum() <= n_bad - 3  # the uncomputed pairs, and only them
 
 
+def test_a_denominator_of_zero_gives_a_finite_gap_that_strict_json_writes():
+    # logits spread so far that some pair-heads' float32 tables hold exactly 0: their
+    # gap (-log 0) is recorded as the largest float32, which strict JSON can write
+    torch.manual_seed(0)
+    dec = _wide(CrossAttentionPairDecoder(16, 2), std=3.0)
+    y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
+    theta, unresolved, gap = dec.forward_counted(y, idx)
+    assert unresolved.item() > 0 and torch.isfinite(theta).all()  # pairs past every table
+    assert gap.item() == torch.finfo(torch.float32).max
+    assert json.loads(json.dumps({"train_pair_gap": gap.item()}, allow_nan=False))
+
+
 def _direct_pair_attention(q, k, s, n, scale):
     """The operator's definition computed directly: (batch, n, n), the sum over heads."""
     logits = scale * torch.einsum("bhpd,bhmd->bhpm", q, k)  # (B, H, 2n, N)
@@ -421,6 +435,45 @@ def test_the_operator_is_exact_under_matmul_precision_high(
         assert err < FLOAT32_TOL, err  # TF32 products would be off by about 1e-3
     assert seen and set(seen) == {"ieee"}
     assert backend.fp32_precision == "tf32"  # restored
+
+
+def test_exact_sections_in_two_threads_keep_ieee_until_the_last_one_ends(
+    matmul_precision_high,
+):
+    # thread A opens a section, then B; A leaves first: B's products must stay IEEE
+    # float32 until B leaves, and the caller's "tf32" comes back only then
+    backend = torch.backends.mkldnn.matmul
+    assert backend.fp32_precision == "tf32"
+    a_in, b_in, a_out, b_done = (threading.Event() for _ in range(4))
+    seen = {}
+
+    def a():
+        with pair_attention.exact_float_arithmetic("cpu"):
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def b():
+        a_in.wait(5)
+        with pair_attention.exact_float_arithmetic("cpu"):
+            b_in.set()
+            a_out.wait(5)
+            seen["inside, after A left"] = backend.fp32_precision
+        b_done.set()
+
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert b_done.is_set()
+    assert seen == {"inside, after A left": "ieee"}
+    assert backend.fp32_precision == "tf32"  # restored once both left
+    with pair_attention.exact_float_arithmetic("cpu"):  # nested in one thread too
+        with pair_attention.exact_float_arithmetic("cpu"):
+            pass
+        assert backend.fp32_precision == "ieee"
+    assert backend.fp32_precision == "tf32"
 
 
 def test_the_operator_passes_torch_library_checks(monkeypatch):

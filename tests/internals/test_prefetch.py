@@ -122,3 +122,45 @@ def test_a_pass_that_takes_fewer_batches_draws_no_more_than_it_takes():
         if i == 2:
             break
     assert view._generator().random() == after_plain
+
+
+def test_a_reader_inside_a_slow_read_never_runs_beside_the_next_passs(monkeypatch, caplog):
+    # the loop leaves its pass while the reader is inside a read longer than the pass
+    # waits before warning (every join's timeout cut to a hundredth here): the pass waits
+    # for that read, says so, and the next pass's reader starts only after it
+    from braindecode_pars.pretraining import _prefetch
+
+    class QuickJoins(threading.Thread):
+        def join(self, timeout=None):
+            return super().join(None if timeout is None else timeout / 100)
+
+    monkeypatch.setattr(_prefetch.threading, "Thread", QuickJoins)
+    active, most = [0], [0]
+    release = threading.Event()
+
+    class SlowSecondRead:
+        def __len__(self):
+            return 3
+
+        def __iter__(self):
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            try:
+                for i in range(3):
+                    if i == 1:
+                        release.wait(5)  # a slow store read
+                    yield torch.full((2, 1, 4), float(i)), torch.zeros(2)
+            finally:
+                active[0] -= 1
+
+    ahead = _Prefetched(SlowSecondRead(), "cpu")
+    timer = threading.Timer(0.5, release.set)  # the read ends after the pass has left
+    timer.start()
+    with caplog.at_level("WARNING", logger="braindecode_pars"):
+        for _ in ahead:
+            break  # a stop at a step boundary
+    assert "still inside a batch read" in caplog.text
+    assert release.is_set() and active[0] == 0 and not _threads()
+    assert [X[0, 0, 0].item() for X, _ in ahead] == [0.0, 1.0, 2.0]  # the next pass
+    assert most[0] == 1  # never two readers at once
+    timer.join()

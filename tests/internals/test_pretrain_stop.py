@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from skorch.callbacks import Callback, EarlyStopping
@@ -102,6 +103,81 @@ def test_a_stop_signal_saves_the_step_reached_and_the_rerun_continues_from_it(
         _batch_lrs(full)[4 * epochs + steps_saved :]
     )
     assert (tmp_path / "run" / "encoder_last.pt").is_file()
+    # the same run: every weight bit for bit that of the run never stopped
+    _assert_same_weights(resumed, full)
+
+
+def _assert_same_weights(net, other):
+    a, b = net.pretext_.state_dict(), other.pretext_.state_dict()
+    assert a.keys() == b.keys()
+    differ = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not differ, f"{len(differ)} of {len(a)} tensors differ, e.g. {differ[:3]}"
+
+
+def _view(n_recordings=4, seconds=60, seed=0):
+    """A SingleChannelWindows view of ``n_recordings`` 4-channel recordings at 10 Hz in
+    60-s windows every 10 s (crops of 300 samples, shifted by up to 150): with a fourth
+    of the recordings held out, 2 steps of 16 per epoch."""
+    from braindecode_pars.pretraining import SingleChannelWindows
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(seconds * 10 * 3) / 10
+    windows = []
+    for _ in range(n_recordings):
+        rec = (rng.uniform(0.5, 2, (4, 1)) * np.sin(2 * np.pi * rng.uniform(0.2, 2, (4, 1)) * t)
+               + 0.1 * rng.standard_normal((4, len(t))))  # fmt: skip
+        windows.append(np.stack([rec[:, s : s + 600] for s in range(0, len(t) - 600, 100)]))
+    assert len(windows[0]) == 12
+    return SingleChannelWindows(np.concatenate(windows).astype(np.float32), n_times=300)
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["no-workers", "2-workers"])
+@pytest.mark.parametrize("epoch, step", [(2, 1), (3, 2)], ids=["within-an-epoch", "at-its-end"])
+def test_a_view_stopped_at_a_step_and_resumed_ends_with_the_weights_never_stopped(
+    tmp_path, workers, epoch, step
+):
+    """Random crops and channels, shuffled windows, the model's own draws: a run stopped
+    by a signal at a step and resumed (the crops of the resumed epoch's rest and of the
+    epochs after drawn by DataLoader workers, or not) ends with the weights of the run
+    never stopped, bit for bit, and the same losses at every step."""
+    view = _view()
+    kwargs = dict(iterator_train__num_workers=workers, valid_fraction=0.25)
+    if workers:
+        kwargs["iterator_train__multiprocessing_context"] = "fork"
+    full = _net(tmp_path / "full", **kwargs).fit(view)
+    stopped = _net(
+        tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, epoch, step))], **kwargs
+    )
+    with pytest.raises(TrainingStopped):
+        stopped.fit(view)
+    assert _steps(stopped) == 2 * (epoch - 1) + step
+    resumed = _net(tmp_path / "run", **kwargs).fit(view)
+    _assert_same_weights(resumed, full)
+
+    def losses(net, first_epoch):  # of every batch (training, validation) from that epoch
+        rows = net.history[first_epoch - 1 :]
+        return [b[k] for row in rows for b in row["batches"] for k in b if k.endswith("_loss")]
+
+    # the rows of the epochs after the stop: every training and validation loss the same
+    assert len(losses(full, epoch + 1)) == (5 - epoch) * 2 + 1  # validated at the last
+    assert losses(resumed, epoch + 1) == losses(full, epoch + 1)
+
+
+def test_a_state_saved_without_a_seed_resumes_and_says_it_is_not_bit_exact(tmp_path, caplog):
+    """A state written by an earlier version (no ``seed`` in ``state.json``) still
+    resumes, and a note says the continuation draws anew."""
+    data = ramp_dataset()
+    stopped = _net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 2, 2))])
+    with pytest.raises(TrainingStopped):
+        stopped.fit(data)
+    pointer_file = tmp_path / "run" / "state.json"
+    pointer = json.loads(pointer_file.read_text())
+    assert isinstance(pointer.pop("seed"), int)
+    pointer_file.write_text(json.dumps(pointer))
+    with caplog.at_level("INFO", logger="braindecode_pars"):
+        resumed = _net(tmp_path / "run").fit(data)
+    assert _steps(resumed) == 4 * EPOCHS
+    assert "holds no run seed" in caplog.text and "not bit for bit" in caplog.text
 
 
 def test_a_time_limit_and_early_stopping_end_fit_normally_with_their_reason(tmp_path):
@@ -287,3 +363,57 @@ def _alive(pid):
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+_DUMP_SCRIPT = """
+import importlib.util, os, signal, sys, time
+# the module alone (it imports nothing of the package): a process that starts at once
+spec = importlib.util.spec_from_file_location("signals", sys.argv[2])
+signals = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(signals)
+StopSignals = signals.StopSignals
+with StopSignals((signal.SIGUSR1,), dump_after=0.3) as stop:
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(float(sys.argv[1]))  # a stop that takes this long
+    assert stop.received == signal.SIGUSR1
+time.sleep(0.8)  # after the block: a dump armed and not cancelled would come now
+print("ended", flush=True)
+"""
+
+
+@pytest.mark.parametrize("stop_seconds, dumped", [(1.0, True), (0.0, False)],
+                         ids=["a-stop-that-hangs", "a-stop-that-ends"])  # fmt: skip
+def test_a_stop_that_has_not_ended_in_time_writes_every_threads_stack(stop_seconds, dumped):
+    """A stop still under way ``dump_after`` seconds after the signal writes every
+    thread's stack to stderr (where a launcher's SIGKILL would otherwise leave nothing);
+    a block left in time cancels the dump."""
+    from braindecode_pars._jobs import signals
+
+    done = subprocess.run(
+        [sys.executable, "-c", _DUMP_SCRIPT, str(stop_seconds), signals.__file__],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and "ended" in done.stdout, done.stderr
+    assert ("Timeout (0:00:00" in done.stderr) == dumped, done.stderr
+    assert ("most recent call first" in done.stderr) == dumped, done.stderr
+
+
+def test_nested_stop_blocks_share_the_signal_either_received():
+    """A command's block around a fit's: a signal before the fit reaches the fit's block,
+    one received by the fit's reaches the command's, and while the command's block is
+    entered a second signal ends nothing."""
+    from braindecode_pars._jobs.signals import StopSignals
+
+    sig = signal.SIGUSR1
+    with StopSignals((sig,)) as outer:
+        os.kill(os.getpid(), sig)
+        with StopSignals((sig,)) as inner:
+            assert inner.received == sig  # came before this block
+        assert signal.getsignal(sig) == outer._handle
+    with StopSignals((sig,)) as outer:
+        with StopSignals((sig,)) as inner:
+            assert inner.received is None
+            os.kill(os.getpid(), sig)
+        assert outer.received == sig
+        os.kill(os.getpid(), sig)  # again, after the fit: handled, the process lives
+    assert signal.getsignal(sig) is signal.SIG_DFL

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 
 import torch
 from torch.utils.flop_counter import register_flop_formula
@@ -72,6 +73,37 @@ def fallback_slots(batch_size, n_heads, n):
     )
 
 
+#: The sections of :func:`exact_float_arithmetic` now open, by setting (a backend's
+#: ``fp32_precision``, CUDA's ``allow_tf32``, the process's matmul precision): how many,
+#: and the caller's value, put back when the last one ends. Guarded by
+#: ``_PRECISION_LOCK``: the setting is the process's, the sections may be any thread's.
+_PRECISION_SECTIONS = {}
+_PRECISION_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _precise_setting(key, get, put, precise):
+    """While any section on ``key`` is open, the setting (read by ``get``, written by
+    ``put``) is ``precise``; the value it had before the first one opened comes back
+    when the last one ends, whatever the order in which threads leave theirs."""
+    with _PRECISION_LOCK:
+        depth, before = _PRECISION_SECTIONS.get(key, (0, None))
+        if depth == 0:
+            before = get()
+            if before != precise:
+                put(precise)
+        _PRECISION_SECTIONS[key] = (depth + 1, before)
+    try:
+        yield
+    finally:
+        with _PRECISION_LOCK:
+            depth, before = _PRECISION_SECTIONS.pop(key)
+            if depth > 1:
+                _PRECISION_SECTIONS[key] = (depth - 1, before)
+            elif before != precise:
+                put(before)
+
+
 @contextlib.contextmanager
 def exact_float_arithmetic(device_type):
     """The operator's own products at the full precision of their dtype.
@@ -80,28 +112,44 @@ def exact_float_arithmetic(device_type):
     bf16 when the caller's autocast is on) and float32 products are IEEE float32 on
     ``device_type``, whatever the process's matmul precision
     (``torch.set_float32_matmul_precision("high")`` or ``allow_tf32`` make them TF32,
-    a 10-bit mantissa: softmax ratios off by 1e-3 to 1e-2). The setting is restored on
-    exit. The operator runs as one opaque node even inside a compiled graph, so this
-    holds there too, and a CUDA graph captures the kernels chosen here.
+    a 10-bit mantissa: softmax ratios off by 1e-3 to 1e-2). The setting is the
+    process's: sections open in several threads at once (or nested) share one count,
+    and the caller's setting is restored when the last of them ends, never while one
+    is still open. The operator runs as one opaque node even inside a compiled graph,
+    so this holds there too, and a CUDA graph captures the kernels chosen here.
     """
     with contextlib.ExitStack() as stack:
         if torch.is_autocast_enabled(device_type):
             stack.enter_context(torch.autocast(device_type, enabled=False))
         backend = _matmul_backend(device_type)
         if hasattr(backend, "fp32_precision"):  # torch >= 2.9: one setting per backend
-            before = backend.fp32_precision
-            if before != "ieee":
-                backend.fp32_precision = "ieee"
-                stack.callback(setattr, backend, "fp32_precision", before)
+            stack.enter_context(
+                _precise_setting(
+                    ("fp32_precision", device_type),
+                    lambda: backend.fp32_precision,
+                    lambda value: setattr(backend, "fp32_precision", value),
+                    "ieee",
+                )
+            )
         elif device_type == "cuda":
-            if torch.backends.cuda.matmul.allow_tf32:
-                torch.backends.cuda.matmul.allow_tf32 = False
-                stack.callback(setattr, torch.backends.cuda.matmul, "allow_tf32", True)
-        else:  # another device on an older torch: the process-wide setting
-            before = _legacy_precision()
-            if before not in (None, "highest"):
-                torch.set_float32_matmul_precision("highest")
-                stack.callback(torch.set_float32_matmul_precision, before)
+            matmul = torch.backends.cuda.matmul
+            stack.enter_context(
+                _precise_setting(
+                    "allow_tf32",
+                    lambda: matmul.allow_tf32,
+                    lambda value: setattr(matmul, "allow_tf32", value),
+                    False,
+                )
+            )
+        elif _legacy_precision() is not None:  # another device on an older torch
+            stack.enter_context(
+                _precise_setting(
+                    "matmul_precision",
+                    torch.get_float32_matmul_precision,
+                    torch.set_float32_matmul_precision,
+                    "highest",
+                )
+            )
         yield
 
 

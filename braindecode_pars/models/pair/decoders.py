@@ -206,7 +206,10 @@ class CrossAttentionPairDecoder(nn.Module):
         spread over tens of nats at every key); and a 0-d float tensor, the largest
         gap in nats between a pair's best common key and its rows' maxima (the
         operator's ``gap``: the tables underflow from about 43.7 in float32), a health
-        figure of the attention's logits. Both are device tensors, so that a training
+        figure of the attention's logits; a denominator of exactly 0 (a gap past what
+        the tables hold) gives the largest finite value of the gap's dtype, not
+        infinity, so that the history JSON it goes into stays strict JSON. Both are
+        device tensors, so that a training
         step need not wait for them: read them at the evaluation cadence
         (:class:`~braindecode_pars.pretraining.callbacks.PretextSkill` warns when pairs
         went unresolved, and moves a run whose pairs keep underflowing to float64
@@ -220,7 +223,8 @@ class CrossAttentionPairDecoder(nn.Module):
             projections = torch.get_autocast_dtype(device_type)
         with no_autocast:
             theta, unresolved, gap = self._forward(y, idx, projections, tables)
-        return theta.to(out_dtype), unresolved, gap
+        # -log(0) is infinite: strict JSON (the history) has no infinity
+        return theta.to(out_dtype), unresolved, gap.clamp(max=torch.finfo(gap.dtype).max)
 
     def _check_foldable(self):
         """The fold reads ``attn``'s packed in-projection and its biases and assumes no
