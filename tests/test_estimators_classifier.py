@@ -310,7 +310,8 @@ def test_defaults_are_constructible_and_documented():
     assert head["spatial_drop_prob"] == 0.0 and head["optimizer__weight_decay"] == 1e-4
     # fine-tuning: the development tasks' selection splits (see docs/benchmarks.rst)
     assert (head["lr"], head["batch_size"], head["max_epochs"]) == (3e-4, 16, 200)
-    assert (head["strategy"], head["amplitude"]) == ("full", False)
+    # amplitude: the channels' relative amplitude reaches the head (issue 77)
+    assert (head["strategy"], head["amplitude"]) == ("full", "relative")
     assert (head["crop_seconds"], head["min_valid_groups"]) == (None, None)
     # the probe's C: the selection splits at several label counts (bench_probe_c.py)
     probe = PARSProbe().get_params()
@@ -337,9 +338,10 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
     _, X, y, sfreq, blocks = mi
     train, valid = blocks != 3, blocks == 3
     torch.manual_seed(0)
-    head = PARSFineTuner(
-        strategy="full", max_epochs=8, lr=3e-2, batch_size=64, spatial_drop_prob=0.0, verbose=0
-    )
+    head = PARSFineTuner(  # amplitude=False: the epochs' validation losses this test needs
+        strategy="full", max_epochs=8, lr=3e-2, batch_size=64, spatial_drop_prob=0.0,
+        amplitude=False, verbose=0,
+    )  # fmt: skip
     encoder = PatchEncoder(sfreq=sfreq, **SMALL_ENCODER)
     clf = PARSClassifier(encoder, head, sfreq=sfreq, random_state=0, verbose=0)
     clf.fit(X[train], y[train], X_valid=X[valid], y_valid=y[valid])

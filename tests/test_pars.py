@@ -315,11 +315,12 @@ def test_overlap_statistics_refuse_what_is_not_a_draw():
 def test_a_card_states_the_patch_density_and_the_overlap_of_its_draw():
     from braindecode_pars.models.card import model_card
 
-    encoder = PatchEncoder(sfreq=100, **TINY)
     spec = {"method": "pars", "n_patches": 40, "pos_mask_ratio": 0.8, "sampling": "random"}
     rows = {}
     for seconds in (10, 30):
-        card = model_card(encoder, spec, {"n_times": 100 * seconds, "model": "PARS"})
+        model = PARS(n_times=100 * seconds, sfreq=100, n_patches=40, **TINY)
+        card = model_card(model.encoder, spec, {"n_times": 100 * seconds, "model": "PARS"},
+                          overlap=model.overlap_statistics())  # fmt: skip
         rows[seconds] = {
             line.split("|")[1].strip(): line.split("|")[2].strip()
             for line in card.splitlines() if line.startswith("| ")
@@ -331,5 +332,4 @@ def test_a_card_states_the_patch_density_and_the_overlap_of_its_draw():
     assert float(rows[30][key].rstrip(" %")) == pytest.approx(6.8, abs=1)
     chained = "crops whose patches chain end to end by shared samples"
     assert float(rows[30][chained].rstrip(" %")) == 0
-    masked_only = model_card(encoder, {"method": "mae", "mask_ratio": 0.75}, {"n_times": 1000})
-    assert "share samples" not in masked_only  # PARS's draw only
+    assert "share samples" not in model_card(model.encoder, spec, {"n_times": 1000})

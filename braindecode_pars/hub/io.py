@@ -266,7 +266,10 @@ def _save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, l
         with atomic_path(folder / "pretext.safetensors") as tmp:
             save_file(_unwrapped_state_dict(state), tmp)
         write_atomic(folder / "pretext.json", json.dumps(pretext_spec, indent=1))
-    card = model_card(encoder, pretext_spec=pretext_spec, license=license, name=folder.name)
+    card = model_card(
+        encoder, pretext_spec=pretext_spec, license=license, name=folder.name,
+        overlap=_overlap_of(pretext),
+    )  # fmt: skip
     write_atomic(folder / "README.md", card)
     return folder
 
@@ -380,6 +383,17 @@ def export_run(run_dir, folder, license=None):
         command=config.get("command", pointer.get("command")),
         license=license,
         name=folder.name,
+        overlap=_overlap_of(model),
     )
     write_atomic(folder / "README.md", card)
     return folder
+
+
+def _overlap_of(pretext):
+    """The overlap statistics of a pretext model's patch draws for its card (seeded;
+    :meth:`~braindecode_pars.PARS.overlap_statistics`), or None for a model without
+    them."""
+    statistics = getattr(pretext, "overlap_statistics", None)
+    if statistics is None:
+        return None
+    return statistics(4096, generator=torch.Generator().manual_seed(0))

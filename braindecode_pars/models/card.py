@@ -303,6 +303,7 @@ def model_card(
     command=None,
     license=None,
     name=None,
+    overlap=None,
 ):
     """The ``README.md`` model card (Hugging Face format) of an encoder and its run.
 
@@ -340,6 +341,9 @@ def model_card(
     name : str | None
         The model's name, the card's title (the folder's name); default
         ``"PatchEncoder"``.
+    overlap : dict | None
+        The overlap statistics of the pretext model's patch draws
+        (:meth:`~braindecode_pars.PARS.overlap_statistics`), stated beside its settings.
 
     Returns
     -------
@@ -405,8 +409,8 @@ def model_card(
         if n_times is not None:
             seconds = _number(n_times / sfreq)
             settings.insert(0, ("window length", f"{seconds} s ({_number(n_times)} samples)"))
-            if method == "pars":
-                settings += _density_rows(encoder, n_times, spec, config)
+        if overlap is not None:
+            settings += _density_rows(overlap)
         if settings:
             lines += ["", "| setting | value |", "|---|---|"]
             lines += [f"| {t} | {v if isinstance(v, str) else _number(v)} |" for t, v in settings]
@@ -449,32 +453,16 @@ def model_card(
     return "\n".join(lines) + "\n"
 
 
-def _density_rows(encoder, n_times, spec, config):
+def _density_rows(overlap):
     """The card's rows on how densely PARS drew its patches: patch-seconds per second of
-    crop and the overlap statistics of its draw
-    (:meth:`~braindecode_pars.PARS.overlap_statistics`, 4,096 seeded draws), or none when
-    the settings are not all recorded or do not build a PARS."""
-    import torch
-
-    from braindecode_pars.models.pretext.pars import PARS
-
-    settings = {k: spec.get(k, config.get(k)) for k in ("n_patches", "pos_mask_ratio", "sampling")}
-    if any(v is None for v in settings.values()):
-        return []
-    try:
-        model = PARS(
-            n_times=int(n_times), sfreq=encoder.sfreq, patch_seconds=encoder.patch_seconds,
-            emb_dim=8, depth=1, n_heads=1, ff_dim=8, **settings,
-        )  # fmt: skip
-    except (TypeError, ValueError):
-        return []
-    stats = model.overlap_statistics(4096, generator=torch.Generator().manual_seed(0))
+    crop and the overlap statistics of its draw (``overlap``,
+    :meth:`~braindecode_pars.PARS.overlap_statistics`)."""
     return [
-        ("patch-seconds per second of crop", f"{stats['patch_seconds_per_second']:.2f} "
+        ("patch-seconds per second of crop", f"{overlap['patch_seconds_per_second']:.2f} "
          "(the paper: 40 one-second patches in 30 s, 1.33)"),
-        ("position-masked pairs that share samples", f"{100 * stats['shared_pairs']:.1f} %"),
+        ("position-masked pairs that share samples", f"{100 * overlap['shared_pairs']:.1f} %"),
         ("crops whose patches chain end to end by shared samples",
-         f"{100 * stats['chained']:.1f} %"),
+         f"{100 * overlap['chained']:.1f} %"),
     ]  # fmt: skip
 
 

@@ -89,10 +89,11 @@ def test_a_forked_worker_does_not_keep_its_killed_parents_lock(tmp_path):
     body = f"""
         with lock.folder_lock({str(folder)!r}, "a store build"):
             pid = os.fork()
-            if pid == 0:  # the worker outlives its parent
+            if pid == 0:  # the worker outlives its parent; it says it runs once its fork
+                # handlers have run (the parent writing it raced them on a busy machine)
+                pathlib.Path({str(child_pid)!r}).write_text(str(os.getpid()))
                 time.sleep(60)
                 os._exit(0)
-            pathlib.Path({str(child_pid)!r}).write_text(str(pid))
             time.sleep(60)
         """
     process = lock_process(body, child_pid)
