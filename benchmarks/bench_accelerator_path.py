@@ -38,6 +38,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import shlex
@@ -99,10 +100,15 @@ def track_live_memory():
             raise RuntimeError(f"mallopt({param}) failed")
 
 
+#: The block of :func:`accelerator_path`, kept open for the rest of the process (a
+#: block without a reference would be closed by the garbage collector).
+_OPEN_BLOCKS = contextlib.ExitStack()
+
+
 def accelerator_path():
     """Make the pair operator, on a CPU, run as it runs on an accelerator, for the rest
     of this process (a child's)."""
-    pair_attention.accelerator_layout().__enter__()
+    _OPEN_BLOCKS.enter_context(pair_attention.accelerator_layout())
 
 
 def memory_child(what, n_patches, batch_size, cpu_path):
