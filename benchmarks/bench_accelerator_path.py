@@ -38,6 +38,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import shlex
@@ -99,9 +100,15 @@ def track_live_memory():
             raise RuntimeError(f"mallopt({param}) failed")
 
 
+#: The block of :func:`accelerator_path`, kept open for the rest of the process (a
+#: block without a reference would be closed by the garbage collector).
+_OPEN_BLOCKS = contextlib.ExitStack()
+
+
 def accelerator_path():
-    """Make the pair operator, on a CPU, run as it runs on an accelerator."""
-    pair_attention._on_accelerator = lambda q: True
+    """Make the pair operator, on a CPU, run as it runs on an accelerator, for the rest
+    of this process (a child's)."""
+    _OPEN_BLOCKS.enter_context(pair_attention.accelerator_layout())
 
 
 def memory_child(what, n_patches, batch_size, cpu_path):
@@ -140,16 +147,8 @@ def memory_row(n_patches, batch_size, cpu_path=False):
 def flop_row(size, n_patches, batch_size, decoder_impl="folded"):
     """FLOPs of a forward and backward of PARS and of the encoder alone (fake tensors),
     the pair operator on the accelerator's path."""
-    counts = {}
-    on_accelerator, pair_attention._on_accelerator = (
-        pair_attention._on_accelerator,
-        (lambda q: True),
-    )
-    try:
-        counts = _count_flops(size, n_patches, batch_size, decoder_impl)
-    finally:
-        pair_attention._on_accelerator = on_accelerator
-    return counts
+    with pair_attention.accelerator_layout():
+        return _count_flops(size, n_patches, batch_size, decoder_impl)
 
 
 def _count_flops(size, n_patches, batch_size, decoder_impl):
@@ -188,19 +187,12 @@ class DtypeFlops(TorchDispatchMode):
 def float32_share(size, n_patches, batch_size):
     """The float32 share of the matrix-product FLOPs of a PARS training step's forward
     and backward under bf16 autocast (fake tensors, the accelerator's path)."""
-    on_accelerator, pair_attention._on_accelerator = (
-        pair_attention._on_accelerator,
-        (lambda q: True),
-    )
-    try:
-        with FakeTensorMode(allow_non_fake_inputs=True):
-            model, X, _, _ = build(size, n_patches, batch_size)
-            with DtypeFlops() as counter:
-                with torch.autocast("cpu", dtype=torch.bfloat16):
-                    loss = model(X)["loss"]
-                loss.backward()
-    finally:
-        pair_attention._on_accelerator = on_accelerator
+    with pair_attention.accelerator_layout(), FakeTensorMode(allow_non_fake_inputs=True):
+        model, X, _, _ = build(size, n_patches, batch_size)
+        with DtypeFlops() as counter:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(X)["loss"]
+            loss.backward()
     total = sum(counter.flops.values())
     return counter.flops.get(torch.float32, 0) / total
 

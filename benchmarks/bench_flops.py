@@ -172,26 +172,13 @@ class StepFlops:
         return sum(pair) / self.batch_size
 
 
-@contextlib.contextmanager
-def accelerator_path():
-    """The pair operator on a CPU as on an accelerator (``bench_accelerator_path``'s way)."""
-    on_accelerator, pair_attention._on_accelerator = (
-        pair_attention._on_accelerator,
-        (lambda q: True),
-    )
-    try:
-        yield
-    finally:
-        pair_attention._on_accelerator = on_accelerator
-
-
 def step_flops(
     size, batch_size, n_patches=N_PATCHES, decoder_heads=DECODER_HEADS, keep_tables=True
 ):
     """FLOPs of a PARS training step of ``batch_size`` windows of ``size`` by component,
     and of the encoder-alone step, on fake tensors; ``keep_tables=False``: the pair
     operator on the accelerator's path with its tables recomputed in backward."""
-    path = contextlib.nullcontext() if keep_tables else accelerator_path()
+    path = contextlib.nullcontext() if keep_tables else pair_attention.accelerator_layout()
     with path, FakeTensorMode(allow_non_fake_inputs=True):
         torch.manual_seed(0)
         model, X, _, _ = model_and_batch(

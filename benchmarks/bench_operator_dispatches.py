@@ -188,9 +188,9 @@ def counting_operator(accelerator, fallback):
         else {}
     )  # fmt: skip
     with (
+        pair_attention.accelerator_layout(bool(accelerator)),
         _patched(
             pair_attention,
-            _on_accelerator=lambda q: accelerator,
             _pair_attention=counted("forward", pair_attention._pair_attention),
             _pair_attention_backward=counted("backward", pair_attention._pair_attention_backward),
         ),

@@ -245,6 +245,29 @@ def test_underflowing_pairs_on_both_paths(monkeypatch, bad_pairs, accelerator):
     assert bad_pairs and bad_pairs[0] > 0
 
 
+def test_accelerator_layout_chooses_the_path_in_its_block_and_gives_it_back(monkeypatch):
+    chunks = []
+    chunk_size = pair_attention._chunk_size
+
+    def recording_chunk_size(q, k):
+        chunks.append(pair_attention._on_accelerator(q))
+        return chunk_size(q, k)
+
+    monkeypatch.setattr(pair_attention, "_chunk_size", recording_chunk_size)
+    dec = CrossAttentionPairDecoder(16, 4).double()
+    y, idx = _random_case(3, 10, 6, 16)
+    with pair_attention.accelerator_layout():
+        _check_against_naive(dec, y, idx, rtol=1e-9)  # the accelerator's path, exact
+        with pair_attention.accelerator_layout(False):
+            dec(y, idx)
+        dec(y, idx)
+    dec(y, idx)
+    assert chunks == [True, True, False, True, False]  # forward, backward, then each call
+    with pytest.raises(TypeError, match="'enabled' must be True or False, but got 'yes'"):
+        with pair_attention.accelerator_layout("yes"):
+            pass
+
+
 def test_folded_decoder_backward_can_run_twice():
     dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)  # with fallback pairs
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)

@@ -182,15 +182,42 @@ def _underflow_threshold(dtype):
     return torch.finfo(dtype).tiny ** 0.5
 
 
+#: The layout :func:`accelerator_layout` forces (None: each device's own).
+_forced_layout = {"accelerator": None}
+
+
+@contextlib.contextmanager
+def accelerator_layout(enabled=True):
+    """Run the pair operator in the accelerator's layout (``enabled=True``) or the CPU's
+    (False) inside the block, whatever the device: how the benchmarks measure, on a CPU,
+    the FLOPs, memory and dispatches of the path a GPU takes. The previous choice comes
+    back on exit. Outside such a block each device takes its own (:func:`_on_accelerator`).
+
+    Examples
+    --------
+    >>> with accelerator_layout():  # a CPU computes as a GPU would
+    ...     pass
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"'enabled' must be True or False, but got {enabled!r}.")
+    before = _forced_layout["accelerator"]
+    _forced_layout["accelerator"] = enabled
+    try:
+        yield
+    finally:
+        _forced_layout["accelerator"] = before
+
+
 def _on_accelerator(q):
-    """Whether the operator runs as on an accelerator (any device but the CPU): chunks
-    sized by :data:`ACCELERATOR_SCRATCH_RATIO`, the tables kept for the backward pass
-    only within a byte budget (:func:`_keeps_tables`), and ``dq`` and ``dk`` computed in
-    their own layout. A CPU keeps the tables of the whole batch from the forward pass
-    (memory is cheaper there than the products, and the backward pass takes half as
-    long) and computes ``dq`` and ``dk`` transposed. A choice by device, never by
-    data."""
-    return q.device.type != "cpu"
+    """Whether the operator runs as on an accelerator (any device but the CPU, or any
+    inside :func:`accelerator_layout`): chunks sized by :data:`ACCELERATOR_SCRATCH_RATIO`,
+    the tables kept for the backward pass only within a byte budget
+    (:func:`_keeps_tables`), and ``dq`` and ``dk`` computed in their own layout. A CPU
+    keeps the tables of the whole batch from the forward pass (memory is cheaper there
+    than the products, and the backward pass takes half as long) and computes ``dq`` and
+    ``dk`` transposed. A choice by device, never by data."""
+    forced = _forced_layout["accelerator"]
+    return q.device.type != "cpu" if forced is None else forced
 
 
 def _kept_bytes(q, k, n):
