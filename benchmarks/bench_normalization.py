@@ -67,15 +67,12 @@ import pandas as pd
 import torch
 from sklearn.metrics import balanced_accuracy_score
 
-from benchmarks.lib.dev_probe import fit_probe_row
-from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
+from benchmarks.lib import selection
+from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.finetuning import fine_tuner
 from benchmarks.lib.measure import command_line, machine
-from braindecode_pars.features.recipe import ProbeRecipe
-from braindecode_pars.features.transformers import block_features
-from braindecode_pars.hub.io import load_encoder
-from braindecode_pars.models.encoder import PatchEncoder
+from benchmarks.lib.selection import COLUMNS, DRAWS, REFERENCE_METHODS, per_task
 
 logger = logging.getLogger("bench_normalization")
 
@@ -100,8 +97,6 @@ WINDOW_ENCODERS = {
 }
 SCORE = "probe[enc+bp+ts, 100]"  # the default recipe: the rule's score
 ENCODER_METHODS = ("probe[enc, 1]", SCORE)
-REFERENCE_METHODS = ("probe[bp+ts, 100]", "probe[rand+bp+ts, 100]")
-DRAWS = (0, 1, 2, 3, 4)
 #: The test splits' fine-tuner rows: full fine-tuning of each encoder, and of a new
 #: encoder of the same size for the reference (the lab's names of these rows).
 FINETUNE_METHOD = "full fine-tuning"
@@ -111,7 +106,6 @@ FINETUNE_PARAMS = {}
 #: The draws the fine-tuner rows run by default: one, so that every start over the five
 #: tasks fits in about 25 minutes of the 2-core CPU (the module's docstring).
 FINETUNE_DRAWS = (0,)
-COLUMNS = ("encoder", "task", "method", "draw", "balanced_accuracy")
 RULE = (
     "Score: the default recipe's (`probe[enc+bp+ts, 100]`) balanced accuracy at k = 1 on "
     "the selection splits of the five development tasks (per task the mean over its "
@@ -195,41 +189,11 @@ def pretrain(names, parallel=1, max_minutes=None):
 def evaluate(names, csv, part="selection", folder=None):
     """The probe rows of every encoder and the reference rows on the ``part`` splits
     ("selection" or "test") at one labelled unit, appended to ``csv`` as they finish
-    (rows already there are kept). ``folder`` maps a name to its encoder (default
-    :func:`encoder_folder`; ``bench_patch_density`` gives its own)."""
-    folder = encoder_folder if folder is None else folder
-    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
-    key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))
-    for task in DEV_TASKS:
-        X, y, units, pool, scored, sfreq = load_task(task, part)
-        blocks = None
-        for name in ["reference", *names]:
-            methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
-            if all((name, task, m, d) in key for m in methods for d in DRAWS):
-                continue
-            if blocks is None:
-                torch.manual_seed(0)
-                rand = PatchEncoder(sfreq=100.0, emb_dim=64, depth=4, n_heads=4, ff_dim=128)
-                every = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
-                raw = block_features(X, every, sfreq=sfreq, encoder=rand)[0]
-                blocks = {"rand": raw["encoder"], "bp": raw["bandpower"], "ts": raw["tangentspace"]}
-            if name != "reference":
-                encoder = load_encoder(folder(name))
-                enc = block_features(X, ProbeRecipe(("encoder",)), sfreq=sfreq, encoder=encoder)
-                blocks["enc"] = enc[0]["encoder"]
-            rows = []
-            for draw in DRAWS:
-                train, test, _ = split(units, pool, scored, "1", draw)
-                for method in methods:
-                    pred = fit_probe_row(method, blocks, y, train, test, units, draw)
-                    score = balanced_accuracy_score(y[test], pred)
-                    rows.append(dict(encoder=name, task=task, method=method, draw=draw,
-                                     balanced_accuracy=score))  # fmt: skip
-            pd.DataFrame(rows, columns=COLUMNS).to_csv(
-                csv, mode="a", header=not csv.exists(), index=False
-            )
-            logger.info("%s %s done", task, name)
-    return pd.read_csv(csv)
+    (rows already there are kept; :func:`benchmarks.lib.selection.evaluate`)."""
+    return selection.evaluate(
+        names, csv, encoder_folder if folder is None else folder, ENCODER_METHODS, part,
+        tasks=DEV_TASKS, load=load_task,
+    )  # fmt: skip
 
 
 def finetune_score(name, X, y, units, pool, scored, sfreq, draw):
@@ -274,36 +238,9 @@ def evaluate_finetuning(names, csv, draws=FINETUNE_DRAWS, part="test"):
     return pd.read_csv(csv)
 
 
-def per_task(scores, part="selection"):
-    """Balanced accuracy per (encoder, method, task): the mean over the task's distinct
-    labelled sets (the MI tasks' five draws hold two)."""
-    scores = scores.assign(
-        units=[
-            " ".join(map(str, labelled_units(*part_units(t, part), "1", d)))
-            for t, d in zip(scores.task, scores.draw, strict=True)
-        ]
-    )
-    per_set = scores.groupby(["encoder", "method", "task", "units"]).balanced_accuracy.mean()
-    return per_set.groupby(["encoder", "method", "task"]).mean()
-
-
 def choose(mode_scores, baseline="window", n_seeds=None):
-    """The rule: ``mode_scores`` ``{mode: [score of each seed]}`` -> (chosen mode, table of
-    mean and spread). A mode is chosen over ``baseline`` only if its mean exceeds the
-    baseline's by more than the larger of the two spreads; if several do, the highest.
-    Modes without all their ``n_seeds`` seeds (default: :data:`SEEDS`'s) are reported,
-    never chosen."""
-    n_seeds = len(SEEDS) if n_seeds is None else n_seeds
-    table = {m: (float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else np.nan, len(v))
-             for m, v in mode_scores.items()}  # fmt: skip
-    base_mean, base_std, base_n = table[baseline]
-    winners = []
-    for mode, (mean, std, n) in table.items():
-        if mode == baseline or n < n_seeds or base_n < n_seeds:
-            continue
-        if mean - base_mean > max(std, base_std):
-            winners.append((mean, mode))
-    return (max(winners)[1] if winners else baseline), table
+    """The rule (:func:`benchmarks.lib.selection.choose`) over :data:`SEEDS`."""
+    return selection.choose(mode_scores, baseline, len(SEEDS) if n_seeds is None else n_seeds)
 
 
 def report(scores, names, out):

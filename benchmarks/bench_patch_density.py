@@ -170,9 +170,9 @@ def evaluate_readouts(names, csv, part="selection"):
     (rows already there are kept)."""
     from sklearn.metrics import balanced_accuracy_score
 
-    from benchmarks.bench_normalization import COLUMNS, DRAWS
     from benchmarks.lib.dev_probe import fit_probe_row
     from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
+    from benchmarks.lib.selection import COLUMNS, DRAWS
     from braindecode_pars.features.recipe import ProbeRecipe
     from braindecode_pars.features.transformers import block_features
     from braindecode_pars.hub.io import load_encoder
@@ -231,12 +231,13 @@ def probes(names, csv, shared_data):
     rows appended to ``csv`` as they finish (rows already there are kept)."""
     import pandas as pd
 
-    from benchmarks.bench_subject_probe import datasets
     from benchmarks.lib import subject_probe
 
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["encoder", "dataset"])
     key = set(zip(done.encoder, done.dataset, strict=True))
-    found, _ = datasets(shared_data)
+    found = [subject_probe.eegmat_bundled(), subject_probe.physionet_mi()]
+    if (Path(shared_data) / "eegmat").is_dir():
+        found.insert(1, subject_probe.eegmat_shared(Path(shared_data) / "eegmat"))
     for data in found:
         for name in names:
             if (name, data.name) in key:
@@ -260,8 +261,8 @@ def _mean_std(values):
 
 def report(scores, probe_rows, names, out):
     """The selection's table and decision (``out``.md)."""
-    from benchmarks.bench_normalization import REFERENCE_METHODS, choose, per_task
     from benchmarks.lib.measure import machine
+    from benchmarks.lib.selection import REFERENCE_METHODS, choose, per_task
 
     tasks = per_task(scores)
     mean_over_tasks = tasks.groupby(["encoder", "method"]).mean()
@@ -371,14 +372,14 @@ def main(argv=None):
     if args.pretrain:
         pretrain(args.runs)
         return
-    from benchmarks.bench_normalization import evaluate
+    from benchmarks.lib.selection import evaluate
 
     torch.set_num_threads(args.threads)
     names = [n for n in args.runs if (encoder_folder(n) / "model.safetensors").is_file()]
     missing = sorted(set(args.runs) - set(names))
     if missing:
         logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
-    evaluate(names, args.out.with_suffix(".csv"), folder=encoder_folder)
+    evaluate(names, args.out.with_suffix(".csv"), encoder_folder, (SCORE, DEFAULT))
     scores = evaluate_readouts(names, args.out.with_suffix(".csv"))
     scores = scores[scores.encoder.isin(["reference", *names])]
     probe_csv = args.out.with_name(args.out.name + "_probes.csv")

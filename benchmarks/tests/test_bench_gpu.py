@@ -118,8 +118,11 @@ def test_the_fused_operators_row_is_the_triton_rows_with_the_fused_operator(benc
     triton = bench_gpu.VARIANTS[bench_gpu.VARIANT_NAMES["bf16-compile-triton"]]
     assert fused.kernel == "fused" and fused.fallback == "torch"  # (folded into the kernel)
     assert fused._replace(kernel="tables", fallback="triton") == triton
-    # every other row times the tables operator, whatever "auto" takes on the device
-    others = [v for label, v in bench_gpu.VARIANTS.items() if v is not fused]
+    # the same under CUDA graphs; every other row times the tables operator, whatever
+    # "auto" takes on the device
+    graphs = bench_gpu.VARIANTS[bench_gpu.VARIANT_NAMES["bf16-compile-fused-graphs"]]
+    assert graphs.kernel == "fused" and graphs != fused
+    others = [v for v in bench_gpu.VARIANTS.values() if v not in (fused, graphs)]
     assert {v.kernel for v in others} == {"tables"}
     # PARS takes the kernel; where no Triton kernel runs (a CPU without the
     # interpreter) the steps run the tables operator, and say so

@@ -4,7 +4,7 @@ whose answer is known, the runs it asks for and the overlap statistics it report
 import pytest
 
 from benchmarks import bench_patch_density as bd
-from benchmarks.bench_normalization import choose
+from benchmarks.lib.selection import choose
 
 
 def test_a_configuration_is_chosen_over_todays_only_beyond_the_larger_spread():
