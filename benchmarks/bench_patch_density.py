@@ -168,11 +168,8 @@ def evaluate_readouts(names, csv, part="selection"):
     """The :data:`READOUTS` rows of every encoder on the ``part`` splits at one labelled
     unit (the probe over the encoder block alone, read otherwise), appended to ``csv``
     (rows already there are kept)."""
-    from sklearn.metrics import balanced_accuracy_score
-
-    from benchmarks.lib.dev_probe import fit_probe_row
-    from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
-    from benchmarks.lib.selection import COLUMNS, DRAWS
+    from benchmarks.lib.dev_tasks import DEV_TASKS, load_task
+    from benchmarks.lib.selection import COLUMNS, DRAWS, append_rows, probe_rows
     from braindecode_pars.features.recipe import ProbeRecipe
     from braindecode_pars.features.transformers import block_features
     from braindecode_pars.hub.io import load_encoder
@@ -193,15 +190,8 @@ def evaluate_readouts(names, csv, part="selection"):
                 blocks = {
                     "enc": block_features(X, recipe, sfreq=sfreq, encoder=encoder)[0]["encoder"]
                 }
-                for draw in DRAWS:
-                    train, test, _ = split(units, pool, scored, "1", draw)
-                    pred = fit_probe_row(SCORE, blocks, y, train, test, units, draw)
-                    score = balanced_accuracy_score(y[test], pred)
-                    rows.append(dict(encoder=name, task=task, method=method, draw=draw,
-                                     balanced_accuracy=score))  # fmt: skip
-            pd.DataFrame(rows, columns=COLUMNS).to_csv(
-                csv, mode="a", header=not csv.exists(), index=False
-            )
+                rows += probe_rows(name, task, blocks, y, units, pool, scored, {method: SCORE})
+            append_rows(csv, rows)
             logger.info("%s %s readouts done", task, name)
     return pd.read_csv(csv)
 

@@ -56,19 +56,30 @@ def evaluate(names, csv, folder, methods, part="selection", tasks=None, load=Non
                 encoder = load_encoder(folder(name))
                 enc = block_features(X, ProbeRecipe(("encoder",)), sfreq=sfreq, encoder=encoder)
                 blocks["enc"] = enc[0]["encoder"]
-            rows = []
-            for draw in DRAWS:
-                train, test, _ = split(units, pool, scored, "1", draw)
-                for method in wanted:
-                    pred = fit_probe_row(method, blocks, y, train, test, units, draw)
-                    score = balanced_accuracy_score(y[test], pred)
-                    rows.append(dict(encoder=name, task=task, method=method, draw=draw,
-                                     balanced_accuracy=score))  # fmt: skip
-            pd.DataFrame(rows, columns=COLUMNS).to_csv(
-                csv, mode="a", header=not csv.exists(), index=False
-            )
+            rows = probe_rows(name, task, blocks, y, units, pool, scored, {m: m for m in wanted})
+            append_rows(csv, rows)
             logger.info("%s %s done", task, name)
     return pd.read_csv(csv)
+
+
+def probe_rows(name, task, blocks, y, units, pool, scored, methods):
+    """The rows of encoder ``name`` on ``task`` at one labelled unit, draw by draw:
+    ``methods`` maps each row's name to the probe row fitted (:func:`fit_probe_row`) on
+    ``blocks``."""
+    rows = []
+    for draw in DRAWS:
+        train, test, _ = split(units, pool, scored, "1", draw)
+        for row, method in methods.items():
+            pred = fit_probe_row(method, blocks, y, train, test, units, draw)
+            score = balanced_accuracy_score(y[test], pred)
+            rows.append(dict(encoder=name, task=task, method=row, draw=draw,
+                             balanced_accuracy=score))  # fmt: skip
+    return rows
+
+
+def append_rows(csv, rows):
+    """Append ``rows`` (of :data:`COLUMNS`) to the rows file ``csv``."""
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(csv, mode="a", header=not csv.exists(), index=False)
 
 
 def per_task(scores, part="selection"):
