@@ -263,8 +263,9 @@ def report(scores, probe_rows, names, out):
     lines = [
         "# Patch density of PARS, chosen on the selection splits",
         "",
-        f"{machine()}. Command: `python -m benchmarks.bench_patch_density` (`--pretrain` runs "
-        "what is missing; the commands are in `benchmarks/results/patch_density.commands`).",
+        f"{machine()}. Written by `python -m benchmarks.bench_patch_density` at commit "
+        f"{_commit()} (`--pretrain` runs what is missing; the commands are in "
+        "`benchmarks/results/patch_density.commands`).",
         "",
         "The rule, committed before its runs: " + RULE,
         "",
@@ -334,6 +335,13 @@ def report(scores, probe_rows, names, out):
                          + f" | {np.mean(values):.3f} |")  # fmt: skip
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     return chosen, complete
+
+
+def _commit():
+    """The checkout's commit, short, or "unknown" outside a git checkout."""
+    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                           capture_output=True, text=True)  # fmt: skip
+    return found.stdout.strip() if found.returncode == 0 else "unknown"
 
 
 def write_commands(path):
