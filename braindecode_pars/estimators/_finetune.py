@@ -116,6 +116,12 @@ class EpochTable(PrintLog):
 LONG_FIT_SECONDS = 300.0
 
 
+def _seconds(seconds):
+    """12.9, 1234, 0.0041: one decimal from a second up, two significant digits
+    below, so a fast epoch never reads as "0.0 s"."""
+    return f"{seconds:.1f}" if seconds >= 1 else f"{seconds:.2g}"
+
+
 class TimeEstimate(Callback):
     """Say, after the first epoch of a fit, how long it took and what all
     ``max_epochs`` will take at that pace: "The first epoch took 12.9 s; 200 epochs:
@@ -135,7 +141,7 @@ class TimeEstimate(Callback):
         if getattr(net, "strategy", None) == "lp-ft":
             note = " (the first half trains the head alone; the second, every weight, slower)"
         said = (
-            f"The first epoch took {seconds:.1f} s; {plural(total, 'epoch')}: about "
+            f"The first epoch took {_seconds(seconds)} s; {plural(total, 'epoch')}: about "
             f"{_duration(seconds * total)} on {net.device}{note}."
         )
         if seconds * total <= LONG_FIT_SECONDS:

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from braindecode_pars import PARSFineTuner, PatchEncoder
-from braindecode_pars.estimators._finetune import _duration
+from braindecode_pars.estimators._finetune import _duration, _seconds
 
 from ..conftest import SMALL_ENCODER
 
@@ -47,6 +47,14 @@ def test_durations_in_words():
     assert _duration(43 * 60 + 10) == "43 min"
     assert _duration(200 * 12.9) == "43 min"  # the fine-tuner's defaults on one thread
     assert _duration(5 * 3600) == "5.0 h"
+
+
+def test_a_fast_first_epoch_is_not_said_to_take_zero_seconds():
+    # a fast machine's 4-ms epoch once read "took 0.0 s", and the projection beside it
+    # could not be checked against it
+    assert [_seconds(s) for s in (0.004123, 0.04, 0.9, 12.94, 1234.0)] == [
+        "0.0041", "0.04", "0.9", "12.9", "1234.0",
+    ]  # fmt: skip
 
 
 class _Terminal(io.StringIO):
