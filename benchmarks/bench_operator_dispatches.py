@@ -16,18 +16,17 @@ most of them on a GPU. This script counts them with a
   allocator without a kernel.
 
 Each is counted inside the operator's forward and backward bodies, for the operator's
-ways of running: the path an accelerator takes (forced on this CPU, as
-``bench_accelerator_path`` does) with the tables kept for the backward pass (the default
-byte budget) or recomputed there (a budget of 0, the only way before the budget), with
-the fallback's torch kernels or its Triton kernels (which cannot run on a CPU without
-Triton's interpreter: they are replaced by a stub counted as one launch each way, what
-they launch on a GPU; no pair-head underflows at this initialisation, so the stub
-changes no value); the CPU's own path; and the fused operator
-(:mod:`braindecode_pars.models.pair.fused`, ``PARS(decoder_kernel="fused")``), whose
-two kernels run for real under Triton's interpreter in a child process
-(``TRITON_INTERPRET=1``), each launch counted as one call and the interpreter's own
-work not counted, in a step after a first one (its constants are made once). The
-whole step's calls, with the operator as one call each way, are given beside them.
+ways of running: the path an accelerator takes (forced on this CPU) with the tables kept
+for the backward pass (the default byte budget) or recomputed there (a budget of 0, the
+only way before the budget), with the fallback's torch kernels or its Triton kernels
+(which cannot run on a CPU without Triton's interpreter: they are replaced by a stub
+counted as one launch each way, what they launch on a GPU; no pair-head underflows at
+this initialisation, so the stub changes no value); the CPU's own path; and the fused
+operator (:mod:`braindecode_pars.models.pair.fused`, ``PARS(decoder_kernel="fused")``),
+whose two kernels run for real under Triton's interpreter in a child process
+(``TRITON_INTERPRET=1``), each launch counted as one call and the interpreter's own work
+not counted, in a step after a first one (its constants are made once). The whole step's
+calls, with the operator as one call each way, are given beside them.
 
 The issue's target (issue 70): at most 10 launching calls a step, forward and backward,
 after fusing the operator into one Triton kernel each way.

@@ -30,9 +30,7 @@ default ``--budget``, 445 s), in this order:
 ``--parts`` names others: ``bench_db22036``, db22036's pair decoder's A/B rows (bf16
 and bf16 + compile at batch 1024; ``--decoder db22036``, written by ``make
 device-wheels`` from git; passed twice), ``all_tests``, the whole CUDA suite
-(:data:`ALL_CUDA_TESTS`), ``validation``, ``bench_compiled_validation.py`` (a
-``reduce-overhead`` fit with a validation set, its graph, graph-break and recompile
-counts, measured on an H100: ``benchmarks/results/device_check.md``), and ``trace``,
+(:data:`ALL_CUDA_TESTS`), and ``trace``,
 ``bench_loop_trace.py`` (per step of the bare step and of both loops: the host's waits
 for the device, the copies, the kernels and the GPU's busy share).
 
@@ -120,7 +118,6 @@ LIMITS = {
     "loop_graphs_device": 40,
     "bench_db22036": 70,
     "all_tests": 120,
-    "validation": 80,
     "trace": 150,
 }
 #: The parts run by default (issue 79): the CUDA tests of what changed; the paper-size
@@ -128,8 +125,9 @@ LIMITS = {
 #: mode and under CUDA graphs, each against the encoder in the same mode, with a profile
 #: of the two default-mode operator rows; the same two CUDA-graph rows at batch 256; the
 #: loop at batch 256 in {default, CUDA graphs} x {host, device draw}. Not by default:
-#: db22036's A/B (passed twice), the whole CUDA suite, the compiled fit with a
-#: validation set (0 graph breaks, 0 recompiles on an H100), and the loops' trace.
+#: db22036's A/B (passed twice), the whole CUDA suite and the loops' trace. (The
+#: compiled fit with a validation set, 0 graph breaks and 0 recompiles on an H100, was
+#: a part until its script retired: benchmarks/README.md.)
 DEFAULT_PARTS = (
     "tests",
     "bench_tree",
@@ -200,17 +198,6 @@ def bench_gpu_argv(decoder, tiny, json_path, out_path, tree_variants=TREE_VARIAN
                  "--batch-size", "8", "--repeats", "2"]  # fmt: skip
         return argv + ["--memory-patches"]
     return argv + ["--batch-size", str(batch), "--repeats", "11", "--memory-patches"]
-
-
-def validation_argv(tiny, out_path):
-    """The command line of ``bench_compiled_validation.py``."""
-    argv = [sys.executable, "-m", "benchmarks.bench_compiled_validation", "--out", str(out_path)]
-    if tiny:
-        return argv + ["--device", "cpu", "--backend", "aot_eager", "--mode", "default",
-                       "--tiny", "--epochs", "2"]  # fmt: skip
-    # the 32 x 1 encoder: the counts are the compiled graphs', whatever the size, and its
-    # compilations fit the part's limit
-    return argv + ["--device", "cuda", "--mode", "reduce-overhead", "--tiny", "--epochs", "3"]
 
 
 def loop_argv(tiny, out_path, graphs=False, batches="host"):
@@ -295,15 +282,7 @@ def _verdict(ok):
     return "n/a" if ok is None else ("yes" if ok else "**no**")
 
 
-def validation_counts(text):
-    """{"graphs", "breaks", "recompiles"} from ``bench_compiled_validation.py``'s table."""
-    found = re.search(r"^\| (\d+) \| (\d+) \| (\d+) \| (\d+) \|", text or "", re.M)
-    if not found:
-        return None
-    return dict(graphs=int(found[1]), breaks=int(found[3]), recompiles=int(found[4]))
-
-
-def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
+def checks(tree, old, loop, tests, loop_graphs=None):
     """The issue's targets against the results: Markdown lines.
 
     Parameters
@@ -315,8 +294,6 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
         graphs (reduce-overhead).
     tests : dict
         pytest's counts.
-    validation : dict | None
-        :func:`validation_counts` of the compiled fit with a validation set.
     """
     lines = ["| target | measured | met |", "|---|---|---|"]
     tree_steps = (tree or {}).get("steps", {})
@@ -415,12 +392,6 @@ def checks(tree, old, loop, tests, validation=None, loop_graphs=None):
     fused = tree_steps.get(big, {}).get(FUSED_ROW, {}) if big else {}
     if fused:  # (a row of --tree-variants)
         lines.append(fused_decision(fused, compiled, big, passed))
-    if validation is not None:  # (the part runs when --parts names it)
-        lines.append(
-            f"| a compiled fit with a validation set: 0 graph breaks | {validation['breaks']} "
-            f"breaks, {validation['graphs']} graphs, {validation['recompiles']} recompiles | "
-            f"{_verdict(validation['breaks'] == 0)} |"
-        )
     said = ", ".join(f"{n} {k}" for k, n in tests.items()) or "no summary"
     lines.append(f"| the CUDA tests pass | {said} | {_verdict(passed)} |")
     return lines
@@ -541,8 +512,6 @@ def main(argv=None):
                 argv = tests_argv(ALL_CUDA_TESTS)
             elif part == "trace":
                 argv = trace_argv(args.tiny, tmp / "trace.md")
-            elif part == "validation":
-                argv = validation_argv(args.tiny, tmp / "validation.md")
             else:
                 argv = tests_argv()
             print(f"[device check] {part}: up to {limit:.0f} s", flush=True)
@@ -642,8 +611,7 @@ def write_results(args, card, versions, start, results, reports, tmp):
         for part in ("loop", "loop_graphs")
     )
     tests = test_counts(reports.get("tests", ("", ""))[1])
-    validation = validation_counts(reports.get("validation", ("", ""))[0])
-    summary = checks(tree, old, loop, tests, validation, loop_graphs)
+    summary = checks(tree, old, loop, tests, loop_graphs)
     loops = {}
     for part in LOOP_PARTS:
         text = reports.get(part, ("", ""))[0]

@@ -15,7 +15,7 @@ to ``<work>/rehearsal.log``:
    and of store written per second, hours per TB of EDF;
 3. ``read``: random 30-s crops per second from the store in one process, one thread,
    cold (its pages evicted with ``posix_fadvise(POSIX_FADV_DONTNEED)``) and warm, read
-   at random and in the order of the disk (``bench_read_scale.py``'s measurement);
+   at random and in the order of the disk;
 4. ``pretrain``: ``torchrun --nproc_per_node 2 -m braindecode_pars.cli pretrain`` on the
    CPU, a small encoder, ``--steps`` steps read in disk order with the state saved every
    epoch, killed (SIGKILL) after its first saved epoch, then the same command again,

@@ -1,5 +1,5 @@
-"""Synthetic EDF recordings for the store benchmarks (``bench_corpus_memory``,
-``bench_store``): 19 EEG channels of the 10-20 system and an ECG channel at 256 Hz."""
+"""Synthetic EDF recordings for the store benchmark (``bench_store``): 19 EEG channels
+of the 10-20 system and an ECG channel at 256 Hz."""
 
 from __future__ import annotations
 

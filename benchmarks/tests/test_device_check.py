@@ -54,7 +54,7 @@ def test_the_targets_are_read_from_the_results(check):
             "1024": {"bf16 autocast": _steps(26_000, 1.5), compiled: _steps(39_273, 1.49)},
         }
     }
-    lines = check.checks(tree, old, (0.93, 0.88), {"passed": 7, "skipped": 2}, None, (0.95, 0.91))
+    lines = check.checks(tree, old, (0.93, 0.88), {"passed": 7, "skipped": 2}, (0.95, 0.91))
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines[2:]}
     met = {k: v[-1].rstrip(" |") for k, v in rows.items()}
     slower = "PARS at least as fast as db22036, batch 256, bf16 autocast"

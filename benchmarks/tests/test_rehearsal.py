@@ -1,7 +1,6 @@
 """The scale rehearsal and its parts at a tiny size: the page cache dropped and measured,
-the synthetic TUEG tree, the read benchmark, and the whole rehearsal (slow)."""
+the synthetic TUEG tree and the whole rehearsal (slow)."""
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -9,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import bench_read_scale, rehearsal_tueg
+from benchmarks import rehearsal_tueg
 from benchmarks.lib import page_cache
 from benchmarks.lib import tueg_tree as tree_module
 from braindecode_pars.datasets.tuh import TUH_CHANNELS_19, read_tuh_edf
@@ -56,26 +55,6 @@ def test_the_synthetic_tree_is_laid_out_and_read_as_tueg(tmp_path):
         if "03_tcp_ar_a" in f.as_posix():
             assert not {"EEG A1-REF", "EEG A2-REF"} & set(names)
     assert len(rates) >= 2
-
-
-@pytest.mark.serial
-@pytest.mark.slow
-def test_the_read_benchmark_measures_cold_and_warm_rows(tmp_path):
-    bench = bench_read_scale
-    out = tmp_path / "read.md"
-    rows = bench.main(
-        ["--gb", "0.02", "--folder", str(tmp_path / "store"), "--crops", "600",
-         "--workers", "0", "1", "--out", str(out)]
-    )  # fmt: skip
-    assert len(rows) == 12 and {r["read"] for r in rows} == {
-        "random, memory-mapped", "disk order", "disk order, no read-ahead"
-    }  # fmt: skip
-    for row in rows:  # the pages were evicted before a cold row, read before a warm one
-        assert row["cached_before"] == (0.0 if row["cache"] == "cold" else 1.0)
-        assert row["crops_per_s"] > 0
-    assert "| disk order | cold | 1 |" in out.read_text()
-    with open(out.with_suffix(".csv")) as f:
-        assert len(list(csv.DictReader(f))) == 12
 
 
 @pytest.mark.serial
