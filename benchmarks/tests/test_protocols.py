@@ -11,11 +11,11 @@ from benchmarks.lab import main
 from benchmarks.lib import protocols
 from benchmarks.lib.paper_datasets import load_recipe, subjects_of
 from braindecode_pars import PatchEncoder, save_encoder
+from tests.bids_fixtures import make_eesm17
+from tests.tuh_fixtures import make_tuab, make_tusz
+from tests.ysyw_fixtures import make_ysyw
 
-from .bids_fixtures import make_eesm17
 from .conftest import ROOT
-from .tuh_fixtures import make_tuab, make_tusz
-from .ysyw_fixtures import make_ysyw
 
 TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16, "max_epochs": 1, "batch_size": 8}
 
