@@ -52,6 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.lib.process_groups import group_empty
+
 #: The ``store`` flags of every build but ``--out`` and ``--jobs``.
 STORE_FLAGS = ["--sfreq", "100", "--window-seconds", "5", "--stride-seconds", "5"]
 #: Seconds a stopped command's processes are given to end.
@@ -126,20 +128,6 @@ def start_store(pattern, out, jobs=2, limit=None, group=False, code=None):
     )
     process.log = log
     return process
-
-
-def group_empty(pgid, timeout=GRACE_SECONDS):
-    """Whether the process group ``pgid`` is empty (no process of it left, not even one
-    that has ended but is not yet reaped) within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def wait_for(out, process, count, timeout=120.0):

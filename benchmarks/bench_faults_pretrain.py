@@ -73,6 +73,8 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.lib.process_groups import group_empty
+
 #: The smallest encoder (the tests' tiny one).
 TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
 EPOCHS = 30
@@ -193,20 +195,6 @@ def alive(pid):
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
-
-
-def group_empty(pgid, timeout=10.0):
-    """Whether the process group ``pgid`` is empty (no process of it left, not even one
-    that has ended but is not yet reaped) within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
 
 
 def run(cmd, env=None, limit_bytes=None, timeout=600):

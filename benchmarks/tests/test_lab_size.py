@@ -1,0 +1,56 @@
+"""The lab's size, capped so that it cannot grow back (issue 80, item 4): the lines of
+Python outside ``benchmarks/tests``, the files in ``benchmarks/results`` and the pairs
+of repeated code in the whole repository (the ``duplicates`` command, where it is
+installed).
+
+Each cap is the count when the lab was last cut; lower it when a cut lands, never raise
+it. The issue's targets, not reached yet: 11,000 lines, 60 result files, 20 pairs (of
+which the library alone holds 27: ``duplicates --most 80`` lists them)."""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from .conftest import ROOT
+
+LAB = ROOT / "benchmarks"
+
+#: ``find benchmarks -name '*.py' -not -path '*/tests/*' | xargs wc -l``: 17,831 before
+#: the cut, 15,275 after.
+MOST_LINES = 15_275
+#: ``ls benchmarks/results | wc -l``: 80 before the cut, 76 after.
+MOST_RESULT_FILES = 76
+#: ``duplicates --seconds 120 | head -1`` from the repository's root: 61 before the cut,
+#: 47 after.
+MOST_DUPLICATE_PAIRS = 47
+
+
+def lab_lines():
+    """Lines of the lab's Python files outside its tests."""
+    files = [p for p in LAB.rglob("*.py") if "tests" not in p.relative_to(LAB).parts]
+    return sum(len(p.read_text().splitlines()) for p in files)
+
+
+def test_the_lab_has_at_most_its_lines():
+    assert lab_lines() <= MOST_LINES
+
+
+def test_the_results_folder_has_at_most_its_files():
+    files = [p for p in (LAB / "results").iterdir() if p.is_file()]
+    assert len(files) <= MOST_RESULT_FILES, sorted(p.name for p in files)
+
+
+@pytest.mark.skipif(shutil.which("duplicates") is None, reason="the duplicates command")
+def test_the_repository_repeats_itself_in_at_most_its_pairs():
+    done = subprocess.run(
+        ["duplicates", "--seconds", "120"], cwd=ROOT, capture_output=True, text=True
+    )
+    first = done.stdout.splitlines()[0] if done.stdout else ""
+    if first.startswith("no duplicates"):
+        return
+    found = re.match(r"(\d+) pairs", first)
+    assert found, done.stdout[:500]
+    assert "incomplete:" not in done.stdout, "the count did not finish"
+    assert int(found[1]) <= MOST_DUPLICATE_PAIRS, done.stdout
