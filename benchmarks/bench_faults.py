@@ -253,22 +253,24 @@ def finish_points():
 
 #: The Python a build killed at a point of its finish runs (after a line that sets
 #: ``WHEN`` and ``STEP``): the command line, given the command's arguments, with a SIGKILL
-#: of itself at that point (after the step: the finish's own report of the step,
-#: replaced; during a write: the rename that ends it, replaced in this process only).
+#: of itself at that point (after the step: on the finish's own debug line that the step
+#: is done; during a write: the rename that ends it, replaced in this process only).
 KILLED_AT = """
-import os, signal, sys
+import logging, os, signal, sys
 from pathlib import Path
 from braindecode_pars import cli
-from braindecode_pars.store import write
 argv = sys.argv[1:]
 out = Path(argv[argv.index("--out") + 1])
 def kill():
     os.kill(os.getpid(), signal.SIGKILL)
 if WHEN == "after":
-    def finish_step(path, name):
-        if name == STEP:
-            kill()
-    write._finish_step = finish_step
+    class KillAfter(logging.Handler):
+        def emit(self, record):
+            if record.msg.endswith(": %s done.") and record.args[-1] == STEP:
+                kill()
+    write_log = logging.getLogger("braindecode_pars.store.write")
+    write_log.setLevel(logging.DEBUG)
+    write_log.addHandler(KillAfter())
 else:
     target = out / ("data.f32" if STEP == "data" else STEP)
     real_replace = os.replace

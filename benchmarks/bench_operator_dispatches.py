@@ -171,7 +171,7 @@ def counting_operator(accelerator, fallback):
     :class:`DispatchCounter`, one per call; ``accelerator``: take the accelerator's
     path; ``fallback``: "torch", or "triton" with its kernels stubbed (one launch)."""
     counters = {"forward": [], "backward": []}
-    counted = functools.partial(_counted, counters)
+    counted = functools.partial(_counted, counters)  # (which, body): counted body
 
     def forward_stub(theta, *args):
         DispatchCounter.record("triton: _forward_kernel")
@@ -188,11 +188,7 @@ def counting_operator(accelerator, fallback):
     )  # fmt: skip
     with (
         pair_attention.accelerator_layout(bool(accelerator)),
-        _patched(
-            pair_attention,
-            _pair_attention=counted("forward", pair_attention._pair_attention),
-            _pair_attention_backward=counted("backward", pair_attention._pair_attention_backward),
-        ),
+        pair_attention.observed(counted),
         _patched(pair_fallback, **triton),
     ):
         yield counters
@@ -204,21 +200,20 @@ def counting_fused():
     :class:`DispatchCounter`, one per call): each kernel launch as one call, the
     interpreter's work inside it not counted."""
     counters = {"forward": [], "backward": []}
-    counted = functools.partial(_counted, counters)
-    launch = fused._launch
 
-    def launching(kernel, grid, *args, **kwargs):
-        name = "_forward_kernel" if kernel is fused._forward_kernel else "_backward_kernel"
-        DispatchCounter.record(f"triton: fused {name}")
-        with _disable_current_modes():
-            launch(kernel, grid, *args, **kwargs)
+    def observe(which, body):
+        if which in counters:
+            return _counted(counters, which, body)
+        kernel = "_forward_kernel" if which == "forward launch" else "_backward_kernel"
 
-    with _patched(
-        fused,
-        _forward=counted("forward", fused._forward),
-        _backward_body=counted("backward", fused._backward_body),
-        _launch=launching,
-    ):
+        def launching(grid, *args, **kwargs):
+            DispatchCounter.record(f"triton: fused {kernel}")
+            with _disable_current_modes():
+                body(grid, *args, **kwargs)
+
+        return launching
+
+    with fused.observed(observe):
         yield counters
 
 
@@ -266,7 +261,8 @@ def count_operator(batch_size, heads, n, n_patches, head_dim, accelerator, keep_
     s = torch.randn(batch_size, heads, n_patches, requires_grad=True)
     if fallback == "fused":
         q5 = q.view(batch_size, heads, 2, n, head_dim)
-        fused._constants(q.device, head_dim**-0.5, False)  # made once, before the count
+        with torch.no_grad():  # the kernels' constants made once, before the count
+            fused.pair_attention_fused(q5, k, s, head_dim**-0.5, False)
         with counting_fused() as inside:
             fused.pair_attention_fused(q5, k, s, head_dim**-0.5, False)[0].sum().backward()
         return {which: counters[0] for which, counters in inside.items()}
@@ -462,10 +458,10 @@ def count_fused_in_a_child(argv, out):
 
 
 def _chunks(batch_size, n, n_patches, head_dim):
-    """Chunks of the accelerator's path (``pair_attention._chunk_size``'s rule)."""
+    """Chunks of the accelerator's path (``pair_attention.chunk_size``'s rule)."""
     q = torch.empty(batch_size, 1, 2 * n, head_dim, device="meta")
     k = torch.empty(batch_size, 1, n_patches, head_dim, device="meta")
-    chunk = pair_attention._chunk_size(q, k)
+    chunk = pair_attention.chunk_size(q, k)
     return -(-batch_size // chunk)
 
 

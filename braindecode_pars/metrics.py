@@ -53,7 +53,7 @@ def auroc(y_true, proba):
 
 
 #: Names :func:`make_scorer` accepts, and scikit-learn's scorer of each.
-SCORERS = {
+_SCORERS = {
     "balanced_accuracy": "balanced_accuracy",
     "kappa": "cohen_kappa",
     "f1_macro": "f1_macro",
@@ -66,9 +66,9 @@ def _labels_of_windows(X):
     braindecode windows (or of a ``Subset`` or ``SliceDataset`` of them), read without
     their signals, else the labels :func:`~braindecode_pars.io.windows.read_windows`
     reads (lists of window items, ``mne.Epochs``)."""
-    from braindecode_pars.io.windows import _window_metadata, read_windows
+    from braindecode_pars.io.windows import read_windows, window_metadata
 
-    labels = _window_metadata(X, "target")
+    labels = window_metadata(X, "target")
     if labels is None and not isinstance(X, np.ndarray):
         labels = read_windows(X, name="X").y
     if labels is None:
@@ -117,9 +117,9 @@ class _WindowsScorer:
         self.name, self.scorer = name, scorer
 
     def __call__(self, estimator, X, y_true=None, **kwargs):
-        from braindecode_pars.io.windows import _labels_of
+        from braindecode_pars.io.windows import labels_of
 
-        y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
+        y_true = _labels_of_windows(X) if y_true is None else labels_of(y_true)
         if self.name in ("balanced_accuracy", "auroc"):
             _warn_one_label(y_true, "windows")
         return self.scorer(estimator, X, y_true, **kwargs)
@@ -140,12 +140,12 @@ def make_scorer(name):
     the windows carry: the ``target`` metadata of braindecode windows or of a skorch
     ``SliceDataset`` of them.
     """
-    check_option("name", name, tuple(SCORERS))
+    check_option("name", name, tuple(_SCORERS))
     if name == "kappa":
         from sklearn.metrics import make_scorer as sk_make_scorer
 
         return _WindowsScorer(name, sk_make_scorer(cohen_kappa_score))
-    return _WindowsScorer(name, get_scorer(SCORERS[name]))
+    return _WindowsScorer(name, get_scorer(_SCORERS[name]))
 
 
 def scores(y_true, proba, n_classes):
@@ -210,11 +210,11 @@ class GroupScorer:
         """The score of ``estimator`` over the groups of ``X``; ``y_true`` and ``groups``
         default to the ``target`` and ``subject`` metadata of braindecode windows (and of
         a ``Subset`` or skorch ``SliceDataset`` of them)."""
-        from braindecode_pars.io.windows import _labels_of, _window_metadata
+        from braindecode_pars.io.windows import labels_of, window_metadata
 
-        y_true = _labels_of_windows(X) if y_true is None else _labels_of(y_true)
+        y_true = _labels_of_windows(X) if y_true is None else labels_of(y_true)
         if groups is None:
-            groups = _window_metadata(X, "subject")
+            groups = window_metadata(X, "subject")
         if groups is None:
             from sklearn import get_config
 

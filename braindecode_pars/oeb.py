@@ -34,20 +34,21 @@ from pathlib import Path
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
+from braindecode_pars._jobs.atomic import save_atomic
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
-from braindecode_pars.hub.io import _atomic_save, load_encoder
-from braindecode_pars.models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
+from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.models.encoder import PatchEncoder, checked_encoder, encoder_sfreq
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
-from braindecode_pars.models.multichannel import _channel_tokens
+from braindecode_pars.models.multichannel import channel_tokens
 from braindecode_pars.weights import DEFAULT_ENCODER
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
 HEAD = "final_layer"
 #: The linear layers of the encoder's blocks, for LoRA, DoRA, AdaLoRA, OFT and IA3
 #: (``peft_target_modules``; OpenEEG-Bench matches names by suffix).
-PEFT_TARGET_MODULES = ["qkv", "proj", "ff.0", "ff.3"]
+_PEFT_TARGET_MODULES = ["qkv", "proj", "ff.0", "ff.3"]
 #: The feed-forward layers among them (IA3's ``peft_ff_modules``).
-PEFT_FF_MODULES = ["ff.0", "ff.3"]
+_PEFT_FF_MODULES = ["ff.0", "ff.3"]
 
 
 class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
@@ -56,7 +57,7 @@ class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     Every channel of a window goes through the same single-channel
     :class:`~braindecode_pars.PatchEncoder` (fixed, non-overlapping 1-s patches with
     the full positional embedding, as in fine-tuning); its tokens are averaged over
-    the patches (:func:`~braindecode_pars.models.multichannel._channel_tokens`, the
+    the patches (:func:`~braindecode_pars.models.multichannel.channel_tokens`, the
     spatial tokens of :class:`~braindecode_pars.MultiChannelClassifier`); the
     ``n_chans * emb_dim`` embeddings, flattened channel by channel, go through
     ``final_layer``, a linear layer. Without that layer the model gives exactly the
@@ -118,9 +119,9 @@ class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
                 "file, a PatchEncoder or a dict of encoder settings, but got "
                 f"{type(encoder).__name__}."
             )
-        sfreq = _encoder_sfreq(pretrained, sfreq, input_window_seconds)
+        sfreq = encoder_sfreq(pretrained, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
-        self.encoder = _checked_encoder(pretrained, self.sfreq, self.n_times, **settings)
+        self.encoder = checked_encoder(pretrained, self.sfreq, self.n_times, **settings)
         self.final_layer = nn.Linear(self.n_features, self.n_outputs)
 
     @property
@@ -136,7 +137,7 @@ class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
                 f"'X' must have shape (batch, {self.n_chans}, {self.n_times}), "
                 f"but got {tuple(X.shape)}."
             )
-        return _channel_tokens(self.encoder, X).flatten(1)
+        return channel_tokens(self.encoder, X).flatten(1)
 
     def forward(self, X):
         """Outputs of ``final_layer`` (logits, no softmax), shape (batch, n_outputs)."""
@@ -183,7 +184,7 @@ def save_checkpoint(encoder, path):
     -------
     path : Path
     """
-    _atomic_save(_encoder_state_dict(encoder), path)
+    save_atomic(_encoder_state_dict(encoder), path)
     return Path(path)
 
 
@@ -193,7 +194,7 @@ def benchmark_kwargs(encoder=DEFAULT_ENCODER, checkpoint_path=f"{DEFAULT_ENCODER
     Writes the checkpoint (:func:`save_checkpoint`) to ``checkpoint_path`` and returns
     ``model_cls`` (:class:`PARSBackbone`'s class path), ``checkpoint_path``,
     ``model_kwargs`` (``{"encoder": encoder}``: the architecture), and the PEFT
-    modules (:data:`PEFT_TARGET_MODULES`, :data:`PEFT_FF_MODULES`). The datasets,
+    modules (:data:`_PEFT_TARGET_MODULES`, :data:`_PEFT_FF_MODULES`). The datasets,
     strategies, heads, seeds and device are ``benchmark``'s own arguments::
 
         import open_eeg_bench
@@ -230,8 +231,8 @@ def benchmark_kwargs(encoder=DEFAULT_ENCODER, checkpoint_path=f"{DEFAULT_ENCODER
         model_cls=f"{PARSBackbone.__module__}.{PARSBackbone.__name__}",
         checkpoint_path=str(path.resolve()),
         model_kwargs={"encoder": str(encoder)},
-        peft_target_modules=list(PEFT_TARGET_MODULES),
-        peft_ff_modules=list(PEFT_FF_MODULES),
+        peft_target_modules=list(_PEFT_TARGET_MODULES),
+        peft_ff_modules=list(_PEFT_FF_MODULES),
     )
 
 

@@ -267,7 +267,7 @@ def test_an_unreadable_file_is_named_before_any_work_or_skipped(
 
     with monkeypatch.context() as patch:
         patch.setattr(recordings, "windows_of", no_work)
-        patch.setattr(recordings, "_fixed_length_windower", no_work)
+        patch.setattr(recordings, "fixed_length_windower", no_work)
         with pytest.raises(
             ValueError,
             match=r"Cannot read the recording '.*zz_broken\.edf' \(ValueError: Bad EDF file "

@@ -4,7 +4,7 @@ from braindecode.datasets import BaseConcatDataset
 
 from braindecode_pars.datasets import tuh
 
-from .tuh_fixtures import write_csv_bi, write_tuh_edf
+from .tuh_fixtures import write_tuh_edf
 
 
 def test_channels_are_picked_renamed_and_ordered_from_either_reference(tmp_path):
@@ -16,12 +16,6 @@ def test_channels_are_picked_renamed_and_ordered_from_either_reference(tmp_path)
     assert tuple(raw19.ch_names) == tuh.TUH_CHANNELS_19
     with pytest.raises(ValueError, match=r"lacks the channels \['Oz'\]"):
         tuh.read_tuh_edf(fname, tuh.TUH_CHANNELS_19 + ("Oz",))
-
-
-def test_file_names_give_subject_session_segment():
-    assert tuh._parse_tuh_file_name("a/b/aaaaaaav_s004_t002.edf") == ("aaaaaaav", 4, 2)
-    with pytest.raises(ValueError, match="not named as TUH files are"):
-        tuh._parse_tuh_file_name("recording.edf")
 
 
 def test_tuab_windows_labels_and_preprocessing(tuh_corpora):
@@ -49,15 +43,6 @@ def test_tuab_patient_split_keeps_patients_apart(tuh_corpora):
     assert not (subjects["train"] & subjects["valid"])
 
 
-def test_csv_bi_parsing_and_window_labels(tmp_path):
-    write_csv_bi(tmp_path / "a.csv_bi", [(35.0, 50.0), (58.0, 60.0)])
-    np.testing.assert_allclose(tuh.read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
-    intervals = np.array([[35.0, 50.0]])
-    np.testing.assert_array_equal(tuh._seizure_labels([0, 30], [30, 60], intervals), [0, 1])
-    np.testing.assert_array_equal(tuh._seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])
-    np.testing.assert_array_equal(tuh._seizure_labels([0], [30], np.zeros((0, 2))), [0])
-
-
 def test_tusz_windows_are_labelled_from_the_annotations(tuh_corpora):
     windows = tuh.load_tusz(tuh_corpora["tusz"])
     md = windows.get_metadata()
@@ -83,15 +68,6 @@ def test_tusz_minimum_overlap_and_missing_annotation(tuh_corpora, tmp_path):
     write_tuh_edf(folder / "x_s001_t000.edf", seconds=10)
     with pytest.raises(FileNotFoundError, match="has no annotation file"):
         tuh.load_tusz(tmp_path / "edf", splits=("train",))
-
-
-def test_tueg_leaves_out_fine_tuning_patients(tuh_corpora):
-    excluded = tuh._tuh_subjects(tuh_corpora["tuab"]) + tuh._tuh_subjects(tuh_corpora["tusz"])
-    windows = tuh.load_tueg(tuh_corpora["tueg"], exclude_subjects=excluded)
-    assert set(windows.description.subject) == {"aaaaaaax"}  # a and c are TUAB/TUSZ patients
-    assert windows[0][0].shape == (19, 6000)
-    with pytest.raises(ValueError, match="belongs to an excluded subject"):
-        tuh.load_tueg(tuh_corpora["tueg"], exclude_subjects=["aaaaaaaa", "aaaaaaac", "aaaaaaax"])
 
 
 def test_missing_folders_and_bad_splits_are_clear_errors(tmp_path):

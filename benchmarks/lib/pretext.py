@@ -63,7 +63,7 @@ def split_views(store, n_times, valid_every=10):
 def fixed_batch(view, n, seed=0):
     """``n`` crops drawn once with a fixed seed: the same validation windows every time."""
     torch.manual_seed(seed)
-    view._rng = None
+    view.reseed()
     idx = np.random.default_rng(seed).choice(len(view), size=n, replace=len(view) < n)
     return torch.stack([x for x, _ in view.__getitems__(idx)])
 
@@ -101,7 +101,7 @@ def skill_curve(
     valid_skill).
     """
     torch.manual_seed(seed)
-    train_view._rng = None
+    train_view.reseed()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(seed)
     rows, run_loss, run_triv, t0 = [], 0.0, 0.0, time.perf_counter()

@@ -131,3 +131,36 @@ def test_lab_count_scripts_importing_a_script_none():
         if (names := script_imports(p.read_text(), SCRIPTS, package))
     }
     assert found == {}
+
+
+def _package_layout():
+    """The package's layout test (``tests/test_layout.py``): its finder of private
+    attributes, shared rather than copied."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_package_layout", ROOT / "tests" / "test_layout.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lab_private_attributes():
+    """``path: [(line, reach)]`` for each private attribute of the library a lab file
+    reaches at run time (``module._name``, reassigned or read; patched by keyword; in
+    a script held in a string; a private name of the library on any object)."""
+    layout = _package_layout()
+    files = lab_files()
+    foreign = layout._private_names(sorted(layout.ROOT.rglob("*.py")))
+    foreign -= layout._private_names(files, attributes=False)  # the lab's own names
+    return {
+        str(p.relative_to(ROOT)): found
+        for p, package in files.items()
+        if (found := layout.private_attributes(p.read_text(), foreign, package))
+    }
+
+
+def test_lab_count_private_library_attributes_none():
+    """16 in 3 files before issue 80 (the review's 13 in 5 at 2476ecf)."""
+    assert lab_private_attributes() == {}

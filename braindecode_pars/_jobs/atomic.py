@@ -241,3 +241,14 @@ def write_atomic(path, data, *, fsync=True):
         )
     with atomic_write(path, "w" if isinstance(data, str) else "wb", fsync=fsync) as f:
         f.write(data)
+
+
+def save_atomic(obj, path):
+    """``torch.save`` of ``obj`` to ``path`` through :func:`atomic_write` (its folder
+    made if missing): a crash never leaves half a file."""
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "wb") as f:
+        torch.save(obj, f)

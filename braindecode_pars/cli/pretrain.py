@@ -49,7 +49,7 @@ RUN_SETTINGS = {
 }  # fmt: skip
 
 #: The settings that only ``--config`` sets, as ``--config``'s help names them.
-CONFIG_ONLY_HELP = (
+_CONFIG_ONLY_HELP = (
     "the encoder's emb_dim (token size), depth (transformer blocks), n_heads (attention "
     "heads) and ff_dim (feed-forward width), each in place of --size's; its input "
     "normalization (window, window+scale or fixed; window), the unit (uV or V; uV) the "
@@ -112,7 +112,7 @@ _RECORD_FLAGS = {
 }
 
 
-def flag_of(key):
+def _flag_of(key):
     """The flag (or ``--config`` setting) that sets the entry ``key`` of a run's record
     (``config.json``)."""
     if key in _RECORD_FLAGS:
@@ -141,7 +141,7 @@ def add_pretrain_arguments(parser):
         "--config",
         help="JSON file of settings by name: these flags' (e.g. "
         '{"method": "pars", "epochs": 1000}; flags given here take precedence) and those '
-        f"only this file sets: {CONFIG_ONLY_HELP}",
+        f"only this file sets: {_CONFIG_ONLY_HELP}",
     )
     parser.add_argument("--out", help="checkpoint folder (resumed if it holds a run)")
     parser.add_argument(
@@ -315,7 +315,7 @@ def stop_signals(args):
 
 #: The signals torchrun's launcher forwards to its processes when its
 #: ``--signals-to-handle`` is not given (torch 2.11); it dies of any other, at once.
-TORCHRUN_FORWARDS = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
+_TORCHRUN_FORWARDS = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
 
 
 def _check_torchrun_forwards(args, environ=None):
@@ -337,7 +337,7 @@ def _check_torchrun_forwards(args, environ=None):
     environ = os.environ if environ is None else environ
     if not environ.get("TORCHELASTIC_RUN_ID"):
         return []
-    handled = environ.get("TORCHELASTIC_SIGNALS_TO_HANDLE", TORCHRUN_FORWARDS)
+    handled = environ.get("TORCHELASTIC_SIGNALS_TO_HANDLE", _TORCHRUN_FORWARDS)
     forwarded = {name.strip().upper() for name in handled.split(",")}
     missing = [
         s.name for s in check_stop_signals("stop_signal", stop_signals(args))
@@ -518,7 +518,7 @@ def _pretrain_held(args, encoder_kwargs, device):
         )
         finished = True
     except RunMismatchError as err:
-        listed = _differences(err, flag_of)
+        listed = _differences(err, _flag_of)
         extend = (
             " (--extend resumes with the new epoch budget)"
             if "max_epochs" in err.differences

@@ -21,9 +21,9 @@ from pathlib import Path
 #: which ``pretrain`` draws its default 10-s crops.
 WINDOW_SECONDS = 10.0
 #: ``--l-freq``'s value when not given: the high-pass of ``--recordings`` (Hz).
-L_FREQ = 0.3
+_L_FREQ = 0.3
 #: The word of ``--exclude`` that turns the automatic exclusions off.
-NO_AUTOMATIC_EXCLUSIONS = "none"
+_NO_AUTOMATIC_EXCLUSIONS = "none"
 
 #: The flags that preprocess and choose the channels of ``--recordings`` (by destination):
 #: a source they do not apply to refuses them.
@@ -77,7 +77,7 @@ def add_store_arguments(parser):
     )
     parser.add_argument("--sfreq", type=float, help="resample --recordings to this rate (100 Hz)")
     parser.add_argument(
-        "--l-freq", type=float, help=f"high-pass of --recordings (default: {L_FREQ} Hz)"
+        "--l-freq", type=float, help=f"high-pass of --recordings (default: {_L_FREQ} Hz)"
     )
     parser.add_argument(
         "--h-freq", type=float, help="low-pass of --recordings (default: min(75, 0.45 sfreq))"
@@ -98,9 +98,9 @@ def add_store_arguments(parser):
         metavar="NAME",
         help="channel names of --recordings to leave out besides the automatic "
         "exclusions (names like ECG/EOG/EMG/respiration, and reference derivations such "
-        f"as A1, A2, A2-A1); '{NO_AUTOMATIC_EXCLUSIONS}' turns the automatic ones off: "
-        f"'--exclude {NO_AUTOMATIC_EXCLUSIONS}' keeps every channel, "
-        f"'--exclude {NO_AUTOMATIC_EXCLUSIONS} X1' leaves out X1 alone "
+        f"as A1, A2, A2-A1); '{_NO_AUTOMATIC_EXCLUSIONS}' turns the automatic ones off: "
+        f"'--exclude {_NO_AUTOMATIC_EXCLUSIONS}' keeps every channel, "
+        f"'--exclude {_NO_AUTOMATIC_EXCLUSIONS} X1' leaves out X1 alone "
         "(default: the automatic exclusions)",
     )
     parser.add_argument(
@@ -188,8 +188,8 @@ def exclusions(names):
         ``"auto"`` when no name is given; ``[]`` (every channel kept) for ``["none"]``.
     """
     names = list(names or [])
-    if NO_AUTOMATIC_EXCLUSIONS in names:
-        return [n for n in names if n != NO_AUTOMATIC_EXCLUSIONS]
+    if _NO_AUTOMATIC_EXCLUSIONS in names:
+        return [n for n in names if n != _NO_AUTOMATIC_EXCLUSIONS]
     return ["auto", *names] if names else "auto"
 
 
@@ -252,7 +252,7 @@ def recordings_windows(args):
     """The windows of ``--recordings``, read one recording at a time as they are stored."""
     from braindecode_pars.io.recordings import load_recordings
 
-    args.l_freq = L_FREQ if args.l_freq is None else args.l_freq  # recorded as applied
+    args.l_freq = _L_FREQ if args.l_freq is None else args.l_freq  # recorded as applied
     return load_recordings(
         args.recordings,
         sfreq=args.sfreq or 100.0,
@@ -300,7 +300,7 @@ _NOT_SETTINGS = ("func", "command", "out", "overwrite", "jobs", "on_error", "ver
                  "stop_signal")  # fmt: skip
 
 
-def store_settings(args):
+def _store_settings(args):
     """What makes a store, recorded in it: the ``store`` flags but those of
     :data:`_NOT_SETTINGS`; a build resumes only with the same. ``--on-error`` is not one:
     a build stopped by an unreadable recording resumes with ``--on-error skip``."""
@@ -317,7 +317,7 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
         The windows, as :func:`~braindecode_pars.store.write_window_store` takes them.
     args : argparse.Namespace
         The parsed flags (:func:`add_store_arguments`'s, and any others that make the
-        store: they are recorded in it, :func:`store_settings`).
+        store: they are recorded in it, :func:`_store_settings`).
     stop_signals : list of str
         The signals that stop the build (:func:`check_store_flags`).
     command : str
@@ -343,7 +343,7 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
             dtype=args.dtype,
             jobs=args.jobs,
             on_error=args.on_error,
-            settings=store_settings(args),
+            settings=_store_settings(args),
             stop_signals=stop_signals,
         )
     except (FolderLockedError, LockFileError) as err:

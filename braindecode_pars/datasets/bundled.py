@@ -71,12 +71,12 @@ DATA_ENV = "BRAINDECODE_PARS_DATA"
 #: (default: the user cache folder).
 UNPACK_ENV = "BRAINDECODE_PARS_UNPACKED"
 #: PhysioNet's folder of EEG Motor Movement/Imagery 1.0.0, as MNE's eegbci loader reads it.
-PHYSIONET_MI_URL = "https://physionet.org/files/eegmmidb/1.0.0/"
+_PHYSIONET_MI_URL = "https://physionet.org/files/eegmmidb/1.0.0/"
 #: The project's release assets of the bundled data: the EEGMAT bundle, which has no
 #: public source (:func:`write_eegmat_bundle` makes it from PhysioNet's EEGMAT
 #: files), and runs 1 and 2 of S001, which hold the first 60 of their 61 one-second
 #: records and so differ from PhysioNet's files. Assets are flat: ``<url><file name>``.
-BUNDLED_DATA_URL = "https://github.com/braindecode/braindecode-pars/releases/download/data-v1/"
+_BUNDLED_DATA_URL = "https://github.com/braindecode/braindecode-pars/releases/download/data-v1/"
 
 _EEGBCI = "MNE-eegbci-data/files/eegmmidb/1.0.0/"
 _EEGMAT = "eegmat_100hz.npz"
@@ -307,7 +307,7 @@ def bundled_data_path():
     )
 
 
-def fetch_bundled_data(path=None, base_url=BUNDLED_DATA_URL, physionet_url=PHYSIONET_MI_URL):
+def fetch_bundled_data(path=None, base_url=_BUNDLED_DATA_URL, physionet_url=_PHYSIONET_MI_URL):
     """Download the bundled EEG and check every file's SHA-256.
 
     PhysioNet-MI runs 3-14 of S001 and every run's ``.edf.event`` file come from
@@ -327,9 +327,9 @@ def fetch_bundled_data(path=None, base_url=BUNDLED_DATA_URL, physionet_url=PHYSI
         folder (``pooch.os_cache("braindecode_pars")``); :func:`bundled_data_path`
         finds either.
     base_url : str
-        Where the project's own files are (default :data:`BUNDLED_DATA_URL`).
+        Where the project's own files are (default :data:`_BUNDLED_DATA_URL`).
     physionet_url : str
-        PhysioNet-MI's folder (default :data:`PHYSIONET_MI_URL`).
+        PhysioNet-MI's folder (default :data:`_PHYSIONET_MI_URL`).
 
     Returns
     -------

@@ -24,7 +24,7 @@ import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from braindecode_pars._util.checks import check_range
-from braindecode_pars.io.windowing import _microvolt_step, recording_preprocessors, windows_of
+from braindecode_pars.io.windowing import microvolt_step, recording_preprocessors, windows_of
 
 logger = logging.getLogger(__name__)
 
@@ -204,5 +204,5 @@ def load_eegmat(
     subjects = range(36) if subjects is None else subjects
     check_range("window_seconds", window_seconds, 0, np.inf, low_open=True)
     dataset = read_eegmat(path, subjects)
-    preprocessors = [*_eegmat_preprocessors(sfreq), _microvolt_step()]
+    preprocessors = [*_eegmat_preprocessors(sfreq), microvolt_step()]
     return windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

@@ -30,7 +30,7 @@ from braindecode_pars._util.checks import check_range
 from braindecode_pars.datasets.cache import cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
-    _event_windower,
+    event_windower,
     event_windows,
     microvolt_preprocessors,
 )
@@ -175,7 +175,7 @@ def load_eesm17(
     if cache_dir is not None:
         stream = RecordingStream(
             [functools.partial(_read_one, path, channels) for path in paths],
-            _event_windower(_eesm17_preprocessors(sfreq), stages, window_seconds),
+            event_windower(_eesm17_preprocessors(sfreq), stages, window_seconds),
         )
         settings = {
             "reader": "load_eesm17",

@@ -24,7 +24,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode_pars._util.checks import check_range
 
 #: Sampling rate of the sleep-cassette EEG.
-SLEEP_EDF_SFREQ = 100.0
+_SLEEP_EDF_SFREQ = 100.0
 #: Microvolts per digital unit of the ATM export, approximately: the sleep-cassette EDF
 #: headers map their 12-bit range (-2048 to 2047) to about -197 to 197 µV on Pz-Oz, and
 #: the export keeps the digital values without that scaling. With it, the median
@@ -35,7 +35,7 @@ SLEEP_EDF_ATM_UV_PER_UNIT = 394.0 / 4095.0
 _NAME = re.compile(r"SC4(\d\d)(\d)E0-PSG_edfm\.mat$")
 
 
-def read_sleep_edf_mat(path, channel="Pz-Oz", sfreq=SLEEP_EDF_SFREQ, uv_per_unit=None):
+def read_sleep_edf_mat(path, channel="Pz-Oz", sfreq=_SLEEP_EDF_SFREQ, uv_per_unit=None):
     """Read Sleep-EDF ``*_edfm.mat`` segments as a braindecode dataset of raw recordings.
 
     Parameters

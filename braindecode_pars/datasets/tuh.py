@@ -36,7 +36,7 @@ from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars.datasets.cache import cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
-    _fixed_length_windower,
+    fixed_length_windower,
     microvolt_preprocessors,
     windows_of,
 )
@@ -146,7 +146,7 @@ def _windows(datasets, channels, window_seconds, sfreq, n_jobs):
 
 def _stream(readers, window_seconds, sfreq, windower=None):
     """The recordings of ``readers`` read, preprocessed and windowed one at a time."""
-    windower = windower or _fixed_length_windower(_tuh_preprocessors(sfreq), sfreq, window_seconds)
+    windower = windower or fixed_length_windower(_tuh_preprocessors(sfreq), sfreq, window_seconds)
     return RecordingStream(readers, windower)
 
 
@@ -273,7 +273,7 @@ def load_tusz(
     if cache_dir is not None:
         windower = functools.partial(
             _seizure_windows,
-            windower=_fixed_length_windower(_tuh_preprocessors(sfreq), sfreq, window_seconds),
+            windower=fixed_length_windower(_tuh_preprocessors(sfreq), sfreq, window_seconds),
             min_overlap_seconds=min_overlap_seconds,
         )
         settings = {

@@ -36,9 +36,9 @@ from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars.datasets.cache import cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
-    _event_windower,
-    _fixed_length_windower,
+    event_windower,
     event_windows,
+    fixed_length_windower,
     microvolt_preprocessors,
     windows_of,
 )
@@ -49,9 +49,9 @@ logger = logging.getLogger(__name__)
 YSYW_CHANNELS = ("F3-M2", "F4-M1", "C3-M2", "C4-M1", "O1-M2", "O2-M1")
 #: The five stages; epochs scored otherwise ("undefined") are left out.
 SLEEP_STAGES = {"W": 0, "N1": 1, "N2": 2, "N3": 3, "R": 4}
-EPOCH_SECONDS = 30.0
+_EPOCH_SECONDS = 30.0
 #: Name of the split file :func:`ysyw_split` writes in the data folder by default.
-YSYW_SPLIT_FILE = "splits.json"
+_YSYW_SPLIT_FILE = "splits.json"
 
 
 def fetch_ysyw(subjects, path=None):
@@ -113,11 +113,11 @@ def read_ysyw_record(record_dir, channels=YSYW_CHANNELS):
         ann = wfdb.rdann(str(name), "arousal")
         notes = np.asarray(ann.aux_note)
         stage = np.array([not (n.startswith("(") or n.endswith(")")) for n in notes], bool)
-        epoch = int(round(EPOCH_SECONDS * record.fs))
+        epoch = int(round(_EPOCH_SECONDS * record.fs))
         complete = ann.sample + epoch <= record.sig_len  # an epoch cut by the end is left out
         keep = stage & complete
         onsets = ann.sample[keep] / record.fs
-        raw.set_annotations(mne.Annotations(onsets, EPOCH_SECONDS, notes[keep]))
+        raw.set_annotations(mne.Annotations(onsets, _EPOCH_SECONDS, notes[keep]))
     return raw
 
 
@@ -186,10 +186,10 @@ def load_ysyw(path, records=None, n_jobs=1, cache_dir=None):
             raise ValueError("'records' names no record: give at least one, or None for all.")
     if cache_dir is None:
         ds = _read(path, "training", available, n_jobs)
-        return event_windows(ds, SLEEP_STAGES, EPOCH_SECONDS)
+        return event_windows(ds, SLEEP_STAGES, _EPOCH_SECONDS)
     stream = RecordingStream(
         [functools.partial(_read_one, r, "training") for r in available],
-        _event_windower(_ysyw_preprocessors(), SLEEP_STAGES, EPOCH_SECONDS),
+        event_windower(_ysyw_preprocessors(), SLEEP_STAGES, _EPOCH_SECONDS),
     )
     settings = {
         "reader": "load_ysyw",
@@ -232,7 +232,7 @@ def load_ysyw_pretraining(
         readers = [
             functools.partial(_read_one, r, split) for split in splits for r in chosen[split]
         ]
-        windower = _fixed_length_windower(_ysyw_preprocessors(), None, window_seconds)
+        windower = fixed_length_windower(_ysyw_preprocessors(), None, window_seconds)
         return RecordingStream(readers, windower)
     datasets = []
     for split in splits:
@@ -316,7 +316,7 @@ def ysyw_split(path, split_file=None, random_state=0, fractions=(0.6, 0.2, 0.2))
         When the file was drawn with another ``random_state`` or ``fractions``, or
         when an annotated record of the folder is in no part of it.
     """
-    split_file = Path(path) / YSYW_SPLIT_FILE if split_file is None else Path(split_file)
+    split_file = Path(path) / _YSYW_SPLIT_FILE if split_file is None else Path(split_file)
     if not split_file.is_file():
         parts = ysyw_subject_split(path, fractions, random_state)
         content = {

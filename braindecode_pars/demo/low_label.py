@@ -29,6 +29,7 @@ from sklearn.utils.validation import has_fit_parameter
 
 from braindecode_pars._jobs.atomic import atomic_write, write_atomic
 from braindecode_pars._util.checks import check_int
+from braindecode_pars._util.progress import progress as progress_bar
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.finetuner import PARSFineTuner
 from braindecode_pars.estimators.pretrainer import PARSPretrainer
@@ -37,7 +38,6 @@ from braindecode_pars.models.encoder_config import (
     NORMALIZATION_SETTINGS,
     PatchEncoderConfig,
 )
-from braindecode_pars.pretraining.callbacks import _progress as progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def neural_head(clf):
     return clf if isinstance(clf, PARSFineTuner) else None
 
 
-def training_history(clf):
+def _training_history(clf):
     """The epochs a fitted classifier trained (skorch's ``history_`` of its neural head),
     None where it trained none (a probe, a floor)."""
     head = neural_head(clf)
@@ -227,7 +227,7 @@ def run_low_label(
             clf.set_params(random_state=seed)
         start = time.perf_counter()
         pred = _fit_predict(clf, X, y, subjects, train, test)
-        history = training_history(clf)
+        history = _training_history(clf)
         if histories is not None and len(history or []):
             histories[(name, k, seed)] = [
                 {key: v for key, v in row.items() if key != "batches"} for row in history

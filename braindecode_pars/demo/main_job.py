@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from braindecode_pars._jobs.threads import with_fit_threads
+from braindecode_pars._util.seeding import isolated_random_state
 from braindecode_pars.datasets.bundled import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.demo.low_label import (
@@ -49,7 +50,6 @@ from braindecode_pars.hub.io import load_encoder, load_pretext_model, pretrained
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.pretext.base import pretext_skill
-from braindecode_pars.pretraining._seeding import isolated_random_state
 from braindecode_pars.viz import plot_shift_matrices, plot_training_curves
 from braindecode_pars.weights import DEFAULT_ENCODER
 

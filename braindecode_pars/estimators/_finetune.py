@@ -38,10 +38,10 @@ from braindecode_pars._util.checks import (
     check_range,
     check_skorch_names,
 )
-from braindecode_pars._util.logs import plural
+from braindecode_pars._util.logs import plural, shows_bars
+from braindecode_pars._util.progress import ANSI, duration
+from braindecode_pars._util.seeding import fit_seed
 from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS
-from braindecode_pars.pretraining._seeding import fit_seed
-from braindecode_pars.pretraining.callbacks import _ANSI, _duration, shows_bars
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class EpochTable(PrintLog):
 
     def _sink(self, text, verbose):
         if self.sink is not print or not shows_bars(sys.stdout):
-            text = _ANSI.sub("", text)
+            text = ANSI.sub("", text)
         super()._sink(text, verbose)
 
 
@@ -142,7 +142,7 @@ class TimeEstimate(Callback):
             note = " (the first half trains the head alone; the second, every weight, slower)"
         said = (
             f"The first epoch took {_seconds(seconds)} s; {plural(total, 'epoch')}: about "
-            f"{_duration(seconds * total)} on {net.device}{note}."
+            f"{duration(seconds * total)} on {net.device}{note}."
         )
         if seconds * total <= LONG_FIT_SECONDS:
             logger.info(said)

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_option
 from braindecode_pars._util.logs import plural, verbose_logging
+from braindecode_pars._util.seeding import fit_seed
 from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, named from here too)
     _HEAD_METHODS,
     DEFAULT,
@@ -35,14 +36,13 @@ from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, n
 from braindecode_pars.estimators.pretrainer import _as_sources
 from braindecode_pars.estimators.probe import PARSProbe
 from braindecode_pars.io.sklearn import (
+    GroupsTransformerMixin,
     SeededWindowsMixin,
-    _GroupsTransformerMixin,
-    _WindowsClassifierMixin,
+    WindowsClassifierMixin,
     check_labels,
     load_encoder_param,
     read_input,
 )
-from braindecode_pars.pretraining._seeding import fit_seed
 from braindecode_pars.pretraining.stopping import TrainingStopped
 from braindecode_pars.weights import DEFAULT_ENCODER, PRETRAINED_ENCODERS
 
@@ -51,8 +51,8 @@ logger = logging.getLogger(__name__)
 
 class PARSClassifier(
     SeededWindowsMixin,
-    _WindowsClassifierMixin,
-    _GroupsTransformerMixin,
+    WindowsClassifierMixin,
+    GroupsTransformerMixin,
     BaseEstimator,
     auto_wrap_output_keys=None,  # set_output's wrapper would hide available_if's check
 ):

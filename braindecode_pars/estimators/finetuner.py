@@ -20,7 +20,9 @@ from braindecode.augmentation import AugmentedDataLoader
 
 from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.logs import plural, verbose_logging
+from braindecode_pars._util.optim import with_fused_default
 from braindecode_pars._util.params import fill_doc
+from braindecode_pars._util.seeding import fit_seed, isolated_random_state
 from braindecode_pars.estimators._finetune import (
     CodedWindows,
     EpochTable,
@@ -38,9 +40,9 @@ from braindecode_pars.estimators._finetune import (
 from braindecode_pars.estimators._heads import DEFAULT
 from braindecode_pars.features.scaling import AlignSignals, check_align_groups
 from braindecode_pars.io.sklearn import (
+    GroupsTransformerMixin,
     SeededWindowsMixin,
-    _GroupsTransformerMixin,
-    _WindowsClassifierMixin,
+    WindowsClassifierMixin,
     at_rate,
     check_encoder_rate,
     check_labels,
@@ -50,23 +52,21 @@ from braindecode_pars.io.sklearn import (
     read_input,
     say_resampling,
 )
-from braindecode_pars.io.windows import _window_scale
+from braindecode_pars.io.windows import window_scale
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
 from braindecode_pars.models.multichannel import MultiChannelClassifier
-from braindecode_pars.pretraining._optim import with_fused_default
-from braindecode_pars.pretraining._seeding import fit_seed, isolated_random_state
-from braindecode_pars.pretraining.stopping import _StopHandling
+from braindecode_pars.pretraining.stopping import StopHandling
 from braindecode_pars.weights import DEFAULT_ENCODER
 
 logger = logging.getLogger(__name__)
 
 
 class PARSFineTuner(
-    _StopHandling,
+    StopHandling,
     SeededWindowsMixin,
-    _WindowsClassifierMixin,
-    _GroupsTransformerMixin,
+    WindowsClassifierMixin,
+    GroupsTransformerMixin,
     EEGClassifier,
 ):
     """Fine-tune a PatchEncoder with a spatial head on multi-channel windows.
@@ -333,7 +333,7 @@ class PARSFineTuner(
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = n_chans, n_times
         self.input_sfreq_, self.input_n_times_ = float(input_sfreq), input_n_times
-        self.scale_ = _window_scale(data.X)
+        self.scale_ = window_scale(data.X)
         self.aligner_ = self.align and AlignSignals()
         X = self.aligner_.fit_transform(data.X, groups=data.groups) if self.aligner_ else data.X
         self.n_crop_ = crop_samples(self.crop_seconds, self.sfreq_, n_times, patch, patch_seconds)

@@ -15,6 +15,7 @@ from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_device, check_heads, check_option
 from braindecode_pars._util.logs import verbose_logging
 from braindecode_pars._util.params import store_params
+from braindecode_pars._util.seeding import fit_seed, isolated_random_state
 from braindecode_pars.io.sklearn import (
     SeededWindowsMixin,
     check_encoder_rate,
@@ -22,11 +23,10 @@ from braindecode_pars.io.sklearn import (
     load_encoder_param,
     read_input,
 )
-from braindecode_pars.io.windows import Windows, _windows_info, read_windows
+from braindecode_pars.io.windows import Windows, read_windows, windows_info
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
-from braindecode_pars.pretraining._seeding import fit_seed, isolated_random_state
 from braindecode_pars.pretraining.config import COMPILE_MODES, PretrainConfig
 from braindecode_pars.pretraining.net import BATCHES
 from braindecode_pars.pretraining.stopping import TrainingStopped, resolve_stop_signals
@@ -358,7 +358,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         sources = []
         for source in _as_sources(X_unlabeled):
             if isinstance(source, BaseConcatDataset):
-                rate = float(_windows_info(source)["sfreq"])
+                rate = float(windows_info(source)["sfreq"])
                 if abs(rate - sfreq) > 1e-6:
                     raise ValueError(
                         f"'X_unlabeled' windows are sampled at {rate} Hz, 'X' at {sfreq} Hz."

@@ -28,9 +28,9 @@ from braindecode_pars.features.recipe import (
 from braindecode_pars.features.scaling import check_align_groups
 from braindecode_pars.features.transformers import BLOCKS, DEFAULT_READOUT, block_features
 from braindecode_pars.io.sklearn import (
-    _GroupsTransformerMixin,
-    _WindowsClassifierMixin,
-    _WindowsInputMixin,
+    GroupsTransformerMixin,
+    WindowsClassifierMixin,
+    WindowsInputMixin,
     check_labels,
     check_window_length,
     load_encoder_param,
@@ -38,14 +38,12 @@ from braindecode_pars.io.sklearn import (
     read_input,
     say_resampling,
 )
-from braindecode_pars.io.windows import _window_scale
+from braindecode_pars.io.windows import window_scale
 
 logger = logging.getLogger(__name__)
 
 
-class PARSProbe(
-    _WindowsInputMixin, _WindowsClassifierMixin, _GroupsTransformerMixin, BaseEstimator
-):
+class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixin, BaseEstimator):
     """The probe as a classifier: a class-balanced logistic regression over a frozen
     encoder's features, log band power and the Riemannian tangent space.
 
@@ -294,7 +292,7 @@ class PARSProbe(
         check_align_groups(self.align, data)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
-        self.scale_ = _window_scale(data.X)
+        self.scale_ = window_scale(data.X)
         self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
         self.encoder_gain_std_, self.inner_folds_ = math.nan, None
         groups = None if data.groups is None else np.asarray(data.groups)

@@ -73,7 +73,7 @@ MIN_GROUPS = 3
 #: ``inner_cv="auto"``: leave-one-group-out up to this many groups, GroupKFold beyond.
 LOGO_MAX_GROUPS = 20
 #: ``inner_cv="auto"``'s folds beyond :data:`LOGO_MAX_GROUPS` groups.
-AUTO_FOLDS = 5
+_AUTO_FOLDS = 5
 #: An inner comparison projected to take longer than this (seconds, from its first
 #: fold) logs the projection and, at its end, the time it took.
 PROGRESS_AFTER_SECONDS = 10.0
@@ -88,7 +88,7 @@ def inner_splitter(inner_cv, n_groups, name="inner_cv"):
     ----------
     inner_cv : "auto" | int | splitter
         ``"auto"``: leave-one-group-out up to :data:`LOGO_MAX_GROUPS` groups (one fold
-        per group), ``GroupKFold(AUTO_FOLDS)`` beyond; an int ``k >= 2``:
+        per group), ``GroupKFold(_AUTO_FOLDS)`` beyond; an int ``k >= 2``:
         ``GroupKFold(k)`` (leave-one-group-out when ``k`` is at least the number of
         groups); a scikit-learn splitter (``split(X, y, groups)``), used as it is.
     n_groups : int
@@ -103,7 +103,7 @@ def inner_splitter(inner_cv, n_groups, name="inner_cv"):
 
     if isinstance(inner_cv, str):
         check_option(name, inner_cv, ("auto",))
-        inner_cv = AUTO_FOLDS if n_groups > LOGO_MAX_GROUPS else None
+        inner_cv = _AUTO_FOLDS if n_groups > LOGO_MAX_GROUPS else None
     elif isinstance(inner_cv, numbers.Integral) and not isinstance(inner_cv, bool):
         if inner_cv < 2:
             raise ValueError(

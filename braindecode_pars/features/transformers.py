@@ -30,9 +30,9 @@ from braindecode_pars._util.checks import check_device, check_int, check_option,
 from braindecode_pars._util.params import store_params
 from braindecode_pars.features._cache import _Extractor, cached, encoder_digest
 from braindecode_pars.io.resample import resample_windows
-from braindecode_pars.io.sklearn import _read_array, _WindowsFeaturesMixin, read_input
+from braindecode_pars.io.sklearn import WindowsFeaturesMixin, read_array, read_input
 from braindecode_pars.io.windows import read_windows
-from braindecode_pars.models.encoder import _checked_encoder
+from braindecode_pars.models.encoder import checked_encoder
 
 #: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.
 READOUTS = ("mean", "mean+std", "blocks")
@@ -48,14 +48,14 @@ DEFAULT_BANDS = (
     ("gamma", 30.0, 45.0),
 )
 #: Length of the Welch segments when ``n_per_seg`` is None: 2 s, a 0.5 Hz resolution.
-DEFAULT_SEGMENT_SECONDS = 2.0
+_DEFAULT_SEGMENT_SECONDS = 2.0
 #: The blocks a probe can hold, in the order they are stacked.
 BLOCKS = ("encoder", "bandpower", "tangentspace")
 #: Windows cast to float64 at a time by the classical blocks.
 _CHUNK = 8
 #: Seed of the draw of the tokens whose position :class:`EncoderFeatures` withholds when
 #: ``0 < pos_mask_ratio < 1``: one draw per number of tokens, the same for every window.
-POS_MASK_SEED = 0
+_POS_MASK_SEED = 0
 
 
 def _default_bands(sfreq):
@@ -107,7 +107,7 @@ def check_readout_tokens(crop_seconds, patch_stride_seconds, pos_mask_ratio):
     check_range("pos_mask_ratio", pos_mask_ratio, 0, 1)
 
 
-class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
+class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
 
     Every channel of every window goes through the encoder on its own. By default it
@@ -161,7 +161,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         every token has its position; 1: none has (the encoder reads the patches as it
         read the masked patches in pretraining); between, ``round(pos_mask_ratio * n)``
         of the ``n`` tokens, as PARS counts them (0.8 in pretraining), chosen uniformly at
-        random by a fixed draw (seed :data:`POS_MASK_SEED`), the same tokens for every
+        random by a fixed draw (seed :data:`_POS_MASK_SEED`), the same tokens for every
         window and channel, so that a window's features depend on that window alone.
     batch_size : int
         Windows per forward pass (8: the activations of 8 windows of 19 channels x 10 s
@@ -229,7 +229,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         n_times = windows.X.shape[-1]
         if self.resample_:
             n_times = int(round(n_times * rate / self.sfreq_))
-        self.encoder_ = _checked_encoder(encoder, rate, n_times).eval()
+        self.encoder_ = checked_encoder(encoder, rate, n_times).eval()
         self.crop_size_ = None
         if self.crop_seconds is not None:
             size = int(round(self.crop_seconds * rate))
@@ -284,7 +284,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
             return None
         mask = torch.zeros(n_tokens, dtype=torch.bool)
         n_masked = int(round(self.pos_mask_ratio * n_tokens))
-        generator = torch.Generator().manual_seed(POS_MASK_SEED)
+        generator = torch.Generator().manual_seed(_POS_MASK_SEED)
         mask[torch.randperm(n_tokens, generator=generator)[:n_masked]] = True
         return mask.to(device).expand(batch, -1)
 
@@ -305,7 +305,7 @@ class EncoderFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         """What the features depend on besides the windows (batch_size aside)."""
         settings = (self.readout, self.crop_size_, self.resample_, self.sfreq_, self.device)
         if self.stride_ != self.encoder_.patch_size or self.pos_mask_ratio:
-            settings += (self.stride_, float(self.pos_mask_ratio), POS_MASK_SEED)
+            settings += (self.stride_, float(self.pos_mask_ratio), _POS_MASK_SEED)
         return encoder_digest(self.encoder_), repr(settings)
 
     def _encode(self, X):
@@ -364,7 +364,7 @@ def _channel_block_tokens(encoder, X, every_block=False, starts=None, pos_mask=N
     return out
 
 
-class BandPowerFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
+class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Log mean power per channel in frequency bands, by Welch's method.
 
     For each window and channel the power spectral density is estimated with
@@ -424,11 +424,11 @@ class BandPowerFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         if self.n_per_seg is not None:
             check_int("n_per_seg", self.n_per_seg, 2)
         _check_bands(self.bands, np.inf if self.sfreq is None else self.sfreq)
-        windows = _read_array(X, self.sfreq)
+        windows = read_array(X, self.sfreq)
         X, sfreq = windows.X, windows.sfreq
         n_times = X.shape[-1]
         if self.n_per_seg is None:
-            n_per_seg = min(n_times, int(round(DEFAULT_SEGMENT_SECONDS * sfreq)))
+            n_per_seg = min(n_times, int(round(_DEFAULT_SEGMENT_SECONDS * sfreq)))
         else:
             n_per_seg = int(self.n_per_seg)
             if n_per_seg > n_times:
@@ -456,7 +456,7 @@ class BandPowerFeatures(_WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         """The band powers, shape (n_windows, n_chans * n_bands): for each channel in
         turn, the (log) mean power of each band."""
         check_is_fitted(self, "bands_")
-        return self._features(_read_array(X, self.sfreq_).X)
+        return self._features(read_array(X, self.sfreq_).X)
 
     def _features(self, X):
         """The features of an array of windows, ``_CHUNK`` windows in float64 at a time."""

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from braindecode_pars._jobs.atomic import atomic_path, atomic_write, write_atomic
+from braindecode_pars._jobs.atomic import atomic_path, save_atomic, write_atomic
 from braindecode_pars.models.card import listed_recordings, model_card, public_run_config
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
@@ -65,15 +65,6 @@ def list_encoders():
     return list(PRETRAINED_ENCODERS)
 
 
-def _atomic_save(obj, path):
-    """``torch.save`` atomically (:func:`~braindecode_pars._jobs.atomic.atomic_write`): a
-    crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as f:
-        torch.save(obj, f)
-
-
 def save_encoder(encoder, path, **extra):
     """Save a :class:`PatchEncoder` with what is needed to rebuild it.
 
@@ -91,7 +82,7 @@ def save_encoder(encoder, path, **extra):
     """
     config = {"sfreq": encoder.sfreq, **encoder.config.asdict()}
     state = {k: v.detach().cpu() for k, v in encoder.state_dict().items()}
-    _atomic_save({"config": config, "state_dict": state, **extra}, path)
+    save_atomic({"config": config, "state_dict": state, **extra}, path)
 
 
 def _built_to_load(factory, *args, **kwargs):
@@ -162,7 +153,7 @@ def load_encoder(path_or_encoder, map_location="cpu"):
     return encoder.eval()  # as from a folder: a loaded encoder is for use, not training
 
 
-def _unwrapped_state_dict(state):
+def unwrapped_state_dict(state):
     """A state dict without the key prefixes of torch.compile and DistributedDataParallel.
 
     A module compiled with ``torch.compile`` saves its keys under ``_orig_mod.`` (at
@@ -222,7 +213,7 @@ def load_pretext_model(name_or_path):
     spec = json.loads((folder / "pretext.json").read_text())
     method = spec.pop("method")
     model = _built_to_load(PRETEXT_MODELS[method], **spec)
-    model.load_state_dict(_unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
+    model.load_state_dict(unwrapped_state_dict(load_file(folder / "pretext.safetensors")))
     return model.eval()
 
 
@@ -264,7 +255,7 @@ def _save_pretrained_encoder(encoder, folder, pretext=None, pretext_spec=None, l
     if pretext is not None:
         state = {k: v.detach().cpu().contiguous() for k, v in pretext.state_dict().items()}
         with atomic_path(folder / "pretext.safetensors") as tmp:
-            save_file(_unwrapped_state_dict(state), tmp)
+            save_file(unwrapped_state_dict(state), tmp)
         write_atomic(folder / "pretext.json", json.dumps(pretext_spec, indent=1))
     card = model_card(
         encoder, pretext_spec=pretext_spec, license=license, name=folder.name,
@@ -313,7 +304,7 @@ def export_run(run_dir, folder, license=None):
     Rebuilds the pretext model from the run's ``config.json``, loads the parameters
     of its last complete state (a run trained with ``compile=True`` or under
     ``torchrun`` too: their ``_orig_mod.`` and ``module.`` key prefixes are dropped,
-    see :func:`_unwrapped_state_dict`), and writes the encoder in the Hugging Face
+    see :func:`unwrapped_state_dict`), and writes the encoder in the Hugging Face
     layout (:func:`_save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
     (``run_config.json``: the run's ``config.json``, its recordings counted, never
@@ -358,7 +349,7 @@ def export_run(run_dir, folder, license=None):
     kwargs = {k: v for k, v in spec.items() if k != "method"}
     model = _built_to_load(PRETEXT_MODELS[method], **kwargs)
     params = torch.load(state / "params.pt", map_location="cpu", weights_only=True)
-    model.load_state_dict(_unwrapped_state_dict(params))
+    model.load_state_dict(unwrapped_state_dict(params))
     folder = _save_pretrained_encoder(model.encoder, folder, pretext=model, pretext_spec=spec)
     history = json.loads((state / "history.json").read_text())
     history = [{k: v for k, v in row.items() if k != "batches"} for row in history]

@@ -31,10 +31,10 @@ from braindecode_pars.io.windows import (
 logger = logging.getLogger(__name__)
 
 #: The column of a table that names files, unless told otherwise.
-FILE_COLUMN = "file"
+_FILE_COLUMN = "file"
 #: Fields (of a pattern or a table) that name a person, whatever ``subject`` names:
 #: when ``subject`` names another field, the groups are checked against them.
-PERSON_FIELDS = ("subject", "participant_id", "participant", "patient", "sub")
+_PERSON_FIELDS = ("subject", "participant_id", "participant", "patient", "sub")
 #: The keywords of :func:`~braindecode_pars.io.load_recordings` that
 #: :func:`load_labelled_recordings` passes on: all but the files, ``lazy`` and
 #: ``subject_from`` (its ``subject`` field gives the groups).
@@ -52,7 +52,7 @@ def load_labelled_recordings(
     *,
     label="label",
     subject="subject",
-    file_column=FILE_COLUMN,
+    file_column=_FILE_COLUMN,
     **read_options,
 ):
     """Recordings and their labels as windows ``X``, labels ``y`` and subjects ``groups``.
@@ -298,11 +298,11 @@ def _join_table(table, fields, file_column):
 
 def _check_people(fields, subject, source):
     """Warn (``UserWarning``) when the field ``subject`` gives one person several groups, the person
-    being named by another field (:data:`PERSON_FIELDS`, of ``pattern`` or ``table``;
+    being named by another field (:data:`_PERSON_FIELDS`, of ``pattern`` or ``table``;
     ``source="field"``) or by the recordings' headers (EDF's patient code,
     ``source="header"``)."""
     names = {k for f in fields.values() for k in f if k != subject}
-    for field in [f for f in names if f.lower() in PERSON_FIELDS]:
+    for field in [f for f in names if f.lower() in _PERSON_FIELDS]:
         files = [p for p, f in fields.items() if field in f and subject in f]
         people = [fields[p][field] for p in files]
         split = people_in_several_groups(people, [fields[p][subject] for p in files])

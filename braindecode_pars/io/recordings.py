@@ -20,8 +20,8 @@ from braindecode_pars._util.checks import check_option
 from braindecode_pars._util.logs import plural
 from braindecode_pars.io.windowing import (
     RecordingStream,
-    _fixed_length_windower,
-    _microvolt_step,
+    fixed_length_windower,
+    microvolt_step,
     recording_preprocessors,
     windows_of,
 )
@@ -30,7 +30,7 @@ from braindecode_pars.io.windows import channel_sets_message
 logger = logging.getLogger(__name__)
 
 #: Extensions of the recordings that :func:`mne.io.read_raw` reads.
-RECORDING_EXTENSIONS = (
+_RECORDING_EXTENSIONS = (
     ".edf", ".bdf", ".gdf", ".fif", ".fif.gz", ".vhdr", ".set", ".cnt", ".mff", ".nxe",
 )  # fmt: skip
 
@@ -39,7 +39,7 @@ def find_recordings(patterns):
     """Files matching a folder, a glob (``'data/**/*.edf'``) or a list of either.
 
     A folder stands for every recording below it with an extension of
-    :data:`RECORDING_EXTENSIONS`; so does a glob, whose matches are filtered the
+    :data:`_RECORDING_EXTENSIONS`; so does a glob, whose matches are filtered the
     same way (``'data/*'`` skips BrainVision's ``.vmrk`` and ``.eeg`` companions).
     A plain file path is taken as it is.
 
@@ -72,20 +72,21 @@ def find_recordings(patterns):
             found = [Path(pattern)] if Path(pattern).is_file() else []
         if not found:
             raise FileNotFoundError(
-                f"No recording matches {pattern!r} (extensions: {', '.join(RECORDING_EXTENSIONS)})."
+                f"No recording matches {pattern!r} "
+                f"(extensions: {', '.join(_RECORDING_EXTENSIONS)})."
             )
         files += [p for p in found if p not in files]
     return files
 
 
 def _is_recording(path):
-    return path.is_file() and path.name.lower().endswith(RECORDING_EXTENSIONS)
+    return path.is_file() and path.name.lower().endswith(_RECORDING_EXTENSIONS)
 
 
 #: Words of channel names that mark a signal other than EEG (a word starting with the
 #: first five: ``EKG1``, ``EMG-chin``, ``Resp oro-nasal``), matched without regard to case.
-NON_EEG_PREFIXES = ("ECG", "EKG", "EOG", "EMG", "RESP")
-NON_EEG_WORDS = (
+_NON_EEG_PREFIXES = ("ECG", "EKG", "EOG", "EMG", "RESP")
+_NON_EEG_WORDS = (
     "LOC", "ROC", "SPO2", "SAO2", "PLETH", "PULSE", "HR", "THOR", "THORAX", "ABD", "ABDO",
     "ABDOMEN", "AIRFLOW", "FLOW", "NASAL", "SNORE", "CHIN", "LEG", "POSITION", "LIGHT",
     "TEMP", "STATUS", "TRIGGER", "STIM", "STI", "EVENT", "MARKER", "PHOTIC", "IBI",
@@ -93,7 +94,7 @@ NON_EEG_WORDS = (
 )  # fmt: skip
 #: Reference electrodes: a channel whose name holds only these (``A1``, ``A2-A1``,
 #: ``EEG M1-M2``, ``REF``) is a reference derivation, not EEG of a scalp site.
-REFERENCE_NAMES = ("A1", "A2", "M1", "M2", "REF", "LE", "RE", "AVG", "AR", "CAR", "GND")
+_REFERENCE_NAMES = ("A1", "A2", "M1", "M2", "REF", "LE", "RE", "AVG", "AR", "CAR", "GND")
 
 
 def non_eeg_channels(ch_names):
@@ -101,9 +102,9 @@ def non_eeg_channels(ch_names):
 
     A name is cut into words at every character that is not a letter or a digit,
     a leading ``EEG`` is dropped (EDF's type prefix), and the channel is left out
-    when a word names another signal (:data:`NON_EEG_PREFIXES`,
-    :data:`NON_EEG_WORDS`: ``ECG ECG``, ``EOG LOC-A2``, ``EMG Chin``...) or when
-    every word is a reference electrode (:data:`REFERENCE_NAMES`: ``EEG A2-A1``,
+    when a word names another signal (:data:`_NON_EEG_PREFIXES`,
+    :data:`_NON_EEG_WORDS`: ``ECG ECG``, ``EOG LOC-A2``, ``EMG Chin``...) or when
+    every word is a reference electrode (:data:`_REFERENCE_NAMES`: ``EEG A2-A1``,
     ``M1``, ``REF``). Scalp sites measured against a reference (``EEG Fp1-REF``,
     ``C3-M2``) and mastoid-adjacent sites (``TP9``) are EEG.
 
@@ -122,8 +123,8 @@ def non_eeg_channels(ch_names):
         words = [w for w in re.split(r"[^0-9A-Z]+", name.upper()) if w]
         if words[:1] == ["EEG"]:
             words = words[1:]
-        other = any(w.startswith(NON_EEG_PREFIXES) or w in NON_EEG_WORDS for w in words)
-        reference = bool(words) and all(w in REFERENCE_NAMES for w in words)
+        other = any(w.startswith(_NON_EEG_PREFIXES) or w in _NON_EEG_WORDS for w in words)
+        reference = bool(words) and all(w in _REFERENCE_NAMES for w in words)
         if other or reference:
             out.append(name)
     return out
@@ -157,7 +158,7 @@ def _check_exclude(exclude):
 
 #: The words of ``load_recordings``'s ``subject_from`` (besides a regular expression
 #: or a function): each recording its own subject, or the header's patient code.
-SUBJECT_SOURCES = ("file", "header")
+_SUBJECT_SOURCES = ("file", "header")
 #: What ``subject_from`` names in the ``subject_from`` column of a description.
 _SUBJECT_COLUMN = "subject_from"
 
@@ -202,7 +203,7 @@ def check_subject_from(subject_from):
     how : re.Pattern | callable | None
         The compiled pattern, or the function.
     """
-    if subject_from is None or subject_from in SUBJECT_SOURCES:
+    if subject_from is None or subject_from in _SUBJECT_SOURCES:
         return subject_from or "file", None
     if callable(subject_from) and not isinstance(subject_from, re.Pattern):
         return "function", subject_from
@@ -253,7 +254,7 @@ def file_keys(files):
     keys = []
     for path in paths:
         name = path.name
-        for ext in sorted(RECORDING_EXTENSIONS, key=len, reverse=True):
+        for ext in sorted(_RECORDING_EXTENSIONS, key=len, reverse=True):
             if name.lower().endswith(ext):
                 name = name[: -len(ext)]
                 break
@@ -341,7 +342,7 @@ def _site(name):
     return re.split(r"[-\s]", " ".join(words))[0]
 
 
-def closest_channel(pick, ch_names):
+def _closest_channel(pick, ch_names):
     """The channel of ``ch_names`` that a wrong name ``pick`` most likely meant, or None.
 
     The same name in other capitals first, then the same site (:func:`_site`: ``'Fp1'``
@@ -405,7 +406,7 @@ def _skipped_summary(skipped, headers, picks, exclude, n_files):
         )
         if isinstance(picks, list | tuple):
             missing = [p for p in picks if p not in channels]
-            near = {p: closest_channel(str(p), list(channels)) for p in missing}
+            near = {p: _closest_channel(str(p), list(channels)) for p in missing}
             found = {p: c for p, c in near.items() if c is not None}
             if found:
                 message += (
@@ -445,7 +446,7 @@ def _montage_sites():
     return frozenset(n.upper() for n in montage.ch_names)
 
 
-def off_montage(ch_names):
+def _off_montage(ch_names):
     """The channel names whose site is not on the 10-05 montage.
 
     A name's site is what is left once a leading ``EEG`` (EDF's type prefix) and a
@@ -516,7 +517,7 @@ def _log_channels(kept, exclude, not_picked=None, picks="eeg", purpose="pretrain
         )  # fmt: skip
     off = {}
     for file, (channels, _) in kept.items():
-        names = tuple(off_montage(channels))
+        names = tuple(_off_montage(channels))
         if names:
             off.setdefault(names, []).append(file)
     if off:
@@ -631,7 +632,7 @@ def load_recordings(
     ``on_error="skip"``) before any preprocessing. The channels kept are logged
     in one ``logging.INFO`` line (each recording's at ``DEBUG``); one warning names
     the kept channels whose names are not sites of the 10-05 montage
-    (:func:`off_montage`) with their files, and one the channel sets when the
+    (:func:`_off_montage`) with their files, and one the channel sets when the
     recordings have several. The description holds ``file``, ``subject`` and
     ``subject_from`` (what the subject was read from, see ``subject_from``). What a
     header says of the person (EDF's patient code, name, birth date; the experimenter,
@@ -746,14 +747,14 @@ def _load_recordings(
     # the channels are picked already: the preprocessing keeps them all
     preprocessors = [
         *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),
-        _microvolt_step(),
+        microvolt_step(),
     ]
     if lazy:
         readers = [
             functools.partial(_read, file, channels, descriptions[file])
             for file, (channels, _) in kept.items()
         ]
-        windower = _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
+        windower = fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds)
         return RecordingStream(readers, windower, skipped=skipped)
     return windows_of(
         BaseConcatDataset(raws),

@@ -19,7 +19,7 @@ from braindecode.preprocessing import Preprocessor
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
-from braindecode_pars.io.windowing import _windows_info
+from braindecode_pars.io.windowing import windows_info
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ SliceDataset | mne.Epochs
         inner = resample_windows(X.dataset, sfreq, new_sfreq, method=method, n_jobs=n_jobs)
         return Subset(inner, X.indices)
     if isinstance(X, BaseConcatDataset | mne.BaseEpochs):
-        info = X.info if isinstance(X, mne.BaseEpochs) else _windows_info(X)
+        info = X.info if isinstance(X, mne.BaseEpochs) else windows_info(X)
         own = float(info["sfreq"])
         if sfreq is not None and abs(_check_rate("sfreq", sfreq) - own) > 1e-6:
             raise ValueError(

@@ -3,14 +3,14 @@ reads and checks, below :mod:`~braindecode_pars.features` and
 :mod:`~braindecode_pars.estimators`.
 
 - reading ``X`` once, with its sampling rate (:func:`read_input`, :func:`read_fitted`,
-  :func:`read_fit_input`) and checking labels (:func:`check_labels`);
+  :func:`_read_fit_input`) and checking labels (:func:`check_labels`);
 - the encoders a parameter names (:func:`load_encoder_param`), checked against the
   windows (:func:`check_encoder_rate`, :func:`check_window_length`);
-- the mixins: the tags of a step that takes windows (:class:`_WindowsInputMixin`,
+- the mixins: the tags of a step that takes windows (:class:`WindowsInputMixin`,
   :class:`SeededWindowsMixin`), ``fit``/``fit_transform`` over a reader
-  (:class:`_WindowsFeaturesMixin`), ``predict``/``score`` of a classifier of windows
-  (:class:`_WindowsClassifierMixin`), ``fit_transform`` with groups
-  (:class:`_GroupsTransformerMixin`);
+  (:class:`WindowsFeaturesMixin`), ``predict``/``score`` of a classifier of windows
+  (:class:`WindowsClassifierMixin`), ``fit_transform`` with groups
+  (:class:`GroupsTransformerMixin`);
 - :class:`LabelledPipeline`, a :class:`~sklearn.pipeline.Pipeline` that reads the
   labels windows carry, and :class:`WindowsArray`, the windows of any input as an array.
 
@@ -33,12 +33,12 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from braindecode_pars.io.windows import Windows, _check_scale, _labels_of, read_windows
+from braindecode_pars.io.windows import Windows, _check_scale, labels_of, read_windows
 
 logger = logging.getLogger(__name__)
 
 
-def _read_array(X, sfreq):
+def read_array(X, sfreq):
     """Windows of ``X`` through :func:`read_input`, with a sampling rate.
 
     An array keeps the caller's own numbers (a float64 array is not cast to float32),
@@ -50,7 +50,7 @@ def _read_array(X, sfreq):
     return windows
 
 
-class _WindowsInputMixin:
+class WindowsInputMixin:
     """scikit-learn tags of a step that takes windows, (n_windows, n_chans, n_times),
     not 2-D feature arrays."""
 
@@ -61,7 +61,7 @@ class _WindowsInputMixin:
         return tags
 
 
-class _WindowsFeaturesMixin(_WindowsInputMixin):
+class WindowsFeaturesMixin(WindowsInputMixin):
     """``fit`` and ``fit_transform`` of a transformer of windows into features, over
     its ``_fit(X)`` (check, read the windows once, fit; return their array) and
     ``_features(X)`` (the features of an array of windows)."""
@@ -153,7 +153,7 @@ class LabelledPipeline(Pipeline):
     def _labels(X, y):
         """``y`` as an array, or the labels the windows ``X`` carry."""
         if y is not None:
-            y = _labels_of(y)
+            y = labels_of(y)
             try:
                 n_windows = len(X)
             except (TypeError, RuntimeError):  # no length without reading: the steps check
@@ -301,7 +301,7 @@ def read_input(X, y=None, groups=None, sfreq=None, name="X"):
     return data
 
 
-def read_fit_input(estimator, X, y=None, groups=None):
+def _read_fit_input(estimator, X, y=None, groups=None):
     """What every head's ``fit`` does first: its parameters checked, its ``encoder``
     parameter loaded (:func:`load_encoder_param`: a bad file is refused before reading)
     and ``X`` read at its ``sfreq`` with at least two classes.
@@ -456,7 +456,7 @@ def check_window_length(n_times, n_chans, patch_seconds, sfreq):
     return patch
 
 
-class _WindowsClassifierMixin(ClassifierMixin):
+class WindowsClassifierMixin(ClassifierMixin):
     """``predict_proba``, ``predict`` and ``score`` of a classifier of windows, over two
     hooks: ``_read(X, y=None, groups=None)``, the windows read once and checked against
     ``fit`` (a :class:`~braindecode_pars.io.windows.Windows`), and
@@ -484,7 +484,7 @@ class _WindowsClassifierMixin(ClassifierMixin):
         return accuracy_score(data.y, self._predict(data), sample_weight=sample_weight)
 
 
-class _GroupsTransformerMixin(TransformerMixin):
+class GroupsTransformerMixin(TransformerMixin):
     """scikit-learn's ``TransformerMixin`` whose ``fit_transform`` hands ``transform``
     the ``groups`` that ``fit`` had (an aligned estimator then aligns the windows as
     ``fit`` did; scikit-learn's passes ``transform`` no groups)."""
@@ -493,7 +493,7 @@ class _GroupsTransformerMixin(TransformerMixin):
         return self.fit(X, y, groups=groups, **fit_params).transform(X, groups=groups)
 
 
-class SeededWindowsMixin(_WindowsInputMixin):
+class SeededWindowsMixin(WindowsInputMixin):
     """scikit-learn tags of an estimator of windows (n_windows, n_chans, n_times) whose
     ``fit`` draws at random: non-deterministic unless ``random_state`` is set."""
 

@@ -4,7 +4,7 @@ Units: the recipes and loaders of the package give microvolts, the unit braindec
 ``EEGClassifier`` reads ``mne.Epochs`` in (:func:`microvolt_preprocessors` scales
 first; :func:`~braindecode_pars.io.load_recordings`,
 :func:`~braindecode_pars.datasets.load_eegmat` and ``load_bundled_eegmat`` end with
-:func:`_microvolt_step`). Band power and covariances are absolute, so one unit
+:func:`microvolt_step`). Band power and covariances are absolute, so one unit
 throughout matters to the probe and the floors (the encoder alone would not mind).
 
 Shared by the readers of recordings (:mod:`.recordings`, :mod:`.eegmat`, the
@@ -32,7 +32,7 @@ from braindecode_pars._util.checks import check_range
 logger = logging.getLogger(__name__)
 
 
-def _windows_info(windows):
+def windows_info(windows):
     """The ``mne.Info`` of braindecode windows (their first recording)."""
     first = windows.datasets[0]
     return first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
@@ -64,7 +64,7 @@ def recording_preprocessors(sfreq=100.0, l_freq=0.3, h_freq=None, notch_freq=Non
     Pick the EEG channels, load, band-pass ``l_freq`` to ``h_freq``, notch
     ``notch_freq``, resample to ``sfreq``; MNE prints nothing. The values keep the
     recordings' unit (volts, as MNE reads EEG): the loaders append
-    :func:`_microvolt_step`.
+    :func:`microvolt_step`.
 
     Parameters
     ----------
@@ -102,7 +102,7 @@ def _volts_to_microvolts(data):
     return data * 1e6
 
 
-def _microvolt_step():
+def microvolt_step():
     """The preprocessor that scales recordings from volts (MNE's unit) to microvolts."""
     return Preprocessor(_volts_to_microvolts, apply_on_array=True)
 
@@ -128,7 +128,7 @@ def microvolt_preprocessors(sfreq=None, l_freq=0.3, h_freq=75.0, notch_freq=None
     -------
     preprocessors : list of braindecode Preprocessor
     """
-    steps = [_microvolt_step()]
+    steps = [microvolt_step()]
     if sfreq is not None:
         steps.append(Preprocessor("resample", sfreq=sfreq, apply_on_array=False))
     steps.append(
@@ -217,7 +217,7 @@ def windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds=Non
 
     A recording shorter than one window (after preprocessing) is left out with a
     logged warning; if none is long enough, ``ValueError``. Every recording is held
-    in memory; :class:`RecordingStream` with :func:`_fixed_length_windower` does the
+    in memory; :class:`RecordingStream` with :func:`fixed_length_windower` does the
     same one recording at a time.
     """
     size, stride = _window_size(window_seconds, stride_seconds, sfreq)
@@ -244,7 +244,7 @@ def _fixed_length(recording, preprocessors, sfreq, window_seconds, stride_second
     return _fixed_windows(kept, size, stride)
 
 
-def _fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
+def fixed_length_windower(preprocessors, sfreq, window_seconds, stride_seconds=None):
     """The windower of :class:`RecordingStream` that :func:`windows_of` applies to all at once.
 
     Preprocess one recording, then cut it into fixed-length windows; a recording
@@ -267,7 +267,7 @@ def _event_windows(recording, preprocessors, mapping, window_seconds):
     return event_windows(recording, mapping, window_seconds)
 
 
-def _event_windower(preprocessors, mapping, window_seconds):
+def event_windower(preprocessors, mapping, window_seconds):
     """The windower of :class:`RecordingStream` that :func:`event_windows` applies after
     preprocessing (labelled windows of scored events)."""
     return functools.partial(
@@ -293,7 +293,7 @@ class RecordingStream:
         braindecode ``RawDataset`` (with its description), or None to skip it.
     windower : callable
         Turns one recording (a ``BaseConcatDataset`` of one ``RawDataset``) into its
-        windows, or None to skip it (e.g. :func:`_fixed_length_windower`).
+        windows, or None to skip it (e.g. :func:`fixed_length_windower`).
     description : dict | None
         Description columns set on every recording (e.g. ``{"source": "tueg"}``).
 
@@ -328,20 +328,22 @@ class RecordingStream:
 
     def tasks(self):
         """Every recording as a ``(read, windower, description)`` triple, in order, whose
-        windows are ``RecordingStream._windows(*task)``: what worker processes take
+        windows are ``RecordingStream.task_windows(*task)``: what worker processes take
         (picklable when the readers and the windower are)."""
         return [(read, w, d) for readers, w, d in self._parts for read in readers]
 
     def __iter__(self):
         for readers, windower, description in self._parts:
             for read in readers:
-                windows = self._windows(read, windower, description)
+                windows = self.task_windows(read, windower, description)
                 if windows is not None:
                     yield windows
                 del windows  # let the recording go before the next one is read
 
     @staticmethod
-    def _windows(read, windower, description):
+    def task_windows(read, windower, description):
+        """The windows of one of :meth:`tasks` (its ``read``, ``windower`` and
+        ``description``), None when it has none: what a worker process computes."""
         recording = read()
         if recording is None:
             return None

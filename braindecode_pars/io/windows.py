@@ -12,10 +12,10 @@ Units: windows of MNE and braindecode objects are read in microvolts, as
 braindecode's ``EEGClassifier`` reads them (``mne.Epochs`` through
 ``get_data(units="uV")``; braindecode windows as they are, which the package's
 recipes and readers give in microvolts); arrays are taken as given.
-:func:`_window_scale` and :func:`_check_scale` tell windows of another unit: band
+:func:`window_scale` and :func:`_check_scale` tell windows of another unit: band
 power and covariances are absolute, so windows in volts given to an estimator fitted on
 microvolts give predictions unrelated to the fitted ones. The estimators record
-:func:`_window_scale` at ``fit`` and call :func:`_check_scale` at ``predict``.
+:func:`window_scale` at ``fit`` and call :func:`_check_scale` at ``predict``.
 
 :func:`~braindecode_pars.io.resample.resample_windows` (importable from here
 too) brings windows to another sampling rate.
@@ -40,7 +40,7 @@ from braindecode_pars.io.resample import (  # noqa: F401 (re-exported)
     RESAMPLE_METHODS,
     resample_windows,
 )
-from braindecode_pars.io.windowing import _windows_info
+from braindecode_pars.io.windowing import windows_info
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def _chunks(n, window_size):
     return [slice(start, min(n, start + step)) for start in range(0, n, step)]
 
 
-def _window_scale(X):
+def window_scale(X):
     """A robust amplitude of windows: the median over windows of each window's standard
     deviation.
 
@@ -100,14 +100,14 @@ def _check_scale(fitted_scale, X, who):
 
     Band power and covariances are absolute: windows in volts given to an estimator
     fitted in microvolts (or the reverse) give predictions unrelated to the fitted
-    ones, without error. This compares :func:`_window_scale` of ``X`` with the scale
+    ones, without error. This compares :func:`window_scale` of ``X`` with the scale
     recorded at ``fit`` and warns when they differ by more than
     :data:`SCALE_WARNING_FACTOR` either way.
 
     Parameters
     ----------
     fitted_scale : float
-        :func:`_window_scale` of the windows fitted on.
+        :func:`window_scale` of the windows fitted on.
     X : ndarray, shape (n_windows, n_chans, n_times)
         The windows at ``predict``.
     who : str
@@ -124,7 +124,7 @@ def _check_scale(fitted_scale, X, who):
         When the factor is above :data:`SCALE_WARNING_FACTOR` or below its inverse,
         naming the factor and both scales.
     """
-    scale = _window_scale(X)
+    scale = window_scale(X)
     if not fitted_scale > 0 or not scale > 0:
         return None
     factor = scale / float(fitted_scale)
@@ -418,7 +418,7 @@ def _metadata_column(windows, indices, column):
     return values if indices is None else values[indices]
 
 
-def _window_metadata(X, column):
+def window_metadata(X, column):
     """The metadata ``column`` of braindecode windows ``X`` (or of a ``Subset`` or skorch
     ``SliceDataset`` of them), read without their signals; None for other input, without
     that column, or for ``"target"`` where braindecode's indexing gives other labels than
@@ -443,7 +443,7 @@ def _label_array(labels):
     return np.stack(arrays)
 
 
-def _labels_of(y):
+def labels_of(y):
     """``y`` as an array; a skorch ``SliceDataset(windows, idx=1)`` reads the windows'
     metadata rather than every window where braindecode's indexing gives the metadata's
     targets (:func:`_reads_recordings_as_is`)."""
@@ -636,8 +636,8 @@ SliceDataset | list of window items | mne.Epochs | Windows
         ``groups`` of another length than the windows.
     """
     if isinstance(X, Windows):
-        return _read_again(X, _labels_of(y), groups, sfreq, name)
-    y = _labels_of(y)
+        return _read_again(X, labels_of(y), groups, sfreq, name)
+    y = labels_of(y)
     own_sfreq, own_groups, ch_names, own_y, n_items = None, None, None, None, None
     if isinstance(X, SliceDataset) and X.idx != 0:
         raise ValueError(
@@ -649,7 +649,7 @@ SliceDataset | list of window items | mne.Epochs | Windows
         if len(base) == 0 or (indices is not None and len(indices) == 0):
             raise ValueError(f"'{name}' holds no window.")
         array, labels = _stack_braindecode(base, indices, name)
-        info = _windows_info(base)
+        info = windows_info(base)
         own_sfreq = float(info["sfreq"])
         ch_names = list(info["ch_names"]) if len(info["ch_names"]) == array.shape[1] else None
         if _one_channel_names(_channel_sets(base)) is not None:

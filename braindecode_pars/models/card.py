@@ -21,7 +21,7 @@ import numpy as np
 from braindecode_pars.models.encoder_config import ACTIVATIONS
 
 #: Tags of every model card the package writes.
-CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")
+_CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")
 
 #: The pretext tasks' names as the paper writes them.
 _METHOD_NAMES = {"pars": "PARS", "mae": "MAE", "mp3": "MP3", "droppos": "DropPos"}
@@ -349,7 +349,7 @@ def model_card(
     -------
     card : str
         Markdown with a YAML header (``library_name: braindecode``, tags
-        :data:`CARD_TAGS`, ``license`` when given).
+        :data:`_CARD_TAGS`, ``license`` when given).
 
     Examples
     --------
@@ -365,7 +365,7 @@ def model_card(
     config = dict(run_config or {})
     spec = dict(pretext_spec or {})
     method = str(spec.get("method", config.get("model", ""))).lower() or None
-    header = ModelCardData(library_name="braindecode", license=license, tags=list(CARD_TAGS))
+    header = ModelCardData(library_name="braindecode", license=license, tags=list(_CARD_TAGS))
     n_params = sum(p.numel() for p in encoder.parameters())
     sfreq = float(encoder.sfreq)
     task = _PRETEXT_TASKS.get(method, method)

@@ -657,7 +657,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         return self.encode(tokens, key_mask)
 
 
-def _encoder_sfreq(encoder, sfreq, input_window_seconds):
+def encoder_sfreq(encoder, sfreq, input_window_seconds):
     """The ``sfreq`` signal argument of a model built on ``encoder``: as given, or the
     encoder's when neither ``sfreq`` nor ``input_window_seconds`` is given."""
     if encoder is not None and sfreq is None and input_window_seconds is None:
@@ -665,7 +665,7 @@ def _encoder_sfreq(encoder, sfreq, input_window_seconds):
     return sfreq
 
 
-def _checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
+def checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
     """The :class:`PatchEncoder` of a model of windows of ``n_times`` samples at ``sfreq``.
 
     Builds one from ``encoder_kwargs`` if ``encoder`` is None; otherwise checks that

@@ -45,7 +45,7 @@ EEG_STD_RANGE = {"uV": (1e-3, 1e5), "V": (1e-9, 1e-1)}
 
 #: The typical standard deviation of a window of scalp EEG (10 µV), by unit: the default
 #: of ``amplitude_scale`` and, as its logarithm, of ``log_std_mean``.
-TYPICAL_EEG_STD = {"uV": 10.0, "V": 1e-5}
+_TYPICAL_EEG_STD = {"uV": 10.0, "V": 1e-5}
 
 #: The settings of the input normalisation (the fields of :class:`PatchEncoderConfig`
 #: after the size's): what a run that compares normalisations sets beside a size.
@@ -174,7 +174,7 @@ class PatchEncoderConfig:
         """The normalisation's settings, checked, with their unit's defaults filled in."""
         check_option("normalization", self.normalization, NORMALIZATIONS)
         check_option("unit", self.unit, tuple(UNITS))
-        typical = TYPICAL_EEG_STD[self.unit]
+        typical = _TYPICAL_EEG_STD[self.unit]
         scale = typical if self.amplitude_scale is None else self.amplitude_scale
         mean = math.log(typical) if self.log_std_mean is None else self.log_std_mean
         values = {

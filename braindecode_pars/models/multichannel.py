@@ -15,7 +15,7 @@ from torch import nn
 
 from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
-from braindecode_pars.models.encoder import PatchEncoder, _checked_encoder, _encoder_sfreq
+from braindecode_pars.models.encoder import PatchEncoder, checked_encoder, encoder_sfreq
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
 #: Values of ``MultiChannelClassifier(pooling=...)``.
@@ -55,7 +55,7 @@ def _encoder_folder(name_or_path):
     return name if keys <= encoder_args else None
 
 
-def _channel_tokens(encoder, X):
+def channel_tokens(encoder, X):
     """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): each channel through the
     single-channel ``encoder`` (fixed 1-s patches, full PE), averaged over patches."""
     B, C, T = X.shape
@@ -170,7 +170,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         encoder_n_heads=8,
         **encoder_kwargs,
     ):
-        sfreq = _encoder_sfreq(encoder, sfreq, input_window_seconds)
+        sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
         check_option("pooling", pooling, POOLINGS)
@@ -184,7 +184,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         else:
             encoder_kwargs = {}  # settings of a new encoder; a given one is used as it is
         n_times = getattr(self, "n_times", None)  # None: windows of any length
-        self.encoder = _checked_encoder(encoder, self.sfreq, n_times, **encoder_kwargs)
+        self.encoder = checked_encoder(encoder, self.sfreq, n_times, **encoder_kwargs)
         self.spatial_drop_prob = spatial_drop_prob
         self.n_heads = n_heads
         emb_dim = self.encoder.emb_dim
@@ -216,7 +216,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         mean over patches (``pooling="mean"``) or the mean and standard deviation mapped
         by ``pool_proj`` (``"mean+std"``)."""
         if self.pooling == "mean":
-            return _channel_tokens(self.encoder, X)
+            return channel_tokens(self.encoder, X)
         B, C, T = X.shape
         tokens = self.encoder(X.reshape(B * C, 1, T))  # (B * C, n_patches, emb_dim)
         std = tokens.std(dim=1, unbiased=False) if tokens.shape[1] > 1 else tokens[:, 0] * 0

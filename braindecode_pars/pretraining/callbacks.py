@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
 import sys
 import time
 
@@ -13,7 +12,8 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback, PrintLog, ProgressBar
 
-from braindecode_pars._util.logs import PACKAGE_LOGGER, shows_bars
+from braindecode_pars._util.logs import shows_bars
+from braindecode_pars._util.progress import ANSI, duration, logs_above_bars
 from braindecode_pars.models.pretext.base import pretext_skill
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining.schedule import _batches_per_epoch
@@ -52,7 +52,7 @@ class PretextSkill(Callback):
             return
         prefix = "train" if training else "valid"
         net.history.record_batch(f"{prefix}_trivial", _kept(y_pred["trivial_loss"]))
-        for key in (UNRESOLVED, GAP):
+        for key in (UNRESOLVED, _GAP):
             if key in y_pred:
                 net.history.record_batch(f"{prefix}_{key}", _kept(y_pred[key]))
 
@@ -71,9 +71,9 @@ class PretextSkill(Callback):
             trivial = float(np.dot(n, [b[f"{prefix}_trivial"] for b in rows]) / n.sum())
             row[f"{prefix}_trivial"] = trivial
             row[f"{prefix}_skill"] = pretext_skill(loss, trivial)
-            gaps = [b[f"{prefix}_{GAP}"] for b in rows if f"{prefix}_{GAP}" in b]
+            gaps = [b[f"{prefix}_{_GAP}"] for b in rows if f"{prefix}_{_GAP}" in b]
             if gaps:
-                row[f"{prefix}_{GAP}"] = float(max(gaps))
+                row[f"{prefix}_{_GAP}"] = float(max(gaps))
             unresolved = sum(b.get(f"{prefix}_{UNRESOLVED}", 0) for b in rows)
             if unresolved:
                 row[f"{prefix}_{UNRESOLVED}"] = unresolved
@@ -166,7 +166,7 @@ UNRESOLVED = "unresolved_pairs"
 
 #: The output entry of the pair decoder's largest logit gap, in nats (a health figure:
 #: float32 factor tables underflow from about 43.7).
-GAP = "pair_gap"
+_GAP = "pair_gap"
 
 
 class EpochProgress(Callback):
@@ -222,7 +222,7 @@ class EpochProgress(Callback):
         )
         # no loss beside the batches: reading it would make every step wait for the device
         self.batches_ = ProgressBar(postfix_keys=[]).initialize()
-        self.redirect_.enter_context(_logs_above_bars(tqdm))
+        self.redirect_.enter_context(logs_above_bars(tqdm))
 
     def on_epoch_begin(self, net, dataset_train=None, **kwargs):
         self.epoch_start_ = time.monotonic()
@@ -279,7 +279,7 @@ class EpochProgress(Callback):
         left = net.max_epochs - epoch
         if left > 0 and epoch > done_before:
             per_epoch = (now - start) / (epoch - done_before)
-            seconds += f" (about {_duration(per_epoch * left)} left)"
+            seconds += f" (about {duration(per_epoch * left)} left)"
         parts.append(seconds)
         return " | ".join(parts)
 
@@ -299,10 +299,6 @@ def _reports_epoch(epoch, max_epochs, steps_per_epoch, every_steps):
     return epoch <= 1 or epoch >= max_epochs or epoch % every == 0
 
 
-#: An ANSI escape sequence (skorch's table colours its best values).
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
 class _EpochTable(PrintLog):
     """skorch's epoch table, one row per reported epoch (the net's ``reports_epoch_``),
     without colour codes unless stderr is a terminal (a log file gets plain text)."""
@@ -313,7 +309,7 @@ class _EpochTable(PrintLog):
 
     def _sink(self, text, verbose):
         if not shows_bars(sys.stderr):
-            text = _ANSI.sub("", text)
+            text = ANSI.sub("", text)
         super()._sink(text, verbose)
 
 
@@ -324,72 +320,3 @@ class _SamplerEpoch(Callback):
         sampler = getattr(net, "train_sampler_", None)
         if sampler is not None:
             sampler.set_epoch(len(net.history))
-
-
-def _duration(seconds):
-    """``seconds`` in words: "40 s", "12 min", "3.5 h"."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-class _ThroughBars(logging.Handler):
-    """A console handler's records, written by ``tqdm.write`` above the open bars."""
-
-    def __init__(self, handler, tqdm_class):
-        super().__init__()
-        self.handler = handler
-        self.tqdm_class = tqdm_class
-
-    def handle(self, record):
-        # the console handler's own level, filters and format
-        if record.levelno < self.handler.level or not self.handler.filter(record):
-            return False
-        try:
-            self.tqdm_class.write(self.handler.format(record), file=self.handler.stream)
-        except Exception:  # as logging does: a failing handler does not stop the program
-            self.handler.handleError(record)
-        return True
-
-
-@contextlib.contextmanager
-def _logs_above_bars(tqdm_class):
-    """Console handlers (streams to stdout, stderr) of the package's loggers and their
-    ancestors write through ``tqdm.write`` for the duration; other handlers (files)
-    and loggers without a console handler stay as they are."""
-    loggers, logger = [], logging.getLogger(PACKAGE_LOGGER)
-    while logger is not None:
-        loggers.append(logger)
-        logger = logger.parent
-    saved = [(logger, logger.handlers) for logger in loggers]
-    try:
-        for logger in loggers:
-            logger.handlers = [
-                _ThroughBars(h, tqdm_class) if _is_console(h) else h for h in logger.handlers
-            ]
-        yield
-    finally:
-        for logger, handlers in saved:
-            logger.handlers = handlers
-
-
-def _is_console(handler):
-    return isinstance(handler, logging.StreamHandler) and handler.stream in (
-        sys.stdout,
-        sys.stderr,
-    )
-
-
-def _progress(iterable, desc, enabled=True, total=None):
-    """``iterable`` with a progress bar on a terminal or in a notebook, the package's
-    console log lines written above it (never glued to it); the plain iterable when
-    ``enabled`` is False or stderr is not shown as a terminal (a log file)."""
-    if not enabled or not shows_bars(sys.stderr):
-        yield from iterable
-        return
-    from tqdm.auto import tqdm
-
-    with _logs_above_bars(tqdm), tqdm(iterable, desc=desc, total=total) as bar:
-        yield from bar

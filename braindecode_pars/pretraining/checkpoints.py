@@ -17,7 +17,8 @@ import torch
 from skorch.callbacks import Callback
 
 from braindecode_pars._jobs.atomic import fsync_file, fsync_folder, write_atomic
-from braindecode_pars.hub.io import _unwrapped_state_dict, run_state, save_encoder
+from braindecode_pars.hub.io import run_state, save_encoder
+from braindecode_pars.hub.io import unwrapped_state_dict as _unwrapped_state_dict
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining.callbacks import _pair_tables, _restore_pair_tables
 
@@ -44,7 +45,7 @@ class _Cadence(Callback):
             self._write_now(net)
 
     def on_train_end(self, net, **kwargs):
-        # an epoch stopped within is not in the history (_StopHandling drops it)
+        # an epoch stopped within is not in the history (StopHandling drops it)
         if len(net.history) > getattr(self, "written_epoch_", len(net.history)):
             self._write_now(net)
 
@@ -124,7 +125,7 @@ class StateCheckpoint(_Cadence):
     (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``),
     the run's seed (``seed``, from which every order, crop and draw of the run derives,
     by the epoch and the step: a run resumed from any step goes on as the run never
-    stopped, see :func:`~braindecode_pars.pretraining._seeding.derived_seed`), the
+    stopped, see :func:`~braindecode_pars._util.seeding.derived_seed`), the
     run's epoch budget, how it was launched (processes, compile, amp) and, for
     PARS, whether its pair decoder had moved to float64 factor tables
     (``pair_tables``, with the count of reports in a row that had unresolved pairs:

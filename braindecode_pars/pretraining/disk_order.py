@@ -47,7 +47,7 @@ from braindecode_pars.pretraining.views import SingleChannelWindows
 
 #: What :class:`DiskOrderBatches` does with the windows left over when a share is not a
 #: multiple of the number of ranks.
-UNEVEN = ("pad", "drop")
+_UNEVEN = ("pad", "drop")
 
 
 def _store_view(dataset):
@@ -121,7 +121,7 @@ def rank_share(order, rank, world_size, uneven="pad"):
     ``n % world_size`` windows of the epoch's order are left out; the order changes
     every epoch, so which ones changes too).
     """
-    check_option("uneven", uneven, UNEVEN)
+    check_option("uneven", uneven, _UNEVEN)
     n = len(order)
     if uneven == "pad":
         per = math.ceil(n / world_size)
@@ -206,7 +206,7 @@ class DiskOrderBatches(IterableDataset):
             raise ValueError(
                 f"'rank' must be below 'world_size' ({self.world_size}), but got {self.rank}."
             )
-        check_option("uneven", uneven, UNEVEN)
+        check_option("uneven", uneven, _UNEVEN)
         self.uneven, self.drop_last, self.prefetch = uneven, bool(drop_last), bool(prefetch)
         if self.per_rank() == 0:
             raise ValueError(

@@ -42,7 +42,7 @@ MAX_MMAP_THRESHOLD = 32 * 1024 * 1024
 _INT_MAX = 2**31 - 1
 
 #: Default heap memory kept at the top of the heap after frees.
-DEFAULT_TRIM_THRESHOLD = 256 * 1024 * 1024
+_DEFAULT_TRIM_THRESHOLD = 256 * 1024 * 1024
 
 
 def _glibc():
@@ -61,7 +61,7 @@ def _glibc():
     return libc
 
 
-def keep_freed_memory(mmap_threshold=MAX_MMAP_THRESHOLD, trim_threshold=DEFAULT_TRIM_THRESHOLD):
+def keep_freed_memory(mmap_threshold=MAX_MMAP_THRESHOLD, trim_threshold=_DEFAULT_TRIM_THRESHOLD):
     """Fix glibc's ``malloc`` thresholds so that freed memory is reused, not given back.
 
     The same as starting Python with ``MALLOC_MMAP_THRESHOLD_`` and

@@ -25,20 +25,20 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 from braindecode_pars._jobs.workers import WorkerStart, start_method
 from braindecode_pars._util.checks import check_device, check_option
 from braindecode_pars._util.device_defaults import device_default
-from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
-from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
-from braindecode_pars.models.pretext.base import PretextModel
-from braindecode_pars.pretraining import distributed
-from braindecode_pars.pretraining import resume as _resume
-from braindecode_pars.pretraining._optim import with_fused_default
-from braindecode_pars.pretraining._prefetch import _Prefetched
-from braindecode_pars.pretraining._seeding import (
+from braindecode_pars._util.optim import with_fused_default
+from braindecode_pars._util.seeding import (
     RUN_SEED_RANGE,
     STEP,
     _EpochBatches,
     _EpochOrder,
     derived_seed,
 )
+from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
+from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
+from braindecode_pars.models.pretext.base import PretextModel
+from braindecode_pars.pretraining import distributed
+from braindecode_pars.pretraining import resume as _resume
+from braindecode_pars.pretraining._prefetch import _Prefetched
 from braindecode_pars.pretraining.callbacks import (
     EpochProgress,
     PretextSkill,
@@ -57,9 +57,9 @@ from braindecode_pars.pretraining.schedule import (
 )
 from braindecode_pars.pretraining.steps import _AsyncSteps, _ReadLog
 from braindecode_pars.pretraining.stopping import (
+    StopHandling,
     _Sittings,
     _StopAtSignal,
-    _StopHandling,
     resolve_stop_signals,
 )
 from braindecode_pars.pretraining.validation import _FixedValidation
@@ -120,7 +120,7 @@ def _new_run_seed():
 BATCHES = ("auto", "host", "read-ahead", "device")
 
 
-class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, NeuralNet):
+class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, NeuralNet):
     """skorch net that pretrains a pretext model (PARS, MAE, MP3, DropPos) on unlabelled data.
 
     ``fit(dataset)`` takes any dataset of ``(x, y)`` items with ``x`` a
@@ -634,7 +634,7 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
 
     def get_params_for(self, prefix):
         """skorch's; AdamW (and Adam) run fused on a CPU or CUDA unless told otherwise
-        (:func:`~braindecode_pars.pretraining._optim.with_fused_default`), training
+        (:func:`~braindecode_pars._util.optim.with_fused_default`), training
         DataLoader workers persist across epochs and, on CUDA, training and validation
         batches come in pinned memory (so that their copy to the device waits for
         nothing), unless told otherwise. DataLoader workers start with
@@ -742,10 +742,10 @@ class PretrainNet(_Sittings, _StopHandling, _FixedValidation, _AsyncSteps, Neura
 
 
 #: Windows of the seeded sample whose unit a fit checks (:func:`_unit_sample`).
-UNIT_SAMPLE = 256
+_UNIT_SAMPLE = 256
 
 
-def _unit_sample(dataset, n=UNIT_SAMPLE, seed=0):
+def _unit_sample(dataset, n=_UNIT_SAMPLE, seed=0):
     """At most ``n`` windows of ``dataset`` (items ``(x, y)``), drawn with a seeded
     generator of their own, on the host: a
     :class:`~braindecode_pars.pretraining.SingleChannelWindows` view (or a ``Subset`` of

@@ -9,7 +9,7 @@ task does not read, where they are; it keeps each batch's loss in the history as
 of its device tensor (and :class:`~braindecode_pars.pretraining.callbacks.PretextSkill` the trivial
 loss), and :meth:`_AsyncSteps.read_log` reads them all at once on the report cadence
 (:class:`_ReadLog`): one transfer, and under DistributedDataParallel one all-reduce
-that averages them over the processes (and sums the counts, :data:`LOG_COUNTS`).
+that averages them over the processes (and sums the counts, :data:`_LOG_COUNTS`).
 Under CUDA graphs (``compile__mode`` "reduce-overhead" or "max-autotune") it marks a
 step boundary before every step, gives Adam and AdamW their learning rate as a tensor on
 the device (updated in place by the schedule, so that a captured step reads the rate of
@@ -26,18 +26,18 @@ from skorch.callbacks import Callback
 from skorch.dataset import get_len
 
 from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.optim import FUSED_OPTIMIZERS
 from braindecode_pars.pretraining import distributed
-from braindecode_pars.pretraining._optim import FUSED_OPTIMIZERS
 from braindecode_pars.pretraining.config import COMPILE_MODES, CUDA_GRAPH_MODES
 
 #: Ends of the names of the log's values that count something (the pairs a pair decoder
 #: could not compute exactly, ``unresolved_pairs``): under DistributedDataParallel,
 #: :meth:`_AsyncSteps.read_log` sums them over the processes; it averages the others.
-LOG_COUNTS = ("unresolved_pairs",)
+_LOG_COUNTS = ("unresolved_pairs",)
 
 #: The logged values that are the largest over the processes under
 #: DistributedDataParallel (the pair decoder's largest logit gap).
-LOG_MAXIMA = ("pair_gap",)
+_LOG_MAXIMA = ("pair_gap",)
 
 
 def _kept(value):
@@ -132,7 +132,7 @@ class _AsyncSteps:
         :class:`~braindecode_pars.pretraining.callbacks.PretextSkill` its trivial loss) as a device
         tensor, so that no step waits for the device; this reads them all with one
         ``tolist()``, under DistributedDataParallel after one all-reduce that averages
-        the losses over the processes and sums the counts (:data:`LOG_COUNTS`), so that
+        the losses over the processes and sums the counts (:data:`_LOG_COUNTS`), so that
         every process keeps the same history. Then each
         ended epoch's row gets ``train_loss`` and ``valid_loss`` (means weighted by batch
         size, as skorch's ``PassthroughScoring``), their ``_best`` flags, and what the
@@ -165,8 +165,8 @@ class _AsyncSteps:
             device = values[0].device
             flat = torch.stack([v.to(device, non_blocking=True) for v in values])
             if reduce and self.distributed_:
-                counts = [key.endswith(LOG_COUNTS) for _, key in places]
-                maxima = [key.endswith(LOG_MAXIMA) for _, key in places]
+                counts = [key.endswith(_LOG_COUNTS) for _, key in places]
+                maxima = [key.endswith(_LOG_MAXIMA) for _, key in places]
                 summed = torch.tensor(counts, device=device)
                 maxed = torch.tensor(maxima, device=device) if any(maxima) else None
                 flat = distributed._reduce_across_ranks(flat, summed, maxed)

@@ -1,7 +1,7 @@
 """How a fit ends before its last epoch, and how a run continues: one module.
 
 A fit of :class:`~braindecode_pars.pretraining.PretrainNet` (or of the fine-tuner, which
-shares :class:`_StopHandling`) ends early in one of four ways:
+shares :class:`StopHandling`) ends early in one of four ways:
 
 - **Ctrl-C** (SIGINT): a ``KeyboardInterrupt``, as Python raises it. The callbacks end
   the training (the checkpoints save the epochs done), then ``fit`` raises it again:
@@ -267,7 +267,7 @@ def _early_stop(net, callback):
     )
 
 
-class _StopHandling:
+class StopHandling:
     """Mixin for a skorch ``NeuralNet``: how a fit that stops early ends (see the module).
 
     skorch ends training on a ``KeyboardInterrupt`` (the callbacks' ``on_train_end``

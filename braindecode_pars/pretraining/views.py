@@ -10,17 +10,12 @@ import torch
 from braindecode.datasets import BaseConcatDataset
 from torch.utils.data import Dataset, get_worker_info
 
+from braindecode_pars._util.channels import check_same_sfreq, describe, eeg_picks, read_float32
 from braindecode_pars._util.checks import check_int
+from braindecode_pars._util.seeding import _Batch
 from braindecode_pars.io.windowing import RecordingStream
 from braindecode_pars.models.encoder import log_std_statistics
-from braindecode_pars.pretraining._seeding import _Batch
-from braindecode_pars.store.write import (
-    _check_same_sfreq,
-    _describe,
-    _eeg_picks,
-    _read_float32,
-    read_window_store,
-)
+from braindecode_pars.store.write import read_window_store
 
 
 class SingleChannelWindows(Dataset):
@@ -173,15 +168,15 @@ class SingleChannelWindows(Dataset):
 
     def _add_dataset(self, ds, index):
         """One braindecode windows dataset: its EEG channels, at the common rate."""
-        what = _describe(ds, len(self.recordings))
+        what = describe(ds, len(self.recordings))
         raw = getattr(ds, "raw", None)
         signal = raw if raw is not None else getattr(ds, "windows", None)
         if signal is None:  # not an MNE-backed dataset: read its items as they are
             for i in range(len(ds)):
                 self._add_window(np.asarray(ds[i][0], np.float32), index)
             return
-        self.sfreq = _check_same_sfreq(self.sfreq, signal.info["sfreq"], what)
-        picks = _eeg_picks(signal.info, what)
+        self.sfreq = check_same_sfreq(self.sfreq, signal.info["sfreq"], what)
+        picks = eeg_picks(signal.info, what)
         if raw is not None:
             if getattr(ds, "crop_inds", None) is None:
                 raise ValueError(
@@ -189,7 +184,7 @@ class SingleChannelWindows(Dataset):
                     "(braindecode's create_fixed_length_windows)."
                 )
             rec = len(self.recordings)
-            self.recordings.append(_read_float32(raw, picks))
+            self.recordings.append(read_float32(raw, picks))
             for _, start, stop in ds.crop_inds:
                 index.append((rec, int(start), int(stop)))
         else:  # epochs-based windows: each window stands alone
@@ -219,6 +214,13 @@ class SingleChannelWindows(Dataset):
 
     def __getitem__(self, i):
         return self.__getitems__([i])[0]
+
+    def reseed(self):
+        """Draw from here on as a new process would: the view's generator is made again
+        from torch's at the next draw, so that :func:`torch.manual_seed` then ``reseed()``
+        gives the same draws each time (the view keeps its generator per process
+        otherwise)."""
+        self._rng = None
 
     def _generator(self):
         """numpy generator seeded from torch's, once per process (DataLoader workers differ)."""
@@ -486,7 +488,7 @@ class _DeviceBatches:
     from torch's global generator when the batches are made (a process's own seed, as
     the host draw's numpy generator is: :meth:`SingleChannelWindows._generator`), and
     anew from each batch's own seed when ``batches`` gives
-    :class:`~braindecode_pars.pretraining._seeding._Batch` objects (a pretraining run's).
+    :class:`~braindecode_pars._util.seeding._Batch` objects (a pretraining run's).
 
     Examples
     --------

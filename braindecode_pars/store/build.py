@@ -25,11 +25,11 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset
 from tqdm.auto import tqdm
 
+from braindecode_pars._util.channels import describe, eeg_picks, read_float32
 from braindecode_pars.store.journal import (  # noqa: F401 (the build's errors, also named from here)
     StoreBuildStopped,
     StoreDataLostError,
@@ -45,72 +45,11 @@ STORE_DTYPES = {"float32": "<f4", "float16": "<f2"}
 #: The data file of each data type.
 DATA_FILES = {"<f4": "data.f32", "<f2": "data.f16"}
 #: A float16 store scales a recording so that its largest absolute value is below this.
-FLOAT16_PEAK = 2.0**14
-#: Bytes of float64 samples read from a recording at a time while writing it.
-_CHUNK_BYTES = 1 << 24
+_FLOAT16_PEAK = 2.0**14
 #: Whether the writing process prepares units itself while the workers start.
 PARENT_HELPS = True
 #: Seconds between two progress lines in a log file (no terminal to draw a bar on).
 PROGRESS_SECONDS = 30.0
-
-
-def _eeg_picks(info, what):
-    """Indices of the EEG channels of ``info`` (bad channels left out), or a clear error.
-
-    ``what`` names the recording in the error message.
-    """
-    picks = mne.pick_types(info, eeg=True, exclude="bads")
-    if len(picks) == 0:
-        types = sorted(set(info.get_channel_types()))
-        raise ValueError(
-            f"{what} has no EEG channel (channel types: {types}); pretraining reads EEG "
-            "channels only: set the channel types with raw.set_channel_types()."
-        )
-    return picks
-
-
-def _describe(ds, position):
-    """A short name of a recording for messages: its file (never its subject: a log
-    names no one), else its description, or its position."""
-    description = getattr(ds, "description", None)
-    if description is None or len(description) == 0:
-        return f"Recording {position}"
-    items = description.to_dict()
-    named = {k: items[k] for k in ("file", "path") if items.get(k)}
-    items = ", ".join(f"{k}={v}" for k, v in (named or items).items())
-    return f"Recording {position} ({items})"
-
-
-def _check_same_sfreq(sfreq, new, what):
-    """The common sampling rate so far, or ``ValueError`` naming both rates."""
-    if sfreq is not None and abs(sfreq - new) > 1e-6:
-        raise ValueError(
-            f"Recordings have different sampling rates ({sfreq:g} and {new:g} Hz, the "
-            f"latter in {what}); resample them to one rate (the readers' 'sfreq', or "
-            "braindecode's Preprocessor('resample', sfreq=...)) before pretraining."
-        )
-    return float(new)
-
-
-def _float32_blocks(raw, picks):
-    """``(start, block)`` pairs covering the ``picks`` of ``raw``, float32, in time order.
-
-    About ``_CHUNK_BYTES`` of float64 samples are read at a time (from memory, or from
-    the file of a recording that is not preloaded), so that converting a recording
-    adds little to it.
-    """
-    step = max(1, _CHUNK_BYTES // (8 * len(picks)))
-    for start in range(0, raw.n_times, step):
-        stop = min(raw.n_times, start + step)
-        yield start, raw.get_data(picks=picks, start=start, stop=stop).astype(np.float32)
-
-
-def _read_float32(raw, picks):
-    """The ``picks`` of ``raw`` as one (n_picks, n_times) float32 array, read in blocks."""
-    out = np.empty((len(picks), raw.n_times), dtype=np.float32)
-    for start, block in _float32_blocks(raw, picks):
-        out[:, start : start + block.shape[1]] = block
-    return out
 
 
 def float16_scale(array):
@@ -123,7 +62,7 @@ def float16_scale(array):
     peak = float(finite.max()) if finite.size else 0.0
     if peak == 0.0:
         return 1.0
-    return float(2.0 ** np.clip(np.ceil(np.log2(FLOAT16_PEAK / peak)) - 1, -126, 126))
+    return float(2.0 ** np.clip(np.ceil(np.log2(_FLOAT16_PEAK / peak)) - 1, -126, 126))
 
 
 def _encode(array, code):
@@ -144,7 +83,7 @@ def _plain(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def preprocessing_text(ds):
+def _preprocessing_text(ds):
     """The preprocessing braindecode recorded on windows ``ds`` (``raw_preproc_kwargs``),
     in words: ``"resample(sfreq=100.0); _band_pass(l_freq=0.3, h_freq=45.0)"``, the
     steps that change nothing (``load_data``, ``pick(picks='all')``) and ``verbose``
@@ -176,8 +115,8 @@ def _prepare_dataset(ds, what, code):
             "windows?): window it with create_fixed_length_windows or "
             "create_windows_from_events (use_mne_epochs=False)."
         )
-    picks = _eeg_picks(raw.info, what)
-    array = _read_float32(raw, picks)
+    picks = eeg_picks(raw.info, what)
+    array = read_float32(raw, picks)
     nan = int(np.count_nonzero(np.isnan(array)))
     if nan:
         raise ValueError(
@@ -197,7 +136,7 @@ def _prepare_dataset(ds, what, code):
         "windows": crops.tolist(),
         "ch_names": [raw.ch_names[p] for p in picks],
         "description": {k: _plain(v) for k, v in ds.description.items()},
-        "preprocessing": preprocessing_text(ds),
+        "preprocessing": _preprocessing_text(ds),
     }
 
 
@@ -263,7 +202,7 @@ def _prepare(unit, position, code, on_error):
         _check_windows(windows, position)
         recordings = []
         for ds in windows.datasets:
-            what = _describe(ds, position)
+            what = describe(ds, position)
             if name is not None:
                 what = f"{what} of '{name}'" if what.startswith("Recording") else what
             recordings.append(_prepare_dataset(ds, what, code))
@@ -288,7 +227,7 @@ def _task_windows(read, windower, description):
     """The windows of one task of a RecordingStream (None: no window)."""
     from braindecode_pars.io.windowing import RecordingStream
 
-    return RecordingStream._windows(read, windower, description)
+    return RecordingStream.task_windows(read, windower, description)
 
 
 def _units(windows):

@@ -33,14 +33,14 @@ logger = logging.getLogger(__name__)
 
 #: The description keys of a recording that ``load_recordings`` wrote before
 #: ``subject_from``: its file and, where the header named one, the patient code.
-LEGACY_KEYS = frozenset({"file", "subject"})
+_LEGACY_KEYS = frozenset({"file", "subject"})
 #: The command that rewrites stores, runs and exports (:func:`anonymize`).
 COMMAND = "python -m braindecode_pars.store.identity"
 
 _warned = set()  # the stores named by a warning in this process
 
 
-def header_identities(recordings):
+def _header_identities(recordings):
     """The positions of the recordings whose description holds a header's patient code.
 
     That is a description written by ``load_recordings`` before ``subject_from``:
@@ -59,7 +59,7 @@ def header_identities(recordings):
     out = []
     for i, meta in enumerate(recordings):
         description = meta.get("description") or {}
-        if "subject" in description and "file" in description and set(description) <= LEGACY_KEYS:
+        if "subject" in description and "file" in description and set(description) <= _LEGACY_KEYS:
             out.append(i)
     return out
 
@@ -73,7 +73,7 @@ def _names(recordings, positions, shown=3):
 
 def warn_header_identities(path, recordings=None):
     """Warn, once in a process for each store, when the store's descriptions hold EDF
-    headers' patient codes (:func:`header_identities`), naming the file and the
+    headers' patient codes (:func:`_header_identities`), naming the file and the
     recordings and how to rewrite them (:func:`anonymize`).
 
     Parameters
@@ -92,7 +92,7 @@ def warn_header_identities(path, recordings=None):
     if recordings is None:
         file = path / "recordings.json"
         recordings = json.loads(file.read_text()) if file.is_file() else []
-    positions = header_identities(recordings)
+    positions = _header_identities(recordings)
     key = str(path.resolve())
     if positions and key not in _warned:
         _warned.add(key)
@@ -114,7 +114,7 @@ def _anonymize_store(path):
 
     file = path / "recordings.json"
     recordings = json.loads(file.read_text())
-    positions = header_identities(recordings)
+    positions = _header_identities(recordings)
     if not positions:
         return []
     files = [
@@ -161,7 +161,7 @@ def anonymize(path):
     so that it names no one, in place.
 
     - A store (``recordings.json``): each recording whose ``subject`` is its header's
-      patient code (:func:`header_identities`) gets the subject a store gets now by
+      patient code (:func:`_header_identities`) gets the subject a store gets now by
       default, its file (the path relative to the folder the store's files share,
       without the extension), and ``subject_from="file"``. To group by person, write
       the store again with ``subject_from`` (``store --subject-from``).

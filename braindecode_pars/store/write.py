@@ -67,17 +67,14 @@ import numpy as np
 from braindecode_pars._jobs.atomic import atomic_write, rename_atomic, temporary_files
 from braindecode_pars._jobs.lock import folder_lock
 from braindecode_pars._jobs.signals import StopSignals, check_stop_signals
+from braindecode_pars._util.channels import check_same_sfreq
 from braindecode_pars._util.checks import check_int, check_option
 from braindecode_pars._util.logs import plural
-from braindecode_pars.store.build import (  # noqa: F401 (the helpers single_channel reads from here)
+from braindecode_pars.store.build import (  # noqa: F401 (named from here too)
     DATA_FILES,
     STORE_DTYPES,
-    _check_same_sfreq,
-    _describe,
-    _eeg_picks,
     _fingerprint,
     _Progress,
-    _read_float32,
     _results,
     _units,
     float16_scale,
@@ -106,7 +103,7 @@ from braindecode_pars.store.read import (  # noqa: F401 (the reading, named from
 logger = logging.getLogger(__name__)
 
 #: Version of the layout written by :func:`write_window_store`.
-STORE_FORMAT = 3
+_STORE_FORMAT = 3
 #: The steps of a build's finish, in their order, each done before the next starts: the
 #: data file takes its name, the descriptions, info and index are written (the index
 #: last: a store without it is not complete), each flushed to the disk with its folder,
@@ -136,8 +133,8 @@ def _remove_temporaries(path):
 
 def _finish_step(path, step):
     """Called once each step of a build's finish (:data:`FINISH_STEPS`) is done: a debug
-    line. The seam at which the tests kill a build, in a process of its own, at
-    each point of its finish."""
+    line of this module's logger, ``"...: <step> done."``, on which the lab's fault
+    tests kill a build, in a process of its own, at each point of its finish."""
     logger.debug("The store build in %s: %s done.", path, step)
 
 
@@ -250,7 +247,7 @@ def write_window_store(
     settings = None if settings is None else json.loads(json.dumps(settings, default=str))
     units, total, names, parallel = _units(windows)
     source = None if names is None else hashlib.sha1("\n".join(names).encode()).hexdigest()
-    build = {"format": STORE_FORMAT, "dtype": code, "source": source, "settings": settings}
+    build = {"format": _STORE_FORMAT, "dtype": code, "source": source, "settings": settings}
     stop = StopSignals(
         signals,
         message="%s received: the store build stops once the recording it writes is "
@@ -325,7 +322,7 @@ def _build(windows, path, overwrite, build, units, total, parallel, jobs, on_err
                     entry["recordings"] = []
                     for rec in prepared["recordings"]:
                         try:
-                            sfreq = _check_same_sfreq(sfreq, rec["sfreq"], rec["what"])
+                            sfreq = check_same_sfreq(sfreq, rec["sfreq"], rec["what"])
                         except ValueError as err:
                             if on_error == "raise":
                                 raise
@@ -431,7 +428,7 @@ def _finish(path, entries, pre_skipped, build, code, sfreq):
     _dump_json(path / "recordings.json", recordings)
     _finish_step(path, "recordings.json")
     info = {
-        "format": STORE_FORMAT,
+        "format": _STORE_FORMAT,
         "dtype": code,
         "data_file": data_file,
         "sfreq": sfreq,

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from braindecode_pars import PARSFineTuner, PatchEncoder
-from braindecode_pars.estimators._finetune import _duration, _seconds
+from braindecode_pars._util.progress import duration
+from braindecode_pars.estimators._finetune import _seconds
 
 from ..conftest import SMALL_ENCODER
 
@@ -39,14 +40,14 @@ def test_the_first_epoch_gives_the_time_of_the_run(caplog):
     assert found, lines[0]
     first = clf.history_[0, "dur"]
     assert float(found[1]) == pytest.approx(first, abs=0.05)
-    assert found[2] == _duration(3 * first)
+    assert found[2] == duration(3 * first)
 
 
 def test_durations_in_words():
-    assert _duration(12.9) == "13 s"
-    assert _duration(43 * 60 + 10) == "43 min"
-    assert _duration(200 * 12.9) == "43 min"  # the fine-tuner's defaults on one thread
-    assert _duration(5 * 3600) == "5.0 h"
+    assert duration(12.9) == "13 s"
+    assert duration(43 * 60 + 10) == "43 min"
+    assert duration(200 * 12.9) == "43 min"  # the fine-tuner's defaults on one thread
+    assert duration(5 * 3600) == "5.0 h"
 
 
 def test_a_fast_first_epoch_is_not_said_to_take_zero_seconds():

@@ -1,5 +1,5 @@
 """read_windows against braindecode's own indexing, in microvolts for MNE objects, with the
-memory of its output; _window_scale and _check_scale on windows built for them."""
+memory of its output; window_scale and _check_scale on windows built for them."""
 
 import tracemalloc
 import warnings
@@ -16,9 +16,9 @@ from braindecode_pars.io.windows import (
     SCALE_WARNING_FACTOR,
     Windows,
     _check_scale,
-    _labels_of,
-    _window_scale,
+    labels_of,
     read_windows,
+    window_scale,
 )
 
 SFREQ, N_EEG, N_TIMES, WINDOW = 100.0, 3, 1000, 200
@@ -115,7 +115,7 @@ def test_read_windows_gives_braindecode_items(
         np.testing.assert_array_equal(data.X, X_chosen)
         np.testing.assert_array_equal(data.y, labels_chosen)
     y = SliceDataset(windows, idx=1, indices=chosen)
-    np.testing.assert_array_equal(_labels_of(y), labels_chosen)
+    np.testing.assert_array_equal(labels_of(y), labels_chosen)
 
 
 @pytest.mark.parametrize("preload", [True, False], ids=["raw-preloaded", "raw-on-disk"])
@@ -137,7 +137,7 @@ def test_targets_from_channels_are_the_items_labels_and_leave_x(tmp_path, preloa
         assert data.y.shape == (10, 2)
         np.testing.assert_array_equal(data.y, np.stack(labels))
         np.testing.assert_array_equal(data.y, np.stack([k, -k], axis=1))
-    np.testing.assert_array_equal(_labels_of(SliceDataset(windows, idx=1)), data.y)
+    np.testing.assert_array_equal(labels_of(SliceDataset(windows, idx=1)), data.y)
 
 
 def test_windows_of_different_shapes_are_refused_naming_them():
@@ -253,15 +253,15 @@ def scaled_windows(stds, n_chans=2, n_times=100):
 
 
 def test_window_scale_is_the_median_of_the_windows_standard_deviations():
-    assert _window_scale(scaled_windows([1.0, 3.0, 100.0])) == pytest.approx(3.0)
-    assert _window_scale(scaled_windows([2.0, 4.0])) == pytest.approx(3.0)
-    assert _window_scale(np.zeros((3, 2, 10))) == 0.0
+    assert window_scale(scaled_windows([1.0, 3.0, 100.0])) == pytest.approx(3.0)
+    assert window_scale(scaled_windows([2.0, 4.0])) == pytest.approx(3.0)
+    assert window_scale(np.zeros((3, 2, 10))) == 0.0
     X = np.random.default_rng(0).standard_normal((600, 2, 50)).astype(np.float32)
     reference = np.median([np.std(w.astype(np.float64)) for w in X])
-    assert _window_scale(X) == pytest.approx(reference, rel=1e-6)
+    assert window_scale(X) == pytest.approx(reference, rel=1e-6)
     with pytest.raises(ValueError, match=r"'X' must be windows of shape .* but got an array of "
                        r"shape \(3, 10\)"):  # fmt: skip
-        _window_scale(np.zeros((3, 10)))
+        window_scale(np.zeros((3, 10)))
 
 
 @pytest.mark.parametrize(
@@ -280,7 +280,7 @@ def test_check_scale_warns_at_a_change_of_unit(factor, warns):
     X = factor * fitted
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = _check_scale(_window_scale(fitted), X, "PARSProbe")
+        got = _check_scale(window_scale(fitted), X, "PARSProbe")
     assert got == pytest.approx(factor)
     messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     if not warns:

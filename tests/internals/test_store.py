@@ -13,10 +13,10 @@ import torch
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
 
-import braindecode_pars.store.build as store_module
+import braindecode_pars._util.channels as channels
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 from braindecode_pars.io.recordings import load_recordings
-from braindecode_pars.io.windowing import RecordingStream, _fixed_length_windower
+from braindecode_pars.io.windowing import RecordingStream, fixed_length_windower
 from braindecode_pars.pretraining.views import SingleChannelWindows
 from braindecode_pars.store.write import read_window_store, store_summary, write_window_store
 
@@ -119,7 +119,7 @@ def test_a_stream_is_written_holding_one_recording_at_a_time(tmp_path):
         alive.append(weakref.ref(raw))
         return RawDataset(raw, {"seed": seed})
 
-    window = _fixed_length_windower(None, 100.0, 2.0)
+    window = fixed_length_windower(None, 100.0, 2.0)
 
     def windower(recording):
         windows = window(recording)
@@ -166,11 +166,11 @@ def test_stores_from_a_stream_and_from_memory_are_identical(tmp_path):
 def test_recordings_that_are_not_preloaded_are_written_from_their_files(tmp_path):
     make_raw(0, seconds=40.0).save(tmp_path / "r_raw.fif", verbose="error")
     raw = mne.io.read_raw_fif(tmp_path / "r_raw.fif", preload=False, verbose="error")
-    store_module._CHUNK_BYTES = 8 * 3 * 333  # chunks of 333 samples of the 3 EEG channels
+    channels._CHUNK_BYTES = 8 * 3 * 333  # chunks of 333 samples of the 3 EEG channels
     try:
         write_window_store(fixed_windows(raw, preload=False), tmp_path / "lazy")
     finally:
-        store_module._CHUNK_BYTES = 1 << 24
+        channels._CHUNK_BYTES = 1 << 24
     recordings, index, _ = read_window_store(tmp_path / "lazy")
     expected = raw.get_data(picks="eeg").astype(np.float32)
     np.testing.assert_array_equal(recordings[0], expected)  # EOG and ECG left out

@@ -19,7 +19,7 @@ import pytest
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from braindecode_pars.io.recordings import load_recordings
-from braindecode_pars.io.windowing import RecordingStream, _fixed_length_windower
+from braindecode_pars.io.windowing import RecordingStream, fixed_length_windower
 from braindecode_pars.store import build as store_build
 from braindecode_pars.store.write import (
     StoreMismatchError,
@@ -89,7 +89,7 @@ def slow_reader(seed, delay=0.0):
 
 def slow_stream(n=8, delay=0.0):
     readers = [functools.partial(slow_reader, seed, delay) for seed in range(n)]
-    return RecordingStream(readers, _fixed_length_windower(None, 100.0, 5.0))
+    return RecordingStream(readers, fixed_length_windower(None, 100.0, 5.0))
 
 
 @pytest.mark.serial
@@ -199,7 +199,7 @@ def test_float16_keeps_eleven_bits_in_any_unit_and_halves_the_bytes(tmp_path, sc
     signal_[1, 123] = 40 * scale  # an artefact sets the recording's scale
     info = mne.create_info(3, 100.0, "eeg")
     raw = mne.io.RawArray(signal_, info, verbose="error")
-    windows = _fixed_length_windower(None, 100.0, 5.0)(BaseConcatDataset([RawDataset(raw, {})]))
+    windows = fixed_length_windower(None, 100.0, 5.0)(BaseConcatDataset([RawDataset(raw, {})]))
     write_window_store(windows, tmp_path / "f32")
     write_window_store(windows, tmp_path / "f16", dtype="float16")
     recordings, index, info16 = read_window_store(tmp_path / "f16")
@@ -225,7 +225,7 @@ def test_float16_clips_and_counts_what_it_cannot_hold(tmp_path):
     signal_[0, 10], signal_[1, 20] = np.inf, -np.inf
 
     raw = mne.io.RawArray(signal_, mne.create_info(2, 100.0, "eeg"), verbose="error")
-    windows = _fixed_length_windower(None, 100.0, 5.0)(BaseConcatDataset([RawDataset(raw, {})]))
+    windows = fixed_length_windower(None, 100.0, 5.0)(BaseConcatDataset([RawDataset(raw, {})]))
     write_window_store(windows, tmp_path / "f16", dtype="float16")
     recordings, _, info = read_window_store(tmp_path / "f16")
     assert info["clipped_samples"] == 2
@@ -391,7 +391,7 @@ def ramp_store(folder, dtype):
         data = 1e-5 * (np.concatenate(ramps) + 0.01 * rng.standard_normal(16 * 300))
         raw = mne.io.RawArray(data[None], mne.create_info(1, 10.0, "eeg"), verbose="error")
         recordings.append(RawDataset(raw, {}))
-    windows = _fixed_length_windower(None, 10.0, 30.0)(BaseConcatDataset(recordings))
+    windows = fixed_length_windower(None, 10.0, 30.0)(BaseConcatDataset(recordings))
     return write_window_store(windows, folder, dtype=dtype)
 
 
@@ -508,7 +508,7 @@ def test_a_data_file_shorter_than_its_journal_or_index_is_refused(tmp_path):
 
 def memory_windows(seeds, stop_after=None):
     """Windows in memory, one recording at a time; raises ``Stop`` after ``stop_after``."""
-    windower = _fixed_length_windower(None, 100.0, 5.0)
+    windower = fixed_length_windower(None, 100.0, 5.0)
     for i, seed in enumerate(seeds):
         if i == stop_after:
             raise Stop

@@ -332,7 +332,7 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
 
 
 def test_isolated_random_state_keeps_the_callers_generators_for_any_device_name():
-    from braindecode_pars.pretraining._seeding import isolated_random_state
+    from braindecode_pars._util.seeding import isolated_random_state
 
     torch.manual_seed(5)
     before = torch.get_rng_state()
@@ -346,7 +346,7 @@ def test_isolated_random_state_keeps_the_callers_generators_for_any_device_name(
 
 
 def test_adamw_runs_fused_by_default_and_updates_as_the_loop_does():
-    from braindecode_pars.pretraining._optim import with_fused_default
+    from braindecode_pars._util.optim import with_fused_default
 
     adamw, sgd = torch.optim.AdamW, torch.optim.SGD
     assert with_fused_default(adamw, {"lr": 1.0}, "cpu") == {"lr": 1.0, "fused": True}
@@ -508,7 +508,7 @@ def test_on_a_terminal_log_lines_are_written_above_the_bar(_package_log_to, monk
 def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
     _package_log_to, monkeypatch
 ):
-    from braindecode_pars.pretraining.callbacks import _progress as progress
+    from braindecode_pars._util.progress import progress
 
     stream = io.StringIO()  # a log file
     monkeypatch.setattr("sys.stderr", stream)
@@ -519,7 +519,7 @@ def test_a_loop_off_a_terminal_has_no_bar_and_its_log_lines_stay_whole(
 
 
 def test_a_loop_on_a_terminal_writes_its_log_lines_above_the_bar(_package_log_to, monkeypatch):
-    from braindecode_pars.pretraining.callbacks import _progress as progress
+    from braindecode_pars._util.progress import progress
 
     terminal = _stderr_terminal(monkeypatch)
     handler = _package_log_to(terminal)

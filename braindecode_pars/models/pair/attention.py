@@ -33,7 +33,7 @@ from braindecode_pars.models.pair import fallback as pair_fallback
 CPU_CHUNK_ELEMENTS = 1 << 18
 
 #: Other devices (a GPU) take chunks of windows whose factor tables are at most this
-#: fraction of the size of the pair operator's inputs (see :func:`_chunk_size`).
+#: fraction of the size of the pair operator's inputs (see :func:`chunk_size`).
 ACCELERATOR_SCRATCH_RATIO = 0.25
 
 #: On an accelerator the forward pass keeps the whole batch's factor tables, ``den`` and
@@ -51,7 +51,7 @@ KEEP_TABLES_BYTES = 256 << 20
 #: into the scale of the logits' product: on a CPU torch's ``exp2`` of float32 runs
 #: about three times as fast as its ``exp``, for a relative error of the tables of at
 #: most about ``|logit| * 1e-7``, the order of the rounding of the logits themselves.
-LOG2_E = math.log2(math.e)
+_LOG2_E = math.log2(math.e)
 
 #: Pair-heads whose factor tables underflow (see :func:`_underflow_threshold`) are
 #: recomputed exactly inside the operator, in a static number of slots per call
@@ -235,7 +235,7 @@ def _keeps_tables(q, k, n, keep_bytes):
     return _kept_bytes(q, k, n) <= (KEEP_TABLES_BYTES if keep_bytes is None else keep_bytes)
 
 
-def _chunk_size(q, k):
+def chunk_size(q, k):
     """Windows per chunk of the pair operator; a choice by device and shapes, never data.
 
     On a CPU, equal chunks of at most :data:`CPU_CHUNK_ELEMENTS` entries of one table.
@@ -282,6 +282,22 @@ def _ratio_(num, den, e_u, e_vt, s, scratch, bad, least=None):
     return num.div_(den)
 
 
+@contextlib.contextmanager
+def observed(wrap):
+    """For the block, the operator's bodies run as ``wrap(name, body)`` returns them
+    (``name``: ``"forward"``, ``"backward"``): how the lab counts what the operator
+    dispatches apart from the rest of a step (``benchmarks/bench_operator_dispatches.py``).
+    """
+    global _pair_attention, _pair_attention_backward
+    saved = _pair_attention, _pair_attention_backward
+    _pair_attention = wrap("forward", saved[0])
+    _pair_attention_backward = wrap("backward", saved[1])
+    try:
+        yield
+    finally:
+        _pair_attention, _pair_attention_backward = saved
+
+
 def _pair_attention(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
     """Forward of :func:`pair_attention`: the factor tables, chunk by chunk, then the
     pairs they could not resolve, exactly."""
@@ -291,7 +307,7 @@ def _pair_attention(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
 
 def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
     B, H, n2, d = q.shape
-    N, chunk = k.shape[2], _chunk_size(q, k)
+    N, chunk = k.shape[2], chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     theta = q.new_empty(B, n, n)
     bad = torch.empty(B, H, n, n, dtype=torch.bool, device=q.device)
@@ -305,7 +321,7 @@ def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
     for b0, b1 in _chunks(B, chunk):
         rows, m = slice(b0 * H, b1 * H), (b1 - b0) * H
         at = rows if keep else slice(0, m)
-        e = _tables_(tables[at], q3[rows], k3[rows], scale * LOG2_E)
+        e = _tables_(tables[at], q3[rows], k3[rows], scale * _LOG2_E)
         # an underflowing (or NaN) denominator: ratio 0 and no gradient (dtheta / den
         # = 0); the pair is computed exactly below. Tensor operations only, no host read
         bad_m = bad[b0:b1].view(m, n, n)
@@ -397,7 +413,7 @@ def _pair_attention_backward_exact(
     tables.
     """
     B, H, n2, d = q.shape
-    N, chunk = k.shape[2], _chunk_size(q, k)
+    N, chunk = k.shape[2], chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     keep = tables.numel() > 0
     transposed = not _on_accelerator(q)
@@ -421,7 +437,7 @@ def _pair_attention_backward_exact(
         if keep:
             e, den_m, ratio_m = tables[rows], den[rows], ratio[rows]
         else:
-            e = _tables_(tables[:m], q3[rows], k3[rows], scale * LOG2_E)
+            e = _tables_(tables[:m], q3[rows], k3[rows], scale * _LOG2_E)
             den_m, bad_m = den[:m], bad[b0:b1].view(m, n, n)
             ratio_m = _ratio_(num[:m], den_m, e[:, :n], e[:, n:].mT, s_m, xa[:m], bad_m)
         e_u, e_v = e[:, :n], e[:, n:]
@@ -490,7 +506,7 @@ def pair_attention(
     and head, and the logits are ``[U; V] = scale * q @ k.T``. Per head, with
     ``e_u = exp(U - rowmax)`` and ``e_v = exp(V - rowmax)``, ``den = e_u @ e_v.T`` and
     ``num = (e_u * s) @ e_v.T``: two (n x N) @ (N x n) products, and no (n x n x N)
-    tensor. The windows are taken in chunks (see :func:`_chunk_size`); on an
+    tensor. The windows are taken in chunks (see :func:`chunk_size`); on an
     accelerator the forward pass keeps the tables for the backward pass when they take
     at most ``keep_bytes`` bytes (None: :data:`KEEP_TABLES_BYTES`), and otherwise the
     backward pass recomputes them, keeping only ``q``, ``k``, ``s`` and ``bad`` (see

@@ -40,6 +40,8 @@ them when its ``kernel`` asks (:data:`KERNELS`, :func:`resolve`).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import torch
@@ -65,7 +67,7 @@ triton, tl = pair_fallback.triton, pair_fallback.tl
 #: The largest tile (``BLOCK_M * BLOCK_N``, the position-masked patches by all the
 #: patches, and ``BLOCK_M * BLOCK_M``, the pairs of ``theta``; each side a power of two
 #: of at least 16) the kernels take, by arithmetic (float64 or not), with a head size of
-#: at most :data:`MAX_HEAD_DIM`: the largest tiles at which both kernels compile for an
+#: at most :data:`_MAX_HEAD_DIM`: the largest tiles at which both kernels compile for an
 #: H100 (sm_90), at the warps :func:`_blocks` gives them, within its shared memory (227
 #: KiB a block) and with at most about 128 bytes of registers spilled to local memory
 #: (ptxas's report; the tests compile them there). Float32 at 32 x 64 (the paper's 40
@@ -76,25 +78,25 @@ triton, tl = pair_fallback.triton, pair_fallback.tl
 MAX_TILE = {False: 32 * 64, True: 16 * 32}
 
 #: The largest head size the kernels take (a power of two: the tile's third side).
-MAX_HEAD_DIM = 64
+_MAX_HEAD_DIM = 64
 
 #: By arithmetic (float64 or not), the least tile (``BLOCK_M * BLOCK_N``) that the
 #: kernels run with 8 warps rather than 4: from it on 4 warps spill registers to local
 #: memory (ptxas for sm_90: float32 at the paper's 32 x 64, the forward 1 KB and the
 #: backward 2.5 KB; float64 at 16 x 32, 212 and 20 bytes) and 8 do not (60 and 0 bytes;
 #: 136 and 0).
-EIGHT_WARPS_TILE = {False: 32 * 64, True: 16 * 32}
+_EIGHT_WARPS_TILE = {False: 32 * 64, True: 16 * 32}
 
 
 def fits(n, N, d, double):
     """Whether the kernels take ``n`` position-masked patches of ``N``, heads of ``d``:
-    both tiles (:data:`MAX_TILE`) and the head (:data:`MAX_HEAD_DIM`)."""
+    both tiles (:data:`MAX_TILE`) and the head (:data:`_MAX_HEAD_DIM`)."""
     blocks, _ = _blocks(n, N, d, double)
     largest = MAX_TILE[bool(double)]
     return (
         blocks["BLOCK_M"] * blocks["BLOCK_N"] <= largest
         and blocks["BLOCK_M"] * blocks["BLOCK_M"] <= largest
-        and blocks["BLOCK_D"] <= MAX_HEAD_DIM
+        and blocks["BLOCK_D"] <= _MAX_HEAD_DIM
     )
 
 
@@ -115,14 +117,14 @@ def resolve(kernel, x, shape=None):
 
 def _blocks(n, N, d, double=False):
     """Power-of-two tile sizes of at least 16 (``tl.dot``'s least) and the warps
-    (:data:`EIGHT_WARPS_TILE`) of float64 (``double``) or float32 arithmetic."""
+    (:data:`_EIGHT_WARPS_TILE`) of float64 (``double``) or float32 arithmetic."""
     next_power_of_2 = triton.next_power_of_2 if triton is not None else _next_power_of_2
     blocks = {
         "BLOCK_M": max(16, next_power_of_2(n)),
         "BLOCK_N": max(16, next_power_of_2(N)),
         "BLOCK_D": max(16, next_power_of_2(d)),
     }
-    warps = 8 if blocks["BLOCK_M"] * blocks["BLOCK_N"] >= EIGHT_WARPS_TILE[bool(double)] else 4
+    warps = 8 if blocks["BLOCK_M"] * blocks["BLOCK_N"] >= _EIGHT_WARPS_TILE[bool(double)] else 4
     return blocks, warps
 
 
@@ -342,6 +344,29 @@ def pair_attention_fused(
     (:func:`~braindecode_pars.models.pair.fallback.runs_here`).
     """
     return _forward(q, k, s, scale, double)
+
+
+@contextlib.contextmanager
+def observed(wrap):
+    """For the block, the operator's bodies and its kernels' launches run as
+    ``wrap(name, body)`` returns them: ``"forward"`` and ``"backward"`` (the operator's
+    arguments), ``"forward launch"`` and ``"backward launch"`` (a launch's grid and
+    arguments): how the lab counts what the operator dispatches apart from the rest of a
+    step (``benchmarks/bench_operator_dispatches.py``)."""
+    global _forward, _backward_body, _launch
+    saved = _forward, _backward_body, _launch
+    kernels = (("forward", _forward_kernel), ("backward", _backward_kernel)) if triton else ()
+    launches = {
+        id(kernel): wrap(f"{which} launch", functools.partial(saved[2], kernel))
+        for which, kernel in kernels
+    }
+    _forward = wrap("forward", saved[0])
+    _backward_body = wrap("backward", saved[1])
+    _launch = lambda kernel, grid, *args, **kwargs: launches[id(kernel)](grid, *args, **kwargs)  # noqa: E731
+    try:
+        yield
+    finally:
+        _forward, _backward_body, _launch = saved
 
 
 def _launch(kernel, grid, *args, **kwargs):

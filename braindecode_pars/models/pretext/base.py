@@ -7,7 +7,7 @@ from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
-from braindecode_pars.models.encoder import _checked_encoder, _encoder_sfreq
+from braindecode_pars.models.encoder import checked_encoder, encoder_sfreq
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 
 #: The settings of the pretext models, by constructor argument, with the attribute
@@ -75,7 +75,7 @@ class PretextModel(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         encoder=None,
         **encoder_kwargs,
     ):
-        sfreq = _encoder_sfreq(encoder, sfreq, input_window_seconds)
+        sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
         super().__init__(n_outputs, n_chans, chs_info, n_times, input_window_seconds, sfreq)
         if self.n_chans != 1:
             raise ValueError(
@@ -89,7 +89,7 @@ class PretextModel(SignalAttributesMixin, EEGModuleMixin, nn.Module):
                 f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
                 f"encoder settings are {list(PatchEncoderConfig.fields())}."
             )
-        self.encoder = _checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
+        self.encoder = checked_encoder(encoder, self.sfreq, self.n_times, **encoder_kwargs)
 
     def settings(self):
         """The pretext settings of :data:`PRETEXT_SETTINGS` this model has, by record key
