@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-lab lint demo compare docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-next test-lab lint demo compare docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
 # docs, compare, benchmark). It holds the core, so its stamp stands for the core's too.
@@ -35,6 +35,35 @@ lint: install
 test: lint
 	$(PY) -m pytest -m "not serial" -n 2 --dist loadfile
 	$(PY) -m pytest -m serial
+
+# The suite against braindecode's next release, in its own environment (.venv-next,
+# ignored; not part of .ci/run; docs/architecture.rst, "Against braindecode's next
+# release"). Its constraints are constraints.txt with braindecode's pin replaced by
+# BRAINDECODE_NEXT: upstream's development builds are numbered 1.8.1.devN although they
+# come after 1.8.1, so `pip install --pre braindecode` picks 1.8.1 and the build must be
+# pinned (the newest: `pip index versions braindecode --pre`). torch and torchaudio, with
+# their CUDA wheels, are copied from NEXT_TORCH_FROM when it holds the pinned versions
+# (.ci/reuse_torch.py) instead of downloaded again; pip's cache serves the rest.
+NEXT_VENV ?= .venv-next
+NEXT_PY := $(NEXT_VENV)/bin/python
+BRAINDECODE_NEXT ?= 1.8.1.dev184307392
+NEXT_TORCH_FROM ?= $(VENV)
+
+$(NEXT_VENV)/.installed-$(BRAINDECODE_NEXT): pyproject.toml constraints.txt .ci/reuse_torch.py
+	$(PYTHON) -m venv $(NEXT_VENV)
+	$(NEXT_PY) -m pip install --quiet --upgrade pip
+	grep -v '^braindecode==' constraints.txt > $(NEXT_VENV)/constraints.txt
+	echo 'braindecode==$(BRAINDECODE_NEXT)' >> $(NEXT_VENV)/constraints.txt
+	$(NEXT_PY) .ci/reuse_torch.py $(NEXT_TORCH_FROM) $(NEXT_VENV)/constraints.txt
+	$(NEXT_PY) -m pip install --quiet -c $(NEXT_VENV)/constraints.txt -e ".[test,docs,moabb,oeb]"
+	$(NEXT_PY) -m pip check
+	$(NEXT_PY) -c "import braindecode, torch, torchaudio; print('braindecode', braindecode.__version__, 'torch', torch.__version__, 'torchaudio', torchaudio.__version__)"
+	touch $@
+
+# The same two passes as `make test`, without the lint (the code is the same)
+test-next: $(NEXT_VENV)/.installed-$(BRAINDECODE_NEXT)
+	$(NEXT_PY) -m pytest -m "not serial" -n 2 --dist loadfile
+	$(NEXT_PY) -m pytest -m serial
 
 # The lab's tests (benchmarks/tests: the benchmark scripts and benchmarks/lib), outside
 # the library's suite, in the same two passes; .ci/run runs them after `make test`.
