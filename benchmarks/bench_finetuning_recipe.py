@@ -55,7 +55,9 @@ the seed's score the mean of the two), block 3 scored; seeds 0, 1, 2. Rows: from
 scratch (``PARSFineTuner(encoder=None)``) and fine-tuned ``pars-small-v2``, both at the
 chosen recipe; braindecode's ``EEGNet`` and ``ShallowFBCSPNet`` at the lab's recipe
 (``benchmarks/lib/networks.py``); the probe (``PARSClassifier()``, its default: the
-probe over ``pars-small-v2``). Jobs run all labels first, then k = 1.
+probe over ``pars-small-v2``). Jobs run all labels first, then k = 1 seed by seed
+(:func:`test_jobs`; this order was set before the selection ended, not after any test
+row).
 
 Usage (one torch thread, resumable: each fit appends a JSON line and is skipped when
 found)::
@@ -71,6 +73,7 @@ found)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import subprocess
@@ -110,8 +113,10 @@ SELECTION_SEEDS = (0, 1)
 TEST_SEEDS = (0, 1, 2)
 
 
+@functools.cache
 def commit():
-    """The checkout's commit, with ``+`` when tracked files have changes."""
+    """The checkout's commit when the process first asks (the code it runs), with ``+``
+    when tracked files had changes."""
     run = lambda *a: subprocess.run(a, capture_output=True, text=True).stdout.strip()  # noqa: E731
     head = run("git", "rev-parse", "--short", "HEAD")
     return head + ("+" if run("git", "status", "--porcelain", "--untracked-files=no") else "")
@@ -243,9 +248,12 @@ def chosen_recipe():
 
 
 def test_jobs():
-    """(k, row, seed) in the order they run: all labels first, then k = 1."""
+    """(k, row, seed) in the order they run: all labels first (the issue's targets), row by
+    row; then k = 1 seed by seed, so that a run cut short has every row at its first
+    seeds."""
     rows = ("scratch", "pars-small-v2", "probe", "EEGNet", "ShallowFBCSPNet")
-    return [(k, row, s) for k in ("all", "1") for row in rows for s in TEST_SEEDS]
+    first = [("all", row, s) for row in rows for s in TEST_SEEDS]
+    return first + [("1", row, s) for s in TEST_SEEDS for row in rows]
 
 
 def fit_row(row, recipe, seed, X, y, n_classes, sfreq):
@@ -323,7 +331,158 @@ def report_lines():
         "",
         *rule_text(),
     ]
+    selection = read_rows(SELECTION)
+    if selection:
+        lines += ["", *selection_lines(selection)]
+    test = read_rows(TEST)
+    if test:
+        lines += ["", *test_lines(test)]
+    rows = selection + test
+    if rows:
+        commits = sorted({r["commit"] for r in rows})
+        machines = sorted({r["machine"] for r in rows})
+        lines += [
+            "",
+            f"Commits the rows name: {', '.join(commits)}; machine: {'; '.join(machines)}.",
+        ]
     return lines
+
+
+def _cell(values):
+    values = [v for v in values if v == v]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
+
+
+def selection_lines(rows):
+    import pandas as pd
+
+    table = selection_table(rows)
+    lines = [
+        "## Selection (the rule's runs)",
+        "",
+        "Score: mean balanced accuracy over the four tasks and both starts, mean ± sd over "
+        "the two seeds (each seed labels one block and scores the other). Train: balanced "
+        "accuracy on the labelled windows after the last epoch.",
+        "",
+        "| candidate | score | spread | per seed | scratch | pars-small-v2 | "
+        + " | ".join(MI_TASKS) + " | train | s per fit | fits |",
+        "|---|---|---|---|---|---|" + "---|" * len(MI_TASKS) + "---|---|---|",
+    ]  # fmt: skip
+    for t in table:
+        seeds = ", ".join(f"{v:.3f}" for v in t["per_seed"].values())
+        tasks = " | ".join(f"{t['per_task'].get(task, np.nan):.3f}" for task in MI_TASKS)
+        lines.append(
+            f"| {t['candidate']} | {t['score']:.3f} | {t['spread']:.3f} | {seeds} | "
+            f"{t['per_start'].get('scratch', np.nan):.3f} | "
+            f"{t['per_start'].get('pars-small-v2', np.nan):.3f} | {tasks} | {t['train']:.3f} | "
+            f"{t['seconds']:.0f} | {t['fits']} |"
+        )
+    name, why = choose(table)
+    lines += ["", f"**Decision**: {name or 'none yet'} ({why})."]
+    df = pd.DataFrame(rows)
+    epochs = [e for e in (1, 5, 10, 15, 20, 25) if e <= EPOCHS]
+    lines += [
+        "",
+        "Training loss (class-weighted cross-entropy, mean over tasks and seeds) after "
+        "some epochs: does a recipe fit its labelled block at all?",
+        "",
+        "| candidate | start | " + " | ".join(f"epoch {e}" for e in epochs) + " |",
+        "|---|---|" + "---|" * len(epochs),
+    ]  # fmt: skip
+    for (cand, start), part in df.groupby(["candidate", "start"], sort=False):
+        cells = [
+            f"{np.mean([c[e - 1] for c in part.train_loss if len(c) >= e]):.3f}" for e in epochs
+        ]
+        lines.append(f"| {cand} | {start} | " + " | ".join(cells) + " |")
+    return lines
+
+
+#: the test rows' names in the report
+ROW_NAMES = {
+    "scratch": "from scratch (PARSFineTuner(encoder=None))",
+    "pars-small-v2": "fine-tuned pars-small-v2",
+    "EEGNet": "EEGNet (braindecode)",
+    "ShallowFBCSPNet": "ShallowFBCSPNet (braindecode)",
+    "probe": "probe (PARSClassifier() default)",
+}
+
+
+def seed_scores(df):
+    """Per seed: each task's score (k = 1: the mean over the two labelled blocks) and the
+    mean over the four tasks (NaN unless every task has a row)."""
+    per = df.groupby(["seed", "task"]).bal_acc.mean().unstack()
+    per = per.reindex(columns=list(MI_TASKS))
+    per["mean of 4"] = per.mean(axis=1, skipna=False)
+    return per
+
+
+def test_lines(rows):
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    recipe = sorted({r["recipe"] for r in rows if r.get("recipe")})
+    lines = [
+        "## Test splits (block 3 scored), after the choice",
+        "",
+        f"The fine-tuner's recipe: {', '.join(recipe)}. Cells: balanced accuracy, mean ± sd "
+        "over seeds (k = 1: each seed's score is the mean over the two labelled blocks). "
+        "Train: balanced accuracy on the labelled windows after fitting.",
+    ]
+    means = {}
+    for k, title in (("all", "All labels (blocks 1 and 2)"), ("1", "One labelled block (k = 1)")):
+        part = df[df.k == k]
+        if part.empty:
+            continue
+        lines += [
+            "",
+            f"### {title}",
+            "",
+            "| row | " + " | ".join(MI_TASKS) + " | mean of 4 | seeds | train | s per fit |",
+            "|---|" + "---|" * (len(MI_TASKS) + 4),
+        ]  # fmt: skip
+        for row, name in ROW_NAMES.items():
+            r = part[part.row == row]
+            if r.empty:
+                continue
+            per = seed_scores(r)
+            means[(k, row)] = per["mean of 4"].dropna().tolist()
+            cells = [_cell(per[c].dropna().tolist()) for c in [*MI_TASKS, "mean of 4"]]
+            lines.append(
+                f"| {name} | " + " | ".join(cells) + f" | {len(per['mean of 4'].dropna())} | "
+                f"{r.train_bal_acc.mean():.3f} | {r.seconds.median():.0f} |"
+            )
+    lines += ["", "### The targets (all labels, mean of the four tasks)", ""]
+    lines += target_lines(means)
+    return lines
+
+
+def target_lines(means):
+    """The issue's two targets, from the per-seed means of four tasks with all labels."""
+    out = []
+    scratch, eegnet, pars = (
+        means.get(("all", r), []) for r in ("scratch", "EEGNet", "pars-small-v2")
+    )
+    if scratch and eegnet:
+        gap = np.mean(eegnet) - np.mean(scratch)
+        out.append(
+            f"- From scratch within 0.05 of EEGNet: {'reached' if gap <= 0.05 else 'not reached'} "
+            f"(from scratch {np.mean(scratch):.3f}, EEGNet {np.mean(eegnet):.3f}: "
+            f"{gap:.3f} behind; seeds {len(scratch)} and {len(eegnet)})."
+        )
+    if scratch and pars:
+        gap = np.mean(pars) - np.mean(scratch)
+        spread = max(np.std(v, ddof=1) if len(v) > 1 else 0.0 for v in (scratch, pars))
+        verdict = "reached" if gap >= -spread else "not reached"
+        out.append(
+            f"- Fine-tuned pars-small-v2 at least level with from scratch (level: within the "
+            f"larger sd over seeds): {verdict} (pars-small-v2 {np.mean(pars):.3f}, from scratch "
+            f"{np.mean(scratch):.3f}: gap {gap:+.3f}, larger sd {spread:.3f})."
+        )
+    return out or ["- Not enough rows yet."]
 
 
 if __name__ == "__main__":
