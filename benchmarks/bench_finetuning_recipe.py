@@ -381,7 +381,13 @@ def report_lines():
         machines = sorted({r["machine"] for r in rows})
         lines += [
             "",
-            f"Commits the rows name: {', '.join(commits)}; machine: {'; '.join(machines)}.",
+            f"Commits the rows name: {', '.join(commits)}; machine: {'; '.join(machines)} "
+            "(a 2-core machine, the other core running other jobs). A `+` marks a checkout "
+            "with uncommitted changes: `select` ran the code of 884e4e6 (the rule's commit), "
+            "its rows tagged with the checkout of the moment as this report's code was "
+            "written beside it. `test` rows name the commit of their first row: 6ec48b8 for "
+            "the first run (all labels: the fine-tuner, the probe, two EEGNet fits), 34d52cd "
+            "for the second, which ran the script of 1e8da86 (34d52cd changed the docs only).",
         ]
     return lines
 
