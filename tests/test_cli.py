@@ -445,3 +445,32 @@ def test_eegmat_subjects_pool_is_the_development_tasks_pool():
 
 def test_recording_windows_without_a_source_is_none():
     assert recording_windows() is None
+
+
+@pytest.mark.parametrize("threads, env, expected", [(None, None, 3), (None, "1", 1), (2, "1", 2)])
+def test_pretrain_runs_on_threads_the_flag_or_the_environment_fixes_else_the_idle_cores(
+    monkeypatch, tmp_path, threads, env, expected
+):
+    """``--threads``, else OMP_NUM_THREADS (torchrun sets 1 per process), else the idle
+    cores (3 here): a count the environment fixes is not replaced by the cores idle at
+    the start, which differ from sitting to sitting and would round a resumed run's sums
+    otherwise (issue 75)."""
+    import torch
+
+    from braindecode_pars._jobs import threads as _threads
+
+    stop_before_pretraining(monkeypatch)
+    monkeypatch.setattr(_threads, "idle_cores", lambda interval=0.1, max_age=5.0: 3)
+    for name in _threads.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    if env:
+        monkeypatch.setenv("OMP_NUM_THREADS", env)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # torch's count, as OMP_NUM_THREADS=1 gives it at its start
+    flags = ["--threads", str(threads)] if threads else []
+    try:
+        with pytest.raises(SystemExit):
+            cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(before)

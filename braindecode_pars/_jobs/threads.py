@@ -198,6 +198,31 @@ def user_chose_threads():
     return torch.get_num_threads() != _IMPORT_THREADS
 
 
+def command_threads(given=None):
+    """The threads of a command-line run (``braindecode-pars pretrain``), chosen once
+    when it starts.
+
+    ``given`` (its ``--threads``) when set; else torch's count when the environment sets
+    it (:data:`THREAD_VARIABLES`; ``torchrun`` sets ``OMP_NUM_THREADS=1`` in each of its
+    processes when the launcher's environment has none); else :func:`idle_cores`. A
+    count fixed by the flag or the environment is the same at every sitting of a run,
+    which a resume bit for bit on a CPU needs: torch's CPU kernels split their sums and
+    products by thread, so that another count computes other bits (a run on 2 threads
+    ends with other weights than on 1); the idle cores can differ from one start to the
+    next.
+
+    Examples
+    --------
+    >>> command_threads(3)
+    3
+    """
+    if given:
+        return int(given)
+    if any(os.environ.get(name) for name in THREAD_VARIABLES):
+        return torch.get_num_threads()
+    return idle_cores()
+
+
 def chosen_threads(what="fit"):
     """The threads a fit runs on by the module's rule, logging when its cores are busy.
 

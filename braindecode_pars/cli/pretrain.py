@@ -221,7 +221,9 @@ def add_pretrain_arguments(parser):
         type=int,
         help="torch CPU threads (default: the cores not busy when the command starts, "
         "measured over a tenth of a second, at least 1; the estimators' fits choose "
-        "theirs the same way)",
+        "theirs the same way; OMP_NUM_THREADS, when set, is kept: torchrun sets it to 1 "
+        "per process). A run resumed on a CPU ends bit for bit as the run never stopped "
+        "on the same count only",
     )
     advanced.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     advanced.add_argument(
@@ -282,14 +284,18 @@ def pretrain_settings(args, world_size=1):
     return config.with_paper_optimisation(world_size) if args.paper else config
 
 
-def idle_cores():
-    """The CPU cores not busy now, at least 1 (torch's default, every core, runs many
+def run_threads(args):
+    """torch's CPU threads for this command: ``--threads``, else ``OMP_NUM_THREADS`` (or
+    ``MKL_NUM_THREADS``) when set (``torchrun`` sets 1 for each process when it is not),
+    else the CPU cores not busy now, at least 1 (torch's default, every core, runs many
     times slower when other processes hold some of them: its threads wait on each
-    other): :func:`braindecode_pars._jobs.threads.idle_cores`, which the estimators' fits
-    use too."""
-    from braindecode_pars._jobs.threads import idle_cores as measured
+    other), as the estimators' fits measure them:
+    :func:`braindecode_pars._jobs.threads.command_threads`. A count the flag or the
+    environment fixes is the same at every sitting, so that a run resumed on a CPU ends
+    bit for bit as the run never stopped."""
+    from braindecode_pars._jobs.threads import command_threads
 
-    return measured()
+    return command_threads(args.threads)
 
 
 def _pretrain_view(args):
@@ -430,7 +436,7 @@ def _pretrain(args):
         from braindecode_pars._jobs.orphans import set_death_signal
 
         set_death_signal()
-    torch.set_num_threads(args.threads or idle_cores())
+    torch.set_num_threads(run_threads(args))
     # the stop signals are the command's from here to its end: one that comes before the
     # training reaches it at its first step, and one that comes again after it stopped
     # (torchrun forwards the scheduler's SIGTERM to processes that had it already) cannot

@@ -126,7 +126,8 @@ class StateCheckpoint(_Cadence):
     the run's seed (``seed``, from which every order, crop and draw of the run derives,
     by the epoch and the step: a run resumed from any step goes on as the run never
     stopped, see :func:`~braindecode_pars._util.seeding.derived_seed`), the
-    run's epoch budget, how it was launched (processes, compile, amp) and, for
+    run's epoch budget, how it was launched (processes, compile, amp, torch's CPU
+    threads: ``threads``, rank 0's, whose count a CPU's results depend on) and, for
     PARS, whether its pair decoder had moved to float64 factor tables
     (``pair_tables``, with the count of reports in a row that had unresolved pairs:
     see :class:`~braindecode_pars.pretraining.callbacks.PretextSkill`), and older state
@@ -189,6 +190,7 @@ class StateCheckpoint(_Cadence):
             "world_size": distributed.world_size() if net.distributed_ else 1,
             "compile": bool(getattr(net, "compile", False)),
             "amp": bool(getattr(net, "amp", False)),
+            "threads": torch.get_num_threads(),  # a CPU's sums differ with the count
             "seed": getattr(net, "run_seed_", None),  # every draw of the run derives from it
             **_pair_tables(net),  # PARS: the float64 escalation of its pair decoder
         }

@@ -277,8 +277,10 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         left, on the learning-rate curve of an uninterrupted run, with its draws (every
         order, crop, channel, patch, mask and dropout of a run is seeded from the run's
         seed, ``run_seed_``, saved with the state, the rank, the epoch and the step), so
-        that on a CPU the weights of one process end bit for bit as the run never stopped
-        (under DistributedDataParallel not yet in every case; on a GPU,
+        that on a CPU, on the same number of torch threads (its sums round otherwise:
+        ``state.json`` records the count and a resume on another warns), the weights end
+        bit for bit as the run never stopped, in one process or under
+        DistributedDataParallel (on a GPU,
         kernels that are not deterministic make any two runs differ). Alone, the flag is a
         Python variable read before every step; under DistributedDataParallel the
         processes agree through one all-reduce about every 5 seconds (a cadence in

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from braindecode_pars._util.logs import plural
 from braindecode_pars.models.encoder_config import RECORD_PREFIX, PatchEncoderConfig
@@ -236,9 +237,12 @@ def _log_resumed(net, folder, done, steps=0):
 
 
 def _log_launch_change(net, folder):
-    """Log how this sitting's launch (processes, compile, amp) differs from the saved one."""
+    """Log how this sitting's launch (processes, compile, amp) differs from the saved one,
+    and, on a CPU, when it computes on another number of torch threads than the sitting
+    that saved the state (:func:`_log_thread_change`)."""
     pointer = Path(folder) / "state.json"
     saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
+    _log_thread_change(net, folder, saved)
     now = {
         "world_size": distributed.world_size() if net.distributed_ else 1,
         "compile": bool(net.compile),
@@ -249,6 +253,27 @@ def _log_launch_change(net, folder):
         logger.warning(
             "Resuming %s with %s (the global batch is batch_size x processes: %d x %d).",
             folder, ", ".join(changed), net.batch_size, now["world_size"],
+        )  # fmt: skip
+
+
+def _log_thread_change(net, folder, saved):
+    """Warn when a sitting on a CPU resumes with another count of torch threads than the
+    one that saved the state (``threads`` in ``state.json``): torch's CPU kernels split
+    their sums and products by thread, so that the run goes on with other bits than the
+    run never stopped (every draw is the same; the rounding is not)."""
+    threads = saved.get("threads")
+    if threads is None or torch.device(net.device or "cpu").type != "cpu":
+        return
+    if saved.get("epoch", 0) >= net.max_epochs:  # finished: nothing is computed
+        return
+    now = torch.get_num_threads()
+    if int(threads) != now:
+        logger.warning(
+            "Resuming %s on %d torch threads, where the state was saved on %d: on a CPU "
+            "the sums split by thread round otherwise, so the weights will not end bit for "
+            "bit as those of the run never stopped (--threads %d, or OMP_NUM_THREADS=%d, "
+            "or torch.set_num_threads(%d), keeps the count).",
+            folder, now, threads, threads, threads, threads,
         )  # fmt: skip
 
 

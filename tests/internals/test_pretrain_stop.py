@@ -180,6 +180,32 @@ def test_a_state_saved_without_a_seed_resumes_and_says_it_is_not_bit_exact(tmp_p
     assert "holds no run seed" in caplog.text and "not bit for bit" in caplog.text
 
 
+def test_a_state_saved_on_other_threads_resumes_and_says_it_is_not_bit_exact(tmp_path, caplog):
+    """``state.json`` holds torch's thread count of the sitting that saved it; a sitting
+    on a CPU that resumes it on another count (whose sums round otherwise) says so and
+    how to keep the count; on the same count it says nothing."""
+    data = ramp_dataset()
+    stopped = _net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 2, 2))])
+    with pytest.raises(TrainingStopped):
+        stopped.fit(data)
+    pointer_file = tmp_path / "run" / "state.json"
+    pointer = json.loads(pointer_file.read_text())
+    assert pointer["threads"] == torch.get_num_threads() == 1  # the one_thread fixture's
+    again = _net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 4, 1))])
+    with caplog.at_level("WARNING", logger="braindecode_pars"), pytest.raises(TrainingStopped):
+        again.fit(data)
+    assert "torch threads" not in caplog.text
+    pointer = json.loads(pointer_file.read_text())
+    pointer["threads"] = 2  # as if saved by a sitting on 2 threads
+    pointer_file.write_text(json.dumps(pointer))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="braindecode_pars"):
+        resumed = _net(tmp_path / "run").fit(data)
+    assert _steps(resumed) == 4 * EPOCHS
+    assert "on 1 torch threads, where the state was saved on 2" in caplog.text
+    assert "not end bit for bit" in caplog.text and "--threads 2" in caplog.text
+
+
 def test_a_time_limit_and_early_stopping_end_fit_normally_with_their_reason(tmp_path):
     data = ramp_dataset()
     timed = _net(tmp_path / "timed", callbacks=[("time_limit", TimeLimit(0))]).fit(data)

@@ -56,6 +56,20 @@ def test_the_users_choice_is_kept(two_threads_by_default, monkeypatch, caplog, h
     assert torch.get_num_threads() == 2 and "busy" not in caplog.text
 
 
+@pytest.mark.parametrize("how", ["flag", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "idle"])
+def test_the_command_takes_its_flag_then_the_environment_then_the_idle_cores(
+    two_threads_by_default, monkeypatch, how
+):
+    """``pretrain``'s threads: ``--threads``; else the count the environment set (torchrun
+    sets OMP_NUM_THREADS=1 per process), the same at every sitting of a run; else the
+    idle cores (1 here)."""
+    from braindecode_pars._jobs.threads import command_threads
+
+    if how not in ("flag", "idle"):
+        monkeypatch.setenv(how, "2")
+    assert command_threads(3 if how == "flag" else None) == {"flag": 3, "idle": 1}.get(how, 2)
+
+
 def test_an_idle_machine_keeps_torchs_threads(two_threads_by_default, monkeypatch):
     monkeypatch.setattr(_threads, "idle_cores", lambda interval=0.1, max_age=5.0: 8)
     assert chosen_threads() == 2  # never more than torch's own count
