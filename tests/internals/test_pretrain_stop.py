@@ -163,15 +163,21 @@ def test_a_view_stopped_at_a_step_and_resumed_ends_with_the_weights_never_stoppe
     assert losses(resumed, epoch + 1) == losses(full, epoch + 1)
 
 
-def test_a_state_saved_without_a_seed_resumes_and_says_it_is_not_bit_exact(tmp_path, caplog):
-    """A state written by an earlier version (no ``seed`` in ``state.json``) still
-    resumes, and a note says the continuation draws anew."""
+def _stopped_at_epoch_2(tmp_path):
+    """A run stopped by a signal at epoch 2, step 2: its data, ``state.json`` and what
+    that file holds."""
     data = ramp_dataset()
     stopped = _net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 2, 2))])
     with pytest.raises(TrainingStopped):
         stopped.fit(data)
     pointer_file = tmp_path / "run" / "state.json"
-    pointer = json.loads(pointer_file.read_text())
+    return data, pointer_file, json.loads(pointer_file.read_text())
+
+
+def test_a_state_saved_without_a_seed_resumes_and_says_it_is_not_bit_exact(tmp_path, caplog):
+    """A state written by an earlier version (no ``seed`` in ``state.json``) still
+    resumes, and a note says the continuation draws anew."""
+    data, pointer_file, pointer = _stopped_at_epoch_2(tmp_path)
     assert isinstance(pointer.pop("seed"), int)
     pointer_file.write_text(json.dumps(pointer))
     with caplog.at_level("INFO", logger="braindecode_pars"):
@@ -184,12 +190,7 @@ def test_a_state_saved_on_other_threads_resumes_and_says_it_is_not_bit_exact(tmp
     """``state.json`` holds torch's thread count of the sitting that saved it; a sitting
     on a CPU that resumes it on another count (whose sums round otherwise) says so and
     how to keep the count; on the same count it says nothing."""
-    data = ramp_dataset()
-    stopped = _net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 2, 2))])
-    with pytest.raises(TrainingStopped):
-        stopped.fit(data)
-    pointer_file = tmp_path / "run" / "state.json"
-    pointer = json.loads(pointer_file.read_text())
+    data, pointer_file, pointer = _stopped_at_epoch_2(tmp_path)
     assert pointer["threads"] == torch.get_num_threads() == 1  # the one_thread fixture's
     again = _net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 4, 1))])
     with caplog.at_level("WARNING", logger="braindecode_pars"), pytest.raises(TrainingStopped):
