@@ -102,13 +102,19 @@ def runs():
     return {run_name(c, s): (c, s) for c in CONFIGS for s in SEEDS}
 
 
-def encoder_folder(name):
+def encoder_path(name):
+    """Where run ``name``'s encoder lies (configuration ``a``'s: in the history)."""
     config, seed = runs()[name]
     if config == "a":
-        from benchmarks.lib.encoders import benchmark_encoder
-
-        return benchmark_encoder(ROOT / A_ENCODERS[seed])
+        return ROOT / A_ENCODERS[seed]
     return ROOT / "benchmarks/encoders/density" / name
+
+
+def encoder_folder(name):
+    """:func:`encoder_path`, checked to exist where it lies in the untracked folders."""
+    from benchmarks.lib.encoders import benchmark_encoder
+
+    return benchmark_encoder(encoder_path(name))
 
 
 def commands(name):
@@ -136,7 +142,7 @@ def pretrain(names):
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1")
     for name in sorted(names, key=lambda n: runs()[n][::-1]):  # seed 0 of each first
         config, _ = runs()[name]
-        if config == "a" or (encoder_folder(name) / "model.safetensors").is_file():
+        if config == "a" or (encoder_path(name) / "model.safetensors").is_file():
             continue
         crop = CONFIGS[config]["crop"]
         if not (ROOT / STORES[crop] / "index.npz").is_file():
@@ -373,7 +379,7 @@ def main(argv=None):
     from benchmarks.lib.selection import evaluate
 
     torch.set_num_threads(args.threads)
-    names = [n for n in args.runs if (encoder_folder(n) / "model.safetensors").is_file()]
+    names = [n for n in args.runs if (encoder_path(n) / "model.safetensors").is_file()]
     missing = sorted(set(args.runs) - set(names))
     if missing:
         logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))

@@ -25,7 +25,7 @@ def test_every_run_has_its_crop_store_density_and_seed_and_a_reuses_the_history(
     for name, (config, seed) in names.items():
         settings = bd.CONFIGS[config]
         if config == "a":
-            assert str(bd.encoder_folder(name)).endswith(bd.A_ENCODERS[seed])
+            assert str(bd.encoder_path(name)).endswith(bd.A_ENCODERS[seed])
             continue
         run, export, pretext = bd.commands(name)
         assert f"--store {bd.STORES[settings['crop']]}" in run and "--steps 30000" in run
