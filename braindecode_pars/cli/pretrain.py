@@ -232,7 +232,8 @@ def add_pretrain_arguments(parser):
         default="random",
         help="how the --store is read: each batch random windows anywhere in it, or chunks "
         "of windows in the order of its file, in a new order every epoch, shuffled in a "
-        "buffer (for a store read from a disk: benchmarks/results/read_scale.md)",
+        "buffer (for a store read from a disk; both reads measured in "
+        "benchmarks/results/rehearsal_tueg.md)",
     )
 
 
