@@ -1,5 +1,5 @@
 """The compact networks trained from scratch beside PARS in the few-label benchmarks
-(``bench_few_labels``, ``bench_pretext_comparison``): braindecode's ``EEGNet`` and
+(``bench_pretext_comparison``, ``bench_finetuning_recipe``): braindecode's ``EEGNet`` and
 ``ShallowFBCSPNet`` at one training recipe."""
 
 from __future__ import annotations
