@@ -9,8 +9,6 @@ import math
 import numpy as np
 import torch
 
-#: The networks by name.
-NETWORKS = ("EEGNet", "ShallowFBCSPNet")
 #: Each network's learning rate: EEGNet's paper's Adam default, and braindecode's
 #: ShallowFBCSPNet example (0.0625 * 0.01).
 NETWORK_LR = {"EEGNet": 1e-3, "ShallowFBCSPNet": 6.25e-4}
