@@ -4,10 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-next test-lab lint demo compare docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-next test-lab lint demo docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
-# docs, compare, benchmark). It holds the core, so its stamp stands for the core's too.
+# docs, benchmark). It holds the core, so its stamp stands for the core's too.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -73,9 +73,6 @@ test-lab: install
 
 demo: $(VENV)/.installed-core
 	$(VENV)/bin/braindecode-pars demo --out results/demo
-
-compare: install
-	$(PY) -m benchmarks.lab compare --out results/comparison
 
 # -W: a warning fails the build (--keep-going lists them all first); docs/README.md
 # says how to look at the pages

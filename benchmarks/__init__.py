@@ -4,7 +4,7 @@ installed package (``pip install braindecode-pars`` does not ship it).
 Each script runs from the repository's root as a module::
 
     python -m benchmarks.bench_gpu --out benchmarks/results/gpu.md
-    python -m benchmarks.lab compare --out results/comparison
+    python -m benchmarks.lab experiment --config docs/configs/label_efficiency.json
 
 What two scripts share is in :mod:`benchmarks.lib`; no script imports another, and none
 imports a private name of ``braindecode_pars``. ``benchmarks/results/README.md`` lists

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.lib.process_groups import group_empty
+from benchmarks.lib.process_groups import group_empty, send
 
 #: The ``store`` flags of every build but ``--out`` and ``--jobs``.
 STORE_FLAGS = ["--sfreq", "100", "--window-seconds", "5", "--stride-seconds", "5"]
@@ -181,10 +181,7 @@ def store_trial(pattern, reference, out, sig, point, delay, jobs=2, group=False)
         children = []
     at_signal = committed(out)
     sent = time.monotonic()
-    if group:
-        os.killpg(process.pid, sig)  # the group's id is its leader's pid
-    else:
-        process.send_signal(sig)
+    send(process, sig, group)
     output = finish(process)
     seconds = time.monotonic() - sent
     deadline = time.monotonic() + GRACE_SECONDS

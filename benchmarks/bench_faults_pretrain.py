@@ -73,7 +73,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.lib.process_groups import group_empty
+from benchmarks.lib.process_groups import group_empty, send
 
 #: The smallest encoder (the tests' tiny one).
 TINY = {"emb_dim": 16, "depth": 1, "n_heads": 2, "ff_dim": 16}
@@ -259,10 +259,7 @@ def interrupt(
     look()
     before = saved(out)
     sent = time.monotonic()
-    if group:
-        os.killpg(proc.pid, sig)  # the group's id is its leader's pid
-    else:
-        proc.send_signal(sig)
+    send(proc, sig, group)
     _, err = proc.communicate(timeout=timeout)
     seconds = time.monotonic() - sent
     time.sleep(10 if sig == signal.SIGKILL and not group else 0)

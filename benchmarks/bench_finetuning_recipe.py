@@ -85,6 +85,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, split
+from benchmarks.lib.finetuning import read_rows
 from benchmarks.lib.measure import machine
 from benchmarks.lib.networks import compact_network
 
@@ -132,12 +133,6 @@ def fine_tuner(encoder, recipe, seed, sfreq):
     return PARSFineTuner(
         encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, callbacks=callbacks, **params
     )
-
-
-def read_rows(path):
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def append(path, row):

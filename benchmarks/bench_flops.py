@@ -117,6 +117,8 @@ CARDS = {
 }
 #: The result files whose windows-per-second figures get an MFU.
 RECORDED = ("device_check.md", "gpu.md", "gpu_h200_cuda_graphs.md")
+#: The first columns of both tables of rates: where a rate comes from and what ran.
+RATE_COLUMNS = ("source (file:line)", "card", "batch", "precision", "decoder")
 
 
 def _cpu_sdpa_flops(query, key, value, *args, out_shape=None, **kwargs):
@@ -433,11 +435,7 @@ def main(argv=None):
         "against it all the same. Rows of db22036's decoder use this tree's count.",
         "",
         *table_head(
-            "source (file:line)",
-            "card",
-            "batch",
-            "precision",
-            "decoder",
+            *RATE_COLUMNS,
             "step timed",
             "windows/s",
             "MFLOP per window",
@@ -475,11 +473,7 @@ def decoder_increment(rows, by_batch):
         "would take at the encoder-alone step's rate of FLOPs.",
         "",
         *table_head(
-            "source (file:line)",
-            "card",
-            "batch",
-            "precision",
-            "decoder",
+            *RATE_COLUMNS,
             "PARS / encoder: time",
             "PARS / encoder: FLOPs",
             "decoder's increment: TFLOPS",

@@ -58,7 +58,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
-from benchmarks.lib.finetuning import POOL, fine_tuner, scratch_encoder
+from benchmarks.lib.finetuning import POOL, fine_tuner, read_rows, scratch_encoder
 from benchmarks.lib.finetuning import load as load_main_split
 from benchmarks.lib.networks import compact_network
 from benchmarks.lib.pretext_report import write_report
@@ -96,10 +96,7 @@ def random_encoder(seed):
 
 
 def done_keys(path):
-    if not path.exists():
-        return set()
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {tuple(r["key"]) for r in rows}
+    return {tuple(r["key"]) for r in read_rows(path)}
 
 
 def append(path, row):

@@ -57,16 +57,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.metrics import balanced_accuracy_score
 
-from benchmarks.lib.dev_probe import fit_probe_row
-from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
+from benchmarks.lib.dev_tasks import DEV_TASKS
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.measure import machine
-from braindecode_pars.features.recipe import ProbeRecipe
-from braindecode_pars.features.transformers import block_features
+from benchmarks.lib.selection import evaluate, per_task
 from braindecode_pars.hub.io import load_encoder
-from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.store.write import store_summary
 
 logger = logging.getLogger("bench_pretraining_curve")
@@ -141,8 +137,6 @@ NOTES = """Notes on reading it:
   trained further, rose in skill and not downstream: below)."""
 ENCODER_METHODS = ("probe[enc, 1]", "probe[enc+bp+ts, 100]")
 REFERENCE_METHODS = ("probe[rand, 1]", "probe[rand+bp+ts, 100]", "probe[bp+ts, 100]")
-SEEDS = (0, 1, 2, 3, 4)
-COLUMNS = ("encoder", "task", "method", "seed", "balanced_accuracy")
 
 
 def encoder_folder(name):
@@ -212,62 +206,16 @@ def run_facts(name):
     )
 
 
-def evaluate(names, csv):
-    """Probe rows of every encoder (and the reference rows) on the selection splits at
-    one labelled unit; rows are appended to ``csv`` as they finish."""
-    done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
-    key = set(zip(done.encoder, done.task, done.method, done.seed, strict=True))
-    for task in DEV_TASKS:
-        X, y, units, pool, scored, sfreq = load_task(task, "selection")
-        blocks = None
-        for name in ["reference", *names]:
-            methods = REFERENCE_METHODS if name == "reference" else ENCODER_METHODS
-            if all((name, task, m, s) in key for m in methods for s in SEEDS):
-                continue
-            if blocks is None:
-                torch.manual_seed(0)
-                rand = PatchEncoder(sfreq=100.0, emb_dim=64, depth=4, n_heads=4, ff_dim=128)
-                every = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
-                raw = block_features(X, every, sfreq=sfreq, encoder=rand)[0]
-                blocks = {"rand": raw["encoder"], "bp": raw["bandpower"], "ts": raw["tangentspace"]}
-            if name != "reference":
-                encoder = load_encoder(encoder_folder(name))
-                recipe = ProbeRecipe(("encoder",))
-                blocks["enc"] = block_features(X, recipe, sfreq=sfreq, encoder=encoder)[0][
-                    "encoder"
-                ]
-            rows = []
-            for seed in SEEDS:
-                train, test, _ = split(units, pool, scored, "1", seed)
-                for method in methods:
-                    pred = fit_probe_row(method, blocks, y, train, test, units, seed)
-                    score = balanced_accuracy_score(y[test], pred)
-                    rows.append(dict(encoder=name, task=task, method=method, seed=seed,
-                                     balanced_accuracy=score))  # fmt: skip
-            pd.DataFrame(rows, columns=COLUMNS).to_csv(
-                csv, mode="a", header=not csv.exists(), index=False
-            )
-            logger.info("%s %s done", task, name)
-    return pd.read_csv(csv)
-
-
 def report(scores, facts, out):
     """The table (markdown) and the figure."""
     # per task, each distinct labelled set once (the MI tasks' five draws hold two
     # sets); the mean over the tasks of those; the std over draws of each draw's mean
     # over the tasks
-    scores = scores.assign(
-        units=[
-            " ".join(map(str, labelled_units(*part_units(t, "selection"), "1", s)))
-            for t, s in zip(scores.task, scores.seed, strict=True)
-        ]
-    )
-    per_set = scores.groupby(["encoder", "method", "task", "units"]).balanced_accuracy.mean()
-    per_task = per_set.groupby(["encoder", "method", "task"]).mean()
-    per_draw = scores.groupby(["encoder", "method", "seed"]).balanced_accuracy.mean()
+    by_task = per_task(scores)
+    per_draw = scores.groupby(["encoder", "method", "draw"]).balanced_accuracy.mean()
     summary = pd.DataFrame(
         {
-            "mean": per_task.groupby(["encoder", "method"]).mean(),
+            "mean": by_task.groupby(["encoder", "method"]).mean(),
             "std": per_draw.groupby(["encoder", "method"]).std(),
         }
     )
@@ -309,7 +257,7 @@ def report(scores, facts, out):
     lines += ["| run | method | " + " | ".join(tasks) + " |", "|---|---|" + "---|" * len(tasks)]
     for name in ["reference", *facts.index]:
         for method in REFERENCE_METHODS if name == "reference" else ENCODER_METHODS:
-            values = [per_task.loc[(name, method, t)] for t in tasks]
+            values = [by_task.loc[(name, method, t)] for t in tasks]
             lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
@@ -377,7 +325,10 @@ def main(argv=None):
     if missing:
         logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
     start = time.perf_counter()
-    scores = evaluate(names, args.out.with_suffix(".csv"))
+    csv = args.out.with_suffix(".csv")
+    if csv.exists() and "seed" in pd.read_csv(csv, nrows=0).columns:  # rows written before 3ab04e9
+        pd.read_csv(csv).rename(columns={"seed": "draw"}).to_csv(csv, index=False)
+    scores = evaluate(names, csv, encoder_folder, ENCODER_METHODS, references=REFERENCE_METHODS)
     scores = scores[scores.encoder.isin(["reference", *names])]
     report(scores, [run_facts(n) for n in names], args.out)
     logger.info("done in %.0f s", time.perf_counter() - start)

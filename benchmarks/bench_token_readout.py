@@ -63,8 +63,8 @@ from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from benchmarks.lib.eegmat_bundle import bundled_eegmat_file
 from benchmarks.lib.encoders import ENCODERS, benchmark_encoder
+from braindecode_pars.datasets import bundled_data_path
 from braindecode_pars.features.transformers import DEFAULT_BANDS
 
 logger = logging.getLogger("bench_token_readout")
@@ -102,7 +102,7 @@ def load_eegmat_windows(subjects, window_seconds=10.0, channels=None):
     (0 rest, 1 arithmetic), ``index`` (the window's place within its recording),
     ``n_in_recording`` (that recording's number of windows), ``ch_names``, ``sfreq``.
     """
-    with np.load(bundled_eegmat_file()) as f:
+    with np.load(bundled_data_path() / "eegmat_100hz.npz") as f:
         ch_names = [str(c) for c in f["ch_names"]]
         sfreq = float(f["sfreq"])
         picks = list(range(len(ch_names))) if channels is None else list(channels)

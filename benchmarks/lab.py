@@ -1,13 +1,11 @@
-"""The lab's command line: the paper's corpora written to window stores, the pretext
-tasks compared on one footing and the paper's protocols from JSON configurations, run
-from the repository's root (they are not part of the installed package; their code is
-in ``benchmarks/lib/``).
+"""The lab's command line: the paper's corpora written to window stores and the paper's
+protocols from JSON configurations, run from the repository's root (they are not part of
+the installed package; their code is in ``benchmarks/lib/``).
 
 Usage::
 
     python -m benchmarks.lab store --ysyw YSYW --tueg TUEG --tuab TUAB --tusz TUSZ --out S
     python -m benchmarks.lab store --shared-data ../shared/data --muse --out S
-    python -m benchmarks.lab compare --out results/comparison
     python -m benchmarks.lab experiment --config docs/configs/label_efficiency.json
     python -m benchmarks.lab finetune --config CONFIG --out OUT
     python -m benchmarks.lab evaluate --model OUT/model.pkl --config CONFIG
@@ -16,14 +14,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import sys
 import warnings
 from pathlib import Path
 
-from benchmarks.lib.comparison import ComparisonConfig, run_comparison
 from benchmarks.lib.protocols import fit_on, run_experiment, score_windows
 from braindecode_pars.cli.demo import read_config
 from braindecode_pars.cli.store import (
@@ -51,11 +47,6 @@ CORPUS_FLAGS = {
 }
 #: PhysioNet-MI's flags (by destination): the source without another one.
 PHYSIONET_FLAGS = ("subjects", "runs", "data_path")
-
-
-def _given(**values):
-    """The values that are not None (the flags given on the command line)."""
-    return {k: v for k, v in values.items() if v is not None}
 
 
 def _flag(dest):
@@ -181,22 +172,6 @@ def _store(args):
     write_store(_source_windows(args, source), args, stop_signals, STORE)
 
 
-def _compare(args):
-    """Compare scratch, MAE, MP3, DropPos and PARS on the same data, encoder, epochs and seeds;
-    writes a table and the label-efficiency figure."""
-    overrides = _given(
-        methods=tuple(args.methods) if args.methods else None,
-        seeds=tuple(args.seeds) if args.seeds else None,
-        pretrain_epochs=args.pretrain_epochs,
-        finetune_epochs=args.finetune_epochs,
-        device=args.device,
-        data_path=args.data_path,
-    )
-    config = dataclasses.replace(ComparisonConfig(), **overrides)
-    run_comparison(args.out, config)
-    sys.stdout.write((Path(args.out) / "table.md").read_text())
-
-
 def _experiment(args):
     """Run a protocol of the paper (label_efficiency, transfer, loso, ablation) from a JSON
     configuration; resumable."""
@@ -313,15 +288,6 @@ def build_parser():
     corpora.add_argument(
         "--data-path", help="PhysioNet-MI folder in MNE's eegbci layout (default: bundled)"
     )
-
-    compare = command(_compare, "scratch, MAE, MP3, DropPos and PARS on one footing")
-    compare.add_argument("--out", default="results/comparison", help="output folder")
-    compare.add_argument("--methods", nargs="+", help="subset of scratch mae mp3 droppos pars")
-    compare.add_argument("--seeds", nargs="+", type=int, help="seeds (default: the config's)")
-    compare.add_argument("--pretrain-epochs", type=int, help="(default: the config's)")
-    compare.add_argument("--finetune-epochs", type=int, help="(default: the config's)")
-    compare.add_argument("--device", help="cpu or cuda")
-    compare.add_argument("--data-path", help="folder in MNE's eegbci layout (default: bundled)")
 
     exp = command(_experiment, "a protocol of the paper from a JSON configuration")
     exp.add_argument("--config", required=True, help="JSON configuration file")

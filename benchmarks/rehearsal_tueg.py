@@ -119,10 +119,6 @@ def run_sitting(cmd, log, kill_when=None, poll=0.1, timeout=None):
     return seconds, killed, proc.returncode
 
 
-def _cli():
-    return [sys.executable, "-m", "braindecode_pars.cli"]
-
-
 def _lab():
     """The lab's command line, which stores the paper's corpora (TUEG among them)."""
     return [sys.executable, "-m", "benchmarks.lab"]

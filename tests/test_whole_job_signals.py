@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks.lib.process_groups import group_empty
 from braindecode_pars import cli
 from braindecode_pars.hub import run_status
 
@@ -65,20 +66,6 @@ def running(pid):
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def group_empty(pgid, timeout=GRACE):
-    """Whether no process of the group ``pgid`` is left within ``timeout`` seconds:
-    ``os.killpg(pgid, 0)`` finds none."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-
-
 def signal_the_job(process, ready, sig=signal.SIGTERM, timeout=120):
     """Once ``ready()`` is true, send ``sig`` to every process of the job at once (``kill
     -- -PGID``); wait for its command to end. Its processes when signalled, then its exit
@@ -95,7 +82,7 @@ def signal_the_job(process, ready, sig=signal.SIGTERM, timeout=120):
 
 
 def assert_nothing_left(process, children):
-    assert group_empty(process.pid), "a process of the job's group is left"
+    assert group_empty(process.pid, GRACE), "a process of the job's group is left"
     assert [pid for pid in children if running(pid)] == []
 
 

@@ -3,7 +3,6 @@
 (:mod:`.steps`, :mod:`.device_steps`, :mod:`.loops`), the store reads
 (:mod:`.store_reads`), the development tasks, their splits and probe rows
 (:mod:`.dev_tasks`, :mod:`.dev_probe`), the paper's datasets and protocols
-(:mod:`.paper_datasets`, :mod:`.protocols`), the pretext tasks compared on one footing
-(:mod:`.comparison`), and the small helpers they need (:mod:`.checks`,
+(:mod:`.paper_datasets`, :mod:`.protocols`), and the small helpers they need (:mod:`.checks`,
 :mod:`.seeding`). ``benchmarks/lab.py`` runs the protocols from the command line.
 """

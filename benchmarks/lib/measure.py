@@ -180,17 +180,6 @@ def check_at_least_one(parser, args, *names):
             parser.error(f"--{name} must be at least 1, got {value}")
 
 
-def compared_checkouts(parser, before, needs):
-    """The two checkouts a before/after script measures: ``before`` and this one (ROOT),
-    by name; ``parser.error`` unless ``before`` is given and holds the file ``needs``
-    (a path inside a checkout)."""
-    if before is None:
-        parser.error("--before is needed: a checkout of the revision to compare with")
-    if not (Path(before) / needs).is_file():
-        parser.error(f"--before {before} is not a checkout of braindecode-pars")
-    return {"before": Path(before).resolve(), "after": ROOT}
-
-
 def append_score(csv, columns, y_true, y_pred, **row):
     """Append one scored row to a resumable CSV (header on the first row): the row's
     keys, and the balanced accuracy and Cohen's kappa of ``y_pred``. Returns the row."""

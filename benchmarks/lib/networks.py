@@ -1,5 +1,5 @@
 """The compact networks trained from scratch beside PARS in the few-label benchmarks
-(``bench_few_labels``, ``bench_pretext_comparison``): braindecode's ``EEGNet`` and
+(``bench_pretext_comparison``, ``bench_finetuning_recipe``): braindecode's ``EEGNet`` and
 ``ShallowFBCSPNet`` at one training recipe."""
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ import math
 import numpy as np
 import torch
 
-#: The networks by name.
-NETWORKS = ("EEGNet", "ShallowFBCSPNet")
 #: Each network's learning rate: EEGNet's paper's Adam default, and braindecode's
 #: ShallowFBCSPNet example (0.0625 * 0.01).
 NETWORK_LR = {"EEGNet": 1e-3, "ShallowFBCSPNet": 6.25e-4}

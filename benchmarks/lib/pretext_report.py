@@ -13,6 +13,7 @@ import pandas as pd
 
 from benchmarks.lib.encoders import ENCODERS as BENCHMARK_ENCODERS
 from benchmarks.lib.encoders import benchmark_encoder
+from benchmarks.lib.finetuning import read_rows
 
 ENCODERS = BENCHMARK_ENCODERS / "comparison"
 PRETEXTS = ("PARS", "MAE", "MP3", "DropPos")
@@ -29,7 +30,7 @@ MI_TASKS = tuple(t for t in TASKS if t.startswith("mi-"))
 
 
 def read_jsonl(path):
-    return pd.DataFrame([json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()])
+    return pd.DataFrame(read_rows(path))
 
 
 def per_seed(probe):

@@ -1,7 +1,8 @@
 """Choosing among pretraining configurations by a rule written before their runs
-(``bench_normalization``, ``bench_patch_density``): the probe rows of each encoder and
-of the references on the development tasks' splits at one labelled unit, their score
-per task, and the rule's comparison of configurations over pretraining seeds."""
+(``bench_normalization``, ``bench_patch_density``; ``bench_pretraining_curve`` reads its
+encoders the same way): the probe rows of each encoder and of the references on the
+development tasks' splits at one labelled unit, their score per task, and the rule's
+comparison of configurations over pretraining seeds."""
 
 from __future__ import annotations
 
@@ -30,11 +31,15 @@ DRAWS = (0, 1, 2, 3, 4)
 REFERENCE_METHODS = ("probe[bp+ts, 100]", "probe[rand+bp+ts, 100]")
 
 
-def evaluate(names, csv, folder, methods, part="selection", tasks=None, load=None):
+def evaluate(
+    names, csv, folder, methods, part="selection", tasks=None, load=None,
+    references=REFERENCE_METHODS,
+):  # fmt: skip
     """The probe rows ``methods`` of every encoder ``names`` (its folder ``folder(name)``)
-    and the reference rows on the ``part`` splits ("selection" or "test") at one labelled
-    unit, appended to ``csv`` as they finish (rows already there are kept); ``tasks``
-    and ``load`` default to the development tasks and their loader."""
+    and the rows ``references`` of the encoder "reference" on the ``part`` splits
+    ("selection" or "test") at one labelled unit, appended to ``csv`` as they finish
+    (rows already there are kept); ``tasks`` and ``load`` default to the development
+    tasks and their loader."""
     tasks = DEV_TASKS if tasks is None else tasks
     load = load_task if load is None else load
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
@@ -43,7 +48,7 @@ def evaluate(names, csv, folder, methods, part="selection", tasks=None, load=Non
         X, y, units, pool, scored, sfreq = load(task, part)
         blocks = None
         for name in ["reference", *names]:
-            wanted = REFERENCE_METHODS if name == "reference" else methods
+            wanted = references if name == "reference" else methods
             if all((name, task, m, d) in key for m in wanted for d in DRAWS):
                 continue
             if blocks is None:
