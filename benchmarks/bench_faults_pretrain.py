@@ -425,7 +425,7 @@ def stress_trials(root, store, n, load, rng, moments=None):
 
 def stress_section(rows, load, reference_seconds):
     """The lines of the stress trials' section of the result file."""
-    from benchmarks.lib.measure import cpu_model
+    from benchmarks.lib.measure import cpu_model, git_commit
 
     total = STRESS_EPOCHS * rows[0]["steps_per_epoch"] if rows else 0
     within = sum(r["signalled"] and r["seconds"] < 30 and not r["forced"] for r in rows)
@@ -456,7 +456,8 @@ def stress_section(rows, load, reference_seconds):
         "## SIGTERM to a whole torchrun job at a chosen moment, under load (stress)",
         "",
         f"`python -m benchmarks.bench_faults_pretrain --stress-only --stress-trials "
-        f"{len(rows)} --stress-load {load}`, {datetime.date.today()}, {cpu_model()} "
+        f"{len(rows)} --stress-load {load}` at commit `{git_commit()}`, "
+        f"{datetime.date.today()}, {cpu_model()} "
         f"(load average {os.getloadavg()[0]:.2f} at the end): `pretrain` under "
         f"`torchrun --standalone --nproc_per_node 2` (gloo, one thread each), {STRESS_EPOCHS} "
         f"epochs of {rows[0]['steps_per_epoch'] if rows else '?'} steps of {STRESS_BATCH} "

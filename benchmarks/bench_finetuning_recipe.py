@@ -76,7 +76,6 @@ import argparse
 import functools
 import json
 import logging
-import subprocess
 import time
 from pathlib import Path
 
@@ -86,7 +85,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, split
 from benchmarks.lib.finetuning import read_rows
-from benchmarks.lib.measure import machine
+from benchmarks.lib.measure import git_commit, machine
 from benchmarks.lib.networks import compact_network
 
 logger = logging.getLogger("bench_finetuning_recipe")
@@ -118,9 +117,7 @@ TEST_SEEDS = (0, 1, 2)
 def commit():
     """The checkout's commit when the process first asks (the code it runs), with ``+``
     when tracked files had changes."""
-    run = lambda *a: subprocess.run(a, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    head = run("git", "rev-parse", "--short", "HEAD")
-    return head + ("+" if run("git", "status", "--porcelain", "--untracked-files=no") else "")
+    return git_commit(dirty=True)
 
 
 def fine_tuner(encoder, recipe, seed, sfreq):

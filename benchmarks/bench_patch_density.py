@@ -257,7 +257,7 @@ def _mean_std(values):
 
 def report(scores, probe_rows, names, out):
     """The selection's table and decision (``out``.md)."""
-    from benchmarks.lib.measure import machine
+    from benchmarks.lib.measure import git_commit, machine
     from benchmarks.lib.selection import REFERENCE_METHODS, choose, per_task
 
     tasks = per_task(scores)
@@ -270,7 +270,7 @@ def report(scores, probe_rows, names, out):
         "# Patch density of PARS, chosen on the selection splits",
         "",
         f"{machine()}. Written by `python -m benchmarks.bench_patch_density` at commit "
-        f"{_commit()} (`--pretrain` runs what is missing; the commands are in "
+        f"{git_commit()} (`--pretrain` runs what is missing; the commands are in "
         "`benchmarks/results/patch_density.commands`).",
         "",
         "The rule, committed before its runs: " + RULE,
@@ -341,13 +341,6 @@ def report(scores, probe_rows, names, out):
                          + f" | {np.mean(values):.3f} |")  # fmt: skip
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     return chosen, complete
-
-
-def _commit():
-    """The checkout's commit, short, or "unknown" outside a git checkout."""
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                           capture_output=True, text=True)  # fmt: skip
-    return found.stdout.strip() if found.returncode == 0 else "unknown"
 
 
 def write_commands(path):

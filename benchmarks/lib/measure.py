@@ -20,6 +20,15 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def git_commit(dirty=False):
+    """The checkout's commit (short; ``"unknown"`` outside git), with ``+`` when ``dirty``
+    is asked for and tracked files have changes."""
+    git = lambda *a: subprocess.run(["git", *a], cwd=Path(__file__).parents[2],  # noqa: E731
+                                    capture_output=True, text=True).stdout.strip()  # fmt: skip
+    changed = dirty and git("status", "--porcelain", "--untracked-files=no")
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + ("+" if changed else "")
+
+
 def step_times(steps, repeats, warmup=2):
     """Times of each step over ``repeats`` rounds, the steps interleaved so that they
     share machine state: ``times[i][r]`` is step ``i`` in round ``r``."""
