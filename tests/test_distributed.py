@@ -8,7 +8,7 @@ import torch
 
 from braindecode_pars.pretraining.schedule import warmup_cosine_factor
 
-from ._helpers import stop_before_pretraining, tiny_config
+from ._helpers import tiny_config
 
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
@@ -298,17 +298,6 @@ def test_recordings_stored_once_pretrain_under_torchrun_on_eeg_channels(tmp_path
     done = subprocess.run(run, env=ENV, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("final loss") == 1
-
-
-def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
-    import braindecode_pars.cli as cli
-    import braindecode_pars.pretraining.distributed as dist
-
-    seen = stop_before_pretraining(monkeypatch)
-    monkeypatch.setattr(dist, "world_size", lambda: 4)
-    with pytest.raises(SystemExit):
-        cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])
-    assert seen["batch_size"] == 128 and seen["lr"] == 1e-4 and seen["max_epochs"] == 1000
 
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

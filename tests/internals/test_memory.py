@@ -10,7 +10,8 @@ import pytest
 
 from braindecode_pars.pretraining.memory import MAX_MMAP_THRESHOLD, _glibc, keep_freed_memory
 
-from .._helpers import stop_before_pretraining, tiny_config
+from .._helpers import tiny_config
+from ._stubs import stop_before_pretraining
 
 #: A child process: from glibc's lowest thresholds (every block of 128 KiB or more
 #: mapped and unmapped, the heap trimmed past 128 KiB free), the minor page faults

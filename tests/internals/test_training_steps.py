@@ -251,7 +251,8 @@ def test_compile_modes_are_checked_and_reach_the_net(monkeypatch, tmp_path):
 
     from braindecode_pars.cli import main
 
-    from .._helpers import stop_before_pretraining, tiny_config
+    from .._helpers import tiny_config
+    from ._stubs import stop_before_pretraining
 
     seen = stop_before_pretraining(monkeypatch)
     with pytest.raises(SystemExit):
