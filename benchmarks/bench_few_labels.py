@@ -75,8 +75,8 @@ from benchmarks.lib.measure import append_score, command_line
 from benchmarks.lib.networks import NETWORKS, compact_network
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-from braindecode_pars.features.transformers import READOUTS
-from braindecode_pars.hub.io import load_encoder, save_encoder
+from braindecode_pars.features.blocks import READOUTS
+from braindecode_pars.hub.folders import load_encoder, save_encoder
 
 logger = logging.getLogger("bench_few_labels")
 
@@ -216,18 +216,18 @@ def recipe_rows(name, part, X, y, units, pool, scored, ks, seeds, steps, p_seed,
     pretraining seed ``p_seed``, read from ``cache``): each candidate of
     :meth:`braindecode_pars.features.ProbeRecipe.candidates` and ``recipe="auto"`` (chosen
     by the library's inner leave-one-group-out on the labelled units), on every draw.
-    Features come from :func:`braindecode_pars.features.transformers.block_features`, once per
+    Features come from :func:`braindecode_pars.features.blocks.block_features`, once per
     task; the rest is fitted on the labelled windows only
     (:func:`braindecode_pars.features.recipe.fit_blocks`). A row is named by its recipe,
     whose C is the library's (rows recorded before issue 46 name C in the earlier
     units, each block of total variance 1: ``C=1`` and ``C=100`` there)."""
+    from braindecode_pars.features.blocks import BLOCKS, block_features
     from braindecode_pars.features.recipe import (
         MIN_GROUPS,
         ProbeRecipe,
         compare_recipes,
         fit_blocks,
     )
-    from braindecode_pars.features.transformers import BLOCKS, block_features
 
     encoder = load_encoder(encoder_path(cache, f"eegmat-{part}", steps, p_seed))
     every = ProbeRecipe(BLOCKS, readout=PROBE_READOUT)

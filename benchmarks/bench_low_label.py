@@ -54,7 +54,7 @@ from braindecode_pars.demo.low_label import (
     summary_table,
 )
 from braindecode_pars.features.baselines import band_power_pipeline
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.io.windows import read_windows
 
 #: The MAE encoder pretrained on the same corpus with the same budget as pars-small

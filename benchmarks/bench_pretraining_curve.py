@@ -63,11 +63,11 @@ from benchmarks.lib.dev_probe import fit_probe_row
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.measure import machine
+from braindecode_pars.features.blocks import block_features
 from braindecode_pars.features.recipe import ProbeRecipe
-from braindecode_pars.features.transformers import block_features
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
-from braindecode_pars.store.write import store_summary
+from braindecode_pars.store import store_summary
 
 logger = logging.getLogger("bench_pretraining_curve")
 

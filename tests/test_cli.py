@@ -208,7 +208,7 @@ def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     recordings, 25 windows (the rounded fraction would be 15): 24 train, 3 batches of 8
     an epoch, so --steps 10 takes 4 epochs, 12 steps (over the fraction: 2 epochs, 6)."""
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-    from braindecode_pars.hub.io import run_state
+    from braindecode_pars.hub.folders import run_state
     from braindecode_pars.store import write_window_store
 
     windows = load_physionet_mi_continuous(runs=(1, 2, 3), window_seconds=5, stride_seconds=5)
@@ -229,7 +229,7 @@ def test_the_config_sets_the_encoders_input_normalisation(tmp_path):
     window+scale takes the statistics of the store it trains on; a mode that does not
     exist is refused naming the setting before any work."""
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
     from braindecode_pars.pretraining import SingleChannelWindows
     from braindecode_pars.store import write_window_store
 

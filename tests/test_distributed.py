@@ -105,7 +105,7 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     assert (tmp_path / "run" / "encoder.pt").is_file()
     # the state holds the model unwrapped from DistributedDataParallel
     from braindecode_pars.cli import main
-    from braindecode_pars.hub.io import load_encoder, run_state
+    from braindecode_pars.hub.folders import load_encoder, run_state
 
     params = torch.load(run_state(tmp_path / "run") / "params.pt", weights_only=True)
     assert not any(key.startswith("module.") for key in params)
@@ -165,7 +165,7 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     from braindecode_pars import PARSClassifier, PARSFineTuner
     from braindecode_pars.cli import main
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi
-    from braindecode_pars.hub.io import load_encoder, run_state, run_status
+    from braindecode_pars.hub.folders import load_encoder, run_state, run_status
 
     run_dir = tmp_path / "run"
     common = ["--out", str(run_dir), "--epochs", "3", "--batch-size", "32", "--device", "cpu"]
@@ -224,7 +224,7 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path,
     import signal
     import time
 
-    from braindecode_pars.hub.io import run_status
+    from braindecode_pars.hub.folders import run_status
 
     run_dir = tmp_path / "run"
     command = [*CLI, "pretrain", "--out", str(run_dir), "--store", str(mi_store),
@@ -353,7 +353,7 @@ def _stopped_and_continued(tmp_path, mi_store, sig, launch, config, send):
     import json
     import time
 
-    from braindecode_pars.hub.io import run_state, run_status
+    from braindecode_pars.hub.folders import run_state, run_status
 
     run_dir = tmp_path / "run"
     command = [*launch, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),

@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures
 from braindecode_pars.features.recipe import LOGISTIC_MAX_ITER, ProbeRecipe
 from braindecode_pars.features.scaling import (
     AlignCovariances,
@@ -19,7 +20,6 @@ from braindecode_pars.features.scaling import (
     AlignSignals,
     BlockScaler,
 )
-from braindecode_pars.features.transformers import BandPowerFeatures, EncoderFeatures
 
 from ._helpers import scaled_subjects
 

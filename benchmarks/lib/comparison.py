@@ -36,7 +36,7 @@ from braindecode_pars.demo.low_label import scratch_classifier, summary_table
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.finetuner import PARSFineTuner
 from braindecode_pars.features.baselines import band_power_pipeline
-from braindecode_pars.hub.io import save_encoder
+from braindecode_pars.hub.folders import save_encoder
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.metrics import balanced_accuracy, cohen_kappa
 from braindecode_pars.pretraining import run_pretraining

@@ -132,7 +132,7 @@ def test_each_probe_row_builds_the_estimator_its_docstring_names(bench, monkeypa
 def test_the_recipe_rows_read_the_encoder_as_every_probe_row(bench, monkeypatch):
     """``--recipes`` computes its features with the readout of the other probe rows
     (:data:`PROBE_READOUT`), not the library's default, as its recorded rows were."""
-    import braindecode_pars.features.transformers as features
+    import braindecode_pars.features.blocks as features
 
     class Read(Exception):
         pass

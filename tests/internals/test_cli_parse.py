@@ -6,8 +6,8 @@ import json
 import pytest
 
 import braindecode_pars.cli as cli
-from braindecode_pars.cli.pretrain import SIZES, config_settings, encoder_settings
-from braindecode_pars.cli.store import exclusions
+from braindecode_pars.cli.pretrain import _SIZES, _encoder_settings, config_settings
+from braindecode_pars.cli.store import _exclusions
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 from .._helpers import tiny_config
@@ -91,11 +91,11 @@ def test_a_bad_config_setting_is_refused_naming_it_before_any_work(
 
 
 def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers():
-    assert set(SIZES) == set(ENCODER_SIZES)
+    assert set(_SIZES) == set(ENCODER_SIZES)
     args = cli._parse(["pretrain", "--out", "run"])
-    assert args.size == "small" and encoder_settings(args) == ENCODER_SIZES["small"]
+    assert args.size == "small" and _encoder_settings(args) == ENCODER_SIZES["small"]
     paper = cli._parse(["pretrain", "--out", "run", "--size", "paper"])
-    assert encoder_settings(paper) == ENCODER_SIZES["paper"]
+    assert _encoder_settings(paper) == ENCODER_SIZES["paper"]
     with pytest.raises(SystemExit):  # argparse names the choices
         cli._parse(["pretrain", "--out", "run", "--size", "medium"])
 
@@ -104,7 +104,7 @@ def test_the_config_file_sets_the_encoder_settings_and_every_flag(tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"depth": 2, "n-heads": 4, "steps": 10, "store": "s"}))
     args = cli._parse(["pretrain", "--out", "run", "--size", "paper", "--config", str(config)])
-    assert encoder_settings(args) == dict(ENCODER_SIZES["paper"], depth=2, n_heads=4)
+    assert _encoder_settings(args) == dict(ENCODER_SIZES["paper"], depth=2, n_heads=4)
     assert (args.steps, args.store) == (10, "s")
     given = cli._parse(["pretrain", "--config", str(config), "--out", "r", "--steps", "3"])
     assert given.steps == 3  # a flag given takes precedence
@@ -140,7 +140,7 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
 
 def test_exclude_adds_names_to_the_automatic_exclusions_and_none_turns_them_off():
     def parsed(*flags):
-        return exclusions(cli._parse(["store", "--out", "o", *flags]).exclude)
+        return _exclusions(cli._parse(["store", "--out", "o", *flags]).exclude)
 
     assert parsed() == "auto"
     assert parsed("--exclude", "X1", "X2") == ["auto", "X1", "X2"]
@@ -158,7 +158,7 @@ def test_pretrain_runs_on_threads_the_flag_or_the_environment_fixes_else_the_idl
     otherwise (issue 75)."""
     import torch
 
-    from braindecode_pars._jobs import threads as _threads
+    from braindecode_pars._util import threads as _threads
 
     stop_before_pretraining(monkeypatch)
     monkeypatch.setattr(_threads, "idle_cores", lambda interval=0.1, max_age=5.0: 3)

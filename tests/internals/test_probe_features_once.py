@@ -1,7 +1,7 @@
 """The probe's blocks computed once per fit, counted by wrapping their private ``_features``."""
 
 from braindecode_pars import PARSProbe
-from braindecode_pars.features import transformers as probe_module
+from braindecode_pars.features import blocks as probe_module
 
 from ..test_probe_recipe import SFREQ, _encoder, _subjects
 
