@@ -76,3 +76,28 @@ def test_an_old_cards_import_runs_in_a_fresh_process():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "braindecode_pars.hub.folders"
+
+
+def test_low_label_results_recorded_before_a_move_are_added_to_not_refused(tmp_path):
+    """A low-label settings file names each method's classes by module path; one
+    written before a module moved still matches the same settings today."""
+    import json
+
+    from braindecode_pars.demo.low_label import check_settings, describe, settings_path
+    from braindecode_pars.features import band_power_pipeline
+
+    out = tmp_path / "results.csv"
+    common = {"subjects": [1, 2]}
+    methods = {"floor": describe(band_power_pipeline())}
+    text = json.dumps(methods)
+    assert "braindecode_pars.features.blocks.BandPowerFeatures" in text  # described by path
+    old = text.replace("features.blocks", "features.transformers")
+    old = old.replace("io.estimator_inputs", "io.sklearn")
+    assert old != text  # the file names the old paths
+    settings_path(out).write_text(json.dumps({**common, "methods": json.loads(old)}))
+    check_settings(out, common, methods, done=["floor"])  # the same settings: no error
+    recorded = json.loads(settings_path(out).read_text())
+    assert "features.transformers" not in json.dumps(recorded)  # and recorded as today
+    other = {"floor": describe(band_power_pipeline(C=0.5))}
+    with pytest.raises(ValueError, match="other settings.*method 'floor'"):
+        check_settings(out, common, other, done=["floor"])  # a real change is still refused

@@ -7,7 +7,8 @@ What was saved before a module moved may name its old path: a pickled estimator
 path to the module it is now; :class:`MovedModules`, put on ``sys.meta_path`` when the
 package is imported, answers an import of an old path with the module itself (the same
 object, so ``pickle`` finds the same classes), with a ``DeprecationWarning`` that names
-the new path.
+the new path. A description recorded as JSON reads as today through
+:func:`current_paths` (the low-label protocol's settings file).
 """
 
 from __future__ import annotations
@@ -25,6 +26,22 @@ MOVED = {
     "braindecode_pars.features.transformers": "braindecode_pars.features.blocks",
     "braindecode_pars.models.pair.attention": "braindecode_pars.models.pair.tables",
 }
+
+
+def current_paths(obj):
+    """``obj`` (JSON: dicts, lists, strings...) with each dotted path under an old module
+    path of :data:`MOVED` rewritten to its new one: what a description recorded before
+    a move (a class's ``module.qualname``) reads as today."""
+    if isinstance(obj, str):
+        for old, new in MOVED.items():
+            if obj == old or obj.startswith(old + "."):
+                return new + obj[len(old) :]
+        return obj
+    if isinstance(obj, list):
+        return [current_paths(v) for v in obj]
+    if isinstance(obj, dict):
+        return {current_paths(k): current_paths(v) for k, v in obj.items()}
+    return obj
 
 
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
