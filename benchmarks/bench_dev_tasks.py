@@ -18,7 +18,7 @@ Rows. ``floor (band power)`` and ``floor (tangent space)`` are
 :func:`~braindecode_pars.features.band_power_pipeline` and
 :func:`~braindecode_pars.features.riemann_pipeline` (one block, standardised, ``C = 1``).
 ``probe[BLOCKS, C]`` is the library's probe (:func:`braindecode_pars.features.recipe.fit_blocks`
-on the raw features of :func:`braindecode_pars.features.transformers.block_features`) with the
+on the raw features of :func:`braindecode_pars.features.blocks.block_features`) with the
 blocks ``enc`` (the encoder's
 features read as they were when the rows were first recorded,
 ``EncoderFeatures(readout="mean")``: each channel's tokens averaged over patches),
@@ -102,7 +102,7 @@ from benchmarks.lib.dev_tasks import (
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.measure import append_score, command_line, machine, table_head
 from braindecode_pars.demo.low_label import scratch_classifier
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 
 logger = logging.getLogger("bench_dev_tasks")
 

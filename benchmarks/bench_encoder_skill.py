@@ -10,7 +10,7 @@ pretrained on EEGMAT's 24 training subjects only (with Sleep-EDF, and for
 
 Every channel of every non-overlapping 10-s window of each recording is one
 single-channel crop, the crops pretraining draws (1,000 samples at 100 Hz). The shipped
-pretext model (``pretext.safetensors``, :func:`~braindecode_pars.hub.io.load_pretext_model`)
+pretext model (``pretext.safetensors``, :func:`~braindecode_pars.hub.folders.load_pretext_model`)
 draws its patches and position masks from a generator seeded with the draw's seed
 (``_pretext.evaluate``: loss and trivial loss, weighted by crop, in evaluation mode),
 and the skill is the library's :func:`~braindecode_pars.models.pretext.base.pretext_skill`,
@@ -43,7 +43,7 @@ import torch
 from benchmarks.lib.measure import machine, table_head, write_report
 from benchmarks.lib.pretext import SHARED, evaluate
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, load_eegmat
-from braindecode_pars.hub.io import load_pretext_model, pretrained_path
+from braindecode_pars.hub.folders import load_pretext_model, pretrained_path
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.pretext import PRETEXT_MODELS
 from braindecode_pars.weights import PRETRAINED_ENCODERS

@@ -284,7 +284,7 @@ def reads_as_reference(out, reference):
     """``"whole"`` where the store at ``out`` reads back as ``reference`` (recordings,
     index, info and descriptions), ``"refused"`` where reading it is refused (an error:
     it is not complete), ``"WRONG"`` where it reads back otherwise."""
-    from braindecode_pars.store.write import read_window_store
+    from braindecode_pars.store import read_window_store
 
     try:
         recordings, index, info = read_window_store(out)
@@ -339,7 +339,7 @@ def finish_kills(pattern, reference, folder, points=None, jobs=2):
 def full_disk(pattern, reference, out, recordings=2.5):
     """``store`` under a file size limit of ``recordings`` recordings' data, then resumed
     here without it: (exit status, its output, recordings committed, equal)."""
-    from braindecode_pars.store.write import read_window_store
+    from braindecode_pars.store import read_window_store
 
     recs, _, _ = read_window_store(reference, descriptions=False)
     limit = int(recordings * recs[0].nbytes)

@@ -356,7 +356,7 @@ def stress_command(store, out, root, module=("-m", "braindecode_pars.cli"), trig
 
 
 def _encoder(path):
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
 
     return load_encoder(path).state_dict()
 

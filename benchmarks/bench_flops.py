@@ -5,7 +5,7 @@ backward pass of one training step, on fake tensors on the CPU (shapes only, not
 computed, so the paper's size at batch 1024 costs no arithmetic). The counter counts
 matrix products, as twice their multiply-adds: ``mm``, ``addmm``, ``bmm``, attention,
 and the pair operator
-(:func:`braindecode_pars.models.pair.attention.pair_attention` and its backward), which
+(:func:`braindecode_pars.models.pair.tables.pair_attention` and its backward), which
 registers its own formulas with ``register_flop_formula``. Elementwise work (LayerNorm,
 GELU, the softmax, the loss, AdamW) counts 0, the usual convention of an MFU. torch's
 registry has no formula for the CPU's attention kernel
@@ -64,7 +64,7 @@ from benchmarks.lib.steps import (
     model_and_batch,
 )
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
-from braindecode_pars.models.pair import attention as pair_attention
+from braindecode_pars.models.pair import tables as pair_attention
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ COMPONENTS = (
     "loss",
     "the rest",
 )
-#: The pair operator's ops (their formulas: ``models/pair/attention.py``).
+#: The pair operator's ops (their formulas: ``models/pair/tables.py``).
 PAIR_OPS = (
     torch.ops.braindecode_pars.pair_attention,
     torch.ops.braindecode_pars.pair_attention_backward,
@@ -401,7 +401,7 @@ def main(argv=None):
         "on its own on the shapes it has in the step; FLOPs are twice the multiply-adds "
         "of the matrix products (`mm`, `addmm`, `bmm`, attention) and the pair operator's "
         "own formulas (`braindecode_pars.pair_attention` and its backward, registered in "
-        "`braindecode_pars/models/pair/attention.py`); elementwise work (LayerNorm, GELU, "
+        "`braindecode_pars/models/pair/tables.py`); elementwise work (LayerNorm, GELU, "
         "softmax, the loss, AdamW) counts 0. The CPU's attention kernel, which torch's "
         "registry lacks, is counted with torch's formulas for the GPU's.",
         f"- PARS: {N_PATCHES} patches of 1 s, pos_mask_ratio 0.8 (32 masked patches, "

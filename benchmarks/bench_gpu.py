@@ -62,7 +62,7 @@ from benchmarks.lib.device_steps import (
     TrainingSteps,
 )
 from benchmarks.lib.measure import machine, median_times, peak_growth, write_report
-from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair import kernels as pair_kernels
 
 MIB = 2**20
 
@@ -488,7 +488,7 @@ def main(argv=None):
         for part, ms in times.items():
             lines.append(f"| {part} | {ms:.3f} | {ms / times['pars']:.1%} |")
     tried = [v for v in args.variants if VARIANTS[VARIANT_NAMES[v]].fallback == "triton"]
-    if tried and not pair_fallback.runs_here(torch.empty(0, device=device)):
+    if tried and not pair_kernels.triton_runs_here(torch.empty(0, device=device)):
         lines += ["", "The Triton fallback's row ran the torch fallback: no Triton kernel runs "
                   "on this device (a CUDA GPU, or Triton's interpreter)."]  # fmt: skip
     if any(VARIANTS[label].kernel == "fused" and row.get("operator") == "tables"

@@ -1,6 +1,6 @@
 """The pair operator's dispatches per training step: the aten calls of its eager body.
 
-:func:`braindecode_pars.models.pair.attention.pair_attention` is a ``torch.library``
+:func:`braindecode_pars.models.pair.tables.pair_attention` is a ``torch.library``
 operator, opaque to ``torch.compile``: inside a compiled step its body still runs
 eagerly, and each aten call it makes is dispatched from Python, one kernel launch for
 most of them on a GPU. This script counts them with a
@@ -58,9 +58,9 @@ from torch.utils._python_dispatch import (
 from benchmarks.lib.measure import command_line, machine, report_parser, table_head, write_report
 from benchmarks.lib.steps import SMALL_BATCH, SMALL_N_TIMES, SMALL_SFREQ, model_and_batch
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
-from braindecode_pars.models.pair import attention as pair_attention
-from braindecode_pars.models.pair import fallback as pair_fallback
-from braindecode_pars.models.pair import fused
+from braindecode_pars.models.pair import fused, triton_fallback
+from braindecode_pars.models.pair import kernels as pair_kernels
+from braindecode_pars.models.pair import tables as pair_attention
 
 #: The kinds of a dispatch, in the report's order.
 KINDS = ("launching", "view/metadata", "allocation")
@@ -180,16 +180,14 @@ def counting_operator(accelerator, fallback):
     def backward_stub(*args):
         DispatchCounter.record("triton: _backward_kernel")
 
-    triton = (
-        dict(use_triton=lambda x, fallback="auto": True, forward_=forward_stub,
-             backward_=backward_stub)
-        if fallback == "triton"
-        else {}
-    )  # fmt: skip
+    triton = fallback == "triton"
+    choice = dict(use_triton=lambda x, fallback="auto": True) if triton else {}
+    kernels = dict(forward_=forward_stub, backward_=backward_stub) if triton else {}
     with (
         pair_attention.accelerator_layout(bool(accelerator)),
         pair_attention.observed(counted),
-        _patched(pair_fallback, **triton),
+        _patched(pair_kernels, **choice),
+        _patched(triton_fallback, **kernels),
     ):
         yield counters
 

@@ -490,7 +490,7 @@ def load_revision(revision):
     imported from there: every module of ``braindecode_pars/models`` in the layout
     before the package's subfolders (``models/pair_decoders.py``), the modules of
     ``braindecode_pars/models/pair`` after it (``decoders.py`` as ``pair_decoders``,
-    ``attention.py`` as ``pair_attention``..., their imports of each other rewritten to
+    ``tables.py`` as ``pair_tables``..., their imports of each other rewritten to
     match). The modules it imports beside it (the pair-attention operator) are that
     revision's too, while the package's other modules resolve to this checkout's (the
     argument checks of the layout before the subfolders to
@@ -506,7 +506,7 @@ def load_revision(revision):
     if "pair_decoders.py" in names:  # the layout before the subfolders
         files = {name: name for name in names if name.endswith(".py")}
         folder_in_git = MODELS
-    elif "pair" in names:  # models/pair/decoders.py, attention.py, fallback.py
+    elif "pair" in names:  # models/pair/decoders.py, tables.py, kernels.py...
         pair = _git("ls-tree", "--name-only", f"{commit}:{MODELS}/pair", revision=revision)
         files = {n: f"pair_{n}" for n in pair.split() if n.endswith(".py") and n != "__init__.py"}
         folder_in_git = f"{MODELS}/pair"

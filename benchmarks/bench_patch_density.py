@@ -176,9 +176,9 @@ def evaluate_readouts(names, csv, part="selection"):
     (rows already there are kept)."""
     from benchmarks.lib.dev_tasks import DEV_TASKS, load_task
     from benchmarks.lib.selection import COLUMNS, DRAWS, append_rows, probe_rows
+    from braindecode_pars.features.blocks import block_features
     from braindecode_pars.features.recipe import ProbeRecipe
-    from braindecode_pars.features.transformers import block_features
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
 
     done = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=COLUMNS)
     key = set(zip(done.encoder, done.task, done.method, done.draw, strict=True))

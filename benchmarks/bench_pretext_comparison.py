@@ -66,7 +66,7 @@ from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.demo.low_label import draw_subjects
 from braindecode_pars.features.baselines import band_power_pipeline
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 
 logger = logging.getLogger("bench_pretext_comparison")

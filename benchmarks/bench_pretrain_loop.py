@@ -81,7 +81,7 @@ AREAS = (
         ),
     ),
     ("batches (collate, DataLoader)", ("torch/utils/data",)),
-    ("checkpoints and saving", ("torch/serialization", "hub/io", "checkpoint")),
+    ("checkpoints and saving", ("torch/serialization", "hub/folders", "checkpoint")),
     ("logs, history and JSON", ("logging", "json", "skorch/history", "tqdm")),
     ("skorch loop and callbacks", ("skorch/",)),
     ("braindecode_pars loop", ("braindecode_pars/pretraining",)),

@@ -62,8 +62,8 @@ from benchmarks.lib.dev_tasks import DEV_TASKS
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.measure import machine
 from benchmarks.lib.selection import evaluate, per_task
-from braindecode_pars.hub.io import load_encoder
-from braindecode_pars.store.write import store_summary
+from braindecode_pars.hub.folders import load_encoder
+from braindecode_pars.store import store_summary
 
 logger = logging.getLogger("bench_pretraining_curve")
 

@@ -65,7 +65,7 @@ from sklearn.preprocessing import StandardScaler
 
 from benchmarks.lib.encoders import ENCODERS, benchmark_encoder
 from braindecode_pars.datasets import bundled_data_path
-from braindecode_pars.features.transformers import DEFAULT_BANDS
+from braindecode_pars.features.blocks import DEFAULT_BANDS
 
 logger = logging.getLogger("bench_token_readout")
 
@@ -214,7 +214,7 @@ def window_readouts(tokens):
 def window_band_power(X, sfreq, normalised=False):
     """Log band power per channel of whole windows (the floor's six bands, Welch);
     ``normalised``: of the window after instance normalisation; (n, n_chans, n_bands)."""
-    from braindecode_pars.features.transformers import DEFAULT_BANDS, BandPowerFeatures
+    from braindecode_pars.features.blocks import DEFAULT_BANDS, BandPowerFeatures
 
     X = X.astype(np.float64)
     if normalised:

@@ -49,7 +49,7 @@ import torch
 from benchmarks.lib.measure import machine
 from benchmarks.lib.store_reads import measure
 from benchmarks.lib.tueg_tree import add_tree_arguments, make_tree, parse_tree_arguments
-from braindecode_pars.hub.io import run_state, run_status
+from braindecode_pars.hub.folders import run_state, run_status
 
 logger = logging.getLogger("rehearsal_tueg")
 STAGES = ("tree", "store", "read", "pretrain", "report")

@@ -34,9 +34,9 @@ from pathlib import Path
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from braindecode_pars._jobs.atomic import save_atomic
+from braindecode_pars._util.atomic import save_atomic
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder, checked_encoder, encoder_sfreq
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
 from braindecode_pars.models.multichannel import channel_tokens

@@ -106,7 +106,7 @@ def plot_shift_matrices(source, X=None, *, index=0, title=None, generator=None):
     Examples
     --------
     >>> import torch
-    >>> from braindecode_pars.hub.io import load_pretext_model
+    >>> from braindecode_pars.hub.folders import load_pretext_model
     >>> model = load_pretext_model("pars-small")  # 10-s windows at 100 Hz
     >>> X = torch.randn(2, 1, 1000)
     >>> fig = plot_shift_matrices(model, X, generator=torch.Generator().manual_seed(0))

@@ -35,7 +35,7 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, load_encoder
 from braindecode_pars.datasets import load_bundled_eegmat
 from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.hub import load_pretext_model
-from braindecode_pars.hub.io import pretrained_path
+from braindecode_pars.hub.folders import pretrained_path
 from braindecode_pars.models.pretext.base import pretext_skill
 from braindecode_pars.viz import plot_pretext_skill, plot_shift_matrices
 

@@ -52,31 +52,6 @@ def scaled_subjects(scales, n=24, seed=0):
     return np.concatenate(X), np.concatenate(y), np.concatenate(groups)
 
 
-def stop_before_pretraining(monkeypatch):
-    """Make ``braindecode-pars pretrain`` stop before any work: the data it reads become
-    100 zeros and ``training.pretrain`` records what it is given and raises
-    ``SystemExit(0)``.
-
-    Returns
-    -------
-    given : dict
-        Filled at each call with the keyword arguments of ``pretraining.run_pretraining`` and its
-        ``method``.
-    """
-    import braindecode_pars.cli as cli
-    import braindecode_pars.pretraining as training
-
-    given = {}
-
-    def fake_pretrain(view, method, **kwargs):
-        given.update(kwargs, method=method)
-        raise SystemExit(0)  # stop before any training
-
-    monkeypatch.setattr(training, "run_pretraining", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
-    return given
-
-
 def slice_cv_scores(estimator, windows, groups, **params):
     """Balanced accuracies of ``estimator`` left out one group at a time, on braindecode
     ``windows`` as scikit-learn's users pass them (skorch ``SliceDataset`` of the

@@ -186,35 +186,6 @@ def _link_copy(src, dst):
     return dst
 
 
-def test_variable_wins_then_checkout_then_cache(plain, tmp_path, monkeypatch):
-    elsewhere = _link_copy(plain, tmp_path / "elsewhere")
-    monkeypatch.setenv(DATA_ENV, str(elsewhere))
-    assert bundled_data_path() == elsewhere
-    monkeypatch.delenv(DATA_ENV)
-    monkeypatch.setenv(UNPACK_ENV, str(plain.parents[1]))
-    cache = _link_copy(plain, tmp_path / "cache")
-    monkeypatch.setattr(bundled, "_cache_data", lambda: cache)
-    assert bundled_data_path() == plain  # the checkout (unpacked) before the cache
-    monkeypatch.setattr(bundled, "_checkout_data", lambda: tmp_path / "installed" / "data")
-    assert bundled_data_path() == cache  # an installed package: the cache
-
-
-def test_missing_everywhere_names_the_variable_and_the_fetch(plain, tmp_path, monkeypatch):
-    monkeypatch.delenv(DATA_ENV, raising=False)
-    monkeypatch.setattr(bundled, "_checkout_data", lambda: tmp_path / "checkout")
-    monkeypatch.setattr(bundled, "_cache_data", lambda: tmp_path / "cache")
-    with pytest.raises(FileNotFoundError, match="none of") as info:
-        bundled_data_path()
-    for part in (DATA_ENV, "fetch_bundled_data()", str(tmp_path / "checkout")):
-        assert part in str(info.value)
-    # A folder with one file gone is not the folder.
-    partial = _link_copy(plain, tmp_path / "partial")
-    (partial / _EEGBCI / "S001" / "S001R07.edf").unlink()
-    monkeypatch.setenv(DATA_ENV, str(partial))
-    with pytest.raises(FileNotFoundError, match=r"lacks 1 of the 29 .*S001R07\.edf"):
-        bundled_data_path()
-
-
 def test_loaders_refuse_an_empty_data_folder(tmp_path, monkeypatch):
     from braindecode_pars.datasets import load_bundled_eegmat
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi

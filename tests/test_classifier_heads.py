@@ -14,7 +14,7 @@ from sklearn.svm import LinearSVC
 
 from braindecode_pars import PARSClassifier, PARSPretrainer, PARSProbe
 from braindecode_pars.estimators.classifier import takes_windows
-from braindecode_pars.features.transformers import BandPowerFeatures
+from braindecode_pars.features.blocks import BandPowerFeatures
 
 SFREQ = 50
 

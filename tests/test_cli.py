@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 import braindecode_pars.cli as cli
-from braindecode_pars.cli.pretrain import SIZES, config_settings, encoder_settings
-from braindecode_pars.cli.store import exclusions
+from braindecode_pars.cli.pretrain import config_settings
 from braindecode_pars.datasets.corpus import eegmat_subjects, recording_windows
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, NORMALIZATION_SETTINGS
 
-from ._helpers import stop_before_pretraining, tiny_config
+from ._helpers import tiny_config
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
 
@@ -159,7 +158,7 @@ def test_data_preparation_is_stores_alone_and_pretrain_reads_a_store():
     assert flags["store"] & flags["pretrain"] == {"--out", "--window-seconds"}
     for flag in ("--recordings", "--sfreq", "--notch-freq", "--exclude"):
         with pytest.raises(SystemExit):
-            cli._parse(["pretrain", "--out", "run", flag, "1"])
+            cli.main(["pretrain", "--out", "run", flag, "1"])
 
 
 @pytest.mark.parametrize(
@@ -176,86 +175,10 @@ def test_data_preparation_is_stores_alone_and_pretrain_reads_a_store():
 )
 def test_a_flag_that_left_says_where_its_setting_is(argv, message):
     with pytest.raises(SystemExit, match=rf"{argv[1].split('=')[0]} is not a flag.*{message}"):
-        cli._parse([argv[0], "--out", "o", *argv[1:]])
+        cli.main([argv[0], "--out", "o", *argv[1:]])
     with pytest.raises(SystemExit) as unknown:  # any other: argparse's usage error
-        cli._parse(["pretrain", "--out", "o", "--bogus", "1"])
+        cli.main(["pretrain", "--out", "o", "--bogus", "1"])
     assert unknown.value.code == 2
-
-
-def test_every_setting_only_the_config_sets_reaches_the_run(monkeypatch, tmp_path):
-    """Each setting that is not a flag, given in --config, reaches ``run_pretraining`` (or
-    the seed, torch) as the flag that set it did; at its default when not given."""
-    import torch
-
-    given = stop_before_pretraining(monkeypatch)
-    run = ["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu"]
-    with pytest.raises(SystemExit):
-        cli.main(run)
-    assert (given["lr"], given["n_patches"], given["decoder_heads"]) == (1e-3, 40, 8)
-    assert given["stop_signals"] == ["SIGTERM"] and given["checkpoint_every_minutes"] == 5.0
-    assert given["batches"] == given["decoder_kernel"] == "auto"
-    settings = dict(
-        n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="disjoint", lr=3e-3,
-        weight_decay=0.01, valid_fraction=0.2, seed=7, checkpoint_minutes=0,
-        stop_signal=["USR1"], amp=False, compile=False, compile_mode="default",
-        batches="read-ahead", decoder_kernel="fused",
-    )  # fmt: skip
-    with pytest.raises(SystemExit):
-        cli.main([*run, *tiny_config(tmp_path, **settings)])
-    assert torch.initial_seed() == 7
-    expected = dict(
-        n_patches=12, pos_mask_ratio=0.5, decoder_heads=4, sampling="disjoint", lr=3e-3,
-        weight_decay=0.01, valid_fraction=0.2, checkpoint_every_minutes=0,
-        stop_signals=["SIGTERM", "USR1"], amp=False, compile=False, compile_mode="default",
-        batches="read-ahead", decoder_kernel="fused",
-    )  # fmt: skip
-    assert {k: given[k] for k in expected} == expected
-    with pytest.raises(SystemExit):
-        cli.main([*run, "--method", "mae", *tiny_config(tmp_path, mask_ratio=0.5)])
-    assert given["method"] == "mae" and given["mask_ratio"] == 0.5
-
-
-@pytest.mark.parametrize(
-    "config, message",
-    [
-        pytest.param(
-            {"read": "ssd"},
-            r"'read' in .* takes one of 'random', 'disk', but got 'ssd'",
-            id="choice",
-        ),  # fmt: skip
-        pytest.param({"steps": 2.5}, r"'steps' in .* takes a int, but got 2.5", id="int"),
-        pytest.param({"paper": 1}, r"'paper' in .* takes true or false, but got 1", id="switch"),
-        pytest.param({"seed": -1}, r"--config: 'seed' must be >= 0, but got -1", id="seed"),
-        pytest.param({"amp": "yes"}, r"--config: .*'amp' parameter.* but got 'yes'", id="amp"),
-        pytest.param({"stop_signal": ["KILL"]}, r"--config: .*'stop_signal'", id="signal"),
-        pytest.param({"lr": 0}, r"--config: .*'lr'", id="lr"),
-        pytest.param({"decoder_heads": 3}, r"--config: 'decoder_heads' must divide", id="heads"),
-        pytest.param(
-            {"checkpoint_minutes": "5"}, r"'checkpoint_minutes' must be a number", id="minutes"
-        ),  # fmt: skip
-        pytest.param({"epoch": 3}, r"unknown options \['epoch'\]", id="unknown"),
-        pytest.param(
-            {"batches": "gpu"},
-            r"--config: Invalid value for the 'batches' parameter. Allowed values are 'auto', "
-            r"'host', 'read-ahead' and 'device', but got 'gpu'",
-            id="batches",
-        ),  # fmt: skip
-        pytest.param(
-            {"decoder_kernel": "triton"},
-            r"--config: .*'decoder_kernel' parameter.*'tables' and 'fused', but got 'triton'",
-            id="kernel",
-        ),  # fmt: skip
-    ],
-)
-def test_a_bad_config_setting_is_refused_naming_it_before_any_work(
-    config, message, monkeypatch, tmp_path
-):
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
-    path = tmp_path / "bad.json"
-    path.write_text(json.dumps(config))
-    with pytest.raises(SystemExit, match=message):
-        cli.main(["pretrain", "--out", str(tmp_path / "run"), "--config", str(path)])
-    assert not (tmp_path / "run").exists()
 
 
 def test_the_command_modules_import_only_the_standard_library_at_module_level():
@@ -280,60 +203,12 @@ def test_the_command_modules_import_only_the_standard_library_at_module_level():
                     )
 
 
-def test_pretrain_defaults_to_the_small_encoder_and_size_paper_gives_the_papers():
-    assert set(SIZES) == set(ENCODER_SIZES)
-    args = cli._parse(["pretrain", "--out", "run"])
-    assert args.size == "small" and encoder_settings(args) == ENCODER_SIZES["small"]
-    paper = cli._parse(["pretrain", "--out", "run", "--size", "paper"])
-    assert encoder_settings(paper) == ENCODER_SIZES["paper"]
-    with pytest.raises(SystemExit):  # argparse names the choices
-        cli._parse(["pretrain", "--out", "run", "--size", "medium"])
-
-
-def test_the_config_file_sets_the_encoder_settings_and_every_flag(tmp_path):
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps({"depth": 2, "n-heads": 4, "steps": 10, "store": "s"}))
-    args = cli._parse(["pretrain", "--out", "run", "--size", "paper", "--config", str(config)])
-    assert encoder_settings(args) == dict(ENCODER_SIZES["paper"], depth=2, n_heads=4)
-    assert (args.steps, args.store) == (10, "s")
-    given = cli._parse(["pretrain", "--config", str(config), "--out", "r", "--steps", "3"])
-    assert given.steps == 3  # a flag given takes precedence
-    pretrain = cli._subparser(cli.build_parser(), "pretrain")
-    every = {a.dest: a.default for a in pretrain._actions if a.dest not in ("help", "config")}
-    config.write_text(json.dumps(dict(every, **config_settings(), out="run")))
-    assert vars(cli._parse(["pretrain", "--config", str(config)]))["out"] == "run"
-    config.write_text(json.dumps({"recordings": ["a.edf"]}))
-    with pytest.raises(SystemExit, match=r"unknown options \['recordings'\]"):
-        cli._parse(["pretrain", "--out", "run", "--config", str(config)])
-    config.write_text("[1, 2]")
-    with pytest.raises(SystemExit, match=r"must hold a JSON object .* but holds a list"):
-        cli._parse(["pretrain", "--out", "run", "--config", str(config)])
-
-
-def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_any_work(
-    monkeypatch, tmp_path
-):
-    given = stop_before_pretraining(monkeypatch)
-    for flags, size in (
-        ([], ENCODER_SIZES["small"]),
-        (["--size", "paper"], ENCODER_SIZES["paper"]),
-        (tiny_config(tmp_path, emb_dim=32), dict(emb_dim=32, depth=1, n_heads=2, ff_dim=16)),
-    ):
-        with pytest.raises(SystemExit):
-            cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
-        assert given["encoder_kwargs"] == size
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
-    (tmp_path / "bad.json").write_text('{"n_heads": 3}')
-    with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'n_heads' must"):
-        cli.main(["pretrain", "--out", "unused", "--config", str(tmp_path / "bad.json")])
-
-
 def test_steps_are_counted_over_the_windows_the_split_leaves(tmp_path):
     """Three recordings of 12, 12 and 25 windows; valid_fraction 0.3 holds out whole
     recordings, 25 windows (the rounded fraction would be 15): 24 train, 3 batches of 8
     an epoch, so --steps 10 takes 4 epochs, 12 steps (over the fraction: 2 epochs, 6)."""
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-    from braindecode_pars.hub.io import run_state
+    from braindecode_pars.hub.folders import run_state
     from braindecode_pars.store import write_window_store
 
     windows = load_physionet_mi_continuous(runs=(1, 2, 3), window_seconds=5, stride_seconds=5)
@@ -354,7 +229,7 @@ def test_the_config_sets_the_encoders_input_normalisation(tmp_path):
     window+scale takes the statistics of the store it trains on; a mode that does not
     exist is refused naming the setting before any work."""
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
     from braindecode_pars.pretraining import SingleChannelWindows
     from braindecode_pars.store import write_window_store
 
@@ -387,16 +262,6 @@ def test_store_without_recordings_writes_the_bundled_physionet_mi_subject(tmp_pa
     runs = [(m["description"]["subject"], m["description"]["run"]) for m in info["recordings"]]
     assert runs == [(1, run) for run in NON_IMAGERY_RUNS] and info["sfreq"] == 200
     assert set(index[:, 2] - index[:, 1]) == {2000} and index[1, 1] - index[0, 1] == 1000
-
-
-def test_exclude_adds_names_to_the_automatic_exclusions_and_none_turns_them_off():
-    def parsed(*flags):
-        return exclusions(cli._parse(["store", "--out", "o", *flags]).exclude)
-
-    assert parsed() == "auto"
-    assert parsed("--exclude", "X1", "X2") == ["auto", "X1", "X2"]
-    assert parsed("--exclude", "none") == []  # every channel of --channels (or EEG-typed)
-    assert parsed("--exclude", "none", "X1") == parsed("--exclude", "X1", "none") == ["X1"]
 
 
 @pytest.mark.parametrize(
@@ -445,32 +310,3 @@ def test_eegmat_subjects_pool_is_the_development_tasks_pool():
 
 def test_recording_windows_without_a_source_is_none():
     assert recording_windows() is None
-
-
-@pytest.mark.parametrize("threads, env, expected", [(None, None, 3), (None, "1", 1), (2, "1", 2)])
-def test_pretrain_runs_on_threads_the_flag_or_the_environment_fixes_else_the_idle_cores(
-    monkeypatch, tmp_path, threads, env, expected
-):
-    """``--threads``, else OMP_NUM_THREADS (torchrun sets 1 per process), else the idle
-    cores (3 here): a count the environment fixes is not replaced by the cores idle at
-    the start, which differ from sitting to sitting and would round a resumed run's sums
-    otherwise (issue 75)."""
-    import torch
-
-    from braindecode_pars._jobs import threads as _threads
-
-    stop_before_pretraining(monkeypatch)
-    monkeypatch.setattr(_threads, "idle_cores", lambda interval=0.1, max_age=5.0: 3)
-    for name in _threads.THREAD_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    if env:
-        monkeypatch.setenv("OMP_NUM_THREADS", env)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # torch's count, as OMP_NUM_THREADS=1 gives it at its start
-    flags = ["--threads", str(threads)] if threads else []
-    try:
-        with pytest.raises(SystemExit):
-            cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
-        assert torch.get_num_threads() == expected
-    finally:
-        torch.set_num_threads(before)

@@ -8,7 +8,7 @@ import torch
 
 from braindecode_pars.pretraining.schedule import warmup_cosine_factor
 
-from ._helpers import stop_before_pretraining, tiny_config
+from ._helpers import tiny_config
 
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
@@ -105,7 +105,7 @@ def test_command_line_pretrains_from_a_store_under_torchrun_and_resumes(tmp_path
     assert (tmp_path / "run" / "encoder.pt").is_file()
     # the state holds the model unwrapped from DistributedDataParallel
     from braindecode_pars.cli import main
-    from braindecode_pars.hub.io import load_encoder, run_state
+    from braindecode_pars.hub.folders import load_encoder, run_state
 
     params = torch.load(run_state(tmp_path / "run") / "params.pt", weights_only=True)
     assert not any(key.startswith("module.") for key in params)
@@ -165,7 +165,7 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     from braindecode_pars import PARSClassifier, PARSFineTuner
     from braindecode_pars.cli import main
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi
-    from braindecode_pars.hub.io import load_encoder, run_state, run_status
+    from braindecode_pars.hub.folders import load_encoder, run_state, run_status
 
     run_dir = tmp_path / "run"
     common = ["--out", str(run_dir), "--epochs", "3", "--batch-size", "32", "--device", "cpu"]
@@ -224,7 +224,7 @@ def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path,
     import signal
     import time
 
-    from braindecode_pars.hub.io import run_status
+    from braindecode_pars.hub.folders import run_status
 
     run_dir = tmp_path / "run"
     command = [*CLI, "pretrain", "--out", str(run_dir), "--store", str(mi_store),
@@ -300,17 +300,6 @@ def test_recordings_stored_once_pretrain_under_torchrun_on_eeg_channels(tmp_path
     assert done.stdout.count("final loss") == 1
 
 
-def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
-    import braindecode_pars.cli as cli
-    import braindecode_pars.pretraining.distributed as dist
-
-    seen = stop_before_pretraining(monkeypatch)
-    monkeypatch.setattr(dist, "world_size", lambda: 4)
-    with pytest.raises(SystemExit):
-        cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])
-    assert seen["batch_size"] == 128 and seen["lr"] == 1e-4 and seen["max_epochs"] == 1000
-
-
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
@@ -364,7 +353,7 @@ def _stopped_and_continued(tmp_path, mi_store, sig, launch, config, send):
     import json
     import time
 
-    from braindecode_pars.hub.io import run_state, run_status
+    from braindecode_pars.hub.folders import run_state, run_status
 
     run_dir = tmp_path / "run"
     command = [*launch, "-m", "braindecode_pars.cli", "pretrain", "--out", str(run_dir),

@@ -29,7 +29,6 @@ from braindecode_pars import (
     PARSProbe,
     PatchEncoder,
 )
-from braindecode_pars.io.windows import read_windows
 
 from ._helpers import scaled_subjects
 from .conftest import SMALL_ENCODER, InterruptAt
@@ -354,28 +353,6 @@ def test_an_interrupted_head_leaves_the_classifier_unfitted():
         clf.fit(X, y)
     with pytest.raises(NotFittedError):
         check_is_fitted(clf)
-
-
-# -- X read once ----------------------------------------------------------------------------
-def test_windows_are_read_once_per_fit_and_once_per_predict(monkeypatch):
-    import braindecode_pars.io.windows as adapters
-
-    X, y, groups = _rhythm(n=24)
-    windows = _windows(X, y, groups)
-    reads = []
-    original = adapters._stack_braindecode
-
-    def counting(*args, **kwargs):
-        reads.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(adapters, "_stack_braindecode", counting)
-    assert len(read_windows(windows)) == 24 and len(reads) == 1  # the counter counts
-    reads.clear()
-    clf = PARSClassifier(encoder=_encoder(), verbose=0).fit(windows)
-    assert len(reads) == 1
-    assert clf.predict(windows).shape == (24,)
-    assert len(reads) == 2
 
 
 def test_each_stage_says_what_its_own_verbose_asks(capfd):

@@ -163,7 +163,7 @@ def test_the_mode_and_its_settings_round_trip_through_every_saved_form(mode, tmp
 
 @pytest.mark.parametrize("name", ["pars-small", "pars-small-v2"])
 def test_the_shipped_encoders_saved_before_the_setting_load_as_window(name):
-    from braindecode_pars.hub.io import pretrained_path
+    from braindecode_pars.hub.folders import pretrained_path
 
     saved = json.loads((pretrained_path(name) / "config.json").read_text())
     assert "normalization" not in saved  # a file written before the setting existed

@@ -17,7 +17,7 @@ from open_eeg_bench.head import FlattenHead, LinearHead  # noqa: E402
 from open_eeg_bench.training import EarlyStopping, RidgeProbingTraining, Training  # noqa: E402
 
 from braindecode_pars import load_encoder  # noqa: E402
-from braindecode_pars.features.transformers import EncoderFeatures  # noqa: E402
+from braindecode_pars.features.blocks import EncoderFeatures  # noqa: E402
 from braindecode_pars.oeb import (  # noqa: E402
     PARSBackbone,
     benchmark_kwargs,

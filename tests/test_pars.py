@@ -244,7 +244,7 @@ def test_bad_input_raises():
 
 
 def test_predict_shifts_warns_of_pairs_left_unresolved(monkeypatch, caplog):
-    from braindecode_pars.models.pair import attention as pair_attention
+    from braindecode_pars.models.pair import tables as pair_attention
 
     torch.manual_seed(0)
     model = _tiny_pars()

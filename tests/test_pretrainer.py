@@ -46,14 +46,6 @@ def test_bf16_and_compile_give_the_float32_losses_on_the_same_draws(monkeypatch)
     np.testing.assert_allclose(both, reference, rtol=0.02)
 
 
-def test_amp_and_compile_are_on_by_default_on_a_gpu_only(monkeypatch):
-    stage = PARSPretrainer()
-    assert (stage.amp, stage.compile) == ("auto", "auto")
-    assert stage._on_cuda("auto") is False and stage._on_cuda(True) is True
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert PARSPretrainer(device="cuda")._on_cuda("auto") is True
-
-
 @pytest.mark.parametrize("name", ["amp", "compile"])
 def test_a_bad_precision_setting_is_refused_naming_it(name):
     with pytest.raises(ValueError, match=f"'{name}' parameter.*'auto'.*got 'yes'"):

@@ -19,7 +19,6 @@ from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score, log_loss
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
-from braindecode_pars.features import transformers as probe_module
 from braindecode_pars.features.recipe import RECIPE_BLOCKS, RECIPE_CS, ProbeRecipe
 
 from .conftest import SMALL_ENCODER
@@ -137,29 +136,6 @@ def test_an_encoder_block_that_carries_the_label_is_kept():
     assert _best(seen.recipe_scores_, False) < 0.7  # band power, covariances: near chance
     X_new, y_new, _ = _subjects("offset", seed=1)
     assert seen.score(X_new, y_new) > 0.85
-
-
-def test_features_are_computed_once_per_fit(monkeypatch):
-    calls = {"encoder": 0, "bandpower": 0}
-    encoder_features = probe_module.EncoderFeatures._features
-    band_power = probe_module.BandPowerFeatures._features
-
-    def counted(name, method):
-        def wrapper(self, X):
-            calls[name] += 1
-            return method(self, X)
-
-        return wrapper
-
-    monkeypatch.setattr(
-        probe_module.EncoderFeatures, "_features", counted("encoder", encoder_features)
-    )
-    monkeypatch.setattr(
-        probe_module.BandPowerFeatures, "_features", counted("bandpower", band_power)
-    )
-    X, y, groups = _subjects("power")
-    PARSProbe(_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
-    assert calls == {"encoder": 1, "bandpower": 1}  # 4 folds x 8 recipes + the final fit
 
 
 # -- (b) the inner scores are a leave-one-group-out loop ----------------------------------

@@ -11,8 +11,8 @@ import torch
 from sklearn.base import clone
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
+from braindecode_pars.features.blocks import EncoderFeatures
 from braindecode_pars.features.recipe import ProbeRecipe
-from braindecode_pars.features.transformers import EncoderFeatures
 from braindecode_pars.models.encoder import _sinusoidal_embedding
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -9,7 +9,7 @@ from braindecode.preprocessing import Preprocessor, create_fixed_length_windows,
 
 from braindecode_pars.cli import main
 from braindecode_pars.io.saved import braindecode_windows, load_saved_windows
-from braindecode_pars.store.write import read_window_store
+from braindecode_pars.store import read_window_store
 
 SFREQ = 128.0  # a headset's rate, not the encoder's: stored as it is
 

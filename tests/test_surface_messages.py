@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from braindecode_pars import PatchEncoder
-from braindecode_pars.hub.io import model_card
+from braindecode_pars.hub.folders import model_card
 from braindecode_pars.io import load_labelled_recordings, load_recordings
 from braindecode_pars.pretraining import run_pretraining
 from braindecode_pars.pretraining.views import SingleChannelWindows

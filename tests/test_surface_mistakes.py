@@ -311,7 +311,7 @@ def test_a_fine_tuning_projected_past_five_minutes_warns_after_its_first_epoch()
 def test_the_docs_first_snippet_and_the_example_use_the_default_encoder_and_cards_stand_alone():
     from pathlib import Path
 
-    from braindecode_pars.hub.io import pretrained_path
+    from braindecode_pars.hub.folders import pretrained_path
     from braindecode_pars.weights import DEFAULT_ENCODER, PRETRAINED_ENCODERS
 
     root = Path(__file__).resolve().parents[1]

@@ -175,7 +175,7 @@ def test_sigterm_to_every_process_of_a_pretraining_run_leaves_none_and_the_run_r
 
 def assert_same_encoder(path, other):
     """The encoders saved at ``path`` and ``other`` hold the same weights, bit for bit."""
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
 
     a, b = load_encoder(path).state_dict(), load_encoder(other).state_dict()
     assert a.keys() == b.keys()

@@ -11,9 +11,9 @@ import re
 import numpy as np
 import torch
 
+from braindecode_pars.features.blocks import block_features
 from braindecode_pars.features.recipe import ProbeRecipe, compare_recipes, fit_blocks
-from braindecode_pars.features.transformers import block_features
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 
 #: The blocks that read the encoder otherwise than its mean token, and their
@@ -50,7 +50,7 @@ def features(X, sfreq, encoder, rand_seeds=(0,), readouts=()):
     ``readout="mean"``), the encoder's other readouts named in ``readouts`` (of
     :data:`READOUT_BLOCKS`), random encoders (one block per seed of ``rand_seeds``:
     ``rand`` for seed 0, ``rand<seed>`` for the others), band power, covariances; each by
-    the library's :func:`~braindecode_pars.features.transformers.block_features`."""
+    the library's :func:`~braindecode_pars.features.blocks.block_features`."""
     enc = load_encoder(encoder)
 
     def encoded(model, readout):

@@ -16,8 +16,7 @@ from benchmarks.lib.measure import ROOT
 from benchmarks.lib.steps import N_TIMES, SFREQ, SMALL_N_TIMES, SMALL_SFREQ
 from braindecode_pars import PARS
 from braindecode_pars.models.encoder_config import NORMALIZATION_SETTINGS, PatchEncoderConfig
-from braindecode_pars.models.pair import fallback as pair_fallback
-from braindecode_pars.models.pair import fused as pair_fused
+from braindecode_pars.models.pair import kernels as pair_kernels
 
 
 class Config(NamedTuple):
@@ -147,7 +146,7 @@ class TrainingSteps:
         The pair decoder's factor-table dtype.
     fallback : {"torch", "triton"}
         The pair operator's fallback kernel in the steps
-        (:func:`~braindecode_pars.models.pair.fallback.fallback_kernel`).
+        (:func:`~braindecode_pars.models.pair.kernels.fallback_kernel`).
     kernel : {"auto", "tables", "fused"}
         The pair operator's implementation (``PARS(decoder_kernel=...)``): "fused" runs
         where Triton does, "tables" elsewhere; db22036's decoder has only its tables.
@@ -190,7 +189,9 @@ class TrainingSteps:
             self.model.decoder.table_dtype = tables
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, weight_decay=1e-4)
         self.X = torch.randn(batch_size, 1, config.n_times, device=self.device)
-        self.operator = pair_fused.resolve(kernel, self.X) if decoder == "tree" else "tables"
+        self.operator = (
+            pair_kernels.resolve_decoder_kernel(kernel, self.X) if decoder == "tree" else "tables"
+        )
         self.starts = self.model.sample_patches(batch_size, self.device)
         self.pos_mask, _ = self.model.mask_positions(batch_size, self.device)
         self.pars, self.encoder = self.model, self.model.encoder
@@ -208,7 +209,7 @@ class TrainingSteps:
         before = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision(self.precision)
         try:
-            with pair_fallback.fallback_kernel(self.fallback):  # forward and backward
+            with pair_kernels.fallback_kernel(self.fallback):  # forward and backward
                 with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                     loss = forward()
                 loss.backward()

@@ -14,7 +14,7 @@ from benchmarks.lib.seeding import isolated_random_state
 from braindecode_pars import PARSFineTuner
 from braindecode_pars.datasets.bundled import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import PatchEncoder
 

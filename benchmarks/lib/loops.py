@@ -133,7 +133,7 @@ def cli_run(
 
     from braindecode_pars.cli import main
     from braindecode_pars.cli.pretrain import config_only
-    from braindecode_pars.hub.io import run_state
+    from braindecode_pars.hub.folders import run_state
 
     # the settings only --config sets: the encoder's, the patches, precision, compilation
     settings = {k: config.size[k] for k in config_only() if k in config.size}

@@ -15,9 +15,9 @@ from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_probe import fit_probe_row
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, part_units, split
+from braindecode_pars.features.blocks import block_features
 from braindecode_pars.features.recipe import ProbeRecipe
-from braindecode_pars.features.transformers import block_features
-from braindecode_pars.hub.io import load_encoder
+from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 
 logger = logging.getLogger("benchmarks.selection")

@@ -219,7 +219,7 @@ def test_random_encoder_blocks_of_other_seeds(bench):
     import torch
 
     from braindecode_pars import PatchEncoder
-    from braindecode_pars.features.transformers import EncoderFeatures
+    from braindecode_pars.features.blocks import EncoderFeatures
 
     assert [dev_probe.random_block_seed(n) for n in ("rand", "rand3", "enc", "randx")] == [
         0,
@@ -261,7 +261,7 @@ def test_readout_blocks_read_the_encoder_otherwise(bench):
     import torch
 
     from braindecode_pars import PatchEncoder
-    from braindecode_pars.features.transformers import EncoderFeatures
+    from braindecode_pars.features.blocks import EncoderFeatures
 
     assert dev_probe.requested_blocks(["probe[encstd+bp+ts, 100]", "probe[encblocks, 1]"]) == {
         "encstd",

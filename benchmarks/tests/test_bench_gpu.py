@@ -10,7 +10,7 @@ import torch
 
 from benchmarks import bench_gpu as gpu_module
 from benchmarks.lib import device_steps
-from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair import kernels as pair_kernels
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_the_fused_operators_row_is_the_triton_rows_with_the_fused_operator(benc
     # interpreter) the steps run the tables operator, and say so
     steps = device_steps.TrainingSteps(device_steps.TINY, 40, 2, "cpu", kernel="fused")
     assert steps.model.decoder.kernel == "fused"
-    expected = "fused" if pair_fallback.runs_here(steps.X) else "tables"
+    expected = "fused" if pair_kernels.triton_runs_here(steps.X) else "tables"
     assert steps.operator == expected
     assert device_steps.TrainingSteps(device_steps.TINY, 40, 2, "cpu").operator == "tables"
 

@@ -79,7 +79,7 @@ def test_the_corpus_size_and_the_compile_mode_reach_both_loops(bench, tmp_path, 
     from pathlib import Path
 
     import braindecode_pars.cli
-    from braindecode_pars.hub.io import run_state
+    from braindecode_pars.hub.folders import run_state
 
     X = loop_lib.corpus(loop_lib.TINY, 8, batches=5)
     assert len(X) - -(-len(X) // 10) == 5 * 8  # 5 training batches once 10 % is held out

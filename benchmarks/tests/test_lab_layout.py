@@ -79,7 +79,7 @@ SCRIPTS = {p.stem for p in LAB.glob("*.py") if p.stem != "__init__"}
 @pytest.mark.parametrize(
     "source, found",
     [
-        (f"from {PACKAGE}.hub.io import _run_state", [f"{PACKAGE}.hub.io: _run_state"]),
+        (f"from {PACKAGE}.hub.folders import _run_state", [f"{PACKAGE}.hub.folders: _run_state"]),
         (
             f"from {PACKAGE}._util.checks import check_option",
             [f"{PACKAGE}._util.checks: check_option"],

@@ -17,8 +17,8 @@ import logging
 import warnings
 
 from braindecode_pars.cli.demo import _demo, read_config
-from braindecode_pars.cli.pretrain import _export, _pretrain, add_pretrain_arguments
-from braindecode_pars.cli.store import FORMER_FLAGS, _store, add_store_arguments
+from braindecode_pars.cli.pretrain import _add_pretrain_arguments, _export, _pretrain
+from braindecode_pars.cli.store import _FORMER_FLAGS, _store, add_store_arguments
 
 __all__ = ["build_parser", "main"]
 
@@ -94,7 +94,7 @@ def build_parser():
         "python -m benchmarks.lab store, which takes these flags too."
     )
     add_store_arguments(store)
-    add_pretrain_arguments(_command(sub, _pretrain))
+    _add_pretrain_arguments(_command(sub, _pretrain))
 
     exp_ = _command(sub, _export)
     exp_.add_argument("--run", required=True, help="the pretrain --out folder")
@@ -118,10 +118,10 @@ def _not_flags(parser, args, extra):
     text = " ".join(extra)
     first = next((a for a in extra if a.startswith("--")), None)
     name = (first or "").partition("=")[0]
-    if command == "store" and name in FORMER_FLAGS:
+    if command == "store" and name in _FORMER_FLAGS:
         raise SystemExit(
             f"braindecode-pars store: {name} is not a flag of this command (got {text}): "
-            f"{FORMER_FLAGS[name]}"
+            f"{_FORMER_FLAGS[name]}"
         )
     if command == "pretrain" and name:
         from braindecode_pars.cli.pretrain import config_settings

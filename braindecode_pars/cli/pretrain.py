@@ -7,7 +7,7 @@ the number of runs and processes. ``pretrain`` takes the settings a run is usual
 changed by as flags, the tuning of the machine in the "advanced" group, and every other
 setting by name in its ``--config`` JSON file
 (:data:`~braindecode_pars.pretraining.config.CONFIG_FILE_SETTINGS`,
-:data:`RUN_SETTINGS`, :func:`config_only`). What a command needs beyond the standard
+:data:`_RUN_SETTINGS`, :func:`config_only`). What a command needs beyond the standard
 library is imported when it runs, so that building the parser (and ``--help``) stays
 fast.
 """
@@ -24,7 +24,7 @@ from braindecode_pars.cli.store import _differences
 #: The encoder sizes ``--size`` names (the keys of ``models.encoder_config.ENCODER_SIZES``), with
 #: what 3,000 steps of batch 64 cost on a 2-core CPU (about 1,300 and 40 windows/s:
 #: benchmarks/results/freed_memory.md, pretraining.md).
-SIZES = {
+_SIZES = {
     "small": "64 x 4 (4 heads, feed-forward 128), the estimator's and pars-small's: about "
     "3 min of a 2-core CPU for 3,000 steps of batch 64",
     "paper": "512 x 8 (8 heads, feed-forward 512), the paper's: about 70-80 min of that CPU "
@@ -32,10 +32,10 @@ SIZES = {
 }
 
 #: The PhysioNet-MI subjects ``pretrain`` reads without ``--store`` (bundled with the package).
-BUNDLED_SUBJECTS = (1,)
+_BUNDLED_SUBJECTS = (1,)
 
 #: The settings of the run that only ``--config`` sets, with their defaults.
-RUN_SETTINGS = {
+_RUN_SETTINGS = {
     "seed": 0,  # of the model and every draw
     "checkpoint_minutes": 5.0,  # the state saved at the first epoch's end this long after
     # the last save (0: every epoch), at the end, and when stopped
@@ -85,7 +85,7 @@ def config_settings():
     """Every setting that only ``--config`` sets, with its value when not given: the
     encoder's (None: ``--size``'s),
     :data:`~braindecode_pars.pretraining.config.CONFIG_FILE_SETTINGS` (``PretrainConfig``'s
-    defaults) and :data:`RUN_SETTINGS`.
+    defaults) and :data:`_RUN_SETTINGS`.
 
     Returns
     -------
@@ -97,7 +97,7 @@ def config_settings():
     return {
         **dict.fromkeys(config_only()),
         **{name: getattr(defaults, name) for name in CONFIG_FILE_SETTINGS},
-        **{name: list(v) if isinstance(v, list) else v for name, v in RUN_SETTINGS.items()},
+        **{name: list(v) if isinstance(v, list) else v for name, v in _RUN_SETTINGS.items()},
     }
 
 
@@ -123,12 +123,12 @@ def _flag_of(key):
         return f"--size / '{key.removeprefix('encoder.')}' in --config"
     from braindecode_pars.pretraining.config import CONFIG_FILE_SETTINGS
 
-    if key in CONFIG_FILE_SETTINGS or key in RUN_SETTINGS:
+    if key in CONFIG_FILE_SETTINGS or key in _RUN_SETTINGS:
         return f"'{key}' in --config"
     return "--" + key.replace("_", "-")
 
 
-def add_pretrain_arguments(parser):
+def _add_pretrain_arguments(parser):
     """Add the flags of ``pretrain`` to ``parser``: the run's, then those that tune the
     machine in a group titled "advanced".
 
@@ -158,9 +158,9 @@ def add_pretrain_arguments(parser):
     parser.add_argument(
         "--size",
         default="small",
-        choices=list(SIZES),
+        choices=list(_SIZES),
         help="encoder size: "
-        + ", or ".join(f"'{name}', {text}" for name, text in SIZES.items())
+        + ", or ".join(f"'{name}', {text}" for name, text in _SIZES.items())
         + " (default: small); emb_dim, depth, n_heads or ff_dim in --config replace one "
         "of its settings",
     )
@@ -237,7 +237,7 @@ def add_pretrain_arguments(parser):
     )
 
 
-def encoder_settings(args):
+def _encoder_settings(args):
     """The encoder of the flags: ``--size``'s, with each of ``emb_dim``, ``depth``,
     ``n_heads`` and ``ff_dim`` that ``--config`` gives in place of the size's, and the
     input normalisation's settings that it gives (``normalization``, ``unit``...; the
@@ -285,16 +285,16 @@ def pretrain_settings(args, world_size=1):
     return config.with_paper_optimisation(world_size) if args.paper else config
 
 
-def run_threads(args):
+def _run_threads(args):
     """torch's CPU threads for this command: ``--threads``, else ``OMP_NUM_THREADS`` (or
     ``MKL_NUM_THREADS``) when set (``torchrun`` sets 1 for each process when it is not),
     else the CPU cores not busy now, at least 1 (torch's default, every core, runs many
     times slower when other processes hold some of them: its threads wait on each
     other), as the estimators' fits measure them:
-    :func:`braindecode_pars._jobs.threads.command_threads`. A count the flag or the
+    :func:`braindecode_pars._util.threads.command_threads`. A count the flag or the
     environment fixes is the same at every sitting, so that a run resumed on a CPU ends
     bit for bit as the run never stopped."""
-    from braindecode_pars._jobs.threads import command_threads
+    from braindecode_pars._util.threads import command_threads
 
     return command_threads(args.threads)
 
@@ -309,7 +309,7 @@ def _pretrain_view(args):
         return SingleChannelWindows.from_store(args.store)
     from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 
-    windows = load_physionet_mi_continuous(BUNDLED_SUBJECTS, window_seconds=args.window_seconds)
+    windows = load_physionet_mi_continuous(_BUNDLED_SUBJECTS, window_seconds=args.window_seconds)
     return SingleChannelWindows(windows)
 
 
@@ -361,10 +361,10 @@ def _check_torchrun_forwards(args, environ=None):
 
 
 def _check_run_settings(args):
-    """Refuse the run settings of ``--config`` (:data:`RUN_SETTINGS`) that no run takes."""
+    """Refuse the run settings of ``--config`` (:data:`_RUN_SETTINGS`) that no run takes."""
     from braindecode_pars._jobs.signals import check_stop_signals
     from braindecode_pars._util.checks import check_int, check_option, check_range
-    from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
+    from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
     from braindecode_pars.pretraining.config import COMPILE_MODES
     from braindecode_pars.pretraining.net import BATCHES
 
@@ -381,7 +381,7 @@ def _check_run_settings(args):
     check_option("keep_freed_memory", args.keep_freed_memory, (True, False))
     check_option("compile_mode", args.compile_mode, COMPILE_MODES)
     check_option("batches", args.batches, BATCHES)
-    check_option("decoder_kernel", args.decoder_kernel, OPERATOR_KERNELS)
+    check_option("decoder_kernel", args.decoder_kernel, DECODER_KERNEL_OPTIONS)
     check_stop_signals("stop_signal", stop_signals(args))
 
 
@@ -403,7 +403,7 @@ def _check(args):
     except (TypeError, ValueError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     try:
-        size = encoder_settings(args)
+        size = _encoder_settings(args)
         try:
             PatchEncoderConfig(**size)
         except ValueError as err:
@@ -437,7 +437,7 @@ def _pretrain(args):
         from braindecode_pars._jobs.orphans import set_death_signal
 
         set_death_signal()
-    torch.set_num_threads(run_threads(args))
+    torch.set_num_threads(_run_threads(args))
     # the stop signals are the command's from here to its end: one that comes before the
     # training reaches it at its first step, and one that comes again after it stopped
     # (torchrun forwards the scheduler's SIGTERM to processes that had it already) cannot
@@ -552,7 +552,7 @@ def _pretrain_held(args, encoder_kwargs, device):
     except (CheckpointWriteError, CheckpointReadError, FloatingPointError) as err:
         raise SystemExit(f"braindecode-pars pretrain: {err}") from None
     except KeyboardInterrupt:
-        from braindecode_pars.hub.io import run_status
+        from braindecode_pars.hub.folders import run_status
 
         status = run_status(args.out)
         saved = (
@@ -598,7 +598,7 @@ def _run_info(args):
 
     info = {"command": shlex.join(["braindecode-pars", *sys.argv[1:]])}
     if args.store:
-        from braindecode_pars.store.write import store_summary
+        from braindecode_pars.store import store_summary
 
         info["data.store"] = str(args.store)
         summary = store_summary(args.store)
@@ -614,7 +614,7 @@ def _run_info(args):
             for name, d in summary["datasets"].items()
         )
     else:
-        info["data.recordings"] = f"PhysioNet-MI subjects {list(BUNDLED_SUBJECTS)} (bundled)"
+        info["data.recordings"] = f"PhysioNet-MI subjects {list(_BUNDLED_SUBJECTS)} (bundled)"
     return info
 
 
@@ -640,7 +640,7 @@ def _store_record(store):
     datasets apart without naming anyone) and ``data.preprocessing`` (what braindecode
     recorded of it, and the windows), read from the store."""
     from braindecode_pars.models.card import identifiers_hash
-    from braindecode_pars.store.write import read_window_store
+    from braindecode_pars.store import read_window_store
 
     _, _, info = read_window_store(store)
     identifiers = []
@@ -686,7 +686,7 @@ def _report(net, args):
 def _export(args):
     """Write a pretraining run's encoder in braindecode's Hugging Face layout (config.json,
     model.safetensors), with its pretext model and history."""
-    from braindecode_pars.hub.io import export_run
+    from braindecode_pars.hub.folders import export_run
 
     folder = export_run(args.run, args.out)
     sys.stdout.write(f"Encoder of {args.run} written to {folder}/ (load_encoder('{folder}'))\n")

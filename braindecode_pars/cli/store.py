@@ -19,7 +19,7 @@ from pathlib import Path
 
 #: ``store --window-seconds``'s default: the windows of the shipped encoders' stores, in
 #: which ``pretrain`` draws its default 10-s crops.
-WINDOW_SECONDS = 10.0
+_WINDOW_SECONDS = 10.0
 #: ``--l-freq``'s value when not given: the high-pass of ``--recordings`` (Hz).
 _L_FREQ = 0.3
 #: The word of ``--exclude`` that turns the automatic exclusions off.
@@ -33,7 +33,7 @@ RECORDING_FLAGS = (
 
 #: Flags this command does not take, with where their setting is; an exit names it.
 #: The paper's corpora and PhysioNet-MI's subjects are the lab's (``benchmarks/lab.py``).
-FORMER_FLAGS = {
+_FORMER_FLAGS = {
     "--no-default-exclude": "'--exclude none' keeps the channels the automatic exclusions "
     "leave out.",
     "--keep-all-channels": "'--exclude none' keeps every EEG-typed channel.",
@@ -117,7 +117,7 @@ def add_store_arguments(parser):
     parser.add_argument(
         "--window-seconds",
         type=float,
-        default=WINDOW_SECONDS,
+        default=_WINDOW_SECONDS,
         help="window length; pretrain draws its --window-seconds crops (10 s; the "
         "paper's, with pretrain --paper, 30 s) inside these windows, so they must not be "
         "shorter",
@@ -173,7 +173,7 @@ def _flag(dest):
     return "--" + dest.replace("_", "-")
 
 
-def exclusions(names):
+def _exclusions(names):
     """``load_recordings``'s ``exclude`` of ``--exclude``'s names: the automatic exclusions
     ("auto") and the names, or the names alone when they hold ``"none"``.
 
@@ -261,7 +261,7 @@ def recordings_windows(args):
         l_freq=args.l_freq,
         h_freq=args.h_freq,
         notch_freq=args.notch_freq,
-        exclude=exclusions(args.exclude),
+        exclude=_exclusions(args.exclude),
         picks=args.channels or "eeg",
         on_error=args.on_error,
         lazy=True,
@@ -327,12 +327,12 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
 
     from braindecode_pars._jobs.lock import FolderLockedError, LockFileError
     from braindecode_pars._util.logs import plural
-    from braindecode_pars.store.write import (
+    from braindecode_pars.store import write_window_store
+    from braindecode_pars.store.errors import (
         StoreBuildStopped,
         StoreDataLostError,
         StoreMismatchError,
         StoreWriteError,
-        write_window_store,
     )
 
     try:

@@ -53,7 +53,7 @@ import mne
 import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
-from braindecode_pars._jobs.atomic import atomic_path, atomic_write
+from braindecode_pars._util.atomic import atomic_path, atomic_write
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
@@ -205,7 +205,7 @@ def _place(source, target, name):
     A packed file is decompressed to a temporary name beside the target, another file is
     linked there (a hard link, else a symbolic link, else a copy); the result's SHA-256
     must be the registered one before it is renamed into place
-    (:func:`~braindecode_pars._jobs.atomic.atomic_path`), so that a process that finds
+    (:func:`~braindecode_pars._util.atomic.atomic_path`), so that a process that finds
     the file finds it whole and verified.
     """
     dest = target / name

@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 from braindecode.datautil.serialization import load_concat_dataset
 
-from braindecode_pars._jobs.atomic import write_atomic
+from braindecode_pars._util.atomic import write_atomic
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ import wfdb
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import preprocess
 
-from braindecode_pars._jobs.atomic import write_atomic
+from braindecode_pars._util.atomic import write_atomic
 from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars.datasets.cache import cached_windows
 from braindecode_pars.io.windowing import (

@@ -27,8 +27,9 @@ from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 from sklearn.utils.validation import has_fit_parameter
 
-from braindecode_pars._jobs.atomic import atomic_write, write_atomic
+from braindecode_pars._util.atomic import atomic_write, write_atomic
 from braindecode_pars._util.checks import check_int
+from braindecode_pars._util.moved import current_paths
 from braindecode_pars._util.progress import progress as progress_bar
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.finetuner import PARSFineTuner
@@ -42,7 +43,7 @@ from braindecode_pars.models.encoder_config import (
 logger = logging.getLogger(__name__)
 
 #: Columns of the results table.
-COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "seconds")
+_COLUMNS = ("method", "k", "seed", "subjects", "balanced_accuracy", "kappa", "seconds")
 
 
 def _fit_predict(clf, X, y, groups, train, test):
@@ -196,7 +197,7 @@ def run_low_label(
     test = np.isin(subjects, test_subjects)
     if not test.any():
         raise ValueError("No window belongs to the test subjects.")
-    done = pd.DataFrame(columns=list(COLUMNS))
+    done = pd.DataFrame(columns=list(_COLUMNS))
     if out is not None and Path(out).is_file():
         done = pd.read_csv(out)
     if out is not None:
@@ -247,7 +248,7 @@ def run_low_label(
         rows.append(row)
         if out is not None:
             rows = _save_row(out, row, rows)
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(_COLUMNS))
 
 
 def describe(obj):
@@ -336,7 +337,8 @@ def check_settings(out, common, methods, done=()):
     there were any) is taken as it is.
     """
     path = settings_path(out)
-    recorded = json.loads(path.read_text()) if path.is_file() else None
+    # a description recorded before a module moved names its old path: read it as today
+    recorded = current_paths(json.loads(path.read_text())) if path.is_file() else None
 
     def same(a, b):  # as JSON text: NaN equals NaN, and key order does not matter
         return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
@@ -370,7 +372,7 @@ def _save_row(out, row, rows):
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.is_file():
         rows = pd.read_csv(out).to_dict("records") + [row]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(_COLUMNS))
     frame = frame.drop_duplicates(["method", "k", "seed"], keep="last")
     with atomic_write(out, newline="") as f:  # a reader never sees half a file
         frame.to_csv(f, index=False)

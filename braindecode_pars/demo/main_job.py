@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.seeding import isolated_random_state
+from braindecode_pars._util.threads import with_fit_threads
 from braindecode_pars.datasets.bundled import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.demo.low_label import (
@@ -46,7 +46,7 @@ from braindecode_pars.demo.low_label import (
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.probe import PARSProbe
 from braindecode_pars.features.baselines import band_power_pipeline
-from braindecode_pars.hub.io import load_encoder, load_pretext_model, pretrained_path
+from braindecode_pars.hub.folders import load_encoder, load_pretext_model, pretrained_path
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.pretext.base import pretext_skill

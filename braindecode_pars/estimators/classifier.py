@@ -19,10 +19,10 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_option
 from braindecode_pars._util.logs import plural, verbose_logging
 from braindecode_pars._util.seeding import fit_seed
+from braindecode_pars._util.threads import with_fit_threads
 from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, named from here too)
     _HEAD_METHODS,
     DEFAULT,
@@ -35,7 +35,7 @@ from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, n
 )
 from braindecode_pars.estimators.pretrainer import _as_sources
 from braindecode_pars.estimators.probe import PARSProbe
-from braindecode_pars.io.sklearn import (
+from braindecode_pars.io.estimator_inputs import (
     GroupsTransformerMixin,
     SeededWindowsMixin,
     WindowsClassifierMixin,

@@ -18,11 +18,11 @@ import torch
 from braindecode import EEGClassifier
 from braindecode.augmentation import AugmentedDataLoader
 
-from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.logs import plural, verbose_logging
 from braindecode_pars._util.optim import with_fused_default
 from braindecode_pars._util.params import fill_doc
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
+from braindecode_pars._util.threads import with_fit_threads
 from braindecode_pars.estimators._finetune import (
     CodedWindows,
     EpochTable,
@@ -39,7 +39,7 @@ from braindecode_pars.estimators._finetune import (
 )
 from braindecode_pars.estimators._heads import DEFAULT
 from braindecode_pars.features.scaling import AlignSignals, check_align_groups
-from braindecode_pars.io.sklearn import (
+from braindecode_pars.io.estimator_inputs import (
     GroupsTransformerMixin,
     SeededWindowsMixin,
     WindowsClassifierMixin,

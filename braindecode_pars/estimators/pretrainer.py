@@ -11,12 +11,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 
-from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_device, check_heads, check_option
 from braindecode_pars._util.logs import verbose_logging
 from braindecode_pars._util.params import store_params
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
-from braindecode_pars.io.sklearn import (
+from braindecode_pars._util.threads import with_fit_threads
+from braindecode_pars.io.estimator_inputs import (
     SeededWindowsMixin,
     check_encoder_rate,
     check_window_length,
@@ -26,7 +26,7 @@ from braindecode_pars.io.sklearn import (
 from braindecode_pars.io.windows import Windows, read_windows, windows_info
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
-from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
+from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
 from braindecode_pars.pretraining.config import COMPILE_MODES, PretrainConfig
 from braindecode_pars.pretraining.net import BATCHES
 from braindecode_pars.pretraining.stopping import TrainingStopped, resolve_stop_signals
@@ -274,7 +274,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         check_option("compile", self.compile, (True, False, "auto"))
         check_option("compile_mode", self.compile_mode, COMPILE_MODES)
         check_option("batches", self.batches, BATCHES)
-        check_option("decoder_kernel", self.decoder_kernel, OPERATOR_KERNELS)
+        check_option("decoder_kernel", self.decoder_kernel, DECODER_KERNEL_OPTIONS)
         check_option("verbose", self.verbose, (0, 1, 2, False, True))
         resolve_stop_signals(self.stop_signals, self.checkpoint_dir)
         fit_seed(self.random_state if self.random_state is not None else 0)  # type check
@@ -484,7 +484,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             patches, the probe's default readout
             (:class:`~braindecode_pars.features.EncoderFeatures`).
         """
-        from braindecode_pars.features.transformers import EncoderFeatures
+        from braindecode_pars.features.blocks import EncoderFeatures
 
         check_is_fitted(self, "encoder_")
         data = read_windows(X, sfreq=None if isinstance(X, Windows) else self.sfreq_)

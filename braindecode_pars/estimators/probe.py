@@ -12,9 +12,10 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_memory
 
-from braindecode_pars._jobs.threads import with_fit_threads
 from braindecode_pars._util.checks import check_device, check_int, check_option
 from braindecode_pars._util.params import fill_doc, store_params
+from braindecode_pars._util.threads import with_fit_threads
+from braindecode_pars.features.blocks import BLOCKS, DEFAULT_READOUT, block_features
 from braindecode_pars.features.recipe import (
     DEFAULT_C,
     LOGO_MAX_GROUPS,
@@ -26,8 +27,7 @@ from braindecode_pars.features.recipe import (
     inner_splitter,
 )
 from braindecode_pars.features.scaling import check_align_groups
-from braindecode_pars.features.transformers import BLOCKS, DEFAULT_READOUT, block_features
-from braindecode_pars.io.sklearn import (
+from braindecode_pars.io.estimator_inputs import (
     GroupsTransformerMixin,
     WindowsClassifierMixin,
     WindowsInputMixin,
@@ -53,7 +53,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     pretrained encoder has to earn its place beside them. ``X`` is read once per call
     (arrays with ``sfreq``, braindecode windows, ``Subset`` and ``SliceDataset`` objects
     of them, ``mne.Epochs``), each block's raw features are computed once
-    (:func:`~braindecode_pars.features.transformers.block_features`) and the recipe is fitted
+    (:func:`~braindecode_pars.features.blocks.block_features`) and the recipe is fitted
     on them by :func:`~braindecode_pars.features.recipe.fit_blocks`: each block
     standardised and scaled to the same total variance, so that ``C`` means what it
     means for a logistic regression over standardised features whatever the number of

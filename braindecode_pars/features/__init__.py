@@ -2,7 +2,7 @@
 windows: a frozen encoder's features, log band power, the tangent space, and the
 probe's recipe of blocks.
 
-- :mod:`~braindecode_pars.features.transformers`: :class:`EncoderFeatures`,
+- :mod:`~braindecode_pars.features.blocks`: :class:`EncoderFeatures`,
   :class:`BandPowerFeatures` and the covariances;
 - :mod:`~braindecode_pars.features.scaling`: the block scaler and the alignment within
   groups;
@@ -15,8 +15,8 @@ The probe over them, :class:`~braindecode_pars.PARSProbe`, is an estimator
 """
 
 from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
+from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures
 from braindecode_pars.features.recipe import ProbeRecipe
-from braindecode_pars.features.transformers import BandPowerFeatures, EncoderFeatures
 
 __all__ = [
     "BandPowerFeatures",

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from sklearn.preprocessing import StandardScaler
 
+from braindecode_pars.features.blocks import BandPowerFeatures
 from braindecode_pars.features.recipe import _logistic
-from braindecode_pars.features.transformers import BandPowerFeatures
-from braindecode_pars.io.sklearn import LabelledPipeline, WindowsArray
+from braindecode_pars.io.estimator_inputs import LabelledPipeline, WindowsArray
 
 
 def _floor_pipeline(features, C, random_state):

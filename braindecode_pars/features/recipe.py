@@ -3,7 +3,7 @@
 A :class:`ProbeRecipe` says what the probe is: its blocks, the inverse L2 strength
 ``C`` of its logistic regression, the encoder's readout, the bands, the alignment
 within groups and the encoder's crops. :func:`fit_blocks` fits it on the raw features
-of :func:`~braindecode_pars.features.transformers.block_features`, computed once per fit;
+of :func:`~braindecode_pars.features.blocks.block_features`, computed once per fit;
 :func:`compare_recipes` scores candidate recipes by an inner cross-validation over
 groups on the same features, and :func:`choose_recipe` takes the simplest candidate
 within one standard error of the best (:func:`simplicity`). Fixed, aligned and
@@ -39,17 +39,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, log_loss
 
 from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars.features.blocks import (
+    BLOCKS,
+    DEFAULT_READOUT,
+    READOUTS,
+    _check_readout_tokens,
+)
 from braindecode_pars.features.scaling import (
     ALIGN_MIN_WINDOWS,
     AlignCovariances,
     AlignFeatures,
     BlockScaler,
-)
-from braindecode_pars.features.transformers import (
-    BLOCKS,
-    DEFAULT_READOUT,
-    READOUTS,
-    check_readout_tokens,
 )
 
 #: ``max_iter`` of the probe's and the floors' logistic regression.
@@ -272,7 +272,7 @@ class ProbeRecipe:
         object.__setattr__(self, "C", float(self.C))
         check_option("readout", self.readout, READOUTS)
         check_option("align", self.align, (None, "groups"))
-        check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
+        _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
     def __str__(self):
         return f"{'+'.join(self.blocks)} (C={self.C:g})"
@@ -383,7 +383,7 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
     recipe : ProbeRecipe
     features : dict
         ``{name: raw features}`` holding every block of ``recipe.blocks``
-        (:func:`~braindecode_pars.features.transformers.block_features`): 2-D blocks are
+        (:func:`~braindecode_pars.features.blocks.block_features`): 2-D blocks are
         features, 3-D blocks covariances (through the tangent space).
     y : array-like, shape (n_windows,)
     groups : array-like, shape (n_windows,) | None

@@ -6,7 +6,7 @@ which imports nothing, so that a model can resolve a shipped name without import
 this package back.
 """
 
-from braindecode_pars.hub.io import (
+from braindecode_pars.hub.folders import (
     export_run,
     list_encoders,
     load_encoder,

@@ -23,9 +23,9 @@ import pandas as pd
 from braindecode_pars._util.logs import plural
 from braindecode_pars.io.recordings import _load_recordings, find_recordings, load_recordings
 from braindecode_pars.io.windows import (
-    people_in_several_groups,
+    _people_in_several_groups,
+    _split_people_message,
     read_windows,
-    split_people_message,
 )
 
 logger = logging.getLogger(__name__)
@@ -305,7 +305,7 @@ def _check_people(fields, subject, source):
     for field in [f for f in names if f.lower() in _PERSON_FIELDS]:
         files = [p for p, f in fields.items() if field in f and subject in f]
         people = [fields[p][field] for p in files]
-        split = people_in_several_groups(people, [fields[p][subject] for p in files])
+        split = _people_in_several_groups(people, [fields[p][subject] for p in files])
         if not split:
             continue
         where = "the recordings' headers" if source == "header" else f"the field {field!r}"
@@ -317,7 +317,7 @@ def _check_people(fields, subject, source):
         )
         # a warning, not a log line: shown whether or not logging is set up
         warnings.warn(
-            split_people_message(split, f"{where}; subject={subject!r}", fix),
+            _split_people_message(split, f"{where}; subject={subject!r}", fix),
             UserWarning,
             stacklevel=3,
         )

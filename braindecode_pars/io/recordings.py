@@ -25,7 +25,7 @@ from braindecode_pars.io.windowing import (
     recording_preprocessors,
     windows_of,
 )
-from braindecode_pars.io.windows import channel_sets_message
+from braindecode_pars.io.windows import _channel_sets_message
 
 logger = logging.getLogger(__name__)
 
@@ -738,7 +738,7 @@ def _load_recordings(
             sets.setdefault(tuple(channels), []).append(Path(file).name)
         if len(sets) > 1 and not all(len(channels) == 1 for channels in sets):
             raise ValueError(
-                channel_sets_message(
+                _channel_sets_message(
                     sets, "The recordings' headers (read before any preprocessing) give"
                 )
             )

@@ -24,7 +24,7 @@ from braindecode_pars.io.windowing import windows_info
 logger = logging.getLogger(__name__)
 
 #: The resampling methods of MNE (``mne.filter.resample``), its default first.
-RESAMPLE_METHODS = ("fft", "polyphase")
+_RESAMPLE_METHODS = ("fft", "polyphase")
 
 
 def _check_rate(name, value):
@@ -191,8 +191,8 @@ SliceDataset | mne.Epochs
     (64, 400)
     """
     new_sfreq = _check_rate("new_sfreq", new_sfreq)
-    if method not in RESAMPLE_METHODS:
-        allowed = " and ".join(repr(m) for m in RESAMPLE_METHODS)
+    if method not in _RESAMPLE_METHODS:
+        allowed = " and ".join(repr(m) for m in _RESAMPLE_METHODS)
         raise ValueError(
             f"Invalid value for the 'method' parameter. Allowed values are {allowed}, but "
             f"got {method!r} instead."

@@ -37,7 +37,7 @@ from torch.utils.data import Dataset, Subset
 
 from braindecode_pars._util.logs import plural
 from braindecode_pars.io.resample import (  # noqa: F401 (re-exported)
-    RESAMPLE_METHODS,
+    _RESAMPLE_METHODS,
     resample_windows,
 )
 from braindecode_pars.io.windowing import windows_info
@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 #: A window scale at ``predict`` this many times larger (or smaller) than at ``fit``
 #: warns (:func:`_check_scale`): a factor of 1e6 is volts against microvolts.
-SCALE_WARNING_FACTOR = 100.0
+_SCALE_WARNING_FACTOR = 100.0
 
 #: Samples (windows x channels x times) checked (NaN and inf, scale) or read (preloaded
 #: ``mne.Epochs``) at a time, so that the temporary arrays stay small (2 MiB in float64).
@@ -102,7 +102,7 @@ def _check_scale(fitted_scale, X, who):
     fitted in microvolts (or the reverse) give predictions unrelated to the fitted
     ones, without error. This compares :func:`window_scale` of ``X`` with the scale
     recorded at ``fit`` and warns when they differ by more than
-    :data:`SCALE_WARNING_FACTOR` either way.
+    :data:`_SCALE_WARNING_FACTOR` either way.
 
     Parameters
     ----------
@@ -121,14 +121,14 @@ def _check_scale(fitted_scale, X, who):
     Warns
     -----
     UserWarning
-        When the factor is above :data:`SCALE_WARNING_FACTOR` or below its inverse,
+        When the factor is above :data:`_SCALE_WARNING_FACTOR` or below its inverse,
         naming the factor and both scales.
     """
     scale = window_scale(X)
     if not fitted_scale > 0 or not scale > 0:
         return None
     factor = scale / float(fitted_scale)
-    if factor > SCALE_WARNING_FACTOR or factor < 1 / SCALE_WARNING_FACTOR:
+    if factor > _SCALE_WARNING_FACTOR or factor < 1 / _SCALE_WARNING_FACTOR:
         warnings.warn(
             f"{who}: the windows at predict are about {factor:.3g} times the amplitude of "
             f"those fitted (median standard deviation per window {scale:.3g} against "
@@ -312,10 +312,10 @@ def _check_one_channel_set(windows, name):
     sets = _channel_sets(windows)
     if len(sets) < 2 or _note_one_channel(sets, name):
         return
-    raise ValueError(channel_sets_message(sets, f"'{name}' windows come from recordings with"))
+    raise ValueError(_channel_sets_message(sets, f"'{name}' windows come from recordings with"))
 
 
-def channel_sets_message(sets, head):
+def _channel_sets_message(sets, head):
     """Why recordings of several channel sets (``{channels: [recordings]}``) do not stack
     into one array, and the fix, its channel list written once: ``picks`` of the
     channels they share, or, when they share none, reading each set apart or renaming.
@@ -500,7 +500,7 @@ def _check_sfreq(own, sfreq, name):
     return own if own is not None else (None if sfreq is None else float(sfreq))
 
 
-def people_in_several_groups(people, groups):
+def _people_in_several_groups(people, groups):
     """The people (subjects) whose windows ``groups`` put in more than one group.
 
     Parameters
@@ -525,8 +525,8 @@ def people_in_several_groups(people, groups):
     return {person: found for person, found in seen.items() if len(found) > 1}
 
 
-def split_people_message(split, who, fix):
-    """The warning for :func:`people_in_several_groups`: the first person and their
+def _split_people_message(split, who, fix):
+    """The warning for :func:`_people_in_several_groups`: the first person and their
     groups, the count, why it matters and ``fix``; ``who`` names where the people come
     from ("the windows' 'subject'")."""
     person, found = next(iter(split.items()))
@@ -546,10 +546,10 @@ def _check_groups_keep_people(people, groups, name):
     ``subject``) over several groups."""
     if people is None or groups is None or len(people) != len(groups):
         return
-    split = people_in_several_groups(people, groups)
+    split = _people_in_several_groups(people, groups)
     if split:
         warnings.warn(
-            split_people_message(
+            _split_people_message(
                 split,
                 f"the '{name}' windows' subject",
                 "Group by person: leave 'groups' as None (the windows' own subjects), or "

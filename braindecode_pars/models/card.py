@@ -5,7 +5,7 @@ then Markdown) from an encoder and, when there is one, its pretraining run: the 
 ``config.json``, history and status. It imports nothing else from the package but the
 encoder's settings (:mod:`~braindecode_pars.models.encoder_config`), so that
 :meth:`PatchEncoder.generate_model_card <braindecode_pars.PatchEncoder>` (the card
-``save_pretrained`` writes) and :mod:`braindecode_pars.hub.io` (the card of an exported
+``save_pretrained`` writes) and :mod:`braindecode_pars.hub.folders` (the card of an exported
 run) share it.
 """
 
@@ -317,7 +317,7 @@ def model_card(
     another description column, :func:`public_run_config`), the training budget and
     optimiser; with ``history``, the last and best held-out pretext skill
     (``valid_skill``; ``train_skill``, labelled as such, when nothing was held out);
-    with ``status`` (:func:`~braindecode_pars.hub.io.run_status`), whether the run
+    with ``status`` (:func:`~braindecode_pars.hub.folders.run_status`), whether the run
     finished; how to load the folder; and how to reproduce it (``command``, or
     ``run_config["command"]``).
 
@@ -332,7 +332,7 @@ def model_card(
         The run's history, one dict per epoch (``pretrain_history.json``).
     status : dict | None
         ``{"epoch", "max_epochs", "finished"}``, as
-        :func:`~braindecode_pars.hub.io.run_status` returns it.
+        :func:`~braindecode_pars.hub.folders.run_status` returns it.
     command : str | None
         The command that made the run.
     license : str | None
@@ -354,7 +354,7 @@ def model_card(
     Examples
     --------
     >>> from braindecode_pars import PatchEncoder
-    >>> from braindecode_pars.hub.io import model_card
+    >>> from braindecode_pars.models.card import model_card
     >>> encoder = PatchEncoder(sfreq=100, emb_dim=32, depth=1, n_heads=4, ff_dim=32)
     >>> card = model_card(encoder, name="tiny")
     >>> card.splitlines()[1]
@@ -424,7 +424,7 @@ def model_card(
             "## Training",
             "",
             "Not recorded: this folder was written without its run. `braindecode-pars "
-            "export` (`braindecode_pars.hub.io.export_run`) writes a card with the run's data, "
+            "export` (`braindecode_pars.hub.export_run`) writes a card with the run's data, "
             "budget and skill.",
         ]
     if history is not None:
@@ -578,7 +578,7 @@ def _card_usage(sfreq, name, pretext):
     if pretext:
         lines += [
             "",
-            "from braindecode_pars.hub.io import load_pretext_model",
+            "from braindecode_pars.hub import load_pretext_model",
             "model = load_pretext_model(folder)  # the encoder with its pretext decoder",
         ]
     lines += [

@@ -365,7 +365,8 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         """An encoder saved with ``save_pretrained``: a shipped name, a folder or a Hub id.
 
         braindecode's (huggingface_hub's) ``from_pretrained``, which first reads a shipped
-        encoder's name (``"pars-small-v2"``, :data:`~braindecode_pars.hub.io.PRETRAINED_ENCODERS`)
+        encoder's name (``"pars-small-v2"``,
+        :data:`~braindecode_pars.weights.PRETRAINED_ENCODERS`)
         as the folder shipped with the package, offline and at once, instead of as a Hub
         repository. A folder of that name in the working directory is read instead, as
         huggingface_hub reads any existing folder; every other name is a Hub repository.
@@ -426,10 +427,10 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         """The ``README.md`` that ``save_pretrained`` writes: this encoder's card.
 
         Instead of huggingface_hub's generic stub, the card of
-        :func:`braindecode_pars.hub.io.model_card` (:mod:`braindecode_pars.models.card`):
+        :func:`braindecode_pars.hub.folders.model_card` (:mod:`braindecode_pars.models.card`):
         the encoder's size, parameter count,
         sampling rate and patch length and how to load it (an existing ``README.md``
-        is kept, as huggingface_hub does; :func:`~braindecode_pars.hub.io.export_run`
+        is kept, as huggingface_hub does; :func:`~braindecode_pars.hub.folders.export_run`
         writes the card of a whole run).
         """
         from huggingface_hub import ModelCard

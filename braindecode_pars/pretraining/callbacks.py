@@ -52,7 +52,7 @@ class PretextSkill(Callback):
             return
         prefix = "train" if training else "valid"
         net.history.record_batch(f"{prefix}_trivial", _kept(y_pred["trivial_loss"]))
-        for key in (UNRESOLVED, _GAP):
+        for key in (_UNRESOLVED, _GAP):
             if key in y_pred:
                 net.history.record_batch(f"{prefix}_{key}", _kept(y_pred[key]))
 
@@ -74,9 +74,9 @@ class PretextSkill(Callback):
             gaps = [b[f"{prefix}_{_GAP}"] for b in rows if f"{prefix}_{_GAP}" in b]
             if gaps:
                 row[f"{prefix}_{_GAP}"] = float(max(gaps))
-            unresolved = sum(b.get(f"{prefix}_{UNRESOLVED}", 0) for b in rows)
+            unresolved = sum(b.get(f"{prefix}_{_UNRESOLVED}", 0) for b in rows)
             if unresolved:
-                row[f"{prefix}_{UNRESOLVED}"] = unresolved
+                row[f"{prefix}_{_UNRESOLVED}"] = unresolved
                 logger.warning(
                     "Epoch %s: the pair decoder could not compute %g pair-head(s) of its %s "
                     "batches exactly (logits spread over tens of nats at every key; largest "
@@ -91,7 +91,7 @@ class PretextSkill(Callback):
         silently: its cross-attention decoders move to float64 factor tables (which
         underflow only about 8 times as far out); if pairs still go unresolved with
         float64 tables at two reports in a row, the run stops with an error."""
-        if not any(row.get(f"{prefix}_{UNRESOLVED}") for prefix in ("train", "valid")):
+        if not any(row.get(f"{prefix}_{_UNRESOLVED}") for prefix in ("train", "valid")):
             self.unresolved_reports_ = 0
             return
         self.unresolved_reports_ = getattr(self, "unresolved_reports_", 0) + 1
@@ -162,7 +162,7 @@ def _restore_pair_tables(net, saved):
 
 
 #: The output entry that counts the pairs a pair decoder could not compute exactly.
-UNRESOLVED = "unresolved_pairs"
+_UNRESOLVED = "unresolved_pairs"
 
 #: The output entry of the pair decoder's largest logit gap, in nats (a health figure:
 #: float32 factor tables underflow from about 43.7).

@@ -1,6 +1,6 @@
 """Crash-safe skorch checkpoints of a pretraining run: its whole state, and its encoder.
 
-Saving, loading and exporting encoders live in :mod:`braindecode_pars.hub.io`.
+Saving, loading and exporting encoders live in :mod:`braindecode_pars.hub.folders`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 from skorch.callbacks import Callback
 
-from braindecode_pars._jobs.atomic import fsync_file, fsync_folder, write_atomic
-from braindecode_pars.hub.io import run_state, save_encoder
-from braindecode_pars.hub.io import unwrapped_state_dict as _unwrapped_state_dict
+from braindecode_pars._util.atomic import fsync_file, fsync_folder, write_atomic
+from braindecode_pars.hub.folders import run_state, save_encoder
+from braindecode_pars.hub.folders import unwrapped_state_dict as _unwrapped_state_dict
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining.callbacks import _pair_tables, _restore_pair_tables
 
@@ -120,7 +120,7 @@ class StateCheckpoint(_Cadence):
     ``optimizer.pt`` and ``history.json`` are skorch's (``net.save_params``; the
     optimizer's state is keyed by parameter order, which no wrapper changes). Then the
     pointer file ``<dirname>/state.json`` is replaced atomically
-    (:func:`~braindecode_pars._jobs.atomic.write_atomic`) to name it, with the
+    (:func:`~braindecode_pars._util.atomic.write_atomic`) to name it, with the
     epoch, the steps done of the next epoch when a stop signal ended the run within one
     (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``),
     the run's seed (``seed``, from which every order, crop and draw of the run derives,
@@ -242,8 +242,8 @@ class EncoderCheckpoint(_Cadence):
     ``encoder_best.pt`` at the end of every epoch whose monitored value improved.
 
     Writes ``<dirname>/encoder_last.pt`` and ``<dirname>/encoder_best.pt`` with
-    :func:`~braindecode_pars.hub.io.save_encoder`; load them with
-    :func:`~braindecode_pars.hub.io.load_encoder`.
+    :func:`~braindecode_pars.hub.folders.save_encoder`; load them with
+    :func:`~braindecode_pars.hub.folders.load_encoder`.
 
     Parameters
     ----------

@@ -23,12 +23,12 @@ from braindecode_pars.pretraining._split import training_windows
 from braindecode_pars.pretraining.schedule import _epochs_for_steps
 
 #: The pretext tasks, by the name ``method`` takes.
-METHODS = ("pars", "mae", "mp3", "droppos")
+_METHODS = ("pars", "mae", "mp3", "droppos")
 #: ``torch.compile``'s modes, an infrastructure setting beside these (the estimator's
 #: ``compile_mode``, the command line's ``--compile-mode``, the net's ``compile__mode``);
 #: those that replay the step as CUDA graphs.
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +80,7 @@ class PretrainConfig:
     valid_fraction: float | None = 0.1
 
     def __post_init__(self):
-        check_option("method", self.method, METHODS)
+        check_option("method", self.method, _METHODS)
         check_int("n_patches", self.n_patches, 1)
         check_range("pos_mask_ratio", self.pos_mask_ratio, 0, 1, low_open=True)
         check_range("mask_ratio", self.mask_ratio, 0, 1, high_open=True)

@@ -82,7 +82,7 @@ def _store_layout(path):
     return data_file, dtype, recordings, (scales if (scales != 1).any() else None)
 
 
-def shuffled_in_chunks(n_windows, chunk_windows, buffer_chunks, rng):
+def _shuffled_in_chunks(n_windows, chunk_windows, buffer_chunks, rng):
     """A permutation of ``range(n_windows)`` that follows the file in chunks.
 
     The positions are cut into chunks of ``chunk_windows`` consecutive positions, the
@@ -112,7 +112,7 @@ def shuffled_in_chunks(n_windows, chunk_windows, buffer_chunks, rng):
     return np.concatenate(order) if order else np.zeros(0, np.int64)
 
 
-def rank_share(order, rank, world_size, uneven="pad"):
+def _rank_share(order, rank, world_size, uneven="pad"):
     """The contiguous share of ``order`` that process ``rank`` of ``world_size`` reads.
 
     Every share has the same length: ``ceil(n / world_size)`` with ``uneven="pad"``
@@ -246,12 +246,12 @@ class DiskOrderBatches(IterableDataset):
         """Window indices (of the view) in the order all ranks share in ``epoch``."""
         epoch = self.epoch if epoch is None else epoch
         rng = np.random.default_rng([self.seed, epoch])
-        order = shuffled_in_chunks(len(self.indices), self.chunk_windows, self.buffer_chunks, rng)
+        order = _shuffled_in_chunks(len(self.indices), self.chunk_windows, self.buffer_chunks, rng)
         return self.indices[order]
 
     def rank_windows(self, epoch=None):
         """The window indices this rank reads in ``epoch``, in order, batch after batch."""
-        share = rank_share(self.epoch_order(epoch), self.rank, self.world_size, self.uneven)
+        share = _rank_share(self.epoch_order(epoch), self.rank, self.world_size, self.uneven)
         return share[: len(self) * self.batch_size]
 
     def _needed_bytes(self):

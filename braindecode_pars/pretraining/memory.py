@@ -36,7 +36,7 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
 #: The largest ``M_MMAP_THRESHOLD`` glibc accepts on 64-bit systems
 #: (``DEFAULT_MMAP_THRESHOLD_MAX``): 4 MiB * sizeof(long).
-MAX_MMAP_THRESHOLD = 32 * 1024 * 1024
+_MAX_MMAP_THRESHOLD = 32 * 1024 * 1024
 
 #: ``mallopt`` takes its value as a C ``int``.
 _INT_MAX = 2**31 - 1
@@ -61,7 +61,7 @@ def _glibc():
     return libc
 
 
-def keep_freed_memory(mmap_threshold=MAX_MMAP_THRESHOLD, trim_threshold=_DEFAULT_TRIM_THRESHOLD):
+def keep_freed_memory(mmap_threshold=_MAX_MMAP_THRESHOLD, trim_threshold=_DEFAULT_TRIM_THRESHOLD):
     """Fix glibc's ``malloc`` thresholds so that freed memory is reused, not given back.
 
     The same as starting Python with ``MALLOC_MMAP_THRESHOLD_`` and
@@ -76,7 +76,7 @@ def keep_freed_memory(mmap_threshold=MAX_MMAP_THRESHOLD, trim_threshold=_DEFAULT
     mmap_threshold : int
         Allocations of at least this many bytes are served by ``mmap`` and given back
         when freed; smaller ones come from the heap. At most
-        :data:`MAX_MMAP_THRESHOLD` (32 MiB), glibc's limit.
+        :data:`_MAX_MMAP_THRESHOLD` (32 MiB), glibc's limit.
     trim_threshold : int
         Bytes free at the top of the heap beyond which the heap is shrunk.
 
@@ -92,9 +92,9 @@ def keep_freed_memory(mmap_threshold=MAX_MMAP_THRESHOLD, trim_threshold=_DEFAULT
             f"'trim_threshold' must be <= {_INT_MAX} (mallopt takes a C int), but got "
             f"{trim_threshold}."
         )
-    if mmap_threshold > MAX_MMAP_THRESHOLD:
+    if mmap_threshold > _MAX_MMAP_THRESHOLD:
         raise ValueError(
-            f"'mmap_threshold' must be <= {MAX_MMAP_THRESHOLD} (32 MiB, glibc's limit on "
+            f"'mmap_threshold' must be <= {_MAX_MMAP_THRESHOLD} (32 MiB, glibc's limit on "
             f"64-bit systems), but got {mmap_threshold}."
         )
     libc = _glibc()

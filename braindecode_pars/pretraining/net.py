@@ -2,7 +2,7 @@
 
 Its callbacks are in :mod:`~braindecode_pars.pretraining.callbacks`, its run record and
 resume check in :mod:`~braindecode_pars.pretraining.resume`, its validation on fixed draws
-in :mod:`~braindecode_pars.pretraining.validation` (the split in
+in :mod:`~braindecode_pars.pretraining._validation` (the split in
 :mod:`~braindecode_pars.pretraining._split`), and its steps, which never wait for the
 device, with the log they keep, in :mod:`~braindecode_pars.pretraining.steps`; how a fit
 stops early, and a fit as a sitting of its run (folder held, stop signals, resumed to the
@@ -34,11 +34,12 @@ from braindecode_pars._util.seeding import (
     derived_seed,
 )
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
-from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
+from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
 from braindecode_pars.models.pretext.base import PretextModel
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining import resume as _resume
 from braindecode_pars.pretraining._prefetch import _Prefetched
+from braindecode_pars.pretraining._validation import _FixedValidation
 from braindecode_pars.pretraining.callbacks import (
     EpochProgress,
     PretextSkill,
@@ -62,7 +63,6 @@ from braindecode_pars.pretraining.stopping import (
     _StopAtSignal,
     resolve_stop_signals,
 )
-from braindecode_pars.pretraining.validation import _FixedValidation
 from braindecode_pars.pretraining.views import (
     _DEVICE_CROPS_BYTES,
     SingleChannelWindows,
@@ -285,7 +285,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         Python variable read before every step; under DistributedDataParallel the
         processes agree through one all-reduce about every 5 seconds (a cadence in
         steps measured from the step time,
-        :data:`~braindecode_pars.pretraining.stopping.AGREE_SECONDS`) and at the end of
+        :data:`~braindecode_pars.pretraining.stopping._AGREE_SECONDS`) and at the end of
         the reported epochs (no step waits for it otherwise), so all stop after the
         same step, about 5 s after the signal, and rank 0 saves: well within the 30 s
         torchrun grants before SIGKILL (torchrun forwards a signal other than
@@ -687,7 +687,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         self._check_compile_mode()
         self._batches_asked()
         if self.decoder_kernel is not None:
-            check_option("decoder_kernel", self.decoder_kernel, (None, *OPERATOR_KERNELS))
+            check_option("decoder_kernel", self.decoder_kernel, (None, *DECODER_KERNEL_OPTIONS))
         super().initialize_module()
         if not isinstance(self.pretext_, PretextModel):
             raise TypeError(

@@ -7,8 +7,8 @@ import warnings
 from pathlib import Path
 
 from braindecode_pars._util.checks import check_option
-from braindecode_pars.hub.io import save_encoder
-from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
+from braindecode_pars.hub.folders import save_encoder
+from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
 from braindecode_pars.models.pretext import PRETEXT_MODELS
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining._split import training_windows
@@ -137,7 +137,7 @@ def run_pretraining(
             f"{method!r} instead."
         )
     check_option("batches", batches, BATCHES)
-    check_option("decoder_kernel", decoder_kernel, (None, *OPERATOR_KERNELS))
+    check_option("decoder_kernel", decoder_kernel, (None, *DECODER_KERNEL_OPTIONS))
     if getattr(view, "sfreq", None) is None:
         raise ValueError("'view' does not know its sampling rate (view.sfreq is None).")
     encoder_kwargs = _with_corpus_statistics(dict(encoder_kwargs or {}), view)
@@ -210,7 +210,7 @@ def run_pretraining(
 
 
 #: Pretext skill at or below which a run is said to have learned nothing.
-NO_SKILL = 0.02
+_NO_SKILL = 0.02
 
 
 def _check_skill(net):
@@ -220,7 +220,7 @@ def _check_skill(net):
     last = net.history[-1]
     key = "valid_skill" if "valid_skill" in last else "train_skill"
     skill = last.get(key)
-    if skill is None or skill > NO_SKILL:
+    if skill is None or skill > _NO_SKILL:
         return
     warnings.warn(
         f"Pretraining ended with a pretext skill of {skill:.3f} ({key}, epoch "

@@ -28,7 +28,7 @@ from skorch.dataset import get_len
 from braindecode_pars._util.checks import check_option
 from braindecode_pars._util.optim import FUSED_OPTIMIZERS
 from braindecode_pars.pretraining import distributed
-from braindecode_pars.pretraining.config import COMPILE_MODES, CUDA_GRAPH_MODES
+from braindecode_pars.pretraining.config import _CUDA_GRAPH_MODES, COMPILE_MODES
 
 #: Ends of the names of the log's values that count something (the pairs a pair decoder
 #: could not compute exactly, ``unresolved_pairs``): under DistributedDataParallel,
@@ -71,7 +71,7 @@ class _AsyncSteps:
         """``compile__mode``, checked; whether the steps replay as CUDA graphs."""
         mode = self.get_params_for("compile").get("mode")
         check_option("compile__mode", mode, COMPILE_MODES)
-        self.cuda_graphs_ = bool(self.compile) and mode in CUDA_GRAPH_MODES
+        self.cuda_graphs_ = bool(self.compile) and mode in _CUDA_GRAPH_MODES
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         """skorch's, without waiting for the device at any step; the validation pass only

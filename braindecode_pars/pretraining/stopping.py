@@ -15,7 +15,7 @@ shares :class:`StopHandling`) ends early in one of four ways:
   two steps, saves its state there (the weights after the last step, and the steps done
   of the epoch) and ``fit`` raises. Fitting again with the same ``checkpoint_dir``
   continues from that step. Under DistributedDataParallel the processes agree on the
-  stop about every :data:`AGREE_SECONDS` seconds (:class:`_StopAgreement`).
+  stop about every :data:`_AGREE_SECONDS` seconds (:class:`_StopAgreement`).
 - **A time limit** (:class:`TimeLimit`): a :class:`TrainingStopped` with
   ``reason="time"``, raised at an epoch's end; ``fit`` returns normally, the state
   saved, and ``stopped_`` holds it.
@@ -48,9 +48,9 @@ from pathlib import Path
 import torch
 from skorch.callbacks import Callback, EarlyStopping
 
-from braindecode_pars._jobs.atomic import write_atomic
 from braindecode_pars._jobs.lock import folder_lock
 from braindecode_pars._jobs.signals import DUMP_AFTER_SECONDS, StopSignals, check_stop_signals
+from braindecode_pars._util.atomic import write_atomic
 from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.resume import _check_resume, _log_launch_change, _log_resumed
@@ -67,7 +67,7 @@ STOP_REASONS = ("signal", "time", "early_stop")
 #: a stop signal (:class:`_StopAgreement`): the processes stop about this long after
 #: the signal (plus the step under way), then rank 0 saves; well within the 30 s that
 #: torchrun, and SLURM's default ``KillWait``, grant before SIGKILL.
-AGREE_SECONDS = 5.0
+_AGREE_SECONDS = 5.0
 
 #: The clock of :class:`_StopAgreement` (a test puts a fake one here).
 _clock = time.monotonic
@@ -414,7 +414,7 @@ class _Sittings:
         epoch done): raise :class:`TrainingStopped` when a stop signal came. Alone, the
         flag is a Python variable, looked at before every step; under
         DistributedDataParallel the processes agree through one all-reduce on a cadence
-        of about :data:`AGREE_SECONDS` seconds (:class:`_StopAgreement`), so all stop
+        of about :data:`_AGREE_SECONDS` seconds (:class:`_StopAgreement`), so all stop
         after the same step, within seconds of the signal."""
         stop = getattr(self, "stop_", None)
         if stop is None or not stop.signals:
@@ -456,7 +456,7 @@ class _StopAgreement:
     Parameters
     ----------
     seconds : float
-        The time aimed at between two agreements (:data:`AGREE_SECONDS`).
+        The time aimed at between two agreements (:data:`_AGREE_SECONDS`).
 
     Attributes
     ----------
@@ -466,7 +466,7 @@ class _StopAgreement:
         Agreements so far (all-reduces of this cadence).
     """
 
-    def __init__(self, seconds=AGREE_SECONDS):
+    def __init__(self, seconds=_AGREE_SECONDS):
         self.seconds = float(seconds)
         self.every = 1
         self.agreements = 0

@@ -15,7 +15,7 @@ from braindecode_pars._util.checks import check_int
 from braindecode_pars._util.seeding import _Batch
 from braindecode_pars.io.windowing import RecordingStream
 from braindecode_pars.models.encoder import log_std_statistics
-from braindecode_pars.store.write import read_window_store
+from braindecode_pars.store import read_window_store
 
 
 class SingleChannelWindows(Dataset):

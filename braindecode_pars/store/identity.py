@@ -11,7 +11,7 @@ chose (its file, by default) and a run records counts and a hash.
 
 :func:`warn_header_identities` names such a store, once, when it is opened;
 :func:`anonymize` rewrites a store, a run or an export in place, each file
-atomically (:func:`~braindecode_pars._jobs.atomic.write_atomic`), the folder locked
+atomically (:func:`~braindecode_pars._util.atomic.write_atomic`), the folder locked
 (:func:`~braindecode_pars._jobs.lock.folder_lock`). From a shell::
 
     python -m braindecode_pars.store.identity stores/mine runs/mine encoders/mine
@@ -25,8 +25,8 @@ import re
 import sys
 from pathlib import Path
 
-from braindecode_pars._jobs.atomic import write_atomic
 from braindecode_pars._jobs.lock import folder_lock
+from braindecode_pars._util.atomic import write_atomic
 from braindecode_pars._util.logs import plural
 
 logger = logging.getLogger(__name__)

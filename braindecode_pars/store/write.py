@@ -48,7 +48,7 @@ the same bytes as a build that was never stopped; other settings are refused (or
 ``overwrite=True`` starts again). At the end the data file is renamed, then
 ``recordings.json``, ``info.json`` and ``index.npz`` (last: a store without it is
 not complete) are written atomically and flushed to the disk, each with the folder
-(:func:`~braindecode_pars._jobs.atomic.atomic_write`), and only then are the build
+(:func:`~braindecode_pars._util.atomic.atomic_write`), and only then are the build
 files removed (:data:`FINISH_STEPS`): a kill or a power cut at any point of the finish
 leaves a complete store (whose build files the same call removes) or one that the same
 call finishes, with the same bytes (a write killed midway leaves a temporary file, which
@@ -64,40 +64,37 @@ from pathlib import Path
 
 import numpy as np
 
-from braindecode_pars._jobs.atomic import atomic_write, rename_atomic, temporary_files
 from braindecode_pars._jobs.lock import folder_lock
 from braindecode_pars._jobs.signals import StopSignals, check_stop_signals
+from braindecode_pars._util.atomic import atomic_write, rename_atomic, temporary_files
 from braindecode_pars._util.channels import check_same_sfreq
 from braindecode_pars._util.checks import check_int, check_option
 from braindecode_pars._util.logs import plural
-from braindecode_pars.store.build import (  # noqa: F401 (named from here too)
+from braindecode_pars.store._build import (
     DATA_FILES,
     STORE_DTYPES,
     _fingerprint,
     _Progress,
     _results,
     _units,
-    float16_scale,
 )
-from braindecode_pars.store.journal import (  # noqa: F401 (the errors, which the command names from here)
+from braindecode_pars.store._journal import (
     _BUILD,
     _JOURNAL,
     _PART,
-    StoreBuildStopped,
-    StoreDataLostError,
-    StoreMismatchError,
-    StoreWriteError,
     _differences,
     _fsync_append,
     _read_journal,
     _write_error,
 )
-from braindecode_pars.store.read import (  # noqa: F401 (the reading, named from here too)
-    READABLE_FORMATS,
+from braindecode_pars.store._read import (
     _check_complete,
     _data_bytes,
-    read_window_store,
-    store_summary,
+)
+from braindecode_pars.store.errors import (
+    StoreBuildStopped,
+    StoreDataLostError,
+    StoreMismatchError,
 )
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ to reproduce) and the whole pretext model (``pretext.safetensors`` and
 
 It holds their names and no other code, and imports nothing, so that the command
 line's help names the default without importing torch: the paths and the functions
-that read and write these folders are in :mod:`braindecode_pars.hub.io`
+that read and write these folders are in :mod:`braindecode_pars.hub.folders`
 (``pretrained_path``, ``load_encoder``, ``load_pretext_model``, ``export_run``).
 """
 

@@ -8,8 +8,8 @@ import stat
 import numpy as np
 import pytest
 
-from braindecode_pars._jobs import atomic
-from braindecode_pars._jobs.atomic import (
+from braindecode_pars._util import atomic
+from braindecode_pars._util.atomic import (
     atomic_path,
     atomic_write,
     rename_atomic,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from braindecode_pars.pretraining import stopping
-from braindecode_pars.pretraining.stopping import AGREE_SECONDS, _StopAgreement
+from braindecode_pars.pretraining.stopping import _AGREE_SECONDS, _StopAgreement
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ class FakeClock:
         return self.now
 
 
-def _agreements(monkeypatch, step_seconds, n_steps, seconds=AGREE_SECONDS):
+def _agreements(monkeypatch, step_seconds, n_steps, seconds=_AGREE_SECONDS):
     """The steps after which a run whose steps take ``step_seconds`` (a list, one per
     step, or one number) agrees, over ``n_steps`` steps, with every boundary asked, as
     the net asks (the run's steps done before each step but the first)."""
@@ -59,7 +59,7 @@ def test_ten_millisecond_steps_agree_every_five_seconds_in_few_all_reduces(monke
     assert gaps[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 256]  # doubling, then 500 steps
     assert set(gaps[10:]) == {500}
     # 20,000 steps (200 s) in about 10 + 200 / 5 all-reduces, not one a step
-    assert len(at) < 10 + 200 / AGREE_SECONDS + 2
+    assert len(at) < 10 + 200 / _AGREE_SECONDS + 2
 
 
 def test_a_slower_step_shortens_the_cadence_at_the_next_agreement(monkeypatch):
@@ -79,8 +79,8 @@ def test_the_bound_on_stop_latency_holds_for_any_step_time(monkeypatch):
         later = at[len(at) // 2 :]  # the cadence reached
         worst = max(b - a for a, b in zip(later, later[1:], strict=False)) * step_seconds
         # (a step longer than AGREE_SECONDS: every step)
-        assert worst <= max(AGREE_SECONDS + step_seconds / 2, step_seconds) + 1e-9, step_seconds
-        assert worst >= min(AGREE_SECONDS - step_seconds / 2, step_seconds) - 1e-9
+        assert worst <= max(_AGREE_SECONDS + step_seconds / 2, step_seconds) + 1e-9, step_seconds
+        assert worst >= min(_AGREE_SECONDS - step_seconds / 2, step_seconds) - 1e-9
 
 
 def test_processes_with_other_clocks_take_the_same_cadence(monkeypatch):
@@ -170,7 +170,7 @@ def test_two_processes_stop_within_seconds_of_a_signal_to_one_of_them(tmp_path):
     epochs, steps, name = r0["stopped"]
     assert name == "SIGUSR1"
     assert epochs * 8 + steps == r0["steps"]  # stopped before the next step
-    assert 30 <= r0["steps"] <= 30 + AGREE_SECONDS  # 200 with the old cadence
+    assert 30 <= r0["steps"] <= 30 + _AGREE_SECONDS  # 200 with the old cadence
     # the first boundary, the ramp (1, 2, 4) and every 5 steps: a handful of all-reduces
     assert r0["agreements"] == r1["agreements"] <= 3 + r0["steps"] / 4
     assert r0["every"] == 5

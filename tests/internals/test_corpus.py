@@ -10,7 +10,7 @@ from braindecode_pars.datasets.corpus import pretraining_corpus
 from braindecode_pars.datasets.tuh import _tuh_subjects
 from braindecode_pars.datasets.ysyw import ysyw_subject_split
 from braindecode_pars.pretraining.views import SingleChannelWindows
-from braindecode_pars.store.write import read_window_store, write_window_store
+from braindecode_pars.store import read_window_store, write_window_store
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Subse
 
 from braindecode_pars.pretraining.disk_order import (
     DiskOrderBatches,
-    rank_share,
-    shuffled_in_chunks,
+    _rank_share,
+    _shuffled_in_chunks,
 )
 from braindecode_pars.pretraining.views import SingleChannelWindows
 from braindecode_pars.store.write import write_window_store
@@ -130,7 +130,7 @@ def test_the_order_follows_the_file_in_chunks_and_changes_every_epoch(view):
     assert not np.array_equal(other.epoch_order(0), orders[0])
     # the windows of every two chunks of the chunks' order (6 windows of the file, 1 in
     # the last chunk) come together, shuffled
-    order = shuffled_in_chunks(37, 3, 2, np.random.default_rng(0))
+    order = _shuffled_in_chunks(37, 3, 2, np.random.default_rng(0))
     assert sorted(order.tolist()) == list(range(37))
     chunks = np.random.default_rng(0).permutation(13)  # the order's first draw
     first = 0
@@ -182,10 +182,10 @@ def test_torch_samplers_of_the_random_read_give_every_rank_the_same_steps(view, 
 
 def test_rank_share_pads_from_the_start_or_cuts():
     order = np.arange(10)
-    assert rank_share(order, 2, 3).tolist() == [8, 9, 0, 1]
-    assert rank_share(order, 2, 3, "drop").tolist() == [6, 7, 8]
+    assert _rank_share(order, 2, 3).tolist() == [8, 9, 0, 1]
+    assert _rank_share(order, 2, 3, "drop").tolist() == [6, 7, 8]
     with pytest.raises(ValueError, match="uneven"):
-        rank_share(order, 0, 2, "wrap")
+        _rank_share(order, 0, 2, "wrap")
 
 
 def test_workers_read_the_same_batches_into_shared_memory_and_see_the_epoch(view):
@@ -260,7 +260,7 @@ def test_pretraining_reads_a_store_in_disk_order_and_learns(tmp_path, one_thread
 
 def test_the_command_line_pretrains_from_a_store_read_in_disk_order(tmp_path, one_thread):
     from braindecode_pars import cli
-    from braindecode_pars.hub.io import run_state
+    from braindecode_pars.hub.folders import run_state
     from tests._helpers import tiny_config
 
     ramp_store(tmp_path / "store", n_recordings=4)

@@ -247,7 +247,7 @@ def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
 
     from braindecode_pars.pretraining.views import SingleChannelWindows
 
-    pretrain_module = importlib.import_module("braindecode_pars.pretraining.validation")
+    pretrain_module = importlib.import_module("braindecode_pars.pretraining._validation")
 
     # the rule itself: a view with split_groups is split by them
     view = SingleChannelWindows(np.zeros((20, 2, 60), np.float32))

@@ -10,7 +10,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.features._cache import encoder_digest, windows_digest
-from braindecode_pars.features.transformers import BandPowerFeatures, EncoderFeatures, _Covariances
+from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures, _Covariances
 
 from .._helpers import TINY_ENCODER
 

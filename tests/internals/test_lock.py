@@ -203,7 +203,7 @@ def test_the_commands_go_on_without_flock_and_exit_in_one_line_on_a_lock_error(
     the warning; raising EACCES they exit with one line naming --out, before any work."""
     from braindecode_pars import cli
 
-    from .._helpers import stop_before_pretraining
+    from ._stubs import stop_before_pretraining
     from .test_store_build import save_recordings
 
     pattern = save_recordings(tmp_path / "rec", 1, seconds=20.0)

@@ -8,9 +8,10 @@ import textwrap
 
 import pytest
 
-from braindecode_pars.pretraining.memory import MAX_MMAP_THRESHOLD, _glibc, keep_freed_memory
+from braindecode_pars.pretraining.memory import _MAX_MMAP_THRESHOLD, _glibc, keep_freed_memory
 
-from .._helpers import stop_before_pretraining, tiny_config
+from .._helpers import tiny_config
+from ._stubs import stop_before_pretraining
 
 #: A child process: from glibc's lowest thresholds (every block of 128 KiB or more
 #: mapped and unmapped, the heap trimmed past 128 KiB free), the minor page faults
@@ -72,7 +73,7 @@ def test_without_glibc_nothing_is_changed(monkeypatch):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(mmap_threshold=MAX_MMAP_THRESHOLD + 1), ValueError, "'mmap_threshold' must be <= "),
+        (dict(mmap_threshold=_MAX_MMAP_THRESHOLD + 1), ValueError, "'mmap_threshold' must be <= "),
         (dict(mmap_threshold=-1), ValueError, "'mmap_threshold' must be >= 0"),
         (dict(trim_threshold=2**31), ValueError, "'trim_threshold' must be <= "),
         (dict(trim_threshold="256M"), TypeError, "'trim_threshold' must be an int"),

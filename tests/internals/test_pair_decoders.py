@@ -5,8 +5,8 @@ import threading
 import pytest
 import torch
 
-from braindecode_pars.models.pair import attention as pair_attention
 from braindecode_pars.models.pair import decoders as pair_decoders
+from braindecode_pars.models.pair import tables as pair_attention
 from braindecode_pars.models.pair.decoders import (
     CrossAttentionPairDecoder,
     MLPPairDecoder,

@@ -1,7 +1,7 @@
-"""The pair operator's fallback as Triton kernels (models/pair_fallback.py): exact against
-float64, forward and backward, on both of the operator's paths. On a GPU directly; on a
-CPU through Triton's interpreter, in a child process (Triton chooses the interpreter
-when its kernels are defined, at import)."""
+"""The pair operator's fallback as Triton kernels (models/pair/triton_fallback.py, chosen
+in models/pair/kernels.py): exact against float64, forward and backward, on both of the
+operator's paths. On a GPU directly; on a CPU through Triton's interpreter, in a child
+process (Triton chooses the interpreter when its kernels are defined, at import)."""
 
 import os
 from pathlib import Path
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from braindecode_pars.models.pair import attention as pair_attention
-from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair import kernels as pair_kernels
+from braindecode_pars.models.pair import tables as pair_attention
+from braindecode_pars.models.pair import triton_fallback
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
 
 from ._interpreted import run_interpreted
@@ -23,7 +24,7 @@ from .test_pair_decoders import (
 )
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-needs_triton = pytest.mark.skipif(pair_fallback.triton is None, reason="needs Triton")
+needs_triton = pytest.mark.skipif(pair_kernels.triton is None, reason="needs Triton")
 
 
 def _exact_with_triton(monkeypatch, bad_pairs, device, accelerator):  # noqa: F811
@@ -31,8 +32,8 @@ def _exact_with_triton(monkeypatch, bad_pairs, device, accelerator):  # noqa: F8
     fallback's slots overflowing; the same counts as the torch path."""
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
     torch.manual_seed(0)
-    with pair_fallback.fallback_kernel("triton"):
-        assert pair_fallback.use_triton(torch.empty(0, device=device))
+    with pair_kernels.fallback_kernel("triton"):
+        assert pair_kernels.use_triton(torch.empty(0, device=device))
         # float32 tables: logits over ~100 nats, about half the pair-heads underflow
         dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
         y, idx = _random_case(3, 12, 9, 16, dtype=torch.float32)
@@ -51,8 +52,8 @@ def _exact_with_triton(monkeypatch, bad_pairs, device, accelerator):  # noqa: F8
     monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 16)
     monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS_PER_WINDOW", 1)
     results = []
-    for kernel in pair_fallback.KERNELS:
-        with pair_fallback.fallback_kernel(kernel):
+    for kernel in pair_kernels.FALLBACK_KERNELS:
+        with pair_kernels.fallback_kernel(kernel):
             y_k = y.detach().to(device).requires_grad_()
             theta, unresolved, _ = dec.to(device).forward_counted(y_k, idx.to(device))
             (grad,) = torch.autograd.grad(theta.pow(2).sum(), y_k)
@@ -91,7 +92,7 @@ def test_interpreted_triton_fallback_runs_inside_a_compiled_graph(bad_pairs):  #
     dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
     compiled = torch.compile(dec, backend="aot_eager", fullgraph=True)
-    with pair_fallback.fallback_kernel("triton"):
+    with pair_kernels.fallback_kernel("triton"):
         outs = []
         for run in (dec, compiled):
             y_r = y.detach().requires_grad_()
@@ -115,13 +116,13 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
     even inside a "triton" block."""
     launched = []
     for name in ("forward_", "backward_"):
-        kernel = getattr(pair_fallback, name)
+        kernel = getattr(triton_fallback, name)
 
         def recording(*args, _kernel=kernel, _name=name):
             launched.append(_name)
             return _kernel(*args)
 
-        monkeypatch.setattr(pair_fallback, name, recording)
+        monkeypatch.setattr(triton_fallback, name, recording)
     torch.manual_seed(0)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
     dec = _wide(CrossAttentionPairDecoder(16, 2, fallback="triton"), std=1.0)
@@ -129,7 +130,7 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
     assert launched == ["forward_", "backward_"] and bad_pairs[0] > 0
     launched.clear()
     dec.fallback = "torch"
-    with pair_fallback.fallback_kernel("triton"):
+    with pair_kernels.fallback_kernel("triton"):
         _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL)
     assert launched == []
 
@@ -157,16 +158,16 @@ def test_the_kernels_compile_to_machine_code_for_an_h100(dtype):
     ints = dict.fromkeys(["numel", "n", "N", "d", "H"], "i32")
     blocks = dict.fromkeys(["BLOCK_N", "BLOCK_D"], "constexpr")
     signatures = {
-        pair_fallback._forward_kernel: {"slots_ptr": "*i64", **tensors,
+        triton_fallback._forward_kernel: {"slots_ptr": "*i64", **tensors,
                                         "theta_ptr": f"*{dtype}"},
-        pair_fallback._backward_kernel: {"slots_ptr": "*i64", **tensors,
+        triton_fallback._backward_kernel: {"slots_ptr": "*i64", **tensors,
                                          **dict.fromkeys(["grad_ptr", "dq_ptr", "dk_ptr",
                                                           "ds_ptr"], f"*{dtype}")},
     }  # fmt: skip
     for kernel, pointers in signatures.items():
         signature = {**pointers, **ints, "scale": "fp32", **blocks}
         source = ASTSource(kernel, signature, {"BLOCK_N": 64, "BLOCK_D": 64})
-        compiled = pair_fallback.triton.compile(source, target=GPUTarget("cuda", 90, 32))
+        compiled = pair_kernels.triton.compile(source, target=GPUTarget("cuda", 90, 32))
         assert len(compiled.asm["cubin"]) > 1000
         assert "atom.global" in compiled.asm["ptx"]  # the atomic additions
 
@@ -176,17 +177,17 @@ def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
         ValueError,
         match=r"'kernel' parameter. Allowed values are 'torch' and 'triton', but got 'cuda'",
     ):
-        with pair_fallback.fallback_kernel("cuda"):
+        with pair_kernels.fallback_kernel("cuda"):
             pass
-    assert pair_fallback.chosen_kernel() == "torch"  # the default
-    with pair_fallback.fallback_kernel("triton"):
-        assert pair_fallback.chosen_kernel() == "triton"
+    assert pair_kernels.chosen_fallback_kernel() == "torch"  # the default
+    with pair_kernels.fallback_kernel("triton"):
+        assert pair_kernels.chosen_fallback_kernel() == "triton"
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
         # a CPU tensor without the interpreter takes the torch path
-        assert not pair_fallback.use_triton(torch.empty(0))
+        assert not pair_kernels.use_triton(torch.empty(0))
         monkeypatch.setenv("TRITON_INTERPRET", "1")
-        assert pair_fallback.use_triton(torch.empty(0)) == (pair_fallback.triton is not None)
-    assert pair_fallback.chosen_kernel() == "torch"  # restored
+        assert pair_kernels.use_triton(torch.empty(0)) == (pair_kernels.triton is not None)
+    assert pair_kernels.chosen_fallback_kernel() == "torch"  # restored
 
 
 def test_auto_takes_the_blocks_kernel_else_the_devices_default():
@@ -194,14 +195,16 @@ def test_auto_takes_the_blocks_kernel_else_the_devices_default():
     from braindecode_pars._util.device_defaults import _DEVICE_DEFAULTS
 
     assert _DEVICE_DEFAULTS["cpu"]["fallback_kernel"] == "torch"
-    assert pair_fallback.resolve("auto", cpu) == "torch"
-    assert pair_fallback.resolve("triton", cpu) == "triton"
-    with pair_fallback.fallback_kernel("triton"):
-        assert pair_fallback.resolve("auto", cpu) == "triton"
-        assert pair_fallback.resolve("torch", cpu) == "torch"  # a caller's own choice
-    assert pair_fallback.resolve("auto", torch.empty(0, device="meta")) == "torch"
+    assert pair_kernels.resolve_fallback_kernel("auto", cpu) == "torch"
+    assert pair_kernels.resolve_fallback_kernel("triton", cpu) == "triton"
+    with pair_kernels.fallback_kernel("triton"):
+        assert pair_kernels.resolve_fallback_kernel("auto", cpu) == "triton"
+        assert (
+            pair_kernels.resolve_fallback_kernel("torch", cpu) == "torch"
+        )  # a caller's own choice
+    assert pair_kernels.resolve_fallback_kernel("auto", torch.empty(0, device="meta")) == "torch"
     with pytest.raises(ValueError, match=r"'fallback' parameter.*'auto', 'torch' and 'triton'"):
-        pair_fallback.resolve("cuda", cpu)
+        pair_kernels.resolve_fallback_kernel("cuda", cpu)
 
 
 @pytest.mark.parametrize("fallback", ["auto", "torch", "triton"])
@@ -209,19 +212,19 @@ def test_the_decoders_fallback_reaches_the_operator(monkeypatch, fallback):
     """The decoder's ``fallback`` is what the operator asks for, forward and backward,
     inside a compiled graph too; under a "triton" block "auto" resolves to it."""
     asked = []
-    use_triton = pair_fallback.use_triton
+    use_triton = pair_kernels.use_triton
 
     def recording(x, fallback="auto"):
-        asked.append((fallback, pair_fallback.resolve(fallback, x)))
+        asked.append((fallback, pair_kernels.resolve_fallback_kernel(fallback, x)))
         return use_triton(x, fallback)
 
-    monkeypatch.setattr(pair_fallback, "use_triton", recording)
+    monkeypatch.setattr(pair_kernels, "use_triton", recording)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # the torch path runs here
     torch.manual_seed(0)
     dec = CrossAttentionPairDecoder(16, 2, fallback=fallback)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
     compiled = torch.compile(dec, backend="aot_eager", fullgraph=True)
-    with pair_fallback.fallback_kernel("triton"):
+    with pair_kernels.fallback_kernel("triton"):
         for run in (dec, compiled):
             theta = run(y, idx)
             theta.sum().backward()
@@ -234,7 +237,6 @@ def test_the_one_table_of_device_defaults_decides_every_auto(monkeypatch):
     table, by device type (a type not named: its row for None); editing a row changes
     what "auto" takes there and nowhere else."""
     from braindecode_pars._util import device_defaults
-    from braindecode_pars.models.pair import fused
 
     table = device_defaults._DEVICE_DEFAULTS
     assert set(table) == {"cpu", "cuda", None}
@@ -243,11 +245,17 @@ def test_the_one_table_of_device_defaults_decides_every_auto(monkeypatch):
     cpu = torch.empty(0)
     meta = torch.empty(0, device="meta")
     monkeypatch.setitem(table, "cpu", {**table["cpu"], "fallback_kernel": "triton"})
-    assert pair_fallback.resolve("auto", cpu) == "triton"
-    assert pair_fallback.resolve("auto", meta) == table[None]["fallback_kernel"] == "torch"
+    assert pair_kernels.resolve_fallback_kernel("auto", cpu) == "triton"
+    assert (
+        pair_kernels.resolve_fallback_kernel("auto", meta)
+        == table[None]["fallback_kernel"]
+        == "torch"
+    )
     monkeypatch.setitem(table, None, {**table[None], "decoder_kernel": "fused"})
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    assert fused.resolve("auto", meta) == "tables"  # no Triton for the meta device
+    assert (
+        pair_kernels.resolve_decoder_kernel("auto", meta) == "tables"
+    )  # no Triton for the meta device
     assert device_defaults.device_default("decoder_kernel", "meta") == "fused"
     assert device_defaults.device_default("batches", "cuda:1") == table["cuda"]["batches"]
     with pytest.raises(ValueError, match=r"'setting' parameter.*but got 'kernel'"):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from braindecode_pars.models.pair import attention as pair_attention
-from braindecode_pars.models.pair import fallback as pair_fallback
 from braindecode_pars.models.pair import fused
+from braindecode_pars.models.pair import kernels as pair_kernels
+from braindecode_pars.models.pair import tables as pair_attention
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
 from braindecode_pars.models.pretext.pars import PARS
 
@@ -304,13 +304,13 @@ def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc, n, 
                                                                 tmp_path):  # fmt: skip
     """Triton's compiler, with no GPU, down to the cubin (its own ptxas) for sm_90 at the
     paper's size (8 heads of 64, 40 patches, 32 position-masked) and at the largest
-    tiles the kernels take (:data:`~braindecode_pars.models.pair.fused.MAX_TILE`), in
+    tiles the kernels take (:data:`~braindecode_pars.models.pair.pair_kernels.MAX_TILE`), in
     an H100's shared memory (227 KiB a block), without spilling registers to local
     memory (ptxas's report: at most 128 bytes of spill stores, where 4 warps at the
     paper's tile spilled kilobytes; float64's forward at its 16 x 32 tile spills 136);
     float32 products in IEEE arithmetic (fused
     multiply-adds, no TF32 tensor-core instruction)."""
-    assert fused.fits(n, N, 64, acc == "fp64")
+    assert pair_kernels.fused_kernels_fit(n, N, 64, acc == "fp64")
     for kernel in (fused._forward_kernel, fused._backward_kernel):
         compiled = _compile_for_an_h100(kernel, pointer, acc, n, N)
         ptx = compiled.asm["ptx"]
@@ -332,23 +332,27 @@ def test_the_implementation_is_chosen_by_name_and_runs_only_where_it_can(monkeyp
 
     assert _DEVICE_DEFAULTS["cpu"]["decoder_kernel"] == "tables"
     assert _DEVICE_DEFAULTS["cuda"]["decoder_kernel"] == "tables"
-    assert fused.resolve("auto", cpu) == "tables"
-    assert fused.resolve("fused", cpu) == "tables"  # no Triton for CPU tensors here
+    assert pair_kernels.resolve_decoder_kernel("auto", cpu) == "tables"
+    assert (
+        pair_kernels.resolve_decoder_kernel("fused", cpu) == "tables"
+    )  # no Triton for CPU tensors here
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert fused.resolve("fused", cpu) == ("fused" if fused.triton is not None else "tables")
-    assert fused.resolve("auto", torch.empty(0, device="meta")) == "tables"
+    assert pair_kernels.resolve_decoder_kernel("fused", cpu) == (
+        "fused" if fused.triton is not None else "tables"
+    )
+    assert pair_kernels.resolve_decoder_kernel("auto", torch.empty(0, device="meta")) == "tables"
     with pytest.raises(
         ValueError,
         match=r"'kernel' parameter. Allowed values are 'auto', 'tables' and 'fused', but got "
         r"'triton'",
     ):
-        fused.resolve("triton", cpu)
+        pair_kernels.resolve_decoder_kernel("triton", cpu)
     with pytest.raises(ValueError, match=r"'kernel' parameter.*but got 'gpu'"):
         CrossAttentionPairDecoder(16, 2, kernel="gpu")
     with pytest.raises(ValueError, match=r"'decoder_kernel' parameter.*but got 'gpu'"):
         PARS(n_times=300, sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16,
              decoder_kernel="gpu")  # fmt: skip
-    assert pair_fallback.runs_here(cpu) == (fused.triton is not None)
+    assert pair_kernels.triton_runs_here(cpu) == (fused.triton is not None)
 
 
 def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(monkeypatch):
@@ -365,10 +369,12 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     cpu = torch.empty(0)
     expected = "fused" if fused.triton is not None else "tables"
-    assert fused.fits(32, 40, 64, False) and fused.fits(16, 32, 64, True)
-    assert fused.resolve("fused", cpu, (32, 40, 64, False)) == expected
-    assert fused.resolve("fused", cpu, (32, 64, 64, False)) == expected
-    assert fused.resolve("fused", cpu, (16, 20, 64, True)) == expected
+    assert pair_kernels.fused_kernels_fit(32, 40, 64, False) and pair_kernels.fused_kernels_fit(
+        16, 32, 64, True
+    )
+    assert pair_kernels.resolve_decoder_kernel("fused", cpu, (32, 40, 64, False)) == expected
+    assert pair_kernels.resolve_decoder_kernel("fused", cpu, (32, 64, 64, False)) == expected
+    assert pair_kernels.resolve_decoder_kernel("fused", cpu, (16, 20, 64, True)) == expected
     for shape in [
         (102, 128, 64, False),
         (64, 64, 64, False),  # spills at every warp count
@@ -376,8 +382,8 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
         (40, 16, 64, False),  # theta's 64 x 64 tile, though 64 x 16 is within MAX_TILE
         (32, 40, 128, False),
     ]:
-        assert not fused.fits(*shape), shape
-        assert fused.resolve("fused", cpu, shape) == "tables"
+        assert not pair_kernels.fused_kernels_fit(*shape), shape
+        assert pair_kernels.resolve_decoder_kernel("fused", cpu, shape) == "tables"
     assert fused._blocks(32, 40, 64) == ({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_D": 64}, 8)
     assert fused._blocks(16, 40, 64)[1] == 4 and fused._blocks(16, 32, 64, True)[1] == 8
 

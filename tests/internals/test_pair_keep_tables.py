@@ -1,12 +1,12 @@
 """The pair operator's tables kept for its backward pass by a byte budget
-(models/pair/attention.py: ``KEEP_TABLES_BYTES``, ``_keeps_tables``), on the accelerator's
+(models/pair/tables.py: ``KEEP_TABLES_BYTES``, ``_keeps_tables``), on the accelerator's
 path forced on this CPU: the kept tables give the recomputed path's values and gradients
 bit for bit, both exact against float64, and the budget is a bound in bytes."""
 
 import pytest
 import torch
 
-from braindecode_pars.models.pair import attention as pair_attention
+from braindecode_pars.models.pair import tables as pair_attention
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
 
 from .test_pair_decoders import (

@@ -8,7 +8,7 @@ import torch
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSProbe, PatchEncoder
 from braindecode_pars.datasets import load_bundled_eegmat
-from braindecode_pars.hub.io import (
+from braindecode_pars.hub.folders import (
     _save_pretrained_encoder,
     export_run,
     load_encoder,
@@ -193,7 +193,7 @@ def test_an_exported_run_keeps_its_decoder_heads(tmp_path):
 
 
 def test_loading_the_shipped_encoder_prints_nothing(capsys):
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
 
     encoder = load_encoder("pars-small")
     assert encoder.emb_dim == 64 and not encoder.training
@@ -301,7 +301,7 @@ def test_the_card_of_an_unfinished_run_says_so_and_names_its_command(tmp_path, c
     command = "braindecode-pars pretrain --store store --out run --epochs 4"
     config = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**config, "command": command}))
-    with caplog.at_level("WARNING", logger="braindecode_pars.hub.io"):
+    with caplog.at_level("WARNING", logger="braindecode_pars.hub.folders"):
         folder = export_run(run, tmp_path / "out")
     assert "unfinished run (1 of 4 epochs)" in caplog.text
     card = (folder / "README.md").read_text()
@@ -394,7 +394,7 @@ def _assert_same_encoder(loaded, encoder, X):
 
 
 def test_eps_and_relu_round_trip_through_save_encoder_and_save_pretrained(tmp_path):
-    from braindecode_pars.hub.io import save_encoder
+    from braindecode_pars.hub.folders import save_encoder
 
     encoder, X = _relu_eps_encoder(), _windows_where_every_setting_shows()
     # the windows tell the settings apart: the same weights with the defaults differ

@@ -13,7 +13,7 @@ from torch.utils.data import Subset
 
 from braindecode_pars.io.windowing import _fixed_windows
 from braindecode_pars.io.windows import (
-    SCALE_WARNING_FACTOR,
+    _SCALE_WARNING_FACTOR,
     Windows,
     _check_scale,
     labels_of,
@@ -292,7 +292,7 @@ def test_check_scale_warns_at_a_change_of_unit(factor, warns):
         "those fitted ("
     )
     assert "are they in another unit (volts vs microvolts)?" in messages[0]
-    assert SCALE_WARNING_FACTOR == 100.0
+    assert _SCALE_WARNING_FACTOR == 100.0
 
 
 def test_check_scale_says_nothing_of_flat_windows():

@@ -20,12 +20,13 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from braindecode_pars.io.recordings import load_recordings
 from braindecode_pars.io.windowing import RecordingStream, fixed_length_windower
-from braindecode_pars.store import build as store_build
-from braindecode_pars.store.write import (
+from braindecode_pars.store import _build as store_build
+from braindecode_pars.store import read_window_store, write_window_store
+from braindecode_pars.store._build import float16_scale
+from braindecode_pars.store.errors import (
+    StoreBuildStopped,
+    StoreDataLostError,
     StoreMismatchError,
-    float16_scale,
-    read_window_store,
-    write_window_store,
 )
 
 STORE_FILES = ["data.f32", "index.npz", "info.json", "recordings.json"]
@@ -266,10 +267,10 @@ def test_the_store_command_resumes_refuses_other_settings_and_counts(tmp_path, c
 
 def test_exclude_adds_to_the_automatic_exclusions_unless_cleared():
     from braindecode_pars import cli
-    from braindecode_pars.cli.store import exclusions
+    from braindecode_pars.cli.store import _exclusions
 
     def parsed(*flags):
-        return exclusions(cli.build_parser().parse_args(["store", "--out", "o", *flags]).exclude)
+        return _exclusions(cli.build_parser().parse_args(["store", "--out", "o", *flags]).exclude)
 
     assert parsed() == "auto"
     assert parsed("--exclude", "X1", "X2") == ["auto", "X1", "X2"]
@@ -425,7 +426,7 @@ def test_pretraining_on_a_float16_store_reaches_float32_skill_within_the_noise(t
 
 def test_progress_in_a_log_file_is_short_lines_with_an_eta(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr(store_build, "PROGRESS_SECONDS", 0.0)  # a line at every recording
-    with caplog.at_level(logging.INFO, logger="braindecode_pars.store.build"):
+    with caplog.at_level(logging.INFO, logger="braindecode_pars.store._build"):
         write_window_store(slow_stream(4), tmp_path / "store")  # stderr: pytest's, no terminal
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("store: ")]
     assert len(lines) == 4 and all("\r" not in m and len(m) < 120 for m in lines)
@@ -489,20 +490,20 @@ def test_a_data_file_shorter_than_its_journal_or_index_is_refused(tmp_path):
     with open(folder / "data.part", "r+b") as f:
         f.truncate(size - 4)
     match = rf"journal names {size} bytes of recordings but data.part holds {size - 4}"
-    with pytest.raises(store_build.StoreDataLostError, match=match):
+    with pytest.raises(StoreDataLostError, match=match):
         write_window_store(slow_stream(4), folder, settings={"n": 4})
     assert (folder / "data.part").stat().st_size == size - 4  # not padded with zeros
     (folder / "data.part").unlink()
-    with pytest.raises(store_build.StoreDataLostError, match="data.part holds 0"):
+    with pytest.raises(StoreDataLostError, match="data.part holds 0"):
         write_window_store(slow_stream(4), folder, settings={"n": 4})
     write_window_store(slow_stream(4), folder, settings={"n": 4}, overwrite=True)
     write_window_store(slow_stream(4), tmp_path / "whole", settings={"n": 4})
     assert same_store(tmp_path / "whole", folder)
     with open(folder / "data.f32", "ab") as f:  # a complete store whose data is not its index's
         f.write(b"\0" * 8)
-    with pytest.raises(store_build.StoreDataLostError, match="damaged: its index describes"):
+    with pytest.raises(StoreDataLostError, match="damaged: its index describes"):
         read_window_store(folder)
-    with pytest.raises(store_build.StoreDataLostError, match="damaged"):
+    with pytest.raises(StoreDataLostError, match="damaged"):
         write_window_store(slow_stream(4), folder, settings={"n": 4})
 
 
@@ -538,7 +539,7 @@ def test_a_stop_signal_ends_the_build_at_a_recording_end_and_it_resumes(tmp_path
     folder = tmp_path / "stopped"
     before = signal.getsignal(signal.SIGUSR1)
     stream = stream_with(5, {2: signalling_reader})
-    with pytest.raises(store_build.StoreBuildStopped, match="stopped on SIGUSR1 after 3 of 5"):
+    with pytest.raises(StoreBuildStopped, match="stopped on SIGUSR1 after 3 of 5"):
         write_window_store(stream, folder, settings={"n": 5}, stop_signals=["SIGTERM", "USR1"])
     assert signal.getsignal(signal.SIGUSR1) == before  # the handler is given back
     assert (folder / "journal.jsonl").read_bytes().count(b"\n") == 3  # that recording stored

@@ -15,8 +15,9 @@ import pytest
 from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
 
+from braindecode_pars.store import read_window_store, write_window_store
 from braindecode_pars.store import write as store_write
-from braindecode_pars.store.write import FINISH_STEPS, read_window_store, write_window_store
+from braindecode_pars.store.write import FINISH_STEPS
 
 #: The settings of every build here (a complete store of the same settings is returned as
 #: it is, its build files removed).

@@ -4,7 +4,7 @@ import os
 import struct
 import threading
 
-from braindecode_pars.store import workers as store_workers
+from braindecode_pars.store import _workers as store_workers
 
 
 def test_a_pool_whose_result_pipe_holds_half_a_message_still_ends():
@@ -12,7 +12,7 @@ def test_a_pool_whose_result_pipe_holds_half_a_message_still_ends():
     result pipe; the pool's manager thread then waits for the rest. Here the half message
     is written by hand (a length of 1,000 bytes, then 10 of them): ending the pool must
     still return, and quickly."""
-    context = store_workers._worker_context(preload="braindecode_pars.store.build")
+    context = store_workers._worker_context(preload="braindecode_pars.store._build")
     pool = store_workers._pool(1, context, ())
     assert pool.submit(os.getpid).result(timeout=60) != os.getpid()  # a worker runs
     writer = pool._result_queue._writer

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from braindecode_pars import PARSProbe
-from braindecode_pars._jobs import threads as _threads
-from braindecode_pars._jobs.threads import busy_cores, chosen_threads, fit_threads, usable_cores
+from braindecode_pars._util import threads as _threads
+from braindecode_pars._util.threads import busy_cores, chosen_threads, fit_threads, usable_cores
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def two_threads_by_default(monkeypatch):
 
 
 def test_a_busy_machine_lowers_the_threads_for_the_fit_only(two_threads_by_default, caplog):
-    with caplog.at_level(logging.WARNING, logger="braindecode_pars._jobs.threads"):
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars._util.threads"):
         with fit_threads("PARSProbe.fit") as n_threads:
             assert n_threads == torch.get_num_threads() == 1
             with fit_threads("inner") as inner:  # a stage inside keeps the outer's count
@@ -50,7 +50,7 @@ def test_the_users_choice_is_kept(two_threads_by_default, monkeypatch, caplog, h
         monkeypatch.setattr(_threads, "_IMPORT_THREADS", 4)  # set since the import
     else:
         monkeypatch.setenv(how, "2")
-    with caplog.at_level(logging.WARNING, logger="braindecode_pars._jobs.threads"):
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars._util.threads"):
         with fit_threads() as n_threads:
             assert n_threads == torch.get_num_threads() == 2
     assert torch.get_num_threads() == 2 and "busy" not in caplog.text
@@ -63,7 +63,7 @@ def test_the_command_takes_its_flag_then_the_environment_then_the_idle_cores(
     """``pretrain``'s threads: ``--threads``; else the count the environment set (torchrun
     sets OMP_NUM_THREADS=1 per process), the same at every sitting of a run; else the
     idle cores (1 here)."""
-    from braindecode_pars._jobs.threads import command_threads
+    from braindecode_pars._util.threads import command_threads
 
     if how not in ("flag", "idle"):
         monkeypatch.setenv(how, "2")
@@ -82,7 +82,7 @@ def test_the_estimators_fit_under_the_rule(two_threads_by_default, monkeypatch, 
     monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n) or set_num_threads(n))
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((20, 2, 200)), np.repeat([0, 1], 10)
-    with caplog.at_level(logging.WARNING, logger="braindecode_pars._jobs.threads"):
+    with caplog.at_level(logging.WARNING, logger="braindecode_pars._util.threads"):
         PARSProbe(sfreq=100.0).fit(X, y)
     assert calls == [1, 2] and torch.get_num_threads() == 2
     assert "PARSProbe.fit runs on 1 torch threads instead of 2" in caplog.text

@@ -9,7 +9,7 @@ import torch
 from skorch.callbacks import Callback
 
 from braindecode_pars import PARS, PatchEncoder
-from braindecode_pars.hub.io import load_encoder, run_status, save_encoder
+from braindecode_pars.hub.folders import load_encoder, run_status, save_encoder
 from braindecode_pars.pretraining import run_pretraining
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.net import PretrainNet
@@ -316,7 +316,7 @@ def test_validation_holds_out_whole_recordings_when_the_view_knows_them():
     assert np.array_equal(np.sort(dataset_train.indices), train)
     net.fit(view)  # the split is in the history, and the model card says it
     assert net.history[-1, "valid_split"] == "recordings"
-    from braindecode_pars.hub.io import model_card
+    from braindecode_pars.hub.folders import model_card
 
     card = model_card(net.encoder, history=net.history.to_list())
     assert "come from whole recordings that pretraining never trained on" in card

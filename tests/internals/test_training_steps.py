@@ -251,7 +251,8 @@ def test_compile_modes_are_checked_and_reach_the_net(monkeypatch, tmp_path):
 
     from braindecode_pars.cli import main
 
-    from .._helpers import stop_before_pretraining, tiny_config
+    from .._helpers import tiny_config
+    from ._stubs import stop_before_pretraining
 
     seen = stop_before_pretraining(monkeypatch)
     with pytest.raises(SystemExit):
@@ -273,11 +274,11 @@ def test_under_ddp_the_log_averages_losses_and_sums_counts(monkeypatch):
     from skorch.history import History
 
     from braindecode_pars.pretraining import distributed
-    from braindecode_pars.pretraining.callbacks import UNRESOLVED
+    from braindecode_pars.pretraining.callbacks import _UNRESOLVED
 
-    mine = {"train_loss": 0.5, "train_trivial": 2.0, f"train_{UNRESOLVED}": 3.0,
+    mine = {"train_loss": 0.5, "train_trivial": 2.0, f"train_{_UNRESOLVED}": 3.0,
             "train_pair_gap": 47.0}  # fmt: skip
-    other = {"train_loss": 0.75, "train_trivial": 1.0, f"train_{UNRESOLVED}": 5.0,
+    other = {"train_loss": 0.75, "train_trivial": 1.0, f"train_{_UNRESOLVED}": 5.0,
              "train_pair_gap": 52.0}  # fmt: skip
     calls = []
 
@@ -307,7 +308,7 @@ def test_under_ddp_the_log_averages_losses_and_sums_counts(monkeypatch):
     assert calls == [torch.distributed.ReduceOp.SUM, torch.distributed.ReduceOp.MAX]
     for batch in net.history[-1, "batches"]:
         assert batch["train_loss"] == 0.625 and batch["train_trivial"] == 1.5  # means
-        assert batch[f"train_{UNRESOLVED}"] == 8.0  # the total
+        assert batch[f"train_{_UNRESOLVED}"] == 8.0  # the total
         assert batch["train_pair_gap"] == 52.0  # the largest
         assert batch["train_batch_size"] == 16
     assert net.history[-1, "train_loss"] == 0.625
@@ -315,9 +316,9 @@ def test_under_ddp_the_log_averages_losses_and_sums_counts(monkeypatch):
     calls.clear()  # a process that stopped alone reads its own values
     net.history.new_epoch()
     net.history.new_batch()
-    net.history.record_batch(f"train_{UNRESOLVED}", torch.tensor(3.0))
+    net.history.record_batch(f"train_{_UNRESOLVED}", torch.tensor(3.0))
     net.read_log(reduce=False)
-    assert calls == [] and net.history[-1, "batches"][0][f"train_{UNRESOLVED}"] == 3.0
+    assert calls == [] and net.history[-1, "batches"][0][f"train_{_UNRESOLVED}"] == 3.0
 
 
 def test_training_batches_come_in_pinned_memory_on_cuda():

@@ -16,7 +16,7 @@ once and the pair is formed by broadcasting an addition.
   and denominator are matrix products of (N_m x N) tables: no (N_m x N_m x N)
   tensor is formed either, and the decoder's memory grows as N_m * N, not N_m^2 * N.
   The computation is one ``torch.library`` operator with its backward written out
-  (:mod:`braindecode_pars.models.pair.attention`): the same on every device and under
+  (:mod:`braindecode_pars.models.pair.tables`): the same on every device and under
   ``torch.compile`` (no graph break, no host synchronisation, no Python branch on the
   data). Each row of logits is shifted by its maximum, so nothing overflows; the rare
   pair whose denominator underflows is recomputed directly.
@@ -36,9 +36,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from braindecode_pars._util.checks import check_heads, check_int, check_option
-from braindecode_pars.models.pair import attention as _op
-from braindecode_pars.models.pair import fallback as _fallback
 from braindecode_pars.models.pair import fused as _fused
+from braindecode_pars.models.pair import kernels as _kernels
+from braindecode_pars.models.pair import tables as _op
 
 
 def _gather_tokens(y, idx):
@@ -87,7 +87,7 @@ class CrossAttentionPairDecoder(nn.Module):
         "torch" (about 30 small torch kernels each way, every device), "triton" (one
         Triton kernel each way, where Triton runs: a CUDA device; the torch path
         elsewhere) or "auto": the choice of an enclosing
-        :func:`~braindecode_pars.models.pair.fallback.fallback_kernel` block, else the
+        :func:`~braindecode_pars.models.pair.kernels.fallback_kernel` block, else the
         device's default (its ``"fallback_kernel"`` in
         :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`: "torch" on a
         CPU and, until a GPU timing decides, on CUDA). The values are the same either
@@ -96,7 +96,7 @@ class CrossAttentionPairDecoder(nn.Module):
         On an accelerator, the most bytes of factor tables (with their ``den`` and
         ratios) that the forward pass keeps for the backward pass; above it the
         backward pass recomputes them (the same values, more time, less memory). None:
-        :data:`~braindecode_pars.models.pair.attention.KEEP_TABLES_BYTES` (256 MiB); 0:
+        :data:`~braindecode_pars.models.pair.tables.KEEP_TABLES_BYTES` (256 MiB); 0:
         always recompute. A CPU always keeps them.
     kernel : {"auto", "tables", "fused"}
         The pair operator's implementation: "tables" (torch operations over the factor
@@ -104,7 +104,7 @@ class CrossAttentionPairDecoder(nn.Module):
         an accelerator), "fused" (one Triton kernel each way, the fallback folded in,
         reading the projections' dtype as it comes:
         :mod:`~braindecode_pars.models.pair.fused`; where Triton runs, a CUDA device,
-        and for tiles within :data:`~braindecode_pars.models.pair.fused.MAX_TILE`: the
+        and for tiles within :data:`~braindecode_pars.models.pair.kernels.MAX_TILE`: the
         paper's 40 patches, not 128; "tables" elsewhere) or "auto": the device's default
         (its ``"decoder_kernel"`` in
         :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`: "tables" until
@@ -123,8 +123,8 @@ class CrossAttentionPairDecoder(nn.Module):
     ):
         super().__init__()
         check_heads("n_heads", n_heads, emb_dim)
-        check_option("fallback", fallback, _fallback.FALLBACKS)
-        check_option("kernel", kernel, _fused.OPERATOR_KERNELS)
+        check_option("fallback", fallback, _kernels.FALLBACK_KERNEL_OPTIONS)
+        check_option("kernel", kernel, _kernels.DECODER_KERNEL_OPTIONS)
         if keep_tables_bytes is not None:
             check_int("keep_tables_bytes", keep_tables_bytes, 0)
         self.emb_dim = emb_dim
@@ -180,7 +180,7 @@ class CrossAttentionPairDecoder(nn.Module):
         denominator still underflows (two rows whose maxima lie more than about 44 nats
         (float32) or 354 nats (float64) apart at every key) is recomputed exactly from
         its logits inside the operator, in a number of slots that grows with the batch
-        (:func:`~braindecode_pars.models.pair.attention.fallback_slots`); the number
+        (:func:`~braindecode_pars.models.pair.tables.fallback_slots`); the number
         beyond them is returned by :meth:`forward_counted`, so the result is never
         silently wrong.
 
@@ -259,7 +259,10 @@ class CrossAttentionPairDecoder(nn.Module):
         folded = self.folded_weights(torch.float64 if tables == torch.float64 else torch.float32)
         w_uv, b_uv, w_ks, b_ks, const = (w.to(projections) for w in folded)
         y = y.to(projections)
-        if _fused.resolve(self.kernel, y, (n, N, d, tables == torch.float64)) == "fused":
+        if (
+            _kernels.resolve_decoder_kernel(self.kernel, y, (n, N, d, tables == torch.float64))
+            == "fused"
+        ):
             # the projections' dtype and layout as they come: the kernels read the strides
             ks = F.linear(y, w_ks, b_ks)  # (batch, N, F + H)
             k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2)  # (batch, H, N, d)

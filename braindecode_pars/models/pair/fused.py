@@ -1,6 +1,6 @@
 """The pair operator fused: one Triton kernel forward, one backward.
 
-:func:`~braindecode_pars.models.pair.attention.pair_attention` runs the factor tables
+:func:`~braindecode_pars.models.pair.tables.pair_attention` runs the factor tables
 as torch operations: about 66 kernel-launching calls forward and 92 backward on an
 accelerator, each dispatched from Python even inside a compiled step (a custom operator
 is opaque to the compiler). :func:`pair_attention_fused` computes the same ``theta``
@@ -18,7 +18,7 @@ with one kernel each way, one program per tile:
   backward (``A = dtheta / den``, ``C = -A * ratio``).
 
 **The fallback folded in.** A pair-head whose denominator underflows (below
-:func:`~braindecode_pars.models.pair.attention._underflow_threshold`) is computed
+:func:`~braindecode_pars.models.pair.tables._underflow_threshold`) is computed
 directly from its logits ``U[j, m] + V[k, m]`` inside the same program, row ``j`` at a
 time, forward and backward, only in a tile that has one (a branch per tile; usually
 none). There is no slot limit: every underflowing pair-head is computed exactly, so the
@@ -34,8 +34,9 @@ the process's matmul precision), the logits scaled by ``log2(e)`` and exponentia
 
 The kernels run where Triton does (a CUDA device, or CPU tensors under Triton's
 interpreter, ``TRITON_INTERPRET=1``, how the tests check them);
-:func:`~braindecode_pars.models.pair.fallback.runs_here` says where. The decoder takes
-them when its ``kernel`` asks (:data:`KERNELS`, :func:`resolve`).
+:func:`~braindecode_pars.models.pair.kernels.triton_runs_here` says where. The decoder
+takes them when its ``kernel`` asks, for the tiles they take
+(:func:`~braindecode_pars.models.pair.kernels.resolve_decoder_kernel`).
 """
 
 from __future__ import annotations
@@ -47,90 +48,7 @@ import math
 import torch
 from torch.utils.flop_counter import register_flop_formula
 
-from braindecode_pars._util.checks import check_option
-from braindecode_pars._util.device_defaults import device_default
-from braindecode_pars.models.pair import fallback as pair_fallback
-
-#: The pair operator's implementations: "tables" (torch operations over the factor
-#: tables, every device; :func:`~braindecode_pars.models.pair.attention.pair_attention`)
-#: and "fused" (:func:`pair_attention_fused`, where Triton runs).
-KERNELS = ("tables", "fused")
-
-#: What a caller may ask for: "auto" (the device's ``"decoder_kernel"`` in
-#: :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`, "tables" until a
-#: GPU row times "fused" against it) or one of :data:`KERNELS`.
-OPERATOR_KERNELS = ("auto", *KERNELS)
-
-triton, tl = pair_fallback.triton, pair_fallback.tl
-
-
-#: The largest tile (``BLOCK_M * BLOCK_N``, the position-masked patches by all the
-#: patches, and ``BLOCK_M * BLOCK_M``, the pairs of ``theta``; each side a power of two
-#: of at least 16) the kernels take, by arithmetic (float64 or not), with a head size of
-#: at most :data:`_MAX_HEAD_DIM`: the largest tiles at which both kernels compile for an
-#: H100 (sm_90), at the warps :func:`_blocks` gives them, within its shared memory (227
-#: KiB a block) and with at most about 128 bytes of registers spilled to local memory
-#: (ptxas's report; the tests compile them there). Float32 at 32 x 64 (the paper's 40
-#: patches, 32 position-masked) spills 60 bytes in the forward, none in the backward;
-#: at 64 x 64 it spilled kilobytes at 4, 8 and 16 warps. Float64 at 16 x 32 spills 136
-#: bytes in the forward, none in the backward; at 32 x 64 it spilled 1.6 to 23 KB at 8
-#: and 16 warps. Larger calls take the tables.
-MAX_TILE = {False: 32 * 64, True: 16 * 32}
-
-#: The largest head size the kernels take (a power of two: the tile's third side).
-_MAX_HEAD_DIM = 64
-
-#: By arithmetic (float64 or not), the least tile (``BLOCK_M * BLOCK_N``) that the
-#: kernels run with 8 warps rather than 4: from it on 4 warps spill registers to local
-#: memory (ptxas for sm_90: float32 at the paper's 32 x 64, the forward 1 KB and the
-#: backward 2.5 KB; float64 at 16 x 32, 212 and 20 bytes) and 8 do not (60 and 0 bytes;
-#: 136 and 0).
-_EIGHT_WARPS_TILE = {False: 32 * 64, True: 16 * 32}
-
-
-def fits(n, N, d, double):
-    """Whether the kernels take ``n`` position-masked patches of ``N``, heads of ``d``:
-    both tiles (:data:`MAX_TILE`) and the head (:data:`_MAX_HEAD_DIM`)."""
-    blocks, _ = _blocks(n, N, d, double)
-    largest = MAX_TILE[bool(double)]
-    return (
-        blocks["BLOCK_M"] * blocks["BLOCK_N"] <= largest
-        and blocks["BLOCK_M"] * blocks["BLOCK_M"] <= largest
-        and blocks["BLOCK_D"] <= _MAX_HEAD_DIM
-    )
-
-
-def resolve(kernel, x, shape=None):
-    """The implementation, one of :data:`KERNELS`, that ``kernel`` (one of
-    :data:`OPERATOR_KERNELS`) runs on ``x``'s device: "fused" only where
-    :func:`~braindecode_pars.models.pair.fallback.runs_here` and, given ``shape``
-    (``n, N, d, double``), where the kernels take it (:func:`fits`), else "tables";
-    "auto" the device's default
-    (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
-    check_option("kernel", kernel, OPERATOR_KERNELS)
-    if kernel == "auto":
-        kernel = device_default("decoder_kernel", x.device)
-    if kernel == "tables" or not pair_fallback.runs_here(x):
-        return "tables"
-    return "fused" if shape is None or fits(*shape) else "tables"
-
-
-def _blocks(n, N, d, double=False):
-    """Power-of-two tile sizes of at least 16 (``tl.dot``'s least) and the warps
-    (:data:`_EIGHT_WARPS_TILE`) of float64 (``double``) or float32 arithmetic."""
-    next_power_of_2 = triton.next_power_of_2 if triton is not None else _next_power_of_2
-    blocks = {
-        "BLOCK_M": max(16, next_power_of_2(n)),
-        "BLOCK_N": max(16, next_power_of_2(N)),
-        "BLOCK_D": max(16, next_power_of_2(d)),
-    }
-    warps = 8 if blocks["BLOCK_M"] * blocks["BLOCK_N"] >= _EIGHT_WARPS_TILE[bool(double)] else 4
-    return blocks, warps
-
-
-def _next_power_of_2(x):
-    return 1 << max(0, int(x) - 1).bit_length()
-
+from braindecode_pars.models.pair.kernels import _blocks, _on_device, tl, triton
 
 if triton is not None:
 
@@ -300,7 +218,7 @@ def _constants(device, scale, double):
     """``[scale * log2(e), scale, underflow threshold]`` on ``device`` in the arithmetic's
     dtype. A tensor, not kernel arguments: Triton passes a Python float as float32, which
     would round float64's scale and turn its threshold (about 1.5e-154) into 0."""
-    from braindecode_pars.models.pair.attention import _underflow_threshold
+    from braindecode_pars.models.pair.tables import _underflow_threshold
 
     dtype = torch.float64 if double else torch.float32
     key = (str(device), float(scale), double)
@@ -331,7 +249,7 @@ def _check(q, k, s):
 def pair_attention_fused(
     q: torch.Tensor, k: torch.Tensor, s: torch.Tensor, scale: float, double: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`~braindecode_pars.models.pair.attention.pair_attention`'s ``theta``,
+    """:func:`~braindecode_pars.models.pair.tables.pair_attention`'s ``theta``,
     ``counts`` and ``gap`` from one Triton kernel (see the module's text).
 
     ``q`` (batch, H, 2, n, d) holds per head the rows ``u_1..u_n`` then ``v_1..v_n``,
@@ -341,7 +259,7 @@ def pair_attention_fused(
     dtype, ``counts`` = [pair-heads whose denominators underflowed (each computed
     directly), 0] and ``gap`` (nats, at least 0, float32) as the torch operator
     defines them. Runs where Triton does
-    (:func:`~braindecode_pars.models.pair.fallback.runs_here`).
+    (:func:`~braindecode_pars.models.pair.kernels.triton_runs_here`).
     """
     return _forward(q, k, s, scale, double)
 
@@ -371,7 +289,7 @@ def observed(wrap):
 
 def _launch(kernel, grid, *args, **kwargs):
     """``kernel[grid](*args, **kwargs)`` on ``args[0]``'s device."""
-    with pair_fallback._on_device(args[0]):
+    with _on_device(args[0]):
         kernel[grid](*args, **kwargs)
 
 

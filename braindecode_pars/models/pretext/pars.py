@@ -15,8 +15,7 @@ from braindecode_pars._util.checks import (
     check_range,
 )
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder, MLPPairDecoder
-from braindecode_pars.models.pair.fallback import FALLBACKS
-from braindecode_pars.models.pair.fused import OPERATOR_KERNELS
+from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS, FALLBACK_KERNEL_OPTIONS
 from braindecode_pars.models.pretext.base import PretextModel
 
 logger = logging.getLogger(__name__)
@@ -187,10 +186,10 @@ class PARS(PretextModel):
         check_option("sampling", sampling, ("random", "disjoint", "fixed"))
         check_option("decoder_impl", decoder_impl, ("folded", "naive"))
         check_int("decoder_hidden", decoder_hidden, 1)
-        check_option("decoder_fallback", decoder_fallback, FALLBACKS)
+        check_option("decoder_fallback", decoder_fallback, FALLBACK_KERNEL_OPTIONS)
         if decoder_keep_tables_bytes is not None:
             check_int("decoder_keep_tables_bytes", decoder_keep_tables_bytes, 0)
-        check_option("decoder_kernel", decoder_kernel, OPERATOR_KERNELS)
+        check_option("decoder_kernel", decoder_kernel, DECODER_KERNEL_OPTIONS)
         n_masked = check_position_masking(n_patches, pos_mask_ratio)
         super().__init__(*signal, **kwargs)
         self.n_patches = n_patches

@@ -1,8 +1,8 @@
 """The pair operator's fallback as two Triton kernels, one program per slot.
 
-:func:`~braindecode_pars.models.pair.attention.pair_attention` recomputes the pair-heads
+:func:`~braindecode_pars.models.pair.tables.pair_attention` recomputes the pair-heads
 whose factor tables underflow directly from their logits, in a static number of slots
-(:func:`~braindecode_pars.models.pair.attention.fallback_slots`). In torch operations
+(:func:`~braindecode_pars.models.pair.tables.fallback_slots`). In torch operations
 that takes about 30 small kernels each way, whatever the number of pair-heads that
 underflowed (usually none): on a GPU, launched one after the other from Python, their
 launches leave the GPU waiting. Here each pass is one kernel: a program per slot,
@@ -12,87 +12,14 @@ into ``dq``, ``dk`` and ``ds``) with atomic additions, as ``index_add_`` does on
 
 The arithmetic is the torch path's (``_SlotPairs`` and ``_slot_gradients_``), in the
 inputs' dtype (float32, or float64 with float64 tables), with products summed
-elementwise (no tensor-core product, so no TF32). :data:`KERNELS` are the two paths;
-the operator takes the one its caller names (:data:`FALLBACKS`:
-``CrossAttentionPairDecoder(fallback=...)``, ``PARS(decoder_fallback=...)``), and for
-"auto" the one :func:`fallback_kernel` chose for a block of code, else the device's
-default (its ``"fallback_kernel"`` in
-:data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`). The Triton path
-runs where Triton and the device allow (:func:`runs_here`): CUDA, or any device's
-tensors under Triton's interpreter (``TRITON_INTERPRET=1``, how the tests check it on a
-CPU); elsewhere the torch path runs.
+elementwise (no tensor-core product, so no TF32). Which of the two paths runs, the torch
+operations or these kernels, is chosen in :mod:`~braindecode_pars.models.pair.kernels`
+(:func:`~braindecode_pars.models.pair.kernels.use_triton`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-
-import torch
-
-from braindecode_pars._util.checks import check_option
-from braindecode_pars._util.device_defaults import device_default
-
-#: The fallback's implementations: "torch" (torch operations, every device) and
-#: "triton" (two kernels, :func:`runs_here`).
-KERNELS = ("torch", "triton")
-
-#: What a caller may ask the operator for: "auto" (:func:`resolve`) or one of :data:`KERNELS`.
-FALLBACKS = ("auto", *KERNELS)
-
-#: The kernel a :func:`fallback_kernel` block gives "auto" (None outside every block).
-_chosen = {"kernel": None}
-
-try:  # Triton ships with torch's CUDA wheels on Linux; elsewhere the torch path serves
-    import triton
-    import triton.language as tl
-except ImportError:  # pragma: no cover - a torch without Triton
-    triton = tl = None
-
-
-def chosen_kernel(device="cpu"):
-    """The kernel "auto" takes now on ``device`` (a device or its type): one of :data:`KERNELS`."""
-    return _chosen["kernel"] or device_default("fallback_kernel", device)
-
-
-@contextlib.contextmanager
-def fallback_kernel(kernel):
-    """Run the operator's fallback with ``kernel`` (one of :data:`KERNELS`) inside the
-    block, in this process, wherever its caller asked for "auto" (the default of
-    ``CrossAttentionPairDecoder(fallback=...)``); a caller that names a kernel keeps it.
-    The previous choice comes back on exit. "triton" is taken only where
-    :func:`runs_here` (elsewhere the torch path runs)."""
-    check_option("kernel", kernel, KERNELS)
-    before = _chosen["kernel"]
-    _chosen["kernel"] = kernel
-    try:
-        yield
-    finally:
-        _chosen["kernel"] = before
-
-
-def resolve(fallback, x):
-    """The kernel, one of :data:`KERNELS`, that ``fallback`` (one of :data:`FALLBACKS`)
-    names for the operator on ``x``'s device: "auto" is the :func:`fallback_kernel`
-    block's choice, else the device's default
-    (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
-    check_option("fallback", fallback, FALLBACKS)
-    return chosen_kernel(x.device) if fallback == "auto" else fallback
-
-
-def runs_here(x):
-    """Whether the Triton kernels run on ``x``'s device: Triton is there, and ``x`` is
-    on a CUDA device or Triton's interpreter is on (``TRITON_INTERPRET=1``)."""
-    if triton is None:
-        return False
-    return x.device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
-
-
-def use_triton(x, fallback="auto"):
-    """Whether the operator's fallback on ``x`` takes the Triton kernels now, its caller
-    having asked for ``fallback`` (one of :data:`FALLBACKS`)."""
-    return resolve(fallback, x) == "triton" and runs_here(x)
-
+from braindecode_pars.models.pair.kernels import _on_device, tl, triton
 
 if triton is not None:
 
@@ -158,14 +85,6 @@ if triton is not None:
             dk_rows = dk_ptr + (bh * N + offs_n[:, None]) * d + offs_d[None, :]
             kmask = nmask[:, None] & dmask[None, :]
             tl.atomic_add(dk_rows, dlogit[:, None] * query[None, :], mask=kmask)
-
-
-def _on_device(x):
-    """Triton launches on the current CUDA device: make it ``x``'s (a process may hold
-    tensors on another GPU than its current one)."""
-    if x.device.type == "cuda":
-        return torch.cuda.device(x.device)
-    return contextlib.nullcontext()
 
 
 def _blocks(N, d):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from braindecode_pars.store.build import DATA_FILES
-from braindecode_pars.store.journal import StoreDataLostError
+from braindecode_pars.store._build import DATA_FILES
+from braindecode_pars.store.errors import StoreDataLostError
 
 #: Versions :func:`read_window_store` opens (2: float32 stores of versions before 0.2).
 READABLE_FORMATS = (2, 3)

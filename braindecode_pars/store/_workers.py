@@ -4,7 +4,7 @@ A worker ends with the build's process, whatever ends it, ignores the build's st
 signals (the build stops at a recording's end, then ends its workers) and runs one
 thread (:class:`~braindecode_pars._jobs.workers.WorkerStart`, the start of every worker
 of the package). The order of their results, and what happens when one dies, are
-:func:`~braindecode_pars.store.build._results`'.
+:func:`~braindecode_pars.store._build._results`'.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from braindecode_pars._jobs.atomic import atomic_path, save_atomic, write_atomic
+from braindecode_pars._util.atomic import atomic_path, save_atomic, write_atomic
 from braindecode_pars.models.card import listed_recordings, model_card, public_run_config
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import PatchEncoderConfig

@@ -1,13 +1,13 @@
-"""The journal that makes a store build resumable, and the errors of a build.
+"""The journal that makes a store build resumable.
 
 A build (:func:`~braindecode_pars.store.write.write_window_store`) appends each
 recording's data to ``data.part`` and flushes it (:func:`_fsync_append`), then commits
 it with one journal line; :func:`_read_journal` reads the complete lines back and cuts
 what a kill left after them. A build resumed with other settings is refused
-(:class:`StoreMismatchError`, :func:`_differences`), as is a data file shorter than its
-journal says (:class:`StoreDataLostError`); a failed write is a
-:class:`StoreWriteError` and a stop signal a :class:`StoreBuildStopped`. The resume
-protocol is described in :mod:`.store`.
+(:class:`~braindecode_pars.store.errors.StoreMismatchError`, :func:`_differences`), as
+is a data file shorter than its journal says (the errors are in
+:mod:`~braindecode_pars.store.errors`). The resume protocol is described in
+:mod:`.store`.
 """
 
 from __future__ import annotations
@@ -15,19 +15,13 @@ from __future__ import annotations
 import json
 import os
 
+from braindecode_pars.store.errors import (
+    StoreDataLostError,
+    StoreWriteError,
+)
+
 #: Files of a build in progress.
 _BUILD, _JOURNAL, _PART = "build.json", "journal.jsonl", "data.part"
-
-
-class StoreMismatchError(ValueError):
-    """A store folder holds a build (or a store) with other settings than those given.
-
-    ``differences`` maps each differing entry to ``(saved, given)``.
-    """
-
-    def __init__(self, message, differences):
-        super().__init__(message)
-        self.differences = differences
 
 
 def _differences(saved, given):
@@ -84,28 +78,6 @@ def _read_journal(path, itemsize):
         with open(part, "r+b") as f:
             f.truncate(end * itemsize)
     return entries, end
-
-
-class StoreDataLostError(ValueError):
-    """An unfinished build's (or a store's) data file is shorter than its journal (or
-    index) describes."""
-
-
-class StoreBuildStopped(Exception):
-    """A store build stopped by a stop signal at a recording's end; the same call resumes.
-
-    ``signal`` is the signal's name (``"SIGTERM"``), ``done`` the units committed.
-    """
-
-    def __init__(self, message, signal_name, done):
-        super().__init__(message)
-        self.signal = signal_name
-        self.done = done
-
-
-class StoreWriteError(OSError):
-    """Writing a store failed (a full disk, a quota, a file size limit); what was
-    committed before is kept. ``errno`` is the failed write's."""
 
 
 def _write_error(path, err):

@@ -23,7 +23,7 @@ from torch.utils.data import Subset
 import braindecode_pars
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
 from braindecode_pars.datasets.bundled import BUNDLED_SUBJECTS, load_bundled_eegmat
-from braindecode_pars.io.sklearn import read_input
+from braindecode_pars.io.estimator_inputs import read_input
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.metrics import GroupScorer, make_scorer
 

@@ -23,7 +23,8 @@ import threading
 import torch
 from torch.utils.flop_counter import register_flop_formula
 
-from braindecode_pars.models.pair import fallback as pair_fallback
+from braindecode_pars.models.pair import kernels as pair_kernels
+from braindecode_pars.models.pair import triton_fallback
 
 #: On a CPU the factor tables are processed this many elements (table entries of one
 #: chunk of windows) at a time: about 1 MB of float32, so that a chunk's tables stay in
@@ -330,8 +331,8 @@ def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
         torch.sum(ratio.view(b1 - b0, H, n, n), dim=1, out=theta[b0:b1])
     with torch.profiler.record_function("pair_attention.fallback"):  # a profiler's label
         slots, counts = _find_slots(bad, fallback_slots(B, H, n))
-        if pair_fallback.use_triton(q, fallback):  # one kernel (pair_fallback.py)
-            pair_fallback.forward_(theta, slots, q3, k3, s3, n, H, scale)
+        if pair_kernels.use_triton(q, fallback):  # one kernel (triton_fallback.py)
+            triton_fallback.forward_(theta, slots, q3, k3, s3, n, H, scale)
         else:
             pairs = _SlotPairs(slots, q3, k3, s3, n, scale)
             value = torch.where(pairs.filled, (pairs.p * pairs.values).sum(-1), 0.0)
@@ -462,8 +463,8 @@ def _pair_attention_backward_exact(
     if transposed:
         dq, dk = dq_t.mT.contiguous(), dk_t.mT.contiguous()
     with torch.profiler.record_function("pair_attention.fallback_backward"):
-        if pair_fallback.use_triton(q, fallback):
-            pair_fallback.backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale)
+        if pair_kernels.use_triton(q, fallback):
+            triton_fallback.backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale)
         else:
             _slot_gradients_(dq, dk, ds, grad, _SlotPairs(slots, q3, k3, s3, n, scale), H, scale)
     return dq.view(B, H, n2, d), dk.view(B, H, N, d), ds.view(B, H, N)
@@ -513,8 +514,8 @@ def pair_attention(
     :func:`_keeps_tables`). A pair-head whose denominator underflows (see
     :func:`_underflow_threshold`) is computed directly from its logits in one of
     :func:`fallback_slots` slots, forward and backward, by the kernels ``fallback``
-    names (one of :data:`~braindecode_pars.models.pair.fallback.FALLBACKS`; see
-    :func:`~braindecode_pars.models.pair.fallback.resolve`). The products run at the
+    names (one of :data:`~braindecode_pars.models.pair.kernels.FALLBACK_KERNEL_OPTIONS`; see
+    :func:`~braindecode_pars.models.pair.kernels.resolve_fallback_kernel`). The products run at the
     full precision of the inputs' dtype whatever autocast or the matmul precision say
     (:func:`exact_float_arithmetic`).
 

@@ -30,13 +30,7 @@ from braindecode.datasets import BaseConcatDataset
 from tqdm.auto import tqdm
 
 from braindecode_pars._util.channels import describe, eeg_picks, read_float32
-from braindecode_pars.store.journal import (  # noqa: F401 (the build's errors, also named from here)
-    StoreBuildStopped,
-    StoreDataLostError,
-    StoreMismatchError,
-    StoreWriteError,
-)
-from braindecode_pars.store.workers import _end_pool, _pool, _warm, _worker_context
+from braindecode_pars.store._workers import _end_pool, _pool, _warm, _worker_context
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from braindecode_pars._util.checks import check_device, check_int, check_option, check_range
 from braindecode_pars._util.params import store_params
 from braindecode_pars.features._cache import _Extractor, cached, encoder_digest
+from braindecode_pars.io.estimator_inputs import WindowsFeaturesMixin, read_array, read_input
 from braindecode_pars.io.resample import resample_windows
-from braindecode_pars.io.sklearn import WindowsFeaturesMixin, read_array, read_input
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import checked_encoder
 
@@ -96,7 +96,7 @@ def _check_bands(bands, sfreq):
     return out
 
 
-def check_readout_tokens(crop_seconds, patch_stride_seconds, pos_mask_ratio):
+def _check_readout_tokens(crop_seconds, patch_stride_seconds, pos_mask_ratio):
     """Refuse, before any work, an encoder readout's crops, patch stride or share of
     withheld positions that no encoder could take (:class:`EncoderFeatures` checks the
     stride against its encoder's patch in ``fit``)."""
@@ -123,7 +123,7 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     ----------
     encoder : str | Path | PatchEncoder
         A shipped encoder's name (``"pars-small"``), a folder or file written by the
-        package (:func:`~braindecode_pars.hub.io.load_encoder`), or an encoder (copied in
+        package (:func:`~braindecode_pars.hub.folders.load_encoder`), or an encoder (copied in
         ``fit``: the given object is never changed).
     sfreq : float | None
         Sampling rate of the windows (None: read from windows that carry it). Windows
@@ -214,13 +214,13 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         store_params(self, locals())
 
     def _fit(self, X):
-        from braindecode_pars.hub.io import load_encoder
+        from braindecode_pars.hub.folders import load_encoder
 
         check_int("batch_size", self.batch_size, 1)
         check_device("device", self.device)
         check_memory(self.memory)
         check_option("readout", self.readout, READOUTS)
-        check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
+        _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
         windows = read_input(X, sfreq=self.sfreq)  # the one "no sampling rate" refusal
         encoder = copy.deepcopy(load_encoder(self.encoder))
         self.sfreq_ = float(windows.sfreq)

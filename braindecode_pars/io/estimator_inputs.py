@@ -387,7 +387,7 @@ def check_labels(y, name="y", at_least=2):
 def load_encoder_param(value, name="encoder", allow_none=True):
     """The encoder a parameter names (a copy: the caller's object is never trained), or
     None: a shipped name, a saved file or folder, or a PatchEncoder instance."""
-    from braindecode_pars.hub.io import load_encoder
+    from braindecode_pars.hub.folders import load_encoder
     from braindecode_pars.models.encoder import PatchEncoder
     from braindecode_pars.weights import PRETRAINED_ENCODERS
 
