@@ -11,16 +11,11 @@ from braindecode_pars.datasets.bundled import (
     bundled_data_path,
 )
 
+from .. import test_bundled_data as public
 from ..test_bundled_data import _EEGBCI, _link_copy
 
-
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory):
-    """The checkout's data unpacked into a folder of this module's own."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv(DATA_ENV, raising=False)
-        mp.setenv(UNPACK_ENV, str(tmp_path_factory.mktemp("unpacked")))
-        return bundled_data_path()
+#: The checkout's data unpacked into a folder of this module's own (a module fixture).
+plain = public.plain
 
 
 def test_variable_wins_then_checkout_then_cache(plain, tmp_path, monkeypatch):
