@@ -69,7 +69,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib import selection
 from benchmarks.lib.dev_tasks import DEV_TASKS, load_task, split
-from benchmarks.lib.encoders import benchmark_encoder
+from benchmarks.lib.encoders import SELECTION_ENCODERS, benchmark_encoder
 from benchmarks.lib.finetuning import fine_tuner
 from benchmarks.lib.measure import command_line, machine
 from benchmarks.lib.selection import COLUMNS, DRAWS, REFERENCE_METHODS, per_task
@@ -90,11 +90,7 @@ MODES = ("window", "window+scale", "fixed")
 #: The amplitude-aware modes' settings beside the size's (the unit is the store's).
 AMPLITUDE_SETTINGS = {"unit": "uV"}
 #: The selection encoders of the "window" mode, by seed (``make benchmark-encoders``).
-WINDOW_ENCODERS = {
-    0: "benchmarks/encoders/pars-selection",
-    1: "benchmarks/encoders/pars-selection-seed1",
-    2: "benchmarks/encoders/pars-selection-seed2",
-}
+WINDOW_ENCODERS = SELECTION_ENCODERS
 SCORE = "probe[enc+bp+ts, 100]"  # the default recipe: the rule's score
 ENCODER_METHODS = ("probe[enc, 1]", SCORE)
 #: The test splits' fine-tuner rows: full fine-tuning of each encoder, and of a new

@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from benchmarks.lib.encoders import SELECTION_ENCODERS
+
 logger = logging.getLogger("bench_patch_density")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,11 +69,7 @@ CONFIGS = {
     "d": dict(crop=30, n_patches=40, sampling="random"),
 }
 #: Configuration ``a``'s encoders, already in the history, by seed.
-A_ENCODERS = {
-    0: "benchmarks/encoders/pars-selection",
-    1: "benchmarks/encoders/pars-selection-seed1",
-    2: "benchmarks/encoders/pars-selection-seed2",
-}
+A_ENCODERS = SELECTION_ENCODERS
 SCORE = "probe[enc, 1]"  # the encoder block alone: the rule's score
 DEFAULT = "probe[enc+bp+ts, 100]"  # PARSClassifier's head: the shipping condition's
 RULE = (

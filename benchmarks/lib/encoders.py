@@ -25,6 +25,12 @@ ENCODERS_COMMIT = "09227cb0b85c531beb195eda6e215936f4dba107"
 NORMALIZATION_COMMIT = "c7af8f645cf3de7f5fde0692f4c290d5ef865dce"
 #: The command that restores them.
 RESTORE = "make benchmark-encoders"
+#: The selection corpus's small encoders of today's settings, by seed (10-s crops, 40 patches).
+SELECTION_ENCODERS = {
+    0: "benchmarks/encoders/pars-selection",
+    1: "benchmarks/encoders/pars-selection-seed1",
+    2: "benchmarks/encoders/pars-selection-seed2",
+}
 
 
 def benchmark_encoder(encoder):
