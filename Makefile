@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-next test-lab lint demo docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-slow test-next test-lab lint demo docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
 # docs, benchmark). It holds the core, so its stamp stands for the core's too.
@@ -28,12 +28,19 @@ lint: install
 	$(PY) -m ruff check braindecode_pars tests examples benchmarks docs/conf.py
 	$(PY) -m ruff format --check braindecode_pars tests examples benchmarks docs/conf.py
 
-# Two passes: the tests in two pytest-xdist workers (one torch thread each, a file's
-# tests in one worker), then those marked serial, which start processes that take both
-# cores or measure the machine, one at a time. The first pass builds the docs as `make
-# docs` does, running every example once at a reduced size (tests/test_docs.py).
+# The README's test command: ruff, then every test not marked slow or serial in two
+# pytest-xdist workers (one torch thread each, a file's tests in one worker). Install
+# included, it stays under 15 minutes on a 2-core CPU.
 test: lint
-	$(PY) -m pytest -m "not serial" -n 2 --dist loadfile
+	$(PY) -m pytest -m "not serial and not slow" -n 2 --dist loadfile
+
+# The tests marked slow (more than about 10 s each; among them the docs build as `make
+# docs` does it, every example once at a reduced size) in the same two workers, then those
+# marked serial, which start processes that take both cores or measure the machine (the
+# whole-job signals, torchrun's stop and exact resume, the store's workers), one at a
+# time. .ci/run runs them after `make test`, so every landing passes them too.
+test-slow: install
+	$(PY) -m pytest -m "slow and not serial" -n 2 --dist loadfile
 	$(PY) -m pytest -m serial
 
 # The suite against braindecode's next release, in its own environment (.venv-next,
@@ -60,13 +67,13 @@ $(NEXT_VENV)/.installed-$(BRAINDECODE_NEXT): pyproject.toml constraints.txt .ci/
 	$(NEXT_PY) -c "import braindecode, torch, torchaudio; print('braindecode', braindecode.__version__, 'torch', torch.__version__, 'torchaudio', torchaudio.__version__)"
 	touch $@
 
-# The same two passes as `make test`, without the lint (the code is the same)
+# The passes of `make test` and `make test-slow`, without the lint (the code is the same)
 test-next: $(NEXT_VENV)/.installed-$(BRAINDECODE_NEXT)
 	$(NEXT_PY) -m pytest -m "not serial" -n 2 --dist loadfile
 	$(NEXT_PY) -m pytest -m serial
 
 # The lab's tests (benchmarks/tests: the benchmark scripts and benchmarks/lib), outside
-# the library's suite, in the same two passes; .ci/run runs them after `make test`.
+# the library's suite, in the same two passes; .ci/run runs them after `make test-slow`.
 test-lab: install
 	$(PY) -m pytest benchmarks/tests -m "not serial" -n 2 --dist loadfile
 	$(PY) -m pytest benchmarks/tests -m serial
