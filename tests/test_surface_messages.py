@@ -7,17 +7,14 @@ import logging
 import mne
 import numpy as np
 import pytest
-import torch
 
 from braindecode_pars import PatchEncoder
 from braindecode_pars.hub.folders import model_card
 from braindecode_pars.io import load_labelled_recordings, load_recordings
-from braindecode_pars.pretraining import run_pretraining
-from braindecode_pars.pretraining.views import SingleChannelWindows
 from braindecode_pars.store import write_window_store
 
 from .conftest import TINY
-from .ramp_fixtures import ramp_dataset
+from .ramp_fixtures import ramp_run
 
 ENCODER = PatchEncoder(sfreq=100, **TINY)
 RUN = {"model": "pars", "valid_fraction": 0.1, "max_epochs": 75, "data.n_windows": 1000}
@@ -119,22 +116,11 @@ def test_a_store_build_resumed_after_one_recording_says_recording(tmp_path, capl
     assert any(m.endswith("store after 1 recording.") for m in said), said
 
 
-def _tiny_run(folder, max_epochs):
-    torch.manual_seed(0)
-    view = SingleChannelWindows(ramp_dataset(32).tensors[0].numpy())
-    view.sfreq = 10.0
-    return run_pretraining(
-        view, checkpoint_dir=folder, max_epochs=max_epochs, batch_size=16, lr=3e-3,
-        progress_bar=False, n_patches=12, pos_mask_ratio=0.5, encoder_kwargs=TINY,
-        valid_fraction=None,
-    )  # fmt: skip
-
-
 @pytest.mark.filterwarnings("ignore:Pretraining ended with a pretext skill")
 def test_a_finished_run_run_again_says_it_is_finished_and_trains_nothing(tmp_path, caplog):
-    first = _tiny_run(tmp_path / "run", max_epochs=1)
+    first = ramp_run(tmp_path / "run", max_epochs=1, valid_fraction=None)
     with caplog.at_level(logging.INFO, logger="braindecode_pars.pretraining"):
-        again = _tiny_run(tmp_path / "run", max_epochs=1)
+        again = ramp_run(tmp_path / "run", max_epochs=1, valid_fraction=None)
     said = " ".join(r.getMessage() for r in caplog.records)
     assert f"The run in {tmp_path / 'run'} is finished already (1 of 1 epoch)" in said
     assert "nothing to train" in said and "Resuming pretraining" not in said

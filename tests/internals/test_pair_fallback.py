@@ -25,11 +25,25 @@ from .test_pair_decoders import (
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 needs_triton = pytest.mark.skipif(pair_kernels.triton is None, reason="needs Triton")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+interpreted_only = pytest.mark.skipif(
+    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
+)
 
 
-def _exact_with_triton(monkeypatch, bad_pairs, device, accelerator):  # noqa: F811
+@needs_triton
+@pytest.mark.parametrize("accelerator", [True, False], ids=["accelerator-path", "cpu-path"])
+@pytest.mark.parametrize(
+    "device",
+    [
+        pytest.param("cuda", id="on-a-gpu", marks=needs_cuda),
+        pytest.param("cpu", id="interpreted", marks=interpreted_only),
+    ],
+)
+def test_the_triton_fallback_is_exact(monkeypatch, bad_pairs, device, accelerator):  # noqa: F811
     """The underflowing cases of test_pair_decoders.py with the Triton fallback, and the
-    fallback's slots overflowing; the same counts as the torch path."""
+    fallback's slots overflowing; the same counts as the torch path. On a CUDA GPU, and
+    on the CPU under Triton's interpreter."""
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
     torch.manual_seed(0)
     with pair_kernels.fallback_kernel("triton"):
@@ -65,25 +79,7 @@ def _exact_with_triton(monkeypatch, bad_pairs, device, accelerator):  # noqa: F8
 
 
 @needs_triton
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("accelerator", [True, False], ids=["accelerator-path", "cpu-path"])
-def test_on_a_gpu_the_triton_fallback_is_exact(monkeypatch, bad_pairs, accelerator):  # noqa: F811
-    _exact_with_triton(monkeypatch, bad_pairs, "cuda", accelerator)
-
-
-@needs_triton
-@pytest.mark.skipif(
-    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
-)
-@pytest.mark.parametrize("accelerator", [True, False], ids=["accelerator-path", "cpu-path"])
-def test_interpreted_triton_fallback_is_exact(monkeypatch, bad_pairs, accelerator):  # noqa: F811
-    _exact_with_triton(monkeypatch, bad_pairs, "cpu", accelerator)
-
-
-@needs_triton
-@pytest.mark.skipif(
-    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
-)
+@interpreted_only
 def test_interpreted_triton_fallback_runs_inside_a_compiled_graph(bad_pairs):  # noqa: F811
     """The decoder under torch.compile (aot_eager, one graph) with the Triton fallback:
     the operator stays one opaque node, and the compiled values and gradients are the
@@ -104,9 +100,7 @@ def test_interpreted_triton_fallback_runs_inside_a_compiled_graph(bad_pairs):  #
 
 
 @needs_triton
-@pytest.mark.skipif(
-    not INTERPRETED, reason="run in a child process by test_the_triton_fallback_is_exact_on_a_cpu"
-)
+@interpreted_only
 def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
     monkeypatch,
     bad_pairs,  # noqa: F811
@@ -139,9 +133,7 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
 @pytest.mark.slow  # 20 to 40 s: Triton's interpreter runs each program in numpy
 def test_the_triton_fallback_is_exact_on_a_cpu():
     """The kernels under Triton's interpreter, on CPU tensors, in a child process."""
-    done = run_interpreted(Path(__file__))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "4 passed" in done.stdout, done.stdout[-1000:]
+    run_interpreted(Path(__file__), passed=4)
 
 
 @needs_triton

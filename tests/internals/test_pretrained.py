@@ -21,6 +21,7 @@ from braindecode_pars.models.pretext.pars import PARS
 from braindecode_pars.weights import PRETRAINED_ENCODERS
 
 from ..conftest import TINY
+from ..ramp_fixtures import ramp_run
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +173,7 @@ def test_an_exported_run_keeps_its_decoder_heads(tmp_path):
     # pretext model rebuilt with the default 8 would load these weights and compute
     # something else
     run = tmp_path / "run"
-    _tiny_run(run, max_epochs=1, valid_fraction=None, decoder_heads=2)
+    ramp_run(run, max_epochs=1, valid_fraction=None, decoder_heads=2)
     folder = export_run(run, tmp_path / "out")
     assert json.loads((folder / "pretext.json").read_text())["decoder_heads"] == 2
     assert "| pair decoder's attention heads | 2 |" in (folder / "README.md").read_text()
@@ -206,23 +207,6 @@ def test_loading_the_shipped_encoder_prints_nothing(capsys):
 _STUB = ("More Information Needed", "pushed to the Hub", "PytorchModelHubMixin")
 
 
-def _tiny_run(run_dir, max_epochs=3, valid_fraction=0.25, **kwargs):
-    """A real pretraining run on ramps (10 Hz, 30-s windows), written to ``run_dir``."""
-    from braindecode_pars.pretraining import run_pretraining
-    from braindecode_pars.pretraining.views import SingleChannelWindows
-
-    from ..ramp_fixtures import ramp_dataset
-
-    torch.manual_seed(0)
-    view = SingleChannelWindows(ramp_dataset(32).tensors[0].numpy())
-    view.sfreq = 10.0
-    return run_pretraining(
-        view, checkpoint_dir=run_dir, max_epochs=max_epochs, batch_size=16, lr=3e-3,
-        progress_bar=False, n_patches=12, pos_mask_ratio=0.5, encoder_kwargs=TINY,
-        valid_fraction=valid_fraction, **kwargs,
-    )  # fmt: skip
-
-
 def _saved_history(run_dir):
     """The run's history as its last state saved it, read without the hub module."""
     pointer = json.loads((run_dir / "state.json").read_text())
@@ -232,7 +216,7 @@ def _saved_history(run_dir):
 @pytest.fixture(scope="module")
 def exported_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("card")
-    _tiny_run(root / "run")
+    ramp_run(root / "run")
     return root / "run", export_run(root / "run", root / "tiny-pars", license="cc-by-4.0")
 
 
@@ -297,7 +281,7 @@ def test_an_exported_run_holds_one_copy_of_the_weights(exported_run):
 @pytest.mark.filterwarnings("ignore:Pretraining ended with a pretext skill")
 def test_the_card_of_an_unfinished_run_says_so_and_names_its_command(tmp_path, caplog):
     run = tmp_path / "run"
-    _tiny_run(run, max_epochs=4, valid_fraction=None, max_minutes=0)  # stops after epoch 1
+    ramp_run(run, max_epochs=4, valid_fraction=None, max_minutes=0)  # stops after epoch 1
     command = "braindecode-pars pretrain --store store --out run --epochs 4"
     config = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**config, "command": command}))
