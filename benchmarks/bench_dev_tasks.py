@@ -76,10 +76,6 @@ import shlex
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -175,7 +171,7 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--methods", nargs="+", default=[])
     parser.add_argument("--deep-ks", nargs="+", default=["1"], help="k of the deep rows")
-    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md/.png")
+    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--selection-csv",
@@ -420,19 +416,6 @@ def write_report(df, args):
     if "balanced_accuracy" in tables:
         lines += over_initialisations(tables["balanced_accuracy"])
     args.out.with_suffix(".md").write_text("\n".join(lines))
-    if "balanced_accuracy" not in tables:  # no row at one labelled unit: no figure
-        return
-    low = tables["balanced_accuracy"]
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(low) + 1.5))
-    order = low.sort_values("mean over tasks")
-    ax.barh(order.index, order["mean over tasks"], color="tab:blue")
-    for task in low.columns[:-1]:
-        ax.scatter(order[task], order.index, s=12, label=task)
-    ax.axvline(0.5, color="k", lw=0.5)
-    ax.set_xlabel("balanced accuracy, one labelled unit (bars: mean over tasks)")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(args.out.with_suffix(".png"), dpi=120)
 
 
 if __name__ == "__main__":

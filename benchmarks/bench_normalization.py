@@ -58,10 +58,6 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -293,21 +289,6 @@ def report(scores, names, out):
             lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values)
                          + f" | {np.mean(values):.3f} |")  # fmt: skip
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for k, mode in enumerate(MODES):
-        values = mode_scores.get(mode, [])
-        ax.plot([k] * len(values), values, "o", color=f"C{k}", alpha=0.6)
-        if values:
-            ax.errorbar(k + 0.15, np.mean(values), yerr=np.std(values, ddof=1) if len(values) > 1
-                        else 0, fmt="s", color=f"C{k}", capsize=4)  # fmt: skip
-    ax.axhline(mean_over_tasks.loc[("reference", "probe[bp+ts, 100]")], ls="--", color="grey",
-               label="probe[bp+ts, 100] (no encoder)")  # fmt: skip
-    ax.set_xticks(range(len(MODES)), MODES)
-    ax.set_ylabel(f"{SCORE}\nselection, k = 1, mean of 5 tasks")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=120)
     return chosen, complete
 
 

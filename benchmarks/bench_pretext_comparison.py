@@ -35,7 +35,7 @@ Each encoder is then read two ways, the scores appended to
   splits (the probe's: one labelled block in five draws, and both pool blocks).
 
 Nothing here is chosen on a test split: every setting is the library's default, fixed
-before these rows ran. ``report`` writes ``pretext_comparison.md`` and ``.png``.
+before these rows ran. ``report`` writes ``pretext_comparison.md``.
 
 Usage (one thread each; the two modes can run side by side on two cores)::
 
