@@ -32,7 +32,6 @@ Usage (the rehearsal at 10 GB; ``--gb 0.05`` proves the script in a minute or tw
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import logging
 import os
@@ -249,7 +248,7 @@ def extrapolation(store, read):
 
 
 def report(args, done):
-    """The Markdown lines and the CSV rows of the rehearsal's figures."""
+    """The Markdown lines of the rehearsal's figures."""
     tree, store, read, train = (done[s] for s in ("tree", "store", "read", "pretrain"))
     ext = extrapolation(store, read)
     cores = os.cpu_count()
@@ -323,12 +322,7 @@ def report(args, done):
         "(DataLoader workers). Assumes a store larger than memory reads as this one "
         "read with its pages evicted.",
     ]
-    rows = [("tree", k, v) for k, v in tree.items() if not isinstance(v, list | dict)]
-    rows += [("store", k, v) for k, v in store.items() if not isinstance(v, list)]
-    rows += [("read", f"{r['read']}, {r['cache']}", r["crops_per_s"]) for r in read["rows"]]
-    rows += [("pretrain", k, v) for k, v in train.items()]
-    rows += [("extrapolation", k, v) for k, v in ext.items()]
-    return lines, rows
+    return lines
 
 
 def main(argv=None):
@@ -341,7 +335,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=300, help="pretraining steps")
     parser.add_argument("--batch-size", type=int, default=32, help="per process")
     parser.add_argument("--encoder", default="small", choices=list(ENCODERS))
-    parser.add_argument("--results", help="Markdown report (a .csv beside it)")
+    parser.add_argument("--results", help="Markdown report")
     args = parse_tree_arguments(parser, argv)
     args.command = shlex.join(
         ["python", "-m", "benchmarks.rehearsal_tueg", *(argv or sys.argv[1:])]
@@ -371,13 +365,9 @@ def main(argv=None):
             elif stage == "pretrain":
                 figures = stage_pretrain(args, stages.done["store"]["store"], log)
             else:
-                lines, rows = report(args, stages.done)
+                lines = report(args, stages.done)
                 if args.results:
                     Path(args.results).write_text("\n".join(lines) + "\n")
-                    with open(Path(args.results).with_suffix(".csv"), "w", newline="") as f:
-                        writer = csv.writer(f)
-                        writer.writerow(["stage", "figure", "value"])
-                        writer.writerows(rows)
                 figures = {"results": args.results}
             figures["stage_seconds"] = round(time.perf_counter() - t0, 1)
             stages.record(stage, figures)
