@@ -7,20 +7,17 @@ Usage::
     python -m benchmarks.lab store --ysyw YSYW --tueg TUEG --tuab TUAB --tusz TUSZ --out S
     python -m benchmarks.lab store --shared-data ../shared/data --muse --out S
     python -m benchmarks.lab experiment --config docs/configs/label_efficiency.json
-    python -m benchmarks.lab finetune --config CONFIG --out OUT
-    python -m benchmarks.lab evaluate --model OUT/model.pkl --config CONFIG
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import warnings
 from pathlib import Path
 
-from benchmarks.lib.protocols import fit_on, run_experiment, score_windows
+from benchmarks.lib.protocols import run_experiment
 from braindecode_pars.cli.demo import read_config
 from braindecode_pars.cli.store import (
     RECORDING_FLAGS,
@@ -181,47 +178,6 @@ def _experiment(args):
     sys.stdout.write(f"{len(frame)} results in {out}/results.csv\n")
 
 
-def _finetune(args):
-    """Fine-tune on a recipe's train split (JSON configuration: data, encoder, estimator, seed);
-    saves model.pkl."""
-    import pickle
-
-    from benchmarks.lib.paper_datasets import load_recipe
-
-    config = read_config(args.config)
-    spec = config["data"]
-    split = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
-    clf = fit_on(
-        config.get("encoder"),
-        split["train"],
-        config.get("seed", 0),
-        config.get("estimator", {}),
-        valid=split.get("valid"),
-    )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "model.pkl", "wb") as f:
-        pickle.dump(clf, f)
-    result = score_windows(clf, split["test"])
-    (out / "test_scores.json").write_text(json.dumps(result, indent=2))
-    sys.stdout.write(json.dumps(result) + "\n")
-
-
-def _evaluate(args):
-    """Score a saved model on a split of a recipe."""
-    import pickle
-
-    from benchmarks.lib.paper_datasets import load_recipe
-
-    with open(args.model, "rb") as f:
-        clf = pickle.load(f)
-    config = read_config(args.config)
-    spec = config["data"]
-    windows = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
-    result = score_windows(clf, windows[args.split])
-    sys.stdout.write(json.dumps(result) + "\n")
-
-
 def build_parser():
     """The parser of the lab's subcommands; each namespace holds ``func``."""
     parser = argparse.ArgumentParser(
@@ -292,15 +248,6 @@ def build_parser():
     exp = command(_experiment, "a protocol of the paper from a JSON configuration")
     exp.add_argument("--config", required=True, help="JSON configuration file")
     exp.add_argument("--out", help="output folder (default: the configuration's 'out')")
-
-    fin = command(_finetune, "fine-tune on a recipe's train split; saves model.pkl")
-    fin.add_argument("--config", required=True, help="JSON configuration file")
-    fin.add_argument("--out", required=True, help="output folder")
-
-    ev = command(_evaluate, "score a saved model on a split of a recipe")
-    ev.add_argument("--model", required=True, help="model.pkl written by finetune")
-    ev.add_argument("--config", required=True, help="JSON configuration with 'data'")
-    ev.add_argument("--split", default="test", help="train, valid, test (or all)")
     return parser
 
 
