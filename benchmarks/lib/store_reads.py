@@ -1,6 +1,6 @@
 """Reading a window store as pretraining reads it: batches of random crops through a
 DataLoader, memory-mapped or in the order of the disk, from a cold or a warm page cache
-(``bench_data_path``, ``rehearsal_tueg``)."""
+(``rehearsal_tueg``, and the retired ``bench_data_path``)."""
 
 from __future__ import annotations
 
