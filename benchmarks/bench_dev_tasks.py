@@ -161,11 +161,9 @@ def fit_deep(method, encoder, X, y, train, test, units, sfreq, seed):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("selection", "test"), required=True)
-    parser.add_argument(
-        "--encoder",
+    parser.add_argument("--encoder",
         help="shipped name or folder (with --report-only: read from the .commands file's "
-        "last command when left out)",
-    )
+        "last command when left out)")  # fmt: skip
     parser.add_argument("--tasks", nargs="+", default=list(DEV_TASKS))
     parser.add_argument("--ks", nargs="+", default=["1", "2", "4", "all"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -173,16 +171,12 @@ def main(argv=None):
     parser.add_argument("--deep-ks", nargs="+", default=["1"], help="k of the deep rows")
     parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument(
-        "--selection-csv",
-        type=Path,
+    parser.add_argument("--selection-csv", type=Path,
         default=Path(__file__).parent / "results" / "dev_tasks_selection.csv",
         help="with --part test: the selection run whose floors choose each task's floor "
-        "(the floors do not depend on the encoder)",
-    )
-    parser.add_argument(
-        "--report-only", action="store_true", help="write the tables and figure from the CSV"
-    )
+        "(the floors do not depend on the encoder)")  # fmt: skip
+    parser.add_argument("--report-only", action="store_true",
+        help="write the tables and figure from the CSV")  # fmt: skip
     args = parser.parse_args(argv)
     if args.part == "selection":
         args.selection_csv = None

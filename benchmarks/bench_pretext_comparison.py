@@ -237,9 +237,8 @@ def run_finetune_mi(out):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "mode", choices=("probe", "finetune", "finetune-one", "finetune-mi", "report")
-    )
+    parser.add_argument("mode",
+        choices=("probe", "finetune", "finetune-one", "finetune-mi", "report"))  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS / "pretext_comparison")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import copy
 import logging
-import sys
 import time
 from pathlib import Path
 
@@ -64,6 +63,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks.lib.encoders import ENCODERS, benchmark_encoder
+from benchmarks.lib.measure import check_at_least_one, command_line
 from braindecode_pars.datasets import bundled_data_path
 from braindecode_pars.features.blocks import DEFAULT_BANDS
 
@@ -580,26 +580,17 @@ def report(rows, args, design_info, seconds):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="the Markdown report")
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="seconds: 4 subjects, 4 channels, one random seed, few tokens",
-    )
+    parser.add_argument("--quick", action="store_true",
+        help="seconds: 4 subjects, 4 channels, one random seed, few tokens")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=5, help="random encoders (seeds 0..n-1)")
-    parser.add_argument(
-        "--tokens", type=int, default=12000, help="tokens scored by the token-level readouts"
-    )
+    parser.add_argument("--tokens", type=int, default=12000,
+        help="tokens scored by the token-level readouts")  # fmt: skip
     parser.add_argument("--folds", type=int, default=4, help="folds of the grouped splits")
     args = parser.parse_args(argv)
-    for name in ("seeds", "tokens", "folds"):
-        if getattr(args, name) < (2 if name == "folds" else 1):
-            parser.error(
-                f"--{name} must be at least {2 if name == 'folds' else 1}, "
-                f"got {getattr(args, name)}"
-            )
-    args.command = "python -m benchmarks.bench_token_readout " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    check_at_least_one(parser, args, "seeds", "tokens")
+    if args.folds < 2:
+        parser.error(f"--folds must be at least 2, got {args.folds}")
+    args.command = command_line("benchmarks.bench_token_readout", argv)
     return args
 
 

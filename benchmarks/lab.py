@@ -202,48 +202,29 @@ def build_parser():
     store.set_defaults(window_seconds=None, stride_seconds=None)
     corpora = store.add_argument_group("the paper's corpora")
     corpora.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
-    corpora.add_argument(
-        "--eegmat-subjects",
-        nargs="+",
+    corpora.add_argument("--eegmat-subjects", nargs="+",
         help="with --shared-data: EEGMAT subjects (numbers, 'pool' for the 12 that no "
-        "development split scores, 'train' for the 24 non-test ones; default: train)",
-    )
-    corpora.add_argument(
-        "--muse",
-        action="store_true",
-        help="with --shared-data: add the Muse headband recordings of muse-cueing/",
-    )
-    corpora.add_argument(
-        "--unit",
-        choices=["uV"],
+        "development split scores, 'train' for the 24 non-test ones; default: train)")  # fmt: skip
+    corpora.add_argument("--muse", action="store_true",
+        help="with --shared-data: add the Muse headband recordings of muse-cueing/")  # fmt: skip
+    corpora.add_argument("--unit", choices=["uV"],
         help="with --shared-data: every part in microvolts (default: each reader's own "
-        "unit, which the scale-invariant 'window' normalisation does not read)",
-    )
+        "unit, which the scale-invariant 'window' normalisation does not read)")  # fmt: skip
     corpora.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
-    corpora.add_argument(
-        "--ysyw-split-file", help="YSYW split file (default: <ysyw>/splits.json, the recipe's)"
-    )
+    corpora.add_argument("--ysyw-split-file",
+        help="YSYW split file (default: <ysyw>/splits.json, the recipe's)")  # fmt: skip
     corpora.add_argument("--tueg", help="TUEG edf folder")
     corpora.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
     corpora.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
-    corpora.add_argument(
-        "--allow-test-patients",
-        action="store_true",
-        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients",
-    )
-    corpora.add_argument(
-        "--subjects", nargs="+", type=int, help="PhysioNet-MI subjects (default: 1)"
-    )
-    corpora.add_argument(
-        "--runs",
-        nargs="+",
-        type=int,
+    corpora.add_argument("--allow-test-patients", action="store_true",
+        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients")  # fmt: skip
+    corpora.add_argument("--subjects", nargs="+", type=int,
+        help="PhysioNet-MI subjects (default: 1)")  # fmt: skip
+    corpora.add_argument("--runs", nargs="+", type=int,
         help="their runs (default: the baselines and executed movements, 1 2 3 5 7 9 11 13: "
-        "no imagery)",
-    )
-    corpora.add_argument(
-        "--data-path", help="PhysioNet-MI folder in MNE's eegbci layout (default: bundled)"
-    )
+        "no imagery)")  # fmt: skip
+    corpora.add_argument("--data-path",
+        help="PhysioNet-MI folder in MNE's eegbci layout (default: bundled)")  # fmt: skip
 
     exp = command(_experiment, "a protocol of the paper from a JSON configuration")
     exp.add_argument("--config", required=True, help="JSON configuration file")
