@@ -33,10 +33,10 @@ LAB = ROOT / "benchmarks"
 #: ``find benchmarks -name '*.py' -not -path '*/tests/*' | xargs wc -l``: 17,831 before
 #: the first cut, 15,275 after; 15,819 with ``bench_finetuning_recipe``; 12,845 after
 #: the second cut (six scripts and ``lab compare`` retired at 3ab04e9, and the
-#: copies they shared merged into ``lib/``); 10,992 after the third (five scripts and
+#: copies they shared merged into ``lib/``); 10,977 after the third (five scripts and
 #: ``bench_pair_decoder --mode repeat`` retired at 111df39, 6043dfd and f823f58, the
-#: figures nobody kept, ``lab finetune`` and ``evaluate``).
-MOST_LINES = 10_992
+#: figures nobody kept, ``lab finetune`` and ``evaluate``, ``lib/plots`` into ``lib/protocols``).
+MOST_LINES = 10_977
 #: ``ls benchmarks/results | wc -l``: 80 before the first cut, 76 after, 79 with
 #: ``finetuning_recipe``; 71 after the second (one frozen record per retired script,
 #: ``finetuning_amplitude.jsonl`` at 3ab04e9); 59 after the third (retired scripts'
