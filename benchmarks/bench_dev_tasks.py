@@ -76,10 +76,6 @@ import shlex
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -165,28 +161,22 @@ def fit_deep(method, encoder, X, y, train, test, units, sfreq, seed):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("selection", "test"), required=True)
-    parser.add_argument(
-        "--encoder",
+    parser.add_argument("--encoder",
         help="shipped name or folder (with --report-only: read from the .commands file's "
-        "last command when left out)",
-    )
+        "last command when left out)")  # fmt: skip
     parser.add_argument("--tasks", nargs="+", default=list(DEV_TASKS))
     parser.add_argument("--ks", nargs="+", default=["1", "2", "4", "all"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--methods", nargs="+", default=[])
     parser.add_argument("--deep-ks", nargs="+", default=["1"], help="k of the deep rows")
-    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md/.png")
+    parser.add_argument("--out", type=Path, required=True, help="prefix of the .csv/.md")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument(
-        "--selection-csv",
-        type=Path,
+    parser.add_argument("--selection-csv", type=Path,
         default=Path(__file__).parent / "results" / "dev_tasks_selection.csv",
         help="with --part test: the selection run whose floors choose each task's floor "
-        "(the floors do not depend on the encoder)",
-    )
-    parser.add_argument(
-        "--report-only", action="store_true", help="write the tables and figure from the CSV"
-    )
+        "(the floors do not depend on the encoder)")  # fmt: skip
+    parser.add_argument("--report-only", action="store_true",
+        help="write the tables and figure from the CSV")  # fmt: skip
     args = parser.parse_args(argv)
     if args.part == "selection":
         args.selection_csv = None
@@ -420,19 +410,6 @@ def write_report(df, args):
     if "balanced_accuracy" in tables:
         lines += over_initialisations(tables["balanced_accuracy"])
     args.out.with_suffix(".md").write_text("\n".join(lines))
-    if "balanced_accuracy" not in tables:  # no row at one labelled unit: no figure
-        return
-    low = tables["balanced_accuracy"]
-    fig, ax = plt.subplots(figsize=(8, 0.3 * len(low) + 1.5))
-    order = low.sort_values("mean over tasks")
-    ax.barh(order.index, order["mean over tasks"], color="tab:blue")
-    for task in low.columns[:-1]:
-        ax.scatter(order[task], order.index, s=12, label=task)
-    ax.axvline(0.5, color="k", lw=0.5)
-    ax.set_xlabel("balanced accuracy, one labelled unit (bars: mean over tasks)")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(args.out.with_suffix(".png"), dpi=120)
 
 
 if __name__ == "__main__":

@@ -40,15 +40,31 @@ import numpy as np
 import pandas as pd
 import torch
 
+from benchmarks.lib.dev_tasks import SHARED
 from benchmarks.lib.measure import machine, table_head, write_report
-from benchmarks.lib.pretext import SHARED, evaluate
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, load_eegmat
 from braindecode_pars.hub.folders import load_pretext_model, pretrained_path
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.pretext import PRETEXT_MODELS
+from braindecode_pars.models.pretext.base import pretext_skill
 from braindecode_pars.weights import PRETRAINED_ENCODERS
 
 COLUMNS = ("model", "draw", "subject", "crops", "loss", "trivial", "skill")
+
+
+@torch.no_grad()
+def evaluate(model, X, seed=0, batch_size=256):
+    """Loss, trivial loss and skill on fixed windows with fixed draws (eval mode)."""
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    loss = trivial = 0.0
+    for i in range(0, len(X), batch_size):
+        out = model(X[i : i + batch_size], generator=gen)
+        n = len(X[i : i + batch_size])
+        loss += float(out["loss"]) * n
+        trivial += float(out["trivial_loss"]) * n
+    model.train()
+    return loss / len(X), trivial / len(X), pretext_skill(loss, trivial)
 
 
 def crops_by_subject(data_path, subjects=EEGMAT_TEST_SUBJECTS, sfreq=100.0, seconds=10.0):

@@ -527,26 +527,17 @@ def full_disk(root, store):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=3, help="trials per signal")
-    parser.add_argument(
-        "--group-trials", type=int, default=5,
-        help="trials per signal (SIGTERM, SIGKILL) to the whole job, --workers 2",
-    )  # fmt: skip
-    parser.add_argument(
-        "--torchrun-trials", type=int, default=3,
-        help="trials of SIGUSR1 to torchrun launching two CPU processes",
-    )  # fmt: skip
-    parser.add_argument(
-        "--stress-trials", type=int, default=0,
+    parser.add_argument("--group-trials", type=int, default=5,
+        help="trials per signal (SIGTERM, SIGKILL) to the whole job, --workers 2")  # fmt: skip
+    parser.add_argument("--torchrun-trials", type=int, default=3,
+        help="trials of SIGUSR1 to torchrun launching two CPU processes")  # fmt: skip
+    parser.add_argument("--stress-trials", type=int, default=0,
         help="trials of SIGTERM to a whole torchrun job at a chosen moment, under load",
     )  # fmt: skip
-    parser.add_argument(
-        "--stress-load", type=int, default=1,
-        help="processes spinning on the CPU during the stress trials",
-    )  # fmt: skip
-    parser.add_argument(
-        "--stress-only", action="store_true",
-        help="run the stress trials alone, replacing their section of --out",
-    )  # fmt: skip
+    parser.add_argument("--stress-load", type=int, default=1,
+        help="processes spinning on the CPU during the stress trials")  # fmt: skip
+    parser.add_argument("--stress-only", action="store_true",
+        help="run the stress trials alone, replacing their section of --out")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/faults_pretrain.md")
     args = parser.parse_args(argv)

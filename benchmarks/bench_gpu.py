@@ -110,23 +110,11 @@ VARIANTS = {
     ),
 }  # fmt: skip
 #: The names ``--variants`` takes for the rows of :data:`VARIANTS`.
-VARIANT_NAMES = dict(
-    zip(
-        (
-            "float32",
-            "bf16",
-            "bf16-compile",
-            "bf16-tf32",
-            "bf16-f64tables",
-            "bf16-compile-graphs",
-            "bf16-compile-triton",
-            "bf16-compile-fused",
-            "bf16-compile-fused-graphs",
-        ),  # fmt: skip
-        VARIANTS,
-        strict=True,
-    )
-)
+VARIANT_NAMES = dict(zip(
+    ("float32", "bf16", "bf16-compile", "bf16-tf32", "bf16-f64tables", "bf16-compile-graphs",
+     "bf16-compile-triton", "bf16-compile-fused", "bf16-compile-fused-graphs"),
+    VARIANTS, strict=True,
+))  # fmt: skip
 #: The variants run by default (the device check adds the graphs, Triton and fused rows).
 DEFAULT_VARIANTS = ("float32", "bf16", "bf16-compile")
 #: n_patches of the memory table.
@@ -290,73 +278,38 @@ def memory_row(config, n_patches, batch_size, device, decoder="tree"):
 def parse_args(argv=None):
     """The command line; ``argv`` as ``sys.argv[1:]`` (that if None)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", help="write the Markdown tables here (default: stdout only)")
-    parser.add_argument("--device", default="cuda", help="torch device (default: cuda)")
-    parser.add_argument(
-        "--tiny", action="store_true", help="a 32 x 1 encoder and batch 8: seconds on a CPU"
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=int,
-        nargs="+",
+    add = parser.add_argument
+    add("--out", help="write the Markdown tables here (default: stdout only)")
+    add("--device", default="cuda", help="torch device (default: cuda)")
+    add("--tiny", action="store_true", help="a 32 x 1 encoder and batch 8: seconds on a CPU")
+    add("--batch-size", type=int, nargs="+",
         help=f"batch sizes (default: {PAPER.batch_sizes}, with --tiny {TINY.batch_sizes})",
-    )
-    parser.add_argument("--n-patches", type=int, default=40, help="of the step table")
-    parser.add_argument(
-        "--repeats", type=int, help="timed steps per median (default: 21, with --tiny 3)"
-    )
-    parser.add_argument(
-        "--compile-backend",
-        default="inductor",
+    )  # fmt: skip
+    add("--n-patches", type=int, default=40, help="of the step table")
+    add("--repeats", type=int, help="timed steps per median (default: 21, with --tiny 3)")
+    add("--compile-backend", default="inductor",
         help="torch.compile's backend (default: inductor; aot_eager compiles in seconds)",
-    )
-    parser.add_argument(
-        "--compile-mode",
-        choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
+    )  # fmt: skip
+    add("--compile-mode", choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"),
         help="torch.compile's mode (default: torch's; reduce-overhead replays the compiled "
-        "forward and backward as CUDA graphs)",
-    )
-    parser.add_argument(
-        "--decoder",
-        choices=DECODERS,
-        default="tree",
-        help="PARS's pair decoder: this tree's (default) or db22036's, for an A/B",
-    )
-    parser.add_argument(
-        "--variants",
-        nargs="+",
-        choices=list(VARIANT_NAMES),
-        default=list(DEFAULT_VARIANTS),
-        help=f"rows of the step table (default: {' '.join(DEFAULT_VARIANTS)})",
-    )
-    parser.add_argument(
-        "--memory-patches",
-        type=int,
-        nargs="*",
-        default=list(MEMORY_PATCHES),
+        "forward and backward as CUDA graphs)")  # fmt: skip
+    add("--decoder", choices=DECODERS, default="tree",
+        help="PARS's pair decoder: this tree's (default) or db22036's, for an A/B")  # fmt: skip
+    add("--variants", nargs="+", choices=list(VARIANT_NAMES), default=list(DEFAULT_VARIANTS),
+        help=f"rows of the step table (default: {' '.join(DEFAULT_VARIANTS)})")  # fmt: skip
+    add("--memory-patches", type=int, nargs="*", default=list(MEMORY_PATCHES),
         help=f"n_patches of the memory table (default: {MEMORY_PATCHES}; none: no table)",
-    )
-    parser.add_argument(
-        "--memory-batch-size",
-        type=int,
-        nargs="+",
-        help="batch sizes of the memory table (default: --batch-size's)",
-    )
-    parser.add_argument(
-        "--profile",
-        nargs="*",
-        choices=list(VARIANT_NAMES),
+    )  # fmt: skip
+    add("--memory-batch-size", type=int, nargs="+",
+        help="batch sizes of the memory table (default: --batch-size's)")  # fmt: skip
+    add("--profile", nargs="*", choices=list(VARIANT_NAMES),
         help="profile steps at the largest batch: the pair operator forward and backward, "
         "its fallback, the encoder, the rest of the decoder; of the variants named (of "
-        "--variants'), or with no name of the first compiled one",
-    )
-    parser.add_argument("--json", help="also write the results here as JSON")
-    parser.add_argument(
-        "--compile-caches",
-        action="store_true",
+        "--variants'), or with no name of the first compiled one")  # fmt: skip
+    add("--json", help="also write the results here as JSON")
+    add("--compile-caches", action="store_true",
         help="let torch.compile reuse its on-disk caches (default: disabled, so that a first "
-        "step holds the whole compilation)",
-    )
+        "step holds the whole compilation)")  # fmt: skip
     return parser.parse_args(argv)
 
 

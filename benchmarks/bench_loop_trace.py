@@ -119,9 +119,8 @@ def per_step(short, long, steps):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     loop_arguments(parser, "paper")
-    parser.add_argument(
-        "--steps", type=int, default=60, help="steps of the long runs (default: 60)"
-    )
+    parser.add_argument("--steps", type=int, default=60,
+        help="steps of the long runs (default: 60)")  # fmt: skip
     return parse_loop_args(parser, argv)
 
 

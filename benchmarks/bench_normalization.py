@@ -58,10 +58,6 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -252,8 +248,7 @@ def report(scores, names, out):
         "# Input normalisation of the encoder, chosen on the selection splits",
         "",
         f"{machine()}. Command: `python -m benchmarks.bench_normalization` "
-        "(`--pretrain` runs what is missing; the commands are in "
-        "`benchmarks/results/normalization.commands`).",
+        "(`--pretrain` runs what is missing; the commands are the last section).",
         "",
         "The rule, committed before its runs: " + RULE,
         "",
@@ -292,26 +287,23 @@ def report(scores, names, out):
             values = [tasks.loc[(name, method, t)] for t in task_names]
             lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values)
                          + f" | {np.mean(values):.3f} |")  # fmt: skip
+    lines += ["", "## Commands", "", "```", *command_lines(), "```"]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for k, mode in enumerate(MODES):
-        values = mode_scores.get(mode, [])
-        ax.plot([k] * len(values), values, "o", color=f"C{k}", alpha=0.6)
-        if values:
-            ax.errorbar(k + 0.15, np.mean(values), yerr=np.std(values, ddof=1) if len(values) > 1
-                        else 0, fmt="s", color=f"C{k}", capsize=4)  # fmt: skip
-    ax.axhline(mean_over_tasks.loc[("reference", "probe[bp+ts, 100]")], ls="--", color="grey",
-               label="probe[bp+ts, 100] (no encoder)")  # fmt: skip
-    ax.set_xticks(range(len(MODES)), MODES)
-    ax.set_ylabel(f"{SCORE}\nselection, k = 1, mean of 5 tasks")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out.with_suffix(".png"), dpi=120)
     return chosen, complete
 
 
-def report_test(scores, names, chosen, out):
+def command_lines():
+    """The store's command, each amplitude-aware run's config, pretraining and export
+    commands (every run the rule reads), and the report's."""
+    lines = [STORE_COMMAND]
+    for name in runs():
+        if runs()[name][0] != "window":
+            run, export, config = commands(name)
+            lines += [f"# {name}: config {json.dumps(config)}", run, export]
+    return [*lines, "python -m benchmarks.bench_normalization"]
+
+
+def report_test(scores, names, chosen, out, command):
     """The test splits' table, after the decision: each mode's encoders (mean ± std over
     seeds) against the probe without an encoder and over a random one, the fine-tuner
     from each encoder and from scratch where their rows ran, and the goal's line (the
@@ -323,7 +315,7 @@ def report_test(scores, names, chosen, out):
     lines = [
         "# Input normalisation of the encoder: the development tasks' test splits",
         "",
-        f"{machine()}. Command: `python -m benchmarks.bench_normalization --part test`, run "
+        f"{machine()}. Command: `{command}`, run "
         "after the decision on the selection splits (`normalization.md`), which it does not "
         "change. One labelled unit (k = 1), balanced accuracy; per task the mean over its "
         "distinct labelled sets, then the mean over tasks; ± the std over pretraining seeds.",
@@ -401,13 +393,6 @@ def main(argv=None):
                         "none: no fine-tuner rows)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    with open(args.out.with_suffix(".commands"), "w") as f:
-        f.write(f"{STORE_COMMAND}\n")
-        for name in runs():  # every run the rule reads, whichever --runs names
-            if runs()[name][0] != "window":
-                run, export, config = commands(name)
-                f.write(f"# {name}: config {json.dumps(config)}\n{run}\n{export}\n")
-        f.write("python -m benchmarks.bench_normalization\n")
     if args.pretrain:
         pretrain(args.runs, args.parallel, args.max_minutes)
         return
@@ -424,13 +409,12 @@ def main(argv=None):
         if not complete:
             raise SystemExit("--part test: the selection's decision comes first (every seed).")
         test_out = args.out.with_name(args.out.name + "_test")
-        with open(test_out.with_suffix(".commands"), "a") as f:  # what ran, run by run
-            f.write(command_line("benchmarks.bench_normalization", argv) + "\n")
+        command = command_line("benchmarks.bench_normalization", argv)
         scores = evaluate(names, test_out.with_suffix(".csv"), "test")
         if args.finetune_draws:
             scores = evaluate_finetuning(names, test_out.with_suffix(".csv"), args.finetune_draws)
         scores = scores[scores.encoder.isin(["reference", *names])]
-        logger.info("test: %s", report_test(scores, names, chosen, test_out))
+        logger.info("test: %s", report_test(scores, names, chosen, test_out, command))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Cost of the PARS pair decoder beside the encoder, on this machine.
 
-Three modes. ``--mode table`` (the default) records:
+Two modes. ``--mode table`` (the default) records:
 
 1. the training step (forward, backward, AdamW step) of PARS against the step of the
    encoder alone on the same patches and masks (its loss a plain mean of squares),
@@ -17,14 +17,9 @@ Three modes. ``--mode table`` (the default) records:
 4. the peak resident memory of one training step at n_patches 40, 80 and 128, each
    configuration in a fresh process.
 
-``--mode repeat`` measures the 64 x 4 row ``--runs`` times, ``--pause`` seconds apart,
-on the same two models, and reports every run and the median and range over the runs:
-this machine's speed drifts by up to a third within minutes, so one measurement lands
-anywhere in a band around the targets of the pair-decoder work (64 x 4: at most 1.3
-times the encoder-alone step, 1,000 windows/s or more).
-
 ``--mode ab`` compares the decoder of the git revision ``--against`` with this one's,
-for changes smaller than that drift: the pair decoder of that revision
+for changes smaller than this machine's drift (up to a third within minutes; the retired
+``--mode repeat`` measured it: ``pair_decoder_repeat.md``): the pair decoder of that revision
 (``braindecode_pars/models/pair/decoders.py``, or ``models/pair_decoders.py`` before
 the package's subfolders) is loaded beside the working one, and every round runs the
 64 x 4 PARS step
@@ -36,8 +31,6 @@ median over rounds of the new step's time over the old one's.
 Usage::
 
     python -m benchmarks.bench_pair_decoder --out benchmarks/results/pair_decoder.md
-    python -m benchmarks.bench_pair_decoder --mode repeat \
-        --out benchmarks/results/pair_decoder_repeat.md
     python -m benchmarks.bench_pair_decoder --mode ab --against HEAD~1 \
         --out benchmarks/results/pair_decoder_ab.md
 """
@@ -408,60 +401,6 @@ def step_table(args):
     return [*lines, "", *NOTES.strip().splitlines()]
 
 
-def repeated_runs(runs, repeats, pause, size="64 x 4"):
-    """``--mode repeat``: ``runs`` measurements of a size's row, per run (PARS
-    windows/s, encoder-alone windows/s, median paired ratio, its first and third
-    quartiles)."""
-    encoder, small = SIZES[size]
-    batch = SMALL_BATCH if small else 16
-    pars_step, encoder_step = make_steps(40, "cross_attention", "folded", batch, encoder, small)
-    results = []
-    for i in range(runs):
-        if i:
-            time.sleep(pause)
-        t_pars, t_enc = step_times([pars_step, encoder_step], repeats)
-        ratio, q1, q3 = paired_ratio(t_pars, t_enc)
-        results.append(
-            (batch / statistics.median(t_pars), batch / statistics.median(t_enc), ratio, q1, q3)
-        )
-        logger.info("run %d: %.0f w/s, ratio %.3f", i + 1, results[-1][0], ratio)
-    return results
-
-
-def repeat_report(results, args):
-    """The Markdown lines of ``--mode repeat``: the runs and their summary against the
-    targets."""
-    pars = [r[0] for r in results]
-    ratios = [r[2] for r in results]
-    lines = [
-        "# The 64 x 4 PARS step, measured repeatedly",
-        "",
-        f"Machine: {machine()}. Each run: {args.repeats} interleaved rounds of the PARS "
-        "step and the encoder-alone step after 2 warm-up rounds (batch 64 of 10-s windows "
-        "at 100 Hz, 40 patches, pos_mask_ratio 0.8, folded cross-attention decoder, fused "
-        f"AdamW); {args.pause:g} s between runs; the same two models throughout.",
-        "",
-        "Command: `python -m benchmarks.bench_pair_decoder --mode repeat --runs "
-        f"{args.runs} --pause {args.pause:g} --out benchmarks/results/pair_decoder_repeat.md`",
-        "",
-        "| run | PARS windows/s | encoder-alone windows/s | ratio of step times (quartiles) |",
-        "|---|---|---|---|",
-    ]
-    for i, (p, e, r, q1, q3) in enumerate(results, 1):
-        lines.append(f"| {i} | {p:,.0f} | {e:,.0f} | {r:.2f} ({q1:.2f}-{q3:.2f}) |")
-    lines += [
-        "",
-        "| over the runs | PARS windows/s | ratio |",
-        "|---|---|---|",
-        f"| median | {statistics.median(pars):,.0f} | {statistics.median(ratios):.3f} |",
-        f"| range | {min(pars):,.0f} - {max(pars):,.0f} | {min(ratios):.2f} - {max(ratios):.2f} |",
-        f"| runs at the target (>= 1,000 windows/s; ratio <= 1.3) | "
-        f"{sum(p >= 1000 for p in pars)} of {len(pars)} | "
-        f"{sum(r <= 1.3 for r in ratios)} of {len(ratios)} |",
-    ]
-    return lines
-
-
 #: The package whose modules ``--mode ab`` loads as they are in another revision.
 MODELS = "braindecode_pars/models"
 #: Revisions loaded so far in this process, by commit: their ``pair_decoders`` module.
@@ -625,19 +564,12 @@ def ab(args):
     return ab_report(results, args, line)
 
 
-#: ``--runs`` of each mode that reads it, unless given
-DEFAULT_RUNS = {"repeat": 20, "ab": 5}
-
-
 def main(argv=None):
     parser = report_parser(__doc__)
-    parser.add_argument("--mode", choices=("table", "repeat", "ab"), default="table")
+    parser.add_argument("--mode", choices=("table", "ab"), default="table")
     parser.add_argument("--batch-size", type=int, default=16, help="at the paper's size")
-    parser.add_argument(
-        "--repeats", type=int, default=21, help="interleaved rounds per row (per run in repeat)"
-    )
-    parser.add_argument("--runs", type=int, help="repeat: 20, ab: 5 (default)")
-    parser.add_argument("--pause", type=float, default=10.0, help="repeat: seconds between runs")
+    parser.add_argument("--repeats", type=int, default=21, help="interleaved rounds per row")
+    parser.add_argument("--runs", type=int, default=5, help="ab: runs")
     parser.add_argument("--against", help="ab: git revision of the other decoder")
     parser.add_argument("--rounds", type=int, default=100, help="ab: rounds per run")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
@@ -646,18 +578,12 @@ def main(argv=None):
         n_patches, impl, what, batch_size = args.child
         memory_child(int(n_patches), impl, what, int(batch_size))
         return
-    if args.runs is None:
-        args.runs = DEFAULT_RUNS.get(args.mode, 1)
     check_at_least_one(parser, args, "repeats", "runs", "rounds")
-    if args.pause < 0:
-        parser.error(f"--pause must be 0 or more seconds, got {args.pause}")
     if args.mode == "ab" and args.against is None:
         parser.error("--mode ab needs --against: the git revision of the other decoder")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.manual_seed(0)
-    if args.mode == "repeat":
-        lines = repeat_report(repeated_runs(args.runs, args.repeats, args.pause), args)
-    elif args.mode == "ab":
+    if args.mode == "ab":
         lines = ab(args)
     else:
         lines = step_table(args)

@@ -35,7 +35,7 @@ Each encoder is then read two ways, the scores appended to
   splits (the probe's: one labelled block in five draws, and both pool blocks).
 
 Nothing here is chosen on a test split: every setting is the library's default, fixed
-before these rows ran. ``report`` writes ``pretext_comparison.md`` and ``.png``.
+before these rows ran. ``report`` writes ``pretext_comparison.md``.
 
 Usage (one thread each; the two modes can run side by side on two cores)::
 
@@ -237,9 +237,8 @@ def run_finetune_mi(out):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "mode", choices=("probe", "finetune", "finetune-one", "finetune-mi", "report")
-    )
+    parser.add_argument("mode",
+        choices=("probe", "finetune", "finetune-one", "finetune-mi", "report"))  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS / "pretext_comparison")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

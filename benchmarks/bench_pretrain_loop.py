@@ -164,34 +164,23 @@ def marginal(short, long):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     loop_arguments(parser, "small")
-    parser.add_argument(
-        "--steps", type=int, help="steps of the long runs (default: 300 tiny, 150 otherwise)"
-    )
+    parser.add_argument("--steps", type=int,
+        help="steps of the long runs (default: 300 tiny, 150 otherwise)")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=21, help="timed bare steps (default: 21)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default: 3)")
-    parser.add_argument(
-        "--threads", type=int, help="torch CPU threads of all three (default: torch's)"
-    )
-    parser.add_argument(
-        "--amp", action=argparse.BooleanOptionalAction, help="bf16 (default: on CUDA only)"
-    )
-    parser.add_argument(
-        "--compile",
-        action=argparse.BooleanOptionalAction,
-        help="torch.compile (default: on CUDA only)",
-    )
-    parser.add_argument(
-        "--cli", action=argparse.BooleanOptionalAction, default=True,
+    parser.add_argument("--threads", type=int,
+        help="torch CPU threads of all three (default: torch's)")  # fmt: skip
+    parser.add_argument("--amp", action=argparse.BooleanOptionalAction,
+        help="bf16 (default: on CUDA only)")  # fmt: skip
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction,
+        help="torch.compile (default: on CUDA only)")  # fmt: skip
+    parser.add_argument("--cli", action=argparse.BooleanOptionalAction, default=True,
         help="time the command line's loop too (default: on; its loop is the estimator's "
-        "net, so --no-cli halves a run's time)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--profile",
-        metavar="FILE",
+        "net, so --no-cli halves a run's time)")  # fmt: skip
+    parser.add_argument("--profile", metavar="FILE",
         help="after the rounds, run each loop's short and long runs once more under "
         "cProfile and write where the extra steps' time goes (seconds by area, long run "
-        "less short run, and the top functions) to FILE",
-    )
+        "less short run, and the top functions) to FILE")  # fmt: skip
     return parse_loop_args(parser, argv)
 
 

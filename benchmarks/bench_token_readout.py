@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import copy
 import logging
-import sys
 import time
 from pathlib import Path
 
@@ -64,6 +63,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks.lib.encoders import ENCODERS, benchmark_encoder
+from benchmarks.lib.measure import check_at_least_one, command_line
 from braindecode_pars.datasets import bundled_data_path
 from braindecode_pars.features.blocks import DEFAULT_BANDS
 
@@ -576,141 +576,21 @@ def report(rows, args, design_info, seconds):
     return lines
 
 
-def plot(rows, path):
-    """Grouped bars, encoders by target, chance marked: one token's readouts, band power
-    per band and the task's readouts (PE given unless named)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    summary = summarise(rows)
-    families = [
-        f
-        for f in dict.fromkeys(encoder_family(r["encoder"]) for r in rows)
-        if f not in ("patch samples", *REFERENCES)
-    ]
-    n_seeds = len({r["encoder"] for r in rows if r["encoder"].startswith("random (seed")})
-    colours = dict(zip(families, ("tab:blue", "tab:orange", "tab:gray", "tab:green"), strict=False))
-    panels = [
-        (
-            "One token or one channel's window: balanced accuracy",
-            [
-                ("position", "PE given", "position\nPE given"),
-                ("position", "PE withheld (80 %)", "position\n80 % withheld"),
-                ("position", "PE withheld (all)", "position\nall withheld"),
-                ("channel", "PE given", "channel"),
-                ("subject", "PE given", "subject"),
-            ],
-        ),
-        (
-            "Patch log band power from one token: R^2",
-            [(f"band power: {b}", "PE given", b) for b, _, _ in BANDS],
-        ),
-        (
-            "Rest vs arithmetic, held-out subjects: balanced accuracy",
-            [
-                (f"task: {r}", "PE given", r.replace("channels ", "channels\n"))
-                for r in TASK_READOUTS
-            ],
-        ),
-    ]
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw=dict(width_ratios=[5, 5, 5]))
-    width = 0.8 / len(families)
-    for ax, (title, groups) in zip(axes, panels, strict=True):
-        for i, fam in enumerate(families):
-            x = np.arange(len(groups)) + (i - (len(families) - 1) / 2) * width
-            s = [summary.get((fam, t, c)) for t, c, _ in groups]
-            label = fam if fam != "random" else f"random ({n_seeds} seeds; dots: each seed)"
-            ax.bar(
-                x,
-                [v["mean"] if v else np.nan for v in s],
-                width,
-                yerr=[v["fold_std"] if v else 0 for v in s],
-                capsize=2,
-                color=colours[fam],
-                label=label,
-            )
-            for xi, v in zip(x, s, strict=True):
-                if v and len(v["seed_means"]) > 1:
-                    ax.plot([xi] * len(v["seed_means"]), v["seed_means"], "k.", ms=3)
-        for j, (t, c, _) in enumerate(groups):
-            chance = next(
-                (summary[(f, t, c)]["chance"] for f in families if (f, t, c) in summary), None
-            )
-            if chance is not None:
-                ax.hlines(chance, j - 0.45, j + 0.45, colors="k", linestyles=":", lw=1.5)
-        ax.set_xticks(np.arange(len(groups)), [g[2] for g in groups], fontsize=9)
-        ax.set_title(title, fontsize=10)
-        ax.axhline(0, color="k", lw=0.5)
-    refs = {t: summary.get(("band power (raw)", t, "no encoder")) for t in ["task: channels"]}
-    if refs["task: channels"]:
-        axes[2].axhline(
-            refs["task: channels"]["mean"],
-            color="tab:red",
-            ls="--",
-            lw=1,
-            label="band power floor (raw window)",
-        )
-    patch = [summary.get(("patch samples", f"band power: {b}", "no encoder")) for b, _, _ in BANDS]
-    if all(patch):
-        axes[1].plot(
-            np.arange(len(BANDS)),
-            [p["mean"] for p in patch],
-            "rx",
-            ms=8,
-            label="patch samples (no encoder)",
-        )
-        axes[1].legend(fontsize=8, loc="upper right")
-    axes[0].set_ylim(0, 1.05)
-    lowest = min(v["mean"] for v in summary.values() if v["metric"] == "R^2")
-    axes[1].set_ylim(min(-0.05, lowest - 0.05), 1.05)
-    axes[2].set_ylim(0.3, 0.9)
-    axes[2].legend(fontsize=8, loc="upper left")
-    axes[0].legend(
-        fontsize=8,
-        loc="upper right",
-        title="error bars: std over folds; dotted: chance",
-        title_fontsize=8,
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def write_csv(rows, path):
-    import pandas as pd
-
-    pd.DataFrame(rows).to_csv(path, index=False)
-
-
 # -- command line ------------------------------------------------------------------------
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", help="the Markdown report; .csv and .png beside it")
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="seconds: 4 subjects, 4 channels, one random seed, few tokens",
-    )
+    parser.add_argument("--out", help="the Markdown report")
+    parser.add_argument("--quick", action="store_true",
+        help="seconds: 4 subjects, 4 channels, one random seed, few tokens")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=5, help="random encoders (seeds 0..n-1)")
-    parser.add_argument(
-        "--tokens", type=int, default=12000, help="tokens scored by the token-level readouts"
-    )
+    parser.add_argument("--tokens", type=int, default=12000,
+        help="tokens scored by the token-level readouts")  # fmt: skip
     parser.add_argument("--folds", type=int, default=4, help="folds of the grouped splits")
-    parser.add_argument(
-        "--plot-only", action="store_true", help="redraw the .png from the .csv beside --out"
-    )
     args = parser.parse_args(argv)
-    for name in ("seeds", "tokens", "folds"):
-        if getattr(args, name) < (2 if name == "folds" else 1):
-            parser.error(
-                f"--{name} must be at least {2 if name == 'folds' else 1}, "
-                f"got {getattr(args, name)}"
-            )
-    args.command = "python -m benchmarks.bench_token_readout " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    check_at_least_one(parser, args, "seeds", "tokens")
+    if args.folds < 2:
+        parser.error(f"--folds must be at least 2, got {args.folds}")
+    args.command = command_line("benchmarks.bench_token_readout", argv)
     return args
 
 
@@ -720,14 +600,6 @@ def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
-    if args.plot_only:
-        if not args.out:
-            raise SystemExit("--plot-only needs --out (the report whose .csv it reads)")
-        import pandas as pd
-
-        rows = pd.read_csv(Path(args.out).with_suffix(".csv")).to_dict("records")
-        plot(rows, Path(args.out).with_suffix(".png"))
-        return rows
     t0 = time.perf_counter()
     subjects, channels = EEGMAT_TEST_SUBJECTS, None
     if args.quick:
@@ -752,11 +624,8 @@ def main(argv=None):
     lines = report(rows, args, info, seconds)
     text = "\n".join(lines) + "\n"
     if args.out:
-        out = Path(args.out)
-        out.write_text(text)
-        write_csv(rows, out.with_suffix(".csv"))
-        plot(rows, out.with_suffix(".png"))
-        logger.info("wrote %s, .csv and .png", out)
+        Path(args.out).write_text(text)
+        logger.info("wrote %s", args.out)
     else:
         print(text)
     return rows

@@ -452,24 +452,17 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="the results file (Markdown)")
     parser.add_argument("--tiny", action="store_true", help="the dry run on a CPU")
-    parser.add_argument(
-        "--budget", type=float, default=float(BUDGET),
+    parser.add_argument("--budget", type=float, default=float(BUDGET),
         help=f"seconds for all the parts together (default: {BUDGET}, the parts' limits)",
     )  # fmt: skip
-    parser.add_argument(
-        "--compile-caches", action=argparse.BooleanOptionalAction, default=True,
+    parser.add_argument("--compile-caches", action=argparse.BooleanOptionalAction, default=True,
         help="let the later processes reuse compiled kernels from torch's disk cache "
-        "(default: on, to fit the budget)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--tree-variants", nargs="*", default=list(TREE_VARIANTS),
+        "(default: on, to fit the budget)")  # fmt: skip
+    parser.add_argument("--tree-variants", nargs="*", default=list(TREE_VARIANTS),
         help="bench_gpu.py's rows this tree's side adds to the A/B's (default: "
-        f"{' '.join(TREE_VARIANTS)}; also bf16-tf32, bf16-f64tables)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--parts", nargs="+", choices=list(LIMITS), default=list(DEFAULT_PARTS),
-        help=f"the parts to run, in this order (default: {' '.join(DEFAULT_PARTS)})",
-    )  # fmt: skip
+        f"{' '.join(TREE_VARIANTS)}; also bf16-tf32, bf16-f64tables)")  # fmt: skip
+    parser.add_argument("--parts", nargs="+", choices=list(LIMITS), default=list(DEFAULT_PARTS),
+        help=f"the parts to run, in this order (default: {' '.join(DEFAULT_PARTS)})")  # fmt: skip
     return parser.parse_args(argv)
 
 

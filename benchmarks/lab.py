@@ -7,20 +7,17 @@ Usage::
     python -m benchmarks.lab store --ysyw YSYW --tueg TUEG --tuab TUAB --tusz TUSZ --out S
     python -m benchmarks.lab store --shared-data ../shared/data --muse --out S
     python -m benchmarks.lab experiment --config docs/configs/label_efficiency.json
-    python -m benchmarks.lab finetune --config CONFIG --out OUT
-    python -m benchmarks.lab evaluate --model OUT/model.pkl --config CONFIG
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import warnings
 from pathlib import Path
 
-from benchmarks.lib.protocols import fit_on, run_experiment, score_windows
+from benchmarks.lib.protocols import run_experiment
 from braindecode_pars.cli.demo import read_config
 from braindecode_pars.cli.store import (
     RECORDING_FLAGS,
@@ -181,47 +178,6 @@ def _experiment(args):
     sys.stdout.write(f"{len(frame)} results in {out}/results.csv\n")
 
 
-def _finetune(args):
-    """Fine-tune on a recipe's train split (JSON configuration: data, encoder, estimator, seed);
-    saves model.pkl."""
-    import pickle
-
-    from benchmarks.lib.paper_datasets import load_recipe
-
-    config = read_config(args.config)
-    spec = config["data"]
-    split = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
-    clf = fit_on(
-        config.get("encoder"),
-        split["train"],
-        config.get("seed", 0),
-        config.get("estimator", {}),
-        valid=split.get("valid"),
-    )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / "model.pkl", "wb") as f:
-        pickle.dump(clf, f)
-    result = score_windows(clf, split["test"])
-    (out / "test_scores.json").write_text(json.dumps(result, indent=2))
-    sys.stdout.write(json.dumps(result) + "\n")
-
-
-def _evaluate(args):
-    """Score a saved model on a split of a recipe."""
-    import pickle
-
-    from benchmarks.lib.paper_datasets import load_recipe
-
-    with open(args.model, "rb") as f:
-        clf = pickle.load(f)
-    config = read_config(args.config)
-    spec = config["data"]
-    windows = load_recipe(spec["recipe"], spec.get("path"), **spec.get("options", {}))
-    result = score_windows(clf, windows[args.split])
-    sys.stdout.write(json.dumps(result) + "\n")
-
-
 def build_parser():
     """The parser of the lab's subcommands; each namespace holds ``func``."""
     parser = argparse.ArgumentParser(
@@ -246,61 +202,33 @@ def build_parser():
     store.set_defaults(window_seconds=None, stride_seconds=None)
     corpora = store.add_argument_group("the paper's corpora")
     corpora.add_argument("--shared-data", help="folder with eegmat/ and sleep-edf-atm/")
-    corpora.add_argument(
-        "--eegmat-subjects",
-        nargs="+",
+    corpora.add_argument("--eegmat-subjects", nargs="+",
         help="with --shared-data: EEGMAT subjects (numbers, 'pool' for the 12 that no "
-        "development split scores, 'train' for the 24 non-test ones; default: train)",
-    )
-    corpora.add_argument(
-        "--muse",
-        action="store_true",
-        help="with --shared-data: add the Muse headband recordings of muse-cueing/",
-    )
-    corpora.add_argument(
-        "--unit",
-        choices=["uV"],
+        "development split scores, 'train' for the 24 non-test ones; default: train)")  # fmt: skip
+    corpora.add_argument("--muse", action="store_true",
+        help="with --shared-data: add the Muse headband recordings of muse-cueing/")  # fmt: skip
+    corpora.add_argument("--unit", choices=["uV"],
         help="with --shared-data: every part in microvolts (default: each reader's own "
-        "unit, which the scale-invariant 'window' normalisation does not read)",
-    )
+        "unit, which the scale-invariant 'window' normalisation does not read)")  # fmt: skip
     corpora.add_argument("--ysyw", help="YSYW folder (training/ and test/)")
-    corpora.add_argument(
-        "--ysyw-split-file", help="YSYW split file (default: <ysyw>/splits.json, the recipe's)"
-    )
+    corpora.add_argument("--ysyw-split-file",
+        help="YSYW split file (default: <ysyw>/splits.json, the recipe's)")  # fmt: skip
     corpora.add_argument("--tueg", help="TUEG edf folder")
     corpora.add_argument("--tuab", help="TUAB edf folder (its patients are left out of TUEG)")
     corpora.add_argument("--tusz", help="TUSZ edf folder (its patients are left out of TUEG)")
-    corpora.add_argument(
-        "--allow-test-patients",
-        action="store_true",
-        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients",
-    )
-    corpora.add_argument(
-        "--subjects", nargs="+", type=int, help="PhysioNet-MI subjects (default: 1)"
-    )
-    corpora.add_argument(
-        "--runs",
-        nargs="+",
-        type=int,
+    corpora.add_argument("--allow-test-patients", action="store_true",
+        help="build a TUEG corpus without --tuab/--tusz, keeping their test patients")  # fmt: skip
+    corpora.add_argument("--subjects", nargs="+", type=int,
+        help="PhysioNet-MI subjects (default: 1)")  # fmt: skip
+    corpora.add_argument("--runs", nargs="+", type=int,
         help="their runs (default: the baselines and executed movements, 1 2 3 5 7 9 11 13: "
-        "no imagery)",
-    )
-    corpora.add_argument(
-        "--data-path", help="PhysioNet-MI folder in MNE's eegbci layout (default: bundled)"
-    )
+        "no imagery)")  # fmt: skip
+    corpora.add_argument("--data-path",
+        help="PhysioNet-MI folder in MNE's eegbci layout (default: bundled)")  # fmt: skip
 
     exp = command(_experiment, "a protocol of the paper from a JSON configuration")
     exp.add_argument("--config", required=True, help="JSON configuration file")
     exp.add_argument("--out", help="output folder (default: the configuration's 'out')")
-
-    fin = command(_finetune, "fine-tune on a recipe's train split; saves model.pkl")
-    fin.add_argument("--config", required=True, help="JSON configuration file")
-    fin.add_argument("--out", required=True, help="output folder")
-
-    ev = command(_evaluate, "score a saved model on a split of a recipe")
-    ev.add_argument("--model", required=True, help="model.pkl written by finetune")
-    ev.add_argument("--config", required=True, help="JSON configuration with 'data'")
-    ev.add_argument("--split", default="test", help="train, valid, test (or all)")
     return parser
 
 

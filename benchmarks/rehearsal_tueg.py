@@ -32,7 +32,7 @@ Usage (the rehearsal at 10 GB; ``--gb 0.05`` proves the script in a minute or tw
 from __future__ import annotations
 
 import argparse
-import csv
+import gc
 import json
 import logging
 import os
@@ -44,12 +44,16 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
 
 from benchmarks.lib.measure import machine
-from benchmarks.lib.store_reads import measure
+from benchmarks.lib.page_cache import cached_fraction, drop_cached_pages
 from benchmarks.lib.tueg_tree import add_tree_arguments, make_tree, parse_tree_arguments
 from braindecode_pars.hub.folders import run_state, run_status
+from braindecode_pars.pretraining.disk_order import DiskOrderBatches
+from braindecode_pars.pretraining.views import SingleChannelWindows
 
 logger = logging.getLogger("rehearsal_tueg")
 STAGES = ("tree", "store", "read", "pretrain", "report")
@@ -179,9 +183,97 @@ def stage_store(args, tree, log):
     }
 
 
-def stage_read(args, store):
-    """Crops per second, cold and warm, random and in disk order (one process)."""
-    rows = measure(store, args.crops, batch_size=256, workers=(0,))
+class BatchedReads(Dataset):
+    """Batches of a :class:`~braindecode_pars.pretraining.views.SingleChannelWindows`
+    read whole, as pretraining's DataLoader reads them: ``reads[indices]`` is the view's
+    ``batch(indices)`` (one array of crops, no collation), for a DataLoader with
+    ``batch_size=None`` and a ``BatchSampler``."""
+
+    def __init__(self, view):
+        self.view = view
+
+    def __len__(self):
+        return len(self.view)
+
+    def __getitem__(self, indices):
+        return self.view.batch(np.asarray(indices, dtype=np.int64))
+
+
+def random_loader(view, batch_size):
+    """Pretraining's read: batches of random windows through :class:`BatchedReads`, endless."""
+    sampler = RandomSampler(view, replacement=True, num_samples=1 << 40)
+    batches = BatchSampler(sampler, batch_size, drop_last=False)
+    return DataLoader(BatchedReads(view), sampler=batches, batch_size=None)
+
+
+def disk_loader(view, batch_size, prefetch=True, seed=0):
+    """The read in the order of the disk; its ``set_epoch`` is the dataset's."""
+    batches = DiskOrderBatches(view, batch_size, seed=seed, prefetch=prefetch)
+    loader = DataLoader(batches, batch_size=None)
+    loader.set_epoch = batches.set_epoch
+    return loader
+
+
+def crops_per_second(loader, n_crops):
+    """Crops per second ``loader`` gives over ``n_crops`` after its first batch, epoch
+    after epoch (each a new order, for a loader with ``set_epoch``)."""
+    count, epoch, seconds, first = 0, 0, 0.0, True
+    while count < n_crops:
+        if hasattr(loader, "set_epoch"):
+            loader.set_epoch(epoch)
+        it = iter(loader)
+        t0 = time.perf_counter()
+        for X, _ in it:
+            if first:  # first batch read: the clock starts now
+                first, t0 = False, time.perf_counter()
+                continue
+            count += len(X)
+            if count >= n_crops:
+                break
+        seconds += time.perf_counter() - t0
+        del it
+        epoch += 1
+    return count / seconds
+
+
+def stage_read(args, store, batch_size=256):
+    """Crops per second, cold and warm, random and in disk order (one process): rows of
+    (read, cache, crops, crops/s, cached share before, after).
+
+    A cold row reads as many crops as the store has windows at most (one epoch of the
+    disk-order read, a crop of one channel of each window), so that it reads from the
+    disk and not from pages it brought in itself. Every row maps the store anew, after
+    the previous row's maps are gone: pages mapped by a live process are not evicted."""
+    n_times = int(30.0 * 200.0)  # the paper's pretraining crops: 30 s at 200 Hz
+    reads = {
+        "random, memory-mapped": lambda v: random_loader(v, batch_size),
+        "disk order": lambda v: disk_loader(v, batch_size),
+        "disk order, no read-ahead": lambda v: disk_loader(v, batch_size, prefetch=False),
+    }
+    info = json.loads((Path(store) / "info.json").read_text())
+    path = Path(store) / info.get("data_file", "data.f32")
+    n_windows = len(SingleChannelWindows.from_store(store, n_times=n_times))
+    rows = []
+    for cache in ("cold", "warm"):
+        for read, make in reads.items():
+            gc.collect()
+            if cache == "cold":
+                drop_cached_pages(path)
+            else:
+                with open(path, "rb") as f:  # read the whole file once: it is cached
+                    while f.read(1 << 24):
+                        pass
+            before = cached_fraction(path)
+            view = SingleChannelWindows.from_store(store, n_times=n_times)
+            loader = make(view)
+            crops = min(args.crops, n_windows) if cache == "cold" else args.crops
+            rate = crops_per_second(loader, crops)
+            del loader, view
+            gc.collect()
+            rows.append(dict(read=read, cache=cache, crops=crops, crops_per_s=round(rate),
+                             cached_before=round(before, 3),
+                             cached_after=round(cached_fraction(path), 3)))  # fmt: skip
+            logger.info("%s", rows[-1])
     return {"rows": rows}
 
 
@@ -249,7 +341,7 @@ def extrapolation(store, read):
 
 
 def report(args, done):
-    """The Markdown lines and the CSV rows of the rehearsal's figures."""
+    """The Markdown lines of the rehearsal's figures."""
     tree, store, read, train = (done[s] for s in ("tree", "store", "read", "pretrain"))
     ext = extrapolation(store, read)
     cores = os.cpu_count()
@@ -323,12 +415,7 @@ def report(args, done):
         "(DataLoader workers). Assumes a store larger than memory reads as this one "
         "read with its pages evicted.",
     ]
-    rows = [("tree", k, v) for k, v in tree.items() if not isinstance(v, list | dict)]
-    rows += [("store", k, v) for k, v in store.items() if not isinstance(v, list)]
-    rows += [("read", f"{r['read']}, {r['cache']}", r["crops_per_s"]) for r in read["rows"]]
-    rows += [("pretrain", k, v) for k, v in train.items()]
-    rows += [("extrapolation", k, v) for k, v in ext.items()]
-    return lines, rows
+    return lines
 
 
 def main(argv=None):
@@ -341,7 +428,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=300, help="pretraining steps")
     parser.add_argument("--batch-size", type=int, default=32, help="per process")
     parser.add_argument("--encoder", default="small", choices=list(ENCODERS))
-    parser.add_argument("--results", help="Markdown report (a .csv beside it)")
+    parser.add_argument("--results", help="Markdown report")
     args = parse_tree_arguments(parser, argv)
     args.command = shlex.join(
         ["python", "-m", "benchmarks.rehearsal_tueg", *(argv or sys.argv[1:])]
@@ -371,13 +458,9 @@ def main(argv=None):
             elif stage == "pretrain":
                 figures = stage_pretrain(args, stages.done["store"]["store"], log)
             else:
-                lines, rows = report(args, stages.done)
+                lines = report(args, stages.done)
                 if args.results:
                     Path(args.results).write_text("\n".join(lines) + "\n")
-                    with open(Path(args.results).with_suffix(".csv"), "w", newline="") as f:
-                        writer = csv.writer(f)
-                        writer.writerow(["stage", "figure", "value"])
-                        writer.writerows(rows)
                 figures = {"results": args.results}
             figures["stage_seconds"] = round(time.perf_counter() - t0, 1)
             stages.record(stage, figures)

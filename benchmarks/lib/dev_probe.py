@@ -1,5 +1,5 @@
-"""The probe rows of the development tasks' benchmarks (``bench_dev_tasks``,
-``bench_pretraining_curve``): every window's raw features, block by
+"""The probe rows of the development tasks' benchmarks (``bench_dev_tasks``, and
+through :mod:`.selection` the selections' scripts): every window's raw features, block by
 block, the rows' names (``floor (band power)``, ``probe[enc+bp+ts, 100]``,
 ``probe[enc|bp+ts, 100]``...; ``bench_dev_tasks`` says what they mean) and the library's
 probe of each row fitted on some of the windows."""

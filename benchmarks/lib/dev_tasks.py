@@ -42,12 +42,12 @@ block 3 tests. S001 is scored by both, so no selection encoder sees any of its r
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from benchmarks.lib.checks import check_option
-from benchmarks.lib.pretext import SHARED
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,
@@ -55,6 +55,9 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TRAIN_SUBJECTS,
 )
 from braindecode_pars.demo.low_label import draw_subjects
+
+#: The shared data folder beside the repository (``../shared/data``).
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 #: PhysioNet-MI S001 blocks of runs that select, and the one that tests.
 MI_SELECTION_BLOCKS = (1, 2)

@@ -206,29 +206,21 @@ def loop_arguments(parser, size):
     parser.add_argument("--size", default=size, choices=list(CONFIGS), help=f"(default: {size})")
     parser.add_argument("--tiny", action="store_true", help="the tiny size: seconds on a CPU")
     parser.add_argument("--batch-size", type=int, help="default: the size's (8, 64, 256)")
-    parser.add_argument(
-        "--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
+    parser.add_argument("--compile-mode", choices=["default", "reduce-overhead", "max-autotune"],
         help="torch.compile's mode of the bare step and both loops (default: torch's); "
-        "reduce-overhead replays the steps as CUDA graphs",
-    )  # fmt: skip
-    parser.add_argument(
-        "--batches", default="auto", choices=["auto", "host", "read-ahead", "device"],
+        "reduce-overhead replays the steps as CUDA graphs")  # fmt: skip
+    parser.add_argument("--batches", default="auto",
+        choices=["auto", "host", "read-ahead", "device"],
         help="how both loops' training batches reach the step (PretrainNet's batches; "
-        "default: auto, the device's default)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--decoder-kernel", default="auto", choices=["auto", "tables", "fused"],
+        "default: auto, the device's default)")  # fmt: skip
+    parser.add_argument("--decoder-kernel", default="auto", choices=["auto", "tables", "fused"],
         help="the pair operator of the bare step and both loops (PARS's decoder_kernel; "
-        "default: auto, the device's default)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--corpus-batches", type=int, default=CORPUS_BATCHES,
+        "default: auto, the device's default)")  # fmt: skip
+    parser.add_argument("--corpus-batches", type=int, default=CORPUS_BATCHES,
         help=f"training batches an epoch (default: {CORPUS_BATCHES}: a run spans many epochs)",
     )  # fmt: skip
-    parser.add_argument(
-        "--workers", type=int, default=0,
-        help="the command line's DataLoader worker processes (default: 0)",
-    )  # fmt: skip
+    parser.add_argument("--workers", type=int, default=0,
+        help="the command line's DataLoader worker processes (default: 0)")  # fmt: skip
 
 
 def parse_loop_args(parser, argv):

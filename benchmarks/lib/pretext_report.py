@@ -1,7 +1,6 @@
-"""Tables and figure of ``bench_pretext_comparison``: ``pretext_comparison.md`` and
-``.png`` from its two JSONL files and the encoders' ``runs.json`` (written by
-``python -m benchmarks.bench_pretext_comparison report``, or by
-``python -m benchmarks.report_pretext_comparison``)."""
+"""Tables of ``bench_pretext_comparison``: ``pretext_comparison.md`` from its two JSONL
+files and the encoders' ``runs.json`` (written by
+``python -m benchmarks.bench_pretext_comparison report``)."""
 
 from __future__ import annotations
 
@@ -180,8 +179,8 @@ def write_report(out):
     lines = [
         "# PARS, MAE, MP3, DropPos and no pretraining under one budget",
         "",
-        "Written by `benchmarks/report_pretext_comparison.py` from the rows of "
-        "`benchmarks/bench_pretext_comparison.py` (protocol in its docstring and on "
+        "Written by `python -m benchmarks.bench_pretext_comparison report` from its rows "
+        "(protocol in its docstring and on "
         "`docs/benchmarks/pretext_comparison.rst`). Balanced accuracy on the test splits; "
         "a row with pretraining seeds gives mean ± sd over its 3 seeds (each seed's "
         "score the mean over the draws), the others the mean over the draws.",
@@ -272,38 +271,4 @@ def write_report(out):
                     + verdict(scores_["full fine-tuning, PARS"], scores_[other])
                 )
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    plot(scores, ft, out.with_suffix(".png"))
     print("\n".join(lines))
-
-
-def plot(scores, ft, path):
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4), constrained_layout=True)
-    for ax, k in zip(axes[:2], ("1", "all"), strict=True):
-        m = means_by_seed(scores, k)
-        rows = [r for r in PROBE_ROWS if r in m.index.get_level_values(0)]
-        for i, row in enumerate(rows):
-            vals = m[row].to_numpy()
-            ax.bar(i, vals.mean(), yerr=vals.std(ddof=1) if len(vals) > 1 else 0, capsize=3)
-            ax.scatter(np.full(len(vals), i), vals, color="k", s=8, zorder=3)
-        labels = [r.replace("probe, ", "").replace(" (the default)", " (default)") for r in rows]
-        ax.set_xticks(range(len(rows)), labels, rotation=40, ha="right")
-        ax.axhline(0.5, color="k", lw=0.8, ls="--")
-        ax.set_ylim(0.3, 0.8)
-        ax.set_title(f"probe, mean of 5 tasks, k = {k}")
-        ax.set_ylabel("balanced accuracy")
-    ax = axes[2]
-    ft = ft[ft.k == "8 subjects"] if len(ft) else ft
-    rows = [r for r in FT_ROWS if len(ft) and (ft.row == r).any()]
-    for i, row in enumerate(rows):
-        vals = ft[ft.row == row].bal_acc.to_numpy()
-        ax.bar(i, vals.mean(), yerr=vals.std(ddof=1) if len(vals) > 1 else 0, capsize=3)
-        ax.scatter(np.full(len(vals), i), vals, color="k", s=8, zorder=3)
-    ax.set_xticks(range(len(rows)), [r.replace("full fine-tuning, ", "FT ") for r in rows],
-                  rotation=40, ha="right")  # fmt: skip
-    ax.axhline(0.5, color="k", lw=0.8, ls="--")
-    ax.set_ylim(0.3, 0.8)
-    ax.set_title("full fine-tuning, EEGMAT, 8 subjects labelled")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -1,8 +1,7 @@
 """Choosing among pretraining configurations by a rule written before their runs
-(``bench_normalization``, ``bench_patch_density``; ``bench_pretraining_curve`` reads its
-encoders the same way): the probe rows of each encoder and of the references on the
-development tasks' splits at one labelled unit, their score per task, and the rule's
-comparison of configurations over pretraining seeds."""
+(``bench_normalization``, ``bench_patch_density``): the probe rows of each encoder and
+of the references on the development tasks' splits at one labelled unit, their score
+per task, and the rule's comparison of configurations over pretraining seeds."""
 
 from __future__ import annotations
 

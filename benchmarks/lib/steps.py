@@ -1,6 +1,6 @@
 """PARS training steps beside the encoder-alone step, on the CPU: the sizes and windows
 the step benchmarks share (``bench_pair_decoder``, ``bench_flops``,
-``bench_operator_dispatches``, ``bench_gpu``)."""
+``bench_gpu``)."""
 
 from __future__ import annotations
 

@@ -199,9 +199,8 @@ def add_tree_arguments(parser, gb_help="size of the EDF files, GB"):
     """``--gb`` and ``--minutes``: the size of a tree and its recordings' lengths, as
     :func:`make_tree` takes them (``rehearsal_tueg`` makes its tree with them too)."""
     parser.add_argument("--gb", type=float, required=True, help=gb_help)
-    parser.add_argument(
-        "--minutes", type=float, nargs=2, default=[5.0, 30.0], help="recording lengths"
-    )
+    parser.add_argument("--minutes", type=float, nargs=2, default=[5.0, 30.0],
+        help="recording lengths")  # fmt: skip
 
 
 def parse_tree_arguments(parser, argv):

@@ -3,7 +3,16 @@ whose answer is known, and the runs it asks for."""
 
 import pytest
 
-from benchmarks.bench_normalization import MODES, SEEDS, STORE, choose, commands, runs
+from benchmarks.bench_normalization import (
+    MODES,
+    SEEDS,
+    STORE,
+    choose,
+    command_lines,
+    commands,
+    runs,
+)
+from benchmarks.tests.conftest import ROOT
 
 
 def test_an_amplitude_mode_is_chosen_only_beyond_the_larger_spread():
@@ -31,6 +40,11 @@ def test_every_amplitude_run_reads_the_microvolt_store_with_its_mode_and_seed():
         assert config == {"normalization": mode, "unit": "uV", "n_patches": 40,
                           "valid_fraction": 0.1, "seed": seed}  # fmt: skip
         assert export.endswith(f"benchmarks/encoders/normalization/{name}")
+
+
+def test_the_recorded_report_ends_with_the_commands_it_ran():
+    text = (ROOT / "benchmarks/results/normalization.md").read_text()
+    assert text.endswith("\n## Commands\n\n```\n" + "\n".join(command_lines()) + "\n```\n")
 
 
 def test_the_fine_tuner_rows_land_in_the_test_csv_once_and_in_its_table(tmp_path, monkeypatch):
@@ -72,8 +86,10 @@ def test_the_fine_tuner_rows_land_in_the_test_csv_once_and_in_its_table(tmp_path
     again = bn.evaluate_finetuning(names, csv, draws=(0, 1))
     assert len(again) == len(scores)
 
-    bn.report_test(again, names, "window", tmp_path / "normalization_test")
+    command = "python -m benchmarks.bench_normalization --part test --finetune-draws 0 1"
+    bn.report_test(again, names, "window", tmp_path / "normalization_test", command)
     text = (tmp_path / "normalization_test.md").read_text()
+    assert f"Command: `{command}`" in text
     for mode in bn.MODES:
         assert f"| {bn.FINETUNE_METHOD}, {mode} (1 seeds) |" in text
         assert f"| {bn.SCORE}, {mode} (1 seeds) |" in text

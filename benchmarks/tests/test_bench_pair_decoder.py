@@ -1,5 +1,4 @@
-"""The pair-decoder benchmark's repeat and A/B modes: the repeated 64 x 4 measurement
-reports every run and counts the runs at each target; another revision's decoder is
+"""The pair-decoder benchmark's step breakdown and A/B mode: another revision's decoder is
 loaded beside this one and both are timed in the same rounds."""
 
 import argparse
@@ -17,28 +16,6 @@ def bench():
     return bench_pair_decoder
 
 
-def test_the_repeat_summary_counts_the_runs_at_each_target(bench):
-    # (PARS w/s, encoder-alone w/s, ratio, q1, q3) of four runs
-    results = [(900, 1200, 1.35, 1.3, 1.4), (1100, 1400, 1.28, 1.2, 1.3)]
-    results += [(1000, 1300, 1.30, 1.2, 1.4), (1300, 1700, 1.25, 1.2, 1.3)]
-    args = argparse.Namespace(runs=4, repeats=21, pause=10.0)
-    text = "\n".join(bench.repeat_report(results, args))
-    assert "| 1 | 900 | 1,200 | 1.35 (1.30-1.40) |" in text
-    assert "| median | 1,050 | 1.290 |" in text
-    assert "| range | 900 - 1,300 | 1.25 - 1.35 |" in text
-    # 1,000 windows/s and a ratio of 1.30 count as met
-    assert "| 3 of 4 | 3 of 4 |" in text
-    assert "python -m benchmarks.bench_pair_decoder --mode repeat --runs 4 --pause 10" in text
-
-
-def test_a_repeated_run_times_both_steps(bench):
-    (run,) = bench.repeated_runs(runs=1, repeats=3, pause=0.0)
-    pars, encoder, ratio, q1, q3 = run
-    # windows per second of each step, and the ratio of their times within its quartiles
-    # (which of the two is faster over three rounds is left to the benchmark)
-    assert pars > 0 and encoder > 0 and 0 < q1 <= ratio <= q3
-
-
 def test_the_step_breakdown_times_every_part_of_a_pars_step(bench):
     tiny = dict(emb_dim=16, depth=1, n_heads=2, ff_dim=16)
     parts = bench.step_breakdown(tiny, batch_size=4, repeats=2, warmup=1)
@@ -51,8 +28,7 @@ def test_the_step_breakdown_times_every_part_of_a_pars_step(bench):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--mode", "repeat", "--runs", "0"], "--runs must be at least 1, got 0"),
-        (["--mode", "repeat", "--pause", "-1"], "--pause must be 0 or more seconds, got -1"),
+        (["--mode", "ab", "--against", "HEAD", "--runs", "0"], "--runs must be at least 1, got 0"),
         (["--mode", "ab"], "--mode ab needs --against"),
         (["--mode", "ab", "--against", "HEAD", "--rounds", "0"], "--rounds must be at least 1"),
     ],

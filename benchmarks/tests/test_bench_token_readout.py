@@ -196,26 +196,3 @@ def test_the_report_pools_random_seeds_and_keeps_each_encoder(bench):
 
 def test_bad_counts_are_refused(bench, capsys):
     assert_refused(bench.parse_args, ["--folds", "1"], "--folds must be at least 2, got 1", capsys)
-
-
-def test_the_figure_is_drawn_from_the_recorded_rows(bench, tmp_path):
-    rows = []
-    for encoder, shift in [("PARS (pars-small-v2)", 0.1), ("random (seed 0)", 0.0)]:
-        rows.append(
-            bench._row(
-                encoder,
-                "position",
-                "PE given",
-                "balanced accuracy",
-                1 / 9,
-                [0.5 + shift, 0.6 + shift],
-            )
-        )
-        rows.append(bench._row(encoder, "band power: alpha", "PE given", "R^2", 0.0, [0.2, 0.3]))
-    rows.append(
-        bench._row(
-            "band power (raw)", "task: channels", "no encoder", "balanced accuracy", 0.5, [0.7, 0.8]
-        )
-    )
-    bench.plot(rows, tmp_path / "f.png")
-    assert (tmp_path / "f.png").stat().st_size > 10_000

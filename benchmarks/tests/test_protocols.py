@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -177,39 +175,6 @@ def test_ablation_pretrains_each_configuration(data, tmp_path):
     rows = _run(on_test, tmp_path, "ablation_test")
     n_test = len(load_recipe("ysyw", data["ysyw"])["test"])
     assert len(rows) == 1 and rows.n_test.iloc[0] + rows.n_test_unseen.iloc[0] == n_test
-
-
-@pytest.mark.slow
-def test_finetune_then_evaluate_from_the_command_line(data, tmp_path):
-    config = {
-        "data": {"recipe": "tuab", "path": str(data["tuab"])},
-        "encoder": data["encoder"],
-        "estimator": TINY,
-        "seed": 0,
-    }
-    path = tmp_path / "ft.json"
-    path.write_text(json.dumps(config))
-    cli = [sys.executable, "-m", "benchmarks.lab"]
-    env_path = str(ROOT)
-    fin = subprocess.run(
-        [*cli, "finetune", "--config", str(path), "--out", str(tmp_path / "m")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
-    )
-    assert fin.returncode == 0, fin.stderr[-2000:]
-    scores = json.loads(fin.stdout.strip().splitlines()[-1])
-    assert {"balanced_accuracy", "kappa", "auroc"} <= set(scores)
-    ev = subprocess.run(
-        [*cli, "evaluate", "--model", str(tmp_path / "m" / "model.pkl"), "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
-    )
-    assert ev.returncode == 0, ev.stderr[-2000:]
-    assert json.loads(ev.stdout.strip().splitlines()[-1]) == pytest.approx(scores)
 
 
 def test_bad_configuration_is_refused(tmp_path):
