@@ -42,7 +42,7 @@ from braindecode_pars.weights import DEFAULT_ENCODER
 logger = logging.getLogger(__name__)
 
 #: The factor that brings each accepted input unit to microvolts.
-UNITS = {"uV": 1.0, "mV": 1e3, "V": 1e6}
+_UNITS = {"uV": 1.0, "mV": 1e3, "V": 1e6}
 
 
 class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -89,7 +89,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.unit = unit
 
     def _check_params(self):
-        check_option("unit", self.unit, tuple(UNITS))
+        check_option("unit", self.unit, tuple(_UNITS))
         for name in ("sfreq", "resample_to"):
             value = getattr(self, name)
             if value is not None and not (
@@ -106,9 +106,9 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         from braindecode_pars.io.resample import resample_windows
 
-        factor = UNITS[self.unit]
+        factor = _UNITS[self.unit]
         if isinstance(X, mne.BaseEpochs):
-            sfreq, factor = float(X.info["sfreq"]), UNITS["V"]
+            sfreq, factor = float(X.info["sfreq"]), _UNITS["V"]
             X = X.get_data(copy=False)
         X = np.asarray(X)
         if X.ndim != 3:

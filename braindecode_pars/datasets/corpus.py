@@ -17,7 +17,7 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     _eegmat_preprocessors,
-    read_eegmat,
+    _read_eegmat,
 )
 from braindecode_pars.datasets.sleep_edf import SLEEP_EDF_ATM_UV_PER_UNIT, read_sleep_edf_mat
 from braindecode_pars.datasets.tuh import _tuh_subjects, load_tueg
@@ -232,7 +232,7 @@ def shared_corpus(
             f"'eegmat_subjects' holds EEGMAT test subjects {scored}, which the benchmarks "
             "score; a pretraining corpus must leave them out."
         )
-    eegmat = read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
+    eegmat = _read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
     eegmat.set_description({"dataset": ["eegmat"] * len(eegmat.datasets)})
     to_uv = [Preprocessor(_times, factor=1e6, apply_on_array=True)] if unit == "uV" else []
     preprocess(eegmat, _eegmat_preprocessors(sfreq) + to_uv, n_jobs=n_jobs)  # volts (MNE's)

@@ -40,9 +40,9 @@ from sklearn.metrics import balanced_accuracy_score, log_loss
 
 from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars.features.blocks import (
+    _READOUTS,
     BLOCKS,
     DEFAULT_READOUT,
-    READOUTS,
     _check_readout_tokens,
 )
 from braindecode_pars.features.scaling import (
@@ -123,7 +123,7 @@ def inner_splitter(inner_cv, n_groups, name="inner_cv"):
 
 
 @dataclasses.dataclass(frozen=True)
-class InnerFolds:
+class _InnerFolds:
     """The folds an inner comparison ran, as they were, and each candidate's score in
     each.
 
@@ -143,7 +143,7 @@ class InnerFolds:
     Examples
     --------
     >>> import numpy as np
-    >>> str(InnerFolds("GroupKFold", 45, (9, 9, 9, 9, 9), (True,) * 5, np.zeros((1, 5))))
+    >>> str(_InnerFolds("GroupKFold", 45, (9, 9, 9, 9, 9), (True,) * 5, np.zeros((1, 5))))
     '5 folds of GroupKFold over 45 groups (9 groups held out in each)'
     """
 
@@ -270,7 +270,7 @@ class ProbeRecipe:
         object.__setattr__(self, "blocks", tuple(blocks))
         check_range("C", self.C, 0, math.inf, low_open=True)
         object.__setattr__(self, "C", float(self.C))
-        check_option("readout", self.readout, READOUTS)
+        check_option("readout", self.readout, _READOUTS)
         check_option("align", self.align, (None, "groups"))
         _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
@@ -453,7 +453,7 @@ def compare_recipes(
         the held-out folds whose classes the fold trained on), ``n_groups`` (the folds
         scored: the groups under leave-one-group-out; a fold whose absence leaves one
         class to train on is not scored).
-    folds : InnerFolds
+    folds : _InnerFolds
         With ``return_folds``: the folds as they ran, and each candidate's scores.
     """
     y, groups = np.asarray(y), np.asarray(groups)
@@ -529,7 +529,7 @@ def compare_recipes(
     )  # fmt: skip
     if not return_folds:
         return table
-    inner = InnerFolds(
+    inner = _InnerFolds(
         splitter=type(splitter).__name__,
         n_groups=n_groups,
         held_out=tuple(len(np.unique(groups[test])) for _, test in folds),
