@@ -21,7 +21,7 @@ from braindecode_pars.datasets.eegmat import (
 )
 from braindecode_pars.datasets.sleep_edf import SLEEP_EDF_ATM_UV_PER_UNIT, read_sleep_edf_mat
 from braindecode_pars.datasets.tuh import _tuh_subjects, load_tueg
-from braindecode_pars.datasets.ysyw import load_ysyw_pretraining, ysyw_split
+from braindecode_pars.datasets.ysyw import _load_ysyw_pretraining, ysyw_split
 from braindecode_pars.io.recordings import load_recordings
 from braindecode_pars.io.windowing import windows_of
 
@@ -135,7 +135,7 @@ def pretraining_corpus(
     if ysyw_path is not None:
         split = ysyw_split(ysyw_path, ysyw_split_file, random_state=ysyw_random_state)
         held_out = split["valid"] + split["test"]
-        ysyw = load_ysyw_pretraining(
+        ysyw = _load_ysyw_pretraining(
             ysyw_path,
             exclude_records=held_out,
             window_seconds=window_seconds,
