@@ -1,5 +1,5 @@
 """Pretraining corpora: the paper's (YSYW and TUEG, appendix A.3) and the shipped encoder's,
-and the data that ``braindecode-pars store`` assembles (:func:`recording_windows`: your
+and the data that ``braindecode-pars store`` assembles (:func:`_recording_windows`: your
 recordings or the shared corpus; :func:`eegmat_subjects`: EEGMAT subjects named by numbers
 and sets), plain functions for scripts too."""
 
@@ -305,7 +305,7 @@ def eegmat_subjects(names=None, name="eegmat_subjects"):
     return tuple(sorted(set(subjects)))
 
 
-def recording_windows(
+def _recording_windows(
     recordings=None,
     shared_data=None,
     *,

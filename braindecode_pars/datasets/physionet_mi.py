@@ -29,7 +29,7 @@ PHYSIONET_MI_CLASSES = {"left_fist": 0, "right_fist": 1, "both_fists": 2, "both_
 _IMAGERY_RUNS = (4, 6, 8, 10, 12, 14)
 #: Eyes-open and eyes-closed baselines, and the executed (not imagined) movements:
 #: recordings of the same subject that hold no imagery trial.
-NON_IMAGERY_RUNS = (1, 2, 3, 5, 7, 9, 11, 13)
+_NON_IMAGERY_RUNS = (1, 2, 3, 5, 7, 9, 11, 13)
 
 _EVENT_NAMES = {
     "left_right": {"T0": "rest", "T1": "left_fist", "T2": "right_fist"},
@@ -222,7 +222,7 @@ def load_physionet_mi(
 
 def load_physionet_mi_continuous(
     subjects=(1,),
-    runs=NON_IMAGERY_RUNS,
+    runs=_NON_IMAGERY_RUNS,
     path=None,
     window_seconds=30.0,
     stride_seconds=5.0,
