@@ -104,7 +104,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         the estimator reads, and that rate."""
         import mne
 
-        from braindecode_pars.io.resample import resample_windows
+        from braindecode_pars.io import resample_windows
 
         factor = _UNITS[self.unit]
         if isinstance(X, mne.BaseEpochs):
