@@ -52,7 +52,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator : estimator | None
         The classifier to fit on the prepared trials (any classifier of windows, the
-        floors of :mod:`braindecode_pars.features.baselines` too). None:
+        floors of :mod:`braindecode_pars.features` too). None:
         ``PARSClassifier(encoder=DEFAULT_ENCODER, verbose=0)`` (``"pars-small-v2"``). When
         it, or a step of it, has an ``sfreq`` parameter left as None, the adapter sets it to
         the rate it hands over.

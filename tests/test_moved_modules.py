@@ -35,6 +35,11 @@ MOVED = [
         "braindecode_pars.pretraining._run",
         id="pretraining.run",
     ),
+    pytest.param(
+        "braindecode_pars.features.baselines",
+        "braindecode_pars.features._baselines",
+        id="features.baselines",
+    ),
 ]
 
 

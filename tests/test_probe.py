@@ -8,7 +8,7 @@ from pyriemann.estimation import Covariances
 from sklearn.base import clone
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
-from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.features.blocks import EncoderFeatures
 from braindecode_pars.features.recipe import ProbeRecipe
 from braindecode_pars.features.scaling import (

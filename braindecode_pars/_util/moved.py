@@ -27,6 +27,7 @@ MOVED = {
     "braindecode_pars.models.pair.attention": "braindecode_pars.models.pair.tables",
     "braindecode_pars.io.resample": "braindecode_pars.io._resample",
     "braindecode_pars.pretraining.run": "braindecode_pars.pretraining._run",
+    "braindecode_pars.features.baselines": "braindecode_pars.features._baselines",
 }
 
 

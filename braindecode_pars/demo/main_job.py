@@ -45,7 +45,7 @@ from braindecode_pars.demo.low_label import (
 )
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.probe import PARSProbe
-from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.hub.folders import load_encoder, load_pretext_model, pretrained_path
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import PatchEncoder
