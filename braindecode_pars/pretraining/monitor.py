@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 #: The history keys :class:`ProbeMonitor` records, by probe.
 MONITOR_KEYS = {"label": "monitor_label", "subject": "monitor_subject"}
 #: The history key of the seconds :class:`ProbeMonitor` took on an epoch it probed.
-MONITOR_SECONDS = "monitor_seconds"
+_MONITOR_SECONDS = "monitor_seconds"
 
 
 def _as_labels(values, n, name):
@@ -386,7 +386,7 @@ class ProbeMonitor(Callback):
             scores = sent[0]
         label, subject, seconds = scores
         row[MONITOR_KEYS["label"]], row[MONITOR_KEYS["subject"]] = label, subject
-        row[MONITOR_SECONDS] = seconds
+        row[_MONITOR_SECONDS] = seconds
         logger.debug(
             "Epoch %s: label probe %.3f, subject probe %.3f (%.2f s).",
             row.get("epoch", "?"), label, subject, seconds,

@@ -13,8 +13,8 @@ from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.features import EncoderFeatures
 from braindecode_pars.pretraining import PretrainNet, ProbeMonitor
 from braindecode_pars.pretraining.monitor import (
+    _MONITOR_SECONDS,
     MONITOR_KEYS,
-    MONITOR_SECONDS,
     _encoder_features,
     _grouped_folds,
     _temporal_halves,
@@ -198,13 +198,13 @@ def test_the_monitor_probes_on_its_own_cadence_and_records_its_time():
     sparse = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ, every=2))])
     probed = [row["epoch"] for row in sparse.history if MONITOR_KEYS["label"] in row]
     assert probed == [1, 4]
-    timed = [row["epoch"] for row in sparse.history if row.get(MONITOR_SECONDS, 0) > 0]
+    timed = [row["epoch"] for row in sparse.history if row.get(_MONITOR_SECONDS, 0) > 0]
     assert timed == [1, 4]
     dense = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ))])
     for epoch in (1, 4):
         for key in MONITOR_KEYS.values():
             assert sparse.history[epoch - 1][key] == dense.history[epoch - 1][key]
-        assert dense.history[epoch - 1][MONITOR_SECONDS] > 0
+        assert dense.history[epoch - 1][_MONITOR_SECONDS] > 0
     with pytest.raises(ValueError, match="'every' must be >= 1, but got 0"):
         ProbeMonitor(X, y, groups, every=0).initialize()
 
