@@ -65,7 +65,7 @@ from benchmarks.lib.pretext_report import write_report
 from braindecode_pars import PARSProbe
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.demo.low_label import draw_subjects
-from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.hub.folders import load_encoder
 from braindecode_pars.models.encoder import PatchEncoder
 

@@ -42,7 +42,7 @@ from braindecode_pars.weights import DEFAULT_ENCODER
 logger = logging.getLogger(__name__)
 
 #: The factor that brings each accepted input unit to microvolts.
-UNITS = {"uV": 1.0, "mV": 1e3, "V": 1e6}
+_UNITS = {"uV": 1.0, "mV": 1e3, "V": 1e6}
 
 
 class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -52,7 +52,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     ----------
     estimator : estimator | None
         The classifier to fit on the prepared trials (any classifier of windows, the
-        floors of :mod:`braindecode_pars.features.baselines` too). None:
+        floors of :mod:`braindecode_pars.features` too). None:
         ``PARSClassifier(encoder=DEFAULT_ENCODER, verbose=0)`` (``"pars-small-v2"``). When
         it, or a step of it, has an ``sfreq`` parameter left as None, the adapter sets it to
         the rate it hands over.
@@ -89,7 +89,7 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.unit = unit
 
     def _check_params(self):
-        check_option("unit", self.unit, tuple(UNITS))
+        check_option("unit", self.unit, tuple(_UNITS))
         for name in ("sfreq", "resample_to"):
             value = getattr(self, name)
             if value is not None and not (
@@ -104,11 +104,11 @@ class MOABBAdapter(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         the estimator reads, and that rate."""
         import mne
 
-        from braindecode_pars.io.resample import resample_windows
+        from braindecode_pars.io import resample_windows
 
-        factor = UNITS[self.unit]
+        factor = _UNITS[self.unit]
         if isinstance(X, mne.BaseEpochs):
-            sfreq, factor = float(X.info["sfreq"]), UNITS["V"]
+            sfreq, factor = float(X.info["sfreq"]), _UNITS["V"]
             X = X.get_data(copy=False)
         X = np.asarray(X)
         if X.ndim != 3:

@@ -43,7 +43,7 @@ from braindecode_pars.models.multichannel import channel_tokens
 from braindecode_pars.weights import DEFAULT_ENCODER
 
 #: OpenEEG-Bench's default head module name, which :class:`PARSBackbone` follows.
-HEAD = "final_layer"
+_HEAD = "final_layer"
 #: The linear layers of the encoder's blocks, for LoRA, DoRA, AdaLoRA, OFT and IA3
 #: (``peft_target_modules``; OpenEEG-Bench matches names by suffix).
 _PEFT_TARGET_MODULES = ["qkv", "proj", "ff.0", "ff.3"]

@@ -197,4 +197,3 @@ def test_a_read_option_load_recordings_does_not_take_is_refused_before_files_are
         load_labelled_recordings("nowhere", r"(?P<label>x)", window_second=10)
     with pytest.raises(TypeError, match=r"got 'lazy'.*'sfreq', 'window_seconds'"):
         load_labelled_recordings("nowhere", r"(?P<label>x)", lazy=True)
-    assert set(labelled.READ_OPTIONS) >= {"sfreq", "window_seconds", "picks", "on_error"}

@@ -73,7 +73,7 @@ def test_moabb_evaluations_on_fake_dataset(evaluation, tmp_path):
     """The three evaluations score the adapter (arrays) over PARS and over the library's
     classical pipelines, beside a PARS pipeline on MOABB's epochs: one row per fold and
     pipeline, scores between 0 and 1."""
-    from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
+    from braindecode_pars.features import band_power_pipeline, riemann_pipeline
 
     paradigm = LeftRightImagery()
     pipelines = {

@@ -29,6 +29,17 @@ MOVED = [
         "braindecode_pars.models.pair.tables",
         id="pair.attention",
     ),
+    pytest.param("braindecode_pars.io.resample", "braindecode_pars.io._resample", id="io.resample"),
+    pytest.param(
+        "braindecode_pars.pretraining.run",
+        "braindecode_pars.pretraining._run",
+        id="pretraining.run",
+    ),
+    pytest.param(
+        "braindecode_pars.features.baselines",
+        "braindecode_pars.features._baselines",
+        id="features.baselines",
+    ),
 ]
 
 

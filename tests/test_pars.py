@@ -243,25 +243,6 @@ def test_bad_input_raises():
         model(torch.randn(2, 1, 250))
 
 
-def test_predict_shifts_warns_of_pairs_left_unresolved(monkeypatch, caplog):
-    from braindecode_pars.models.pair import tables as pair_attention
-
-    torch.manual_seed(0)
-    model = _tiny_pars()
-    for p in model.decoder.parameters():
-        torch.nn.init.normal_(p, std=0.5)  # gaps of about 150 nats: float32 tables underflow
-    X = torch.randn(3, 1, 300)
-    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 0)  # no fallback slot at all
-    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS_PER_WINDOW", 0)
-    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
-    assert out["unresolved_pairs"].item() > 0
-    assert "could not compute" in caplog.text and "table_dtype=torch.float64" in caplog.text
-    model.decoder.table_dtype = torch.float64  # what the warning says: every pair exact
-    caplog.clear()
-    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
-    assert out["unresolved_pairs"].item() == 0 and "could not compute" not in caplog.text
-
-
 def _naive_overlap(starts, patch_size, masked_idx):
     """patch_overlap by loops over crops, pairs and sorted neighbours."""
     shared = pairs = chained = 0

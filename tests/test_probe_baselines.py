@@ -16,7 +16,7 @@ from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi
-from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
+from braindecode_pars.features import band_power_pipeline, riemann_pipeline
 from braindecode_pars.features.blocks import DEFAULT_BANDS, BandPowerFeatures
 from braindecode_pars.io.estimator_inputs import LabelledPipeline
 from braindecode_pars.io.windows import read_windows

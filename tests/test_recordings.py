@@ -14,7 +14,7 @@ from braindecode.datasets import BaseConcatDataset
 
 from braindecode_pars.datasets.corpus import shared_corpus
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
-from braindecode_pars.io.recordings import find_recordings, load_recordings, non_eeg_channels
+from braindecode_pars.io.recordings import find_recordings, load_recordings
 from braindecode_pars.io.windowing import recording_preprocessors
 from braindecode_pars.pretraining.views import SingleChannelWindows
 
@@ -175,30 +175,6 @@ def test_the_store_command_reads_recordings_and_pretrain_its_store(tmp_path):
 def eegmat_files(shared_data):
     """Two EEGMAT EDF files of the shared data (the test is skipped without them)."""
     return [shared_data / "eegmat" / f"Subject{s:02d}_2.edf" for s in (0, 1)]
-
-
-@pytest.mark.parametrize(
-    "name, left_out",
-    [
-        pytest.param("EEG Fp1", False, id="scalp site"),
-        pytest.param("EEG Fp1-REF", False, id="scalp site against REF"),
-        pytest.param("C3-M2", False, id="scalp site against a mastoid"),
-        pytest.param("TP9", False, id="mastoid-adjacent site"),
-        pytest.param("EEG0", False, id="numbered EEG"),
-        pytest.param("EEG A2-A1", True, id="reference derivation"),
-        pytest.param("A1", True, id="ear electrode"),
-        pytest.param("M2", True, id="mastoid"),
-        pytest.param("REF", True, id="reference"),
-        pytest.param("ECG ECG", True, id="ECG"),
-        pytest.param("EEG EKG1-REF", True, id="EKG in TUH's naming"),
-        pytest.param("EMG Chin", True, id="EMG"),
-        pytest.param("EOG LOC-A2", True, id="EOG"),
-        pytest.param("Resp oro-nasal", True, id="respiration"),
-        pytest.param("SpO2", True, id="oximetry"),
-    ],
-)
-def test_channel_names_that_are_not_eeg(name, left_out):
-    assert non_eeg_channels([name]) == ([name] if left_out else [])
 
 
 def test_edf_channels_are_eeg_only_and_the_kept_channels_are_logged(tmp_path, caplog, eegmat_files):

@@ -4,10 +4,7 @@ preset and its planner, as the estimator and the command line read them."""
 import numpy as np
 import pytest
 
-from braindecode_pars import PARSPretrainer
-from braindecode_pars.cli import build_parser
-from braindecode_pars.cli.pretrain import pretrain_settings
-from braindecode_pars.pretraining.config import PAPER, PretrainConfig
+from braindecode_pars.pretraining.config import PretrainConfig
 from braindecode_pars.pretraining.views import SingleChannelWindows
 
 
@@ -55,18 +52,3 @@ def test_the_run_gets_the_optimisation_and_the_pretext_settings_from_one_place()
 def test_a_bad_setting_is_refused_naming_it(change, message):
     with pytest.raises(ValueError, match=message):
         PretrainConfig(**change)
-
-
-def test_the_estimator_and_the_command_line_read_the_same_settings_and_preset():
-    estimator = PARSPretrainer(n_patches=12, batch_size=32, lr=3e-3, steps=500)
-    flags = ["pretrain", "--out", "x", "--batch-size", "32", "--steps", "500"]
-    parsed = build_parser().parse_args(flags)
-    parsed.n_patches, parsed.lr = 12, 3e-3  # settings of --config
-    cli = pretrain_settings(parsed)
-    assert estimator.pretrain_config().replace(window_seconds=10.0) == cli
-    paper = PARSPretrainer(preset="paper").pretrain_config()
-    assert (paper.lr, paper.batch_size, paper.max_epochs, paper.window_seconds) == (
-        PAPER.lr, PAPER.batch_size, PAPER.max_epochs, PAPER.window_seconds,
-    )  # fmt: skip
-    on_two = pretrain_settings(build_parser().parse_args(["pretrain", "--paper"]), 2)
-    assert on_two == paper.replace(batch_size=256, valid_fraction=0.1)  # 512 shared by two

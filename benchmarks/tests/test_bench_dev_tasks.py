@@ -131,7 +131,7 @@ def test_the_probe_rows_are_the_library_probe_at_the_rows_c(bench):
     with pytest.raises(ValueError, match="Unknown probe row"):
         dev_probe.parse_probe("probe[enc, 100, centred]")
     # a floor: one block, standardised, C = 1, as band_power_pipeline
-    from braindecode_pars.features.baselines import band_power_pipeline
+    from braindecode_pars.features import band_power_pipeline
 
     floor = band_power_pipeline(sfreq=100).fit(X[train], y[train])
     np.testing.assert_array_equal(

@@ -18,10 +18,10 @@ from braindecode_pars._util.checks import check_option
 #: ``"auto"`` takes:
 #:
 #: - ``"decoder_kernel"``: the cross-attention decoder's pair operator,
-#:   ``models.pair.kernels.DECODER_KERNELS`` ("tables": torch operations over the factor tables;
+#:   ``models.pair.kernels._DECODER_KERNELS`` ("tables": torch operations over the factor tables;
 #:   "fused": one Triton kernel each way);
 #: - ``"fallback_kernel"``: the tables operator's exact recomputation of underflowing
-#:   pair-heads, ``models.pair.kernels.FALLBACK_KERNELS`` ("torch" or "triton");
+#:   pair-heads, ``models.pair.kernels._FALLBACK_KERNELS`` ("torch" or "triton");
 #: - ``"batches"``: how a view's training batches reach the step,
 #:   ``pretraining.net.BATCHES`` ("host": drawn in the loop and copied by the step;
 #:   "read-ahead": drawn by a thread and copied on a side stream; "device": crops drawn

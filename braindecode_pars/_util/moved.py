@@ -25,6 +25,9 @@ MOVED = {
     "braindecode_pars.io.sklearn": "braindecode_pars.io.estimator_inputs",
     "braindecode_pars.features.transformers": "braindecode_pars.features.blocks",
     "braindecode_pars.models.pair.attention": "braindecode_pars.models.pair.tables",
+    "braindecode_pars.io.resample": "braindecode_pars.io._resample",
+    "braindecode_pars.pretraining.run": "braindecode_pars.pretraining._run",
+    "braindecode_pars.features.baselines": "braindecode_pars.features._baselines",
 }
 
 

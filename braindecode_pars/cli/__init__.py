@@ -124,9 +124,9 @@ def _not_flags(parser, args, extra):
             f"{_FORMER_FLAGS[name]}"
         )
     if command == "pretrain" and name:
-        from braindecode_pars.cli.pretrain import config_settings
+        from braindecode_pars.cli.pretrain import _config_settings
 
-        settings = config_settings()
+        settings = _config_settings()
         key = name[2:].replace("-", "_")
         value = "true"
         if key not in settings and key.startswith("no_") and key[3:] in settings:
@@ -170,11 +170,11 @@ def _config_value(action, name, value, path):
 
 def _pretrain_config(parser, argv, args):
     """The ``pretrain`` flags with the settings only ``--config`` sets, each from the file
-    or at its default (:func:`~braindecode_pars.cli.pretrain.config_settings`), and the
+    or at its default (:func:`~braindecode_pars.cli.pretrain._config_settings`), and the
     file's values of the flags not given."""
-    from braindecode_pars.cli.pretrain import config_settings
+    from braindecode_pars.cli.pretrain import _config_settings
 
-    settings = config_settings()
+    settings = _config_settings()
     config = read_config(args.config) if args.config else {}
     if not isinstance(config, dict):
         raise SystemExit(

@@ -81,7 +81,7 @@ def config_only():
     return (*ENCODER_SIZES["small"], *NORMALIZATION_SETTINGS)
 
 
-def config_settings():
+def _config_settings():
     """Every setting that only ``--config`` sets, with its value when not given: the
     encoder's (None: ``--size``'s),
     :data:`~braindecode_pars.pretraining.config.CONFIG_FILE_SETTINGS` (``PretrainConfig``'s
@@ -262,7 +262,7 @@ def _encoder_settings(args):
     return settings
 
 
-def pretrain_settings(args, world_size=1):
+def _pretrain_settings(args, world_size=1):
     """The :class:`~braindecode_pars.pretraining.config.PretrainConfig` of the flags: theirs,
     or with ``--paper`` the paper's optimisation (its batch of 512 the global one,
     shared by the ``world_size`` processes).
@@ -414,7 +414,7 @@ def _check(args):
             raise ValueError(f"the encoder of --size {args.size}{given}: {err}") from None
         if args.method == "pars":
             check_heads("decoder_heads", args.decoder_heads, size["emb_dim"])
-        pretrain_settings(args)  # every pretext and optimisation setting, checked
+        _pretrain_settings(args)  # every pretext and optimisation setting, checked
         _check_run_settings(args)
     except (TypeError, ValueError) as err:
         where = "" if str(err).startswith("the encoder of --size") else "--config: "
@@ -496,7 +496,7 @@ def _pretrain_held(args, encoder_kwargs, device):
     main_process = rank() == 0  # asked now: the process group ends with this command
     finished = False
     try:
-        settings = pretrain_settings(args, world_size())
+        settings = _pretrain_settings(args, world_size())
         args.window_seconds = settings.window_seconds  # the crops, and the windows cut
         torch.manual_seed(args.seed)  # the same model on every process; PretrainNet then
         view = _pretrain_view(args)  # reseeds each process with seed + rank for its draws

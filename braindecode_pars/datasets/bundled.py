@@ -58,7 +58,7 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     _eegmat_preprocessors,
-    read_eegmat,
+    _read_eegmat,
 )
 from braindecode_pars.io.windowing import windows_of
 
@@ -400,7 +400,7 @@ def write_eegmat_bundle(eegmat_path, out=None, subjects=BUNDLED_SUBJECTS, sfreq=
     out : Path
         The file written.
     """
-    dataset = read_eegmat(eegmat_path, subjects)
+    dataset = _read_eegmat(eegmat_path, subjects)
     from braindecode.preprocessing import preprocess
 
     preprocess(dataset, _eegmat_preprocessors(sfreq))

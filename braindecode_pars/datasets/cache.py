@@ -50,7 +50,7 @@ def _load(cache_dir, saved):
     return windows
 
 
-def cached_windows(stream, cache_dir, settings):
+def _cached_windows(stream, cache_dir, settings):
     """The windows of ``stream`` written once to ``cache_dir``, read back lazily.
 
     Parameters

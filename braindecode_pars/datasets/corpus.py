@@ -1,5 +1,5 @@
 """Pretraining corpora: the paper's (YSYW and TUEG, appendix A.3) and the shipped encoder's,
-and the data that ``braindecode-pars store`` assembles (:func:`recording_windows`: your
+and the data that ``braindecode-pars store`` assembles (:func:`_recording_windows`: your
 recordings or the shared corpus; :func:`eegmat_subjects`: EEGMAT subjects named by numbers
 and sets), plain functions for scripts too."""
 
@@ -17,11 +17,11 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     _eegmat_preprocessors,
-    read_eegmat,
+    _read_eegmat,
 )
 from braindecode_pars.datasets.sleep_edf import SLEEP_EDF_ATM_UV_PER_UNIT, read_sleep_edf_mat
 from braindecode_pars.datasets.tuh import _tuh_subjects, load_tueg
-from braindecode_pars.datasets.ysyw import load_ysyw_pretraining, ysyw_split
+from braindecode_pars.datasets.ysyw import _load_ysyw_pretraining, ysyw_split
 from braindecode_pars.io.recordings import load_recordings
 from braindecode_pars.io.windowing import windows_of
 
@@ -135,7 +135,7 @@ def pretraining_corpus(
     if ysyw_path is not None:
         split = ysyw_split(ysyw_path, ysyw_split_file, random_state=ysyw_random_state)
         held_out = split["valid"] + split["test"]
-        ysyw = load_ysyw_pretraining(
+        ysyw = _load_ysyw_pretraining(
             ysyw_path,
             exclude_records=held_out,
             window_seconds=window_seconds,
@@ -232,7 +232,7 @@ def shared_corpus(
             f"'eegmat_subjects' holds EEGMAT test subjects {scored}, which the benchmarks "
             "score; a pretraining corpus must leave them out."
         )
-    eegmat = read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
+    eegmat = _read_eegmat(data_path / "eegmat", tuple(eegmat_subjects))
     eegmat.set_description({"dataset": ["eegmat"] * len(eegmat.datasets)})
     to_uv = [Preprocessor(_times, factor=1e6, apply_on_array=True)] if unit == "uV" else []
     preprocess(eegmat, _eegmat_preprocessors(sfreq) + to_uv, n_jobs=n_jobs)  # volts (MNE's)
@@ -305,7 +305,7 @@ def eegmat_subjects(names=None, name="eegmat_subjects"):
     return tuple(sorted(set(subjects)))
 
 
-def recording_windows(
+def _recording_windows(
     recordings=None,
     shared_data=None,
     *,

@@ -104,7 +104,7 @@ def _check_sessions(sessions):
     return [int(s) for s in sessions]
 
 
-def read_eegmat(path, subjects=EEGMAT_TRAIN_SUBJECTS, sessions=(1, 2)):
+def _read_eegmat(path, subjects=EEGMAT_TRAIN_SUBJECTS, sessions=(1, 2)):
     """Read EEGMAT recordings as a braindecode dataset of raw recordings, unprocessed.
 
     Parameters
@@ -203,6 +203,6 @@ def load_eegmat(
     """
     subjects = range(36) if subjects is None else subjects
     check_range("window_seconds", window_seconds, 0, np.inf, low_open=True)
-    dataset = read_eegmat(path, subjects)
+    dataset = _read_eegmat(path, subjects)
     preprocessors = [*_eegmat_preprocessors(sfreq), microvolt_step()]
     return windows_of(dataset, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

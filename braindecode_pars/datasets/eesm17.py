@@ -4,7 +4,7 @@ Read through mne-bids from a local copy of the BIDS dataset: the 12 ear-EEG chan
 resampled to 200 Hz (the encoder's rate), 0.3-75 Hz band-pass, 50 Hz notch,
 microvolts; 30-s windows labelled from the sleep-stage events of each recording's
 ``events.tsv`` (W, N1, N2, N3, REM), other events ("invalid") left out. The paper
-evaluates leave-one-subject-out (:func:`leave_one_subject_out`).
+evaluates leave-one-subject-out (:func:`_leave_one_subject_out`).
 
 The channel names and the stage spellings of the events are parameters with
 defaults for the Aarhus ear-EEG electrode naming (E, then L or R for the ear, then
@@ -27,7 +27,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import preprocess
 
 from braindecode_pars._util.checks import check_range
-from braindecode_pars.datasets.cache import cached_windows
+from braindecode_pars.datasets.cache import _cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
     event_windower,
@@ -185,14 +185,14 @@ def load_eesm17(
             "sfreq": sfreq,
             "window_seconds": window_seconds,
         }
-        return cached_windows(stream, cache_dir, settings)
+        return _cached_windows(stream, cache_dir, settings)
     ds = BaseConcatDataset([_read_one(path, channels) for path in paths])
     with mne.use_log_level("error"):
         preprocess(ds, _eesm17_preprocessors(sfreq), n_jobs=n_jobs)
     return event_windows(ds, stages, window_seconds)
 
 
-def leave_one_subject_out(windows):
+def _leave_one_subject_out(windows):
     """Yield ``(subject, train, test)`` for every subject: the paper's EESM17 folds."""
     subjects = sorted(set(windows.description["subject"]))
     if len(subjects) < 2:

@@ -26,10 +26,10 @@ logger = logging.getLogger(__name__)
 PHYSIONET_MI_CLASSES = {"left_fist": 0, "right_fist": 1, "both_fists": 2, "both_feet": 3}
 #: The imagery runs: imagined left vs right fist (4, 8, 12) and imagined both fists vs
 #: both feet (6, 10, 14).
-IMAGERY_RUNS = (4, 6, 8, 10, 12, 14)
+_IMAGERY_RUNS = (4, 6, 8, 10, 12, 14)
 #: Eyes-open and eyes-closed baselines, and the executed (not imagined) movements:
 #: recordings of the same subject that hold no imagery trial.
-NON_IMAGERY_RUNS = (1, 2, 3, 5, 7, 9, 11, 13)
+_NON_IMAGERY_RUNS = (1, 2, 3, 5, 7, 9, 11, 13)
 
 _EVENT_NAMES = {
     "left_right": {"T0": "rest", "T1": "left_fist", "T2": "right_fist"},
@@ -81,7 +81,7 @@ PHYSIONET_MI_SPLIT = {
 }
 
 
-def physionet_mi_subject_split(subject):
+def _physionet_mi_subject_split(subject):
     """'train' (subjects 1-70), 'valid' (71-89) or 'test' (90-109), as the paper splits."""
     check_int("subject", subject, 1)
     for name, subjects in PHYSIONET_MI_SPLIT.items():
@@ -108,7 +108,7 @@ def _check_runs(name, values, allowed):
     return values
 
 
-def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=False):
+def read_physionet_mi(subjects=(1,), runs=_IMAGERY_RUNS, path=None, download=False):
     """Read PhysioNet-MI runs as a braindecode dataset of raw recordings, unprocessed.
 
     Annotations are renamed by run: in runs 4/8/12 (and the executed 3/7/11) ``T1``
@@ -163,7 +163,7 @@ def read_physionet_mi(subjects=(1,), runs=IMAGERY_RUNS, path=None, download=Fals
     return BaseConcatDataset(datasets)
 
 
-def physionet_mi_preprocessors(sfreq=200.0, l_freq=0.3, notch_freq=60.0):
+def _physionet_mi_preprocessors(sfreq=200.0, l_freq=0.3, notch_freq=60.0):
     """The paper's PhysioNet-MI preprocessing as braindecode Preprocessors.
 
     Scale volts to microvolts, resample to ``sfreq`` (paper: 160 -> 200 Hz),
@@ -182,7 +182,7 @@ def physionet_mi_preprocessors(sfreq=200.0, l_freq=0.3, notch_freq=60.0):
 
 def load_physionet_mi(
     subjects=(1,),
-    runs=IMAGERY_RUNS,
+    runs=_IMAGERY_RUNS,
     path=None,
     window_seconds=4.0,
     sfreq=200.0,
@@ -194,7 +194,7 @@ def load_physionet_mi(
     One ``window_seconds`` window from the onset of every imagery trial, labelled
     left fist (0), right fist (1), both fists (2) or both feet (3)
     (:data:`PHYSIONET_MI_CLASSES`); rest periods are left out. Preprocessing:
-    :func:`physionet_mi_preprocessors`.
+    :func:`_physionet_mi_preprocessors`.
 
     Parameters
     ----------
@@ -216,13 +216,13 @@ def load_physionet_mi(
     runs = _check_runs("runs", runs, range(3, 15))
     ds = read_physionet_mi(subjects, runs, path=path, download=download)
     with mne.use_log_level("error"):
-        preprocess(ds, physionet_mi_preprocessors(sfreq), n_jobs=n_jobs)
+        preprocess(ds, _physionet_mi_preprocessors(sfreq), n_jobs=n_jobs)
     return event_windows(ds, PHYSIONET_MI_CLASSES, window_seconds)  # one window per trial
 
 
 def load_physionet_mi_continuous(
     subjects=(1,),
-    runs=NON_IMAGERY_RUNS,
+    runs=_NON_IMAGERY_RUNS,
     path=None,
     window_seconds=30.0,
     stride_seconds=5.0,
@@ -243,5 +243,5 @@ def load_physionet_mi_continuous(
     """
     ds = read_physionet_mi(subjects, runs, path=path, download=download)
     with mne.use_log_level("error"):
-        preprocessors = physionet_mi_preprocessors(sfreq)
+        preprocessors = _physionet_mi_preprocessors(sfreq)
         return windows_of(ds, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

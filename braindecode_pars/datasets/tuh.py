@@ -33,7 +33,7 @@ import pandas as pd
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from braindecode_pars._util.checks import check_option, check_range
-from braindecode_pars.datasets.cache import cached_windows
+from braindecode_pars.datasets.cache import _cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
     fixed_length_windower,
@@ -209,11 +209,11 @@ def load_tuab(
             "window_seconds": window_seconds,
             "sfreq": sfreq,
         }
-        return cached_windows(_stream(readers, window_seconds, sfreq), cache_dir, settings)
+        return _cached_windows(_stream(readers, window_seconds, sfreq), cache_dir, settings)
     return _windows([read() for read in readers], TUH_CHANNELS_21, window_seconds, sfreq, n_jobs)
 
 
-def read_csv_bi(fname):
+def _read_csv_bi(fname):
     """Seizure intervals of a TUSZ ``.csv_bi`` file: (n, 2) start and stop, in seconds."""
     table = pd.read_csv(fname, comment="#", skipinitialspace=True)
     expected = {"channel", "start_time", "stop_time", "label"}
@@ -284,7 +284,7 @@ def load_tusz(
             "min_overlap_seconds": min_overlap_seconds,
         }
         stream = _stream(readers, window_seconds, sfreq, windower)
-        return cached_windows(stream, cache_dir, settings)
+        return _cached_windows(stream, cache_dir, settings)
     windows = _windows([read() for read in readers], TUH_CHANNELS_19, window_seconds, sfreq, n_jobs)
     _label_seizures(windows, min_overlap_seconds)
     return windows
@@ -293,7 +293,7 @@ def load_tusz(
 def _label_seizures(windows, min_overlap_seconds):
     """Set every window's target from its recording's ``.csv_bi`` (description ``path``)."""
     for ds in windows.datasets:
-        seiz = read_csv_bi(Path(ds.description["path"]).with_suffix(".csv_bi"))
+        seiz = _read_csv_bi(Path(ds.description["path"]).with_suffix(".csv_bi"))
         fs = ds.raw.info["sfreq"]
         starts = ds.metadata["i_start_in_trial"].to_numpy() / fs
         stops = ds.metadata["i_stop_in_trial"].to_numpy() / fs

@@ -13,7 +13,7 @@ downloaded here; braindecode's ``SleepPhysionetChallenge2018`` fetches the corpu
 At the paper's scale (994 annotated and 989 other records, about 0.26 GB each in
 memory) the records are read one at a time: ``load_ysyw(cache_dir=...)`` writes the
 preprocessed windows to disk and reads them back lazily, and
-``load_ysyw_pretraining(lazy=True)`` gives a stream for :func:`write_window_store`.
+``_load_ysyw_pretraining(lazy=True)`` gives a stream for :func:`write_window_store`.
 The patient split is written once to a JSON file (:func:`ysyw_split`) that the
 recipe and the pretraining corpus both read.
 """
@@ -33,7 +33,7 @@ from braindecode.preprocessing import preprocess
 
 from braindecode_pars._util.atomic import write_atomic
 from braindecode_pars._util.checks import check_option, check_range
-from braindecode_pars.datasets.cache import cached_windows
+from braindecode_pars.datasets.cache import _cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
     event_windower,
@@ -75,7 +75,7 @@ def fetch_ysyw(subjects, path=None):
     return Path(files[0][0]).parents[2]  # .../<set>/<record>/<record>.mat -> the root
 
 
-def read_ysyw_record(record_dir, channels=YSYW_CHANNELS):
+def _read_ysyw_record(record_dir, channels=YSYW_CHANNELS):
     """One challenge record as an MNE Raw (volts) with its sleep stages as annotations.
 
     Parameters
@@ -138,7 +138,7 @@ def _ysyw_preprocessors(l_freq=0.3, h_freq=75.0, notch_freq=60.0):
 
 def _read_one(record_dir, split):
     """One record as a braindecode RawDataset (for a RecordingStream)."""
-    raw = read_ysyw_record(record_dir)
+    raw = _read_ysyw_record(record_dir)
     return RawDataset(raw, description=dict(record=record_dir.name, split=split))
 
 
@@ -169,7 +169,7 @@ def load_ysyw(path, records=None, n_jobs=1, cache_dir=None):
         record). A folder: the records are read, preprocessed, windowed and written
         there one at a time (float32), and the windows read back lazily from disk; a
         later call with the same records reads the folder as it is (see
-        :func:`~braindecode_pars.datasets.cache.cached_windows`).
+        :func:`~braindecode_pars.datasets.cache._cached_windows`).
 
     Returns
     -------
@@ -196,10 +196,10 @@ def load_ysyw(path, records=None, n_jobs=1, cache_dir=None):
         "path": str(Path(path).resolve()),
         "records": [r.name for r in available],
     }
-    return cached_windows(stream, cache_dir, settings)
+    return _cached_windows(stream, cache_dir, settings)
 
 
-def load_ysyw_pretraining(
+def _load_ysyw_pretraining(
     path,
     splits=("training", "test"),
     exclude_records=(),
@@ -242,7 +242,7 @@ def load_ysyw_pretraining(
     return windows_of(BaseConcatDataset(datasets), None, sfreq, window_seconds)
 
 
-def ysyw_subject_split(path, fractions=(0.6, 0.2, 0.2), random_state=0):
+def _ysyw_subject_split(path, fractions=(0.6, 0.2, 0.2), random_state=0):
     """The paper's random 60/20/20 split of the annotated patients into train/valid/test.
 
     This draws the split from the records in the folder; :func:`ysyw_split` writes it
@@ -285,7 +285,7 @@ def _read_split_file(split_file):
 def ysyw_split(path, split_file=None, random_state=0, fractions=(0.6, 0.2, 0.2)):
     """The patient split that the recipe and the pretraining corpus share, from one file.
 
-    The first call draws the split (:func:`ysyw_subject_split`) and writes it to
+    The first call draws the split (:func:`_ysyw_subject_split`) and writes it to
     ``split_file``; every later call reads that file. ``load_recipe("ysyw")`` scores
     on its ``test`` patients and ``pretraining_corpus`` leaves its ``valid`` and
     ``test`` patients out of pretraining: both call this function with the same
@@ -318,7 +318,7 @@ def ysyw_split(path, split_file=None, random_state=0, fractions=(0.6, 0.2, 0.2))
     """
     split_file = Path(path) / _YSYW_SPLIT_FILE if split_file is None else Path(split_file)
     if not split_file.is_file():
-        parts = ysyw_subject_split(path, fractions, random_state)
+        parts = _ysyw_subject_split(path, fractions, random_state)
         content = {
             "dataset": "ysyw",
             "random_state": random_state,

@@ -136,7 +136,7 @@ def draw_subjects(pool, k, seed, spread=False):
     return sorted(int(s) for s in rng.choice(pool, size=k, replace=False))
 
 
-def run_low_label(
+def _run_low_label(
     X,
     y,
     subjects,
@@ -379,21 +379,21 @@ def _save_row(out, row, rows):
     return frame.to_dict("records")
 
 
-def summarize(results):
+def _summarize(results):
     """Mean and standard deviation over seeds per method and k."""
     grouped = results.groupby(["method", "k"], sort=False)
     table = grouped[["balanced_accuracy", "kappa"]].agg(["mean", "std", "count"])
     return table
 
 
-def summary_table(summary, k_header="k", labels=None, count_header=None):
+def _summary_table(summary, k_header="k", labels=None, count_header=None):
     """Markdown lines of a summary: a row per (method, k), mean ± std of each metric.
 
     Parameters
     ----------
     summary : pandas.DataFrame
         Indexed by (method, k), with the columns ("balanced_accuracy" | "kappa",
-        "mean" | "std" [| "count"]), as :func:`summarize` makes it. A standard deviation
+        "mean" | "std" [| "count"]), as :func:`_summarize` makes it. A standard deviation
         that is not defined (one draw) shows as 0.
     k_header : str
         Header of the second column.
@@ -419,7 +419,7 @@ def summary_table(summary, k_header="k", labels=None, count_header=None):
     return lines
 
 
-def format_summary(results, chance=0.5):
+def _format_summary(results, chance=0.5):
     """The summary as a text table, methods as rows and k as columns."""
     ks = sorted(results["k"].unique())
     names = results["method"].unique()
@@ -443,7 +443,7 @@ def format_summary(results, chance=0.5):
     return "\n".join(lines)
 
 
-def plot_label_efficiency(results, metric="balanced_accuracy", chance=None, ax=None):
+def _plot_label_efficiency(results, metric="balanced_accuracy", chance=None, ax=None):
     """The paper's Fig. 3 for these results: metric against labelled subjects, ± std."""
     import matplotlib.pyplot as plt
 

@@ -37,15 +37,15 @@ from braindecode_pars._util.threads import with_fit_threads
 from braindecode_pars.datasets.bundled import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.demo.low_label import (
-    format_summary,
-    plot_label_efficiency,
-    run_low_label,
+    _format_summary,
+    _plot_label_efficiency,
+    _run_low_label,
+    _summarize,
     scratch_classifier,
-    summarize,
 )
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.probe import PARSProbe
-from braindecode_pars.features.baselines import band_power_pipeline
+from braindecode_pars.features import band_power_pipeline
 from braindecode_pars.hub.folders import load_encoder, load_pretext_model, pretrained_path
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import PatchEncoder
@@ -151,7 +151,7 @@ def run_demo(out="results/demo", config=None):
     groups = windows.get_metadata()["subject"].to_numpy()
     held_out_skill = _shift_matrix_figure(config, windows, out)
     histories = {}
-    results = run_low_label(
+    results = _run_low_label(
         X,
         y,
         groups,
@@ -164,7 +164,7 @@ def run_demo(out="results/demo", config=None):
         histories=histories,
         spread=True,
     )
-    summary = summarize(results)
+    summary = _summarize(results)
     with open(out / "results.json", "w") as f:
         json.dump(
             {
@@ -189,7 +189,7 @@ def run_demo(out="results/demo", config=None):
             default=float,
         )
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-    plot_label_efficiency(results, chance=0.5, ax=ax)
+    _plot_label_efficiency(results, chance=0.5, ax=ax)
     ax.set_title("EEGMAT rest vs arithmetic, 12 test subjects")
     fig.savefig(out / "label_efficiency.png", dpi=120)
     history_file = pretrained_path(config.encoder) / "pretrain_history.json"
@@ -205,4 +205,4 @@ def run_demo(out="results/demo", config=None):
 
 def format_results(results):
     """The table as text: balanced accuracy per method and k, mean ± std over draws."""
-    return format_summary(results, chance=0.5)
+    return _format_summary(results, chance=0.5)

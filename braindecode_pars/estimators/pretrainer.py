@@ -433,7 +433,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _pretrain(self, config, data, sources, n_crop, initial=None):
-        from braindecode_pars.pretraining.run import run_pretraining
+        from braindecode_pars.pretraining import run_pretraining
 
         view = SingleChannelWindows(sources, n_times=n_crop)
         view.sfreq = data.sfreq

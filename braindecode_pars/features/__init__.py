@@ -8,13 +8,14 @@ probe's recipe of blocks.
   groups;
 - :mod:`~braindecode_pars.features.recipe`: :class:`ProbeRecipe`, the probe's blocks and
   its C;
-- :mod:`~braindecode_pars.features.baselines`: the classical floors as pipelines.
+- :func:`band_power_pipeline` and :func:`riemann_pipeline`: the classical floors as
+  pipelines.
 
 The probe over them, :class:`~braindecode_pars.PARSProbe`, is an estimator
 (:mod:`braindecode_pars.estimators`).
 """
 
-from braindecode_pars.features.baselines import band_power_pipeline, riemann_pipeline
+from braindecode_pars.features._baselines import band_power_pipeline, riemann_pipeline
 from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures
 from braindecode_pars.features.recipe import ProbeRecipe
 

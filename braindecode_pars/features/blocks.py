@@ -29,13 +29,13 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from braindecode_pars._util.checks import check_device, check_int, check_option, check_range
 from braindecode_pars._util.params import store_params
 from braindecode_pars.features._cache import _Extractor, cached, encoder_digest
+from braindecode_pars.io import resample_windows
 from braindecode_pars.io.estimator_inputs import WindowsFeaturesMixin, read_array, read_input
-from braindecode_pars.io.resample import resample_windows
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import checked_encoder
 
 #: The readouts of :class:`EncoderFeatures`, and the one read unless another is asked.
-READOUTS = ("mean", "mean+std", "blocks")
+_READOUTS = ("mean", "mean+std", "blocks")
 DEFAULT_READOUT = "mean+std"
 #: The six bands, ``(name, low, high)`` in Hz, each half-open ``[low, high)``; by
 #: default each is cut at the Nyquist frequency (a band starting above it is left out).
@@ -219,7 +219,7 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         check_int("batch_size", self.batch_size, 1)
         check_device("device", self.device)
         check_memory(self.memory)
-        check_option("readout", self.readout, READOUTS)
+        check_option("readout", self.readout, _READOUTS)
         _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
         windows = read_input(X, sfreq=self.sfreq)  # the one "no sampling rate" refusal
         encoder = copy.deepcopy(load_encoder(self.encoder))

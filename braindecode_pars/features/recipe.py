@@ -40,9 +40,9 @@ from sklearn.metrics import balanced_accuracy_score, log_loss
 
 from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars.features.blocks import (
+    _READOUTS,
     BLOCKS,
     DEFAULT_READOUT,
-    READOUTS,
     _check_readout_tokens,
 )
 from braindecode_pars.features.scaling import (
@@ -53,16 +53,16 @@ from braindecode_pars.features.scaling import (
 )
 
 #: ``max_iter`` of the probe's and the floors' logistic regression.
-LOGISTIC_MAX_ITER = 1000
+_LOGISTIC_MAX_ITER = 1000
 #: The blocks of the candidate recipes, from the simplest (:func:`simplicity`): band
 #: power alone, with the tangent space, and each of these with the encoder's block.
-RECIPE_BLOCKS = (
+_RECIPE_BLOCKS = (
     ("bandpower",),
     ("bandpower", "tangentspace"),
     ("encoder", "bandpower"),
     ("encoder", "bandpower", "tangentspace"),
 )
-#: The inverse L2 strengths of the candidates, each with every entry of RECIPE_BLOCKS.
+#: The inverse L2 strengths of the candidates, each with every entry of _RECIPE_BLOCKS.
 RECIPE_CS = (0.01, 1.0)
 #: The default inverse L2 strength, over standardised features: chosen among 0.01 to 10
 #: on the selection splits of the development tasks at 1, 2, 4 and 12 labelled EEGMAT
@@ -76,7 +76,7 @@ LOGO_MAX_GROUPS = 20
 _AUTO_FOLDS = 5
 #: An inner comparison projected to take longer than this (seconds, from its first
 #: fold) logs the projection and, at its end, the time it took.
-PROGRESS_AFTER_SECONDS = 10.0
+_PROGRESS_AFTER_SECONDS = 10.0
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def inner_splitter(inner_cv, n_groups, name="inner_cv"):
 
 
 @dataclasses.dataclass(frozen=True)
-class InnerFolds:
+class _InnerFolds:
     """The folds an inner comparison ran, as they were, and each candidate's score in
     each.
 
@@ -143,7 +143,7 @@ class InnerFolds:
     Examples
     --------
     >>> import numpy as np
-    >>> str(InnerFolds("GroupKFold", 45, (9, 9, 9, 9, 9), (True,) * 5, np.zeros((1, 5))))
+    >>> str(_InnerFolds("GroupKFold", 45, (9, 9, 9, 9, 9), (True,) * 5, np.zeros((1, 5))))
     '5 folds of GroupKFold over 45 groups (9 groups held out in each)'
     """
 
@@ -270,7 +270,7 @@ class ProbeRecipe:
         object.__setattr__(self, "blocks", tuple(blocks))
         check_range("C", self.C, 0, math.inf, low_open=True)
         object.__setattr__(self, "C", float(self.C))
-        check_option("readout", self.readout, READOUTS)
+        check_option("readout", self.readout, _READOUTS)
         check_option("align", self.align, (None, "groups"))
         _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
@@ -285,12 +285,12 @@ class ProbeRecipe:
     def candidates(self, encoder=True):
         """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment,
         crops, patch stride and withheld positions with each entry of
-        :data:`RECIPE_BLOCKS` (those with the encoder's block only when ``encoder``) and
+        :data:`_RECIPE_BLOCKS` (those with the encoder's block only when ``encoder``) and
         each ``C`` of :data:`RECIPE_CS`, in that order, the simplest first
         (:func:`simplicity`)."""
         return [
             dataclasses.replace(self, blocks=blocks, C=C)
-            for blocks in RECIPE_BLOCKS
+            for blocks in _RECIPE_BLOCKS
             if encoder or "encoder" not in blocks
             for C in RECIPE_CS
         ]
@@ -299,7 +299,7 @@ class ProbeRecipe:
 def _logistic(C, random_state):
     """The class-balanced logistic regression of the probe and the floors."""
     return LogisticRegression(
-        C=C, class_weight="balanced", max_iter=LOGISTIC_MAX_ITER, random_state=random_state
+        C=C, class_weight="balanced", max_iter=_LOGISTIC_MAX_ITER, random_state=random_state
     )
 
 
@@ -439,7 +439,7 @@ def compare_recipes(
     cv : "auto" | int | splitter | None
         The folds, as :func:`inner_splitter` reads ``PARSProbe(inner_cv=...)``; None:
         leave-one-group-out. The first fold's time and the projected total are logged
-        (``logging.INFO``) when that total exceeds :data:`PROGRESS_AFTER_SECONDS`.
+        (``logging.INFO``) when that total exceeds :data:`_PROGRESS_AFTER_SECONDS`.
     return_folds : bool
         Whether to return the folds too.
 
@@ -453,7 +453,7 @@ def compare_recipes(
         the held-out folds whose classes the fold trained on), ``n_groups`` (the folds
         scored: the groups under leave-one-group-out; a fold whose absence leaves one
         class to train on is not scored).
-    folds : InnerFolds
+    folds : _InnerFolds
         With ``return_folds``: the folds as they ran, and each candidate's scores.
     """
     y, groups = np.asarray(y), np.asarray(groups)
@@ -480,7 +480,7 @@ def compare_recipes(
     for k, (train, test) in enumerate(folds):
         if k == 1:
             first = time.perf_counter() - start
-            long = first * len(folds) > PROGRESS_AFTER_SECONDS
+            long = first * len(folds) > _PROGRESS_AFTER_SECONDS
         if k == 1 and long:
             logger.info(
                 "recipe='auto': the first of %d inner folds (%s, %d groups) took %.1f s; "
@@ -529,7 +529,7 @@ def compare_recipes(
     )  # fmt: skip
     if not return_folds:
         return table
-    inner = InnerFolds(
+    inner = _InnerFolds(
         splitter=type(splitter).__name__,
         n_groups=n_groups,
         held_out=tuple(len(np.unique(groups[test])) for _, test in folds),

@@ -346,11 +346,11 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
 
 def at_rate(data, sfreq):
     """Windows read (:class:`~braindecode_pars.io.windows.Windows`) at ``sfreq``:
-    resampled to it (:func:`~braindecode_pars.io.resample.resample_windows`, MNE's
+    resampled to it (:func:`~braindecode_pars.io.resample_windows`, MNE's
     resampling) when their rate is another, else as they are."""
     if abs(data.sfreq - sfreq) <= 1e-6 * sfreq:
         return data
-    from braindecode_pars.io.resample import resample_windows
+    from braindecode_pars.io._resample import resample_windows
 
     X = resample_windows(data.X, data.sfreq, sfreq).astype(np.float32, copy=False)
     return Windows(X, data.y, float(sfreq), data.groups, data.ch_names, data.n_items)

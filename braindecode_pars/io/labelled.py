@@ -38,7 +38,7 @@ _PERSON_FIELDS = ("subject", "participant_id", "participant", "patient", "sub")
 #: The keywords of :func:`~braindecode_pars.io.load_recordings` that
 #: :func:`load_labelled_recordings` passes on: all but the files, ``lazy`` and
 #: ``subject_from`` (its ``subject`` field gives the groups).
-READ_OPTIONS = tuple(
+_READ_OPTIONS = tuple(
     name
     for name in inspect.signature(load_recordings).parameters
     if name not in ("patterns", "lazy", "subject_from")
@@ -133,11 +133,11 @@ def load_labelled_recordings(
     ...     window_seconds=10)  # doctest: +SKIP
     >>> X, y, groups = windows.X, windows.y, windows.groups  # doctest: +SKIP
     """
-    unknown = sorted(set(read_options) - set(READ_OPTIONS))
+    unknown = sorted(set(read_options) - set(_READ_OPTIONS))
     if unknown:
         raise TypeError(
             f"load_labelled_recordings() got {', '.join(map(repr, unknown))}, which "
-            f"load_recordings does not take here; the read options are {list(READ_OPTIONS)}."
+            f"load_recordings does not take here; the read options are {list(_READ_OPTIONS)}."
         )
     if pattern is None and table is None:
         raise ValueError(

@@ -97,7 +97,7 @@ _NON_EEG_WORDS = (
 _REFERENCE_NAMES = ("A1", "A2", "M1", "M2", "REF", "LE", "RE", "AVG", "AR", "CAR", "GND")
 
 
-def non_eeg_channels(ch_names):
+def _non_eeg_channels(ch_names):
     """The channel names that mark a non-EEG signal or a reference derivation.
 
     A name is cut into words at every character that is not a letter or a digit,
@@ -132,13 +132,13 @@ def non_eeg_channels(ch_names):
 
 def _excluded(raw, picks, exclude):
     """The channel names of ``raw`` that ``exclude`` leaves out of ``picks``: its names,
-    and the automatic exclusions (:func:`non_eeg_channels`, but for names ``picks``
+    and the automatic exclusions (:func:`_non_eeg_channels`, but for names ``picks``
     lists) when it is or holds "auto"."""
     names = set() if isinstance(exclude, str) else set(exclude) - {"auto"}
     automatic = set()
     if exclude == "auto" or (not isinstance(exclude, str) and "auto" in exclude):
         asked = set(picks) if isinstance(picks, list | tuple) else set()
-        automatic = set(non_eeg_channels(raw.ch_names)) - asked
+        automatic = set(_non_eeg_channels(raw.ch_names)) - asked
     return [ch for ch in raw.ch_names if ch in names or ch in automatic]
 
 
@@ -665,7 +665,7 @@ def load_recordings(
     exclude : "auto" | list of str
         Channels left out of ``picks``. ``"auto"``: those whose names mark another
         signal (ECG, EKG, EOG, EMG, respiration...) or a reference derivation (A1,
-        A2, M1, M2, ``A2-A1``, REF...), see :func:`non_eeg_channels`, except the
+        A2, M1, M2, ``A2-A1``, REF...), see :func:`_non_eeg_channels`, except the
         names ``picks`` lists itself. A list: these names (MNE's meaning of
         ``exclude``), and the automatic ones too when it holds ``"auto"``
         (``["auto", "X1"]``); ``[]`` keeps every channel ``picks`` selects.

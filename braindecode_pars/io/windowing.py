@@ -283,7 +283,7 @@ class RecordingStream:
     so a consumer that keeps nothing of it, such as :func:`write_window_store`, holds
     one recording in memory whatever the number of recordings. The stream can be
     iterated again (every recording is then read again). The readers
-    (:func:`load_recordings`, ``load_tueg``, ``load_ysyw_pretraining`` and
+    (:func:`load_recordings`, ``load_tueg``, ``_load_ysyw_pretraining`` and
     ``pretraining_corpus`` with ``lazy=True``) build it; streams add up with ``+``.
 
     Parameters

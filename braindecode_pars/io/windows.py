@@ -17,7 +17,7 @@ power and covariances are absolute, so windows in volts given to an estimator fi
 microvolts give predictions unrelated to the fitted ones. The estimators record
 :func:`window_scale` at ``fit`` and call :func:`_check_scale` at ``predict``.
 
-:func:`~braindecode_pars.io.resample.resample_windows` (importable from here
+:func:`~braindecode_pars.io.resample_windows` (importable from here
 too) brings windows to another sampling rate.
 """
 
@@ -36,7 +36,7 @@ from skorch.helper import SliceDataset
 from torch.utils.data import Dataset, Subset
 
 from braindecode_pars._util.logs import plural
-from braindecode_pars.io.resample import (  # noqa: F401 (re-exported)
+from braindecode_pars.io._resample import (  # noqa: F401 (re-exported)
     _RESAMPLE_METHODS,
     resample_windows,
 )

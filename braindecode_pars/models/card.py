@@ -18,7 +18,7 @@ from importlib import metadata
 
 import numpy as np
 
-from braindecode_pars.models.encoder_config import ACTIVATIONS
+from braindecode_pars.models.encoder_config import _ACTIVATIONS
 
 #: Tags of every model card the package writes.
 _CARD_TAGS = ("eeg", "self-supervised", "pars", "braindecode")
@@ -384,7 +384,7 @@ def model_card(
         ("transformer blocks (`depth`)", _number(encoder.depth)),
         ("attention heads (`n_heads`)", _number(encoder.n_heads)),
         ("feed-forward size (`ff_dim`)", _number(encoder.ff_dim)),
-        ("activation", ACTIVATIONS[encoder.activation].__name__),
+        ("activation", _ACTIVATIONS[encoder.activation].__name__),
         ("dropout (`drop_prob`)", _number(encoder.drop_prob)),
         ("flat-window floor of the normalisation (`eps`)", _number(encoder.eps)),
     ]

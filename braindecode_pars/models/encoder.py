@@ -17,9 +17,9 @@ from torch import nn
 
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
 from braindecode_pars.models.encoder_config import (
-    ACTIVATIONS,
-    EEG_STD_RANGE,
-    UNITS,
+    _ACTIVATIONS,
+    _EEG_STD_RANGE,
+    _UNITS,
     PatchEncoderConfig,
 )
 
@@ -213,7 +213,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         scale by a fixed unit). The last two read windows in ``unit``, and refuse a
         batch whose typical window (the median standard deviation of its windows with
         signal) lies outside the range of EEG in that unit
-        (:data:`~braindecode_pars.models.encoder_config.EEG_STD_RANGE`; a window below
+        (:data:`~braindecode_pars.models.encoder_config._EEG_STD_RANGE`; a window below
         it, a dead channel, reads as flat) with a ``ValueError`` (eagerly: one value read on the
         host per call); under ``torch.compile`` the same check is an asynchronous
         assertion in the graph (no host synchronisation, no graph break), which raises
@@ -300,7 +300,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         nn.init.normal_(self.pos_mask_token, std=0.02)
         self.blocks = nn.ModuleList(
             _TransformerBlock(
-                emb_dim, config.n_heads, config.ff_dim, ACTIVATIONS[config.activation],
+                emb_dim, config.n_heads, config.ff_dim, _ACTIVATIONS[config.activation],
                 config.drop_prob,
             )
             for _ in range(config.depth)
@@ -479,7 +479,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         std = torch.sqrt(var)
         if not self._unit_checked:  # pretraining checked a sample of its data once
             self._check_unit(std, flat)
-        flat = flat | (std < EEG_STD_RANGE[self.unit][0])  # a dead window: no signal
+        flat = flat | (std < _EEG_STD_RANGE[self.unit][0])  # a dead window: no signal
         if self.normalization == "fixed":
             out = ((Xf - mean) / self.amplitude_scale).clamp(
                 -self.amplitude_clip, self.amplitude_clip
@@ -524,7 +524,7 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         data, not a mistake. A ``ValueError`` that names the values; under
         ``torch.compile`` an assertion in the graph (no host synchronisation) unless
         ``eager``."""
-        low, high = EEG_STD_RANGE[self.unit]
+        low, high = _EEG_STD_RANGE[self.unit]
         typical = std.masked_fill(flat, float("nan")).nanmedian()  # nan: every window flat
         outside = (typical < low) | (typical > high)
         if torch.compiler.is_compiling() and not eager:
@@ -540,10 +540,10 @@ class PatchEncoder(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             return
         typical = float(typical)
         hint = ""
-        for other, volts in UNITS.items():  # the unit the windows look like they are in
-            converted = typical * volts / UNITS[self.unit]
+        for other, volts in _UNITS.items():  # the unit the windows look like they are in
+            converted = typical * volts / _UNITS[self.unit]
             if other != self.unit and low <= converted <= high:
-                factor = volts / UNITS[self.unit]
+                factor = volts / _UNITS[self.unit]
                 hint = (
                     f" They look like {other!r}: multiply them by {factor:g}, or build the "
                     f"encoder with unit={other!r}."

@@ -17,7 +17,7 @@ from torch import nn
 from braindecode_pars._util.checks import check_heads, check_int, check_option, check_range
 
 #: Activations by the name a record stores (an activation class is not serialisable).
-ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+_ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 
 #: The prefix of the encoder's settings in a pretraining run's record (``config.json``).
 RECORD_PREFIX = "encoder."
@@ -28,20 +28,20 @@ RECORD_PREFIX = "encoder."
 #: what every encoder saved before the setting existed means); ``"window+scale"``, the
 #: same plus a learned embedding of the window's log standard deviation added to every
 #: token; ``"fixed"``, each window centred and divided by one fixed amplitude, then
-#: clipped. The last two see amplitude and read one unit (:data:`UNITS`).
+#: clipped. The last two see amplitude and read one unit (:data:`_UNITS`).
 NORMALIZATIONS = ("window", "window+scale", "fixed")
 
 #: The units an amplitude-aware normalisation reads, in volts. Microvolts are what
 #: braindecode's ``EEGClassifier`` and the package's estimators and readers give
 #: (``mne.Epochs.get_data(units="uV")``); volts are what MNE holds.
-UNITS = {"uV": 1e-6, "V": 1.0}
+_UNITS = {"uV": 1e-6, "V": 1.0}
 
 #: The standard deviations that a window of EEG can have, by unit: from 1 nV (below any
 #: amplifier's noise) to 0.1 V (above any amplifier's range). An amplitude-aware encoder
 #: refuses a window outside them in its unit (windows without signal aside): microvolts
 #: given to an encoder that reads volts are 1e6 times too large, volts given to one that
 #: reads microvolts 1e6 times too small.
-EEG_STD_RANGE = {"uV": (1e-3, 1e5), "V": (1e-9, 1e-1)}
+_EEG_STD_RANGE = {"uV": (1e-3, 1e5), "V": (1e-9, 1e-1)}
 
 #: The typical standard deviation of a window of scalp EEG (10 µV), by unit: the default
 #: of ``amplitude_scale`` and, as its logarithm, of ``log_std_mean``.
@@ -55,7 +55,7 @@ NORMALIZATION_SETTINGS = (
 
 
 def _activation_name(activation):
-    """The name of :data:`ACTIVATIONS` that ``activation`` stands for, else ``activation``.
+    """The name of :data:`_ACTIVATIONS` that ``activation`` stands for, else ``activation``.
 
     Takes a name (``"gelu"``), an activation class (``nn.GELU``), its class name as
     earlier files saved it (``"GELU"``) or braindecode's dotted path in ``config.json``
@@ -65,7 +65,7 @@ def _activation_name(activation):
         activation = activation.__name__
     if isinstance(activation, str):
         name = activation.rpartition(".")[2].lower()
-        if name in ACTIVATIONS:
+        if name in _ACTIVATIONS:
             return name
     return activation
 
@@ -104,9 +104,9 @@ class PatchEncoderConfig:
         window minus its mean, divided by ``amplitude_scale``, clipped to
         ``[-amplitude_clip, amplitude_clip]``.
     unit : {"uV", "V"}
-        The unit of the input that ``"window+scale"`` and ``"fixed"`` read (:data:`UNITS`);
+        The unit of the input that ``"window+scale"`` and ``"fixed"`` read (:data:`_UNITS`);
         a batch whose median window standard deviation lies outside
-        :data:`EEG_STD_RANGE` of that unit is refused (a window below it reads as
+        :data:`_EEG_STD_RANGE` of that unit is refused (a window below it reads as
         flat). ``"window"`` reads any unit and ignores it.
     amplitude_scale : float | None
         ``"fixed"``: the amplitude a window is divided by, in ``unit``; None: 10 µV
@@ -162,7 +162,7 @@ class PatchEncoderConfig:
         }
         for name in ("emb_dim", "depth", "n_heads", "ff_dim"):
             values[name] = check_int(name, getattr(self, name), 1)
-        check_option("activation", values["activation"], tuple(ACTIVATIONS))
+        check_option("activation", values["activation"], tuple(_ACTIVATIONS))
         values.update(self._amplitude_settings())
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -173,7 +173,7 @@ class PatchEncoderConfig:
     def _amplitude_settings(self):
         """The normalisation's settings, checked, with their unit's defaults filled in."""
         check_option("normalization", self.normalization, NORMALIZATIONS)
-        check_option("unit", self.unit, tuple(UNITS))
+        check_option("unit", self.unit, tuple(_UNITS))
         typical = _TYPICAL_EEG_STD[self.unit]
         scale = typical if self.amplitude_scale is None else self.amplitude_scale
         mean = math.log(typical) if self.log_std_mean is None else self.log_std_mean
@@ -286,7 +286,7 @@ class PatchEncoderConfig:
 
     def encoder_kwargs(self):
         """The :class:`PatchEncoder` keyword arguments (the activation as its class)."""
-        return dict(self.asdict(), activation=ACTIVATIONS[self.activation])
+        return dict(self.asdict(), activation=_ACTIVATIONS[self.activation])
 
 
 #: The named sizes. "small" is the shipped ``pars-small`` encoder's, the default of

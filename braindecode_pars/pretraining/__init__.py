@@ -4,7 +4,7 @@ distributed data parallel).
 
 - :mod:`~braindecode_pars.pretraining.net`: :class:`PretrainNet`;
 - :mod:`~braindecode_pars.pretraining.views`: :class:`SingleChannelWindows`;
-- :mod:`~braindecode_pars.pretraining.run`: :func:`run_pretraining`, one call from a view
+- :mod:`~braindecode_pars.pretraining._run`: :func:`run_pretraining`, one call from a view
   to a trained net;
 - :mod:`~braindecode_pars.pretraining.stopping`: how a fit ends early
   (:class:`TrainingStopped`, :class:`TimeLimit`) and continues;
@@ -13,10 +13,10 @@ distributed data parallel).
   subject probe of the encoder logged while it pretrains.
 """
 
+from braindecode_pars.pretraining._run import run_pretraining
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.monitor import ProbeMonitor
 from braindecode_pars.pretraining.net import PretrainNet
-from braindecode_pars.pretraining.run import run_pretraining
 from braindecode_pars.pretraining.stopping import TimeLimit, TrainingStopped
 from braindecode_pars.pretraining.views import SingleChannelWindows
 

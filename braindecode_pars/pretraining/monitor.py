@@ -12,7 +12,7 @@ protocol of FMScope's subject probe:
 - :func:`label_probe`: the label across subjects, grouped folds (no subject on both
   sides), balanced accuracy of the predictions pooled over the folds;
 - :func:`subject_probe`: subject identity, trained on the first half of each recording
-  and scored on its second half (:func:`temporal_halves`: temporal blocks, so that
+  and scored on its second half (:func:`_temporal_halves`: temporal blocks, so that
   neighbouring windows do not leak), balanced accuracy (chance: one over the number of
   subjects).
 
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 #: The history keys :class:`ProbeMonitor` records, by probe.
 MONITOR_KEYS = {"label": "monitor_label", "subject": "monitor_subject"}
 #: The history key of the seconds :class:`ProbeMonitor` took on an epoch it probed.
-MONITOR_SECONDS = "monitor_seconds"
+_MONITOR_SECONDS = "monitor_seconds"
 
 
 def _as_labels(values, n, name):
@@ -65,7 +65,7 @@ def probe_classifier(C=1.0):
     )
 
 
-def temporal_halves(groups, recordings=None):
+def _temporal_halves(groups, recordings=None):
     """Training and test windows by temporal blocks: the first half of each recording
     trains, the second half tests.
 
@@ -89,7 +89,7 @@ def temporal_halves(groups, recordings=None):
 
     Examples
     --------
-    >>> train, test = temporal_halves([0, 0, 0, 0, 1, 1, 1])
+    >>> train, test = _temporal_halves([0, 0, 0, 0, 1, 1, 1])
     >>> train.tolist(), test.tolist()
     ([0, 1, 4], [2, 3, 5, 6])
     """
@@ -104,7 +104,7 @@ def temporal_halves(groups, recordings=None):
     return train, test
 
 
-def grouped_folds(groups, n_splits=5):
+def _grouped_folds(groups, n_splits=5):
     """The folds of the label probe: no group (subject) in the training and test windows
     of one fold.
 
@@ -130,7 +130,7 @@ def label_probe(features, y, groups, n_splits=5, C=1.0):
     """Balanced accuracy of the label across groups, by a linear probe on ``features``.
 
     Every window is predicted by the probe fitted on the folds that hold out its group
-    (:func:`grouped_folds`); the balanced accuracy is taken over all the predictions at
+    (:func:`_grouped_folds`); the balanced accuracy is taken over all the predictions at
     once.
 
     Parameters
@@ -140,7 +140,7 @@ def label_probe(features, y, groups, n_splits=5, C=1.0):
     groups : array-like, shape (n_windows,)
         The subject (or other group) of every window.
     n_splits : int
-        Folds (:func:`grouped_folds`).
+        Folds (:func:`_grouped_folds`).
     C : float
         The logistic regression's inverse penalty (:func:`probe_classifier`).
 
@@ -152,7 +152,7 @@ def label_probe(features, y, groups, n_splits=5, C=1.0):
     y = _as_labels(y, len(features), "y")
     groups = _as_labels(groups, len(features), "groups")
     predicted = np.empty_like(y)
-    for train, test in grouped_folds(groups, n_splits):
+    for train, test in _grouped_folds(groups, n_splits):
         if len(np.unique(y[train])) < 2:  # one class to learn: predict it
             predicted[test] = y[train][0]
             continue
@@ -162,7 +162,7 @@ def label_probe(features, y, groups, n_splits=5, C=1.0):
 
 def subject_probe(features, groups, recordings=None, C=1.0):
     """Balanced accuracy of subject identity, trained on the first half of each
-    recording and scored on the second half (:func:`temporal_halves`).
+    recording and scored on the second half (:func:`_temporal_halves`).
 
     Parameters
     ----------
@@ -187,7 +187,7 @@ def subject_probe(features, groups, recordings=None, C=1.0):
             "'groups' must hold at least 2 subjects for a subject probe, but got "
             f"{len(np.unique(groups))}."
         )
-    train, test = temporal_halves(groups, recordings)
+    train, test = _temporal_halves(groups, recordings)
     missing = sorted(set(groups[test].tolist()) - set(groups[train].tolist()))
     if missing:
         raise ValueError(
@@ -198,7 +198,7 @@ def subject_probe(features, groups, recordings=None, C=1.0):
     return float(balanced_accuracy_score(groups[test], model.predict(features[test])))
 
 
-def encoder_features(encoder, X, batch_size=8, device=None):
+def _encoder_features(encoder, X, batch_size=8, device=None):
     """Each channel's tokens through ``encoder``, their mean and standard deviation over
     patches: the features of :class:`~braindecode_pars.features.EncoderFeatures` (its
     default ``readout="mean+std"``), without its checks and resampling.
@@ -246,7 +246,7 @@ class ProbeMonitor(Callback):
     net reports (its ``eval_every_steps`` cadence: the first, every so many, and the
     last), every ``every``-th of them and the run's last epoch, when the net reads its
     log, it computes the current encoder's features of the windows ``X``
-    (:func:`encoder_features`, in evaluation mode, no gradient, on the net's device)
+    (:func:`_encoder_features`, in evaluation mode, no gradient, on the net's device)
     and records in that epoch's row of the history:
 
     - ``monitor_label``: :func:`label_probe` of ``y`` across ``groups``;
@@ -284,7 +284,7 @@ class ProbeMonitor(Callback):
         The windows' sampling rate (None: from windows that carry one); when known, it
         must be the encoder's.
     n_splits : int
-        Folds of the label probe (:func:`grouped_folds`).
+        Folds of the label probe (:func:`_grouped_folds`).
     C : float
         The probes' inverse penalty (:func:`probe_classifier`).
     batch_size : int
@@ -342,8 +342,8 @@ class ProbeMonitor(Callback):
             None if self.recordings is None else _as_labels(self.recordings, n, "recordings")
         )
         self.sfreq_ = windows.sfreq
-        grouped_folds(self.groups_, self.n_splits)  # at least two subjects
-        train, _ = temporal_halves(self.groups_, self.recordings_)
+        _grouped_folds(self.groups_, self.n_splits)  # at least two subjects
+        train, _ = _temporal_halves(self.groups_, self.recordings_)
         if set(self.groups_[train].tolist()) != set(self.groups_.tolist()):
             raise ValueError(
                 "Every recording of 'X' needs at least 2 windows (a first and a second half)."
@@ -386,7 +386,7 @@ class ProbeMonitor(Callback):
             scores = sent[0]
         label, subject, seconds = scores
         row[MONITOR_KEYS["label"]], row[MONITOR_KEYS["subject"]] = label, subject
-        row[MONITOR_SECONDS] = seconds
+        row[_MONITOR_SECONDS] = seconds
         logger.debug(
             "Epoch %s: label probe %.3f, subject probe %.3f (%.2f s).",
             row.get("epoch", "?"), label, subject, seconds,
@@ -396,7 +396,7 @@ class ProbeMonitor(Callback):
         """The label probe's and the subject probe's scores of the encoder now, and the
         seconds they took."""
         start = time.perf_counter()
-        features = encoder_features(net.encoder, self.X_, self.batch_size)
+        features = _encoder_features(net.encoder, self.X_, self.batch_size)
         label = label_probe(features, self.y_, self.groups_, self.n_splits, self.C)
         subject = subject_probe(features, self.groups_, self.recordings_, self.C)
         return label, subject, time.perf_counter() - start

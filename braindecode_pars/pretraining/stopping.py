@@ -57,11 +57,11 @@ from braindecode_pars.pretraining.resume import _check_resume, _log_launch_chang
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["STOP_REASONS", "TimeLimit", "TrainingStopped"]
+__all__ = ["TimeLimit", "TrainingStopped"]
 
 #: Why a fit stopped before its last epoch, as :attr:`TrainingStopped.reason` says
 #: (Ctrl-C is not one: it stays a ``KeyboardInterrupt``).
-STOP_REASONS = ("signal", "time", "early_stop")
+_STOP_REASONS = ("signal", "time", "early_stop")
 
 #: Seconds between two agreements of the processes of a DistributedDataParallel run on
 #: a stop signal (:class:`_StopAgreement`): the processes stop about this long after
@@ -124,7 +124,7 @@ class TrainingStopped(Exception):
     Parameters
     ----------
     reason : {"signal", "time", "early_stop"}
-        What stopped the fit (:data:`STOP_REASONS`).
+        What stopped the fit (:data:`_STOP_REASONS`).
     epochs : int
         Epochs complete in the saved state.
     steps : int
@@ -144,10 +144,10 @@ class TrainingStopped(Exception):
     """
 
     def __init__(self, reason, epochs, steps=0, folder=None, signal=None, detail=None):
-        if reason not in STOP_REASONS:
+        if reason not in _STOP_REASONS:
             raise ValueError(
                 "Invalid value for the 'reason' parameter. Allowed values are "
-                f"{', '.join(map(repr, STOP_REASONS))}, but got {reason!r} instead."
+                f"{', '.join(map(repr, _STOP_REASONS))}, but got {reason!r} instead."
             )
         if (reason == "signal") != (signal is not None):
             raise ValueError(

@@ -8,7 +8,7 @@ import torch
 
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.pretraining import PretrainNet, ProbeMonitor, SingleChannelWindows
-from braindecode_pars.pretraining.monitor import MONITOR_KEYS, MONITOR_SECONDS
+from braindecode_pars.pretraining.monitor import _MONITOR_SECONDS, MONITOR_KEYS
 
 SFREQ = 10.0
 SMALL = dict(emb_dim=8, depth=1, n_heads=2, ff_dim=8)
@@ -90,4 +90,4 @@ def test_under_ddp_rank_0_alone_probes_and_sends_its_numbers(monkeypatch):
     monitor.on_epoch_read(net, net.history[-1])
     assert sent == [0]
     assert net.history[-1] == {"epoch": 1, MONITOR_KEYS["label"]: 0.75,
-                               MONITOR_KEYS["subject"]: 0.5, MONITOR_SECONDS: 2.0}  # fmt: skip
+                               MONITOR_KEYS["subject"]: 0.5, _MONITOR_SECONDS: 2.0}  # fmt: skip

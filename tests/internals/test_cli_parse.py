@@ -2,15 +2,26 @@
 with its data read and the training stubbed (``tests/internals/_stubs.py``)."""
 
 import json
+import re
 
 import pytest
 
 import braindecode_pars.cli as cli
-from braindecode_pars.cli.pretrain import _SIZES, _encoder_settings, config_settings
+from braindecode_pars import PARSPretrainer
+from braindecode_pars.cli import build_parser
+from braindecode_pars.cli.pretrain import (
+    _SIZES,
+    _config_settings,
+    _encoder_settings,
+    _pretrain_settings,
+)
 from braindecode_pars.cli.store import _exclusions
-from braindecode_pars.models.encoder_config import ENCODER_SIZES
+from braindecode_pars.datasets.corpus import _recording_windows
+from braindecode_pars.models.encoder_config import ENCODER_SIZES, NORMALIZATION_SETTINGS
+from braindecode_pars.pretraining.config import PAPER
 
 from .._helpers import tiny_config
+from ..test_cli import commands
 from ._stubs import stop_before_pretraining
 
 
@@ -110,7 +121,7 @@ def test_the_config_file_sets_the_encoder_settings_and_every_flag(tmp_path):
     assert given.steps == 3  # a flag given takes precedence
     pretrain = cli._subparser(cli.build_parser(), "pretrain")
     every = {a.dest: a.default for a in pretrain._actions if a.dest not in ("help", "config")}
-    config.write_text(json.dumps(dict(every, **config_settings(), out="run")))
+    config.write_text(json.dumps(dict(every, **_config_settings(), out="run")))
     assert vars(cli._parse(["pretrain", "--config", str(config)]))["out"] == "run"
     config.write_text(json.dumps({"recordings": ["a.edf"]}))
     with pytest.raises(SystemExit, match=r"unknown options \['recordings'\]"):
@@ -186,3 +197,56 @@ def test_paper_batch_of_512_is_shared_by_the_processes(monkeypatch, tmp_path):
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "--out", str(tmp_path / "run"), "--paper", "--device", "cpu"])
     assert seen["batch_size"] == 128 and seen["lr"] == 1e-4 and seen["max_epochs"] == 1000
+
+
+def test_the_config_help_names_every_setting_only_it_sets_with_its_default():
+    """The defaults ``--config``'s help states are those a run takes (PretrainConfig's
+    and the command's own), so that the help cannot drift from them."""
+    text = " ".join(commands()["pretrain"].format_help().split())
+    settings = _config_settings()
+    assert set(settings) == {*ENCODER_SIZES["small"], *NORMALIZATION_SETTINGS, "n_patches",
+                             "pos_mask_ratio",
+                             "mask_ratio", "decoder_heads", "sampling", "lr", "weight_decay",
+                             "valid_fraction", "seed", "checkpoint_minutes", "stop_signal",
+                             "amp", "compile", "compile_mode", "batches", "decoder_kernel",
+                             "keep_freed_memory"}  # fmt: skip
+    for name, default in settings.items():
+        found = re.search(rf"\b{name} \(([^)]*)\)", text)
+        assert found, name
+        if isinstance(default, float | int) and not isinstance(default, bool):
+            numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", found[1])]
+            assert float(default) in numbers, (name, default, found[1])
+        elif isinstance(default, bool):
+            assert str(default).lower() in found[1], (name, found[1])
+
+
+def test_store_without_recordings_writes_the_bundled_physionet_mi_subject(tmp_path):
+    """No --recordings or --braindecode-dataset: the bundled subject 1's baseline and
+    executed-movement runs, at the paper's 200 Hz, in 10-s windows every 5 s."""
+    from braindecode_pars.datasets.physionet_mi import _NON_IMAGERY_RUNS
+    from braindecode_pars.store import read_window_store
+
+    assert cli.main(["store", "--out", str(tmp_path / "store")]) == 0
+    _, index, info = read_window_store(tmp_path / "store")
+    runs = [(m["description"]["subject"], m["description"]["run"]) for m in info["recordings"]]
+    assert runs == [(1, run) for run in _NON_IMAGERY_RUNS] and info["sfreq"] == 200
+    assert set(index[:, 2] - index[:, 1]) == {2000} and index[1, 1] - index[0, 1] == 1000
+
+
+def test_recording_windows_without_a_source_is_none():
+    assert _recording_windows() is None
+
+
+def test_the_estimator_and_the_command_line_read_the_same_settings_and_preset():
+    estimator = PARSPretrainer(n_patches=12, batch_size=32, lr=3e-3, steps=500)
+    flags = ["pretrain", "--out", "x", "--batch-size", "32", "--steps", "500"]
+    parsed = build_parser().parse_args(flags)
+    parsed.n_patches, parsed.lr = 12, 3e-3  # settings of --config
+    cli = _pretrain_settings(parsed)
+    assert estimator.pretrain_config().replace(window_seconds=10.0) == cli
+    paper = PARSPretrainer(preset="paper").pretrain_config()
+    assert (paper.lr, paper.batch_size, paper.max_epochs, paper.window_seconds) == (
+        PAPER.lr, PAPER.batch_size, PAPER.max_epochs, PAPER.window_seconds,
+    )  # fmt: skip
+    on_two = _pretrain_settings(build_parser().parse_args(["pretrain", "--paper"]), 2)
+    assert on_two == paper.replace(batch_size=256, valid_fraction=0.1)  # 512 shared by two

@@ -8,7 +8,7 @@ import torch
 from benchmarks.lib.paper_datasets import load_recipe
 from braindecode_pars.datasets.corpus import pretraining_corpus
 from braindecode_pars.datasets.tuh import _tuh_subjects
-from braindecode_pars.datasets.ysyw import ysyw_subject_split
+from braindecode_pars.datasets.ysyw import _ysyw_subject_split
 from braindecode_pars.pretraining.views import SingleChannelWindows
 from braindecode_pars.store import read_window_store, write_window_store
 
@@ -23,7 +23,7 @@ def test_corpus_combines_sources_without_any_fine_tuning_test_patient(sources, t
     corpus = pretraining_corpus(**sources)
     desc = corpus.description
     assert set(desc.source) == {"ysyw", "tueg"}
-    split = ysyw_subject_split(sources["ysyw_path"])
+    split = _ysyw_subject_split(sources["ysyw_path"])
     ysyw_records = set(desc.loc[desc.source == "ysyw", "record"])
     assert not ysyw_records & set(split["valid"] + split["test"])
     assert {"te03-0001", "te05-0047"} <= ysyw_records  # unannotated patients are in
@@ -73,7 +73,7 @@ def test_a_corpus_with_test_patients_is_refused_unless_allowed(tuh_corpora, capl
 def test_the_corpus_and_the_recipe_read_the_same_split_file(ysyw, tmp_path):
     root, _ = ysyw
     file = tmp_path / "split.json"
-    drawn = ysyw_subject_split(root, random_state=0)
+    drawn = _ysyw_subject_split(root, random_state=0)
     # a split that the seed would not give: every patient the seed trains on is tested on
     parts = {"train": drawn["valid"] + drawn["test"], "valid": [], "test": drawn["train"]}
     file.write_text(json.dumps({"records": parts}))

@@ -48,11 +48,11 @@ def test_preprocessing_is_the_papers(mi_windows):
 
 
 def test_a_rate_below_twice_the_line_frequency_skips_the_notch():
-    from braindecode_pars.datasets.physionet_mi import physionet_mi_preprocessors
+    from braindecode_pars.datasets.physionet_mi import _physionet_mi_preprocessors
 
     def names(sfreq):
         return [p.fn if isinstance(p.fn, str) else p.fn.__name__
-                for p in physionet_mi_preprocessors(sfreq)]  # fmt: skip
+                for p in _physionet_mi_preprocessors(sfreq)]  # fmt: skip
 
     assert "notch_filter" in names(200.0) and "notch_filter" not in names(100.0)
     windows = load_physionet_mi(runs=[4], sfreq=100.0)  # failed: 60 Hz above Nyquist
@@ -145,10 +145,10 @@ def test_single_channel_view_errors():
 def test_paper_subject_split_of_physionet_mi():
     from braindecode_pars.datasets.physionet_mi import (
         PHYSIONET_MI_SPLIT,
-        physionet_mi_subject_split,
+        _physionet_mi_subject_split,
     )
 
-    assert [physionet_mi_subject_split(s) for s in (1, 70, 71, 89, 90, 109)] == [
+    assert [_physionet_mi_subject_split(s) for s in (1, 70, 71, 89, 90, 109)] == [
         "train",
         "train",
         "valid",
@@ -158,7 +158,7 @@ def test_paper_subject_split_of_physionet_mi():
     ]
     assert sum(len(v) for v in PHYSIONET_MI_SPLIT.values()) == 109
     with pytest.raises(ValueError, match="'subject' must lie in 1..109, but got 110"):
-        physionet_mi_subject_split(110)
+        _physionet_mi_subject_split(110)
 
 
 def test_bundled_eegmat_gives_the_stored_microvolts():

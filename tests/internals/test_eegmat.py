@@ -15,8 +15,8 @@ from braindecode_pars.datasets.eegmat import (
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     _eegmat_preprocessors,
+    _read_eegmat,
     load_eegmat,
-    read_eegmat,
 )
 from braindecode_pars.datasets.sleep_edf import read_sleep_edf_mat
 from braindecode_pars.io.windows import read_windows
@@ -41,7 +41,7 @@ def windows(eegmat):
 
 
 def test_read_eegmat_gives_19_named_channels_in_volts_and_the_csv_count_quality(eegmat):
-    dataset = read_eegmat(eegmat, subjects=range(36))  # headers only: nothing is loaded
+    dataset = _read_eegmat(eegmat, subjects=range(36))  # headers only: nothing is loaded
     description = dataset.description
     assert len(dataset.datasets) == 72
     assert description.subject.tolist() == [s for s in range(36) for _ in (1, 2)]
@@ -132,14 +132,14 @@ def test_load_eegmat_prints_nothing(capfd, eegmat):
 )
 def test_bad_subjects_and_sessions_are_refused(kwargs, error, match, tmp_path):
     with pytest.raises(error, match=match):  # refused before any file is looked for
-        read_eegmat(tmp_path, **kwargs)
+        _read_eegmat(tmp_path, **kwargs)
 
 
 def test_one_session_and_a_missing_file(tmp_path, eegmat):
-    rest = read_eegmat(eegmat, subjects=3, sessions=1)
+    rest = _read_eegmat(eegmat, subjects=3, sessions=1)
     assert rest.description.session.tolist() == [1]
     with pytest.raises(FileNotFoundError, match=r"EEGMAT file '.*Subject00_1.edf' is missing"):
-        read_eegmat(tmp_path, subjects=0)
+        _read_eegmat(tmp_path, subjects=0)
     with pytest.raises(ValueError, match=r"'window_seconds' must lie in \(0, inf\]"):
         load_eegmat(eegmat, subjects=0, window_seconds=0)
 
@@ -192,7 +192,7 @@ def test_load_eegmat_gives_microvolts_of_a_signal_written_in_volts(tmp_path):
     # a sine of amplitude a has standard deviation a / sqrt(2); 10 Hz is in the pass band
     np.testing.assert_allclose(X.std(axis=-1), 20 / np.sqrt(2), rtol=0.02)
     # the same recordings through the same preprocessing in volts, times 1e6
-    volts = read_eegmat(tmp_path, subjects=[0])
+    volts = _read_eegmat(tmp_path, subjects=[0])
     preprocess(volts, _eegmat_preprocessors(100.0))
     reference = [ds.raw.get_data()[:, i * 1000 : (i + 1) * 1000] for ds in volts.datasets
                  for i in range(ds.raw.n_times // 1000)]  # fmt: skip

@@ -8,7 +8,7 @@ from braindecode_pars.datasets.eesm17 import (
     EESM17_STAGES,
     ChannelNoise,
     _channel_noise,
-    leave_one_subject_out,
+    _leave_one_subject_out,
     load_eesm17,
 )
 
@@ -36,7 +36,7 @@ def test_bids_recordings_give_ear_eeg_sleep_stage_windows(eesm17):
 def test_leave_one_subject_out_folds(eesm17):
     root, _ = eesm17
     windows = load_eesm17(root)
-    folds = list(leave_one_subject_out(windows))
+    folds = list(_leave_one_subject_out(windows))
     assert [s for s, _, _ in folds] == ["001", "002", "003"]
     for subject, train, test in folds:
         assert set(test.description.subject) == {subject}
@@ -52,7 +52,7 @@ def test_subject_selection_custom_stage_names_and_errors(eesm17, tmp_path):
     with pytest.raises(ValueError, match=r"lacks the channels \['EXX'\]"):
         load_eesm17(root, subjects=["001"], channels=("ELA", "EXX"))
     with pytest.raises(ValueError, match="needs two subjects"):
-        next(leave_one_subject_out(only))
+        next(_leave_one_subject_out(only))
 
 
 def test_channel_noise_touches_only_chosen_channels_at_the_set_level():
@@ -130,6 +130,6 @@ def test_cached_windows_equal_those_in_memory_and_keep_subject_labels(eesm17, tm
     assert cached.get_metadata().target.tolist() == memory.get_metadata().target.tolist()
     for i in (0, len(memory) - 1):
         np.testing.assert_allclose(cached[i][0], memory[i][0], rtol=1e-6)
-    assert [s for s, _, _ in leave_one_subject_out(cached)] == ["001", "002", "003"]
+    assert [s for s, _, _ in _leave_one_subject_out(cached)] == ["001", "002", "003"]
     with pytest.raises(FileExistsError, match=r"they differ in \['stages'\]"):
         load_eesm17(root, stages={"W": 0, "N2": 1}, cache_dir=tmp_path / "cache")

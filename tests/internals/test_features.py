@@ -6,13 +6,19 @@ import joblib
 import numpy as np
 import pytest
 import torch
+from pyriemann.estimation import Covariances
+from pyriemann.tangentspace import TangentSpace
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.features._cache import encoder_digest, windows_digest
 from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures, _Covariances
+from braindecode_pars.features.recipe import _LOGISTIC_MAX_ITER
 
 from .._helpers import TINY_ENCODER
+from ..test_probe import alpha_task, small_encoder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -135,3 +141,38 @@ def test_a_bad_memory_is_refused_naming_it():
     X, y, _ = _data(n_subjects=1)
     with pytest.raises(ValueError, match="'memory' should be None, a string or have the same"):
         PARSProbe(_encoder(), memory=3, sfreq=SFREQ).fit(X, y)
+
+
+def test_probe_scales_each_block_as_documented_and_equals_a_hand_computation():
+    """z_j = (x_j - mean_j) / std_j * sqrt(P / (B p_b)): each block of total variance
+    P / B, the whole of total variance P, into a class-balanced logistic regression."""
+    X, y = alpha_task(seed=4)
+    encoder = small_encoder(5)
+    train, test = np.arange(40), np.arange(40, 60)
+    probe = PARSProbe(encoder, C=10.0, sfreq=100, random_state=0).fit(X[train], y[train])
+
+    enc = EncoderFeatures(encoder, sfreq=100).fit_transform(X)
+    bp = BandPowerFeatures(sfreq=100).fit_transform(X)
+    covs = Covariances(estimator="oas").fit_transform(X)
+    ts = TangentSpace(metric="riemann").fit(covs[train])
+    blocks = [(enc[train], enc[test]), (bp[train], bp[test])]
+    blocks.append((ts.transform(covs[train]), ts.transform(covs[test])))
+    P, B = sum(tr.shape[1] for tr, _ in blocks), len(blocks)
+    assert P == 3 * 2 * 16 + 3 * 6 + 6
+    tr, te = [], []
+    for F_tr, F_te in blocks:
+        scaler = StandardScaler().fit(F_tr)
+        factor = np.sqrt(P / (B * F_tr.shape[1]))
+        tr.append(scaler.transform(F_tr) * factor)
+        te.append(scaler.transform(F_te) * factor)
+    np.testing.assert_allclose(probe.transform(X[test]), np.hstack(te), rtol=1e-4, atol=1e-5)
+    seen = probe.transform(X[train])
+    widths = np.cumsum([0] + [t.shape[1] for t in tr])
+    for a, b in zip(widths[:-1], widths[1:], strict=True):  # each block: P / B
+        assert seen[:, a:b].var(axis=0).sum() == pytest.approx(P / B, rel=1e-6)
+    model = LogisticRegression(
+        C=10.0, class_weight="balanced", max_iter=_LOGISTIC_MAX_ITER, random_state=0
+    ).fit(np.hstack(tr), y[train])
+    np.testing.assert_allclose(
+        probe.predict_proba(X[test]), model.predict_proba(np.hstack(te)), rtol=1e-4, atol=1e-6
+    )

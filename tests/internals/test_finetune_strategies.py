@@ -136,7 +136,7 @@ def test_default_pretraining_learns_on_a_few_hundred_windows():
 def test_the_paper_preset_is_one_argument_away(monkeypatch):
     import importlib
 
-    run = importlib.import_module("braindecode_pars.pretraining.run")
+    run = importlib.import_module("braindecode_pars.pretraining._run")
     seen = {}
 
     class Stop(Exception):

@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from braindecode_pars.demo.low_label import draw_subjects, run_low_label
+from braindecode_pars.demo.low_label import _run_low_label, draw_subjects
 
 
 class _MeanLevel(ClassifierMixin, BaseEstimator):
@@ -50,7 +50,7 @@ def test_rows_beat_chance_resume_and_keep_what_another_run_wrote(tmp_path):
             pd.DataFrame([other]).to_csv(out, index=False)
 
     methods = {"mean level": _MeanLevel(hook=another_run_writes)}
-    results = run_low_label(
+    results = _run_low_label(
         X, y, subjects, methods, [0, 1], [2, 3, 4, 5], ks=[1, 2], seeds=[0, 1], out=out,
         progress=False,
     )  # fmt: skip
@@ -63,7 +63,7 @@ def test_rows_beat_chance_resume_and_keep_what_another_run_wrote(tmp_path):
         " ".join(map(str, draw_subjects([2, 3, 4, 5], k, s))) for k in (1, 2) for s in (0, 1)
     ]
     calls = []
-    again = run_low_label(
+    again = _run_low_label(
         X, y, subjects, {"mean level": _MeanLevel(hook=lambda: calls.append(1))},
         [0, 1], [2, 3, 4, 5], ks=[1, 2], seeds=[0, 1], out=out, progress=False,
     )  # fmt: skip
@@ -72,7 +72,7 @@ def test_rows_beat_chance_resume_and_keep_what_another_run_wrote(tmp_path):
 
 def test_all_subjects_of_the_pool_are_fitted_once_per_seed():
     X, y, subjects = _task()
-    results = run_low_label(
+    results = _run_low_label(
         X, y, subjects, {"mean level": _MeanLevel()}, [0, 1], [2, 3, 4, 5], ks=[4],
         seeds=[0, 1, 2], progress=False,
     )  # fmt: skip
@@ -96,21 +96,21 @@ def test_a_run_with_other_settings_is_refused_before_any_fit(tmp_path):
     run = dict(ks=[1], seeds=[0], out=out, progress=False)
     methods = {"lr": _lr(1.0), "mean level": _MeanLevel(hook=lambda: None)}
     flat = X
-    run_low_label(flat, y, subjects, methods, [0, 1], [2, 3, 4, 5], **run)
+    _run_low_label(flat, y, subjects, methods, [0, 1], [2, 3, 4, 5], **run)
     settings = json.loads((tmp_path / "results.settings.json").read_text())
     assert settings["methods"]["lr"]["params"]["steps"][1][1]["params"]["C"] == 1.0
     calls = []
     changed = {"lr": _lr(10.0), "mean level": _MeanLevel(hook=lambda: None)}
     with pytest.raises(ValueError, match=r"'out'=.*results.csv.*these differ: method 'lr';"):
-        run_low_label(flat, y, subjects, changed, [0, 1], [2, 3, 4, 5], **run)
+        _run_low_label(flat, y, subjects, changed, [0, 1], [2, 3, 4, 5], **run)
     with pytest.raises(ValueError, match="these differ: test_subjects, pool_subjects;"):
-        run_low_label(flat, y, subjects, methods, [0, 2], [3, 4, 5], **run)
+        _run_low_label(flat, y, subjects, methods, [0, 2], [3, 4, 5], **run)
     with pytest.raises(ValueError, match="these differ: data;"):
-        run_low_label(flat + 1.0, y, subjects, methods, [0, 1], [2, 3, 4, 5], **run)
+        _run_low_label(flat + 1.0, y, subjects, methods, [0, 1], [2, 3, 4, 5], **run)
     # the same settings resume; a new method joins the record
     more = {**methods, "C=10": _lr(10.0)}
     more["mean level"] = _MeanLevel(hook=lambda: calls.append(1))
-    rows = run_low_label(flat, y, subjects, more, [0, 1], [2, 3, 4, 5], **run)
+    rows = _run_low_label(flat, y, subjects, more, [0, 1], [2, 3, 4, 5], **run)
     assert not calls and sorted(rows["method"]) == ["C=10", "lr", "mean level"]
     settings = json.loads((tmp_path / "results.settings.json").read_text())
     assert sorted(settings["methods"]) == ["C=10", "lr", "mean level"]

@@ -207,7 +207,7 @@ def test_float64_underflowing_pairs_are_computed_exactly(bad_pairs):
 
 def test_chunked_tables_on_cpu_equal_the_naive_decoder(monkeypatch, bad_pairs):
     # 7 windows of 4 heads, chunks of 2 windows: 4 chunks, the last one short
-    monkeypatch.setattr(pair_attention, "CPU_CHUNK_ELEMENTS", 2 * 4 * (2 * 6) * 10)
+    monkeypatch.setattr(pair_attention, "_CPU_CHUNK_ELEMENTS", 2 * 4 * (2 * 6) * 10)
     dec = CrossAttentionPairDecoder(16, 4).double()
     y, idx = _random_case(7, 10, 6, 16)
     _check_against_naive(dec, y, idx, rtol=1e-9)
@@ -309,8 +309,8 @@ def test_pairs_beyond_the_fallback_are_counted_not_hidden(monkeypatch, bad_pairs
     full, unresolved, gap = dec.forward_counted(y, idx)
     assert unresolved.item() == 0 and unresolved.dtype == torch.long
     assert gap.item() > 43.6  # pairs underflowed: their gap is past float32's limit
-    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 3)
-    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS_PER_WINDOW", 1)
+    monkeypatch.setattr(pair_attention, "_FALLBACK_PAIRS", 3)
+    monkeypatch.setattr(pair_attention, "_FALLBACK_PAIRS_PER_WINDOW", 1)
     partial, unresolved, _ = dec.forward_counted(y, idx)
     n_bad = bad_pairs[-1]
     assert n_bad > 3
@@ -363,7 +363,7 @@ def test_more_underflowing_pairs_than_256_in_a_batch_are_all_exact(monkeypatch, 
     B, H, n, N = 200, 2, 3, 6
     q64, k64, s64 = (t.requires_grad_() for t in _peaked_case(B, H, n, N, 60.0, bad_heads=2))
     q, k, s = (t.detach().float().requires_grad_() for t in (q64, k64, s64))
-    assert pair_attention.fallback_slots(B, H, n) == 4 * B
+    assert pair_attention._fallback_slots(B, H, n) == 4 * B
     theta, counts, gap, *_ = pair_attention.pair_attention(q, k, s, n, 1.0)
     assert counts.tolist() == [2 * B, 0]  # every underflowing pair-head resolved
     # the worst pairs' denominator: two keys, each 60 nats below the rows' maxima
@@ -378,9 +378,9 @@ def test_more_underflowing_pairs_than_256_in_a_batch_are_all_exact(monkeypatch, 
 
 
 def test_fallback_slots_grow_with_the_batch():
-    assert pair_attention.fallback_slots(1, 8, 32) == 256  # the least per call
-    assert pair_attention.fallback_slots(1024, 8, 32) == 4096  # 4 per window
-    assert pair_attention.fallback_slots(1, 1, 3) == 9  # never more than the pair-heads
+    assert pair_attention._fallback_slots(1, 8, 32) == 256  # the least per call
+    assert pair_attention._fallback_slots(1024, 8, 32) == 4096  # 4 per window
+    assert pair_attention._fallback_slots(1, 1, 3) == 9  # never more than the pair-heads
 
 
 def test_decoder_projections_run_in_bf16_under_autocast():
@@ -471,14 +471,14 @@ def test_exact_sections_in_two_threads_keep_ieee_until_the_last_one_ends(
     seen = {}
 
     def a():
-        with pair_attention.exact_float_arithmetic("cpu"):
+        with pair_attention._exact_float_arithmetic("cpu"):
             a_in.set()
             b_in.wait(5)
         a_out.set()
 
     def b():
         a_in.wait(5)
-        with pair_attention.exact_float_arithmetic("cpu"):
+        with pair_attention._exact_float_arithmetic("cpu"):
             b_in.set()
             a_out.wait(5)
             seen["inside, after A left"] = backend.fp32_precision
@@ -492,8 +492,8 @@ def test_exact_sections_in_two_threads_keep_ieee_until_the_last_one_ends(
     assert b_done.is_set()
     assert seen == {"inside, after A left": "ieee"}
     assert backend.fp32_precision == "tf32"  # restored once both left
-    with pair_attention.exact_float_arithmetic("cpu"):  # nested in one thread too
-        with pair_attention.exact_float_arithmetic("cpu"):
+    with pair_attention._exact_float_arithmetic("cpu"):  # nested in one thread too
+        with pair_attention._exact_float_arithmetic("cpu"):
             pass
         assert backend.fp32_precision == "ieee"
     assert backend.fp32_precision == "tf32"
@@ -550,7 +550,7 @@ def test_flop_counter_counts_the_operator_as_its_products(monkeypatch, accelerat
     total = _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3)[0].sum().backward())
     assert total == inner + inner_backward
     # and the closed form of the docstring: logits, num and den; the slots' logits
-    slots = pair_attention.fallback_slots(B, H, n)
+    slots = pair_attention._fallback_slots(B, H, n)
     assert inner == 2 * B * H * (2 * n * N * d + 2 * n * n * N) + 2 * slots * N * d
 
 
@@ -651,3 +651,22 @@ def test_a_pars_training_step_reads_nothing_on_the_host(one_thread):
             out["loss"].backward()
         opt.step()
         opt.zero_grad()
+
+
+def test_predict_shifts_warns_of_pairs_left_unresolved(monkeypatch, caplog):
+    from ..test_pars import _tiny_pars
+
+    torch.manual_seed(0)
+    model = _tiny_pars()
+    for p in model.decoder.parameters():
+        torch.nn.init.normal_(p, std=0.5)  # gaps of about 150 nats: float32 tables underflow
+    X = torch.randn(3, 1, 300)
+    monkeypatch.setattr(pair_attention, "_FALLBACK_PAIRS", 0)  # no fallback slot at all
+    monkeypatch.setattr(pair_attention, "_FALLBACK_PAIRS_PER_WINDOW", 0)
+    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
+    assert out["unresolved_pairs"].item() > 0
+    assert "could not compute" in caplog.text and "table_dtype=torch.float64" in caplog.text
+    model.decoder.table_dtype = torch.float64  # what the warning says: every pair exact
+    caplog.clear()
+    out = model.predict_shifts(X, generator=torch.Generator().manual_seed(0))
+    assert out["unresolved_pairs"].item() == 0 and "could not compute" not in caplog.text

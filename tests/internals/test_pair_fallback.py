@@ -63,10 +63,10 @@ def test_the_triton_fallback_is_exact(monkeypatch, bad_pairs, device, accelerato
         g, g_ref = (torch.autograd.grad(t.pow(2).sum(), y64)[0] for t in (out, ref))
         torch.testing.assert_close(g, g_ref, rtol=1e-8, atol=1e-8 * g_ref.abs().max().item())
     # more underflowing pair-heads than slots: the same ones computed, the same counted
-    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS", 16)
-    monkeypatch.setattr(pair_attention, "FALLBACK_PAIRS_PER_WINDOW", 1)
+    monkeypatch.setattr(pair_attention, "_FALLBACK_PAIRS", 16)
+    monkeypatch.setattr(pair_attention, "_FALLBACK_PAIRS_PER_WINDOW", 1)
     results = []
-    for kernel in pair_kernels.FALLBACK_KERNELS:
+    for kernel in pair_kernels._FALLBACK_KERNELS:
         with pair_kernels.fallback_kernel(kernel):
             y_k = y.detach().to(device).requires_grad_()
             theta, unresolved, _ = dec.to(device).forward_counted(y_k, idx.to(device))
@@ -171,15 +171,15 @@ def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
     ):
         with pair_kernels.fallback_kernel("cuda"):
             pass
-    assert pair_kernels.chosen_fallback_kernel() == "torch"  # the default
+    assert pair_kernels._chosen_fallback_kernel() == "torch"  # the default
     with pair_kernels.fallback_kernel("triton"):
-        assert pair_kernels.chosen_fallback_kernel() == "triton"
+        assert pair_kernels._chosen_fallback_kernel() == "triton"
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
         # a CPU tensor without the interpreter takes the torch path
         assert not pair_kernels.use_triton(torch.empty(0))
         monkeypatch.setenv("TRITON_INTERPRET", "1")
         assert pair_kernels.use_triton(torch.empty(0)) == (pair_kernels.triton is not None)
-    assert pair_kernels.chosen_fallback_kernel() == "torch"  # restored
+    assert pair_kernels._chosen_fallback_kernel() == "torch"  # restored
 
 
 def test_auto_takes_the_blocks_kernel_else_the_devices_default():
@@ -187,16 +187,16 @@ def test_auto_takes_the_blocks_kernel_else_the_devices_default():
     from braindecode_pars._util.device_defaults import _DEVICE_DEFAULTS
 
     assert _DEVICE_DEFAULTS["cpu"]["fallback_kernel"] == "torch"
-    assert pair_kernels.resolve_fallback_kernel("auto", cpu) == "torch"
-    assert pair_kernels.resolve_fallback_kernel("triton", cpu) == "triton"
+    assert pair_kernels._resolve_fallback_kernel("auto", cpu) == "torch"
+    assert pair_kernels._resolve_fallback_kernel("triton", cpu) == "triton"
     with pair_kernels.fallback_kernel("triton"):
-        assert pair_kernels.resolve_fallback_kernel("auto", cpu) == "triton"
+        assert pair_kernels._resolve_fallback_kernel("auto", cpu) == "triton"
         assert (
-            pair_kernels.resolve_fallback_kernel("torch", cpu) == "torch"
+            pair_kernels._resolve_fallback_kernel("torch", cpu) == "torch"
         )  # a caller's own choice
-    assert pair_kernels.resolve_fallback_kernel("auto", torch.empty(0, device="meta")) == "torch"
+    assert pair_kernels._resolve_fallback_kernel("auto", torch.empty(0, device="meta")) == "torch"
     with pytest.raises(ValueError, match=r"'fallback' parameter.*'auto', 'torch' and 'triton'"):
-        pair_kernels.resolve_fallback_kernel("cuda", cpu)
+        pair_kernels._resolve_fallback_kernel("cuda", cpu)
 
 
 @pytest.mark.parametrize("fallback", ["auto", "torch", "triton"])
@@ -207,7 +207,7 @@ def test_the_decoders_fallback_reaches_the_operator(monkeypatch, fallback):
     use_triton = pair_kernels.use_triton
 
     def recording(x, fallback="auto"):
-        asked.append((fallback, pair_kernels.resolve_fallback_kernel(fallback, x)))
+        asked.append((fallback, pair_kernels._resolve_fallback_kernel(fallback, x)))
         return use_triton(x, fallback)
 
     monkeypatch.setattr(pair_kernels, "use_triton", recording)
@@ -237,9 +237,9 @@ def test_the_one_table_of_device_defaults_decides_every_auto(monkeypatch):
     cpu = torch.empty(0)
     meta = torch.empty(0, device="meta")
     monkeypatch.setitem(table, "cpu", {**table["cpu"], "fallback_kernel": "triton"})
-    assert pair_kernels.resolve_fallback_kernel("auto", cpu) == "triton"
+    assert pair_kernels._resolve_fallback_kernel("auto", cpu) == "triton"
     assert (
-        pair_kernels.resolve_fallback_kernel("auto", meta)
+        pair_kernels._resolve_fallback_kernel("auto", meta)
         == table[None]["fallback_kernel"]
         == "torch"
     )

@@ -126,7 +126,7 @@ def test_interpreted_fused_operator_is_exact_and_counts_as_the_tables_do(double)
     assert seen_bad > 0  # the folded fallback ran
     if not double:  # at std 12 the tables operator's slots overflow; the fused has none
         q, k, s = _inputs(3, 2, 9, 12, 8, 12.0)
-        slots = pair_attention.fallback_slots(3, 2, 9)
+        slots = pair_attention._fallback_slots(3, 2, 9)
         assert int(fused.pair_attention_fused(q.float(), k.float(), s.float(), 8**-0.5,
                                               False)[1][0]) > slots  # fmt: skip
 
@@ -302,13 +302,13 @@ def test_the_fused_kernels_compile_to_machine_code_for_an_h100(pointer, acc, n, 
                                                                 tmp_path):  # fmt: skip
     """Triton's compiler, with no GPU, down to the cubin (its own ptxas) for sm_90 at the
     paper's size (8 heads of 64, 40 patches, 32 position-masked) and at the largest
-    tiles the kernels take (:data:`~braindecode_pars.models.pair.pair_kernels.MAX_TILE`), in
+    tiles the kernels take (:data:`~braindecode_pars.models.pair.pair_kernels._MAX_TILE`), in
     an H100's shared memory (227 KiB a block), without spilling registers to local
     memory (ptxas's report: at most 128 bytes of spill stores, where 4 warps at the
     paper's tile spilled kilobytes; float64's forward at its 16 x 32 tile spills 136);
     float32 products in IEEE arithmetic (fused
     multiply-adds, no TF32 tensor-core instruction)."""
-    assert pair_kernels.fused_kernels_fit(n, N, 64, acc == "fp64")
+    assert pair_kernels._fused_kernels_fit(n, N, 64, acc == "fp64")
     for kernel in (fused._forward_kernel, fused._backward_kernel):
         compiled = _compile_for_an_h100(kernel, pointer, acc, n, N)
         ptx = compiled.asm["ptx"]
@@ -367,7 +367,7 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     cpu = torch.empty(0)
     expected = "fused" if fused.triton is not None else "tables"
-    assert pair_kernels.fused_kernels_fit(32, 40, 64, False) and pair_kernels.fused_kernels_fit(
+    assert pair_kernels._fused_kernels_fit(32, 40, 64, False) and pair_kernels._fused_kernels_fit(
         16, 32, 64, True
     )
     assert pair_kernels.resolve_decoder_kernel("fused", cpu, (32, 40, 64, False)) == expected
@@ -377,10 +377,10 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
         (102, 128, 64, False),
         (64, 64, 64, False),  # spills at every warp count
         (32, 40, 64, True),  # float64 at the paper's tile: spills
-        (40, 16, 64, False),  # theta's 64 x 64 tile, though 64 x 16 is within MAX_TILE
+        (40, 16, 64, False),  # theta's 64 x 64 tile, though 64 x 16 is within _MAX_TILE
         (32, 40, 128, False),
     ]:
-        assert not pair_kernels.fused_kernels_fit(*shape), shape
+        assert not pair_kernels._fused_kernels_fit(*shape), shape
         assert pair_kernels.resolve_decoder_kernel("fused", cpu, shape) == "tables"
     assert fused._blocks(32, 40, 64) == ({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_D": 64}, 8)
     assert fused._blocks(16, 40, 64)[1] == 4 and fused._blocks(16, 32, 64, True)[1] == 8

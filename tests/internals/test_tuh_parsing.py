@@ -17,7 +17,7 @@ def test_file_names_give_subject_session_segment():
 
 def test_csv_bi_parsing_and_window_labels(tmp_path):
     write_csv_bi(tmp_path / "a.csv_bi", [(35.0, 50.0), (58.0, 60.0)])
-    np.testing.assert_allclose(tuh.read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
+    np.testing.assert_allclose(tuh._read_csv_bi(tmp_path / "a.csv_bi"), [[35, 50], [58, 60]])
     intervals = np.array([[35.0, 50.0]])
     np.testing.assert_array_equal(tuh._seizure_labels([0, 30], [30, 60], intervals), [0, 1])
     np.testing.assert_array_equal(tuh._seizure_labels([0, 30], [30, 60], intervals, 20.0), [0, 0])

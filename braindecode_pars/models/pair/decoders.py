@@ -104,7 +104,7 @@ class CrossAttentionPairDecoder(nn.Module):
         an accelerator), "fused" (one Triton kernel each way, the fallback folded in,
         reading the projections' dtype as it comes:
         :mod:`~braindecode_pars.models.pair.fused`; where Triton runs, a CUDA device,
-        and for tiles within :data:`~braindecode_pars.models.pair.kernels.MAX_TILE`: the
+        and for tiles within :data:`~braindecode_pars.models.pair.kernels._MAX_TILE`: the
         paper's 40 patches, not 128; "tables" elsewhere) or "auto": the device's default
         (its ``"decoder_kernel"`` in
         :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`: "tables" until
@@ -123,7 +123,7 @@ class CrossAttentionPairDecoder(nn.Module):
     ):
         super().__init__()
         check_heads("n_heads", n_heads, emb_dim)
-        check_option("fallback", fallback, _kernels.FALLBACK_KERNEL_OPTIONS)
+        check_option("fallback", fallback, _kernels._FALLBACK_KERNEL_OPTIONS)
         check_option("kernel", kernel, _kernels.DECODER_KERNEL_OPTIONS)
         if keep_tables_bytes is not None:
             check_int("keep_tables_bytes", keep_tables_bytes, 0)
@@ -180,7 +180,7 @@ class CrossAttentionPairDecoder(nn.Module):
         denominator still underflows (two rows whose maxima lie more than about 44 nats
         (float32) or 354 nats (float64) apart at every key) is recomputed exactly from
         its logits inside the operator, in a number of slots that grows with the batch
-        (:func:`~braindecode_pars.models.pair.tables.fallback_slots`); the number
+        (:func:`~braindecode_pars.models.pair.tables._fallback_slots`); the number
         beyond them is returned by :meth:`forward_counted`, so the result is never
         silently wrong.
 

@@ -3,15 +3,15 @@
 Two choices, each with its own names:
 
 - **the decoder's kernel** (``CrossAttentionPairDecoder(kernel=...)``,
-  ``PARS(decoder_kernel=...)``): :data:`DECODER_KERNELS`, "tables" (torch operations
+  ``PARS(decoder_kernel=...)``): :data:`_DECODER_KERNELS`, "tables" (torch operations
   over the factor tables, every device: :mod:`~braindecode_pars.models.pair.tables`)
   or "fused" (one Triton kernel each way:
   :mod:`~braindecode_pars.models.pair.fused`), chosen by
   :func:`resolve_decoder_kernel`;
 - **the tables operator's fallback** (``CrossAttentionPairDecoder(fallback=...)``,
   ``PARS(decoder_fallback=...)``), the exact recomputation of the pair-heads whose
-  tables underflow: :data:`FALLBACK_KERNELS`, "torch" (torch operations) or "triton"
-  (two Triton kernels), chosen by :func:`resolve_fallback_kernel`, and for a block of
+  tables underflow: :data:`_FALLBACK_KERNELS`, "torch" (torch operations) or "triton"
+  (two Triton kernels), chosen by :func:`_resolve_fallback_kernel`, and for a block of
   code by :func:`fallback_kernel`.
 
 For "auto", each takes the device's default, its ``"decoder_kernel"`` or
@@ -20,7 +20,7 @@ For "auto", each takes the device's default, its ``"decoder_kernel"`` or
 only where Triton does (:func:`triton_runs_here`): a CUDA device, or any device's
 tensors under Triton's interpreter (``TRITON_INTERPRET=1``, how the tests check it on a
 CPU); elsewhere the torch path runs. The fused kernels also take only the tiles they
-compile for (:func:`fused_kernels_fit`, :data:`MAX_TILE`); larger calls take the tables.
+compile for (:func:`_fused_kernels_fit`, :data:`_MAX_TILE`); larger calls take the tables.
 """
 
 from __future__ import annotations
@@ -43,19 +43,19 @@ except ImportError:  # pragma: no cover - a torch without Triton
 #: tables, every device; :func:`~braindecode_pars.models.pair.tables.pair_attention`)
 #: and "fused" (:func:`~braindecode_pars.models.pair.fused.pair_attention_fused`, where
 #: Triton runs).
-DECODER_KERNELS = ("tables", "fused")
+_DECODER_KERNELS = ("tables", "fused")
 
 #: What a caller may ask the decoder for: "auto" (the device's ``"decoder_kernel"``,
-#: "tables" until a GPU row times "fused" against it) or one of :data:`DECODER_KERNELS`.
-DECODER_KERNEL_OPTIONS = ("auto", *DECODER_KERNELS)
+#: "tables" until a GPU row times "fused" against it) or one of :data:`_DECODER_KERNELS`.
+DECODER_KERNEL_OPTIONS = ("auto", *_DECODER_KERNELS)
 
 #: The tables operator's fallback's implementations: "torch" (torch operations, every
 #: device) and "triton" (two kernels, :func:`triton_runs_here`).
-FALLBACK_KERNELS = ("torch", "triton")
+_FALLBACK_KERNELS = ("torch", "triton")
 
-#: What a caller may ask the fallback for: "auto" (:func:`resolve_fallback_kernel`) or
-#: one of :data:`FALLBACK_KERNELS`.
-FALLBACK_KERNEL_OPTIONS = ("auto", *FALLBACK_KERNELS)
+#: What a caller may ask the fallback for: "auto" (:func:`_resolve_fallback_kernel`) or
+#: one of :data:`_FALLBACK_KERNELS`.
+_FALLBACK_KERNEL_OPTIONS = ("auto", *_FALLBACK_KERNELS)
 
 #: The largest tile (``BLOCK_M * BLOCK_N``, the position-masked patches by all the
 #: patches, and ``BLOCK_M * BLOCK_M``, the pairs of ``theta``; each side a power of two
@@ -68,7 +68,7 @@ FALLBACK_KERNEL_OPTIONS = ("auto", *FALLBACK_KERNELS)
 #: none in the backward; at 64 x 64 it spilled kilobytes at 4, 8 and 16 warps. Float64
 #: at 16 x 32 spills 136 bytes in the forward, none in the backward; at 32 x 64 it
 #: spilled 1.6 to 23 KB at 8 and 16 warps. Larger calls take the tables.
-MAX_TILE = {False: 32 * 64, True: 16 * 32}
+_MAX_TILE = {False: 32 * 64, True: 16 * 32}
 
 #: The largest head size the fused kernels take (a power of two: the tile's third side).
 _MAX_HEAD_DIM = 64
@@ -121,11 +121,11 @@ def _blocks(n, N, d, double=False):
     return blocks, warps
 
 
-def fused_kernels_fit(n, N, d, double):
+def _fused_kernels_fit(n, N, d, double):
     """Whether the fused kernels take ``n`` position-masked patches of ``N``, heads of
-    ``d``: both tiles (:data:`MAX_TILE`) and the head (:data:`_MAX_HEAD_DIM`)."""
+    ``d``: both tiles (:data:`_MAX_TILE`) and the head (:data:`_MAX_HEAD_DIM`)."""
     blocks, _ = _blocks(n, N, d, double)
-    largest = MAX_TILE[bool(double)]
+    largest = _MAX_TILE[bool(double)]
     return (
         blocks["BLOCK_M"] * blocks["BLOCK_N"] <= largest
         and blocks["BLOCK_M"] * blocks["BLOCK_M"] <= largest
@@ -134,36 +134,36 @@ def fused_kernels_fit(n, N, d, double):
 
 
 def resolve_decoder_kernel(kernel, x, shape=None):
-    """The implementation, one of :data:`DECODER_KERNELS`, that ``kernel`` (one of
+    """The implementation, one of :data:`_DECODER_KERNELS`, that ``kernel`` (one of
     :data:`DECODER_KERNEL_OPTIONS`) runs on ``x``'s device: "fused" only where
     :func:`triton_runs_here` and, given ``shape`` (``n, N, d, double``), where the
-    kernels take it (:func:`fused_kernels_fit`), else "tables"; "auto" the device's
+    kernels take it (:func:`_fused_kernels_fit`), else "tables"; "auto" the device's
     default (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
     check_option("kernel", kernel, DECODER_KERNEL_OPTIONS)
     if kernel == "auto":
         kernel = device_default("decoder_kernel", x.device)
     if kernel == "tables" or not triton_runs_here(x):
         return "tables"
-    return "fused" if shape is None or fused_kernels_fit(*shape) else "tables"
+    return "fused" if shape is None or _fused_kernels_fit(*shape) else "tables"
 
 
 # -- the tables operator's fallback -----------------------------------------------------
 
 
-def chosen_fallback_kernel(device="cpu"):
+def _chosen_fallback_kernel(device="cpu"):
     """The fallback kernel "auto" takes now on ``device`` (a device or its type): one of
-    :data:`FALLBACK_KERNELS`."""
+    :data:`_FALLBACK_KERNELS`."""
     return _chosen["kernel"] or device_default("fallback_kernel", device)
 
 
 @contextlib.contextmanager
 def fallback_kernel(kernel):
-    """Run the operator's fallback with ``kernel`` (one of :data:`FALLBACK_KERNELS`)
+    """Run the operator's fallback with ``kernel`` (one of :data:`_FALLBACK_KERNELS`)
     inside the block, in this process, wherever its caller asked for "auto" (the default
     of ``CrossAttentionPairDecoder(fallback=...)``); a caller that names a kernel keeps
     it. The previous choice comes back on exit. "triton" is taken only where
     :func:`triton_runs_here` (elsewhere the torch path runs)."""
-    check_option("kernel", kernel, FALLBACK_KERNELS)
+    check_option("kernel", kernel, _FALLBACK_KERNELS)
     before = _chosen["kernel"]
     _chosen["kernel"] = kernel
     try:
@@ -172,16 +172,16 @@ def fallback_kernel(kernel):
         _chosen["kernel"] = before
 
 
-def resolve_fallback_kernel(fallback, x):
-    """The kernel, one of :data:`FALLBACK_KERNELS`, that ``fallback`` (one of
-    :data:`FALLBACK_KERNEL_OPTIONS`) names for the operator on ``x``'s device: "auto" is
+def _resolve_fallback_kernel(fallback, x):
+    """The kernel, one of :data:`_FALLBACK_KERNELS`, that ``fallback`` (one of
+    :data:`_FALLBACK_KERNEL_OPTIONS`) names for the operator on ``x``'s device: "auto" is
     the :func:`fallback_kernel` block's choice, else the device's default
     (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
-    check_option("fallback", fallback, FALLBACK_KERNEL_OPTIONS)
-    return chosen_fallback_kernel(x.device) if fallback == "auto" else fallback
+    check_option("fallback", fallback, _FALLBACK_KERNEL_OPTIONS)
+    return _chosen_fallback_kernel(x.device) if fallback == "auto" else fallback
 
 
 def use_triton(x, fallback="auto"):
     """Whether the operator's fallback on ``x`` takes the Triton kernels now, its caller
-    having asked for ``fallback`` (one of :data:`FALLBACK_KERNEL_OPTIONS`)."""
-    return resolve_fallback_kernel(fallback, x) == "triton" and triton_runs_here(x)
+    having asked for ``fallback`` (one of :data:`_FALLBACK_KERNEL_OPTIONS`)."""
+    return _resolve_fallback_kernel(fallback, x) == "triton" and triton_runs_here(x)

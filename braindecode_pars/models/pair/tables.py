@@ -9,9 +9,9 @@ same on every device and under ``torch.compile`` (one opaque node, no graph brea
 no host synchronisation (CUDA graphs can capture it) and no Python branch on the data.
 Each row of logits is shifted by its maximum, so nothing overflows; a pair-head whose
 denominator underflows takes no part in the tables' products and is computed directly
-from its logits inside the operator, in one of :func:`fallback_slots` slots, forward and
+from its logits inside the operator, in one of :func:`_fallback_slots` slots, forward and
 backward. The operator's own products run at the full precision of its inputs' dtype
-whatever autocast or the matmul precision say (:func:`exact_float_arithmetic`).
+whatever autocast or the matmul precision say (:func:`_exact_float_arithmetic`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from braindecode_pars.models.pair import triton_fallback
 #: cache between the operations that read them, and the backward pass's scratch memory
 #: is reused from chunk to chunk rather than allocated (and page-faulted in) at full
 #: size.
-CPU_CHUNK_ELEMENTS = 1 << 18
+_CPU_CHUNK_ELEMENTS = 1 << 18
 
 #: Other devices (a GPU) take chunks of windows whose factor tables are at most this
 #: fraction of the size of the pair operator's inputs (see :func:`chunk_size`).
-ACCELERATOR_SCRATCH_RATIO = 0.25
+_ACCELERATOR_SCRATCH_RATIO = 0.25
 
 #: On an accelerator the forward pass keeps the whole batch's factor tables, ``den`` and
 #: ratios for the backward pass when they take at most this many bytes, and the backward
@@ -56,25 +56,25 @@ _LOG2_E = math.log2(math.e)
 
 #: Pair-heads whose factor tables underflow (see :func:`_underflow_threshold`) are
 #: recomputed exactly inside the operator, in a static number of slots per call
-#: (:func:`fallback_slots`): this many per window of the batch, and at least
-#: :data:`FALLBACK_PAIRS`, so that the room grows with the batch while the step keeps
+#: (:func:`_fallback_slots`): this many per window of the batch, and at least
+#: :data:`_FALLBACK_PAIRS`, so that the room grows with the batch while the step keeps
 #: static shapes and no data-dependent branch. Pair-heads beyond the slots are counted,
 #: never silently wrong: the operator returns their number.
-FALLBACK_PAIRS_PER_WINDOW = 4
+_FALLBACK_PAIRS_PER_WINDOW = 4
 
 #: The least number of fallback slots of a call, whatever the batch.
-FALLBACK_PAIRS = 256
+_FALLBACK_PAIRS = 256
 
 
-def fallback_slots(batch_size, n_heads, n):
+def _fallback_slots(batch_size, n_heads, n):
     """Fallback slots of one call of :func:`pair_attention`: a function of the shapes only."""
     return min(
         batch_size * n_heads * n * n,
-        max(FALLBACK_PAIRS, FALLBACK_PAIRS_PER_WINDOW * batch_size),
+        max(_FALLBACK_PAIRS, _FALLBACK_PAIRS_PER_WINDOW * batch_size),
     )
 
 
-#: The sections of :func:`exact_float_arithmetic` now open, by setting (a backend's
+#: The sections of :func:`_exact_float_arithmetic` now open, by setting (a backend's
 #: ``fp32_precision``, CUDA's ``allow_tf32``, the process's matmul precision): how many,
 #: and the caller's value, put back when the last one ends. Guarded by
 #: ``_PRECISION_LOCK``: the setting is the process's, the sections may be any thread's.
@@ -106,7 +106,7 @@ def _precise_setting(key, get, put, precise):
 
 
 @contextlib.contextmanager
-def exact_float_arithmetic(device_type):
+def _exact_float_arithmetic(device_type):
     """The operator's own products at the full precision of their dtype.
 
     Inside the operator autocast is off (its body would otherwise run its products in
@@ -211,7 +211,7 @@ def accelerator_layout(enabled=True):
 
 def _on_accelerator(q):
     """Whether the operator runs as on an accelerator (any device but the CPU, or any
-    inside :func:`accelerator_layout`): chunks sized by :data:`ACCELERATOR_SCRATCH_RATIO`,
+    inside :func:`accelerator_layout`): chunks sized by :data:`_ACCELERATOR_SCRATCH_RATIO`,
     the tables kept for the backward pass only within a byte budget
     (:func:`_keeps_tables`), and ``dq`` and ``dk`` computed in their own layout. A CPU
     keeps the tables of the whole batch from the forward pass (memory is cheaper there
@@ -239,8 +239,8 @@ def _keeps_tables(q, k, n, keep_bytes):
 def chunk_size(q, k):
     """Windows per chunk of the pair operator; a choice by device and shapes, never data.
 
-    On a CPU, equal chunks of at most :data:`CPU_CHUNK_ELEMENTS` entries of one table.
-    Elsewhere, chunks whose table is at most :data:`ACCELERATOR_SCRATCH_RATIO` times the
+    On a CPU, equal chunks of at most :data:`_CPU_CHUNK_ELEMENTS` entries of one table.
+    Elsewhere, chunks whose table is at most :data:`_ACCELERATOR_SCRATCH_RATIO` times the
     size of the operator's inputs ``q`` and ``k``: a number of chunks set by the
     patches and the head size alone, not by the batch (5 at the paper's size and 128
     patches, 2 at 40), so that the kernels stay large and the scratch memory stays a
@@ -249,9 +249,9 @@ def chunk_size(q, k):
     B, H, n2, d = q.shape
     N = k.shape[2]
     if not _on_accelerator(q):
-        n_chunks = math.ceil(B / max(1, CPU_CHUNK_ELEMENTS // (H * n2 * N)))
+        n_chunks = math.ceil(B / max(1, _CPU_CHUNK_ELEMENTS // (H * n2 * N)))
     else:
-        n_chunks = min(B, math.ceil(n2 * N / (ACCELERATOR_SCRATCH_RATIO * (n2 + N) * d)))
+        n_chunks = min(B, math.ceil(n2 * N / (_ACCELERATOR_SCRATCH_RATIO * (n2 + N) * d)))
     return math.ceil(B / n_chunks)
 
 
@@ -302,7 +302,7 @@ def observed(wrap):
 def _pair_attention(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
     """Forward of :func:`pair_attention`: the factor tables, chunk by chunk, then the
     pairs they could not resolve, exactly."""
-    with exact_float_arithmetic(q.device.type):
+    with _exact_float_arithmetic(q.device.type):
         return _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback)
 
 
@@ -330,7 +330,7 @@ def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
         ratio = _ratio_(num[at], den[at], e_u, e_vt, s3[rows], scratch[:m], bad_m, least)
         torch.sum(ratio.view(b1 - b0, H, n, n), dim=1, out=theta[b0:b1])
     with torch.profiler.record_function("pair_attention.fallback"):  # a profiler's label
-        slots, counts = _find_slots(bad, fallback_slots(B, H, n))
+        slots, counts = _find_slots(bad, _fallback_slots(B, H, n))
         if pair_kernels.use_triton(q, fallback):  # one kernel (triton_fallback.py)
             triton_fallback.forward_(theta, slots, q3, k3, s3, n, H, scale)
         else:
@@ -393,7 +393,7 @@ def _pair_attention_backward(
     grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback="auto"
 ):
     """Backward of :func:`pair_attention`; see :func:`_pair_attention_backward_exact`."""
-    with exact_float_arithmetic(q.device.type):
+    with _exact_float_arithmetic(q.device.type):
         return _pair_attention_backward_exact(
             grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback
         )
@@ -513,11 +513,11 @@ def pair_attention(
     backward pass recomputes them, keeping only ``q``, ``k``, ``s`` and ``bad`` (see
     :func:`_keeps_tables`). A pair-head whose denominator underflows (see
     :func:`_underflow_threshold`) is computed directly from its logits in one of
-    :func:`fallback_slots` slots, forward and backward, by the kernels ``fallback``
-    names (one of :data:`~braindecode_pars.models.pair.kernels.FALLBACK_KERNEL_OPTIONS`; see
-    :func:`~braindecode_pars.models.pair.kernels.resolve_fallback_kernel`). The products run at the
+    :func:`_fallback_slots` slots, forward and backward, by the kernels ``fallback``
+    names (one of :data:`~braindecode_pars.models.pair.kernels._FALLBACK_KERNEL_OPTIONS`; see
+    :func:`~braindecode_pars.models.pair.kernels._resolve_fallback_kernel`). The products run at the
     full precision of the inputs' dtype whatever autocast or the matmul precision say
-    (:func:`exact_float_arithmetic`).
+    (:func:`_exact_float_arithmetic`).
 
     Registered as a ``torch.library`` operator with its backward, so ``torch.compile``
     traces it as one opaque node (no graph break) and, with no host synchronisation
@@ -553,7 +553,7 @@ def _(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
         q.new_empty(2, dtype=torch.long),
         q.new_empty(()),
         q.new_empty(B, H, n, n, dtype=torch.bool),
-        q.new_empty(fallback_slots(B, H, n), dtype=torch.long),
+        q.new_empty(_fallback_slots(B, H, n), dtype=torch.long),
         q.new_empty(rows, n2, k.shape[2]),
         q.new_empty(rows, n, n),
         q.new_empty(rows, n, n),
@@ -611,7 +611,7 @@ def _pair_attention_flops(q_shape, k_shape, s_shape, n, scale, *args, **kwargs):
     and the logits of the fallback slots."""
     B, H, n2, d = q_shape
     N = k_shape[2]
-    return 2 * B * H * (n2 * N * d + 2 * n * n * N) + 2 * fallback_slots(B, H, n) * N * d
+    return 2 * B * H * (n2 * N * d + 2 * n * n * N) + 2 * _fallback_slots(B, H, n) * N * d
 
 
 def _pair_attention_backward_flops(

@@ -2,7 +2,7 @@
 
 :func:`~braindecode_pars.models.pair.tables.pair_attention` recomputes the pair-heads
 whose factor tables underflow directly from their logits, in a static number of slots
-(:func:`~braindecode_pars.models.pair.tables.fallback_slots`). In torch operations
+(:func:`~braindecode_pars.models.pair.tables._fallback_slots`). In torch operations
 that takes about 30 small kernels each way, whatever the number of pair-heads that
 underflowed (usually none): on a GPU, launched one after the other from Python, their
 launches leave the GPU waiting. Here each pass is one kernel: a program per slot,

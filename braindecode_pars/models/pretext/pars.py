@@ -15,7 +15,7 @@ from braindecode_pars._util.checks import (
     check_range,
 )
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder, MLPPairDecoder
-from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS, FALLBACK_KERNEL_OPTIONS
+from braindecode_pars.models.pair.kernels import _FALLBACK_KERNEL_OPTIONS, DECODER_KERNEL_OPTIONS
 from braindecode_pars.models.pretext.base import PretextModel
 
 logger = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ class PARS(PretextModel):
         check_option("sampling", sampling, ("random", "disjoint", "fixed"))
         check_option("decoder_impl", decoder_impl, ("folded", "naive"))
         check_int("decoder_hidden", decoder_hidden, 1)
-        check_option("decoder_fallback", decoder_fallback, FALLBACK_KERNEL_OPTIONS)
+        check_option("decoder_fallback", decoder_fallback, _FALLBACK_KERNEL_OPTIONS)
         if decoder_keep_tables_bytes is not None:
             check_int("decoder_keep_tables_bytes", decoder_keep_tables_bytes, 0)
         check_option("decoder_kernel", decoder_kernel, DECODER_KERNEL_OPTIONS)

@@ -13,13 +13,13 @@ from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.features import EncoderFeatures
 from braindecode_pars.pretraining import PretrainNet, ProbeMonitor
 from braindecode_pars.pretraining.monitor import (
+    _MONITOR_SECONDS,
     MONITOR_KEYS,
-    MONITOR_SECONDS,
-    encoder_features,
-    grouped_folds,
+    _encoder_features,
+    _grouped_folds,
+    _temporal_halves,
     label_probe,
     subject_probe,
-    temporal_halves,
 )
 from braindecode_pars.viz import plot_training_curves
 
@@ -38,7 +38,7 @@ def subjects_and_recordings(n_subjects=4, n_recordings=2, n_windows=10):
 # -- the protocol, on data built for it ----------------------------------------------------
 def test_temporal_halves_train_on_the_first_half_of_each_recording_only():
     groups, recordings = subjects_and_recordings(n_windows=9)
-    train, test = temporal_halves(groups, recordings)
+    train, test = _temporal_halves(groups, recordings)
     assert np.intersect1d(train, test).size == 0
     assert np.union1d(train, test).tolist() == list(range(len(groups)))
     for rec in np.unique(recordings):
@@ -47,7 +47,7 @@ def test_temporal_halves_train_on_the_first_half_of_each_recording_only():
         # no window of the second half is in the training set, nor any after it
         assert train[np.isin(train, members)].max() < test[np.isin(test, members)].min()
     # without recordings, each subject is one recording
-    train, _ = temporal_halves(groups)
+    train, _ = _temporal_halves(groups)
     assert len(train) == 4 * 9
 
 
@@ -77,13 +77,13 @@ def test_the_label_probe_reads_a_label_across_subjects_and_not_noise():
 def test_grouped_folds_keep_each_subject_on_one_side():
     groups = np.repeat(np.arange(8), 3)
     for n_splits, n_folds in ((5, 5), (8, 8), (10, 8)):  # GroupKFold, or one per subject
-        folds = grouped_folds(groups, n_splits)
+        folds = _grouped_folds(groups, n_splits)
         assert len(folds) == n_folds
         for train, test in folds:
             assert not set(groups[train]) & set(groups[test])
         assert sorted(np.concatenate([test for _, test in folds]).tolist()) == list(range(24))
     with pytest.raises(ValueError, match="'groups' must hold at least 2 groups"):
-        grouped_folds(np.zeros(5))
+        _grouped_folds(np.zeros(5))
 
 
 def test_the_probes_refuse_what_they_cannot_score():
@@ -98,7 +98,7 @@ def test_the_probes_refuse_what_they_cannot_score():
 def test_encoder_features_are_those_of_encoder_features():
     encoder = PatchEncoder(sfreq=SFREQ, **TINY)
     X = np.random.default_rng(0).standard_normal((5, 3, N_TIMES)).astype(np.float32)
-    ours = encoder_features(encoder, X, batch_size=2)
+    ours = _encoder_features(encoder, X, batch_size=2)
     theirs = EncoderFeatures(encoder, sfreq=SFREQ, batch_size=2).fit_transform(X)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
     assert encoder.training  # the mode it had
@@ -198,13 +198,13 @@ def test_the_monitor_probes_on_its_own_cadence_and_records_its_time():
     sparse = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ, every=2))])
     probed = [row["epoch"] for row in sparse.history if MONITOR_KEYS["label"] in row]
     assert probed == [1, 4]
-    timed = [row["epoch"] for row in sparse.history if row.get(MONITOR_SECONDS, 0) > 0]
+    timed = [row["epoch"] for row in sparse.history if row.get(_MONITOR_SECONDS, 0) > 0]
     assert timed == [1, 4]
     dense = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ))])
     for epoch in (1, 4):
         for key in MONITOR_KEYS.values():
             assert sparse.history[epoch - 1][key] == dense.history[epoch - 1][key]
-        assert dense.history[epoch - 1][MONITOR_SECONDS] > 0
+        assert dense.history[epoch - 1][_MONITOR_SECONDS] > 0
     with pytest.raises(ValueError, match="'every' must be >= 1, but got 0"):
         ProbeMonitor(X, y, groups, every=0).initialize()
 

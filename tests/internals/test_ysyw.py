@@ -10,19 +10,19 @@ import braindecode_pars.datasets.ysyw as ysyw_module
 from braindecode_pars.datasets.ysyw import (
     SLEEP_STAGES,
     YSYW_CHANNELS,
+    _load_ysyw_pretraining,
+    _read_ysyw_record,
+    _ysyw_subject_split,
     load_ysyw,
-    load_ysyw_pretraining,
-    read_ysyw_record,
     ysyw_split,
-    ysyw_subject_split,
 )
 
-from .ysyw_fixtures import write_record
+from ..ysyw_fixtures import write_record
 
 
 def test_record_reads_six_eeg_channels_in_volts_and_the_stages(ysyw):
     root, stages = ysyw
-    raw = read_ysyw_record(root / "training" / "tr03-0005")
+    raw = _read_ysyw_record(root / "training" / "tr03-0005")
     assert tuple(raw.ch_names) == YSYW_CHANNELS and raw.info["sfreq"] == 200
     assert 1e-7 < np.std(raw.get_data()) < 1e-3  # volts, as MNE expects
     ann = raw.annotations
@@ -46,7 +46,7 @@ def test_an_epoch_cut_by_the_end_of_the_recording_is_left_out(tmp_path):
         write_dir=str(folder),
     )
     (folder / "tr09-0001.mat").unlink()
-    raw = read_ysyw_record(folder)
+    raw = _read_ysyw_record(folder)
     assert list(raw.annotations.description) == ["W"]
 
 
@@ -65,19 +65,19 @@ def test_windows_carry_the_five_stages_and_drop_undefined(ysyw):
 
 def test_split_is_sixty_twenty_twenty_of_the_annotated_patients(ysyw):
     root, stages = ysyw
-    split = ysyw_subject_split(root, random_state=3)
+    split = _ysyw_subject_split(root, random_state=3)
     assert [len(split[k]) for k in ("train", "valid", "test")] == [3, 1, 1]
     assert sorted(sum(split.values(), [])) == sorted(stages)
-    assert split == ysyw_subject_split(root, random_state=3)
+    assert split == _ysyw_subject_split(root, random_state=3)
     windows = load_ysyw(root, records=split["valid"])
     assert list(windows.description.record) == split["valid"]
 
 
 def test_pretraining_uses_both_sets_but_not_held_out_patients(ysyw):
     root, _ = ysyw
-    split = ysyw_subject_split(root, random_state=0)
+    split = _ysyw_subject_split(root, random_state=0)
     held_out = split["valid"] + split["test"]
-    windows = load_ysyw_pretraining(root, exclude_records=held_out)
+    windows = _load_ysyw_pretraining(root, exclude_records=held_out)
     records = set(windows.description.record)
     assert {"te03-0001", "te05-0047"} <= records
     assert not records & set(held_out)
@@ -91,9 +91,9 @@ def test_errors_name_what_is_wrong(ysyw, tmp_path):
     with pytest.raises(ValueError, match=r"Records \['tr99-0001'\] are not under"):
         load_ysyw(root, records=["tr99-0001"])
     with pytest.raises(ValueError, match="three numbers summing to 1"):
-        ysyw_subject_split(root, fractions=(0.5, 0.5, 0.5))
+        _ysyw_subject_split(root, fractions=(0.5, 0.5, 0.5))
     with pytest.raises(ValueError, match="lacks the signals"):
-        read_ysyw_record(root / "training" / "tr03-0005", channels=("Fp1-M2",))
+        _read_ysyw_record(root / "training" / "tr03-0005", channels=("Fp1-M2",))
 
 
 def test_fetch_delegates_to_braindecode_and_returns_the_root(tmp_path, monkeypatch):
@@ -121,11 +121,11 @@ def test_the_split_is_written_once_then_read_from_its_file(ysyw, tmp_path, monke
     root, stages = ysyw
     file = tmp_path / "split.json"
     split = ysyw_split(root, file, random_state=3)
-    assert split == ysyw_subject_split(root, random_state=3)
+    assert split == _ysyw_subject_split(root, random_state=3)
     content = json.loads(file.read_text())
     assert content["random_state"] == 3 and content["records"] == split
 
-    monkeypatch.setattr(ysyw_module, "ysyw_subject_split", _refuse)
+    monkeypatch.setattr(ysyw_module, "_ysyw_subject_split", _refuse)
     assert ysyw_split(root, file, random_state=3) == split  # read, not drawn again
     with pytest.raises(
         ValueError,
@@ -168,7 +168,7 @@ def test_cached_windows_are_lazy_float32_and_equal_those_in_memory(ysyw, tmp_pat
         np.testing.assert_allclose(x, memory[i][0], rtol=1e-6)
         assert y == memory[i][1]
 
-    monkeypatch.setattr(ysyw_module, "read_ysyw_record", _refuse)
+    monkeypatch.setattr(ysyw_module, "_read_ysyw_record", _refuse)
     again = load_ysyw(root, records=records, cache_dir=tmp_path / "cache")
     assert len(again) == 7  # the folder is read as it is
     with pytest.raises(FileExistsError, match=r"other settings \(they differ in \['records'\]\)"):
@@ -182,8 +182,8 @@ def test_cached_windows_are_lazy_float32_and_equal_those_in_memory(ysyw, tmp_pat
 def test_pretraining_stream_reads_one_record_at_a_time_as_the_reader_does(ysyw):
     root, _ = ysyw
     held_out = ["tr03-0029", "tr05-1034"]
-    memory = load_ysyw_pretraining(root, exclude_records=held_out)
-    stream = load_ysyw_pretraining(root, exclude_records=held_out, lazy=True)
+    memory = _load_ysyw_pretraining(root, exclude_records=held_out)
+    stream = _load_ysyw_pretraining(root, exclude_records=held_out, lazy=True)
     assert len(stream) == 5
     streamed = BaseConcatDataset([ds for windows in stream for ds in windows.datasets])
     assert streamed.description.record.tolist() == memory.description.record.tolist()

@@ -1,0 +1,7 @@
+"""Internals of io's labelled reading."""
+
+from braindecode_pars.io import labelled
+
+
+def test_the_read_options_are_those_load_recordings_takes():
+    assert set(labelled._READ_OPTIONS) >= {"sfreq", "window_seconds", "picks", "on_error"}

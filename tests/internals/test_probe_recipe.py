@@ -1,0 +1,83 @@
+"""The probe recipe's private candidates and progress threshold (moved from
+tests/test_probe_recipe.py)."""
+
+import logging
+
+import numpy as np
+import pytest
+from sklearn.metrics import balanced_accuracy_score
+
+from braindecode_pars import PARSProbe
+from braindecode_pars.features.recipe import _RECIPE_BLOCKS, RECIPE_CS, ProbeRecipe
+
+from ..conftest import SMALL_ENCODER
+from ..test_probe_recipe import (
+    DEFAULT,
+    LOGGER,
+    SFREQ,
+    BlindEncoder,
+    _best,
+    _encoder,
+    _fixed,
+    _projection_encoder,
+    _subjects,
+)
+
+
+def test_an_encoder_block_that_adds_nothing_is_left_out(caplog):
+    X, y, groups = _subjects("power")  # band power and the covariances carry the label
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        blind = PARSProbe(BlindEncoder(sfreq=SFREQ, **SMALL_ENCODER), recipe="auto", sfreq=SFREQ)
+        blind.fit(X, y, groups)
+    scores = blind.recipe_scores_
+    assert list(scores.index) == [str(r) for r in ProbeRecipe().candidates()]
+    assert len(scores) == len(_RECIPE_BLOCKS) * len(RECIPE_CS) and set(scores["n_groups"]) == {4}
+    # a block of zeros changes no prediction: the same scores with it as without it, and
+    # a tie goes to the recipe of fewer blocks
+    with_encoder = scores["blocks"].str.contains("encoder")
+    np.testing.assert_array_equal(
+        scores["mean"][with_encoder].to_numpy(),
+        scores["mean"][scores["blocks"].isin(["bandpower", "bandpower+tangentspace"])].to_numpy(),
+    )
+    assert blind.encoder_gain_ == 0 and not blind.recipe_.encoder
+    assert scores.loc[str(blind.recipe_), "mean"] == scores["mean"].max() > 0.8
+    (record,) = [r for r in caplog.records if "inner comparison" in r.getMessage()]
+    message = record.getMessage()
+    assert message.startswith(
+        "recipe='auto', inner comparison over 4 folds of LeaveOneGroupOut over 4 groups "
+        "(1 group held out in each): the encoder block adds "
+    )
+    assert "adds +0.0 ± 0.0 points of balanced accuracy (mean ± std over the folds" in message
+    assert f"best with: {DEFAULT.blocks[0]}" in message
+    assert "within one standard error: the inner folds cannot tell recipes with" in message
+    assert message.endswith(f"fitted recipe {blind.recipe_}.")
+    assert blind.encoder_gain_std_ == 0
+    # a block of noise to a linear model: no more than chance, one window per group
+    noise = PARSProbe(_projection_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    gain = 100 * (_best(noise.recipe_scores_, True) - _best(noise.recipe_scores_, False))
+    assert noise.encoder_gain_ == pytest.approx(gain) and abs(gain) <= 100 / 16
+
+
+def test_inner_cv_group_kfold_scores_equal_a_loop_by_hand(caplog, monkeypatch):
+    """inner_cv=3 scores each candidate on GroupKFold(3)'s folds, as a loop by hand does,
+    and a comparison projected past the threshold (0 s here) logs the first fold's time
+    with the projected total, then the whole."""
+    from sklearn.model_selection import GroupKFold
+
+    from braindecode_pars.features import recipe as recipe_module
+
+    monkeypatch.setattr(recipe_module, "_PROGRESS_AFTER_SECONDS", 0.0)
+    X, y, groups = _subjects("power", sizes=(8,) * 6)
+    encoder = _encoder()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        auto = PARSProbe(encoder, recipe="auto", inner_cv=3, sfreq=SFREQ).fit(X, y, groups)
+    recipe = ProbeRecipe(("bandpower", "tangentspace"), C=0.01)
+    by_hand = []
+    for train, test in GroupKFold(3).split(X, y, groups):
+        probe = _fixed(recipe, encoder).fit(X[train], y[train], groups=groups[train])
+        by_hand.append(balanced_accuracy_score(y[test], probe.predict(X[test])))
+    row = auto.recipe_scores_.loc[str(recipe)]
+    assert row["n_groups"] == 3
+    np.testing.assert_allclose([row["mean"], row["std"]], [np.mean(by_hand), np.std(by_hand)])
+    assert "the first of 3 inner folds (GroupKFold, 6 groups) took" in caplog.text
+    assert "compared over 3 inner folds in" in caplog.text
