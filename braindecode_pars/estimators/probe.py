@@ -15,6 +15,14 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from braindecode_pars._util.checks import check_device, check_int, check_option
 from braindecode_pars._util.params import fill_doc, store_params
 from braindecode_pars._util.threads import with_fit_threads
+from braindecode_pars.estimators._inputs import (
+    GroupsTransformerMixin,
+    WindowsClassifierMixin,
+    check_labels,
+    check_window_length,
+    load_encoder_param,
+    say_resampling,
+)
 from braindecode_pars.features.blocks import BLOCKS, DEFAULT_READOUT, block_features
 from braindecode_pars.features.recipe import (
     DEFAULT_C,
@@ -27,17 +35,7 @@ from braindecode_pars.features.recipe import (
     inner_splitter,
 )
 from braindecode_pars.features.scaling import check_align_groups
-from braindecode_pars.io.estimator_inputs import (
-    GroupsTransformerMixin,
-    WindowsClassifierMixin,
-    WindowsInputMixin,
-    check_labels,
-    check_window_length,
-    load_encoder_param,
-    read_fitted,
-    read_input,
-    say_resampling,
-)
+from braindecode_pars.io.estimator_inputs import WindowsInputMixin, read_fitted, read_input
 from braindecode_pars.io.windows import window_scale
 
 logger = logging.getLogger(__name__)
