@@ -71,6 +71,18 @@ def test_a_pickle_that_names_an_old_module_loads_the_same_class():
     )
 
 
+def test_a_pickled_estimator_names_its_own_class_not_the_input_helpers_it_inherits():
+    """The input checks and mixins moved out of ``io.estimator_inputs`` (issue 80)
+    without an old path to keep: a pickle names an object's class, not its bases."""
+    from braindecode_pars import PARSClassifier, PARSProbe
+    from braindecode_pars.features import BandPowerFeatures
+
+    for estimator in (PARSProbe(), PARSClassifier(), BandPowerFeatures(sfreq=100.0)):
+        data = pickle.dumps(estimator, protocol=0)
+        assert b"_inputs" not in data and b"estimator_inputs" not in data, type(estimator)
+        assert type(pickle.loads(data)) is type(estimator)
+
+
 def test_a_path_that_never_existed_is_still_an_import_error():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("braindecode_pars.hub.nothing")

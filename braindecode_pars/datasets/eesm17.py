@@ -27,7 +27,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import preprocess
 
 from braindecode_pars._util.checks import check_range
-from braindecode_pars.datasets.cache import _cached_windows
+from braindecode_pars.datasets._cache import _cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
     event_windower,

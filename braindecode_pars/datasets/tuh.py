@@ -33,7 +33,7 @@ import pandas as pd
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from braindecode_pars._util.checks import check_option, check_range
-from braindecode_pars.datasets.cache import _cached_windows
+from braindecode_pars.datasets._cache import _cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
     fixed_length_windower,

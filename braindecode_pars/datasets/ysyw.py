@@ -33,7 +33,7 @@ from braindecode.preprocessing import preprocess
 
 from braindecode_pars._util.atomic import write_atomic
 from braindecode_pars._util.checks import check_option, check_range
-from braindecode_pars.datasets.cache import _cached_windows
+from braindecode_pars.datasets._cache import _cached_windows
 from braindecode_pars.io.windowing import (
     RecordingStream,
     event_windower,
@@ -169,7 +169,7 @@ def load_ysyw(path, records=None, n_jobs=1, cache_dir=None):
         record). A folder: the records are read, preprocessed, windowed and written
         there one at a time (float32), and the windows read back lazily from disk; a
         later call with the same records reads the folder as it is (see
-        :func:`~braindecode_pars.datasets.cache._cached_windows`).
+        :func:`~braindecode_pars.datasets._cache._cached_windows`).
 
     Returns
     -------

@@ -33,16 +33,16 @@ from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, n
     check_head_input,
     takes_windows,
 )
-from braindecode_pars.estimators.pretrainer import _as_sources
-from braindecode_pars.estimators.probe import PARSProbe
-from braindecode_pars.io.estimator_inputs import (
+from braindecode_pars.estimators._inputs import (
     GroupsTransformerMixin,
     SeededWindowsMixin,
     WindowsClassifierMixin,
     check_labels,
     load_encoder_param,
-    read_input,
 )
+from braindecode_pars.estimators.pretrainer import _as_sources
+from braindecode_pars.estimators.probe import PARSProbe
+from braindecode_pars.io.estimator_inputs import read_input
 from braindecode_pars.pretraining.stopping import TrainingStopped
 from braindecode_pars.weights import DEFAULT_ENCODER, PRETRAINED_ENCODERS
 

@@ -38,20 +38,18 @@ from braindecode_pars.estimators._finetune import (
     standard_augmentation,
 )
 from braindecode_pars.estimators._heads import DEFAULT
-from braindecode_pars.features.scaling import AlignSignals, check_align_groups
-from braindecode_pars.io.estimator_inputs import (
+from braindecode_pars.estimators._inputs import (
     GroupsTransformerMixin,
     SeededWindowsMixin,
     WindowsClassifierMixin,
-    at_rate,
     check_encoder_rate,
     check_labels,
     check_window_length,
     load_encoder_param,
-    read_fitted,
-    read_input,
     say_resampling,
 )
+from braindecode_pars.features.scaling import AlignSignals, check_align_groups
+from braindecode_pars.io.estimator_inputs import at_rate, read_fitted, read_input
 from braindecode_pars.io.windows import window_scale
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES

@@ -16,13 +16,13 @@ from braindecode_pars._util.logs import verbose_logging
 from braindecode_pars._util.params import store_params
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
 from braindecode_pars._util.threads import with_fit_threads
-from braindecode_pars.io.estimator_inputs import (
+from braindecode_pars.estimators._inputs import (
     SeededWindowsMixin,
     check_encoder_rate,
     check_window_length,
     load_encoder_param,
-    read_input,
 )
+from braindecode_pars.io.estimator_inputs import read_input
 from braindecode_pars.io.windows import Windows, read_windows, windows_info
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig

@@ -15,11 +15,18 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from braindecode_pars._util.checks import check_device, check_int, check_option
 from braindecode_pars._util.params import fill_doc, store_params
 from braindecode_pars._util.threads import with_fit_threads
+from braindecode_pars.estimators._inputs import (
+    GroupsTransformerMixin,
+    WindowsClassifierMixin,
+    check_labels,
+    check_window_length,
+    load_encoder_param,
+    say_resampling,
+)
 from braindecode_pars.features.blocks import BLOCKS, DEFAULT_READOUT, block_features
 from braindecode_pars.features.recipe import (
     DEFAULT_C,
     LOGO_MAX_GROUPS,
-    MIN_GROUPS,
     ProbeRecipe,
     choose_recipe,
     compare_recipes,
@@ -27,20 +34,13 @@ from braindecode_pars.features.recipe import (
     inner_splitter,
 )
 from braindecode_pars.features.scaling import check_align_groups
-from braindecode_pars.io.estimator_inputs import (
-    GroupsTransformerMixin,
-    WindowsClassifierMixin,
-    WindowsInputMixin,
-    check_labels,
-    check_window_length,
-    load_encoder_param,
-    read_fitted,
-    read_input,
-    say_resampling,
-)
+from braindecode_pars.io.estimator_inputs import WindowsInputMixin, read_fitted, read_input
 from braindecode_pars.io.windows import window_scale
 
 logger = logging.getLogger(__name__)
+
+#: The fewest groups (and scored folds) an inner comparison of recipes is run on.
+_MIN_GROUPS = 3
 
 
 class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixin, BaseEstimator):
@@ -249,11 +249,11 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         compare recipes with and without it); else why not, and what would make it read
         it. :class:`~braindecode_pars.PARSClassifier` skips pretraining when not."""
         n_groups = 0 if groups is None else len(pd.unique(np.asarray(groups)))
-        if self.encoder_block or (self.recipe == "auto" and n_groups >= MIN_GROUPS):
+        if self.encoder_block or (self.recipe == "auto" and n_groups >= _MIN_GROUPS):
             return None
         return (
             f"PARSProbe's fixed recipe has no encoder block (encoder_block=False) and fit "
-            f"has {n_groups} group(s), fewer than the {MIN_GROUPS} a comparison of recipes "
+            f"has {n_groups} group(s), fewer than the {_MIN_GROUPS} a comparison of recipes "
             "with and without the encoder needs; to use the encoder, set encoder_block=True"
         )
 
@@ -323,7 +323,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
                 "group (a subject or a block) of every window."
             )
         n_groups = 0 if groups is None else len(np.unique(groups))
-        if n_groups < MIN_GROUPS:
+        if n_groups < _MIN_GROUPS:
             logger.info(_fallback_message(n_groups, fixed))
             return None
         return fixed.candidates(encoder=encoder is not None)
@@ -337,7 +337,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             return_folds=True,
         )  # fmt: skip
         n_scored, n_groups = int(scores["n_groups"].max()), len(np.unique(groups))
-        if n_scored < MIN_GROUPS:
+        if n_scored < _MIN_GROUPS:
             why = f"the inner folds were {folds}"
             logger.info(_fallback_message(n_groups, fixed, why=why))
             return fixed
@@ -441,7 +441,7 @@ def _fallback_message(n_groups, fixed, why=None):
         hint = " Pass 'groups' (the subject of each window) to fit to compare recipes."
     elif why is None:
         why = f"fit has {n_groups} group{'s' * (n_groups != 1)}"
-    why += f", fewer than the {MIN_GROUPS} an inner comparison of recipes needs"
+    why += f", fewer than the {_MIN_GROUPS} an inner comparison of recipes needs"
     return (
         f"Nothing could be compared ({why}): fitted the fixed recipe {fixed} (PARSProbe's "
         f"'encoder', 'band_power', 'tangent_space' and 'C').{hint}"

@@ -29,8 +29,9 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from braindecode_pars._util.checks import check_device, check_int, check_option, check_range
 from braindecode_pars._util.params import store_params
 from braindecode_pars.features._cache import _Extractor, cached, encoder_digest
+from braindecode_pars.features._inputs import WindowsFeaturesMixin, read_array
 from braindecode_pars.io import resample_windows
-from braindecode_pars.io.estimator_inputs import WindowsFeaturesMixin, read_array, read_input
+from braindecode_pars.io.estimator_inputs import read_input
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.models.encoder import checked_encoder
 

@@ -68,8 +68,6 @@ RECIPE_CS = (0.01, 1.0)
 #: on the selection splits of the development tasks at 1, 2, 4 and 12 labelled EEGMAT
 #: subjects, for both default recipes (``benchmarks/results/probe_c.md``).
 DEFAULT_C = 3.0
-#: The fewest groups (and scored folds) an inner comparison of recipes is run on.
-MIN_GROUPS = 3
 #: ``inner_cv="auto"``: leave-one-group-out up to this many groups, GroupKFold beyond.
 LOGO_MAX_GROUPS = 20
 #: ``inner_cv="auto"``'s folds beyond :data:`LOGO_MAX_GROUPS` groups.

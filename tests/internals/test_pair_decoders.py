@@ -221,14 +221,14 @@ def test_the_accelerator_path_equals_the_naive_decoder(monkeypatch, bad_pairs, k
     # size 4, 6 masked of 10 patches: ceil(12 * 10 / (0.25 * 22 * 4)) = 6 chunks
     # wanted, 4 chunks of 2 windows
     sizes = []
-    chunk_size = pair_attention.chunk_size
+    chunk_size = pair_attention._chunk_size
 
     def recording_chunk_size(q, k):
         sizes.append(chunk_size(q, k))
         return sizes[-1]
 
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: True)
-    monkeypatch.setattr(pair_attention, "chunk_size", recording_chunk_size)
+    monkeypatch.setattr(pair_attention, "_chunk_size", recording_chunk_size)
     dec = CrossAttentionPairDecoder(16, 4, keep_tables_bytes=keep_tables_bytes).double()
     y, idx = _random_case(7, 10, 6, 16)
     _check_against_naive(dec, y, idx, rtol=1e-9)
@@ -247,13 +247,13 @@ def test_underflowing_pairs_on_both_paths(monkeypatch, bad_pairs, accelerator):
 
 def test_accelerator_layout_chooses_the_path_in_its_block_and_gives_it_back(monkeypatch):
     chunks = []
-    chunk_size = pair_attention.chunk_size
+    chunk_size = pair_attention._chunk_size
 
     def recording_chunk_size(q, k):
         chunks.append(pair_attention._on_accelerator(q))
         return chunk_size(q, k)
 
-    monkeypatch.setattr(pair_attention, "chunk_size", recording_chunk_size)
+    monkeypatch.setattr(pair_attention, "_chunk_size", recording_chunk_size)
     dec = CrossAttentionPairDecoder(16, 4).double()
     y, idx = _random_case(3, 10, 6, 16)
     with pair_attention.accelerator_layout():

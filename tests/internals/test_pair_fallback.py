@@ -47,7 +47,7 @@ def test_the_triton_fallback_is_exact(monkeypatch, bad_pairs, device, accelerato
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: accelerator)
     torch.manual_seed(0)
     with pair_kernels.fallback_kernel("triton"):
-        assert pair_kernels.use_triton(torch.empty(0, device=device))
+        assert pair_kernels._use_triton(torch.empty(0, device=device))
         # float32 tables: logits over ~100 nats, about half the pair-heads underflow
         dec = _wide(CrossAttentionPairDecoder(16, 2), std=1.0)
         y, idx = _random_case(3, 12, 9, 16, dtype=torch.float32)
@@ -109,7 +109,7 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
     runs the Triton kernels forward and backward, exactly; "torch" runs none of them,
     even inside a "triton" block."""
     launched = []
-    for name in ("forward_", "backward_"):
+    for name in ("_forward_", "_backward_"):
         kernel = getattr(triton_fallback, name)
 
         def recording(*args, _kernel=kernel, _name=name):
@@ -121,7 +121,7 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
     dec = _wide(CrossAttentionPairDecoder(16, 2, fallback="triton"), std=1.0)
     _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL)
-    assert launched == ["forward_", "backward_"] and bad_pairs[0] > 0
+    assert launched == ["_forward_", "_backward_"] and bad_pairs[0] > 0
     launched.clear()
     dec.fallback = "torch"
     with pair_kernels.fallback_kernel("triton"):
@@ -176,9 +176,9 @@ def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
         assert pair_kernels._chosen_fallback_kernel() == "triton"
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
         # a CPU tensor without the interpreter takes the torch path
-        assert not pair_kernels.use_triton(torch.empty(0))
+        assert not pair_kernels._use_triton(torch.empty(0))
         monkeypatch.setenv("TRITON_INTERPRET", "1")
-        assert pair_kernels.use_triton(torch.empty(0)) == (pair_kernels.triton is not None)
+        assert pair_kernels._use_triton(torch.empty(0)) == (pair_kernels.triton is not None)
     assert pair_kernels._chosen_fallback_kernel() == "torch"  # restored
 
 
@@ -204,13 +204,13 @@ def test_the_decoders_fallback_reaches_the_operator(monkeypatch, fallback):
     """The decoder's ``fallback`` is what the operator asks for, forward and backward,
     inside a compiled graph too; under a "triton" block "auto" resolves to it."""
     asked = []
-    use_triton = pair_kernels.use_triton
+    use_triton = pair_kernels._use_triton
 
     def recording(x, fallback="auto"):
         asked.append((fallback, pair_kernels._resolve_fallback_kernel(fallback, x)))
         return use_triton(x, fallback)
 
-    monkeypatch.setattr(pair_kernels, "use_triton", recording)
+    monkeypatch.setattr(pair_kernels, "_use_triton", recording)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # the torch path runs here
     torch.manual_seed(0)
     dec = CrossAttentionPairDecoder(16, 2, fallback=fallback)

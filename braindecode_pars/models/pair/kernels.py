@@ -181,7 +181,7 @@ def _resolve_fallback_kernel(fallback, x):
     return _chosen_fallback_kernel(x.device) if fallback == "auto" else fallback
 
 
-def use_triton(x, fallback="auto"):
+def _use_triton(x, fallback="auto"):
     """Whether the operator's fallback on ``x`` takes the Triton kernels now, its caller
     having asked for ``fallback`` (one of :data:`_FALLBACK_KERNEL_OPTIONS`)."""
     return _resolve_fallback_kernel(fallback, x) == "triton" and triton_runs_here(x)

@@ -34,7 +34,7 @@ from braindecode_pars.models.pair import triton_fallback
 _CPU_CHUNK_ELEMENTS = 1 << 18
 
 #: Other devices (a GPU) take chunks of windows whose factor tables are at most this
-#: fraction of the size of the pair operator's inputs (see :func:`chunk_size`).
+#: fraction of the size of the pair operator's inputs (see :func:`_chunk_size`).
 _ACCELERATOR_SCRATCH_RATIO = 0.25
 
 #: On an accelerator the forward pass keeps the whole batch's factor tables, ``den`` and
@@ -236,7 +236,7 @@ def _keeps_tables(q, k, n, keep_bytes):
     return _kept_bytes(q, k, n) <= (KEEP_TABLES_BYTES if keep_bytes is None else keep_bytes)
 
 
-def chunk_size(q, k):
+def _chunk_size(q, k):
     """Windows per chunk of the pair operator; a choice by device and shapes, never data.
 
     On a CPU, equal chunks of at most :data:`_CPU_CHUNK_ELEMENTS` entries of one table.
@@ -284,10 +284,11 @@ def _ratio_(num, den, e_u, e_vt, s, scratch, bad, least=None):
 
 
 @contextlib.contextmanager
-def observed(wrap):
+def _observed(wrap):
     """For the block, the operator's bodies run as ``wrap(name, body)`` returns them
     (``name``: ``"forward"``, ``"backward"``): how the lab counts what the operator
-    dispatches apart from the rest of a step (``benchmarks/bench_operator_dispatches.py``).
+    dispatches apart from the rest of a step (``benchmarks/bench_operator_dispatches.py``,
+    retired; ``git show 111df39`` restores it, reading this hook as ``observed``).
     """
     global _pair_attention, _pair_attention_backward
     saved = _pair_attention, _pair_attention_backward
@@ -308,7 +309,7 @@ def _pair_attention(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
 
 def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
     B, H, n2, d = q.shape
-    N, chunk = k.shape[2], chunk_size(q, k)
+    N, chunk = k.shape[2], _chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     theta = q.new_empty(B, n, n)
     bad = torch.empty(B, H, n, n, dtype=torch.bool, device=q.device)
@@ -331,8 +332,8 @@ def _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback):
         torch.sum(ratio.view(b1 - b0, H, n, n), dim=1, out=theta[b0:b1])
     with torch.profiler.record_function("pair_attention.fallback"):  # a profiler's label
         slots, counts = _find_slots(bad, _fallback_slots(B, H, n))
-        if pair_kernels.use_triton(q, fallback):  # one kernel (triton_fallback.py)
-            triton_fallback.forward_(theta, slots, q3, k3, s3, n, H, scale)
+        if pair_kernels._use_triton(q, fallback):  # one kernel (triton_fallback.py)
+            triton_fallback._forward_(theta, slots, q3, k3, s3, n, H, scale)
         else:
             pairs = _SlotPairs(slots, q3, k3, s3, n, scale)
             value = torch.where(pairs.filled, (pairs.p * pairs.values).sum(-1), 0.0)
@@ -414,7 +415,7 @@ def _pair_attention_backward_exact(
     tables.
     """
     B, H, n2, d = q.shape
-    N, chunk = k.shape[2], chunk_size(q, k)
+    N, chunk = k.shape[2], _chunk_size(q, k)
     q3, k3, s3 = q.reshape(B * H, n2, d), k.reshape(B * H, N, d), s.reshape(B * H, 1, N)
     keep = tables.numel() > 0
     transposed = not _on_accelerator(q)
@@ -463,8 +464,8 @@ def _pair_attention_backward_exact(
     if transposed:
         dq, dk = dq_t.mT.contiguous(), dk_t.mT.contiguous()
     with torch.profiler.record_function("pair_attention.fallback_backward"):
-        if pair_kernels.use_triton(q, fallback):
-            triton_fallback.backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale)
+        if pair_kernels._use_triton(q, fallback):
+            triton_fallback._backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale)
         else:
             _slot_gradients_(dq, dk, ds, grad, _SlotPairs(slots, q3, k3, s3, n, scale), H, scale)
     return dq.view(B, H, n2, d), dk.view(B, H, N, d), ds.view(B, H, N)
@@ -507,7 +508,7 @@ def pair_attention(
     and head, and the logits are ``[U; V] = scale * q @ k.T``. Per head, with
     ``e_u = exp(U - rowmax)`` and ``e_v = exp(V - rowmax)``, ``den = e_u @ e_v.T`` and
     ``num = (e_u * s) @ e_v.T``: two (n x N) @ (N x n) products, and no (n x n x N)
-    tensor. The windows are taken in chunks (see :func:`chunk_size`); on an
+    tensor. The windows are taken in chunks (see :func:`_chunk_size`); on an
     accelerator the forward pass keeps the tables for the backward pass when they take
     at most ``keep_bytes`` bytes (None: :data:`KEEP_TABLES_BYTES`), and otherwise the
     backward pass recomputes them, keeping only ``q``, ``k``, ``s`` and ``bad`` (see

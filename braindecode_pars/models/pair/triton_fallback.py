@@ -7,14 +7,14 @@ that takes about 30 small kernels each way, whatever the number of pair-heads th
 underflowed (usually none): on a GPU, launched one after the other from Python, their
 launches leave the GPU waiting. Here each pass is one kernel: a program per slot,
 which returns at once for an empty slot and otherwise computes its pair-head's softmax
-over the keys and adds its terms (:func:`forward_` into ``theta``; :func:`backward_`
+over the keys and adds its terms (:func:`_forward_` into ``theta``; :func:`_backward_`
 into ``dq``, ``dk`` and ``ds``) with atomic additions, as ``index_add_`` does on a GPU.
 
 The arithmetic is the torch path's (``_SlotPairs`` and ``_slot_gradients_``), in the
 inputs' dtype (float32, or float64 with float64 tables), with products summed
 elementwise (no tensor-core product, so no TF32). Which of the two paths runs, the torch
 operations or these kernels, is chosen in :mod:`~braindecode_pars.models.pair.kernels`
-(:func:`~braindecode_pars.models.pair.kernels.use_triton`).
+(:func:`~braindecode_pars.models.pair.kernels._use_triton`).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _blocks(N, d):
     return dict(BLOCK_N=triton.next_power_of_2(N), BLOCK_D=triton.next_power_of_2(d))
 
 
-def forward_(theta, slots, q3, k3, s3, n, H, scale):
+def _forward_(theta, slots, q3, k3, s3, n, H, scale):
     """Add the fallback slots' pair-heads to ``theta`` (batch, n, n), in place.
 
     ``slots``: the flat indices of the underflowing pair-heads (``B * H * n * n`` in an
@@ -108,7 +108,7 @@ def forward_(theta, slots, q3, k3, s3, n, H, scale):
     return theta
 
 
-def backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale):
+def _backward_(dq, dk, ds, grad, slots, q3, k3, s3, n, H, scale):
     """Add the fallback slots' gradients to ``dq`` (B * H, 2n, d), ``dk`` (B * H, N, d)
     and ``ds`` (B * H, 1, N), in place (all contiguous); ``grad``: d loss / d theta."""
     BH, _, d = q3.shape
