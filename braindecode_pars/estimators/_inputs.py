@@ -3,8 +3,7 @@
 names and its rate, the windows' length, and the mixins every estimator of windows
 shares.
 
-- reading a head's ``fit`` input (:func:`_read_fit_input`) and checking labels
-  (:func:`check_labels`);
+- checking labels (:func:`check_labels`);
 - the encoders a parameter names (:func:`load_encoder_param`), checked against the
   windows (:func:`check_encoder_rate`, :func:`check_window_length`); the resampling
   said (:func:`say_resampling`);
@@ -28,29 +27,9 @@ import numpy as np
 from sklearn.base import ClassifierMixin, TransformerMixin
 from sklearn.metrics import accuracy_score
 
-from braindecode_pars.io.estimator_inputs import WindowsInputMixin, read_input
+from braindecode_pars.io.estimator_inputs import WindowsInputMixin
 
 logger = logging.getLogger(__name__)
-
-
-def _read_fit_input(estimator, X, y=None, groups=None):
-    """What every head's ``fit`` does first: its parameters checked, its ``encoder``
-    parameter loaded (:func:`load_encoder_param`: a bad file is refused before reading)
-    and ``X`` read at its ``sfreq`` with at least two classes.
-
-    Returns
-    -------
-    encoder : PatchEncoder | None
-        A copy of the encoder the parameter names.
-    data : Windows
-        ``X`` read (:func:`read_input`).
-    classes : ndarray
-        The classes of ``data.y``, sorted.
-    """
-    estimator.check_params()
-    encoder = load_encoder_param(estimator.encoder)
-    data = read_input(X, y, groups, sfreq=estimator.sfreq)
-    return encoder, data, check_labels(data.y)
 
 
 def say_resampling(who, sfreq, encoder_sfreq):
