@@ -13,8 +13,9 @@ Usage, with the new environment's python::
 Only distributions whose installed version equals their pin in CONSTRAINTS are copied,
 and only when the two environments run the same Python (the wheels hold compiled code);
 otherwise nothing is copied and pip installs them as usual. The source is only read.
-Files that a distribution installed outside site-packages (console scripts in bin/) are
-not copied.
+Files that a distribution installed outside site-packages are not copied; its console
+scripts (``torchrun``, which the docs' Slurm script launches) are written anew from its
+entry points, for the new environment's Python, as pip writes them.
 """
 
 import os
@@ -51,6 +52,33 @@ def _place(src, dst):
         shutil.copy2(src, dst)
 
 
+#: pip's console-script template
+SCRIPT = """#!{python}
+import re
+import sys
+from {module} import {head}
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit({call}())
+"""
+
+
+def _write_scripts(dist, scripts):
+    """Write ``dist``'s console scripts into ``scripts`` (the new environment's bin/)."""
+    for entry in dist.entry_points:
+        if entry.group != "console_scripts" or (scripts / entry.name).exists():
+            continue
+        module, _, attr = entry.value.partition(":")
+        attr = attr.split("[", 1)[0].strip()
+        path = scripts / entry.name
+        path.write_text(
+            SCRIPT.format(
+                python=sys.executable, module=module.strip(), head=attr.split(".")[0], call=attr
+            )
+        )
+        path.chmod(0o755)
+
+
 def main(source_venv, constraints):
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     source = Path(source_venv) / "lib" / version / "site-packages"
@@ -68,6 +96,7 @@ def main(source_venv, constraints):
         print(f"reuse_torch: {source} has not torch=={pins.get('torch')}; pip installs it")
         return 0
     for dist in chosen:
+        _write_scripts(dist, Path(sysconfig.get_paths()["scripts"]))
         if any(True for _ in metadata.distributions(path=[str(target)], name=dist.name)):
             continue  # already there
         for rel in dist.files or ():
