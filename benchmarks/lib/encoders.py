@@ -20,7 +20,7 @@ ENCODERS = Path(__file__).resolve().parents[1] / "encoders"
 #: The last commit whose tree holds ``benchmarks/encoders/``.
 ENCODERS_COMMIT = "09227cb0b85c531beb195eda6e215936f4dba107"
 #: The commit whose tree holds ``benchmarks/encoders/normalization/``, the encoders of
-#: ``bench_normalization.py`` pretrained since (each added in one commit and removed in
+#: ``bench_normalization.py`` (retired) pretrained since (each added in one commit and removed in
 #: the next, so that the tree stays small).
 NORMALIZATION_COMMIT = "c7af8f645cf3de7f5fde0692f4c290d5ef865dce"
 #: The command that restores them.

@@ -1,5 +1,5 @@
 """What the fine-tuning benchmarks share (``bench_pretext_comparison``,
-``bench_normalization``, ``bench_finetuning_recipe``): the main job's EEGMAT split, the
+``bench_finetuning_recipe``): the main job's EEGMAT split, the
 fine-tuner at the library's defaults but some parameters, and the JSON-lines rows they
 append to."""
 

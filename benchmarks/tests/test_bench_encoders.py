@@ -67,7 +67,8 @@ def test_the_pinned_commit_holds_the_encoders():
 
 
 def test_the_normalisation_commit_holds_its_encoders():
-    """The encoders bench_normalization pretrained are in the commit the Makefile names."""
+    """The encoders the retired bench_normalization pretrained are in the commit the
+    Makefile names."""
     folder = "benchmarks/encoders/normalization"
     names = files_at(encoders_module.NORMALIZATION_COMMIT, folder)
     for name in [f"{mode}-seed{seed}" for mode in ("window-scale", "fixed") for seed in range(3)]:

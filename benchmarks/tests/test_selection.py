@@ -1,5 +1,5 @@
-"""``benchmarks/lib/selection.py``'s probe rows (shared by ``bench_normalization``
-and ``bench_patch_density``): which rows it writes, and that
+"""``benchmarks/lib/selection.py``'s probe rows (``bench_patch_density``'s,
+once shared with the retired ``bench_normalization``): which rows it writes, and that
 a second call fits none of them again."""
 
 import numpy as np
