@@ -5,7 +5,7 @@ position can anchor the others by aligning samples. Four configurations, chosen 
 development tasks' selection splits by the rule below, written before their runs:
 
 - ``a``: 40 random patches in 10-s crops (today's; the ``window`` encoders of
-  ``bench_normalization``, ``benchmarks/encoders/pars-selection*``, restored by ``make
+  the normalisation selection, ``benchmarks/encoders/pars-selection*``, restored by ``make
   benchmark-encoders``);
 - ``b``: the paper's density in 10-s crops, 13 random patches;
 - ``c``: 10 patches drawn ``sampling="disjoint"`` in 10-s crops (no two share a sample);
@@ -168,8 +168,8 @@ READOUTS = {
 }
 
 
-def evaluate_readouts(names, csv, part="selection"):
-    """The :data:`READOUTS` rows of every encoder on the ``part`` splits at one labelled
+def evaluate_readouts(names, csv, part="selection", readouts=READOUTS):
+    """The ``readouts`` rows of every encoder on the ``part`` splits at one labelled
     unit (the probe over the encoder block alone, read otherwise), appended to ``csv``
     (rows already there are kept)."""
     from benchmarks.lib.dev_tasks import DEV_TASKS, load_task
@@ -183,7 +183,7 @@ def evaluate_readouts(names, csv, part="selection"):
     for task in DEV_TASKS:
         loaded = None
         for name in names:
-            todo = [m for m in READOUTS if any((name, task, m, d) not in key for d in DRAWS)]
+            todo = [m for m in readouts if any((name, task, m, d) not in key for d in DRAWS)]
             if not todo:
                 continue
             loaded = loaded or load_task(task, part)
@@ -253,10 +253,12 @@ def _mean_std(values):
     return f"{np.mean(values):.3f}{spread}"
 
 
-def report(scores, probe_rows, names, out):
-    """The selection's table and decision (``out``.md)."""
+def report(scores, probe_rows, names, out, test=None):
+    """The selection's table and decision (``out``.md), with the test splits' table when
+    ``test`` (their scores) is given; returns the configuration and readout chosen, or
+    None while the rule cannot decide."""
     from benchmarks.lib.measure import git_commit, machine
-    from benchmarks.lib.selection import REFERENCE_METHODS, choose, per_task
+    from benchmarks.lib.selection import REFERENCE_METHODS, best_margin, choose, per_task
 
     tasks = per_task(scores)
     mean_over_tasks = tasks.groupby(["encoder", "method"]).mean()
@@ -316,11 +318,19 @@ def report(scores, probe_rows, names, out):
             label = _mean_std(rows.label.tolist())
             lines.append(f"| {config} | {dataset} | {subject} | {label} |")
     lines += ["", "## Decision", ""]
-    if complete:
-        lines.append(f"By the rule: **{chosen}**.")
+    open_ = {c: best_margin(v, rule_scores["a"], len(SEEDS)) for c, v in rule_scores.items()
+             if len(v) < len(SEEDS)}  # fmt: skip
+    decided = None
+    if complete or (len(rule_scores["a"]) == len(SEEDS) and max(open_.values()) < 0):
+        lines.append(f"By the rule: **{chosen}**." + ("" if complete else (
+            " Decided before every seed ran: at best (every missing seed scoring anything "
+            "from 0 to 1) " + ", ".join(f"{c} would clear the bar by {m:+.3f}" for c, m in
+            open_.items()) + ", below 0, so no missing seed can change the choice; the "
+            "table fills in as they finish.")))  # fmt: skip
         readout, _ = choose({m: readout_scores[(chosen, m)] for m in (SCORE, *READOUTS)},
                             SCORE, len(SEEDS))  # fmt: skip
         lines.append(f"The readout of its encoders, by the same comparison: **{readout}**.")
+        decided = chosen, readout
     else:
         done = ", ".join(f"{c} {len(v)}/{len(SEEDS)}" for c, v in rule_scores.items())
         lines.append(f"Not decided: the rule needs every configuration's three seeds ({done}).")
@@ -337,8 +347,36 @@ def report(scores, probe_rows, names, out):
             values = [tasks.loc[(name, method, t)] for t in task_names]
             lines.append(f"| {name} | {method} | " + " | ".join(f"{v:.3f}" for v in values)
                          + f" | {np.mean(values):.3f} |")  # fmt: skip
+    if decided is not None and test is not None:
+        lines += table_of_test_splits(test, members, decided)
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    return chosen, complete
+    return decided
+
+
+def table_of_test_splits(scores, members, decided):
+    """The test splits' section: every configuration's rows (mean ± std over seeds) after
+    the decision, which they do not change."""
+    from benchmarks.lib.selection import REFERENCE_METHODS, per_task
+
+    chosen, readout = decided
+    means = per_task(scores, "test").groupby(["encoder", "method"]).mean()
+    methods = list(dict.fromkeys([SCORE, readout, DEFAULT]))
+    lines = ["", "## Test splits (read after the decision, which they do not change)", "",
+             "Command: `python -m benchmarks.bench_patch_density --part test`. Same probes "
+             "and draws as above on the development tasks' test splits.", "",
+             "| configuration | seeds | " + " | ".join(methods) + " |",
+             "|---|---|" + "---|" * len(methods)]  # fmt: skip
+    for config, run in members.items():
+        cells = [_mean_std([means.get((n, m), np.nan) for n in run]) for m in methods]
+        lines.append(f"| {config} | {len(run)} | " + " | ".join(cells) + " |")
+    references = {m: means.get(("reference", m), np.nan) for m in REFERENCE_METHODS}
+    lines += ["", "Reference rows: " + ", ".join(f"{m} {v:.3f}" for m, v in references.items())
+              + "."]  # fmt: skip
+    ours = [means.get((n, DEFAULT), np.nan) for n in members[chosen]]
+    gap = np.mean(ours) - references[REFERENCE_METHODS[0]]
+    lines += ["", f"The default probe over {chosen}'s encoders against the same probe without an "
+              f"encoder: {gap:+.3f} (spread over seeds {np.std(ours, ddof=1):.3f})."]  # fmt: skip
+    return lines
 
 
 def write_commands(path):
@@ -361,6 +399,8 @@ def main(argv=None):
     parser.add_argument("--probes", action="store_true",
                         help="also the subject and label probes of every encoder")  # fmt: skip
     parser.add_argument("--shared-data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--part", choices=["selection", "test"], default="selection",
+                        help="test: also the test splits, once the rule has decided")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     write_commands(args.out.with_suffix(".commands"))
@@ -382,8 +422,18 @@ def main(argv=None):
         pd.read_csv(probe_csv) if probe_csv.exists() else pd.DataFrame())  # fmt: skip
     if len(probe_rows):
         probe_rows = probe_rows[probe_rows.encoder.isin(names)]
-    chosen, complete = report(scores, probe_rows, names, args.out)
-    logger.info("rule: %s%s", chosen, "" if complete else " (not every seed run yet)")
+    test_csv = args.out.with_name(args.out.name + "_test.csv")
+    decided = report(scores, probe_rows, names, args.out)
+    logger.info("rule: %s", decided or "not decided yet")
+    if args.part == "test" and decided is None:
+        raise SystemExit("--part test: the selection's decision comes first.")
+    if args.part == "test":
+        evaluate(names, test_csv, encoder_folder, (SCORE, DEFAULT), "test")
+        evaluate_readouts(names, test_csv, "test", {decided[1]: READOUTS[decided[1]]}
+                          if decided[1] in READOUTS else {})  # fmt: skip
+    if test_csv.exists():
+        test = pd.read_csv(test_csv)
+        report(scores, probe_rows, names, args.out, test[test.encoder.isin(["reference", *names])])
 
 
 if __name__ == "__main__":

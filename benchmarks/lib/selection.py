@@ -1,7 +1,7 @@
 """Choosing among pretraining configurations by a rule written before their runs
-(``bench_normalization``, ``bench_patch_density``): the probe rows of each encoder and
-of the references on the development tasks' splits at one labelled unit, their score
-per task, and the rule's comparison of configurations over pretraining seeds."""
+(``bench_patch_density``; ``bench_normalization`` until it retired): the probe rows of
+each encoder and of the references on the development tasks' splits at one labelled
+unit, their score per task, and the rule's comparison of configurations over pretraining seeds."""
 
 from __future__ import annotations
 
@@ -115,3 +115,15 @@ def choose(mode_scores, baseline, n_seeds):
         if mean - base_mean > max(std, base_std):
             winners.append((mean, mode))
     return (max(winners)[1] if winners else baseline), table
+
+
+def best_margin(scores, base_scores, n_seeds, step=0.002):
+    """How far a mode missing seeds could at best clear the rule's bar over the baseline:
+    the largest of mean - baseline's mean - larger spread over every score (0 to 1) of
+    its missing seeds. Negative: no missing score lets it be chosen. The margin is
+    concave in them, so a grid of ``step`` misses its maximum by less than ``step``."""
+    axes = [np.arange(0, 1 + step, step)] * (n_seeds - len(scores))
+    grid = np.stack(np.meshgrid(*axes), -1).reshape(-1, len(axes)) if axes else np.zeros((1, 0))
+    full = np.hstack([np.tile(scores, (len(grid), 1)), grid])
+    spread = np.maximum(full.std(1, ddof=1), np.std(base_scores, ddof=1))
+    return float((full.mean(1) - np.mean(base_scores) - spread).max())

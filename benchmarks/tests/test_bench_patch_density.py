@@ -1,10 +1,11 @@
 """The patch-density selection's rule (``benchmarks/bench_patch_density.py``) on scores
 whose answer is known, the runs it asks for and the overlap statistics it reports."""
 
+import numpy as np
 import pytest
 
 from benchmarks import bench_patch_density as bd
-from benchmarks.lib.selection import choose
+from benchmarks.lib.selection import best_margin, choose
 
 
 def test_a_configuration_is_chosen_over_todays_only_beyond_the_larger_spread():
@@ -45,3 +46,23 @@ def test_the_overlap_statistics_of_each_configuration(config, density, shared, c
     assert stats["patch_seconds_per_second"] == pytest.approx(density, abs=0.01)
     assert stats["shared_pairs"] == pytest.approx(shared, abs=0.01)
     assert stats["chained"] == pytest.approx(chained, abs=0.03)
+
+
+def test_a_mode_missing_seeds_is_settled_only_when_no_missing_score_could_win():
+    a = [0.58, 0.60, 0.62]  # mean 0.60, std 0.02
+    # every seed run: the margin is the rule's own, mean - 0.60 - the larger spread
+    assert best_margin([0.64, 0.65, 0.66], a, 3) == pytest.approx(0.65 - 0.60 - 0.02)
+
+    def naive(scores, step=0.01):  # every pair of missing scores on a coarse grid
+        grid = [i * step for i in range(round(1 / step) + 1)]
+        return max(
+            np.mean([*scores, x, y]) - 0.60 - max(np.std([*scores, x, y], ddof=1), 0.02)
+            for x in grid
+            for y in grid
+        )
+
+    for scores in ([0.528], [0.70], [0.30]):
+        assert best_margin(scores, a, 3) == pytest.approx(naive(scores), abs=0.01)
+    assert best_margin([0.528], a, 3) < 0  # no two scores can lift 0.528 past the bar
+    assert best_margin([0.70], a, 3) > 0  # two good seeds still could
+    assert best_margin([0.46, 0.48], a, 3) < 0

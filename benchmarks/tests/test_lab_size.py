@@ -10,16 +10,14 @@ question*): the scripts behind the docs' current tables and the open issues' run
 the fault harnesses; 76: the density and normalisation selections, the subject probe
 and the token readout; 77: the fine-tuning recipe and the pretext comparison; 79: the
 device check and what it runs); the result files those pages quote, with the rows and
-``.commands`` that remake them. Of the 33 pairs, 25 are inside the package and its
+``.commands`` that remake them. Of the 31 pairs, 24 are inside the package and its
 tests alone (``duplicates --most 60`` lists them), alike by shape only (signatures, keyword
 and import lists: a braindecode model spells out its six signal arguments); of the
-8 that touch ``benchmarks/``, two are the lab's copies of ``_util/checks.py`` and
+7 that touch ``benchmarks/``, two are the lab's copies of ``_util/checks.py`` and
 ``_util/seeding.py`` (the lab imports nothing private, and ``bench_pair_decoder --mode
 ab`` and the device check run old revisions' decoders that import the checks copy),
 three pair lab code with the package's or its tests' by shape, two are shapes repeated
-inside one lab file (``bench_gpu``'s variant table, a test's parameter list), and one
-is ``bench_patch_density``'s run table beside ``bench_normalization``'s, left as it is
-while issue 76's runs use it."""
+inside one lab file (``bench_gpu``'s variant table, a test's parameter list)."""
 
 import re
 import shutil
@@ -36,18 +34,21 @@ LAB = ROOT / "benchmarks"
 #: the second cut (six scripts and ``lab compare`` retired at 3ab04e9, and the
 #: copies they shared merged into ``lib/``); 10,977 after the third (five scripts and
 #: ``bench_pair_decoder --mode repeat`` retired at 111df39, 6043dfd and f823f58, the
-#: figures nobody kept, ``lab finetune`` and ``evaluate``, ``lib/plots`` into ``lib/protocols``).
-MOST_LINES = 10_977
+#: figures nobody kept, ``lab finetune`` and ``evaluate``, ``lib/plots`` into
+#: ``lib/protocols``); 10,618 with ``bench_normalization`` retired at ea3cc37 (issue 68
+#: decided) and ``bench_patch_density``'s test splits and settled decision added.
+MOST_LINES = 10_618
 #: ``ls benchmarks/results | wc -l``: 80 before the first cut, 76 after, 79 with
 #: ``finetuning_recipe``; 71 after the second (one frozen record per retired script,
 #: ``finetuning_amplitude.jsonl`` at 3ab04e9); 59 after the third (retired scripts'
 #: records one file per question, ``.commands`` folded into their reports, the stale
-#: ``normalization.png`` and ``rehearsal_tueg.csv`` gone).
+#: ``normalization.png`` and ``rehearsal_tueg.csv`` gone); 59 with ``normalization_test.md``
+#: a section of ``normalization.md`` and ``patch_density_test.csv`` added.
 MOST_RESULT_FILES = 59
 #: ``duplicates --seconds 120 | head -1`` from the repository's root: 61 before the first
 #: cut, 47 after, 41 after the second, 36 after the third, 33 with the test helpers written
-#: twice merged.
-MOST_DUPLICATE_PAIRS = 33
+#: twice merged, 31 with ``bench_normalization`` retired.
+MOST_DUPLICATE_PAIRS = 31
 
 
 def lab_lines():
