@@ -52,10 +52,7 @@ LAB = "python -m benchmarks.lab"
 STEPS = 30000
 SEEDS = (0, 1, 2)
 #: The selection corpus in 10-s windows (the ``a`` encoders' store) and in 30-s windows.
-STORES = {
-    10: "results/store-selection",
-    30: "results/store-selection-30s",
-}
+STORES = {10: "results/store-selection", 30: "results/store-selection-30s"}
 STORE_COMMANDS = {
     seconds: f"{LAB} store --shared-data ../shared/data --eegmat-subjects pool --muse "
     f"--window-seconds {seconds} --out {store}"
@@ -163,7 +160,7 @@ def pretrain(names):
 #: The readouts the rule compares with today's (1-s patches, every one with its
 #: position), by the method name of their rows: ``EncoderFeatures``'s settings.
 READOUTS = {
-    f"{SCORE} positions withheld": {"pos_mask_ratio": 1.0},
+    f"{SCORE} positions withheld": {"pos_mask_ratio": 1.0, "patch_stride_seconds": 1.0},
     f"{SCORE} patches every 0.5 s": {"patch_stride_seconds": 0.5},
 }
 
@@ -320,13 +317,12 @@ def report(scores, probe_rows, names, out, test=None):
     lines += ["", "## Decision", ""]
     open_ = {c: best_margin(v, rule_scores["a"], len(SEEDS)) for c, v in rule_scores.items()
              if len(v) < len(SEEDS)}  # fmt: skip
-    decided = None
+    decided, best = None, ", ".join(f"{c} by {m:+.3f}" for c, m in open_.items())
     if complete or (len(rule_scores["a"]) == len(SEEDS) and max(open_.values()) < 0):
-        lines.append(f"By the rule: **{chosen}**." + ("" if complete else (
-            " Decided before every seed ran: at best (every missing seed scoring anything "
-            "from 0 to 1) " + ", ".join(f"{c} would clear the bar by {m:+.3f}" for c, m in
-            open_.items()) + ", below 0, so no missing seed can change the choice; the "
-            "table fills in as they finish.")))  # fmt: skip
+        settled = "" if complete else (" Settled before every seed ran: whatever the "
+            "missing seeds score (0 to 1), no configuration can clear the rule's bar over a (at "
+            f"best {best}); the table fills in as they run.")  # fmt: skip
+        lines.append(f"By the rule: **{chosen}**.{settled}")
         readout, _ = choose({m: readout_scores[(chosen, m)] for m in (SCORE, *READOUTS)},
                             SCORE, len(SEEDS))  # fmt: skip
         lines.append(f"The readout of its encoders, by the same comparison: **{readout}**.")
@@ -354,13 +350,11 @@ def report(scores, probe_rows, names, out, test=None):
 
 
 def table_of_test_splits(scores, members, decided):
-    """The test splits' section: every configuration's rows (mean ± std over seeds) after
-    the decision, which they do not change."""
+    """The test splits' section, after the decision: each configuration's rows."""
     from benchmarks.lib.selection import REFERENCE_METHODS, per_task
 
-    chosen, readout = decided
     means = per_task(scores, "test").groupby(["encoder", "method"]).mean()
-    methods = list(dict.fromkeys([SCORE, readout, DEFAULT]))
+    methods = list(dict.fromkeys([SCORE, decided[1], DEFAULT]))
     lines = ["", "## Test splits (read after the decision, which they do not change)", "",
              "Command: `python -m benchmarks.bench_patch_density --part test`. Same probes "
              "and draws as above on the development tasks' test splits.", "",
@@ -369,13 +363,12 @@ def table_of_test_splits(scores, members, decided):
     for config, run in members.items():
         cells = [_mean_std([means.get((n, m), np.nan) for n in run]) for m in methods]
         lines.append(f"| {config} | {len(run)} | " + " | ".join(cells) + " |")
-    references = {m: means.get(("reference", m), np.nan) for m in REFERENCE_METHODS}
-    lines += ["", "Reference rows: " + ", ".join(f"{m} {v:.3f}" for m, v in references.items())
-              + "."]  # fmt: skip
-    ours = [means.get((n, DEFAULT), np.nan) for n in members[chosen]]
-    gap = np.mean(ours) - references[REFERENCE_METHODS[0]]
-    lines += ["", f"The default probe over {chosen}'s encoders against the same probe without an "
-              f"encoder: {gap:+.3f} (spread over seeds {np.std(ours, ddof=1):.3f})."]  # fmt: skip
+    refs = [f"{m} {means.get(('reference', m), np.nan):.3f}" for m in REFERENCE_METHODS]
+    ours = [means.get((n, DEFAULT), np.nan) for n in members[decided[0]]]
+    gap = np.mean(ours) - means.get(("reference", REFERENCE_METHODS[0]), np.nan)
+    lines += ["", f"Reference rows: {', '.join(refs)}. The default probe over {decided[0]}'s "
+              f"encoders against the first: {gap:+.3f} (spread over seeds "
+              f"{np.std(ours, ddof=1):.3f})."]  # fmt: skip
     return lines
 
 
@@ -425,12 +418,12 @@ def main(argv=None):
     test_csv = args.out.with_name(args.out.name + "_test.csv")
     decided = report(scores, probe_rows, names, args.out)
     logger.info("rule: %s", decided or "not decided yet")
-    if args.part == "test" and decided is None:
-        raise SystemExit("--part test: the selection's decision comes first.")
     if args.part == "test":
+        if decided is None:
+            raise SystemExit("--part test: the selection's decision comes first.")
         evaluate(names, test_csv, encoder_folder, (SCORE, DEFAULT), "test")
-        evaluate_readouts(names, test_csv, "test", {decided[1]: READOUTS[decided[1]]}
-                          if decided[1] in READOUTS else {})  # fmt: skip
+        evaluate_readouts(names, test_csv, "test", {m: READOUTS[m] for m in decided[1:]
+                                                    if m in READOUTS})  # fmt: skip
     if test_csv.exists():
         test = pd.read_csv(test_csv)
         report(scores, probe_rows, names, args.out, test[test.encoder.isin(["reference", *names])])

@@ -30,6 +30,10 @@ DRAWS = (0, 1, 2, 3, 4)
 REFERENCE_METHODS = ("probe[bp+ts, 100]", "probe[rand+bp+ts, 100]")
 
 
+#: Every row's encoder readout, the default when the rows began (non-overlapping patches).
+ROWS_READOUT = {"patch_stride_seconds": 1.0}
+
+
 def evaluate(
     names, csv, folder, methods, part="selection", tasks=None, load=None,
     references=REFERENCE_METHODS,
@@ -53,12 +57,13 @@ def evaluate(
             if blocks is None:
                 torch.manual_seed(0)
                 rand = PatchEncoder(sfreq=100.0, emb_dim=64, depth=4, n_heads=4, ff_dim=128)
-                every = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
+                every = ProbeRecipe(("encoder", "bandpower", "tangentspace"), **ROWS_READOUT)
                 raw = block_features(X, every, sfreq=sfreq, encoder=rand)[0]
                 blocks = {"rand": raw["encoder"], "bp": raw["bandpower"], "ts": raw["tangentspace"]}
             if name != "reference":
                 encoder = load_encoder(folder(name))
-                enc = block_features(X, ProbeRecipe(("encoder",)), sfreq=sfreq, encoder=encoder)
+                recipe = ProbeRecipe(("encoder",), **ROWS_READOUT)
+                enc = block_features(X, recipe, sfreq=sfreq, encoder=encoder)
                 blocks["enc"] = enc[0]["encoder"]
             rows = probe_rows(name, task, blocks, y, units, pool, scored, {m: m for m in wanted})
             append_rows(csv, rows)
