@@ -12,7 +12,8 @@ the other PEFT adapters, full fine-tuning). This module gives it what it needs:
 
 - :class:`PARSBackbone`: the braindecode model, every channel through one
   :class:`~braindecode_pars.PatchEncoder` and a ``final_layer`` over the flattened
-  channel embeddings (the features of :class:`~braindecode_pars.features.EncoderFeatures`);
+  channel embeddings (the features of :class:`~braindecode_pars.features.EncoderFeatures`
+  over non-overlapping patches);
 - :func:`save_checkpoint`: an encoder's weights under :class:`PARSBackbone`'s keys, the
   file OpenEEG-Bench's ``checkpoint_path`` (or a ``file://`` ``checkpoint_url``) reads;
 - :func:`benchmark_kwargs` and :func:`pretrained_backbone`: the arguments of
@@ -61,7 +62,9 @@ class PARSBackbone(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     spatial tokens of :class:`~braindecode_pars.MultiChannelClassifier`); the
     ``n_chans * emb_dim`` embeddings, flattened channel by channel, go through
     ``final_layer``, a linear layer. Without that layer the model gives exactly the
-    features of :class:`~braindecode_pars.features.EncoderFeatures`.
+    features of :class:`~braindecode_pars.features.EncoderFeatures` with
+    ``readout="mean"`` and ``patch_stride_seconds`` the patch length (non-overlapping
+    patches, as fine-tuning reads them).
 
     Unlike :class:`~braindecode_pars.MultiChannelClassifier`, whose spatial
     cross-attention and channel embeddings are trained in fine-tuning, every

@@ -98,9 +98,11 @@ def test_oeb_builds_the_model_and_loads_the_checkpoint(checkpoint):
 
 def test_features_equal_the_librarys_encoder_features(windows):
     """Without final_layer (OpenEEG-Bench's ridge probe flattens instead) the model gives
-    the features of the library's EncoderFeatures on the same windows."""
+    the features of the library's EncoderFeatures over non-overlapping patches."""
     X = windows_array(windows)[:16]
-    expected = EncoderFeatures(DEFAULT_ENCODER, sfreq=SFREQ, readout="mean").fit_transform(X)
+    expected = EncoderFeatures(
+        DEFAULT_ENCODER, sfreq=SFREQ, readout="mean", patch_stride_seconds=1.0
+    ).fit_transform(X)  # non-overlapping patches, as the backbone's forward reads them
     model = PARSBackbone(n_outputs=2, n_chans=3, n_times=400, sfreq=SFREQ).eval()
     FlattenHead().apply(model, 2, "final_layer")
     with torch.no_grad():

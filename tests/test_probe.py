@@ -53,7 +53,9 @@ def test_block_scaler_total_variance_is_one_and_inverts():
 def test_encoder_features_equal_a_channel_by_channel_loop():
     encoder = small_encoder()
     X = np.random.default_rng(1).standard_normal((7, 3, 300)).astype(np.float32)
-    features = EncoderFeatures(encoder, sfreq=100, batch_size=3, readout="mean").fit_transform(X)
+    features = EncoderFeatures(
+        encoder, sfreq=100, batch_size=3, readout="mean", patch_stride_seconds=1.0
+    ).fit_transform(X)  # non-overlapping patches: the encoder's forward
     encoder.eval()
     with torch.no_grad():
         expected = np.concatenate(
@@ -78,7 +80,9 @@ def test_encoder_features_resample_windows_at_another_rate_to_the_encoders():
 
     encoder = small_encoder()  # 100 Hz
     X = np.random.default_rng(4).standard_normal((5, 2, 320)).astype(np.float32)  # 160 Hz
-    step = EncoderFeatures(encoder, sfreq=160, batch_size=2, readout="mean")
+    step = EncoderFeatures(
+        encoder, sfreq=160, batch_size=2, readout="mean", patch_stride_seconds=1.0
+    )
     features = step.fit_transform(X)
     assert step.resample_ and step.sfreq_ == 160
     # reference: MNE's resampling of each window, then the channel-by-channel loop
@@ -448,11 +452,12 @@ def test_encoder_features_readouts_equal_numpy_of_the_tokens():
     encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=3, n_heads=2, ff_dim=32)
     X = np.random.default_rng(5).standard_normal((5, 2, 430)).astype(np.float32)
     by_channel = [_tokens_by_hand(encoder, X[:, [c]]) for c in range(2)]
-    mean = EncoderFeatures(encoder, sfreq=100, readout="mean").fit_transform(X)
+    one = {"patch_stride_seconds": 1.0}  # the patches _tokens_by_hand cuts
+    mean = EncoderFeatures(encoder, sfreq=100, readout="mean", **one).fit_transform(X)
     expected = np.concatenate([b[-1].mean(axis=1) for b in by_channel], axis=1)
     np.testing.assert_allclose(mean, expected, rtol=1e-4, atol=1e-5)
 
-    step = EncoderFeatures(encoder, sfreq=100, batch_size=2)  # the default: mean+std
+    step = EncoderFeatures(encoder, sfreq=100, batch_size=2, **one)  # the default: mean+std
     both = step.fit_transform(X)
     expected = np.concatenate(
         [np.concatenate([b[-1].mean(axis=1), b[-1].std(axis=1)], axis=1) for b in by_channel],
@@ -461,7 +466,7 @@ def test_encoder_features_readouts_equal_numpy_of_the_tokens():
     assert both.shape == (5, step.n_features_out_) == (5, 2 * 2 * 16)
     np.testing.assert_allclose(both, expected, rtol=1e-4, atol=1e-5)
 
-    step = EncoderFeatures(encoder, sfreq=100, readout="blocks")
+    step = EncoderFeatures(encoder, sfreq=100, readout="blocks", **one)
     blocks = step.fit_transform(X)
     expected = np.concatenate(
         [np.concatenate([t.mean(axis=1) for t in b], axis=1) for b in by_channel], axis=1
@@ -477,6 +482,7 @@ def test_encoder_features_crops_keep_positions_in_range():
     encoder = small_encoder(6)
     rng = np.random.default_rng(7)
     X = rng.standard_normal((4, 2, 1000)).astype(np.float32)
+    one = {"patch_stride_seconds": 1.0}  # the patches _tokens_by_hand cuts
     for readout in ("mean", "mean+std", "blocks"):
         plain = EncoderFeatures(encoder, sfreq=100, readout=readout).fit_transform(X)
         # a window of exactly one crop, or shorter: the same features
@@ -493,7 +499,7 @@ def test_encoder_features_crops_keep_positions_in_range():
         axis=1,
     )
     assert tokens.shape[1] == 25
-    step = EncoderFeatures(encoder, sfreq=100, readout="mean+std", crop_seconds=10)
+    step = EncoderFeatures(encoder, sfreq=100, readout="mean+std", crop_seconds=10, **one)
     np.testing.assert_allclose(
         step.fit_transform(long),
         np.concatenate([tokens.mean(axis=1), tokens.std(axis=1)], axis=1),
@@ -501,7 +507,7 @@ def test_encoder_features_crops_keep_positions_in_range():
         atol=1e-5,
     )
     # without crops the positions run to 24 and the features differ
-    plain = EncoderFeatures(encoder, sfreq=100, readout="mean+std").fit_transform(long)
+    plain = EncoderFeatures(encoder, sfreq=100, readout="mean+std", **one).fit_transform(long)
     assert not np.allclose(plain, step.transform(long), atol=1e-3)
 
 

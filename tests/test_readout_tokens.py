@@ -44,18 +44,22 @@ def _by_channel(X, read):
 # -- positions withheld ----------------------------------------------------------------
 def test_positions_withheld_equal_the_encoder_with_every_position_masked():
     encoder, X = _encoder(), _windows()
-    withheld = EncoderFeatures(encoder, sfreq=SFREQ, pos_mask_ratio=1.0).fit_transform(X)
+    withheld = EncoderFeatures(
+        encoder, sfreq=SFREQ, patch_stride_seconds=1.0, pos_mask_ratio=1.0
+    ).fit_transform(X)
 
     def by_hand(x):
         pos_mask = torch.ones(len(x), 4, dtype=torch.bool)  # 4 one-second patches
         return _mean_std(encoder(x, pos_mask=pos_mask).numpy())
 
     np.testing.assert_allclose(withheld, _by_channel(X, by_hand), rtol=1e-4, atol=1e-5)
-    # the positions change the features: the default reads them
-    default = EncoderFeatures(encoder, sfreq=SFREQ).fit_transform(X)
+    # the positions change the features: the default ratio reads them
+    default = EncoderFeatures(encoder, sfreq=SFREQ, patch_stride_seconds=1.0).fit_transform(X)
     assert not np.allclose(default, withheld, atol=1e-3)
     # every block's tokens too, through the final LayerNorm ("blocks")
-    blocks = EncoderFeatures(encoder, sfreq=SFREQ, readout="blocks", pos_mask_ratio=1.0)
+    blocks = EncoderFeatures(
+        encoder, sfreq=SFREQ, readout="blocks", patch_stride_seconds=1.0, pos_mask_ratio=1.0
+    )
 
     def blocks_by_hand(x):
         starts = torch.arange(0, 301, 100)
@@ -77,7 +81,9 @@ def test_a_share_of_positions_withheld_is_one_draw_for_every_window():
     equal the encoder's with exactly one of the 5 masks of 4 tokens, and a window's
     features do not depend on the other windows of the call."""
     encoder, X = _encoder(seed=1), _windows(n_windows=5, seconds=5, seed=1)
-    step = EncoderFeatures(encoder, sfreq=SFREQ, pos_mask_ratio=0.8, batch_size=2)
+    step = EncoderFeatures(
+        encoder, sfreq=SFREQ, patch_stride_seconds=1.0, pos_mask_ratio=0.8, batch_size=2
+    )
     features = step.fit_transform(X)
     matches = []
     for masked in itertools.combinations(range(5), 4):
@@ -88,7 +94,9 @@ def test_a_share_of_positions_withheld_is_one_draw_for_every_window():
             matches.append(masked)
     assert len(matches) == 1
     np.testing.assert_allclose(step.transform(X[3:4]), features[3:4], rtol=1e-5, atol=1e-6)
-    again = EncoderFeatures(encoder, sfreq=SFREQ, pos_mask_ratio=0.8).fit_transform(X)
+    again = EncoderFeatures(
+        encoder, sfreq=SFREQ, patch_stride_seconds=1.0, pos_mask_ratio=0.8
+    ).fit_transform(X)
     np.testing.assert_array_equal(again, features)
 
 
@@ -123,13 +131,15 @@ def test_a_half_patch_stride_reads_2n_minus_1_tokens_every_half_second(seconds):
     np.testing.assert_array_equal(np.diff(starts) / SFREQ, 0.5)
     expected = _by_channel(X, lambda x: _mean_std(_naive_tokens(encoder, x, 50)[1].numpy()))
     np.testing.assert_allclose(features, expected, rtol=1e-4, atol=1e-5)
-    # the default stride is the patch: n tokens, one a second, today's readout
+    # the default stride is half the patch (the patch-density rule's choice): the same
     default = EncoderFeatures(encoder, sfreq=SFREQ).fit(X)
+    assert (default.stride_, default.n_tokens_) == (50, 2 * seconds - 1)
+    np.testing.assert_array_equal(default.transform(X), features)
+    # a one-patch stride: n tokens, one a second, non-overlapping as fine-tuning reads them
+    one = EncoderFeatures(encoder, sfreq=SFREQ, patch_stride_seconds=1.0).fit(X)
     by_loop = _by_channel(X, lambda x: _mean_std(_naive_tokens(encoder, x, 100)[1].numpy()))
-    assert default.n_tokens_ == seconds
-    np.testing.assert_allclose(default.transform(X), by_loop, rtol=1e-4, atol=1e-5)
-    one = EncoderFeatures(encoder, sfreq=SFREQ, patch_stride_seconds=1.0).fit_transform(X)
-    np.testing.assert_array_equal(one, default.transform(X))
+    assert one.n_tokens_ == seconds
+    np.testing.assert_allclose(one.transform(X), by_loop, rtol=1e-4, atol=1e-5)
 
 
 def test_stride_with_crops_and_every_block():

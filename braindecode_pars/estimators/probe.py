@@ -131,9 +131,11 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         whole windows.
     patch_stride_seconds : float | None
         The step between the encoder's patches
-        (:class:`~braindecode_pars.features.EncoderFeatures`); None (the default): the
-        patch length, non-overlapping patches; 0.5 with 1-s patches: overlapping
-        patches every 0.5 s, as PARS pretraining draws patches that overlap.
+        (:class:`~braindecode_pars.features.EncoderFeatures`); None (the default): half
+        the patch, overlapping patches every 0.5 s with the shipped encoders' 1-s
+        patches, as PARS pretraining draws patches that overlap (chosen on the selection
+        splits: ``benchmarks/results/patch_density.md``); the patch length (1.0):
+        non-overlapping patches.
     pos_mask_ratio : float
         The share of the encoder's tokens read with the position-mask token in place
         of their positional embedding, as PARS pretraining reads 80 % of its patches

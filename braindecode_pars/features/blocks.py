@@ -1,10 +1,10 @@
 """The probe's blocks of features, each a function of one window alone.
 
 - :class:`EncoderFeatures`: each channel of each window through a frozen single-channel
-  encoder (by default fixed 1-s patches on a one-patch stride, every one with its
-  positional embedding; overlapping patches and withheld positions, as PARS pretraining
-  draws them, on request), the mean and the standard deviation of its tokens over
-  patches by default;
+  encoder (by default 1-s patches every half patch, overlapping as PARS pretraining
+  draws them, every one with its positional embedding; withheld positions and other
+  strides on request), the mean and the standard deviation of its tokens over patches
+  by default;
 - :class:`BandPowerFeatures`: log mean power of each channel in frequency bands
   (Welch's method), which gives back the amplitude the encoder's instance normalisation
   removes;
@@ -112,11 +112,14 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     """Each channel's embedding by a frozen single-channel encoder.
 
     Every channel of every window goes through the encoder on its own. By default it
-    is cut into fixed patches (1 s for the shipped encoders) on a one-patch stride,
-    every patch with its positional embedding, as in fine-tuning; PARS pretraining
-    instead draws overlapping patches, 80 % of them with the position-mask token in
-    place of their positional embedding, and ``patch_stride_seconds`` and
-    ``pos_mask_ratio`` read the tokens that way. Nothing is trained: ``fit`` loads and
+    is cut into patches (1 s for the shipped encoders) starting every half patch, each
+    with the positional embedding of its start: PARS pretraining draws patches that
+    overlap, and this readout scored above non-overlapping patches on the development
+    tasks' selection splits, by the rule of ``benchmarks/results/patch_density.md``
+    (:ref:`patch-density`). ``patch_stride_seconds`` sets another stride (the patch
+    length: non-overlapping patches, as fine-tuning reads them), and
+    ``pos_mask_ratio`` withholds positions, as pretraining does for 80 % of its
+    patches. Nothing is trained: ``fit`` loads and
     checks the encoder, ``transform`` computes the features, under ``torch.no_grad`` in
     float32.
 
@@ -149,11 +152,13 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         shorter), each normalised and encoded on its own, ``readout`` taken over the
         tokens of all the crops together.
     patch_stride_seconds : float | None
-        The step between consecutive patches' starts. None (the default): the patch
-        length, non-overlapping patches. Shorter: overlapping patches, e.g. 0.5 with
-        1-s patches reads ``2 n - 1`` tokens from a window (or crop) of ``n`` seconds,
-        starting every 0.5 s, each with the positional embedding of its start (in patch
-        units: 0, 0.5, 1, ...), as PARS's uniform draws start anywhere. It must lie in
+        The step between consecutive patches' starts. None (the default): half the
+        encoder's patch (in whole samples), 0.5 s for the shipped encoders' 1-s patches:
+        ``2 n - 1`` tokens from a window (or crop) of ``n`` seconds, starting every 0.5 s,
+        each with the positional embedding of its start (in patch units: 0, 0.5, 1,
+        ...), as PARS's uniform draws start anywhere. The patch length (1.0 for the
+        shipped encoders): non-overlapping patches, the default before the
+        patch-density decision (:doc:`changelog`), with half the tokens to compute. It must lie in
         ``(0, patch_seconds]`` and be a whole number of samples at the encoder's rate.
     pos_mask_ratio : float
         The share of each window's (each crop's) tokens whose positional embedding is
@@ -256,7 +261,7 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         """The patch stride in samples at the encoder's ``rate``, checked against its patch."""
         patch = self.encoder_.patch_size
         if self.patch_stride_seconds is None:
-            return patch
+            return max(1, patch // 2)
         stride = self.patch_stride_seconds * rate
         if abs(stride - round(stride)) > 1e-6 or not 1 <= round(stride) <= patch:
             raise ValueError(

@@ -237,7 +237,8 @@ class ProbeRecipe:
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`).
     patch_stride_seconds : float | None
-        The step between the encoder's patches (None: the patch length, no overlap).
+        The step between the encoder's patches (None: half the patch; the patch
+        length: no overlap).
     pos_mask_ratio : float
         The share of the encoder's tokens read without their position (0: none).
 

@@ -200,8 +200,10 @@ def subject_probe(features, groups, recordings=None, C=1.0):
 
 def _encoder_features(encoder, X, batch_size=8, device=None):
     """Each channel's tokens through ``encoder``, their mean and standard deviation over
-    patches: the features of :class:`~braindecode_pars.features.EncoderFeatures` (its
-    default ``readout="mean+std"``), without its checks and resampling.
+    patches: the features of :class:`~braindecode_pars.features.EncoderFeatures` with its
+    default ``readout="mean+std"`` on non-overlapping patches
+    (``patch_stride_seconds`` the patch length: half its default's tokens, cheap enough
+    to run at every report), without its checks and resampling.
 
     Parameters
     ----------

@@ -99,7 +99,9 @@ def test_encoder_features_are_those_of_encoder_features():
     encoder = PatchEncoder(sfreq=SFREQ, **TINY)
     X = np.random.default_rng(0).standard_normal((5, 3, N_TIMES)).astype(np.float32)
     ours = _encoder_features(encoder, X, batch_size=2)
-    theirs = EncoderFeatures(encoder, sfreq=SFREQ, batch_size=2).fit_transform(X)
+    theirs = EncoderFeatures(
+        encoder, sfreq=SFREQ, batch_size=2, patch_stride_seconds=1.0
+    ).fit_transform(X)  # the monitor reads non-overlapping patches
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)
     assert encoder.training  # the mode it had
 
@@ -143,7 +145,7 @@ def by_hand(encoder, X, y, groups):
     """The label probe (leave one subject out, predictions pooled) and the subject probe
     (first half of each subject's windows against the second), written out with
     scikit-learn on the features of EncoderFeatures."""
-    features = EncoderFeatures(encoder, sfreq=SFREQ).fit_transform(X)
+    features = EncoderFeatures(encoder, sfreq=SFREQ, patch_stride_seconds=1.0).fit_transform(X)
 
     def probe():
         return make_pipeline(
