@@ -552,24 +552,26 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             settings.pos_mask_ratio,
         )  # fmt: skip
         given = "given" if self.n_patches is not None else "n_patches=None"
+        whose = "the paper's" if self.preset == "paper" else "the default"
 
         def pct(share):
             return f"{100 * share:.1f} %"
 
         warnings.warn(
             f"PARS draws {n} patches of {patch_seconds:g} s ({given}) from each "
-            f"{seconds:g}-s pretraining crop, {n / seconds:.2f} per second (the default "
+            f"{seconds:g}-s pretraining crop, {n / seconds:.2f} per second ({whose} "
             f"density, {density:.2f} per second, was chosen on {reference:g}-s crops). In a "
             f"seeded draw at this crop ({here['n_draws']} draws, seed 0), "
             f"{pct(here['shared_pairs'])} of the pairs of position-masked patches share "
             f"samples and the patches of {pct(here['chained'])} of the crops chain end to "
             f"end by shared samples ({pct(default['shared_pairs'])} and "
-            f"{pct(default['chained'])} with the default's {n_default} patches in "
+            f"{pct(default['chained'])} with {whose} {n_default} patches in "
             f"{reference:g}-s crops): a shift can then be read by aligning samples instead "
             f"of learned from the EEG. Pretrain on crops of {reference:g} s or more "
             "(window_seconds; the windows of X must be as long: cut longer windows, or "
             "windows of continuous recordings, and give the fitted encoder_ to the "
-            "classifier), or draw fewer patches (n_patches).",
+            "classifier). Fewer patches (n_patches) chain less often, but the share of "
+            "pairs that share samples is set by the crop's length, not by their number.",
             UserWarning,
             stacklevel=4,  # the caller of fit, past its thread decorator
         )
