@@ -303,7 +303,7 @@ def test_defaults_are_constructible_and_documented():
     params = PARSClassifier().get_params()
     assert params["encoder"] == "default" and params["head"] is None
     pretrainer = PARSPretrainer().get_params()
-    assert (pretrainer["n_patches"], pretrainer["pos_mask_ratio"]) == (40, 0.8)
+    assert (pretrainer["n_patches"], pretrainer["pos_mask_ratio"]) == (None, 0.8)  # scaled
     sizes = [pretrainer[k] for k in ("emb_dim", "depth", "n_heads", "ff_dim")]
     assert sizes == [64, 4, 4, 128]  # the small size
     head = PARSFineTuner().get_params()

@@ -1,6 +1,9 @@
-"""PARSPretrainer's precision and compilation, and the batches its steps train on."""
+"""PARSPretrainer's precision and compilation, the batches its steps train on, and the
+patches PARS draws per crop."""
 
 import logging
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -141,3 +144,127 @@ def test_run_pretraining_takes_the_batches_and_the_operator_and_refuses_others()
         run_pretraining(view, batches="gpu", **small)
     with pytest.raises(ValueError, match=r"'decoder_kernel' parameter.*but got 'triton'"):
         run_pretraining(view, decoder_kernel="triton", **small)
+
+
+# -- n_patches: scaled with the crop, and the overlap of short or dense draws -------------
+def _overlap_warnings(record):
+    return [str(w.message) for w in record if "PARS draws" in str(w.message)]
+
+
+def _fit_recording_runs(monkeypatch, X, **settings):
+    """Fit, recording the patches of each run's model and of its record (what a resumed
+    run checks and the model card states); the warnings raised."""
+    from braindecode_pars.pretraining import PretrainNet
+
+    runs, initialize = [], PretrainNet.initialize_module
+
+    def recording(self):
+        initialize(self)
+        runs.append((getattr(self.pretext_, "n_patches", None), self.run_config().get("n_patches")))
+        return self
+
+    monkeypatch.setattr(PretrainNet, "initialize_module", recording)
+    stage = PARSPretrainer(**{**SMALL, "max_epochs": 1, "window_seconds": None,
+                              "n_patches": None, **settings})  # fmt: skip
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        stage.fit(X)
+    return stage, runs, _overlap_warnings(record)
+
+
+def _naive_overlap(starts, masked_idx, patch_size):
+    """The share of position-masked pairs that share samples and of crops whose sorted
+    patches chain, by plain loops."""
+    shared = pairs = chained = 0
+    for row, masked in zip(starts.tolist(), masked_idx.tolist(), strict=True):
+        chosen = [row[i] for i in masked]
+        for j in range(len(chosen)):
+            for k in range(j + 1, len(chosen)):
+                pairs += 1
+                shared += abs(chosen[j] - chosen[k]) < patch_size
+        ordered = sorted(row)
+        chained += all(ordered[i + 1] - ordered[i] < patch_size for i in range(len(row) - 1))
+    return 100 * shared / pairs, 100 * chained / len(starts)
+
+
+def test_n_patches_none_scales_with_4_s_windows_and_warns_with_the_overlap_of_its_draw(
+    monkeypatch,
+):
+    from braindecode_pars import PARS
+    from braindecode_pars.pretraining.config import DEFAULT_CROP_SECONDS, PATCHES_PER_SECOND
+
+    X = _windows(16)[:, :, :400]  # 4-s windows at 100 Hz: 4-s crops
+    stage, runs, said = _fit_recording_runs(monkeypatch, X)
+    expected = round(PATCHES_PER_SECOND * 4)
+    assert stage.n_crop_ == 400 and stage.n_patches_ == expected
+    assert runs == [(expected, expected)]
+    assert len(said) == 1, said
+    (text,) = said
+    assert f"{expected} patches of 1 s (n_patches=None) from each 4-s pretraining crop" in text
+    assert f"chosen on {DEFAULT_CROP_SECONDS:g}-s crops" in text
+    assert "window_seconds" in text and "continuous recordings" in text
+    found = re.search(
+        r"\((\d+) draws, seed 0\), ([\d.]+) % of the pairs of position-masked patches share "
+        r"samples and the patches of ([\d.]+) % of the crops chain",
+        text,
+    )
+    assert found, text
+    n_draws, shared, chained = int(found[1]), float(found[2]), float(found[3])
+    # the same seeded draw, counted by hand
+    model = PARS(n_times=400, sfreq=100, n_patches=expected, emb_dim=8, depth=1, n_heads=1,
+                 ff_dim=8)  # fmt: skip
+    draws = model.draw(n_draws, "cpu", torch.Generator().manual_seed(0))
+    naive = _naive_overlap(draws["starts"], draws["masked_idx"], 100)
+    assert (shared, chained) == pytest.approx(naive, abs=0.051)
+    assert shared > 40 and chained > 90  # 4 patches per second in 4 s: most crops chain
+
+
+def test_n_patches_none_gives_the_default_in_10_s_crops_and_no_warning(monkeypatch):
+    from braindecode_pars.pretraining.config import DEFAULT_CROP_SECONDS, PATCHES_PER_SECOND
+
+    X = np.random.default_rng(0).standard_normal((8, 1, 1200)).astype(np.float32)
+    stage, runs, said = _fit_recording_runs(monkeypatch, X)
+    expected = round(PATCHES_PER_SECOND * DEFAULT_CROP_SECONDS)
+    assert expected == 40 and stage.n_crop_ == 1000 and stage.n_patches_ == expected
+    assert runs == [(expected, expected)] and said == []
+
+
+def test_an_explicit_n_patches_is_taken_as_given_and_warned_about_only_when_denser(
+    monkeypatch,
+):
+    X = _windows(16)[:, :, :400]
+    stage, runs, said = _fit_recording_runs(monkeypatch, X, n_patches=6)
+    assert stage.n_patches_ == 6 and runs == [(6, 6)] and said == []  # 1.5 per second
+    stage, runs, said = _fit_recording_runs(monkeypatch, X, n_patches=40)
+    assert stage.n_patches_ == 40 and runs[-1] == (40, 40)
+    assert len(said) == 1 and "40 patches of 1 s (given)" in said[0]
+    assert "10.00 per second" in said[0], said[0]
+    stage, runs, said = _fit_recording_runs(monkeypatch, X, method="mae")
+    assert stage.n_patches_ is None and runs[-1] == (None, None) and said == []  # PARS's
+
+
+def test_the_paper_preset_scales_n_patches_at_the_papers_40_per_30_s():
+    from braindecode_pars.pretraining.config import PAPER
+
+    paper = PARSPretrainer(preset="paper")
+    assert paper.pretrain_config().n_patches == PAPER.n_patches == 40  # 30-s crops
+    assert paper.pretrain_config(crop_seconds=30.0).n_patches == 40
+    assert paper.pretrain_config(crop_seconds=15.0).n_patches == 20
+    assert PARSPretrainer(preset="paper", n_patches=12).pretrain_config().n_patches == 12
+
+
+@pytest.mark.parametrize("value, settings, allowed", [
+    (1, {}, r"None \(scaled with the pretraining crop\) or an int >= 2 "),
+    (2, {"pos_mask_ratio": 0.5}, r"an int >= 3 \(PARS needs 2 position-masked .*=0.5\)"),
+    (0, {"method": "mae"}, r"an int >= 1,"),
+    (12.0, {}, r"an int >= 2"),
+    ("40", {}, r"an int >= 2"),
+])  # fmt: skip
+def test_an_n_patches_pars_cannot_take_is_refused_before_the_windows_are_read(
+    value, settings, allowed
+):
+    bad = PARSPretrainer(**dict(SMALL, n_patches=value, **settings))
+    with pytest.raises(ValueError, match=rf"'n_patches' parameter. Allowed values are .*{allowed}"):
+        bad.fit(np.zeros((2, 2, 3)))  # refused before the windows are read
+    with pytest.raises(ValueError, match=rf"but got {re.escape(repr(value))} instead"):
+        bad.check_params()

@@ -129,6 +129,23 @@ def check_heads(name, n_heads, emb_dim):
     return n_heads
 
 
+def fewest_patches(pos_mask_ratio):
+    """The fewest patches PARS takes at ``pos_mask_ratio``: at least 2, and enough that
+    :func:`check_position_masking` finds 2 position-masked ones (with
+    ``pos_mask_ratio=1`` none keeps its position, which PARS allows).
+
+    Examples
+    --------
+    >>> fewest_patches(0.8), fewest_patches(0.5), fewest_patches(0.1)
+    (2, 3, 15)
+    """
+    check_range("pos_mask_ratio", pos_mask_ratio, 0, 1, low_open=True)
+    n = max(2, int(1.5 / pos_mask_ratio))  # round(r * n) >= 2 needs r * n >= 1.5
+    while int(round(pos_mask_ratio * n)) < 2:
+        n += 1
+    return n
+
+
 def check_position_masking(n_patches, pos_mask_ratio):
     """The number of PARS's position-masked patches, ``round(pos_mask_ratio *
     n_patches)``, refused below 2 (a pair needs two): the one check of it, made by

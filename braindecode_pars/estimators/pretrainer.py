@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import logging
+import numbers
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +13,12 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback
 
-from braindecode_pars._util.checks import check_device, check_heads, check_option
+from braindecode_pars._util.checks import (
+    check_device,
+    check_heads,
+    check_option,
+    fewest_patches,
+)
 from braindecode_pars._util.logs import verbose_logging
 from braindecode_pars._util.params import store_params
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
@@ -27,7 +34,13 @@ from braindecode_pars.io.windows import Windows, read_windows, windows_info
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
-from braindecode_pars.pretraining.config import COMPILE_MODES, PretrainConfig
+from braindecode_pars.pretraining.config import (
+    COMPILE_MODES,
+    DEFAULT_CROP_SECONDS,
+    PAPER,
+    PATCHES_PER_SECOND,
+    PretrainConfig,
+)
 from braindecode_pars.pretraining.net import BATCHES
 from braindecode_pars.pretraining.stopping import TrainingStopped, resolve_stop_signals
 from braindecode_pars.pretraining.views import SingleChannelWindows
@@ -47,6 +60,30 @@ def _as_sources(X_unlabeled):
         len(X_unlabeled) > 0 and isinstance(X_unlabeled[0], tuple)
     )
     return [X_unlabeled] if one else list(X_unlabeled)
+
+
+#: The pairs of position-masked patches, over all draws, that :func:`_draw_overlap`
+#: compares at most (its memory), and its most and fewest draws.
+_OVERLAP_PAIRS, _OVERLAP_DRAWS = 2**22, (16, 1024)
+
+
+def _draw_overlap(n_crop, sfreq, patch_seconds, n_patches, pos_mask_ratio):
+    """:func:`~braindecode_pars.models.pretext.patch_overlap` of PARS's own random draws
+    (:meth:`~braindecode_pars.PARS.sample_patches`, seed 0) in a crop of ``n_crop``
+    samples, with ``n_draws``, their number (fewer for many patches)."""
+    import torch
+
+    from braindecode_pars.models.pretext import PARS
+
+    tiny = dict(emb_dim=8, depth=1, n_heads=1, ff_dim=8)  # only the draw is read
+    model = PARS(
+        n_times=n_crop, sfreq=sfreq, patch_seconds=patch_seconds, n_patches=n_patches,
+        pos_mask_ratio=pos_mask_ratio, **tiny,
+    )  # fmt: skip
+    fewest, most = _OVERLAP_DRAWS
+    n_draws = min(most, max(fewest, _OVERLAP_PAIRS // model.n_masked**2))
+    stats = model.overlap_statistics(n_draws, generator=torch.Generator().manual_seed(0))
+    return {**stats, "n_draws": n_draws}
 
 
 class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
@@ -95,9 +132,20 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     unit : {"uV", "V"}
         The unit of ``X`` that an amplitude-aware normalisation reads (microvolts: what
         the package's readers and braindecode's estimators give).
-    n_patches, pos_mask_ratio
-        PARS's patches per crop and share of them without a position (paper: 40,
-        0.8); ``pos_mask_ratio`` is also DropPos's ``gamma_pos``.
+    n_patches : int | None
+        PARS's patches per crop. None: scaled with the crop at the default density,
+        ``round(PATCHES_PER_SECOND * crop seconds)``
+        (:data:`~braindecode_pars.pretraining.config.PATCHES_PER_SECOND`, 4 per second:
+        40 in the default 10-s crops, 16 in 4-s windows), and with ``preset="paper"`` at
+        the paper's 40 per 30-s crop; never fewer than PARS needs (2 position-masked
+        patches at ``pos_mask_ratio``). An int is taken as given. The number in force is
+        ``n_patches_``. Patches drawn from crops shorter than 10 s, or more densely than
+        the default, share samples so often that a shift can be read by aligning them:
+        ``fit`` then warns with the overlap statistics of the draw
+        (:func:`~braindecode_pars.models.pretext.patch_overlap`).
+    pos_mask_ratio : float
+        PARS's share of patches without a position (paper: 0.8); also DropPos's
+        ``gamma_pos``.
     mask_ratio : float
         Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
     decoder_heads : int
@@ -191,6 +239,9 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     sfreq_ : float
     n_crop_ : int | None
         Samples per pretraining crop (None without pretraining).
+    n_patches_ : int | None
+        PARS's patches per crop in force: ``n_patches``, or with None the number scaled
+        with the crop (None without PARS pretraining); the run's record states it.
     """
 
     # under metadata routing, groups reach fit (the held-out subjects of the pretext
@@ -212,7 +263,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         eps=1e-5,
         normalization="window",
         unit="uV",
-        n_patches=40,
+        n_patches=None,
         pos_mask_ratio=0.8,
         mask_ratio=0.75,
         decoder_heads=8,
@@ -310,27 +361,74 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
     def _pretrains(self):
         return self.max_epochs != 0
 
-    def pretrain_config(self):
+    def pretrain_config(self, crop_seconds=None):
         """The pretext and optimisation settings in force, checked: the parameters, or
         with ``preset="paper"`` the paper's optimisation
         (:data:`~braindecode_pars.pretraining.config.PAPER`) in place of theirs.
+
+        Parameters
+        ----------
+        crop_seconds : float | None
+            The length of the pretraining crops, which ``n_patches=None`` scales with;
+            None: the crops the parameters give before the windows are seen
+            (``window_seconds``, 30 s with ``preset="paper"``, else 10 s).
 
         Returns
         -------
         config : PretrainConfig
         """
-        config = PretrainConfig.of(self)
-        if self.preset != "paper":
-            return config
-        config = config.with_paper_optimisation()  # the epochs given stay
-        return config if self.max_epochs is None else config.replace(max_epochs=self.max_epochs)
+        self._check_n_patches()
+        n_patches = self.n_patches
+        if n_patches is None:  # the settings are checked with the fewest, then scaled
+            n_patches = fewest_patches(self.pos_mask_ratio) if self._pars() else 1
+        config = PretrainConfig.of(self, n_patches=n_patches)
+        if self.preset == "paper":
+            config = config.with_paper_optimisation()  # the epochs given stay
+            if self.max_epochs is not None:
+                config = config.replace(max_epochs=self.max_epochs)
+        if self.n_patches is None:
+            seconds = crop_seconds or config.window_seconds or DEFAULT_CROP_SECONDS
+            config = config.with_patches_for(seconds, self._patch_density()[0])
+        return config
+
+    def _pars(self):
+        """Whether the fit pretrains with PARS (the one method that reads
+        ``n_patches``)."""
+        return self.method == "pars" and self._pretrains()
+
+    def _patch_density(self):
+        """The density ``n_patches=None`` scales with, in patches per second, and the
+        crop length it was chosen on: the package's (``PATCHES_PER_SECOND`` on 10-s
+        crops), or with ``preset="paper"`` the paper's (40 per 30-s crop)."""
+        if self.preset == "paper":
+            return PAPER.n_patches / PAPER.window_seconds, PAPER.window_seconds
+        return PATCHES_PER_SECOND, DEFAULT_CROP_SECONDS
+
+    def _check_n_patches(self):
+        """``n_patches`` is None or an int PARS can pretrain with, refused before any
+        work naming what is allowed."""
+        value = self.n_patches
+        low, why = 1, ""
+        if self._pars():
+            low = fewest_patches(self.pos_mask_ratio)  # checks pos_mask_ratio first
+            why = f" (PARS needs 2 position-masked patches at pos_mask_ratio={self.pos_mask_ratio})"
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(
+                "Invalid value for the 'n_patches' parameter. Allowed values are None "
+                f"(scaled with the pretraining crop) or an int >= {low}{why}, but got "
+                f"{value!r} instead."
+            )
 
     def _crop(self, sfreq, patch, lengths):
         """Samples per pretraining crop, checked against the shortest windows of each
         source (``lengths``: name -> samples)."""
         window = self.pretrain_config().window_seconds
-        n_crop = min(lengths["X"], int(round(10.0 * sfreq)))
-        why = "10 s or the 'X' windows if shorter, as 'window_seconds' is None"
+        n_crop = min(lengths["X"], int(round(DEFAULT_CROP_SECONDS * sfreq)))
+        why = (
+            f"{DEFAULT_CROP_SECONDS:g} s or the 'X' windows if shorter, as 'window_seconds' is None"
+        )
         if window is not None:
             n_crop = int(round(window * sfreq))
             why = f"'window_seconds'={window}"
@@ -416,23 +514,69 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 n = self._source_length(unlabeled)
                 lengths["X_unlabeled"] = min(lengths.get("X_unlabeled", n), n)
             n_crop = self._crop(data.sfreq, patch, lengths)
+            settings = self.pretrain_config(n_crop / data.sfreq)
+            self._warn_patch_overlap(settings, n_crop, data.sfreq, config.patch_seconds)
         seed = fit_seed(self.random_state)
         with verbose_logging(self.verbose), isolated_random_state(seed, self.device):
             if sources is None:
                 encoder = initial
                 if encoder is None:
                     encoder = PatchEncoder(sfreq=data.sfreq, **config.encoder_kwargs())
-                history, self.n_crop_ = None, None
+                history, self.n_crop_, self.n_patches_ = None, None, None
             else:
-                encoder, history = self._pretrain(config, data, sources, n_crop, initial)
+                encoder, history = self._pretrain(config, settings, data, sources, n_crop, initial)
                 self.n_crop_ = n_crop
+                self.n_patches_ = settings.n_patches if self._pars() else None
         self.encoder_ = encoder.cpu().eval()
         self.history_ = history
         self.config_ = config
         self.sfreq_ = float(data.sfreq)
         return self
 
-    def _pretrain(self, config, data, sources, n_crop, initial=None):
+    def _warn_patch_overlap(self, settings, n_crop, sfreq, patch_seconds):
+        """Warn when PARS's patches are drawn from crops shorter than those its default
+        density was chosen on (at that density or more) or more densely than it, with
+        the overlap statistics of a seeded draw at this crop and at the default's."""
+        if not self._pars() or settings.sampling != "random":  # others never overlap
+            return
+        density, reference = self._patch_density()
+        n, seconds = settings.n_patches, n_crop / sfreq
+        as_dense = n >= settings.with_patches_for(seconds, density).n_patches
+        short = n_crop < int(round(reference * sfreq))
+        if not (n > density * seconds + 1e-9 or (short and as_dense)):
+            return
+        here = _draw_overlap(n_crop, sfreq, patch_seconds, n, settings.pos_mask_ratio)
+        n_default = settings.with_patches_for(reference, density).n_patches
+        default = _draw_overlap(
+            int(round(reference * sfreq)), sfreq, patch_seconds, n_default,
+            settings.pos_mask_ratio,
+        )  # fmt: skip
+        given = "given" if self.n_patches is not None else "n_patches=None"
+        whose = "the paper's" if self.preset == "paper" else "the default"
+
+        def pct(share):
+            return f"{100 * share:.1f} %"
+
+        warnings.warn(
+            f"PARS draws {n} patches of {patch_seconds:g} s ({given}) from each "
+            f"{seconds:g}-s pretraining crop, {n / seconds:.2f} per second ({whose} "
+            f"density, {density:.2f} per second, was chosen on {reference:g}-s crops). In a "
+            f"seeded draw at this crop ({here['n_draws']} draws, seed 0), "
+            f"{pct(here['shared_pairs'])} of the pairs of position-masked patches share "
+            f"samples and the patches of {pct(here['chained'])} of the crops chain end to "
+            f"end by shared samples ({pct(default['shared_pairs'])} and "
+            f"{pct(default['chained'])} with {whose} {n_default} patches in "
+            f"{reference:g}-s crops): a shift can then be read by aligning samples instead "
+            f"of learned from the EEG. Pretrain on crops of {reference:g} s or more "
+            "(window_seconds; the windows of X must be as long: cut longer windows, or "
+            "windows of continuous recordings, and give the fitted encoder_ to the "
+            "classifier). Fewer patches (n_patches) chain less often, but the share of "
+            "pairs that share samples is set by the crop's length, not by their number.",
+            UserWarning,
+            stacklevel=4,  # the caller of fit, past its thread decorator
+        )
+
+    def _pretrain(self, config, settings, data, sources, n_crop, initial=None):
         from braindecode_pars.pretraining import run_pretraining
 
         view = SingleChannelWindows(sources, n_times=n_crop)
@@ -441,7 +585,6 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             labelled = [f"group {g}" for g in np.asarray(data.groups)]
             rest = [f"window {r}" for r in view.index[len(labelled) :, 0]]
             view.split_groups = np.asarray(labelled + rest)
-        settings = self.pretrain_config()
         epochs = settings.max_epochs_for(view)
         folder = None if self.checkpoint_dir is None else Path(self.checkpoint_dir) / "pretrain"
         try:

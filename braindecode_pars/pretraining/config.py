@@ -18,9 +18,22 @@ from braindecode_pars._util.checks import (
     check_option,
     check_position_masking,
     check_range,
+    fewest_patches,
 )
 from braindecode_pars.pretraining._split import training_windows
 from braindecode_pars.pretraining.schedule import _epochs_for_steps
+
+#: The length of the package's pretraining crops, in seconds: the estimator's when the
+#: windows are at least this long (``window_seconds=None``), the command line's default.
+DEFAULT_CROP_SECONDS = 10.0
+
+#: PARS's patches per second of crop by default: the density of the default
+#: configuration (40 one-second patches per 10-s crop), configuration ``a`` of the rule in
+#: ``benchmarks/results/patch_density.md``, kept until that rule decides (a later commit
+#: may change this number; every default reads it: ``PretrainConfig``'s ``n_patches``,
+#: and the estimators' ``n_patches=None``, which scales with the crop).
+PATCHES_PER_SECOND = 4.0
+
 
 #: The pretext tasks, by the name ``method`` takes.
 _METHODS = ("pars", "mae", "mp3", "droppos")
@@ -45,7 +58,8 @@ class PretrainConfig:
         The pretext task.
     n_patches, pos_mask_ratio
         PARS's patches per crop and share of them without a position (paper: 40, 0.8);
-        ``pos_mask_ratio`` is also DropPos's ``gamma_pos``.
+        ``pos_mask_ratio`` is also DropPos's ``gamma_pos``. The default ``n_patches`` is
+        :data:`PATCHES_PER_SECOND` in a crop of :data:`DEFAULT_CROP_SECONDS` (40).
     mask_ratio : float
         Share of patches removed (MAE, DropPos) or hidden from keys and values (MP3).
     decoder_heads : int
@@ -66,7 +80,7 @@ class PretrainConfig:
     """
 
     method: str = "pars"
-    n_patches: int = 40
+    n_patches: int = int(round(PATCHES_PER_SECOND * DEFAULT_CROP_SECONDS))
     pos_mask_ratio: float = 0.8
     mask_ratio: float = 0.75
     decoder_heads: int = 8
@@ -124,6 +138,21 @@ class PretrainConfig:
             max_epochs=PAPER.max_epochs, window_seconds=PAPER.window_seconds,
         )  # fmt: skip
 
+    def with_patches_for(self, crop_seconds, patches_per_second=PATCHES_PER_SECOND):
+        """A copy with PARS's ``n_patches`` scaled with a crop of ``crop_seconds``:
+        ``round(patches_per_second * crop_seconds)``, and never fewer than PARS takes at
+        ``pos_mask_ratio`` (2 position-masked patches).
+
+        Examples
+        --------
+        >>> config = PretrainConfig()
+        >>> [config.with_patches_for(s).n_patches for s in (10.0, 4.0, 0.2)]
+        [40, 16, 2]
+        """
+        check_range("crop_seconds", crop_seconds, 0, math.inf, low_open=True)
+        n_patches = int(round(patches_per_second * crop_seconds))
+        return self.replace(n_patches=max(fewest_patches(self.pos_mask_ratio), n_patches))
+
     def pretext_kwargs(self):
         """The keyword arguments of the pretext model ``method`` builds."""
         if self.method == "pars":
@@ -175,5 +204,6 @@ CONFIG_FILE_SETTINGS = (
 
 #: The paper's optimisation (section 2.5): AdamW at 1e-4 (weight decay 1e-4), batch 512,
 #: 1000 epochs of 30-s crops, for its corpus of 1.5 million windows; it learns nothing
-#: in a few thousand steps.
-PAPER = PretrainConfig(lr=1e-4, batch_size=512, max_epochs=1000, window_seconds=30.0)
+#: in a few thousand steps. Its 40 patches per 30-s crop are the density of the
+#: estimators' ``n_patches=None`` under ``preset="paper"``.
+PAPER = PretrainConfig(n_patches=40, lr=1e-4, batch_size=512, max_epochs=1000, window_seconds=30.0)
