@@ -40,6 +40,7 @@ MOVED = [
         "braindecode_pars.features._baselines",
         id="features.baselines",
     ),
+    pytest.param("braindecode_pars.io.labelled", "braindecode_pars.io._labelled", id="io.labelled"),
 ]
 
 
