@@ -41,6 +41,11 @@ MOVED = [
         id="features.baselines",
     ),
     pytest.param("braindecode_pars.io.labelled", "braindecode_pars.io._labelled", id="io.labelled"),
+    pytest.param(
+        "braindecode_pars.pretraining.views",
+        "braindecode_pars.pretraining._views",
+        id="pretraining.views",
+    ),
 ]
 
 

@@ -29,6 +29,7 @@ MOVED = {
     "braindecode_pars.pretraining.run": "braindecode_pars.pretraining._run",
     "braindecode_pars.features.baselines": "braindecode_pars.features._baselines",
     "braindecode_pars.io.labelled": "braindecode_pars.io._labelled",
+    "braindecode_pars.pretraining.views": "braindecode_pars.pretraining._views",
 }
 
 

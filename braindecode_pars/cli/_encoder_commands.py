@@ -303,7 +303,7 @@ def _pretrain_view(args):
     """The pretraining windows: the ``--store``, memory-mapped (by every process under
     torchrun), or without one the bundled PhysioNet-MI subject 1, cut into
     ``--window-seconds`` windows every 5 s."""
-    from braindecode_pars.pretraining.views import SingleChannelWindows
+    from braindecode_pars.pretraining import SingleChannelWindows
 
     if args.store:
         return SingleChannelWindows.from_store(args.store)

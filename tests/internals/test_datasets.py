@@ -12,7 +12,7 @@ from braindecode_pars.datasets.physionet_mi import (
     physionet_mi_run_path,
     read_physionet_mi,
 )
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def _naive_draws(view, indices, rng):
 def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
     from torch.utils.data import Subset
 
-    from braindecode_pars.pretraining.views import _BatchedView
+    from braindecode_pars.pretraining._views import _BatchedView
 
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal((3, 500), dtype=np.float32) for _ in range(4)]
@@ -221,8 +221,8 @@ def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
 
 def test_pretraining_reads_whole_batches_of_the_view():
     from braindecode_pars import PARS
+    from braindecode_pars.pretraining._views import _BatchedView
     from braindecode_pars.pretraining.net import PretrainNet
-    from braindecode_pars.pretraining.views import _BatchedView
 
     view = SingleChannelWindows(np.random.default_rng(0).standard_normal((20, 2, 300)), n_times=200)
     view.sfreq = 10.0

@@ -11,11 +11,11 @@ from skorch.callbacks import Callback
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.hub.folders import load_encoder, run_status, save_encoder
 from braindecode_pars.pretraining import run_pretraining
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.net import PretrainNet
 from braindecode_pars.pretraining.resume import RunMismatchError
 from braindecode_pars.pretraining.schedule import warmup_cosine_factor
-from braindecode_pars.pretraining.views import SingleChannelWindows
 
 from ..conftest import TINY, InterruptAt
 from ..ramp_fixtures import ramp_dataset, ramp_pars
