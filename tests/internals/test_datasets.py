@@ -7,10 +7,10 @@ import torch
 from braindecode_pars.datasets.bundled import bundled_data_path
 from braindecode_pars.datasets.physionet_mi import (
     PHYSIONET_MI_CLASSES,
+    _read_physionet_mi,
     load_physionet_mi,
     load_physionet_mi_continuous,
     physionet_mi_run_path,
-    read_physionet_mi,
 )
 from braindecode_pars.pretraining._views import SingleChannelWindows
 
@@ -67,7 +67,7 @@ def test_a_rate_below_twice_the_line_frequency_skips_the_notch():
 
 
 def test_trial_labels_follow_the_annotations_of_each_run():
-    ds = read_physionet_mi(runs=[4, 6])
+    ds = _read_physionet_mi(runs=[4, 6])
     lr, ff = (set(d.raw.annotations.description) for d in ds.datasets)
     assert lr == {"rest", "left_fist", "right_fist"}
     assert ff == {"rest", "both_fists", "both_feet"}
@@ -93,9 +93,9 @@ def test_the_same_loader_reads_other_subjects_from_mnes_layout(tmp_path):
 
 def test_missing_files_and_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="subject 3 run 4 is not at"):
-        read_physionet_mi(subjects=[3], runs=[4], path=tmp_path)
+        _read_physionet_mi(subjects=[3], runs=[4], path=tmp_path)
     with pytest.raises(ValueError, match=r"'subjects' must lie in 1..109, but got \[110\]"):
-        read_physionet_mi(subjects=[110])
+        _read_physionet_mi(subjects=[110])
     with pytest.raises(ValueError, match=r"'runs' must lie in 3..14, but got \[1\]"):
         load_physionet_mi(runs=[1, 4])
 
