@@ -12,13 +12,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import warnings
 from pathlib import Path
 
 from benchmarks.lib.protocols import run_experiment
-from braindecode_pars.cli.demo import read_config
 from braindecode_pars.cli.store import (
     RECORDING_FLAGS,
     add_store_arguments,
@@ -172,7 +172,7 @@ def _store(args):
 def _experiment(args):
     """Run a protocol of the paper (label_efficiency, transfer, loso, ablation) from a JSON
     configuration; resumable."""
-    config = read_config(args.config)
+    config = json.loads(Path(args.config).read_text())
     frame = run_experiment(config, args.out)
     out = Path(args.out or config.get("out", f"results/{config['protocol']}"))
     sys.stdout.write(f"{len(frame)} results in {out}/results.csv\n")

@@ -52,8 +52,8 @@ from benchmarks.lib.measure import machine
 from benchmarks.lib.page_cache import cached_fraction, drop_cached_pages
 from benchmarks.lib.tueg_tree import add_tree_arguments, make_tree, parse_tree_arguments
 from braindecode_pars.hub.folders import run_state, run_status
+from braindecode_pars.pretraining import SingleChannelWindows
 from braindecode_pars.pretraining.disk_order import DiskOrderBatches
-from braindecode_pars.pretraining.views import SingleChannelWindows
 
 logger = logging.getLogger("rehearsal_tueg")
 STAGES = ("tree", "store", "read", "pretrain", "report")
@@ -184,7 +184,7 @@ def stage_store(args, tree, log):
 
 
 class BatchedReads(Dataset):
-    """Batches of a :class:`~braindecode_pars.pretraining.views.SingleChannelWindows`
+    """Batches of a :class:`~braindecode_pars.pretraining.SingleChannelWindows`
     read whole, as pretraining's DataLoader reads them: ``reads[indices]`` is the view's
     ``batch(indices)`` (one array of crops, no collation), for a DataLoader with
     ``batch_size=None`` and a ``BatchSampler``."""

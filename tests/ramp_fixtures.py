@@ -27,8 +27,7 @@ def ramp_run(run_dir, max_epochs=3, valid_fraction=0.25, **kwargs):
     """A real pretraining run on 32 ramps (10 Hz, 30-s windows; the tests' ``TINY``
     encoder, 12 patches, half of them position-masked), written to ``run_dir``; its net.
     ``kwargs`` go to ``run_pretraining``."""
-    from braindecode_pars.pretraining import run_pretraining
-    from braindecode_pars.pretraining.views import SingleChannelWindows
+    from braindecode_pars.pretraining import SingleChannelWindows, run_pretraining
 
     from .conftest import TINY
 

@@ -27,7 +27,7 @@ from braindecode_pars.datasets.bundled import (
     bundled_data_path,
     fetch_bundled_data,
 )
-from braindecode_pars.datasets.physionet_mi import physionet_mi_run_path, read_physionet_mi
+from braindecode_pars.datasets.physionet_mi import load_physionet_mi, physionet_mi_run_path
 
 #: The repository's data folder, read here directly rather than through the code tested.
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
@@ -188,7 +188,6 @@ def _link_copy(src, dst):
 
 def test_loaders_refuse_an_empty_data_folder(tmp_path, monkeypatch):
     from braindecode_pars.datasets import load_bundled_eegmat
-    from braindecode_pars.datasets.physionet_mi import load_physionet_mi
 
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     for load in (load_bundled_eegmat, load_physionet_mi):
@@ -263,8 +262,8 @@ def test_fetch_from_the_sources_layout(plain, tmp_path, monkeypatch):
     # What was fetched is what the loaders read.
     monkeypatch.setenv(DATA_ENV, str(out))
     assert bundled_data_path() == out
-    raw = read_physionet_mi(runs=[4]).datasets[0].raw
-    assert raw.info["sfreq"] == 160.0 and len(raw.ch_names) == 64
+    windows = load_physionet_mi(runs=[4])
+    assert len(windows) == 15 and windows[0][0].shape == (64, 800)  # 4-s trials at 200 Hz
     with np.load(out / "eegmat_100hz.npz") as f:
         assert len(f["meta"]) == 40  # 20 subjects, 2 sessions
 

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from braindecode_pars.io import labelled
-from braindecode_pars.io.labelled import load_labelled_recordings
+from braindecode_pars.io import load_labelled_recordings
 
 SFREQ = 100.0
 WINDOW = 5.0
@@ -152,8 +151,7 @@ def no_reading(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a recording was read before the labels were checked")
 
-    monkeypatch.setattr(labelled, "load_recordings", refuse)
-    monkeypatch.setattr(mne.io, "read_raw", refuse)
+    monkeypatch.setattr(mne.io, "read_raw", refuse)  # every recording is read through it
 
 
 def test_files_without_a_label_are_refused_before_any_recording_is_read(study, no_reading):

@@ -16,7 +16,7 @@ from braindecode_pars.datasets.corpus import shared_corpus
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
 from braindecode_pars.io.recordings import find_recordings, load_recordings
 from braindecode_pars.io.windowing import recording_preprocessors
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining import SingleChannelWindows
 
 from ._helpers import tiny_config
 

@@ -4,8 +4,8 @@ preset and its planner, as the estimator and the command line read them."""
 import numpy as np
 import pytest
 
+from braindecode_pars.pretraining import SingleChannelWindows
 from braindecode_pars.pretraining.config import PretrainConfig
-from braindecode_pars.pretraining.views import SingleChannelWindows
 
 
 def test_the_planner_counts_steps_over_the_windows_that_train():

@@ -132,11 +132,10 @@ def cli_run(
     import json
 
     from braindecode_pars.cli import main
-    from braindecode_pars.cli.pretrain import config_only
     from braindecode_pars.hub.folders import run_state
 
     # the settings only --config sets: the encoder's, the patches, precision, compilation
-    settings = {k: config.size[k] for k in config_only() if k in config.size}
+    settings = {k: config.size[k] for k in ENCODER_SIZES["small"]}
     settings.update(n_patches=N_PATCHES, amp=bool(amp), compile=bool(compiled),
                     batches=batches, decoder_kernel=kernel)  # fmt: skip
     if mode:

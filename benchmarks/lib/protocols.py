@@ -45,8 +45,7 @@ from braindecode_pars.estimators.pretrainer import PARSPretrainer
 from braindecode_pars.estimators.probe import PARSProbe
 from braindecode_pars.metrics import scores
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
-from braindecode_pars.pretraining import run_pretraining
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining import SingleChannelWindows, run_pretraining
 from braindecode_pars.store.write import write_window_store
 
 logger = logging.getLogger(__name__)

@@ -183,7 +183,7 @@ def test_bad_configuration_is_refused(tmp_path):
     with pytest.raises(ValueError, match="'protocol' parameter. Allowed values are"):
         main(["experiment", "--config", str(path)])
     path.write_text("{not json")
-    with pytest.raises(SystemExit, match="is not valid JSON"):
+    with pytest.raises(json.JSONDecodeError):
         main(["experiment", "--config", str(path)])
 
 

@@ -28,6 +28,8 @@ MOVED = {
     "braindecode_pars.io.resample": "braindecode_pars.io._resample",
     "braindecode_pars.pretraining.run": "braindecode_pars.pretraining._run",
     "braindecode_pars.features.baselines": "braindecode_pars.features._baselines",
+    "braindecode_pars.io.labelled": "braindecode_pars.io._labelled",
+    "braindecode_pars.pretraining.views": "braindecode_pars.pretraining._views",
 }
 
 

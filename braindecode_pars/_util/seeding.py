@@ -76,7 +76,7 @@ def derived_seed(*key):
 
 class _Batch:
     """A batch of window ``indices`` with the seed its crops and channels are drawn from
-    (:meth:`~braindecode_pars.pretraining.views.SingleChannelWindows.batch`): what a
+    (:meth:`~braindecode_pars.pretraining.SingleChannelWindows.batch`): what a
     DataLoader hands its dataset (or a worker) for one batch, so that the draws are the
     batch's whoever makes them."""
 

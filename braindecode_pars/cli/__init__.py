@@ -1,12 +1,13 @@
 """The ``braindecode-pars`` command line: the parser and :func:`main`.
 
 The subcommands live by what they do: :mod:`.store` writes a window store (``store``),
-:mod:`.pretrain` makes an encoder from it (``pretrain``, ``export``), :mod:`.demo` runs
-the main job (``demo``); each module adds its command's flags. The lab's commands (the
-paper's corpora stored, the pretext comparison, the paper's protocols) are the
-repository's ``python -m benchmarks.lab``. Building the parser imports nothing beyond the
-standard library and those modules, whose commands import what they need when they run:
-``--help`` is fast and prints no warning of the libraries underneath.
+:mod:`._encoder_commands` makes an encoder from it (``pretrain``, ``export``),
+:mod:`._demo_command` runs the main job (``demo``); each module adds its command's
+flags. The lab's commands (the paper's corpora stored, the pretext comparison, the
+paper's protocols) are the repository's ``python -m benchmarks.lab``. Building the
+parser imports nothing beyond the standard library and those modules, whose commands
+import what they need when they run: ``--help`` is fast and prints no warning of the
+libraries underneath.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import json
 import logging
 import warnings
 
-from braindecode_pars.cli.demo import _demo, read_config
-from braindecode_pars.cli.pretrain import _add_pretrain_arguments, _export, _pretrain
+from braindecode_pars.cli._demo_command import _demo, _read_config
+from braindecode_pars.cli._encoder_commands import _add_pretrain_arguments, _export, _pretrain
 from braindecode_pars.cli.store import _FORMER_FLAGS, _store, add_store_arguments
 
 __all__ = ["build_parser", "main"]
@@ -124,7 +125,7 @@ def _not_flags(parser, args, extra):
             f"{_FORMER_FLAGS[name]}"
         )
     if command == "pretrain" and name:
-        from braindecode_pars.cli.pretrain import _config_settings
+        from braindecode_pars.cli._encoder_commands import _config_settings
 
         settings = _config_settings()
         key = name[2:].replace("-", "_")
@@ -170,12 +171,12 @@ def _config_value(action, name, value, path):
 
 def _pretrain_config(parser, argv, args):
     """The ``pretrain`` flags with the settings only ``--config`` sets, each from the file
-    or at its default (:func:`~braindecode_pars.cli.pretrain._config_settings`), and the
+    or at its default (:func:`~braindecode_pars.cli._encoder_commands._config_settings`), and the
     file's values of the flags not given."""
-    from braindecode_pars.cli.pretrain import _config_settings
+    from braindecode_pars.cli._encoder_commands import _config_settings
 
     settings = _config_settings()
-    config = read_config(args.config) if args.config else {}
+    config = _read_config(args.config) if args.config else {}
     if not isinstance(config, dict):
         raise SystemExit(
             f"braindecode-pars pretrain: --config '{args.config}' must hold a JSON object of "

@@ -108,7 +108,7 @@ def _check_runs(name, values, allowed):
     return values
 
 
-def read_physionet_mi(subjects=(1,), runs=_IMAGERY_RUNS, path=None, download=False):
+def _read_physionet_mi(subjects=(1,), runs=_IMAGERY_RUNS, path=None, download=False):
     """Read PhysioNet-MI runs as a braindecode dataset of raw recordings, unprocessed.
 
     Annotations are renamed by run: in runs 4/8/12 (and the executed 3/7/11) ``T1``
@@ -198,8 +198,17 @@ def load_physionet_mi(
 
     Parameters
     ----------
-    subjects, runs, path, download
-        As in :func:`read_physionet_mi`; runs must be imagery or executed-movement runs.
+    subjects : int | list of int
+        Subjects, 1 to 109.
+    runs : int | list of int
+        Runs, 3 to 14 (imagery or executed-movement runs).
+    path : str | Path | None
+        Folder holding ``MNE-eegbci-data`` (MNE's layout). Default: the bundled data
+        (subject 1 only), where :func:`~braindecode_pars.datasets.bundled_data_path`
+        finds it.
+    download : bool
+        If a file is missing, fetch it with ``mne.datasets.eegbci.load_data`` into
+        ``path`` (needs the internet); otherwise a missing file is an error.
     window_seconds : float
         Window length. Paper: 4 s.
     sfreq : float
@@ -214,7 +223,7 @@ def load_physionet_mi(
         holds ``target``, ``subject``, ``run`` and ``block`` per window.
     """
     runs = _check_runs("runs", runs, range(3, 15))
-    ds = read_physionet_mi(subjects, runs, path=path, download=download)
+    ds = _read_physionet_mi(subjects, runs, path=path, download=download)
     with mne.use_log_level("error"):
         preprocess(ds, _physionet_mi_preprocessors(sfreq), n_jobs=n_jobs)
     return event_windows(ds, PHYSIONET_MI_CLASSES, window_seconds)  # one window per trial
@@ -241,7 +250,7 @@ def load_physionet_mi_continuous(
         Windows of shape (64, window_seconds * sfreq), overlapping by
         ``window_seconds - stride_seconds``.
     """
-    ds = read_physionet_mi(subjects, runs, path=path, download=download)
+    ds = _read_physionet_mi(subjects, runs, path=path, download=download)
     with mne.use_log_level("error"):
         preprocessors = _physionet_mi_preprocessors(sfreq)
         return windows_of(ds, preprocessors, sfreq, window_seconds, stride_seconds, n_jobs)

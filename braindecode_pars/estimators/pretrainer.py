@@ -34,6 +34,7 @@ from braindecode_pars.io.windows import Windows, read_windows, windows_info
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
+from braindecode_pars.pretraining import SingleChannelWindows
 from braindecode_pars.pretraining.config import (
     COMPILE_MODES,
     DEFAULT_CROP_SECONDS,
@@ -43,7 +44,6 @@ from braindecode_pars.pretraining.config import (
 )
 from braindecode_pars.pretraining.net import BATCHES
 from braindecode_pars.pretraining.stopping import TrainingStopped, resolve_stop_signals
-from braindecode_pars.pretraining.views import SingleChannelWindows
 
 logger = logging.getLogger(__name__)
 

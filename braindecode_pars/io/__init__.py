@@ -3,8 +3,8 @@ datasets, saved folders; windowing, resampling and the scale of windows
 (braindecode's ``preprocessing`` and ``datautil``, for this package's inputs).
 """
 
+from braindecode_pars.io._labelled import load_labelled_recordings
 from braindecode_pars.io._resample import resample_windows
-from braindecode_pars.io.labelled import load_labelled_recordings
 from braindecode_pars.io.recordings import find_recordings, load_recordings
 from braindecode_pars.io.windows import Windows, read_windows
 

@@ -642,7 +642,7 @@ def load_recordings(
     Recordings of one channel each under several names (sleep labs mix derivations:
     C3-A1, CZ-A1, Fpz-Cz) are one channel to a classifier: their windows stack by
     position, and the log says so. Hand the result to
-    :class:`~braindecode_pars.pretraining.views.SingleChannelWindows` (one random channel
+    :class:`~braindecode_pars.pretraining.SingleChannelWindows` (one random channel
     of a random crop per example) or write it once with
     :func:`~braindecode_pars.store.write_window_store`.
 

@@ -3,7 +3,7 @@ draws its crops from, and the loop around it (schedule, checkpoints, resuming, s
 distributed data parallel).
 
 - :mod:`~braindecode_pars.pretraining.net`: :class:`PretrainNet`;
-- :mod:`~braindecode_pars.pretraining.views`: :class:`SingleChannelWindows`;
+- :mod:`~braindecode_pars.pretraining._views`: :class:`SingleChannelWindows`;
 - :mod:`~braindecode_pars.pretraining._run`: :func:`run_pretraining`, one call from a view
   to a trained net;
 - :mod:`~braindecode_pars.pretraining.stopping`: how a fit ends early
@@ -14,11 +14,11 @@ distributed data parallel).
 """
 
 from braindecode_pars.pretraining._run import run_pretraining
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.monitor import ProbeMonitor
 from braindecode_pars.pretraining.net import PretrainNet
 from braindecode_pars.pretraining.stopping import TimeLimit, TrainingStopped
-from braindecode_pars.pretraining.views import SingleChannelWindows
 
 __all__ = [
     "PretrainNet",

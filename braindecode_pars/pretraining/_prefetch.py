@@ -1,7 +1,7 @@
 """Training batches read ahead by a thread and copied to the device on a side stream.
 
 When a view's crops are drawn on the host (DataLoader workers are not used and the
-recordings are not on the device: :class:`~braindecode_pars.pretraining.views._DeviceCrops`),
+recordings are not on the device: :class:`~braindecode_pars.pretraining._views._DeviceCrops`),
 the draw of batch ``i + 1`` and its copy to a GPU would otherwise wait for step ``i``
 in the training process and the copy would queue on the compute stream behind it.
 :class:`_Prefetched` draws the next batches in one thread (into pinned memory, as the

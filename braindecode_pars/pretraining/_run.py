@@ -109,7 +109,7 @@ def run_pretraining(
         values by default. With ``normalization="window+scale"`` and no
         ``log_std_mean``, the corpus statistics of the scale embedding are those of
         ``view`` (:meth:`SingleChannelWindows.log_std_statistics
-        <braindecode_pars.pretraining.views.SingleChannelWindows.log_std_statistics>`).
+        <braindecode_pars.pretraining.SingleChannelWindows.log_std_statistics>`).
     callbacks : list of (str, skorch Callback) | None
         More callbacks of the net (a
         :class:`~braindecode_pars.pretraining.ProbeMonitor`, a user's own).

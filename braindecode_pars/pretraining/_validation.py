@@ -22,7 +22,7 @@ from torch.utils.data import Subset, TensorDataset
 
 from braindecode_pars._util.checks import check_int, check_range
 from braindecode_pars.pretraining._split import held_out_recordings
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 
 logger = logging.getLogger(__name__)
 

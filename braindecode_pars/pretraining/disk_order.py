@@ -2,7 +2,7 @@
 
 A store's windows lie in its data file one recording after the other, each recording's
 channels one after the other. Drawing a random window for every crop
-(:class:`~braindecode_pars.pretraining.views._BatchedView` under a random
+(:class:`~braindecode_pars.pretraining._views._BatchedView` under a random
 sampler) makes one small random read per crop anywhere in the file: from the page
 cache it is a memory copy, from a disk it is a seek. :class:`DiskOrderBatches` reads
 instead as pre-shuffled shards are read:
@@ -43,7 +43,7 @@ import torch
 from torch.utils.data import IterableDataset, Subset, get_worker_info
 
 from braindecode_pars._util.checks import check_int, check_option
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 
 #: What :class:`DiskOrderBatches` does with the windows left over when a share is not a
 #: multiple of the number of ranks.

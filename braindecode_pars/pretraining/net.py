@@ -40,6 +40,13 @@ from braindecode_pars.pretraining import distributed
 from braindecode_pars.pretraining import resume as _resume
 from braindecode_pars.pretraining._prefetch import _Prefetched
 from braindecode_pars.pretraining._validation import _FixedValidation
+from braindecode_pars.pretraining._views import (
+    _DEVICE_CROPS_BYTES,
+    SingleChannelWindows,
+    _BatchedView,
+    _DeviceBatches,
+    _DeviceCrops,
+)
 from braindecode_pars.pretraining.callbacks import (
     EpochProgress,
     PretextSkill,
@@ -62,13 +69,6 @@ from braindecode_pars.pretraining.stopping import (
     _Sittings,
     _StopAtSignal,
     resolve_stop_signals,
-)
-from braindecode_pars.pretraining.views import (
-    _DEVICE_CROPS_BYTES,
-    SingleChannelWindows,
-    _BatchedView,
-    _DeviceBatches,
-    _DeviceCrops,
 )
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def _new_run_seed():
 #: memory and copied on a side stream
 #: (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`); "device", the crops
 #: drawn on the device from recordings uploaded once
-#: (:class:`~braindecode_pars.pretraining.views._DeviceCrops`). "auto" takes the
+#: (:class:`~braindecode_pars.pretraining._views._DeviceCrops`). "auto" takes the
 #: device type's ``"batches"`` in
 #: :data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS` where it applies.
 BATCHES = ("auto", "host", "read-ahead", "device")
@@ -244,7 +244,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         (:class:`~braindecode_pars.pretraining._prefetch._Prefetched`). ``"device"``:
         the view's recordings are uploaded to the net's device once per fit and every
         batch's starts, channels and crops are drawn there with torch operations
-        (:class:`~braindecode_pars.pretraining.views._DeviceCrops`: the same bounds and
+        (:class:`~braindecode_pars.pretraining._views._DeviceCrops`: the same bounds and
         distribution as the host draw), so no batch is drawn on the host or copied.
         The last two need a view read at random (``store_read="random"``) by this
         process (no DataLoader workers), and ``"device"`` recordings of at most 2 GiB
@@ -475,7 +475,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         crops (and a compiled step keeps one graph of one shape). The crops of a
         :class:`~braindecode_pars.pretraining.SingleChannelWindows` view are drawn a batch
         at a time into one array
-        (:class:`~braindecode_pars.pretraining.views._BatchedView`), in pinned
+        (:class:`~braindecode_pars.pretraining._views._BatchedView`), in pinned
         memory on CUDA. With worker processes (``iterator_train__num_workers``), one
         DataLoader serves every epoch of a fit and keeps its workers
         (``persistent_workers``), so that an epoch of a few batches does not start them

@@ -25,5 +25,5 @@ def stop_before_pretraining(monkeypatch):
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "run_pretraining", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    monkeypatch.setattr(cli._encoder_commands, "_pretrain_view", lambda args: np.zeros(100))
     return given

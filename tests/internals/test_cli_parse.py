@@ -9,7 +9,7 @@ import pytest
 import braindecode_pars.cli as cli
 from braindecode_pars import PARSPretrainer
 from braindecode_pars.cli import build_parser
-from braindecode_pars.cli.pretrain import (
+from braindecode_pars.cli._encoder_commands import (
     _SIZES,
     _config_settings,
     _encoder_settings,
@@ -93,7 +93,9 @@ def test_every_setting_only_the_config_sets_reaches_the_run(monkeypatch, tmp_pat
 def test_a_bad_config_setting_is_refused_naming_it_before_any_work(
     config, message, monkeypatch, tmp_path
 ):
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
+    monkeypatch.setattr(
+        cli._encoder_commands, "_pretrain_view", lambda args: pytest.fail("data read")
+    )
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(config))
     with pytest.raises(SystemExit, match=message):
@@ -143,7 +145,9 @@ def test_the_encoder_size_reaches_pretraining_and_a_bad_one_is_refused_before_an
         with pytest.raises(SystemExit):
             cli.main(["pretrain", "--out", str(tmp_path / "run"), "--device", "cpu", *flags])
         assert given["encoder_kwargs"] == size
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data read"))
+    monkeypatch.setattr(
+        cli._encoder_commands, "_pretrain_view", lambda args: pytest.fail("data read")
+    )
     (tmp_path / "bad.json").write_text('{"n_heads": 3}')
     with pytest.raises(SystemExit, match=r"--size small with --config's n_heads 3: 'n_heads' must"):
         cli.main(["pretrain", "--out", "unused", "--config", str(tmp_path / "bad.json")])

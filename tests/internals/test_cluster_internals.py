@@ -181,7 +181,7 @@ def test_two_processes_stop_within_seconds_of_a_signal_to_one_of_them(tmp_path):
 def test_the_command_warns_when_torchrun_would_not_forward_a_stop_signal(caplog):
     from types import SimpleNamespace
 
-    from braindecode_pars.cli.pretrain import _check_torchrun_forwards
+    from braindecode_pars.cli._encoder_commands import _check_torchrun_forwards
 
     args = SimpleNamespace(stop_signal=["USR1"])
     caplog.set_level(logging.WARNING)

@@ -9,7 +9,7 @@ from benchmarks.lib.paper_datasets import load_recipe
 from braindecode_pars.datasets.corpus import pretraining_corpus
 from braindecode_pars.datasets.tuh import _tuh_subjects
 from braindecode_pars.datasets.ysyw import _ysyw_subject_split
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.store import read_window_store, write_window_store
 
 

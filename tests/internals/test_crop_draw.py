@@ -13,7 +13,7 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
 from scipy.stats import chisquare
 
-from braindecode_pars.pretraining.views import SingleChannelWindows, _DeviceCrops
+from braindecode_pars.pretraining._views import SingleChannelWindows, _DeviceCrops
 from braindecode_pars.store.write import write_window_store
 
 N_TIMES = 40
@@ -205,8 +205,8 @@ def test_the_training_loop_draws_its_crops_on_the_device_within_the_bounds(monke
     bounds (decoded from the samples' values), the recordings uploaded once per fit."""
     from braindecode_pars.models.pretext.pars import PARS
     from braindecode_pars.pretraining import net as net_module
+    from braindecode_pars.pretraining._views import _DeviceBatches
     from braindecode_pars.pretraining.net import PretrainNet
-    from braindecode_pars.pretraining.views import _DeviceBatches
 
     view = _coded_view()
     uploads = []

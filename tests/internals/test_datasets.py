@@ -7,12 +7,12 @@ import torch
 from braindecode_pars.datasets.bundled import bundled_data_path
 from braindecode_pars.datasets.physionet_mi import (
     PHYSIONET_MI_CLASSES,
+    _read_physionet_mi,
     load_physionet_mi,
     load_physionet_mi_continuous,
     physionet_mi_run_path,
-    read_physionet_mi,
 )
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_a_rate_below_twice_the_line_frequency_skips_the_notch():
 
 
 def test_trial_labels_follow_the_annotations_of_each_run():
-    ds = read_physionet_mi(runs=[4, 6])
+    ds = _read_physionet_mi(runs=[4, 6])
     lr, ff = (set(d.raw.annotations.description) for d in ds.datasets)
     assert lr == {"rest", "left_fist", "right_fist"}
     assert ff == {"rest", "both_fists", "both_feet"}
@@ -93,9 +93,9 @@ def test_the_same_loader_reads_other_subjects_from_mnes_layout(tmp_path):
 
 def test_missing_files_and_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="subject 3 run 4 is not at"):
-        read_physionet_mi(subjects=[3], runs=[4], path=tmp_path)
+        _read_physionet_mi(subjects=[3], runs=[4], path=tmp_path)
     with pytest.raises(ValueError, match=r"'subjects' must lie in 1..109, but got \[110\]"):
-        read_physionet_mi(subjects=[110])
+        _read_physionet_mi(subjects=[110])
     with pytest.raises(ValueError, match=r"'runs' must lie in 3..14, but got \[1\]"):
         load_physionet_mi(runs=[1, 4])
 
@@ -196,7 +196,7 @@ def _naive_draws(view, indices, rng):
 def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
     from torch.utils.data import Subset
 
-    from braindecode_pars.pretraining.views import _BatchedView
+    from braindecode_pars.pretraining._views import _BatchedView
 
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal((3, 500), dtype=np.float32) for _ in range(4)]
@@ -221,8 +221,8 @@ def test_a_batch_is_drawn_at_once_as_the_items_are_one_by_one():
 
 def test_pretraining_reads_whole_batches_of_the_view():
     from braindecode_pars import PARS
+    from braindecode_pars.pretraining._views import _BatchedView
     from braindecode_pars.pretraining.net import PretrainNet
-    from braindecode_pars.pretraining.views import _BatchedView
 
     view = SingleChannelWindows(np.random.default_rng(0).standard_normal((20, 2, 300)), n_times=200)
     view.sfreq = 10.0

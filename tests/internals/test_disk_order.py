@@ -13,12 +13,12 @@ from braindecode.datasets import BaseConcatDataset, RawDataset
 from braindecode.preprocessing import create_fixed_length_windows
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, Subset
 
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.pretraining.disk_order import (
     DiskOrderBatches,
     _rank_share,
     _shuffled_in_chunks,
 )
-from braindecode_pars.pretraining.views import SingleChannelWindows
 from braindecode_pars.store.write import write_window_store
 
 N_TIMES = 50
@@ -291,7 +291,7 @@ class _SharedFlag(torch.utils.data.Dataset):
 
 
 def test_workers_build_their_batches_in_shared_memory_for_both_reads(view):
-    from braindecode_pars.pretraining.views import _BatchedView
+    from braindecode_pars.pretraining._views import _BatchedView
 
     batched = _BatchedView(view)
     stream = DiskOrderBatches(view, batch_size=4, seed=0)

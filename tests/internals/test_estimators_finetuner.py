@@ -245,7 +245,7 @@ def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
     subjects held out of pretraining, not on windows of subjects it trains on."""
     import importlib
 
-    from braindecode_pars.pretraining.views import SingleChannelWindows
+    from braindecode_pars.pretraining._views import SingleChannelWindows
 
     pretrain_module = importlib.import_module("braindecode_pars.pretraining._validation")
 

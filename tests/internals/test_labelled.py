@@ -1,6 +1,6 @@
 """Internals of io's labelled reading."""
 
-from braindecode_pars.io import labelled
+from braindecode_pars.io import _labelled as labelled
 
 
 def test_the_read_options_are_those_load_recordings_takes():

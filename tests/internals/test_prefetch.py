@@ -11,8 +11,8 @@ from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
 from braindecode_pars.models.pretext.pars import PARS
 from braindecode_pars.pretraining._prefetch import _Prefetched
+from braindecode_pars.pretraining._views import SingleChannelWindows, _BatchedView
 from braindecode_pars.pretraining.net import PretrainNet
-from braindecode_pars.pretraining.views import SingleChannelWindows, _BatchedView
 
 
 def _loader(seed):

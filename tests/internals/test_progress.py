@@ -11,7 +11,7 @@ import torch
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe
 from braindecode_pars._util.logs import _configured
 from braindecode_pars.pretraining import run_pretraining
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 
 from ..conftest import SMALL_ENCODER
 from ..ramp_fixtures import ramp_dataset

@@ -17,10 +17,10 @@ from torch._dynamo.backends.registry import lookup_backend
 from torch._dynamo.utils import counters
 from torch.utils.data import BatchSampler, DistributedSampler
 
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.pretraining.disk_order import DiskOrderBatches
 from braindecode_pars.pretraining.net import PretrainNet
 from braindecode_pars.pretraining.schedule import _batches_per_epoch, _epochs_for_steps
-from braindecode_pars.pretraining.views import SingleChannelWindows
 from braindecode_pars.store.write import write_window_store
 
 from ..conftest import TINY

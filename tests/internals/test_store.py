@@ -17,7 +17,7 @@ import braindecode_pars._util.channels as channels
 from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 from braindecode_pars.io.recordings import load_recordings
 from braindecode_pars.io.windowing import RecordingStream, fixed_length_windower
-from braindecode_pars.pretraining.views import SingleChannelWindows
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.store import read_window_store, store_summary, write_window_store
 
 

@@ -400,8 +400,8 @@ def ramp_store(folder, dtype):
 def test_pretraining_on_a_float16_store_reaches_float32_skill_within_the_noise(tmp_path):
     import torch
 
+    from braindecode_pars.pretraining._views import SingleChannelWindows
     from braindecode_pars.pretraining.net import PretrainNet
-    from braindecode_pars.pretraining.views import SingleChannelWindows
     from tests.conftest import TINY
     from tests.ramp_fixtures import ramp_pars
 

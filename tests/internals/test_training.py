@@ -11,11 +11,11 @@ from skorch.callbacks import Callback
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.hub.folders import load_encoder, run_status, save_encoder
 from braindecode_pars.pretraining import run_pretraining
+from braindecode_pars.pretraining._views import SingleChannelWindows
 from braindecode_pars.pretraining.checkpoints import StateCheckpoint
 from braindecode_pars.pretraining.net import PretrainNet
 from braindecode_pars.pretraining.resume import RunMismatchError
 from braindecode_pars.pretraining.schedule import warmup_cosine_factor
-from braindecode_pars.pretraining.views import SingleChannelWindows
 
 from ..conftest import TINY, InterruptAt
 from ..ramp_fixtures import ramp_dataset, ramp_pars
@@ -113,7 +113,9 @@ def test_pretrain_net_and_the_command_line_refuse_an_untested_device_before_any_
         net.fit(ramp_dataset(16))
     import braindecode_pars.cli as cli
 
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data were read"))
+    monkeypatch.setattr(
+        cli._encoder_commands, "_pretrain_view", lambda args: pytest.fail("data were read")
+    )
     with pytest.raises(SystemExit, match="'--device': 'mps'; allowed are 'cpu' and 'cuda'"):
         cli.main(["pretrain", "--out", "unused", "--device", "mps"])
 
@@ -128,7 +130,9 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
         (tmp_path / f"heads-{n}.json").write_text(json.dumps({"decoder_heads": n}))
         return ["--config", str(tmp_path / f"heads-{n}.json")]
 
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: pytest.fail("data were read"))
+    monkeypatch.setattr(
+        cli._encoder_commands, "_pretrain_view", lambda args: pytest.fail("data were read")
+    )
     with pytest.raises(SystemExit, match="'decoder_heads' must divide the token size emb_dim=64"):
         cli.main(["pretrain", "--out", "unused", *heads(3)])
     given = {}
@@ -138,7 +142,7 @@ def test_the_command_line_passes_decoder_heads_and_refuses_bad_ones_before_any_w
         raise SystemExit(0)  # stop before any training
 
     monkeypatch.setattr(training, "run_pretraining", fake_pretrain)
-    monkeypatch.setattr(cli.pretrain, "_pretrain_view", lambda args: np.zeros(100))
+    monkeypatch.setattr(cli._encoder_commands, "_pretrain_view", lambda args: np.zeros(100))
     run = str(tmp_path / "run")
     for flags in (
         ["--method", "mae", *heads(3)],  # MAE has no pair decoder: not read

@@ -376,7 +376,7 @@ def test_on_a_gpu_every_training_batch_reaches_the_step_in_pinned_memory(workers
     single-channel view (drawn into pinned memory without workers, and then handed to
     the step as drawn, not copied again; pinned by the DataLoader with workers) and of a
     plain dataset (pinned by the DataLoader)."""
-    from braindecode_pars.pretraining.views import SingleChannelWindows, _BatchedView
+    from braindecode_pars.pretraining._views import SingleChannelWindows, _BatchedView
 
     drawn = []
     read = _BatchedView.__getitem__

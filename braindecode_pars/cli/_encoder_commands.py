@@ -7,7 +7,7 @@ the number of runs and processes. ``pretrain`` takes the settings a run is usual
 changed by as flags, the tuning of the machine in the "advanced" group, and every other
 setting by name in its ``--config`` JSON file
 (:data:`~braindecode_pars.pretraining.config.CONFIG_FILE_SETTINGS`,
-:data:`_RUN_SETTINGS`, :func:`config_only`). What a command needs beyond the standard
+:data:`_RUN_SETTINGS`, :func:`_config_only`). What a command needs beyond the standard
 library is imported when it runs, so that building the parser (and ``--help``) stays
 fast.
 """
@@ -72,7 +72,7 @@ _CONFIG_ONLY_HELP = (
 )
 
 
-def config_only():
+def _config_only():
     """The names of the encoder settings that only ``--config`` sets: those a size of
     ``models.encoder_config.ENCODER_SIZES`` gives, and the input normalisation's
     (``models.encoder_config.NORMALIZATION_SETTINGS``)."""
@@ -95,7 +95,7 @@ def _config_settings():
 
     defaults = PretrainConfig()
     return {
-        **dict.fromkeys(config_only()),
+        **dict.fromkeys(_config_only()),
         **{name: getattr(defaults, name) for name in CONFIG_FILE_SETTINGS},
         **{name: list(v) if isinstance(v, list) else v for name, v in _RUN_SETTINGS.items()},
     }
@@ -257,7 +257,7 @@ def _encoder_settings(args):
     from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
     settings = dict(ENCODER_SIZES[args.size])
-    given = {k: getattr(args, k, None) for k in config_only()}
+    given = {k: getattr(args, k, None) for k in _config_only()}
     settings.update({k: v for k, v in given.items() if v is not None})
     return settings
 
@@ -303,7 +303,7 @@ def _pretrain_view(args):
     """The pretraining windows: the ``--store``, memory-mapped (by every process under
     torchrun), or without one the bundled PhysioNet-MI subject 1, cut into
     ``--window-seconds`` windows every 5 s."""
-    from braindecode_pars.pretraining.views import SingleChannelWindows
+    from braindecode_pars.pretraining import SingleChannelWindows
 
     if args.store:
         return SingleChannelWindows.from_store(args.store)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 
-def read_config(path):
+def _read_config(path):
     """The JSON configuration file ``path``, or an exit naming it.
 
     Parameters
