@@ -157,3 +157,18 @@ def relative_amplitude_task(n_fit=160, n_score=160, seconds=4.0, sfreq=100.0, se
     gain = 10e-6 * np.exp(rng.uniform(np.log(0.25), np.log(4.0), n))
     X = (signal * gain[:, None, None]).astype(np.float32)
     return X[:n_fit], y[:n_fit], X[n_fit:], y[n_fit:], sfreq
+
+
+def naive_overlap(starts, patch_size, masked_idx):
+    """``patch_overlap`` by plain loops over crops, pairs and sorted neighbours: the share
+    of position-masked pairs that share samples and of crops whose patches chain."""
+    shared = pairs = chained = 0
+    for row, idx in zip(starts.tolist(), masked_idx.tolist(), strict=True):
+        chosen = [row[i] for i in idx]
+        for j in range(len(chosen)):
+            for k in range(j + 1, len(chosen)):
+                pairs += 1
+                shared += abs(chosen[j] - chosen[k]) < patch_size
+        ordered = sorted(row)
+        chained += all(b - a < patch_size for a, b in zip(ordered, ordered[1:], strict=False))
+    return shared / pairs, chained / len(starts)

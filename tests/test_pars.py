@@ -4,6 +4,7 @@ import torch
 from braindecode_pars import PARS, PatchEncoder
 from braindecode_pars.models.pair import CrossAttentionPairDecoder
 
+from ._helpers import naive_overlap
 from .conftest import TINY
 
 
@@ -243,20 +244,6 @@ def test_bad_input_raises():
         model(torch.randn(2, 1, 250))
 
 
-def _naive_overlap(starts, patch_size, masked_idx):
-    """patch_overlap by loops over crops, pairs and sorted neighbours."""
-    shared = pairs = chained = 0
-    for row, idx in zip(starts.tolist(), masked_idx.tolist(), strict=True):
-        chosen = [row[i] for i in idx]
-        for j in range(len(chosen)):
-            for k in range(j + 1, len(chosen)):
-                pairs += 1
-                shared += abs(chosen[j] - chosen[k]) < patch_size
-        ordered = sorted(row)
-        chained += all(b - a < patch_size for a, b in zip(ordered, ordered[1:], strict=False))
-    return shared / pairs, chained / len(starts)
-
-
 @pytest.mark.parametrize("n_times, n_patches, sampling", [
     (300, 12, "random"), (300, 4, "random"), (300, 12, "disjoint"), (300, 12, "fixed"),
 ])  # fmt: skip
@@ -266,7 +253,7 @@ def test_overlap_statistics_of_a_draw_match_a_naive_count(n_times, n_patches, sa
     model = _tiny_pars(n_times=n_times, n_patches=n_patches, sampling=sampling)
     draws = model.draw(200, "cpu", torch.Generator().manual_seed(1))
     stats = patch_overlap(draws["starts"], model.encoder.patch_size, draws["masked_idx"])
-    expected = _naive_overlap(draws["starts"], model.encoder.patch_size, draws["masked_idx"])
+    expected = naive_overlap(draws["starts"], model.encoder.patch_size, draws["masked_idx"])
     assert (stats["shared_pairs"], stats["chained"]) == pytest.approx(expected)
     if sampling != "random":  # no two patches share a sample
         assert stats["shared_pairs"] == 0

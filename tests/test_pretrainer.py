@@ -11,6 +11,8 @@ import torch
 
 from braindecode_pars import PARSPretrainer
 
+from ._helpers import naive_overlap
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
@@ -172,21 +174,6 @@ def _fit_recording_runs(monkeypatch, X, **settings):
     return stage, runs, _overlap_warnings(record)
 
 
-def _naive_overlap(starts, masked_idx, patch_size):
-    """The share of position-masked pairs that share samples and of crops whose sorted
-    patches chain, by plain loops."""
-    shared = pairs = chained = 0
-    for row, masked in zip(starts.tolist(), masked_idx.tolist(), strict=True):
-        chosen = [row[i] for i in masked]
-        for j in range(len(chosen)):
-            for k in range(j + 1, len(chosen)):
-                pairs += 1
-                shared += abs(chosen[j] - chosen[k]) < patch_size
-        ordered = sorted(row)
-        chained += all(ordered[i + 1] - ordered[i] < patch_size for i in range(len(row) - 1))
-    return 100 * shared / pairs, 100 * chained / len(starts)
-
-
 def test_n_patches_none_scales_with_4_s_windows_and_warns_with_the_overlap_of_its_draw(
     monkeypatch,
 ):
@@ -214,7 +201,7 @@ def test_n_patches_none_scales_with_4_s_windows_and_warns_with_the_overlap_of_it
     model = PARS(n_times=400, sfreq=100, n_patches=expected, emb_dim=8, depth=1, n_heads=1,
                  ff_dim=8)  # fmt: skip
     draws = model.draw(n_draws, "cpu", torch.Generator().manual_seed(0))
-    naive = _naive_overlap(draws["starts"], draws["masked_idx"], 100)
+    naive = [100 * v for v in naive_overlap(draws["starts"], 100, draws["masked_idx"])]
     assert (shared, chained) == pytest.approx(naive, abs=0.051)
     assert shared > 40 and chained > 90  # 4 patches per second in 4 s: most crops chain
 

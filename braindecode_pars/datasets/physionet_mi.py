@@ -116,25 +116,11 @@ def _read_physionet_mi(subjects=(1,), runs=_IMAGERY_RUNS, path=None, download=Fa
     ``both_fists`` and ``T2`` ``both_feet``; ``T0`` is ``rest``. Channel names are
     standardised (``Fc5.`` -> ``FC5``) and the standard 10-05 montage is set.
 
-    Parameters
-    ----------
-    subjects : int | list of int
-        Subjects, 1 to 109.
-    runs : int | list of int
-        Runs, 1 to 14.
-    path : str | Path | None
-        Folder holding ``MNE-eegbci-data`` (MNE's layout). Default: the bundled data
-        (subject 1 only), where :func:`~braindecode_pars.datasets.bundled_data_path`
-        finds it.
-    download : bool
-        If a file is missing, fetch it with ``mne.datasets.eegbci.load_data`` into
-        ``path`` (needs the internet); otherwise a missing file is an error.
-
-    Returns
-    -------
-    dataset : braindecode.datasets.BaseConcatDataset
-        One :class:`~braindecode.datasets.RawDataset` per run, with ``subject``,
-        ``run`` and ``block`` (see :func:`_run_block`) in its description.
+    ``subjects``, ``path`` and ``download`` are :func:`load_physionet_mi`'s; ``runs``
+    may be any of 1 to 14 (the baselines too). Returns one
+    :class:`~braindecode.datasets.RawDataset` per run, with ``subject``,
+    ``run`` and ``block`` (see :func:`_run_block`) in its description, in a
+    ``BaseConcatDataset``.
     """
     subjects = _check_runs("subjects", subjects, range(1, 110))
     runs = _check_runs("runs", runs, range(1, 15))
