@@ -307,11 +307,14 @@ def report(scores, probe_rows, names, out, test=None):
         lines.append(f"| {config} | " + " | ".join(cells) + " |")
     if len(probe_rows):
         lines += ["", "## Subject and label probes (reported, not read by the rule)", "",
+                  "`bench_subject_probe`'s protocol over `EncoderFeatures` at its default "
+                  "readout when they ran (patches every 0.5 s); no subject probe with one "
+                  "subject.", "",
                   "| configuration | dataset | subject (chance 1 / subjects) | label |",
                   "|---|---|---|---|"]  # fmt: skip
         probe_rows = probe_rows.assign(config=[runs()[n][0] for n in probe_rows.encoder])
         for (config, dataset), rows in probe_rows.groupby(["config", "dataset"], sort=True):
-            subject = _mean_std(rows.subject.astype(float).tolist())
+            subject = _mean_std(rows.subject.astype(float).tolist()).replace("not run yet", "-")
             label = _mean_std(rows.label.tolist())
             lines.append(f"| {config} | {dataset} | {subject} | {label} |")
     lines += ["", "## Decision", ""]

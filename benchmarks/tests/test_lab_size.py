@@ -35,9 +35,10 @@ LAB = ROOT / "benchmarks"
 #: copies they shared merged into ``lib/``); 10,977 after the third (five scripts and
 #: ``bench_pair_decoder --mode repeat`` retired at 111df39, 6043dfd and f823f58, the
 #: figures nobody kept, ``lab finetune`` and ``evaluate``, ``lib/plots`` into
-#: ``lib/protocols``); 10,618 with ``bench_normalization`` retired at ea3cc37 (issue 68
-#: decided) and ``bench_patch_density``'s test splits and settled decision added.
-MOST_LINES = 10_618
+#: ``lib/protocols``); 10,617 with ``bench_normalization`` retired at ea3cc37 (issue 68
+#: decided), ``bench_patch_density``'s test splits and settled decision added and the
+#: lab's two CLI helpers gone.
+MOST_LINES = 10_617
 #: ``ls benchmarks/results | wc -l``: 80 before the first cut, 76 after, 79 with
 #: ``finetuning_recipe``; 71 after the second (one frozen record per retired script,
 #: ``finetuning_amplitude.jsonl`` at 3ab04e9); 59 after the third (retired scripts'
