@@ -44,7 +44,8 @@ MOST_LINES = 10_617
 #: ``finetuning_amplitude.jsonl`` at 3ab04e9); 59 after the third (retired scripts'
 #: records one file per question, ``.commands`` folded into their reports, the stale
 #: ``normalization.png`` and ``rehearsal_tueg.csv`` gone); 59 with ``normalization_test.md``
-#: a section of ``normalization.md`` and ``patch_density_test.csv`` added.
+#: a section of ``normalization.md``, ``patch_density_test.csv`` and ``_probes.csv`` added and
+#: ``normalization_test.csv`` folded into ``normalization.csv``.
 MOST_RESULT_FILES = 59
 #: ``duplicates --seconds 120 | head -1`` from the repository's root: 61 before the first
 #: cut, 47 after, 41 after the second, 36 after the third, 33 with the test helpers written
