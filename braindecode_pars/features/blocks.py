@@ -158,8 +158,9 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         each with the positional embedding of its start (in patch units: 0, 0.5, 1,
         ...), as PARS's uniform draws start anywhere. The patch length (1.0 for the
         shipped encoders): non-overlapping patches, the default before the
-        patch-density decision (:doc:`changelog`), with half the tokens to compute. It must lie in
-        ``(0, patch_seconds]`` and be a whole number of samples at the encoder's rate.
+        patch-density decision (:doc:`/changelog`), with half the tokens to compute. It
+        must lie in ``(0, patch_seconds]`` and be a whole number of samples at the
+        encoder's rate.
     pos_mask_ratio : float
         The share of each window's (each crop's) tokens whose positional embedding is
         replaced by the encoder's position-mask token (``pos_mask`` of
