@@ -95,9 +95,12 @@ benchmark: install
 # `git fetch --unshallow` first)
 ENCODERS_COMMIT := 09227cb0b85c531beb195eda6e215936f4dba107
 NORMALIZATION_COMMIT := c7af8f645cf3de7f5fde0692f4c290d5ef865dce
+# the patch-density selection's encoders (benchmarks/bench_patch_density.py), 10 MB
+DENSITY_COMMIT := 61fe53f1c0546143fcae3e26491d263818ae1eb4
 benchmark-encoders:
 	git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x
 	git archive $(NORMALIZATION_COMMIT) benchmarks/encoders/normalization | tar -x
+	git archive $(DENSITY_COMMIT) benchmarks/encoders/density | tar -x
 
 # The wheels benchmarks/device_check.sh installs on a GPU machine (Python 3.12, x86-64),
 # which has torch but not braindecode, skorch or MNE: benchmarks/device_wheels.txt, without

@@ -409,7 +409,7 @@ def main(argv=None):
     names = [n for n in args.runs if (encoder_path(n) / "model.safetensors").is_file()]
     missing = sorted(set(args.runs) - set(names))
     if missing:
-        logger.warning("not pretrained yet (run with --pretrain): %s", ", ".join(missing))
+        logger.warning("absent (make benchmark-encoders, then --pretrain): %s", ", ".join(missing))
     evaluate(names, args.out.with_suffix(".csv"), encoder_folder, (SCORE, DEFAULT))
     scores = evaluate_readouts(names, args.out.with_suffix(".csv"))
     scores = scores[scores.encoder.isin(["reference", *names])]

@@ -74,3 +74,16 @@ def test_the_normalisation_commit_holds_its_encoders():
     for name in [f"{mode}-seed{seed}" for mode in ("window-scale", "fixed") for seed in range(3)]:
         assert f"{folder}/{name}/model.safetensors" in names
         assert f"{folder}/{name}/config.json" in names
+
+
+def test_the_density_commit_holds_the_patch_density_encoders():
+    """The patch-density selection's finished encoders are in the commit the Makefile
+    names (``make benchmark-encoders`` restores them), one folder per finished run."""
+    makefile = (REPO / "Makefile").read_text()
+    commit = re.search(r"^DENSITY_COMMIT := ([0-9a-f]{40})$", makefile, re.M)[1]
+    assert "git archive $(DENSITY_COMMIT) benchmarks/encoders/density | tar -x" in makefile
+    folder = "benchmarks/encoders/density"
+    names = files_at(commit, folder)
+    finished = [f"{c}-seed{s}" for c in "bc" for s in range(3)] + ["d-seed0", "d-seed1"]
+    for name in finished:
+        assert f"{folder}/density-{name}/model.safetensors" in names
