@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import numbers
 import warnings
@@ -67,6 +68,7 @@ def _as_sources(X_unlabeled):
 _OVERLAP_PAIRS, _OVERLAP_DRAWS = 2**22, (16, 1024)
 
 
+@functools.lru_cache(maxsize=32)  # a seeded draw: the same for the same settings
 def _draw_overlap(n_crop, sfreq, patch_seconds, n_patches, pos_mask_ratio):
     """:func:`~braindecode_pars.models.pretext.patch_overlap` of PARS's own random draws
     (:meth:`~braindecode_pars.PARS.sample_patches`, seed 0) in a crop of ``n_crop``
