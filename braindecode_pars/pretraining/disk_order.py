@@ -26,8 +26,11 @@ instead as pre-shuffled shards are read:
 Every window of the training share is read once per epoch; the order of the windows,
 their channels and crops change with the epoch and are the same for the same seed,
 epoch, number of ranks and batch size, whatever the number of workers (which only
-interleaves the groups' batches). In a worker process the batches are written straight
-into shared memory, which the DataLoader hands to the training process without copying.
+interleaves the groups' batches). A pass can start within its epoch (``start``, the
+rest of an epoch a stopped run had begun): the batches before it are skipped, not read,
+and the rest are those of the whole pass, in its order. In a worker process the batches
+are written straight into shared memory, which the DataLoader hands to the training
+process without copying.
 """
 
 from __future__ import annotations
@@ -218,8 +221,10 @@ class DiskOrderBatches(IterableDataset):
         # the windows in the order of the file: recording, then start
         rows = self.view.index[self.indices]
         self.indices = self.indices[np.lexsort((rows[:, 1], rows[:, 0]))]
-        # the epoch, in shared memory so that worker processes read the one set last
+        # the epoch and the batch it starts at, in shared memory so that worker
+        # processes (persistent or not) read the ones set last
         self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self._start = torch.zeros(1, dtype=torch.int64).share_memory_()
 
     # -- the order --------------------------------------------------------------------------
     def set_epoch(self, epoch):
@@ -230,17 +235,31 @@ class DiskOrderBatches(IterableDataset):
     def epoch(self):
         return int(self._epoch[0])
 
+    @property
+    def start(self):
+        """The batch of the epoch the next pass starts at (0: the whole epoch): a resumed
+        epoch's rest, the batches a stopped sitting had taken skipped and not read."""
+        return int(self._start[0])
+
+    @start.setter
+    def start(self, value):
+        self._start[0] = check_int("start", value, 0)
+
+    def epoch_batches(self):
+        """Batches each rank reads in a whole epoch (the same on every rank)."""
+        per = self.per_rank()
+        if self.drop_last and per >= self.batch_size:
+            return per // self.batch_size
+        return math.ceil(per / self.batch_size)
+
     def per_rank(self):
         """Windows each rank reads per epoch."""
         n = len(self.indices)
         return math.ceil(n / self.world_size) if self.uneven == "pad" else n // self.world_size
 
     def __len__(self):
-        """Batches each rank reads per epoch (the same on every rank)."""
-        per = self.per_rank()
-        if self.drop_last and per >= self.batch_size:
-            return per // self.batch_size
-        return math.ceil(per / self.batch_size)
+        """Batches the next pass of each rank reads: the epoch's, from :attr:`start`."""
+        return max(self.epoch_batches() - self.start, 0)
 
     def epoch_order(self, epoch=None):
         """Window indices (of the view) in the order all ranks share in ``epoch``."""
@@ -252,7 +271,7 @@ class DiskOrderBatches(IterableDataset):
     def rank_windows(self, epoch=None):
         """The window indices this rank reads in ``epoch``, in order, batch after batch."""
         share = _rank_share(self.epoch_order(epoch), self.rank, self.world_size, self.uneven)
-        return share[: len(self) * self.batch_size]
+        return share[: self.epoch_batches() * self.batch_size]
 
     def _needed_bytes(self):
         """Bytes the data file must hold: up to the end of its last recording."""
@@ -320,15 +339,46 @@ class DiskOrderBatches(IterableDataset):
         if self._scales is not None:
             out /= self._scales[recs][:, None]
 
+    def _worker_groups(self, n_groups, workers, worker_id):
+        """The groups a DataLoader worker reads: a contiguous run of them."""
+        return range(worker_id * n_groups // workers, (worker_id + 1) * n_groups // workers)
+
+    def _resumed_share(self, n_batches, workers, worker_id):
+        """The share of the epoch's groups this worker reads from :attr:`start` on, and
+        how many of its first batches to skip.
+
+        The DataLoader hands over one batch from each worker in turn, worker 0 first, a
+        worker with nothing left passed over (its order with ``in_order=True``, the
+        default): the whole epoch is that interleave of the workers' shares. A pass from
+        ``start`` takes the same interleave from its ``start``-th batch: each share's
+        batches among the first ``start`` are skipped, and the shares are handed to the
+        workers rotated so that the share whose turn it is goes to worker 0."""
+        per_group, n_groups = self._groups(n_batches)
+        shares = [self._worker_groups(n_groups, workers, w) for w in range(workers)]
+        counts = [max(min(n_batches, g.stop * per_group) - g.start * per_group, 0) for g in shares]
+        turns = [w for k in range(max(counts)) for w in range(workers) if k < counts[w]]
+        first = turns[self.start] if self.start < len(turns) else 0
+        share = (worker_id + first) % workers
+        return shares[share], turns[: self.start].count(share)
+
     def __iter__(self):
         epoch = self.epoch
         windows = self.rank_windows(epoch)
-        n_batches = len(self)
+        n_batches = self.epoch_batches()
         per_group, n_groups = self._groups(n_batches)
         worker = get_worker_info()
         workers, worker_id = (1, 0) if worker is None else (worker.num_workers, worker.id)
-        mine = range(worker_id * n_groups // workers, (worker_id + 1) * n_groups // workers)
+        mine, skip = self._worker_groups(n_groups, workers, worker_id), 0
         B = self.batch_size
+        # a resumed epoch: the batches the stopped sitting took are skipped (whole groups
+        # not read; the crops of a group are drawn by its own seed, so the rest of a
+        # group read from its middle are the crops the run never stopped read)
+        if self.start:
+            mine, skip = self._resumed_share(n_batches, workers, worker_id)
+        if skip and len(mine):
+            first = mine.start * per_group + skip
+            mine = range(min(mine.stop, mine.start + skip // per_group), mine.stop)
+            skip = first - mine.start * per_group if len(mine) else 0
 
         def group_windows(g):
             return windows[g * per_group * B : min(n_batches, (g + 1) * per_group) * B]
@@ -355,8 +405,9 @@ class DiskOrderBatches(IterableDataset):
                 if worker is not None:  # handed to the training process without a copy
                     out.share_memory_()
                 self._read(flat, *plan, out.numpy()[:, 0])
-                for first in range(0, len(out), B):
+                for first in range(skip * B, len(out), B):
                     X = out[first : first + B]
                     yield X, torch.zeros(len(X))
+                skip = 0
         finally:
             os.close(fd)

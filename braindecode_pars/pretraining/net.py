@@ -449,7 +449,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
             )
             self.epoch_step_offset_ = self._resumed_steps(per_epoch)
             batches = getattr(self, "train_sampler_", None)
-            if isinstance(batches, _EpochBatches):  # the steps done are skipped, not drawn
+            if isinstance(batches, _EpochBatches | DiskOrderBatches):  # skipped, not drawn
                 batches.start = self.epoch_step_offset_
 
     def _seed_step(self, place):

@@ -330,3 +330,66 @@ def test_ranks_of_a_process_group_share_one_order_and_split_it(store, tmp_path):
     seen = np.concatenate(shares)
     assert set(seen.tolist()) == set(range(37))  # one order, split: every window read
     assert len(seen) - len(set(seen.tolist())) == 2  # and two read again to pad
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["no-workers", "2-workers"])
+def test_a_pass_from_start_hands_over_the_rest_of_the_whole_pass(view, workers):
+    """A resumed epoch (``start``): the batches after the first ``start`` of the whole
+    epoch, in the order the DataLoader hands them over (one worker after the other, groups
+    of 2 batches, the workers' shares uneven), read alike; the skipped ones not read."""
+    batches = DiskOrderBatches(view, batch_size=2, chunk_windows=2, buffer_chunks=2, seed=6)
+    batches.set_epoch(2)
+    kwargs = dict(num_workers=workers, multiprocessing_context="fork") if workers else {}
+    loader = DataLoader(batches, batch_size=None, **kwargs)
+    whole = [X for X, _ in loader]
+    assert len(whole) == batches.epoch_batches() == 19  # 37 windows, the last batch short
+    for start in (1, 2, 3, 5, 18, 19):
+        batches.start = start
+        rest = [X for X, _ in loader]
+        assert len(rest) == len(batches) == 19 - start
+        assert all(torch.equal(a, b) for a, b in zip(rest, whole[start:], strict=True)), start
+    batches.start = 0
+    assert all(torch.equal(a, b) for (a, _), b in zip(loader, whole, strict=True))
+    with pytest.raises(ValueError, match="start"):
+        batches.start = -1
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["no-workers", "2-workers"])
+def test_a_disk_order_run_stopped_within_an_epoch_resumes_to_the_weights_never_stopped(
+    tmp_path, workers, one_thread
+):
+    """``store_read="disk"``: stopped by a signal at step 2 of epoch 2 and resumed, the run
+    reads the rest of that epoch (not its first batches again) and ends with the weights
+    of the run never stopped, bit for bit."""
+    import signal
+
+    from braindecode_pars import PretrainNet
+    from braindecode_pars.pretraining import TrainingStopped
+    from tests.internals.test_pretrain_stop import SignalAt, _assert_same_weights, _steps
+    from tests.ramp_fixtures import ramp_pars
+
+    view = ramp_store(tmp_path / "store")
+
+    def net(folder, **kwargs):
+        torch.manual_seed(0)
+        loader = dict(iterator_train__num_workers=workers)
+        if workers:
+            loader["iterator_train__multiprocessing_context"] = "fork"
+        return PretrainNet(
+            ramp_pars(emb_dim=32, depth=1, n_heads=4, ff_dim=32),
+            max_epochs=3, batch_size=8, lr=3e-3, progress_bar=False, store_read="disk",
+            checkpoint_dir=folder, checkpoint_every_minutes=60,
+            stop_signals=("SIGTERM", "SIGUSR1"), **loader, **kwargs,
+        )  # fmt: skip
+
+    full = net(tmp_path / "full").fit(view)
+    stopped = net(tmp_path / "run", callbacks=[("signal", SignalAt(signal.SIGUSR1, 2, 2))])
+    with pytest.raises(TrainingStopped):
+        stopped.fit(view)
+    assert _steps(stopped) == 8 + 2
+    resumed = net(tmp_path / "run").fit(view)
+    assert _steps(resumed) == _steps(full) == 24
+    _assert_same_weights(resumed, full)
+    # every step of the epochs after the stop: the same loss
+    losses = [[b["train_loss"] for b in net.history[-1]["batches"]] for net in (resumed, full)]
+    assert losses[0] == losses[1]
