@@ -1,4 +1,6 @@
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -122,6 +124,22 @@ def tuh_corpora(tmp_path_factory):
 
 
 _INTERNALS = Path(__file__).parent / "internals"
+
+#: The folder the processes the tests start write their temporary files in.
+_TEMPORARY = "BRAINDECODE_PARS_TESTS_TMPDIR"
+
+
+def pytest_configure(config):
+    """The processes the tests start keep their temporary folders (torchrun's log
+    folders, ``torchelastic_*``, one per launch) in a folder of this test session, which
+    its end removes, instead of leaving them in the system's (each pytest-xdist worker
+    its own)."""
+    folder = tempfile.mkdtemp(prefix="braindecode-pars-tests-")
+    os.environ[_TEMPORARY] = os.environ["TMPDIR"] = folder
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(os.environ.pop(_TEMPORARY, ""), ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
