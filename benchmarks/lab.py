@@ -78,6 +78,18 @@ def store_source(args):
     return "physionet_mi"
 
 
+def eegmat_subjects(names=None, name="--eegmat-subjects"):
+    """EEGMAT subjects, sorted, of numbers and the sets "pool" (the 12 that no development
+    split scores) and "train" (the 24 non-test ones; no name: these)."""
+    from braindecode_pars.datasets.eegmat import EEGMAT_POOL_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+
+    sets = {"pool": EEGMAT_POOL_SUBJECTS, "train": EEGMAT_TRAIN_SUBJECTS}
+    if bad := [v for v in map(str, names or ()) if v not in sets and not v.isdigit()]:
+        raise ValueError(f"'{name}' takes subject numbers, 'pool' or 'train', but got {bad[0]!r}.")
+    chosen = [sets.get(v) or [int(v)] for v in map(str, names or ["train"])]
+    return tuple(sorted({s for subjects in chosen for s in subjects}))
+
+
 def _resolve_windows(args, source):
     """``--window-seconds`` and ``--stride-seconds`` as the numbers they stand for (recorded
     in the store): 30 s windows for the paper's corpus, 10 s otherwise; a stride of 5 s,
@@ -101,12 +113,11 @@ def _source_windows(args, source):
     the library's public loaders; an exit names a flag whose value no loader takes."""
     if source == "shared_data":
         from braindecode_pars.datasets import shared_corpus
-        from braindecode_pars.datasets.corpus import eegmat_subjects
 
         own = "--shared-data (its own preprocessing; --sfreq resamples it)"
         refuse_recording_flags(args, own, STORE, taken=("sfreq",))
         try:
-            subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
+            subjects = eegmat_subjects(args.eegmat_subjects)
             return shared_corpus(
                 args.shared_data,
                 sfreq=args.sfreq or 100.0,
