@@ -308,8 +308,8 @@ def _recording_windows(
         A file of ``recordings`` that cannot be read: stop naming it, or skip it with
         a warning.
     eegmat_subjects : sequence of int | None
-        The EEGMAT subjects of ``shared_data`` (see :func:`eegmat_subjects`); None:
-        the 24 training subjects.
+        The EEGMAT subjects of ``shared_data``; None: the 24 training subjects
+        (:data:`~braindecode_pars.datasets.eegmat.EEGMAT_TRAIN_SUBJECTS`).
     muse : bool
         Add the Muse headband recordings of ``shared_data``.
     lazy : bool
