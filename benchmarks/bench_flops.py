@@ -4,11 +4,10 @@
 backward pass of one training step, on fake tensors on the CPU (shapes only, nothing
 computed, so the paper's size at batch 1024 costs no arithmetic). The counter counts
 matrix products, as twice their multiply-adds: ``mm``, ``addmm``, ``bmm``, attention,
-and the pair operator
-(:func:`braindecode_pars.models.pair.tables.pair_attention` and its backward), which
-registers its own formulas with ``register_flop_formula``. Elementwise work (LayerNorm,
-GELU, the softmax, the loss, AdamW) counts 0, the usual convention of an MFU. torch's
-registry has no formula for the CPU's attention kernel
+and the pair operator (the ``torch.library`` operator ``braindecode_pars::pair_attention``
+and its backward), which registers its own formulas with ``register_flop_formula``.
+Elementwise work (LayerNorm, GELU, the softmax, the loss, AdamW) counts 0, the usual
+convention of an MFU. torch's registry has no formula for the CPU's attention kernel
 (``aten._scaled_dot_product_flash_attention_for_cpu`` and its backward), so a plain
 counter on a CPU leaves the encoder's attention out; this script counts it with the
 formulas torch registers for the GPU's attention kernels (:data:`CPU_SDPA`).

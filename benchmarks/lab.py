@@ -19,15 +19,7 @@ import warnings
 from pathlib import Path
 
 from benchmarks.lib.protocols import run_experiment
-from braindecode_pars.cli.store import (
-    RECORDING_FLAGS,
-    add_store_arguments,
-    braindecode_dataset_windows,
-    check_store_flags,
-    recordings_windows,
-    refuse_recording_flags,
-    write_store,
-)
+from braindecode_pars.cli.store import add_store_arguments, refuse_recording_flags, run_store
 
 #: The lab's ``store`` as its messages name it.
 STORE = "benchmarks.lab store"
@@ -86,6 +78,18 @@ def store_source(args):
     return "physionet_mi"
 
 
+def eegmat_subjects(names=None, name="--eegmat-subjects"):
+    """EEGMAT subjects, sorted, of numbers and the sets "pool" (the 12 that no development
+    split scores) and "train" (the 24 non-test ones; no name: these)."""
+    from braindecode_pars.datasets.eegmat import EEGMAT_POOL_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+
+    sets = {"pool": EEGMAT_POOL_SUBJECTS, "train": EEGMAT_TRAIN_SUBJECTS}
+    if bad := [v for v in map(str, names or ()) if v not in sets and not v.isdigit()]:
+        raise ValueError(f"'{name}' takes subject numbers, 'pool' or 'train', but got {bad[0]!r}.")
+    chosen = [sets.get(v) or [int(v)] for v in map(str, names or ["train"])]
+    return tuple(sorted({s for subjects in chosen for s in subjects}))
+
+
 def _resolve_windows(args, source):
     """``--window-seconds`` and ``--stride-seconds`` as the numbers they stand for (recorded
     in the store): 30 s windows for the paper's corpus, 10 s otherwise; a stride of 5 s,
@@ -104,20 +108,16 @@ def _resolve_windows(args, source):
 
 
 def _source_windows(args, source):
-    """The windows of ``source`` (:func:`store_source`), read through the library's public
-    loaders; an exit names a flag whose value no loader takes."""
-    if source == "braindecode_dataset":
-        return braindecode_dataset_windows(args, STORE)
-    if source == "recordings":
-        return recordings_windows(args)
+    """The windows of ``source`` (:func:`store_source`; not one of ``braindecode-pars
+    store``'s, which :func:`~braindecode_pars.cli.store.run_store` reads), read through
+    the library's public loaders; an exit names a flag whose value no loader takes."""
     if source == "shared_data":
         from braindecode_pars.datasets import shared_corpus
-        from braindecode_pars.datasets.corpus import eegmat_subjects
 
         own = "--shared-data (its own preprocessing; --sfreq resamples it)"
-        refuse_recording_flags(args, own, STORE, [f for f in RECORDING_FLAGS if f != "sfreq"])
+        refuse_recording_flags(args, own, STORE, taken=("sfreq",))
         try:
-            subjects = eegmat_subjects(args.eegmat_subjects, name="--eegmat-subjects")
+            subjects = eegmat_subjects(args.eegmat_subjects)
             return shared_corpus(
                 args.shared_data,
                 sfreq=args.sfreq or 100.0,
@@ -164,9 +164,9 @@ def _store(args):
     """Write a corpus of the paper (YSYW and TUEG, the shipped encoders' shared corpus,
     PhysioNet-MI), or any source of ``braindecode-pars store``, to a window store."""
     source = store_source(args)
-    stop_signals = check_store_flags(args, STORE)
     _resolve_windows(args, source)
-    write_store(_source_windows(args, source), args, stop_signals, STORE)
+    own = source in ("braindecode_dataset", "recordings")  # braindecode-pars store's
+    run_store(args, None if own else lambda args: _source_windows(args, source), STORE)
 
 
 def _experiment(args):

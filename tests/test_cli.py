@@ -1,7 +1,7 @@
 """The command line's own behaviour: quiet help, its flags (at most 40, the tuning ones in
-an "advanced" group, the other settings in --config), the encoder size, the step
-budget, and the data assembly it shares with scripts (datasets.corpus). The lab's
-``store`` of the paper's corpora is tested with the lab (benchmarks/tests)."""
+an "advanced" group, the other settings in --config), the encoder size and the step
+budget. The lab's ``store`` of the paper's corpora is tested with the lab
+(benchmarks/tests)."""
 
 import argparse
 import json
@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import braindecode_pars.cli as cli
-from braindecode_pars.datasets.corpus import eegmat_subjects
 
 from ._helpers import tiny_config
 
@@ -253,19 +252,3 @@ def test_store_refuses_bad_flags_naming_them_before_any_work(flags, message, tmp
     with pytest.raises(SystemExit, match=message):
         cli.main(["store", "--out", str(tmp_path / "store"), *flags])
     assert not (tmp_path / "store").exists()
-
-
-def test_eegmat_subjects_take_numbers_and_train_and_name_the_parameter():
-    from braindecode_pars.datasets.eegmat import EEGMAT_TRAIN_SUBJECTS
-
-    assert eegmat_subjects(None) == eegmat_subjects([]) == EEGMAT_TRAIN_SUBJECTS
-    assert eegmat_subjects(["3", 1, "3"]) == (1, 3)
-    assert eegmat_subjects(["train", "35"]) == tuple(sorted({*EEGMAT_TRAIN_SUBJECTS, 35}))
-    with pytest.raises(ValueError, match=r"'--subjects' takes .* but got 'all'"):
-        eegmat_subjects(["all"], name="--subjects")
-
-
-def test_eegmat_subjects_pool_is_the_development_tasks_pool():
-    from braindecode_pars.datasets.eegmat import EEGMAT_POOL_SUBJECTS
-
-    assert eegmat_subjects(["pool", "1"]) == tuple(sorted({*EEGMAT_POOL_SUBJECTS, 1}))

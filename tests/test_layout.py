@@ -519,12 +519,17 @@ def public_surface(root=ROOT):
 #: ``__all__`` (``_labelled``, ``_views``), and ``read_physionet_mi``, which only its
 #: module's loaders call (221). Issue 76's crop rule added two that the estimator reads,
 #: ``pretraining.config.PATCHES_PER_SECOND`` and ``DEFAULT_CROP_SECONDS`` (223).
+#: A fourth pass took 12 names only the lab read, which it now reaches otherwise, for
+#: one new entry: ``cli.store``'s five building blocks are private behind ``run_store``,
+#: the pair operators' four Python bindings (the lab reads their registered names),
+#: ``triton_runs_here`` and ``demo.low_label.neural_head`` are private, and
+#: ``datasets.corpus.eegmat_subjects`` is the lab's (212).
 #: The target is not reached: what the layers above, the lab and the docs import from
 #: the modules of ``io``, ``features``, ``pretraining``, ``hub`` and ``cli``, with
 #: ``models`` and ``datasets``, keeps it well above 162 until those imports go through
 #: an ``__all__`` or the lab stops needing them (issue 80 item 4; docs/architecture.rst,
 #: "What is public", says who holds the rest).
-MAX_PUBLIC_SURFACE = 223
+MAX_PUBLIC_SURFACE = 212
 
 
 def test_layout_count_public_surface_at_most_half_of_325(tmp_path):

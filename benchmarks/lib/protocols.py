@@ -35,7 +35,6 @@ from braindecode_pars.datasets.eesm17 import ChannelNoise
 from braindecode_pars.demo.low_label import (
     check_settings,
     describe,
-    neural_head,
     scratch_classifier,
     settings_path,
 )
@@ -250,7 +249,7 @@ def fit_on(encoder, train, seed, params, valid=None):
     and fits on ``train`` alone.
     """
     clf = _estimator(encoder, seed, params)
-    if neural_head(clf) is None:
+    if not isinstance(getattr(clf, "head", clf), PARSFineTuner):  # the probe: no epochs
         valid = None
     if valid is not None:
         valid = _keep_classes(valid, np.unique(_labels(train)))

@@ -56,6 +56,18 @@ def test_lab_store_takes_the_store_flags_and_the_papers_corpus_flags():
     assert user < every and every - user == set(PAPER_CORPUS_FLAGS)
 
 
+def test_eegmat_subjects_take_numbers_pool_and_train_and_name_the_flag():
+    from braindecode_pars.datasets.eegmat import EEGMAT_POOL_SUBJECTS, EEGMAT_TRAIN_SUBJECTS
+
+    subjects = lab().eegmat_subjects
+    assert subjects(None) == subjects([]) == EEGMAT_TRAIN_SUBJECTS
+    assert subjects(["3", 1, "3"]) == (1, 3)
+    assert subjects(["train", "35"]) == tuple(sorted({*EEGMAT_TRAIN_SUBJECTS, 35}))
+    assert subjects(["pool", "1"]) == tuple(sorted({*EEGMAT_POOL_SUBJECTS, 1}))
+    with pytest.raises(ValueError, match=r"'--subjects' takes .* but got 'all'"):
+        subjects(["all"], name="--subjects")
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

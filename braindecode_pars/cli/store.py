@@ -4,8 +4,8 @@ memory-mappable window store, which ``pretrain`` reads.
 
 The paper's corpora (YSYW, TUEG, the shared corpus) are stored by the repository's lab
 command, ``python -m benchmarks.lab store``, which takes these flags and its own
-(:func:`add_store_arguments`) and writes through :func:`check_store_flags` and
-:func:`write_store`, as this command does.
+(:func:`add_store_arguments`) and writes through :func:`run_store`, as this command
+does, given its corpora's windows.
 
 What the command needs beyond the standard library is imported when it runs, so that
 building the parser (and ``--help``) stays fast.
@@ -27,7 +27,7 @@ _NO_AUTOMATIC_EXCLUSIONS = "none"
 
 #: The flags that preprocess and choose the channels of ``--recordings`` (by destination):
 #: a source they do not apply to refuses them.
-RECORDING_FLAGS = (
+_RECORDING_FLAGS = (
     "sfreq", "l_freq", "h_freq", "notch_freq", "channels", "exclude", "subject_from",
 )  # fmt: skip
 
@@ -193,7 +193,7 @@ def _exclusions(names):
     return ["auto", *names] if names else "auto"
 
 
-def check_store_flags(args, command="braindecode-pars store"):
+def _check_store_flags(args, command):
     """Refuse, before any work, the ``store`` flags no store can be built with: an exit
     names the flag, what it takes and what it was given.
 
@@ -237,9 +237,10 @@ def check_store_flags(args, command="braindecode-pars store"):
         raise SystemExit(f"{command}: {err}") from None
 
 
-def refuse_recording_flags(args, source, command="braindecode-pars store", flags=RECORDING_FLAGS):
-    """Exit naming the flags of ``--recordings`` (``flags``, by destination) given for
-    another source, ``source``, which would not use them."""
+def refuse_recording_flags(args, source, command="braindecode-pars store", taken=()):
+    """Exit naming the flags of ``--recordings`` (by destination) given for another
+    source, ``source``, which would not use them: all but those it takes (``taken``)."""
+    flags = [dest for dest in _RECORDING_FLAGS if dest not in taken]
     given = [_flag(dest) for dest in flags if getattr(args, dest, None) is not None]
     if given:
         every = ", ".join(_flag(dest) for dest in flags)
@@ -248,7 +249,7 @@ def refuse_recording_flags(args, source, command="braindecode-pars store", flags
         )
 
 
-def recordings_windows(args):
+def _recordings_windows(args):
     """The windows of ``--recordings``, read one recording at a time as they are stored."""
     from braindecode_pars.io.recordings import load_recordings
 
@@ -269,7 +270,7 @@ def recordings_windows(args):
     )
 
 
-def braindecode_dataset_windows(args, command="braindecode-pars store"):
+def _braindecode_dataset_windows(args, command):
     """The windows of ``--braindecode-dataset`` (a folder of braindecode's ``save``); an
     exit names a folder that is not one."""
     from braindecode_pars.io.saved import load_saved_windows
@@ -307,7 +308,7 @@ def _store_settings(args):
     return {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_SETTINGS}
 
 
-def write_store(windows, args, stop_signals, command="braindecode-pars store"):
+def _write_store(windows, args, stop_signals, command):
     """Write ``windows`` to the store ``--out`` as the flags say, and report it; each
     error of the build exits with a message naming what to do.
 
@@ -319,7 +320,7 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
         The parsed flags (:func:`add_store_arguments`'s, and any others that make the
         store: they are recorded in it, :func:`_store_settings`).
     stop_signals : list of str
-        The signals that stop the build (:func:`check_store_flags`).
+        The signals that stop the build (:func:`_check_store_flags`).
     command : str
         The command, which messages name.
     """
@@ -387,19 +388,43 @@ def write_store(windows, args, stop_signals, command="braindecode-pars store"):
     )
 
 
-def _store(args):
-    """Write your recordings (or the bundled PhysioNet-MI subject 1) to a memory-mappable
-    window store for pretraining, one recording at a time."""
-    stop_signals = check_store_flags(args)
-    if args.braindecode_dataset:
-        windows = braindecode_dataset_windows(args)
+def run_store(args, windows_of=None, command="braindecode-pars store"):
+    """The ``store`` command on parsed flags: check them before any work, read the windows
+    and write them to ``--out``, each error of the build an exit with a message naming
+    what to do.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed flags (:func:`add_store_arguments`'s, and any others that make the
+        store: they are recorded in it).
+    windows_of : callable | None
+        ``windows_of(args)``: the windows of another source than this command's (the
+        lab's corpora), as :func:`~braindecode_pars.store.write_window_store` takes them;
+        None: those of ``--braindecode-dataset``, ``--recordings``, or without either the
+        bundled PhysioNet-MI subject 1.
+    command : str
+        The command, which messages name.
+    """
+    stop_signals = _check_store_flags(args, command)
+    if windows_of is not None:
+        windows = windows_of(args)
+    elif args.braindecode_dataset:
+        windows = _braindecode_dataset_windows(args, command)
     elif args.recordings:
-        windows = recordings_windows(args)
+        windows = _recordings_windows(args)
     else:
         from braindecode_pars.datasets.physionet_mi import load_physionet_mi_continuous
 
-        refuse_recording_flags(args, "the bundled PhysioNet-MI (the paper's preprocessing)")
+        source = "the bundled PhysioNet-MI (the paper's preprocessing)"
+        refuse_recording_flags(args, source, command)
         windows = load_physionet_mi_continuous(
             window_seconds=args.window_seconds, stride_seconds=args.stride_seconds
         )
-    write_store(windows, args, stop_signals)
+    _write_store(windows, args, stop_signals, command)
+
+
+def _store(args):
+    """Write your recordings (or the bundled PhysioNet-MI subject 1) to a memory-mappable
+    window store for pretraining, one recording at a time."""
+    run_store(args)

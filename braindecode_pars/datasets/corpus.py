@@ -1,7 +1,6 @@
 """Pretraining corpora: the paper's (YSYW and TUEG, appendix A.3) and the shipped encoder's,
 and the data that ``braindecode-pars store`` assembles (:func:`_recording_windows`: your
-recordings or the shared corpus; :func:`eegmat_subjects`: EEGMAT subjects named by numbers
-and sets), plain functions for scripts too."""
+recordings or the shared corpus), plain functions for scripts too."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from braindecode.preprocessing import Preprocessor, preprocess
 
 from braindecode_pars._util.checks import check_option
 from braindecode_pars.datasets.eegmat import (
-    EEGMAT_POOL_SUBJECTS,
     EEGMAT_TEST_SUBJECTS,
     EEGMAT_TRAIN_SUBJECTS,
     _eegmat_preprocessors,
@@ -262,49 +260,6 @@ def shared_corpus(
 
 
 # -- what the store command assembles ----------------------------------------------------
-def eegmat_subjects(names=None, name="eegmat_subjects"):
-    """EEGMAT subject numbers from numbers and the names of subject sets.
-
-    Parameters
-    ----------
-    names : sequence of str or int | None
-        Subject numbers (``3`` or ``"3"``), ``"pool"`` (the 12 subjects no development
-        split scores,
-        :data:`~braindecode_pars.datasets.eegmat.EEGMAT_POOL_SUBJECTS`) or
-        ``"train"`` (the 24 non-test subjects,
-        :data:`~braindecode_pars.datasets.eegmat.EEGMAT_TRAIN_SUBJECTS`). None or empty: the
-        24 training subjects.
-    name : str
-        The parameter (or command-line flag) that ``names`` came from, named by the
-        error.
-
-    Returns
-    -------
-    subjects : tuple of int
-        The subjects, sorted, each once.
-
-    Raises
-    ------
-    ValueError
-        When a name is neither a number nor a set's name.
-    """
-    if not names:
-        return EEGMAT_TRAIN_SUBJECTS
-    subjects = []
-    for value in names:
-        if value == "pool":  # the subjects no development split scores
-            subjects += list(EEGMAT_POOL_SUBJECTS)
-        elif value == "train":
-            subjects += list(EEGMAT_TRAIN_SUBJECTS)
-        elif isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-            subjects.append(int(value))
-        else:
-            raise ValueError(
-                f"'{name}' takes subject numbers, 'pool' or 'train', but got {value!r}."
-            )
-    return tuple(sorted(set(subjects)))
-
-
 def _recording_windows(
     recordings=None,
     shared_data=None,
@@ -353,8 +308,8 @@ def _recording_windows(
         A file of ``recordings`` that cannot be read: stop naming it, or skip it with
         a warning.
     eegmat_subjects : sequence of int | None
-        The EEGMAT subjects of ``shared_data`` (see :func:`eegmat_subjects`); None:
-        the 24 training subjects.
+        The EEGMAT subjects of ``shared_data``; None: the 24 training subjects
+        (:data:`~braindecode_pars.datasets.eegmat.EEGMAT_TRAIN_SUBJECTS`).
     muse : bool
         Add the Muse headband recordings of ``shared_data``.
     lazy : bool

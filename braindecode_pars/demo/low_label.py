@@ -102,7 +102,7 @@ def scratch_classifier(size=None, *, sfreq=None, random_state=None, verbose=0, *
     )
 
 
-def neural_head(clf):
+def _neural_head(clf):
     """The :class:`~braindecode_pars.PARSFineTuner` that ``clf`` trains (itself, or the
     head of a :class:`~braindecode_pars.PARSClassifier`), None for any other classifier
     (a probe, a floor): the head whose best epoch a validation set can choose."""
@@ -114,7 +114,7 @@ def neural_head(clf):
 def _training_history(clf):
     """The epochs a fitted classifier trained (skorch's ``history_`` of its neural head),
     None where it trained none (a probe, a floor)."""
-    head = neural_head(clf)
+    head = _neural_head(clf)
     return None if head is None else getattr(head, "history_", None)
 
 

@@ -364,7 +364,7 @@ def test_more_underflowing_pairs_than_256_in_a_batch_are_all_exact(monkeypatch, 
     q64, k64, s64 = (t.requires_grad_() for t in _peaked_case(B, H, n, N, 60.0, bad_heads=2))
     q, k, s = (t.detach().float().requires_grad_() for t in (q64, k64, s64))
     assert pair_attention._fallback_slots(B, H, n) == 4 * B
-    theta, counts, gap, *_ = pair_attention.pair_attention(q, k, s, n, 1.0)
+    theta, counts, gap, *_ = pair_attention._pair_attention_op(q, k, s, n, 1.0)
     assert counts.tolist() == [2 * B, 0]  # every underflowing pair-head resolved
     # the worst pairs' denominator: two keys, each 60 nats below the rows' maxima
     assert gap.item() == pytest.approx(60 - math.log(2), abs=1e-4)
@@ -448,7 +448,7 @@ def test_the_operator_is_exact_under_matmul_precision_high(
     k64 = torch.randn(B, H, N, d, generator=gen, dtype=torch.float64).requires_grad_()
     s64 = torch.randn(B, H, N, generator=gen, dtype=torch.float64).requires_grad_()
     q, k, s = (t.detach().float().to(device).requires_grad_() for t in (q64, k64, s64))
-    theta, counts, *_ = pair_attention.pair_attention(q, k, s, n, d**-0.5)
+    theta, counts, *_ = pair_attention._pair_attention_op(q, k, s, n, d**-0.5)
     ref = _direct_pair_attention(q64, k64, s64, n, d**-0.5)
     weights = torch.randn_like(ref)
     grads = torch.autograd.grad((theta * weights.float().to(device)).sum(), (q, k, s))
@@ -508,9 +508,9 @@ def test_the_operator_passes_torch_library_checks(monkeypatch):
     k = ks[..., :16].view(2, 12, 2, 8).transpose(1, 2).contiguous().detach().requires_grad_()
     s = ks[..., 16:].transpose(1, 2).contiguous().detach().requires_grad_()
     q = torch.randn(2, 2, 18, 8, requires_grad=True)
-    torch.library.opcheck(pair_attention.pair_attention, (q, k, s, 9, 8**-0.5))
+    torch.library.opcheck(pair_attention._pair_attention_op, (q, k, s, 9, 8**-0.5))
     monkeypatch.setattr(pair_attention, "_on_accelerator", lambda q: True)
-    torch.library.opcheck(pair_attention.pair_attention, (q, k, s, 9, 8**-0.5))
+    torch.library.opcheck(pair_attention._pair_attention_op, (q, k, s, 9, 8**-0.5))
 
 
 def _flops(fn):
@@ -538,7 +538,7 @@ def test_flop_counter_counts_the_operator_as_its_products(monkeypatch, accelerat
     q = torch.randn(B, H, 2 * n, d, requires_grad=True)
     k = torch.randn(B, H, N, d, requires_grad=True)
     s = torch.randn(B, H, N, requires_grad=True)
-    registered = _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3))
+    registered = _flops(lambda: pair_attention._pair_attention_op(q, k, s, n, 0.3))
     with torch.no_grad():
         inner = _flops(lambda: pair_attention._pair_attention(q, k, s, n, 0.3))
         out = pair_attention._pair_attention(q, k, s, n, 0.3)
@@ -547,7 +547,7 @@ def test_flop_counter_counts_the_operator_as_its_products(monkeypatch, accelerat
         args = (grad, q, k, s, bad, slots, tables, den, ratio, n, 0.3)
         inner_backward = _flops(lambda: pair_attention._pair_attention_backward(*args))
     assert registered == inner
-    total = _flops(lambda: pair_attention.pair_attention(q, k, s, n, 0.3)[0].sum().backward())
+    total = _flops(lambda: pair_attention._pair_attention_op(q, k, s, n, 0.3)[0].sum().backward())
     assert total == inner + inner_backward
     # and the closed form of the docstring: logits, num and den; the slots' logits
     slots = pair_attention._fallback_slots(B, H, n)

@@ -57,7 +57,7 @@ def _against_float64(q, k, s, double, tol, device="cpu"):
     scale = q.shape[-1] ** -0.5
     dtype = torch.float64 if double else torch.float32
     inputs = [t.to(device, dtype).requires_grad_() for t in (q, k, s)]
-    theta, counts, gap = fused.pair_attention_fused(*inputs, scale, double)
+    theta, counts, gap = fused._pair_attention_fused_op(*inputs, scale, double)
     refs = [t.detach().clone().requires_grad_() for t in (q, k, s)]
     ref = _naive(*refs, scale)
     assert theta.dtype == dtype
@@ -113,7 +113,7 @@ def test_interpreted_fused_operator_is_exact_and_counts_as_the_tables_do(double)
     for std in (0.5, 6.0, 12.0):
         q, k, s = _inputs(3, 2, 9, 12, 8, std)
         counts, gap = _against_float64(q, k, s, double, tol)
-        tables = pair_attention.pair_attention(
+        tables = pair_attention._pair_attention_op(
             q.reshape(3, 2, 18, 8).to(dtype), k.to(dtype), s.to(dtype), 9, 8**-0.5
         )
         assert int(counts[0]) == int(tables[1][0])  # the same pair-heads underflow
@@ -127,7 +127,7 @@ def test_interpreted_fused_operator_is_exact_and_counts_as_the_tables_do(double)
     if not double:  # at std 12 the tables operator's slots overflow; the fused has none
         q, k, s = _inputs(3, 2, 9, 12, 8, 12.0)
         slots = pair_attention._fallback_slots(3, 2, 9)
-        assert int(fused.pair_attention_fused(q.float(), k.float(), s.float(), 8**-0.5,
+        assert int(fused._pair_attention_fused_op(q.float(), k.float(), s.float(), 8**-0.5,
                                               False)[1][0]) > slots  # fmt: skip
 
 
@@ -147,8 +147,8 @@ def test_interpreted_fused_operator_reads_bf16_and_strided_inputs_as_they_come()
     assert not (q.is_contiguous() or k.is_contiguous() or s.is_contiguous())
     views = [t.detach().requires_grad_() for t in (q, k, s)]
     copies = [t.detach().float().contiguous().requires_grad_() for t in (q, k, s)]
-    theta_b, counts_b, _ = fused.pair_attention_fused(*views, d**-0.5, False)
-    theta_f, counts_f, _ = fused.pair_attention_fused(*copies, d**-0.5, False)
+    theta_b, counts_b, _ = fused._pair_attention_fused_op(*views, d**-0.5, False)
+    theta_f, counts_f, _ = fused._pair_attention_fused_op(*copies, d**-0.5, False)
     assert theta_b.dtype == torch.float32
     assert torch.equal(theta_b, theta_f) and torch.equal(counts_b, counts_f)
     weights = torch.randn(theta_f.shape, generator=g)
@@ -170,13 +170,13 @@ def test_interpreted_fused_decoder_is_exact_eager_under_autocast_and_compiled(mo
     with wide weights (pair-heads underflow), under bf16 autocast, and compiled
     (aot_eager, one graph: the operator stays one opaque node)."""
     calls = []
-    op = fused.pair_attention_fused
+    op = fused._pair_attention_fused_op
 
     def recording(*args):
         calls.append(args[0].dtype)
         return op(*args)
 
-    monkeypatch.setattr(fused, "pair_attention_fused", recording)
+    monkeypatch.setattr(fused, "_pair_attention_fused_op", recording)
     torch.manual_seed(0)
     dec = _wide(CrossAttentionPairDecoder(16, 2, kernel="fused"), std=1.0)
     y, idx = _random_case(2, 12, 9, 16, dtype=torch.float32)
@@ -350,7 +350,7 @@ def test_the_implementation_is_chosen_by_name_and_runs_only_where_it_can(monkeyp
     with pytest.raises(ValueError, match=r"'decoder_kernel' parameter.*but got 'gpu'"):
         PARS(n_times=300, sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16,
              decoder_kernel="gpu")  # fmt: skip
-    assert pair_kernels.triton_runs_here(cpu) == (fused.triton is not None)
+    assert pair_kernels._triton_runs_here(cpu) == (fused.triton is not None)
 
 
 def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(monkeypatch):
@@ -389,6 +389,6 @@ def test_the_kernels_constants_keep_float64_and_larger_tiles_take_the_tables(mon
 def test_bad_shapes_are_refused_before_any_kernel():
     q, k, s = (t.float() for t in _inputs(2, 2, 3, 5, 4, 1.0))
     with pytest.raises(ValueError, match=r"q \(batch, H, 2, n, d\).*\(2, 2, 6, 4\)"):
-        fused.pair_attention_fused(q.reshape(2, 2, 6, 4), k, s, 0.5, False)
+        fused._pair_attention_fused_op(q.reshape(2, 2, 6, 4), k, s, 0.5, False)
     with pytest.raises(ValueError, match=r"s \(batch, H, N\).*\(2, 2, 4\)"):
-        fused.pair_attention_fused(q, k, s[..., :4], 0.5, False)
+        fused._pair_attention_fused_op(q, k, s[..., :4], 0.5, False)

@@ -84,7 +84,7 @@ def test_the_budget_is_a_bound_in_bytes_on_the_tables_den_and_ratios(accelerator
     assert pair_attention._kept_bytes(q, k, n) == size == 768
 
     def kept_rows(*budget):
-        return pair_attention.pair_attention(q, k, s, n, 0.5, *budget)[5].shape[0]
+        return pair_attention._pair_attention_op(q, k, s, n, 0.5, *budget)[5].shape[0]
 
     assert kept_rows(size) == 2 * 2  # the whole batch's tables, at the budget
     assert kept_rows(size - 1) == 0  # a byte less: none, recomputed in backward
@@ -98,13 +98,13 @@ def test_the_budget_is_a_bound_in_bytes_on_the_tables_den_and_ratios(accelerator
 
 def test_a_cpu_keeps_the_tables_whatever_the_budget():
     q, k, s, n = _operator_inputs()
-    assert pair_attention.pair_attention(q, k, s, n, 0.5, 0)[5].shape[0] == 2 * 2
+    assert pair_attention._pair_attention_op(q, k, s, n, 0.5, 0)[5].shape[0] == 2 * 2
 
 
 @pytest.mark.parametrize("budget", [0, 768], ids=["recomputed", "kept"])
 def test_both_sides_of_the_budget_pass_torch_library_checks(accelerator, budget):
     # the fake kernel's shapes (what a compiled graph allocates) follow the same rule
     q, k, s, n = _operator_inputs()
-    torch.library.opcheck(pair_attention.pair_attention, (q, k, s, n, 0.5, budget))
-    theta = pair_attention.pair_attention(q, k, s, n, 0.5, budget)[0]
+    torch.library.opcheck(pair_attention._pair_attention_op, (q, k, s, n, 0.5, budget))
+    theta = pair_attention._pair_attention_op(q, k, s, n, 0.5, budget)[0]
     assert theta.shape == (2, 3, 3)

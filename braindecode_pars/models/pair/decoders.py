@@ -268,7 +268,7 @@ class CrossAttentionPairDecoder(nn.Module):
             k = ks[..., :Fd].view(B, N, H, d).transpose(1, 2)  # (batch, H, N, d)
             uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv)  # (batch, n, 2F)
             q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4)  # (batch, H, 2, n, d)
-            theta, counts, gap = _fused.pair_attention_fused(
+            theta, counts, gap = _fused._pair_attention_fused_op(
                 q, k, ks[..., Fd:].transpose(1, 2), d**-0.5, tables == torch.float64
             )
             return theta + const.to(tables), counts[1], gap
@@ -278,7 +278,7 @@ class CrossAttentionPairDecoder(nn.Module):
         uv = F.linear(_gather_tokens(y, idx), w_uv, b_uv).to(tables)  # (batch, n, 2F): [u, v]
         q = uv.view(B, n, 2, H, d).permute(0, 3, 2, 1, 4).reshape(B, H, 2 * n, d)
         # logits of pair (j, k) at key m: U[j, m] + V[k, m] = (q[j] + q[n + k]) . k[m]
-        theta, counts, gap, *_ = _op.pair_attention(
+        theta, counts, gap, *_ = _op._pair_attention_op(
             q, k, s, n, d**-0.5, self.keep_tables_bytes, self.fallback
         )
         return theta + const.to(tables), counts[1], gap

@@ -1,9 +1,9 @@
 """The pair operator fused: one Triton kernel forward, one backward.
 
-:func:`~braindecode_pars.models.pair.tables.pair_attention` runs the factor tables
+:func:`~braindecode_pars.models.pair.tables._pair_attention_op` runs the factor tables
 as torch operations: about 66 kernel-launching calls forward and 92 backward on an
 accelerator, each dispatched from Python even inside a compiled step (a custom operator
-is opaque to the compiler). :func:`pair_attention_fused` computes the same ``theta``
+is opaque to the compiler). :func:`_pair_attention_fused_op` computes the same ``theta``
 with one kernel each way, one program per tile:
 
 - **forward**, a program per window, its heads in turn (so ``theta``, the sum over
@@ -34,7 +34,7 @@ the process's matmul precision), the logits scaled by ``log2(e)`` and exponentia
 
 The kernels run where Triton does (a CUDA device, or CPU tensors under Triton's
 interpreter, ``TRITON_INTERPRET=1``, how the tests check them);
-:func:`~braindecode_pars.models.pair.kernels.triton_runs_here` says where. The decoder
+:func:`~braindecode_pars.models.pair.kernels._triton_runs_here` says where. The decoder
 takes them when its ``kernel`` asks, for the tiles they take
 (:func:`~braindecode_pars.models.pair.kernels.resolve_decoder_kernel`).
 """
@@ -246,10 +246,10 @@ def _check(q, k, s):
 
 
 @torch.library.custom_op("braindecode_pars::pair_attention_fused", mutates_args=())
-def pair_attention_fused(
+def _pair_attention_fused_op(
     q: torch.Tensor, k: torch.Tensor, s: torch.Tensor, scale: float, double: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`~braindecode_pars.models.pair.tables.pair_attention`'s ``theta``,
+    """:func:`~braindecode_pars.models.pair.tables._pair_attention_op`'s ``theta``,
     ``counts`` and ``gap`` from one Triton kernel (see the module's text).
 
     ``q`` (batch, H, 2, n, d) holds per head the rows ``u_1..u_n`` then ``v_1..v_n``,
@@ -259,7 +259,7 @@ def pair_attention_fused(
     dtype, ``counts`` = [pair-heads whose denominators underflowed (each computed
     directly), 0] and ``gap`` (nats, at least 0, float32) as the torch operator
     defines them. Runs where Triton does
-    (:func:`~braindecode_pars.models.pair.kernels.triton_runs_here`).
+    (:func:`~braindecode_pars.models.pair.kernels._triton_runs_here`).
     """
     return _forward(q, k, s, scale, double)
 
@@ -295,7 +295,7 @@ def _launch(kernel, grid, *args, **kwargs):
 
 
 def _forward(q, k, s, scale, double):
-    """The body of :func:`pair_attention_fused`."""
+    """The body of :func:`_pair_attention_fused_op`."""
     _check(q, k, s)
     B, H, _, n, d = q.shape
     N = k.shape[2]
@@ -312,7 +312,7 @@ def _forward(q, k, s, scale, double):
     return theta, counts, gap
 
 
-@pair_attention_fused.register_fake
+@_pair_attention_fused_op.register_fake
 def _(q, k, s, scale, double):
     acc = torch.float64 if double else torch.float32
     return (
@@ -323,17 +323,17 @@ def _(q, k, s, scale, double):
 
 
 @torch.library.custom_op("braindecode_pars::pair_attention_fused_backward", mutates_args=())
-def pair_attention_fused_backward(
+def _pair_attention_fused_backward_op(
     grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, s: torch.Tensor, scale: float,
     double: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
-    """Gradients of :func:`pair_attention_fused`'s ``theta`` with respect to ``q``, ``k``
+    """Gradients of :func:`_pair_attention_fused_op`'s ``theta`` with respect to ``q``, ``k``
     and ``s``, from one Triton kernel: contiguous, in the inputs' dtypes."""
     return _backward_body(grad, q, k, s, scale, double)
 
 
 def _backward_body(grad, q, k, s, scale, double):
-    """The body of :func:`pair_attention_fused_backward`."""
+    """The body of :func:`_pair_attention_fused_backward_op`."""
     B, H, _, n, d = q.shape
     N = k.shape[2]
     grad = grad.contiguous()
@@ -349,7 +349,7 @@ def _backward_body(grad, q, k, s, scale, double):
     return dq, dk, ds
 
 
-@pair_attention_fused_backward.register_fake
+@_pair_attention_fused_backward_op.register_fake
 def _(grad, q, k, s, scale, double):
     return (
         torch.empty(q.shape, dtype=q.dtype, device=q.device),
@@ -368,11 +368,11 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad, *_):
     q, k, s = ctx.saved_tensors
-    dq, dk, ds = pair_attention_fused_backward(grad, q, k, s, ctx.scale, ctx.double)
+    dq, dk, ds = _pair_attention_fused_backward_op(grad, q, k, s, ctx.scale, ctx.double)
     return dq, dk, ds, None, None
 
 
-pair_attention_fused.register_autograd(_backward, setup_context=_setup_context)
+_pair_attention_fused_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _fused_flops(q_shape, k_shape, *args, **kwargs):

@@ -17,7 +17,7 @@ Two choices, each with its own names:
 For "auto", each takes the device's default, its ``"decoder_kernel"`` or
 ``"fallback_kernel"`` in the one table of per-device defaults
 (:data:`~braindecode_pars._util.device_defaults._DEVICE_DEFAULTS`). A Triton path runs
-only where Triton does (:func:`triton_runs_here`): a CUDA device, or any device's
+only where Triton does (:func:`_triton_runs_here`): a CUDA device, or any device's
 tensors under Triton's interpreter (``TRITON_INTERPRET=1``, how the tests check it on a
 CPU); elsewhere the torch path runs. The fused kernels also take only the tiles they
 compile for (:func:`_fused_kernels_fit`, :data:`_MAX_TILE`); larger calls take the tables.
@@ -40,8 +40,8 @@ except ImportError:  # pragma: no cover - a torch without Triton
     triton = tl = None
 
 #: The pair operator's implementations: "tables" (torch operations over the factor
-#: tables, every device; :func:`~braindecode_pars.models.pair.tables.pair_attention`)
-#: and "fused" (:func:`~braindecode_pars.models.pair.fused.pair_attention_fused`, where
+#: tables, every device; :func:`~braindecode_pars.models.pair.tables._pair_attention_op`)
+#: and "fused" (:func:`~braindecode_pars.models.pair.fused._pair_attention_fused_op`, where
 #: Triton runs).
 _DECODER_KERNELS = ("tables", "fused")
 
@@ -50,7 +50,7 @@ _DECODER_KERNELS = ("tables", "fused")
 DECODER_KERNEL_OPTIONS = ("auto", *_DECODER_KERNELS)
 
 #: The tables operator's fallback's implementations: "torch" (torch operations, every
-#: device) and "triton" (two kernels, :func:`triton_runs_here`).
+#: device) and "triton" (two kernels, :func:`_triton_runs_here`).
 _FALLBACK_KERNELS = ("torch", "triton")
 
 #: What a caller may ask the fallback for: "auto" (:func:`_resolve_fallback_kernel`) or
@@ -85,7 +85,7 @@ _EIGHT_WARPS_TILE = {False: 32 * 64, True: 16 * 32}
 _chosen = {"kernel": None}
 
 
-def triton_runs_here(x):
+def _triton_runs_here(x):
     """Whether Triton's kernels run on ``x``'s device: Triton is there, and ``x`` is on
     a CUDA device or Triton's interpreter is on (``TRITON_INTERPRET=1``)."""
     if triton is None:
@@ -136,13 +136,13 @@ def _fused_kernels_fit(n, N, d, double):
 def resolve_decoder_kernel(kernel, x, shape=None):
     """The implementation, one of :data:`_DECODER_KERNELS`, that ``kernel`` (one of
     :data:`DECODER_KERNEL_OPTIONS`) runs on ``x``'s device: "fused" only where
-    :func:`triton_runs_here` and, given ``shape`` (``n, N, d, double``), where the
+    :func:`_triton_runs_here` and, given ``shape`` (``n, N, d, double``), where the
     kernels take it (:func:`_fused_kernels_fit`), else "tables"; "auto" the device's
     default (:func:`~braindecode_pars._util.device_defaults.device_default`)."""
     check_option("kernel", kernel, DECODER_KERNEL_OPTIONS)
     if kernel == "auto":
         kernel = device_default("decoder_kernel", x.device)
-    if kernel == "tables" or not triton_runs_here(x):
+    if kernel == "tables" or not _triton_runs_here(x):
         return "tables"
     return "fused" if shape is None or _fused_kernels_fit(*shape) else "tables"
 
@@ -162,7 +162,7 @@ def fallback_kernel(kernel):
     inside the block, in this process, wherever its caller asked for "auto" (the default
     of ``CrossAttentionPairDecoder(fallback=...)``); a caller that names a kernel keeps
     it. The previous choice comes back on exit. "triton" is taken only where
-    :func:`triton_runs_here` (elsewhere the torch path runs)."""
+    :func:`_triton_runs_here` (elsewhere the torch path runs)."""
     check_option("kernel", kernel, _FALLBACK_KERNELS)
     before = _chosen["kernel"]
     _chosen["kernel"] = kernel
@@ -184,4 +184,4 @@ def _resolve_fallback_kernel(fallback, x):
 def _use_triton(x, fallback="auto"):
     """Whether the operator's fallback on ``x`` takes the Triton kernels now, its caller
     having asked for ``fallback`` (one of :data:`_FALLBACK_KERNEL_OPTIONS`)."""
-    return _resolve_fallback_kernel(fallback, x) == "triton" and triton_runs_here(x)
+    return _resolve_fallback_kernel(fallback, x) == "triton" and _triton_runs_here(x)

@@ -3,7 +3,7 @@
 Per head, the logits of pair ``(j, k)`` at key ``m`` split as ``U[j, m] + V[k, m]``
 (see :mod:`braindecode_pars.models.pair.decoders`), so
 ``exp(U[j, m] + V[k, m]) = exp(U[j, m]) exp(V[k, m])`` and the softmax's numerator and
-denominator over the keys are products of (n x N) tables. :func:`pair_attention` is
+denominator over the keys are products of (n x N) tables. :func:`_pair_attention_op` is
 that computation as one ``torch.library`` operator with its backward written out: the
 same on every device and under ``torch.compile`` (one opaque node, no graph break), with
 no host synchronisation (CUDA graphs can capture it) and no Python branch on the data.
@@ -67,7 +67,7 @@ _FALLBACK_PAIRS = 256
 
 
 def _fallback_slots(batch_size, n_heads, n):
-    """Fallback slots of one call of :func:`pair_attention`: a function of the shapes only."""
+    """Fallback slots of one call of :func:`_pair_attention_op`: a function of the shapes only."""
     return min(
         batch_size * n_heads * n * n,
         max(_FALLBACK_PAIRS, _FALLBACK_PAIRS_PER_WINDOW * batch_size),
@@ -301,7 +301,7 @@ def _observed(wrap):
 
 
 def _pair_attention(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
-    """Forward of :func:`pair_attention`: the factor tables, chunk by chunk, then the
+    """Forward of :func:`_pair_attention_op`: the factor tables, chunk by chunk, then the
     pairs they could not resolve, exactly."""
     with _exact_float_arithmetic(q.device.type):
         return _pair_attention_exact(q, k, s, n, scale, keep_bytes, fallback)
@@ -393,7 +393,7 @@ def _chunk_buffers(q, rows, n, N):
 def _pair_attention_backward(
     grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback="auto"
 ):
-    """Backward of :func:`pair_attention`; see :func:`_pair_attention_backward_exact`."""
+    """Backward of :func:`_pair_attention_op`; see :func:`_pair_attention_backward_exact`."""
     with _exact_float_arithmetic(q.device.type):
         return _pair_attention_backward_exact(
             grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback
@@ -489,7 +489,7 @@ def _slot_gradients_(dq, dk, ds, grad, pairs, H, scale):
 
 
 @torch.library.custom_op("braindecode_pars::pair_attention", mutates_args=())
-def pair_attention(
+def _pair_attention_op(
     q: torch.Tensor,
     k: torch.Tensor,
     s: torch.Tensor,
@@ -545,7 +545,7 @@ def pair_attention(
     return _pair_attention(q, k, s, n, scale, keep_bytes, fallback)
 
 
-@pair_attention.register_fake
+@_pair_attention_op.register_fake
 def _(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
     B, H, n2, _ = q.shape
     rows = B * H if _keeps_tables(q, k, n, keep_bytes) else 0
@@ -562,7 +562,7 @@ def _(q, k, s, n, scale, keep_bytes=None, fallback="auto"):
 
 
 @torch.library.custom_op("braindecode_pars::pair_attention_backward", mutates_args=())
-def pair_attention_backward(
+def _pair_attention_backward_op(
     grad: torch.Tensor,
     q: torch.Tensor,
     k: torch.Tensor,
@@ -576,13 +576,13 @@ def pair_attention_backward(
     scale: float,
     fallback: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Gradients of :func:`pair_attention`'s ``theta`` with respect to ``q``, ``k``, ``s``."""
+    """Gradients of :func:`_pair_attention_op`'s ``theta`` with respect to ``q``, ``k``, ``s``."""
     return _pair_attention_backward(
         grad.contiguous(), q, k, s, bad, slots, tables, den, ratio, n, scale, fallback
     )
 
 
-@pair_attention_backward.register_fake
+@_pair_attention_backward_op.register_fake
 def _(grad, q, k, s, bad, slots, tables, den, ratio, n, scale, fallback="auto"):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(s)
 
@@ -598,17 +598,17 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad, *_):
     q, k, s, bad, slots, tables, den, ratio = ctx.saved_tensors
-    dq, dk, ds = pair_attention_backward(
+    dq, dk, ds = _pair_attention_backward_op(
         grad, q, k, s, bad, slots, tables, den, ratio, ctx.n, ctx.scale, ctx.fallback
     )
     return dq, dk, ds, None, None, None, None
 
 
-pair_attention.register_autograd(_backward, setup_context=_setup_context)
+_pair_attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _pair_attention_flops(q_shape, k_shape, s_shape, n, scale, *args, **kwargs):
-    """Multiply-adds times 2 of :func:`pair_attention`: the logits, ``num`` and ``den``,
+    """Multiply-adds times 2 of :func:`_pair_attention_op`: the logits, ``num`` and ``den``,
     and the logits of the fallback slots."""
     B, H, n2, d = q_shape
     N = k_shape[2]

@@ -1,6 +1,6 @@
 """The pair operator's fallback as two Triton kernels, one program per slot.
 
-:func:`~braindecode_pars.models.pair.tables.pair_attention` recomputes the pair-heads
+:func:`~braindecode_pars.models.pair.tables._pair_attention_op` recomputes the pair-heads
 whose factor tables underflow directly from their logits, in a static number of slots
 (:func:`~braindecode_pars.models.pair.tables._fallback_slots`). In torch operations
 that takes about 30 small kernels each way, whatever the number of pair-heads that
