@@ -1,4 +1,6 @@
+import getpass
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -125,21 +127,41 @@ def tuh_corpora(tmp_path_factory):
 
 _INTERNALS = Path(__file__).parent / "internals"
 
-#: The folder the processes the tests start write their temporary files in.
+#: The folder the processes the tests start write their temporary files in, set by the
+#: pytest process that made it (a pytest-xdist worker inherits its controller's).
 _TEMPORARY = "BRAINDECODE_PARS_TESTS_TMPDIR"
+_MADE = {}
 
 
 def pytest_configure(config):
     """The processes the tests start keep their temporary folders (torchrun's log
     folders, ``torchelastic_*``, one per launch) in a folder of this test session, which
-    its end removes, instead of leaving them in the system's (each pytest-xdist worker
-    its own)."""
-    folder = tempfile.mkdtemp(prefix="braindecode-pars-tests-")
-    os.environ[_TEMPORARY] = os.environ["TMPDIR"] = folder
+    its end removes, instead of leaving them in the system's. torch's compile cache stays
+    where it was, so that compiled steps are not compiled anew every session.
+    ``benchmarks/tests/conftest.py`` registers the same hooks: a session made the folder
+    once (its workers, and hooks registered twice, find it made)."""
+    if os.environ.get(_TEMPORARY):
+        return
+    system = tempfile.gettempdir()
+    _MADE["environ"] = {k: os.environ.get(k) for k in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR")}
+    user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())  # as torch's default_cache_dir
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(system, f"torchinductor_{user}"))
+    _MADE["folder"] = tempfile.mkdtemp(prefix="bdp-tests-")  # short: AF_UNIX paths in it
+    os.environ[_TEMPORARY] = os.environ["TMPDIR"] = _MADE["folder"]
 
 
 def pytest_unconfigure(config):
-    shutil.rmtree(os.environ.pop(_TEMPORARY, ""), ignore_errors=True)
+    """The session's temporary folder removed, the environment as the session found it."""
+    folder = _MADE.pop("folder", None)
+    if folder is None:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    os.environ.pop(_TEMPORARY, None)
+    for key, value in _MADE.pop("environ").items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def pytest_collection_modifyitems(config, items):

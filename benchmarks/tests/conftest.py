@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
-# the library's fixtures, registered here by being imported into this conftest
+# the library's fixtures and session hooks (the processes' temporary folder), registered
+# here by being imported into this conftest
 from tests.conftest import (  # noqa: F401
     TINY,
     _seed,
     eegmat,
     one_thread,
+    pytest_configure,
+    pytest_unconfigure,
     shared_data,
     tuh_corpora,
     ysyw,

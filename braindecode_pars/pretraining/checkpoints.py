@@ -191,6 +191,8 @@ class StateCheckpoint(_Cadence):
             "compile": bool(getattr(net, "compile", False)),
             "amp": bool(getattr(net, "amp", False)),
             "threads": torch.get_num_threads(),  # a CPU's sums differ with the count
+            # a store read in the order of the disk hands its batches over by worker
+            "workers": int(net.get_params_for("iterator_train").get("num_workers", 0) or 0),
             "seed": getattr(net, "run_seed_", None),  # every draw of the run derives from it
             **_pair_tables(net),  # PARS: the float64 escalation of its pair decoder
         }

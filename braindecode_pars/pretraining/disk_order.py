@@ -27,8 +27,9 @@ Every window of the training share is read once per epoch; the order of the wind
 their channels and crops change with the epoch and are the same for the same seed,
 epoch, number of ranks and batch size, whatever the number of workers (which only
 interleaves the groups' batches). A pass can start within its epoch (``start``, the
-rest of an epoch a stopped run had begun): the batches before it are skipped, not read,
-and the rest are those of the whole pass, in its order. In a worker process the batches
+rest of an epoch a stopped run had begun): the batches before it are skipped (the groups
+they fill are not read), and the rest are those of the whole pass, in its order, for the
+same number of DataLoader workers. In a worker process the batches
 are written straight into shared memory, which the DataLoader hands to the training
 process without copying.
 """
@@ -163,7 +164,7 @@ class DiskOrderBatches(IterableDataset):
         When the windows are not a multiple of ``world_size``: every rank reads
         ``ceil(n / world_size)`` windows, the first of the epoch's order again
         (``"pad"``, as ``DistributedSampler``), or ``n // world_size`` (``"drop"``).
-        Either way every rank takes ``len(self)`` steps per epoch.
+        Either way every rank takes :meth:`epoch_batches` steps per epoch.
     drop_last : bool
         Leave out a rank's last batch when it is short and not the only one (a share of
         fewer windows than ``batch_size`` is still read, as one short batch): every step

@@ -243,6 +243,7 @@ def _log_launch_change(net, folder):
     pointer = Path(folder) / "state.json"
     saved = json.loads(pointer.read_text()) if pointer.is_file() else {}
     _log_thread_change(net, folder, saved)
+    _log_worker_change(net, folder, saved)
     now = {
         "world_size": distributed.world_size() if net.distributed_ else 1,
         "compile": bool(net.compile),
@@ -253,6 +254,24 @@ def _log_launch_change(net, folder):
         logger.warning(
             "Resuming %s with %s (the global batch is batch_size x processes: %d x %d).",
             folder, ", ".join(changed), net.batch_size, now["world_size"],
+        )  # fmt: skip
+
+
+def _log_worker_change(net, folder, saved):
+    """Warn when a run that reads its store in the order of the disk resumes on another
+    number of DataLoader workers than the sitting that saved it (``workers`` in
+    ``state.json``): the workers interleave the batches, so the order changes."""
+    workers = saved.get("workers")
+    if workers is None or net.store_read != "disk" or saved.get("epoch", 0) >= net.max_epochs:
+        return
+    now = int(net.get_params_for("iterator_train").get("num_workers", 0) or 0)
+    if int(workers) != now:
+        logger.warning(
+            "Resuming %s on %d DataLoader workers, where the state was saved on %d: a store "
+            "read in the order of the disk hands its batches over worker by worker, so the "
+            "run goes on with the batches in another order than the run never stopped "
+            "(--workers %d, or iterator_train__num_workers=%d, keeps them).",
+            folder, now, workers, workers, workers,
         )  # fmt: skip
 
 

@@ -393,3 +393,42 @@ def test_a_disk_order_run_stopped_within_an_epoch_resumes_to_the_weights_never_s
     # every step of the epochs after the stop: the same loss
     losses = [[b["train_loss"] for b in net.history[-1]["batches"]] for net in (resumed, full)]
     assert losses[0] == losses[1]
+
+
+def test_a_disk_order_run_resumed_on_other_workers_says_its_batches_change(
+    tmp_path, one_thread, caplog
+):
+    """``state.json`` holds the DataLoader workers; a run read in the order of the disk
+    resumed on another number (which hands the batches over in another order) says so
+    and how to keep them; read at random, it says nothing."""
+    import signal
+
+    from braindecode_pars import PretrainNet
+    from braindecode_pars.pretraining import TrainingStopped
+    from tests.internals.test_pretrain_stop import SignalAt
+    from tests.ramp_fixtures import ramp_pars
+
+    view = ramp_store(tmp_path / "store", n_recordings=4)
+
+    def net(read, callbacks=(), workers=0):
+        loader = dict(iterator_train__num_workers=workers)
+        if workers:
+            loader["iterator_train__multiprocessing_context"] = "fork"
+        return PretrainNet(
+            ramp_pars(emb_dim=16, depth=1, n_heads=2, ff_dim=16),
+            max_epochs=2, batch_size=8, progress_bar=False, store_read=read,
+            checkpoint_dir=tmp_path / read, stop_signals=("SIGUSR1",),
+            callbacks=list(callbacks), **loader,
+        )  # fmt: skip
+
+    for read in ("disk", "random"):
+        with pytest.raises(TrainingStopped):
+            net(read, [("signal", SignalAt(signal.SIGUSR1, 1, 1))]).fit(view)
+        assert json.loads((tmp_path / read / "state.json").read_text())["workers"] == 0
+    with caplog.at_level("WARNING", logger="braindecode_pars"):
+        net("random", workers=1).fit(view)
+    assert "DataLoader workers" not in caplog.text
+    with caplog.at_level("WARNING", logger="braindecode_pars"):
+        net("disk", workers=1).fit(view)
+    assert "on 1 DataLoader workers, where the state was saved on 0" in caplog.text
+    assert "--workers 0" in caplog.text
