@@ -96,7 +96,7 @@ benchmark: install
 ENCODERS_COMMIT := 09227cb0b85c531beb195eda6e215936f4dba107
 NORMALIZATION_COMMIT := c7af8f645cf3de7f5fde0692f4c290d5ef865dce
 # the patch-density selection's encoders (benchmarks/bench_patch_density.py), 10 MB
-DENSITY_COMMIT := 61fe53f1c0546143fcae3e26491d263818ae1eb4
+DENSITY_COMMIT := 09680b6b7a7cc242118a88708a1a6c647e242b7f
 benchmark-encoders:
 	git archive $(ENCODERS_COMMIT) benchmarks/encoders | tar -x
 	git archive $(NORMALIZATION_COMMIT) benchmarks/encoders/normalization | tar -x
