@@ -336,9 +336,205 @@ def main(argv=None):
         write_report(report_lines(), REPORT)
 
 
+#: the test rows' names in the report (the issue's names)
+ROW_NAMES = {
+    "scratch": "from scratch",
+    "pars-small-v2": "fine-tuned pars-small-v2",
+    "EEGNet": "EEGNet (braindecode)",
+    "ShallowFBCSPNet": "ShallowFBCSPNet (braindecode)",
+    "probe": "probe",
+}
+
+
+def _cell(values):
+    values = [v for v in values if v == v]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
+
+
+def seed_scores(rows):
+    """Per seed: each task's score (k = 1: the mean over the two labelled blocks) and the
+    mean of the four tasks (NaN unless every task has a row)."""
+    import pandas as pd
+
+    per = pd.DataFrame(rows).groupby(["seed", "task"]).bal_acc.mean().unstack()
+    per = per.reindex(columns=list(MI_TASKS))
+    per["mean of 4"] = per.mean(axis=1, skipna=False)
+    return per
+
+
+def test_rows():
+    """This script's test rows, and the recorded rows of the other models."""
+    own = read_rows(TEST)
+    others = [
+        dict(r, row=r["row"]) for r in read_rows(RECIPE_TEST)
+        if r["row"] in ("EEGNet", "ShallowFBCSPNet", "probe") and r["task"] in MI_TASKS
+    ]  # fmt: skip
+    from benchmarks.bench_finetuning_recipe import lab_eegnet_rows
+
+    keys = {tuple(r["key"]) for r in others}
+    others += [r for r in lab_eegnet_rows() if tuple(r["key"]) not in keys]
+    return own, others
+
+
+def test_table(rows, k):
+    lines = [
+        "| row | " + " | ".join(MI_TASKS) + " | mean of 4 | seeds | train | s per fit |",
+        "|---|" + "---|" * (len(MI_TASKS) + 4),
+    ]
+    means = {}
+    for row, name in ROW_NAMES.items():
+        part = [r for r in rows if r["row"] == row and r["k"] == k]
+        if not part:
+            continue
+        per = seed_scores(part)
+        means[row] = per["mean of 4"].dropna().tolist()
+        cells = [_cell(per[c].dropna().tolist()) for c in [*MI_TASKS, "mean of 4"]]
+        train = np.nanmean([r.get("train_bal_acc", np.nan) for r in part])
+        seconds = np.median([r["seconds"] for r in part])
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {len(means[row])} | "
+            f"{'-' if train != train else f'{train:.3f}'} | {seconds:.0f} |"
+        )
+    return lines, means
+
+
+def target_lines(means):
+    """The issue's targets, from the per-seed means of four tasks with all labels."""
+    out = []
+    get = {row: np.mean(v) for row, v in means.items() if v}
+    if {"pars-small-v2", "EEGNet", "probe"} <= set(get):
+        gap = get["pars-small-v2"] - get["EEGNet"]
+        out.append(
+            f"- Fine-tuned pars-small-v2 at or above EEGNet: "
+            f"{'reached' if gap >= 0 else 'not reached'} ({get['pars-small-v2']:.3f} against "
+            f"{get['EEGNet']:.3f}: {gap:+.3f})."
+        )
+        gap = get["pars-small-v2"] - get["probe"]
+        out.append(
+            f"- Fine-tuned pars-small-v2 above the probe: {'reached' if gap > 0 else 'not reached'}"
+            f" ({get['pars-small-v2']:.3f} against {get['probe']:.3f}: {gap:+.3f})."
+        )
+    if {"scratch", "EEGNet"} <= set(get):
+        gap = get["EEGNet"] - get["scratch"]
+        out.append(
+            f"- From scratch within 0.05 of EEGNet: {'reached' if gap <= 0.05 else 'not reached'}"
+            f" ({get['scratch']:.3f} against {get['EEGNet']:.3f}: {gap:.3f} behind)."
+        )
+    return out or ["- Not enough rows yet."]
+
+
+def selection_lines():
+    rows = read_rows(SELECTION)
+    adopted, trail = forward(rows)
+    lines = [
+        "## Selection (the rule's runs, MI selection splits)",
+        "",
+        "Score: mean balanced accuracy over the four tasks and both starts; mean ± sd over "
+        "the three seeds. Each step is the current recipe with one change; adopted when it "
+        "beats the current recipe by more than the larger spread.",
+        "",
+        "| step | score | spread | current recipe's score | adopted | scratch | "
+        "pars-small-v2 | train | s per fit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for name, score, spread, cur, cur_spread, take in trail:
+        part = [r for r in rows if r["candidate"] == name]
+        by_start = {
+            s: np.mean([r["bal_acc"] for r in part if r["start"] == s]) if part else np.nan
+            for s in STARTS
+        }
+        verdict = {"start": "(start)", True: "yes", False: "no", None: "running"}.get(take, take)
+        train = np.mean([r["train_bal_acc"] for r in part]) if part else np.nan
+        seconds = np.median([r["seconds"] for r in part]) if part else np.nan
+        lines.append(
+            f"| {name} | {score:.3f} | {spread:.3f} | {cur:.3f} ± {cur_spread:.3f} | {verdict} | "
+            f"{by_start['scratch']:.3f} | {by_start['pars-small-v2']:.3f} | {train:.3f} | "
+            f"{seconds:.0f} |".replace("nan ± nan", "-").replace("nan", "-")
+        )
+    recipe = recipe_of(adopted)
+    lines += [
+        "",
+        f"**Chosen**: {' + '.join(['recipe', *adopted])}: `{recipe}`.",
+    ]
+    eegmat = [r for r in rows if r["task"] == EEGMAT]
+    if eegmat:
+        lines += ["", "### The EEGMAT check (selection subjects scored)", ""]
+        lines += [
+            "| recipe | score | spread | scratch | pars-small-v2 | fits |",
+            "|---|---|---|---|---|---|",
+        ]
+        scores = {}
+        for name in ("eegmat:recipe", "eegmat:chosen"):
+            score, spread, complete = candidate_score(rows, name, (EEGMAT,), EEGMAT_SEEDS)
+            scores[name] = (score, spread, complete)
+            part = [r for r in eegmat if r["candidate"] == name]
+            by = {s: np.mean([r["bal_acc"] for r in part if r["start"] == s]) for s in STARTS}
+            lines.append(
+                f"| {name.split(':')[1]} | {score:.3f} | {spread:.3f} | {by['scratch']:.3f} | "
+                f"{by['pars-small-v2']:.3f} | {len(part)} |"
+            )
+        (a, sa, ca), (b, sb, cb) = scores["eegmat:recipe"], scores["eegmat:chosen"]
+        if ca and cb:
+            ok = a - b <= max(sa, sb)
+            lines += [
+                "",
+                f"The chosen recipe {'does not lose' if ok else 'loses'} on EEGMAT "
+                f"({b:.3f} against {a:.3f}; larger spread {max(sa, sb):.3f}): the fine-tuner's "
+                f"defaults {'follow' if ok else 'do not follow'} the choice.",
+            ]
+    return lines
+
+
+def rule_text():
+    start = __doc__.index("The rule (written")
+    end = __doc__.index("The comparison on the test splits")
+    lines = __doc__[start:end].strip().splitlines()
+    return ["## " + lines[0], *lines[2:]]
+
+
 def report_lines():
-    """Written after the runs (see ``report``)."""
-    return ["# Fine-tuning that reads space (issue 86)", "", "(report not written yet)"]
+    own, others = test_rows()
+    rows = own + others
+    lines = [
+        "# Fine-tuning that reads space (issue 86)",
+        "",
+        "Written by `benchmarks/bench_finetuning_space.py report` from "
+        "`finetuning_space_selection.jsonl` and `finetuning_space_test.jsonl` (each row names "
+        "the commit and the machine that wrote it; one torch thread). The rows of EEGNet, "
+        "ShallowFBCSPNet and the probe are `finetuning_recipe_test.jsonl`'s (the same splits, "
+        "seeds and code for those rows; see `finetuning_recipe.md`).",
+        "",
+        "## All labels (blocks 1 and 2 labelled, block 3 scored): the comparison",
+        "",
+    ]
+    recipe = sorted({r["recipe"] for r in own})
+    table, means = test_table(rows, "all")
+    lines += table
+    lines += [
+        "",
+        f"Fine-tuner rows at the chosen recipe ({', '.join(recipe) or '-'}). Cells: balanced "
+        "accuracy, mean ± sd over seeds. Train: balanced accuracy on the labelled windows.",
+        "",
+        "### The targets (all labels, mean of 4)",
+        "",
+        *target_lines(means),
+        "",
+        "## One labelled block (k = 1; each seed's score the mean over blocks 1 and 2)",
+        "",
+        *test_table(rows, "1")[0],
+        "",
+        *selection_lines(),
+        "",
+        *rule_text(),
+    ]
+    commits = sorted({r["commit"] for r in own + read_rows(SELECTION)})
+    machines = sorted({r["machine"] for r in own + read_rows(SELECTION)})
+    lines += ["", f"Commits the rows name: {', '.join(commits)}; machine: {'; '.join(machines)}."]
+    return lines
 
 
 if __name__ == "__main__":

@@ -133,7 +133,8 @@ class PARSFineTuner(
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
     spatial_filters : int | None
         None: the encoder reads the input channels (the paper's model). An int ``K``: a
-        spatial front end maps the channels to ``K`` virtual channels before the encoder
+        spatial front end maps the channels to ``K`` virtual channels (at most the
+        windows' channels: ``min(K, n_chans)``) before the encoder
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``spatial_filters``), its
         filters set at each ``fit`` from the training windows by ``spatial_init``.
     spatial_init : {"csp", "identity"}
@@ -502,7 +503,11 @@ class PARSFineTuner(
                 amplitude=self.amplitude,
                 pooling=self.pooling,
                 n_heads=encoder.n_heads,
-                spatial_filters=self.spatial_filters,
+                spatial_filters=(
+                    None
+                    if self.spatial_filters is None
+                    else min(self.spatial_filters, self.n_chans_)
+                ),
                 band_power=self.band_power,
                 token_gate=self.token_gate,
                 readout=self.readout,

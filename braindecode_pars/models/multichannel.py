@@ -148,11 +148,12 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         None (the default, the paper's model): the encoder reads the input channels.
         An int ``K``: a spatial front end
         (:class:`~braindecode_pars.models.spatial_front.SpatialFilter`) first maps the
-        ``n_chans`` channels linearly to ``K`` virtual channels (each filter's L2 norm at most ``spatial_max_norm``), and everything after it (the
-        encoder, the channel embeddings, the amplitude path, the pooling) reads the
-        virtual channels as it read channels: the encoder runs on ``K`` sequences per
-        window instead of ``n_chans`` (``K < n_chans`` costs and saves that share of its
-        compute). The filters start as the identity's first rows;
+        ``n_chans`` channels linearly to ``K`` virtual channels (each filter's L2 norm
+        at most ``spatial_max_norm``), and everything after it (the encoder, the
+        channel embeddings, the amplitude path, the pooling) reads the virtual
+        channels as it read channels: the encoder runs on ``K`` sequences per window
+        instead of ``n_chans`` (``K < n_chans`` saves that share of its compute). The
+        filters start as the identity's first rows;
         :class:`~braindecode_pars.PARSFineTuner` sets them from its training windows
         (``spatial_init``).
     spatial_max_norm : float | None

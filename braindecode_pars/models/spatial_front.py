@@ -86,7 +86,8 @@ def band_pass_taps(band, sfreq, seconds=0.5):
 
 class BandLogVariance(nn.Module):
     """The log-variance of each channel in each of ``bands``, relative to the mean over
-    the window's channels (blind to the window's gain and the data's unit), standardised
+    the window's channels (blind to the window's gain and the data's unit; a single
+    channel keeps its own log-variance), standardised
     by statistics fixed from the training windows (:meth:`set_statistics`; 0 and 1
     before), not by a batch's.
 
@@ -132,7 +133,8 @@ class BandLogVariance(nn.Module):
         filtered = nn.functional.conv1d(flat, self.taps.float())  # (B * C, n_bands, T')
         var = filtered.var(dim=-1, unbiased=False).reshape(B, C, -1).transpose(1, 2)
         log_var = torch.log(var + torch.finfo(torch.float32).tiny)  # (B, n_bands, C)
-        log_var = log_var - log_var.mean(dim=-1, keepdim=True)
+        if C > 1:  # relative to the window's channels; one channel keeps its own
+            log_var = log_var - log_var.mean(dim=-1, keepdim=True)
         return log_var.reshape(B, -1)
 
     @torch.no_grad()
