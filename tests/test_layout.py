@@ -331,7 +331,9 @@ def test_layout_count_public_names_at_most_60_in_the_subpackages():
         for n in listed
         if n.isupper() and not callable(getattr(importlib.import_module(f"{PACKAGE}.{package}"), n))
     ]
-    assert constants == ["hub.DEFAULT_ENCODER"]  # dataset constants stay module attributes
+    # dataset constants stay module attributes; the band-power block's bands are the
+    # features' contract (issue 90)
+    assert constants == ["features.DEFAULT_BANDS", "hub.DEFAULT_ENCODER"]
 
 
 def cli_flags():
@@ -523,13 +525,15 @@ def public_surface(root=ROOT):
 #: one new entry: ``cli.store``'s five building blocks are private behind ``run_store``,
 #: the pair operators' four Python bindings (the lab reads their registered names),
 #: ``triton_runs_here`` and ``demo.low_label.neural_head`` are private, and
-#: ``datasets.corpus.eegmat_subjects`` is the lab's (212).
+#: ``datasets.corpus.eegmat_subjects`` is the lab's (212). Issue 90 added one that the
+#: API page shows, ``features.blocks.BAND_PRESETS``, the named sets ``bands=`` takes
+#: (213).
 #: The target is not reached: what the layers above, the lab and the docs import from
 #: the modules of ``io``, ``features``, ``pretraining``, ``hub`` and ``cli``, with
 #: ``models`` and ``datasets``, keeps it well above 162 until those imports go through
 #: an ``__all__`` or the lab stops needing them (issue 80 item 4; docs/architecture.rst,
 #: "What is public", says who holds the rest).
-MAX_PUBLIC_SURFACE = 212
+MAX_PUBLIC_SURFACE = 213
 
 
 def test_layout_count_public_surface_at_most_half_of_325(tmp_path):

@@ -123,9 +123,15 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     readout : {"mean+std", "mean", "blocks"}
         What the encoder's block reads from the tokens
         (:class:`~braindecode_pars.features.EncoderFeatures`).
-    bands : dict | sequence of (name, low, high) | None
+    bands : str | dict | sequence of (name, low, high) | None
         The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
-        frequency (all six at 100 Hz, five at 50 Hz).
+        frequency (all six at 100 Hz, five at 50 Hz;
+        :data:`~braindecode_pars.features.DEFAULT_BANDS`). A preset's name
+        (:data:`~braindecode_pars.features.blocks.BAND_PRESETS`): ``"default"``, or
+        ``"sleep"``, with the spindles' sigma band (11-16 Hz) whole, which the default
+        bands split between alpha and beta_low. ``fit`` warns when some windows hold no
+        power in a band where the others do (windows upsampled from a lower native
+        rate; :class:`~braindecode_pars.features.BandPowerFeatures`).
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`); None:
         whole windows.

@@ -43,6 +43,7 @@ from braindecode_pars.features.blocks import (
     _READOUTS,
     BLOCKS,
     DEFAULT_READOUT,
+    _check_bands,
     _check_readout_tokens,
 )
 from braindecode_pars.features.scaling import (
@@ -229,9 +230,11 @@ class ProbeRecipe:
         scaled as the module says (standardised, blocks of equal total variance).
     readout : {"mean+std", "mean", "blocks"}
         What the encoder's block reads (:class:`~braindecode_pars.features.EncoderFeatures`).
-    bands : dict | sequence of (name, low, high) | None
+    bands : str | dict | sequence of (name, low, high) | None
         The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
-        frequency.
+        frequency (:data:`~braindecode_pars.features.DEFAULT_BANDS`); a preset's name,
+        ``"default"`` or ``"sleep"`` (sigma 11-16 Hz whole), of
+        :data:`~braindecode_pars.features.blocks.BAND_PRESETS`.
     align : {None, "groups"}
         Align each group on its own windows before the scaling.
     crop_seconds : float | None
@@ -271,6 +274,7 @@ class ProbeRecipe:
         object.__setattr__(self, "C", float(self.C))
         check_option("readout", self.readout, _READOUTS)
         check_option("align", self.align, (None, "groups"))
+        _check_bands(self.bands, math.inf)  # the names and edges; Nyquist in fit
         _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
     def __str__(self):
