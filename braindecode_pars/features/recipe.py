@@ -442,7 +442,9 @@ def compare_recipes(
     cv : "auto" | int | splitter | None
         The folds, as :func:`inner_splitter` reads ``PARSProbe(inner_cv=...)``; None:
         leave-one-group-out. The first fold's time and the projected total are logged
-        (``logging.INFO``) when that total exceeds :data:`_PROGRESS_AFTER_SECONDS`.
+        (``logging.INFO``) when that total exceeds :data:`_PROGRESS_AFTER_SECONDS`, and
+        the time left again halfway (from the folds done: a machine whose load changes
+        moves it), then the whole.
     return_folds : bool
         Whether to return the folds too.
 
@@ -487,9 +489,17 @@ def compare_recipes(
         if k == 1 and long:
             logger.info(
                 "recipe='auto': the first of %d inner folds (%s, %d groups) took %.1f s; "
-                "all %d: about %.0f s.",
+                "all %d: about %.0f s (an estimate at the machine's load now, "
+                "refreshed halfway).",
                 len(folds), type(splitter).__name__, n_groups, first, len(folds),
                 first * len(folds),
+            )  # fmt: skip
+        elif long and k == len(folds) // 2 and k > 1:
+            spent = time.perf_counter() - start
+            logger.info(
+                "recipe='auto': %d of %d inner folds in %.1f s; about %.0f s left at "
+                "that pace.",
+                k, len(folds), spent, spent / k * (len(folds) - k),
             )  # fmt: skip
         if len(np.unique(y[train])) < 2:
             continue
