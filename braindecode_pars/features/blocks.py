@@ -507,6 +507,16 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     of each band; the features are the (base-10) logarithms of these means, channel by
     channel. Scaling the signal by ``a`` shifts every feature by ``2 log10(a)``.
 
+    ``fit`` warns (``UserWarning``, once) when some windows hold no power in a band
+    where the others do (at least 1,000 times less, relative to each window's
+    strongest band, with no window in between), naming how many windows and which bands: what
+    windows upsampled from recordings of a lower native rate look like (a recording at
+    50 Hz brought to 100 Hz holds nothing in 25-50 Hz). Their band powers there are
+    numerical noise that tells the recordings' rates apart, not their EEG: band-limit
+    every recording below the lowest native Nyquist frequency, or choose bands that
+    end below it. The check is one more Welch pass over the windows, with a
+    Blackman-Harris window.
+
     Parameters
     ----------
     sfreq : float | None
@@ -514,9 +524,10 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         where both are known they must agree.
     bands : str | dict | sequence of (name, low, high) | None
         Frequency bands in Hz, each half-open ``[low, high)`` and ending at or below
-        the Nyquist frequency. None: :data:`DEFAULT_BANDS`, delta 0.5-4, theta 4-8,
-        alpha 8-13, beta_low 13-20, beta_high 20-30 and gamma 30-45 Hz, each cut at the
-        Nyquist frequency. A preset's name (:data:`BAND_PRESETS`): ``"default"`` (those),
+        the Nyquist frequency. None: :data:`~braindecode_pars.features.DEFAULT_BANDS`,
+        delta 0.5-4, theta 4-8, alpha 8-13, beta_low 13-20, beta_high 20-30 and gamma
+        30-45 Hz, each cut at the Nyquist frequency. A preset's name
+        (:data:`~braindecode_pars.features.blocks.BAND_PRESETS`): ``"default"`` (those),
         ``"sleep"`` (delta 0.5-4, theta 4-8, alpha 8-11, sigma 11-16, beta 16-30 and
         gamma 30-45 Hz: the spindles' band whole), cut the same way.
     n_per_seg : int | None
@@ -524,16 +535,6 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         or the whole window when it is shorter.
     log : bool
         Whether to return ``log10`` of the band powers (True) or the powers.
-
-    ``fit`` warns (``UserWarning``, once) when some windows hold no power in a band
-    where the others do (1,000 times less or more, relative to each window's strongest
-    band, with no window in between), naming how many windows and which bands: what
-    windows upsampled from recordings of a lower native rate look like (a recording at
-    50 Hz brought to 100 Hz holds nothing in 25-50 Hz). Their band powers there are
-    numerical noise that tells the recordings' rates apart, not their EEG: band-limit
-    every recording below the lowest native Nyquist frequency, or choose bands that
-    end below it. The check is one more Welch pass over the windows, with a
-    Blackman-Harris window.
 
     Attributes
     ----------
