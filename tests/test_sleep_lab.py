@@ -127,9 +127,14 @@ def mixed_windows(seed=0, n_native=30, n_upsampled=10):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda: PARSProbe(sfreq=100), lambda: band_power_pipeline(sfreq=100)],
-    ids=["probe", "floor"],
-)  # fmt: skip
+    "make",
+    [
+        lambda: PARSProbe(sfreq=100),
+        lambda: band_power_pipeline(sfreq=100),
+        lambda: PARSClassifier(encoder=None, sfreq=100, verbose=0),
+    ],
+    ids=["probe", "floor", "classifier"],
+)
 def test_windows_upsampled_from_50_hz_beside_others_make_fit_warn_once(make):
     X = mixed_windows()
     y = np.arange(len(X)) % 2
