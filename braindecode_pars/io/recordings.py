@@ -338,8 +338,9 @@ def _say_native_rates(rates, sfreq, h_freq):
         "Band-limit every recording below the lowest native Nyquist frequency (h_freq=%g; "
         "the command's --h-freq %g), or choose bands that end below %g Hz (the probe's "
         "'bands'). Each recording's rate is in the windows' description, '%s'.",
-        len(by_rate), said, sfreq, plural(len(upsampled), "recording"), lowest, lowest / 2,
-        top, _low_pass_below(lowest), _low_pass_below(lowest), lowest / 2, _NATIVE_COLUMN,
+        len(by_rate), said, sfreq, plural(len(by_rate[lowest]), "recording"), lowest,
+        lowest / 2, min(top, max(rates.values()) / 2), _low_pass_below(lowest),
+        _low_pass_below(lowest), lowest / 2, _NATIVE_COLUMN,
     )  # fmt: skip
 
 
