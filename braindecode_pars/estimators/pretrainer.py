@@ -63,6 +63,16 @@ def _as_sources(X_unlabeled):
     return [X_unlabeled] if one else list(X_unlabeled)
 
 
+def _encoder_name(value):
+    """How the log names an ``init_encoder`` value: a shipped name or a path as given, in
+    quotes; an instance by its class (None for none)."""
+    if value is None:
+        return None
+    if isinstance(value, str | Path):
+        return repr(str(value))
+    return f"the {type(value).__name__} given"
+
+
 #: The pairs of position-masked patches, over all draws, that :func:`_draw_overlap`
 #: compares at most (its memory), and its most and fewest draws.
 _OVERLAP_PAIRS, _OVERLAP_DRAWS = 2**22, (16, 1024)
@@ -114,10 +124,18 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         :class:`~braindecode_pars.PatchEncoder`: pretext training continues from its
         weights (a copy; its size and sampling rate then hold, and the size parameters
         must be left at their defaults or equal it). The pretext model's decoder starts
-        anew. With ``X_target_unlabeled`` in :class:`~braindecode_pars.PARSClassifier`,
+        anew. The first log line says so, naming the encoder, its size, the rate and the
+        warm-up. With ``X_target_unlabeled`` in :class:`~braindecode_pars.PARSClassifier`,
         ``PARSPretrainer(init_encoder="pars-small", steps=500)`` adapts a shipped
         encoder to the test subjects' own unlabelled EEG (transductive). With
-        ``max_epochs=0`` the encoder is used as it is.
+        ``max_epochs=0`` the encoder is used as it is. **Rate for continuing**: ``lr``
+        and the warm-up are those of pretraining from scratch unless set (1e-3, warmed
+        up over the first 10 % of the steps, which this estimator always does); the
+        package's example of continued pretraining
+        (``examples/plot_pars_physionet_mi.py``) runs at 3e-4 without warm-up
+        (:class:`~braindecode_pars.PretrainNet`'s ``warmup_fraction=0``), so
+        ``lr=3e-4`` is the one to start from. Neither has been measured against the
+        other for continuing yet (:doc:`/usage`, "Continuing pretraining").
     patch_seconds, emb_dim, depth, n_heads, ff_dim, activation, drop_prob, eps
         The new encoder's settings
         (:class:`~braindecode_pars.models.encoder_config.PatchEncoderConfig`);
@@ -603,6 +621,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
                 decoder_kernel=self.decoder_kernel,
                 progress_bar=bool(self.verbose),
                 init_encoder=initial,
+                init_name=_encoder_name(self.init_encoder),
                 stop_signals=self.stop_signals,
                 callbacks=None if self.monitor is None else [("probe_monitor", self.monitor)],
                 **settings.run_kwargs(epochs),

@@ -36,6 +36,7 @@ from braindecode_pars.features.recipe import (
 from braindecode_pars.features.scaling import check_align_groups
 from braindecode_pars.io.estimator_inputs import WindowsInputMixin, read_fitted, read_input
 from braindecode_pars.io.windows import window_scale
+from braindecode_pars.pretraining.config import DEFAULT_CROP_SECONDS
 
 logger = logging.getLogger(__name__)
 
@@ -123,12 +124,22 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     readout : {"mean+std", "mean", "blocks"}
         What the encoder's block reads from the tokens
         (:class:`~braindecode_pars.features.EncoderFeatures`).
-    bands : dict | sequence of (name, low, high) | None
+    bands : str | dict | sequence of (name, low, high) | None
         The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
-        frequency (all six at 100 Hz, five at 50 Hz).
+        frequency (all six at 100 Hz, five at 50 Hz;
+        :data:`~braindecode_pars.features.DEFAULT_BANDS`). A preset's name
+        (:data:`~braindecode_pars.features.blocks.BAND_PRESETS`): ``"default"``, or
+        ``"sleep"``, with the spindles' sigma band (11-16 Hz) whole, which the default
+        bands split between alpha and beta_low. ``fit`` warns when some windows hold no
+        power in a band where the others do (windows upsampled from a lower native
+        rate; :class:`~braindecode_pars.features.BandPowerFeatures`).
     crop_seconds : float | None
         The encoder's crops (:class:`~braindecode_pars.features.EncoderFeatures`); None:
-        whole windows.
+        whole windows. Windows longer than the 10-s crops the shipped encoders were
+        pretrained on (30-s sleep epochs) ask the encoder for positions it never saw
+        unless cut (``crop_seconds=10``); ``fit`` logs what the encoder reads of them.
+        The default stays None: whether cropping scores better has not been measured
+        on the selection splits.
     patch_stride_seconds : float | None
         The step between the encoder's patches
         (:class:`~braindecode_pars.features.EncoderFeatures`); None (the default): half
@@ -286,6 +297,8 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         reads_encoder = encoder is not None and (self.encoder_block or self.recipe == "auto")
         if reads_encoder and abs(encoder.sfreq - data.sfreq) > 1e-6 * encoder.sfreq:
             say_resampling(type(self).__name__, data.sfreq, encoder.sfreq)
+        if reads_encoder:
+            self._say_long_windows(encoder, data.shape[1] / data.sfreq)
         if encoder is None or not self.encoder_block:
             blocks = tuple(b for b in fixed.blocks if b != "encoder")
             if not blocks:
@@ -315,6 +328,42 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         self.model_ = fit_blocks(recipe, features, data.y, groups, random_state=self.random_state)
         self.classes_ = self.model_.classes_
         return self
+
+    def _say_long_windows(self, encoder, seconds):
+        """Log (INFO, once per fit) what the encoder reads of windows longer than the
+        crops it was pretrained on (:data:`DEFAULT_CROP_SECONDS`, the shipped encoders'
+        and ``PARSPretrainer``'s default), and how ``crop_seconds`` changes it."""
+        crop = DEFAULT_CROP_SECONDS
+        if seconds <= crop + 1e-9:
+            return
+        patch = float(encoder.patch_seconds)
+        stride = patch / 2 if self.patch_stride_seconds is None else self.patch_stride_seconds
+        n_crops = math.ceil(seconds / crop - 1e-9)
+        if self.crop_seconds is None:
+            n_tokens = int((seconds - patch) // stride) + 1
+            logger.info(
+                "%s: the windows are %g s long, longer than the %g-s crops the shipped "
+                "encoders were pretrained on (PARSPretrainer's default): with "
+                "crop_seconds=None (the default) the encoder reads each channel's whole "
+                "window, %d patches of %g s every %g s at positions 0 to %g s, and those "
+                "past %g s are positions it never saw in pretraining. crop_seconds=%g reads "
+                "each window as %d consecutive crops of %g s (positions 0 to %g s each, as "
+                "pretraining read them), each normalised and encoded on its own, the "
+                "readout over all their tokens; which scores better on your labels is not "
+                "measured: compare both.",
+                type(self).__name__, seconds, crop, n_tokens, patch, stride,
+                (n_tokens - 1) * stride, crop, crop, n_crops, crop, crop - patch,
+            )  # fmt: skip
+        else:
+            logger.info(
+                "%s: the windows are %g s long; crop_seconds=%g: the encoder reads each as "
+                "%d consecutive crops of %g s (the last one shorter when the window is "
+                "not a whole number of them), each normalised and encoded on its own, the "
+                "readout over all their tokens (crop_seconds=None: the whole window at "
+                "once, positions past the %g-s crops of pretraining included).",
+                type(self).__name__, seconds, self.crop_seconds,
+                math.ceil(seconds / self.crop_seconds - 1e-9), self.crop_seconds, crop,
+            )  # fmt: skip
 
     def _candidates(self, fixed, encoder, groups):
         """The recipes to compare, or None (logged) when fit has too few groups."""

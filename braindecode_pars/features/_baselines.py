@@ -63,9 +63,12 @@ def band_power_pipeline(sfreq=None, bands=None, n_per_seg=None, C=1.0, random_st
     sfreq : float | None
         Sampling rate of the windows in Hz (None: read from the windows; array
         input then fails).
-    bands : dict | sequence of (name, low, high) | None
+    bands : str | dict | sequence of (name, low, high) | None
         Frequency bands in Hz; None: six bands 0.5-45 Hz cut at the Nyquist frequency
-        (see :class:`BandPowerFeatures`).
+        (:data:`~braindecode_pars.features.DEFAULT_BANDS`); a preset's name of
+        :data:`~braindecode_pars.features.blocks.BAND_PRESETS`, ``"default"`` or
+        ``"sleep"`` (sigma 11-16 Hz whole, for sleep spindles); see
+        :class:`BandPowerFeatures`.
     n_per_seg : int | None
         Length of Welch's segments in samples (None: 2 s); see
         :class:`BandPowerFeatures`.

@@ -43,6 +43,7 @@ from braindecode_pars.features.blocks import (
     _READOUTS,
     BLOCKS,
     DEFAULT_READOUT,
+    _check_bands,
     _check_readout_tokens,
 )
 from braindecode_pars.features.scaling import (
@@ -229,9 +230,11 @@ class ProbeRecipe:
         scaled as the module says (standardised, blocks of equal total variance).
     readout : {"mean+std", "mean", "blocks"}
         What the encoder's block reads (:class:`~braindecode_pars.features.EncoderFeatures`).
-    bands : dict | sequence of (name, low, high) | None
+    bands : str | dict | sequence of (name, low, high) | None
         The band-power block's bands; None: six bands 0.5-45 Hz cut at the Nyquist
-        frequency.
+        frequency (:data:`~braindecode_pars.features.DEFAULT_BANDS`); a preset's name,
+        ``"default"`` or ``"sleep"`` (sigma 11-16 Hz whole), of
+        :data:`~braindecode_pars.features.blocks.BAND_PRESETS`.
     align : {None, "groups"}
         Align each group on its own windows before the scaling.
     crop_seconds : float | None
@@ -271,6 +274,7 @@ class ProbeRecipe:
         object.__setattr__(self, "C", float(self.C))
         check_option("readout", self.readout, _READOUTS)
         check_option("align", self.align, (None, "groups"))
+        _check_bands(self.bands, math.inf)  # the names and edges; Nyquist in fit
         _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
 
     def __str__(self):
@@ -438,7 +442,9 @@ def compare_recipes(
     cv : "auto" | int | splitter | None
         The folds, as :func:`inner_splitter` reads ``PARSProbe(inner_cv=...)``; None:
         leave-one-group-out. The first fold's time and the projected total are logged
-        (``logging.INFO``) when that total exceeds :data:`_PROGRESS_AFTER_SECONDS`.
+        (``logging.INFO``) when that total exceeds :data:`_PROGRESS_AFTER_SECONDS`, and
+        the time left again halfway (from the folds done: a machine whose load changes
+        moves it), then the whole.
     return_folds : bool
         Whether to return the folds too.
 
@@ -483,9 +489,17 @@ def compare_recipes(
         if k == 1 and long:
             logger.info(
                 "recipe='auto': the first of %d inner folds (%s, %d groups) took %.1f s; "
-                "all %d: about %.0f s.",
+                "all %d: about %.0f s (an estimate at the machine's load now, "
+                "refreshed halfway).",
                 len(folds), type(splitter).__name__, n_groups, first, len(folds),
                 first * len(folds),
+            )  # fmt: skip
+        elif long and k == len(folds) // 2 and k > 1:
+            spent = time.perf_counter() - start
+            logger.info(
+                "recipe='auto': %d of %d inner folds in %.1f s; about %.0f s left at "
+                "that pace.",
+                k, len(folds), spent, spent / k * (len(folds) - k),
             )  # fmt: skip
         if len(np.unique(y[train])) < 2:
             continue

@@ -11,6 +11,7 @@ import copy
 import logging
 import math
 import numbers
+import warnings
 
 import mne
 import numpy as np
@@ -52,6 +53,29 @@ def _resampled_length(n_times, sfreq, new_sfreq, name="X"):
             f"new_sfreq={new_sfreq} Hz."
         )
     return n_new
+
+
+#: The start of the warning :func:`resample_windows` gives when it upsamples (a caller
+#: that says it otherwise may filter it by this text).
+_UPSAMPLING = "resample_windows: upsampling"
+
+
+def _say_upsampling(sfreq, new_sfreq):
+    """Warn that windows brought from ``sfreq`` to a higher ``new_sfreq`` hold nothing
+    above the Nyquist frequency of ``sfreq``."""
+    if new_sfreq <= sfreq * (1 + 1e-9):
+        return
+    warnings.warn(
+        f"{_UPSAMPLING} from {sfreq:g} Hz to {new_sfreq:g} Hz: the windows hold nothing "
+        f"above {sfreq / 2:g} Hz (the Nyquist frequency of {sfreq:g} Hz), whatever their "
+        f"new rate. Beside windows recorded at a higher rate, their band power above "
+        f"{sfreq / 2:g} Hz is empty where the others' is not, and a classifier tells the "
+        f"rates apart: band-limit every recording below {sfreq / 2:g} Hz (e.g. "
+        f"raw.filter(None, {max(1, int(0.88 * sfreq / 2))})), or choose bands that end "
+        "below it.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _rescaled_metadata(metadata, ratio, n_times=None):
@@ -139,7 +163,10 @@ def resample_windows(X, sfreq, new_sfreq, *, method="fft", n_jobs=None):
       resampled whole. ``Subset`` objects and skorch ``SliceDataset`` objects of windows keep
       their indices.
 
-    The input is left as it was. Resampling whole recordings before cutting windows
+    Upsampling (``new_sfreq`` above the windows' rate) warns once per call: the windows
+    hold nothing above the Nyquist frequency of their rate, which band power and an
+    encoder read beside windows recorded at a higher rate (band-limit them all below
+    it). The input is left as it was. Resampling whole recordings before cutting windows
     (``Preprocessor("resample", sfreq=...)`` in braindecode's ``preprocess``) gives the
     same samples as the braindecode case here (up to the rounding of window starts)
     and is the cheaper way when you build the windows yourself.
@@ -211,6 +238,7 @@ SliceDataset | mne.Epochs
                 f"'sfreq'={sfreq} differs from the sampling rate of the 'X' windows "
                 f"({own} Hz); pass sfreq=None for windows that carry their rate."
             )
+        _say_upsampling(own, new_sfreq)
         if isinstance(X, mne.BaseEpochs):
             _resampled_length(len(X.times), own, new_sfreq)
             with mne.use_log_level("error"):
@@ -244,6 +272,7 @@ SliceDataset | mne.Epochs
         )
     sfreq = _check_rate("sfreq", sfreq)
     _resampled_length(array.shape[-1], sfreq, new_sfreq)
+    _say_upsampling(sfreq, new_sfreq)
     dtype = array.dtype if np.issubdtype(array.dtype, np.floating) else np.float64
     resampled = mne.filter.resample(
         array.astype(np.float64),

@@ -18,6 +18,7 @@ mixins) is theirs, in ``estimators/_inputs.py``; what only the feature transform
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -268,10 +269,14 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
 def at_rate(data, sfreq):
     """Windows read (:class:`~braindecode_pars.io.windows.Windows`) at ``sfreq``:
     resampled to it (:func:`~braindecode_pars.io.resample_windows`, MNE's
-    resampling) when their rate is another, else as they are."""
+    resampling) when their rate is another, else as they are. Upsampling to an
+    encoder's rate is said by the estimators (the two rates, once per fit), not by
+    ``resample_windows`` at every call."""
     if abs(data.sfreq - sfreq) <= 1e-6 * sfreq:
         return data
-    from braindecode_pars.io._resample import resample_windows
+    from braindecode_pars.io._resample import _UPSAMPLING, resample_windows
 
-    X = resample_windows(data.X, data.sfreq, sfreq).astype(np.float32, copy=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_UPSAMPLING)
+        X = resample_windows(data.X, data.sfreq, sfreq).astype(np.float32, copy=False)
     return Windows(X, data.y, float(sfreq), data.groups, data.ch_names, data.n_items)

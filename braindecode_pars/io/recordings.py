@@ -291,14 +291,69 @@ def _subjects_of(files, kind, how):
     return subjects
 
 
-def _description(file, subject, kind):
-    """A recording's description: its file, its subject and where the subject comes from."""
-    return {"file": str(file), "subject": subject, _SUBJECT_COLUMN: kind}
+def _description(file, subject, kind, native_sfreq=None):
+    """A recording's description: its file, its subject, where the subject comes from and
+    the rate it was recorded at (``native_sfreq``, before any resampling)."""
+    description = {"file": str(file), "subject": subject, _SUBJECT_COLUMN: kind}
+    if native_sfreq is not None:
+        description[_NATIVE_COLUMN] = float(native_sfreq)
+    return description
+
+
+#: The description column of the rate each recording was recorded at.
+_NATIVE_COLUMN = "native_sfreq"
+
+
+def _say_native_rates(rates, sfreq, h_freq):
+    """Say, before any preprocessing, what bringing recordings of ``rates`` (file ->
+    native rate) to ``sfreq`` leaves: recordings upsampled from a lower rate hold nothing
+    above their own Nyquist frequency. When other recordings hold more there (a higher
+    native rate, and no low-pass ``h_freq`` at or below the lowest native Nyquist), a
+    WARNING names the rates, the recordings of each and the fixes; when every recording
+    is upsampled from one rate, an INFO line says what they hold."""
+    upsampled = {f: r for f, r in rates.items() if r < sfreq - 1e-6}
+    if not upsampled:
+        return
+    lowest = min(rates.values())
+    by_rate = {}
+    for file, rate in rates.items():
+        by_rate.setdefault(rate, []).append(file)
+    said = "; ".join(
+        f"{rate:g} Hz: {plural(len(files), 'recording')} ({_files(files)})"
+        for rate, files in sorted(by_rate.items())
+    )
+    top = min(sfreq / 2, min(75.0, 0.45 * sfreq) if h_freq is None else h_freq)
+    if len(by_rate) == 1 or top <= lowest / 2 + 1e-6:
+        logger.info(
+            "The recordings are brought from %s to %g Hz: they hold nothing above %g Hz "
+            "(half the native rate).",
+            said, sfreq, lowest / 2,
+        )  # fmt: skip
+        return
+    logger.warning(
+        "The recordings were recorded at %d rates (%s) and are brought to %g Hz: the %s "
+        "upsampled from %g Hz hold nothing above %g Hz, where the others hold EEG up to "
+        "%g Hz. Band power and an encoder then tell the rates apart rather than the EEG "
+        "(a classifier's fit warns when a band is empty in some windows only). "
+        "Band-limit every recording below the lowest native Nyquist frequency (h_freq=%g; "
+        "the command's --h-freq %g), or choose bands that end below %g Hz (the probe's "
+        "'bands'). Each recording's rate is in the windows' description, '%s'.",
+        len(by_rate), said, sfreq, plural(len(by_rate[lowest]), "recording"), lowest,
+        lowest / 2, min(top, max(rates.values()) / 2), _low_pass_below(lowest),
+        _low_pass_below(lowest), lowest / 2, _NATIVE_COLUMN,
+    )  # fmt: skip
+
+
+def _low_pass_below(rate):
+    """A low-pass edge below the Nyquist frequency of ``rate`` that leaves room for the
+    filter's transition: 88 % of it, in whole Hz (22 Hz for 50 Hz)."""
+    return max(1, int(0.88 * rate / 2))
 
 
 def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
     """The recording's header (not its data, its identity dropped), the channels kept and
-    left out, and its header's patient code (with ``header``, else None), or None to skip
+    left out, its header's patient code (with ``header``, else None) and the rate it was
+    recorded at, or None to skip
     it: ``(file, reason)`` is then appended to ``skipped`` and said once for all files by
     :func:`_skipped_summary`; the header's channel names go to ``headers``."""
     try:
@@ -313,6 +368,7 @@ def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
         skipped.append((str(file), f"cannot read it ({reason})"))
         return None
     subject = _header_subject(raw) if header else None
+    native = float(raw.info["sfreq"])
     _drop_identity(raw)
     names = list(raw.ch_names)
     headers[file] = names
@@ -329,7 +385,7 @@ def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
         )
         return None
     not_picked = [ch for ch in names if ch not in raw.ch_names]
-    return raw.pick(kept), left_out, not_picked, subject
+    return raw.pick(kept), left_out, not_picked, subject, native
 
 
 def _site(name):
@@ -633,8 +689,13 @@ def load_recordings(
     in one ``logging.INFO`` line (each recording's at ``DEBUG``); one warning names
     the kept channels whose names are not sites of the 10-05 montage
     (:func:`_off_montage`) with their files, and one the channel sets when the
-    recordings have several. The description holds ``file``, ``subject`` and
-    ``subject_from`` (what the subject was read from, see ``subject_from``). What a
+    recordings have several. The description holds ``file``, ``subject``,
+    ``subject_from`` (what the subject was read from, see ``subject_from``) and
+    ``native_sfreq``, the rate the recording was recorded at. Recordings of several
+    native rates brought to ``sfreq`` are said before any preprocessing: a warning names
+    those upsampled from a lower rate, which hold nothing above their own Nyquist
+    frequency where the others do, and the fix (``h_freq`` below the lowest native
+    Nyquist frequency, e.g. 22 Hz with recordings at 50 Hz). What a
     header says of the person (EDF's patient code, name, birth date; the experimenter,
     a description) is dropped from every recording's ``info`` as it is read, and
     nothing of it reaches the description, a store or a log unless ``subject_from="header"``
@@ -712,16 +773,17 @@ def _load_recordings(
     files = find_recordings(patterns)
     subjects = _subjects_of(files, kind, how)
     kept, raws, skipped, descriptions, not_picked, headers = {}, [], [], {}, {}, {}
+    rates = {}
     for file in files:
         found = _channels(file, picks, exclude, on_error, skipped, headers, header=kind == "header")
         if found is None:
             continue
-        raw, left_out, not_picked[file], named = found
+        raw, left_out, not_picked[file], named, rates[file] = found
         kept[file] = (list(raw.ch_names), left_out)
         descriptions[file] = (
-            _description(file, subjects[file], "file")
+            _description(file, subjects[file], "file", rates[file])
             if kind == "header" and named is None
-            else _description(file, named or subjects[file], kind)
+            else _description(file, named or subjects[file], kind, rates[file])
         )
         if not lazy:
             raws.append(RawDataset(raw, descriptions[file]))
@@ -744,6 +806,7 @@ def _load_recordings(
             )
     _log_channels(kept, exclude, not_picked, picks, purpose)
     _log_subjects(descriptions, kind, hint=subject_from is None)
+    _say_native_rates(rates, sfreq, h_freq)
     # the channels are picked already: the preprocessing keeps them all
     preprocessors = [
         *recording_preprocessors(sfreq, l_freq, h_freq, notch_freq, picks="all"),

@@ -42,6 +42,7 @@ def run_pretraining(
     allow_new_budget=False,
     run_info=None,
     init_encoder=None,
+    init_name=None,
     stop_signals="auto",
     callbacks=None,
     batches="auto",
@@ -97,6 +98,11 @@ def run_pretraining(
     init_encoder : PatchEncoder | None
         Start from this encoder's weights (its settings must be ``encoder_kwargs``'s)
         instead of a new initialisation; the pretext model's other parts start anew.
+        The first log line then says that pretraining continues, from which encoder,
+        and at which rate and warm-up.
+    init_name : str | None
+        How that line names ``init_encoder`` (``"'pars-small-v2'"``, a saved encoder's
+        path in quotes); None: "the encoder given".
     stop_signals : "auto" | str | int | sequence | None
         Signals that stop the run at the next step boundary with its state saved in
         ``checkpoint_dir`` (:class:`PretrainNet`'s ``stop_signals``; the call then raises
@@ -191,15 +197,29 @@ def run_pretraining(
         batches = f"an epoch is a shuffled pass over the {n_train} training windows"
     n_encoder = sum(p.numel() for p in encoder.parameters())
     n_model = sum(p.numel() for p in model.parameters())
+    schedule = f"at a peak learning rate of {lr:g}" + (
+        f", warmed up over the first {100 * net.warmup_fraction:g} % of the steps, then cosine"
+        if net.warmup_fraction
+        else ", without warm-up, then cosine"
+    )
+    if init_encoder is None:
+        opening = (
+            f"Pretraining {type(model).__name__} with a {encoder.emb_dim} x {encoder.depth} "
+            f"encoder ({n_model:,} parameters: the encoder's {n_encoder:,}, which it keeps "
+            f"and its card counts, and the pretext decoder's {n_model - n_encoder:,})"
+        )
+    else:
+        given = "the encoder given" if init_name is None else str(init_name)
+        opening = (
+            f"Continuing the pretraining of {given} with {type(model).__name__}: its "
+            f"{encoder.emb_dim} x {encoder.depth} encoder's {n_encoder:,} parameters start "
+            f"from its weights, the pretext decoder's {n_model - n_encoder:,} anew"
+        )
     logger.info(
-        "Pretraining %s with a %d x %d encoder (%s parameters: the encoder's %s, which it "
-        "keeps and its card counts, and the pretext decoder's %s) on %d windows (%d train, "
-        "%d held out for the validation skill); an example is %s; %d epochs x %d step(s) "
-        "of batch %d = %d steps (%s) on %s.",
-        type(model).__name__, encoder.emb_dim, encoder.depth, f"{n_model:,}",
-        f"{n_encoder:,}", f"{n_model - n_encoder:,}", len(view), n_train,
-        len(view) - n_train, example, max_epochs, per_epoch, batch_size,
-        max_epochs * per_epoch, batches, device,
+        "%s, on %d windows (%d train, %d held out for the validation skill); an example is "
+        "%s; %d epochs x %d step(s) of batch %d = %d steps (%s) %s, on %s.",
+        opening, len(view), n_train, len(view) - n_train, example, max_epochs, per_epoch,
+        batch_size, max_epochs * per_epoch, batches, schedule, device,
     )  # fmt: skip
     net.fit(view)
     _check_skill(net)

@@ -80,4 +80,18 @@ def test_inner_cv_group_kfold_scores_equal_a_loop_by_hand(caplog, monkeypatch):
     assert row["n_groups"] == 3
     np.testing.assert_allclose([row["mean"], row["std"]], [np.mean(by_hand), np.std(by_hand)])
     assert "the first of 3 inner folds (GroupKFold, 6 groups) took" in caplog.text
+    assert "refreshed halfway" in caplog.text
     assert "compared over 3 inner folds in" in caplog.text
+
+
+def test_a_long_comparison_refreshes_its_estimate_halfway(caplog, monkeypatch):
+    """The projection from the first fold is an estimate at the machine's load then: the
+    time left is said again halfway, from the folds done (issue 90)."""
+    from braindecode_pars.features import recipe as recipe_module
+
+    monkeypatch.setattr(recipe_module, "_PROGRESS_AFTER_SECONDS", 0.0)
+    X, y, groups = _subjects("power", sizes=(8,) * 6)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        PARSProbe(recipe="auto", inner_cv=4, sfreq=SFREQ).fit(X, y, groups)
+    assert "the first of 4 inner folds (GroupKFold, 6 groups) took" in caplog.text
+    assert "2 of 4 inner folds in" in caplog.text and "s left at that pace" in caplog.text
