@@ -523,13 +523,14 @@ def public_surface(root=ROOT):
 #: one new entry: ``cli.store``'s five building blocks are private behind ``run_store``,
 #: the pair operators' four Python bindings (the lab reads their registered names),
 #: ``triton_runs_here`` and ``demo.low_label.neural_head`` are private, and
-#: ``datasets.corpus.eegmat_subjects`` is the lab's (212).
+#: ``datasets.corpus.eegmat_subjects`` is the lab's (212). Issue 88 added
+#: ``metrics.group_cross_val_score``, the routed group cross-validation in one call (213).
 #: The target is not reached: what the layers above, the lab and the docs import from
 #: the modules of ``io``, ``features``, ``pretraining``, ``hub`` and ``cli``, with
 #: ``models`` and ``datasets``, keeps it well above 162 until those imports go through
 #: an ``__all__`` or the lab stops needing them (issue 80 item 4; docs/architecture.rst,
 #: "What is public", says who holds the rest).
-MAX_PUBLIC_SURFACE = 212
+MAX_PUBLIC_SURFACE = 213
 
 
 def test_layout_count_public_surface_at_most_half_of_325(tmp_path):
