@@ -443,13 +443,16 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         device = self.device if str(self.device).startswith("cuda") else "cpu"
         self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
         self.reports_epoch_ = True
-        self.epoch_step_offset_ = 0
+        self.epoch_step_offset_ = self.epoch_restored_steps_ = 0
         if dataset_train is not None:
             per_epoch = self.epoch_steps_ = self.steps_per_epoch(len(dataset_train))
             self.reports_epoch_ = _reports_epoch(
                 len(self.history), self.max_epochs, per_epoch, self.eval_every_steps
             )
             self.epoch_step_offset_ = self._resumed_steps(per_epoch)
+            restored = self._resumed_batches(self.epoch_step_offset_)
+            self.history[-1]["batches"].extend(restored)  # the steps done before the stop
+            self.epoch_restored_steps_ = len(restored)
             batches = getattr(self, "train_sampler_", None)
             if isinstance(batches, _EpochBatches | DiskOrderBatches):  # skipped, not drawn
                 batches.start = self.epoch_step_offset_

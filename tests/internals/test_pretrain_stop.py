@@ -460,13 +460,17 @@ def _rows(net):
     return rows
 
 
-@pytest.mark.parametrize("epoch, step", [pytest.param(1, 4, id="at-an-epochs-end")])
+@pytest.mark.parametrize(
+    "epoch, step",
+    [pytest.param(1, 4, id="at-an-epochs-end"), pytest.param(2, 2, id="within-an-epoch")],
+)
 def test_a_run_stopped_and_resumed_has_the_history_never_stopped(tmp_path, epoch, step):
     """Every epoch reported (``eval_every_steps`` of one epoch), the probe monitor every
     second report: the run never stopped probes epochs 1, 3 and 5. Stopped and resumed,
     the monitor counts the reports from the history, not from the sitting's start
     (which probed the first epoch of the sitting), and every row, its losses, skills
-    and probes, is that of the run never stopped."""
+    and probes, is that of the run never stopped: stopped within an epoch, its row
+    holds the steps of both sittings (the state saves the first's)."""
     from braindecode_pars.pretraining import ProbeMonitor
     from braindecode_pars.pretraining.monitor import MONITOR_KEYS
 
@@ -487,7 +491,10 @@ def test_a_run_stopped_and_resumed_has_the_history_never_stopped(tmp_path, epoch
     )  # fmt: skip
     with pytest.raises(TrainingStopped):
         stopped.fit(data)
+    state = StateCheckpoint.current(tmp_path / "run")
+    assert (state / "epoch_batches.json").is_file() == (step < 4)
     resumed = _net(tmp_path / "run", eval_every_steps=4, callbacks=callbacks()).fit(data)
     _assert_same_weights(resumed, full)
     assert [row["epoch"] for row in resumed.history if MONITOR_KEYS["label"] in row] == probed
+    assert [row["train_batch_count"] for row in resumed.history] == [4] * EPOCHS
     assert _rows(resumed) == _rows(full)
