@@ -313,7 +313,10 @@ class StopHandling:
         except (KeyboardInterrupt, TrainingStopped) as err:
             read_log = getattr(self, "read_log", None)
             if read_log is not None:  # the epochs ended since the last report get their
-                read_log(reduce=False)  # losses (this process's: others may be elsewhere)
+                # losses: under DistributedDataParallel averaged over the processes where
+                # all stopped at the step they agreed on (a stop signal), else this
+                # process's own (after Ctrl-C the others may be elsewhere)
+                read_log(reduce=isinstance(err, TrainingStopped) and err.reason == "signal")
             self.stopped_batches_ = None
             if self.history and "train_loss" not in self.history[-1]:
                 # a stop within the epoch: its steps' values go with the state, so that
