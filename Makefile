@@ -112,7 +112,7 @@ device-wheels: install
 		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 -d .device-wheels -r benchmarks/device_wheels.txt
 	git show db22036:braindecode_pars/models/pair_decoders.py \
-		| sed 's/from \.\._checks/from benchmarks.lib.checks/' > .device-wheels/pair_decoders_db22036.py
+		| sed 's/from \.\._checks/from braindecode_pars._util.checks/' > .device-wheels/pair_decoders_db22036.py
 
 clean:
 	rm -rf docs/_build docs/auto_examples docs/generated docs/sg_execution_times.rst results

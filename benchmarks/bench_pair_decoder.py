@@ -432,8 +432,8 @@ def load_revision(revision):
     ``tables.py`` as ``pair_tables``..., their imports of each other rewritten to
     match). The modules it imports beside it (the pair-attention operator) are that
     revision's too, while the package's other modules resolve to this checkout's (the
-    argument checks of the layout before the subfolders to
-    :mod:`benchmarks.lib.checks`). Its ``torch.library`` operators are registered under
+    argument checks of the layout before the subfolders to this checkout's
+    ``braindecode_pars._util.checks``). Its ``torch.library`` operators are registered under
     the namespace ``braindecode_pars_<commit>``, so that they neither replace this
     revision's operators nor run in their place."""
     commit = _git("rev-parse", "--verify", f"{revision}^{{commit}}", revision=revision)
@@ -462,7 +462,9 @@ def load_revision(revision):
         source = source.replace("braindecode_pars::", f"{namespace}::")
         source = source.replace("torch.ops.braindecode_pars.", f"torch.ops.{namespace}.")
         # the layout before the subfolders kept its argument checks in ``_checks``
-        source = source.replace("from .._checks import", "from benchmarks.lib.checks import")
+        source = source.replace(
+            "from .._checks import", "from braindecode_pars._util.checks import"
+        )
         # the subfolder's modules import each other by absolute name: this package's
         source = re.sub(
             r"from braindecode_pars\.models\.pair import (\w+)",

@@ -3,10 +3,6 @@
 import logging
 import warnings
 
-from braindecode_pars._util import moved as _moved
-
-_moved.install()  # the modules that moved stay importable under their old paths
-
 with warnings.catch_warnings():
     # braindecode's import announces a change of its standard_1020 montage, which this
     # package does not use: an import of the package prints nothing

@@ -2,7 +2,6 @@
 
 import ast
 import importlib.util
-import re
 from pathlib import Path
 
 PACKAGE = "braindecode_pars"
@@ -446,12 +445,14 @@ def test_layout_count_stop_signals_one_class_of_that_name():
     assert len(found) <= 1, found
 
 
-# --- What is public, and who reaches what is private (issue 80) -----------------------
+# --- Who reaches what is private (issue 80) -------------------------------------------
 #
-# The rule: a name is public when its path has no ``_``-prefixed segment. A ``_`` segment
-# is private to the package that holds it: ``io/_inputs.py`` and ``io.windows._labels_of``
-# to ``io``, ``models.pair._x`` to ``models``; ``_util`` and ``_jobs``, held by the root,
-# are the package's shared private helpers, open to every layer.
+# What users may rely on is another rule, the ``__all__``s and the API pages
+# (tests/test_docs.py, ``-k public_rule``); this one is the package's own. A
+# ``_``-prefixed segment of a path is private to the package that holds it:
+# ``io/_inputs.py`` and ``io.windows._labels_of`` to ``io``, ``models.pair._x`` to
+# ``models``; ``_util`` and ``_jobs``, held by the root, are the package's shared private
+# helpers, open to every layer.
 
 #: The layers every module may import private names from: the package's own helpers.
 SHARED = ("_util", "_jobs")
@@ -465,227 +466,6 @@ def _is_private(name):
     if name in NAMEDTUPLE_METHODS:
         return False
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def public_surface(root=ROOT):
-    """The importable surface: per module with no ``_``-prefixed path segment
-    (``weights/`` aside), its top-level ``def``/``class`` not starting with ``_`` and its
-    UPPERCASE assignments (the review's count, issue 80)."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root).parts
-        if parts[0] == "weights" or "__pycache__" in parts:
-            continue
-        if any(_is_private(p.removesuffix(".py")) for p in parts):
-            continue
-        names = []
-        for node in ast.parse(path.read_text(), filename=str(path)).body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names += [node.name] if not node.name.startswith("_") else []
-            elif isinstance(node, ast.Assign | ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names += [
-                    n.id
-                    for t in targets
-                    for n in ast.walk(t)
-                    if isinstance(n, ast.Name) and n.id.isupper() and not n.id.startswith("_")
-                ]
-        if names:
-            found[str(path.relative_to(root))] = names
-    return found
-
-
-#: Before issue 80 the count was 353 (325 at the review's 2476ecf); the issue's target is
-#: half of 325. Closing the private seams made 20 helpers public names of their
-#: modules (the windowers, the input mixins, ``StopHandling``...); 44 names used only
-#: in their module became private (329). The rule of "What is public"
-#: (docs/architecture.rst) then made the store's build, journal and read modules private
-#: and 25 names that nothing outside their subpackage used (297). Then 49 more names
-#: that only their own subpackage and the tests read became private (the pair
-#: operator's knobs and kernel-choice helpers, the encoder's tables, the datasets'
-#: readers and preprocessing helpers, the probe's and the monitor's helpers, the CLI's
-#: settings readers; their tests moved to tests/internals), and three modules whose
-#: names are all in their package's ``__all__`` became private (``io/_resample.py``,
-#: ``pretraining/_run.py``, ``features/_baselines.py``; 4 names) (244). Then code moved to
-#: the layer that owns it: eight input checks and mixins only the estimators use went from
-#: ``io/estimator_inputs.py`` to ``estimators/_inputs.py``, the two only the feature
-#: transformers use to ``features/_inputs.py``, and six of the pair operator's names
-#: that only ``models`` reads once the lab's dispatch count left became private, and
-#: ``features.recipe.MIN_GROUPS``, which only ``PARSProbe`` reads, is the probe's (227).
-#: A third pass made private what nothing outside its subpackage read once the lab
-#: took its two CLI helpers from elsewhere: ``cli/pretrain.py`` and ``cli/demo.py``
-#: (``_encoder_commands``, ``_demo_command``), ``io/labelled.py`` and
-#: ``pretraining/views.py``, whose one public name each is in their package's
-#: ``__all__`` (``_labelled``, ``_views``), and ``read_physionet_mi``, which only its
-#: module's loaders call (221). Issue 76's crop rule added two that the estimator reads,
-#: ``pretraining.config.PATCHES_PER_SECOND`` and ``DEFAULT_CROP_SECONDS`` (223).
-#: A fourth pass took 12 names only the lab read, which it now reaches otherwise, for
-#: one new entry: ``cli.store``'s five building blocks are private behind ``run_store``,
-#: the pair operators' four Python bindings (the lab reads their registered names),
-#: ``triton_runs_here`` and ``demo.low_label.neural_head`` are private, and
-#: ``datasets.corpus.eegmat_subjects`` is the lab's (212). Issue 88 added
-#: ``metrics.group_cross_val_score``, the routed group cross-validation in one call (213).
-#: The target is not reached: what the layers above, the lab and the docs import from
-#: the modules of ``io``, ``features``, ``pretraining``, ``hub`` and ``cli``, with
-#: ``models`` and ``datasets``, keeps it well above 162 until those imports go through
-#: an ``__all__`` or the lab stops needing them (issue 80 item 4; docs/architecture.rst,
-#: "What is public", says who holds the rest).
-MAX_PUBLIC_SURFACE = 213
-
-
-def test_layout_count_public_surface_at_most_half_of_325(tmp_path):
-    sample = tmp_path / "pkg"
-    (sample / "a").mkdir(parents=True)
-    (sample / "_b").mkdir()
-    (sample / "a" / "m.py").write_text("X = 1\n_Y = 2\nlower = 3\ndef f(): pass\nclass _C: pass\n")
-    (sample / "a" / "_m.py").write_text("Z = 1\n")
-    (sample / "_b" / "m.py").write_text("Z = 1\n")
-    assert public_surface(sample) == {"a/m.py": ["X", "f"]}  # the finder finds them
-    surface = public_surface()
-    assert sum(map(len, surface.values())) <= MAX_PUBLIC_SURFACE, {
-        k: len(v) for k, v in surface.items()
-    }
-
-
-#: The subpackages whose modules are public, each module one thing users import from it
-#: (braindecode's and timm's layout): a model, a pretext model, a part of the pair
-#: decoder; a named source with its constants. The package's one-file modules
-#: (``metrics``, ``viz``, ``moabb``, ``oeb``) are public too.
-PUBLIC_MODULE_PACKAGES = ("models", "datasets")
-
-
-def _import_targets(path, root):
-    """The dotted paths a Python file imports: each ``from`` source and its names."""
-    base = _module_name(path, root) if path.is_relative_to(root) else ""
-    base = base if path.name == "__init__.py" else base.rpartition(".")[0]
-    targets = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.ImportFrom):
-            source = _source_of(node, base)
-            targets.update([source] + [f"{source}.{a.name}" for a in node.names])
-        elif isinstance(node, ast.Import):
-            targets.update(a.name for a in node.names)
-    return targets
-
-
-def _users_index(root, repo):
-    """``(file, its layer or None, what it imports)`` for the package's files, the lab's,
-    the examples' and the tests' outside ``tests/internals/``; and the docs' pages (not
-    the changelog) as ``(page, None, its text)``."""
-    files = [(p, _layer(_module_name(p, root))) for p in sorted(root.rglob("*.py"))]
-    for folder in ("benchmarks", "examples", "tests"):
-        files += [
-            (p, None)
-            for p in sorted((repo / folder).rglob("*.py"))
-            if "internals" not in p.relative_to(repo).parts and "__pycache__" not in p.parts
-        ]
-    index = [
-        (p, layer, _import_targets(p, root)) for p, layer in files if "__pycache__" not in p.parts
-    ]
-    pages = [p for p in sorted((repo / "docs").rglob("*.rst")) if p.name != "changelog.rst"]
-    return index, [(p, p.read_text()) for p in pages]
-
-
-def _users_outside(module, index, root=ROOT):
-    """Where a module of the package is used from outside its subpackage (``index``:
-    :func:`_users_index`): files that import it or a name of it, pages that name it."""
-    dotted = _module_name(module, root)
-    layer = _layer(dotted)
-    files, pages = index
-    found = {str(p) for p, own, targets in files if own != layer and dotted in targets}
-    pattern = re.compile(re.escape(dotted) + r"(?![\w])")
-    return found | {str(p) for p, text in pages if pattern.search(text)}
-
-
-def modules_used_only_inside(root=ROOT, repo=ROOT.parent):
-    """The public modules (no ``_`` in their path) outside :data:`PUBLIC_MODULE_PACKAGES`
-    and the one-file modules that nothing outside their subpackage uses: under the rule,
-    each should be private (``_name.py``)."""
-    found = []
-    index = _users_index(root, repo)
-    for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root).parts
-        if len(parts) == 1 or parts[0] in PUBLIC_MODULE_PACKAGES + ("weights",):
-            continue  # a one-file module, a public module's package, the weights' names
-        if path.name in ("__init__.py", "__main__.py") or "__pycache__" in parts:
-            continue
-        if any(_is_private(p.removesuffix(".py")) for p in parts):
-            continue
-        if not _users_outside(path, index, root):
-            found.append(str(path.relative_to(root)))
-    return found
-
-
-def test_layout_count_modules_public_only_when_used_outside_their_subpackage(tmp_path):
-    """The rule (docs/architecture.rst, "What is public"): outside ``models/``,
-    ``datasets/`` and the one-file modules, a module is public only when another
-    subpackage, the lab, the examples, the public tests or the docs use it; the rest
-    are private modules, reached through their subpackage's ``__init__``."""
-    repo = tmp_path / "repo"
-    pkg = repo / PACKAGE
-    for folder in ("a", "models", "docs", "benchmarks", "examples", "tests"):
-        (
-            repo / folder if folder in ("docs", "benchmarks", "examples", "tests") else pkg / folder
-        ).mkdir(parents=True)
-    (pkg / "a" / "used.py").write_text("X = 1\n")
-    (pkg / "a" / "by_docs.py").write_text("Y = 1\n")
-    (pkg / "a" / "alone.py").write_text("Z = 1\n")
-    (pkg / "a" / "_private.py").write_text("W = 1\n")
-    (pkg / "a" / "__init__.py").write_text("from .alone import Z\n")
-    (pkg / "models" / "model.py").write_text(f"from {PACKAGE}.a.used import X\n")
-    (repo / "docs" / "page.rst").write_text(f"``{PACKAGE}.a.by_docs``\n")
-    assert modules_used_only_inside(pkg, repo) == ["a/alone.py"]  # found, and only it
-    assert modules_used_only_inside() == []
-
-
-def _bound_names(tree):
-    """``name -> the dotted path it was imported from`` for a module's top-level imports."""
-    bound = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for a in node.names:
-                bound[a.asname or a.name] = f"{node.module}.{a.name}"
-        elif isinstance(node, ast.Import):
-            bound.update({a.asname or a.name: a.name for a in node.names})
-    return bound
-
-
-def laundered_names(root=ROOT):
-    """``package: name`` for each public name a subpackage's ``__init__`` binds from a
-    private module or name (``_``-prefixed path) without listing it in its ``__all__``:
-    a private helper made public by the back door."""
-    found = []
-    for init in sorted(root.rglob("__init__.py")):
-        if "__pycache__" in init.parts:
-            continue
-        tree = ast.parse(init.read_text(), filename=str(init))
-        listed = set()
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-            ):
-                listed = set(ast.literal_eval(node.value))
-        package = _module_name(init, root).removeprefix(f"{PACKAGE}.")
-        for name, source in _bound_names(tree).items():
-            relative = source.removeprefix(f"{PACKAGE}.").split(".")
-            if not source.startswith(f"{PACKAGE}.") or name.startswith("_"):
-                continue
-            if any(_is_private(p) for p in relative) and name not in listed:
-                found.append(f"{package}: {name}")
-    return found
-
-
-def test_layout_count_laundered_names_none_in_the_subpackages(tmp_path):
-    """No ``__init__`` makes a private name public beyond its ``__all__``: what its
-    private modules define reaches users through the names it lists, or not at all."""
-    pkg = tmp_path / "pkg"
-    (pkg / "a").mkdir(parents=True)
-    (pkg / "a" / "__init__.py").write_text(
-        f"from {PACKAGE}.a._m import f, g\nfrom {PACKAGE}.a.n import _h as h\n"
-        f"from {PACKAGE}.a._m import _k\nfrom {PACKAGE}.b import c\n__all__ = ['f']\n"
-    )
-    assert laundered_names(pkg) == ["a: g", "a: h"]  # found, and only them
-    assert laundered_names() == []
 
 
 def _source_of(node, base):

@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.lib.checks import check_option
+from braindecode_pars._util.checks import check_option
 from braindecode_pars.datasets.eegmat import (
     EEGMAT_POOL_SUBJECTS,
     EEGMAT_SELECTION_SUBJECTS,

@@ -76,7 +76,7 @@ def db22036_source():
             f"db22036's pair decoder is neither in {DB22036_FILE} (make device-wheels "
             f"writes it) nor in this checkout's git history: {shown.stderr.strip()}"
         )
-    return shown.stdout.replace("from .._checks", "from benchmarks.lib.checks")
+    return shown.stdout.replace("from .._checks", "from braindecode_pars._util.checks")
 
 
 def db22036_decoder():

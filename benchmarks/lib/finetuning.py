@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.lib.seeding import isolated_random_state
 from braindecode_pars import PARSFineTuner
+from braindecode_pars._util.seeding import isolated_random_state
 from braindecode_pars.datasets.bundled import BUNDLED_POOL_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.datasets.eegmat import EEGMAT_TEST_SUBJECTS
 from braindecode_pars.hub.folders import load_encoder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.lib.checks import check_option
+from braindecode_pars._util.checks import check_option
 from braindecode_pars.datasets.eesm17 import load_eesm17
 from braindecode_pars.datasets.physionet_mi import PHYSIONET_MI_SPLIT, load_physionet_mi
 from braindecode_pars.datasets.tuh import load_tuab, load_tusz, tuh_subject_split

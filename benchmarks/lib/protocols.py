@@ -28,9 +28,9 @@ import pandas as pd
 from braindecode.datasets import BaseConcatDataset, EEGWindowsDataset
 from tqdm.auto import tqdm
 
-from benchmarks.lib.checks import check_option
 from benchmarks.lib.paper_datasets import load_recipe, subject_column, subjects_of
-from benchmarks.lib.seeding import isolated_random_state
+from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.seeding import isolated_random_state
 from braindecode_pars.datasets.eesm17 import ChannelNoise
 from braindecode_pars.demo.low_label import (
     check_settings,

@@ -266,7 +266,7 @@ def test_db22036s_decoder_is_db22036s_and_computes_what_this_trees_does(bench_gp
     if shown.returncode and not device_steps.DB22036_FILE.exists():
         pytest.skip("db22036's decoder needs this checkout's git history or make device-wheels")
     if shown.returncode == 0:  # (a clone with the history) the decoder is db22036's
-        original = shown.stdout.replace("from .._checks", "from benchmarks.lib.checks")
+        original = shown.stdout.replace("from .._checks", "from braindecode_pars._util.checks")
         assert device_steps.db22036_source() == original
 
     # the A side computes the same PARS loss as the B side: same weights, same draws

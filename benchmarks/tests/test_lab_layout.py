@@ -1,5 +1,6 @@
-"""The lab's layout: no file under ``benchmarks/`` imports a private name of the library,
-and no script imports another script (what two scripts share is in ``benchmarks/lib``).
+"""The lab's layout: no file under ``benchmarks/`` imports a private name of the library
+but its shared helpers (``braindecode_pars._util``, versioned beside the lab), and no
+script imports another script (what two scripts share is in ``benchmarks/lib``).
 
 The two counts, from the repository's root::
 
@@ -14,14 +15,19 @@ from .conftest import ROOT
 
 PACKAGE = "braindecode_pars"
 LAB = ROOT / "benchmarks"
+#: The library's private helpers the lab may import (the argument checks, the seeding
+#: of a block): the package's every layer shares them, and the lab is versioned with it.
+SHARED = f"{PACKAGE}._util"
 
 
 def _private(module, names=()):
     """Whether an import of ``names`` from ``module`` reaches a private library name: a
-    module path segment or a name with a leading underscore (dunders aside)."""
+    module path segment or a name with a leading underscore (dunders aside), the
+    ``_util`` of :data:`SHARED` aside."""
     if module.split(".")[0] != PACKAGE:
         return False
-    parts = module.split(".")[1:] + list(names)
+    shared = module == SHARED or module.startswith(f"{SHARED}.")
+    parts = module.split(".")[2 if shared else 1 :] + list(names)
     return any(p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts)
 
 
@@ -80,10 +86,9 @@ SCRIPTS = {p.stem for p in LAB.glob("*.py") if p.stem != "__init__"}
     "source, found",
     [
         (f"from {PACKAGE}.hub.folders import _run_state", [f"{PACKAGE}.hub.folders: _run_state"]),
-        (
-            f"from {PACKAGE}._util.checks import check_option",
-            [f"{PACKAGE}._util.checks: check_option"],
-        ),
+        (f"from {PACKAGE}._util.checks import check_option", []),
+        (f"from {PACKAGE}._jobs.lock import folder_lock", [f"{PACKAGE}._jobs.lock: folder_lock"]),
+        (f"from {PACKAGE}._util.checks import _private", [f"{PACKAGE}._util.checks: _private"]),
         (f"import {PACKAGE}.pretraining._split", [f"{PACKAGE}.pretraining._split"]),
         (f"from {PACKAGE} import __version__, PARS", []),
         ("from benchmarks.lib.paper_datasets import subjects_of", []),

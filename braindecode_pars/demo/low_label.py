@@ -29,7 +29,6 @@ from sklearn.utils.validation import has_fit_parameter
 
 from braindecode_pars._util.atomic import atomic_write, write_atomic
 from braindecode_pars._util.checks import check_int
-from braindecode_pars._util.moved import current_paths
 from braindecode_pars._util.progress import progress as progress_bar
 from braindecode_pars.estimators.classifier import PARSClassifier
 from braindecode_pars.estimators.finetuner import PARSFineTuner
@@ -337,8 +336,7 @@ def check_settings(out, common, methods, done=()):
     there were any) is taken as it is.
     """
     path = settings_path(out)
-    # a description recorded before a module moved names its old path: read it as today
-    recorded = current_paths(json.loads(path.read_text())) if path.is_file() else None
+    recorded = json.loads(path.read_text()) if path.is_file() else None
 
     def same(a, b):  # as JSON text: NaN equals NaN, and key order does not matter
         return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

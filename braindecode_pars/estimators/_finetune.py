@@ -41,7 +41,9 @@ from braindecode_pars._util.checks import (
 from braindecode_pars._util.logs import plural, shows_bars
 from braindecode_pars._util.progress import ANSI, duration
 from braindecode_pars._util.seeding import fit_seed
-from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS
+from braindecode_pars.estimators._spatial_init import SPATIAL_INITS
+from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS, READOUTS, check_front_end
+from braindecode_pars.models.spatial_front import check_bands
 
 logger = logging.getLogger(__name__)
 
@@ -225,6 +227,11 @@ def check_finetuner_params(net):
     check_range("layer_decay", net.layer_decay, 0, 1, low_open=True)
     check_option("amplitude", net.amplitude, AMPLITUDES)
     check_option("pooling", net.pooling, POOLINGS)
+    check_option("readout", net.readout, READOUTS)
+    check_option("spatial_init", net.spatial_init, SPATIAL_INITS)
+    check_option("token_gate", net.token_gate, (False, True))
+    check_front_end(net.spatial_filters, 1.0, net.patch_stride)
+    check_bands("band_power", net.band_power)
     check_range("spatial_drop_prob", net.spatial_drop_prob, 0, 1, high_open=True)
     check_validation(net.min_valid_groups, net.valid_fraction, net.valid_monitor)
     check_crop_seconds(net.crop_seconds)

@@ -48,6 +48,7 @@ from braindecode_pars.estimators._inputs import (
     load_encoder_param,
     say_resampling,
 )
+from braindecode_pars.estimators._spatial_init import csp_filters
 from braindecode_pars.features.scaling import AlignSignals, check_align_groups
 from braindecode_pars.io.estimator_inputs import at_rate, read_fitted, read_input
 from braindecode_pars.io.windows import window_scale
@@ -130,6 +131,28 @@ class PARSFineTuner(
     pooling : {"mean", "mean+std"}
         How each channel's tokens are pooled over patches into its spatial token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
+    spatial_filters : int | None
+        None: the encoder reads the input channels (the paper's model). An int ``K``: a
+        spatial front end maps the channels to ``K`` virtual channels (at most the
+        windows' channels: ``min(K, n_chans)``) before the encoder
+        (:class:`~braindecode_pars.MultiChannelClassifier`'s ``spatial_filters``), its
+        filters set at each ``fit`` from the training windows by ``spatial_init``.
+    spatial_init : {"csp", "identity"}
+        Where the spatial filters start: ``"csp"``, common spatial patterns of the
+        training windows (after ``align``; in ``band_power``'s span when it is set), the
+        class contrasts of band power that motor imagery rides on; ``"identity"``: the
+        identity's first ``K`` rows. Computed inside ``fit`` from its own windows only,
+        so safe inside cross-validation.
+    band_power : None | (low, high) | sequence of (low, high)
+        The log-variance of each (virtual) channel in these bands, standardised by
+        statistics fixed from the training windows, added to the pooled token
+        (:class:`~braindecode_pars.MultiChannelClassifier`'s ``band_power``).
+    token_gate : bool
+        The encoder's pooled token behind a learnable gate that starts at 0.
+    readout : {"attention", "channels"}
+        The spatial cross-attention (the paper's) or a channel-indexed linear readout.
+    patch_stride : float | None
+        Seconds between the encoder's patches (None: the patch length, 1 s).
     spatial_drop_prob : float
         Spatial-token dropout: 0 (none; the paper's 0.5 lost 1.4 points on the selection
         subjects, :doc:`/benchmarks/finetuning`).
@@ -206,6 +229,12 @@ class PARSFineTuner(
         layer_decay=1.0,
         amplitude="relative",
         pooling="mean",
+        spatial_filters=None,
+        spatial_init="csp",
+        band_power=None,
+        token_gate=False,
+        readout="attention",
+        patch_stride=None,
         spatial_drop_prob=0.0,
         crop_seconds=None,
         n_eval_crops=5,
@@ -233,6 +262,12 @@ class PARSFineTuner(
         self.layer_decay = layer_decay
         self.amplitude = amplitude
         self.pooling = pooling
+        self.spatial_filters = spatial_filters
+        self.spatial_init = spatial_init
+        self.band_power = band_power
+        self.token_gate = token_gate
+        self.readout = readout
+        self.patch_stride = patch_stride
         self.spatial_drop_prob = spatial_drop_prob
         self.crop_seconds = crop_seconds
         self.n_eval_crops = n_eval_crops
@@ -350,7 +385,10 @@ class PARSFineTuner(
             held_out = FixedCrops(held_out, self.n_crop_, self._eval_starts())
         # what the hooks read during this fit (skorch refuses modules, such as
         # braindecode's transforms, as attributes set outside its initialize methods)
-        self._fit_state = dict(valid=held_out, transforms=self._augmentation(), encoder=given)
+        self._fit_state = dict(
+            valid=held_out, transforms=self._augmentation(), encoder=given,
+            front_end=(X[train.indices], codes[train.indices]),
+        )  # fmt: skip
         logger.info(
             "Fine-tuning (strategy=%r) %s on %s of %s x %g s for %s on %s; validation: %s.",
             self.strategy, self._starts_from(given), plural(len(train), "window"),
@@ -361,7 +399,7 @@ class PARSFineTuner(
             with isolated_random_state(self.seed_, self.device):
                 super().fit(self._crops(train), y=None, **fit_params)
         finally:
-            self._fit_state.update(valid=None, encoder=None)  # partial_fit: no validation
+            self._fit_state.update(valid=None, encoder=None, front_end=None)
         return self
 
     def _aligned(self, data):
@@ -465,6 +503,15 @@ class PARSFineTuner(
                 amplitude=self.amplitude,
                 pooling=self.pooling,
                 n_heads=encoder.n_heads,
+                spatial_filters=(
+                    None
+                    if self.spatial_filters is None
+                    else min(self.spatial_filters, self.n_chans_)
+                ),
+                band_power=self.band_power,
+                token_gate=self.token_gate,
+                readout=self.readout,
+                patch_stride=self.patch_stride,
             )
             params = {**resolved, **params}
         if prefix == "criterion" and hasattr(self, "class_weight_"):
@@ -488,7 +535,30 @@ class PARSFineTuner(
                 "PARSFineTuner builds its module in fit (its signal arguments come from the "
                 "windows); call fit, not initialize."
             )
-        return super().initialize_module()
+        super().initialize_module()
+        front_end = (getattr(self, "_fit_state", None) or {}).get("front_end")
+        if front_end is not None:
+            self._init_front_end(self.module_, *front_end)
+        return self
+
+    def _init_front_end(self, module, X, codes):
+        """Set the spatial filters (``spatial_init``) and fix the band-power statistics
+        from the training windows ``X`` (aligned) of this fit."""
+        if module.spatial_filter is not None and self.spatial_init == "csp":
+            bands = module.band_power
+            span = None if bands is None else (min(b[0] for b in bands), max(b[1] for b in bands))
+            module.spatial_filter.set_filters(
+                csp_filters(X, codes, module.spatial_filters, self.sfreq_, span)
+            )
+            logger.info(
+                "Spatial filters: %d common spatial patterns of the %s%s.",
+                module.spatial_filters, plural(len(X), "training window"),
+                "" if span is None else f" in {span[0]:g}-{span[1]:g} Hz",
+            )  # fmt: skip
+        if module.band_log_variance is not None:
+            with torch.no_grad():
+                Xt = torch.as_tensor(np.asarray(X, dtype=np.float32))
+                module.band_log_variance.set_statistics(module.virtual_channels(Xt.to(self.device)))
 
     @property
     def _default_callbacks(self):

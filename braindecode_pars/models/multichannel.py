@@ -17,9 +17,13 @@ from braindecode_pars._util.checks import check_option, check_range
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
 from braindecode_pars.models.encoder import PatchEncoder, checked_encoder, encoder_sfreq
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
+from braindecode_pars.models.spatial_front import BandLogVariance, SpatialFilter, check_bands
 
 #: Values of ``MultiChannelClassifier(pooling=...)``.
 POOLINGS = ("mean", "mean+std")
+
+#: Values of ``MultiChannelClassifier(readout=...)``.
+READOUTS = ("attention", "channels")
 
 #: Values of ``MultiChannelClassifier(amplitude=...)``.
 AMPLITUDES = (False, True, "relative")
@@ -55,11 +59,27 @@ def _encoder_folder(name_or_path):
     return name if keys <= encoder_args else None
 
 
-def channel_tokens(encoder, X):
+def check_front_end(spatial_filters, spatial_max_norm, patch_stride):
+    """Check ``MultiChannelClassifier``'s front-end parameters (the fine-tuner's too)."""
+    if spatial_filters is not None and (
+        isinstance(spatial_filters, bool) or not isinstance(spatial_filters, int)
+        or spatial_filters < 1
+    ):  # fmt: skip
+        raise ValueError(
+            f"'spatial_filters' must be None or an int >= 1, but got {spatial_filters!r}."
+        )
+    if spatial_max_norm is not None:
+        check_range("spatial_max_norm", spatial_max_norm, 0, float("inf"), low_open=True)
+    if patch_stride is not None:
+        check_range("patch_stride", patch_stride, 0, float("inf"), low_open=True)
+
+
+def channel_tokens(encoder, X, starts=None):
     """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): each channel through the
-    single-channel ``encoder`` (fixed 1-s patches, full PE), averaged over patches."""
+    single-channel ``encoder`` (patches at ``starts``, by default non-overlapping 1-s
+    patches; full PE), averaged over patches."""
     B, C, T = X.shape
-    tokens = encoder(X.reshape(B * C, 1, T))
+    tokens = encoder(X.reshape(B * C, 1, T), starts=starts)
     return tokens.mean(dim=1).view(B, C, -1)
 
 
@@ -124,6 +144,40 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         How a channel's tokens become its spatial token: their mean over patches (the
         paper's), or their mean and standard deviation over patches, concatenated and
         mapped back to ``emb_dim`` by a learnable linear layer.
+    spatial_filters : int | None
+        None (the default, the paper's model): the encoder reads the input channels.
+        An int ``K``: a spatial front end
+        (:class:`~braindecode_pars.models.spatial_front.SpatialFilter`) first maps the
+        ``n_chans`` channels linearly to ``K`` virtual channels (each filter's L2 norm
+        at most ``spatial_max_norm``), and everything after it (the encoder, the
+        channel embeddings, the amplitude path, the pooling) reads the virtual
+        channels as it read channels: the encoder runs on ``K`` sequences per window
+        instead of ``n_chans`` (``K < n_chans`` saves that share of its compute). The
+        filters start as the identity's first rows;
+        :class:`~braindecode_pars.PARSFineTuner` sets them from its training windows
+        (``spatial_init``).
+    spatial_max_norm : float | None
+        The largest L2 norm of a spatial filter (None: unconstrained).
+    band_power : None | (low, high) | sequence of (low, high)
+        None (the default): nothing. Bands in Hz: the log-variance of each virtual
+        channel (each channel without ``spatial_filters``) in each band, relative to
+        the window's channels and standardised by statistics fixed from the training
+        windows (:class:`~braindecode_pars.models.spatial_front.BandLogVariance`,
+        whose ``set_statistics`` the fine-tuner calls), concatenated to the normed
+        pooled token, so that ``final_layer`` reads them linearly (as LDA reads CSP's
+        log-variances): the band power that motor imagery's ERD/ERS is, which the
+        encoder's per-channel normalisation removes.
+    token_gate : bool
+        Multiply the pooled encoder token by a learnable scalar that starts at 0
+        (ReZero's gate), so that training starts from the band-power path and lets the
+        encoder's tokens in as far as they help. False: no gate.
+    readout : {"attention", "channels"}
+        How the channels' tokens become one: the learnable query's cross-attention (the
+        paper's), or ``"channels"``: the tokens concatenated in channel order and mapped
+        linearly to ``emb_dim`` (a channel-indexed head that keeps channels apart).
+    patch_stride : float | None
+        Seconds between the starts of the encoder's patches in a window; None: the
+        patch length (non-overlapping patches, the paper's).
     **encoder_kwargs
         ``patch_seconds``, ``emb_dim``, ``depth``, ``n_heads`` (as ``encoder_n_heads``),
         ``ff_dim``, ``drop_prob`` for a new encoder.
@@ -168,6 +222,12 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         n_heads=8,
         pooling="mean",
         encoder_n_heads=8,
+        spatial_filters=None,
+        spatial_max_norm=1.0,
+        band_power=None,
+        token_gate=False,
+        readout="attention",
+        patch_stride=None,
         **encoder_kwargs,
     ):
         sfreq = encoder_sfreq(encoder, sfreq, input_window_seconds)
@@ -175,6 +235,9 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         check_range("spatial_drop_prob", spatial_drop_prob, 0, 1, high_open=True)
         check_option("pooling", pooling, POOLINGS)
         check_option("amplitude", amplitude, AMPLITUDES)
+        check_option("readout", readout, READOUTS)
+        check_front_end(spatial_filters, spatial_max_norm, patch_stride)
+        bands = check_bands("band_power", band_power)
         #: "relative", "token" (True) or None (False)
         self._amplitude_path = (
             "relative" if isinstance(amplitude, str) else ("token" if amplitude else None)
@@ -189,6 +252,17 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         self.n_heads = n_heads
         emb_dim = self.encoder.emb_dim
         self.pooling = pooling
+        self.spatial_filters = spatial_filters
+        self.spatial_max_norm = spatial_max_norm
+        self.band_power = bands
+        self.token_gate = token_gate
+        self.readout = readout
+        self.patch_stride = patch_stride
+        self.spatial_filter = None
+        if spatial_filters is not None:
+            self.spatial_filter = SpatialFilter(self.n_chans, spatial_filters, spatial_max_norm)
+        #: the channels the encoder reads: the virtual channels, or the input's
+        n_read = self.n_chans if spatial_filters is None else spatial_filters
         if pooling == "mean+std":
             self.pool_proj = nn.Linear(2 * emb_dim, emb_dim)
         self.amplitude = amplitude
@@ -196,32 +270,53 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             # each channel's log standard deviation (relative to its window's channels),
             # standardised over the training batches (so the unit of the data does not
             # matter), projected to a token, or read by the final layer
-            self.amplitude_norm = nn.BatchNorm1d(self.n_chans, affine=False, momentum=None)
+            self.amplitude_norm = nn.BatchNorm1d(n_read, affine=False, momentum=None)
         if self._amplitude_path == "token":
             self.amplitude_proj = nn.Linear(1, emb_dim)
         elif self._amplitude_path == "relative":
-            self.amplitude_proj = nn.Linear(self.n_chans, emb_dim)
+            self.amplitude_proj = nn.Linear(n_read, emb_dim)
+        self.band_log_variance = None
+        if bands is not None:
+            self.band_log_variance = BandLogVariance(n_read, bands, self.sfreq)
+        self.gate = nn.Parameter(torch.zeros(1)) if token_gate else None
         self.channel_embedding = None
         if channel_embedding:
-            self.channel_embedding = nn.Parameter(torch.zeros(1, self.n_chans, emb_dim))
+            self.channel_embedding = nn.Parameter(torch.zeros(1, n_read, emb_dim))
             nn.init.normal_(self.channel_embedding, std=0.02)
         self.query = nn.Parameter(torch.zeros(1, 1, emb_dim))
         nn.init.normal_(self.query, std=0.02)
-        self.spatial_attn = nn.MultiheadAttention(emb_dim, n_heads, batch_first=True)
+        if readout == "attention":
+            self.spatial_attn = nn.MultiheadAttention(emb_dim, n_heads, batch_first=True)
+        else:
+            self.channel_readout = nn.Linear(n_read * emb_dim, emb_dim)
         self.norm = nn.LayerNorm(emb_dim)
-        self.final_layer = nn.Linear(emb_dim, self.n_outputs)
+        self.final_layer = nn.Linear(self.n_features, self.n_outputs)
 
     def spatial_tokens(self, X):
         """(batch, n_chans, n_times) -> (batch, n_chans, emb_dim): per-channel token, the
         mean over patches (``pooling="mean"``) or the mean and standard deviation mapped
         by ``pool_proj`` (``"mean+std"``)."""
+        starts = self.patch_starts(X.shape[-1], X.device)
         if self.pooling == "mean":
-            return channel_tokens(self.encoder, X)
+            return channel_tokens(self.encoder, X, starts)
         B, C, T = X.shape
-        tokens = self.encoder(X.reshape(B * C, 1, T))  # (B * C, n_patches, emb_dim)
+        tokens = self.encoder(X.reshape(B * C, 1, T), starts=starts)  # (B * C, n_patches, emb_dim)
         std = tokens.std(dim=1, unbiased=False) if tokens.shape[1] > 1 else tokens[:, 0] * 0
         pooled = torch.cat([tokens.mean(dim=1), std], dim=-1)
         return self.pool_proj(pooled).view(B, C, -1)
+
+    def patch_starts(self, n_times, device=None):
+        """The encoder's patch starts in a window of ``n_times`` samples (``patch_stride``
+        apart; None: the encoder's default, non-overlapping patches)."""
+        if self.patch_stride is None:
+            return None
+        stride = max(1, int(round(self.patch_stride * self.sfreq)))
+        return self.encoder.fixed_starts(n_times, stride, device=device)
+
+    def virtual_channels(self, X):
+        """(batch, n_chans, n_times) -> what the encoder reads: the spatial filters'
+        virtual channels (batch, spatial_filters, n_times), or ``X`` itself."""
+        return X if self.spatial_filter is None else self.spatial_filter(X)
 
     def amplitude_features(self, X):
         """(batch, n_chans, n_times) -> (batch, n_chans): what normalisation took.
@@ -285,21 +380,32 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         torch.Tensor | dict
         """
         self._check_input(X)
+        X = self.virtual_channels(X)  # (batch, C, n_times): C virtual channels or n_chans
         B, C, _ = X.shape
-        spatial = self.spatial_tokens(X)  # (batch, n_chans, emb_dim)
+        spatial = self.spatial_tokens(X)  # (batch, C, emb_dim)
         if self._amplitude_path == "token":
             spatial = spatial + self.amplitude_tokens(X)
         if self.channel_embedding is not None:
             spatial = spatial + self.channel_embedding
         drop = self.spatial_dropout(B, C, X.device)
-        query = self.query.expand(B, -1, -1)  # (batch, 1, emb_dim)
-        pooled, _ = self.spatial_attn(
-            query, spatial, spatial, key_padding_mask=drop, need_weights=False
-        )
-        pooled = pooled[:, 0]  # (batch, emb_dim)
+        if self.readout == "attention":
+            query = self.query.expand(B, -1, -1)  # (batch, 1, emb_dim)
+            pooled, _ = self.spatial_attn(
+                query, spatial, spatial, key_padding_mask=drop, need_weights=False
+            )
+            pooled = pooled[:, 0]  # (batch, emb_dim)
+        else:  # channel-indexed: each channel's token through its own weights
+            if drop is not None:
+                spatial = spatial * (~drop)[..., None].to(spatial.dtype)
+            pooled = self.channel_readout(spatial.flatten(1))
         if self._amplitude_path == "relative":  # the channels' relative amplitudes
             pooled = pooled + self.amplitude_proj(self.amplitude_features(X).to(pooled.dtype))
         features = self.norm(pooled)  # (batch, emb_dim)
+        if self.gate is not None:  # after the norm, which a scale before it would not reach
+            features = self.gate.to(features.dtype) * features
+        if self.band_log_variance is not None:  # the channels' band power, read linearly
+            bands = self.band_log_variance(X).to(features.dtype)
+            features = torch.cat([features, bands], dim=1)  # (batch, n_features)
         if return_features:
             return {"features": features, "cls_token": None}
         return self.final_layer(features)
@@ -327,7 +433,16 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     def reset_head(self, n_outputs):
         """Replace ``final_layer`` by a new one with ``n_outputs`` outputs."""
         self._set_n_outputs(n_outputs)
-        self.final_layer = nn.Linear(self.encoder.emb_dim, n_outputs).to(self.query.device)
+        self.final_layer = nn.Linear(self.n_features, n_outputs).to(self.query.device)
+
+    @property
+    def n_features(self):
+        """The width of what ``final_layer`` reads: ``emb_dim``, plus the band
+        log-variances with ``band_power``."""
+        extra = 0
+        if self.band_log_variance is not None:
+            extra = self.band_log_variance.mean.numel()
+        return self.encoder.emb_dim + extra
 
     # -- saving and loading (braindecode's Hugging Face layout) ----------------------------
     def get_config(self):

@@ -1,0 +1,541 @@
+"""Fine-tuning that reads space (issue 86): the recipe's levers and a spatial front end,
+chosen on the PhysioNet-MI selection splits by a rule written before any run, then
+compared on the test splits with EEGNet, ShallowFBCSPNet and the probe.
+
+The question this script answers, and ``bench_finetuning_recipe`` does not: does
+fine-tuning generalise across blocks of motor imagery once it regularises, aligns the
+blocks, and reads the channels' band power through spatial filters set before the
+encoder? (``bench_finetuning_recipe`` chose batch size, rate, schedule and augmentation
+on the paper's head, which memorised: training accuracy 1.000, test 0.52-0.55.)
+
+The rule (written and committed before any of its runs)
+=======================================================
+
+- **Tasks and splits.** The four PhysioNet-MI development tasks on their **selection**
+  splits, as ``bench_finetuning_recipe``: seed ``s`` labels block ``s % 2 + 1`` of runs
+  1-2 of S001 and scores the other block; the test splits (block 3) are never read by
+  ``select``.
+- **Starts.** From scratch (``encoder=None``) and over ``pars-small-v2``,
+  ``random_state=s``, ``sfreq=100``.
+- **Seeds.** 0, 1 and 2 (seed 2 labels block 1 again, with other draws).
+- **Score.** Balanced accuracy on the scored block; a seed's score is the mean over the
+  four tasks and the two starts; a candidate's score the mean over its three seeds'
+  scores and its **spread** their standard deviation (ddof 1).
+- **Forward selection.** The candidates are steps, tried in the order below; each is the
+  *current* recipe with one change. A step is adopted (it becomes the current recipe)
+  only if its score exceeds the current recipe's by more than the larger of the two
+  spreads; otherwise the current recipe stays and the next step changes it instead.
+  The first current recipe is ``recipe``: issue 77's chosen recipe (batch 4, lr 1e-3,
+  warm-up and cosine, no augmentation, 25 epochs, ``amplitude="relative"``, AdamW with
+  weight decay 1e-4, the paper's head over the 64 channels). First the recipe's levers,
+  then the front end and the readout:
+
+  1. ``align``: ``align="groups"`` (Euclidean alignment per block; fit and predict are
+     given each window's block);
+  2. ``regularise``: ``augmentation="standard"`` and weight decay 1e-2;
+  3. ``lp-ft``: ``strategy="lp-ft"`` (the head alone for half of the epochs, then all);
+  4. ``front-csp``: the spatial front end, 8 virtual channels initialised by CSP on the
+     training windows in 8-30 Hz, their 8-30 Hz log-variance into the pooled token,
+     the encoder's token behind a gate starting at 0, patches every 0.5 s,
+     ``amplitude=False`` (``spatial_filters=8, spatial_init="csp",
+     band_power=(8, 30), token_gate=True, patch_stride=0.5``);
+  5. ``front-16``: the same front end with 16 virtual channels (only if ``front-csp``
+     was adopted; otherwise ``front-identity``: the front end of step 4 with 64
+     filters starting at the identity);
+  6. ``channels``: ``readout="channels"`` (a channel-indexed linear readout instead of
+     the spatial attention);
+  7. a second pass over the levers 1-3 that were not adopted, in the same order
+     (``align-2``, ``regularise-2``, ``lp-ft-2``), when a front end (4 or 5) was
+     adopted: a lever that did not help the paper's head may help the front end's
+     (skipped, not run, otherwise).
+
+- **EEGMAT, so the main job does not get worse.** The library's fine-tuner defaults
+  change to the final recipe's front-end settings only if, in addition, on EEGMAT's
+  selection split (the 12 pool subjects labelled, the 12 selection subjects scored;
+  10-s windows; seeds 0 and 1; both starts) the final recipe's score is not below
+  ``recipe``'s by more than the larger of the two spreads. Otherwise the defaults stay
+  and the docs say why.
+- **Not tried** (budget): early stopping on another labelled block (one labelled block
+  on the selection split), layer-wise rates, other epochs and rates.
+
+The comparison on the test splits (``test``, after the choice)
+==============================================================
+
+Blocks 1 and 2 labelled ("all") or one of them ("1"), block 3 scored; seeds 0, 1, 2.
+Rows: from scratch and fine-tuned ``pars-small-v2`` at the chosen recipe. EEGNet,
+ShallowFBCSPNet and the probe (``PARSClassifier()``) are not refitted: their rows are
+``finetuning_recipe_test.jsonl``'s (the same splits, seeds and code for those rows).
+
+Usage (one torch thread, resumable: each fit appends a JSON line and is skipped when
+found)::
+
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space select
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space eegmat
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space test
+    python -m benchmarks.bench_finetuning_space report
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import balanced_accuracy_score
+
+from benchmarks.lib.dev_tasks import load_task, split
+from benchmarks.lib.finetuning import read_rows
+from benchmarks.lib.measure import git_commit, machine
+
+logger = logging.getLogger("bench_finetuning_space")
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SELECTION = RESULTS / "finetuning_space_selection.jsonl"
+TEST = RESULTS / "finetuning_space_test.jsonl"
+#: the recorded rows of EEGNet, ShallowFBCSPNet and the probe (same splits and seeds)
+RECIPE_TEST = RESULTS / "finetuning_recipe_test.jsonl"
+REPORT = RESULTS / "finetuning_space.md"
+
+MI_TASKS = ("mi-imagery-lr", "mi-executed-lr", "mi-imagery-4", "mi-executed-ff")
+EEGMAT = "eegmat-arithmetic"
+STARTS = {"scratch": None, "pars-small-v2": "pars-small-v2"}
+SELECTION_SEEDS = (0, 1, 2)
+EEGMAT_SEEDS = (0, 1)
+TEST_SEEDS = (0, 1, 2)
+
+#: issue 77's chosen recipe: the first current recipe
+RECIPE = dict(
+    max_epochs=25, batch_size=4, lr=1e-3, warmup=True, augmentation=None, amplitude="relative"
+)
+FRONT = dict(
+    spatial_filters=8, spatial_init="csp", band_power=(8.0, 30.0), token_gate=True,
+    patch_stride=0.5, amplitude=False,
+)  # fmt: skip
+#: the steps in the rule's order: name -> the change (a function of the adopted names,
+#: for the step whose content depends on an earlier decision)
+STEPS = (
+    ("align", lambda adopted: dict(align="groups")),
+    ("regularise", lambda adopted: dict(augmentation="standard", optimizer__weight_decay=1e-2)),
+    ("lp-ft", lambda adopted: dict(strategy="lp-ft")),
+    ("front-csp", lambda adopted: dict(FRONT)),
+    (
+        "front-16",
+        lambda adopted: (
+            dict(FRONT, spatial_filters=16)
+            if "front-csp" in adopted
+            else dict(FRONT, spatial_filters=64, spatial_init="identity")
+        ),
+    ),
+    ("channels", lambda adopted: dict(readout="channels")),
+    ("align-2", lambda adopted: dict(align="groups")),
+    ("regularise-2", lambda adopted: dict(augmentation="standard", optimizer__weight_decay=1e-2)),
+    ("lp-ft-2", lambda adopted: dict(strategy="lp-ft")),
+)
+
+
+def skipped(name, adopted):
+    """Whether the rule skips step ``name`` (a second pass's lever adopted in the first
+    pass, or no front end adopted)."""
+    if not name.endswith("-2"):
+        return False
+    front = any(n.startswith("front") for n in adopted)
+    return not front or name[:-2] in adopted
+
+
+@functools.cache
+def commit():
+    return git_commit(dirty=True)
+
+
+def fine_tuner(encoder, recipe, seed, sfreq):
+    """``PARSFineTuner`` at ``recipe`` (``warmup``: the library's WarmupCosineLR)."""
+    from braindecode_pars import PARSFineTuner
+    from braindecode_pars.pretraining.schedule import WarmupCosineLR
+
+    params = dict(recipe)
+    callbacks = [("warmup_cosine", WarmupCosineLR())] if params.pop("warmup", False) else None
+    return PARSFineTuner(
+        encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, callbacks=callbacks, **params
+    )
+
+
+def append(path, row):
+    row = dict(row, commit=commit(), machine=machine())
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    logger.info(
+        "%s: %.3f (train %.3f, %.0f s)",
+        " ".join(map(str, row["key"])), row["bal_acc"], row["train_bal_acc"], row["seconds"],
+    )  # fmt: skip
+
+
+def codes(y):
+    y = np.unique(y, return_inverse=True)[1]
+    return y, int(y.max()) + 1
+
+
+def fit_and_score(encoder, recipe, seed, sfreq, X, y, units, train, test):
+    """Fit on ``train``, score on ``test`` (groups: the windows' units, for ``align``)."""
+    t0 = time.perf_counter()
+    clf = fine_tuner(encoder, recipe, seed, sfreq).fit(X[train], y[train], groups=units[train])
+    seconds = time.perf_counter() - t0
+    pred = clf.predict(X[test], groups=units[test])
+    fitted = clf.predict(X[train], groups=units[train])
+    return dict(
+        bal_acc=float(balanced_accuracy_score(y[test], pred)),
+        train_bal_acc=float(balanced_accuracy_score(y[train], fitted)),
+        n_classes_predicted=int(len(np.unique(pred))),
+        train_loss=[float(v) for v in clf.history[:, "train_loss"]],
+        seconds=seconds,
+    )
+
+
+def recipe_of(names):
+    """The recipe after adopting the steps ``names`` in order."""
+    recipe = dict(RECIPE)
+    adopted = []
+    for name, change in STEPS:
+        if name in names:
+            recipe.update(change(adopted))
+            adopted.append(name)
+    return recipe
+
+
+@functools.cache
+def _task(task, part):
+    X, y, units, pool, scored, sfreq = load_task(task, part)
+    return X, codes(y)[0], np.asarray(units), pool, scored, sfreq
+
+
+def run_candidate(name, recipe, tasks, seeds, out=SELECTION):
+    """The fits of one candidate on the selection splits of ``tasks`` (resumable)."""
+    done = {tuple(r["key"]) for r in read_rows(out)}
+    for task in tasks:
+        X, y, units, pool, scored, sfreq = _task(task, "selection")
+        for start, encoder in STARTS.items():
+            for seed in seeds:
+                key = (task, name, start, seed)
+                if key in done:
+                    continue
+                train, test, labelled = split(units, pool, scored, "all", seed)
+                row = fit_and_score(encoder, recipe, seed, sfreq, X, y, units, train, test)
+                append(out, dict(
+                    key=list(key), task=task, candidate=name, start=start, seed=seed,
+                    recipe={k: v for k, v in recipe.items()}, labelled=[str(u) for u in labelled],
+                    **row,
+                ))  # fmt: skip
+
+
+def candidate_score(rows, name, tasks, seeds):
+    """(score, spread, complete) of a candidate: the mean and sd over seeds of each
+    seed's mean over tasks and starts."""
+    part = [r for r in rows if r["candidate"] == name and r["task"] in tasks]
+    complete = len(part) == len(tasks) * len(STARTS) * len(seeds)
+    per_seed = [np.mean([r["bal_acc"] for r in part if r["seed"] == s]) for s in seeds]
+    per_seed = [v for v in per_seed if v == v]
+    if not per_seed:
+        return np.nan, np.nan, False
+    spread = float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else np.nan
+    return float(np.mean(per_seed)), spread, complete
+
+
+def forward(rows, run=None):
+    """The rule's forward selection over ``rows``; with ``run`` (a function of name and
+    recipe), missing candidates are run first. Returns (adopted, trail): the adopted
+    step names and, per step, (name, score, spread, current score, current spread,
+    adopted?)."""
+    adopted = []
+    current = "recipe"
+    if run:
+        run(current, recipe_of(adopted))
+        rows = read_rows(SELECTION)
+    cur = candidate_score(rows, current, MI_TASKS, SELECTION_SEEDS)
+    trail = [("recipe", *cur[:2], np.nan, np.nan, "start")]
+    if not cur[2]:
+        return adopted, trail
+    for name, _ in STEPS:
+        if skipped(name, adopted):
+            trail.append((name, np.nan, np.nan, cur[0], cur[1], "skipped"))
+            continue
+        recipe = recipe_of([*adopted, name])
+        if run:
+            run(name, recipe)
+            rows = read_rows(SELECTION)
+        score, spread, complete = candidate_score(rows, name, MI_TASKS, SELECTION_SEEDS)
+        if not complete:
+            trail.append((name, score, spread, cur[0], cur[1], None))
+            return adopted, trail
+        take = score - cur[0] > max(spread, cur[1])
+        trail.append((name, score, spread, cur[0], cur[1], take))
+        if take:
+            adopted.append(name)
+            cur = (score, spread, True)
+    return adopted, trail
+
+
+def run_select():
+    forward(read_rows(SELECTION), run=lambda name, recipe: run_candidate(
+        name, recipe, MI_TASKS, SELECTION_SEEDS))  # fmt: skip
+
+
+def chosen():
+    adopted, trail = forward(read_rows(SELECTION))
+    if any(t[-1] is None for t in trail) or len(trail) < len(STEPS) + 1:
+        raise RuntimeError("The selection has not finished: no recipe chosen yet.")
+    return adopted, recipe_of(adopted)
+
+
+def run_eegmat():
+    """The EEGMAT check: ``recipe`` and the chosen recipe on EEGMAT's selection split."""
+    adopted, recipe = chosen()
+    run_candidate("eegmat:recipe", recipe_of([]), (EEGMAT,), EEGMAT_SEEDS)
+    run_candidate("eegmat:chosen", recipe, (EEGMAT,), EEGMAT_SEEDS)
+
+
+def run_test(out=TEST):
+    adopted, recipe = chosen()
+    logger.info("the chosen recipe: %s %s", "+".join(["recipe", *adopted]), recipe)
+    done = {tuple(r["key"]) for r in read_rows(out)}
+    jobs = [("all", row, s) for s in TEST_SEEDS for row in STARTS]
+    jobs += [("1", row, s) for s in TEST_SEEDS for row in STARTS]
+    for k, row, seed in jobs:
+        for task in MI_TASKS:
+            X, y, units, pool, scored, sfreq = _task(task, "test")
+            for draw in (0, 1) if k == "1" else (0,):
+                train, test, labelled = split(units, pool, scored, k, draw)
+                key = (task, k, int(labelled[0]) if k == "1" else "all", row, seed)
+                if key in done:
+                    continue
+                result = fit_and_score(STARTS[row], recipe, seed, sfreq, X, y, units, train, test)
+                append(out, dict(
+                    key=list(key), task=task, k=k, labelled=[int(u) for u in labelled], row=row,
+                    seed=seed, recipe="+".join(["recipe", *adopted]), **result,
+                ))  # fmt: skip
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("mode", choices=("select", "eegmat", "test", "report"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.set_num_threads(1)
+    if args.mode == "select":
+        run_select()
+    elif args.mode == "eegmat":
+        run_eegmat()
+    elif args.mode == "test":
+        run_test()
+    else:
+        from benchmarks.lib.measure import write_report
+
+        write_report(report_lines(), REPORT)
+
+
+#: the test rows' names in the report (the issue's names)
+ROW_NAMES = {
+    "scratch": "from scratch",
+    "pars-small-v2": "fine-tuned pars-small-v2",
+    "EEGNet": "EEGNet (braindecode)",
+    "ShallowFBCSPNet": "ShallowFBCSPNet (braindecode)",
+    "probe": "probe",
+}
+
+
+def _cell(values):
+    values = [v for v in values if v == v]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{np.mean(values):.3f} ± {np.std(values, ddof=1):.3f}"
+
+
+def seed_scores(rows):
+    """Per seed: each task's score (k = 1: the mean over the two labelled blocks) and the
+    mean of the four tasks (NaN unless every task has a row)."""
+    import pandas as pd
+
+    per = pd.DataFrame(rows).groupby(["seed", "task"]).bal_acc.mean().unstack()
+    per = per.reindex(columns=list(MI_TASKS))
+    per["mean of 4"] = per.mean(axis=1, skipna=False)
+    return per
+
+
+def test_rows():
+    """This script's test rows, and the recorded rows of the other models."""
+    own = read_rows(TEST)
+    others = [
+        dict(r, row=r["row"]) for r in read_rows(RECIPE_TEST)
+        if r["row"] in ("EEGNet", "ShallowFBCSPNet", "probe") and r["task"] in MI_TASKS
+    ]  # fmt: skip
+    from benchmarks.bench_finetuning_recipe import lab_eegnet_rows
+
+    keys = {tuple(r["key"]) for r in others}
+    others += [r for r in lab_eegnet_rows() if tuple(r["key"]) not in keys]
+    return own, others
+
+
+def test_table(rows, k):
+    lines = [
+        "| row | " + " | ".join(MI_TASKS) + " | mean of 4 | seeds | train | s per fit |",
+        "|---|" + "---|" * (len(MI_TASKS) + 4),
+    ]
+    means = {}
+    for row, name in ROW_NAMES.items():
+        part = [r for r in rows if r["row"] == row and r["k"] == k]
+        if not part:
+            continue
+        per = seed_scores(part)
+        means[row] = per["mean of 4"].dropna().tolist()
+        cells = [_cell(per[c].dropna().tolist()) for c in [*MI_TASKS, "mean of 4"]]
+        train = np.nanmean([r.get("train_bal_acc", np.nan) for r in part])
+        seconds = np.median([r["seconds"] for r in part])
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {len(means[row])} | "
+            f"{'-' if train != train else f'{train:.3f}'} | {seconds:.0f} |"
+        )
+    return lines, means
+
+
+def target_lines(means):
+    """The issue's targets, from the per-seed means of four tasks with all labels."""
+    out = []
+    get = {row: np.mean(v) for row, v in means.items() if v}
+    if {"pars-small-v2", "EEGNet", "probe"} <= set(get):
+        gap = get["pars-small-v2"] - get["EEGNet"]
+        out.append(
+            f"- Fine-tuned pars-small-v2 at or above EEGNet: "
+            f"{'reached' if gap >= 0 else 'not reached'} ({get['pars-small-v2']:.3f} against "
+            f"{get['EEGNet']:.3f}: {gap:+.3f})."
+        )
+        gap = get["pars-small-v2"] - get["probe"]
+        out.append(
+            f"- Fine-tuned pars-small-v2 above the probe: {'reached' if gap > 0 else 'not reached'}"
+            f" ({get['pars-small-v2']:.3f} against {get['probe']:.3f}: {gap:+.3f})."
+        )
+    if {"scratch", "EEGNet"} <= set(get):
+        gap = get["EEGNet"] - get["scratch"]
+        out.append(
+            f"- From scratch within 0.05 of EEGNet: {'reached' if gap <= 0.05 else 'not reached'}"
+            f" ({get['scratch']:.3f} against {get['EEGNet']:.3f}: {gap:.3f} behind)."
+        )
+    return out or ["- Not enough rows yet."]
+
+
+def selection_lines():
+    rows = read_rows(SELECTION)
+    adopted, trail = forward(rows)
+    lines = [
+        "## Selection (the rule's runs, MI selection splits)",
+        "",
+        "Score: mean balanced accuracy over the four tasks and both starts; mean ± sd over "
+        "the three seeds. Each step is the current recipe with one change; adopted when it "
+        "beats the current recipe by more than the larger spread.",
+        "",
+        "| step | score | spread | current recipe's score | adopted | scratch | "
+        "pars-small-v2 | train | s per fit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for name, score, spread, cur, cur_spread, take in trail:
+        part = [r for r in rows if r["candidate"] == name]
+        by_start = {
+            s: np.mean([r["bal_acc"] for r in part if r["start"] == s]) if part else np.nan
+            for s in STARTS
+        }
+        verdict = {"start": "(start)", True: "yes", False: "no", None: "running"}.get(take, take)
+        train = np.mean([r["train_bal_acc"] for r in part]) if part else np.nan
+        seconds = np.median([r["seconds"] for r in part]) if part else np.nan
+        lines.append(
+            f"| {name} | {score:.3f} | {spread:.3f} | {cur:.3f} ± {cur_spread:.3f} | {verdict} | "
+            f"{by_start['scratch']:.3f} | {by_start['pars-small-v2']:.3f} | {train:.3f} | "
+            f"{seconds:.0f} |".replace("nan ± nan", "-").replace("nan", "-")
+        )
+    recipe = recipe_of(adopted)
+    lines += [
+        "",
+        f"**Chosen**: {' + '.join(['recipe', *adopted])}: `{recipe}`.",
+    ]
+    eegmat = [r for r in rows if r["task"] == EEGMAT]
+    if eegmat:
+        lines += ["", "### The EEGMAT check (selection subjects scored)", ""]
+        lines += [
+            "| recipe | score | spread | scratch | pars-small-v2 | fits |",
+            "|---|---|---|---|---|---|",
+        ]
+        scores = {}
+        for name in ("eegmat:recipe", "eegmat:chosen"):
+            score, spread, complete = candidate_score(rows, name, (EEGMAT,), EEGMAT_SEEDS)
+            scores[name] = (score, spread, complete)
+            part = [r for r in eegmat if r["candidate"] == name]
+            by = {s: np.mean([r["bal_acc"] for r in part if r["start"] == s]) for s in STARTS}
+            lines.append(
+                f"| {name.split(':')[1]} | {score:.3f} | {spread:.3f} | {by['scratch']:.3f} | "
+                f"{by['pars-small-v2']:.3f} | {len(part)} |"
+            )
+        (a, sa, ca), (b, sb, cb) = scores["eegmat:recipe"], scores["eegmat:chosen"]
+        if ca and cb:
+            ok = a - b <= max(sa, sb)
+            lines += [
+                "",
+                f"The chosen recipe {'does not lose' if ok else 'loses'} on EEGMAT "
+                f"({b:.3f} against {a:.3f}; larger spread {max(sa, sb):.3f}): the fine-tuner's "
+                f"defaults {'follow' if ok else 'do not follow'} the choice.",
+            ]
+    return lines
+
+
+def rule_text():
+    start = __doc__.index("The rule (written")
+    end = __doc__.index("The comparison on the test splits")
+    lines = __doc__[start:end].strip().splitlines()
+    return ["## " + lines[0], *lines[2:]]
+
+
+def report_lines():
+    own, others = test_rows()
+    rows = own + others
+    lines = [
+        "# Fine-tuning that reads space (issue 86)",
+        "",
+        "Written by `benchmarks/bench_finetuning_space.py report` from "
+        "`finetuning_space_selection.jsonl` and `finetuning_space_test.jsonl` (each row names "
+        "the commit and the machine that wrote it; one torch thread). The rows of EEGNet, "
+        "ShallowFBCSPNet and the probe are `finetuning_recipe_test.jsonl`'s (the same splits, "
+        "seeds and code for those rows; see `finetuning_recipe.md`).",
+        "",
+        "## All labels (blocks 1 and 2 labelled, block 3 scored): the comparison",
+        "",
+    ]
+    recipe = sorted({r["recipe"] for r in own})
+    table, means = test_table(rows, "all")
+    lines += table
+    lines += [
+        "",
+        f"Fine-tuner rows at the chosen recipe ({', '.join(recipe) or '-'}). Cells: balanced "
+        "accuracy, mean ± sd over seeds. Train: balanced accuracy on the labelled windows.",
+        "",
+        "### The targets (all labels, mean of 4)",
+        "",
+        *target_lines(means),
+        "",
+        "## One labelled block (k = 1; each seed's score the mean over blocks 1 and 2)",
+        "",
+        *test_table(rows, "1")[0],
+        "",
+        *selection_lines(),
+        "",
+        *rule_text(),
+    ]
+    commits = sorted({r["commit"] for r in own + read_rows(SELECTION)})
+    machines = sorted({r["machine"] for r in own + read_rows(SELECTION)})
+    lines += ["", f"Commits the rows name: {', '.join(commits)}; machine: {'; '.join(machines)}."]
+    return lines
+
+
+if __name__ == "__main__":
+    main()

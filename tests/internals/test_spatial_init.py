@@ -1,0 +1,72 @@
+"""Where the fine-tuner's spatial filters start (estimators/_spatial_init.py): common
+spatial patterns from the training windows of each fit."""
+
+import numpy as np
+import pytest
+import torch
+
+from braindecode_pars import PARSFineTuner, PatchEncoder
+from braindecode_pars.estimators._spatial_init import csp_filters
+
+from ..conftest import SMALL_ENCODER
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _mixed_sources(n_per_class, n_classes, seed=0, n_chans=5, n_times=300):
+    """Windows of ``n_chans`` channels mixing as many sources by a known matrix; in class
+    c, source c has 4 times the variance of the others: CSP's known answer is the row of
+    the unmixing matrix that isolates it. The mixing is orthogonal, so that the
+    shrinkage towards the identity (in channel space) leaves the answer where it is."""
+    rng = np.random.default_rng(seed)
+    mixing = np.linalg.qr(rng.standard_normal((n_chans, n_chans)))[0]
+    X, y = [], []
+    for c in range(n_classes):
+        scale = np.ones(n_chans)
+        scale[c] = 2.0
+        sources = rng.standard_normal((n_per_class, n_chans, n_times)) * scale[:, None]
+        X.append(np.einsum("cs,nst->nct", mixing, sources))
+        y += [c] * n_per_class
+    return np.concatenate(X), np.asarray(y), np.linalg.inv(mixing)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_csp_recovers_the_unmixing_row_of_each_class_source(n_classes):
+    X, y, unmixing = _mixed_sources(40, n_classes)
+    filters = csp_filters(X, y, n_filters=n_classes)
+    np.testing.assert_allclose(np.linalg.norm(filters, axis=1), 1.0)
+    truth = unmixing[:n_classes] / np.linalg.norm(unmixing[:n_classes], axis=1, keepdims=True)
+    cosines = np.abs(truth @ filters.T)  # each class's source found by one filter
+    assert np.all(cosines.max(axis=1) > 0.98), cosines
+
+
+def test_csp_refuses_more_filters_than_channels_and_one_class():
+    X, y, _ = _mixed_sources(10, 2)
+    with pytest.raises(ValueError, match=r"'spatial_filters'=6 .* at most the number of channels \(5\)"):
+        csp_filters(X, y, 6)
+    with pytest.raises(ValueError, match="at least two classes"):
+        csp_filters(X, np.zeros(len(X), dtype=int), 2)
+
+
+def test_fit_starts_the_filters_at_the_csp_of_its_own_training_windows():
+    X, y, _ = _mixed_sources(12, 2, n_times=200)
+    X = X.astype(np.float32) * 1e-5
+    encoder = PatchEncoder(sfreq=100, **SMALL_ENCODER)
+    clf = PARSFineTuner(
+        encoder=encoder, spatial_filters=2, band_power=(8, 30), sfreq=100, max_epochs=1,
+        lr=1e-12, augmentation=None, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    module = clf.module_
+    expected = csp_filters(X, y, 2, sfreq=100, band=(8, 30))
+    got = module.spatial_filter.weight.detach().numpy()
+    np.testing.assert_allclose(np.abs(np.sum(got * expected, axis=1)), 1.0, atol=1e-4)
+    with torch.no_grad():  # the band statistics: fixed from the same windows
+        feats = module.band_log_variance.log_variance(module.virtual_channels(torch.as_tensor(X)))
+    np.testing.assert_allclose(module.band_log_variance.mean.numpy(), feats.mean(0), atol=1e-4)
+    identity = PARSFineTuner(
+        encoder=encoder, spatial_filters=2, spatial_init="identity", sfreq=100, max_epochs=1,
+        lr=1e-12, augmentation=None, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    np.testing.assert_allclose(
+        identity.module_.spatial_filter.weight.detach().numpy(), np.eye(5)[:2], atol=1e-6
+    )
