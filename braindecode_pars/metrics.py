@@ -4,11 +4,14 @@ The paper computes them with TorchMetrics; the package uses scikit-learn's, the 
 metric stack of its users' model selection (the two agree: balanced accuracy is the
 macro recall over the classes present, kappa is Cohen's, F1 is macro-averaged).
 :func:`make_scorer` gives scikit-learn scorers for ``cross_val_score(..., scoring=)``;
-:class:`GroupScorer` scores subjects rather than windows (one vote per subject).
+:class:`GroupScorer` scores subjects rather than windows (one vote per subject), and
+:func:`group_cross_val_score` cross-validates with it, the groups routed and a scorer's
+error a hard stop.
 """
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
@@ -80,13 +83,15 @@ def _labels_of_windows(X):
     return labels
 
 
-class GroupsNotRoutedError(BaseException):
+class GroupsNotRoutedError(ValueError):
     """:class:`GroupScorer` called without the groups of the windows it scores.
 
-    A ``BaseException`` (as ``KeyboardInterrupt``), not an ``Exception``: scikit-learn's
-    cross-validation turns a scorer's exceptions into ``nan`` scores with a "Scoring
-    failed" warning (``error_score=np.nan``), where this one stops the call with its
-    message, which says how to route the groups.
+    A ``ValueError``, as scikit-learn's own routing error (``UnsetMetadataPassedError``):
+    ``except ValueError`` and ``except Exception`` catch it. Under scikit-learn's
+    cross-validation it follows ``error_score``: with the default (``np.nan``) the fold
+    scores ``nan`` and a "Scoring failed" warning carries this message; with
+    ``error_score="raise"`` it stops the call (:func:`group_cross_val_score` passes
+    it).
     """
 
 
@@ -173,22 +178,29 @@ class GroupScorer:
     group is refused).
 
     Used as ``scoring=`` with the groups routed to it by scikit-learn's metadata
-    routing::
+    routing, and ``error_score="raise"`` so that a scorer's error stops the call rather
+    than scoring ``nan``::
 
-        sklearn.set_config(enable_metadata_routing=True)
-        cross_val_score(clf, X, y, cv=GroupKFold(5), scoring=GroupScorer(),
-                        params={"groups": subjects})
+        with sklearn.config_context(enable_metadata_routing=True):
+            cross_val_score(clf, X, y, cv=StratifiedGroupKFold(5), scoring=GroupScorer(),
+                            params={"groups": subjects}, error_score="raise")
+
+    or, the three in one call, :func:`group_cross_val_score`::
+
+        group_cross_val_score(clf, X, y, groups=subjects, cv=StratifiedGroupKFold(5))
 
     (each test fold must hold subjects of each class: ``StratifiedGroupKFold``, not
     ``LeaveOneGroupOut``, whose single held-out subject gives a score of one label, which
     the scorer warns of; under routing the splitter gets ``groups`` from ``params`` too,
     and the estimator must say whether its ``fit`` takes them:
-    ``clf.set_fit_request(groups=True)``). Called directly:
-    ``GroupScorer()(clf, X, y, groups=subjects)``.
+    ``clf.set_fit_request(groups=True)``, which the package's estimators ask by
+    default). Called directly: ``GroupScorer()(clf, X, y, groups=subjects)``.
 
     Without the groups (metadata routing off, or no ``params={"groups": ...}``) of
-    windows that do not carry a ``subject``, it raises :class:`GroupsNotRoutedError`,
-    which scikit-learn's cross-validation lets through rather than scoring ``nan``.
+    windows that do not carry a ``subject``, it raises :class:`GroupsNotRoutedError`, a
+    ``ValueError``: scikit-learn's cross-validation scores the fold ``nan`` with a
+    warning that carries its message (``error_score=np.nan``, the default), or stops
+    with it (``error_score="raise"``).
 
     Parameters
     ----------
@@ -225,7 +237,11 @@ class GroupScorer:
                 "in cross_val_score"
                 + ("; metadata routing is off now" if not routing else "")
                 + "), pass groups= when calling the scorer, or score braindecode windows "
-                "whose metadata holds a 'subject' column."
+                "whose metadata holds a 'subject' column. "
+                "braindecode_pars.metrics.group_cross_val_score(clf, X, y, groups=g, cv=...) "
+                "routes them and passes error_score='raise', so that an error of the scorer "
+                "stops the cross-validation (cross_val_score's default, error_score=nan, "
+                "scores the fold nan with this message as a warning)."
             )
         y_true, groups = np.asarray(y_true), np.asarray(groups)
         if groups.shape != y_true.shape:
@@ -263,3 +279,87 @@ class GroupScorer:
         request = MetadataRequest(owner=type(self).__name__)
         request.score.add_request(param="groups", alias=True)
         return request
+
+
+def group_cross_val_score(
+    estimator, X, y=None, *, groups=None, cv, scoring=None, n_jobs=None, verbose=0,
+    error_score="raise",
+):  # fmt: skip
+    """scikit-learn's ``cross_val_score`` over groups (subjects), the three settings it
+    takes for that in one call.
+
+    Inside ``sklearn.config_context(enable_metadata_routing=True)`` it calls
+    ``cross_val_score(estimator, X, y, cv=cv, scoring=scoring,
+    params={"groups": groups}, error_score=error_score)``: the splitter, the
+    estimator's ``fit`` (where it asks for them, as the package's estimators do) and
+    the scorer get the groups, and an error of the scorer (a
+    :class:`GroupsNotRoutedError`, a mixed group) stops the call with its message
+    rather than scoring ``nan``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Any scikit-learn classifier. One whose ``fit`` takes ``groups`` must ask for
+        them (``set_fit_request(groups=True)``; scikit-learn names it otherwise).
+    X : array-like | braindecode windows | skorch SliceDataset
+    y : array-like | None
+        None: the labels the windows carry (the scorer reads them).
+    groups : array-like | None
+        The group (subject) of every window; None: the ``subject`` metadata of
+        braindecode windows (or of a ``SliceDataset`` of them).
+    cv : splitter | iterable of (train, test)
+        A splitter that keeps each group on one side: ``StratifiedGroupKFold`` for a
+        label of each subject (every label in every test fold), ``GroupKFold``,
+        ``LeaveOneGroupOut`` for a label within subjects. An int (scikit-learn's
+        ``KFold``, which splits groups) is refused.
+    scoring : scorer | str | None
+        None: :class:`GroupScorer` (one decision per group).
+    n_jobs, verbose
+        As ``cross_val_score``'s.
+    error_score : "raise" | float
+        ``"raise"`` (the default here; ``cross_val_score``'s is ``nan``): a fold whose
+        fit or score fails stops the call.
+
+    Returns
+    -------
+    scores : ndarray, shape (n_splits,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import StratifiedGroupKFold
+    >>> subjects = np.repeat(np.arange(6), 5)
+    >>> y = np.where(subjects % 2, "patient", "control")
+    >>> X = (subjects % 2 + np.random.default_rng(0).normal(0, 1, 30))[:, None]
+    >>> scores = group_cross_val_score(
+    ...     LogisticRegression(), X, y, groups=subjects, cv=StratifiedGroupKFold(3))
+    >>> scores.shape
+    (3,)
+    """
+    import sklearn
+    from sklearn.model_selection import cross_val_score
+
+    if cv is None or isinstance(cv, numbers.Integral):
+        raise ValueError(
+            "Invalid value for the 'cv' parameter. Allowed values are a splitter that keeps "
+            "each group on one side (StratifiedGroupKFold, GroupKFold, LeaveOneGroupOut) or "
+            f"an iterable of (train, test) indices, but got {cv!r} instead (an int or None "
+            "is scikit-learn's KFold, which splits the groups)."
+        )
+    if groups is None:
+        from braindecode_pars.io.windows import window_metadata
+
+        groups = window_metadata(X, "subject")
+        if groups is None:
+            raise ValueError(
+                "'groups' is None and 'X' carries no groups: pass 'groups', one per "
+                "window, or braindecode windows (or a SliceDataset of them) whose "
+                "metadata holds a 'subject' column."
+            )
+    with sklearn.config_context(enable_metadata_routing=True):
+        return cross_val_score(
+            estimator, X, y, cv=cv, scoring=GroupScorer() if scoring is None else scoring,
+            params={"groups": groups}, n_jobs=n_jobs, verbose=verbose,
+            error_score=error_score,
+        )  # fmt: skip

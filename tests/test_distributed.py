@@ -419,7 +419,8 @@ def test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_n
 ):
     """Two processes (gloo, one thread each), each drawing its own crops, channels,
     patches and masks: the whole job signalled at some step and the same command run
-    again ends with the encoder of the same command never stopped, bit for bit. Every
+    again ends with the encoder of the same command never stopped, bit for bit, and
+    with its history (every epoch's losses averaged over the ranks). Every
     sitting computes on the threads OMP_NUM_THREADS sets (1), not on the cores idle when
     it starts (another count rounds the sums otherwise: issue 75)."""
     import json
@@ -456,6 +457,19 @@ def test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_n
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Resuming pretraining" in again.stderr
     assert_same_encoder(run_dir / "encoder.pt", tmp_path / "whole" / "encoder.pt")
+    # and the same history: the losses of the epochs not yet reported at the stop, and
+    # of the steps of the epoch stopped within, averaged over both ranks (issue 88)
+    from braindecode_pars.hub.folders import run_state
+
+    def rows(folder):
+        timed = ("dur", "monitor_seconds")
+        history = json.loads((run_state(folder) / "history.json").read_text())
+        for row in history:
+            row["batches"] = [{k: v for k, v in b.items() if k not in timed}
+                              for b in row["batches"]]  # fmt: skip
+        return [{k: v for k, v in row.items() if k not in timed} for row in history]
+
+    assert rows(run_dir) == rows(tmp_path / "whole")
 
 
 @pytest.mark.serial

@@ -25,7 +25,7 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARS
 from braindecode_pars.datasets.bundled import BUNDLED_SUBJECTS, load_bundled_eegmat
 from braindecode_pars.io.estimator_inputs import read_input
 from braindecode_pars.io.windows import read_windows
-from braindecode_pars.metrics import GroupScorer, make_scorer
+from braindecode_pars.metrics import GroupScorer, group_cross_val_score, make_scorer
 
 from ._helpers import (
     ExplodingPretrainer,
@@ -184,6 +184,8 @@ def test_group_scorer_reads_labels_and_subjects_of_windows():
         )
     assert routed.shape == (2,)
     np.testing.assert_allclose(routed, given)
+    # in one call, the groups and labels read from the windows
+    np.testing.assert_allclose(group_cross_val_score(PARSProbe(), X, cv=folds), routed)
     with pytest.raises(ValueError, match="'y_true' is None and 'X' carries no labels"):
         GroupScorer()(clf, read_windows(windows).X, None, groups=subjects)
 

@@ -17,6 +17,7 @@ import mne
 import numpy as np
 import pytest
 from braindecode.datasets import BaseConcatDataset, RawDataset
+from braindecode.datautil import load_concat_dataset
 
 from braindecode_pars import PARSPretrainer, save_encoder
 from braindecode_pars.cli import main
@@ -36,11 +37,16 @@ PATIENTS = [
     ("Lindqvist", "Erik_Lindqvist", datetime.date(1955, 11, 2)),
 ]
 HOSPITAL, TECHNICIAN, FREE_TEXT = "StJudeNeuro", "TechHansen", "WardSeven"
+#: The recordings' start date (the EDF header's), as text: day, month and year, in the
+#: forms a file or a log line would hold it (ISO, EDF's header, MNE's repr, Unix time).
+RECORDED = datetime.date(2021, 3, 4)
+DATES = {"2021-03-04", "04.03.21", "04-MAR-2021", "Mar 04, 2021", "1614816000"}
 #: What no file written and no log line may hold (compared without regard to case).
 SECRETS = sorted(
     {part for _, name, _ in PATIENTS for part in name.split("_")}
     | {code for code, _, _ in PATIENTS}
     | {HOSPITAL, TECHNICIAN, FREE_TEXT, "13-MAY-1971", "1971-05-13", "29-FEB-1980"}
+    | DATES
 )
 SFREQ = 100.0
 
@@ -60,7 +66,7 @@ def _write_edf(path, code, name, birthdate, seed):
         code=code, sex="F", birthdate=birthdate, name=name, additional=[FREE_TEXT]
     )
     recording = edfio.Recording(
-        startdate=datetime.date(2021, 3, 4),
+        startdate=RECORDED,
         hospital_administration_code=HOSPITAL,
         investigator_technician_code=TECHNICIAN,
         equipment_code="EEG1200",
@@ -154,6 +160,80 @@ def test_store_pretrain_and_export_name_no_one(named_edf, tmp_path, caplog, caps
     assert _named(caplog.text + out_err.out + out_err.err) == []
 
 
+def test_an_export_of_main_called_from_python_records_its_arguments_and_no_local_path(
+    named_edf, tmp_path
+):
+    """``main([...])`` called from Python (here under pytest, whose own arguments are the
+    process's): the run records the arguments given; its local ``config.json`` keeps
+    the store's absolute path and the salt of the recordings' hash, which every sitting
+    reuses; the export's card and ``run_config.json`` name the store and the run by
+    their folders, hold no path of this machine and no salt."""
+    from braindecode_pars.models.card import identifiers_hash
+
+    store, run, out = tmp_path / "clinic-store", tmp_path / "runs" / "mine", tmp_path / "export"
+    common = ["--window-seconds", "10", "--stride-seconds", "10"]
+    assert main(["store", "--recordings", str(named_edf), "--out", str(store), *common]) == 0
+    given = ["pretrain", "--store", str(store), "--out", str(run), "--steps", "2"]
+    given += ["--batch-size", "4", "--device", "cpu", "--window-seconds", "5"]
+    given += tiny_config(tmp_path, n_patches=5)
+    assert main(given) == 0
+    local = json.loads((run / "config.json").read_text())
+    assert local["command"] == "braindecode-pars " + " ".join(given)  # not pytest's argv
+    assert local["data.store"] == str(store.resolve())
+    salt = local["data.recordings_salt"]
+    files = [[f"S{i // 2 + 1:02d}R{i % 2 + 1:02d}.edf", f"S{i // 2 + 1:02d}R{i % 2 + 1:02d}"]
+             for i in range(4)]  # fmt: skip
+    assert local["data.recordings_hash"] == identifiers_hash(files, salt)
+    assert local["data.recordings_hash"] != identifiers_hash(files)  # salted
+    assert main(given) == 0  # a sitting more (finished already): the same salt and hash
+    again = json.loads((run / "config.json").read_text())
+    assert (again["data.recordings_salt"], again["data.recordings_hash"]) == (
+        salt, local["data.recordings_hash"],
+    )  # fmt: skip
+
+    assert main(["export", "--run", str(run), "--out", str(out)]) == 0
+    public = json.loads((out / "run_config.json").read_text())
+    assert public["command"] == (
+        "braindecode-pars pretrain --store clinic-store --out mine --steps 2 --batch-size 4 "
+        "--device cpu --window-seconds 5 --config tiny.json"
+    )
+    assert public["data.store"] == "clinic-store"
+    assert "data.recordings_salt" not in public and "data.recordings_salt" not in public["run_info"]
+    assert public["data.recordings_hash"] == local["data.recordings_hash"]
+    card = (out / "README.md").read_text()
+    assert "- store: clinic-store\n" in card and public["command"] in card
+    for path in out.iterdir():
+        text = path.read_bytes().decode("latin-1")
+        assert str(tmp_path) not in text and salt not in text, path.name
+        assert "pytest" not in text, path.name
+
+
+def test_an_export_of_an_earlier_version_is_rewritten_without_local_paths(tmp_path):
+    """An export written before issue 88 (the store's absolute path, the command's, in
+    ``run_config.json`` and the card) is rewritten by the identity command as exports
+    are written now; a run's own ``config.json`` keeps its paths."""
+    export = tmp_path / "export"
+    export.mkdir()
+    command = f"braindecode-pars pretrain --store {tmp_path}/Zelinski/store --out {tmp_path}/r"
+    old = {"command": command, "data.store": f"{tmp_path}/Zelinski/store", "lr": 0.001,
+           "run_info": ["command", "data.store"]}  # fmt: skip
+    (export / "run_config.json").write_text(json.dumps(old))
+    card = f"# r\n\n- store: {tmp_path}/Zelinski/store\n\n```bash\n{command}\n```\n"
+    (export / "README.md").write_text(card)
+    assert anonymize(export) == [export / "run_config.json", export / "README.md"]
+    rewritten = json.loads((export / "run_config.json").read_text())
+    assert rewritten["command"] == "braindecode-pars pretrain --store store --out r"
+    assert rewritten["data.store"] == "store" and rewritten["lr"] == 0.001
+    card = (export / "README.md").read_text()
+    assert "Zelinski" not in card and str(tmp_path) not in card
+    assert "- store: store\n" in card and "braindecode-pars pretrain --store store --out r" in card
+    assert anonymize(export) == []  # nothing left to rewrite
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(old))
+    assert anonymize(run) == []  # a run's own record names its local paths
+
+
 def test_a_braindecode_dataset_whose_descriptions_name_people(named_edf, tmp_path, caplog):
     """A saved braindecode dataset of the files, described by the header's code (as
     load_recordings did before subject_from) and a diagnosis column of the user's."""
@@ -189,6 +269,15 @@ def test_load_recordings_pretrainer_and_save_encoder_name_no_one(named_edf, tmp_
     assert all(ds.raw.info["subject_info"] is None for ds in windows.datasets)
     assert set(windows.description["subject_from"]) == {"file"}
     windows.save(str(tmp_path / "windows"), overwrite=True)  # braindecode's own save
+    # raw.info keeps the recording's date, which braindecode's save writes (FIF, not
+    # text); MNE's anonymize, as the privacy paragraph says, moves it to 2000-01-01
+    saved = load_concat_dataset(tmp_path / "windows", preload=False)
+    assert saved.datasets[0].raw.info["meas_date"].date() == RECORDED
+    for ds in windows.datasets:
+        ds.raw.anonymize()
+    windows.save(str(tmp_path / "windows"), overwrite=True)
+    saved = load_concat_dataset(tmp_path / "windows", preload=False)
+    assert {ds.raw.info["meas_date"].date() for ds in saved.datasets} == {datetime.date(2000, 1, 1)}
     pretrainer = PARSPretrainer(
         emb_dim=16, depth=1, n_heads=2, ff_dim=16, n_patches=5, max_epochs=2,
         batch_size=8, window_seconds=5.0, random_state=0, verbose=0,

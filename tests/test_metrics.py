@@ -7,6 +7,7 @@ from braindecode_pars.metrics import (
     balanced_accuracy,
     cohen_kappa,
     f1_macro,
+    group_cross_val_score,
     make_scorer,
     scores,
 )
@@ -82,6 +83,8 @@ def test_group_scorer_refuses_what_it_cannot_score():
     clf, X = _Fixed([0.9, 0.1]), np.arange(2)
     with pytest.raises(GroupsNotRoutedError, match="needs 'groups'"):
         GroupScorer()(clf, X, np.array(["p", "c"]))
+    with pytest.raises(ValueError, match="needs 'groups'"):  # as scikit-learn's routing errors
+        GroupScorer()(clf, X, np.array(["p", "c"]))
     with pytest.raises(ValueError, match="one label per group"):
         GroupScorer()(clf, X, np.array(["p", "c"]), groups=np.array([0, 0]))
     with pytest.raises(ValueError, match="'vote'"):
@@ -115,3 +118,19 @@ def test_group_scorer_gets_groups_by_metadata_routing_in_cross_validation():
         by_hand.append(GroupScorer()(fitted, X[test], y[test], groups=subjects[test]))
     assert subject == pytest.approx(by_hand)
     assert subject.mean() > window.mean() + 0.1
+    # the same in one call, routing on (and off again after it)
+    assert group_cross_val_score(
+        LogisticRegression(), X, y, groups=subjects, cv=cv
+    ) == pytest.approx(by_hand)  # fmt: skip
+    assert not sklearn.get_config()["enable_metadata_routing"]
+
+
+@pytest.mark.parametrize("cv", [5, None], ids=["int", "None"])
+def test_group_cross_val_score_refuses_a_splitter_that_splits_groups(cv):
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, groups = np.zeros((8, 1)), np.arange(8) % 2, np.arange(8) // 2
+    with pytest.raises(ValueError, match=rf"'cv' parameter.*StratifiedGroupKFold.*got {cv}"):
+        group_cross_val_score(LogisticRegression(), X, y, groups=groups, cv=cv)
+    with pytest.raises(ValueError, match="'groups' is None and 'X' carries no groups"):
+        group_cross_val_score(LogisticRegression(), X, y, cv=[(np.arange(4), np.arange(4, 8))])

@@ -169,18 +169,37 @@ def _subject_trait(n_subjects=6, per_subject=8, seed=0):
     return X, np.where(trait == 1, "patient", "control"), subjects
 
 
-def test_a_group_scorer_without_routed_groups_stops_cross_validation_with_its_message():
+def test_a_group_scorer_without_routed_groups_fails_as_scikit_learn_says_a_scorer_fails():
+    """Without routed groups the scorer raises a ValueError, as scikit-learn's own routing
+    error: cross-validation scores the folds nan with a warning that carries its message
+    (``error_score=np.nan``), stops with it under ``error_score="raise"`` (and an ordinary
+    ``except ValueError`` catches it), and ``group_cross_val_score`` routes the groups."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedGroupKFold, cross_val_score
 
-    from braindecode_pars.metrics import GroupScorer, GroupsNotRoutedError
+    from braindecode_pars.metrics import (
+        GroupScorer,
+        GroupsNotRoutedError,
+        group_cross_val_score,
+    )
 
     X, y, subjects = _subject_trait()
-    with pytest.raises(GroupsNotRoutedError, match=r"needs 'groups'.*metadata routing is off"):
-        cross_val_score(
-            LogisticRegression(), X, y, groups=subjects, cv=StratifiedGroupKFold(3),
-            scoring=GroupScorer(),
-        )  # fmt: skip
+    kwargs = dict(groups=subjects, cv=StratifiedGroupKFold(3), scoring=GroupScorer())
+    message = r"needs 'groups'.*metadata routing is off.*group_cross_val_score.*'raise'"
+    with pytest.warns(UserWarning, match=f"Scoring failed(?s:.*){message}"):
+        scores = cross_val_score(LogisticRegression(), X, y, **kwargs)
+    assert np.isnan(scores).all()
+    with pytest.raises(GroupsNotRoutedError, match=message):
+        cross_val_score(LogisticRegression(), X, y, error_score="raise", **kwargs)
+    try:  # a user's skip-on-error loop around a search
+        cross_val_score(LogisticRegression(), X, y, error_score="raise", **kwargs)
+    except ValueError as err:
+        caught = err
+    assert isinstance(caught, GroupsNotRoutedError)
+    routed = group_cross_val_score(
+        LogisticRegression(), X, y, groups=subjects, cv=StratifiedGroupKFold(3)
+    )
+    assert routed.shape == (3,) and np.isfinite(routed).all()
 
 
 @pytest.mark.parametrize("scoring", ["group", "windows"])

@@ -145,8 +145,8 @@ class TrainingSteps:
     tables : torch.dtype
         The pair decoder's factor-table dtype.
     fallback : {"torch", "triton"}
-        The pair operator's fallback kernel in the steps
-        (:func:`~braindecode_pars.models.pair.kernels.fallback_kernel`).
+        The pair operator's fallback kernel in the steps (``PARS(decoder_fallback=...)``;
+        db22036's decoder has none).
     kernel : {"auto", "tables", "fused"}
         The pair operator's implementation (``PARS(decoder_kernel=...)``): "fused" runs
         where Triton does, "tables" elsewhere; db22036's decoder has only its tables.
@@ -182,7 +182,7 @@ class TrainingSteps:
         self.graphs = compiled and mode == "reduce-overhead"  # CUDA graphs
         model = PARS(
             n_times=config.n_times, sfreq=config.sfreq, n_patches=n_patches,
-            decoder_kernel=kernel, **config.size,
+            decoder_kernel=kernel, decoder_fallback=fallback, **config.size,
         )  # fmt: skip
         self.model = use_decoder(model, decoder).to(self.device)
         if tables != torch.float32:
@@ -209,10 +209,9 @@ class TrainingSteps:
         before = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision(self.precision)
         try:
-            with pair_kernels.fallback_kernel(self.fallback):  # forward and backward
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    loss = forward()
-                loss.backward()
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                loss = forward()
+            loss.backward()
             self.opt.step()
             synchronize(self.device)
         finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import warnings
 
 from braindecode_pars.cli._demo_command import _demo, _read_config
@@ -228,7 +229,9 @@ def main(argv=None):
     status : int
         0 when the command ran (errors exit through :class:`SystemExit`).
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parse(argv)
+    args.argv = argv  # the command a run records is the one given (not the process's)
     # braindecode's model zoo warns about MNE montage names at import; not ours to fix
     warnings.filterwarnings("ignore", category=FutureWarning, module="braindecode")
     warnings.filterwarnings("ignore", message=".*standard_1020.*")

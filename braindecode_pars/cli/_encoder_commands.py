@@ -593,21 +593,30 @@ def _warn_listed_recordings(out):
 
 
 def _run_info(args):
-    """What the model card of a command-line run says of how it was made."""
+    """What the model card of a command-line run says of how it was made: the command
+    as given to :func:`~braindecode_pars.cli.main` (``args.argv``; the process's
+    arguments for a namespace parsed elsewhere) and, with a store, its absolute path,
+    what it holds and a salted hash of its recordings (the run's local record; an
+    export names the store's folder and drops the salt,
+    :func:`~braindecode_pars.models.card.public_run_config`)."""
     import shlex
 
-    info = {"command": shlex.join(["braindecode-pars", *sys.argv[1:]])}
+    argv = getattr(args, "argv", None)
+    argv = sys.argv[1:] if argv is None else argv
+    info = {"command": shlex.join(["braindecode-pars", *map(str, argv)])}
     if args.store:
         from braindecode_pars.store import store_summary
 
-        info["data.store"] = str(args.store)
+        info["data.store"] = str(Path(args.store).resolve())
         summary = store_summary(args.store)
         info["data.channel_hours"] = summary["channel_hours"]
         info["data.hours"] = summary["hours"]
         info["data.n_recordings"] = summary["n_recordings"]
         info["data.people"] = summary["people"]
         info["data.people_counted_by"] = _people_basis(summary)
-        info.update(_store_record(args.store))
+        salt = _run_salt(args.out)
+        info["data.recordings_salt"] = salt
+        info.update(_store_record(args.store, salt))
         info["data.datasets"] = "; ".join(
             f"{name}: {d['n_recordings']} recordings of {d['people']} people, "
             f"{d['channel_hours']} channel-hours"
@@ -634,11 +643,28 @@ def _people_basis(summary):
     return "; ".join(parts) or "no recording names its person"
 
 
-def _store_record(store):
+def _run_salt(out):
+    """The salt of the run in ``out`` (``data.recordings_salt`` of its ``config.json``,
+    so that every sitting hashes alike), or a new random one for a new run (or one
+    recorded before runs were salted)."""
+    import json
+    import secrets
+
+    saved = Path(out) / "config.json"
+    try:
+        config = json.loads(saved.read_text()) if saved.is_file() else {}
+    except (OSError, ValueError):  # an unreadable record: the resume check says so
+        config = {}
+    salt = config.get("data.recordings_salt") if isinstance(config, dict) else None
+    return salt if isinstance(salt, str) and salt else secrets.token_hex(16)
+
+
+def _store_record(store, salt=None):
     """The card's ``data.recordings_hash`` (:func:`~braindecode_pars.models.card.
-    identifiers_hash` of the store's recordings' file names and subjects: the run tells
-    datasets apart without naming anyone) and ``data.preprocessing`` (what braindecode
-    recorded of it, and the windows), read from the store."""
+    identifiers_hash` of the store's recordings' file names and subjects, salted with
+    ``salt``: the run tells datasets apart without naming anyone) and
+    ``data.preprocessing`` (what braindecode recorded of it, and the windows), read
+    from the store."""
     from braindecode_pars.models.card import identifiers_hash
     from braindecode_pars.store import read_window_store
 
@@ -663,7 +689,10 @@ def _store_record(store):
         text += f"; {window:g}-s windows" + (f" every {stride:g} s" if stride else "")
     dtype = {"<f4": "float32", "<f2": "float16"}.get(info["dtype"], info["dtype"])
     text += f"; stored as {dtype}"
-    return {"data.recordings_hash": identifiers_hash(identifiers), "data.preprocessing": text}
+    return {
+        "data.recordings_hash": identifiers_hash(identifiers, salt),
+        "data.preprocessing": text,
+    }
 
 
 def _report(net, args):

@@ -297,7 +297,7 @@ def _store_flag(key):
 
 
 #: The ``store`` flags that do not change the store (left out of its recorded settings).
-_NOT_SETTINGS = ("func", "command", "out", "overwrite", "jobs", "on_error", "verbose",
+_NOT_SETTINGS = ("func", "command", "argv", "out", "overwrite", "jobs", "on_error", "verbose",
                  "stop_signal")  # fmt: skip
 
 

@@ -16,7 +16,6 @@ import os
 import numpy as np
 import torch
 from braindecode import EEGClassifier
-from braindecode.augmentation import AugmentedDataLoader
 
 from braindecode_pars._util.logs import plural, verbose_logging
 from braindecode_pars._util.optim import with_fused_default
@@ -28,6 +27,7 @@ from braindecode_pars.estimators._finetune import (
     EpochTable,
     FixedCrops,
     RandomCrops,
+    augmented_loader,
     check_finetuner_params,
     class_weights,
     crop_samples,
@@ -578,12 +578,13 @@ class PARSFineTuner(
 
     def get_iterator(self, dataset, training=False, drop_index=True):
         """Training batches through braindecode's ``AugmentedDataLoader`` when
-        ``augmentation`` is set."""
+        ``augmentation`` is set (with DataLoader workers, each worker's transforms
+        reseeded from torch's seed of that worker: ``_finetune.augmented_loader``)."""
         transforms = (getattr(self, "_fit_state", None) or {}).get("transforms")
         if training and transforms:
             kwargs = self.get_params_for("iterator_train")
             kwargs.setdefault("batch_size", self.batch_size)
-            return AugmentedDataLoader(dataset, transforms=transforms, **kwargs)
+            return augmented_loader(dataset, transforms, **kwargs)  # reseeded per worker
         return super().get_iterator(dataset, training=training, drop_index=drop_index)
 
     # -- prediction ----------------------------------------------------------------------

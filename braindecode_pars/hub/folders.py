@@ -308,7 +308,8 @@ def export_run(run_dir, folder, license=None):
     layout (:func:`_save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
     (``run_config.json``: the run's ``config.json``, its recordings counted, never
-    named, :func:`~braindecode_pars.models.card.public_run_config`) and model card
+    named, nothing local: the store by its folder, the command's paths by their last
+    parts, no salt; :func:`~braindecode_pars.models.card.public_run_config`) and model card
     (``README.md``, :func:`model_card`: the pretext task, the encoder, the data, the
     budget, the skill reached, whether the run finished, how to load it and the
     command that made it, where the run recorded one in its ``config.json`` or

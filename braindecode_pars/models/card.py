@@ -14,6 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+import secrets
+import shlex
 from importlib import metadata
 
 import numpy as np
@@ -64,22 +67,86 @@ _PRETEXT_SETTINGS = (
 )
 
 
-def identifiers_hash(identifiers):
+#: The ``pretrain`` flags whose values are paths: an exported command names their last
+#: part only (:func:`_public_command`).
+_PATH_FLAGS = ("--store", "--out", "--config", "--run")
+
+#: The end of the key of a run record's entries that stay on the machine: the salt of a
+#: salted hash (``data.recordings_salt``, :func:`identifiers_hash`).
+_LOCAL_SUFFIX = "_salt"
+
+
+def identifiers_hash(identifiers, salt=None):
     """A short hash of a list of identifiers (recordings' names, subjects), for a run's
-    record to tell datasets apart without naming anyone: the SHA-256 of the sorted
-    list, its first 16 hexadecimal digits.
+    record to tell datasets apart without naming anyone: the SHA-256 of the salt and
+    the sorted list, its first 16 hexadecimal digits.
+
+    A run salts its hash with a random salt of its own (``pretrain`` keeps it in the
+    run's local ``config.json`` as ``data.recordings_salt`` and reuses it at every
+    sitting; :func:`public_run_config` leaves it out), so that a published hash cannot
+    be matched against guessed file names and subjects; two runs' hashes of the same
+    recordings differ.
 
     Parameters
     ----------
     identifiers : iterable
         Anything with a ``str``; the order does not count.
+    salt : str | None
+        None: no salt (the hash of runs of earlier versions).
 
     Returns
     -------
     digest : str
     """
-    text = json.dumps(sorted(str(i) for i in identifiers))
+    names = sorted(str(i) for i in identifiers)
+    text = json.dumps(names if salt is None else [str(salt), names])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _public_path(value):
+    """The last part of a path (``/home/anna/stores/clinic`` -> ``clinic``)."""
+    text = str(value).rstrip("/\\")
+    return re.split(r"[/\\]", text)[-1] if text else str(value)
+
+
+def _is_absolute(value):
+    """Whether a command-line word is an absolute path (POSIX, Windows, the home's)."""
+    return bool(re.match(r"^(~|/|\\\\|[A-Za-z]:[/\\])", str(value)))
+
+
+def _public_command(command):
+    """A recorded command line as it may leave the machine: the value of every path flag
+    (:data:`_PATH_FLAGS`), and any other absolute path, by its last part only.
+
+    ``braindecode-pars pretrain --store /home/anna/clinic/store --out runs/mine`` becomes
+    ``braindecode-pars pretrain --store store --out mine``: the folder names say which
+    store and run, not where on which machine (a clinic's folders often name a
+    person). The run's local ``config.json`` keeps the command as given.
+
+    Parameters
+    ----------
+    command : str | None
+
+    Returns
+    -------
+    command : str | None
+    """
+    if command is None:
+        return None
+    try:
+        parts = shlex.split(str(command))
+    except ValueError:  # unbalanced quotes: every path-like word, as words
+        parts = str(command).split()
+    out, path_next = [], False
+    for part in parts:
+        flag, eq, value = part.partition("=")
+        if path_next or _is_absolute(part):
+            part = _public_path(part)
+        elif part.startswith("--") and eq and (flag in _PATH_FLAGS or _is_absolute(value)):
+            part = f"{flag}={_public_path(value)}"
+        path_next = part in _PATH_FLAGS
+        out.append(part)
+    return shlex.join(out)
 
 
 def listed_recordings(config):
@@ -103,12 +170,19 @@ def listed_recordings(config):
 
 
 def public_run_config(config):
-    """A run's record as it may leave the machine: its recordings counted, never named.
+    """A run's record as it may leave the machine (an export's ``run_config.json``, the
+    model card): its recordings counted, never named, and nothing local.
 
-    A list of recordings by name (``data.recordings`` of an earlier version) becomes
-    ``data.n_recordings`` and ``data.recordings_hash`` (:func:`identifiers_hash`);
-    every other entry is kept (the run's own records hold counts, the store's
-    preprocessing and a hash of its recordings' files and subjects already).
+    - A list of recordings by name (``data.recordings`` of an earlier version) becomes
+      ``data.n_recordings`` and ``data.recordings_hash`` (:func:`identifiers_hash`,
+      salted with the record's ``data.recordings_salt``, else a new salt); the run's
+      own records hold counts, the store's preprocessing and a salted hash of its
+      recordings' files and subjects already.
+    - The store is named by its folder (``data.store``), the command's paths by their
+      last parts (:func:`_public_command`), and the entries that stay on the machine
+      (a key ending in ``_salt``) are left out.
+
+    Every other entry is kept.
 
     Parameters
     ----------
@@ -117,19 +191,29 @@ def public_run_config(config):
     Returns
     -------
     config : dict
-        A new dict; ``run_info`` names the new entries in place of the list.
+        A new dict; ``run_info`` names the entries it holds.
     """
     out = dict(config)
     names = out.get("data.recordings")
+    info = out.get("run_info")
     if isinstance(names, list | tuple) and not listed_recordings(config):
         out["data.recordings"] = str(names[0])  # the bundled EEG, by its source
     elif listed_recordings(config):
         del out["data.recordings"]
+        salt = out.get("data.recordings_salt") or secrets.token_hex(16)
         out.setdefault("data.n_recordings", len(names))
-        out.setdefault("data.recordings_hash", identifiers_hash(names))
-        if isinstance(out.get("run_info"), list):
-            info = [k for k in out["run_info"] if k != "data.recordings"]
-            out["run_info"] = sorted({*info, "data.n_recordings", "data.recordings_hash"})
+        out.setdefault("data.recordings_hash", identifiers_hash(names, salt))
+        if isinstance(info, list):
+            info = [*info, "data.n_recordings", "data.recordings_hash"]
+    local = [key for key in out if key.endswith(_LOCAL_SUFFIX)]
+    for key in local:
+        del out[key]
+    if isinstance(info, list):
+        out["run_info"] = sorted({k for k in info if k != "data.recordings" and k not in local})
+    if out.get("data.store") is not None:
+        out["data.store"] = _public_path(out["data.store"])
+    if out.get("command") is not None:
+        out["command"] = _public_command(out["command"])
     return out
 
 
@@ -319,7 +403,7 @@ def model_card(
     (``valid_skill``; ``train_skill``, labelled as such, when nothing was held out);
     with ``status`` (:func:`~braindecode_pars.hub.folders.run_status`), whether the run
     finished; how to load the folder; and how to reproduce it (``command``, or
-    ``run_config["command"]``).
+    ``run_config["command"]``, each of its paths by its last part).
 
     Parameters
     ----------
@@ -431,7 +515,7 @@ def model_card(
         lines += [""] + _card_skill(history)
     lines += _card_usage(sfreq, name, pretext=bool(spec))
     lines += ["", "## How to reproduce", ""]
-    command = command or config.get("command")
+    command = _public_command(command or config.get("command"))
     if command:
         lines += ["```bash", str(command), "```"]
         lines.append("")

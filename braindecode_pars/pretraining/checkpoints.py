@@ -107,6 +107,11 @@ def _check_finite(net):
         )
 
 
+#: The file of a state saved within an epoch that holds the values of that epoch's
+#: steps done (its history row's batches, which the history of completed epochs lacks).
+_EPOCH_BATCHES = "epoch_batches.json"
+
+
 class StateCheckpoint(_Cadence):
     """Save the whole training state on a cadence and when training ends, crash-safe.
 
@@ -122,7 +127,9 @@ class StateCheckpoint(_Cadence):
     pointer file ``<dirname>/state.json`` is replaced atomically
     (:func:`~braindecode_pars._util.atomic.write_atomic`) to name it, with the
     epoch, the steps done of the next epoch when a stop signal ended the run within one
-    (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``),
+    (``steps``, and ``steps_per_epoch``; the folder is then ``state-<epoch>-<steps>``
+    and holds the values of those steps, ``epoch_batches.json``, which the resumed
+    epoch's row starts with),
     the run's seed (``seed``, from which every order, crop and draw of the run derives,
     by the epoch and the step: a run resumed from any step goes on as the run never
     stopped, see :func:`~braindecode_pars._util.seeding.derived_seed`), the
@@ -177,8 +184,13 @@ class StateCheckpoint(_Cadence):
             folder / "params.pt",
         )
         net.save_params(f_optimizer=folder / "optimizer.pt", f_history=folder / "history.json")
+        files = ["params.pt", "optimizer.pt", "history.json"]
+        batches = getattr(net, "stopped_batches_", None) if steps else None
+        if batches is not None and len(batches) == steps:  # the stopped epoch's steps
+            (folder / _EPOCH_BATCHES).write_text(json.dumps(batches))
+            files.append(_EPOCH_BATCHES)
         # on the disk, the files and the folder's entries, before the pointer names them
-        for file in ("params.pt", "optimizer.pt", "history.json"):
+        for file in files:
             fsync_file(folder / file)
         fsync_folder(folder)
         pointer = {
@@ -225,6 +237,10 @@ class StateCheckpoint(_Cadence):
             ) from err
         pointer = json.loads((Path(dirname) / "state.json").read_text())
         net.resume_point_ = (int(pointer.get("steps", 0)), int(pointer.get("steps_per_epoch", 0)))
+        batches = folder / _EPOCH_BATCHES
+        net.resumed_batches_ = (
+            json.loads(batches.read_text()) if net.resume_point_[0] and batches.is_file() else None
+        )
         net.run_seed_ = pointer.get("seed")
         if net.run_seed_ is None:
             logger.info(

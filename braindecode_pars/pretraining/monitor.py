@@ -38,6 +38,7 @@ from skorch.callbacks import Callback
 from braindecode_pars._util.checks import check_int, check_range
 from braindecode_pars.io.windows import read_windows
 from braindecode_pars.pretraining import distributed
+from braindecode_pars.pretraining.callbacks import _reports_epoch
 
 logger = logging.getLogger(__name__)
 
@@ -241,6 +242,23 @@ def _encoder_features(encoder, X, batch_size=8, device=None):
     return out
 
 
+def _reports_before(net):
+    """The epochs ``net`` reported before its current one (the history's last row).
+
+    Which epochs a net reports is a function of the epoch's number
+    (:func:`~braindecode_pars.pretraining.callbacks._reports_epoch`), so this counts
+    them over the history's earlier epochs: a run stopped and resumed counts as the
+    run never stopped did, and the monitor probes the same epochs. A net without a
+    report cadence (``eval_every_steps``) reports every epoch.
+    """
+    epoch = len(net.history)
+    every_steps = getattr(net, "eval_every_steps", None)
+    per_epoch = getattr(net, "epoch_steps_", None)
+    if every_steps is None or per_epoch is None:
+        return epoch - 1
+    return sum(_reports_epoch(e, net.max_epochs, per_epoch, every_steps) for e in range(1, epoch))
+
+
 class ProbeMonitor(Callback):
     """Log a label probe and a subject probe of the frozen encoder at the report cadence.
 
@@ -293,7 +311,9 @@ class ProbeMonitor(Callback):
         Windows per forward pass.
     every : int
         Probe every ``every``-th reported epoch (the first reported one included) and
-        the run's last epoch; 1: every reported epoch.
+        the run's last epoch; 1: every reported epoch. Counted over the run's epochs,
+        not the sitting's: a run stopped and resumed probes the epochs the run never
+        stopped probes.
 
     Examples
     --------
@@ -368,7 +388,6 @@ class ProbeMonitor(Callback):
             )
         if encoder.config.amplitude_aware:  # the unit, refused now rather than at a report
             encoder.check_unit(np.asarray(self.X_[:8], dtype=np.float32).reshape(-1, 1, T))
-        self.reports_seen_ = 0
 
     def on_epoch_read(self, net, row):
         """Score the probes on ``row``, the epoch just reported (see the class)."""
@@ -376,9 +395,7 @@ class ProbeMonitor(Callback):
         reported = getattr(net, "reports_epoch_", True) or last
         if not reported or row is not net.history[-1] or MONITOR_KEYS["label"] in row:
             return
-        seen = getattr(self, "reports_seen_", 0)
-        self.reports_seen_ = seen + 1
-        if seen % self.every and not last:
+        if _reports_before(net) % self.every and not last:
             return
         shared = net.distributed_ and distributed._is_distributed()
         scores = self._scores(net) if not shared or distributed.rank() == 0 else None

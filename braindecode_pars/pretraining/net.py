@@ -229,10 +229,12 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         store (a ``DistributedSampler`` under DDP). ``"disk"``: in the order of the
         store's file, chunks of windows in a random order every epoch, shuffled in a
         buffer (:class:`~braindecode_pars.pretraining.disk_order.DiskOrderBatches`), for a
-        store read from a disk rather than from the page cache. Either way an epoch
-        reads every training window once and every process takes the same number of
-        steps (its share padded to ``ceil(n / world_size)`` windows). Other data is
-        read at random.
+        store read from a disk rather than from the page cache; the DataLoader's
+        ``in_order`` must stay True (``iterator_train__in_order=False`` is refused: the
+        workers' batches are handed over in turn, the order a resumed run rebuilds).
+        Either way an epoch reads every training window once and every process takes
+        the same number of steps (its share padded to ``ceil(n / world_size)``
+        windows). Other data is read at random.
     batches : {"auto", "host", "read-ahead", "device"}
         How the training batches of a
         :class:`~braindecode_pars.pretraining.SingleChannelWindows` view (or a
@@ -441,13 +443,16 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         device = self.device if str(self.device).startswith("cuda") else "cpu"
         self.valid_generator_ = torch.Generator(device=device).manual_seed(0)
         self.reports_epoch_ = True
-        self.epoch_step_offset_ = 0
+        self.epoch_step_offset_ = self.epoch_restored_steps_ = 0
         if dataset_train is not None:
             per_epoch = self.epoch_steps_ = self.steps_per_epoch(len(dataset_train))
             self.reports_epoch_ = _reports_epoch(
                 len(self.history), self.max_epochs, per_epoch, self.eval_every_steps
             )
             self.epoch_step_offset_ = self._resumed_steps(per_epoch)
+            restored = self._resumed_batches(self.epoch_step_offset_)
+            self.history[-1]["batches"].extend(restored)  # the steps done before the stop
+            self.epoch_restored_steps_ = len(restored)
             batches = getattr(self, "train_sampler_", None)
             if isinstance(batches, _EpochBatches | DiskOrderBatches):  # skipped, not drawn
                 batches.start = self.epoch_step_offset_
@@ -532,6 +537,13 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
             raise ValueError(
                 f"batches={asked!r} draws the crops at random: 'store_read' must be "
                 "'random', but got 'disk'."
+            )
+        if disk_order and not kwargs.get("in_order", True):
+            raise ValueError(
+                "'iterator_train__in_order' must be True with store_read='disk', but got "
+                "False: the disk order hands the DataLoader workers' batches over in turn, "
+                "the order a resumed run rebuilds; out of order, the batches would come as "
+                "the workers finish them. Leave it at True, or use store_read='random'."
             )
         if disk_order:
             stream = self.train_sampler_ = DiskOrderBatches(

@@ -104,15 +104,20 @@ class WarmupCosineLR(Callback):
         self.per_epoch_ = _batches_per_epoch(len(dataset_train), net.batch_size, world)
         self.epoch_ = len(net.history) - 1  # the row of this epoch is already there
         self.batch_ = getattr(net, "epoch_step_offset_", 0)  # an epoch resumed within
-        net.history.record("lr", self._set(net))
+        self._set(net)
+        net.history.record("lr", self._rate(net, 0))  # the epoch's: at its first step
+
+    def _rate(self, net, batch):
+        """The rate of batch ``batch`` (0-based) of this epoch."""
+        progress = (self.epoch_ + min(batch, self.per_epoch_) / self.per_epoch_) / max(
+            net.max_epochs, 1
+        )
+        return net.lr * self.factor(progress)
 
     def _set(self, net):
         """Set the rate of the coming batch; a tensor rate (under CUDA graphs) is updated
         in place, so that a captured optimiser step reads it. Returns it as a float."""
-        progress = (self.epoch_ + min(self.batch_, self.per_epoch_) / self.per_epoch_) / max(
-            net.max_epochs, 1
-        )
-        lr = net.lr * self.factor(progress)
+        lr = self._rate(net, self.batch_)
         for group in net.optimizer_.param_groups:
             if isinstance(group["lr"], torch.Tensor):
                 group["lr"].fill_(lr)

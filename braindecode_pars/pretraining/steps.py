@@ -106,7 +106,8 @@ class _AsyncSteps:
             self.history.record_batch(prefix + "_batch_size", size)
             self.notify("on_batch_end", batch=batch, training=training, **step)
             batch_count += 1
-        self.history.record(prefix + "_batch_count", batch_count)
+        restored = getattr(self, "epoch_restored_steps_", 0) if training else 0
+        self.history.record(prefix + "_batch_count", batch_count + restored)
 
     # -- the log, read on the report cadence ----------------------------------------------
     def start_log(self):

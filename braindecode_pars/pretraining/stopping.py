@@ -283,7 +283,9 @@ class StopHandling:
 
     An epoch stopped within (its row holds no ``train_loss`` once the log is read) is
     dropped from the history before the callbacks' ``on_train_end``: the history holds
-    the epochs completed.
+    the epochs completed. Its batches' values (``stopped_batches_``) are saved with the
+    state of a stop within the epoch, and the resumed epoch's row starts with them, so
+    that it is the row of the run never stopped.
     """
 
     def notify(self, method_name, **cb_kwargs):
@@ -311,8 +313,15 @@ class StopHandling:
         except (KeyboardInterrupt, TrainingStopped) as err:
             read_log = getattr(self, "read_log", None)
             if read_log is not None:  # the epochs ended since the last report get their
-                read_log(reduce=False)  # losses (this process's: others may be elsewhere)
+                # losses: under DistributedDataParallel averaged over the processes where
+                # all stopped at the step they agreed on (a stop signal), else this
+                # process's own (after Ctrl-C the others may be elsewhere)
+                read_log(reduce=isinstance(err, TrainingStopped) and err.reason == "signal")
+            self.stopped_batches_ = None
             if self.history and "train_loss" not in self.history[-1]:
+                # a stop within the epoch: its steps' values go with the state, so that
+                # the resumed epoch's row holds them (StateCheckpoint)
+                self.stopped_batches_ = [dict(b) for b in self.history[-1].get("batches", [])]
                 self.history.pop()
             if isinstance(err, TrainingStopped):
                 self.stopped_ = err
@@ -394,6 +403,16 @@ class _Sittings:
         if epochs > 0:
             self.partial_fit(X, y, epochs=epochs, **fit_params)
         return self
+
+    def _resumed_batches(self, steps):
+        """The saved values of the ``steps`` steps of this epoch a stopped sitting did
+        (its state's, once, for the first epoch after a resume), or none when the state
+        holds no such list or another number of them (a resume on other processes)."""
+        batches = getattr(self, "resumed_batches_", None)
+        self.resumed_batches_ = None
+        if not steps or not isinstance(batches, list) or len(batches) != steps:
+            return []
+        return batches
 
     def _resumed_steps(self, per_epoch):
         """Steps of this epoch a stopped sitting already did (its state's ``steps``; once,

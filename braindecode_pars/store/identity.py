@@ -133,8 +133,9 @@ def _anonymize_store(path):
 
 
 def _anonymize_run(path):
-    """Rewrite a run's ``config.json`` or an export's ``run_config.json`` (and its card's
-    list of recordings): the recordings counted, not named."""
+    """Rewrite a run's ``config.json`` (the recordings counted, not named) or an
+    export's ``run_config.json`` and card (the same, and nothing local: the store by its
+    folder, the command's paths by their last parts, no salt)."""
     from braindecode_pars.models.card import listed_recordings, public_run_config
 
     written = []
@@ -143,13 +144,28 @@ def _anonymize_run(path):
         if not file.is_file():
             continue
         config = json.loads(file.read_text())
-        if isinstance(config, dict) and listed_recordings(config):
-            write_atomic(file, json.dumps(public_run_config(config), indent=1))
+        if not isinstance(config, dict):
+            continue
+        public = public_run_config(config)
+        if name == "config.json":  # the run's own record keeps where its store and run are
+            public.update({k: config[k] for k in ("data.store", "command") if k in config})
+        if listed_recordings(config) or (name == "run_config.json" and public != config):
+            write_atomic(file, json.dumps(public, indent=1))
             written.append(file)
     card = path / "README.md"
     if (path / "run_config.json").is_file() and card.is_file():
         text = card.read_text()
         new = re.sub(r"(?m)^- recordings \((\d+)\): .*$", r"- recordings: \1", text)
+        new = re.sub(  # the store and the command as public_run_config gives them
+            r"(?m)^(- store: )(.*)$",
+            lambda m: m[1] + public_run_config({"data.store": m[2]})["data.store"],
+            new,
+        )
+        new = re.sub(
+            r"(?m)^(```bash\n)(braindecode-pars .*)$",
+            lambda m: m[1] + public_run_config({"command": m[2]})["command"],
+            new,
+        )
         if new != text:
             write_atomic(card, new)
             written.append(card)
@@ -168,7 +184,9 @@ def anonymize(path):
     - A run (``config.json``) or an export (``run_config.json``, ``README.md``): the
       list of recordings by name becomes their number and a hash
       (:func:`~braindecode_pars.models.card.public_run_config`); the card's line that
-      listed them gives their number.
+      listed them gives their number. An export's store and command name no local
+      path (the store by its folder, the command's paths by their last parts), as
+      exports do since issue 88.
 
     Each file is written atomically; the folder is locked meanwhile (a build or a run
     in it refuses to start, and this call refuses a folder that one holds).

@@ -67,7 +67,6 @@ def test_under_ddp_rank_0_alone_probes_and_sends_its_numbers(monkeypatch):
 
     X, y, groups = labelled_set()
     monitor = ProbeMonitor(X, y, groups, sfreq=SFREQ).initialize()
-    monitor.reports_seen_ = 0
     sent = []
 
     def broadcast(objects, src):

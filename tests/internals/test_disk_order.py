@@ -258,6 +258,34 @@ def test_pretraining_reads_a_store_in_disk_order_and_learns(tmp_path, one_thread
         PretrainNet(ramp_pars(), max_epochs=1, batch_size=8, store_read="ssd").fit(view)
 
 
+def test_the_disk_order_refuses_a_data_loader_out_of_order(tmp_path, one_thread):
+    """``in_order=False`` would hand the workers' batches over as they finish, not in the
+    turn a resumed run rebuilds: refused before the first step, naming the parameter;
+    the random read takes it."""
+    from braindecode_pars import PretrainNet
+    from tests.ramp_fixtures import ramp_pars
+
+    view = ramp_store(tmp_path / "store")
+    kwargs = dict(max_epochs=1, batch_size=8, progress_bar=False, iterator_train__in_order=False)
+    net = PretrainNet(
+        ramp_pars(emb_dim=16, depth=1, n_heads=2, ff_dim=16), store_read="disk", **kwargs
+    )
+    with pytest.raises(ValueError, match=r"'iterator_train__in_order' must be True with "
+                       r"store_read='disk', but got False.*store_read='random'"):  # fmt: skip
+        net.fit(view)
+    assert len(net.history) == 0 or "train_loss" not in net.history[-1]
+    assert (
+        len(
+            PretrainNet(
+                ramp_pars(emb_dim=16, depth=1, n_heads=2, ff_dim=16), store_read="random", **kwargs
+            )
+            .fit(view)
+            .history
+        )
+        == 1
+    )
+
+
 def test_the_command_line_pretrains_from_a_store_read_in_disk_order(tmp_path, one_thread):
     from braindecode_pars import cli
     from braindecode_pars.hub.folders import run_state

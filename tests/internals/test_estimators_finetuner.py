@@ -279,3 +279,39 @@ def test_in_fit_pretraining_validates_on_whole_groups(monkeypatch):
     assert set(split_groups) == {f"group {g}" for g in range(6)}
     assert np.isfinite(clf.pretrain_history_[-1, "valid_skill"])
     assert clf.pretrain_history_[-1, "valid_split"] == "groups"
+
+
+def test_with_two_workers_each_draws_its_own_augmentations():
+    """braindecode's AugmentedDataLoader applies the transforms in each DataLoader worker,
+    each holding a copy of the fit's one RandomState: alone, both workers draw the same
+    augmentations. The fine-tuner's training loader reseeds each worker's transforms
+    from torch's seed of that worker: the workers' batches of the same window differ,
+    and a loader made after the same torch seed draws them again."""
+    from braindecode.augmentation import AugmentedDataLoader
+
+    from braindecode_pars.estimators._finetune import CodedWindows
+
+    X, y, _ = _toy(n=16)
+    workers = dict(iterator_train__num_workers=2, iterator_train__multiprocessing_context="fork")
+    tuner = PARSFineTuner(
+        encoder=PatchEncoder(sfreq=SFREQ, **TINY), max_epochs=1, batch_size=4, sfreq=SFREQ,
+        random_state=0, verbose=0, **workers,
+    ).fit(X, y)  # fmt: skip
+    same = CodedWindows(np.repeat(X[:1], 8, axis=0), np.zeros(8, dtype=np.int64))
+
+    def batches(loader):
+        torch.manual_seed(1)  # the loader's base seed, so its workers' seeds
+        return [b[0] for b in loader]  # workers 0, 1, 0, 1: each batch 2 copies of X[0]
+
+    transforms = tuner._fit_state["transforms"]
+    alike = batches(AugmentedDataLoader(
+        same, transforms=transforms, batch_size=2, num_workers=2, multiprocessing_context="fork"
+    ))  # fmt: skip
+    assert torch.equal(alike[0], alike[1]) and torch.equal(alike[2], alike[3])
+    tuner.batch_size = 2  # the training loader's batches
+    drawn = batches(tuner.get_iterator(same, training=True))
+    assert not torch.equal(drawn[0], drawn[1]) and not torch.equal(drawn[2], drawn[3])
+    original = torch.as_tensor(X[:1]).expand(2, -1, -1)
+    assert sum(not torch.equal(b, original) for b in drawn) >= 2  # augmented, mostly
+    again = batches(tuner.get_iterator(same, training=True))
+    assert all(torch.equal(a, b) for a, b in zip(drawn, again, strict=True))

@@ -23,6 +23,10 @@ from .test_pair_decoders import (
     bad_pairs,  # noqa: F401  (a fixture)
 )
 
+#: fallback_kernel() is deprecated (it warns on entering, tested below); the tests of
+#: the Triton kernels still choose them with it.
+pytestmark = pytest.mark.filterwarnings("ignore:fallback_kernel\\(\\) is deprecated")
+
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 needs_triton = pytest.mark.skipif(pair_kernels.triton is None, reason="needs Triton")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -180,6 +184,23 @@ def test_the_kernel_is_chosen_by_name_and_runs_only_where_it_can(monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "1")
         assert pair_kernels._use_triton(torch.empty(0)) == (pair_kernels.triton is not None)
     assert pair_kernels._chosen_fallback_kernel() == "torch"  # restored
+
+
+def test_the_process_wide_block_is_deprecated_for_the_models_parameter():
+    """``fallback_kernel`` sets the choice of every thread and model while it is open:
+    entering it warns, naming the parameter that replaces it (the caller's line); the
+    parameter alone decides where a model names its kernel."""
+    import warnings
+
+    with pytest.warns(DeprecationWarning, match=r"PARS\(decoder_fallback='triton'\)") as caught:
+        with pair_kernels.fallback_kernel("triton"):
+            pass
+    assert caught[0].filename == __file__
+    assert "CrossAttentionPairDecoder(fallback='triton')" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the parameter does not warn
+        decoder = CrossAttentionPairDecoder(16, 2, fallback="triton")
+    assert decoder.fallback == "triton"
 
 
 def test_auto_takes_the_blocks_kernel_else_the_devices_default():

@@ -444,3 +444,57 @@ def test_nested_stop_blocks_share_the_signal_either_received():
         assert outer.received == sig
         os.kill(os.getpid(), sig)  # again, after the fit: handled, the process lives
     assert signal.getsignal(sig) is signal.SIG_DFL
+
+
+#: The history's values that depend on the wall clock, not on the run.
+_TIMED = ("dur", "monitor_seconds")
+
+
+def _rows(net):
+    """The history without its timings: every epoch's row and its batches' values."""
+    rows = []
+    for row in net.history:
+        kept = {k: v for k, v in row.items() if k not in (*_TIMED, "batches")}
+        kept["batches"] = [{k: v for k, v in b.items() if k not in _TIMED} for b in row["batches"]]
+        rows.append(kept)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "epoch, step",
+    [pytest.param(1, 4, id="at-an-epochs-end"), pytest.param(2, 2, id="within-an-epoch")],
+)
+def test_a_run_stopped_and_resumed_has_the_history_never_stopped(tmp_path, epoch, step):
+    """Every epoch reported (``eval_every_steps`` of one epoch), the probe monitor every
+    second report: the run never stopped probes epochs 1, 3 and 5. Stopped and resumed,
+    the monitor counts the reports from the history, not from the sitting's start
+    (which probed the first epoch of the sitting), and every row, its losses, skills
+    and probes, is that of the run never stopped: stopped within an epoch, its row
+    holds the steps of both sittings (the state saves the first's)."""
+    from braindecode_pars.pretraining import ProbeMonitor
+    from braindecode_pars.pretraining.monitor import MONITOR_KEYS
+
+    from .test_monitor import labelled_set
+
+    X, y, groups = labelled_set()
+    data = ramp_dataset()
+
+    def callbacks(*extra):
+        return [("monitor", ProbeMonitor(X, y, groups, sfreq=10.0, every=2)), *extra]
+
+    full = _net(tmp_path / "full", eval_every_steps=4, callbacks=callbacks()).fit(data)
+    probed = [row["epoch"] for row in full.history if MONITOR_KEYS["label"] in row]
+    assert probed == [1, 3, 5]
+    stopped = _net(
+        tmp_path / "run", eval_every_steps=4,
+        callbacks=callbacks(("signal", SignalAt(signal.SIGUSR1, epoch, step))),
+    )  # fmt: skip
+    with pytest.raises(TrainingStopped):
+        stopped.fit(data)
+    state = StateCheckpoint.current(tmp_path / "run")
+    assert (state / "epoch_batches.json").is_file() == (step < 4)
+    resumed = _net(tmp_path / "run", eval_every_steps=4, callbacks=callbacks()).fit(data)
+    _assert_same_weights(resumed, full)
+    assert [row["epoch"] for row in resumed.history if MONITOR_KEYS["label"] in row] == probed
+    assert [row["train_batch_count"] for row in resumed.history] == [4] * EPOCHS
+    assert _rows(resumed) == _rows(full)

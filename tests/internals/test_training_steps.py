@@ -321,6 +321,46 @@ def test_under_ddp_the_log_averages_losses_and_sums_counts(monkeypatch):
     assert calls == [] and net.history[-1, "batches"][0][f"train_{_UNRESOLVED}"] == 3.0
 
 
+@pytest.mark.parametrize(
+    "stop, reduce",
+    [
+        pytest.param("signal", True, id="a-stop-signal-all-processes-agreed-on"),
+        pytest.param("time", False, id="a-time-limit-at-a-read-epoch"),
+        pytest.param("ctrl-c", False, id="ctrl-c-of-one-process"),
+    ],
+)
+def test_a_stop_reads_the_log_averaged_where_every_process_stopped_at_one_step(
+    monkeypatch, stop, reduce
+):
+    """Under DistributedDataParallel a stop signal stops every process at the step they
+    agreed on: the losses not yet read (the steps of the epoch stopped within, the
+    epochs not reported) are averaged over them, as at a report, so that the saved
+    history is the run's, not rank 0's; after Ctrl-C, which reaches one process, each
+    reads its own."""
+    import signal
+
+    from skorch import NeuralNet
+
+    from braindecode_pars.pretraining import TrainingStopped
+
+    error = {
+        "signal": TrainingStopped("signal", 1, 2, signal=signal.SIGTERM),
+        "time": TrainingStopped("time", 1),
+        "ctrl-c": KeyboardInterrupt(),
+    }[stop]
+
+    def fit_loop(self, X, y=None, **fit_params):
+        raise error
+
+    monkeypatch.setattr(NeuralNet, "fit_loop", fit_loop)
+    net = PretrainNet(ramp_pars(**TINY), progress_bar=False)
+    asked = []
+    net.read_log = lambda reduce=True: asked.append(reduce)
+    with contextlib.suppress(KeyboardInterrupt):
+        net.fit_loop(None)
+    assert asked == [reduce]
+
+
 def test_training_batches_come_in_pinned_memory_on_cuda():
     """Pinned, a batch's non-blocking copy to the GPU waits for nothing (a copy from
     pageable memory makes the driver wait for the stream); on a CPU nothing to pin."""

@@ -12,7 +12,8 @@ Two choices, each with its own names:
   ``PARS(decoder_fallback=...)``), the exact recomputation of the pair-heads whose
   tables underflow: :data:`_FALLBACK_KERNELS`, "torch" (torch operations) or "triton"
   (two Triton kernels), chosen by :func:`_resolve_fallback_kernel`, and for a block of
-  code by :func:`fallback_kernel`.
+  code by :func:`fallback_kernel` (deprecated: a process-wide choice; the parameter is
+  the model's own).
 
 For "auto", each takes the device's default, its ``"decoder_kernel"`` or
 ``"fallback_kernel"`` in the one table of per-device defaults
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 
 import torch
 
@@ -162,8 +164,23 @@ def fallback_kernel(kernel):
     inside the block, in this process, wherever its caller asked for "auto" (the default
     of ``CrossAttentionPairDecoder(fallback=...)``); a caller that names a kernel keeps
     it. The previous choice comes back on exit. "triton" is taken only where
-    :func:`_triton_runs_here` (elsewhere the torch path runs)."""
+    :func:`_triton_runs_here` (elsewhere the torch path runs).
+
+    .. deprecated::
+        The choice is the whole process's, every thread's and every model's, while the
+        block is open: pass the kernel to the model instead,
+        ``PARS(decoder_fallback=kernel)`` or ``CrossAttentionPairDecoder(fallback=kernel)``.
+        Entering the block warns (``DeprecationWarning``); it will be removed.
+    """
     check_option("kernel", kernel, _FALLBACK_KERNELS)
+    warnings.warn(
+        "fallback_kernel() is deprecated: it sets the pair operator's fallback for the "
+        "whole process (every thread and model) while the block is open. Pass the kernel "
+        f"to the model instead: PARS(decoder_fallback={kernel!r}) or "
+        f"CrossAttentionPairDecoder(fallback={kernel!r}).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     before = _chosen["kernel"]
     _chosen["kernel"] = kernel
     try:

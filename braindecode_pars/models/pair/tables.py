@@ -116,8 +116,13 @@ def _exact_float_arithmetic(device_type):
     a 10-bit mantissa: softmax ratios off by 1e-3 to 1e-2). The setting is the
     process's: sections open in several threads at once (or nested) share one count,
     and the caller's setting is restored when the last of them ends, never while one
-    is still open. The operator runs as one opaque node even inside a compiled graph,
-    so this holds there too, and a CUDA graph captures the kernels chosen here.
+    is still open. So while any section is open, *every* thread's float32 products on
+    ``device_type`` run in IEEE float32 too (another model's forward pass, a thread
+    that reads ahead, a second training in the process): slower where they ran in
+    TF32, never less exact; they go back to the process's setting when the last
+    section ends. torch offers no per-thread setting. The operator runs as one opaque
+    node even inside a compiled graph, so this holds there too, and a CUDA graph
+    captures the kernels chosen here.
     """
     with contextlib.ExitStack() as stack:
         if torch.is_autocast_enabled(device_type):
