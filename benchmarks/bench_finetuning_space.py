@@ -50,11 +50,15 @@ The rule (written and committed before any of its runs)
      (skipped, not run, otherwise).
 
 - **EEGMAT, so the main job does not get worse.** The library's fine-tuner defaults
-  change to the final recipe's front-end settings only if, in addition, on EEGMAT's
-  selection split (the 12 pool subjects labelled, the 12 selection subjects scored;
-  10-s windows; seeds 0 and 1; both starts) the final recipe's score is not below
-  ``recipe``'s by more than the larger of the two spreads. Otherwise the defaults stay
-  and the docs say why.
+  change to the final recipe (all of it: batch, rate and schedule, epochs,
+  augmentation, front end) only if, in addition, on EEGMAT's selection split (the 12
+  pool subjects labelled, the 12 selection subjects scored; 10-s windows; seeds 0 and
+  1; both starts) the final recipe's score is not below either of ``recipe``'s and the
+  library's current defaults' (``defaults``: ``PARSFineTuner()`` at the main job's 40
+  epochs) by more than the larger of the two spreads. Otherwise the defaults stay and
+  the docs give the chosen recipe for motor imagery. (This paragraph was amended
+  before any EEGMAT row ran, to add ``defaults``: the main job fine-tunes at the
+  library's defaults, not at ``recipe``.)
 - **Not tried** (budget): early stopping on another labelled block (one labelled block
   on the selection split), layer-wise rates, other epochs and rates.
 
@@ -290,11 +294,17 @@ def chosen():
     return adopted, recipe_of(adopted)
 
 
+#: the library's fine-tuner defaults at the main job's epochs (``DemoConfig.finetune_epochs``)
+LIBRARY_DEFAULTS = dict(max_epochs=40)
+
+
 def run_eegmat():
-    """The EEGMAT check: ``recipe`` and the chosen recipe on EEGMAT's selection split."""
+    """The EEGMAT check: the chosen recipe, ``recipe`` and the library's defaults on
+    EEGMAT's selection split."""
     adopted, recipe = chosen()
-    run_candidate("eegmat:recipe", recipe_of([]), (EEGMAT,), EEGMAT_SEEDS)
     run_candidate("eegmat:chosen", recipe, (EEGMAT,), EEGMAT_SEEDS)
+    run_candidate("eegmat:recipe", recipe_of([]), (EEGMAT,), EEGMAT_SEEDS)
+    run_candidate("eegmat:defaults", LIBRARY_DEFAULTS, (EEGMAT,), EEGMAT_SEEDS)
 
 
 def run_test(out=TEST):
@@ -468,7 +478,7 @@ def selection_lines():
             "|---|---|---|---|---|---|",
         ]
         scores = {}
-        for name in ("eegmat:recipe", "eegmat:chosen"):
+        for name in ("eegmat:chosen", "eegmat:recipe", "eegmat:defaults"):
             score, spread, complete = candidate_score(rows, name, (EEGMAT,), EEGMAT_SEEDS)
             scores[name] = (score, spread, complete)
             part = [r for r in eegmat if r["candidate"] == name]
@@ -477,14 +487,15 @@ def selection_lines():
                 f"| {name.split(':')[1]} | {score:.3f} | {spread:.3f} | {by['scratch']:.3f} | "
                 f"{by['pars-small-v2']:.3f} | {len(part)} |"
             )
-        (a, sa, ca), (b, sb, cb) = scores["eegmat:recipe"], scores["eegmat:chosen"]
-        if ca and cb:
-            ok = a - b <= max(sa, sb)
+        b, sb, cb = scores["eegmat:chosen"]
+        others = [(n, *scores[n]) for n in ("eegmat:recipe", "eegmat:defaults")]
+        if cb and all(c for *_, c in others):
+            lost = [n.split(":")[1] for n, a, sa, _ in others if a - b > max(sa, sb)]
             lines += [
                 "",
-                f"The chosen recipe {'does not lose' if ok else 'loses'} on EEGMAT "
-                f"({b:.3f} against {a:.3f}; larger spread {max(sa, sb):.3f}): the fine-tuner's "
-                f"defaults {'follow' if ok else 'do not follow'} the choice.",
+                f"The chosen recipe {'loses to ' + ' and '.join(lost) if lost else 'does not lose'}"
+                f" on EEGMAT: the fine-tuner's defaults "
+                f"{'do not follow' if lost else 'follow'} the choice.",
             ]
     return lines
 
