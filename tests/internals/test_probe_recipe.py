@@ -86,3 +86,25 @@ def test_inner_cv_group_kfold_scores_equal_a_loop_by_hand(caplog, monkeypatch):
     np.testing.assert_allclose([row["mean"], row["std"]], [np.mean(by_hand), np.std(by_hand)])
     assert "the first of 3 inner folds (GroupKFold, 6 groups) took" in caplog.text
     assert "compared over 3 inner folds in" in caplog.text
+
+
+def test_a_long_comparison_labels_its_projection_an_estimate_and_re_estimates_halfway(
+    caplog, monkeypatch
+):
+    """Issue 87: a projection of "about 15 s" for a step that took 40 s. The first
+    fold's projection says it is an estimate; halfway the elapsed time re-estimates it."""
+    from braindecode_pars.features import recipe as recipe_module
+    from braindecode_pars.features.recipe import compare_recipes
+
+    monkeypatch.setattr(recipe_module, "_PROGRESS_AFTER_SECONDS", 0.0)
+    rng = np.random.default_rng(0)
+    groups, y = np.repeat(np.arange(6), 4), np.tile([0, 1], 12)
+    features = {"bandpower": rng.standard_normal((24, 3)) + y[:, None]}
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        compare_recipes([ProbeRecipe(("bandpower",), C=1.0)], features, y, groups)
+    lines = [r.getMessage() for r in caplog.records]
+    assert "the first of 6 inner folds (LeaveOneGroupOut, 6 groups) took" in lines[0]
+    assert "(an estimate from that fold: the folds differ in size" in lines[0]
+    assert lines[1].startswith("Inner comparison: 3 of 6 inner folds in ")
+    assert lines[1].endswith("(re-estimated).")
+    assert "compared over 6 inner folds in" in lines[2]
