@@ -9,8 +9,11 @@ little that costs more than it could give (issue 87's table: 16 points on a slee
 staging task). ``PARSProbe(block_weights=...)`` weighs the encoder's block: a fixed
 weight, or ``"auto"``, the weight of :data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS`
 whose gain over weight 0 beats a margin of standard errors over inner group folds
-(:func:`~braindecode_pars.features.recipe.choose_weight`), and a fallback weight with
-fewer than three groups. This rule sets the margin, the fallback and whether
+(:func:`~braindecode_pars.features.recipe.choose_weight`), and fallback weights with
+fewer than three groups (the encoder's block and the tangent space's: on the main job
+with two labelled subjects band power alone scored 0.641 and the probe without an
+encoder 0.530, issue 87, so with one or two subjects the classical blocks may need
+weighing too). This rule sets the margin, the fallback weights and whether
 ``PARSClassifier()`` takes ``"auto"``.
 
 The rule (written and committed before any of its runs)
@@ -35,8 +38,10 @@ The rule (written and committed before any of its runs)
   ``choose_weight``, ``choose_recipe``, ``fit_blocks``), ``C=3``, ``random_state`` the
   seed. ``--smoke`` checks on one task that a row equals ``PARSProbe`` fitted on the
   windows.
-- **Rows** (:data:`MECHANISMS`): ``fixed`` (today's ``PARSClassifier()``: weight 1),
-  ``none`` (``PARSProbe()``: weight 0), ``w0.25`` and ``w0.5`` (fixed weights),
+- **Rows** (:data:`MECHANISMS`): fixed weights of the encoder's block (0, 0.25, 0.5,
+  1) times the tangent space's (1, 0.5, 0), band power 1: ``fixed`` (today's
+  ``PARSClassifier()``: both 1), ``none`` (``PARSProbe()``: encoder 0, tangent space
+  1), ``enc0.25-ts1``, ..., ``enc0-ts0`` (band power alone, ``C=3``);
   ``auto-1se`` and ``auto-2se`` (``block_weights="auto"`` with a margin of 1 or 2
   standard errors; scored only where the labelled units are three or more: EEGMAT
   k = 4 and 12), ``recipe-auto`` (``recipe="auto"`` with its incumbent, the fixed
@@ -46,16 +51,16 @@ The rule (written and committed before any of its runs)
   distinct labelled sets.
 - **Decisions**, in order:
 
-  1. *Fallback weight* (:data:`~braindecode_pars.features.recipe.FALLBACK_ENCODER_WEIGHT`,
+  1. *Fallback weights* (:data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`,
      fewer than three groups): over the cells of fewer than three labelled units
-     (EEGMAT k = 1 and 2, the four MI tasks), the score of each fixed weight 0, 0.25,
-     0.5, 1 (``none``, ``w0.25``, ``w0.5``, ``fixed``); the **smallest weight whose
-     score is within 0.005 of the best**.
+     (EEGMAT k = 1 and 2, the four MI tasks), the score of each of the twelve fixed
+     weightings; of those within 0.005 of the best, the **smallest encoder weight, then
+     the largest tangent-space weight** (the nearest to ``PARSProbe()``).
   2. *Margin* (:data:`~braindecode_pars.features.recipe.WEIGHT_MARGIN_SE`): over the
      cells of three labelled units or more (EEGMAT k = 4 and 12), ``auto-1se`` against
      ``auto-2se``: **2 unless 1 scores higher by more than 0.005**.
   3. *The default*: ``auto`` (the chosen margin on three groups or more, the chosen
-     fallback below) scored over every cell. ``PARSClassifier()``'s head becomes
+     fallback weights below) scored over every cell. ``PARSClassifier()``'s head becomes
      ``PARSProbe(block_weights="auto")`` when its score is **at least ``none``'s less
      0.01 and at least ``fixed``'s less 0.005**; otherwise the default stays.
   4. *recipe="auto"* as ``PARSClassifier()``'s default where there are three groups or
@@ -69,8 +74,9 @@ The rule (written and committed before any of its runs)
   and both (k = all) labelled and block 3 scored; rows ``fixed``, ``none`` and the
   chosen default (``chosen``), seeds 0-4.
 - **Not tried** (budget, and stated before the runs): weights of the tangent space
-  (``PARSProbe()``'s blocks keep today's behaviour), the encoder block's width (a
-  projection), late fusion, other ``C``; 2-fold comparisons with two groups.
+  with three groups or more, and any weighting of ``PARSProbe()`` (no encoder: it keeps
+  today's behaviour), the encoder block's width (a projection), late fusion, other
+  ``C``; 2-fold comparisons with two groups.
 
 Usage (one thread, resumable: each row appends a JSON line and is skipped when found)::
 
@@ -133,19 +139,26 @@ SEEDS = (0, 1, 2, 3, 4)
 MIN_GROUPS = 3
 #: The fixed recipe of ``PARSClassifier()``: every block, C=3, the default readout.
 FULL = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
-#: The rows: a fixed weight of the encoder's block, or an inner comparison.
-MECHANISMS = {
-    "fixed": 1.0,
-    "none": 0.0,
-    "w0.25": 0.25,
-    "w0.5": 0.5,
-    "auto-1se": "auto:1",
-    "auto-2se": "auto:2",
-    "recipe-auto": "recipe",
+#: Decision 1's tangent-space weights (band power stays 1).
+TS_WEIGHTS = (1.0, 0.5, 0.0)
+
+
+def weights_name(encoder, tangentspace):
+    """A fixed weighting's row: ``fixed`` and ``none`` for today's two probes."""
+    named = {(1.0, 1.0): "fixed", (0.0, 1.0): "none"}
+    return named.get((encoder, tangentspace), f"enc{encoder:g}-ts{tangentspace:g}")
+
+
+#: The fixed weightings, by row.
+FIXED_WEIGHTS = {
+    weights_name(e, t): {"encoder": e, "tangentspace": t}
+    for t in TS_WEIGHTS
+    for e in ENCODER_WEIGHTS
 }
+#: The rows: a fixed weighting, or an inner comparison.
+MECHANISMS = {**FIXED_WEIGHTS, "auto-1se": "auto:1", "auto-2se": "auto:2", "recipe-auto": "recipe"}
 #: The rows that need three labelled units or more.
 COMPARED = ("auto-1se", "auto-2se", "recipe-auto")
-FIXED_WEIGHTS = {"none": 0.0, "w0.25": 0.25, "w0.5": 0.5, "fixed": 1.0}
 #: Decision 1: a weight within this of the best counts as the best (the smallest wins).
 FALLBACK_TOLERANCE = 0.005
 #: Decision 2: margin 1 replaces 2 only when it scores higher by more than this.
@@ -201,7 +214,7 @@ def fit_row(how, feats, y, groups, seed, cache):
     what it chose; ``how`` a value of :data:`MECHANISMS`; ``cache`` keeps one draw's
     inner comparisons across rows."""
     if not isinstance(how, str):
-        return FULL.weighted({"encoder": how}), {}
+        return FULL.weighted(how), {}
     n_groups = len(np.unique(groups))
     kind = "recipe" if how == "recipe" else "weights"
     if kind not in cache:
@@ -285,7 +298,7 @@ def run(part, mechanisms, out, encoder, tasks):
 
 def smoke(encoder):
     """One MI task at seed 0, its labelled block cut in three pseudo-units: the rows
-    ``fixed``, ``none``, ``w0.5`` and ``auto-2se`` fitted here on the cached features
+    ``fixed``, ``none``, ``enc0.5-ts0`` and ``auto-2se`` fitted here on the cached features
     fit the recipe ``PARSProbe`` fits on the windows, and score as it does."""
     from braindecode_pars import PARSProbe
 
@@ -293,8 +306,9 @@ def smoke(encoder):
     feats, X, y, units, pool, scored, sfreq = task_features(task, "selection", encoder)
     train, test, _ = split(units, pool, scored, "1", 0)
     groups = np.arange(len(train)) * 3 // len(train)
-    weights = {"fixed": None, "none": {"encoder": 0}, "w0.5": {"encoder": 0.5}}
-    for mechanism in ("fixed", "none", "w0.5", "auto-2se"):
+    weights = {"fixed": None, "none": {"encoder": 0}, "enc0.5-ts0": {"encoder": 0.5,
+               "tangentspace": 0}}  # fmt: skip
+    for mechanism in ("fixed", "none", "enc0.5-ts0", "auto-2se"):
         start = time.perf_counter()
         recipe, _ = fit_row(MECHANISMS[mechanism], rows_of(feats, train), y[train], groups, 0, {})
         ours = score_row(recipe, feats, y, train, test, None, 0)
@@ -328,8 +342,8 @@ def score(summary, method, few=None):
 
 def auto_summary(summary, margin, fallback):
     """The ``auto`` default's cells: the margin's row on three units or more, the fixed
-    weight of ``fallback`` below."""
-    fallback_row = {v: k for k, v in FIXED_WEIGHTS.items()}[fallback]
+    weighting ``fallback`` (a row's name) below."""
+    fallback_row = fallback
     high = summary[(summary.method == f"auto-{margin:g}se") & (summary.n_units >= MIN_GROUPS)]
     low = summary[(summary.method == fallback_row) & (summary.n_units < MIN_GROUPS)]
     return pd.concat([high, low]).assign(method="auto")
@@ -339,8 +353,9 @@ def decide(summary):
     """Decisions 1-4 of the rule, and the scores they read."""
     low = {name: score(summary, name, few=True) for name in FIXED_WEIGHTS}
     best = max(low.values())
+    near = [n for n, s in low.items() if s >= best - FALLBACK_TOLERANCE - 1e-12]
     fallback = min(
-        (FIXED_WEIGHTS[n] for n, s in low.items() if s >= best - FALLBACK_TOLERANCE - 1e-12)
+        near, key=lambda n: (FIXED_WEIGHTS[n]["encoder"], -FIXED_WEIGHTS[n]["tangentspace"])
     )
     one, two = (score(summary, f"auto-{m}se", few=False) for m in (1, 2))
     margin = 1.0 if one > two + MARGIN_TOLERANCE else 2.0
@@ -375,9 +390,9 @@ def report(out=REPORT):
         "",
         "## Decisions (selection splits only)",
         "",
-        "1. Fallback weight (fewer than three labelled units): "
-        + ", ".join(f"{FIXED_WEIGHTS[n]:g}: {s:.3f}" for n, s in d["low"].items())
-        + f" -> **FALLBACK_ENCODER_WEIGHT = {d['fallback']:g}**",
+        "1. Fallback weights (fewer than three labelled units): "
+        + ", ".join(f"{n} {s:.3f}" for n, s in d["low"].items())
+        + f" -> **FALLBACK_WEIGHTS = {FIXED_WEIGHTS[d['fallback']]}** ({d['fallback']})",
         f"2. Margin (three units or more): 1 SE {d['margin_scores'][0]:.3f}, 2 SE "
         f"{d['margin_scores'][1]:.3f} -> **WEIGHT_MARGIN_SE = {d['margin']:g}**",
         "3. Every cell: "
@@ -446,13 +461,13 @@ def run_test(encoder, tasks):
     from braindecode_pars.features import recipe as constants
 
     d = decide(table([r for r in read_rows("selection") if r["encoder"] == "pars-small-v2"]))
+    fallback = FIXED_WEIGHTS[d["fallback"]]
     if d["adopt"] and (
-        constants.FALLBACK_ENCODER_WEIGHT != d["fallback"]
-        or constants.WEIGHT_MARGIN_SE != d["margin"]
+        constants.FALLBACK_WEIGHTS != fallback or constants.WEIGHT_MARGIN_SE != d["margin"]
     ):
         raise SystemExit(
-            "Set FALLBACK_ENCODER_WEIGHT and WEIGHT_MARGIN_SE to the rule's choice "
-            f"({d['fallback']:g}, {d['margin']:g}) and commit before reading the test splits."
+            "Set FALLBACK_WEIGHTS and WEIGHT_MARGIN_SE to the rule's choice "
+            f"({fallback}, {d['margin']:g}) and commit before reading the test splits."
         )
     done = {tuple(r["key"]) for r in read_rows("test")}
     for task in tasks:
@@ -462,11 +477,13 @@ def run_test(encoder, tasks):
                 train, test, labelled = split(units, pool, scored, k, seed)
                 groups = units[train]
                 compared = len(np.unique(groups)) >= MIN_GROUPS
-                chosen = 1.0
+                chosen = FIXED_WEIGHTS["fixed"]
                 if d["adopt"]:
-                    chosen = f"auto:{d['margin']:g}" if compared else d["fallback"]
+                    chosen = f"auto:{d['margin']:g}" if compared else fallback
                 cache = {}
-                for name, how in (("fixed", 1.0), ("none", 0.0), ("chosen", chosen)):
+                rows = (("fixed", FIXED_WEIGHTS["fixed"]), ("none", FIXED_WEIGHTS["none"]),
+                        ("chosen", chosen))  # fmt: skip
+                for name, how in rows:
                     key = ("test", str(encoder), task, k, seed, name)
                     if key in done:
                         continue

@@ -113,12 +113,14 @@ def test_auto_with_fewer_than_three_groups_fits_the_fallback_weight_and_says_so(
     X, y, _ = _subjects("offset")
     with caplog.at_level(logging.INFO, logger=LOGGER):
         probe = _auto(_projection_encoder()).fit(X, y, np.repeat([0, 1], 32))
-    fallback = recipe_module.FALLBACK_ENCODER_WEIGHT
-    assert probe.block_weights_["encoder"] == fallback and probe.recipe_scores_ is None
+    fallback = recipe_module.FALLBACK_WEIGHTS
+    assert probe.block_weights_ == {b: fallback.get(b, 1.0) for b in probe.block_weights_}
+    assert probe.recipe_scores_ is None
     assert "block_weights='auto' compared nothing (fit has 2 groups, fewer than the 3" in (
         caplog.text
     )
-    assert (probe.encoder_unused(np.repeat([0, 1], 32)) is None) == (fallback > 0)
+    assert f"fitted the blocks at FALLBACK_WEIGHTS={fallback}, {probe.recipe_}." in caplog.text
+    assert (probe.encoder_unused(np.repeat([0, 1], 32)) is None) == (fallback["encoder"] > 0)
     assert _auto(_projection_encoder()).encoder_unused(np.arange(3)) is None
 
 
@@ -158,3 +160,20 @@ def test_on_a_task_the_encoder_cannot_help_auto_weights_score_within_2_points_of
         assert alone_score > 0.78  # the label is there to find
         gaps.append(balanced_accuracy_score(y_new, weighed.predict(X_new)) - alone_score)
     assert min(gaps) >= -0.02, gaps
+
+
+def test_the_fallback_weights_reach_every_block_they_name(monkeypatch):
+    """FALLBACK_WEIGHTS is for the rule to set, the tangent space's weight included; a
+    fit with fewer than three groups fits exactly the fixed weights it names, and no
+    fallback touches a probe without an encoder."""
+    monkeypatch.setattr(recipe_module, "FALLBACK_WEIGHTS", {"encoder": 0.5, "tangentspace": 0})
+    X, y, _ = _subjects("offset")
+    encoder = _projection_encoder()
+    probe = _auto(encoder).fit(X, y)  # no groups
+    assert str(probe.recipe_) == "encoder*0.5+bandpower (C=3)"
+    assert probe.block_weights_ == {"encoder": 0.5, "bandpower": 1.0, "tangentspace": 0.0}
+    fixed = PARSProbe(encoder, block_weights={"encoder": 0.5, "tangentspace": 0}, sfreq=SFREQ)
+    np.testing.assert_array_equal(probe.predict_proba(X), fixed.fit(X, y).predict_proba(X))
+    assert probe.encoder_unused(None) is None  # the fallback reads the encoder
+    alone = PARSProbe(block_weights="auto", sfreq=SFREQ).fit(X, y)
+    assert str(alone.recipe_) == "bandpower+tangentspace (C=3)"

@@ -71,7 +71,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     cross-validation over the groups, and fits a weight above 0 only where its gain over
     0, fold by fold, exceeds a margin of standard errors
     (:func:`~braindecode_pars.features.recipe.choose_weight`); with fewer groups, the
-    fallback weight (:data:`~braindecode_pars.features.recipe.FALLBACK_ENCODER_WEIGHT`).
+    fallback weights (:data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`).
 
     Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
     ``groups`` of at least three subjects (or blocks), ``fit`` scores the fixed recipe
@@ -147,7 +147,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         its gain over 0 exceeds
         :data:`~braindecode_pars.features.recipe.WEIGHT_MARGIN_SE` standard errors of
         that gain, fold by fold), else
-        :data:`~braindecode_pars.features.recipe.FALLBACK_ENCODER_WEIGHT`; logged in one
+        :data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`; logged in one
         line, the scores in ``recipe_scores_``, the gain of the best weight over 0 in
         ``encoder_gain_``. Not with ``recipe="auto"`` (one comparison at a time). On a
         one-channel task that the encoder cannot help it keeps the probe within 0.02 of
@@ -310,11 +310,11 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
                     "the encoder, give it a positive weight"
                 )
         if self.encoder_block and others and self.block_weights == "auto":
-            if n_groups < _MIN_GROUPS and _recipe.FALLBACK_ENCODER_WEIGHT == 0:
+            if n_groups < _MIN_GROUPS and _recipe.FALLBACK_WEIGHTS.get("encoder", 1) == 0:
                 return (
                     f"PARSProbe(block_weights='auto') has {n_groups} group(s), fewer than the "
                     f"{_MIN_GROUPS} its inner comparison of the encoder block's weight needs, "
-                    "and fits the encoder block's weight of FALLBACK_ENCODER_WEIGHT=0 then; "
+                    "and gives the encoder's block its FALLBACK_WEIGHTS weight of 0 then; "
                     "pass the subject of each window as 'groups' (three or more)"
                 )
         if self.encoder_block:
@@ -374,7 +374,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         elif weighing:
             candidates = self._weight_candidates(fixed, groups)
             if candidates is None:
-                recipe = fixed = fixed.weighted({"encoder": _recipe.FALLBACK_ENCODER_WEIGHT})
+                recipe = fixed = _fallback(fixed)
                 self.recipe_ = fixed
         wanted = candidates or [fixed]
         blocks = tuple(dict.fromkeys(b for r in wanted for b in r.blocks))
@@ -416,7 +416,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         when fit has too few groups to compare them."""
         n_groups = 0 if groups is None else len(pd.unique(groups[~pd.isna(groups)]))
         if n_groups < _MIN_GROUPS:
-            logger.info(_weight_fallback_message(n_groups, fixed))
+            logger.info(_weight_fallback_message(n_groups, _fallback(fixed)))
             return None
         return [fixed.weighted({"encoder": w}) for w in _recipe.ENCODER_WEIGHTS]
 
@@ -434,7 +434,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             candidates, features, y, groups, random_state=self.random_state,
             cv=inner_splitter(self.inner_cv, n_groups, name="inner_cv"), return_folds=True,
         )  # fmt: skip
-        fallback = candidates[-1].weighted({"encoder": _recipe.FALLBACK_ENCODER_WEIGHT})
+        fallback = _fallback(candidates[-1])
         if int(scores["n_groups"].max()) < _MIN_GROUPS:
             logger.info(
                 _weight_fallback_message(n_groups, fallback, why=f"the inner folds were {folds}")
@@ -591,13 +591,22 @@ def _weight_message(scores, recipes, chosen, gain, folds):
     )
 
 
+def _fallback(fixed):
+    """The fixed recipe at :data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`
+    (as it is when those weights would leave no block)."""
+    try:
+        return fixed.weighted(_recipe.FALLBACK_WEIGHTS)
+    except ValueError:
+        return fixed
+
+
 def _weight_fallback_message(n_groups, fallback, why=None):
     """The line ``block_weights="auto"`` logs when it could compare nothing."""
     why = why or f"fit has {n_groups} group{'s' * (n_groups != 1)}"
     return (
         f"block_weights='auto' compared nothing ({why}, fewer than the {_MIN_GROUPS} an "
-        f"inner comparison of the encoder block's weights needs): fitted the encoder block "
-        f"at FALLBACK_ENCODER_WEIGHT={_recipe.FALLBACK_ENCODER_WEIGHT:g}, {fallback}."
+        f"inner comparison of the encoder block's weights needs): fitted the blocks at "
+        f"FALLBACK_WEIGHTS={_recipe.FALLBACK_WEIGHTS}, {fallback}."
         + (
             " Pass 'groups' (the subject of each window) to compare weights."
             if not n_groups

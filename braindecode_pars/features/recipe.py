@@ -73,11 +73,15 @@ DEFAULT_C = 3.0
 #: encoder; 1: the fixed recipe's equal total variances), smallest first.
 ENCODER_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
 #: ``PARSProbe(block_weights="auto")`` with fewer than three groups to compare weights on:
-#: the encoder block's weight fitted. To be set by the rule of
-#: ``benchmarks/bench_probe_blocks.py`` (selection splits of one and two labelled units);
-#: until it runs, 0: without evidence on the user's labels the encoder's block is not
-#: allowed to cost anything.
-FALLBACK_ENCODER_WEIGHT = 0.0
+#: the weights fitted (``{block: weight}``, unnamed blocks 1; the tangent space's too,
+#: since with one or two labelled subjects the classical blocks may need weighing as
+#: well: issue 87's main job at two subjects, band power alone 0.641, the probe without
+#: an encoder 0.530). Only with an encoder block: ``PARSProbe()`` is never weighted. To
+#: be set by the rule of ``benchmarks/bench_probe_blocks.py`` (selection splits of one
+#: and two labelled units); until it runs, the encoder's block 0 and every other block
+#: 1: without evidence on the user's labels the encoder's block is not allowed to cost
+#: anything, and the classical blocks are today's.
+FALLBACK_WEIGHTS = {"encoder": 0.0, "tangentspace": 1.0}
 #: ``PARSProbe(block_weights="auto")``: how many standard errors of its gain over weight
 #: 0, fold by fold, a weight's gain has to exceed to be fitted (:func:`choose_weight`).
 #: To be set by the rule of ``benchmarks/bench_probe_blocks.py``; until it runs, 2: on
