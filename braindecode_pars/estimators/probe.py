@@ -197,8 +197,9 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     recipe_ : ProbeRecipe
         The recipe fitted; ``str(recipe_)``: ``"bandpower+tangentspace (C=3)"``.
     recipe_scores_ : pandas.DataFrame | None
-        The inner comparison (``recipe="auto"`` with three groups or more, else None),
-        :func:`~braindecode_pars.features.recipe.compare_recipes`.
+        The inner comparison (``recipe="auto"`` or ``block_weights="auto"`` with three
+        groups or more, else None; the fixed recipe first, or one row per weight of the
+        encoder's block), :func:`~braindecode_pars.features.recipe.compare_recipes`.
     encoder_gain_ : float
         The best inner balanced accuracy with the encoder's block minus the best
         without, in percentage points (the mean over the inner folds of the two
