@@ -113,7 +113,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         a sleep staging task, 7 points under the fixed recipe: issue 87.)
     inner_cv : "auto" | int | splitter
         The folds of ``recipe="auto"``'s inner comparison. ``"auto"``:
-        leave-one-group-out up to 20 groups (one fold per subject: 8 regressions per
+        leave-one-group-out up to 20 groups (one fold per subject: 9 regressions per
         subject), ``GroupKFold(5)`` beyond, so that the comparison's cost stops growing
         with the subjects; an int ``k``: ``GroupKFold(k)``; a scikit-learn splitter of
         groups (``split(X, y, groups)``). A comparison projected to take more than 10 s
