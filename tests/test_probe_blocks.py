@@ -177,3 +177,13 @@ def test_the_fallback_weights_reach_every_block_they_name(monkeypatch):
     assert probe.encoder_unused(None) is None  # the fallback reads the encoder
     alone = PARSProbe(block_weights="auto", sfreq=SFREQ).fit(X, y)
     assert str(alone.recipe_) == "bandpower+tangentspace (C=3)"
+
+
+def test_recipe_auto_compares_a_weighted_fixed_recipe_with_the_unweighted_grid():
+    X, y, groups = _subjects("power")
+    probe = PARSProbe(
+        _projection_encoder(), recipe="auto", block_weights={"encoder": 0.25}, sfreq=SFREQ
+    ).fit(X, y, groups)
+    index = list(probe.recipe_scores_.index)
+    assert index[0] == "encoder*0.25+bandpower+tangentspace (C=3)"  # the incumbent
+    assert index[1:] == [str(r) for r in ProbeRecipe().candidates()]  # weights 1

@@ -336,7 +336,8 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         %(X_y_fit)s
         groups : array-like, shape (n_windows,) | None
             The subject (or block) of each window, for ``align="groups"`` and the
-            inner comparison of ``recipe="auto"``; None: braindecode windows' ``subject``.
+            inner comparisons of ``recipe="auto"`` and ``block_weights="auto"``; None:
+            braindecode windows' ``subject``.
 
         Returns
         -------
@@ -422,8 +423,9 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         return [fixed.weighted({"encoder": w}) for w in _recipe.ENCODER_WEIGHTS]
 
     def _compare_weights(self, candidates, features, y, groups):
-        """The encoder block's weight of the best inner score (ties to the smaller);
-        the fallback weight when too few groups could be left out; logs one line."""
+        """The encoder block's weight :func:`~braindecode_pars.features.recipe.choose_weight`
+        chooses (above 0 only past the margin; of those, the best inner score, ties to the
+        smaller); the fallback weights when too few folds could be scored; logs one line."""
         if pd.isna(groups).any():
             raise ValueError(
                 f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "

@@ -429,13 +429,14 @@ class ProbeRecipe:
         return "encoder" in self.blocks
 
     def candidates(self, encoder=True):
-        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment,
-        crops, patch stride and withheld positions with each entry of
+        """The recipes ``recipe="auto"`` compares beside the fixed one: this one's readout,
+        bands, alignment, crops, patch stride and withheld positions (not its weights)
+        with each entry of
         :data:`_RECIPE_BLOCKS` (those with the encoder's block only when ``encoder``) and
         each ``C`` of :data:`RECIPE_CS`, in that order, the simplest first
         (:func:`simplicity`)."""
         return [
-            dataclasses.replace(self, blocks=blocks, C=C)
+            dataclasses.replace(self, blocks=blocks, C=C, weights=None)
             for blocks in _RECIPE_BLOCKS
             if encoder or "encoder" not in blocks
             for C in RECIPE_CS
