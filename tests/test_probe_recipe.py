@@ -179,8 +179,9 @@ def test_without_an_encoder_the_classical_recipes_are_compared(caplog):
     X, y, groups = _subjects("power")
     with caplog.at_level(logging.INFO, logger=LOGGER):
         auto = PARSProbe(recipe="auto", sfreq=SFREQ).fit(X, y, groups)
+    # the fixed recipe (the incumbent) first, then the grid without the encoder's block
     assert list(auto.recipe_scores_.index) == [
-        str(r) for r in ProbeRecipe().candidates(encoder=False)
+        str(r) for r in (ProbeRecipe(), *ProbeRecipe().candidates(encoder=False))
     ]
     assert math.isnan(auto.encoder_gain_) and not auto.recipe_.encoder
     (record,) = caplog.records

@@ -124,7 +124,9 @@ class PARSClassifier(
     ``X_unlabeled`` for minutes on a CPU (``PARSPretrainer(init_encoder="pars-small-v2")``
     goes on from the shipped weights); with ``head=PARSProbe("pars-small-v2",
     recipe="auto")`` and three subjects or more, ``fit`` says by inner cross-validation
-    whether the encoder's block helps on your labels.
+    whether the encoder's block helps on your labels, and with ``head=PARSProbe(
+    "pars-small-v2", block_weights="auto")`` the encoder's block gets the weight the
+    inner folds earn it (0 where it adds nothing: the probe without an encoder).
 
     Parameters
     ----------

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -23,12 +25,15 @@ from braindecode_pars.estimators._inputs import (
     load_encoder_param,
     say_resampling,
 )
+from braindecode_pars.features import recipe as _recipe
 from braindecode_pars.features.blocks import BLOCKS, DEFAULT_READOUT, block_features
 from braindecode_pars.features.recipe import (
     DEFAULT_C,
     LOGO_MAX_GROUPS,
     ProbeRecipe,
+    beats,
     choose_recipe,
+    choose_weight,
     compare_recipes,
     fit_blocks,
     inner_splitter,
@@ -60,13 +65,24 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     means for a logistic regression over standardised features whatever the number of
     channels and blocks (:mod:`braindecode_pars.features.recipe` gives the formula).
 
+    How much say the encoder's block gets, on your own labels: with
+    ``block_weights="auto"`` and ``groups`` of at least three subjects (or blocks),
+    ``fit`` scores the fixed recipe with the encoder's block weighted 0 (the probe
+    without an encoder), 0.25, 0.5 and 1 (today's equal total variances) by an inner
+    cross-validation over the groups, and fits a weight above 0 only where its gain over
+    0, fold by fold, exceeds a margin of standard errors
+    (:func:`~braindecode_pars.features.recipe.choose_weight`); with fewer groups, the
+    fallback weights (:data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`).
+
     Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
-    ``groups`` of at least three subjects (or blocks), ``fit`` scores each candidate
-    recipe (band power alone or with the tangent space, each with and without the
-    encoder's block, ``C`` 0.01 or 1) by an inner cross-validation over the groups on
-    the same features, fits the simplest candidate within one standard error of the
-    best on every window (the one-standard-error rule,
-    :func:`~braindecode_pars.features.recipe.choose_recipe`), keeps the scores
+    ``groups`` of at least three subjects (or blocks), ``fit`` scores the fixed recipe
+    and each candidate recipe (band power alone or with the tangent space, each with
+    and without the encoder's block, ``C`` 0.01 or 1) by an inner cross-validation over
+    the groups on the same features, keeps the fixed recipe unless a candidate beats it,
+    fold by fold, by more than the standard error of its gain, and otherwise fits the
+    simplest of those within one standard error of their best on every window (the
+    one-standard-error rule, :func:`~braindecode_pars.features.recipe.choose_recipe`),
+    keeps the scores
     (``recipe_scores_``, ``encoder_gain_``, ``encoder_gain_std_``, ``inner_folds_``)
     and logs one line: the folds as they ran ("5 folds of GroupKFold over 45 groups
     (9 groups held out in each)"), "the encoder block adds +x.x ± s.s points" with
@@ -83,19 +99,22 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         its block alone (as :class:`~braindecode_pars.PARSFineTuner` resamples them),
         and ``fit`` logs both rates.
     recipe : {"fixed", "auto"}
-        "fixed": the blocks and ``C`` the parameters give. "auto": of the candidates
-        (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`), the simplest whose
-        inner balanced accuracy over the groups of ``fit`` (folds: ``inner_cv``) lies
-        within one standard error of the best's (the standard deviation of the best's
-        fold scores over the square root of their number, as glmnet's ``lambda.1se``).
+        "fixed": the blocks and ``C`` the parameters give. "auto": the fixed recipe
+        (the incumbent) and the candidates
+        (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`) scored by their inner
+        balanced accuracy over the groups of ``fit`` (folds: ``inner_cv``). A candidate
+        replaces the fixed recipe only when its gain over it, fold by fold, exceeds the
+        standard error of that gain; of such candidates, the simplest whose score lies
+        within one standard error of their best's (the standard deviation of its fold
+        scores over the square root of their number, as glmnet's ``lambda.1se``).
         Simplest means: no encoder block before an encoder block, then fewer blocks,
-        then the smaller ``C`` (:func:`~braindecode_pars.features.recipe.simplicity`),
-        so the encoder's block is fitted only when the folds show it better than every
-        recipe without it by more than that standard error. With fewer than three
-        groups, the fixed recipe.
+        then the smaller ``C`` (:func:`~braindecode_pars.features.recipe.simplicity`).
+        With fewer than three groups, the fixed recipe. (Without the incumbent, the
+        simplest within one standard error of the best was band power at ``C=0.01`` on
+        a sleep staging task, 7 points under the fixed recipe: issue 87.)
     inner_cv : "auto" | int | splitter
         The folds of ``recipe="auto"``'s inner comparison. ``"auto"``:
-        leave-one-group-out up to 20 groups (one fold per subject: 8 regressions per
+        leave-one-group-out up to 20 groups (one fold per subject: 9 regressions per
         subject), ``GroupKFold(5)`` beyond, so that the comparison's cost stops growing
         with the subjects; an int ``k``: ``GroupKFold(k)``; a scikit-learn splitter of
         groups (``split(X, y, groups)``). A comparison projected to take more than 10 s
@@ -115,6 +134,25 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     band_power, tangent_space : bool
         Whether the fixed recipe holds the log band power block and the tangent-space
         block (OAS covariances, reference point the training windows' Riemannian mean).
+    block_weights : None | "auto" | dict
+        How much say each block of the fixed recipe gets. None (the default): every
+        block the same total variance (``C``'s scaling). A dict ``{block: weight}``
+        (blocks ``"encoder"``, ``"bandpower"``, ``"tangentspace"``; weights >= 0,
+        unnamed blocks 1): each block's scaled features multiplied by its weight, so
+        that the L2 penalty holds a block of weight ``w`` ``1 / w**2`` times tighter; 0
+        leaves the block out (``{"encoder": 0}`` is the probe without an encoder, exactly);
+        weights of blocks the recipe does not hold are ignored. ``"auto"``: the encoder
+        block's weight chosen among
+        :data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS` by ``inner_cv`` folds
+        over the groups of ``fit`` (at least three; a weight above 0 is fitted only when
+        its gain over 0 exceeds
+        :data:`~braindecode_pars.features.recipe.WEIGHT_MARGIN_SE` standard errors of
+        that gain, fold by fold), else
+        :data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`; logged in one
+        line, the scores in ``recipe_scores_``, the gain of the best weight over 0 in
+        ``encoder_gain_``. Not with ``recipe="auto"`` (one comparison at a time). On a
+        one-channel task that the encoder cannot help it keeps the probe within 0.02 of
+        the probe without an encoder (issue 87; ``tests/test_probe_blocks.py``).
     align : {None, "groups"}
         None: every window as it is. "groups": each group standardised and its
         covariances re-centred on its own windows, at ``fit`` and at ``predict``
@@ -170,8 +208,9 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     recipe_ : ProbeRecipe
         The recipe fitted; ``str(recipe_)``: ``"bandpower+tangentspace (C=3)"``.
     recipe_scores_ : pandas.DataFrame | None
-        The inner comparison (``recipe="auto"`` with three groups or more, else None),
-        :func:`~braindecode_pars.features.recipe.compare_recipes`.
+        The inner comparison (``recipe="auto"`` or ``block_weights="auto"`` with three
+        groups or more, else None; the fixed recipe first, or one row per weight of the
+        encoder's block), :func:`~braindecode_pars.features.recipe.compare_recipes`.
     encoder_gain_ : float
         The best inner balanced accuracy with the encoder's block minus the best
         without, in percentage points (the mean over the inner folds of the two
@@ -184,6 +223,9 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     inner_folds_ : str | None
         The inner folds as they ran, e.g. ``"5 folds of GroupKFold over 45 groups (9
         groups held out in each)"``; None when nothing was compared.
+    block_weights_ : dict
+        The weight of each block the fit considered in the recipe fitted (0: left out),
+        e.g. ``{"encoder": 0.5, "bandpower": 1.0, "tangentspace": 1.0}``.
     classes_ : ndarray
     sfreq_, n_chans_, n_times_ : float, int, int
     scale_ : float
@@ -215,6 +257,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         C=DEFAULT_C,
         band_power=True,
         tangent_space=True,
+        block_weights=None,
         align=None,
         readout=DEFAULT_READOUT,
         bands=None,
@@ -246,6 +289,13 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         check_int("batch_size", self.batch_size, 1)
         check_device("device", self.device)
         check_memory(self.memory)
+        _check_block_weights(self.block_weights)
+        if self.recipe == "auto" and self.block_weights == "auto":
+            raise ValueError(
+                "recipe='auto' and block_weights='auto' are two inner comparisons; choose "
+                "one: recipe='auto' compares recipes (and keeps fixed weights of a dict), "
+                "block_weights='auto' the encoder block's weight in the fixed recipe."
+            )
         flags = (self.encoder_block, self.band_power, self.tangent_space)
         blocks = tuple(name for name, on in zip(BLOCKS, flags, strict=True) if on)
         if not any(flags):
@@ -262,7 +312,24 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         compare recipes with and without it); else why not, and what would make it read
         it. :class:`~braindecode_pars.PARSClassifier` skips pretraining when not."""
         n_groups = 0 if groups is None else len(pd.unique(np.asarray(groups)))
-        if self.encoder_block or (self.recipe == "auto" and n_groups >= _MIN_GROUPS):
+        if self.recipe == "auto" and n_groups >= _MIN_GROUPS:
+            return None
+        others = self.band_power or self.tangent_space
+        if self.encoder_block and others and isinstance(self.block_weights, Mapping):
+            if self.block_weights.get("encoder", 1) == 0:
+                return (
+                    "PARSProbe's block_weights give the encoder's block the weight 0; to use "
+                    "the encoder, give it a positive weight"
+                )
+        if self.encoder_block and others and self.block_weights == "auto":
+            if n_groups < _MIN_GROUPS and _recipe.FALLBACK_WEIGHTS.get("encoder", 1) == 0:
+                return (
+                    f"PARSProbe(block_weights='auto') has {n_groups} group(s), fewer than the "
+                    f"{_MIN_GROUPS} its inner comparison of the encoder block's weight needs, "
+                    "and gives the encoder's block its FALLBACK_WEIGHTS weight of 0 then; "
+                    "pass the subject of each window as 'groups' (three or more)"
+                )
+        if self.encoder_block:
             return None
         return (
             f"PARSProbe's fixed recipe has no encoder block (encoder_block=False) and fit "
@@ -280,7 +347,8 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         %(X_y_fit)s
         groups : array-like, shape (n_windows,) | None
             The subject (or block) of each window, for ``align="groups"`` and the
-            inner comparison of ``recipe="auto"``; None: braindecode windows' ``subject``.
+            inner comparisons of ``recipe="auto"`` and ``block_weights="auto"``; None:
+            braindecode windows' ``subject``.
 
         Returns
         -------
@@ -304,6 +372,10 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             if not blocks:
                 _refuse_no_block()
             fixed = dataclasses.replace(fixed, blocks=blocks)
+        considered = fixed.blocks
+        if isinstance(self.block_weights, Mapping):
+            fixed = fixed.weighted(self.block_weights)
+        weighing = self.block_weights == "auto" and fixed.encoder and len(fixed.blocks) > 1
         check_align_groups(self.align, data)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
@@ -314,6 +386,11 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         recipe, candidates = fixed, None
         if self.recipe == "auto":
             candidates = self._candidates(fixed, encoder, groups)
+        elif weighing:
+            candidates = self._weight_candidates(fixed, groups)
+            if candidates is None:
+                recipe = fixed = _fallback(fixed)
+                self.recipe_ = fixed
         wanted = candidates or [fixed]
         blocks = tuple(dict.fromkeys(b for r in wanted for b in r.blocks))
         features, extractor = block_features(
@@ -321,8 +398,12 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             encoder=encoder, batch_size=self.batch_size, device=self.device,
             memory=self.memory,
         )  # fmt: skip
-        if candidates:
+        if candidates and weighing:
+            recipe = self._compare_weights(candidates, features, data.y, groups)
+        elif candidates:
             recipe = self._compare(candidates, features, data.y, groups, fixed)
+        self.recipe_ = recipe
+        self.block_weights_ = {name: recipe.weight(name) for name in considered}
         extractor.steps = {name: extractor.steps[name] for name in recipe.blocks}
         self.extractor_ = extractor
         self.model_ = fit_blocks(recipe, features, data.y, groups, random_state=self.random_state)
@@ -377,7 +458,55 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         if n_groups < _MIN_GROUPS:
             logger.info(_fallback_message(n_groups, fixed))
             return None
-        return fixed.candidates(encoder=encoder is not None)
+        grid = fixed.candidates(encoder=encoder is not None)
+        return [fixed, *(r for r in grid if r != fixed)]  # the incumbent first
+
+    def _weight_candidates(self, fixed, groups):
+        """The fixed recipe at each weight of the encoder's block
+        (:data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS`), or None (logged)
+        when fit has too few groups to compare them."""
+        n_groups = 0 if groups is None else len(pd.unique(groups[~pd.isna(groups)]))
+        if n_groups < _MIN_GROUPS:
+            logger.info(_weight_fallback_message(n_groups, _fallback(fixed)))
+            return None
+        return [fixed.weighted({"encoder": w}) for w in _recipe.ENCODER_WEIGHTS]
+
+    def _compare_weights(self, candidates, features, y, groups):
+        """The encoder block's weight :func:`~braindecode_pars.features.recipe.choose_weight`
+        chooses (above 0 only past the margin; of those, the best inner score, ties to the
+        smaller); the fallback weights when too few folds could be scored; logs one line."""
+        if pd.isna(groups).any():
+            raise ValueError(
+                f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
+                "block_weights='auto' holds out whole groups in its inner folds and needs "
+                "the group (a subject or a block) of every window."
+            )
+        n_groups = len(np.unique(groups))
+        scores, folds = compare_recipes(
+            candidates, features, y, groups, random_state=self.random_state,
+            cv=inner_splitter(self.inner_cv, n_groups, name="inner_cv"), return_folds=True,
+        )  # fmt: skip
+        fallback = _fallback(candidates[-1])
+        if int(scores["n_groups"].max()) < _MIN_GROUPS:
+            logger.info(
+                _weight_fallback_message(n_groups, fallback, why=f"the inner folds were {folds}")
+            )
+            return fallback
+        chosen = choose_weight(scores, candidates, folds.scores)
+        weights = [r.weight("encoder") for r in candidates]
+        means = scores["mean"].to_numpy()
+        without = weights.index(0.0)
+        with_ = max(
+            (i for i in range(len(candidates)) if i != without), key=lambda i: (means[i], -i)
+        )
+        per_fold = 100 * (folds.scores[with_] - folds.scores[without])
+        self.encoder_gain_ = float(per_fold.mean())
+        self.encoder_gain_std_ = float(per_fold.std())
+        self.recipe_scores_, self.inner_folds_ = scores, str(folds)
+        logger.info(
+            _weight_message(scores, candidates, chosen, _Gain(with_, without, per_fold), folds)
+        )
+        return candidates[chosen]
 
     def _compare(self, candidates, features, y, groups, fixed):
         """The winner of the inner comparison (or ``fixed`` when too few groups could be
@@ -392,7 +521,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             why = f"the inner folds were {folds}"
             logger.info(_fallback_message(n_groups, fixed, why=why))
             return fixed
-        chosen, best = choose_recipe(scores, candidates)
+        chosen, best = choose_recipe(scores, candidates, folds.scores, incumbent=0)
         means = scores["mean"].to_numpy()
         has_encoder = np.array([r.encoder for r in candidates])
         gain = None
@@ -405,7 +534,9 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             gain = _Gain(with_, without, per_fold)
         self.recipe_, self.recipe_scores_ = candidates[chosen], scores
         self.inner_folds_ = str(folds)
-        logger.info(_comparison_message(scores, candidates, chosen, best, gain, folds))
+        logger.info(
+            _comparison_message(scores, candidates, chosen, best, gain, folds, folds.scores)
+        )
         return candidates[chosen]
 
     def _read(self, X, y=None, groups=None):
@@ -448,10 +579,11 @@ class _Gain:
         return float(self.per_fold.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
 
 
-def _comparison_message(scores, recipes, chosen, best, gain, folds):
+def _comparison_message(scores, recipes, chosen, best, gain, folds, fold_scores):
     """The one line the probe logs after a comparison: the folds as they ran, the
     encoder block's gain with its spread (and whether the folds can tell it from none),
-    the best recipe and the one fitted, the simplest within one standard error of it."""
+    the best recipe, whether any beats the fixed recipe (the first, the incumbent) by
+    more than a standard error, and the one fitted."""
     means, stds, sems = (scores[k].to_numpy() for k in ("mean", "std", "sem"))
     head = f"recipe='auto', inner comparison over {folds}: "
     if gain is None:
@@ -471,17 +603,95 @@ def _comparison_message(scores, recipes, chosen, best, gain, folds):
             f"{recipes[gain.without]}, {means[gain.without]:.1%}), {verdict}"
         )
     top = f"best recipe: {recipes[best]}, {means[best]:.1%} ± {100 * stds[best]:.1f} points"
-    se = 100 * sems[best]
-    if chosen == best:
-        choice = f"no simpler recipe within one standard error ({se:.1f} points) of it"
-    else:
-        n_within = int((means >= means[best] - np.nan_to_num(sems[best]) - 1e-12).sum())
+    fixed = f"the fixed recipe {recipes[0]} ({means[0]:.1%})"
+    challengers = [i for i in range(1, len(recipes)) if beats(fold_scores[i], fold_scores[0])]
+    if best == 0:
+        choice = f"it is {fixed}, kept"
+    elif not challengers:
         choice = (
-            f"the inner folds cannot tell it from the {n_within - 1} other recipe(s) "
-            f"within one standard error ({se:.1f} points) of it; the simplest of these: "
-            f"{recipes[chosen]} ({means[chosen]:.1%})"
+            f"no recipe beats {fixed} by more than the standard error of its gain over "
+            "it fold by fold, so the fixed recipe is kept"
+        )
+    else:
+        top_challenger = max(challengers, key=lambda i: (means[i], -i))
+        se = 100 * np.nan_to_num(sems[top_challenger])
+        choice = (
+            f"{len(challengers)} recipe(s) beat {fixed} by more than the standard error of "
+            f"their gain over it fold by fold; of these, the simplest within one standard "
+            f"error ({se:.1f} points) of their best: {recipes[chosen]} ({means[chosen]:.1%})"
         )
     return f"{head}{what}. The {top}; {choice}; fitted recipe {recipes[chosen]}."
+
+
+def _weight_message(scores, recipes, chosen, gain, folds):
+    """The one line ``block_weights="auto"`` logs: each weight's inner score, the
+    encoder block's gain at its best weight over none, the weight fitted."""
+    means = scores["mean"].to_numpy()
+    each = ", ".join(
+        f"{r.weight('encoder'):g}: {m:.1%}" for r, m in zip(recipes, means, strict=True)
+    )
+    mean, spread = gain.per_fold.mean(), gain.per_fold.std()
+    return (
+        f"block_weights='auto', inner comparison over {folds}: balanced accuracy by the "
+        f"encoder block's weight {{{each}}}; at its best weight "
+        f"({recipes[gain.with_].weight('encoder'):g}) the encoder block adds {mean:+.1f} ± "
+        f"{spread:.1f} points over none (mean ± std over the folds, standard error "
+        f"{gain.sem:.1f}); fitted weight {recipes[chosen].weight('encoder'):g} (a weight is "
+        f"fitted over 0 only when its gain over none exceeds {_recipe.WEIGHT_MARGIN_SE:g} "
+        f"standard errors of it fold by fold; of those, the best score, ties to the "
+        f"smaller weight): {recipes[chosen]}."
+    )
+
+
+def _fallback(fixed):
+    """The fixed recipe at :data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`
+    (as it is when those weights would leave no block)."""
+    try:
+        return fixed.weighted(_recipe.FALLBACK_WEIGHTS)
+    except ValueError:
+        return fixed
+
+
+def _weight_fallback_message(n_groups, fallback, why=None):
+    """The line ``block_weights="auto"`` logs when it could compare nothing."""
+    why = why or f"fit has {n_groups} group{'s' * (n_groups != 1)}"
+    return (
+        f"block_weights='auto' compared nothing ({why}, fewer than the {_MIN_GROUPS} an "
+        f"inner comparison of the encoder block's weights needs): fitted the blocks at "
+        f"FALLBACK_WEIGHTS={_recipe.FALLBACK_WEIGHTS}, {fallback}."
+        + (
+            " Pass 'groups' (the subject of each window) to compare weights."
+            if not n_groups
+            else ""
+        )
+    )
+
+
+def _check_block_weights(value):
+    """``block_weights``: None, "auto" or a dict of block names to weights >= 0."""
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return
+    if isinstance(value, Mapping):
+        for name, weight in value.items():
+            if name not in BLOCKS:
+                raise ValueError(
+                    f"Invalid key of the 'block_weights' parameter: the blocks are "
+                    f"{', '.join(map(repr, BLOCKS))}, but got {name!r}."
+                )
+            ok = isinstance(weight, numbers.Real) and not isinstance(weight, bool)
+            if not ok or not math.isfinite(weight) or weight < 0:
+                raise ValueError(
+                    f"Invalid value for the 'block_weights' parameter: the weight of "
+                    f"{name!r} must be a finite number >= 0 (0 drops the block), but got "
+                    f"{weight!r}."
+                )
+        return
+    raise ValueError(
+        "Invalid value for the 'block_weights' parameter: None (every block of the same "
+        "total variance), 'auto' (the encoder block's weight chosen by inner folds over "
+        f"the groups) or a dict of block names ({', '.join(BLOCKS)}) to weights >= 0, but "
+        f"got {value!r}."
+    )
 
 
 def _fallback_message(n_groups, fixed, why=None):

@@ -69,6 +69,27 @@ RECIPE_CS = (0.01, 1.0)
 #: on the selection splits of the development tasks at 1, 2, 4 and 12 labelled EEGMAT
 #: subjects, for both default recipes (``benchmarks/results/probe_c.md``).
 DEFAULT_C = 3.0
+#: ``PARSProbe(block_weights="auto")``: the encoder block's weights compared by the inner
+#: folds, relative to each other block's (0: no encoder block, the probe without an
+#: encoder; 1: the fixed recipe's equal total variances), smallest first.
+ENCODER_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+#: ``PARSProbe(block_weights="auto")`` with fewer than three groups to compare weights on:
+#: the weights fitted (``{block: weight}``, unnamed blocks 1; the tangent space's too,
+#: since with one or two labelled subjects the classical blocks may need weighing as
+#: well: issue 87's main job at two subjects, band power alone 0.641, the probe without
+#: an encoder 0.530). Only with an encoder block: ``PARSProbe()`` is never weighted. To
+#: be set by the rule of ``benchmarks/bench_probe_blocks.py`` (selection splits of one
+#: and two labelled units); until it runs, the encoder's block 0 and every other block
+#: 1: without evidence on the user's labels the encoder's block is not allowed to cost
+#: anything, and the classical blocks are today's.
+FALLBACK_WEIGHTS = {"encoder": 0.0, "tangentspace": 1.0}
+#: ``PARSProbe(block_weights="auto")``: how many standard errors of its gain over weight
+#: 0, fold by fold, a weight's gain has to exceed to be fitted (:func:`choose_weight`).
+#: To be set by the rule of ``benchmarks/bench_probe_blocks.py``; until it runs, 2: on
+#: a one-channel alpha-power task of 120 windows in 6 groups, one draw of five fitted
+#: the encoder's block at 1 SE (its inner gain +1.7 points) and lost 11 points to the
+#: probe without it on new windows; at 2 SE none did (``tests/test_probe_blocks.py``).
+WEIGHT_MARGIN_SE = 2.0
 #: ``inner_cv="auto"``: leave-one-group-out up to this many groups, GroupKFold beyond.
 LOGO_MAX_GROUPS = 20
 #: ``inner_cv="auto"``'s folds beyond :data:`LOGO_MAX_GROUPS` groups.
@@ -173,9 +194,10 @@ def simplicity(recipe):
     return (recipe.encoder, len(recipe.blocks), recipe.C)
 
 
-def choose_recipe(scores, candidates):
+def choose_recipe(scores, candidates, fold_scores=None, incumbent=None):
     """The one-standard-error rule: the simplest candidate whose mean inner score is
-    within one standard error of the best's.
+    within one standard error of the best's; with an ``incumbent``, only among the
+    candidates that beat it by more than a standard error.
 
     The rule of glmnet's ``lambda.1se`` and of scikit-learn's users (its example
     "balance model complexity and cross-validated score"): the folds' scores of the best
@@ -184,11 +206,26 @@ def choose_recipe(scores, candidates):
     the ``sem`` column) is as good as the folds can tell, and the simplest of these
     (:func:`simplicity`; ties to the first) is chosen.
 
+    With ``incumbent`` (the recipe to keep unless the folds show better, the probe's
+    fixed recipe) the rule cannot choose a recipe the folds cannot tell from a worse
+    one than the incumbent: a candidate is a **challenger** when its mean gain over the
+    incumbent, fold by fold, exceeds the standard error of that gain (``ddof=1``, over
+    the square root of the folds); without challengers the incumbent is chosen, else
+    the one-standard-error rule among the challengers. (The simplest recipe within one
+    standard error of the best, among all candidates, was band power at ``C=0.01`` on a
+    sleep task where it scored 7 points under the fixed recipe: issue 87.)
+
     Parameters
     ----------
     scores : pandas.DataFrame
         :func:`compare_recipes`'s, one row per candidate in order.
     candidates : list of ProbeRecipe
+    fold_scores : ndarray, shape (n_candidates, n_folds) | None
+        Each candidate's score in each inner fold (``compare_recipes(...,
+        return_folds=True)[1].scores``); needed with ``incumbent``.
+    incumbent : int | None
+        The index of the incumbent among the candidates; None: the one-standard-error
+        rule among all.
 
     Returns
     -------
@@ -208,11 +245,80 @@ def choose_recipe(scores, candidates):
     """
     means = scores["mean"].to_numpy(float)
     best = int(np.nanargmax(means))
-    sem = float(scores["sem"].iloc[best])
-    floor = means[best] - (0.0 if np.isnan(sem) else sem)
-    within = [i for i in range(len(candidates)) if means[i] >= floor - 1e-12]
+    pool = range(len(candidates))
+    if incumbent is not None:
+        pool = [i for i in pool if beats(fold_scores[i], fold_scores[incumbent])]
+        if not pool:
+            return incumbent, best
+    top = max(pool, key=lambda i: (means[i], -i))
+    sem = float(scores["sem"].iloc[top])
+    floor = means[top] - (0.0 if np.isnan(sem) else sem)
+    within = [i for i in pool if means[i] >= floor - 1e-12]
     chosen = min(within, key=lambda i: (simplicity(candidates[i]), i))
     return chosen, best
+
+
+def beats(scores, incumbent, margin=1.0):
+    """Whether fold scores ``scores`` beat ``incumbent``'s by more than ``margin``
+    standard errors of their difference fold by fold (``ddof=1``; never with one fold,
+    never by a gain of 0)."""
+    gain = np.asarray(scores, float) - np.asarray(incumbent, float)
+    if len(gain) < 2:
+        return False
+    sem = gain.std(ddof=1) / np.sqrt(len(gain))
+    return bool(gain.mean() > max(margin * sem, 0.0) + 1e-12)
+
+
+def choose_weight(scores, candidates, fold_scores, margin=None):
+    """``PARSProbe(block_weights="auto")``'s choice among recipes that differ in the
+    encoder block's weight alone: the encoder block has to earn its weight. A weight
+    above 0 is a challenger when its mean gain over weight 0 (no encoder block), fold by
+    fold, exceeds ``margin`` standard errors of that gain (as :func:`choose_recipe`'s
+    challengers of the fixed recipe exceed one); without challengers weight 0, else the
+    challenger of the highest mean inner score, ties (within 1e-12) to the smaller
+    weight.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame
+        :func:`compare_recipes`'s, one row per candidate in order.
+    candidates : list of ProbeRecipe
+        One of them without the encoder's block (weight 0).
+    fold_scores : ndarray, shape (n_candidates, n_folds)
+        Each candidate's score in each inner fold.
+    margin : float | None
+        In standard errors; None: :data:`WEIGHT_MARGIN_SE`.
+
+    Returns
+    -------
+    chosen : int
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> recipes = [ProbeRecipe(("encoder", "bandpower")).weighted({"encoder": w})
+    ...            for w in (0.0, 0.5, 1.0)]
+    >>> folds = np.array([[0.6, 0.7, 0.6, 0.7], [0.7, 0.8, 0.7, 0.8], [0.7, 0.8, 0.7, 0.8]])
+    >>> choose_weight(pd.DataFrame({"mean": folds.mean(1)}), recipes, folds)  # a tie: 0.5
+    1
+    >>> folds[1:] += [0.3, -0.3, 0.3, -0.3]  # the same means, a gain within its noise
+    >>> choose_weight(pd.DataFrame({"mean": folds.mean(1)}), recipes, folds)
+    0
+    """
+    margin = WEIGHT_MARGIN_SE if margin is None else margin
+    means = scores["mean"].to_numpy(float)
+    weights = [r.weight("encoder") for r in candidates]
+    none = weights.index(0.0)
+    challengers = [
+        i
+        for i in range(len(candidates))
+        if i != none and beats(fold_scores[i], fold_scores[none], margin)
+    ]
+    if not challengers:
+        return none
+    top = max(means[i] for i in challengers)
+    within = [i for i in challengers if means[i] >= top - 1e-12]
+    return min(within, key=lambda i: (weights[i], i))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,11 +350,21 @@ class ProbeRecipe:
         length: no overlap).
     pos_mask_ratio : float
         The share of the encoder's tokens read without their position (0: none).
+    weights : tuple of float | None
+        One positive weight per block of ``blocks``, each block's scaled features
+        multiplied by it after the scaling to ``P / B`` (a block of weight ``w`` has
+        ``w**2`` times the total variance of one of weight 1, so that the L2 penalty
+        holds it ``w**2`` times tighter); None: every weight 1. A block of weight 0 is
+        not in the recipe at all (:meth:`weighted`).
 
     Examples
     --------
     >>> str(ProbeRecipe(("encoder", "bandpower"), C=1.0))
     'encoder+bandpower (C=1)'
+    >>> str(ProbeRecipe().weighted({"tangentspace": 0.5}))
+    'bandpower+tangentspace*0.5 (C=3)'
+    >>> ProbeRecipe(("encoder", "bandpower")).weighted({"encoder": 0}).blocks
+    ('bandpower',)
     >>> len(ProbeRecipe().candidates(encoder=False))  # 2 block sets x 2 values of C
     4
     """
@@ -261,6 +377,7 @@ class ProbeRecipe:
     crop_seconds: float | None = None
     patch_stride_seconds: float | None = None
     pos_mask_ratio: float = 0.0
+    weights: tuple | None = None
 
     def __post_init__(self):
         blocks = self.blocks
@@ -276,9 +393,39 @@ class ProbeRecipe:
         check_option("align", self.align, (None, "groups"))
         _check_bands(self.bands, math.inf)  # the names and edges; Nyquist in fit
         _check_readout_tokens(self.crop_seconds, self.patch_stride_seconds, self.pos_mask_ratio)
+        if self.weights is not None:
+            weights = tuple(float(w) for w in self.weights)
+            if len(weights) != len(self.blocks) or not all(
+                math.isfinite(w) and w > 0 for w in weights
+            ):
+                raise ValueError(
+                    f"'weights' must give one positive finite weight per block of "
+                    f"{self.blocks}, but got {self.weights!r}."
+                )
+            object.__setattr__(self, "weights", None if set(weights) == {1.0} else weights)
 
     def __str__(self):
-        return f"{'+'.join(self.blocks)} (C={self.C:g})"
+        weights = self.weights or (1.0,) * len(self.blocks)
+        names = [b if w == 1 else f"{b}*{w:g}" for b, w in zip(self.blocks, weights, strict=True)]
+        return f"{'+'.join(names)} (C={self.C:g})"
+
+    def weight(self, block):
+        """The weight of ``block``: 0 when the recipe does not hold it."""
+        if block not in self.blocks:
+            return 0.0
+        return 1.0 if self.weights is None else self.weights[self.blocks.index(block)]
+
+    def weighted(self, weights):
+        """This recipe with the blocks named in ``weights`` (``{block: weight >= 0}``)
+        weighted so; a block of weight 0 is dropped, the other blocks keep theirs, and
+        names of blocks the recipe does not hold are ignored."""
+        new = {b: float(weights.get(b, self.weight(b))) for b in self.blocks}
+        blocks = tuple(b for b, w in new.items() if w > 0)
+        if not blocks:
+            raise ValueError(
+                f"'weights' {weights!r} leave no block of {self.blocks} with a positive weight."
+            )
+        return dataclasses.replace(self, blocks=blocks, weights=tuple(new[b] for b in blocks))
 
     @property
     def encoder(self):
@@ -286,13 +433,14 @@ class ProbeRecipe:
         return "encoder" in self.blocks
 
     def candidates(self, encoder=True):
-        """The recipes ``recipe="auto"`` compares: this one's readout, bands, alignment,
-        crops, patch stride and withheld positions with each entry of
+        """The recipes ``recipe="auto"`` compares beside the fixed one: this one's readout,
+        bands, alignment, crops, patch stride and withheld positions (not its weights)
+        with each entry of
         :data:`_RECIPE_BLOCKS` (those with the encoder's block only when ``encoder``) and
         each ``C`` of :data:`RECIPE_CS`, in that order, the simplest first
         (:func:`simplicity`)."""
         return [
-            dataclasses.replace(self, blocks=blocks, C=C)
+            dataclasses.replace(self, blocks=blocks, C=C, weights=None)
             for blocks in _RECIPE_BLOCKS
             if encoder or "encoder" not in blocks
             for C in RECIPE_CS
@@ -352,12 +500,19 @@ def _design(names, features, steps, groups, fit):
     return X
 
 
-def _scale(X, scalers):
+def _scale(X, scalers, weights=None):
     """``X`` (blocks of unit total variance) with each block scaled, in place, to
-    ``P / B``: ``P`` the varying features, ``B`` the blocks with any (their scalers)."""
+    ``P / B``: ``P`` the varying features, ``B`` the blocks with any (their scalers);
+    then each block multiplied by its weight of ``weights`` (None: all 1)."""
     widths = [scaler.n_varying_ for scaler in scalers]
     P, B = sum(widths), sum(w > 0 for w in widths)
     X *= np.sqrt(P / max(B, 1))
+    if weights is not None:
+        start = 0
+        for scaler, weight in zip(scalers, weights, strict=True):
+            stop = start + scaler.n_features_in_
+            X[:, start:stop] *= weight
+            start = stop
     return X
 
 
@@ -372,7 +527,7 @@ class _FittedBlocks:
         """The scaled features the regression sees, blocks in the recipe's order."""
         blocks = self.recipe.blocks
         X = _design(blocks, features, self.steps, groups, fit=False)
-        return _scale(X, [self.steps[n][-1] for n in blocks])
+        return _scale(X, [self.steps[n][-1] for n in blocks], self.recipe.weights)
 
     def predict_proba(self, features, groups=None):
         return self.model.predict_proba(self.transform(features, groups))
@@ -415,7 +570,7 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
             )
     steps = {name: _block_steps(name, features[name], align) for name in recipe.blocks}
     X = _design(recipe.blocks, features, steps, groups, fit=True)
-    X = _scale(X, [steps[n][-1] for n in recipe.blocks])
+    X = _scale(X, [steps[n][-1] for n in recipe.blocks], recipe.weights)
     model = _logistic(recipe.C, random_state).fit(X, y)
     return _FittedBlocks(recipe, steps, model)
 
@@ -433,7 +588,8 @@ def compare_recipes(
     Parameters
     ----------
     candidates : list of ProbeRecipe
-        Recipes that differ only in ``blocks`` and ``C`` (:meth:`ProbeRecipe.candidates`).
+        Recipes that differ only in ``blocks``, ``C`` and ``weights``
+        (:meth:`ProbeRecipe.candidates`).
     features : dict
         Raw features of every block the candidates name.
     y, groups : ndarray, shape (n_windows,)
@@ -481,25 +637,25 @@ def compare_recipes(
                for n in names}  # fmt: skip
     scores = [[] for _ in candidates]
     losses = [[] for _ in candidates]
-    start, long = time.perf_counter(), False
+    start, long, half = time.perf_counter(), False, len(folds) // 2
     for k, (train, test) in enumerate(folds):
         if k == 1:
             first = time.perf_counter() - start
             long = first * len(folds) > _PROGRESS_AFTER_SECONDS
         if k == 1 and long:
             logger.info(
-                "recipe='auto': the first of %d inner folds (%s, %d groups) took %.1f s; "
-                "all %d: about %.0f s (an estimate at the machine's load now, "
-                "refreshed halfway).",
+                "Inner comparison: the first of %d inner folds (%s, %d groups) took %.1f s; "
+                "all %d: about %.0f s (an estimate from that fold: the folds differ in "
+                "size, and a busy machine runs them slower).",
                 len(folds), type(splitter).__name__, n_groups, first, len(folds),
                 first * len(folds),
             )  # fmt: skip
-        elif long and k == len(folds) // 2 and k > 1:
-            spent = time.perf_counter() - start
+        elif long and k == half and half > 1:
+            elapsed = time.perf_counter() - start
             logger.info(
-                "recipe='auto': %d of %d inner folds in %.1f s; about %.0f s left at "
-                "that pace.",
-                k, len(folds), spent, spent / k * (len(folds) - k),
+                "Inner comparison: %d of %d inner folds in %.1f s; all: about %.0f s "
+                "(re-estimated).",
+                k, len(folds), elapsed, elapsed * len(folds) / k,
             )  # fmt: skip
         if len(np.unique(y[train])) < 2:
             continue
@@ -512,8 +668,9 @@ def compare_recipes(
             fold[n] = (tr, _run(steps, F[test], groups[test], False), steps[-1])
         for i, recipe in enumerate(candidates):
             scalers = [fold[n][2] for n in recipe.blocks]
-            X_train = _scale(np.hstack([fold[n][0] for n in recipe.blocks]), scalers)
-            X_test = _scale(np.hstack([fold[n][1] for n in recipe.blocks]), scalers)
+            weights = recipe.weights
+            X_train = _scale(np.hstack([fold[n][0] for n in recipe.blocks]), scalers, weights)
+            X_test = _scale(np.hstack([fold[n][1] for n in recipe.blocks]), scalers, weights)
             model = _logistic(recipe.C, random_state).fit(X_train, y[train])
             proba = model.predict_proba(X_test)
             predicted = model.classes_[proba.argmax(axis=1)]
@@ -524,7 +681,7 @@ def compare_recipes(
             losses[i].append(log_loss(y[test], proba, labels=model.classes_) if seen else np.nan)
     if long:
         logger.info(
-            "recipe='auto': %d candidates compared over %d inner folds in %.1f s.",
+            "Inner comparison: %d candidates compared over %d inner folds in %.1f s.",
             len(candidates), len(folds), time.perf_counter() - start,
         )  # fmt: skip
     table = pd.DataFrame(

@@ -42,7 +42,8 @@ def test_csp_recovers_the_unmixing_row_of_each_class_source(n_classes):
 
 def test_csp_refuses_more_filters_than_channels_and_one_class():
     X, y, _ = _mixed_sources(10, 2)
-    with pytest.raises(ValueError, match=r"'spatial_filters'=6 .* at most the number of channels \(5\)"):
+    message = r"'spatial_filters'=6 .* at most the number of channels \(5\)"
+    with pytest.raises(ValueError, match=message):
         csp_filters(X, y, 6)
     with pytest.raises(ValueError, match="at least two classes"):
         csp_filters(X, np.zeros(len(X), dtype=int), 2)
