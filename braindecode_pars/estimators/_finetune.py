@@ -44,6 +44,7 @@ from braindecode_pars._util.seeding import fit_seed
 from braindecode_pars.estimators._spatial_init import SPATIAL_INITS
 from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS, READOUTS, check_front_end
 from braindecode_pars.models.spatial_front import check_bands
+from braindecode_pars.pretraining.schedule import WarmupCosineLR
 
 logger = logging.getLogger(__name__)
 
@@ -228,6 +229,7 @@ def check_finetuner_params(net):
     check_option("amplitude", net.amplitude, AMPLITUDES)
     check_option("pooling", net.pooling, POOLINGS)
     check_option("readout", net.readout, READOUTS)
+    check_option("lr_schedule", net.lr_schedule, LR_SCHEDULES)
     check_option("spatial_init", net.spatial_init, SPATIAL_INITS)
     check_option("token_gate", net.token_gate, (False, True))
     check_front_end(net.spatial_filters, 1.0, net.patch_stride)
@@ -278,13 +280,21 @@ def encoder_param_groups(lr, encoder_lr_scale, layer_decay, depth):
     return groups + [("encoder.*", {"lr": base * layer_decay ** (depth + 1)})]
 
 
-def finetune_callbacks(strategy, max_epochs, validation, valid_monitor, checkpoint_dir):
+#: Values of ``PARSFineTuner(lr_schedule=...)``.
+LR_SCHEDULES = ("constant", "warmup-cosine")
+
+
+def finetune_callbacks(
+    strategy, max_epochs, validation, valid_monitor, checkpoint_dir, lr_schedule="constant"
+):
     """``PARSFineTuner``'s callbacks beside skorch's defaults: the time estimate after
     the first epoch (:class:`TimeEstimate`); with a validation set, its balanced
     accuracy per epoch (``valid_bal_acc``) and the restoring of the best epoch by
     ``valid_monitor``; the freezing (and, for lp-ft, the thawing after half of
-    ``max_epochs``) of the encoder."""
+    ``max_epochs``) of the encoder; the warm-up and cosine of ``lr_schedule``."""
     callbacks = [("time_estimate", TimeEstimate())]
+    if lr_schedule == "warmup-cosine":
+        callbacks.append(("lr_schedule", WarmupCosineLR()))
     if validation:
         scoring = EpochScoring(
             _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False,

@@ -112,6 +112,10 @@ class PARSFineTuner(
         block, and ``fit`` logs both rates; ``encoder=None`` trains a new encoder at
         the windows' own rate.
     strategy : {"full", "frozen", "lp-ft"}
+    lr_schedule : {"constant", "warmup-cosine"}
+        ``"constant"``: ``lr`` throughout; ``"warmup-cosine"``: a linear warm-up from a
+        tenth of ``lr`` over the first 10 % of the steps, then a cosine to 0 (the
+        paper's pretraining curve, :class:`~braindecode_pars.pretraining.schedule.WarmupCosineLR`).
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` (its last block's, with
         ``layer_decay``).
@@ -225,6 +229,7 @@ class PARSFineTuner(
         *,
         encoder=DEFAULT,
         strategy="full",
+        lr_schedule="constant",
         encoder_lr_scale=1.0,
         layer_decay=1.0,
         amplitude="relative",
@@ -258,6 +263,7 @@ class PARSFineTuner(
     ):
         self.encoder = encoder
         self.strategy = strategy
+        self.lr_schedule = lr_schedule
         self.encoder_lr_scale = encoder_lr_scale
         self.layer_decay = layer_decay
         self.amplitude = amplitude
@@ -573,8 +579,9 @@ class PARSFineTuner(
         ]
         validation = getattr(self, "validation_", "none") != "none"
         return callbacks + finetune_callbacks(
-            self.strategy, self.max_epochs, validation, self.valid_monitor, self.checkpoint_dir
-        )
+            self.strategy, self.max_epochs, validation, self.valid_monitor, self.checkpoint_dir,
+            self.lr_schedule,
+        )  # fmt: skip
 
     def get_iterator(self, dataset, training=False, drop_index=True):
         """Training batches through braindecode's ``AugmentedDataLoader`` when

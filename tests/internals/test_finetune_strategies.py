@@ -367,3 +367,24 @@ def test_aligned_fine_tuning_reads_the_subjects_of_braindecode_windows():
     expected = arrays.predict_proba(Xt, groups=gt)
     np.testing.assert_allclose(windows.predict_proba(windows_of(Xt, yt, gt)), expected, atol=1e-5)
     np.testing.assert_allclose(arrays.predict_proba(windows_of(Xt, yt, gt)), expected, atol=1e-5)
+
+
+def test_the_warmup_cosine_schedule_sets_each_steps_rate():
+    X, y = _amplitude_task(n=16)
+    clf = PARSFineTuner(
+        encoder=_encoder(), lr=1e-3, lr_schedule="warmup-cosine", max_epochs=10, batch_size=4,
+        augmentation=None, **SMALL,
+    ).fit(X, y)  # fmt: skip
+    rates = [b["event_lr"] for epoch in clf.history for b in epoch["batches"]]
+    assert len(rates) == 40
+    steps = np.arange(40) / 40  # progress of each step, as WarmupCosineLR counts it
+    warm = 0.1 + 0.9 * np.minimum(steps / 0.1, 1)
+    cosine = 0.5 * (1 + np.cos(np.pi * np.clip((steps - 0.1) / 0.9, 0, 1)))
+    expected = 1e-3 * np.where(steps < 0.1, warm, cosine)
+    np.testing.assert_allclose(rates, expected, rtol=1e-6)
+    constant = PARSFineTuner(encoder=_encoder(), lr=1e-3, max_epochs=2, batch_size=4, **SMALL)
+    constant.fit(X, y)
+    assert {g["lr"] for g in constant.optimizer_.param_groups} == {1e-3}
+    assert "event_lr" not in constant.history[-1, "batches", -1]
+    with pytest.raises(ValueError, match=r"'lr_schedule'.*'constant' and 'warmup-cosine'"):
+        PARSFineTuner(lr_schedule="cosine").fit(X, y)
