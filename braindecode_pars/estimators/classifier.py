@@ -81,8 +81,9 @@ class PARSClassifier(
     ``PARSClassifier(head=PARSFineTuner(strategy="full"))`` fine-tunes
     ``"pars-small-v2"`` (the paper's fine-tuning), and a grid over ``head__encoder``
     fits each candidate's. Both set is refused, naming ``encoder``.
-    ``PARSClassifier()`` (``head=None``) is ``PARSProbe(encoder="pars-small-v2")``; to
-    search its parameters, give it as that instance (``head__C`` then reaches it).
+    ``PARSClassifier()`` (``head=None``) is ``PARSProbe(encoder="pars-small-v2",
+    block_weights="auto")``; to search its parameters, give it as that instance
+    (``head__C`` then reaches it).
 
     **The head contract.** A head is a scikit-learn estimator (``get_params``,
     ``fit``, ``predict``, ``classes_``), with an ``encoder`` parameter if it reads the
@@ -117,16 +118,18 @@ class PARSClassifier(
 
     **What to expect**: ``PARSClassifier()`` is the probe over the shipped PARS encoder
     ``pars-small-v2`` (windows at another rate than its 100 Hz are resampled for it),
-    log band power and the tangent space. It has not beaten the same probe without an
-    encoder on this project's development tasks (:doc:`/benchmarks/dev_tasks`): that
-    probe is ``PARSProbe()``, or ``PARSClassifier(encoder=None)``, and is the comparison
-    any encoder has to beat. ``encoder=PARSPretrainer()`` pretrains on ``X`` and
+    log band power and the tangent space, the encoder's block weighed by inner folds
+    over three or more groups (``block_weights="auto"``: 0 where it does not earn its
+    place by two standard errors; with fewer groups, every block at today's weight;
+    chosen by the rule of ``benchmarks/bench_probe_blocks.py``,
+    :doc:`/benchmarks/defaults`). It has not beaten the same probe without an encoder
+    on this project's development tasks (:doc:`/benchmarks/dev_tasks`): that probe is
+    ``PARSProbe()``, or ``PARSClassifier(encoder=None)``, and is the comparison any
+    encoder has to beat. ``encoder=PARSPretrainer()`` pretrains on ``X`` and
     ``X_unlabeled`` for minutes on a CPU (``PARSPretrainer(init_encoder="pars-small-v2")``
     goes on from the shipped weights); with ``head=PARSProbe("pars-small-v2",
     recipe="auto")`` and three subjects or more, ``fit`` says by inner cross-validation
-    whether the encoder's block helps on your labels, and with ``head=PARSProbe(
-    "pars-small-v2", block_weights="auto")`` the encoder's block gets the weight the
-    inner folds earn it (0 where it adds nothing: the probe without an encoder).
+    whether the encoder's block helps on your labels.
 
     Parameters
     ----------
@@ -139,8 +142,8 @@ class PARSClassifier(
         pretraining inside ``fit``. An encoder used as it is: a shipped name, a saved
         encoder's path, a ``PatchEncoder``.
     head : estimator | None
-        The head (see the contract above); None: ``PARSProbe()`` over the encoder
-        (``"pars-small-v2"`` with ``encoder="default"``). Stored as given: to search the
+        The head (see the contract above); None: ``PARSProbe(block_weights="auto")`` over
+        the encoder (``"pars-small-v2"`` with ``encoder="default"``). Stored as given: to search the
         head's parameters, give it as an instance.
     sfreq : float | None
         Sampling rate of array input; read from windows that carry it.
@@ -217,7 +220,7 @@ class PARSClassifier(
         return value if hasattr(value, "fit") and hasattr(value, "get_params") else None
 
     def _head_estimator(self):
-        value = PARSProbe() if self.head is None else self.head
+        value = PARSProbe(block_weights="auto") if self.head is None else self.head
         if not (hasattr(value, "fit") and hasattr(value, "get_params")):
             raise TypeError(
                 "'head' must be None or a classifier (e.g. PARSProbe(), PARSFineTuner(), or "
