@@ -284,6 +284,38 @@ def encoder_param_groups(lr, encoder_lr_scale, layer_decay, depth):
 LR_SCHEDULES = ("constant", "warmup-cosine")
 
 
+class FineTuneWarmupCosine(WarmupCosineLR):
+    """The warm-up and cosine of ``PARSFineTuner(lr_schedule="warmup-cosine")``: the
+    pretraining curve, with three differences a fine-tuning needs. Each parameter group
+    keeps its own share of ``lr`` (the encoder's ``encoder_lr_scale`` and
+    ``layer_decay``), read once when the group is first set; the run is each call of
+    ``fit`` or ``partial_fit`` (its ``max_epochs`` epochs from where it starts, so a
+    ``partial_fit`` after a fit warms up and anneals again instead of training at the
+    curve's end, rate 0); an epoch's batches include its last, smaller one (the
+    fine-tuner's loader does not drop it)."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.first_epoch_ = len(net.history)  # rows before this call's first epoch
+
+    def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        self.per_epoch_ = max(1, math.ceil(len(dataset_train) / net.batch_size))
+        self.epoch_ = len(net.history) - 1 - getattr(self, "first_epoch_", 0)
+        self.batch_ = 0
+        self._set(net)
+        net.history.record("lr", self._rate(net, 0))
+
+    def _set(self, net):
+        lr = self._rate(net, self.batch_)
+        for group in net.optimizer_.param_groups:
+            rate = group["lr"].item() if isinstance(group["lr"], torch.Tensor) else group["lr"]
+            scale = group.setdefault("lr_scale", rate / net.lr if net.lr else 1.0)
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(lr * scale)
+            else:
+                group["lr"] = lr * scale
+        return lr
+
+
 def finetune_callbacks(
     strategy, max_epochs, validation, valid_monitor, checkpoint_dir, lr_schedule="constant"
 ):
@@ -294,7 +326,7 @@ def finetune_callbacks(
     ``max_epochs``) of the encoder; the warm-up and cosine of ``lr_schedule``."""
     callbacks = [("time_estimate", TimeEstimate())]
     if lr_schedule == "warmup-cosine":
-        callbacks.append(("lr_schedule", WarmupCosineLR()))
+        callbacks.append(("lr_schedule", FineTuneWarmupCosine()))
     if validation:
         scoring = EpochScoring(
             _valid_balanced_accuracy, name="valid_bal_acc", lower_is_better=False,

@@ -55,6 +55,7 @@ from braindecode_pars.io.windows import window_scale
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
 from braindecode_pars.models.multichannel import MultiChannelClassifier
+from braindecode_pars.models.spatial_front import check_bands
 from braindecode_pars.pretraining.stopping import StopHandling
 from braindecode_pars.weights import DEFAULT_ENCODER
 
@@ -112,10 +113,10 @@ class PARSFineTuner(
         block, and ``fit`` logs both rates; ``encoder=None`` trains a new encoder at
         the windows' own rate.
     strategy : {"full", "frozen", "lp-ft"}
-    lr_schedule : {"constant", "warmup-cosine"}
-        ``"constant"``: ``lr`` throughout; ``"warmup-cosine"``: a linear warm-up from a
-        tenth of ``lr`` over the first 10 % of the steps, then a cosine to 0 (the
-        paper's pretraining curve, :class:`~braindecode_pars.pretraining.schedule.WarmupCosineLR`).
+    lr_schedule : {"warmup-cosine", "constant"}
+        ``"warmup-cosine"`` (the default): a linear warm-up from a tenth of ``lr`` over
+        the first 10 % of each ``fit``'s steps, then a cosine to 0, each parameter group
+        at its own share of ``lr``; ``"constant"``: ``lr`` throughout.
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` (its last block's, with
         ``layer_decay``).
@@ -126,21 +127,20 @@ class PARSFineTuner(
     amplitude : False | True | "relative"
         Give the head what the encoder's instance normalisation (per channel and
         window) removes (:class:`~braindecode_pars.MultiChannelClassifier`'s
-        ``amplitude``). ``"relative"`` (the default): each channel's log amplitude
-        relative to its window's channels, all channels mapped into the pooled token;
-        ``True``: each channel's log amplitude added to its spatial token; False: none
-        (the paper's model, and the default before issue 77: on two channels whose
-        2:1 ratio is the label, under a random gain per window, it stayed at chance,
-        :doc:`/benchmarks/finetuning`).
+        ``amplitude``). False (the default since issue 86, whose ``band_power`` reads
+        the band power instead): none; ``"relative"`` (the default of issue 77): each
+        channel's broadband log amplitude relative to its window's channels, all
+        channels mapped into the pooled token; ``True``: each channel's log amplitude
+        added to its spatial token.
     pooling : {"mean", "mean+std"}
         How each channel's tokens are pooled over patches into its spatial token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
     spatial_filters : int | None
-        None: the encoder reads the input channels (the paper's model). An int ``K``: a
-        spatial front end maps the channels to ``K`` virtual channels (at most the
-        windows' channels: ``min(K, n_chans)``) before the encoder
+        8 (the default): a spatial front end maps the channels to ``K = 8`` virtual
+        channels (at most the windows' channels: ``min(K, n_chans)``) before the encoder
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``spatial_filters``), its
         filters set at each ``fit`` from the training windows by ``spatial_init``.
+        None: the encoder reads the input channels (the paper's model).
     spatial_init : {"csp", "identity"}
         Where the spatial filters start: ``"csp"``, common spatial patterns of the
         training windows (after ``align``; in ``band_power``'s span when it is set), the
@@ -148,15 +148,24 @@ class PARSFineTuner(
         identity's first ``K`` rows. Computed inside ``fit`` from its own windows only,
         so safe inside cross-validation.
     band_power : None | (low, high) | sequence of (low, high)
-        The log-variance of each (virtual) channel in these bands, standardised by
-        statistics fixed from the training windows, added to the pooled token
-        (:class:`~braindecode_pars.MultiChannelClassifier`'s ``band_power``).
+        The log-variance of each (virtual) channel in these bands (default 8-30 Hz),
+        standardised by statistics fixed from the training windows, read by the final
+        layer beside the pooled token
+        (:class:`~braindecode_pars.MultiChannelClassifier`'s ``band_power``); None: none.
     token_gate : bool
-        The encoder's pooled token behind a learnable gate that starts at 0.
+        The encoder's pooled token behind a learnable gate that starts at 0 (the
+        default, True).
     readout : {"attention", "channels"}
         The spatial cross-attention (the paper's) or a channel-indexed linear readout.
     patch_stride : float | None
-        Seconds between the encoder's patches (None: the patch length, 1 s).
+        Seconds between the encoder's patches: 0.5 (the default, as the probe reads
+        them); None: the patch length, 1 s (the paper's).
+
+        The defaults of the front end and of the recipe (``lr``, ``batch_size``,
+        ``max_epochs``, ``lr_schedule``, ``augmentation``, ``amplitude``) were chosen by
+        the rule of ``benchmarks/bench_finetuning_space.py`` on the motor-imagery
+        selection splits and checked on EEGMAT's selection subjects
+        (:doc:`/benchmarks/finetuning`, "Fine-tuning that reads space").
     spatial_drop_prob : float
         Spatial-token dropout: 0 (none; the paper's 0.5 lost 1.4 points on the selection
         subjects, :doc:`/benchmarks/finetuning`).
@@ -172,11 +181,13 @@ class PARSFineTuner(
         ``subject`` in ``fit`` and ``predict`` (None: the windows given, as one group).
     augmentation : "standard" | list of braindecode Transform | None
         Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
-        "standard" (the default) draws Fourier-phase surrogates, channel dropout (on
-        windows of 5 channels or more) and a smooth time mask, each with probability 0.5
-        (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`); None: none.
-        Chosen on subject folds inside EEGMAT's labelled pool, where it turned fitting
-        the training subjects into learning across them (:doc:`/benchmarks/finetuning`).
+        None (the default since issue 86): none; "standard" draws Fourier-phase
+        surrogates, channel dropout (on windows of 5 channels or more) and a smooth
+        time mask, each with probability 0.5
+        (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`). It was
+        the default when the paper's head was chosen on EEGMAT's subject folds; with
+        the spatial front end it lost on the motor-imagery selection splits
+        (:doc:`/benchmarks/finetuning`).
     valid_fraction : float
         Share of the groups held out to pick the best epoch (see ``min_valid_groups``).
     min_valid_groups : int | None
@@ -194,8 +205,9 @@ class PARSFineTuner(
     random_state : int | None
         Seed of every draw of ``fit``; the global generators are left as they were.
     criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, **kwargs
-        skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 3e-4, batch
-        16, 200 epochs (the paper's; chosen against 40 and 100, :doc:`/benchmarks/finetuning`).
+        skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 1e-3, batch
+        4, 25 epochs (issue 86's recipe; the paper's head was fine-tuned at lr 3e-4,
+        batch 16 and 200 epochs, :doc:`/benchmarks/finetuning`).
     verbose : int
         0 (the default): silent, as scikit-learn's estimators are (inside
         ``cross_val_score`` a table per fold would print hundreds of rows); 1: skorch's
@@ -229,22 +241,22 @@ class PARSFineTuner(
         *,
         encoder=DEFAULT,
         strategy="full",
-        lr_schedule="constant",
+        lr_schedule="warmup-cosine",
         encoder_lr_scale=1.0,
         layer_decay=1.0,
-        amplitude="relative",
+        amplitude=False,
         pooling="mean",
-        spatial_filters=None,
+        spatial_filters=8,
         spatial_init="csp",
-        band_power=None,
-        token_gate=False,
+        band_power=(8.0, 30.0),
+        token_gate=True,
         readout="attention",
-        patch_stride=None,
+        patch_stride=0.5,
         spatial_drop_prob=0.0,
         crop_seconds=None,
         n_eval_crops=5,
         align=None,
-        augmentation="standard",
+        augmentation=None,
         valid_fraction=0.2,
         min_valid_groups=None,
         valid_monitor="loss",
@@ -253,9 +265,9 @@ class PARSFineTuner(
         random_state=None,
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
-        lr=3e-4,
-        max_epochs=200,
-        batch_size=16,
+        lr=1e-3,
+        max_epochs=25,
+        batch_size=4,
         callbacks=None,
         device="cpu",
         verbose=0,
@@ -370,6 +382,13 @@ class PARSFineTuner(
             valid_codes = self._codes(valid.y, "y_valid")
         self.seed_ = fit_seed(self.random_state)
         self.sfreq_ = float(data.sfreq)
+        for band in check_bands("band_power", self.band_power) or []:
+            if band[1] > self.sfreq_ / 2:
+                raise ValueError(
+                    f"'band_power' band {band} reaches above the Nyquist frequency "
+                    f"({self.sfreq_ / 2:g} Hz) of the windows the module reads "
+                    f"({self.sfreq_:g} Hz): choose bands below it."
+                )
         self.n_chans_, self.n_times_ = n_chans, n_times
         self.input_sfreq_, self.input_n_times_ = float(input_sfreq), input_n_times
         self.scale_ = window_scale(data.X)
@@ -393,7 +412,7 @@ class PARSFineTuner(
         # braindecode's transforms, as attributes set outside its initialize methods)
         self._fit_state = dict(
             valid=held_out, transforms=self._augmentation(), encoder=given,
-            front_end=(X[train.indices], codes[train.indices]),
+            front_end=(X, codes, train.indices),
         )  # fmt: skip
         logger.info(
             "Fine-tuning (strategy=%r) %s on %s of %s x %g s for %s on %s; validation: %s.",
@@ -547,9 +566,13 @@ class PARSFineTuner(
             self._init_front_end(self.module_, *front_end)
         return self
 
-    def _init_front_end(self, module, X, codes):
+    def _init_front_end(self, module, X, codes, indices):
         """Set the spatial filters (``spatial_init``) and fix the band-power statistics
-        from the training windows ``X`` (aligned) of this fit."""
+        from the training windows of this fit (``X[indices]``, aligned), on the crops
+        the module reads (the evaluation crops when training on random ones)."""
+        if module.spatial_filter is None and module.band_log_variance is None:
+            return
+        X, codes = X[indices], codes[indices]
         if module.spatial_filter is not None and self.spatial_init == "csp":
             bands = module.band_power
             span = None if bands is None else (min(b[0] for b in bands), max(b[1] for b in bands))
@@ -562,9 +585,9 @@ class PARSFineTuner(
                 "" if span is None else f" in {span[0]:g}-{span[1]:g} Hz",
             )  # fmt: skip
         if module.band_log_variance is not None:
-            with torch.no_grad():
-                Xt = torch.as_tensor(np.asarray(X, dtype=np.float32))
-                module.band_log_variance.set_statistics(module.virtual_channels(Xt.to(self.device)))
+            if self.n_crop_ < self.n_times_:
+                X = np.concatenate([X[..., s : s + self.n_crop_] for s in self._eval_starts()])
+            module.band_log_variance.set_statistics(X, transform=module.virtual_channels)
 
     @property
     def _default_callbacks(self):

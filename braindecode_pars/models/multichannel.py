@@ -6,9 +6,11 @@ import contextlib
 import inspect
 import io
 import json
+import numbers
 import os
 from pathlib import Path
 
+import numpy as np
 import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
@@ -61,10 +63,10 @@ def _encoder_folder(name_or_path):
 
 def check_front_end(spatial_filters, spatial_max_norm, patch_stride):
     """Check ``MultiChannelClassifier``'s front-end parameters (the fine-tuner's too)."""
-    if spatial_filters is not None and (
-        isinstance(spatial_filters, bool) or not isinstance(spatial_filters, int)
-        or spatial_filters < 1
-    ):  # fmt: skip
+    integral = isinstance(spatial_filters, numbers.Integral) and not isinstance(
+        spatial_filters, bool | np.bool_
+    )
+    if spatial_filters is not None and (not integral or spatial_filters < 1):
         raise ValueError(
             f"'spatial_filters' must be None or an int >= 1, but got {spatial_filters!r}."
         )
@@ -236,7 +238,9 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         check_option("pooling", pooling, POOLINGS)
         check_option("amplitude", amplitude, AMPLITUDES)
         check_option("readout", readout, READOUTS)
+        check_option("token_gate", token_gate, (False, True))
         check_front_end(spatial_filters, spatial_max_norm, patch_stride)
+        spatial_filters = None if spatial_filters is None else int(spatial_filters)
         bands = check_bands("band_power", band_power)
         #: "relative", "token" (True) or None (False)
         self._amplitude_path = (
@@ -373,7 +377,10 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             token after the spatial cross-attention and its norm, what ``final_layer``
             reads (the query is this model's only summary token, and it is that one;
             with ``amplitude="relative"``, plus the map of the channels' relative
-            amplitudes before the norm).
+            amplitudes before the norm; with ``readout="channels"``, the channel
+            readout's output instead of the query's; with ``token_gate``, times the
+            gate; with ``band_power``, the band log-variances concatenated after it:
+            shape (batch, :attr:`n_features`)).
 
         Returns
         -------

@@ -15,6 +15,7 @@ each virtual channel in a band.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -45,8 +46,8 @@ class SpatialFilter(nn.Module):
         super().__init__()
         self.max_norm = max_norm
         self.weight = nn.Parameter(torch.empty(n_filters, n_chans))
-        with torch.no_grad():  # the identity's first rows; orthonormal rows beyond
-            if n_filters <= n_chans:
+        with torch.no_grad():  # the identity's first rows; more filters than channels:
+            if n_filters <= n_chans:  # orthonormal columns, the rows renormed in training
                 self.weight.copy_(torch.eye(n_chans)[:n_filters])
             else:
                 nn.init.orthogonal_(self.weight)
@@ -67,8 +68,10 @@ class SpatialFilter(nn.Module):
     def forward(self, X):
         """(batch, n_chans, n_times) -> (batch, n_filters, n_times)."""
         if self.training and self.max_norm is not None:
-            with torch.no_grad():
-                self.weight.copy_(torch.renorm(self.weight, p=2, dim=0, maxnorm=self.max_norm))
+            with torch.no_grad():  # in place only when a filter is over (a second forward
+                # before the backward then finds the weight it read)
+                if bool((self.weight.norm(dim=1) > self.max_norm * (1 + 1e-6)).any()):
+                    self.weight.copy_(torch.renorm(self.weight, p=2, dim=0, maxnorm=self.max_norm))
         return torch.einsum("fc,bct->bft", self.weight.to(X.dtype), X)
 
 
@@ -110,6 +113,13 @@ class BandLogVariance(nn.Module):
     def __init__(self, n_chans, bands, sfreq):
         super().__init__()
         self.bands = [tuple(float(f) for f in band) for band in bands]
+        nyquist = float(sfreq) / 2
+        for band in self.bands:
+            if not 0 < band[0] < band[1] <= nyquist:
+                raise ValueError(
+                    f"'band_power' band {band} must lie in (0, {nyquist:g}] Hz at the "
+                    f"model's rate of {float(sfreq):g} Hz, but does not."
+                )
         taps = [band_pass_taps(band, sfreq) for band in self.bands]
         self.register_buffer("taps", torch.as_tensor(np.stack(taps))[:, None], persistent=False)
         n_features = n_chans * len(self.bands)
@@ -129,22 +139,35 @@ class BandLogVariance(nn.Module):
                 f"'X' windows of {T} samples are shorter than the band-pass filter "
                 f"({self.n_taps} samples)."
             )
-        flat = X.float().reshape(B * C, 1, T)
-        filtered = nn.functional.conv1d(flat, self.taps.float())  # (B * C, n_bands, T')
-        var = filtered.var(dim=-1, unbiased=False).reshape(B, C, -1).transpose(1, 2)
-        log_var = torch.log(var + torch.finfo(torch.float32).tiny)  # (B, n_bands, C)
-        if C > 1:  # relative to the window's channels; one channel keeps its own
-            log_var = log_var - log_var.mean(dim=-1, keepdim=True)
-        return log_var.reshape(B, -1)
+        with torch.autocast(X.device.type, enabled=False):  # volts squared underflow in half
+            signal = X.float().reshape(B * C, 1, T)
+            filtered = nn.functional.conv1d(signal, self.taps.float())  # (B * C, n_bands, T')
+            var = filtered.var(dim=-1, unbiased=False).reshape(B, C, -1).transpose(1, 2)
+            # a channel without signal (zeroed by augmentation, a dead electrode) stands at
+            # its window's mean, outside it, as the amplitude path's flat channels do
+            flat = var <= 1e-12 * var.amax(dim=-1, keepdim=True).clamp_min(1e-30)
+            log_var = torch.log(var + torch.finfo(torch.float32).tiny)  # (B, n_bands, C)
+            kept = (~flat).float()
+            mean = (log_var * kept).sum(-1, keepdim=True) / kept.sum(-1, keepdim=True).clamp(1)
+            log_var = torch.where(flat, mean, log_var)
+            if C > 1:  # relative to the window's channels; one channel keeps its own
+                log_var = log_var - mean
+            return log_var.reshape(B, -1)
 
     @torch.no_grad()
-    def set_statistics(self, X, batch_size=64):
+    def set_statistics(self, X, batch_size=64, transform=None):
         """Fix the standardisation from windows ``X`` (an array or tensor, (n_windows,
-        n_chans, n_times)), as they reach this module."""
-        X = torch.as_tensor(X)
-        feats = torch.cat(
-            [self.log_variance(X[i : i + batch_size]) for i in range(0, len(X), batch_size)]
-        )
+        n_chans, n_times)), as they reach this module, or through ``transform`` (a
+        function of a batch of ``X`` on the module's device: the spatial filters), one
+        batch at a time."""
+        device = self.mean.device
+
+        def batch(i):
+            Xb = torch.as_tensor(np.asarray(X[i : i + batch_size]), dtype=torch.float32)
+            Xb = Xb.to(device)
+            return self.log_variance(Xb if transform is None else transform(Xb))
+
+        feats = torch.cat([batch(i) for i in range(0, len(X), batch_size)])
         self.mean.copy_(feats.mean(0))
         std = feats.std(0, unbiased=False) if len(feats) > 1 else torch.ones_like(self.std)
         self.std.copy_(torch.where(std > 1e-6, std, torch.ones_like(std)))
@@ -159,18 +182,22 @@ def check_bands(name, bands):
     them, 0 <= low < high; a ``ValueError`` naming ``name`` otherwise. None stays None."""
     if bands is None:
         return None
+
+    def edge(f):
+        real = isinstance(f, numbers.Real) and not isinstance(f, bool | np.bool_)
+        return real and math.isfinite(f)
+
     try:
-        pairs = [tuple(bands)] if np.ndim(bands) == 1 else [tuple(b) for b in bands]
+        one = len(bands) == 2 and all(edge(f) for f in bands)
+        pairs = [tuple(bands)] if one else [tuple(b) for b in bands]
         ok = len(pairs) > 0 and all(
-            len(p) == 2 and all(isinstance(f, int | float) and math.isfinite(f) for f in p)
-            and 0 <= p[0] < p[1]
-            for p in pairs
-        )  # fmt: skip
-    except TypeError:
+            len(p) == 2 and all(edge(f) for f in p) and 0 < p[0] < p[1] for p in pairs
+        )
+    except (TypeError, ValueError):
         ok = False
     if not ok:
         raise ValueError(
-            f"'{name}' must be None, a band (low, high) in Hz with 0 <= low < high, or a "
+            f"'{name}' must be None, a band (low, high) in Hz with 0 < low < high, or a "
             f"sequence of such bands, but got {bands!r}."
         )
     return [(float(lo), float(hi)) for lo, hi in pairs]

@@ -233,7 +233,7 @@ def test_layer_decay_and_encoder_lr_scale_give_each_encoder_block_its_rate():
     X, y = _amplitude_task(n=16)
     torch.manual_seed(0)
     encoder = PatchEncoder(sfreq=100, **dict(TINY, depth=3))
-    params = dict(encoder=encoder, lr=1e-3, max_epochs=1, **SMALL)
+    params = dict(encoder=encoder, lr=1e-3, max_epochs=1, lr_schedule="constant", **SMALL)
     rates = _learning_rates(
         PARSFineTuner(encoder_lr_scale=0.5, layer_decay=0.1, **params).fit(X, y)
     )
@@ -294,7 +294,7 @@ def test_the_defaults_learn_across_subjects_and_a_group_split_holds_whole_subjec
     X, y, groups = _subjects_task(8)
     Xt, yt, _ = _subjects_task(4, seed=1)  # four new subjects
     clf = PARSFineTuner(encoder=_encoder(), **SMALL)
-    assert clf.augmentation == "standard" and clf.min_valid_groups is None
+    assert clf.augmentation is None and clf.min_valid_groups is None
     clf.fit(X, y, groups=groups)
     assert clf.validation_ == "none" and len(clf.history_) == clf.max_epochs
     assert clf.score(Xt, yt) > 0.75  # chance: 0.5
@@ -382,7 +382,22 @@ def test_the_warmup_cosine_schedule_sets_each_steps_rate():
     cosine = 0.5 * (1 + np.cos(np.pi * np.clip((steps - 0.1) / 0.9, 0, 1)))
     expected = 1e-3 * np.where(steps < 0.1, warm, cosine)
     np.testing.assert_allclose(rates, expected, rtol=1e-6)
-    constant = PARSFineTuner(encoder=_encoder(), lr=1e-3, max_epochs=2, batch_size=4, **SMALL)
+    # each group keeps its share (the encoder's), and a partial_fit runs the curve again
+    scaled = PARSFineTuner(
+        encoder=_encoder(), lr=1e-3, lr_schedule="warmup-cosine", max_epochs=3, batch_size=5,
+        encoder_lr_scale=0.1, augmentation=None, **SMALL,
+    ).fit(X, y)  # fmt: skip
+    rates = [b["event_lr"] for epoch in scaled.history for b in epoch["batches"]]
+    assert len(rates) == 12 and rates[-1] > 0  # 16 windows: 4 batches, the last of 1, counted
+    scaled.partial_fit(X, y)
+    again = [b["event_lr"] for epoch in scaled.history[3:] for b in epoch["batches"]]
+    np.testing.assert_allclose(again, rates, rtol=1e-6)
+    groups = {round(g["lr"] / g["lr_scale"], 12) for g in scaled.optimizer_.param_groups}
+    assert len(groups) == 1  # one curve ...
+    assert {g["lr_scale"] for g in scaled.optimizer_.param_groups} == {0.1, 1.0}  # ... scaled
+    constant = PARSFineTuner(
+        encoder=_encoder(), lr=1e-3, lr_schedule="constant", max_epochs=2, batch_size=4, **SMALL
+    )
     constant.fit(X, y)
     assert {g["lr"] for g in constant.optimizer_.param_groups} == {1e-3}
     assert "event_lr" not in constant.history[-1, "batches", -1]
