@@ -53,6 +53,26 @@ STEP, CROPS, ORDER = 0, 1, 2
 RUN_SEED_RANGE = 2**62
 
 
+def seed_torch_generators(seed):
+    """``torch.manual_seed(seed)`` for the generators that can draw: the CPU's, and those
+    of each accelerator backend (CUDA, XPU, MTIA) already initialised, and MPS's.
+
+    ``torch.manual_seed`` also queues a lazy seed for every backend not initialised yet,
+    formatting a stack trace for each (three per call on a CPU-only machine, each a
+    walk of the stack with a stat of every file in it); a training step seeded from its
+    place in the run draws nothing there. The draws that follow are those of
+    ``torch.manual_seed(seed)``, bit for bit, and ``torch.initial_seed()`` returns ``seed``.
+    """
+    seed = int(seed)
+    torch.default_generator.manual_seed(seed)
+    for name in ("cuda", "xpu", "mtia"):
+        backend = getattr(torch, name, None)
+        initialised = getattr(backend, "is_initialized", None)
+        if initialised is not None and initialised():
+            backend.manual_seed_all(seed)  # at once: no lazy seed, no stack formatted
+    torch.mps.manual_seed(seed)  # returns at once where torch has no MPS
+
+
 def derived_seed(*key):
     """A seed in ``[0, 2**63)`` that is a function of ``key`` (integers >= 0) alone, by
     numpy's ``SeedSequence``: nearby keys give unrelated seeds.

@@ -32,6 +32,7 @@ from braindecode_pars._util.seeding import (
     _EpochBatches,
     _EpochOrder,
     derived_seed,
+    seed_torch_generators,
 )
 from braindecode_pars.models.pair.decoders import CrossAttentionPairDecoder
 from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
@@ -465,7 +466,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         seed = getattr(self, "run_seed_", None)
         if seed is not None:
             rank = distributed.rank() if self.distributed_ else 0
-            torch.manual_seed(derived_seed(seed, STEP, rank, len(self.history), place))
+            seed_torch_generators(derived_seed(seed, STEP, rank, len(self.history), place))
 
     def steps_per_epoch(self, n_windows):
         """Optimiser steps of one process per epoch over ``n_windows`` training windows."""
