@@ -96,7 +96,8 @@ def test_the_default_classifier_is_the_probe_over_the_shipped_pars_encoder(monke
     shipped = load_encoder("pars-small-v2")
     for a, b in zip(clf.encoder_.state_dict().values(), shipped.state_dict().values(), strict=True):
         assert torch.equal(a, b)
-    expected = PARSProbe("pars-small-v2", sfreq=SFREQ, random_state=0).fit(X, y)
+    expected = PARSProbe("pars-small-v2", block_weights="auto", sfreq=SFREQ, random_state=0)
+    expected = expected.fit(X, y, groups=groups)
     np.testing.assert_allclose(clf.predict_proba(X), expected.predict_proba(X))
     with pytest.raises(ValueError, match=r"'encoder' is an encoder used as it is.*PARSPretrainer"):
         clf.fit(X, y, X_unlabeled=X)

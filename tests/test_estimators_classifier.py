@@ -309,9 +309,12 @@ def test_defaults_are_constructible_and_documented():
     head = PARSFineTuner().get_params()
     assert head["spatial_drop_prob"] == 0.0 and head["optimizer__weight_decay"] == 1e-4
     # fine-tuning: the development tasks' selection splits (see docs/benchmarks.rst)
-    assert (head["lr"], head["batch_size"], head["max_epochs"]) == (3e-4, 16, 200)
-    # amplitude: the channels' relative amplitude reaches the head (issue 77)
-    assert (head["strategy"], head["amplitude"]) == ("full", "relative")
+    assert (head["lr"], head["batch_size"], head["max_epochs"]) == (1e-3, 4, 25)  # issue 86
+    # the spatial front end reads band power; the broadband amplitude path is off (issue 86)
+    assert (head["strategy"], head["amplitude"]) == ("full", False)
+    front = [head[k] for k in ("spatial_filters", "band_power", "token_gate", "patch_stride")]
+    assert front == [8, (8.0, 30.0), True, 0.5]
+    assert (head["lr_schedule"], head["augmentation"]) == ("warmup-cosine", None)
     assert (head["crop_seconds"], head["min_valid_groups"]) == (None, None)
     # the probe's C: the selection splits at several label counts (bench_probe_c.py)
     probe = PARSProbe().get_params()
@@ -338,9 +341,10 @@ def test_an_explicit_validation_set_keeps_the_epoch_of_lowest_validation_loss(mi
     _, X, y, sfreq, blocks = mi
     train, valid = blocks != 3, blocks == 3
     torch.manual_seed(0)
-    head = PARSFineTuner(  # amplitude=False: the epochs' validation losses this test needs
+    head = PARSFineTuner(  # the paper's head at a constant rate: the validation losses
         strategy="full", max_epochs=8, lr=3e-2, batch_size=64, spatial_drop_prob=0.0,
-        amplitude=False, verbose=0,
+        amplitude=False, verbose=0, lr_schedule="constant", spatial_filters=None,
+        band_power=None, token_gate=False, patch_stride=None,
     )  # fmt: skip
     encoder = PatchEncoder(sfreq=sfreq, **SMALL_ENCODER)
     clf = PARSClassifier(encoder, head, sfreq=sfreq, random_state=0, verbose=0)

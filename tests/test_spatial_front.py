@@ -170,8 +170,9 @@ def test_a_flat_channel_stands_at_its_windows_mean_and_half_precision_keeps_the_
 def test_bands_and_filters_from_numpy_and_bands_beyond_nyquist():
     model = _model(spatial_filters=np.int64(2), band_power=np.array([8, 30]))
     assert model.spatial_filters == 2 and model.band_power == [(8.0, 30.0)]
-    with pytest.raises(ValueError, match=r"'band_power' band \(40.0, 60.0\) must lie in"):
-        _model(band_power=(40, 60))  # Nyquist is 50 Hz
+    with pytest.raises(ValueError, match=r"'band_power' band \(55.0, 70.0\) must start in"):
+        _model(band_power=(55, 70))  # Nyquist is 50 Hz
+    assert _model(band_power=(40, 60)).band_log_variance.n_taps == 51  # cut at 49.5 Hz
     with pytest.raises(ValueError, match="'band_power' must be None, a band"):
         _model(band_power=[(8, 12), (12, 30, 40)])
     with pytest.raises(ValueError, match="'token_gate'"):

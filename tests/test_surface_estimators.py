@@ -77,13 +77,13 @@ def test_the_fine_tuner_alone_starts_from_the_shipped_encoder_or_from_scratch(ca
     with caplog.at_level(logging.INFO, logger="braindecode_pars.estimators.finetuner"):
         alone = PARSFineTuner(sfreq=100, callbacks=start, **_quick()).fit(X, y)
     assert _same(_starting_state(alone), PatchEncoder.from_pretrained(DEFAULT_ENCODER))
-    (said,) = [r.getMessage() for r in caplog.records]
+    (said,) = [r.getMessage() for r in caplog.records if "Fine-tuning" in r.getMessage()]
     assert "from the shipped encoder 'pars-small-v2' (encoder='default')" in said
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="braindecode_pars.estimators.finetuner"):
         scratch = PARSFineTuner(encoder=None, sfreq=100, callbacks=start, **_quick()).fit(X, y)
     assert not _same(_starting_state(scratch), PatchEncoder.from_pretrained(DEFAULT_ENCODER))
-    (said,) = [r.getMessage() for r in caplog.records]
+    (said,) = [r.getMessage() for r in caplog.records if "Fine-tuning" in r.getMessage()]
     assert "from a new, randomly initialised encoder (encoder=None" in said
     # a new encoder is the seed's draw: the same seed, the same starting weights
     again = PARSFineTuner(encoder=None, sfreq=100, callbacks=start, **_quick()).fit(X, y)

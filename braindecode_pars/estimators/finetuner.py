@@ -383,9 +383,9 @@ class PARSFineTuner(
         self.seed_ = fit_seed(self.random_state)
         self.sfreq_ = float(data.sfreq)
         for band in check_bands("band_power", self.band_power) or []:
-            if band[1] > self.sfreq_ / 2:
+            if band[0] >= self.sfreq_ / 2:  # one reaching above it is cut there
                 raise ValueError(
-                    f"'band_power' band {band} reaches above the Nyquist frequency "
+                    f"'band_power' band {band} starts at or above the Nyquist frequency "
                     f"({self.sfreq_ / 2:g} Hz) of the windows the module reads "
                     f"({self.sfreq_:g} Hz): choose bands below it."
                 )

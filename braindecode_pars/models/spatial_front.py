@@ -77,7 +77,8 @@ class SpatialFilter(nn.Module):
 
 def band_pass_taps(band, sfreq, seconds=0.5):
     """A linear-phase FIR band-pass (a Hamming window over the ideal band's impulse
-    response, scipy's ``firwin``), about ``seconds`` long (an odd number of taps)."""
+    response, scipy's ``firwin``), about ``seconds`` long (an odd number of taps); a
+    band reaching above the Nyquist frequency is cut just below it."""
     from scipy.signal import firwin
 
     low, high = band
@@ -114,11 +115,11 @@ class BandLogVariance(nn.Module):
         super().__init__()
         self.bands = [tuple(float(f) for f in band) for band in bands]
         nyquist = float(sfreq) / 2
-        for band in self.bands:
-            if not 0 < band[0] < band[1] <= nyquist:
+        for band in self.bands:  # cut at the Nyquist frequency, as the probe's bands are
+            if not 0 < band[0] < min(band[1], nyquist):
                 raise ValueError(
-                    f"'band_power' band {band} must lie in (0, {nyquist:g}] Hz at the "
-                    f"model's rate of {float(sfreq):g} Hz, but does not."
+                    f"'band_power' band {band} must start in (0, {nyquist:g}) Hz, below the "
+                    f"Nyquist frequency of the model's rate of {float(sfreq):g} Hz."
                 )
         taps = [band_pass_taps(band, sfreq) for band in self.bands]
         self.register_buffer("taps", torch.as_tensor(np.stack(taps))[:, None], persistent=False)

@@ -101,7 +101,9 @@ def test_the_standard_augmentation_is_braindecodes_and_ignores_the_unit():
 
     X, y = _rhythm_task(80, 0)
     Xt, yt = _rhythm_task(40, 1)
-    clf = tuner(augmentation="standard", max_epochs=15, lr=3e-3).fit(X, y)
+    paper_head = dict(spatial_filters=None, band_power=None, token_gate=False, patch_stride=None)
+    clf = tuner(augmentation="standard", max_epochs=15, lr=3e-3, lr_schedule="constant",
+                **paper_head).fit(X, y)  # fmt: skip
     transforms = clf._augmentation()  # what fit gave braindecode's AugmentedDataLoader
     assert [type(t) for t in clf._fit_state["transforms"]] == [type(t) for t in transforms]
     assert isinstance(clf.get_iterator(CodedWindows(X, y), training=True), AugmentedDataLoader)

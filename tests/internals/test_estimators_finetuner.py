@@ -212,7 +212,7 @@ def test_transform_gives_embeddings_a_linear_model_can_read():
     params = dict(head__max_epochs=30, head__lr=3e-3, head__strategy="full")
     clf = small(**params, head__crop_seconds=1.0).fit(X, y)
     Z = clf.transform(Xt)
-    assert Z.shape == (64, 16)
+    assert Z.shape == (64, 16 + X.shape[1])  # the token and each virtual channel's band power
     # the pooled token is what the head reads: a logistic regression on it does as well
     pipe = make_pipeline(clone(clf), LogisticRegression()).fit(X, y)
     assert pipe.score(Xt, yt) > 0.85 and clf.score(Xt, yt) > 0.85
@@ -295,7 +295,7 @@ def test_with_two_workers_each_draws_its_own_augmentations():
     workers = dict(iterator_train__num_workers=2, iterator_train__multiprocessing_context="fork")
     tuner = PARSFineTuner(
         encoder=PatchEncoder(sfreq=SFREQ, **TINY), max_epochs=1, batch_size=4, sfreq=SFREQ,
-        random_state=0, verbose=0, **workers,
+        random_state=0, verbose=0, augmentation="standard", **workers,
     ).fit(X, y)  # fmt: skip
     same = CodedWindows(np.repeat(X[:1], 8, axis=0), np.zeros(8, dtype=np.int64))
 
