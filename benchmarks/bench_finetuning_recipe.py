@@ -84,7 +84,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, split
-from benchmarks.lib.finetuning import read_rows
+from benchmarks.lib.finetuning import LAB_EEGNET, lab_eegnet_rows, read_rows
 from benchmarks.lib.measure import git_commit, machine
 from benchmarks.lib.networks import compact_network
 
@@ -257,28 +257,6 @@ def test_jobs():
     first += [("all", "ShallowFBCSPNet", s) for s in TEST_SEEDS[1:]]
     first += [("1", "ShallowFBCSPNet", s) for s in TEST_SEEDS]
     return first + [(k, "EEGNet", s) for k in ("all", "1") for s in TEST_SEEDS]
-
-
-#: the lab's recorded EEGNet rows on the same test splits (bench_pretext_comparison)
-LAB_EEGNET = RESULTS / "pretext_comparison_finetune.jsonl"
-
-
-def lab_eegnet_rows():
-    """EEGNet's rows of ``LAB_EEGNET`` on the four MI tasks, one per labelled set and
-    seed (k = 1's five draws label blocks 1 and 2 only), in this script's columns."""
-    rows = {}
-    for r in read_rows(LAB_EEGNET):
-        if r["row"] != "EEGNet" or r["task"] not in MI_TASKS:
-            continue
-        unit = "all" if r["k"] == "all" else r["labelled"][0]
-        key = (r["task"], r["k"], unit, "EEGNet", r["seed"])
-        rows.setdefault(key, dict(
-            key=list(key), task=r["task"], k=r["k"], labelled=r["labelled"], row="EEGNet",
-            seed=r["seed"], recipe=None, bal_acc=r["bal_acc"], train_bal_acc=np.nan,
-            n_classes_predicted=r["n_classes_predicted"], seconds=r["seconds"],
-            commit="lab's pretext_comparison_finetune.jsonl", machine="",
-        ))  # fmt: skip
-    return list(rows.values())
 
 
 def fit_row(row, recipe, seed, X, y, n_classes, sfreq):

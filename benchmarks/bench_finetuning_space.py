@@ -93,7 +93,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import load_task, split
-from benchmarks.lib.finetuning import read_rows
+from benchmarks.lib.finetuning import lab_eegnet_rows, read_rows
 from benchmarks.lib.measure import git_commit, machine
 
 logger = logging.getLogger("bench_finetuning_space")
@@ -383,8 +383,6 @@ def test_rows():
         dict(r, row=r["row"]) for r in read_rows(RECIPE_TEST)
         if r["row"] in ("EEGNet", "ShallowFBCSPNet", "probe") and r["task"] in MI_TASKS
     ]  # fmt: skip
-    from benchmarks.bench_finetuning_recipe import lab_eegnet_rows
-
     keys = {tuple(r["key"]) for r in others}
     others += [r for r in lab_eegnet_rows() if tuple(r["key"]) not in keys]
     return own, others

@@ -58,3 +58,28 @@ def read_rows(path):
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+#: the lab's recorded EEGNet rows on the four PhysioNet-MI development tasks' test splits
+#: (``bench_pretext_comparison finetune-mi``), which the fine-tuning comparisons reuse
+LAB_EEGNET = Path(__file__).resolve().parents[1] / "results" / "pretext_comparison_finetune.jsonl"
+_MI_TASKS = ("mi-imagery-lr", "mi-executed-lr", "mi-imagery-4", "mi-executed-ff")
+
+
+def lab_eegnet_rows():
+    """EEGNet's rows of ``LAB_EEGNET`` on the four MI tasks, one per labelled set and
+    seed (k = 1's five draws label blocks 1 and 2 only), in the fine-tuning
+    comparisons' columns."""
+    rows = {}
+    for r in read_rows(LAB_EEGNET):
+        if r["row"] != "EEGNet" or r["task"] not in _MI_TASKS:
+            continue
+        unit = "all" if r["k"] == "all" else r["labelled"][0]
+        key = (r["task"], r["k"], unit, "EEGNet", r["seed"])
+        rows.setdefault(key, dict(
+            key=list(key), task=r["task"], k=r["k"], labelled=r["labelled"], row="EEGNet",
+            seed=r["seed"], recipe=None, bal_acc=r["bal_acc"], train_bal_acc=np.nan,
+            n_classes_predicted=r["n_classes_predicted"], seconds=r["seconds"],
+            commit="lab's pretext_comparison_finetune.jsonl", machine="",
+        ))  # fmt: skip
+    return list(rows.values())
