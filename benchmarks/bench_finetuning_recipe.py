@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import time
 from pathlib import Path
@@ -84,7 +83,13 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import DEV_TASKS, labelled_units, load_task, split
-from benchmarks.lib.finetuning import LAB_EEGNET, lab_eegnet_rows, read_rows
+from benchmarks.lib.finetuning import (
+    LAB_EEGNET,
+    append_row,
+    lab_eegnet_rows,
+    read_rows,
+    recipe_fine_tuner,
+)
 from benchmarks.lib.measure import git_commit, machine
 from benchmarks.lib.networks import compact_network
 
@@ -120,27 +125,8 @@ def commit():
     return git_commit(dirty=True)
 
 
-def fine_tuner(encoder, recipe, seed, sfreq):
-    """``PARSFineTuner`` at the library's defaults but ``recipe``."""
-    from braindecode_pars import PARSFineTuner
-    from braindecode_pars.pretraining.schedule import WarmupCosineLR
-
-    params = dict(recipe)
-    callbacks = [("warmup_cosine", WarmupCosineLR())] if params.pop("warmup", False) else None
-    return PARSFineTuner(
-        encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, callbacks=callbacks, **params
-    )
-
-
 def append(path, row):
-    row = dict(row, commit=commit(), machine=machine())
-    with open(path, "a") as f:
-        f.write(json.dumps(row) + "\n")
-    logger.info(
-        "%s: %.3f (train %.3f, %.0f s)",
-        " ".join(map(str, row["key"])), row["bal_acc"], row.get("train_bal_acc", np.nan),
-        row["seconds"],
-    )  # fmt: skip
+    append_row(path, row, commit(), machine(), logger)
 
 
 def codes(y):
@@ -175,7 +161,7 @@ def run_select(out=SELECTION):
                     labelled = labelled_units(pool, scored, "all", seed)
                     train, test, _ = split(units, pool, scored, "all", seed)
                     t0 = time.perf_counter()
-                    clf = fine_tuner(encoder, recipe, seed, sfreq).fit(X[train], y[train])
+                    clf = recipe_fine_tuner(encoder, recipe, seed, sfreq).fit(X[train], y[train])
                     seconds = time.perf_counter() - t0
                     bal, train_bal, n_pred = score_fit(clf, X, y, train, test)
                     append(out, dict(
@@ -268,7 +254,7 @@ def fit_row(row, recipe, seed, X, y, n_classes, sfreq):
         from braindecode_pars import PARSClassifier
 
         return PARSClassifier(sfreq=sfreq, random_state=seed, verbose=0).fit(X, y)
-    return fine_tuner(STARTS[row], recipe, seed, sfreq).fit(X, y)
+    return recipe_fine_tuner(STARTS[row], recipe, seed, sfreq).fit(X, y)
 
 
 def run_test(out=TEST):

@@ -83,7 +83,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import time
 from pathlib import Path
@@ -93,7 +92,7 @@ import torch
 from sklearn.metrics import balanced_accuracy_score
 
 from benchmarks.lib.dev_tasks import load_task, split
-from benchmarks.lib.finetuning import lab_eegnet_rows, read_rows
+from benchmarks.lib.finetuning import append_row, lab_eegnet_rows, read_rows, recipe_fine_tuner
 from benchmarks.lib.measure import git_commit, machine
 
 logger = logging.getLogger("bench_finetuning_space")
@@ -156,26 +155,8 @@ def commit():
     return git_commit(dirty=True)
 
 
-def fine_tuner(encoder, recipe, seed, sfreq):
-    """``PARSFineTuner`` at ``recipe`` (``warmup``: the library's WarmupCosineLR)."""
-    from braindecode_pars import PARSFineTuner
-    from braindecode_pars.pretraining.schedule import WarmupCosineLR
-
-    params = dict(recipe)
-    callbacks = [("warmup_cosine", WarmupCosineLR())] if params.pop("warmup", False) else None
-    return PARSFineTuner(
-        encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, callbacks=callbacks, **params
-    )
-
-
 def append(path, row):
-    row = dict(row, commit=commit(), machine=machine())
-    with open(path, "a") as f:
-        f.write(json.dumps(row) + "\n")
-    logger.info(
-        "%s: %.3f (train %.3f, %.0f s)",
-        " ".join(map(str, row["key"])), row["bal_acc"], row["train_bal_acc"], row["seconds"],
-    )  # fmt: skip
+    append_row(path, row, commit(), machine(), logger)
 
 
 def codes(y):
@@ -186,7 +167,8 @@ def codes(y):
 def fit_and_score(encoder, recipe, seed, sfreq, X, y, units, train, test):
     """Fit on ``train``, score on ``test`` (groups: the windows' units, for ``align``)."""
     t0 = time.perf_counter()
-    clf = fine_tuner(encoder, recipe, seed, sfreq).fit(X[train], y[train], groups=units[train])
+    clf = recipe_fine_tuner(encoder, recipe, seed, sfreq)
+    clf.fit(X[train], y[train], groups=units[train])
     seconds = time.perf_counter() - t0
     pred = clf.predict(X[test], groups=units[test])
     fitted = clf.predict(X[train], groups=units[train])

@@ -83,3 +83,29 @@ def lab_eegnet_rows():
             commit="lab's pretext_comparison_finetune.jsonl", machine="",
         ))  # fmt: skip
     return list(rows.values())
+
+
+def recipe_fine_tuner(encoder, recipe, seed, sfreq):
+    """``PARSFineTuner`` over ``encoder`` as given (None: the fine-tuner's own new small
+    encoder) at the library's defaults but ``recipe``, whose ``warmup=True`` adds the
+    pretraining's ``WarmupCosineLR`` callback (how the MI recipe comparisons ran)."""
+    from braindecode_pars.pretraining.schedule import WarmupCosineLR
+
+    params = dict(recipe)
+    callbacks = [("warmup_cosine", WarmupCosineLR())] if params.pop("warmup", False) else None
+    return PARSFineTuner(
+        encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, callbacks=callbacks, **params
+    )
+
+
+def append_row(path, row, commit, machine, logger):
+    """Append ``row`` (its ``commit`` and ``machine`` added) as a JSON line, and log its
+    key, balanced accuracy, training accuracy and seconds."""
+    row = dict(row, commit=commit, machine=machine)
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    logger.info(
+        "%s: %.3f (train %.3f, %.0f s)",
+        " ".join(map(str, row["key"])), row["bal_acc"], row.get("train_bal_acc", np.nan),
+        row["seconds"],
+    )  # fmt: skip
