@@ -177,3 +177,19 @@ def test_bands_and_filters_from_numpy_and_bands_beyond_nyquist():
         _model(band_power=[(8, 12), (12, 30, 40)])
     with pytest.raises(ValueError, match="'token_gate'"):
         _model(token_gate="yes")
+
+
+def test_the_front_end_compiles_as_it_would_on_a_gpu():
+    """``torch.compile`` (backend ``aot_eager``, the CPU's stand-in for the GPU's graph):
+    the same logits as eager, and a training step's backward through the renorm."""
+    torch.manual_seed(0)
+    model = _model(n_outputs=2, spatial_filters=3, band_power=(8, 30), token_gate=True,
+                   patch_stride=0.5).eval()  # fmt: skip
+    with torch.no_grad():
+        model.gate.fill_(0.5)  # the token path in use too
+    X = torch.randn(4, 6, 400) * 1e-5
+    compiled = torch.compile(model, backend="aot_eager")
+    torch.testing.assert_close(compiled(X), model(X), rtol=1e-4, atol=1e-5)
+    model.train()
+    compiled(X).sum().backward()
+    assert model.spatial_filter.weight.grad is not None
