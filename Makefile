@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-slow test-next test-lab lint demo docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-slow test-next test-latest test-lab test-faults docs-check test-extended test-all lint demo docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
 # docs, benchmark). It holds the core, so its stamp stands for the core's too.
@@ -34,14 +34,42 @@ lint: install
 test: lint
 	$(PY) -m pytest -m "not serial and not slow" -n 2 --dist loadfile
 
-# The tests marked slow (more than about 10 s each; among them the docs build as `make
-# docs` does it, every example once at a reduced size) in the same two workers, then those
-# marked serial, which start processes that take both cores or measure the machine (the
-# whole-job signals, torchrun's stop and exact resume, the store's workers), one at a
-# time. .ci/run runs them after `make test`, so every landing passes them too.
+# The tests marked slow (more than about 10 s each; among them the docs build without
+# running the gallery) in the same two workers, then those marked serial, which start
+# processes that take both cores (the whole-job signals, torchrun's stop and exact resume,
+# the store's workers), one at a time. .ci/run runs them after `make test`; the tests
+# marked gallery or extended are left to `make docs-check` and `make test-extended`
+# (CONTRIBUTING.md says which guard runs where).
 test-slow: install
-	$(PY) -m pytest -m "slow and not serial" -n 2 --dist loadfile
-	$(PY) -m pytest -m serial
+	$(PY) -m pytest -m "slow and not serial and not gallery and not extended" -n 2 --dist loadfile
+	$(PY) -m pytest -m "serial and not extended"
+
+# The docs built as `make docs` builds them, every example of the gallery run at its
+# reduced size; then the digest of docs/ and examples/ is recorded in .ci/checked.json,
+# so that .ci/run builds the gallery again only when they change (.ci/changed.py).
+docs-check: install
+	$(PY) -m pytest -m gallery tests/test_docs.py
+	$(PY) .ci/changed.py --record gallery
+
+# The lab's fault harness run for real (signals, kills and a full disk to store and
+# pretrain, torchrun's stress trial, the TUEG rehearsal; about 7 minutes), then its
+# digest recorded (.ci/checked.json): .ci/run runs it again when pretraining/stopping.py,
+# _jobs/ or the harness change.
+test-faults: install
+	$(PY) -m pytest benchmarks/tests -m "faults and not serial" -n 2 --dist loadfile
+	$(PY) -m pytest benchmarks/tests -m "faults and serial"
+	$(PY) .ci/changed.py --record faults
+
+# What guards a behaviour that .ci/run guards through another test, or measures the
+# machine (marked extended), in both suites
+test-extended: install
+	$(PY) -m pytest tests -m "extended and not serial" -n 2 --dist loadfile || test $$? -eq 5
+	$(PY) -m pytest tests -m "extended and serial" || test $$? -eq 5
+	$(PY) -m pytest benchmarks/tests -m "extended and not faults" || test $$? -eq 5
+
+# Everything: what .ci/run runs, the gallery, the fault harness and the extended tests
+# (before a release, or after a change to the stops, the launchers or the harness)
+test-all: test test-slow test-lab docs-check test-faults test-extended
 
 # The suite against braindecode's next release, in its own environment (.venv-next,
 # ignored; not part of .ci/run; docs/architecture.rst, "Against braindecode's next
@@ -72,11 +100,40 @@ test-next: $(NEXT_VENV)/.installed-$(BRAINDECODE_NEXT)
 	$(NEXT_PY) -m pytest -m "not serial" -n 2 --dist loadfile
 	$(NEXT_PY) -m pytest -m serial
 
+# The suite against the newest releases the registry offers, in an environment of its
+# own (.venv-latest, ignored; not part of .ci/run): torch and torchaudio, scikit-learn,
+# skorch, MNE, numpy, SciPy and braindecode's newest stable release, every other
+# requirement upgraded as far as they allow (`--upgrade-strategy eager`), without
+# constraints.txt and past any constraint file pip's configuration names
+# (PIP_CONSTRAINT=/dev/null). Re-resolved at every call, so it follows new releases;
+# pip's cache serves what did not change. docs/architecture.rst, "Against the newest
+# releases", records the versions it last ran and what broke.
+LATEST_VENV ?= .venv-latest
+LATEST_PY := $(LATEST_VENV)/bin/python
+LATEST_PACKAGES := torch torchaudio scikit-learn skorch mne numpy scipy braindecode
+
+test-latest:
+	test -x $(LATEST_PY) || $(PYTHON) -m venv $(LATEST_VENV)
+	$(LATEST_PY) -m pip install --quiet --upgrade pip
+	PIP_CONSTRAINT=/dev/null $(LATEST_PY) -m pip install --quiet --upgrade \
+		--upgrade-strategy eager -e ".[test,docs,moabb,oeb]" $(LATEST_PACKAGES)
+	$(LATEST_PY) -m pip check
+	$(LATEST_PY) -m pip freeze --exclude-editable > $(LATEST_VENV)/versions.txt
+	$(LATEST_PY) -c "import braindecode, mne, numpy, sklearn, skorch, torch, torchaudio; \
+		print(*(f'{m.__name__} {m.__version__}' for m in (torch, torchaudio, braindecode, \
+		sklearn, skorch, mne, numpy)), sep=', ')"
+	$(LATEST_PY) -m pytest -m "not serial" -n 2 --dist loadfile
+	$(LATEST_PY) -m pytest -m serial
+
 # The lab's tests (benchmarks/tests: the benchmark scripts and benchmarks/lib), outside
-# the library's suite, in the same two passes; .ci/run runs them after `make test-slow`.
+# the library's suite, in the same two passes (pytest's status 5, no test selected, is a
+# pass: the lab's serial tests are all the harness's today); .ci/run runs them after
+# `make test-slow`.
+# The fault harness run for real is `make test-faults`'s; here it is tested on recorded
+# trial records (benchmarks/tests/test_fault_records.py).
 test-lab: install
-	$(PY) -m pytest benchmarks/tests -m "not serial" -n 2 --dist loadfile
-	$(PY) -m pytest benchmarks/tests -m serial
+	$(PY) -m pytest benchmarks/tests -m "not serial and not faults and not extended" -n 2 --dist loadfile
+	$(PY) -m pytest benchmarks/tests -m "serial and not faults and not extended" || test $$? -eq 5
 
 demo: $(VENV)/.installed-core
 	$(VENV)/bin/braindecode-pars demo --out results/demo

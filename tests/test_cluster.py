@@ -264,7 +264,10 @@ def _left(tag):
 
 @pytest.mark.serial
 @pytest.mark.slow
-@pytest.mark.parametrize("nproc", [1, 2], ids=["one-process", "torchrun"])
+# under torchrun: make test-extended (CI signals a torchrun job in test_distributed.py)
+@pytest.mark.parametrize(
+    "nproc", [1, pytest.param(2, marks=pytest.mark.extended)], ids=["one-process", "torchrun"]
+)
 def test_the_docs_slurm_script_saves_at_its_signal_and_a_rerun_finishes(tmp_path, store, nproc):
     """The batch script of docs/cluster.rst run as a plain shell script (no SLURM
     variable: no requeue), its settings from the environment, a tiny run: SIGUSR1 sent

@@ -1,9 +1,10 @@
 """The documentation: the public names are those of an ``__all__`` and of the API pages
 (docs/architecture.rst, "What is public"), every name it shows imports from where it
 shows it, and the pages build as ``make docs`` builds them, a warning failing the
-build, with every example of the gallery run (at the reduced size
-``BRAINDECODE_PARS_QUICK_EXAMPLES=1`` gives: ``make test`` runs each example once, here),
-in a copy of the sources in a temporary folder, so that the tree stays as it was."""
+build, in a copy of the sources in a temporary folder, so that the tree stays as it
+was: on every landing without running the gallery's examples, and with every example
+run (at the reduced size ``BRAINDECODE_PARS_QUICK_EXAMPLES=1`` gives) by ``make
+docs-check``, which .ci/run calls when docs/ or examples/ changed since it last passed."""
 
 import ast
 import importlib
@@ -354,8 +355,12 @@ def copy_sources(destination):
             (destination / entry.name).symlink_to(entry)
 
 
-@pytest.mark.slow
-def test_the_docs_build_without_a_warning_and_run_every_example(tmp_path):
+def build_docs(tmp_path, gallery):
+    """``make docs``'s build of a copy of the sources in ``tmp_path``, a warning failing
+    it; the gallery's examples run at their reduced size when ``gallery``, else their
+    pages written without running them (``plot_gallery=0``). Returns the HTML folder,
+    having checked that nothing under docs/ or examples/ changed (ignored files
+    included): the build read its own copy."""
     pytest.importorskip("sphinx_gallery", reason="needs the [docs] extra (make install has it)")
     before = tree_state(DOCS), tree_state(ROOT / "examples")
     sources = tmp_path / "src"
@@ -364,13 +369,34 @@ def test_the_docs_build_without_a_warning_and_run_every_example(tmp_path):
     env = {**os.environ, "BRAINDECODE_PARS_QUICK_EXAMPLES": "1", "MPLBACKEND": "Agg"}
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q"]
     command += ["-d", str(tmp_path / "doctrees"), "docs", str(tmp_path / "html")]
+    if not gallery:
+        command += ["-D", "plot_gallery=0"]
     done = subprocess.run(command, cwd=sources, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"sphinx-build exited {done.returncode}:\n{done.stderr[-6000:]}"
+    assert (tree_state(DOCS), tree_state(ROOT / "examples")) == before
+    return tmp_path / "html"
+
+
+@pytest.mark.slow
+def test_the_docs_build_without_a_warning(tmp_path):
+    """Every landing (``make test-slow``): the pages, the API and the examples' pages,
+    a warning failing the build, the examples not run (``make docs-check`` runs them)."""
+    html = build_docs(tmp_path, gallery=False)
     assert len(EXAMPLES) >= 4
     for name in EXAMPLES:
-        page = (tmp_path / "html" / "auto_examples" / f"{name}.html").read_text()
+        page = (html / "auto_examples" / f"{name}.html").read_text()
+        assert "sphx-glr-script-out" not in page, f"{name}: run, though plot_gallery=0"
+
+
+@pytest.mark.slow
+@pytest.mark.gallery
+def test_the_docs_build_without_a_warning_and_run_every_example(tmp_path):
+    """``make docs-check``, and .ci/run when docs/ or examples/ changed since it last
+    passed (.ci/changed.py): the same build, every example run, its output and first
+    figure on its page."""
+    html = build_docs(tmp_path, gallery=True)
+    assert len(EXAMPLES) >= 4
+    for name in EXAMPLES:
+        page = (html / "auto_examples" / f"{name}.html").read_text()
         assert "sphx-glr-script-out" in page, f"{name}: no output of its run on its page"
         assert f"sphx_glr_{name}_001.png" in page, f"{name}: no figure on its page"
-    # the build read its own copy: nothing under docs/ or examples/ changed, ignored
-    # files included
-    assert (tree_state(DOCS), tree_state(ROOT / "examples")) == before

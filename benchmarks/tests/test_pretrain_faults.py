@@ -9,7 +9,9 @@ import pytest
 
 from benchmarks import bench_faults_pretrain
 
-pytestmark = pytest.mark.slow  # each trial starts the command line twice (about 10 s each)
+# each trial starts the command line twice (about 10 s each); the harness run for real is
+# make test-faults's (CI tests it on recorded trials: test_fault_records.py)
+pytestmark = [pytest.mark.slow, pytest.mark.faults]
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,7 @@ def test_the_synthetic_tree_is_laid_out_and_read_as_tueg(tmp_path):
 
 @pytest.mark.serial
 @pytest.mark.slow
+@pytest.mark.faults  # make test-faults
 def test_the_rehearsal_stores_reads_and_pretrains_each_killed_and_resumed(tmp_path):
     rehearsal = rehearsal_tueg
     results = tmp_path / "rehearsal.md"

@@ -10,7 +10,9 @@ import pytest
 
 from benchmarks import bench_faults
 
-pytestmark = [pytest.mark.serial, pytest.mark.slow]  # processes of --jobs 2, each ~6 s
+# processes of --jobs 2, each ~6 s; the harness run for real is make test-faults's (CI
+# tests it on recorded trials: test_fault_records.py)
+pytestmark = [pytest.mark.serial, pytest.mark.slow, pytest.mark.faults]
 
 
 @pytest.fixture(scope="module")

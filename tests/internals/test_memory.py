@@ -50,6 +50,7 @@ _CHILD = textwrap.dedent(
 
 @pytest.mark.serial
 @pytest.mark.slow
+@pytest.mark.extended  # measures the machine's page faults: make test-extended
 @pytest.mark.skipif(_glibc() is None, reason="glibc's malloc only; elsewhere see the next test")
 def test_freed_memory_is_reused_instead_of_faulted_in_again():
     out = subprocess.run(

@@ -89,6 +89,7 @@ def test_the_estimators_fit_under_the_rule(two_threads_by_default, monkeypatch, 
 
 
 @pytest.mark.serial
+@pytest.mark.extended  # measures the machine's cores: make test-extended
 def test_a_second_busy_process_lowers_the_idle_cores():
     """A subprocess spinning on one core, pinned to the quietest of this process's cores,
     measured over that core alone (this process's affinity narrowed to it): a core

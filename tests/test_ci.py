@@ -1,0 +1,140 @@
+"""CI's choices (.ci/run, .ci/changed.py): the docs' gallery and the lab's fault harness
+run when their files changed since their full check last passed, and the paths that
+decide it exist."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHANGED = ROOT / ".ci" / "changed.py"
+
+
+def _load():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ci_changed", CHANGED)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository holding .ci/changed.py, a file of the faults group, one of the
+    gallery's and one of neither, committed."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(CHANGED, tmp_path / ".ci" / "changed.py")
+    for name in ("braindecode_pars/pretraining/stopping.py", "examples/plot_a.py",
+                 "braindecode_pars/metrics.py"):  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
+    return tmp_path
+
+
+def _ask(repo, *args):
+    done = subprocess.run(
+        [sys.executable, str(repo / ".ci" / "changed.py"), *args],
+        cwd=repo, capture_output=True, text=True,
+    )  # fmt: skip
+    return done.returncode, done.stdout
+
+
+def test_a_group_runs_until_recorded_and_again_when_its_files_change(repo):
+    code, out = _ask(repo, "faults")
+    assert code == 0 and "no full check recorded" in out  # never checked: run it
+    assert _ask(repo, "--record", "faults")[0] == 0
+    code, out = _ask(repo, "faults")
+    assert code == 1 and "unchanged since its full check" in out
+    # a file outside the group changes: still unchanged; the other group was never run
+    (repo / "braindecode_pars" / "metrics.py").write_text("x = 2\n")
+    assert _ask(repo, "faults")[0] == 1
+    assert _ask(repo, "gallery")[0] == 0
+    # a byte of the group changes: run it again, saying since when
+    (repo / "braindecode_pars" / "pretraining" / "stopping.py").write_text("x = 2\n")
+    code, out = _ask(repo, "faults")
+    assert code == 0 and "differ from those of its last full check" in out
+    # a file added to the group (tracked) changes the digest too
+    _ask(repo, "--record", "faults")
+    (repo / "braindecode_pars" / "_jobs").mkdir()
+    (repo / "braindecode_pars" / "_jobs" / "new.py").write_text("y = 1\n")
+    assert _ask(repo, "faults")[0] == 1  # untracked: not part of the commit CI is given
+    _git(repo, "add", ".")
+    assert _ask(repo, "faults")[0] == 0
+
+
+def test_every_path_of_a_group_exists_in_this_checkout():
+    """A renamed or deleted file would leave its group's check blind to it."""
+    changed = _load()
+    for group, paths in changed.GROUPS.items():
+        for path in paths:
+            assert (ROOT / path).exists(), f"{group}: {path} is not in the checkout"
+
+
+def test_ci_runs_the_readme_command_then_the_guards_each_when_it_must():
+    script = (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme
+    steps = [line.split()[1] for line in script.splitlines() if line.startswith("step ")]
+    assert steps[:3] == ["test", "test-slow", "test-lab"]
+    assert "if python3 .ci/changed.py gallery; then step docs-check; fi" in script
+    assert "if python3 .ci/changed.py faults; then step test-faults; fi" in script
+
+
+#: What every landing must still run (issue 89), each by a node id prefix, and the pass
+#: of .ci/run that runs it: its marker expression (Makefile: test, test-slow, test-lab).
+GUARDS = {
+    # exact resume in one process, with and without DataLoader workers
+    "tests/internals/test_pretrain_stop.py::"
+    "test_a_view_stopped_at_a_step_and_resumed_ends_with_the_weights_never_stopped": "test",
+    # the disk-order resume
+    "tests/internals/test_disk_order.py::"
+    "test_a_disk_order_run_stopped_within_an_epoch_resumes_to_the_weights_never_stopped": "test",
+    # one torchrun exact resume after a whole-job SIGTERM
+    "tests/test_distributed.py::"
+    "test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_never_stopped": "serial",  # fmt: skip
+    # the whole-job signals to a store build and to a pretraining run
+    "tests/test_whole_job_signals.py::"
+    "test_sigterm_to_every_process_of_a_store_build_leaves_none_and_the_build_resumes": "serial",
+    "tests/test_whole_job_signals.py::"
+    "test_sigterm_to_every_process_of_a_pretraining_run_leaves_none_and_the_run_resumes": "serial",  # fmt: skip
+    # the privacy end to end
+    "tests/test_identity.py::test_store_pretrain_and_export_name_no_one": "slow",
+    # the fault harness on recorded trials
+    "benchmarks/tests/test_fault_records.py": "lab",
+}
+#: Each pass of .ci/run: its folder and marker expression (the Makefile's)
+PASSES = {
+    "test": ("tests", "not serial and not slow"),
+    "slow": ("tests", "slow and not serial and not gallery and not extended"),
+    "serial": ("tests", "serial and not extended"),
+    "lab": ("benchmarks/tests", "not serial and not faults and not extended"),
+}
+
+
+@pytest.mark.slow  # four collections of the suites
+def test_the_guards_every_landing_needs_are_in_the_passes_ci_runs():
+    makefile = (ROOT / "Makefile").read_text()
+    for name, (folder, expression) in PASSES.items():
+        assert f'-m "{expression}"' in makefile, f"{name}: the Makefile runs another selection"
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", folder, "-m", expression, "--collect-only", "-q",
+             "-p", "no:cacheprovider"],
+            cwd=ROOT, capture_output=True, text=True,
+        )  # fmt: skip
+        ids = [line for line in done.stdout.splitlines() if "::" in line]
+        for guard, where in GUARDS.items():
+            if where == name:
+                assert any(i.startswith(guard) for i in ids), f"{guard} not in CI's {name} pass"
