@@ -156,6 +156,15 @@ def profile_report(loops, steps, path):
     write_report(lines, path)
 
 
+def progress(what, run, since):
+    """Print ``what`` (and a run's seconds, windows and epochs) with the seconds since
+    ``since``, at once: a run cut short by a time limit still says how far it got and
+    what each part (and its compilation) took. Returns ``run``."""
+    said = "" if run is None else f": {run[0]:.1f} s, {run[1]:,} windows, {run[2]} epochs"
+    print(f"[loop {time.perf_counter() - since:6.1f} s] {what}{said}", flush=True)
+    return run
+
+
 def marginal(short, long):
     """Windows per second between two runs: (windows, seconds) differences."""
     return (long[1] - short[1]) / (long[0] - short[0])
@@ -198,6 +207,7 @@ def main(argv=None):
     short_steps = max(1, int(steps * SHORT))
     logging.getLogger("braindecode_pars").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message="Pretraining ended with a pretext skill")
+    t_start = time.perf_counter()
     X = corpus(config, batch, batches=args.corpus_batches)
 
     rounds = []  # each round: the bare step, then both loops, then the bare step again
@@ -206,18 +216,27 @@ def main(argv=None):
         loops = Loops(config, X, store, Path(tmp), batch, device, amp, compiled,
                       args.compile_mode, args.workers, args.batches,
                       args.decoder_kernel)  # fmt: skip
+        progress(f"corpus of {len(X)} windows and its store", None, t_start)
         # One short run of each loop first, untimed: a loop's first fit in the process
         # pays the cold compilation of its graphs, which the runs after it reuse, so
         # without it the first timed pair is not like with like (on an H200, a long
         # run faster than its short one).
-        loops.estimator(short_steps)
+        progress(f"warm-up fit, {short_steps} steps", loops.estimator(short_steps), t_start)
         if args.cli:
-            loops.cli("warm-up", short_steps)
+            progress(f"warm-up pretrain, {short_steps} steps",
+                     loops.cli("warm-up", short_steps), t_start)  # fmt: skip
         for r in range(args.rounds):
             before, first = loops.bare(args.repeats)
-            est = [loops.estimator(n) for n in (short_steps, steps)]
-            cli = [loops.cli(f"run{r}-{n}", n) for n in (short_steps, steps)] if args.cli else None
+            progress(f"round {r}: bare step, {before:,.0f} windows/s, first step {first:.1f} s",
+                     None, t_start)  # fmt: skip
+            est = [progress(f"round {r}: fit, {n} steps", loops.estimator(n), t_start)
+                   for n in (short_steps, steps)]  # fmt: skip
+            cli = None
+            if args.cli:
+                cli = [progress(f"round {r}: pretrain, {n} steps", loops.cli(f"run{r}-{n}", n),
+                                t_start) for n in (short_steps, steps)]  # fmt: skip
             after, _ = loops.bare(args.repeats)
+            progress(f"round {r}: bare step again, {after:,.0f} windows/s", None, t_start)
             bare = (before + after) / 2  # the step's rate around the loops it is compared to
             rounds.append(
                 dict(bare=bare, first=first, est=marginal(*est),

@@ -171,10 +171,15 @@ def test_the_parts_fit_the_budget_and_the_tests_run_first(check):
     assert check.trace_argv(False, "t.md")[-4:] == ["--size", "paper", "--steps", "60"]
     # db22036's A/B passed twice: a part by name, not by default
     assert "bench_db22036" in check.LIMITS and "bench_db22036" not in check.DEFAULT_PARTS
-    # the loop at batch 256 in {default, CUDA graphs} x {host, device draw}, the
+    # the loop at batch 256 in {default, CUDA graphs}, drawing on the host, by default;
+    # drawing on the device and the CUDA-graph rows at batch 256 by name; the
     # estimator's loop alone
-    assert {p for p in check.DEFAULT_PARTS if p.startswith("loop")} == set(check.LOOP_PARTS)
+    assert {p for p in check.DEFAULT_PARTS if p.startswith("loop")} == {"loop", "loop_graphs"}
+    assert {"loop_device", "loop_graphs_device", "bench_256"} <= set(check.LIMITS)
     for part, (graphs, batches) in check.LOOP_PARTS.items():
+        # each holds a few paper-size compilations (11 to 23 s each on an H200, where
+        # every loop part timed out at 40 s), and recordings under CUDA graphs
+        assert check.LIMITS[part] >= (130 if graphs else 110), part
         argv = check.loop_argv(False, "l.md", graphs, batches)
         assert argv[argv.index("--batches") + 1] == batches and "--no-cli" in argv
         assert ("--compile-mode" in argv) == graphs, part
@@ -226,6 +231,13 @@ def test_the_cuda_tests_are_found_wherever_tests_keeps_them(check, monkeypatch):
     assert set(files) <= set(every) and any("test_pair_fallback.py" in f for f in every)
     argv = check.tests_argv()
     assert argv[-2:] == ["-k", keyword] and argv[-2 - len(files) : -2] == files
+    assert "--tb=short" in argv
+    # a rerun: the node ids named, no keyword, pytest's whole tracebacks
+    ids = ["tests/internals/test_pair_fused.py::test_on_a_gpu_the_fused_operator_is_exact"]
+    rerun = check.tests_argv(tests=ids, tb="long")
+    assert rerun[-1:] == ids and "-k" not in rerun and "--tb=long" in rerun
+    args = check.parse_args(["--out", "x", "--parts", "tests", "--tests", *ids, "--tb", "long"])
+    assert args.tests == ids and args.tb == "long" and args.logs is None
     monkeypatch.setattr(check, "CUDA_TESTS", ([*names, "test_gone.py"], keyword))
     with pytest.raises(FileNotFoundError, match=r"\['test_gone.py'\]"):
         check.cuda_test_files()
@@ -240,6 +252,51 @@ def test_the_outputs_of_the_parts_are_parsed(check):
     out = "x\n===== 3 passed, 1 failed, 2 skipped, 9 deselected in 41.20s =====\n"
     assert check.test_counts(out) == {"passed": 3, "failed": 1, "skipped": 2, "deselected": 9}
     assert check.test_counts("killed") == {}
+
+
+#: pytest's output as the H200 gave it (9470f02), with the failure sections that the
+#: report's last 4,000 characters left out (warnings and durations came after them).
+PYTEST_OUTPUT = """..F.F
+=================================== FAILURES ===================================
+____________ test_on_a_gpu_the_fused_operator_is_exact[float32] ____________
+tests/internals/test_pair_fused.py:98: in test_on_a_gpu_the_fused_operator_is_exact
+    _check_against_float64_naive(dec, y, idx, 5 * FLOAT32_TOL, False, "cuda")
+E   AssertionError: Tensor-likes are not close!
+_______ test_on_a_gpu_cuda_graphs_replay_fresh_draws_and_the_log_keeps_copies _______
+E   RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten
+=============================== warnings summary ===============================
+tests/test_pretrainer.py::test_on_a_gpu_the_estimator_runs
+  UserWarning: Pretraining ended with a pretext skill of -0.027
+============================= slowest 10 durations =============================
+23.08s call     tests/internals/test_training_steps.py::test_on_a_gpu_no_training_step
+=========================== short test summary info ============================
+FAILED tests/internals/test_pair_fused.py::test_on_a_gpu_the_fused_operator_is_exact[float32]
+PASSED tests/internals/test_training_steps.py::test_training_batches_come_in_pinned_memory
+3 failed, 7 passed, 34 deselected, 24 warnings in 57.70s
+"""
+
+
+def test_the_tests_failures_reach_the_report_whole_and_every_output_its_log(check, tmp_path):
+    kept = check.pytest_failures(PYTEST_OUTPUT)
+    assert kept.startswith("=" * 35 + " FAILURES")
+    assert "E   AssertionError: Tensor-likes are not close!" in kept
+    assert "E   RuntimeError: Error: accessing tensor output of CUDAGraphs" in kept
+    assert kept.endswith("3 failed, 7 passed, 34 deselected, 24 warnings in 57.70s")
+    assert check.test_counts(kept) == {"failed": 3, "passed": 7, "deselected": 34}
+    # passing tests: the summary alone; a run killed before its summary: nothing
+    passed = PYTEST_OUTPUT[PYTEST_OUTPUT.index("=========================== short") :]
+    assert check.pytest_failures(passed) == passed.strip()
+    assert check.pytest_failures("collecting ...\nkilled") == ""
+    # too long: the end of the failures kept, and the whole summary
+    short = check.pytest_failures(PYTEST_OUTPUT, most=400)
+    assert short.startswith("[... the failures' first part cut ...]")
+    assert short.endswith("in 57.70s") and "FAILED tests/internals" in short
+    # the logs: whole, or their start and end
+    check.write_log("x" * 50, tmp_path / "logs" / "a.log")
+    assert (tmp_path / "logs" / "a.log").read_text() == "x" * 50
+    check.write_log("a" * 100 + "b" * 300, tmp_path / "b.log", most=200)
+    text = (tmp_path / "b.log").read_text()
+    assert text.startswith("a" * 50 + "\n[... 200 bytes cut ...]\n") and text.endswith("b" * 150)
 
 
 def test_the_wheels_are_the_versions_the_tests_run_with():
@@ -290,13 +347,20 @@ def test_db22036s_decoder_is_db22036s_and_computes_what_this_trees_does(bench_gp
 @pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")
 def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     out = tmp_path / "device_check.md"
-    summary = check.main(["--tiny", "--out", str(out), "--budget", "900"])
+    # the default parts, and the CUDA-graph rows at batch 256 and the loops drawing on
+    # the device, which run by name
+    every = [*check.DEFAULT_PARTS, "bench_256", "loop_device", "loop_graphs_device"]
+    logs = tmp_path / "logs"
+    summary = check.main(["--tiny", "--out", str(out), "--budget", "900", "--parts", *every,
+                          "--logs", str(logs)])  # fmt: skip
     text = out.read_text()
     assert "- Card: CPU (" in text and "a dry run" in text
     row = r"^\| (tests|bench_tree|bench_256|loop\w*) \| `(.*)` \| (\S+) \|"
     parts = re.findall(row, text, re.M)
-    assert [p[0] for p in parts] == list(check.DEFAULT_PARTS)
+    assert [p[0] for p in parts] == every
     assert all(p[2] == "0" for p in parts), parts  # every part ran to its end
+    assert sorted(f.name for f in logs.iterdir()) == sorted(f"{p}.log" for p in every)
+    assert "[loop " in (logs / "loop.log").read_text()  # the loop's progress, as it ran
     commands = dict((p[0], p[1]) for p in parts)
     assert "--profile bf16-compile bf16-compile-fused" in commands["bench_tree"]
     assert ("bf16-compile bf16-compile-graphs bf16-compile-fused bf16-compile-fused-graphs"

@@ -11,11 +11,15 @@ loss), and :meth:`_AsyncSteps.read_log` reads them all at once on the report cad
 (:class:`_ReadLog`): one transfer, and under DistributedDataParallel one all-reduce
 that averages them over the processes (and sums the counts, :data:`_LOG_COUNTS`).
 Under CUDA graphs (``compile__mode`` "reduce-overhead" or "max-autotune") it marks a
-step boundary before every step, gives Adam and AdamW their learning rate as a tensor on
-the device (updated in place by the schedule, so that a captured step reads the rate of
-the step it replays; ``capturable`` where not fused) and keeps the gradients in place
-between steps (``zero_grad(set_to_none=False)``): with a float rate and gradients set to
-None, a captured optimiser step replays the first step's rate and buffers.
+step boundary before every step and gives Adam and AdamW their learning rate as a tensor
+on the device (updated in place by the schedule, so that an optimiser step captured by
+a CUDA graph would read the rate of the step it replays; ``capturable`` where not
+fused). The gradients are set to None between steps (``zero_grad(set_to_none=True)``),
+never zeroed in place: the first backward's gradients are the compiled backward's
+outputs, which live in the CUDA graphs' memory pool, and a gradient kept from one step
+to the next is freed when the next step's forward starts a new generation of graphs;
+the next backward, adding into it, fails with "accessing tensor output of CUDAGraphs
+that has been overwritten by a subsequent run".
 """
 
 from __future__ import annotations
@@ -235,9 +239,13 @@ class _AsyncSteps:
         return args, kwargs
 
     def _zero_grad_optimizer(self, set_to_none=None):
-        """skorch's; under CUDA graphs the gradients stay in place (zeroed, not None)."""
+        """skorch's; under CUDA graphs the gradients are set to None, never zeroed in
+        place: a gradient kept into the next step is a tensor of the graphs' memory pool
+        (the first backward's output, which autograd takes as ``.grad``), freed when the
+        next step's forward starts a new generation of graphs, and the backward that
+        adds into it fails (see the module's docstring)."""
         if getattr(self, "cuda_graphs_", False):
-            set_to_none = False
+            set_to_none = True
         super()._zero_grad_optimizer(set_to_none=set_to_none)
 
     def _mark_step(self):
