@@ -429,7 +429,9 @@ def stress_section(rows, load, reference_seconds, commit=None):
     from benchmarks.lib.measure import cpu_model, git_commit
 
     total = STRESS_EPOCHS * rows[0]["steps_per_epoch"] if rows else 0
-    within = sum(r["signalled"] and r["seconds"] < 30 and not r["forced"] for r in rows)
+    within = sum(
+        r["signalled"] and r["seconds"] < 30 and not (r["forced"] or r["killed"]) for r in rows
+    )
     resumed = sum(r["rerun_code"] == 0 and r["final_steps"] == total for r in rows)
     same = sum(bool(r["same_weights"]) for r in rows)
     cells = [
@@ -600,10 +602,14 @@ def _write_records(args, argv, root, **records):
 
 def _row(r):
     """A table row of trial ``r`` (:func:`trial`)."""
-    lost = (
-        "0 (stopped at a step boundary)" if r["signal"] != "SIGKILL" else
-        "< 1 epoch (the last state's)"
-    )  # fmt: skip
+    signalled = r["signalled_at"][0]
+    if r["signal"] == "SIGKILL":  # the state seen at the signal, or a later one, is kept
+        kept = r["epoch"] >= signalled
+        lost = "< 1 epoch (the last state's)" if kept else "MORE (an older state)"
+    else:  # the state saved is the step reached: AdamW's count is its epochs and steps
+        at_step = r["optimizer_steps"] == r["epoch"] * r["steps_per_epoch"] + r["steps"]
+        at_step = at_step and r["epoch"] >= signalled
+        lost = "0 (stopped at a step boundary)" if at_step else "NOT the step reached"
     at = f"{r['at_epoch']} + {r['delay']:.1f} s" if r["torchrun"] else r["at_epoch"]
     cells = [r["signal"], at, r["code"], f"{r['epoch']} + {r['steps']}", lost]
     if r["torchrun"]:
