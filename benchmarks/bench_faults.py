@@ -397,28 +397,47 @@ def _trials_summary(rows):
     return text + "."
 
 
-def store_report(folder, trials, seed, recordings):
-    """The lines of ``faults_store.md``."""
-    from benchmarks.lib.measure import cpu_model
-
+def store_results(folder, trials, seed, recordings):
+    """Every trial of ``--part store`` in ``folder``: the load average before, the
+    seconds they took, the signal trials' rows (``trials``), the finish's kills
+    (``finish``), the full disk (``disk``) and the second build (``second``), a dict
+    ready for JSON (what ``--records`` writes, :func:`store_lines` reports)."""
     load = os.getloadavg()[0]
     start = time.monotonic()
     pattern, reference, rows = store_faults(
         folder, trials=trials, seed=seed, recordings=recordings, targets=("main", "group")
     )
-    main_rows = [r for r in rows if not r["group"]]
-    group_rows = [r for r in rows if r["group"]]
     finish_rows = finish_kills(pattern, reference, Path(folder) / "finish")
     status, output, done, disk_equal = full_disk(pattern, reference, Path(folder) / "disk")
     pid, message, first, second_equal = second_build(pattern, reference, Path(folder) / "two")
-    refused = "Cannot write the store" in output
+    return {
+        "load": load,
+        "seconds": time.monotonic() - start,
+        "trials": rows,
+        "finish": finish_rows,
+        "disk": {"status": status, "output": output, "kept": done, "equal": disk_equal},
+        "second": {"pid": pid, "message": message, "status": first, "equal": second_equal},
+    }
+
+
+def store_lines(results, trials, seed, recordings):
+    """The lines of ``faults_store.md`` for the trials' ``results`` (:func:`store_results`,
+    or a record of them) run by ``--trials``, ``--seed`` and ``--recordings``."""
+    from benchmarks.lib.measure import cpu_model
+
+    rows, finish_rows = results["trials"], results["finish"]
+    main_rows = [r for r in rows if not r["group"]]
+    group_rows = [r for r in rows if r["group"]]
+    disk, second = results["disk"], results["second"]
+    pid, message = second["pid"], second["message"]
+    refused = "Cannot write the store" in disk["output"]
     lines = [
         "# Faults: `braindecode-pars store` stopped, killed, on a full disk, built twice",
         "",
-        f"{datetime.date.today()}, {cpu_model()} (load average {load:.2f} before), "
-        f"Python {sys.version.split()[0]}; written by `python -m benchmarks.bench_faults "
-        f"--part store --trials {trials} --seed {seed} --recordings {recordings}` in "
-        f"{time.monotonic() - start:.0f} s.",
+        f"{datetime.date.today()}, {cpu_model()} (load average {results['load']:.2f} "
+        f"before), Python {sys.version.split()[0]}; written by `python -m "
+        f"benchmarks.bench_faults --part store --trials {trials} --seed {seed} --recordings "
+        f"{recordings}` in {results['seconds']:.0f} s.",
         "",
         f"{recordings} synthetic FIF recordings (3 EEG channels, 15 minutes, 250 Hz), stored "
         "at 100 Hz in 5-s windows by `store --jobs 2`, stopped by a signal once a seeded "
@@ -481,18 +500,18 @@ def store_report(folder, trials, seed, recordings):
         "## A full disk, a second build",
         "",
         f"Full disk (a file size limit of 2.5 recordings' data, `RLIMIT_FSIZE`): exit status "
-        f"{status}, refused with a message: {'yes' if refused else 'NO'}, recordings kept: "
-        f"{done}, resumed store equal: {'yes' if disk_equal else 'NO'}.",
+        f"{disk['status']}, refused with a message: {'yes' if refused else 'NO'}, recordings "
+        f"kept: {disk['kept']}, resumed store equal: {'yes' if disk['equal'] else 'NO'}.",
         "",
         f"A second `store` into a folder being built by process {pid}: "
         f"{'refused' if message and str(pid) in message else 'NOT refused'} "
-        f'("{message}"); the first ended with status {first}, its store equal: '
-        f"{'yes' if second_equal else 'NO'}.",
+        f'("{message}"); the first ended with status {second["status"]}, its store equal: '
+        f"{'yes' if second['equal'] else 'NO'}.",
     ]
     return lines
 
 
-def main():
+def main(argv=None):
     from benchmarks.lib.measure import report_parser, write_report
 
     parser = report_parser(__doc__)
@@ -500,13 +519,22 @@ def main():
     parser.add_argument("--trials", type=int, default=5, help="trials per signal")
     parser.add_argument("--seed", type=int, default=0, help="seed of the points")
     parser.add_argument("--recordings", type=int, default=8, help="synthetic recordings")
-    args = parser.parse_args()
+    parser.add_argument("--records",
+        help="also write the trials' rows here as JSON (benchmarks/tests/records/: "
+        "what test_fault_records.py runs the report code on)")  # fmt: skip
+    args = parser.parse_args(argv)
     import logging
 
     logging.disable(logging.INFO)  # the resumes' lines: the report says what they did
     with tempfile.TemporaryDirectory() as tmp:
-        lines = store_report(tmp, args.trials, args.seed, args.recordings)
-    write_report(lines, args.out)
+        results = store_results(tmp, args.trials, args.seed, args.recordings)
+    write_report(store_lines(results, args.trials, args.seed, args.recordings), args.out)
+    if args.records:
+        from benchmarks.lib.fault_records import write_records
+
+        options = {k: getattr(args, k) for k in ("part", "trials", "seed", "recordings")}
+        write_records(args.records, "benchmarks.bench_faults", argv,
+                      {"args": options, **results}, folders=[tmp])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -423,12 +423,15 @@ def stress_trials(root, store, n, load, rng, moments=None):
     return rows, reference_seconds
 
 
-def stress_section(rows, load, reference_seconds):
-    """The lines of the stress trials' section of the result file."""
+def stress_section(rows, load, reference_seconds, commit=None):
+    """The lines of the stress trials' section of the result file (``commit``: the one
+    the trials ran at, default this checkout's)."""
     from benchmarks.lib.measure import cpu_model, git_commit
 
     total = STRESS_EPOCHS * rows[0]["steps_per_epoch"] if rows else 0
-    within = sum(r["signalled"] and r["seconds"] < 30 and not r["forced"] for r in rows)
+    within = sum(
+        r["signalled"] and r["seconds"] < 30 and not (r["forced"] or r["killed"]) for r in rows
+    )
     resumed = sum(r["rerun_code"] == 0 and r["final_steps"] == total for r in rows)
     same = sum(bool(r["same_weights"]) for r in rows)
     cells = [
@@ -456,7 +459,7 @@ def stress_section(rows, load, reference_seconds):
         "## SIGTERM to a whole torchrun job at a chosen moment, under load (stress)",
         "",
         f"`python -m benchmarks.bench_faults_pretrain --stress-only --stress-trials "
-        f"{len(rows)} --stress-load {load}` at commit `{git_commit()}`, "
+        f"{len(rows)} --stress-load {load}` at commit `{commit or git_commit()}`, "
         f"{datetime.date.today()}, {cpu_model()} "
         f"(load average {os.getloadavg()[0]:.2f} at the end): `pretrain` under "
         f"`torchrun --standalone --nproc_per_node 2` (gloo, one thread each), {STRESS_EPOCHS} "
@@ -540,6 +543,9 @@ def main(argv=None):
         help="run the stress trials alone, replacing their section of --out")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="benchmarks/results/faults_pretrain.md")
+    parser.add_argument("--records",
+        help="also write the trials' rows here as JSON (benchmarks/tests/records/: "
+        "what test_fault_records.py runs the report code on)")  # fmt: skip
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     load, start = os.getloadavg()[0], time.monotonic()
@@ -549,6 +555,9 @@ def main(argv=None):
             store = build_store(Path(root) / "store")
             stress, seconds = stress_trials(root, store, args.stress_trials, args.stress_load, rng)
         replace_section(args.out, stress_section(stress, args.stress_load, seconds))
+        if args.records:
+            stress = {"rows": stress, "load": args.stress_load, "reference_seconds": seconds}
+            _write_records(args, argv, root, stress=stress)
         return
     with tempfile.TemporaryDirectory() as root:
         store = build_store(Path(root) / "store")
@@ -570,17 +579,37 @@ def main(argv=None):
         stress = None
         if args.stress_trials:
             stress = stress_trials(root, store, args.stress_trials, args.stress_load, rng)
-    write_table(rows, disk, args, time.monotonic() - start, load)
+    seconds = time.monotonic() - start
+    write_table(rows, disk, args, seconds, load)
     if stress is not None:
         replace_section(args.out, stress_section(stress[0], args.stress_load, stress[1]))
+    if args.records:
+        if stress is not None:
+            stress = {"rows": stress[0], "load": args.stress_load, "reference_seconds": stress[1]}
+        _write_records(args, argv, root, load=load, seconds=seconds, rows=rows, disk=disk,
+                       stress=stress)  # fmt: skip
+
+
+def _write_records(args, argv, root, **records):
+    """``--records``: the trials' rows as JSON (:mod:`benchmarks.lib.fault_records`), with
+    the options that :func:`write_table` reports."""
+    from benchmarks.lib.fault_records import write_records
+
+    options = {k: v for k, v in vars(args).items() if k not in ("out", "records")}
+    write_records(args.records, "benchmarks.bench_faults_pretrain", argv,
+                  {"args": options, **records}, folders=[root])  # fmt: skip
 
 
 def _row(r):
     """A table row of trial ``r`` (:func:`trial`)."""
-    lost = (
-        "0 (stopped at a step boundary)" if r["signal"] != "SIGKILL" else
-        "< 1 epoch (the last state's)"
-    )  # fmt: skip
+    signalled = r["signalled_at"][0]
+    if r["signal"] == "SIGKILL":  # the state seen at the signal, or a later one, is kept
+        kept = r["epoch"] >= signalled
+        lost = "< 1 epoch (the last state's)" if kept else "MORE (an older state)"
+    else:  # the state saved is the step reached: AdamW's count is its epochs and steps
+        at_step = r["optimizer_steps"] == r["epoch"] * r["steps_per_epoch"] + r["steps"]
+        at_step = at_step and r["epoch"] >= signalled
+        lost = "0 (stopped at a step boundary)" if at_step else "NOT the step reached"
     at = f"{r['at_epoch']} + {r['delay']:.1f} s" if r["torchrun"] else r["at_epoch"]
     cells = [r["signal"], at, r["code"], f"{r['epoch']} + {r['steps']}", lost]
     if r["torchrun"]:
