@@ -93,28 +93,29 @@ def test_ci_runs_the_readme_command_then_the_guards_each_when_it_must():
     assert "if python3 .ci/changed.py faults; then step test-faults; fi" in script
 
 
-#: What every landing must still run (issue 89), each by a node id prefix, and the pass
-#: of .ci/run that runs it: its marker expression (Makefile: test, test-slow, test-lab).
-GUARDS = {
+#: What every landing must still run (issue 89): the pass of .ci/run that runs it (its
+#: marker expression: Makefile's test, test-slow, test-lab), the file and the test.
+GUARDS = [
     # exact resume in one process, with and without DataLoader workers
-    "tests/internals/test_pretrain_stop.py::"
-    "test_a_view_stopped_at_a_step_and_resumed_ends_with_the_weights_never_stopped": "test",
+    ("test", "tests/internals/test_pretrain_stop.py",
+     "test_a_view_stopped_at_a_step_and_resumed_ends_with_the_weights_never_stopped"),
     # the disk-order resume
-    "tests/internals/test_disk_order.py::"
-    "test_a_disk_order_run_stopped_within_an_epoch_resumes_to_the_weights_never_stopped": "test",
+    ("test", "tests/internals/test_disk_order.py",
+     "test_a_disk_order_run_stopped_within_an_epoch_resumes_to_the_weights_never_stopped"),
     # one torchrun exact resume after a whole-job SIGTERM
-    "tests/test_distributed.py::"
-    "test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_never_stopped": "serial",  # fmt: skip
+    ("serial", "tests/test_distributed.py",
+     "test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_never_stopped"),
     # the whole-job signals to a store build and to a pretraining run
-    "tests/test_whole_job_signals.py::"
-    "test_sigterm_to_every_process_of_a_store_build_leaves_none_and_the_build_resumes": "serial",
-    "tests/test_whole_job_signals.py::"
-    "test_sigterm_to_every_process_of_a_pretraining_run_leaves_none_and_the_run_resumes": "serial",  # fmt: skip
+    ("serial", "tests/test_whole_job_signals.py",
+     "test_sigterm_to_every_process_of_a_store_build_leaves_none_and_the_build_resumes"),
+    ("serial", "tests/test_whole_job_signals.py",
+     "test_sigterm_to_every_process_of_a_pretraining_run_leaves_none_and_the_run_resumes"),
     # the privacy end to end
-    "tests/test_identity.py::test_store_pretrain_and_export_name_no_one": "slow",
+    ("slow", "tests/test_identity.py", "test_store_pretrain_and_export_name_no_one"),
     # the fault harness on recorded trials
-    "benchmarks/tests/test_fault_records.py": "lab",
-}
+    ("lab", "benchmarks/tests/test_fault_records.py", ""),
+]  # fmt: skip
+
 #: Each pass of .ci/run: its folder and marker expression (the Makefile's)
 PASSES = {
     "test": ("tests", "not serial and not slow"),
@@ -135,6 +136,7 @@ def test_the_guards_every_landing_needs_are_in_the_passes_ci_runs():
             cwd=ROOT, capture_output=True, text=True,
         )  # fmt: skip
         ids = [line for line in done.stdout.splitlines() if "::" in line]
-        for guard, where in GUARDS.items():
+        for where, file, test in GUARDS:
             if where == name:
+                guard = f"{file}::{test}"
                 assert any(i.startswith(guard) for i in ids), f"{guard} not in CI's {name} pass"
