@@ -71,7 +71,7 @@ def noise_view(amplitudes, seconds=60.0, window_seconds=4.0):
     n = int(window_seconds * SFREQ)
     windows = create_fixed_length_windows(
         BaseConcatDataset(datasets), window_size_samples=n, window_stride_samples=n,
-        drop_last_window=True,
+        on_last_window="drop",
     )  # fmt: skip
     return SingleChannelWindows(windows)
 

@@ -172,7 +172,8 @@ def load_labelled_recordings(
         paths, subject_from="file", **read_options, purpose="reading", one_set=True
     )
     for ds in windows.datasets:  # the groups are the field ``subject`` names, or none
-        ds.description.drop(["subject", "subject_from"], inplace=True)
+        for key in ("subject", "subject_from"):  # pandas 3 deprecates drop(inplace=True)
+            ds.description.pop(key)
     by_name = {str(path): found for path, found in fields.items()}
     per_window = [(by_name[ds.description["file"]], len(ds)) for ds in windows.datasets]
     y = np.concatenate([np.repeat(np.asarray([f[label]]), n) for f, n in per_window])

@@ -150,7 +150,7 @@ def store_summary(path):
     >>> raw = mne.io.RawArray(np.zeros((2, 36000)), info, verbose=False)
     >>> ds = BaseConcatDataset([RawDataset(raw, pd.Series({"subject": 1}))])
     >>> windows = create_fixed_length_windows(
-    ...     ds, window_size_samples=1000, window_stride_samples=1000, drop_last_window=True
+    ...     ds, window_size_samples=1000, window_stride_samples=1000, on_last_window="drop"
     ... )
     >>> folder = tempfile.mkdtemp()
     >>> _ = write_window_store(windows, folder, overwrite=True)

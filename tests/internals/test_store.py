@@ -283,7 +283,7 @@ def test_store_summary_counts_each_sample_once_and_people_by_subject_or_folder(t
         BaseConcatDataset(parts),
         window_size_samples=1000,
         window_stride_samples=250,  # windows overlap four times over
-        drop_last_window=True,
+        on_last_window="drop",
     )
     write_window_store(windows, tmp_path / "store")
     summary = store_summary(tmp_path / "store")

@@ -50,7 +50,7 @@ def windows():
         BaseConcatDataset(parts),
         window_size_samples=500,
         window_stride_samples=500,
-        drop_last_window=True,
+        on_last_window="drop",
     )
 
 
