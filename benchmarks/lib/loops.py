@@ -116,7 +116,7 @@ def write_store(config, X, folder):
     windows = create_fixed_length_windows(
         BaseConcatDataset([RawDataset(raw, description={"subject": 0})]),
         window_size_samples=config.n_times, window_stride_samples=config.n_times,
-        drop_last_window=True, preload=True,
+        on_last_window="drop", preload=True,
     )  # fmt: skip
     write_window_store(windows, folder)
     return folder
