@@ -138,6 +138,11 @@ def profile_report(loops, steps, path):
         f"- Model: {loops.config.name}; precision as in the rounds above",
         "",
     ]
+    # untimed first: a cold process's first runs pay its imports and first calls, which
+    # the short runs would otherwise hold and the long ones not (the whole run's column
+    # came out negative in a fresh process)
+    loops.estimator(short_steps)
+    loops.cli("profiled-warm-up", short_steps)
     short, long = runs(short_steps), runs(steps)
     results = {label: (profile_areas(short[label]), profile_areas(long[label])) for label in long}
     labels = list(results)
