@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-slow test-next test-latest test-lab test-faults docs-check test-extended test-all lint demo docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-slow test-next test-latest test-lab test-faults test-device docs-check test-extended test-all lint demo docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
 # docs, benchmark). It holds the core, so its stamp stands for the core's too.
@@ -60,6 +60,13 @@ test-faults: install
 	$(PY) -m pytest benchmarks/tests -m "faults and serial"
 	$(PY) .ci/changed.py --record faults
 
+# The GPU device check's dry run on the CPU (benchmarks/device_check.py --tiny: its parts
+# at the tiny sizes, about 2 minutes), then its digest recorded (.ci/checked.json): .ci/run
+# runs it again when the device check or the benchmarks it runs change.
+test-device: install
+	$(PY) -m pytest benchmarks/tests -m device
+	$(PY) .ci/changed.py --record device
+
 # What guards a behaviour that .ci/run guards through another test, or measures the
 # machine (marked extended), in both suites
 test-extended: install
@@ -69,7 +76,7 @@ test-extended: install
 
 # Everything: what .ci/run runs, the gallery, the fault harness and the extended tests
 # (before a release, or after a change to the stops, the launchers or the harness)
-test-all: test test-slow test-lab docs-check test-faults test-extended
+test-all: test test-slow test-lab docs-check test-faults test-device test-extended
 
 # The suite against braindecode's next release, in its own environment (.venv-next,
 # ignored; not part of .ci/run; docs/architecture.rst, "Against braindecode's next
@@ -132,8 +139,8 @@ test-latest:
 # The fault harness run for real is `make test-faults`'s; here it is tested on recorded
 # trial records (benchmarks/tests/test_fault_records.py).
 test-lab: install
-	$(PY) -m pytest benchmarks/tests -m "not serial and not faults and not extended" -n 2 --dist loadfile
-	$(PY) -m pytest benchmarks/tests -m "serial and not faults and not extended" || test $$? -eq 5
+	$(PY) -m pytest benchmarks/tests -m "not serial and not faults and not device and not extended" -n 2 --dist loadfile
+	$(PY) -m pytest benchmarks/tests -m "serial and not faults and not device and not extended" || test $$? -eq 5
 
 demo: $(VENV)/.installed-core
 	$(VENV)/bin/braindecode-pars demo --out results/demo

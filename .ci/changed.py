@@ -1,14 +1,15 @@
 """Whether a group of files changed since its full check last passed.
 
-Two checks are too long for every landing and guard files that change rarely: the lab's
-fault harness run for real (``make test-faults``: signals, kills and full disks to
-``store`` and ``pretrain`` in processes of their own, about 7 minutes) and the docs
-built with every example of the gallery run (``make docs-check``). Each target, once
-it passes, records the digest of its group's files in ``.ci/checked.json`` (committed
-with the change); ``.ci/run`` compares the tree it was given with that record and runs
-the full check of a group whose files differ. So a landing that touches
+Three checks are too long for every landing and guard files that change rarely: the
+lab's fault harness run for real (``make test-faults``: signals, kills and full disks to
+``store`` and ``pretrain`` in processes of their own, about 7 minutes), the docs built
+with every example of the gallery run (``make docs-check``), and the GPU device check's
+dry run on the CPU (``make test-device``, about 2 minutes). Each target, once it passes,
+records the digest of its group's files in ``.ci/checked.json`` (committed with the
+change); ``.ci/run`` compares the tree it was given with that record and runs the full
+check of a group whose files differ. So a landing that touches
 ``pretraining/stopping.py`` without the harness having passed on those bytes runs the
-harness in CI; one that touches neither does not.
+harness in CI; one that touches none of a group's files does not.
 
 Usage::
 
@@ -51,6 +52,18 @@ GROUPS = {
     ),
     # the pages and the examples the gallery runs
     "gallery": ("docs", "examples"),
+    # the GPU device check and what its dry run on the CPU runs
+    "device": (
+        "benchmarks/device_check.py",
+        "benchmarks/device_check.sh",
+        "benchmarks/bench_gpu.py",
+        "benchmarks/bench_pretrain_loop.py",
+        "benchmarks/bench_loop_trace.py",
+        "benchmarks/lib/device_steps.py",
+        "benchmarks/lib/loops.py",
+        "benchmarks/lib/steps.py",
+        "benchmarks/tests/test_device_check.py",
+    ),
 }
 
 

@@ -91,6 +91,7 @@ def test_ci_runs_the_readme_command_then_the_guards_each_when_it_must():
     assert steps[:3] == ["test", "test-slow", "test-lab"]
     assert "if python3 .ci/changed.py gallery; then step docs-check; fi" in script
     assert "if python3 .ci/changed.py faults; then step test-faults; fi" in script
+    assert "if python3 .ci/changed.py device; then step test-device; fi" in script
 
 
 #: What every landing must still run (issue 89): the pass of .ci/run that runs it (its
@@ -121,22 +122,64 @@ PASSES = {
     "test": ("tests", "not serial and not slow"),
     "slow": ("tests", "slow and not serial and not gallery and not extended"),
     "serial": ("tests", "serial and not extended"),
-    "lab": ("benchmarks/tests", "not serial and not faults and not extended"),
+    "lab": ("benchmarks/tests", "not serial and not faults and not device and not extended"),
 }
 
 
-@pytest.mark.slow  # four collections of the suites
+def _marks(node):
+    """The marker names of ``pytest.mark.NAME`` expressions under ``node``."""
+    import ast
+
+    return {
+        n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Attribute)
+        and n.value.attr == "mark"
+    }
+
+
+def _markers(file, test):
+    """The markers of ``test`` in ``file`` (its decorators and the module's
+    ``pytestmark``), read from the source; every test of the file when ``test`` is
+    empty, as {name: markers}."""
+    import ast
+
+    tree = ast.parse((ROOT / file).read_text())
+    module = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
+            module |= _marks(node.value)
+    found = {
+        node.name: module | set().union(*(_marks(d) for d in node.decorator_list))
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    }
+    return found if not test else {test: found[test]}
+
+
+def _selected(expression, markers):
+    """Whether a test of ``markers`` is selected by ``-m expression`` (names, and, not)."""
+    names = {n: n in markers for n in expression.split() if n not in ("and", "or", "not")}
+    return eval(expression, {"__builtins__": {}}, names)
+
+
 def test_the_guards_every_landing_needs_are_in_the_passes_ci_runs():
     makefile = (ROOT / "Makefile").read_text()
+    assert _selected("slow and not serial", {"slow"}) and not _selected("not slow", {"slow"})
     for name, (folder, expression) in PASSES.items():
         assert f'-m "{expression}"' in makefile, f"{name}: the Makefile runs another selection"
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", folder, "-m", expression, "--collect-only", "-q",
-             "-p", "no:cacheprovider"],
-            cwd=ROOT, capture_output=True, text=True,
-        )  # fmt: skip
-        ids = [line for line in done.stdout.splitlines() if "::" in line]
         for where, file, test in GUARDS:
             if where == name:
-                guard = f"{file}::{test}"
-                assert any(i.startswith(guard) for i in ids), f"{guard} not in CI's {name} pass"
+                assert file.startswith(folder + "/"), (file, name)
+                for found, markers in _markers(file, test).items():
+                    assert _selected(expression, markers), f"{file}::{found} not in {name}"
+    # the reading of the markers: a test marked serial and extended, and one in a file
+    # whose pytestmark says faults
+    assert _markers("tests/internals/test_threads.py",
+                    "test_a_second_busy_process_lowers_the_idle_cores")[
+        "test_a_second_busy_process_lowers_the_idle_cores"] == {"serial", "extended"}  # fmt: skip
+    faults = _markers("benchmarks/tests/test_store_faults.py", "")
+    assert faults and all({"serial", "slow", "faults"} <= m for m in faults.values())

@@ -344,6 +344,7 @@ def test_db22036s_decoder_is_db22036s_and_computes_what_this_trees_does(bench_gp
 
 
 @pytest.mark.slow  # 3 to 13 min on 2 busy CPU cores: seven processes, compilations
+@pytest.mark.device  # make test-device, and .ci/run when the device check's files change
 @pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled:UserWarning")
 def test_the_dry_run_on_a_cpu_writes_one_whole_results_file(check, tmp_path):
     out = tmp_path / "device_check.md"
