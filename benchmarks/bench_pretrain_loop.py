@@ -7,7 +7,8 @@ compilation:
 1. the bare training step of ``bench_gpu.py`` (:class:`bench_gpu.TrainingSteps`: PARS's
    forward, backward and AdamW step, fused as in the loops, on one batch already on
    the device), in windows
-   per second (median over repeats; the first step, which holds any compilation, timed
+   per second over ``--repeats`` steps in a row (their windows over their time, as the
+   loops' rates are; the first step, which holds any compilation, timed
    on its own);
 2. ``PARSPretrainer.fit`` on an array corpus of random multi-channel windows, and
 3. ``braindecode-pars pretrain`` on the same windows written as a window store;

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -59,21 +58,22 @@ def bare_steps(config, batch_size, device, amp, compiled, mode=None, kernel="aut
 
 
 def bare_rate(config, batch_size, device, amp, compiled, repeats, mode=None, kernel="auto"):
-    """Windows per second of the bare step, and its first step's time (s); its AdamW
-    runs fused, as the loops' does (:func:`.steps.optimiser`), so that the optimiser is
-    the same on both sides; ``mode``: torch.compile's."""
+    """Windows per second of the bare step over ``repeats`` steps in a row (their
+    windows over their time, as a loop's rate is its windows over its time, so that
+    slower steps count on both sides), after a first step, timed on its own and
+    returned (s), and two untimed ones; its AdamW runs fused, as the loops' does
+    (:func:`.steps.optimiser`), so that the optimiser is the same on both sides;
+    ``mode``: torch.compile's."""
     steps = bare_steps(config, batch_size, device, amp, compiled, mode, kernel)
     t0 = time.perf_counter()
     steps.pars_step()
     first = time.perf_counter() - t0
     for _ in range(2):
         steps.pars_step()
-    times = []
+    t0 = time.perf_counter()
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        steps.pars_step()
-        times.append(time.perf_counter() - t0)
-    return batch_size / statistics.median(times), first
+        steps.pars_step()  # each ends with the device synchronised
+    return batch_size * repeats / (time.perf_counter() - t0), first
 
 
 def trained_windows(history):

@@ -161,10 +161,11 @@ class _EpochBatches(torch.utils.data.Sampler):
         return max(len(self.order) // self.batch_size - self.start, 0)
 
     def __iter__(self):
-        batches = torch.utils.data.BatchSampler(self.order, self.batch_size, drop_last=True)
-        for place, batch in enumerate(batches):
-            if place < self.start:
-                continue
+        # a BatchSampler's batches (consecutive runs of the order, the short last one
+        # dropped), the ones before ``start`` skipped, not built
+        order, size = list(self.order), self.batch_size
+        for place in range(self.start, len(order) // size):
+            batch = order[place * size : (place + 1) * size]
             if self.keyed:
                 key = (self.seed, CROPS, self.rank, self.epoch, place)
                 batch = _Batch(np.asarray(batch, dtype=np.int64), derived_seed(*key))

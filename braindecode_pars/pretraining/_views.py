@@ -114,6 +114,7 @@ class SingleChannelWindows(Dataset):
         spawn or forkserver map the store again)."""
         state = self.__dict__.copy()
         state.pop("_gather", None)  # views of the recordings: made again where drawn
+        state.pop("_bounds", None)  # computed again where drawn
         if state.get("_store") is not None:
             state["recordings"] = None
         return state
@@ -204,13 +205,32 @@ class SingleChannelWindows(Dataset):
         return int(low[0]), int(high[0])
 
     def _crop_bounds(self, indices):
-        """:meth:`crop_bounds` of every item of ``indices``: two arrays."""
-        rows = self.index[indices]
-        lengths = self._layout().n_samples[rows[:, 0]]
-        last = lengths - self.n_times  # the last start inside each recording
-        low = np.minimum(np.maximum(0, rows[:, 1] - self.max_shift), last)
-        high = np.minimum(last, np.maximum(rows[:, 1], rows[:, 2] - self.n_times) + self.max_shift)
-        return low, np.maximum(low, high)
+        """:meth:`crop_bounds` of every item of ``indices``: two arrays (those of every
+        item computed once, :meth:`_all_bounds`, and indexed)."""
+        low, high = self._all_bounds()
+        return low[indices], high[indices]
+
+    def _all_bounds(self):
+        """The crop bounds of every item, computed once for the view's index, recordings,
+        ``n_times`` and ``max_shift`` (again when any of them is replaced)."""
+        layout = self._layout()
+        key = (self.index, layout, self.n_times, self.max_shift)
+        kept = self.__dict__.get("_bounds")
+        same = (
+            kept is not None
+            and kept[0][0] is key[0]
+            and kept[0][1] is key[1]
+            and kept[0][2:] == key[2:]
+        )
+        if not same:
+            rows = self.index
+            last = layout.n_samples[rows[:, 0]] - self.n_times  # the last start in each
+            low = np.minimum(np.maximum(0, rows[:, 1] - self.max_shift), last)
+            high = np.minimum(
+                last, np.maximum(rows[:, 1], rows[:, 2] - self.n_times) + self.max_shift
+            )
+            kept = self._bounds = (key, (low, np.maximum(low, high)))
+        return kept[1]
 
     def __getitem__(self, i):
         return self.__getitems__([i])[0]
@@ -520,6 +540,44 @@ class _DeviceBatches:
                 indices = self.indices[indices]
             X = self.crops.draw(indices, self.generator)
             yield X, torch.zeros(len(X), device=self.crops.device)
+
+
+class _HostBatches:
+    """The batches of a :class:`_BatchedView` read in this process: ``view[batch]`` for
+    each batch of ``batches`` (its sampler), what a DataLoader without worker processes
+    and with ``batch_size=None`` hands out (the dataset's item as it is, its pinned
+    memory kept), without the DataLoader's work per batch and per pass (a profiler
+    range, its fetcher, the item's conversion, a seed drawn from torch's global
+    generator), which on a small model is a tenth of the step (the seeds of a
+    pretraining run's batches are their own, :class:`~braindecode_pars._util.seeding._Batch`).
+
+    Examples
+    --------
+    >>> view = SingleChannelWindows(np.random.randn(10, 8, 500), n_times=400)
+    >>> sampler = torch.utils.data.BatchSampler(range(10), 4, drop_last=True)
+    >>> batches = _HostBatches(_BatchedView(view), sampler)
+    >>> len(batches), [tuple(X.shape) for X, _ in batches]
+    (2, [(4, 1, 400), (4, 1, 400)])
+    """
+
+    #: As a DataLoader's: the sampler gives whole batches.
+    batch_size = None
+
+    def __init__(self, view, batches):
+        self.dataset, self.sampler = view, batches
+
+    @property
+    def pin_memory(self):
+        """Whether the batches come in pinned memory (the view writes them there)."""
+        return bool(self.dataset.pinned)
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def __iter__(self):
+        view = self.dataset
+        for batch in self.sampler:
+            yield view[batch]
 
 
 class _BatchedView(Dataset):

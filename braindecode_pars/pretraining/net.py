@@ -47,6 +47,7 @@ from braindecode_pars.pretraining._views import (
     _BatchedView,
     _DeviceBatches,
     _DeviceCrops,
+    _HostBatches,
 )
 from braindecode_pars.pretraining.callbacks import (
     EpochProgress,
@@ -573,6 +574,8 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         # (get_params_for pins on CUDA) with no workers, batches are drawn into pinned memory
         pinned = bool(kwargs.get("pin_memory")) and not kwargs.get("num_workers", 0)
         view = _BatchedView(dataset, pinned=pinned)
+        if chosen == "host" and _in_process(kwargs):
+            return _HostBatches(view, batches)  # a DataLoader's batches, without its work
         loader = DataLoader(view, sampler=batches, batch_size=None, **kwargs)
         if chosen == "read-ahead":  # the next batches drawn and copied beside the step
             return _Prefetched(loader, self.device, prepare=view.view._generator,
@@ -775,6 +778,20 @@ def _unit_sample(dataset, n=_UNIT_SAMPLE, seed=0):
     if isinstance(base, SingleChannelWindows):
         return base._draw(np.asarray(picked, dtype=np.int64), rng)
     return torch.stack([torch.as_tensor(base[int(i)][0]) for i in picked])
+
+
+#: The DataLoader arguments under which a loader without worker processes hands out the
+#: batches of a :class:`_BatchedView` as they are (``pin_memory``: the view writes them
+#: into pinned memory itself): its batches are then read in this process without it.
+_IN_PROCESS_ARGUMENTS = frozenset({"num_workers", "pin_memory"})
+
+
+def _in_process(loader_kwargs):
+    """Whether a DataLoader with ``loader_kwargs`` (and ``batch_size=None``) would hand
+    out a view's batches as they are, read in this process: no worker process, and no
+    argument that changes or checks what it hands out (a ``collate_fn``, a worker's
+    settings, which it refuses without workers)."""
+    return not loader_kwargs.get("num_workers", 0) and set(loader_kwargs) <= _IN_PROCESS_ARGUMENTS
 
 
 def _batches_of(crops_on_device):

@@ -50,6 +50,15 @@ def _kept(value):
     return value.detach().float().clone()
 
 
+def _in_mode(module, training):
+    """Whether every module of ``module``'s tree is in mode ``training`` and has the
+    ``train`` of ``torch.nn.Module``, so that ``module.train(training)`` would change
+    nothing."""
+    return all(
+        m.training == training and type(m).train is torch.nn.Module.train for m in module.modules()
+    )
+
+
 class _ReadLog(Callback):
     """The pretraining net's log read at its report cadence: at the end of every epoch
     the net reports (``reports_epoch_``) and at the end of training, before the other
@@ -112,6 +121,34 @@ class _AsyncSteps:
             batch_count += 1
         restored = getattr(self, "epoch_restored_steps_", 0) if training else 0
         self.history.record(prefix + "_batch_count", batch_count + restored)
+
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's, without the calls to callbacks whose ``method_name`` is skorch's
+        ``Callback``'s, which does nothing (most callbacks have no ``on_batch_begin``
+        nor ``on_grad_computed``): a step notifies three times, and each notification
+        calls only the callbacks that act on it. Which callbacks act on a method is
+        found again when training begins and whenever the callbacks change."""
+        getattr(self, method_name)(self, **cb_kwargs)
+        for cb in self._acting(method_name):
+            getattr(cb, method_name)(self, **cb_kwargs)
+
+    def _acting(self, method_name):
+        """The callbacks (in their order) whose ``method_name`` is not the base
+        ``Callback``'s no-op."""
+        callbacks = self.callbacks_
+        key = (id(callbacks), len(callbacks))
+        cache = self.__dict__.get("_acting_")
+        if cache is None or cache[0] != key or method_name == "on_train_begin":
+            cache = self._acting_ = (key, {})
+        acting = cache[1].get(method_name)
+        if acting is None:
+            base = getattr(Callback, method_name, None)
+            acting = cache[1][method_name] = [
+                cb
+                for _, cb in callbacks
+                if base is None or getattr(getattr(cb, method_name), "__func__", None) is not base
+            ]
+        return acting
 
     # -- the log, read on the report cadence ----------------------------------------------
     def start_log(self):
@@ -237,6 +274,17 @@ class _AsyncSteps:
             if not kwargs.get("fused"):
                 kwargs["capturable"] = True
         return args, kwargs
+
+    def _set_training(self, training=True):
+        """skorch's (every module and criterion put in training or evaluation mode),
+        without the walk of a module tree that is in that mode already: ``train(mode)``
+        sets ``training`` on every module of the tree at every step, a tenth of a
+        millisecond on a small model. A tree with a module whose class has its own
+        ``train`` (DistributedDataParallel, a user's) is always walked."""
+        for name in self._modules + self._criteria:
+            module = getattr(self, name + "_")
+            if isinstance(module, torch.nn.Module) and not _in_mode(module, training):
+                module.train(training)
 
     def _zero_grad_optimizer(self, set_to_none=None):
         """skorch's; under CUDA graphs the gradients are set to None, never zeroed in

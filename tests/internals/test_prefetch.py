@@ -11,7 +11,7 @@ from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
 from braindecode_pars.models.pretext.pars import PARS
 from braindecode_pars.pretraining._prefetch import _Prefetched
-from braindecode_pars.pretraining._views import SingleChannelWindows, _BatchedView
+from braindecode_pars.pretraining._views import SingleChannelWindows, _BatchedView, _HostBatches
 from braindecode_pars.pretraining.net import PretrainNet
 
 
@@ -77,7 +77,8 @@ def test_the_net_reads_ahead_where_its_default_or_its_batches_say_so(monkeypatch
     assert net._batches_in_force(view, {}) == "read-ahead"
     assert net._batches_in_force(view, {"num_workers": 2}) == "host"  # workers read ahead
     net.device = "cpu"
-    assert isinstance(net.initialize().get_iterator(view, training=True), DataLoader)
+    # without workers, the view's batches are read in this process, without a DataLoader
+    assert isinstance(net.initialize().get_iterator(view, training=True), _HostBatches)
     asked = PretrainNet(model, batch_size=4, progress_bar=False, batches="read-ahead")
     assert isinstance(asked.initialize().get_iterator(view, training=True), _Prefetched)
     with pytest.raises(ValueError, match=r"'iterator_train__num_workers' must be 0, but got 2"):
