@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 from skorch.dataset import get_len
+from skorch.history import History
 
 from braindecode_pars._util.checks import check_option
 from braindecode_pars._util.optim import FUSED_OPTIMIZERS
@@ -48,6 +49,27 @@ def _kept(value):
     """A logged value as the log keeps it until it is read: a detached float copy on its
     device (a CUDA graph's output memory is rewritten by the next replay)."""
     return value.detach().float().clone()
+
+
+class _RunHistory(History):
+    """skorch's ``History``, whose rows looked up by epoch number (``history[-1]``: every
+    ``new_batch`` and ``record_batch`` of every step, and the log read at each report)
+    are indexed as in a list; skorch's first copies the whole list of epochs
+    (``to_list``), a cost that grows, step after step, with the epochs held. Any other
+    index (a column, a slice, the batches) is skorch's."""
+
+    def __getitem__(self, i):
+        if type(i) is int:
+            return list.__getitem__(self, i)
+        return super().__getitem__(i)
+
+
+def _run_history(history):
+    """``history`` as a :class:`_RunHistory` when it is skorch's plain ``History`` (the
+    same object: the class adds no state), else as it is."""
+    if type(history) is History:
+        history.__class__ = _RunHistory
+    return history
 
 
 def _in_mode(module, training):
@@ -79,6 +101,20 @@ class _ReadLog(Callback):
 class _AsyncSteps:
     """Mixin of a skorch ``NeuralNet`` whose steps never wait for the device (see the
     module's docstring); it reads ``amp`` and ``reports_epoch_`` of the net."""
+
+    def initialize_history(self):
+        """skorch's, with a :class:`_RunHistory`."""
+        super().initialize_history()
+        _run_history(self.history_)
+        return self
+
+    @property
+    def history(self):
+        return self.history_
+
+    @history.setter
+    def history(self, value):  # a history loaded from a checkpoint's file, too
+        self.history_ = _run_history(value)
 
     def _check_compile_mode(self):
         """``compile__mode``, checked; whether the steps replay as CUDA graphs."""

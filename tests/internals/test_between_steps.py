@@ -206,3 +206,37 @@ def test_a_training_step_puts_every_module_back_in_training_mode():
     net._set_training(True)
     net._set_training(True)
     assert calls == [True, True] and all(m.training for m in net.module_.modules())
+
+
+def test_the_history_indexes_rows_as_a_list_and_everything_else_as_skorch(tmp_path, monkeypatch):
+    """``_RunHistory``: ``history[i]`` is the row skorch's ``History`` gives, without
+    copying the list of epochs first (which made every step's ``record_batch`` grow
+    with the run); columns, slices and batches are skorch's; a history loaded from a
+    file (a resumed run's) is one too."""
+    from skorch.history import History
+
+    from braindecode_pars.pretraining.steps import _RunHistory
+
+    net = _fit()
+    assert type(net.history) is _RunHistory
+    plain = History(list(net.history))
+    for i in (0, 1, 2, -1, -3):
+        assert net.history[i] is plain[i]
+    for i in (3, -4):
+        with pytest.raises(IndexError):
+            net.history[i]
+    assert net.history[:, "train_loss"] == plain[:, "train_loss"]
+    assert net.history[-1, "batches", :, "train_loss"] == plain[-1, "batches", :, "train_loss"]
+    assert net.history[1:, "epoch"] == [2, 3]
+
+    copies = []
+    to_list = History.to_list
+    monkeypatch.setattr(History, "to_list", lambda self: copies.append(1) or to_list(self))
+    net.history.new_batch()
+    net.history.record_batch("seen", 1.0)
+    assert net.history[-1]["batches"][-1]["seen"] == 1.0 and not copies
+
+    net.save_params(f_history=tmp_path / "history.json")
+    again = PretrainNet(_model(), batch_size=4, progress_bar=False).initialize()
+    again.load_params(f_history=tmp_path / "history.json")
+    assert type(again.history) is _RunHistory and len(again.history) == 3
