@@ -67,7 +67,7 @@ from benchmarks.lib.loops import (
     parse_loop_args,
     write_store,
 )
-from benchmarks.lib.measure import machine, write_report
+from benchmarks.lib.measure import git_commit, machine, write_report
 
 #: Where a profiled function's own time is counted: the first area whose pattern its
 #: file name (or, for built-ins, its name) holds.
@@ -213,6 +213,7 @@ def main(argv=None):
     short_steps = max(1, int(steps * SHORT))
     logging.getLogger("braindecode_pars").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message="Pretraining ended with a pretext skill")
+    commit = git_commit(dirty=True)  # of the code the rounds run, read before them
     t_start = time.perf_counter()
     X = corpus(config, batch, batches=args.corpus_batches)
 
@@ -273,6 +274,7 @@ def main(argv=None):
         "",
         f"- Device: {name}",
         f"- Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- Commit: {commit} (`+`: with changes to tracked files)",
         "- Command: `python "
         + shlex.join(["-m", "benchmarks.bench_pretrain_loop", *sys.argv[1:]])
         + "`",
