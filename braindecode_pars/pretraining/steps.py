@@ -172,14 +172,18 @@ class _AsyncSteps:
         """The callbacks (in their order) whose ``method_name`` is not the base
         ``Callback``'s no-op."""
         callbacks = self.callbacks_
-        key = (id(callbacks), len(callbacks))
-        cache = self.__dict__.get("_acting_")
-        if cache is None or cache[0] != key or method_name == "on_train_begin":
-            cache = self._acting_ = (key, {})
-        acting = cache[1].get(method_name)
+        cache = self.__dict__.get("_acting_")  # (the list, its length, method -> callbacks)
+        if (
+            cache is None
+            or cache[0] is not callbacks  # held, so that a new list cannot take its id
+            or cache[1] != len(callbacks)
+            or method_name == "on_train_begin"
+        ):
+            cache = self._acting_ = (callbacks, len(callbacks), {})
+        acting = cache[2].get(method_name)
         if acting is None:
             base = getattr(Callback, method_name, None)
-            acting = cache[1][method_name] = [
+            acting = cache[2][method_name] = [
                 cb
                 for _, cb in callbacks
                 if base is None or getattr(getattr(cb, method_name), "__func__", None) is not base

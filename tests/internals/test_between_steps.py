@@ -240,3 +240,15 @@ def test_the_history_indexes_rows_as_a_list_and_everything_else_as_skorch(tmp_pa
     again = PretrainNet(_model(), batch_size=4, progress_bar=False).initialize()
     again.load_params(f_history=tmp_path / "history.json")
     assert type(again.history) is _RunHistory and len(again.history) == 3
+
+
+def test_callbacks_replaced_by_a_list_of_the_same_length_are_the_ones_notified():
+    first = _Counting()
+    net = PretrainNet(_model(), max_epochs=1, batch_size=4, progress_bar=False,
+                      callbacks=[("counting", first)])  # fmt: skip
+    net.fit(_view())
+    assert first.calls["on_grad_computed"] > 0
+    second = _Counting()
+    net.callbacks_ = [(name, second if cb is first else cb) for name, cb in net.callbacks_]
+    net.notify("on_grad_computed", named_parameters=iter([1]))
+    assert second.calls == {"on_grad_computed": 1} and first.calls["on_grad_computed"] == 5
