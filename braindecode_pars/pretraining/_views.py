@@ -548,7 +548,7 @@ class _HostBatches:
     and with ``batch_size=None`` hands out (the dataset's item as it is, its pinned
     memory kept), without the DataLoader's work per batch and per pass (a profiler
     range, its fetcher, the item's conversion, a seed drawn from torch's global
-    generator), which on a small model is a tenth of the step (the seeds of a
+    generator: about a tenth of a millisecond a batch on a CPU; the seeds of a
     pretraining run's batches are their own, :class:`~braindecode_pars._util.seeding._Batch`).
 
     Examples
