@@ -51,10 +51,11 @@ class PretextSkill(Callback):
         if not isinstance(y_pred, dict) or "trivial_loss" not in y_pred:
             return
         prefix = "train" if training else "valid"
-        net.history.record_batch(f"{prefix}_trivial", _kept(y_pred["trivial_loss"]))
+        copy = getattr(net, "cuda_graphs_", False)  # the step's outputs, copied under graphs
+        net.history.record_batch(f"{prefix}_trivial", _kept(y_pred["trivial_loss"], copy))
         for key in (_UNRESOLVED, _GAP):
             if key in y_pred:
-                net.history.record_batch(f"{prefix}_{key}", _kept(y_pred[key]))
+                net.history.record_batch(f"{prefix}_{key}", _kept(y_pred[key], copy))
 
     def on_epoch_read(self, net, row):
         """Record the skill of epoch ``row`` (a row of the history), whose values are read."""

@@ -45,10 +45,12 @@ _LOG_COUNTS = ("unresolved_pairs",)
 _LOG_MAXIMA = ("pair_gap",)
 
 
-def _kept(value):
-    """A logged value as the log keeps it until it is read: a detached float copy on its
-    device (a CUDA graph's output memory is rewritten by the next replay)."""
-    return value.detach().float().clone()
+def _kept(value, copy=True):
+    """A logged value as the log keeps it until it is read: a detached float tensor on its
+    device, copied where ``copy`` (under CUDA graphs, whose output memory the next replay
+    rewrites); otherwise the step's own output, which no later step writes."""
+    value = value.detach().float()
+    return value.clone() if copy else value
 
 
 class _RunHistory(History):
@@ -149,9 +151,11 @@ class _AsyncSteps:
             if training and hasattr(self, "_seed_step"):  # the step's draws: its own seed
                 self._seed_step(getattr(self, "epoch_step_offset_", 0) + batch_count)
             step = step_fn(batch, **fit_params)
-            # a copy: a CUDA graph's output memory is rewritten by its next replay
-            self.history.record_batch(prefix + "_loss", _kept(step["loss"]))
-            size = get_len(batch[0]) if isinstance(batch, tuple | list) else get_len(batch)
+            # a copy under CUDA graphs: their output memory is rewritten by the next replay
+            copy = getattr(self, "cuda_graphs_", False)
+            self.history.record_batch(prefix + "_loss", _kept(step["loss"], copy))
+            X = batch[0] if isinstance(batch, tuple | list) else batch
+            size = X.shape[0] if isinstance(X, torch.Tensor) else get_len(X)
             self.history.record_batch(prefix + "_batch_size", size)
             self.notify("on_batch_end", batch=batch, training=training, **step)
             batch_count += 1

@@ -252,3 +252,37 @@ def test_callbacks_replaced_by_a_list_of_the_same_length_are_the_ones_notified()
     net.callbacks_ = [(name, second if cb is first else cb) for name, cb in net.callbacks_]
     net.notify("on_grad_computed", named_parameters=iter([1]))
     assert second.calls == {"on_grad_computed": 1} and first.calls["on_grad_computed"] == 5
+
+
+def test_the_log_keeps_a_steps_own_output_and_copies_it_only_under_cuda_graphs():
+    """Without CUDA graphs a logged loss is the step's own tensor, detached (a step's
+    outputs are new tensors that no later step writes); under them a copy, since the
+    next replay rewrites the graph's output memory. A bf16 value is kept in float32
+    either way."""
+    from braindecode_pars.pretraining.steps import _kept
+
+    loss = (torch.randn(3, requires_grad=True) ** 2).mean()
+    kept = _kept(loss, copy=False)
+    assert not kept.requires_grad and kept.data_ptr() == loss.data_ptr()
+    copied = _kept(loss)
+    assert copied.data_ptr() != loss.data_ptr() and torch.equal(copied, kept)
+    half = torch.tensor(1.5, dtype=torch.bfloat16)
+    assert _kept(half, copy=False).dtype == torch.float32 == _kept(half).dtype
+    # a fit records, in its history, exactly the loss each step returned
+    returned = []
+    original = PretrainNet.train_step
+
+    def train_step(self, batch, **fit_params):
+        step = original(self, batch, **fit_params)
+        returned.append(step["loss"].item())
+        return step
+
+    windows = np.random.default_rng(0).standard_normal((16, 2, 300)).astype(np.float32)
+    view = SingleChannelWindows(windows, n_times=300)
+    model = PARS(n_times=300, sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16,
+                 n_patches=10, decoder_heads=2)  # fmt: skip
+    net = PretrainNet(model, max_epochs=3, batch_size=8, train_split=None, verbose=0)
+    net.train_step = train_step.__get__(net)
+    net.fit(view)
+    logged = [b["train_loss"] for row in net.history for b in row["batches"]]
+    assert logged == returned and len(logged) == 6
