@@ -4,14 +4,18 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install test test-slow test-next test-latest test-lab test-faults test-device docs-check test-extended test-all lint demo docs benchmark benchmark-encoders device-wheels clean
+.PHONY: install test test-slow test-next test-latest test-lab test-faults test-device test-kernels docs-check test-extended test-all lint demo docs benchmark benchmark-encoders device-wheels clean
 
 # Everything: the package with its test, docs, MOABB and OpenEEG-Bench extras (make test,
-# docs, benchmark). It holds the core, so its stamp stands for the core's too.
+# docs, benchmark). It holds the core, so its stamp stands for the core's too. pip
+# byte-compiles what it installs on one core; compileall does it on every core (on two,
+# the install's 3 minutes lose about 40 s). The compiled files are what a process that
+# may not write them (PYTHONDONTWRITEBYTECODE) imports torch and MNE from in seconds.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,docs,moabb,oeb]"
+	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e ".[test,docs,moabb,oeb]"
+	$(PY) -m compileall -q -j 0 $(VENV)/lib
 	touch $@ $(VENV)/.installed-core
 
 # The core alone, what the main job needs (make demo): torch, braindecode, skorch, MNE,
@@ -19,7 +23,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 $(VENV)/.installed-core: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e .
+	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e .
+	$(PY) -m compileall -q -j 0 $(VENV)/lib
 	touch $@
 
 install: $(VENV)/.installed
@@ -41,7 +46,7 @@ test: lint
 # marked gallery or extended are left to `make docs-check` and `make test-extended`
 # (CONTRIBUTING.md says which guard runs where).
 test-slow: install
-	$(PY) -m pytest -m "slow and not serial and not gallery and not extended" -n 2 --dist loadfile
+	$(PY) -m pytest -m "slow and not serial and not gallery and not extended and not kernels" -n 2 --dist loadfile
 	$(PY) -m pytest -m "serial and not extended"
 
 # The docs built as `make docs` builds them, every example of the gallery run at its
@@ -67,6 +72,14 @@ test-device: install
 	$(PY) -m pytest benchmarks/tests -m device
 	$(PY) .ci/changed.py --record device
 
+# The pair operator's Triton kernels on the CPU (Triton's interpreter against float64, in
+# a child process; its compiler down to an H100's machine code, about 2 minutes), then
+# their digest recorded (.ci/checked.json): .ci/run runs them when the kernels, the PARS
+# model that calls them, their tests or the pinned torch and Triton changed.
+test-kernels: install
+	$(PY) -m pytest -m kernels -n 2 --dist loadfile
+	$(PY) .ci/changed.py --record kernels
+
 # What guards a behaviour that .ci/run guards through another test, or measures the
 # machine (marked extended), in both suites
 test-extended: install
@@ -76,7 +89,7 @@ test-extended: install
 
 # Everything: what .ci/run runs, the gallery, the fault harness and the extended tests
 # (before a release, or after a change to the stops, the launchers or the harness)
-test-all: test test-slow test-lab docs-check test-faults test-device test-extended
+test-all: test test-slow test-lab docs-check test-faults test-device test-kernels test-extended
 
 # The suite against braindecode's next release, in its own environment (.venv-next,
 # ignored; not part of .ci/run; docs/architecture.rst, "Against braindecode's next

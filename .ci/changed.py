@@ -1,10 +1,12 @@
 """Whether a group of files changed since its full check last passed.
 
-Three checks are too long for every landing and guard files that change rarely: the
+Four checks are too long for every landing and guard files that change rarely: the
 lab's fault harness run for real (``make test-faults``: signals, kills and full disks to
 ``store`` and ``pretrain`` in processes of their own, about 7 minutes), the docs built
-with every example of the gallery run (``make docs-check``), and the GPU device check's
-dry run on the CPU (``make test-device``, about 2 minutes). Each target, once it passes,
+with every example of the gallery run (``make docs-check``), the GPU device check's
+dry run on the CPU (``make test-device``, about 2 minutes) and the pair operator's
+Triton kernels run under Triton's interpreter and compiled for an H100 (``make
+test-kernels``, about 2 minutes). Each target, once it passes,
 records the digest of its group's files in ``.ci/checked.json`` (committed with the
 change); ``.ci/run`` compares the tree it was given with that record and runs the full
 check of a group whose files differ. So a landing that touches
@@ -52,6 +54,17 @@ GROUPS = {
     ),
     # the pages and the examples the gallery runs
     "gallery": ("docs", "examples"),
+    # the pair operator's Triton kernels, the PARS model that calls them, their tests
+    # and the pins of torch and Triton (constraints.txt)
+    "kernels": (
+        "braindecode_pars/models/pair",
+        "braindecode_pars/models/pretext/pars.py",
+        "tests/internals/_interpreted.py",
+        "tests/internals/test_pair_decoders.py",
+        "tests/internals/test_pair_fallback.py",
+        "tests/internals/test_pair_fused.py",
+        "constraints.txt",
+    ),
     # the GPU device check and what its dry run on the CPU runs
     "device": (
         "benchmarks/device_check.py",

@@ -92,6 +92,7 @@ def test_ci_runs_the_readme_command_then_the_guards_each_when_it_must():
     assert "if python3 .ci/changed.py gallery; then step docs-check; fi" in script
     assert "if python3 .ci/changed.py faults; then step test-faults; fi" in script
     assert "if python3 .ci/changed.py device; then step test-device; fi" in script
+    assert "if python3 .ci/changed.py kernels; then step test-kernels; fi" in script
 
 
 #: What every landing must still run (issue 89): the pass of .ci/run that runs it (its
@@ -120,7 +121,7 @@ GUARDS = [
 #: Each pass of .ci/run: its folder and marker expression (the Makefile's)
 PASSES = {
     "test": ("tests", "not serial and not slow"),
-    "slow": ("tests", "slow and not serial and not gallery and not extended"),
+    "slow": ("tests", "slow and not serial and not gallery and not extended and not kernels"),
     "serial": ("tests", "serial and not extended"),
     "lab": ("benchmarks/tests", "not serial and not faults and not device and not extended"),
 }

@@ -262,11 +262,13 @@ def _left(tag):
     return found.stdout.split()
 
 
-@pytest.mark.serial
 @pytest.mark.slow
-# under torchrun: make test-extended (CI signals a torchrun job in test_distributed.py)
+# one process of one thread beside the other tests; under torchrun (two processes, both
+# cores): serial, in make test-extended (CI signals a torchrun job in test_distributed.py)
 @pytest.mark.parametrize(
-    "nproc", [1, pytest.param(2, marks=pytest.mark.extended)], ids=["one-process", "torchrun"]
+    "nproc",
+    [1, pytest.param(2, marks=[pytest.mark.extended, pytest.mark.serial])],
+    ids=["one-process", "torchrun"],
 )
 def test_the_docs_slurm_script_saves_at_its_signal_and_a_rerun_finishes(tmp_path, store, nproc):
     """The batch script of docs/cluster.rst run as a plain shell script (no SLURM

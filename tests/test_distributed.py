@@ -220,8 +220,7 @@ def test_torchrun_compiled_bf16_run_exports_fine_tunes_and_resumes_in_one_proces
     assert clf.predict_proba(windows).shape == (len(windows), len(clf.classes_))
 
 
-@pytest.mark.serial
-@pytest.mark.slow
+@pytest.mark.slow  # one process of one thread, beside the other tests
 def test_ctrl_c_leaves_an_unfinished_run_that_the_same_command_resumes(tmp_path, mi_store):
     import signal
     import time

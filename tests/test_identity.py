@@ -361,7 +361,7 @@ def test_a_store_of_2476ecf_warns_on_open_and_is_rewritten_clean(named_edf, tmp_
     assert anonymize(store) == []  # nothing left to rewrite
 
 
-@pytest.mark.serial
+@pytest.mark.slow  # two processes, one after the other, each importing the package
 def test_the_documented_command_rewrites_a_store_of_2476ecf(named_edf, tmp_path):
     store = _store_of_2476ecf(named_edf, tmp_path)
     assert set(_files_naming(store)) == {"recordings.json"}

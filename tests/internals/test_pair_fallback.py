@@ -134,6 +134,7 @@ def test_interpreted_triton_fallback_is_chosen_by_the_decoders_parameter(
 
 
 @needs_triton
+@pytest.mark.kernels  # make test-kernels; CI when the kernels' files change
 @pytest.mark.slow  # 20 to 40 s: Triton's interpreter runs each program in numpy
 def test_the_triton_fallback_is_exact_on_a_cpu():
     """The kernels under Triton's interpreter, on CPU tensors, in a child process."""
@@ -142,6 +143,7 @@ def test_the_triton_fallback_is_exact_on_a_cpu():
 
 @needs_triton
 @pytest.mark.skipif(INTERPRETED, reason="the interpreter defines no kernel to compile")
+@pytest.mark.kernels  # make test-kernels; CI when the kernels' files change
 @pytest.mark.slow  # 5 to 40 s: four compilations (Triton caches them on disk)
 @pytest.mark.parametrize("dtype", ["fp32", "fp64"])
 def test_the_kernels_compile_to_machine_code_for_an_h100(dtype):

@@ -238,6 +238,7 @@ def test_interpreted_pars_trains_with_the_fused_operator_as_with_the_tables():
 
 
 @needs_triton
+@pytest.mark.kernels  # make test-kernels; CI when the kernels' files change
 @pytest.mark.slow  # 30 to 60 s: Triton's interpreter runs each program in numpy
 def test_the_fused_operator_on_a_cpu():
     """The interpreted tests above, on CPU tensors, in a child process."""
@@ -296,6 +297,7 @@ def _spill_bytes(ptx, tmp_path):
 
 @needs_triton
 @pytest.mark.skipif(INTERPRETED, reason="the interpreter defines no kernel to compile")
+@pytest.mark.kernels  # make test-kernels; CI when the kernels' files change
 @pytest.mark.slow  # 20 to 60 s: four compilations (Triton caches them on disk)
 @pytest.mark.parametrize(
     "pointer, acc, n, N, spills",
