@@ -73,7 +73,7 @@ test-device: install
 	$(PY) .ci/changed.py --record device
 
 # The pair operator's Triton kernels on the CPU (Triton's interpreter against float64, in
-# a child process; its compiler down to an H100's machine code, about 2 minutes), then
+# a child process; its compiler down to an H100's machine code; 1 to 2 minutes), then
 # their digest recorded (.ci/checked.json): .ci/run runs them when the kernels, the PARS
 # model that calls them, their tests or the pinned torch and Triton changed.
 test-kernels: install

@@ -6,7 +6,7 @@ lab's fault harness run for real (``make test-faults``: signals, kills and full 
 with every example of the gallery run (``make docs-check``), the GPU device check's
 dry run on the CPU (``make test-device``, about 2 minutes) and the pair operator's
 Triton kernels run under Triton's interpreter and compiled for an H100 (``make
-test-kernels``, about 2 minutes). Each target, once it passes,
+test-kernels``, 1 to 2 minutes). Each target, once it passes,
 records the digest of its group's files in ``.ci/checked.json`` (committed with the
 change); ``.ci/run`` compares the tree it was given with that record and runs the full
 check of a group whose files differ. So a landing that touches
