@@ -142,6 +142,8 @@ class _AsyncSteps:
         per_epoch = getattr(self, "epoch_steps_", None) if training else None
         left = per_epoch - getattr(self, "epoch_step_offset_", 0) if per_epoch else None
         stop = getattr(self, "_stop_between_steps", None)
+        # the log copies a step's outputs under CUDA graphs: the next replay rewrites them
+        copy = getattr(self, "cuda_graphs_", False)
         for batch in iterator:
             if training and batch_count and left is not None and batch_count >= left:
                 break  # a resumed epoch's rest is done
@@ -151,8 +153,6 @@ class _AsyncSteps:
             if training and hasattr(self, "_seed_step"):  # the step's draws: its own seed
                 self._seed_step(getattr(self, "epoch_step_offset_", 0) + batch_count)
             step = step_fn(batch, **fit_params)
-            # a copy under CUDA graphs: their output memory is rewritten by the next replay
-            copy = getattr(self, "cuda_graphs_", False)
             self.history.record_batch(prefix + "_loss", _kept(step["loss"], copy))
             X = batch[0] if isinstance(batch, tuple | list) else batch
             size = X.shape[0] if isinstance(X, torch.Tensor) else get_len(X)

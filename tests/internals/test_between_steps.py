@@ -277,12 +277,8 @@ def test_the_log_keeps_a_steps_own_output_and_copies_it_only_under_cuda_graphs()
         returned.append(step["loss"].item())
         return step
 
-    windows = np.random.default_rng(0).standard_normal((16, 2, 300)).astype(np.float32)
-    view = SingleChannelWindows(windows, n_times=300)
-    model = PARS(n_times=300, sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16,
-                 n_patches=10, decoder_heads=2)  # fmt: skip
-    net = PretrainNet(model, max_epochs=3, batch_size=8, train_split=None, verbose=0)
+    net = PretrainNet(_model(), max_epochs=3, batch_size=8, train_split=None, verbose=0)
     net.train_step = train_step.__get__(net)
-    net.fit(view)
+    net.fit(_view())  # 20 windows: 2 steps an epoch
     logged = [b["train_loss"] for row in net.history for b in row["batches"]]
     assert logged == returned and len(logged) == 6
