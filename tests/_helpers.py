@@ -207,3 +207,72 @@ def motor_imagery_miniature(n, seed, sfreq=100.0, seconds=4.0, n_chans=8):
         noise /= noise.std(-1, keepdims=True)
         X[i] = (sources @ rhythm + background @ noise) * np.exp(rng.normal(0, 0.5)) * 20e-6
     return X.astype(np.float32), y
+
+
+def _one_over_f(rng, shape, sfreq):
+    """Unit-variance 1/f noise of ``shape`` (..., n_times), from a random spectrum."""
+    n_times = shape[-1]
+    freqs = np.fft.rfftfreq(n_times, 1.0 / sfreq)
+    spectrum = rng.standard_normal((*shape[:-1], len(freqs))) + 1j * rng.standard_normal(
+        (*shape[:-1], len(freqs))
+    )
+    noise = np.fft.irfft(spectrum / np.maximum(freqs, 1.0), n_times, axis=-1)
+    return noise / noise.std(-1, keepdims=True)
+
+
+def burst_order_task(n, seed, sfreq=100.0, seconds=4.0, n_chans=2):
+    """The label is the temporal order of two bursts, with band power equal in both
+    classes: a 10-Hz burst then a 22-Hz burst (class 0) or the 22-Hz burst first (class
+    1), each 1 s long under a Hann taper, centred near 1.2 s and 2.8 s (jittered by up
+    to 0.25 s), with random phases, over 1/f background noise in every channel; the
+    bursts reach every channel at a gain of its own, and each window has a log-normal
+    gain (around 20 µV, in volts). Spectral features (log band power, covariances) see
+    the same bursts in both classes; only when each burst comes tells them apart.
+
+    Returns
+    -------
+    X : ndarray, shape (n, n_chans, seconds * sfreq), float32
+    y : ndarray of 0 and 1, shape (n,)
+    """
+    rng = np.random.default_rng(seed)
+    n_times = int(round(seconds * sfreq))
+    t = np.arange(n_times) / sfreq
+    width = int(round(sfreq))  # 1-s bursts
+    taper = np.hanning(width)
+    y = rng.integers(0, 2, n)
+    X = 0.5 * _one_over_f(rng, (n, n_chans, n_times), sfreq)
+    for i in range(n):
+        first, second = (10.0, 22.0) if y[i] == 0 else (22.0, 10.0)
+        for centre, freq in ((1.2, first), (2.8, second)):
+            start = int(round((centre + rng.uniform(-0.25, 0.25)) * sfreq)) - width // 2
+            burst = np.sin(2 * np.pi * freq * t[:width] + rng.uniform(0, 2 * np.pi)) * taper
+            gains = rng.uniform(0.7, 1.3, n_chans)[:, None]
+            X[i, :, start : start + width] += 2.0 * gains * burst
+    X *= np.exp(rng.normal(0, 0.5, (n, 1, 1))) * 20e-6
+    return X.astype(np.float32), y
+
+
+def alpha_power_task(n, seed, sfreq=100.0, seconds=4.0):
+    """One channel whose label rides on its 8-13 Hz power over a 1/f background: class 1
+    carries an alpha rhythm of 1.3 times class 0's amplitude, under a log-normal gain per
+    window (so absolute power tells the class less well than the alpha share does).
+
+    Returns
+    -------
+    X : ndarray, shape (n, 1, seconds * sfreq), float32
+    y : ndarray of 0 and 1, shape (n,)
+    """
+    from scipy.signal import butter, sosfiltfilt
+
+    rng = np.random.default_rng(seed)
+    n_times = int(round(seconds * sfreq))
+    sos = butter(4, [8, 13], btype="bandpass", fs=sfreq, output="sos")
+    y = rng.integers(0, 2, n)
+    alpha = sosfiltfilt(sos, rng.standard_normal((n, 1, n_times + 200)), axis=-1)[..., 100:-100]
+    alpha /= alpha.std(-1, keepdims=True)
+    X = (
+        _one_over_f(rng, (n, 1, n_times), sfreq)
+        + np.where(y == 1, 0.65, 0.5)[:, None, None] * alpha
+    )
+    X *= np.exp(rng.normal(0, 0.5, (n, 1, 1))) * 20e-6
+    return X.astype(np.float32), y

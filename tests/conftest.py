@@ -9,17 +9,21 @@ import pytest
 import torch
 from skorch.callbacks import Callback
 
+from ._learning import SEED
+
 #: Two torch threads when the tests run one at a time; one in each of make test's two
 #: pytest-xdist workers, which share the two cores, and in the processes they start.
+#: ``PARS_TEST_THREADS`` sets another count (benchmarks/learning_margins.py measures the
+#: learning tests at one and two).
 IN_A_WORKER = bool(os.environ.get("PYTEST_XDIST_WORKER"))
 if IN_A_WORKER:
     os.environ["OMP_NUM_THREADS"] = "1"
-torch.set_num_threads(1 if IN_A_WORKER else 2)
+torch.set_num_threads(int(os.environ.get("PARS_TEST_THREADS") or (1 if IN_A_WORKER else 2)))
 
 
 @pytest.fixture(autouse=True)
 def _seed():
-    torch.manual_seed(0)
+    torch.manual_seed(SEED)  # 0 but where the learning tests' margins are measured
 
 
 @pytest.fixture
@@ -28,7 +32,7 @@ def one_thread():
     file asks for wait on each other (ten times slower). Files of tiny models use it for
     every test: ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(os.environ.get("PARS_TEST_THREADS") or 1))
     yield
     torch.set_num_threads(threads)
 
