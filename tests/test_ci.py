@@ -1,6 +1,8 @@
-"""CI's choices (.ci/run, .ci/changed.py): the docs' gallery and the lab's fault harness
-run when their files changed since their full check last passed, and the paths that
-decide it exist."""
+"""CI's choices (.ci/run, .ci/changed.py): the docs' gallery, the lab's fault harness, the
+device check's dry run and the Triton kernels run when what their checks import changed
+since their full check last passed, and the paths that decide it exist.
+(tests/internals/test_ci_changed.py tests the import closure, the records and the time
+bound in clones.)"""
 
 import shutil
 import subprocess
@@ -28,16 +30,32 @@ def _git(repo, *args):
 
 @pytest.fixture
 def repo(tmp_path):
-    """A git repository holding .ci/changed.py, a file of the faults group, one of the
-    gallery's and one of neither, committed."""
+    """A git repository holding .ci/changed.py, a Makefile with the gated targets, a
+    package whose ``pretraining.stopping`` the faults group's test imports (and which
+    imports a ``helper`` module that is not there yet), a module nothing imports, and an
+    example, committed."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
     (tmp_path / ".ci").mkdir()
     shutil.copy(CHANGED, tmp_path / ".ci" / "changed.py")
-    for name in ("braindecode_pars/pretraining/stopping.py", "examples/plot_a.py",
-                 "braindecode_pars/metrics.py"):  # fmt: skip
+    files = {
+        "Makefile": "".join(f"{t}:\n\techo {t}\n" for t in
+                            ("docs-check", "test-faults", "test-device", "test-kernels")),
+        "constraints.txt": "torch==2.11.0\n",
+        "braindecode_pars/__init__.py": "",
+        "braindecode_pars/pretraining/__init__.py": "",
+        "braindecode_pars/pretraining/stopping.py": "from . import helper\nx = 1\n",
+        "braindecode_pars/metrics.py": "x = 1\n",
+        "benchmarks/__init__.py": "",
+        "benchmarks/tests/__init__.py": "",
+        "benchmarks/tests/test_f.py": "import pytest\n"
+        "from braindecode_pars.pretraining import stopping\n\n"
+        "pytestmark = pytest.mark.faults\n",
+        "examples/plot_a.py": "x = 1\n",
+    }  # fmt: skip
+    for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("x = 1\n")
+        (tmp_path / name).write_text(text)
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
@@ -52,34 +70,41 @@ def _ask(repo, *args):
     return done.returncode, done.stdout
 
 
+#: .ci/changed.py's exit status: run the group, skip it
+RUN, SKIP = 0, 10
+
+
 def test_a_group_runs_until_recorded_and_again_when_its_files_change(repo):
     code, out = _ask(repo, "faults")
-    assert code == 0 and "no full check recorded" in out  # never checked: run it
+    assert code == RUN and "no full check recorded" in out  # never checked: run it
     assert _ask(repo, "--record", "faults")[0] == 0
     code, out = _ask(repo, "faults")
-    assert code == 1 and "unchanged since its full check" in out
-    # a file outside the group changes: still unchanged; the other group was never run
+    assert code == SKIP and "unchanged since its full check" in out
+    # a file the group's tests do not import changes: still unchanged; the other group
+    # was never run
     (repo / "braindecode_pars" / "metrics.py").write_text("x = 2\n")
-    assert _ask(repo, "faults")[0] == 1
-    assert _ask(repo, "gallery")[0] == 0
-    # a byte of the group changes: run it again, saying since when
-    (repo / "braindecode_pars" / "pretraining" / "stopping.py").write_text("x = 2\n")
+    assert _ask(repo, "faults")[0] == SKIP
+    assert _ask(repo, "gallery")[0] == RUN
+    # a byte of a module the group's test imports changes: run it again, saying since when
+    (repo / "braindecode_pars" / "pretraining" / "stopping.py").write_text(
+        "from . import helper\nx = 2\n"
+    )
     code, out = _ask(repo, "faults")
-    assert code == 0 and "differ from those of its last full check" in out
-    # a file added to the group (tracked) changes the digest too
+    assert code == RUN and "differ from those of its last full check" in out
+    # the module it imports appears: it counts once tracked (the commit CI is given)
     _ask(repo, "--record", "faults")
-    (repo / "braindecode_pars" / "_jobs").mkdir()
-    (repo / "braindecode_pars" / "_jobs" / "new.py").write_text("y = 1\n")
-    assert _ask(repo, "faults")[0] == 1  # untracked: not part of the commit CI is given
+    (repo / "braindecode_pars" / "pretraining" / "helper.py").write_text("y = 1\n")
+    assert _ask(repo, "faults")[0] == SKIP  # untracked: not part of the commit CI is given
     _git(repo, "add", ".")
-    assert _ask(repo, "faults")[0] == 0
+    assert _ask(repo, "faults")[0] == RUN
+    assert "braindecode_pars/pretraining/helper.py" in _ask(repo, "--files", "faults")[1]
 
 
 def test_every_path_of_a_group_exists_in_this_checkout():
     """A renamed or deleted file would leave its group's check blind to it."""
     changed = _load()
-    for group, paths in changed.GROUPS.items():
-        for path in paths:
+    for group, spec in changed.GROUPS.items():
+        for path in (*spec.tests, *spec.paths, *changed.COMMON):
             assert (ROOT / path).exists(), f"{group}: {path} is not in the checkout"
 
 
@@ -89,10 +114,18 @@ def test_ci_runs_the_readme_command_then_the_guards_each_when_it_must():
     assert "make test" in readme
     steps = [line.split()[1] for line in script.splitlines() if line.startswith("step ")]
     assert steps[:3] == ["test", "test-slow", "test-lab"]
-    assert "if python3 .ci/changed.py gallery; then step docs-check; fi" in script
-    assert "if python3 .ci/changed.py faults; then step test-faults; fi" in script
-    assert "if python3 .ci/changed.py device; then step test-device; fi" in script
-    assert "if python3 .ci/changed.py kernels; then step test-kernels; fi" in script
+    changed = _load()
+    gated = [line.split()[1:] for line in script.splitlines() if line.startswith("gated ")]
+    assert gated == [
+        [g, changed.GROUPS[g].target] for g in ("gallery", "faults", "device", "kernels")
+    ]
+    # each target runs its group's marked tests, then records the group
+    markers = (ROOT / "setup.cfg").read_text()
+    for group, spec in changed.GROUPS.items():
+        body = changed.recipe(spec.target)
+        assert f"-m {spec.marker}" in body or f'-m "{spec.marker}' in body, (group, body)
+        assert body.splitlines()[-1].strip() == f"$(PY) .ci/changed.py --record {group}"
+        assert f"\n    {spec.marker}: " in markers, f"{spec.marker} is not a declared marker"
 
 
 #: What every landing must still run (issue 89): the pass of .ci/run that runs it (its
