@@ -51,32 +51,35 @@ test-slow: install
 	$(PY) -m pytest -m "serial and not extended"
 
 # The docs built as `make docs` builds them, every example of the gallery run at its
-# reduced size; then the digest of docs/ and examples/ is recorded in .ci/checked.json,
-# so that .ci/run builds the gallery again only when they change (.ci/changed.py).
+# reduced size; then the digest of docs/, examples/ and what they import is recorded in
+# .ci/checked.json, so that .ci/run builds the gallery again only when they change or
+# the record is too old (.ci/changed.py).
 docs-check: install
 	$(PY) -m pytest -m gallery tests/test_docs.py
 	$(PY) .ci/changed.py --record gallery
 
 # The lab's fault harness run for real (signals, kills and a full disk to store and
-# pretrain, torchrun's stress trial, the TUEG rehearsal; about 7 minutes), then its
-# digest recorded (.ci/checked.json): .ci/run runs it again when pretraining/stopping.py,
-# _jobs/ or the harness change.
+# pretrain, torchrun's stress trial, the TUEG rehearsal; about 8 minutes), then its
+# digest recorded (.ci/checked.json): .ci/run runs it again when the harness or what it
+# imports and launches change, or the record is too old (.ci/changed.py).
 test-faults: install
 	$(PY) -m pytest benchmarks/tests -m "faults and not serial" -n 2 --dist loadfile
 	$(PY) -m pytest benchmarks/tests -m "faults and serial"
 	$(PY) .ci/changed.py --record faults
 
 # The GPU device check's dry run on the CPU (benchmarks/device_check.py --tiny: its parts
-# at the tiny sizes, about 2 minutes), then its digest recorded (.ci/checked.json): .ci/run
-# runs it again when the device check or the benchmarks it runs change.
+# at the tiny sizes, about 3 minutes), then its digest recorded (.ci/checked.json): .ci/run
+# runs it again when the device check, the benchmarks it runs or what they import change,
+# or the record is too old (.ci/changed.py).
 test-device: install
 	$(PY) -m pytest benchmarks/tests -m device
 	$(PY) .ci/changed.py --record device
 
 # The pair operator's Triton kernels on the CPU (Triton's interpreter against float64, in
 # a child process; its compiler down to an H100's machine code; 1 to 2 minutes), then
-# their digest recorded (.ci/checked.json): .ci/run runs them when the kernels, the PARS
-# model that calls them, their tests or the pinned torch and Triton changed.
+# their digest recorded (.ci/checked.json): .ci/run runs them when their tests or what
+# those import (the kernels, the PARS model) or the pins changed, or the record is too
+# old (.ci/changed.py).
 test-kernels: install
 	$(PY) -m pytest -m kernels -n 2 --dist loadfile
 	$(PY) .ci/changed.py --record kernels
