@@ -31,7 +31,7 @@ from braindecode_pars.estimators._inputs import (
     load_encoder_param,
 )
 from braindecode_pars.io.estimator_inputs import read_input
-from braindecode_pars.io.windows import Windows, read_windows, windows_info
+from braindecode_pars.io.windows import Windows, read_windows, windows_sfreq
 from braindecode_pars.models.encoder import PatchEncoder
 from braindecode_pars.models.encoder_config import ENCODER_SIZES, PatchEncoderConfig
 from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
@@ -476,7 +476,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         sources = []
         for source in _as_sources(X_unlabeled):
             if isinstance(source, BaseConcatDataset):
-                rate = float(windows_info(source)["sfreq"])
+                rate = windows_sfreq(source, name="X_unlabeled")  # one rate, or refused
                 if abs(rate - sfreq) > 1e-6:
                     raise ValueError(
                         f"'X_unlabeled' windows are sampled at {rate} Hz, 'X' at {sfreq} Hz."

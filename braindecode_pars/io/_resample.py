@@ -20,7 +20,7 @@ from braindecode.preprocessing import Preprocessor
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
-from braindecode_pars.io.windowing import windows_info
+from braindecode_pars.io.windowing import _dataset_sfreq, recording_rates, windows_info
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,10 @@ def resample_windows(X, sfreq, new_sfreq, *, method="fft", n_jobs=None):
       sfreq=new_sfreq)``, i.e. ``raw.resample``), and their start and stop samples
       moved to the new rate (rounded to the nearest sample); windows held as
       ``mne.Epochs`` are resampled as epochs; recordings not cut into windows are
-      resampled whole. ``Subset`` objects and skorch ``SliceDataset`` objects of windows keep
+      resampled whole. Each recording is resampled from its own rate, so the windows of
+      recordings at several rates (which
+      :func:`~braindecode_pars.io.windows.read_windows` refuses) come out at one.
+      ``Subset`` objects and skorch ``SliceDataset`` objects of windows keep
       their indices.
 
     Upsampling (``new_sfreq`` above the windows' rate) warns once per call: the windows
@@ -178,7 +181,8 @@ SliceDataset | mne.Epochs
         The windows.
     sfreq : float | None
         The windows' sampling rate in Hz. Needed for an array; for windows that carry
-        theirs (braindecode windows, ``mne.Epochs``) None, or the same rate.
+        theirs (braindecode windows, ``mne.Epochs``) None, or the same rate (that of
+        every recording).
     new_sfreq : float
         The sampling rate to resample to, in Hz (e.g. ``load_encoder("pars-small").sfreq``).
     method : "fft" | "polyphase"
@@ -231,23 +235,26 @@ SliceDataset | mne.Epochs
         inner = resample_windows(X.dataset, sfreq, new_sfreq, method=method, n_jobs=n_jobs)
         return Subset(inner, X.indices)
     if isinstance(X, BaseConcatDataset | mne.BaseEpochs):
-        info = X.info if isinstance(X, mne.BaseEpochs) else windows_info(X)
-        own = float(info["sfreq"])
-        if sfreq is not None and abs(_check_rate("sfreq", sfreq) - own) > 1e-6:
+        if isinstance(X, mne.BaseEpochs):
+            rates = [float(X.info["sfreq"])]
+        else:  # every recording at its own rate
+            rates = list(recording_rates(X)) or [float(windows_info(X)["sfreq"])]
+        own = " and ".join(str(rate) for rate in rates)
+        if sfreq is not None and any(abs(_check_rate("sfreq", sfreq) - r) > 1e-6 for r in rates):
             raise ValueError(
                 f"'sfreq'={sfreq} differs from the sampling rate of the 'X' windows "
                 f"({own} Hz); pass sfreq=None for windows that carry their rate."
             )
-        _say_upsampling(own, new_sfreq)
+        _say_upsampling(min(rates), new_sfreq)
         if isinstance(X, mne.BaseEpochs):
-            _resampled_length(len(X.times), own, new_sfreq)
+            _resampled_length(len(X.times), rates[0], new_sfreq)
             with mne.use_log_level("error"):
                 epochs = X.copy().load_data()
                 return epochs.resample(new_sfreq, method=method, n_jobs=n_jobs)
         for ds in X.datasets:
             if hasattr(ds, "crop_inds") and len(ds.crop_inds):
                 _, start, stop = ds.crop_inds[0]
-                _resampled_length(int(stop - start), own, new_sfreq)
+                _resampled_length(int(stop - start), _dataset_sfreq(ds), new_sfreq)
         logger.info("Resampling %d windows from %s Hz to %s Hz.", len(X), own, new_sfreq)
         with mne.use_log_level("error"):
             datasets = [_resample_record(ds, new_sfreq, method, n_jobs) for ds in X.datasets]

@@ -28,14 +28,164 @@ from braindecode.preprocessing import (
 )
 
 from braindecode_pars._util.checks import check_range
+from braindecode_pars._util.logs import plural
 
 logger = logging.getLogger(__name__)
 
 
 def windows_info(windows):
-    """The ``mne.Info`` of braindecode windows (their first recording)."""
+    """The ``mne.Info`` of braindecode windows (their first recording): their channels.
+    Their sampling rate is :func:`windows_sfreq`'s, read from every recording."""
     first = windows.datasets[0]
     return first.raw.info if getattr(first, "raw", None) is not None else first.windows.info
+
+
+def _short_name(ds, k):
+    """A recording in a message: its description's file (its name), path or subject, else
+    its position."""
+    description = getattr(ds, "description", None)
+    for key in ("file", "path", "subject", "record"):
+        if description is not None and key in description:
+            value = str(description[key])
+            return value.replace("\\", "/").rsplit("/", 1)[-1] if key != "subject" else value
+    return f"recording {k}"
+
+
+def _dataset_sfreq(ds):
+    """The sampling rate of one braindecode dataset (of its Raw or its windows' Epochs),
+    or None for a dataset of neither."""
+    for attribute in ("raw", "windows"):
+        signal = getattr(ds, attribute, None)
+        if signal is not None:
+            return float(signal.info["sfreq"])
+    return None
+
+
+def _window_lengths(ds):
+    """The distinct numbers of samples of the windows of one braindecode dataset (its
+    ``crop_inds``, or its windows' Epochs), sorted; empty where it has neither."""
+    crops = getattr(ds, "crop_inds", None)
+    if crops is not None and len(crops):
+        crops = np.asarray(crops, dtype=np.int64)
+        return sorted(set((crops[:, 2] - crops[:, 1]).tolist()))
+    windows = getattr(ds, "windows", None)
+    return [len(windows.times)] if windows is not None else []
+
+
+def _recordings_of(windows, indices):
+    """Positions of the recordings of braindecode ``windows`` that the windows at
+    ``indices`` come from (all of them for None)."""
+    if indices is None:
+        return list(range(len(windows.datasets)))
+    ends = np.asarray(windows.cumulative_sizes, dtype=np.int64)
+    return np.unique(np.searchsorted(ends, np.asarray(indices), side="right")).tolist()
+
+
+def recording_rates(windows, indices=None):
+    """The sampling rates of braindecode ``windows``' recordings.
+
+    Parameters
+    ----------
+    windows : BaseConcatDataset
+        braindecode windows (or recordings).
+    indices : array-like of int | None
+        Windows whose recordings count (a ``Subset``'s); None: every recording.
+
+    Returns
+    -------
+    rates : dict
+        ``{rate in Hz: [position of each recording at that rate]}``, rates sorted
+        (rates equal to 1e-6 Hz are one).
+    """
+    rates = {}
+    for k in _recordings_of(windows, indices):
+        rate = _dataset_sfreq(windows.datasets[k])
+        if rate is not None:
+            rates.setdefault(round(rate, 6), []).append(k)
+    return dict(sorted(rates.items()))
+
+
+def windows_sfreq(windows, indices=None, name="X"):
+    """The one sampling rate of braindecode ``windows``, read from every recording.
+
+    Every recording of a ``BaseConcatDataset`` carries its own rate (its Raw's or its
+    Epochs' ``info["sfreq"]``); windows are read at one rate only where all of them
+    have it. Recordings at several rates are refused: windows cut by a number of
+    samples (``window_size_samples``) last different durations at different rates, and
+    windows of one duration have different numbers of samples, so reading them all at
+    one rate would misread the frequencies of some.
+
+    Parameters
+    ----------
+    windows : BaseConcatDataset
+        braindecode windows.
+    indices : array-like of int | None
+        The windows read (a ``Subset``'s indices): only their recordings count. None:
+        every recording.
+    name : str
+        The parameter's name in the error message.
+
+    Returns
+    -------
+    sfreq : float
+        The recordings' rate in Hz.
+
+    Raises
+    ------
+    ValueError
+        For recordings at several rates, naming the rates, the recordings at each, their
+        windows' lengths in samples and seconds, and the fix: resample the recordings
+        to one rate before cutting windows (braindecode's ``Preprocessor("resample",
+        sfreq=...)``), or, where the windows last the same at every rate,
+        :func:`~braindecode_pars.io.resample_windows`.
+    """
+    rates = recording_rates(windows, indices)
+    if not rates:
+        return float(windows_info(windows)["sfreq"])
+    if len(rates) == 1:
+        return float(next(iter(rates)))
+    raise ValueError(_rates_message(windows, rates, name))
+
+
+def _rates_message(windows, rates, name):
+    """Why windows of recordings at several ``rates`` (``{rate: [positions]}``) are not
+    read at one rate, and the fix (:func:`windows_sfreq`)."""
+    parts, durations = [], set()
+    for rate, positions in rates.items():
+        names = [_short_name(windows.datasets[k], k) for k in positions]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        lengths = sorted({n for k in positions for n in _window_lengths(windows.datasets[k])})
+        durations.update(round(n / rate, 3) for n in lengths)
+        if lengths:
+            said = " or ".join(f"{n} samples ({n / rate:g} s)" for n in lengths[:3])
+            lengths = f", windows of {said}"
+        else:
+            lengths = ""
+        parts.append(f"{rate:g} Hz: {plural(len(positions), 'recording')} ({shown}){lengths}")
+    top = max(rates)
+    fix = (
+        "Bring the recordings to one rate before cutting windows: braindecode's "
+        f"preprocess(recordings, [Preprocessor('resample', sfreq={top:g})]), then "
+        "create_windows_from_events or create_fixed_length_windows, whose "
+        "window_size_samples then counts samples at that one rate (load_recordings and "
+        "load_labelled_recordings resample to their 'sfreq' before windowing)."
+    )
+    if len(durations) == 1:
+        fix += (
+            f" As the windows last {next(iter(durations)):g} s at every rate, "
+            f"braindecode_pars.io.resample_windows({name}, None, {top:g}) also brings these "
+            f"windows to {top:g} Hz."
+        )
+    elif durations:
+        fix += (
+            " Windows cut by a number of samples last different durations at different "
+            f"rates (here {' and '.join(f'{d:g}' for d in sorted(durations))} s): resampling "
+            "the windows would not give them one length."
+        )
+    return (
+        f"'{name}' windows come from recordings at {len(rates)} sampling rates, but "
+        f"windows are read at one rate: {'; '.join(parts)}. {fix}"
+    )
 
 
 def _band_pass(raw, l_freq, h_freq):

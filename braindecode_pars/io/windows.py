@@ -40,7 +40,7 @@ from braindecode_pars.io._resample import (  # noqa: F401 (re-exported)
     _RESAMPLE_METHODS,
     resample_windows,
 )
-from braindecode_pars.io.windowing import windows_info
+from braindecode_pars.io.windowing import _short_name, windows_info, windows_sfreq
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,11 @@ class Windows:
         The group (subject) of every window: given, or the ``subject`` metadata
         column of braindecode windows.
     ch_names : list of str | None
-        Channel names where the windows carry them.
+        Channel names where the windows carry them (braindecode windows, whose first
+        recording names them; ``mne.Epochs``), in the order of ``X``'s channels; None
+        for arrays and for one-channel recordings of several names. Estimators keep
+        them as ``ch_names_`` and match the windows at ``predict`` by them
+        (:func:`~braindecode_pars.io.estimator_inputs.match_channels`).
     n_items : int | None
         The number of window items ``(x, y, inds)`` read, where the windows were such a
         list (as scikit-learn's splitters make of braindecode windows); None otherwise.
@@ -233,12 +237,67 @@ class _Stack:
         if self.out is None:
             self.out = np.empty((self.n, *window.shape), dtype=np.float32)
         elif window.shape != self.out.shape[1:]:
-            shapes = sorted({tuple(self.out.shape[1:]), tuple(window.shape)})
-            raise ValueError(
-                f"'{self.name}' windows must all have one shape (n_chans, n_times), but got "
-                f"{shapes}."
-            )
+            shapes = {tuple(self.out.shape[1:]): 1, tuple(window.shape): 1}
+            raise ValueError(_one_shape_message(self.name, shapes))
         self.out[position] = window  # the float32 cast of np.asarray(window, float32)
+
+
+#: Distinct shapes named at most in :func:`_one_shape_message` (the rest are counted).
+_SHAPES_SHOWN = 8
+
+
+def _one_shape_message(name, shapes, n_windows=None):
+    """Why windows of several shapes do not stack into one array, and the fix.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's name (``"X"``).
+    shapes : dict
+        ``{(n_chans, n_times): number of windows}`` of the distinct shapes met.
+    n_windows : int | None
+        The number of windows, where all were looked at (None: reading stopped at the
+        second shape met).
+
+    Returns
+    -------
+    message : str
+        The distinct shapes, sorted (the first :data:`_SHAPES_SHOWN`, with their counts
+        where all were looked at), and the fix: one channel set (``pick``), one length
+        (crop, pad, or windows of one length cut from the recordings).
+    """
+    ordered = sorted(shapes)
+    shown = ordered[:_SHAPES_SHOWN]
+    if n_windows is None:
+        listed = f"{shown}"
+    else:
+        listed = ", ".join(
+            f"{shape} x{shapes[shape]}" if shapes[shape] > 1 else f"{shape}" for shape in shown
+        )
+        listed = f"{len(ordered)} shapes over {n_windows} windows: [{listed}"
+        listed += f", and {len(ordered) - len(shown)} more]" if len(ordered) > len(shown) else "]"
+    chans = sorted({shape[0] for shape in ordered if len(shape) == 2})
+    times = sorted({shape[-1] for shape in ordered if len(shape) == 2})
+    fixes = []
+    if len(chans) > 1:
+        fixes.append(
+            "give every window the same channels (mne's inst.pick(ch_names), or braindecode's "
+            "Preprocessor('pick', picks=ch_names) before windowing)"
+        )
+    if len(times) > 1:
+        shortest = times[0]
+        fixes.append(
+            f"give every window one length ({times[0]} to {times[-1]} samples here): crop "
+            f"them to the shortest (np.stack([x[:, :{shortest}] for x in X])), pad them to "
+            "the longest, or cut windows of one length from the recordings (braindecode's "
+            "create_windows_from_events with window_size_samples, or "
+            "create_fixed_length_windows)"
+        )
+    fix = "; or ".join(fixes) if fixes else "give windows of one shape (n_chans, n_times)"
+    return (
+        f"'{name}' windows must all have one shape (n_chans, n_times), but got {listed}. "
+        f"To stack them into one (n_windows, n_chans, n_times) array, {fix}."
+    )
 
 
 def _stack(items, name):
@@ -257,17 +316,6 @@ def _direct(ds):
         and getattr(ds, "_zarr_data", None) is None
         and ds.raw is not None
     )
-
-
-def _short_name(ds, k):
-    """A recording in a message: its description's file (its name), path or subject, else
-    its position."""
-    description = getattr(ds, "description", None)
-    for key in ("file", "path", "subject", "record"):
-        if description is not None and key in description:
-            value = str(description[key])
-            return value.replace("\\", "/").rsplit("/", 1)[-1] if key != "subject" else value
-    return f"recording {k}"
 
 
 def _channel_sets(windows):
@@ -304,15 +352,66 @@ def _note_one_channel(sets, name):
     return True
 
 
+def _same_channels(sets):
+    """Whether channel sets (``{channels: [recordings]}``, two or more) are the same
+    channels, each once, listed in other orders."""
+    first = sorted(next(iter(sets)))
+    return len(set(first)) == len(first) and all(sorted(s) == first for s in sets)
+
+
+def _channel_orders(windows, name):
+    """How to read each recording of braindecode ``windows`` whose recordings list the
+    same channels in several orders: ``{recording position: channel indices}`` giving
+    its channels in the order of the first recording (its ``windows_info``, the
+    windows' ``ch_names``), said in one ``logging.INFO`` line; empty where the
+    recordings list their channels in one order (or have several channel sets, which
+    :func:`_check_one_channel_set` refuses)."""
+    sets = _channel_sets(windows)
+    if len(sets) < 2 or not _same_channels(sets):
+        return {}
+    first = list(next(iter(sets)))
+    orders = {}
+    for k, ds in enumerate(windows.datasets):
+        signal = getattr(ds, "raw", None) or getattr(ds, "windows", None)
+        names = list(signal.ch_names) if signal is not None else first
+        if names != first:
+            orders[k] = [names.index(ch) for ch in first]
+    logger.info(
+        "'%s': the recordings list the same %s in %d orders; every recording's are read "
+        "in the order of the first (%s).",
+        name, plural(len(first), "channel"), len(sets), ", ".join(first),
+    )  # fmt: skip
+    return orders
+
+
 def _check_one_channel_set(windows, name):
     """Refuse braindecode ``windows`` whose recordings have several channel sets, naming
     the recordings, the channels and the option that gives them one set; one-channel
     recordings of several names (sleep labs mix derivations: C3-A1, CZ-A1, Fpz-Cz) stack
-    by position, which the log says."""
+    by position, which the log says; the same channels in other orders are read in one
+    order (:func:`_channel_orders`)."""
     sets = _channel_sets(windows)
-    if len(sets) < 2 or _note_one_channel(sets, name):
+    if len(sets) < 2 or _same_channels(sets) or _note_one_channel(sets, name):
         return
     raise ValueError(_channel_sets_message(sets, f"'{name}' windows come from recordings with"))
+
+
+def _in_order(window, order, windows, name):
+    """A window's channels (rows) in the order ``order`` (None: as they are); a window
+    whose rows are not its recording's channels (targets taken from misc channels, a
+    transform that changes them) cannot be reordered by name, and is refused."""
+    if order is None:
+        return window
+    window = np.asarray(window)
+    if window.shape[0] != len(order):
+        raise ValueError(
+            _channel_sets_message(
+                _channel_sets(windows),
+                f"'{name}' windows (whose items are not their recordings' channels, so "
+                "they cannot be matched by name) come from recordings with",
+            )
+        )
+    return window[order]
 
 
 def _channel_sets_message(sets, head):
@@ -368,7 +467,9 @@ def _stack_braindecode(windows, indices, name="X"):
     read as ``windows[i]``, so that each dataset's ``transform``, the windows'
     ``target_transform`` and ``targets_from="channels"`` apply, and the labels are the
     items'. Windows of different shapes are refused, naming the shapes, and recordings
-    of several channel sets naming the recordings, the channels and ``picks``.
+    of several channel sets naming the recordings, the channels and ``picks``;
+    recordings that list the same channels in other orders are read in the first one's
+    order (:func:`_channel_orders`).
 
     Returns
     -------
@@ -378,34 +479,37 @@ def _stack_braindecode(windows, indices, name="X"):
     """
     selected = np.arange(len(windows)) if indices is None else indices
     stack = _Stack(len(selected), name)
+    ends = np.asarray(windows.cumulative_sizes, dtype=np.int64)
+    which = np.searchsorted(ends, selected, side="right")  # the recording of each window
+    orders = _channel_orders(windows, name)  # the same channels in other orders
     if not _reads_recordings_as_is(windows):
         _note_one_channel(_channel_sets(windows), name)  # items of them stack as they are
         labels = []
         for position, i in enumerate(selected):
             item = windows[int(i)]
+            window = _in_order(item[0], orders.get(int(which[position])), windows, name)
             try:
-                stack.put(position, item[0])
+                stack.put(position, window)
             except ValueError:  # recordings of several channel sets are named, if so
                 _check_one_channel_set(windows, name)
                 raise
             labels.append(item[1])
         return stack.out, labels
     _check_one_channel_set(windows, name)
-    ends = np.asarray(windows.cumulative_sizes, dtype=np.int64)
-    which = np.searchsorted(ends, selected, side="right")  # the recording of each window
     starts = np.concatenate([[0], ends[:-1]])
     for k in np.unique(which):
-        ds = windows.datasets[k]
+        ds, order = windows.datasets[k], orders.get(int(k))
         positions = np.flatnonzero(which == k)
         local = selected[positions] - starts[k]
         if _direct(ds):
             raw, crops = ds.raw, np.asarray(ds.crop_inds)[local]
+            rows = slice(None) if order is None else order
             for position, (_, a, b) in zip(positions, crops, strict=True):
-                window = raw._getitem((slice(None), slice(int(a), int(b))), return_times=False)
+                window = raw._getitem((rows, slice(int(a), int(b))), return_times=False)
                 stack.put(position, window)
         else:
             for position, i in zip(positions, local, strict=True):
-                stack.put(position, ds[int(i)][0])
+                stack.put(position, _in_order(ds[int(i)][0], order, windows, name))
     return stack.out, None
 
 
@@ -490,6 +594,104 @@ def _count_not_finite(array):
         int((~np.isfinite(array[part])).any(axis=(1, 2)).sum())
         for part in _chunks(len(array), array[0].size)
     )
+
+
+def _check_real(array, name):
+    """Refuse an array that is not of real numbers, naming its dtype."""
+    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(f"'{name}' must be real numbers, but got dtype {array.dtype}.")
+
+
+def _as_array(X, name):
+    """``X`` (an array, or what ``np.asarray`` reads as one) as float32 windows, checked:
+    3-D and real. Items of several shapes (which numpy refuses as "inhomogeneous") are
+    refused naming their shapes."""
+    try:
+        array = np.asarray(X)
+    except ValueError as err:  # numpy's "inhomogeneous shape": items of several shapes
+        shapes = sorted({np.shape(item) for item in X}, key=str) if _sized(X) else []
+        raise ValueError(
+            f"'{name}' must be windows of shape (n_windows, n_chans, n_times), but its "
+            f"items have several shapes ({', '.join(map(str, shapes[:_SHAPES_SHOWN]))}), "
+            "which do not stack into one array: give one (n_chans, n_times) array per "
+            "window."
+        ) from err
+    if array.ndim != 3:
+        raise ValueError(
+            f"'{name}' must be windows of shape (n_windows, n_chans, n_times), but got "
+            f"an array of shape {array.shape}."
+        )
+    _check_real(array, name)
+    return array.astype(np.float32, copy=False)
+
+
+def _sized(X):
+    """Whether the items of ``X`` can be listed with their shapes (a list or tuple)."""
+    if not isinstance(X, list | tuple):
+        return False
+    try:
+        [np.shape(item) for item in X]
+    except ValueError:  # a ragged item
+        return False
+    return True
+
+
+def _trial_items(X):
+    """The items of ``X`` taken one window each: a list or tuple, or an object array of
+    one dimension or of one row or column (a ``scipy.io.loadmat`` cell array) whose
+    items are arrays or lists; None for anything else (an array of numbers is read
+    whole)."""
+    if isinstance(X, list | tuple):
+        items = list(X)
+    elif isinstance(X, np.ndarray) and X.dtype == object:
+        if not (X.ndim == 1 or (X.ndim == 2 and 1 in X.shape)):
+            return None
+        items = list(X.ravel())
+        if not all(isinstance(item, np.ndarray | list | tuple) for item in items):
+            return None
+    else:
+        return None
+    return items or None
+
+
+def _as_trials(X, name):
+    """Windows given one by one (a list of arrays or of nested lists, or a
+    ``scipy.io.loadmat`` cell array, see :func:`_trial_items`) as one float32 array; None
+    where ``X`` is not such a list or its items are not 2-D (read by
+    :func:`_as_array`, whose messages name the shape).
+
+    Raises
+    ------
+    ValueError
+        For windows of several shapes, naming the distinct shapes and the fix
+        (:func:`_one_shape_message`); an item whose channels have several lengths; an
+        item that is not of real numbers.
+    """
+    items = _trial_items(X)
+    if items is None:
+        return None
+    trials = []
+    for k, item in enumerate(items):
+        try:
+            trial = np.asarray(item)
+        except ValueError as err:  # a nested list whose channels have several lengths
+            lengths = sorted({len(ch) for ch in item if hasattr(ch, "__len__")})
+            raise ValueError(
+                f"'{name}' window {k} is not one (n_chans, n_times) array: its channels "
+                f"have several lengths ({', '.join(map(str, lengths))} samples). Give "
+                "every channel of a window the same number of samples."
+            ) from err
+        if trial.ndim != 2:
+            return None
+        trials.append(trial)
+    shapes = {}
+    for trial in trials:
+        shapes[trial.shape] = shapes.get(trial.shape, 0) + 1
+    if len(shapes) > 1:
+        raise ValueError(_one_shape_message(name, shapes, n_windows=len(trials)))
+    for trial in trials:
+        _check_real(trial, name)
+    return _stack(trials, name)
 
 
 def _check_sfreq(own, sfreq, name):
@@ -604,12 +806,18 @@ def read_windows(X, y=None, groups=None, sfreq=None, name="X"):
 
     Parameters
     ----------
-    X : ndarray, shape (n_windows, n_chans, n_times) | braindecode windows | Subset | \
-SliceDataset | list of window items | mne.Epochs | Windows
-        braindecode windows are a ``BaseConcatDataset`` of windows; a ``Subset`` or a
+    X : ndarray, shape (n_windows, n_chans, n_times) | list of arrays | braindecode \
+windows | Subset | SliceDataset | list of window items | mne.Epochs | Windows
+        braindecode windows are a ``BaseConcatDataset`` of windows, read at their
+        recordings' sampling rate (every recording's: recordings at several rates are
+        refused, naming them, their rates and the fix, by
+        :func:`~braindecode_pars.io.windowing.windows_sfreq`); a ``Subset`` or a
         skorch ``SliceDataset`` (``idx=0``) of them keeps their metadata; the lists of
         items ``(x, y, inds)`` that scikit-learn's splitters make of windows carry
-        their labels but not their sampling rate. A :class:`Windows` (read before) is
+        their labels but not their sampling rate. Windows given one by one (a list or
+        tuple of (n_chans, n_times) arrays or of nested lists, or a
+        ``scipy.io.loadmat`` cell array: an object array of one row or column) are
+        stacked when they have one shape. A :class:`Windows` (read before) is
         returned with the same array ``X``, not copied or scanned again, and the
         ``y``, ``groups`` and ``sfreq`` given in place of its own: a meta-estimator
         reads once and hands the result to its stages.
@@ -631,9 +839,11 @@ SliceDataset | list of window items | mne.Epochs | Windows
     Raises
     ------
     ValueError
-        For windows that are not 3-D, not real numbers, of different shapes, empty or
-        holding NaN or inf; a ``sfreq`` that differs from the windows' own; ``y`` or
-        ``groups`` of another length than the windows.
+        For windows that are not 3-D, not real numbers, of different shapes (naming the
+        distinct shapes and the fix: one channel set, one length), empty or holding NaN
+        or inf; braindecode windows of recordings at several sampling rates; a
+        ``sfreq`` that differs from the windows' own; ``y`` or ``groups`` of another
+        length than the windows.
     """
     if isinstance(X, Windows):
         return _read_again(X, labels_of(y), groups, sfreq, name)
@@ -648,9 +858,9 @@ SliceDataset | list of window items | mne.Epochs | Windows
     if isinstance(base, BaseConcatDataset):
         if len(base) == 0 or (indices is not None and len(indices) == 0):
             raise ValueError(f"'{name}' holds no window.")
+        own_sfreq = windows_sfreq(base, indices, name)  # one rate, or refused naming them
         array, labels = _stack_braindecode(base, indices, name)
         info = windows_info(base)
-        own_sfreq = float(info["sfreq"])
         ch_names = list(info["ch_names"]) if len(info["ch_names"]) == array.shape[1] else None
         if _one_channel_names(_channel_sets(base)) is not None:
             ch_names = None  # one channel of several names: none names them all
@@ -677,18 +887,10 @@ SliceDataset | list of window items | mne.Epochs | Windows
             stack.put(position, item[0])
             labels.append(item[1])
         array, own_y = stack.out, _label_array(labels)
+    elif (trials := _as_trials(X, name)) is not None:
+        array = trials
     else:
-        array = np.asarray(X)
-        if array.ndim != 3:
-            raise ValueError(
-                f"'{name}' must be windows of shape (n_windows, n_chans, n_times), but got "
-                f"an array of shape {array.shape}."
-            )
-        if not np.issubdtype(array.dtype, np.number) or np.issubdtype(
-            array.dtype, np.complexfloating
-        ):
-            raise ValueError(f"'{name}' must be real numbers, but got dtype {array.dtype}.")
-        array = array.astype(np.float32, copy=False)
+        array = _as_array(X, name)
     if array.ndim != 3:
         raise ValueError(
             f"'{name}' items must be windows of shape (n_chans, n_times), but got shape "
