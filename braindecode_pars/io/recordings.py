@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import mne
+import numpy as np
 from braindecode.datasets import BaseConcatDataset, RawDataset
 
 from braindecode_pars._util.checks import check_option
@@ -25,7 +26,7 @@ from braindecode_pars.io.windowing import (
     recording_preprocessors,
     windows_of,
 )
-from braindecode_pars.io.windows import _channel_sets_message
+from braindecode_pars.io.windows import _channel_sets_message, _same_channels
 
 logger = logging.getLogger(__name__)
 
@@ -293,7 +294,8 @@ def _subjects_of(files, kind, how):
 
 def _description(file, subject, kind, native_sfreq=None):
     """A recording's description: its file, its subject, where the subject comes from and
-    the rate it was recorded at (``native_sfreq``, before any resampling)."""
+    the rate its channels kept were recorded at (``native_sfreq``, before any
+    resampling: :func:`_channel_rates`)."""
     description = {"file": str(file), "subject": subject, _SUBJECT_COLUMN: kind}
     if native_sfreq is not None:
         description[_NATIVE_COLUMN] = float(native_sfreq)
@@ -350,10 +352,48 @@ def _low_pass_below(rate):
     return max(1, int(0.88 * rate / 2))
 
 
+def _channel_rates(raw):
+    """The rate each channel of a recording was recorded at, ``{name: Hz}``, as read.
+
+    EDF, BDF and GDF files give each signal its own number of samples per data record:
+    MNE reads every channel at the highest rate (``raw.info["sfreq"]``), upsampling the
+    others, and keeps the header's counts (``n_samps`` per ``record_length``) in the
+    reader's extras, which this reads. A recording of other formats, or whose reader
+    keeps no such counts, has every channel at ``raw.info["sfreq"]``.
+
+    Parameters
+    ----------
+    raw : mne.io.BaseRaw
+        The recording just read (no channel picked or renamed yet).
+
+    Returns
+    -------
+    rates : dict
+        ``{channel name: native rate in Hz}`` for every channel of ``raw``.
+    """
+    sfreq = float(raw.info["sfreq"])
+    rates = dict.fromkeys(raw.ch_names, sfreq)
+    extras = getattr(raw, "_raw_extras", None) or [{}]
+    extras = extras[0] if isinstance(extras[0], dict) else {}
+    try:
+        n_samps = np.asarray(extras["n_samps"], dtype=float)
+        sel = np.asarray(extras.get("sel", np.arange(len(n_samps))), dtype=int)
+        duration = float(extras["record_length"][0]) / float(extras["record_length"][1])
+        names = list(extras["ch_names"])
+    except (KeyError, TypeError, ValueError, IndexError):  # not an EDF-like reader
+        return rates
+    per_channel = n_samps[sel] if len(sel) == len(names) and len(sel) else n_samps
+    if len(per_channel) != len(raw.ch_names) or duration <= 0:
+        return rates  # counts not aligned with the channels as read: MNE's rate
+    return {
+        ch: min(sfreq, float(n) / duration) for ch, n in zip(raw.ch_names, per_channel, strict=True)
+    }
+
+
 def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
     """The recording's header (not its data, its identity dropped), the channels kept and
-    left out, its header's patient code (with ``header``, else None) and the rate it was
-    recorded at, or None to skip
+    left out, its header's patient code (with ``header``, else None) and the rate its
+    channels kept were recorded at (the fastest of them), or None to skip
     it: ``(file, reason)`` is then appended to ``skipped`` and said once for all files by
     :func:`_skipped_summary`; the header's channel names go to ``headers``."""
     try:
@@ -368,7 +408,7 @@ def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
         skipped.append((str(file), f"cannot read it ({reason})"))
         return None
     subject = _header_subject(raw) if header else None
-    native = float(raw.info["sfreq"])
+    rates = _channel_rates(raw)
     _drop_identity(raw)
     names = list(raw.ch_names)
     headers[file] = names
@@ -385,6 +425,7 @@ def _channels(file, picks, exclude, on_error, skipped, headers, header=False):
         )
         return None
     not_picked = [ch for ch in names if ch not in raw.ch_names]
+    native = max(rates[ch] for ch in kept)  # the rate of the channels kept
     return raw.pick(kept), left_out, not_picked, subject, native
 
 
@@ -691,7 +732,10 @@ def load_recordings(
     (:func:`_off_montage`) with their files, and one the channel sets when the
     recordings have several. The description holds ``file``, ``subject``,
     ``subject_from`` (what the subject was read from, see ``subject_from``) and
-    ``native_sfreq``, the rate the recording was recorded at. Recordings of several
+    ``native_sfreq``, the rate the recording's channels kept were recorded at, after
+    ``picks`` and ``exclude`` (the fastest of them: an EDF, BDF or GDF file gives each
+    signal its own rate, so that EEG at 50 Hz beside an ECG at 500 Hz left out is at
+    50 Hz, though MNE reads the file at 500 Hz). Recordings of several
     native rates brought to ``sfreq`` are said before any preprocessing: a warning names
     those upsampled from a lower rate, which hold nothing above their own Nyquist
     frequency where the others do, and the fix (``h_freq`` below the lowest native
@@ -765,8 +809,8 @@ def _load_recordings(
 ):  # fmt: skip
     """:func:`load_recordings`'s work. ``purpose`` words the log ("pretraining", or
     "reading" labelled recordings); ``one_set``: recordings of several channel sets
-    (but one-channel recordings, which stack by position) are refused from their
-    headers, before any preprocessing, as a classifier's windows would be after it."""
+    (but one-channel recordings, which stack by position, and the same channels in
+    other orders, which are read in one) are refused from their headers, before any preprocessing, as a classifier's windows would be after it."""
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
     kind, how = check_subject_from(subject_from)
@@ -798,7 +842,8 @@ def _load_recordings(
         sets = {}
         for file, (channels, _) in kept.items():
             sets.setdefault(tuple(channels), []).append(Path(file).name)
-        if len(sets) > 1 and not all(len(channels) == 1 for channels in sets):
+        one_order = len(sets) > 1 and _same_channels(sets)  # read in one order later
+        if len(sets) > 1 and not one_order and not all(len(channels) == 1 for channels in sets):
             raise ValueError(
                 _channel_sets_message(
                     sets, "The recordings' headers (read before any preprocessing) give"
