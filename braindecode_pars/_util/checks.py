@@ -1,23 +1,47 @@
 """Argument checks whose messages name the parameter, what is allowed and what was given.
 
 The wording follows MNE-Python's ``_check_option`` and ``_validate_type`` so that
-errors read the same as the rest of the user's stack.
+errors read the same as the rest of the user's stack. Every check raises
+:class:`InvalidParameterError`, scikit-learn's class of a refused parameter (a
+``ValueError`` and a ``TypeError`` at once), so that one ``except`` catches every
+parameter mistake whatever its kind.
 """
 
 from __future__ import annotations
 
 import numbers
 
+from sklearn.utils._param_validation import InvalidParameterError as _SklearnInvalidParameterError
+
+
+class InvalidParameterError(_SklearnInvalidParameterError):
+    """A parameter's value refused: a wrong type or a value outside what is allowed.
+
+    A subclass of scikit-learn's ``InvalidParameterError``, itself a ``ValueError``
+    and a ``TypeError``: ``except ValueError``, ``except TypeError`` and
+    ``except sklearn.utils._param_validation.InvalidParameterError`` all catch it, as
+    they catch scikit-learn's own parameter errors. Its message names the parameter,
+    what is allowed and what was given.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_int("max_epochs", 0, minimum=1)
+    ... except ValueError as err:
+    ...     print(isinstance(err, TypeError), err)
+    True 'max_epochs' must be >= 1, but got 0.
+    """
+
 
 def check_option(name, value, allowed):
-    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
+    """Raise :class:`InvalidParameterError` unless ``value`` is one of ``allowed``."""
     if value not in allowed:
         allowed = list(allowed)
         if len(allowed) == 1:
             options = repr(allowed[0])
         else:
             options = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
-        raise ValueError(
+        raise InvalidParameterError(
             f"Invalid value for the '{name}' parameter. Allowed values are "
             f"{options}, but got {value!r} instead."
         )
@@ -25,21 +49,25 @@ def check_option(name, value, allowed):
 
 
 def check_int(name, value, minimum=None):
-    """Raise unless ``value`` is an integer (not a bool) no smaller than ``minimum``."""
+    """Raise :class:`InvalidParameterError` unless ``value`` is an integer (not a bool) no
+    smaller than ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"'{name}' must be an int, but got {type(value).__name__} ({value!r}).")
+        raise InvalidParameterError(
+            f"'{name}' must be an int, but got {type(value).__name__} ({value!r})."
+        )
     if minimum is not None and value < minimum:
-        raise ValueError(f"'{name}' must be >= {minimum}, but got {value}.")
+        raise InvalidParameterError(f"'{name}' must be >= {minimum}, but got {value}.")
     return int(value)
 
 
-def check_none_or_number(name, value, kind, allowed, error=TypeError):
-    """Whether ``value`` is not None; raise ``error``, naming ``allowed``, unless it is None
-    or a ``kind`` number (``numbers.Integral``, ``numbers.Real``), a bool not counting."""
+def check_none_or_number(name, value, kind, allowed):
+    """Whether ``value`` is not None; raise :class:`InvalidParameterError`, naming
+    ``allowed``, unless it is None or a ``kind`` number (``numbers.Integral``,
+    ``numbers.Real``), a bool not counting."""
     if value is None:
         return False
     if isinstance(value, bool) or not isinstance(value, kind):
-        raise error(
+        raise InvalidParameterError(
             f"Invalid value for the '{name}' parameter. Allowed values are {allowed}, "
             f"but got {value!r} instead."
         )
@@ -47,14 +75,17 @@ def check_none_or_number(name, value, kind, allowed, error=TypeError):
 
 
 def check_range(name, value, low, high, low_open=False, high_open=False):
-    """Raise unless ``low (<|<=) value (<|<=) high``; prints the interval in maths notation."""
+    """Raise :class:`InvalidParameterError` unless ``low (<|<=) value (<|<=) high``; the
+    message gives the interval in maths notation."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"'{name}' must be a number, but got {type(value).__name__} ({value!r}).")
+        raise InvalidParameterError(
+            f"'{name}' must be a number, but got {type(value).__name__} ({value!r})."
+        )
     too_low = value <= low if low_open else value < low
     too_high = value >= high if high_open else value > high
     if too_low or too_high:
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
-        raise ValueError(f"'{name}' must lie in {interval}, but got {value}.")
+        raise InvalidParameterError(f"'{name}' must lie in {interval}, but got {value}.")
     return float(value)
 
 
@@ -71,22 +102,22 @@ def check_device(name, value):
     try:
         device = torch.device(value)
     except (RuntimeError, TypeError) as err:
-        raise ValueError(
+        raise InvalidParameterError(
             f"Invalid value for '{name}': {value!r} is not a torch device ({err})."
         ) from err
     if device.type not in ("cpu", "cuda"):
-        raise ValueError(
+        raise InvalidParameterError(
             f"Invalid value for '{name}': {value!r}; allowed are 'cpu' and 'cuda' devices, "
             f"the ones the package is tested on ('{device.type}' has never run its tests)."
         )
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(
+            raise InvalidParameterError(
                 f"Invalid value for '{name}': {value!r} but torch sees no GPU "
                 "(torch.cuda.is_available() is False); use 'cpu'."
             )
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(
+            raise InvalidParameterError(
                 f"Invalid value for '{name}': {value!r} but torch sees "
                 f"{torch.cuda.device_count()} GPU(s)."
             )
@@ -111,7 +142,7 @@ def check_skorch_names(net, components=("module", "criterion", "optimizer")):
         NeuralNet._validate_params(names)
     except ValueError as err:
         known = ", ".join(f"{p}__" for p in sorted(names.prefixes_))
-        raise ValueError(
+        raise InvalidParameterError(
             f"{type(net).__name__}: {err} A nested parameter starts with one of {known}."
         ) from None
 
@@ -122,7 +153,7 @@ def check_heads(name, n_heads, emb_dim):
     check_int(name, n_heads, 1)
     if emb_dim % n_heads:
         divisors = [h for h in range(1, emb_dim + 1) if emb_dim % h == 0]
-        raise ValueError(
+        raise InvalidParameterError(
             f"'{name}' must divide the token size emb_dim={emb_dim} (one of {divisors}), "
             f"but got {n_heads}."
         )
@@ -152,7 +183,7 @@ def check_position_masking(n_patches, pos_mask_ratio):
     :class:`~braindecode_pars.PARS` and, before any work, by the pretraining settings."""
     n_masked = int(round(pos_mask_ratio * n_patches))
     if n_masked < 2:
-        raise ValueError(
+        raise InvalidParameterError(
             f"pos_mask_ratio={pos_mask_ratio} of n_patches={n_patches} masks {n_masked} "
             "patch(es); PARS needs at least 2 position-masked patches to form a pair."
         )

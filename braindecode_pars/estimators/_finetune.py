@@ -26,11 +26,13 @@ from skorch.callbacks import (
     Checkpoint,
     EpochScoring,
     Freezer,
+    LRScheduler,
     PrintLog,
     Unfreezer,
 )
 
 from braindecode_pars._util.checks import (
+    InvalidParameterError,
     check_device,
     check_int,
     check_none_or_number,
@@ -180,7 +182,7 @@ def check_strategy(strategy, max_epochs):
     """``strategy`` one of :data:`STRATEGIES`; ``"lp-ft"`` needs two epochs or more."""
     check_option("strategy", strategy, STRATEGIES)
     if strategy == "lp-ft" and max_epochs < 2:
-        raise ValueError(
+        raise InvalidParameterError(
             "strategy='lp-ft' trains the head over the frozen encoder for half of "
             f"'max_epochs' and then every weight, so 'max_epochs' must be >= 2, but got "
             f"{max_epochs}."
@@ -194,7 +196,7 @@ def crop_samples(crop_seconds, sfreq, n_times, patch, patch_seconds):
         return n_times
     n_fit = int(round(crop_seconds * sfreq))
     if not patch <= n_fit <= n_times:
-        raise ValueError(
+        raise InvalidParameterError(
             f"'crop_seconds' must be between one patch ({patch_seconds} s) and the "
             f"window ({n_times / sfreq:g} s), but got {crop_seconds}."
         )
@@ -204,8 +206,99 @@ def crop_samples(crop_seconds, sfreq, n_times, patch, patch_seconds):
 def check_crop_seconds(crop):
     """``crop_seconds`` must be None or a positive number of seconds."""
     allowed = "a positive number of seconds and None"
-    if check_none_or_number("crop_seconds", crop, numbers.Real, allowed, ValueError):
+    if check_none_or_number("crop_seconds", crop, numbers.Real, allowed):
         check_range("crop_seconds", crop, 0, math.inf, low_open=True)
+
+
+#: The :class:`~braindecode_pars.MultiChannelClassifier` settings that ``PARSFineTuner``
+#: takes itself, by the same names, and passes to the module at ``fit``: given also as
+#: ``module__<name>`` they are refused (:func:`check_module_settings`).
+MODULE_SETTINGS = (
+    "amplitude", "pooling", "spatial_filters", "band_power", "token_gate", "readout",
+    "patch_stride", "spatial_drop_prob",
+)  # fmt: skip
+
+#: The module's arguments that ``fit`` sets from the windows, the classes and the encoder.
+FIT_MODULE_ARGS = ("n_outputs", "n_chans", "n_times", "sfreq", "encoder")
+
+
+def check_module_settings(net):
+    """Refuse a setting given twice, once as the fine-tuner's own parameter and once as
+    skorch's ``module__<name>`` (one would silently win over the other), and a module
+    argument that ``fit`` sets from the data (:data:`FIT_MODULE_ARGS`).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming both spellings of each setting given twice, and the one to keep.
+    """
+    name = type(net).__name__
+    given = {k[len("module__") :]: v for k, v in vars(net).items() if k.startswith("module__")}
+    twice = [k for k in MODULE_SETTINGS if k in given]
+    if twice:
+        settings = " and ".join(repr(k) for k in twice)
+        pairs = ", and ".join(
+            f"as {k}={getattr(net, k)!r} and module__{k}={given[k]!r}" for k in twice
+        )
+        keep = ", ".join(f"{k}={given[k]!r}" for k in twice)
+        raise InvalidParameterError(
+            f"{name}: {settings} {'is' if len(twice) == 1 else 'are'} given twice, {pairs} "
+            f"({name} takes {'it' if len(twice) == 1 else 'them'} itself and passes "
+            f"{'it' if len(twice) == 1 else 'them'} to the module: one would silently win). "
+            f"Give {'it' if len(twice) == 1 else 'each'} once, as {name}'s own parameter: "
+            f"{keep}, say; module__<name> is for the module's other arguments."
+        )
+    by_fit = [k for k in FIT_MODULE_ARGS if k in given]
+    if by_fit:
+        names = ", ".join(f"module__{k}" for k in by_fit)
+        raise InvalidParameterError(
+            f"{name}: {names} cannot be given: fit sets the module's n_outputs (from the "
+            "classes), n_chans, n_times and sfreq (from the windows, at the encoder's rate) "
+            "and encoder (from 'encoder')."
+        )
+
+
+def _named_callbacks(callbacks):
+    """``(name, callback)`` of each entry of skorch's ``callbacks`` (an instance, a class,
+    or a ``(name, callback)`` pair), named as skorch names them."""
+    for item in callbacks or []:
+        name, callback = item if isinstance(item, tuple | list) else (None, item)
+        if name is None:
+            name = callback.__name__ if isinstance(callback, type) else type(callback).__name__
+        yield name, callback
+
+
+def check_lr_schedulers(net):
+    """Refuse a learning-rate scheduler in ``callbacks`` (the package's
+    :class:`~braindecode_pars.pretraining.schedule.WarmupCosineLR`, skorch's
+    ``LRScheduler``) beside the fine-tuner's own ``lr_schedule`` (all but
+    ``"constant"``): both would set the rate at every batch, the later one overwriting
+    the other and the encoder's share of it (``encoder_lr_scale``, ``layer_decay``).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the callback, ``lr_schedule`` and the two ways to keep one.
+    """
+    if net.lr_schedule == "constant":
+        return
+    schedulers = (WarmupCosineLR, LRScheduler)
+    found = [
+        name
+        for name, callback in _named_callbacks(net.callbacks)
+        if isinstance(callback, schedulers)
+        or (isinstance(callback, type) and issubclass(callback, schedulers))
+    ]
+    if found:
+        names = ", ".join(repr(n) for n in found)
+        raise InvalidParameterError(
+            f"{type(net).__name__}: 'callbacks' hold a learning-rate scheduler ({names}) "
+            f"beside the fine-tuner's own lr_schedule={net.lr_schedule!r}; both would set "
+            "the rate at every batch, the later overwriting the other (and the encoder's "
+            "share of it, encoder_lr_scale and layer_decay). Keep one: leave the scheduler "
+            f"out of 'callbacks' (lr_schedule={net.lr_schedule!r} warms up and anneals on "
+            "its own), or pass lr_schedule='constant' to let the callback alone set the rate."
+        )
 
 
 def check_finetuner_params(net):
@@ -214,9 +307,10 @@ def check_finetuner_params(net):
     ``initialize``): each message names the parameter, the allowed values and what was
     given."""
     check_skorch_names(net)
+    check_module_settings(net)
     check_strategy(net.strategy, net.max_epochs)
     if net.train_split is not None:
-        raise ValueError(
+        raise InvalidParameterError(
             f"'train_split'={net.train_split!r} is not used: PARSFineTuner makes its "
             "validation split from 'groups' (see 'min_valid_groups'), or takes "
             "'X_valid' and 'y_valid' in fit; leave 'train_split' as None."
@@ -230,6 +324,7 @@ def check_finetuner_params(net):
     check_option("pooling", net.pooling, POOLINGS)
     check_option("readout", net.readout, READOUTS)
     check_option("lr_schedule", net.lr_schedule, LR_SCHEDULES)
+    check_lr_schedulers(net)
     check_option("spatial_init", net.spatial_init, SPATIAL_INITS)
     check_option("token_gate", net.token_gate, (False, True))
     check_front_end(net.spatial_filters, 1.0, net.patch_stride)
@@ -518,12 +613,14 @@ class CodedWindows(torch.utils.data.Dataset):
         return self.codes[self.indices]
 
 
-def _codes(dataset):
-    """The class code of every item of a fine-tuning dataset (crops included)."""
+def _item_targets(dataset):
+    """The class code of every item of a fine-tuning dataset, crops included (each of a
+    window's ``FixedCrops`` is an item); :meth:`CodedWindows.targets` for a dataset of
+    whole windows."""
     if isinstance(dataset, FixedCrops):
-        return np.repeat(_codes(dataset.dataset), len(dataset.starts))
+        return np.repeat(_item_targets(dataset.dataset), len(dataset.starts))
     if isinstance(dataset, RandomCrops):
-        return _codes(dataset.dataset)
+        return _item_targets(dataset.dataset)
     return dataset.targets()
 
 
@@ -534,7 +631,7 @@ def _valid_balanced_accuracy(net, dataset, y=None):
     )
 
     proba = EEGClassifier.predict_proba(net, dataset)
-    return balanced_accuracy_score(_codes(dataset), proba.argmax(axis=1))
+    return balanced_accuracy_score(_item_targets(dataset), proba.argmax(axis=1))
 
 
 def group_split(codes, groups, min_valid_groups, valid_fraction, seed):

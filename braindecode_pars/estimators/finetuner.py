@@ -17,18 +17,21 @@ import numpy as np
 import torch
 from braindecode import EEGClassifier
 
+from braindecode_pars._util.checks import InvalidParameterError
 from braindecode_pars._util.logs import plural, verbose_logging
 from braindecode_pars._util.optim import with_fused_default
 from braindecode_pars._util.params import fill_doc
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
 from braindecode_pars._util.threads import with_fit_threads
 from braindecode_pars.estimators._finetune import (
+    MODULE_SETTINGS,
     CodedWindows,
     EpochTable,
     FixedCrops,
     RandomCrops,
     augmented_loader,
     check_finetuner_params,
+    check_module_settings,
     class_weights,
     crop_samples,
     crop_starts,
@@ -99,8 +102,17 @@ class PARSFineTuner(
     Parameters
     ----------
     module : type
-        The model class; its signal arguments, ``encoder``, ``spatial_drop_prob``,
-        ``amplitude``, ``pooling`` and ``n_heads`` are set by ``fit`` (others: ``module__<name>``).
+        The model class, :class:`~braindecode_pars.MultiChannelClassifier` by default.
+        ``fit`` builds it with its signal arguments (``n_outputs`` from the classes;
+        ``n_chans``, ``n_times`` and ``sfreq`` from the windows, at the encoder's rate),
+        ``encoder``, ``n_heads`` (the encoder's), and the fine-tuner's own model settings
+        ``amplitude``, ``pooling``, ``spatial_filters`` (at most ``n_chans``),
+        ``band_power``, ``token_gate``, ``readout``, ``patch_stride`` and
+        ``spatial_drop_prob``. Its other arguments are skorch's ``module__<name>``
+        (``module__n_heads``, ``module__channel_embedding``...). A setting given both
+        ways (``spatial_filters=2, module__spatial_filters=3``), and ``module__`` of an
+        argument ``fit`` sets, are refused by ``fit`` naming both (scikit-learn's
+        ``InvalidParameterError``, a ``ValueError`` and a ``TypeError``).
     encoder : "default" | str | Path | PatchEncoder | None
         ``"default"``: ``"pars-small-v2"``, or a :class:`~braindecode_pars.PARSClassifier`'s
         own ``encoder`` when the fine-tuner is its head (see above). A shipped encoder's
@@ -116,7 +128,10 @@ class PARSFineTuner(
     lr_schedule : {"warmup-cosine", "constant"}
         ``"warmup-cosine"`` (the default): a linear warm-up from a tenth of ``lr`` over
         the first 10 % of each ``fit``'s steps, then a cosine to 0, each parameter group
-        at its own share of ``lr``; ``"constant"``: ``lr`` throughout.
+        at its own share of ``lr``; ``"constant"``: ``lr`` throughout. A learning-rate
+        scheduler of one's own in ``callbacks`` (skorch's ``LRScheduler``, the
+        pretraining's ``WarmupCosineLR``) needs ``"constant"``: beside the fine-tuner's
+        schedule both would set the rate at every batch, and ``fit`` refuses it.
     encoder_lr_scale : float
         The encoder's learning rate as a fraction of ``lr`` (its last block's, with
         ``layer_decay``).
@@ -127,11 +142,10 @@ class PARSFineTuner(
     amplitude : False | True | "relative"
         Give the head what the encoder's instance normalisation (per channel and
         window) removes (:class:`~braindecode_pars.MultiChannelClassifier`'s
-        ``amplitude``). False (the default since issue 86, whose ``band_power`` reads
-        the band power instead): none; ``"relative"`` (the default of issue 77): each
-        channel's broadband log amplitude relative to its window's channels, all
-        channels mapped into the pooled token; ``True``: each channel's log amplitude
-        added to its spatial token.
+        ``amplitude``). False (the default; ``band_power`` gives the head the band
+        power): none; ``"relative"``: each channel's broadband log amplitude relative
+        to its window's channels, all channels mapped into the pooled token; ``True``:
+        each channel's log amplitude added to its spatial token.
     pooling : {"mean", "mean+std"}
         How each channel's tokens are pooled over patches into its spatial token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``pooling``).
@@ -162,13 +176,13 @@ class PARSFineTuner(
         them); None: the patch length, 1 s (the paper's).
 
         The defaults of the front end and of the recipe (``lr``, ``batch_size``,
-        ``max_epochs``, ``lr_schedule``, ``augmentation``, ``amplitude``) were chosen by
-        the rule of ``benchmarks/bench_finetuning_space.py`` on the motor-imagery
-        selection splits and checked on EEGMAT's selection subjects
-        (:doc:`/benchmarks/finetuning`, "Fine-tuning that reads space").
-    spatial_drop_prob : float
-        Spatial-token dropout: 0 (none; the paper's 0.5 lost 1.4 points on the selection
-        subjects, :doc:`/benchmarks/finetuning`).
+        ``max_epochs``, ``lr_schedule``, ``augmentation``, ``amplitude``,
+        ``spatial_drop_prob``) were chosen on motor-imagery selection splits and checked
+        on EEGMAT's selection subjects; the numbers are on the fine-tuning benchmark page
+        (:doc:`/benchmarks/finetuning`).
+    spatial_drop_prob : float in [0, 1)
+        Probability of dropping each spatial token in training: 0 (the default), none;
+        the paper's 0.5 is ``spatial_drop_prob=0.5``.
     crop_seconds : float | None
         Train on random crops of this length and predict a window by the mean of
         ``n_eval_crops`` crops; None: whole windows.
@@ -181,13 +195,10 @@ class PARSFineTuner(
         ``subject`` in ``fit`` and ``predict`` (None: the windows given, as one group).
     augmentation : "standard" | list of braindecode Transform | None
         Augmentations of the training batches (braindecode's ``AugmentedDataLoader``):
-        None (the default since issue 86): none; "standard" draws Fourier-phase
-        surrogates, channel dropout (on windows of 5 channels or more) and a smooth
-        time mask, each with probability 0.5
-        (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`). It was
-        the default when the paper's head was chosen on EEGMAT's subject folds; with
-        the spatial front end it lost on the motor-imagery selection splits
-        (:doc:`/benchmarks/finetuning`).
+        None (the default): none; "standard" draws Fourier-phase surrogates, channel
+        dropout (on windows of 5 channels or more) and a smooth time mask, each with
+        probability 0.5
+        (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`).
     valid_fraction : float
         Share of the groups held out to pick the best epoch (see ``min_valid_groups``).
     min_valid_groups : int | None
@@ -206,8 +217,8 @@ class PARSFineTuner(
         Seed of every draw of ``fit``; the global generators are left as they were.
     criterion, optimizer, lr, max_epochs, batch_size, callbacks, device, **kwargs
         skorch's: class-weighted cross-entropy, AdamW (weight decay 1e-4), lr 1e-3, batch
-        4, 25 epochs (issue 86's recipe; the paper's head was fine-tuned at lr 3e-4,
-        batch 16 and 200 epochs, :doc:`/benchmarks/finetuning`).
+        4, 25 epochs (the paper fine-tuned its head at lr 3e-4, batch 16 and 200 epochs).
+        ``callbacks`` holds no learning-rate scheduler unless ``lr_schedule="constant"``.
     verbose : int
         0 (the default): silent, as scikit-learn's estimators are (inside
         ``cross_val_score`` a table per fold would print hundreds of rows); 1: skorch's
@@ -384,7 +395,7 @@ class PARSFineTuner(
         self.sfreq_ = float(data.sfreq)
         for band in check_bands("band_power", self.band_power) or []:
             if band[0] >= self.sfreq_ / 2:  # one reaching above it is cut there
-                raise ValueError(
+                raise InvalidParameterError(
                     f"'band_power' band {band} starts at or above the Nyquist frequency "
                     f"({self.sfreq_ / 2:g} Hz) of the windows the module reads "
                     f"({self.sfreq_:g} Hz): choose bands below it."
@@ -513,30 +524,24 @@ class PARSFineTuner(
 
     def get_params_for(self, prefix):
         """skorch's, plus what ``fit`` resolved: the module's signal arguments and
-        encoder, the class weights, the encoder's learning rate; AdamW runs fused on a
-        CPU or CUDA unless told otherwise."""
+        encoder, the fine-tuner's model settings (``_finetune.MODULE_SETTINGS``,
+        refused as ``module__`` too), the class weights, the
+        encoder's learning rate; AdamW runs fused on a CPU or CUDA unless told
+        otherwise."""
         params = super().get_params_for(prefix)
         if prefix == "module" and hasattr(self, "n_crop_"):
+            check_module_settings(self)  # none of them given twice (set_params after fit)
             encoder = self._initial_encoder()
-            resolved = dict(
+            resolved = {name: getattr(self, name) for name in MODULE_SETTINGS}
+            if self.spatial_filters is not None:
+                resolved["spatial_filters"] = min(self.spatial_filters, self.n_chans_)
+            resolved.update(
                 n_outputs=len(self.classes_),
                 n_chans=self.n_chans_,
                 n_times=self.n_crop_,
                 sfreq=self.sfreq_,
                 encoder=encoder,
-                spatial_drop_prob=self.spatial_drop_prob,
-                amplitude=self.amplitude,
-                pooling=self.pooling,
-                n_heads=encoder.n_heads,
-                spatial_filters=(
-                    None
-                    if self.spatial_filters is None
-                    else min(self.spatial_filters, self.n_chans_)
-                ),
-                band_power=self.band_power,
-                token_gate=self.token_gate,
-                readout=self.readout,
-                patch_stride=self.patch_stride,
+                n_heads=encoder.n_heads,  # module__n_heads sets the spatial attention's
             )
             params = {**resolved, **params}
         if prefix == "criterion" and hasattr(self, "class_weight_"):
@@ -636,8 +641,29 @@ class PARSFineTuner(
         return dataset.average(proba) if isinstance(dataset, FixedCrops) else proba
 
     def transform(self, X, groups=None):
-        """Each window's pooled token, shape (n_windows, emb_dim) (the mean over crops
-        when fitted on crops)."""
+        """Each window's features, what the module's ``final_layer`` reads.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_windows, n_chans, n_times) | braindecode windows
+            Windows like those of ``fit`` (``input_sfreq_``, ``input_n_times_``).
+        groups : array-like, shape (n_windows,) | None
+            The group of each window, for ``align="groups"``.
+
+        Returns
+        -------
+        features : ndarray, shape (n_windows, emb_dim + n_virtual * n_bands)
+            The module's ``return_features``
+            (:attr:`MultiChannelClassifier.n_features
+            <braindecode_pars.MultiChannelClassifier.n_features>` columns): the pooled token
+            (``emb_dim`` columns, times the gate with ``token_gate``), then, with
+            ``band_power``, the standardised band log-variance of each of the
+            ``n_virtual`` channels the encoder reads (``min(spatial_filters, n_chans)``;
+            ``n_chans`` with ``spatial_filters=None``) in each of the ``n_bands`` bands,
+            band by band. At the defaults (one band, 8 virtual channels) that is
+            ``emb_dim + min(8, n_chans)`` columns. The mean over the ``n_eval_crops``
+            crops of a window when fitted on crops.
+        """
         dataset = self._coded(self._read(X, groups=groups))
         self.module_.eval()
         features = []

@@ -38,7 +38,7 @@ import pandas as pd
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, log_loss
 
-from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars._util.checks import InvalidParameterError, check_option, check_range
 from braindecode_pars.features.blocks import (
     _READOUTS,
     BLOCKS,
@@ -124,12 +124,12 @@ def inner_splitter(inner_cv, n_groups, name="inner_cv"):
         inner_cv = _AUTO_FOLDS if n_groups > LOGO_MAX_GROUPS else None
     elif isinstance(inner_cv, numbers.Integral) and not isinstance(inner_cv, bool):
         if inner_cv < 2:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"Invalid value for the '{name}' parameter: an int must be at least 2 (the "
                 f"folds of a GroupKFold), but got {inner_cv}."
             )
     elif not hasattr(inner_cv, "split"):
-        raise TypeError(
+        raise InvalidParameterError(
             f"'{name}' must be 'auto', an int of at least 2 or a scikit-learn splitter "
             f"with a split(X, y, groups) method, but got {type(inner_cv).__name__}."
         )

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
+from braindecode_pars._util.checks import InvalidParameterError
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
 from braindecode_pars.models.encoder_config import (
     _ACTIVATIONS,
@@ -676,22 +677,22 @@ def checked_encoder(encoder, sfreq, n_times, **encoder_kwargs):
     if encoder is None:
         encoder = PatchEncoder(sfreq=sfreq, **encoder_kwargs)
     elif not isinstance(encoder, PatchEncoder):
-        raise TypeError(
+        raise InvalidParameterError(
             f"'encoder' must be a PatchEncoder or None, but got {type(encoder).__name__}."
         )
     elif encoder_kwargs:
-        raise ValueError(
+        raise InvalidParameterError(
             f"Encoder settings {sorted(encoder_kwargs)} cannot be given together with "
             "an 'encoder' instance."
         )
     elif abs(encoder.sfreq - sfreq) > 1e-6:
-        raise ValueError(
+        raise InvalidParameterError(
             f"The encoder was pretrained at sfreq={encoder.sfreq} Hz but the data has "
             f"sfreq={sfreq} Hz; resample the data to {encoder.sfreq} Hz "
             "(braindecode_pars.io.resample_windows) rather than the encoder."
         )
     if n_times is not None and n_times < encoder.patch_size:
-        raise ValueError(
+        raise InvalidParameterError(
             f"A patch of patch_seconds={encoder.patch_seconds} s ({encoder.patch_size} "
             f"samples) is longer than the window, n_times={n_times}; windows must not be "
             "shorter than one patch."

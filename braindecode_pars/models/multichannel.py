@@ -15,7 +15,7 @@ import torch
 from braindecode.models.base import EEGModuleMixin
 from torch import nn
 
-from braindecode_pars._util.checks import check_option, check_range
+from braindecode_pars._util.checks import InvalidParameterError, check_option, check_range
 from braindecode_pars._util.signal_attributes import SignalAttributesMixin
 from braindecode_pars.models.encoder import PatchEncoder, checked_encoder, encoder_sfreq
 from braindecode_pars.models.encoder_config import PatchEncoderConfig
@@ -67,7 +67,7 @@ def check_front_end(spatial_filters, spatial_max_norm, patch_stride):
         spatial_filters, bool | np.bool_
     )
     if spatial_filters is not None and (not integral or spatial_filters < 1):
-        raise ValueError(
+        raise InvalidParameterError(
             f"'spatial_filters' must be None or an int >= 1, but got {spatial_filters!r}."
         )
     if spatial_max_norm is not None:
@@ -134,10 +134,10 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         channels reaches ``final_layer``. ``True``: each channel's log standard
         deviation, standardised per channel, projected and added to its spatial token
         before the spatial attention, whose weighted mean over channels mixes the
-        channels' values (a 2:1 ratio between two channels under a random gain per
-        window stayed at chance, :doc:`/benchmarks/finetuning`). False (the default
-        here, the paper's model; ``PARSFineTuner``'s default is ``"relative"``): none.
-        The encoder is unchanged.
+        channels' values (so it tells two channels' amplitudes apart poorly; see
+        :doc:`/benchmarks/finetuning`). False (the default, the paper's model, and
+        :class:`~braindecode_pars.PARSFineTuner`'s default): none. The encoder is
+        unchanged.
     channel_embedding : bool
         Add a learnable embedding per channel to the spatial tokens.
     n_heads : int
@@ -530,13 +530,13 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
                 return super().from_pretrained(pretrained_model_name_or_path, **kwargs)
         fixed = sorted(set(kwargs) & {"encoder", "encoder_n_heads", *PatchEncoderConfig.fields()})
         if fixed:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"{fixed} cannot be given with a pretrained encoder "
                 f"({str(pretrained_model_name_or_path)!r}): its settings are its own. Build "
                 "MultiChannelClassifier(encoder=None, ...) for a new encoder of other settings."
             )
         if kwargs.get("n_outputs") is None:
-            raise ValueError(
+            raise InvalidParameterError(
                 "'n_outputs' must be given: the number of classes of the new head over "
                 f"the encoder {str(pretrained_model_name_or_path)!r}, but got None."
             )
