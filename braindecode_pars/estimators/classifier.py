@@ -42,7 +42,7 @@ from braindecode_pars.estimators._inputs import (
 )
 from braindecode_pars.estimators.pretrainer import _as_sources
 from braindecode_pars.estimators.probe import PARSProbe
-from braindecode_pars.io.estimator_inputs import read_input
+from braindecode_pars.io.estimator_inputs import match_channels, read_input
 from braindecode_pars.pretraining.stopping import TrainingStopped
 from braindecode_pars.weights import DEFAULT_ENCODER, PRETRAINED_ENCODERS
 
@@ -167,6 +167,11 @@ class PARSClassifier(
         The fitted head.
     classes_ : ndarray
     sfreq_, n_chans_, n_times_ : float, int, int
+    ch_names_ : list of str | None
+        The channel names of fit, where the windows carried them (braindecode windows,
+        ``mne.Epochs``; None for arrays): at ``predict``, ``predict_proba``,
+        ``transform`` and ``score``, windows of these names in another order are
+        reordered, other names are refused naming both lists.
 
     Examples
     --------
@@ -427,6 +432,7 @@ class PARSClassifier(
         self.classes_ = head.classes_
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
+        self.ch_names_ = data.ch_names
         return self
 
     @staticmethod
@@ -452,7 +458,7 @@ class PARSClassifier(
     # -- prediction ----------------------------------------------------------------------
     def _read(self, X, y=None, groups=None):
         check_is_fitted(self, "head_")
-        return read_input(X, y, groups, sfreq=self.sfreq_, name="X")
+        return match_channels(self, read_input(X, y, groups, sfreq=self.sfreq_, name="X"))
 
     def _head_call(self, method, data):
         call = getattr(self.head_, method)

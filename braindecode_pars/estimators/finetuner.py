@@ -239,6 +239,11 @@ class PARSFineTuner(
         The rate and length of the windows the module reads: the encoder's rate.
     input_sfreq_, input_n_times_ : float, int
         Those of the windows given (``predict`` takes windows like them).
+    ch_names_ : list of str | None
+        The channel names of fit, where the windows carried them (braindecode windows,
+        ``mne.Epochs``; None for arrays): at ``predict``, ``predict_proba``,
+        ``transform`` and ``score``, windows of these names in another order are
+        reordered, other names are refused naming both lists.
     """
 
     # groups reach fit (the validation split, the alignment) and score under metadata
@@ -401,6 +406,7 @@ class PARSFineTuner(
                     f"({self.sfreq_:g} Hz): choose bands below it."
                 )
         self.n_chans_, self.n_times_ = n_chans, n_times
+        self.ch_names_ = data.ch_names
         self.input_sfreq_, self.input_n_times_ = float(input_sfreq), input_n_times
         self.scale_ = window_scale(data.X)
         self.aligner_ = self.align and AlignSignals()

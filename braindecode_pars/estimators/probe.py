@@ -228,6 +228,11 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         e.g. ``{"encoder": 0.5, "bandpower": 1.0, "tangentspace": 1.0}``.
     classes_ : ndarray
     sfreq_, n_chans_, n_times_ : float, int, int
+    ch_names_ : list of str | None
+        The channel names of fit, where the windows carried them (braindecode windows,
+        ``mne.Epochs``; None for arrays): at ``predict``, ``predict_proba``,
+        ``transform`` and ``score``, windows of these names in another order are
+        reordered, other names are refused naming both lists.
     scale_ : float
         The windows' amplitude at ``fit``; ``predict`` warns when it changes a
         hundredfold (another unit).
@@ -379,6 +384,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         check_align_groups(self.align, data)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
+        self.ch_names_ = data.ch_names
         self.scale_ = window_scale(data.X)
         self.recipe_, self.recipe_scores_, self.encoder_gain_ = fixed, None, math.nan
         self.encoder_gain_std_, self.inner_folds_ = math.nan, None

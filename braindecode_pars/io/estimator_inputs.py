@@ -3,7 +3,8 @@ both read, below :mod:`~braindecode_pars.features` and
 :mod:`~braindecode_pars.estimators`.
 
 - reading ``X`` once, with its sampling rate (:func:`read_input`), and at ``predict``
-  against what ``fit`` saw (:func:`read_fitted`, :func:`at_rate`);
+  against what ``fit`` saw (:func:`read_fitted`, :func:`at_rate`), the channels matched
+  by name (:func:`match_channels`);
 - the tags of a step that takes windows (:class:`WindowsInputMixin`);
 - :class:`LabelledPipeline`, a :class:`~sklearn.pipeline.Pipeline` that reads the
   labels windows carry, and :class:`WindowsArray`, the windows of any input as an array
@@ -17,6 +18,7 @@ mixins) is theirs, in ``estimators/_inputs.py``; what only the feature transform
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 
@@ -202,19 +204,30 @@ class WindowsArray(TransformerMixin, BaseEstimator):
     sfreq : float | None
         Sampling rate of the windows, checked against the windows' own where they
         carry it (the array itself does not depend on it).
+
+    Attributes
+    ----------
+    n_chans_ : int
+        The number of channels of fit.
+    ch_names_ : list of str | None
+        The channel names of fit, where the windows carried them: windows of these
+        names in another order are reordered at ``transform``, other names refused
+        (:func:`match_channels`).
     """
 
     def __init__(self, sfreq=None):
         self.sfreq = sfreq
 
     def fit(self, X, y=None):
-        self.n_chans_ = read_windows(X, sfreq=self.sfreq, name="X").X.shape[1]
+        windows = read_windows(X, sfreq=self.sfreq, name="X")
+        self.n_chans_, self.ch_names_ = windows.X.shape[1], windows.ch_names
         return self
 
     def transform(self, X):
         check_is_fitted(self, "n_chans_")
-        windows = read_windows(X, sfreq=self.sfreq, name="X")
-        X = np.asarray(X if isinstance(X, np.ndarray) else windows.X, dtype=np.float64)
+        windows = match_channels(self, read_windows(X, sfreq=self.sfreq, name="X"))
+        same = isinstance(X, np.ndarray) and windows.ch_names is None
+        X = np.asarray(X if same else windows.X, dtype=np.float64)
         if X.shape[1] != self.n_chans_:
             raise ValueError(
                 f"'X' has {X.shape[1]} channels but the pipeline was fitted on {self.n_chans_}."
@@ -245,8 +258,10 @@ def read_input(X, y=None, groups=None, sfreq=None, name="X"):
 
 def read_fitted(estimator, X, y=None, groups=None, name="X"):
     """``X`` read once at ``predict`` / ``transform`` / ``score`` of a fitted estimator
-    (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_``), checked against
-    what ``fit`` saw; a change of amplitude scale by a hundredfold warns
+    (attributes ``sfreq_``, ``n_chans_``, ``n_times_``, ``scale_`` and ``ch_names_``),
+    checked against what ``fit`` saw: the rate, the channels by name
+    (:func:`match_channels`: the names of fit in another order are reordered, other names
+    refused), the shape; a change of amplitude scale by a hundredfold warns
     (:func:`~braindecode_pars.io.windows._check_scale`)."""
     rate = getattr(estimator, "input_sfreq_", estimator.sfreq_)
     data = read_windows(X, y, groups, sfreq=None, name=name)
@@ -256,6 +271,7 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
             f"fitted at {rate} Hz."
         )
     data.sfreq = rate
+    data = match_channels(estimator, data, name)
     expected = (estimator.n_chans_, getattr(estimator, "input_n_times_", estimator.n_times_))
     if data.shape != expected:
         raise ValueError(
@@ -264,6 +280,121 @@ def read_fitted(estimator, X, y=None, groups=None, name="X"):
         )
     _check_scale(estimator.scale_, data.X, type(estimator).__name__)
     return at_rate(data, estimator.sfreq_)
+
+
+#: Channel names listed at most in a message of :func:`match_channels` (the rest counted).
+_NAMES_SHOWN = 24
+
+
+def _names(names):
+    """Channel names in a message: the first :data:`_NAMES_SHOWN`, the rest counted."""
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    more = len(names) - _NAMES_SHOWN
+    return f"[{shown}{f', and {more} more' if more > 0 else ''}]"
+
+
+def match_channels(estimator, data, name="X"):
+    """Windows read at ``predict`` with their channels in the order of ``fit``, by name.
+
+    An estimator fitted on windows that name their channels (braindecode windows,
+    ``mne.Epochs``, the windows of :func:`~braindecode_pars.io.load_recordings`) keeps
+    the names in ``ch_names_`` (None for arrays). At ``predict``, ``predict_proba``,
+    ``transform`` and ``score``:
+
+    - the same names in the same order: the windows as they are;
+    - the same names in another order: the channels are reordered to those of fit, and
+      an INFO line of the log says so (once per call);
+    - other names (some missing, others added, or renamed): refused, naming both lists
+      and how to give the channels of fit;
+    - names at fit but none now (an array), or the reverse: a warning says that the
+      channels are taken by position, which the channel count check of the caller
+      still guards.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Fitted; its ``ch_names_`` (list of str | None) are the channels of fit. An
+        estimator without that attribute (fitted before it was kept) is not checked.
+    data : Windows
+        The windows read (:func:`~braindecode_pars.io.windows.read_windows`).
+    name : str
+        The parameter's name in messages.
+
+    Returns
+    -------
+    data : Windows
+        ``data``, or a copy whose ``X`` has its channels in the order of ``ch_names_``
+        (and ``ch_names`` those).
+
+    Raises
+    ------
+    ValueError
+        When both name their channels and the names differ other than by order.
+
+    Warns
+    -----
+    UserWarning
+        When only one of fit and predict named the channels.
+    """
+    if not hasattr(estimator, "ch_names_"):
+        return data
+    fitted, given = estimator.ch_names_, data.ch_names
+    who = type(estimator).__name__
+    if fitted is None and given is None:
+        return data
+    if fitted is None or given is None:
+        if fitted is None:
+            said = (
+                f"{who} was fitted on windows without channel names (an array), so the "
+                f"channels of these '{name}' windows, {_names(list(given))}, cannot be "
+                "matched by name"
+            )
+        else:
+            said = (
+                f"{who} was fitted on the channels {_names(list(fitted))}, but these "
+                f"'{name}' windows do not name theirs (an array)"
+            )
+        warnings.warn(
+            f"{said}: they are taken by position, in the order of fit. Give the windows "
+            "their channel names at fit and at predict (braindecode windows, mne.Epochs) "
+            "to have them matched by name.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return data
+    fitted, given = [str(ch) for ch in fitted], [str(ch) for ch in given]
+    if given == fitted:
+        return data
+    if sorted(given) == sorted(fitted) and len(set(given)) == len(given):
+        order = [given.index(ch) for ch in fitted]
+        logger.info(
+            "%s: the '%s' windows list their channels in another order than at fit "
+            "(%s, fitted on %s): they are reordered to the order of fit.",
+            who, name, _names(given), _names(fitted),
+        )  # fmt: skip
+        return dataclasses.replace(data, X=data.X[:, order], ch_names=fitted)
+    missing = [ch for ch in fitted if ch not in given]
+    extra = [ch for ch in given if ch not in fitted]
+    diff = "; ".join(
+        part
+        for part in (
+            f"missing: {_names(missing)}" if missing else "",
+            f"not fitted on: {_names(extra)}" if extra else "",
+        )
+        if part
+    )
+    upper = sorted(ch.upper() for ch in given) == sorted(ch.upper() for ch in fitted)
+    hint = " (the names differ in case only)" if upper else ""
+    raise ValueError(
+        f"'{name}' windows have the channels {_names(given)}, but {who} was fitted on "
+        f"{_names(fitted)}{f' ({diff})' if diff else ''}{hint}. Give the windows the "
+        "channels of fit, by these names (in any order: they are reordered): mne's "
+        f"inst.pick({fitted!r}) or inst.reorder_channels(...) for mne.Epochs and Raw "
+        "(inst.rename_channels where the same sites have other names), or braindecode's "
+        f"preprocess(recordings, [Preprocessor('pick', picks={fitted!r})]) (or "
+        "Preprocessor('reorder_channels', ch_names=...)) before windowing; or fit again "
+        "on these channels."
+    )
 
 
 def at_rate(data, sfreq):
