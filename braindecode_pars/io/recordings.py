@@ -810,7 +810,8 @@ def _load_recordings(
     """:func:`load_recordings`'s work. ``purpose`` words the log ("pretraining", or
     "reading" labelled recordings); ``one_set``: recordings of several channel sets
     (but one-channel recordings, which stack by position, and the same channels in
-    other orders, which are read in one) are refused from their headers, before any preprocessing, as a classifier's windows would be after it."""
+    other orders, which are read in one) are refused from their headers, before any
+    preprocessing, as a classifier's windows would be after it."""
     check_option("on_error", on_error, ("raise", "skip"))
     exclude = _check_exclude(exclude)
     kind, how = check_subject_from(subject_from)
