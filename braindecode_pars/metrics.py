@@ -12,7 +12,6 @@ error a hard stop.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.metrics import (
@@ -24,6 +23,7 @@ from sklearn.metrics import (
 )
 
 from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.logs import warn_once
 
 
 def balanced_accuracy(y_true, y_pred, n_classes=None):
@@ -102,8 +102,8 @@ def _warn_one_label(y_true, what):
     labels = np.unique(np.asarray(y_true))
     if len(labels) != 1:
         return
-    warnings.warn(
-        f"The {what} scored hold one label only ({labels[0]!r}): their balanced accuracy is "
+    warn_once(
+        f"The {what} scored hold one label only: their balanced accuracy is "
         "0 or 1, the accuracy of that label alone. With a label of the subject (patient "
         "against control), leaving one subject out (LeaveOneGroupOut) puts one label in "
         "every test fold: split with scikit-learn's StratifiedGroupKFold, which keeps "

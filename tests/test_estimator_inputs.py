@@ -491,8 +491,8 @@ def test_unlabelled_windows_at_another_sampling_rate_are_refused(mi):
 
 # -- progress ------------------------------------------------------------------------------------
 def test_progress_is_shown_by_default_and_silenced_by_verbose_0(capsys):
-    for estimator in (PARSClassifier, PARSPretrainer):
-        assert estimator().verbose == 1
+    assert PARSPretrainer().verbose == 1  # its plan and progress, alone
+    assert PARSClassifier().verbose == 0  # scikit-learn's default, as the heads'
     assert PARSFineTuner().verbose == 0  # skorch's table of every epoch only when asked
     X, y = _toy()
     loud = dict(verbose=1, encoder__verbose=1, head__verbose=1)

@@ -216,7 +216,7 @@ def test_leaving_one_subject_out_on_a_subject_label_warns_naming_stratified_grou
     with sklearn.config_context(enable_metadata_routing=True):
         clf = LogisticRegression().set_fit_request(sample_weight=False)
         scorer = GroupScorer() if scoring == "group" else make_scorer("balanced_accuracy")
-        with pytest.warns(UserWarning, match=r"hold one label only .*StratifiedGroupKFold"):
+        with pytest.warns(UserWarning, match=r"hold one label only: .*StratifiedGroupKFold"):
             scores = cross_val_score(
                 clf, X, y, cv=LeaveOneGroupOut(), scoring=scorer, params={"groups": subjects}
             )

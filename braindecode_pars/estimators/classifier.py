@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import warnings
 
 from sklearn import get_config
 from sklearn.base import BaseEstimator, clone
@@ -20,7 +19,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from braindecode_pars._util.checks import check_option
-from braindecode_pars._util.logs import plural, verbose_logging
+from braindecode_pars._util.logs import plural, verbose_logging, warn_once
 from braindecode_pars._util.seeding import fit_seed
 from braindecode_pars._util.threads import with_fit_threads
 from braindecode_pars.estimators._heads import (  # noqa: F401 (takes_windows, named from here too)
@@ -150,9 +149,16 @@ class PARSClassifier(
     random_state : int | None
         The seed of a stage whose own ``random_state`` is None (a stage's own seed is
         never changed).
-    verbose : int
-        0: the package's messages are not shown during ``fit`` (unless logging is set
-        up); 1: what ``fit`` is about to do. The stages' own ``verbose`` is theirs.
+    verbose : int, default 0
+        The package's messages during ``fit``, its stages' included: 0, none (unless
+        logging is set up: then they go where it sends them), whatever the stages' own
+        ``verbose``; 1, what ``fit`` and each stage are about to do and how they ended
+        (``PARSPretrainer``'s plan, "Fitting the head, ...", the fine-tuner's plan);
+        2, the pretraining's per-epoch tables too. A stage's progress (the
+        pretraining's bar or lines, skorch's table of the fine-tuner's epochs) is the
+        stage's own ``verbose``'s: ``encoder=PARSPretrainer(verbose=0)`` leaves its
+        progress out, as ``PARSPretrainer``'s default, 1, shows it. Warnings show
+        whatever ``verbose`` is, each once per process.
 
     Attributes
     ----------
@@ -188,7 +194,7 @@ class PARSClassifier(
     __metadata_request__fit = {"groups": True}
     __metadata_request__score = {"groups": True}
 
-    def __init__(self, encoder="default", head=None, *, sfreq=None, random_state=None, verbose=1):
+    def __init__(self, encoder="default", head=None, *, sfreq=None, random_state=None, verbose=0):
         self.encoder = encoder
         self.head = head
         self.sfreq = sfreq
@@ -440,7 +446,7 @@ class PARSClassifier(
         """No pretraining when the head says it reads no encoder for this fit (its
         ``encoder_unused(groups)`` gives why); says so."""
         if X_unlabeled is not None:
-            warnings.warn(
+            warn_once(
                 f"Pretraining skipped, so 'X_unlabeled' is not used: {why}.",
                 UserWarning,
                 stacklevel=3,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import logging
 import numbers
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from braindecode_pars._util.checks import (
     check_option,
     fewest_patches,
 )
-from braindecode_pars._util.logs import verbose_logging
+from braindecode_pars._util.logs import verbose_logging, warn_once
 from braindecode_pars._util.params import store_params
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
 from braindecode_pars._util.threads import with_fit_threads
@@ -577,7 +576,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
         def pct(share):
             return f"{100 * share:.1f} %"
 
-        warnings.warn(
+        warn_once(
             f"PARS draws {n} patches of {patch_seconds:g} s ({given}) from each "
             f"{seconds:g}-s pretraining crop, {n / seconds:.2f} per second ({whose} "
             f"density, {density:.2f} per second, was chosen on {reference:g}-s crops). In a "

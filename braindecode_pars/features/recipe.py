@@ -39,6 +39,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, log_loss
 
 from braindecode_pars._util.checks import InvalidParameterError, check_option, check_range
+from braindecode_pars._util.logs import warn_once
 from braindecode_pars.features.blocks import (
     _READOUTS,
     BLOCKS,
@@ -559,7 +560,7 @@ def fit_blocks(recipe, features, y, groups=None, *, random_state=None):
     if align and groups is not None:
         groups = np.asarray(groups)
         if all(len(np.unique(y[groups == g])) == 1 for g in np.unique(groups)):
-            warnings.warn(
+            warn_once(
                 "Every group of 'groups' holds a single class: aligning each group on "
                 "itself removes the differences between groups, which is all these labels "
                 "vary with (a trait of the subject). Use the unaligned probe (align=None).",

@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
+
+from braindecode_pars._util.logs import warn_once
 
 #: A group of at least this many windows is aligned on its own windows alone; a group
 #: of ``n`` fewer on statistics shrunk toward the reference of the training groups,
@@ -155,7 +155,7 @@ def check_align_groups(align, data):
         return
     _check_groups(data.groups, len(data), fit=True)
     if data.groups is None:
-        warnings.warn(
+        warn_once(
             "align='groups' but fit has no groups: the training windows are aligned "
             "as one group. Pass 'groups' (the subject of each window) to fit, e.g. "
             "cross_val_score(clf, X, y, groups=g, params={'groups': g}), or "

@@ -11,7 +11,6 @@ import copy
 import logging
 import math
 import numbers
-import warnings
 
 import mne
 import numpy as np
@@ -20,6 +19,7 @@ from braindecode.preprocessing import Preprocessor
 from skorch.helper import SliceDataset
 from torch.utils.data import Subset
 
+from braindecode_pars._util.logs import warn_once
 from braindecode_pars.io.windowing import _dataset_sfreq, recording_rates, windows_info
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def _say_upsampling(sfreq, new_sfreq):
     above the Nyquist frequency of ``sfreq``."""
     if new_sfreq <= sfreq * (1 + 1e-9):
         return
-    warnings.warn(
+    warn_once(
         f"{_UPSAMPLING} from {sfreq:g} Hz to {new_sfreq:g} Hz: the windows hold nothing "
         f"above {sfreq / 2:g} Hz (the Nyquist frequency of {sfreq:g} Hz), whatever their "
         f"new rate. Beside windows recorded at a higher rate, their band power above "

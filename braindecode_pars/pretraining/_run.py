@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 
 from braindecode_pars._util.checks import check_option
+from braindecode_pars._util.logs import warn_once
 from braindecode_pars.hub.folders import save_encoder
 from braindecode_pars.models.pair.kernels import DECODER_KERNEL_OPTIONS
 from braindecode_pars.models.pretext import PRETEXT_MODELS
@@ -234,7 +234,11 @@ _NO_SKILL = 0.02
 
 
 def _check_skill(net):
-    """Warn when the run's last pretext skill says the encoder learned nothing."""
+    """Warn when the run's last pretext skill says the encoder learned nothing.
+
+    The warning's text is the same for every run (a cross-validation pretrains in each
+    fold: it is shown once); the run's own skill is in its log (``verbose=1``) and
+    history."""
     if distributed.rank() != 0:
         return
     last = net.history[-1]
@@ -242,14 +246,19 @@ def _check_skill(net):
     skill = last.get(key)
     if skill is None or skill > _NO_SKILL:
         return
-    warnings.warn(
-        f"Pretraining ended with a pretext skill of {skill:.3f} ({key}, epoch "
-        f"{len(net.history)}): the loss is no lower than that of a predictor that learned "
-        "nothing (for PARS: predicting no shift), so the encoder learned (almost) nothing "
-        "from its pretext task and its features are close to a random encoder's. Try "
-        "more steps, a larger learning rate, more or longer windows, or start from a "
-        "shipped encoder (load_encoder('pars-small'); encoder='pars-small' in the "
-        "estimators).",
+    logger.info(
+        "Pretraining ended with a pretext skill of %.3f (%s, epoch %d).",
+        skill, key, len(net.history),
+    )  # fmt: skip
+    warn_once(
+        f"Pretraining ended with a pretext skill of {_NO_SKILL:g} or less (the last "
+        "epoch's valid_skill, or train_skill without validation; each run's is in its "
+        "history: history_ of PARSPretrainer, pretrain_history_ of PARSClassifier): the "
+        "loss is no lower than that of a predictor that learned nothing (for PARS: "
+        "predicting no shift), so the encoder learned (almost) nothing from its pretext "
+        "task and its features are close to a random encoder's. Try more steps, a "
+        "larger learning rate, more or longer windows, or start from a shipped encoder "
+        "(load_encoder('pars-small'); encoder='pars-small' in the estimators).",
         UserWarning,
         stacklevel=3,
     )

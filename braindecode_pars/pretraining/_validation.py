@@ -13,18 +13,15 @@ at every draw.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import torch
 from skorch.dataset import ValidSplit
 from torch.utils.data import Subset, TensorDataset
 
 from braindecode_pars._util.checks import check_int, check_range
+from braindecode_pars._util.logs import warn_once
 from braindecode_pars.pretraining._split import held_out_recordings
 from braindecode_pars.pretraining._views import SingleChannelWindows
-
-logger = logging.getLogger(__name__)
 
 
 class _FixedValidation:
@@ -40,11 +37,13 @@ class _FixedValidation:
             valid_idx = held_out_recordings(dataset, self.valid_fraction)
             by_groups = getattr(dataset, "split_groups", None) is not None
             if valid_idx is None and by_groups:
-                logger.warning(
-                    "Too few groups to hold out about %g of the pretraining windows as "
-                    "whole groups; the pretext skill is validated on windows of the "
-                    "training groups.",
-                    self.valid_fraction,
+                warn_once(
+                    f"Too few groups to hold out about {self.valid_fraction:g} of the "
+                    "pretraining windows as whole groups; the pretext skill is validated "
+                    "on windows of the training groups, held out of training but not of "
+                    "their groups (more groups, or a larger valid_fraction, hold out "
+                    "whole groups).",
+                    UserWarning,
                 )
             if valid_idx is not None:
                 self.valid_split_ = "groups" if by_groups else "recordings"

@@ -12,7 +12,6 @@ step), in :mod:`~braindecode_pars.pretraining.stopping`.
 from __future__ import annotations
 
 import logging
-import warnings
 
 import numpy as np
 import torch
@@ -25,6 +24,7 @@ from torch.utils.data import DataLoader, DistributedSampler, Subset
 from braindecode_pars._jobs.workers import WorkerStart, start_method
 from braindecode_pars._util.checks import check_device, check_option
 from braindecode_pars._util.device_defaults import device_default
+from braindecode_pars._util.logs import warn_once
 from braindecode_pars._util.optim import with_fused_default
 from braindecode_pars._util.seeding import (
     RUN_SEED_RANGE,
@@ -391,7 +391,7 @@ class PretrainNet(_Sittings, StopHandling, _FixedValidation, _AsyncSteps, Neural
         self.decoder_kernel = decoder_kernel
         self.crops_on_device = crops_on_device
         if crops_on_device is not None:
-            warnings.warn(
+            warn_once(
                 "'crops_on_device' is deprecated and will be removed in the next release: "
                 f"use batches={_batches_of(crops_on_device)!r} (True: 'device', False: "
                 "'host').",
