@@ -70,12 +70,63 @@ Rows: from scratch and fine-tuned ``pars-small-v2`` at the chosen recipe. EEGNet
 ShallowFBCSPNet and the probe (``PARSClassifier()``) are not refitted: their rows are
 ``finetuning_recipe_test.jsonl``'s (the same splits, seeds and code for those rows).
 
+Round 2 (issue 97): the token path on evidence (written and committed before its runs)
+=====================================================================================
+
+The question: the front end chosen above puts the encoder's token behind a scalar gate
+trained by AdamW from 0, which opens by about ``lr`` a step whatever its gradient (the
+outside review, S1): on 30-60 labelled windows it opened to 0.07-0.20 and the token
+memorised them. Does deciding the gate on held-out labelled windows
+(``PARSFineTuner(token_gate="auto")``: inside ``fit``, fit with the gate trainable and
+with the token path removed on two thirds of the training windows, keep the token only
+if on the held-out third it scores a higher balanced accuracy and a one-sided sign test
+on the windows the two fits classify differently gives p <= 0.05; then refit on all)
+cost on real data against the gate trained as before?
+
+- **Candidates**, each at the library's defaults but its ``token_gate`` (the warm-up and
+  cosine of ``lr_schedule``, 25 epochs, batch 4, ``lr=1e-3``, the CSP front end):
+  ``open`` (``token_gate=True``, the default before), ``auto`` (``token_gate="auto"``),
+  and, as a reference row, ``closed`` (``token_gate="closed"``: the front end alone, the
+  encoder not run; it cannot be the default, since on the built burst-order task of
+  ``tests/_helpers.py`` only the token carries the label).
+- **Splits.** (a) The MI selection splits of round 1 (seed ``s`` labels block
+  ``s % 2 + 1`` of runs 1-2 of S001 and scores the other; one labelled block, so
+  ``auto`` holds out the last third of each class's windows in time); seeds 0, 1, 2;
+  both starts (``scratch``, the fine-tuner's own new encoder, and ``pars-small-v2``).
+  PhysioNet-MI S001 is not in ``pars-small-v2``'s pretraining corpus. (b) EEGMAT's
+  selection split: the 12 pool subjects labelled (``groups`` = subject, so ``auto``
+  holds out 4 whole subjects), the 12 selection subjects scored; seeds 0 and 1; both
+  starts. All 24 of these subjects (pool and selection) were in ``pars-small-v2``'s
+  pretraining corpus, unlabelled; EEGMAT's 12 test subjects were not.
+- **Score.** As in round 1: balanced accuracy on the scored windows; a seed's score is
+  the mean over the tasks and the two starts; a candidate's score the mean over its
+  seeds and its spread their standard deviation (ddof 1), on (a) and (b) apart.
+- **Decision.** ``auto`` becomes the fine-tuner's default if on (a) and on (b) its score
+  is not below ``open``'s by more than the larger of the two spreads. Otherwise the
+  default stays ``open`` and ``auto`` is an option the docs describe with these rows.
+- **Not tried** (budget): a learning rate of the gate's own, ``encoder_lr_scale=0.1``
+  for a pretrained encoder, L2-SP, LoRA, early stopping on a held-out block.
+
+**The comparison on the test splits** (``gate-test``, once, after the decision; blocks 1
+and 2 labelled, ``groups`` = block, block 3 scored; seeds 0, 1, 2), rows:
+``fine-tuned pars-small-v2`` and ``from scratch`` at the defaults the decision leaves;
+``front end alone`` (``token_gate="closed"``); ``EEGNet (braindecode)`` (refitted at
+the lab's recipe, which reproduces the recorded rows, to keep its predictions) and
+``probe`` (``PARSClassifier()``, refitted). Every row's predictions on the same scored
+windows are kept, so each row's mean of 4 gets an interval, and each pair of rows a
+paired difference with an interval, from one bootstrap over the scored windows (the
+same draw for every row, per task) and over the seeds (2,000 draws, 95 % percentile
+intervals). The targets: fine-tuned ``pars-small-v2`` at or above ``from scratch`` and
+``front end alone`` less 0.01; the moonshot, at or above EEGNet (0.699 recorded).
+
 Usage (one torch thread, resumable: each fit appends a JSON line and is skipped when
 found)::
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space select
     OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space eegmat
     OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space test
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space gate-select
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_finetuning_space gate-test
     python -m benchmarks.bench_finetuning_space report
 """
 
@@ -172,12 +223,17 @@ def fit_and_score(encoder, recipe, seed, sfreq, X, y, units, train, test):
     seconds = time.perf_counter() - t0
     pred = clf.predict(X[test], groups=units[test])
     fitted = clf.predict(X[train], groups=units[train])
+    gate = getattr(clf.module_, "gate", None)
     return dict(
         bal_acc=float(balanced_accuracy_score(y[test], pred)),
         train_bal_acc=float(balanced_accuracy_score(y[train], fitted)),
         n_classes_predicted=int(len(np.unique(pred))),
         train_loss=[float(v) for v in clf.history[:, "train_loss"]],
         seconds=seconds,
+        pred=[int(v) for v in pred],
+        token_gate=getattr(clf, "token_gate_", None),
+        evidence=getattr(clf, "token_gate_evidence_", None),
+        gate=None if gate is None else float(gate.detach()),
     )
 
 
@@ -310,13 +366,124 @@ def run_test(out=TEST):
                 ))  # fmt: skip
 
 
+# -- round 2 (issue 97): the token path on evidence ------------------------------------
+GATE_SELECTION = RESULTS / "finetuning_gate_selection.jsonl"
+GATE_TEST = RESULTS / "finetuning_gate_test.jsonl"
+#: the candidates' token_gate, in the order they run
+GATE_CANDIDATES = {"auto": "auto", "open": True, "closed": "closed"}
+#: the library's defaults (the warm-up and cosine of lr_schedule) but token_gate
+GATE_RECIPE = dict(warmup=True)
+
+
+def gate_recipe(token_gate):
+    return dict(GATE_RECIPE, token_gate=token_gate)
+
+
+def run_gate_select():
+    """Round 2's fits: MI selection splits (seeds 0-2), then EEGMAT's (seeds 0-1);
+    within each, the candidates in :data:`GATE_CANDIDATES`'s order (resumable)."""
+    for tasks, seeds in ((MI_TASKS, SELECTION_SEEDS), ((EEGMAT,), EEGMAT_SEEDS)):
+        for name, gate in GATE_CANDIDATES.items():
+            run_candidate(name, gate_recipe(gate), tasks, seeds, out=GATE_SELECTION)
+
+
+def gate_decision(rows):
+    """(default's token_gate or None while rows are missing, per split (name, scores)):
+    round 2's rule over ``rows``."""
+    splits = (("MI selection", MI_TASKS, SELECTION_SEEDS), ("EEGMAT selection", (EEGMAT,),
+              EEGMAT_SEEDS))  # fmt: skip
+    table, keep = [], True
+    for label, tasks, seeds in splits:
+        scores = {n: candidate_score(rows, n, tasks, seeds) for n in GATE_CANDIDATES}
+        table.append((label, scores))
+        if not (scores["auto"][2] and scores["open"][2]):
+            keep = None
+        elif keep is not None:
+            bar = max(scores["auto"][1], scores["open"][1])
+            keep = keep and scores["auto"][0] >= scores["open"][0] - bar
+    default = None if keep is None else ("auto" if keep else True)
+    return default, table
+
+
+#: round 2's test rows: name in the report -> (start, token_gate or a network's name)
+def gate_test_rows(default):
+    return {
+        "fine-tuned pars-small-v2": ("pars-small-v2", default),
+        "from scratch": ("scratch", default),
+        "front end alone": ("pars-small-v2", "closed"),
+        "probe": (None, "probe"),
+        "EEGNet (braindecode)": (None, "EEGNet"),
+    }
+
+
+def fit_network(name, seed, sfreq, X, y, train, test):
+    """EEGNet at the lab's recipe, or the probe (``PARSClassifier()``), as
+    ``bench_finetuning_recipe`` fits them; the same columns as :func:`fit_and_score`."""
+    from benchmarks.lib.networks import compact_network
+    from braindecode_pars import PARSClassifier
+
+    t0 = time.perf_counter()
+    n_classes = int(y.max()) + 1
+    if name == "EEGNet":
+        torch.manual_seed(seed)
+        clf = compact_network(name, X.shape[1], X.shape[2], n_classes, y[train], seed)
+        clf.fit(X[train].astype(np.float32), y[train])
+    else:
+        clf = PARSClassifier(sfreq=sfreq, random_state=seed, verbose=0).fit(X[train], y[train])
+    seconds = time.perf_counter() - t0
+    pred = np.asarray(clf.predict(X[test].astype(np.float32)))
+    fitted = np.asarray(clf.predict(X[train].astype(np.float32)))
+    return dict(
+        bal_acc=float(balanced_accuracy_score(y[test], pred)),
+        train_bal_acc=float(balanced_accuracy_score(y[train], fitted)),
+        n_classes_predicted=int(len(np.unique(pred))), seconds=seconds,
+        pred=[int(v) for v in pred],
+    )  # fmt: skip
+
+
+def run_gate_test(out=GATE_TEST, rows=None):
+    """Round 2's test split, once, after the decision (resumable)."""
+    default, _ = gate_decision(read_rows(GATE_SELECTION))
+    if default is None:
+        raise RuntimeError("Round 2's selection has not finished: no decision yet.")
+    done = {tuple(r["key"]) for r in read_rows(out)}
+    for name, (start, what) in gate_test_rows(default).items():
+        if rows and name not in rows:
+            continue
+        for seed in TEST_SEEDS:
+            for task in MI_TASKS:
+                key = (task, name, seed)
+                if key in done:
+                    continue
+                X, y, units, pool, scored, sfreq = _task(task, "test")
+                train, test, labelled = split(units, pool, scored, "all", 0)
+                if start is None:
+                    result = fit_network(what, seed, sfreq, X, y, train, test)
+                else:
+                    result = fit_and_score(
+                        STARTS[start], gate_recipe(what), seed, sfreq, X, y, units, train, test
+                    )
+                append(out, dict(
+                    key=list(key), task=task, row=name, seed=seed, k="all",
+                    labelled=[int(u) for u in labelled], y_test=[int(v) for v in y[test]],
+                    **result,
+                ))  # fmt: skip
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("mode", choices=("select", "eegmat", "test", "report"))
+    parser.add_argument(
+        "mode", choices=("select", "eegmat", "test", "gate-select", "gate-test", "report")
+    )
+    parser.add_argument("--rows", nargs="*", help="gate-test: only these rows (names)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(1)
-    if args.mode == "select":
+    if args.mode == "gate-select":
+        run_gate_select()
+    elif args.mode == "gate-test":
+        run_gate_test(rows=args.rows)
+    elif args.mode == "select":
         run_select()
     elif args.mode == "eegmat":
         run_eegmat()
@@ -487,11 +654,159 @@ def rule_text():
     return ["## " + lines[0], *lines[2:]]
 
 
+def gate_rule_text():
+    start = __doc__.index("Round 2 (issue 97)")
+    end = __doc__.index("Usage (one torch thread")
+    lines = __doc__[start:end].strip().splitlines()
+    return ["### " + lines[0], *lines[2:]]
+
+
+def _interval(draws):
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def gate_test_lines():
+    """Round 2's first table (mean of 4 with its interval), the paired differences and
+    the targets, from ``finetuning_gate_test.jsonl``."""
+    from benchmarks.lib.finetuning import bootstrap_means
+
+    rows = read_rows(GATE_TEST)
+    default, _ = gate_decision(read_rows(GATE_SELECTION))
+    names = list(gate_test_rows(default))
+    complete = [
+        n for n in names
+        if len({(r["task"], r["seed"]) for r in rows if r["row"] == n})
+        == len(MI_TASKS) * len(TEST_SEEDS)
+    ]  # fmt: skip
+    lines = [
+        "| row | " + " | ".join(MI_TASKS) + " | mean of 4 | 95 % interval | train | s per fit |",
+        "|---|" + "---|" * (len(MI_TASKS) + 4),
+    ]
+    if not complete:
+        return lines + ["", "No row has run yet."]
+    y = {t: next(r["y_test"] for r in rows if r["task"] == t) for t in MI_TASKS}
+    preds = {
+        n: {t: np.array([next(r["pred"] for r in rows if r["row"] == n and r["task"] == t
+                               and r["seed"] == s) for s in TEST_SEEDS]) for t in MI_TASKS}
+        for n in complete
+    }  # fmt: skip
+    draws = bootstrap_means(y, preds)
+    means = {}
+    for n in complete:
+        part = [r for r in rows if r["row"] == n]
+        per = seed_scores(part)
+        means[n] = float(per["mean of 4"].mean())
+        cells = [_cell(per[c].dropna().tolist()) for c in [*MI_TASKS, "mean of 4"]]
+        train = np.mean([r["train_bal_acc"] for r in part])
+        seconds = np.median([r["seconds"] for r in part])
+        lines.append(
+            f"| {n} | " + " | ".join(cells) + f" | {_interval(draws[n])} | {train:.3f} | "
+            f"{seconds:.0f} |"
+        )
+    lines += [
+        "",
+        "Cells: balanced accuracy on block 3, mean ± sd over seeds 0, 1, 2 (blocks 1 and 2 "
+        "labelled). The interval: 95 % of 2,000 bootstrap draws over the scored windows "
+        "(per task, the same windows for every row) and over the seeds, so it holds test "
+        "sampling as well as training randomness.",
+        "",
+        "### Paired differences (row minus column, mean of 4)",
+        "",
+        "| row | " + " | ".join(complete) + " |",
+        "|---|" + "---|" * len(complete),
+    ]
+    for a in complete:
+        cells = []
+        for b in complete:
+            if a == b:
+                cells.append("-")
+            else:
+                cells.append(f"{means[a] - means[b]:+.3f} {_interval(draws[a] - draws[b])}")
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    gated = [r for r in rows if r.get("token_gate") is not None and r["row"] in complete]
+    if gated:
+        opened = {n: sum(r["token_gate"] is True for r in gated if r["row"] == n) for n in complete}
+        lines += [
+            "",
+            "Token path open after the decision (fits of 12): "
+            + ", ".join(f"{n} {k}" for n, k in opened.items() if n in {r["row"] for r in gated})
+            + ".",
+        ]
+    lines += ["", "### The targets (mean of 4)", ""]
+    ft = "fine-tuned pars-small-v2"
+    for other, margin in (("from scratch", 0.01), ("front end alone", 0.01)):
+        if ft in means and other in means:
+            gap = means[ft] - means[other]
+            lines.append(
+                f"- {ft} at or above {other} less {margin}: "
+                f"{'reached' if gap >= -margin else 'not reached'} ({means[ft]:.3f} against "
+                f"{means[other]:.3f}: {gap:+.3f}, paired interval "
+                f"{_interval(draws[ft] - draws[other])})."
+            )
+    eegnet = "EEGNet (braindecode)"
+    if ft in means and eegnet in means:
+        gap = means[ft] - means[eegnet]
+        lines.append(
+            f"- The moonshot, {ft} at or above EEGNet: {'reached' if gap >= 0 else 'not reached'}"
+            f" ({means[ft]:.3f} against {means[eegnet]:.3f}: {gap:+.3f}, paired interval "
+            f"{_interval(draws[ft] - draws[eegnet])})."
+        )
+    return lines
+
+
+def gate_selection_lines():
+    rows = read_rows(GATE_SELECTION)
+    default, table = gate_decision(rows)
+    lines = [
+        "| split | candidate | score | spread | scratch | pars-small-v2 | token path open "
+        "| s per fit |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, scores in table:
+        tasks = MI_TASKS if label.startswith("MI") else (EEGMAT,)
+        for name in GATE_CANDIDATES:
+            score, spread, complete = scores[name]
+            part = [r for r in rows if r["candidate"] == name and r["task"] in tasks]
+            by = {
+                st: np.mean([r["bal_acc"] for r in part if r["start"] == st]) if part else np.nan
+                for st in STARTS
+            }
+            opened = sum(r.get("token_gate") is True for r in part)
+            seconds = np.median([r["seconds"] for r in part]) if part else np.nan
+            lines.append(
+                f"| {label} | {name}{'' if complete else ' (running)'} | {score:.3f} | "
+                f"{spread:.3f} | {by['scratch']:.3f} | {by['pars-small-v2']:.3f} | "
+                f"{opened} of {len(part)} | {seconds:.0f} |".replace("nan", "-")
+            )
+    decided = {None: "not yet (rows missing)", "auto": '`token_gate="auto"`', True: (
+        '`token_gate=True` (auto lost by more than the spread)')}[default]  # fmt: skip
+    return [*lines, "", f"**Decision**: the default is {decided}."]
+
+
 def report_lines():
     own, others = test_rows()
     rows = own + others
     lines = [
-        "# Fine-tuning that reads space (issue 86)",
+        "# Fine-tuning that reads space (issues 86 and 97)",
+        "",
+        "## Round 2 (issue 97): the comparison on the MI test splits, all labels",
+        "",
+        "Written by `benchmarks/bench_finetuning_space.py report` from "
+        "`finetuning_gate_selection.jsonl` and `finetuning_gate_test.jsonl` (each row names "
+        "the commit and the machine that wrote it; one torch thread). The fine-tuner rows "
+        "ran at the library's defaults but `token_gate`; EEGNet and the probe were refitted "
+        "so that every row's predictions of the same windows are kept.",
+        "",
+        *gate_test_lines(),
+        "",
+        "### Round 2's selection (its rule below)",
+        "",
+        *gate_selection_lines(),
+        "",
+        *gate_rule_text(),
+        "",
+        "## Round 1 (issue 86)",
         "",
         "Written by `benchmarks/bench_finetuning_space.py report` from "
         "`finetuning_space_selection.jsonl` and `finetuning_space_test.jsonl` (each row names "

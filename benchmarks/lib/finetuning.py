@@ -109,3 +109,57 @@ def append_row(path, row, commit, machine, logger):
         " ".join(map(str, row["key"])), row["bal_acc"], row.get("train_bal_acc", np.nan),
         row["seconds"],
     )  # fmt: skip
+
+
+def _balanced_accuracies(y, pred):
+    """Balanced accuracy of each row of ``pred`` (..., n) against each row of ``y`` (n or
+    broadcastable): the mean over the classes present in ``y`` of their recall."""
+    classes = np.unique(y)
+    recalls = []
+    for c in classes:
+        members = y == c
+        count = members.sum(-1)
+        hits = ((pred == c) & members).sum(-1)
+        recalls.append(np.where(count > 0, hits / np.maximum(count, 1), np.nan))
+    return np.nanmean(np.stack(recalls), axis=0)
+
+
+def bootstrap_means(y, preds, n_boot=2000, seed=0):
+    """Bootstrap draws of each row's mean over tasks of its mean over seeds of the
+    balanced accuracy, resampling the scored windows and the seeds.
+
+    Each draw resamples, per task, the scored windows (with replacement; the same
+    windows for every row, so differences between rows are paired) and the seeds (with
+    replacement; the same seed positions for every row).
+
+    Parameters
+    ----------
+    y : dict of task -> ndarray, shape (n_windows,)
+        Each task's scored labels.
+    preds : dict of row -> dict of task -> ndarray, shape (n_seeds, n_windows)
+        Each row's predictions of those windows, one line per seed (the same number of
+        seeds for every row).
+    n_boot : int
+    seed : int
+
+    Returns
+    -------
+    draws : dict of row -> ndarray, shape (n_boot,)
+    """
+    rng = np.random.default_rng(seed)
+    rows = list(preds)
+    n_seeds = {len(preds[r][t]) for r in rows for t in y}
+    if len(n_seeds) != 1:
+        raise ValueError(f"every row needs the same number of seeds, got {sorted(n_seeds)}")
+    n_seeds = n_seeds.pop()
+    seeds = rng.integers(0, n_seeds, (n_boot, n_seeds))
+    draws = {r: np.zeros(n_boot) for r in rows}
+    for task, labels in y.items():
+        labels = np.asarray(labels)
+        idx = rng.integers(0, len(labels), (n_boot, len(labels)))
+        resampled = labels[idx]  # (n_boot, n)
+        for r in rows:
+            pred = np.asarray(preds[r][task])[:, idx]  # (n_seeds, n_boot, n)
+            bal = _balanced_accuracies(resampled, pred)  # (n_seeds, n_boot)
+            draws[r] += bal[seeds, np.arange(n_boot)[:, None]].mean(1) / len(y)
+    return draws

@@ -44,6 +44,7 @@ from braindecode_pars._util.logs import plural, shows_bars
 from braindecode_pars._util.progress import ANSI, duration
 from braindecode_pars._util.seeding import fit_seed
 from braindecode_pars.estimators._spatial_init import SPATIAL_INITS
+from braindecode_pars.estimators._token_gate import TOKEN_GATES
 from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS, READOUTS, check_front_end
 from braindecode_pars.models.spatial_front import check_bands
 from braindecode_pars.pretraining.schedule import WarmupCosineLR
@@ -326,7 +327,7 @@ def check_finetuner_params(net):
     check_option("lr_schedule", net.lr_schedule, LR_SCHEDULES)
     check_lr_schedulers(net)
     check_option("spatial_init", net.spatial_init, SPATIAL_INITS)
-    check_option("token_gate", net.token_gate, (False, True))
+    check_option("token_gate", net.token_gate, TOKEN_GATES)
     check_front_end(net.spatial_filters, 1.0, net.patch_stride)
     check_bands("band_power", net.band_power)
     check_range("spatial_drop_prob", net.spatial_drop_prob, 0, 1, high_open=True)

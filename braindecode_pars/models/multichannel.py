@@ -30,6 +30,9 @@ READOUTS = ("attention", "channels")
 #: Values of ``MultiChannelClassifier(amplitude=...)``.
 AMPLITUDES = (False, True, "relative")
 
+#: Values of ``MultiChannelClassifier(token_gate=...)``.
+TOKEN_GATES = (False, True, "closed")
+
 #: Keywords of huggingface_hub's ``from_pretrained`` (how to load, not what to build):
 #: with an encoder's name or folder, they go to the encoder's loader.
 _LOAD_KEYWORDS = (
@@ -169,10 +172,18 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         pooled token, so that ``final_layer`` reads them linearly (as LDA reads CSP's
         log-variances): the band power that motor imagery's ERD/ERS is, which the
         encoder's per-channel normalisation removes.
-    token_gate : bool
-        Multiply the pooled encoder token by a learnable scalar that starts at 0
-        (ReZero's gate), so that training starts from the band-power path and lets the
-        encoder's tokens in as far as they help. False: no gate.
+    token_gate : False | True | "closed"
+        False (the default, the paper's model): no gate, the pooled token at full
+        weight. True: the pooled token times a learnable scalar that starts at 0
+        (ReZero's gate), so that training starts from the band-power path. How far
+        such a gate opens is set mostly by the number of optimiser steps (Adam moves a
+        scalar by about the learning rate a step, whatever its gradient), not by how
+        much the token helps: :class:`~braindecode_pars.PARSFineTuner`'s
+        ``token_gate="auto"`` decides on held-out windows instead. ``"closed"``: the
+        token path removed, its features held at 0 and the encoder not run (nor the
+        spatial attention and the amplitude path, which feed it), so that only the
+        spatial filters, the band log-variances and ``final_layer`` (the front end
+        alone) decide and train; the encoder's weights stay as they were.
     readout : {"attention", "channels"}
         How the channels' tokens become one: the learnable query's cross-attention (the
         paper's), or ``"channels"``: the tokens concatenated in channel order and mapped
@@ -238,7 +249,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         check_option("pooling", pooling, POOLINGS)
         check_option("amplitude", amplitude, AMPLITUDES)
         check_option("readout", readout, READOUTS)
-        check_option("token_gate", token_gate, (False, True))
+        check_option("token_gate", token_gate, TOKEN_GATES)
         check_front_end(spatial_filters, spatial_max_norm, patch_stride)
         spatial_filters = None if spatial_filters is None else int(spatial_filters)
         bands = check_bands("band_power", band_power)
@@ -282,7 +293,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         self.band_log_variance = None
         if bands is not None:
             self.band_log_variance = BandLogVariance(n_read, bands, self.sfreq)
-        self.gate = nn.Parameter(torch.zeros(1)) if token_gate else None
+        self.gate = nn.Parameter(torch.zeros(1)) if token_gate is True else None
         self.channel_embedding = None
         if channel_embedding:
             self.channel_embedding = nn.Parameter(torch.zeros(1, n_read, emb_dim))
@@ -378,9 +389,10 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             reads (the query is this model's only summary token, and it is that one;
             with ``amplitude="relative"``, plus the map of the channels' relative
             amplitudes before the norm; with ``readout="channels"``, the channel
-            readout's output instead of the query's; with ``token_gate``, times the
-            gate; with ``band_power``, the band log-variances concatenated after it:
-            shape (batch, :attr:`n_features`)).
+            readout's output instead of the query's; with ``token_gate=True``, times
+            the gate; with ``token_gate="closed"``, zeros; with ``band_power``, the
+            band log-variances concatenated after it: shape (batch,
+            :attr:`n_features`)).
 
         Returns
         -------
@@ -388,6 +400,20 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         """
         self._check_input(X)
         X = self.virtual_channels(X)  # (batch, C, n_times): C virtual channels or n_chans
+        if self.token_gate == "closed":  # the front end alone: the encoder is not run
+            features = X.new_zeros((X.shape[0], self.encoder.emb_dim))
+        else:
+            features = self._token_features(X)
+        if self.band_log_variance is not None:  # the channels' band power, read linearly
+            bands = self.band_log_variance(X).to(features.dtype)
+            features = torch.cat([features, bands], dim=1)  # (batch, n_features)
+        if return_features:
+            return {"features": features, "cls_token": None}
+        return self.final_layer(features)
+
+    def _token_features(self, X):
+        """(batch, C, n_times) virtual channels -> (batch, emb_dim): the normed pooled
+        token, times the gate with ``token_gate=True``."""
         B, C, _ = X.shape
         spatial = self.spatial_tokens(X)  # (batch, C, emb_dim)
         if self._amplitude_path == "token":
@@ -410,12 +436,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
         features = self.norm(pooled)  # (batch, emb_dim)
         if self.gate is not None:  # after the norm, which a scale before it would not reach
             features = self.gate.to(features.dtype) * features
-        if self.band_log_variance is not None:  # the channels' band power, read linearly
-            bands = self.band_log_variance(X).to(features.dtype)
-            features = torch.cat([features, bands], dim=1)  # (batch, n_features)
-        if return_features:
-            return {"features": features, "cls_token": None}
-        return self.final_layer(features)
+        return features
 
     def _check_input(self, X):
         """Refuse windows of another shape than (batch, n_chans, n_times), or, with
