@@ -29,6 +29,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from braindecode_pars._util.logs import warn_once
 from braindecode_pars.io.windows import Windows, _check_scale, labels_of, read_windows
 
 logger = logging.getLogger(__name__)
@@ -354,7 +355,7 @@ def match_channels(estimator, data, name="X"):
                 f"{who} was fitted on the channels {_names(list(fitted))}, but these "
                 f"'{name}' windows do not name theirs (an array)"
             )
-        warnings.warn(
+        warn_once(
             f"{said}: they are taken by position, in the order of fit. Give the windows "
             "their channel names at fit and at predict (braindecode windows, mne.Epochs) "
             "to have them matched by name.",
