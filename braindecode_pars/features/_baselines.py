@@ -22,8 +22,10 @@ windows when it splits them. :class:`LabelledPipeline`, the pipeline it returns,
 reads the labels of windows in ``fit`` and ``score`` when ``y`` is None.
 
 The second floor, :func:`riemann_pipeline`, is the standard classical decoder of
-multi-channel EEG: shrunk spatial covariance matrices of the windows
-(:class:`pyriemann.estimation.Covariances`), mapped to the tangent space at their
+multi-channel EEG: shrunk spatial covariance matrices of the windows (as
+:class:`pyriemann.estimation.Covariances` estimates them, flat channels read as
+missing: ``braindecode_pars.features.blocks.WindowCovariances``), mapped to the
+tangent space at their
 Riemannian mean (:class:`pyriemann.tangentspace.TangentSpace`), into the same
 logistic regression. Band power sees each channel's spectrum; the tangent space sees
 the channels' covariances, which band power cannot (two classes that differ only in
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 from sklearn.preprocessing import StandardScaler
 
-from braindecode_pars.features.blocks import BandPowerFeatures
+from braindecode_pars.features.blocks import BandPowerFeatures, WindowCovariances
 from braindecode_pars.features.recipe import _logistic
 from braindecode_pars.io.estimator_inputs import LabelledPipeline, WindowsArray
 
@@ -118,7 +120,12 @@ def riemann_pipeline(sfreq=None, estimator="oas", metric="riemann", C=1.0, rando
     estimator : str
         Covariance estimator of :class:`pyriemann.estimation.Covariances`; ``"oas"``
         (Oracle Approximating Shrinkage) and ``"lwf"`` (Ledoit-Wolf) shrink, which
-        keeps the matrices well conditioned with few samples per channel.
+        keeps the matrices well conditioned with few samples per channel. A flat
+        channel of a window (a disconnected amplifier, a zero-padded end: its variance
+        at most ``braindecode_pars.features.blocks.FLAT_RATIO`` times its median
+        over the fitted windows) enters as an independent channel of its usual
+        variance, so that every covariance stays positive definite; ``fit`` warns
+        when some windows hold flat channels.
     metric : str
         Metric of :class:`pyriemann.tangentspace.TangentSpace` (its reference point
         is the mean of the training covariances in that metric).
@@ -130,7 +137,8 @@ def riemann_pipeline(sfreq=None, estimator="oas", metric="riemann", C=1.0, rando
     Returns
     -------
     pipeline : LabelledPipeline
-        Steps ``"windowsarray"`` (:class:`WindowsArray`), ``"covariances"``,
+        Steps ``"windowsarray"`` (:class:`WindowsArray`), ``"covariances"``
+        (``braindecode_pars.features.blocks.WindowCovariances``),
         ``"tangentspace"``, ``"standardscaler"`` and ``"logisticregression"``
         (class-balanced, as in :func:`band_power_pipeline`).
 
@@ -146,12 +154,11 @@ def riemann_pipeline(sfreq=None, estimator="oas", metric="riemann", C=1.0, rando
     >>> riemann_pipeline(sfreq=100).fit(X[::2], y[::2]).score(X[1::2], y[1::2]) > 0.9
     True
     """
-    from pyriemann.estimation import Covariances
     from pyriemann.tangentspace import TangentSpace
 
     features = [
         ("windowsarray", WindowsArray(sfreq=sfreq)),
-        ("covariances", Covariances(estimator=estimator)),
+        ("covariances", WindowCovariances(estimator=estimator)),
         ("tangentspace", TangentSpace(metric=metric)),
     ]
     return _floor_pipeline(features, C, random_state)

@@ -53,7 +53,9 @@ def cached(memory, compute, X, key):
 
 class _Extractor:
     """The fitted steps from an array of windows to each block's raw features, through
-    the cache ``memory`` (None: none) under each step's ``_settings_key()``."""
+    the cache ``memory`` (None: none) under each step's ``_settings_key()``, then the
+    step's ``_finish(X, features)`` where it has one (outside the cache: what depends
+    on the windows fitted, which the key does not name)."""
 
     def __init__(self, steps, memory=None):
         self.steps = steps  # name -> an object with ``_features(X)``
@@ -62,7 +64,9 @@ class _Extractor:
     def transform(self, X):
         """``{name: raw features of X}``, the blocks in the order of ``steps``."""
         memory = getattr(self, "memory", None)
-        return {
-            name: cached(memory, step._features, X, key=step._settings_key)
-            for name, step in self.steps.items()
-        }
+        out = {}
+        for name, step in self.steps.items():
+            features = cached(memory, step._features, X, key=step._settings_key)
+            finish = getattr(step, "_finish", None)
+            out[name] = features if finish is None else finish(X, features)
+        return out

@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 
 from braindecode_pars import PARSClassifier, PARSProbe, PatchEncoder
 from braindecode_pars.features._cache import encoder_digest, windows_digest
-from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures, _Covariances
+from braindecode_pars.features.blocks import BandPowerFeatures, EncoderFeatures, WindowCovariances
 from braindecode_pars.features.recipe import _LOGISTIC_MAX_ITER
 
 from .._helpers import TINY_ENCODER
@@ -52,7 +52,7 @@ def encoded(monkeypatch):
 def computed(monkeypatch):
     """The windows each classical block computes features of, by block."""
     seen = {"bandpower": [], "covariances": []}
-    for name, cls in (("bandpower", BandPowerFeatures), ("covariances", _Covariances)):
+    for name, cls in (("bandpower", BandPowerFeatures), ("covariances", WindowCovariances)):
         features = cls._features
 
         def counted(self, X, features=features, name=name):
