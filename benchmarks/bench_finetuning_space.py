@@ -112,7 +112,9 @@ and 2 labelled, ``groups`` = block, block 3 scored; seeds 0, 1, 2), rows:
 ``fine-tuned pars-small-v2`` and ``from scratch`` at the defaults the decision leaves;
 ``front end alone`` (``token_gate="closed"``); ``EEGNet (braindecode)`` (refitted at
 the lab's recipe, which reproduces the recorded rows, to keep its predictions) and
-``probe`` (``PARSClassifier()``, refitted). Every row's predictions on the same scored
+``probe`` (``PARSClassifier()``, refitted); and, as a reference added before any test
+row ran, ``pars-small-v2, gate trained from 0`` (``token_gate=True``, the default
+before). Every row's predictions on the same scored
 windows are kept, so each row's mean of 4 gets an interval, and each pair of rows a
 paired difference with an interval, from one bootstrap over the scored windows (the
 same draw for every row, per task) and over the seeds (2,000 draws, 95 % percentile
@@ -412,6 +414,7 @@ def gate_test_rows(default):
         "from scratch": ("scratch", default),
         "front end alone": ("pars-small-v2", "closed"),
         "probe": (None, "probe"),
+        "pars-small-v2, gate trained from 0": ("pars-small-v2", True),
         "EEGNet (braindecode)": (None, "EEGNet"),
     }
 
