@@ -87,15 +87,16 @@ def lab_eegnet_rows():
 
 def recipe_fine_tuner(encoder, recipe, seed, sfreq):
     """``PARSFineTuner`` over ``encoder`` as given (None: the fine-tuner's own new small
-    encoder) at the library's defaults but ``recipe``, whose ``warmup=True`` adds the
-    pretraining's ``WarmupCosineLR`` callback (how the MI recipe comparisons ran)."""
-    from braindecode_pars.pretraining.schedule import WarmupCosineLR
-
+    encoder) at the library's defaults but ``recipe``. A recipe's ``warmup`` names its
+    learning-rate schedule: True, the fine-tuner's ``lr_schedule="warmup-cosine"``
+    (10 % warm-up from a tenth of the rate, cosine to 0); False or left out,
+    ``lr_schedule="constant"``, the rate the recipes without it were run at. A recipe
+    that sets ``lr_schedule`` itself keeps it. The schedule is the fine-tuner's own,
+    never a callback beside it (which the fine-tuner refuses)."""
     params = dict(recipe)
-    callbacks = [("warmup_cosine", WarmupCosineLR())] if params.pop("warmup", False) else None
-    return PARSFineTuner(
-        encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, callbacks=callbacks, **params
-    )
+    warmup = params.pop("warmup", False)
+    params.setdefault("lr_schedule", "warmup-cosine" if warmup else "constant")
+    return PARSFineTuner(encoder=encoder, sfreq=sfreq, random_state=seed, verbose=0, **params)
 
 
 def append_row(path, row, commit, machine, logger):
