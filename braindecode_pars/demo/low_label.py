@@ -384,39 +384,6 @@ def _summarize(results):
     return table
 
 
-def _summary_table(summary, k_header="k", labels=None, count_header=None):
-    """Markdown lines of a summary: a row per (method, k), mean ± std of each metric.
-
-    Parameters
-    ----------
-    summary : pandas.DataFrame
-        Indexed by (method, k), with the columns ("balanced_accuracy" | "kappa",
-        "mean" | "std" [| "count"]), as :func:`_summarize` makes it. A standard deviation
-        that is not defined (one draw) shows as 0.
-    k_header : str
-        Header of the second column.
-    labels : dict | None
-        The names to show for the methods (the method itself where missing).
-    count_header : str | None
-        If given, a last column under this header holds the number of draws.
-
-    Returns
-    -------
-    lines : list of str
-    """
-    labels = labels or {}
-    head = ["method", k_header, "balanced accuracy", "kappa"]
-    head += [count_header] if count_header else []
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for (method, k), row in summary.iterrows():
-        ba, ka = row["balanced_accuracy"], row["kappa"]
-        cells = [labels.get(method, method), k]
-        cells += [f"{m['mean']:.3f} ± {np.nan_to_num(m['std']):.3f}" for m in (ba, ka)]
-        cells += [int(ba["count"])] if count_header else []
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
-    return lines
-
-
 def _format_summary(results, chance=0.5):
     """The summary as a text table, methods as rows and k as columns."""
     ks = sorted(results["k"].unique())

@@ -165,17 +165,6 @@ def check_align_groups(align, data):
         )
 
 
-def _refuse_small_group(groups):
-    values, counts = np.unique(groups, return_counts=True)
-    small = values[counts < ALIGN_MIN_WINDOWS]
-    raise ValueError(
-        f"'groups' has {len(small)} group(s) of fewer than ALIGN_MIN_WINDOWS="
-        f"{ALIGN_MIN_WINDOWS} windows ({small[:5].tolist()}{'...' if len(small) > 5 else ''}) "
-        "and nothing fitted to shrink them toward: fit on the training groups first, or "
-        "pass the windows of a group together."
-    )
-
-
 class _GroupAligner(TransformerMixin, BaseEstimator):
     """``fit(F, groups=)`` keeps the training groups' reference; ``transform(F,
     groups=)`` aligns each group of ``F`` on its own windows (``groups=None``: one
