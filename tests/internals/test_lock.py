@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -31,6 +32,38 @@ def test_the_lock_is_held_during_the_block_and_removed_after(tmp_path):
             raise KeyError("x")
     with folder_lock(folder, "the next build"):  # released by the failure
         pass
+
+
+#: Seconds a lock call may take before its test fails: ``folder_lock`` refuses or takes
+#: a lock at once; one that blocked would wait for the other holder (sleeping 60 s).
+LOCK_SECONDS = 20
+
+
+def take_lock(folder, what):
+    """Take and release the lock of ``folder`` in a thread, the contents of the lock file
+    while held; the test fails, rather than hangs, if ``folder_lock`` has not returned
+    within :data:`LOCK_SECONDS` (a lock that blocks instead of refusing). Its error, as
+    ``FolderLockedError``, is raised here."""
+    outcome = {}
+
+    def run():
+        try:
+            with folder_lock(folder, what) as lock:
+                outcome["text"] = lock.read_text()
+        except BaseException as err:  # pytest's outcomes too, raised in the test's thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(LOCK_SECONDS)
+    if thread.is_alive():
+        pytest.fail(
+            f"folder_lock({str(folder)!r}) did not return within {LOCK_SECONDS} s: it "
+            "blocked on another holder's lock instead of refusing it"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["text"]
 
 
 def lock_process(body, ready):
@@ -70,8 +103,7 @@ def test_another_process_is_refused_with_the_pid_and_its_death_frees_the_lock(tm
     process = holder(folder, tmp_path / "ready")
     try:
         with pytest.raises(FolderLockedError, match=rf"process {process.pid} \(pretraining\)") as e:
-            with folder_lock(folder, "a store build"):
-                pytest.fail("a second holder entered the block")
+            take_lock(folder, "a store build")  # not granted, and not waited for
         assert e.value.pid == process.pid and e.value.holder == "pretraining"
         assert "so a store build cannot start there" in str(e.value)
     finally:
@@ -102,8 +134,7 @@ def test_a_forked_worker_does_not_keep_its_killed_parents_lock(tmp_path):
         process.kill()
         process.wait()
         os.kill(worker, 0)  # the worker is still alive
-        with folder_lock(folder, "the rerun"):  # and does not hold the folder
-            pass
+        assert take_lock(folder, "the rerun") == f"{os.getpid()}\nthe rerun\n"  # not held
     finally:
         os.kill(worker, signal.SIGKILL)
 
