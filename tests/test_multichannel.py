@@ -5,6 +5,7 @@ import torch
 
 from braindecode_pars import MultiChannelClassifier, PatchEncoder
 
+from ._learning import SEED, learned
 from .conftest import TINY
 
 
@@ -70,11 +71,11 @@ def _which_channel_task(n, T, seed):
 def test_channel_embedding_lets_the_model_tell_channels_apart():
     # both classes hold the same set of spatial tokens: only channel identity separates
     # them, so a channel-blind head stays at chance on new data
-    X, y = _which_channel_task(256, 200, seed=0)
-    X_test, y_test = _which_channel_task(256, 200, seed=1)
+    X, y = _which_channel_task(256, 200, seed=SEED)
+    X_test, y_test = _which_channel_task(256, 200, seed=SEED + 1)
     accs = {}
     for flag in (True, False):
-        torch.manual_seed(1)
+        torch.manual_seed(SEED + 1)
         model = _model(
             n_outputs=2, n_chans=2, n_times=200, channel_embedding=flag, spatial_drop_prob=0.0
         )
@@ -87,8 +88,8 @@ def test_channel_embedding_lets_the_model_tell_channels_apart():
         model.eval()
         with torch.no_grad():
             accs[flag] = (model(X_test).argmax(1) == y_test).float().mean().item()
-    assert accs[True] > 0.9
-    assert accs[False] < 0.65
+    learned(accs[True], above=0.9, what="with the channel embedding")
+    learned(accs[False], below=0.65, what="without it")
 
 
 def test_bad_input_shapes_raise():

@@ -19,6 +19,7 @@ from braindecode_pars.features.scaling import (
 )
 
 from ._helpers import scaled_subjects
+from ._learning import SEED, learned
 
 
 def small_encoder(seed=0, sfreq=100):
@@ -113,13 +114,13 @@ def test_encoder_features_refuse_bad_input():
 
 
 def test_probe_learns_built_data_and_clones():
-    X, y = alpha_task()
-    probe = PARSProbe(small_encoder(), sfreq=100, random_state=0)
+    X, y = alpha_task(seed=SEED)
+    probe = PARSProbe(small_encoder(SEED), sfreq=100, random_state=SEED)
     fitted = clone(probe).fit(X[:40], y[:40])
     assert fitted.recipe_.blocks == ("encoder", "bandpower", "tangentspace")
-    assert fitted.score(X[40:], y[40:]) >= 0.9  # chance 0.5
+    learned(fitted.score(X[40:], y[40:]), above=0.9, at_least=True)  # chance 0.5
     # the encoder block alone on a rhythm it never saw pretrained: still a valid model
-    alone = PARSProbe(small_encoder(), band_power=False, tangent_space=False, sfreq=100)
+    alone = PARSProbe(small_encoder(SEED), band_power=False, tangent_space=False, sfreq=100)
     assert alone.fit(X, y).predict(X).shape == (60,)
 
 
@@ -317,16 +318,18 @@ def test_align_signals_refuses_what_it_cannot_align():
 def test_aligned_probe_scores_a_subject_at_another_amplitude():
     """Trained on two subjects, scored on a third ten times louder: aligned, each
     subject's classes fall on the same side; unaligned, all of it looks like class 1."""
-    X, y, groups = scaled_subjects([1.0, 2.0, 20.0])
+    X, y, groups = scaled_subjects([1.0, 2.0, 20.0], seed=SEED)
     train, test = groups < 2, groups == 2
     # C = 0.1: what the earlier probe_pipeline's C = 1 was on these 12 band powers
     aligned = PARSProbe(tangent_space=False, C=0.1, align="groups", sfreq=100)
-    assert aligned.fit(X[train], y[train], groups[train]).score(X[test], y[test]) > 0.9
+    score = aligned.fit(X[train], y[train], groups[train]).score(X[test], y[test])
+    learned(score, above=0.9, what="band power, aligned")
     plain = PARSProbe(tangent_space=False, C=0.1, sfreq=100).fit(X[train], y[train])
-    assert plain.score(X[test], y[test]) < 0.6
+    learned(plain.score(X[test], y[test]), below=0.6, what="band power, not aligned")
     # the same through the tangent space alone (the covariances re-centred)
     ts = PARSProbe(band_power=False, align="groups", sfreq=100)
-    assert ts.fit(X[train], y[train], groups[train]).score(X[test], y[test]) > 0.9
+    score = ts.fit(X[train], y[train], groups[train]).score(X[test], y[test])
+    learned(score, above=0.9, what="tangent space, aligned")
 
 
 def test_aligned_probe_clones_pickles_and_checks_its_groups():
@@ -417,12 +420,12 @@ def test_pars_probe_fit_transform_aligns_as_fit_does():
 
 
 def test_pars_probe_leaves_the_given_encoder_alone_and_clones():
-    X, y = alpha_task()
-    encoder = small_encoder().train()
+    X, y = alpha_task(seed=SEED)
+    encoder = small_encoder(SEED).train()
     before = {k: v.clone() for k, v in encoder.state_dict().items()}
-    probe = PARSProbe(encoder, sfreq=100, random_state=0)
+    probe = PARSProbe(encoder, sfreq=100, random_state=SEED)
     fitted = clone(probe).fit(X[:40], y[:40])
-    assert fitted.score(X[40:], y[40:]) >= 0.9  # chance 0.5
+    learned(fitted.score(X[40:], y[40:]), above=0.9, at_least=True)  # chance 0.5
     assert encoder.training and clone(probe).get_params()["encoder"] is not encoder
     for k, v in encoder.state_dict().items():
         assert torch.equal(v, before[k])

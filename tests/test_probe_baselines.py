@@ -22,6 +22,7 @@ from braindecode_pars.io.estimator_inputs import LabelledPipeline
 from braindecode_pars.io.windows import read_windows
 
 from ._helpers import slice_cv_scores
+from ._learning import SEED, learned
 
 SFREQ = 100.0
 
@@ -113,18 +114,19 @@ def test_feature_layout_custom_bands_and_names():
 
 
 def test_pipeline_beats_chance_on_alpha_power_and_not_on_shuffled_labels():
-    X, y, groups = alpha_data()
-    floor = band_power_pipeline(sfreq=SFREQ, random_state=0)
+    X, y, groups = alpha_data(seed=SEED)
+    floor = band_power_pipeline(sfreq=SFREQ, random_state=SEED)
     scores = cross_val_score(
         floor, X, y, groups=groups, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
     )
     assert scores.shape == (4,)
-    assert scores.mean() > 0.9
-    shuffled = np.random.default_rng(1).permutation(y)
+    learned(scores.mean(), above=0.9, what="alpha power")
+    shuffled = np.random.default_rng(SEED + 1).permutation(y)
     chance = cross_val_score(
         floor, X, shuffled, groups=groups, cv=LeaveOneGroupOut(), scoring="balanced_accuracy"
     )
-    assert 0.3 < chance.mean() < 0.7
+    learned(chance.mean(), above=0.3, what="shuffled labels, from below")
+    learned(chance.mean(), below=0.7, what="shuffled labels")
 
 
 def test_pipeline_steps_and_logistic_regression_settings():
@@ -216,30 +218,31 @@ def test_slice_dataset_of_windows_without_labels():
 
 
 def test_cross_validation_over_subjects_with_slice_datasets():
-    X, y, groups = alpha_data(n_per_class=10)
+    X, y, groups = alpha_data(n_per_class=10, seed=SEED)
     windows = _windows(X, y)
     scores = slice_cv_scores(band_power_pipeline(), windows, groups)
     assert scores.shape == (4,)
     assert np.isfinite(scores).all()
-    assert scores.mean() > 0.9  # the classes differ by their alpha power
+    learned(scores.mean(), above=0.9)  # the classes differ by their alpha power
 
 
 def test_cross_validation_on_windows_split_into_item_lists():
     # scikit-learn splits braindecode windows into lists of items (x, y, inds), which
     # carry the labels but not the sampling rate: set 'sfreq'
-    X, y, groups = alpha_data(n_per_class=10)
+    X, y, groups = alpha_data(n_per_class=10, seed=SEED)
     windows = _windows(X, y)
     scores = cross_val_score(
         band_power_pipeline(sfreq=SFREQ), windows, groups=groups, cv=LeaveOneGroupOut()
     )
-    assert scores.shape == (4,) and scores.mean() > 0.9
+    assert scores.shape == (4,)
+    learned(scores.mean(), above=0.9)
     items = [windows[i] for i in range(len(windows))]
     with pytest.raises(ValueError, match=r"'X' is a list of 80 window items .*SliceDataset"):
         band_power_pipeline().fit(items)
 
 
 def test_grid_search_over_the_logistic_regression():
-    X, y, groups = alpha_data(n_subjects=3, n_per_class=10)
+    X, y, groups = alpha_data(n_subjects=3, n_per_class=10, seed=SEED)
     search = GridSearchCV(
         band_power_pipeline(sfreq=SFREQ),
         {"logisticregression__C": [0.01, 1.0]},
@@ -251,7 +254,7 @@ def test_grid_search_over_the_logistic_regression():
         search.best_estimator_.named_steps["logisticregression"].C
         == search.best_params_["logisticregression__C"]
     )
-    assert search.score(X, y) > 0.9
+    learned(search.score(X, y), above=0.9)
 
 
 X_OK = np.zeros((4, 2, 500))
@@ -402,12 +405,13 @@ def _coupled_channels(n=60, seed=0):
 
 
 def test_the_riemannian_floor_sees_what_band_power_cannot():
-    X, y = _coupled_channels()
+    X, y = _coupled_channels(seed=SEED)
     train, test = np.arange(0, 60, 2), np.arange(1, 60, 2)
     riemann = riemann_pipeline(sfreq=100).fit(X[train], y[train])
     band_power = band_power_pipeline(sfreq=100).fit(X[train], y[train])
-    assert riemann.score(X[test], y[test]) > 0.9
-    assert band_power.score(X[test], y[test]) < 0.7  # equal spectra: near chance
+    learned(riemann.score(X[test], y[test]), above=0.9, what="Riemannian floor")
+    # equal spectra: near chance
+    learned(band_power.score(X[test], y[test]), below=0.7, what="band power")
 
 
 def test_tangent_space_features_equal_the_formula():

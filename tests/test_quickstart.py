@@ -5,6 +5,7 @@ encoder must tell apart."""
 import numpy as np
 import pytest
 
+from ._learning import SEED, learned
 from .test_usage import ROOT, section_code
 
 SECTION = "The encoder as a braindecode backbone"
@@ -34,8 +35,8 @@ def test_the_section_shows_a_frozen_and_a_fine_tuned_backbone():
 
 def test_the_sections_code_runs_as_written_and_learns(capsys):
     (block,) = section_code(ROOT / "docs" / "quickstart.rst", SECTION)
-    X_train, y_train = two_rhythms(64, seed=0)
-    X_test, y_test = two_rhythms(40, seed=1)
+    X_train, y_train = two_rhythms(64, seed=SEED)  # the models' seeds are the page's
+    X_test, y_test = two_rhythms(40, seed=SEED + 1)
     namespace = dict(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
     exec(compile(block, "docs/quickstart.rst", "exec"), namespace)
     frozen, finetuned = namespace["frozen"], namespace["finetuned"]
@@ -51,4 +52,5 @@ def test_the_sections_code_runs_as_written_and_learns(capsys):
     moved = finetuned.module_.encoder.state_dict()
     assert any(not np.array_equal(moved[k].numpy(), v.numpy()) for k, v in shipped.items())
     scores = [float(s) for s in capsys.readouterr().out.splitlines()[-1].split()]
-    assert len(scores) == 2 and min(scores) >= 0.9, scores  # chance is 0.5
+    assert len(scores) == 2, scores
+    learned(min(scores), above=0.9, at_least=True, what="worst of the two")  # chance is 0.5

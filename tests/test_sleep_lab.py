@@ -18,6 +18,7 @@ from braindecode_pars.features.blocks import BAND_PRESETS
 from braindecode_pars.io import load_recordings, resample_windows
 
 from ._helpers import saved_small_encoder
+from ._learning import SEED, learned
 from .conftest import SMALL_PRETRAINER
 
 #: The start of fit's warning on bands empty in some windows only.
@@ -102,14 +103,16 @@ def test_an_unknown_preset_is_refused_naming_bands_and_the_presets(make):
 
 
 def test_the_sleep_preset_scores_above_the_default_bands_on_spindles():
-    X, y, groups = spindle_task()
+    X, y, groups = spindle_task(seed=SEED)
     floor = loso(band_power_pipeline(sfreq=100), X, y, groups)
     floor_sleep = loso(band_power_pipeline(sfreq=100, bands="sleep"), X, y, groups)
     probe = loso(PARSProbe(sfreq=100), X, y, groups)
     probe_sleep = loso(PARSProbe(sfreq=100, bands="sleep"), X, y, groups)
-    assert floor > 0.6 and probe > 0.6  # the task can be learned with either set
-    assert floor_sleep > floor + 0.03, (floor, floor_sleep)
-    assert probe_sleep > probe + 0.03, (probe, probe_sleep)
+    # the task can be learned with either set
+    learned(floor, above=0.6, what="band-power floor, default bands")
+    learned(probe, above=0.6, what="probe, default bands")
+    learned(floor_sleep - floor, above=0.03, what="band-power floor, the sleep preset's gain")
+    learned(probe_sleep - probe, above=0.03, what="probe, the sleep preset's gain")
 
 
 # -- 2. Mixed native rates -----------------------------------------------------------

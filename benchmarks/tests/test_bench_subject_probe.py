@@ -9,6 +9,7 @@ import torch
 from benchmarks import bench_subject_probe
 from benchmarks.lib import subject_probe
 from braindecode_pars import load_encoder
+from tests._learning import SEED, learned
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -49,12 +50,14 @@ def noise(X, sfreq, seed=2):
 
 
 def test_subject_identity_from_a_subject_feature_is_near_one_and_from_noise_near_chance():
-    data = built()
-    assert subject_probe.score(data, subject_offset(data))["subject"] > 0.95
-    chance = subject_probe.score(data, noise)["subject"]
-    assert abs(chance - 1 / 3) < 0.15, chance
+    data = built(seed=SEED)
+    score = subject_probe.score(data, subject_offset(data, seed=SEED + 1))["subject"]
+    learned(score, above=0.95, what="subject from its offset")
+    chance = subject_probe.score(data, lambda X, sfreq: noise(X, sfreq, seed=SEED + 2))["subject"]
+    learned(abs(chance - 1 / 3), below=0.15, what="subject from noise, off chance")
     # the label rides on neither
-    assert abs(subject_probe.score(data, subject_offset(data))["label"] - 0.5) < 0.15
+    label = subject_probe.score(data, subject_offset(data, seed=SEED + 1))["label"]
+    learned(abs(label - 0.5), below=0.15, what="label from the subject's offset, off chance")
 
 
 def test_no_window_of_the_second_half_is_in_the_training_set():

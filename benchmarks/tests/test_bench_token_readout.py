@@ -11,6 +11,7 @@ from scipy.signal import periodogram
 
 from benchmarks import bench_token_readout
 from braindecode_pars import PatchEncoder
+from tests._learning import SEED, learned
 
 from .conftest import TINY, assert_refused
 
@@ -92,66 +93,72 @@ def test_time_blocks_are_contiguous_and_cover_every_recording(bench):
 
 
 def test_readouts_learn_a_linear_target_and_stay_at_chance_on_noise(bench):
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SEED)
     n, groups = 600, np.repeat(np.arange(6), 100)
     target = rng.standard_normal(n)
     X = np.c_[target + 0.1 * rng.standard_normal(n), rng.standard_normal((n, 5))]
     noise = rng.standard_normal(n)
     r2 = bench.regress_folds(X, np.c_[target, noise], groups, 3)
     assert r2.shape == (3, 2)
-    assert r2[:, 0].min() > 0.95
-    assert r2[:, 1].mean() < 0.05
+    learned(r2[:, 0].min(), above=0.95, what="R^2 of the target, worst fold")
+    learned(r2[:, 1].mean(), below=0.05, what="R^2 of noise")
     labels = (target > 0).astype(int)
-    assert bench.classify_folds(X, labels, groups, 3).min() > 0.9
-    assert abs(bench.classify_folds(X, rng.integers(0, 2, n), groups, 3).mean() - 0.5) < 0.08
+    score = bench.classify_folds(X, labels, groups, 3).min()
+    learned(score, above=0.9, what="labels, worst fold")
+    chance = bench.classify_folds(X, rng.integers(0, 2, n), groups, 3).mean()
+    learned(abs(chance - 0.5), below=0.08, what="random labels, off chance")
 
 
 def test_the_task_readout_holds_out_each_subject_and_chooses_C_inside(bench):
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SEED)
     groups = np.repeat(np.arange(5), 24)
     y = np.tile(np.r_[np.zeros(18), np.ones(6)], 5).astype(int)
     X = np.c_[y + 0.3 * rng.standard_normal(len(y)), rng.standard_normal((len(y), 10))]
     scores, chosen = bench.task_folds(X, y, groups)
     assert len(scores) == len(chosen) == 5
-    assert scores.min() > 0.9
+    learned(scores.min(), above=0.9, what="task, worst held-out subject")
     assert set(chosen) <= set(bench.TASK_CS)
     noise, _ = bench.task_folds(rng.standard_normal((len(y), 10)), y, groups)
-    assert abs(noise.mean() - 0.5) < 0.15
+    learned(abs(noise.mean() - 0.5), below=0.15, what="task from noise, off chance")
 
 
 def test_grid_bookkeeping_pairs_each_token_with_its_own_patch(bench):
     """Tokens built from each patch's known log amplitudes: the band-power readout must
     find alpha and delta, and channel, subject and task (which the tokens do not hold)
     stay near chance. A token paired with another patch's target would score R^2 ~ 0."""
-    data, amps = synthetic()
+    data, amps = synthetic(seed=SEED)
     design = bench.Design(data, PATCH, n_tokens=600, n_splits=2)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SEED)
     mixing = rng.standard_normal((2, 8))
     tokens = amps @ mixing + 0.05 * rng.standard_normal((*amps.shape[:3], 8))
     rows = {r["target"]: r for r in bench.measure_grid("synthetic", tokens, design)}
-    assert rows["band power: alpha"]["mean"] > 0.8
-    assert rows["band power: delta"]["mean"] > 0.5
+    learned(rows["band power: alpha"]["mean"], above=0.8, what="alpha")
+    learned(rows["band power: delta"]["mean"], above=0.5, what="delta")
     for target in ("channel", "subject"):
-        assert rows[target]["mean"] < rows[target]["chance"] + 0.15
+        above_chance = rows[target]["mean"] - rows[target]["chance"]
+        learned(above_chance, below=0.15, what=f"{target}, over chance")
     assert {f"task: {r}" for r in bench.TASK_READOUTS} <= set(rows)
     assert rows["task: mean"]["n_folds"] == 4  # one per held-out subject
 
 
 def test_position_is_read_with_the_embedding_and_not_without_it(bench):
-    data, _ = synthetic(n_subjects=4, n_per_recording=(4, 2), n_chans=2)
+    data, _ = synthetic(n_subjects=4, n_per_recording=(4, 2), n_chans=2, seed=SEED)
     design = bench.Design(data, PATCH, n_tokens=1200, n_splits=2)
-    torch.manual_seed(0)
+    torch.manual_seed(SEED)
     encoder = PatchEncoder(sfreq=SFREQ, **TINY).eval()
     rows = {
         (r["target"], r["condition"]): r for r in bench.measure_position("tiny", encoder, design)
     }
     chance = rows[("position", "PE given")]["chance"]
     assert chance == pytest.approx(1 / 9)
-    assert rows[("position", "PE given")]["mean"] > 0.5
-    assert rows[("position (start, s)", "PE given")]["mean"] > 0.8
+    learned(rows[("position", "PE given")]["mean"], above=0.5, what="position, PE given")
+    start = rows[("position (start, s)", "PE given")]["mean"]
+    learned(start, above=0.8, what="start (R^2), PE given")
     # no positional embedding anywhere: the order of the patches cannot be read
-    assert rows[("position", "PE withheld (all)")]["mean"] < chance + 0.06
-    assert rows[("position (start, s)", "PE withheld (all)")]["mean"] < 0.05
+    withheld = rows[("position", "PE withheld (all)")]["mean"] - chance
+    learned(withheld, below=0.06, what="position, PE withheld, over chance")
+    start = rows[("position (start, s)", "PE withheld (all)")]["mean"]
+    learned(start, below=0.05, what="start (R^2), PE withheld")
 
 
 def test_the_withheld_mask_covers_80_percent_and_scores_only_masked_tokens(bench):

@@ -9,12 +9,13 @@ from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARS
 from braindecode_pars.estimators._finetune import group_split
 from braindecode_pars.models.multichannel import MultiChannelClassifier
 
+from .._learning import SEED, learned
 from ..conftest import SMALL_ENCODER
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 #: A 16-feature, one-block encoder (conftest.SMALL_ENCODER): fits in a fraction of a second.
 TINY = SMALL_ENCODER
-SMALL = dict(sfreq=100, verbose=0, random_state=0)
+SMALL = dict(sfreq=100, verbose=0, random_state=SEED)
 #: A tiny pretrainer's settings (PARS's pair task on 6 patches, half of them masked).
 PRETRAIN = dict(TINY, n_patches=6, pos_mask_ratio=0.5, **SMALL)
 
@@ -29,7 +30,7 @@ def _amplitude_task(n=48, seed=0):
 
 
 def _encoder():
-    torch.manual_seed(0)
+    torch.manual_seed(SEED)
     return PatchEncoder(sfreq=100, **TINY)
 
 
@@ -51,14 +52,15 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
 
 
 def test_the_amplitude_path_sees_what_normalisation_removes_in_any_unit():
-    X, y = _amplitude_task(n=64)
-    Xt, yt = _amplitude_task(n=64, seed=1)
+    X, y = _amplitude_task(n=64, seed=SEED)
+    Xt, yt = _amplitude_task(n=64, seed=SEED + 1)
     # the model's amplitude path, without the default augmentation's random draws
     params = dict(max_epochs=30, batch_size=16, lr=3e-3, augmentation=None, **SMALL)
     blind = PARSFineTuner(encoder=_encoder(), amplitude=False, **params).fit(X, y)
     seeing = PARSFineTuner(encoder=_encoder(), amplitude=True, **params).fit(X, y)
-    assert seeing.score(Xt, yt) > 0.9
-    assert blind.score(Xt, yt) < 0.75  # the encoder alone sees unit-variance noise
+    learned(seeing.score(Xt, yt), above=0.9, what="with the amplitude path")
+    # the encoder alone sees unit-variance noise
+    learned(blind.score(Xt, yt), below=0.75, what="without the amplitude path")
     in_uv = PARSFineTuner(encoder=_encoder(), amplitude=True, **params).fit(X * 1e6, y)
     np.testing.assert_allclose(
         in_uv.predict_proba(Xt * 1e6), seeing.predict_proba(Xt), rtol=1e-3, atol=1e-3
@@ -121,13 +123,13 @@ def test_groups_hold_out_whole_subjects_or_keep_the_last_epoch():
 
 
 def test_default_pretraining_learns_on_a_few_hundred_windows():
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SEED)
     t = np.linspace(0, 1, 300)
     # a ramp gives every patch's position away: a pretext task with a known answer
     X = (rng.uniform(0.5, 4, (200, 2, 1)) * t + rng.standard_normal((200, 2, 1))).astype(np.float32)
     pretrainer = PARSPretrainer(steps=300, **PRETRAIN).fit(X)
     history = pretrainer.history_
-    assert history[-1, "valid_skill"] > 0.5  # 0 = predicting no shift
+    learned(history[-1, "valid_skill"], above=0.5)  # 0 = predicting no shift
     assert max(history[:, "lr"]) == pytest.approx(1e-3, rel=0.05)  # the default lr
     steps = sum(row["train_batch_count"] for row in history)
     assert 300 <= steps < 300 + len(history)
@@ -177,13 +179,15 @@ def test_the_default_head_is_the_probe_and_leaves_the_encoder_as_it_was():
 
 
 def test_the_probe_sees_amplitude_that_the_frozen_head_cannot():
-    X, y = _amplitude_task(n=64)
-    Xt, yt = _amplitude_task(n=64, seed=1)
+    X, y = _amplitude_task(n=64, seed=SEED)
+    Xt, yt = _amplitude_task(n=64, seed=SEED + 1)
     encoder = _encoder()
     probe = PARSClassifier(encoder, PARSProbe(), **SMALL).fit(X, y)
-    assert probe.score(Xt, yt) > 0.95  # log band power carries the 4-fold amplitude
+    # log band power carries the 4-fold amplitude
+    learned(probe.score(Xt, yt), above=0.95, what="the probe")
     head = PARSClassifier(encoder, PARSFineTuner(strategy="frozen", max_epochs=10), **SMALL)
-    assert head.fit(X, y).score(Xt, yt) < 0.75  # the encoder sees unit-variance noise
+    # the encoder sees unit-variance noise
+    learned(head.fit(X, y).score(Xt, yt), below=0.75, what="the frozen head")
 
 
 def test_the_probe_pretrains_first_without_an_encoder():
@@ -291,13 +295,13 @@ def _subjects_task(n_subjects, per_subject=16, seed=0):
 
 
 def test_the_defaults_learn_across_subjects_and_a_group_split_holds_whole_subjects_out():
-    X, y, groups = _subjects_task(8)
-    Xt, yt, _ = _subjects_task(4, seed=1)  # four new subjects
+    X, y, groups = _subjects_task(8, seed=SEED)
+    Xt, yt, _ = _subjects_task(4, seed=SEED + 1)  # four new subjects
     clf = PARSFineTuner(encoder=_encoder(), **SMALL)
     assert clf.augmentation is None and clf.min_valid_groups is None
     clf.fit(X, y, groups=groups)
     assert clf.validation_ == "none" and len(clf.history_) == clf.max_epochs
-    assert clf.score(Xt, yt) > 0.75  # chance: 0.5
+    learned(clf.score(Xt, yt), above=0.75)  # chance: 0.5
     train, valid, rule = group_split(y, groups, 4, 0.25, seed=0)
     assert rule == "groups" and len(np.unique(groups[valid])) == 2  # 2 of 8 subjects
     assert set(groups[train]).isdisjoint(groups[valid])
@@ -338,15 +342,15 @@ def test_aligned_fine_tuning_learns_across_subjects_mixed_differently():
     """Aligned on each subject's own windows, fine-tuning still learns the class (the
     frequency of an oscillation) and scores new subjects, whose channels are mixed
     anew, above chance."""
-    X, y, groups = _subjects_task(8)
-    rng = np.random.default_rng(3)
-    Xt, yt, gt = _subjects_task(4, seed=1)
+    X, y, groups = _subjects_task(8, seed=SEED)
+    rng = np.random.default_rng(SEED + 3)
+    Xt, yt, gt = _subjects_task(4, seed=SEED + 1)
     for subject in range(4):  # new subjects: their channels mixed anew
         rows = gt == subject
         mixing = np.eye(2) + 0.4 * rng.standard_normal((2, 2))
         Xt[rows] = np.einsum("ij,njt->nit", mixing, Xt[rows])
     clf = PARSFineTuner(encoder=_encoder(), align="groups", **SMALL).fit(X, y, groups=groups)
-    assert clf.score(Xt, yt, groups=gt) > 0.75  # chance: 0.5
+    learned(clf.score(Xt, yt, groups=gt), above=0.75)  # chance: 0.5
 
 
 def test_aligned_fine_tuning_reads_the_subjects_of_braindecode_windows():

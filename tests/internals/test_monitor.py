@@ -23,6 +23,8 @@ from braindecode_pars.pretraining.monitor import (
 )
 from braindecode_pars.viz import plot_training_curves
 
+from .._learning import SEED, learned
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 SFREQ, N_TIMES = 10.0, 300
@@ -52,26 +54,29 @@ def test_temporal_halves_train_on_the_first_half_of_each_recording_only():
 
 
 def test_the_subject_probe_reads_a_subject_offset_and_not_noise():
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SEED)
     groups, recordings = subjects_and_recordings(n_subjects=5, n_windows=30)
     noise = rng.standard_normal((len(groups), 6))
     offsets = 3.0 * rng.standard_normal((5, 6))
-    assert subject_probe(noise + offsets[groups], groups, recordings) > 0.95
+    score = subject_probe(noise + offsets[groups], groups, recordings)
+    learned(score, above=0.95, what="subject from its offset")
     chance = subject_probe(noise, groups, recordings)
-    assert abs(chance - 1 / 5) < 0.12, chance
+    learned(abs(chance - 1 / 5), below=0.12, what="subject from noise, off chance")
 
 
 def test_the_label_probe_reads_a_label_across_subjects_and_not_noise():
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(SEED + 1)
     groups, _ = subjects_and_recordings(n_subjects=6, n_windows=20)
     y = np.tile([0, 1], len(groups) // 2)
     noise = rng.standard_normal((len(groups), 5))
     signal = noise + 2.5 * y[:, None] * np.array([1.0, -1.0, 0.0, 0.0, 0.0])
-    assert label_probe(signal, y, groups) > 0.9
-    assert abs(label_probe(noise, y, groups) - 0.5) < 0.1
+    learned(label_probe(signal, y, groups), above=0.9, what="label")
+    chance = label_probe(noise, y, groups)
+    learned(abs(chance - 0.5), below=0.1, what="label from noise, off chance")
     # a subject offset that the label does not ride on gives no label across subjects
     offsets = 3.0 * rng.standard_normal((6, 5))
-    assert abs(label_probe(noise + offsets[groups], y, groups) - 0.5) < 0.12
+    chance = label_probe(noise + offsets[groups], y, groups)
+    learned(abs(chance - 0.5), below=0.12, what="label from a subject offset, off chance")
 
 
 def test_grouped_folds_keep_each_subject_on_one_side():
