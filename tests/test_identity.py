@@ -21,6 +21,7 @@ from braindecode.datautil import load_concat_dataset
 
 from braindecode_pars import PARSPretrainer, save_encoder
 from braindecode_pars.cli import main
+from braindecode_pars.hub import export_run
 from braindecode_pars.io import load_recordings
 from braindecode_pars.pretraining import SingleChannelWindows
 from braindecode_pars.store import anonymize, read_window_store
@@ -166,8 +167,9 @@ def test_an_export_of_main_called_from_python_records_its_arguments_and_no_local
     """``main([...])`` called from Python (here under pytest, whose own arguments are the
     process's): the run records the arguments given; its local ``config.json`` keeps
     the store's absolute path and the salt of the recordings' hash, which every sitting
-    reuses; the export's card and ``run_config.json`` name the store and the run by
-    their folders, hold no path of this machine and no salt."""
+    reuses; the export's card and ``run_config.json`` hold a placeholder for each path
+    (``<store>``), no path of this machine and no salt; named at export, the store is
+    called by its public name."""
     from braindecode_pars.models.card import identifiers_hash
 
     store, run, out = tmp_path / "clinic-store", tmp_path / "runs" / "mine", tmp_path / "export"
@@ -194,24 +196,30 @@ def test_an_export_of_main_called_from_python_records_its_arguments_and_no_local
     assert main(["export", "--run", str(run), "--out", str(out)]) == 0
     public = json.loads((out / "run_config.json").read_text())
     assert public["command"] == (
-        "braindecode-pars pretrain --store clinic-store --out mine --steps 2 --batch-size 4 "
-        "--device cpu --window-seconds 5 --config tiny.json"
+        "braindecode-pars pretrain --store <store> --out <out> --steps 2 --batch-size 4 "
+        "--device cpu --window-seconds 5 --config <config>"
     )
-    assert public["data.store"] == "clinic-store"
+    assert public["data.store"] == "<store>" and "public_names" not in public
     assert "data.recordings_salt" not in public and "data.recordings_salt" not in public["run_info"]
     assert public["data.recordings_hash"] == local["data.recordings_hash"]
     card = (out / "README.md").read_text()
-    assert "- store: clinic-store\n" in card and public["command"] in card
-    for path in out.iterdir():
+    assert "- store:" not in card and f"```bash\n{public['command']}\n```" in card
+    named = export_run(run, tmp_path / "named", names={"store": "eeg-corpus"})
+    public_named = json.loads((named / "run_config.json").read_text())
+    assert public_named["command"] == public["command"].replace("<store>", "eeg-corpus")
+    assert public_named["data.store"] == "eeg-corpus"
+    assert "- store: eeg-corpus\n" in (named / "README.md").read_text()
+    for path in [*out.iterdir(), *named.iterdir()]:
         text = path.read_bytes().decode("latin-1")
         assert str(tmp_path) not in text and salt not in text, path.name
-        assert "pytest" not in text, path.name
+        assert "pytest" not in text and "clinic-store" not in text, path.name
 
 
 def test_an_export_of_an_earlier_version_is_rewritten_without_local_paths(tmp_path):
-    """An export written before issue 88 (the store's absolute path, the command's, in
-    ``run_config.json`` and the card) is rewritten by the identity command as exports
-    are written now; a run's own ``config.json`` keeps its paths."""
+    """An export written before its paths were public names or placeholders (the
+    store's absolute path, the command's, in ``run_config.json`` and the card) is
+    rewritten by the identity command as exports are written now; a run's own
+    ``config.json`` keeps its paths."""
     export = tmp_path / "export"
     export.mkdir()
     command = f"braindecode-pars pretrain --store {tmp_path}/Zelinski/store --out {tmp_path}/r"
@@ -222,11 +230,12 @@ def test_an_export_of_an_earlier_version_is_rewritten_without_local_paths(tmp_pa
     (export / "README.md").write_text(card)
     assert anonymize(export) == [export / "run_config.json", export / "README.md"]
     rewritten = json.loads((export / "run_config.json").read_text())
-    assert rewritten["command"] == "braindecode-pars pretrain --store store --out r"
-    assert rewritten["data.store"] == "store" and rewritten["lr"] == 0.001
+    assert rewritten["command"] == "braindecode-pars pretrain --store <store> --out <out>"
+    assert rewritten["data.store"] == "<store>" and rewritten["lr"] == 0.001
     card = (export / "README.md").read_text()
     assert "Zelinski" not in card and str(tmp_path) not in card
-    assert "- store: store\n" in card and "braindecode-pars pretrain --store store --out r" in card
+    assert "- store:" not in card
+    assert "braindecode-pars pretrain --store <store> --out <out>" in card
     assert anonymize(export) == []  # nothing left to rewrite
     run = tmp_path / "run"
     run.mkdir()
@@ -416,3 +425,72 @@ def test_a_run_and_an_export_of_2476ecf_are_rewritten_clean(named_edf, tmp_path,
         _pretrain(tmp_path, store, run)
     assert f"'{run / 'config.json'}' lists the run's 4 recordings by name" in caplog.text
     assert _files_naming(run) == {}
+
+
+#: A per-patient store folder and a recording named after its patient, as clinics write
+#: them: neither part may reach a card, absolute or relative, last component or whole.
+ZELINSKI_STORE = "/data/stores/Zelinski_M"
+ZELINSKI_RECORDING = "data/clinic/Zelinski_Margarethe_1962.edf"
+
+
+@pytest.mark.parametrize(
+    "command, public",
+    [
+        pytest.param(
+            f"braindecode-pars pretrain --store {ZELINSKI_STORE} --out runs/mine --steps 2",
+            "braindecode-pars pretrain --store <store> --out <out> --steps 2",
+            id="absolute-store",
+        ),
+        pytest.param(
+            f"braindecode-pars store --recordings {ZELINSKI_RECORDING} "
+            "data/clinic/Zelinski_Anna_1990.edf --out stores/Zelinski --window-seconds 10",
+            "braindecode-pars store --recordings <recordings> --out <out> --window-seconds 10",
+            id="relative-recordings",
+        ),
+        pytest.param(
+            f"braindecode-pars pretrain --store={ZELINSKI_STORE} --config=Zelinski.json",
+            "braindecode-pars pretrain --store=<store> --config=<config>",
+            id="flag=value",
+        ),
+        pytest.param(
+            f"python convert.py {ZELINSKI_RECORDING} ~/Zelinski -m braindecode_pars.cli",
+            "python <path> <path> <path> -m braindecode_pars.cli",
+            id="paths-of-no-flag",
+        ),
+    ],
+)
+def test_a_card_and_an_exported_config_hold_placeholders_for_paths(command, public):
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.models.card import model_card, public_run_config
+
+    config = {"data.store": ZELINSKI_STORE, "command": command, "lr": 0.001}
+    exported = public_run_config(config)
+    assert exported == {"data.store": "<store>", "command": public, "lr": 0.001}
+    encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    card = model_card(encoder, run_config=config, name="export")
+    assert "Zelinski" not in card and "/data" not in card and "- store:" not in card
+    assert f"```bash\n{public}\n```" in card
+    assert public_run_config(exported) == exported  # made public twice: the same
+
+
+def test_a_path_the_exporter_names_is_called_by_its_name_and_a_name_is_not_a_path():
+    from braindecode_pars import PatchEncoder
+    from braindecode_pars.models.card import model_card, public_run_config
+
+    command = f"braindecode-pars pretrain --store {ZELINSKI_STORE} --out runs/mine"
+    config = {"data.store": ZELINSKI_STORE, "command": command}
+    names = {"store": "tuh abnormal", "out": "pars-small"}
+    exported = public_run_config(config, names)
+    assert exported["command"] == (
+        "braindecode-pars pretrain --store 'tuh abnormal' --out pars-small"
+    )  # quoted for the shell where a name needs it
+    assert exported["data.store"] == "tuh abnormal" and exported["public_names"] == names
+    assert public_run_config(exported) == exported  # the names kept in the record
+    encoder = PatchEncoder(sfreq=100, emb_dim=16, depth=1, n_heads=2, ff_dim=16)
+    card = model_card(encoder, run_config=exported)
+    assert "- store: tuh abnormal\n" in card and exported["command"] in card
+    assert "Zelinski" not in card
+    with pytest.raises(ValueError, match=r"'names' gives 'store' the name '/data/tuh'"):
+        public_run_config(config, {"store": "/data/tuh"})
+    with pytest.raises(ValueError, match=r"'names' may name \[.*'store'.*\], but got 'stor'"):
+        public_run_config(config, {"stor": "tuh"})

@@ -597,7 +597,7 @@ def _run_info(args):
     as given to :func:`~braindecode_pars.cli.main` (``args.argv``; the process's
     arguments for a namespace parsed elsewhere) and, with a store, its absolute path,
     what it holds and a salted hash of its recordings (the run's local record; an
-    export names the store's folder and drops the salt,
+    export holds placeholders for the paths and drops the salt,
     :func:`~braindecode_pars.models.card.public_run_config`)."""
     import shlex
 

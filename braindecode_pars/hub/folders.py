@@ -298,7 +298,7 @@ def run_status(run_dir):
     return {"epoch": epoch, "max_epochs": budget, "finished": finished}
 
 
-def export_run(run_dir, folder, license=None):
+def export_run(run_dir, folder, license=None, names=None):
     """Export a pretraining run (a :class:`PretrainNet` ``checkpoint_dir``) for sharing.
 
     Rebuilds the pretext model from the run's ``config.json``, loads the parameters
@@ -308,8 +308,9 @@ def export_run(run_dir, folder, license=None):
     layout (:func:`_save_pretrained_encoder`, with the pretext model) plus the run's
     history without its batches (``pretrain_history.json``), settings
     (``run_config.json``: the run's ``config.json``, its recordings counted, never
-    named, nothing local: the store by its folder, the command's paths by their last
-    parts, no salt; :func:`~braindecode_pars.models.card.public_run_config`) and model card
+    named, nothing local: the store and the command's paths as placeholders,
+    ``<store>``, unless ``names`` names them, no salt;
+    :func:`~braindecode_pars.models.card.public_run_config`) and model card
     (``README.md``, :func:`model_card`: the pretext task, the encoder, the data, the
     budget, the skill reached, whether the run finished, how to load it and the
     command that made it, where the run recorded one in its ``config.json`` or
@@ -325,6 +326,11 @@ def export_run(run_dir, folder, license=None):
     license : str | None
         The licence of the weights (a Hugging Face licence identifier, such as
         ``"cc-by-4.0"``) for the card's header; None: not stated.
+    names : dict | None
+        Public names for the run's paths, which are placeholders otherwise:
+        ``{"store": "tuh-abnormal"}`` gives ``--store tuh-abnormal`` in the card's
+        command and the store's line; a kind is a path flag without its dashes
+        (``"store"``, ``"out"``, ``"config"``...) or ``"path"``, a name is not a path.
 
     Returns
     -------
@@ -363,7 +369,7 @@ def export_run(run_dir, folder, license=None):
             "(braindecode_pars.store.anonymize).",
             run_dir / "config.json", len(config["data.recordings"]), run_dir,
         )  # fmt: skip
-    config = public_run_config(config)
+    config = public_run_config(config, names)
     write_atomic(folder / "run_config.json", json.dumps(config, indent=1))
     pointer = json.loads((run_dir / "state.json").read_text())
     card = model_card(

@@ -21,6 +21,7 @@ from importlib import metadata
 
 import numpy as np
 
+from braindecode_pars._util.checks import InvalidParameterError
 from braindecode_pars.models.encoder_config import _ACTIVATIONS
 
 #: Tags of every model card the package writes.
@@ -67,9 +68,17 @@ _PRETEXT_SETTINGS = (
 )
 
 
-#: The ``pretrain`` flags whose values are paths: an exported command names their last
-#: part only (:func:`_public_command`).
-_PATH_FLAGS = ("--store", "--out", "--config", "--run")
+#: The command-line flags whose values are paths (``pretrain``'s, ``store``'s,
+#: ``export``'s): an exported command holds a placeholder for each, ``<store>``, unless
+#: the exporter names it (:func:`_public_command`).
+_PATH_FLAGS = ("--store", "--out", "--config", "--run", "--recordings", "--braindecode-dataset")
+
+#: The path flags that take several paths (``store --recordings a.edf b.edf``).
+_MULTI_PATH_FLAGS = ("--recordings",)
+
+#: The key of an exported record that holds the public names its exporter gave to its
+#: paths (``{"store": "tuh-abnormal"}``), so that a second pass keeps them.
+_NAMES_KEY = "public_names"
 
 #: The end of the key of a run record's entries that stay on the machine: the salt of a
 #: salted hash (``data.recordings_salt``, :func:`identifiers_hash`).
@@ -103,10 +112,39 @@ def identifiers_hash(identifiers, salt=None):
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _public_path(value):
-    """The last part of a path (``/home/anna/stores/clinic`` -> ``clinic``)."""
-    text = str(value).rstrip("/\\")
-    return re.split(r"[/\\]", text)[-1] if text else str(value)
+#: A placeholder of :func:`_placeholder`.
+_PLACEHOLDER = re.compile(r"<[a-z-]+>")
+
+
+def _placeholder(kind):
+    """The word that stands for a path of ``kind`` (a flag's name): ``<store>``."""
+    return f"<{kind}>"
+
+
+def _public_names(names):
+    """``names`` (``{kind: public name}``, kinds as :data:`_PATH_FLAGS` without dashes)
+    checked: each a non-empty string that is not a path (no ``/`` or ``\\``)."""
+    names = dict(names or {})
+    kinds = sorted({f[2:] for f in _PATH_FLAGS} | {"path"})
+    for kind, name in names.items():
+        if kind not in kinds:
+            raise InvalidParameterError(
+                f"'names' may name {kinds}, but got {kind!r} (with {name!r})."
+            )
+        if not isinstance(name, str) or not name.strip() or re.search(r"[/\\]", name):
+            raise InvalidParameterError(
+                f"'names' gives {kind!r} the name {name!r}; a public name is a non-empty "
+                "string without '/' or '\\' (a name, not a path)."
+            )
+    return names
+
+
+def _public_path(value, kind="path", names=None):
+    """What a card or an exported record says for a path of ``kind``: the name the
+    exporter gave it (``names[kind]``), else a placeholder, ``<store>``, whatever the
+    path: absolute or relative, a folder's last part too (per-patient folders,
+    ``/data/stores/Zelinski_M``, name the patient)."""
+    return (names or {}).get(kind) or _placeholder(kind)
 
 
 def _is_absolute(value):
@@ -114,18 +152,44 @@ def _is_absolute(value):
     return bool(re.match(r"^(~|/|\\\\|[A-Za-z]:[/\\])", str(value)))
 
 
-def _public_command(command):
-    """A recorded command line as it may leave the machine: the value of every path flag
-    (:data:`_PATH_FLAGS`), and any other absolute path, by its last part only.
+#: The extensions of the files a command may name (recordings, configurations, weights,
+#: scripts).
+_FILE_EXTENSIONS = (
+    "edf", "bdf", "gdf", "fif", "set", "vhdr", "cnt", "mat", "json", "yaml", "yml", "toml",
+    "txt", "csv", "tsv", "npy", "npz", "h5", "hdf5", "pt", "pth", "ckpt", "safetensors", "py",
+    "sh",
+)  # fmt: skip
 
-    ``braindecode-pars pretrain --store /home/anna/clinic/store --out runs/mine`` becomes
-    ``braindecode-pars pretrain --store store --out mine``: the folder names say which
-    store and run, not where on which machine (a clinic's folders often name a
-    person). The run's local ``config.json`` keeps the command as given.
+
+def _is_path(word):
+    """Whether a command-line word reads as a path: absolute, with a ``/``, or a file's
+    name (``Zelinski_Margarethe_1962.edf``: an extension of :data:`_FILE_EXTENSIONS`)."""
+    word = str(word)
+    if _is_absolute(word) or "/" in word:
+        return True
+    return word.rpartition(".")[2].lower() in _FILE_EXTENSIONS and "." in word
+
+
+def _public_command(command, names=None):
+    """A recorded command line as it may leave the machine: every path in it a
+    placeholder unless the exporter names it.
+
+    The values of the path flags (:data:`_PATH_FLAGS`; all of ``--recordings``'s, as
+    one) become ``<store>``, ``<out>``, ``<recordings>``...; any other word that reads
+    as a path (absolute, with a ``/``, a file name with an extension) becomes
+    ``<path>``. ``braindecode-pars pretrain --store /data/stores/Zelinski_M --out
+    runs/mine`` becomes ``braindecode-pars pretrain --store <store> --out <out>``:
+    folders and files often name a person, relative ones as much as absolute ones.
+    ``names`` (``{"store": "tuh-abnormal"}``) gives the public name of a kind of path
+    instead of its placeholder. The run's local ``config.json`` keeps the command as
+    given.
 
     Parameters
     ----------
     command : str | None
+    names : dict | None
+        ``{kind: public name}``, a kind being a path flag without its dashes
+        (``"store"``, ``"out"``, ``"recordings"``...) or ``"path"`` (any other path).
 
     Returns
     -------
@@ -137,16 +201,35 @@ def _public_command(command):
         parts = shlex.split(str(command))
     except ValueError:  # unbalanced quotes: every path-like word, as words
         parts = str(command).split()
-    out, path_next = [], False
+    out, flag = [], None  # out: (word, prefix), the word quoted for the shell
     for part in parts:
-        flag, eq, value = part.partition("=")
-        if path_next or _is_absolute(part):
-            part = _public_path(part)
-        elif part.startswith("--") and eq and (flag in _PATH_FLAGS or _is_absolute(value)):
-            part = f"{flag}={_public_path(value)}"
-        path_next = part in _PATH_FLAGS
+        name, eq, value = part.partition("=")
+        if part.startswith("-") and not re.match(r"^-\d", part):  # a flag
+            flag = name if name in _PATH_FLAGS else None  # the path flag whose values follow
+            if eq and (flag or _is_path(value)):
+                part = (_public_path(value, flag[2:] if flag else "path", names), f"{name}=")
+                flag = None
+        elif flag:  # a path flag's value (each of --recordings's, said once)
+            part = (_public_path(part, flag[2:], names), "")
+            flag = flag if flag in _MULTI_PATH_FLAGS else None
+            if out and out[-1] == part:
+                continue
+        elif _is_path(part):
+            part = (_public_path(part, "path", names), "")
+        elif _PLACEHOLDER.fullmatch(part):  # made public before
+            part = (part, "")
         out.append(part)
-    return shlex.join(out)
+    return " ".join(
+        shlex.quote(part) if isinstance(part, str) else prefix + _shell_word(word)
+        for part in out
+        for word, prefix in [part if isinstance(part, tuple) else (part, "")]
+    )
+
+
+def _shell_word(word):
+    """A public path's word in a command: a placeholder (``<store>``) as it is, for a
+    reader to fill in; a name, quoted for the shell where it needs it."""
+    return word if _PLACEHOLDER.fullmatch(word) else shlex.quote(word)
 
 
 def listed_recordings(config):
@@ -169,7 +252,7 @@ def listed_recordings(config):
     return not (len(names) == 1 and str(names[0]).endswith("(bundled)"))
 
 
-def public_run_config(config):
+def public_run_config(config, names=None):
     """A run's record as it may leave the machine (an export's ``run_config.json``, the
     model card): its recordings counted, never named, and nothing local.
 
@@ -178,15 +261,22 @@ def public_run_config(config):
       salted with the record's ``data.recordings_salt``, else a new salt); the run's
       own records hold counts, the store's preprocessing and a salted hash of its
       recordings' files and subjects already.
-    - The store is named by its folder (``data.store``), the command's paths by their
-      last parts (:func:`_public_command`), and the entries that stay on the machine
-      (a key ending in ``_salt``) are left out.
+    - The store (``data.store``) and every path of the command are placeholders
+      (``<store>``, :func:`_public_command`) unless ``names`` names them, and the
+      entries that stay on the machine (a key ending in ``_salt``) are left out. The
+      names given are kept in the record (``public_names``), so that a record made
+      public keeps them when made public again.
 
     Every other entry is kept.
 
     Parameters
     ----------
     config : dict
+    names : dict | None
+        The public names of the record's paths, ``{kind: name}``: a kind is a path flag
+        without its dashes (``"store"``, ``"out"``, ``"config"``, ``"recordings"``...)
+        or ``"path"``; a name is not a path (``{"store": "tuh-abnormal"}``). None: the
+        names the record holds already, if any.
 
     Returns
     -------
@@ -194,15 +284,18 @@ def public_run_config(config):
         A new dict; ``run_info`` names the entries it holds.
     """
     out = dict(config)
-    names = out.get("data.recordings")
+    given = _public_names({**(out.get(_NAMES_KEY) or {}), **(names or {})})
+    if given:
+        out[_NAMES_KEY] = given
+    recordings = out.get("data.recordings")
     info = out.get("run_info")
-    if isinstance(names, list | tuple) and not listed_recordings(config):
-        out["data.recordings"] = str(names[0])  # the bundled EEG, by its source
+    if isinstance(recordings, list | tuple) and not listed_recordings(config):
+        out["data.recordings"] = str(recordings[0])  # the bundled EEG, by its source
     elif listed_recordings(config):
         del out["data.recordings"]
         salt = out.get("data.recordings_salt") or secrets.token_hex(16)
-        out.setdefault("data.n_recordings", len(names))
-        out.setdefault("data.recordings_hash", identifiers_hash(names, salt))
+        out.setdefault("data.n_recordings", len(recordings))
+        out.setdefault("data.recordings_hash", identifiers_hash(recordings, salt))
         if isinstance(info, list):
             info = [*info, "data.n_recordings", "data.recordings_hash"]
     local = [key for key in out if key.endswith(_LOCAL_SUFFIX)]
@@ -211,9 +304,9 @@ def public_run_config(config):
     if isinstance(info, list):
         out["run_info"] = sorted({k for k in info if k != "data.recordings" and k not in local})
     if out.get("data.store") is not None:
-        out["data.store"] = _public_path(out["data.store"])
+        out["data.store"] = _public_path(out["data.store"], "store", given)
     if out.get("command") is not None:
-        out["command"] = _public_command(out["command"])
+        out["command"] = _public_command(out["command"], given)
     return out
 
 
@@ -388,6 +481,7 @@ def model_card(
     license=None,
     name=None,
     overlap=None,
+    names=None,
 ):
     """The ``README.md`` model card (Hugging Face format) of an encoder and its run.
 
@@ -403,7 +497,8 @@ def model_card(
     (``valid_skill``; ``train_skill``, labelled as such, when nothing was held out);
     with ``status`` (:func:`~braindecode_pars.hub.folders.run_status`), whether the run
     finished; how to load the folder; and how to reproduce it (``command``, or
-    ``run_config["command"]``, each of its paths by its last part).
+    ``run_config["command"]``, each of its paths a placeholder, ``<store>``, unless
+    ``names`` names it).
 
     Parameters
     ----------
@@ -428,6 +523,11 @@ def model_card(
     overlap : dict | None
         The overlap statistics of the pretext model's patch draws
         (:meth:`~braindecode_pars.PARS.overlap_statistics`), stated beside its settings.
+    names : dict | None
+        The public names of the run's paths (``{"store": "tuh-abnormal"}``,
+        :func:`public_run_config`); None: those ``run_config`` holds, if any. A path
+        not named is a placeholder: the store's line is left out, the command says
+        ``<store>``.
 
     Returns
     -------
@@ -500,7 +600,8 @@ def model_card(
             lines += [f"| {t} | {v if isinstance(v, str) else _number(v)} |" for t, v in settings]
     else:
         lines.append("Not recorded (an encoder saved without its pretext task).")
-    lines += _card_data(config, history) if run_config is not None else []
+    names = _public_names({**(config.get(_NAMES_KEY) or {}), **(names or {})})
+    lines += _card_data(config, history, names) if run_config is not None else []
     lines += _card_training(config, status) if run_config is not None else []
     if run_config is None:
         lines += [
@@ -515,7 +616,7 @@ def model_card(
         lines += [""] + _card_skill(history)
     lines += _card_usage(sfreq, name, pretext=bool(spec))
     lines += ["", "## How to reproduce", ""]
-    command = _public_command(command or config.get("command"))
+    command = _public_command(command or config.get("command"), names)
     if command:
         lines += ["```bash", str(command), "```"]
         lines.append("")
@@ -550,9 +651,9 @@ def _density_rows(overlap):
     ]  # fmt: skip
 
 
-def _card_data(config, history=None):
+def _card_data(config, history=None, names=None):
     """The card's section on the pretraining data (``history``: how the run split its
-    validation windows)."""
+    validation windows; ``names``: the public names of its paths)."""
     lines = ["", "## Data", ""]
     n_windows, fingerprint = config.get("data.n_windows"), config.get("data.fingerprint")
     if n_windows is not None:
@@ -567,7 +668,7 @@ def _card_data(config, history=None):
         )
     else:
         lines.append("- data fingerprint: not recorded")
-    config = public_run_config(config)  # counts, never names
+    config = public_run_config(config, names)  # counts, never names
     recordings = config.get("data.recordings", config.get("data.n_recordings"))
     if recordings is not None:
         lines.append(f"- recordings: {_number(recordings)}")
@@ -588,6 +689,8 @@ def _card_data(config, history=None):
             named = _datasets(config[key])
             if named:
                 lines.append(f"- datasets: {named}")
+        elif key == "data.store" and config[key] == _placeholder("store"):
+            continue  # a store not named: nothing to say of it
         elif key.startswith("data.") and key not in (
             "data.n_windows", "data.fingerprint", "data.recordings", "data.preprocessing",
             "data.people", "data.people_counted_by", "data.n_recordings",

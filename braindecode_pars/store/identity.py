@@ -134,8 +134,9 @@ def _anonymize_store(path):
 
 def _anonymize_run(path):
     """Rewrite a run's ``config.json`` (the recordings counted, not named) or an
-    export's ``run_config.json`` and card (the same, and nothing local: the store by its
-    folder, the command's paths by their last parts, no salt)."""
+    export's ``run_config.json`` and card (the same, and nothing local: the store and
+    the command's paths as placeholders, ``<store>``, unless the export named them, no
+    salt)."""
     from braindecode_pars.models.card import listed_recordings, public_run_config
 
     written = []
@@ -155,15 +156,22 @@ def _anonymize_run(path):
     card = path / "README.md"
     if (path / "run_config.json").is_file() and card.is_file():
         text = card.read_text()
+        record = json.loads((path / "run_config.json").read_text())
+        names = record.get("public_names") if isinstance(record, dict) else None
+
+        def public(key, value):  # as public_run_config gives it, with the export's names
+            return public_run_config({key: value}, names)[key]
+
         new = re.sub(r"(?m)^- recordings \((\d+)\): .*$", r"- recordings: \1", text)
         new = re.sub(  # the store and the command as public_run_config gives them
-            r"(?m)^(- store: )(.*)$",
-            lambda m: m[1] + public_run_config({"data.store": m[2]})["data.store"],
+            r"(?m)^- store: (.*)\n",
+            lambda m: "" if public("data.store", m[1]) == "<store>" else
+            f"- store: {public('data.store', m[1])}\n",
             new,
-        )
+        )  # fmt: skip
         new = re.sub(
             r"(?m)^(```bash\n)(braindecode-pars .*)$",
-            lambda m: m[1] + public_run_config({"command": m[2]})["command"],
+            lambda m: m[1] + public("command", m[2]),
             new,
         )
         if new != text:
@@ -185,8 +193,8 @@ def anonymize(path):
       list of recordings by name becomes their number and a hash
       (:func:`~braindecode_pars.models.card.public_run_config`); the card's line that
       listed them gives their number. An export's store and command name no local
-      path (the store by its folder, the command's paths by their last parts), as
-      exports do since issue 88.
+      path (placeholders, ``<store>``, but for the names the export gave them), as
+      exports are written now.
 
     Each file is written atomically; the folder is locked meanwhile (a build or a run
     in it refuses to start, and this call refuses a folder that one holds).
