@@ -149,12 +149,12 @@ def test_a_model_setting_given_twice_is_refused_naming_both_before_any_work(
 
 
 def test_a_model_setting_set_twice_after_fit_is_refused_when_the_module_is_rebuilt():
-    clf = _fit(max_epochs=1, spatial_filters=2, band_power=None)
+    clf = _fit(max_epochs=1, spatial_filters=2, band_power=None, token_gate=True)
     assert clf.module_.spatial_filters == 2 and clf.module_.gate is not None
     # skorch rebuilds the module of a fitted net when a module__ parameter is set
     with pytest.raises(ValueError, match=r"given twice, as token_gate=True and module__token"):
         clf.set_params(module__token_gate=False)
-    other = _fit(max_epochs=1, module__n_heads=1, band_power=None)  # not a setting of its own
+    other = _fit(max_epochs=1, module__n_heads=1, token_gate=True)  # not a setting of its own
     assert other.module_.spatial_attn.num_heads == 1 and other.module_.n_heads == 1
 
 
