@@ -697,8 +697,9 @@ class PARSFineTuner(
             The module's ``return_features``
             (:attr:`MultiChannelClassifier.n_features
             <braindecode_pars.MultiChannelClassifier.n_features>` columns): the pooled token
-            (``emb_dim`` columns; times the gate with a gate, ``token_gate_=True``;
-            zeros with the token path removed, ``token_gate_="closed"``), then, with
+            (``emb_dim`` columns; times the gate where there is one,
+            ``token_gate_=True``; zeros where the token path is removed,
+            ``token_gate_="closed"``), then, with
             ``band_power``, the standardised band log-variance of each of the
             ``n_virtual`` channels the encoder reads (``min(spatial_filters, n_chans)``;
             ``n_chans`` with ``spatial_filters=None``) in each of the ``n_bands`` bands,
