@@ -69,7 +69,8 @@ def test_the_classifier_does_not_pretrain_for_a_head_that_reads_no_encoder(monke
         clf.fit(X, y, groups=groups)
     assert calls == [] and clf.encoder_ is None and clf.pretrainer_ is None
     assert any("Pretraining skipped" in r.getMessage() for r in caplog.records)
-    expected = PARSProbe(None, sfreq=SFREQ, random_state=0).fit(X, y).predict_proba(X)
+    expected = PARSProbe(None, block_weights=None, sfreq=SFREQ, random_state=0)  # equal say
+    expected = expected.fit(X, y).predict_proba(X)
     np.testing.assert_allclose(clf.predict_proba(X), expected)
     with pytest.warns(UserWarning, match="'X_unlabeled' is not used"):
         clf.fit(X, y, groups=groups, X_unlabeled=X)

@@ -115,8 +115,8 @@ def test_encoder_features_refuse_bad_input():
 
 def test_probe_learns_built_data_and_clones():
     X, y = alpha_task(seed=SEED)
-    probe = PARSProbe(small_encoder(SEED), sfreq=100, random_state=SEED)
-    fitted = clone(probe).fit(X[:40], y[:40])
+    probe = PARSProbe(small_encoder(SEED), block_weights=None, sfreq=100, random_state=SEED)
+    fitted = clone(probe).fit(X[:40], y[:40])  # every block, equal say
     assert fitted.recipe_.blocks == ("encoder", "bandpower", "tangentspace")
     learned(fitted.score(X[40:], y[40:]), above=0.9, at_least=True)  # chance 0.5
     # the encoder block alone on a rhythm it never saw pretrained: still a valid model
@@ -337,7 +337,7 @@ def test_aligned_probe_clones_pickles_and_checks_its_groups():
 
     X, y, groups = scaled_subjects([1.0, 3.0], n=16)
     encoder = PatchEncoder(sfreq=100, emb_dim=8, depth=1, n_heads=2, ff_dim=8)
-    probe = PARSProbe(encoder, align="groups", C=10.0, sfreq=100)
+    probe = PARSProbe(encoder, align="groups", C=10.0, block_weights=None, sfreq=100)
     assert clone(probe).get_params()["C"] == 10.0
     fitted = clone(probe).fit(X, y, groups)
     assert fitted.recipe_.blocks == ("encoder", "bandpower", "tangentspace")
@@ -387,10 +387,11 @@ def test_pars_probe_aligns_the_groups_it_is_given_at_predict():
     Xt, _ = _amplitude_task(seed=1)
     groups, groups_t = np.repeat([0, 1], 20), np.repeat([5, 6], 20)
     encoder = small_encoder()
-    probe = PARSProbe(encoder, C=3.0, align="groups", sfreq=100).fit(X, y, groups)
+    probe = PARSProbe(encoder, C=3.0, align="groups", block_weights=None, sfreq=100)
+    probe.fit(X, y, groups)
     # without groups at predict, all of Xt is one group: another alignment
     assert not np.allclose(probe.transform(Xt), probe.transform(Xt, groups_t))
-    unaligned = PARSProbe(encoder, C=3.0, sfreq=100).fit(X, y, groups)
+    unaligned = PARSProbe(encoder, C=3.0, block_weights=None, sfreq=100).fit(X, y, groups)
     assert unaligned.align is None  # the default
     np.testing.assert_array_equal(unaligned.transform(Xt), unaligned.transform(Xt, groups_t))
     # features: 2 channels x 2 emb_dim of the encoder (mean and std), 2 x 6 band powers, 3
@@ -529,7 +530,9 @@ def test_encoder_features_refuse_bad_readouts_and_crops():
 
 def test_pars_probe_passes_the_readout_and_crops_on():
     X, y = alpha_task(n_times=1000)
-    probe = PARSProbe(small_encoder(), readout="blocks", crop_seconds=5, sfreq=100).fit(X, y)
+    probe = PARSProbe(
+        small_encoder(), readout="blocks", crop_seconds=5, block_weights=None, sfreq=100
+    ).fit(X, y)
     step = probe.extractor_.steps["encoder"]
     assert (step.readout, step.crop_seconds, step.crop_size_) == ("blocks", 5, 500)
     assert PARSProbe().readout == EncoderFeatures("pars-small").readout == "mean+std"

@@ -86,7 +86,7 @@ def _fixed(recipe, encoder, **params):
         tangent_space="tangentspace" in recipe.blocks,
         C=recipe.C,
         sfreq=SFREQ,
-        **params,
+        **{"block_weights": None, **params},  # the fixed recipe, every block's equal say
     )
 
 
@@ -170,7 +170,7 @@ def test_fewer_than_three_groups_fit_the_fixed_recipe_and_say_so(caplog, n_group
     assert ("Pass 'groups'" in message) == (n_groups == 0)
     assert auto.recipe_ == DEFAULT and auto.recipe_scores_ is None
     assert math.isnan(auto.encoder_gain_)
-    plain = PARSProbe(encoder, sfreq=SFREQ).fit(X, y, groups)
+    plain = PARSProbe(encoder, block_weights=None, sfreq=SFREQ).fit(X, y, groups)
     np.testing.assert_array_equal(auto.predict_proba(X), plain.predict_proba(X))
     # the fixed recipe is the parameters'
     caplog.clear()
@@ -228,8 +228,8 @@ def test_recipe_clones_pickles_and_refuses_bad_values_before_any_work():
     missing[3] = None
     with pytest.raises(ValueError, match=r"'groups' has 1 missing value\(s\).*recipe='auto'"):
         PARSProbe(recipe="auto", sfreq=SFREQ).fit(X, y, missing)
-    fixed = PARSProbe(recipe="fixed", sfreq=SFREQ).fit(X, y, groups)  # groups or not
-    assert fixed.recipe_ == ProbeRecipe(("bandpower", "tangentspace"), C=3.0)
+    fixed = PARSProbe(recipe="fixed", block_weights=None, sfreq=SFREQ).fit(X, y, groups)
+    assert fixed.recipe_ == ProbeRecipe(("bandpower", "tangentspace"), C=3.0)  # groups or not
     assert fixed.recipe_scores_ is None and math.isnan(fixed.encoder_gain_)
 
 

@@ -203,7 +203,9 @@ def test_the_probe_and_the_classifier_reach_the_readout_options():
     rng = np.random.default_rng(0)
     y = np.tile([0, 1], 10)
     X = rng.standard_normal((20, 2, 300)) * (1 + y[:, None, None])
-    probe = PARSProbe(_encoder(), patch_stride_seconds=0.5, pos_mask_ratio=1.0, sfreq=SFREQ)
+    probe = PARSProbe(
+        _encoder(), patch_stride_seconds=0.5, pos_mask_ratio=1.0, block_weights=None, sfreq=SFREQ
+    )  # every block fitted
     step = probe.fit(X, y).extractor_.steps["encoder"]
     assert (step.stride_, step.pos_mask_ratio, step.n_tokens_) == (50, 1.0, 5)
     np.testing.assert_array_equal(

@@ -31,10 +31,11 @@ from braindecode_pars.features.recipe import (
     DEFAULT_C,
     LOGO_MAX_GROUPS,
     ProbeRecipe,
+    TimeParts,
     beats,
     choose_recipe,
-    choose_weight,
     compare_recipes,
+    earn_blocks,
     fit_blocks,
     inner_splitter,
 )
@@ -65,14 +66,29 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     means for a logistic regression over standardised features whatever the number of
     channels and blocks (:mod:`braindecode_pars.features.recipe` gives the formula).
 
-    How much say the encoder's block gets, on your own labels: with
-    ``block_weights="auto"`` and ``groups`` of at least three subjects (or blocks),
-    ``fit`` scores the fixed recipe with the encoder's block weighted 0 (the probe
-    without an encoder), 0.25, 0.5 and 1 (today's equal total variances) by an inner
-    cross-validation over the groups, and fits a weight above 0 only where its gain over
-    0, fold by fold, exceeds a margin of standard errors
-    (:func:`~braindecode_pars.features.recipe.choose_weight`); with fewer groups, the
-    fallback weights (:data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`).
+    **Every block earns its say on your own labels** (``block_weights="auto"``, the
+    default). The null is log band power alone, the block a plain band-power logistic
+    regression reads. ``fit`` offers the tangent space, then the encoder's block (at
+    weights 0.25, 0.5 and 1 of the others' total variance), each beside the blocks
+    admitted before it, and fits a block only where inner folds on the labelled windows
+    show that it helps by more than two standard errors of its gain (the spread over the
+    folds, never less than the binomial standard error of the held-out windows; the
+    encoder's three weights share that level, 2.43 standard errors each) and by more
+    than :data:`~braindecode_pars.features.recipe.EVIDENCE_DELTA`
+    (:func:`~braindecode_pars.features.recipe.earn_blocks`). The inner folds hold out
+    whole groups where ``fit`` has three groups (subjects, recordings) or more (folds:
+    ``inner_cv``); with one or two, contiguous parts of each group's windows of each
+    class, in time order, their neighbours left out of training
+    (:class:`~braindecode_pars.features.recipe.TimeParts`; braindecode windows are in
+    time order, arrays are taken in the order given). Where too few windows leave too
+    few folds to score, band power alone is fitted and a WARNING says which blocks were
+    dropped without evidence; otherwise one INFO line gives each block's gain against
+    the gain it had to exceed. The comparison runs on the block features computed once
+    (the encoder reads each window once), two logistic regressions per fold for the
+    tangent space and four for the encoder. Why the default (on the development tasks
+    and the main job, band power alone beat the three blocks at equal say with one or
+    two labelled subjects): :doc:`/benchmarks/defaults`. ``block_weights=None`` gives
+    every block equal say, as before.
 
     Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
     ``groups`` of at least three subjects (or blocks), ``fit`` scores the fixed recipe
@@ -99,7 +115,9 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         its block alone (as :class:`~braindecode_pars.PARSFineTuner` resamples them),
         and ``fit`` logs both rates.
     recipe : {"fixed", "auto"}
-        "fixed": the blocks and ``C`` the parameters give. "auto": the fixed recipe
+        "fixed": the blocks and ``C`` the parameters give, each earning its say under
+        ``block_weights="auto"``. "auto": the fixed recipe (at equal weights, or a dict's
+        weights; ``block_weights="auto"`` is not used then)
         (the incumbent) and the candidates
         (:meth:`~braindecode_pars.features.ProbeRecipe.candidates`) scored by their inner
         balanced accuracy over the groups of ``fit`` (folds: ``inner_cv``). A candidate
@@ -134,25 +152,29 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     band_power, tangent_space : bool
         Whether the fixed recipe holds the log band power block and the tangent-space
         block (OAS covariances, reference point the training windows' Riemannian mean).
-    block_weights : None | "auto" | dict
-        How much say each block of the fixed recipe gets. None (the default): every
-        block the same total variance (``C``'s scaling). A dict ``{block: weight}``
-        (blocks ``"encoder"``, ``"bandpower"``, ``"tangentspace"``; weights >= 0,
-        unnamed blocks 1): each block's scaled features multiplied by its weight, so
-        that the L2 penalty holds a block of weight ``w`` ``1 / w**2`` times tighter; 0
-        leaves the block out (``{"encoder": 0}`` is the probe without an encoder, exactly);
-        weights of blocks the recipe does not hold are ignored. ``"auto"``: the encoder
-        block's weight chosen among
-        :data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS` by ``inner_cv`` folds
-        over the groups of ``fit`` (at least three; a weight above 0 is fitted only when
-        its gain over 0 exceeds
-        :data:`~braindecode_pars.features.recipe.WEIGHT_MARGIN_SE` standard errors of
-        that gain, fold by fold), else
-        :data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`; logged in one
-        line, the scores in ``recipe_scores_``, the gain of the best weight over 0 in
-        ``encoder_gain_``. Not with ``recipe="auto"`` (one comparison at a time). On a
-        one-channel task that the encoder cannot help it keeps the probe within 0.02 of
-        the probe without an encoder (issue 87; ``tests/test_probe_blocks.py``).
+        Both read a flat channel of a window (a disconnected amplifier, a zero-padded
+        end: its variance at most ``features.blocks.FLAT_RATIO`` times its median over
+        the fitted windows) as missing, so that every feature stays finite; ``fit``
+        warns once when some windows hold flat channels. The covariances read whatever
+        band the windows hold: for motor imagery give the probe windows filtered to 8-30
+        Hz, as CSP and MOABB's tangent-space pipelines do (:doc:`/usage`).
+    block_weights : "auto" | None | dict
+        How much say each block of the fixed recipe gets. ``"auto"`` (the default): each
+        block beyond band power is fitted only where the inner folds on the labelled
+        windows show it helps (above; the encoder's block at the best of
+        :data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS` that passes),
+        logged in one line, the scores in ``recipe_scores_``, the encoder's gain over
+        the blocks before it in ``encoder_gain_``. None: every block the same total
+        variance (``C``'s scaling; the default before the blocks had to earn their
+        say). A dict ``{block: weight}`` (blocks ``"encoder"``, ``"bandpower"``,
+        ``"tangentspace"``; weights >= 0, unnamed blocks 1): each block's scaled
+        features multiplied by its weight, so that the L2 penalty holds a block of
+        weight ``w`` ``1 / w**2`` times tighter; 0 leaves the block out (``{"encoder":
+        0}`` is the probe without an encoder, exactly); weights of blocks the recipe
+        does not hold are ignored. On a one-channel task that the encoder cannot help
+        ``"auto"`` keeps ``PARSClassifier()`` within 0.02 of the better probe without an
+        encoder, and on a task only the encoder carries it keeps the encoder
+        (``tests/test_probe_evidence.py``).
     align : {None, "groups"}
         None: every window as it is. "groups": each group standardised and its
         covariances re-centred on its own windows, at ``fit`` and at ``predict``
@@ -208,14 +230,18 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     recipe_ : ProbeRecipe
         The recipe fitted; ``str(recipe_)``: ``"bandpower+tangentspace (C=3)"``.
     recipe_scores_ : pandas.DataFrame | None
-        The inner comparison (``recipe="auto"`` or ``block_weights="auto"`` with three
-        groups or more, else None; the fixed recipe first, or one row per weight of the
-        encoder's block), :func:`~braindecode_pars.features.recipe.compare_recipes`.
+        The inner comparison, :func:`~braindecode_pars.features.recipe.compare_recipes`'s
+        rows: with ``recipe="auto"`` the fixed recipe first, then the candidates; with
+        ``block_weights="auto"`` band power alone, with the tangent space, then the
+        encoder's block at each weight beside the blocks admitted before it. None when
+        nothing was compared.
     encoder_gain_ : float
         The best inner balanced accuracy with the encoder's block minus the best
         without, in percentage points (the mean over the inner folds of the two
-        candidates' difference in each); NaN when nothing was compared (or no encoder).
-        It is the gain of the best candidates, whichever recipe was fitted.
+        candidates' difference in each; with ``block_weights="auto"``, the encoder's
+        weight of the largest mean gain over the blocks admitted before it); NaN when
+        nothing was compared (or no encoder). It is the gain of the best candidates,
+        whichever recipe was fitted.
     encoder_gain_std_ : float
         The standard deviation (``ddof=0``) over the inner folds of that difference, in
         points: the spread to read ``encoder_gain_`` against (its standard error is
@@ -262,7 +288,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         C=DEFAULT_C,
         band_power=True,
         tangent_space=True,
-        block_weights=None,
+        block_weights="auto",
         align=None,
         readout=DEFAULT_READOUT,
         bands=None,
@@ -295,12 +321,6 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         check_device("device", self.device)
         check_memory(self.memory)
         _check_block_weights(self.block_weights)
-        if self.recipe == "auto" and self.block_weights == "auto":
-            raise ValueError(
-                "recipe='auto' and block_weights='auto' are two inner comparisons; choose "
-                "one: recipe='auto' compares recipes (and keeps fixed weights of a dict), "
-                "block_weights='auto' the encoder block's weight in the fixed recipe."
-            )
         flags = (self.encoder_block, self.band_power, self.tangent_space)
         blocks = tuple(name for name, on in zip(BLOCKS, flags, strict=True) if on)
         if not any(flags):
@@ -325,14 +345,6 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
                 return (
                     "PARSProbe's block_weights give the encoder's block the weight 0; to use "
                     "the encoder, give it a positive weight"
-                )
-        if self.encoder_block and others and self.block_weights == "auto":
-            if n_groups < _MIN_GROUPS and _recipe.FALLBACK_WEIGHTS.get("encoder", 1) == 0:
-                return (
-                    f"PARSProbe(block_weights='auto') has {n_groups} group(s), fewer than the "
-                    f"{_MIN_GROUPS} its inner comparison of the encoder block's weight needs, "
-                    "and gives the encoder's block its FALLBACK_WEIGHTS weight of 0 then; "
-                    "pass the subject of each window as 'groups' (three or more)"
                 )
         if self.encoder_block:
             return None
@@ -380,7 +392,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         considered = fixed.blocks
         if isinstance(self.block_weights, Mapping):
             fixed = fixed.weighted(self.block_weights)
-        weighing = self.block_weights == "auto" and fixed.encoder and len(fixed.blocks) > 1
+        earning = self.recipe == "fixed" and self.block_weights == "auto" and len(fixed.blocks) > 1
         check_align_groups(self.align, data)
         self.sfreq_ = float(data.sfreq)
         self.n_chans_, self.n_times_ = data.shape
@@ -392,11 +404,6 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         recipe, candidates = fixed, None
         if self.recipe == "auto":
             candidates = self._candidates(fixed, encoder, groups)
-        elif weighing:
-            candidates = self._weight_candidates(fixed, groups)
-            if candidates is None:
-                recipe = fixed = _fallback(fixed)
-                self.recipe_ = fixed
         wanted = candidates or [fixed]
         blocks = tuple(dict.fromkeys(b for r in wanted for b in r.blocks))
         features, extractor = block_features(
@@ -404,8 +411,8 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
             encoder=encoder, batch_size=self.batch_size, device=self.device,
             memory=self.memory,
         )  # fmt: skip
-        if candidates and weighing:
-            recipe = self._compare_weights(candidates, features, data.y, groups)
+        if earning:
+            recipe = self._earn(fixed, features, data.y, groups)
         elif candidates:
             recipe = self._compare(candidates, features, data.y, groups, fixed)
         self.recipe_ = recipe
@@ -467,52 +474,44 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         grid = fixed.candidates(encoder=encoder is not None)
         return [fixed, *(r for r in grid if r != fixed)]  # the incumbent first
 
-    def _weight_candidates(self, fixed, groups):
-        """The fixed recipe at each weight of the encoder's block
-        (:data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS`), or None (logged)
-        when fit has too few groups to compare them."""
-        n_groups = 0 if groups is None else len(pd.unique(groups[~pd.isna(groups)]))
-        if n_groups < _MIN_GROUPS:
-            logger.info(_weight_fallback_message(n_groups, _fallback(fixed)))
-            return None
-        return [fixed.weighted({"encoder": w}) for w in _recipe.ENCODER_WEIGHTS]
-
-    def _compare_weights(self, candidates, features, y, groups):
-        """The encoder block's weight :func:`~braindecode_pars.features.recipe.choose_weight`
-        chooses (above 0 only past the margin; of those, the best inner score, ties to the
-        smaller); the fallback weights when too few folds could be scored; logs one line."""
-        if pd.isna(groups).any():
+    def _earn(self, fixed, features, y, groups):
+        """The recipe :func:`~braindecode_pars.features.recipe.earn_blocks` admits on the
+        labelled windows (band power alone where nothing can be compared); logs one line,
+        at WARNING when a block is dropped without evidence."""
+        if groups is None:
+            groups = np.zeros(len(y), dtype=int)
+        elif pd.isna(groups).any():
             raise ValueError(
                 f"'groups' has {int(pd.isna(groups).sum())} missing value(s) (NaN or None): "
-                "block_weights='auto' holds out whole groups in its inner folds and needs "
-                "the group (a subject or a block) of every window."
+                "block_weights='auto' holds out whole groups (or parts of each group) in its "
+                "inner folds and needs the group (a subject, a recording) of every window; "
+                "pass groups=None to treat every window as one recording."
             )
-        n_groups = len(np.unique(groups))
-        scores, folds = compare_recipes(
-            candidates, features, y, groups, random_state=self.random_state,
-            cv=inner_splitter(self.inner_cv, n_groups, name="inner_cv"), return_folds=True,
+        n_groups = len(pd.unique(groups))
+        evidence = earn_blocks(
+            fixed, features, y, groups, cv=self._evidence_folds(n_groups),
+            random_state=self.random_state,
         )  # fmt: skip
-        fallback = _fallback(candidates[-1])
-        if int(scores["n_groups"].max()) < _MIN_GROUPS:
-            logger.info(
-                _weight_fallback_message(n_groups, fallback, why=f"the inner folds were {folds}")
-            )
-            return fallback
-        chosen = choose_weight(scores, candidates, folds.scores)
-        weights = [r.weight("encoder") for r in candidates]
-        means = scores["mean"].to_numpy()
-        without = weights.index(0.0)
-        with_ = max(
-            (i for i in range(len(candidates)) if i != without), key=lambda i: (means[i], -i)
-        )
-        per_fold = 100 * (folds.scores[with_] - folds.scores[without])
-        self.encoder_gain_ = float(per_fold.mean())
-        self.encoder_gain_std_ = float(per_fold.std())
-        self.recipe_scores_, self.inner_folds_ = scores, str(folds)
-        logger.info(
-            _weight_message(scores, candidates, chosen, _Gain(with_, without, per_fold), folds)
-        )
-        return candidates[chosen]
+        self.recipe_scores_ = evidence.scores
+        self.inner_folds_ = None if evidence.folds is None else str(evidence.folds)
+        for decision in evidence.decisions:
+            if decision.block == "encoder" and decision.evidence:
+                best = int(np.argmax(decision.gains))
+                per_fold = 100 * decision.per_fold[best]
+                self.encoder_gain_ = float(per_fold.mean())
+                self.encoder_gain_std_ = float(per_fold.std())
+        level = logging.INFO if evidence.compared else logging.WARNING
+        logger.log(level, _evidence_message(evidence, n_groups))
+        return evidence.recipe
+
+    def _evidence_folds(self, n_groups):
+        """The inner folds of ``block_weights="auto"``: ``inner_cv`` over three groups or
+        more (a splitter given: always), else :class:`TimeParts`."""
+        if not isinstance(self.inner_cv, str | numbers.Integral):  # a splitter: as given
+            return self.inner_cv
+        if n_groups >= _MIN_GROUPS:
+            return inner_splitter(self.inner_cv, n_groups, name="inner_cv")
+        return TimeParts(_recipe.TIME_PARTS)
 
     def _compare(self, candidates, features, y, groups, fixed):
         """The winner of the inner comparison (or ``fixed`` when too few groups could be
@@ -629,47 +628,41 @@ def _comparison_message(scores, recipes, chosen, best, gain, folds, fold_scores)
     return f"{head}{what}. The {top}; {choice}; fitted recipe {recipes[chosen]}."
 
 
-def _weight_message(scores, recipes, chosen, gain, folds):
-    """The one line ``block_weights="auto"`` logs: each weight's inner score, the
-    encoder block's gain at its best weight over none, the weight fitted."""
-    means = scores["mean"].to_numpy()
-    each = ", ".join(
-        f"{r.weight('encoder'):g}: {m:.1%}" for r, m in zip(recipes, means, strict=True)
+def _evidence_message(evidence, n_groups):
+    """The one line ``block_weights="auto"`` logs: the null's inner score, each block's
+    gain over the blocks before it against the gain it had to exceed, and the recipe
+    fitted; or, where nothing could be compared, that the null was fitted without
+    evidence."""
+    margin, delta = _recipe.WEIGHT_MARGIN_SE, _recipe.EVIDENCE_DELTA
+    rule = (
+        f"a block is fitted when its mean gain over the blocks before it exceeds {margin:g} "
+        f"standard errors (over the folds, at least the held-out windows' binomial one) "
+        f"and {100 * delta:g} points"
     )
-    mean, spread = gain.per_fold.mean(), gain.per_fold.std()
-    return (
-        f"block_weights='auto', inner comparison over {folds}: balanced accuracy by the "
-        f"encoder block's weight {{{each}}}; at its best weight "
-        f"({recipes[gain.with_].weight('encoder'):g}) the encoder block adds {mean:+.1f} ± "
-        f"{spread:.1f} points over none (mean ± std over the folds, standard error "
-        f"{gain.sem:.1f}); fitted weight {recipes[chosen].weight('encoder'):g} (a weight is "
-        f"fitted over 0 only when its gain over none exceeds {_recipe.WEIGHT_MARGIN_SE:g} "
-        f"standard errors of it fold by fold; of those, the best score, ties to the "
-        f"smaller weight): {recipes[chosen]}."
-    )
-
-
-def _fallback(fixed):
-    """The fixed recipe at :data:`~braindecode_pars.features.recipe.FALLBACK_WEIGHTS`
-    (as it is when those weights would leave no block)."""
-    try:
-        return fixed.weighted(_recipe.FALLBACK_WEIGHTS)
-    except ValueError:
-        return fixed
-
-
-def _weight_fallback_message(n_groups, fallback, why=None):
-    """The line ``block_weights="auto"`` logs when it could compare nothing."""
-    why = why or f"fit has {n_groups} group{'s' * (n_groups != 1)}"
-    return (
-        f"block_weights='auto' compared nothing ({why}, fewer than the {_MIN_GROUPS} an "
-        f"inner comparison of the encoder block's weights needs): fitted the blocks at "
-        f"FALLBACK_WEIGHTS={_recipe.FALLBACK_WEIGHTS}, {fallback}."
-        + (
-            " Pass 'groups' (the subject of each window) to compare weights."
-            if not n_groups
-            else ""
+    if not evidence.compared:
+        dropped = ", ".join(d.block for d in evidence.decisions if not d.evidence)
+        groups = f"{n_groups} group{'s' * (n_groups != 1)}"
+        return (
+            f"block_weights='auto' could not compare the blocks: the inner folds were "
+            f"{evidence.folds}, fewer than {_recipe.MIN_SCORED_FOLDS} of them scored, on "
+            f"{groups}. Fitted {evidence.recipe}, band power alone (the rule's null), and "
+            f"dropped {dropped} without evidence. More labelled windows of each class (in "
+            "time order within each group), or groups of three subjects or more, let the "
+            "inner folds decide."
         )
+    null_score = evidence.scores["mean"].iloc[0]
+    parts = []
+    for d in evidence.decisions:
+        weights = "/".join(f"{w:g}" for w in d.weights)
+        gains = "/".join(f"{100 * g:+.1f}" for g in d.gains)
+        bars = "/".join(f"{100 * b:.1f}" for b in d.bars)
+        at = f" at weight {weights}" if len(d.weights) > 1 else ""
+        verdict = f"fitted at weight {d.weight:g}" if d.weight > 0 else "dropped"
+        parts.append(f"{d.block}{at} {gains} points, needed more than {bars}: {verdict}")
+    return (
+        f"block_weights='auto', inner comparison over {evidence.folds}: "
+        f"{evidence.null} scored {null_score:.1%}; " + "; ".join(parts) + f" ({rule}). "
+        f"Fitted {evidence.recipe}."
     )
 
 

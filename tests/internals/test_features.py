@@ -74,7 +74,8 @@ def _encoder():
 def test_a_grid_over_c_runs_the_encoder_once_per_fold(tmp_path, encoded, computed, cached, n_folds):
     X, y, groups = _data(n_subjects=6, seed=SEED)
     memory = joblib.Memory(tmp_path, verbose=0) if cached else None
-    clf = PARSClassifier(encoder=_encoder(), head=PARSProbe(memory=memory), sfreq=SFREQ, verbose=0)
+    head = PARSProbe(memory=memory, block_weights=None)  # every block, so every fold encodes
+    clf = PARSClassifier(encoder=_encoder(), head=head, sfreq=SFREQ, verbose=0)
     search = GridSearchCV(clf, {"head__C": [0.1, 1.0, 10.0]}, cv=GroupKFold(n_folds))
     search.fit(X, y, groups=groups)
     # every single-channel window through the encoder: each fold encodes its training
@@ -150,7 +151,8 @@ def test_probe_scales_each_block_as_documented_and_equals_a_hand_computation():
     X, y = alpha_task(seed=4)
     encoder = small_encoder(5)
     train, test = np.arange(40), np.arange(40, 60)
-    probe = PARSProbe(encoder, C=10.0, sfreq=100, random_state=0).fit(X[train], y[train])
+    probe = PARSProbe(encoder, C=10.0, block_weights=None, sfreq=100, random_state=0)
+    probe.fit(X[train], y[train])
 
     enc = EncoderFeatures(encoder, sfreq=100).fit_transform(X)
     bp = BandPowerFeatures(sfreq=100).fit_transform(X)
