@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import datetime
+import fcntl
 import json
 import logging
 import os
@@ -43,7 +45,6 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.lib.measure import command_line, cpu_model, git_commit, write_report
-from braindecode_pars._jobs.lock import folder_lock
 
 logger = logging.getLogger("benchmarks.learning_margins")
 
@@ -108,6 +109,18 @@ def _run(tests, seed, threads, part, timeout):
         temporary.write_text(rows)
         temporary.replace(part)
         return process.returncode
+
+
+@contextlib.contextmanager
+def _locked(folder):
+    """Hold ``folder``'s lock (an flock on its ``.lock``) while the block runs; refuse at
+    once, before any run, when another sweep holds it."""
+    with open(folder / ".lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(f"{folder} is being written by another learning-margins sweep")
+        yield
 
 
 def _function(test_id):
@@ -208,7 +221,7 @@ def main(argv=None):
         shutil.rmtree(parts)
     parts.mkdir(parents=True, exist_ok=True)
     failed = []
-    with folder_lock(parts, "a learning-margins sweep"):
+    with _locked(parts):
         for threads in args.threads:
             for seed in range(args.seeds):
                 part = parts / f"seed{seed}-threads{threads}.jsonl"
