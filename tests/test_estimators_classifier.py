@@ -318,7 +318,7 @@ def test_defaults_are_constructible_and_documented():
     # the spatial front end reads band power; the broadband amplitude path is off (issue 86)
     assert (head["strategy"], head["amplitude"]) == ("full", False)
     front = [head[k] for k in ("spatial_filters", "band_power", "token_gate", "patch_stride")]
-    assert front == [8, (8.0, 30.0), True, 0.5]
+    assert front == [8, (8.0, 30.0), "auto", 0.5]  # the token decided on held-out windows
     assert (head["lr_schedule"], head["augmentation"]) == ("warmup-cosine", None)
     assert (head["crop_seconds"], head["min_valid_groups"]) == (None, None)
     # the probe's C: the selection splits at several label counts (bench_probe_c.py)

@@ -12,6 +12,7 @@ the rest, and keeps the token path only when the held-out windows say it helps
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
@@ -19,7 +20,7 @@ from scipy.stats import binomtest
 from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score
 
-from braindecode_pars._util.logs import plural
+from braindecode_pars._util.logs import PACKAGE_LOGGER, plural
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,20 @@ def gate_evidence(y, pred_open, pred_closed, level=EVIDENCE_LEVEL):
         p=float(p),
         n_held_out=len(y),
     )
-    return evidence["open"] > evidence["closed"] and p <= level, evidence
+    return bool(evidence["open"] > evidence["closed"] and p <= level), evidence
+
+
+@contextlib.contextmanager
+def _quiet_inner_fits():
+    """The package's INFO messages left out for the duration (the inner fits' own
+    lines: which encoder, the first epoch's time), its warnings kept."""
+    logger = logging.getLogger(PACKAGE_LOGGER)
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def choose_token_gate(net, X, y, groups, codes, encoder):
@@ -123,6 +137,7 @@ def choose_token_gate(net, X, y, groups, codes, encoder):
     Two copies of ``net`` (``token_gate=True`` and ``"closed"``, the same seed, no
     validation split, silent) are fitted on the inner training part of
     :func:`inner_split` and score the held-out part; :func:`gate_evidence` decides.
+    The inner fits say nothing at INFO (one line says what was decided).
 
     Parameters
     ----------
@@ -159,7 +174,8 @@ def choose_token_gate(net, X, y, groups, codes, encoder):
             checkpoint_dir=None, verbose=0, random_state=net.seed_,
         )  # fmt: skip
         part = None if groups is None else groups[train]
-        inner.fit(X[train], y[train], groups=part)
+        with _quiet_inner_fits():
+            inner.fit(X[train], y[train], groups=part)
         predictions[gate] = inner.predict(X[held], groups=None if groups is None else groups[held])
     opened, evidence = gate_evidence(y[held], predictions[True], predictions["closed"])
     evidence["held_out"] = how
