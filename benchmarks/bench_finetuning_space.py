@@ -732,7 +732,7 @@ def gate_test_lines():
         opened = {n: sum(r["token_gate"] is True for r in gated if r["row"] == n) for n in complete}
         lines += [
             "",
-            "Token path open after the decision (fits of 12): "
+            "Fits (of 12) whose final model has the token behind a trainable gate: "
             + ", ".join(f"{n} {k}" for n, k in opened.items() if n in {r["row"] for r in gated})
             + ".",
         ]
@@ -762,8 +762,8 @@ def gate_selection_lines():
     rows = read_rows(GATE_SELECTION)
     default, table = gate_decision(rows)
     lines = [
-        "| split | candidate | score | spread | scratch | pars-small-v2 | token path open "
-        "| s per fit |",
+        "| split | candidate | score | spread | scratch | pars-small-v2 | token kept (gate "
+        "trainable) | s per fit |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for label, scores in table:
