@@ -12,13 +12,14 @@ from braindecode_pars.pretraining.distributed import (
     rank,
     world_size,
 )
+from tests._learning import SEED
 from tests.ramp_fixtures import ramp_dataset, ramp_pars
 
 
 def main(out):
     out = Path(out)
     device = init_distributed("cpu")
-    torch.manual_seed(0)  # every rank seeded alike, as a torchrun script usually is
+    torch.manual_seed(SEED)  # every rank seeded alike, as a torchrun script usually is
     data = ramp_dataset()  # 64 windows of 300 samples, as tests/internals/test_training.py
     model = ramp_pars(emb_dim=32, depth=1, n_heads=4, ff_dim=32)
     draws = []  # the patch starts and position masks of this rank's first steps

@@ -9,6 +9,7 @@ import torch
 from braindecode_pars.pretraining.schedule import warmup_cosine_factor
 
 from ._helpers import tiny_config
+from ._learning import learned
 
 #: Two CPU processes on this machine under torchrun, one thread each, this checkout.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
@@ -59,7 +60,8 @@ def test_two_cpu_processes_train_identical_weights_and_the_loss_falls(tmp_path):
     # the curve of a single process that trains on 32 windows
     expected = [3e-3 * warmup_cosine_factor(s / 100) for s in range(100)]
     assert r0["lrs"] == pytest.approx(expected) and r1["lrs"] == r0["lrs"]
-    assert r0["skill"] == r1["skill"] and r0["skill"][-1] > 0.3  # averaged over ranks
+    assert r0["skill"] == r1["skill"]  # averaged over ranks
+    learned(r0["skill"][-1], above=0.3, what="training skill, last epoch")
     assert r0["has_writers"] and not r1["has_writers"]  # only rank 0 writes
     assert (tmp_path / "run" / "encoder_last.pt").is_file()
 

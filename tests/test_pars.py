@@ -151,7 +151,8 @@ def test_loss_falls_well_below_predicting_zero_when_content_reveals_position(dec
         zero_losses.append(out["trivial_loss"].item())
     baseline = sum(zero_losses[-20:]) / 20  # the loss of always predicting 0
     final = sum(losses[-20:]) / 20
-    assert final < 0.15 * baseline, (final, baseline)
+    # final < 0.15 * baseline
+    learned(final / baseline, below=0.15, what="final loss over predicting 0's")
 
 
 def test_given_encoder_is_used_unchanged_and_its_sfreq_must_match():

@@ -9,6 +9,8 @@ from braindecode_pars.demo.main_job import DemoConfig, format_results, run_demo
 from braindecode_pars.estimators.classifier import DEFAULT_ENCODER
 from braindecode_pars.viz import _sorted_shift_matrices, plot_training_curves
 
+from .._learning import SEED, learned
+
 
 def test_shift_matrices_are_sorted_chronologically_and_masked():
     starts = torch.tensor([[30, 10, 20]])
@@ -47,7 +49,8 @@ TINY = dict(ks=(1,), seeds=(0,), test_subjects=(1, 4), pool_subjects=(0, 2), fin
 
 
 def test_demo_writes_the_table_and_figures(tmp_path):
-    results = run_demo(tmp_path, DemoConfig(**TINY))
+    config = DemoConfig(**TINY, seed=SEED)  # the shift predictions' draws
+    results = run_demo(tmp_path, config)
     names = {
         "floor (band power)",
         "probe: pars-small-v2 + band power + tangent space",  # PARSClassifier()
@@ -69,12 +72,12 @@ def test_demo_writes_the_table_and_figures(tmp_path):
     assert saved["config"]["ks"] == [1] and len(saved["runs"]) == 5
     assert saved["config"]["encoder"] == DEFAULT_ENCODER  # PARSClassifier()'s head's
     # the shipped model predicts shifts on a window of a subject it never saw
-    assert saved["shipped_encoder_skill_on_test_window"] > 0.1
+    learned(saved["shipped_encoder_skill_on_test_window"], above=0.1, what="shipped model's skill")
     table = format_results(results)
     assert "k=1" in table and "s per fit" in table
     seconds = results.groupby("method")["seconds"].mean()
     assert f"{seconds['trained from scratch']:.1f}" in table.splitlines()[-2]
-    again = run_demo(tmp_path, DemoConfig(**TINY))  # resumes: nothing runs again
+    again = run_demo(tmp_path, config)  # resumes: nothing runs again
     assert again.equals(results) or np.allclose(
         again.balanced_accuracy.to_numpy(), results.balanced_accuracy.to_numpy()
     )
