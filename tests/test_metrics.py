@@ -12,6 +12,8 @@ from braindecode_pars.metrics import (
     scores,
 )
 
+from ._learning import SEED, learned
+
 
 def test_known_answers_by_hand():
     # recalls 2/3 and 1/1 -> 5/6; kappa: p_o = 3/4, p_e = (3*2 + 1*2)/16 = 1/2 -> 1/2
@@ -98,7 +100,7 @@ def test_group_scorer_gets_groups_by_metadata_routing_in_cross_validation():
 
     from braindecode_pars.metrics import GroupScorer
 
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SEED)
     subjects = np.repeat(np.arange(12), 10)
     trait = (np.arange(12) % 2)[subjects]  # 6 patients, 6 controls
     # one noisy feature: windows are often wrong, subjects (10 windows) rarely
@@ -117,7 +119,8 @@ def test_group_scorer_gets_groups_by_metadata_routing_in_cross_validation():
         fitted = LogisticRegression().fit(X[train], y[train])
         by_hand.append(GroupScorer()(fitted, X[test], y[test], groups=subjects[test]))
     assert subject == pytest.approx(by_hand)
-    assert subject.mean() > window.mean() + 0.1
+    # subject.mean() > window.mean() + 0.1
+    learned(subject.mean() - window.mean(), above=0.1, what="accuracy, subjects over windows")
     # the same in one call, routing on (and off again after it)
     assert group_cross_val_score(
         LogisticRegression(), X, y, groups=subjects, cv=cv

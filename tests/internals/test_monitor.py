@@ -130,8 +130,8 @@ def labelled_set(n_subjects=3, n_windows=8, n_chans=2, seed=0):
     return np.asarray(X, dtype=np.float32), np.asarray(y), np.asarray(groups)
 
 
-def pretrain(callbacks=None, max_epochs=4):
-    torch.manual_seed(0)
+def pretrain(callbacks=None, max_epochs=4, seed=0):
+    torch.manual_seed(seed)
     model = PARS(n_times=N_TIMES, sfreq=SFREQ, n_patches=10, **TINY)
     data = torch.utils.data.TensorDataset(torch.randn(32, 1, N_TIMES), torch.zeros(32))
     net = PretrainNet(
@@ -172,8 +172,8 @@ def by_hand(encoder, X, y, groups):
 
 
 def test_the_monitor_logs_the_probes_of_the_encoder_as_run_by_hand():
-    X, y, groups = labelled_set()
-    net = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ))])
+    X, y, groups = labelled_set(seed=SEED)
+    net = pretrain([("monitor", ProbeMonitor(X, y, groups, sfreq=SFREQ))], seed=SEED)
     logged = [
         (row["epoch"], row.get(MONITOR_KEYS["label"]), row.get(MONITOR_KEYS["subject"]))
         for row in net.history
@@ -181,11 +181,15 @@ def test_the_monitor_logs_the_probes_of_the_encoder_as_run_by_hand():
     assert [epoch for epoch, label, _ in logged if label is not None] == [1, 2, 4]
     assert all(subject is not None for _, label, subject in logged if label is not None)
     label, subject = by_hand(net.encoder, X, y, groups)  # the encoder after pretraining
-    assert 0.5 < label < 1 and 1 / 3 < subject < 1  # values a wrong probe would miss
+    # 0.5 < label < 1 and 1 / 3 < subject < 1: values a wrong probe would miss
+    learned(label, above=0.5, what="label probe")
+    learned(label, below=1, what="label probe, short of 1")
+    learned(subject, above=1 / 3, what="subject probe")
+    learned(subject, below=1, what="subject probe, short of 1")
     assert net.history[-1][MONITOR_KEYS["label"]] == label
     assert net.history[-1][MONITOR_KEYS["subject"]] == subject
     # the monitor reads, it does not train: the losses are those of a run without it
-    plain = pretrain()
+    plain = pretrain(seed=SEED)
     assert net.history[:, "train_loss"] == plain.history[:, "train_loss"]
     # the training figure draws the logged values
     fig = plot_training_curves(net.history)
