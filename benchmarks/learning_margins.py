@@ -206,6 +206,8 @@ def main(argv=None):
     parser.add_argument("--parts", type=Path, default=PARTS,
                         help="the folder of the runs' rows (resumed from)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a run")
+    parser.add_argument("--missing", action="store_true",
+                        help="only the learning tests the raw file has no row of")  # fmt: skip
     parser.add_argument("--fresh", action="store_true", help="forget the runs written")
     args = parser.parse_args(argv)
     if args.seeds < 1 or any(t < 1 for t in args.threads):
@@ -213,10 +215,14 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tests = [t for t in learning_tests() if args.k is None or args.k in t]
+    if args.missing:  # only those without rows yet
+        recorded = {_function(row["test"]) for row in _read_rows(args.raw)}
+        tests = [t for t in tests if t not in recorded]
     if not tests:
         parser.error(f"no learning test matches -k {args.k!r}")
     logger.info("%d learning tests", len(tests))
-    parts = args.parts / re.sub(r"[^A-Za-z0-9_.-]+", "_", args.k or "all")
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.k or "all") + ("-missing" * args.missing)
+    parts = args.parts / name
     if args.fresh and parts.exists():
         shutil.rmtree(parts)
     parts.mkdir(parents=True, exist_ok=True)
