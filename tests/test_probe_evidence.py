@@ -22,6 +22,7 @@ from sklearn.metrics import balanced_accuracy_score
 from braindecode_pars import PARSClassifier, PARSProbe
 from braindecode_pars.features import recipe as recipe_module
 from braindecode_pars.features.recipe import (
+    EVIDENCE_DELTA,
     ProbeRecipe,
     TimeParts,
     _InnerFolds,
@@ -144,7 +145,7 @@ def test_paired_gain_is_the_difference_of_balanced_accuracies_and_its_floor_the_
 def test_admits_needs_more_than_its_bar_and_a_steady_one_window_gain_is_not_enough():
     # three folds that agree on a gain of one window in 60: a spread of 0, but the floor
     ok, bar = admits([1 / 60] * 3, floor=math.sqrt(3) / 180)
-    assert not ok and bar == pytest.approx(max(2 * math.sqrt(3) / 180, 0.02))
+    assert not ok and bar == pytest.approx(max(2 * math.sqrt(3) / 180, EVIDENCE_DELTA))
     # a gain past two standard errors but under delta is refused; delta=0 admits it
     gains = [0.012, 0.014, 0.016, 0.018]
     assert admits(gains, floor=0.001, margin=2, delta=0.02) == (False, 0.02)
