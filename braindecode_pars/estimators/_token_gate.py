@@ -21,6 +21,7 @@ from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars._util.logs import PACKAGE_LOGGER, plural
+from braindecode_pars._util.seeding import isolated_random_state
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +136,9 @@ def choose_token_gate(net, X, y, groups, codes, encoder):
     """``"auto"``'s decision: True (the gate trainable) or ``"closed"``, and its evidence.
 
     Two copies of ``net`` (``token_gate=True`` and ``"closed"``, the same seed, no
-    validation split, silent) are fitted on the inner training part of
-    :func:`inner_split` and score the held-out part; :func:`gate_evidence` decides.
+    validation split, none of ``callbacks``, silent) are fitted on the inner training
+    part of :func:`inner_split` and score the held-out part; :func:`gate_evidence`
+    decides.
     The inner fits say nothing at INFO (one line says what was decided).
 
     Parameters
@@ -171,12 +173,14 @@ def choose_token_gate(net, X, y, groups, codes, encoder):
     for gate in (True, "closed"):
         inner = clone(net).set_params(
             token_gate=gate, encoder=encoder, sfreq=net.sfreq_, min_valid_groups=None,
-            checkpoint_dir=None, verbose=0, random_state=net.seed_,
+            checkpoint_dir=None, verbose=0, random_state=net.seed_, callbacks=None,
         )  # fmt: skip
         part = None if groups is None else groups[train]
-        with _quiet_inner_fits():
+        # the global generators as they were (a loader's iterator draws its seed there)
+        with _quiet_inner_fits(), isolated_random_state(net.seed_, net.device):
             inner.fit(X[train], y[train], groups=part)
-        predictions[gate] = inner.predict(X[held], groups=None if groups is None else groups[held])
+            held_groups = None if groups is None else groups[held]
+            predictions[gate] = inner.predict(X[held], groups=held_groups)
     opened, evidence = gate_evidence(y[held], predictions[True], predictions["closed"])
     evidence["held_out"] = how
     logger.info(

@@ -100,6 +100,18 @@ class PARSFineTuner(
     **What to expect**: minutes per fit on a CPU; its scores beside the probe and the
     field's compact networks are on the benchmarks page (:doc:`/benchmarks`).
 
+    **Which part carries the score.** At the defaults the model is two paths into one
+    linear layer: the front end (CSP-initialised spatial filters, the band log-variance
+    of the virtual channels they make) and the encoder's pooled token. Band power
+    contrasts between channels (motor imagery's desynchronisation, lateralisation) are
+    the front end's: on the motor-imagery and EEGMAT tasks measured the token added
+    nothing held-out windows could show, ``token_gate="auto"`` left it out, and
+    ``encoder=None`` and a pretrained encoder fitted the same model. What band power
+    cannot see, such as the order of events within a window, is the encoder's: there
+    held-out windows show the token's gain and it is kept. ``token_gate_`` says which
+    path a fit kept; the rows are on the fine-tuning benchmark page
+    (:doc:`/benchmarks/finetuning`).
+
     Parameters
     ----------
     module : type
@@ -178,7 +190,9 @@ class PARSFineTuner(
         helps: a higher balanced accuracy, and more windows right only with the token
         than only without it beyond chance (a one-sided sign test at 5 %); then it
         trains on all its windows with the choice (``token_gate_``; the scores are in
-        ``token_gate_evidence_``, and the log says which). Without that evidence, or
+        ``token_gate_evidence_``, and the log says which). The two inner fits run with
+        the same settings and seed, without ``callbacks`` (only the last fit gets
+        them), a validation split or checkpoints. Without that evidence, or
         with a class of fewer than 2 windows, the path stays closed. It costs a fit on
         two thirds of the windows with the token, and one without, whose encoder is not
         run (a fraction of the cost). True: the token behind a learnable scalar gate
@@ -196,9 +210,9 @@ class PARSFineTuner(
 
         The defaults of the front end and of the recipe (``lr``, ``batch_size``,
         ``max_epochs``, ``lr_schedule``, ``augmentation``, ``amplitude``,
-        ``spatial_drop_prob``) were chosen on motor-imagery selection splits and checked
-        on EEGMAT's selection subjects; the numbers are on the fine-tuning benchmark page
-        (:doc:`/benchmarks/finetuning`).
+        ``spatial_drop_prob``, ``token_gate``) were chosen on motor-imagery selection
+        splits and checked on EEGMAT's selection subjects; the numbers are on the
+        fine-tuning benchmark page (:doc:`/benchmarks/finetuning`).
     spatial_drop_prob : float in [0, 1)
         Probability of dropping each spatial token in training: 0 (the default), none;
         the paper's 0.5 is ``spatial_drop_prob=0.5``.
