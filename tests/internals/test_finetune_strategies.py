@@ -39,7 +39,10 @@ def test_strategies_train_the_encoder_or_leave_it(strategy, changes):
     X, y = _amplitude_task()
     encoder = _encoder()
     before = {k: v.clone() for k, v in encoder.state_dict().items()}
-    clf = PARSFineTuner(encoder=encoder, strategy=strategy, max_epochs=4, lr=1e-3, **SMALL)
+    # the token path in the model (token_gate="auto" may leave it, and the encoder, out)
+    clf = PARSFineTuner(
+        encoder=encoder, strategy=strategy, max_epochs=4, lr=1e-3, token_gate=True, **SMALL
+    )
     clf.fit(X, y)
     after = clf.encoder_.state_dict()
     moved = any(not torch.equal(before[k], after[k]) for k in before)
