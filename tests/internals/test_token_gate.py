@@ -95,6 +95,20 @@ def test_a_closed_token_path_never_runs_nor_changes_the_encoder():
     assert np.all(clf.transform(X)[:, :16] == 0)
 
 
+def test_a_closed_token_path_survives_saving(tmp_path):
+    torch.manual_seed(0)
+    model = MultiChannelClassifier(
+        n_outputs=2, n_chans=3, n_times=200, sfreq=100, spatial_filters=2, band_power=(8, 30),
+        token_gate="closed", emb_dim=16, depth=1, encoder_n_heads=2, ff_dim=16, n_heads=2,
+    ).eval()  # fmt: skip
+    model.band_log_variance.set_statistics(model.virtual_channels(torch.randn(8, 3, 200)))
+    model.save_pretrained(tmp_path)
+    loaded = MultiChannelClassifier.from_pretrained(tmp_path)
+    assert loaded.token_gate == "closed" and loaded.gate is None
+    X = torch.randn(4, 3, 200)
+    torch.testing.assert_close(loaded(X), model(X))
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_auto_decides_on_held_out_windows_and_refits_with_its_choice():
     X, y = _fit_data(30)
