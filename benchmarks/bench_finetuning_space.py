@@ -817,9 +817,10 @@ def report_lines():
         "ShallowFBCSPNet and the probe are `finetuning_recipe_test.jsonl`'s (the same splits, "
         "seeds and code for those rows; see `finetuning_recipe.md`).",
         "",
-        "## All labels (blocks 1 and 2 labelled, block 3 scored): the comparison",
+        "### All labels (blocks 1 and 2 labelled, block 3 scored): the comparison",
         "",
     ]
+    start = len(lines)  # round 1's own headings, one level down
     recipe = sorted({r["recipe"] for r in own})
     table, means = test_table(rows, "all")
     lines += table
@@ -840,9 +841,17 @@ def report_lines():
         "",
         *rule_text(),
     ]
+    lines[start:] = ["#" + line if line.startswith("##") else line for line in lines[start:]]
     commits = sorted({r["commit"] for r in own + read_rows(SELECTION)})
     machines = sorted({r["machine"] for r in own + read_rows(SELECTION)})
-    lines += ["", f"Commits the rows name: {', '.join(commits)}; machine: {'; '.join(machines)}."]
+    lines += ["", f"Round 1's rows name the commits {', '.join(commits)}; machine: "
+              f"{'; '.join(machines)}."]  # fmt: skip
+    gate = read_rows(GATE_SELECTION) + read_rows(GATE_TEST)
+    if gate:
+        commits = sorted({r["commit"] for r in gate})
+        machines = sorted({r["machine"] for r in gate})
+        lines += [f"Round 2's rows name the commits {', '.join(commits)} (each after the rule's "
+                  f"commit, 3522810); machine: {'; '.join(machines)}."]  # fmt: skip
     return lines
 
 
