@@ -433,7 +433,8 @@ def _test_section(rows):
     lines += ["", "Paired differences over the tasks (95 % bootstrap interval of the scored "
               "windows):", ""]  # fmt: skip
     for a, b in (("chosen", "floor"), ("chosen", "bp"), ("chosen-noenc", "floor"),
-                 ("chosen", "chosen-noenc")):  # fmt: skip
+                 ("chosen", "chosen-noenc"), ("chosen", "fixed"),
+                 ("chosen-noenc", "none")):  # fmt: skip
         mean, (low, high) = bootstrap_difference(
             [r for r in rows if r["mechanism"] == a], [r for r in rows if r["mechanism"] == b], y_of
         )
