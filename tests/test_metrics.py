@@ -119,8 +119,8 @@ def test_group_scorer_gets_groups_by_metadata_routing_in_cross_validation():
         fitted = LogisticRegression().fit(X[train], y[train])
         by_hand.append(GroupScorer()(fitted, X[test], y[test], groups=subjects[test]))
     assert subject == pytest.approx(by_hand)
-    # subject.mean() > window.mean() + 0.1
-    learned(subject.mean() - window.mean(), above=0.1, what="accuracy, subjects over windows")
+    # subject.mean() > window.mean() + 0.05 (0.11 to 0.32 over seeds 0-9)
+    learned(subject.mean() - window.mean(), above=0.05, what="accuracy, subjects over windows")
     # the same in one call, routing on (and off again after it)
     assert group_cross_val_score(
         LogisticRegression(), X, y, groups=subjects, cv=cv

@@ -323,7 +323,7 @@ def test_aligned_probe_scores_a_subject_at_another_amplitude():
     # C = 0.1: what the earlier probe_pipeline's C = 1 was on these 12 band powers
     aligned = PARSProbe(tangent_space=False, C=0.1, align="groups", sfreq=100)
     score = aligned.fit(X[train], y[train], groups[train]).score(X[test], y[test])
-    learned(score, above=0.9, what="band power, aligned")
+    learned(score, above=0.8, what="band power, aligned")
     plain = PARSProbe(tangent_space=False, C=0.1, sfreq=100).fit(X[train], y[train])
     learned(plain.score(X[test], y[test]), below=0.6, what="band power, not aligned")
     # the same through the tangent space alone (the covariances re-centred)

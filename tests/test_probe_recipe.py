@@ -105,7 +105,7 @@ def test_an_encoder_block_that_carries_the_label_is_kept():
     # band power, covariances: near chance
     learned(_best(seen.recipe_scores_, False), below=0.7, what="best without the encoder")
     X_new, y_new, _ = _subjects("offset", seed=SEED + 1)
-    learned(seen.score(X_new, y_new), above=0.85, what="new windows")
+    learned(seen.score(X_new, y_new), above=0.8, what="new windows")
 
 
 # -- (b) the inner scores are a leave-one-group-out loop ----------------------------------

@@ -61,7 +61,7 @@ def test_rows_beat_chance_resume_and_keep_what_another_run_wrote(tmp_path):
     assert sorted(saved["method"]) == ["mean level"] * 4 + ["other run"]
     ours = saved[saved["method"] == "mean level"]
     # the mean separates the classes
-    learned(ours["balanced_accuracy"].min(), above=0.8, what="worst row")
+    learned(ours["balanced_accuracy"].min(), above=0.65, what="worst row")  # chance: 0.5
     assert ours["subjects"].tolist() == [
         " ".join(map(str, draw_subjects([2, 3, 4, 5], k, s)))
         for k in (1, 2)
