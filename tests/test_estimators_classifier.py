@@ -110,11 +110,14 @@ def test_grid_search_over_pretraining_and_fine_tuning_finds_the_rate_that_learns
         cv=2,
     )
     grid.fit(X, y)
-    # lr 1e-12 learns nothing (chance); lr 3e-3 learns the rhythm
+    # lr 3e-3 learns the rhythm; lr 1e-12 leaves the head as it was drawn, which on a rhythm
+    # this strong scores anywhere from 0 to 1 (0.01 to 0.96 over seeds 0-9), so the bound
+    # is on the rows that learn, and on the grid's choice (3e-3 rows: 0.97 to 1.0)
     lrs = [params["parsclassifier__head__lr"] for params in grid.cv_results_["params"]]
     scores = grid.cv_results_["mean_test_score"]
-    learned(scores[np.equal(lrs, 1e-12)].max(), below=0.7, what="lr 1e-12, best of its rows")
     learned(scores[np.equal(lrs, 3e-3)].min(), above=0.7, what="lr 3e-3, worst of its rows")
+    lead = scores[np.equal(lrs, 3e-3)].max() - scores[np.equal(lrs, 1e-12)].max()
+    learned(lead, above=0, what="lr 3e-3 over lr 1e-12, best rows")
     assert grid.best_params_["parsclassifier__head__lr"] == 3e-3
     assert grid.predict(X).shape == (96,)
     best = grid.best_estimator_[-1]
