@@ -53,9 +53,10 @@ def test_continued_pretraining_keeps_the_skill_a_new_encoder_lacks(eeg, one_thre
     new = PARSPretrainer(**common).fit(X)
     skill_kept = kept.history_[-1]["train_skill"]
     skill_new = new.history_[-1]["train_skill"]
-    learned(skill_kept, above=0.1, what="training skill, the shipped encoder continued")
-    # skill_kept > skill_new + 0.1
-    learned(skill_kept - skill_new, above=0.1, what="training skill, continued less new")
+    # 0.10 to 0.35 over seeds 0-9, the new encoder's 0.00 to 0.02
+    learned(skill_kept, above=0.05, what="training skill, the shipped encoder continued")
+    # skill_kept > skill_new + 0.05
+    learned(skill_kept - skill_new, above=0.05, what="training skill, continued less new")
 
 
 def test_a_size_that_differs_from_the_initial_encoder_is_refused(eeg):

@@ -181,9 +181,9 @@ def test_the_monitor_logs_the_probes_of_the_encoder_as_run_by_hand():
     assert [epoch for epoch, label, _ in logged if label is not None] == [1, 2, 4]
     assert all(subject is not None for _, label, subject in logged if label is not None)
     label, subject = by_hand(net.encoder, X, y, groups)  # the encoder after pretraining
-    # 0.5 < label < 1 and 1 / 3 < subject < 1: values a wrong probe would miss
+    # 0.5 < label and 1 / 3 < subject < 1: values a wrong probe would miss (the label
+    # probe reaches 1.0 at some seeds: 0.71 to 1.0 over seeds 0-9, so no bound below 1)
     learned(label, above=0.5, what="label probe")
-    learned(label, below=1, what="label probe, short of 1")
     learned(subject, above=1 / 3, what="subject probe")
     learned(subject, below=1, what="subject probe, short of 1")
     assert net.history[-1][MONITOR_KEYS["label"]] == label
