@@ -119,8 +119,14 @@ def test_the_probe_rows_are_the_library_probe_at_the_rows_c(bench):
         (False, "probe[encstd+bp+ts, 100]"),
     ):
         got = dev_probe.fit_probe_row(method, blocks, y, train, test, units, SEED)
-        probe = PARSProbe(encoder, C=300 / P, align="groups" if aligned else None, sfreq=100,
-                          block_weights=None, random_state=SEED)  # fmt: skip  (equal say)
+        probe = PARSProbe(
+            encoder,
+            C=300 / P,
+            align="groups" if aligned else None,
+            sfreq=100,
+            block_weights=None,
+            random_state=SEED,
+        )  # fmt: skip  (equal say)
         expected = probe.fit(X[train], y[train], units[train]).predict(X[test], units[test])
         np.testing.assert_array_equal(got, expected)
         # labels unrelated: no perfect agreement, 0.2 < agreement < 0.8
