@@ -241,18 +241,24 @@ def test_where_the_encoder_cannot_help_the_default_is_within_2_points_of_the_pro
     """One channel whose label rides on its 8-13 Hz power over a 1/f background, 120
     windows to fit, 300 to score: ``PARSClassifier()`` within 0.02 of the better of
     ``PARSProbe()`` and ``PARSProbe(tangent_space=False)``. Before every block had to
-    earn its say (equal say): 0.863 against 0.885 at seed 0 (one group)."""
-    X, y = alpha_power_task(120, SEED)
-    X_new, y_new = alpha_power_task(300, SEED + 1000)
+    earn its say (equal say): 0.863 against 0.885 at seed 0 (one group). The gap is the
+    mean over three draws (seeds SEED to SEED + 2): one draw's gap reached -0.025 (one
+    group, seed 4 of 0-9), where a few of 300 windows decide it."""
     groups = _groups(n_groups)
-    default = PARSClassifier(sfreq=100.0, verbose=0).fit(X, y, groups=groups)
-    scores = [
-        balanced_accuracy_score(y_new, probe.fit(X, y, groups=groups).predict(X_new))
-        for probe in (PARSProbe(sfreq=100.0), PARSProbe(sfreq=100.0, tangent_space=False))
-    ]
-    learned(max(scores), above=0.75, what="the better probe (the label is there to find)")
-    gap = balanced_accuracy_score(y_new, default.predict(X_new)) - max(scores)
-    learned(gap, above=-0.02, at_least=True, what="PARSClassifier() less the better probe")
+    better, gaps = [], []
+    for seed in (SEED, SEED + 1, SEED + 2):
+        X, y = alpha_power_task(120, seed)
+        X_new, y_new = alpha_power_task(300, seed + 1000)
+        default = PARSClassifier(sfreq=100.0, verbose=0).fit(X, y, groups=groups)
+        scores = [
+            balanced_accuracy_score(y_new, probe.fit(X, y, groups=groups).predict(X_new))
+            for probe in (PARSProbe(sfreq=100.0), PARSProbe(sfreq=100.0, tangent_space=False))
+        ]
+        better.append(max(scores))
+        gaps.append(balanced_accuracy_score(y_new, default.predict(X_new)) - max(scores))
+    learned(min(better), above=0.75, what="the better probe (the label is there to find)")
+    what = "PARSClassifier() less the better probe, mean of 3 draws"
+    learned(np.mean(gaps), above=-0.02, at_least=True, what=what)
 
 
 @pytest.mark.parametrize("n_groups", [1, 4])
