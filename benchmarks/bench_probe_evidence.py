@@ -401,6 +401,12 @@ def report(out=None):
         by = part.set_index("method")["mean"]
         cells_ = " | ".join(f"{by[m]:.3f}" if m in by else "" for m in shown)
         lines.append(f"| {task} | {k} | {cells_} |")
+    lines += ["", "Each task's mean over its cells (selection):", ""]
+    lines += per_task(summary, shown)
+    mi = summary[summary.task != EEGMAT]
+    lines += ["", "The mean over the four MI tasks (selection): " + ", ".join(
+        f"{m} {task_score(mi, m):.3f}" for m in ("floor", "bp", "ts", "ts830", "none", "none830",
+                                                 "fixed"))]  # fmt: skip
     lines += ["", "How often each block was admitted (selection, chosen setting):", ""]
     for name in chosen:
         picked = [r for r in rows if r["mechanism"] == name]
@@ -414,6 +420,20 @@ def report(out=None):
     write_report(lines, out)
 
 
+def per_task(summary, names):
+    """Rows: each task's mean over its cells, then the mean over tasks, for ``names``."""
+    tasks = list(summary.task.unique())
+    lines = table_head("row", *tasks, "mean over tasks")
+    for name in names:
+        s = summary[summary.method == name]
+        if s.empty:
+            continue
+        means = s.groupby("task", sort=False)["mean"].mean()
+        cells_ = " | ".join(f"{means[t]:.3f}" if t in means else "" for t in tasks)
+        lines.append(f"| {name} | {cells_} | {means.mean():.3f} |")
+    return lines
+
+
 def _test_section(rows):
     t = summary_of(rows)
     names = ("chosen", "chosen-noenc", "floor", "bp", "none", "fixed")
@@ -424,11 +444,19 @@ def _test_section(rows):
         *table_head("task", "k", *names),
     ]
     for (task, k), part in t.groupby(["task", "k"], sort=False):
-        by = part.set_index("method")["mean"]
-        cells_ = " | ".join(f"{by[m]:.3f}" if m in by else "" for m in names)
+        by = part.set_index("method")
+        cells_ = " | ".join(
+            f"{by.loc[m, 'mean']:.3f} ± {by.loc[m, 'std']:.3f}" if m in by.index else ""
+            for m in names
+        )
         lines.append(f"| {task} | {k} | {cells_} |")
     lines.append("| mean over tasks | | "
                  + " | ".join(f"{task_score(t, m):.3f}" for m in names) + " |")  # fmt: skip
+    lines += ["", "(± the standard deviation over the cell's distinct labelled sets.) Each "
+              "task's mean over its cells (test):", "", *per_task(t, names)]  # fmt: skip
+    admitted = {b: [r["decisions"][b][0] > 0 for r in rows
+                    if r["mechanism"] == "chosen" and b in r.get("decisions", {})]
+                for b in ("tangentspace", "encoder")}  # fmt: skip
     y_of = {r["task"]: np.array(r["true"]) for r in rows}  # the same windows in every cell
     lines += ["", "Paired differences over the tasks (95 % bootstrap interval of the scored "
               "windows):", ""]  # fmt: skip
@@ -439,6 +467,8 @@ def _test_section(rows):
             [r for r in rows if r["mechanism"] == a], [r for r in rows if r["mechanism"] == b], y_of
         )
         lines.append(f"- {a} - {b}: {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+    lines += ["", "Blocks admitted by `chosen` (test): " + ", ".join(
+        f"{b} in {sum(v)} of {len(v)} fits" for b, v in admitted.items())]  # fmt: skip
     return lines
 
 

@@ -8,8 +8,9 @@ classical floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic)
 2. For k = 1 and 2 labelled subjects (five draws from a pool of 8 that overlap as
    little as the pool allows: five different subjects at k = 1), fit
    the band-power + logistic-regression floor, ``PARSClassifier()`` (the probe: a
-   logistic regression over the frozen encoder's features, log band power and the
-   tangent space), ``PARSProbe()`` (the same probe without an encoder), the probe over
+   logistic regression over log band power, with the tangent space and the frozen
+   encoder's features where inner folds on the labelled windows show they help),
+   ``PARSProbe()`` (the same probe without an encoder), the probe over
    a randomly initialised encoder of the same size, and
    ``PARSFineTuner(encoder=None)``, the classifier trained from scratch (every weight
    of a new encoder of the same size and its head), and score each on 12 test subjects
@@ -79,24 +80,26 @@ class DemoConfig:
 
 def _demo_methods(config, sfreq):
     """The floor, the probe over the shipped encoder (``PARSClassifier()`` when
-    ``config.encoder`` is its default), the same probe without an encoder and over a
-    random encoder, and the classifier trained from scratch, as scikit-learn estimators
-    (named for what each fits)."""
+    ``config.encoder`` is its default), the same probe without an encoder
+    (``PARSProbe()``) and over a random encoder, and the classifier trained from scratch,
+    as scikit-learn estimators (named for what each fits). Every probe is
+    ``PARSProbe``'s default, ``block_weights="auto"``: band power, and each other block
+    only where the inner folds on the labelled windows (by time within each subject,
+    with one or two) show it helps."""
     encoder = load_encoder(config.encoder)
     size = encoder.config.asdict()
     with isolated_random_state(config.seed, "cpu"):
         random_encoder = PatchEncoder(sfreq=encoder.sfreq, **size)
-    blocks = "band power + tangent space"
     scratch = dict(device=config.device)
     if config.finetune_epochs is not None:
         scratch["max_epochs"] = config.finetune_epochs
     return {
         "floor (band power)": band_power_pipeline(sfreq=sfreq),
-        f"probe: {config.encoder} + {blocks}": PARSClassifier(
+        f"probe: {config.encoder}": PARSClassifier(
             encoder=config.encoder, head=PARSProbe(device=config.device), sfreq=sfreq, verbose=0
         ),
-        f"probe: no encoder, {blocks}": PARSProbe(sfreq=sfreq),
-        f"probe: random encoder + {blocks}": PARSClassifier(
+        "probe: no encoder": PARSProbe(sfreq=sfreq),
+        "probe: random encoder": PARSClassifier(
             encoder=random_encoder, head=PARSProbe(device=config.device), sfreq=sfreq, verbose=0
         ),
         "trained from scratch": scratch_classifier(size, sfreq=sfreq, verbose=0, **scratch),

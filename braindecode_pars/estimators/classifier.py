@@ -116,12 +116,13 @@ class PARSClassifier(
     microvolts, as braindecode does).
 
     **What to expect**: ``PARSClassifier()`` is the probe over the shipped PARS encoder
-    ``pars-small-v2`` (windows at another rate than its 100 Hz are resampled for it),
-    log band power and the tangent space, the encoder's block weighed by inner folds
-    over three or more groups (``block_weights="auto"``: 0 where it does not earn its
-    place by two standard errors; with fewer groups, every block at today's weight;
-    chosen by the rule of ``benchmarks/bench_probe_blocks.py``,
-    :doc:`/benchmarks/defaults`). It has not beaten the same probe without an encoder
+    ``pars-small-v2`` (windows at another rate than its 100 Hz are resampled for it):
+    log band power, with the tangent space and the encoder's block only where inner
+    folds on the labelled windows (by group with three groups or more, else by time
+    within each group) show they help (``block_weights="auto"``,
+    :func:`~braindecode_pars.features.recipe.earn_blocks`; :doc:`/benchmarks/defaults`).
+    With one to twelve labelled subjects that is rare, and it then scores as a band-power
+    logistic regression does. It has not beaten the same probe without an encoder
     on this project's development tasks (:doc:`/benchmarks/dev_tasks`): that probe is
     ``PARSProbe()``, or ``PARSClassifier(encoder=None)``, and is the comparison any
     encoder has to beat. ``encoder=PARSPretrainer()`` pretrains on ``X`` and

@@ -53,9 +53,9 @@ def test_demo_writes_the_table_and_figures(tmp_path):
     results = run_demo(tmp_path, config)
     names = {
         "floor (band power)",
-        "probe: pars-small-v2 + band power + tangent space",  # PARSClassifier()
-        "probe: no encoder, band power + tangent space",  # PARSProbe()
-        "probe: random encoder + band power + tangent space",
+        "probe: pars-small-v2",  # PARSClassifier()
+        "probe: no encoder",  # PARSProbe()
+        "probe: random encoder",
         "trained from scratch",
     }
     assert len(results) == 5 and set(results.method) == names
