@@ -297,8 +297,10 @@ def run(part, mechanisms, out, encoder, tasks):
 
 def smoke(encoder):
     """One MI task at seed 0, its labelled block cut in three pseudo-units: the rows
-    ``fixed``, ``none``, ``enc0.5-ts0`` and ``auto-2se`` fitted here on the cached features
-    fit the recipe ``PARSProbe`` fits on the windows, and score as it does."""
+    ``fixed``, ``none`` and ``enc0.5-ts0`` fitted here on the cached features fit the
+    recipe ``PARSProbe`` fits on the windows, and score as it does. (``auto-2se`` is this
+    rule's ``choose_weight``; since issue 98 ``PARSProbe(block_weights="auto")`` is
+    another rule, ``bench_probe_evidence``'s, so it is not compared here.)"""
     from braindecode_pars import PARSProbe
 
     task = "mi-executed-lr"
@@ -307,12 +309,12 @@ def smoke(encoder):
     groups = np.arange(len(train)) * 3 // len(train)
     weights = {"fixed": None, "none": {"encoder": 0}, "enc0.5-ts0": {"encoder": 0.5,
                "tangentspace": 0}}  # fmt: skip
-    for mechanism in ("fixed", "none", "enc0.5-ts0", "auto-2se"):
+    for mechanism in ("fixed", "none", "enc0.5-ts0"):
         start = time.perf_counter()
         recipe, _ = fit_row(MECHANISMS[mechanism], rows_of(feats, train), y[train], groups, 0, {})
         ours = score_row(recipe, feats, y, train, test, None, 0)
         probe = PARSProbe(
-            encoder, block_weights=weights.get(mechanism, "auto"), sfreq=sfreq, random_state=0
+            encoder, block_weights=weights[mechanism], sfreq=sfreq, random_state=0
         ).fit(X[train], y[train], groups=groups)
         theirs = float(balanced_accuracy_score(y[test], probe.predict(X[test])))
         logger.info("smoke %s: %s %.3f; PARSProbe %s %.3f (%.0f s)", mechanism, recipe, ours,
