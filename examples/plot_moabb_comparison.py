@@ -13,8 +13,8 @@ left vs right fist imagery of PhysioNet-MI subject 1 (the recordings bundled wit
 the package, read by MOABB's own ``PhysionetMI`` dataset, no download):
 
 - ``PARSClassifier(encoder="pars-small")``: the probe over the shipped encoder;
-- ``PARSProbe()``: the same probe without an encoder block (band power and tangent
-  space only);
+- ``PARSProbe()``: the same probe without an encoder block (log band power, with the
+  tangent space where the training trials show it helps);
 - CSP + LDA and tangent space + logistic regression, MOABB's classical references.
 
 One subject and 45 trials: the spread over folds is wide, and this is a usage

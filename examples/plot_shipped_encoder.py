@@ -85,10 +85,10 @@ print(f"skill over {len(X_all)} windows x {X_all.shape[1]} channels: {skill:.3f}
 # ----------------------------------
 # Rest (0) against mental arithmetic (1), with ``PARSClassifier`` over the shipped
 # encoder and its default head, the probe (:class:`~braindecode_pars.PARSProbe`): a
-# class-balanced logistic regression over the frozen encoder's per-channel features
-# beside log band power and the Riemannian tangent space of the channels'
-# covariances, in seconds. The development tasks' selection splits chose it (see
-# :doc:`/benchmarks`). Beside it, the trained spatial head over the frozen encoder
+# class-balanced logistic regression over log band power, with the Riemannian tangent
+# space of the channels' covariances and the frozen encoder's per-channel features
+# where inner folds on the labelled windows show they help, in seconds
+# (:doc:`/benchmarks/defaults`). Beside it, the trained spatial head over the frozen encoder
 # (``head=PARSFineTuner(strategy="frozen")``, five epochs here), and the band-power
 # floor.
 train = load_bundled_eegmat(subjects=[0, 2])  # labelled pool subjects
@@ -96,7 +96,7 @@ test = load_bundled_eegmat(subjects=[1, 4])  # test subjects
 y_test = test.get_metadata()["target"].to_numpy()
 
 classifiers = {
-    "probe: pars-small-v2 + band power + tangent space": PARSClassifier(
+    "probe: pars-small-v2": PARSClassifier(
         encoder="pars-small-v2", sfreq=100, random_state=0, verbose=0
     ),
     "frozen pars-small-v2, trained spatial head": PARSClassifier(
