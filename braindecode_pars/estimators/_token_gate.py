@@ -13,6 +13,7 @@ the rest, and keeps the token path only when the held-out windows say it helps
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 
 import numpy as np
@@ -132,11 +133,29 @@ def _quiet_inner_fits():
         logger.setLevel(level)
 
 
+def _stopping_on_training(callbacks):
+    """Copies of the user's early stopping on a training score (skorch's ``EarlyStopping``
+    monitoring ``train_*``), which bounds the inner fits as it bounds the fit (with
+    ``max_epochs`` set high and such a stop, an inner fit without it would not end); the
+    other callbacks are left out (the inner fits hold out no validation windows, and
+    must not checkpoint or interrupt). None when there is none."""
+    from skorch.callbacks import EarlyStopping
+
+    kept = []
+    for item in callbacks or ():
+        callback = item[1] if isinstance(item, tuple) else item
+        monitor = getattr(callback, "monitor", "")
+        if isinstance(callback, EarlyStopping) and str(monitor).startswith("train"):
+            kept.append(copy.deepcopy(item))
+    return kept or None
+
+
 def choose_token_gate(net, X, y, groups, codes, encoder):
     """``"auto"``'s decision: True (the gate trainable) or ``"closed"``, and its evidence.
 
     Two copies of ``net`` (``token_gate=True`` and ``"closed"``, the same seed, no
-    validation split, none of ``callbacks``, silent) are fitted on the inner training
+    validation split, none of ``callbacks`` but an early stop on a training score,
+    silent) are fitted on the inner training
     part of :func:`inner_split` and score the held-out part; :func:`gate_evidence`
     decides.
     The inner fits say nothing at INFO (one line says what was decided).
@@ -173,7 +192,8 @@ def choose_token_gate(net, X, y, groups, codes, encoder):
     for gate in (True, "closed"):
         inner = clone(net).set_params(
             token_gate=gate, encoder=encoder, sfreq=net.sfreq_, min_valid_groups=None,
-            checkpoint_dir=None, verbose=0, random_state=net.seed_, callbacks=None,
+            checkpoint_dir=None, verbose=0, random_state=net.seed_,
+            callbacks=_stopping_on_training(net.callbacks),
         )  # fmt: skip
         part = None if groups is None else groups[train]
         # the global generators as they were (a loader's iterator draws its seed there)
