@@ -44,12 +44,14 @@ from braindecode_pars._util.logs import plural, shows_bars
 from braindecode_pars._util.progress import ANSI, duration
 from braindecode_pars._util.seeding import fit_seed
 from braindecode_pars.estimators._spatial_init import SPATIAL_INITS
-from braindecode_pars.estimators._token_gate import TOKEN_GATES
 from braindecode_pars.models.multichannel import AMPLITUDES, POOLINGS, READOUTS, check_front_end
 from braindecode_pars.models.spatial_front import check_bands
 from braindecode_pars.pretraining.schedule import WarmupCosineLR
 
 logger = logging.getLogger(__name__)
+
+#: Values of ``PARSFineTuner(token_gate=...)`` (``"auto"``: ``_token_gate``).
+TOKEN_GATES = ("auto", True, False, "closed")
 
 
 def class_weights(y, n_classes):

@@ -23,11 +23,10 @@ from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars._util.logs import PACKAGE_LOGGER, plural
 from braindecode_pars._util.seeding import isolated_random_state
+from braindecode_pars.estimators._finetune import TOKEN_GATES, group_split  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
-#: Values of ``PARSFineTuner(token_gate=...)``.
-TOKEN_GATES = ("auto", True, False, "closed")
 
 #: The share of the training windows (or groups) held out to decide ``"auto"``.
 HELD_OUT_SHARE = 1 / 3
@@ -61,8 +60,6 @@ def inner_split(codes, groups, seed):
         None when a class has fewer than two windows (no held-out window of each class
         can be spared).
     """
-    from braindecode_pars.estimators._finetune import group_split
-
     classes = np.unique(codes)
     if groups is not None and len(np.unique(groups)) >= 2:
         train, held, _ = group_split(codes, groups, 2, HELD_OUT_SHARE, seed)
