@@ -108,36 +108,36 @@ import pandas as pd
 import torch
 from sklearn.metrics import balanced_accuracy_score
 
-from benchmarks.lib.dev_tasks import DEV_TASKS, draw_summary, load_task, split
+from benchmarks.lib.dev_tasks import DEV_TASKS, draw_summary, split
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.measure import git_commit, machine, table_head, write_report
-from braindecode_pars.features.blocks import block_features
+from benchmarks.lib.probe_cells import (  # noqa: F401
+    CACHE,
+    EEGMAT,
+    FULL,
+    KS,
+    MIN_GROUPS,
+    SEEDS,
+    cells,
+    score,
+    task_features,
+)
 from braindecode_pars.features.recipe import (
     ENCODER_WEIGHTS,
-    ProbeRecipe,
     choose_recipe,
     choose_weight,
     compare_recipes,
     fit_blocks,
     inner_splitter,
 )
-from braindecode_pars.hub.folders import load_encoder
 
 logger = logging.getLogger("bench_probe_blocks")
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CACHE = Path(__file__).resolve().parent / ".cache" / "probe_blocks"
 #: Both parts' rows, one file (the lab caps its result files: ``test_lab_size.py``).
 ROWS = RESULTS / "probe_blocks.jsonl"
 REPORT = RESULTS / "probe_blocks.md"
 
-EEGMAT = "eegmat-arithmetic"
-KS = ("1", "2", "4", "12")
-SEEDS = (0, 1, 2, 3, 4)
-#: The fewest labelled units an inner comparison runs on (PARSProbe's).
-MIN_GROUPS = 3
-#: The fixed recipe of ``PARSClassifier()``: every block, C=3, the default readout.
-FULL = ProbeRecipe(("encoder", "bandpower", "tangentspace"))
 #: Decision 1's tangent-space weights (band power stays 1).
 TS_WEIGHTS = (1.0, 0.5, 0.0)
 
@@ -176,25 +176,6 @@ def commit():
 
 
 # -- features ----------------------------------------------------------------------------
-def task_features(task, part, encoder_name):
-    """Every window's raw features of the three blocks (cached), labels, units, the
-    part's pool and scored units."""
-    X, y, units, pool, scored, sfreq = load_task(task, part)
-    tag = Path(str(encoder_name)).name
-    path = CACHE / f"{tag}-{task}-{part}.npz"
-    if path.exists():
-        with np.load(path) as f:
-            feats = {name: f[name] for name in FULL.blocks}
-    else:
-        start = time.perf_counter()
-        feats, _ = block_features(X, FULL, sfreq=sfreq, encoder=load_encoder(encoder_name))
-        feats = {name: np.asarray(feats[name]) for name in FULL.blocks}
-        CACHE.mkdir(parents=True, exist_ok=True)
-        np.savez(path, **feats)
-        logger.info("%s %s: features in %.0f s", task, part, time.perf_counter() - start)
-    return feats, X, y, units, pool, scored, sfreq
-
-
 def rows_of(feats, rows):
     return {name: F[rows] for name, F in feats.items()}
 
@@ -253,16 +234,6 @@ def append(path, row):
     with open(path, "a") as f:
         f.write(json.dumps(row) + "\n")
     logger.info("%s: %.3f (%s)", " ".join(map(str, row["key"])), row["bal_acc"], row["recipe"])
-
-
-def cells(task, scored):
-    """The (k, seeds) of a task's part: EEGMAT's label counts, one block for MI's
-    selection, one block and both for MI's test."""
-    if task == EEGMAT:
-        return [(k, SEEDS) for k in KS]
-    if scored is None:
-        return [("1", SEEDS)]
-    return [("1", SEEDS), ("all", (0,))]
 
 
 def run(part, mechanisms, out, encoder, tasks):
@@ -327,18 +298,6 @@ def table(rows):
     df = pd.DataFrame(rows)
     df = df.assign(k=df.k.astype(str), method=df.mechanism)
     return draw_summary(df, "bal_acc", by=("task", "method", "k", "n_units"))
-
-
-def score(summary, method, few=None):
-    """The rule's score of ``method``: the mean over tasks of each task's mean over its
-    cells (``few``: True, the cells of fewer than three labelled units; False, three or
-    more; None, all)."""
-    s = summary[summary.method == method]
-    if few is not None:
-        s = s[(s.n_units < MIN_GROUPS) == few]
-    if s.empty:
-        return np.nan
-    return float(s.groupby("task")["mean"].mean().mean())
 
 
 def auto_summary(summary, margin, fallback):

@@ -85,11 +85,11 @@ import pandas as pd
 import torch
 from sklearn.metrics import balanced_accuracy_score
 
-from benchmarks.bench_probe_blocks import CACHE, EEGMAT, FULL, MIN_GROUPS, cells, task_features
-from benchmarks.bench_probe_blocks import score as task_score
 from benchmarks.lib.dev_tasks import DEV_TASKS, draw_summary, load_task, split
 from benchmarks.lib.encoders import benchmark_encoder
 from benchmarks.lib.measure import git_commit, machine, table_head, write_report
+from benchmarks.lib.probe_cells import CACHE, EEGMAT, FULL, MIN_GROUPS, cells, task_features
+from benchmarks.lib.probe_cells import score as task_score
 from braindecode_pars.features import recipe as recipe_module
 from braindecode_pars.features.blocks import block_features
 from braindecode_pars.features.recipe import (
