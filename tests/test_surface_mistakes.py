@@ -314,9 +314,10 @@ def test_a_fine_tuning_projected_past_five_minutes_warns_after_its_first_epoch()
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((12, 2, 200)).astype(np.float32), np.repeat([0, 1], 6)
     stop = EarlyStopping(monitor="train_loss", patience=1, threshold=1e9, threshold_mode="abs")
+    # token_gate=True: one fit ("auto"'s inner fits would each say their first epoch)
     tuner = PARSFineTuner(
         encoder=None, sfreq=100, max_epochs=10_000_000, batch_size=6, augmentation=None,
-        callbacks=[("stop", stop)], random_state=0,
+        callbacks=[("stop", stop)], random_state=0, token_gate=True,
     )  # fmt: skip
     with pytest.warns(UserWarning, match=r"The first epoch took .* s; 10000000 epochs: about") as w:
         tuner.fit(X, y)
