@@ -18,10 +18,8 @@ def with_fused_default(optimizer, kwargs, device):
     """``kwargs`` of ``optimizer`` with ``fused=True`` added where it applies.
 
     torch's Adam and AdamW run one loop over all parameters per step when ``fused``
-    (one kernel per step instead of about ten operations per parameter tensor). On a
-    CPU the AdamW step of the 64 x 4 encoder with PARS's decoder (61 tensors, 166 k
-    parameters) takes about 0.4 ms fused against 2.0 ms with the default loop, which
-    is 3 % of a training step at batch 64 (``benchmarks/bench_pair_decoder.py``).
+    (one kernel per step instead of about ten operations per parameter tensor), a few
+    per cent of a small encoder's training step on a CPU.
     The update is the same up to float rounding.
 
     ``fused`` is added only for Adam and AdamW, on a CPU or CUDA ``device``, when the

@@ -22,8 +22,8 @@ from pathlib import Path
 from braindecode_pars.cli.store import _differences
 
 #: The encoder sizes ``--size`` names (the keys of ``models.encoder_config.ENCODER_SIZES``), with
-#: what 3,000 steps of batch 64 cost on a 2-core CPU (about 1,300 and 40 windows/s:
-#: benchmarks/results/freed_memory.md, pretraining.md).
+#: what 3,000 steps of batch 64 cost on a 2-core CPU (measured: the documentation's speed
+#: page).
 _SIZES = {
     "small": "64 x 4 (4 heads, feed-forward 128), the estimator's and pars-small's: about "
     "3 min of a 2-core CPU for 3,000 steps of batch 64",
@@ -232,8 +232,8 @@ def _add_pretrain_arguments(parser):
         default="random",
         help="how the --store is read: each batch random windows anywhere in it, or chunks "
         "of windows in the order of its file, in a new order every epoch, shuffled in a "
-        "buffer (for a store read from a disk; both reads measured in "
-        "benchmarks/results/rehearsal_tueg.md)",
+        "buffer (for a store read from a disk; both reads are measured in the "
+        "documentation's scaling page)",
     )
 
 

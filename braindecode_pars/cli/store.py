@@ -32,7 +32,7 @@ _RECORDING_FLAGS = (
 )  # fmt: skip
 
 #: Flags this command does not take, with where their setting is; an exit names it.
-#: The paper's corpora and PhysioNet-MI's subjects are the lab's (``benchmarks/lab.py``).
+#: The paper's corpora and PhysioNet-MI's subjects are the lab's, outside the package.
 _FORMER_FLAGS = {
     "--no-default-exclude": "'--exclude none' keeps the channels the automatic exclusions "
     "leave out.",

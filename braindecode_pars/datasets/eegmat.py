@@ -38,11 +38,8 @@ EEGMAT_CLASSES = {"rest": 0, "arithmetic": 1}
 #: The 12 subjects the development task's test split, the low-label benchmark and the
 #: main job test on. They are never used for pretraining or training (a fixed draw;
 #: 4 of them are bad counters, 6 of the other 24). The defaults of PARSClassifier
-#: are chosen on the selection split (:data:`EEGMAT_SELECTION_SUBJECTS`; the
-#: development tasks are in the repository's ``benchmarks/lib/dev_tasks.py``);
-#: the README's "Where the defaults come from" lists each default with its evidence,
-#: including the earlier ones that had been read off these subjects and were measured
-#: again on the selection split.
+#: are chosen on the selection split (:data:`EEGMAT_SELECTION_SUBJECTS`); each default
+#: and its evidence: :doc:`/benchmarks/defaults`.
 EEGMAT_TEST_SUBJECTS = (1, 4, 7, 9, 13, 16, 19, 22, 26, 29, 32, 35)
 #: The other 24: the pool of labelled subjects and the pretraining recordings.
 EEGMAT_TRAIN_SUBJECTS = tuple(s for s in range(36) if s not in EEGMAT_TEST_SUBJECTS)

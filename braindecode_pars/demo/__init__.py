@@ -4,7 +4,7 @@ against training from scratch and a band-power floor with few labelled subjects
 :mod:`~braindecode_pars.demo.low_label`.
 
 The lab's experiments (the development tasks, the paper's protocols, the pretext
-comparison) are the repository's ``benchmarks/``, outside the installed package.
+comparison) live in the repository, outside the installed package: :doc:`/benchmarks`.
 """
 
 from braindecode_pars.demo.main_job import DemoConfig, run_demo

@@ -15,8 +15,7 @@ classical floor, with few labels, on real EEG (EEGMAT rest vs mental arithmetic)
    ``PARSFineTuner(encoder=None)``, the classifier trained from scratch (every weight
    of a new encoder of the same size and its head), and score each on 12 test subjects
    that pretraining never saw and that no current default was chosen on (those were
-   chosen on the development tasks' selection splits, the development tasks of
-   ``benchmarks/lib/dev_tasks.py``).
+   chosen on the development tasks' selection splits, :doc:`/benchmarks/dev_tasks`).
 3. Print the table (mean ± std over draws) and write ``results.csv``,
    ``results.json``, ``label_efficiency.png``, ``shift_matrices.png`` (the shipped
    model's shift predictions on a test subject's window) and ``training_curves.png``

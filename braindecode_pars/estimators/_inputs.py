@@ -12,8 +12,7 @@ shares.
   (:class:`WindowsClassifierMixin`), ``fit_transform`` with groups
   (:class:`GroupsTransformerMixin`).
 
-Moved from ``io/estimator_inputs.py`` (issue 80), bodies unchanged: only the
-estimators use them. A pickled estimator names its own class, not these bases.
+Only the estimators use them. A pickled estimator names its own class, not these bases.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where the fine-tuner's spatial filters start (``PARSFineTuner(spatial_init=...)``):
 common spatial patterns computed from the training windows of each fit, so that the
-initialisation is safe inside cross-validation (issue 86)."""
+initialisation is safe inside cross-validation."""
 
 from __future__ import annotations
 

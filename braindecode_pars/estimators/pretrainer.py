@@ -220,7 +220,7 @@ class PARSPretrainer(SeededWindowsMixin, TransformerMixin, BaseEstimator):
             "max-autotune-no-cudagraphs"}
         ``torch.compile``'s mode when the model is compiled (None: torch's default).
         "reduce-overhead" replays each training step as CUDA graphs on a GPU, which
-        saves the launch of its kernels (``benchmarks/results/gpu_h200_cuda_graphs.md``);
+        saves the launch of its kernels (:doc:`/benchmarks/speed`);
         a step boundary is marked before every step, the logged losses are copies, and
         the patches and masks are drawn anew at every replay.
     batches : {"auto", "host", "read-ahead", "device"}

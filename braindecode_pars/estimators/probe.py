@@ -127,9 +127,8 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         scores over the square root of their number, as glmnet's ``lambda.1se``).
         Simplest means: no encoder block before an encoder block, then fewer blocks,
         then the smaller ``C`` (:func:`~braindecode_pars.features.recipe.simplicity`).
-        With fewer than three groups, the fixed recipe. (Without the incumbent, the
-        simplest within one standard error of the best was band power at ``C=0.01`` on
-        a sleep staging task, 7 points under the fixed recipe: issue 87.)
+        With fewer than three groups, the fixed recipe. Why the incumbent:
+        :doc:`/benchmarks/defaults`.
     inner_cv : "auto" | int | splitter
         The folds of ``recipe="auto"``'s inner comparison. ``"auto"``:
         leave-one-group-out up to 20 groups (one fold per subject: 9 regressions per
@@ -137,9 +136,8 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         with the subjects; an int ``k``: ``GroupKFold(k)``; a scikit-learn splitter of
         groups (``split(X, y, groups)``). A comparison projected to take more than 10 s
         logs its first fold's time and the projected total (``logging.INFO``; shown by
-        ``PARSClassifier(verbose=1)``). On the bundled EEGMAT windows (479 windows, 20
-        subjects) the whole fit over ``pars-small-v2`` took 8.4 s with its 20 folds and
-        3.1 s with ``inner_cv=5`` (one thread of a shared 2-core CPU; :doc:`/usage`).
+        ``PARSClassifier(verbose=1)``). Its cost on the bundled EEGMAT windows:
+        :doc:`/usage`.
     encoder_block : bool
         Whether the fixed recipe holds the encoder's block when there is an encoder.
     C : float
@@ -147,8 +145,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         features each block of which is standardised and scaled to ``P / B`` (``P``
         features in ``B`` blocks), so that it means the same whatever the number of
         channels and blocks. The default, 3, was chosen on the development tasks'
-        selection splits at several label counts, where every ``C`` from 0.01 to 10
-        scored within a point of it (:doc:`/benchmarks/defaults`).
+        selection splits at several label counts (:doc:`/benchmarks/defaults`).
     band_power, tangent_space : bool
         Whether the fixed recipe holds the log band power block and the tangent-space
         block (OAS covariances, reference point the training windows' Riemannian mean).
@@ -205,7 +202,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         (:class:`~braindecode_pars.features.EncoderFeatures`); None (the default): half
         the patch, overlapping patches every 0.5 s with the shipped encoders' 1-s
         patches, as PARS pretraining draws patches that overlap (chosen on the selection
-        splits: ``benchmarks/results/patch_density.md``); the patch length (1.0):
+        splits: :ref:`patch-density`); the patch length (1.0):
         non-overlapping patches.
     pos_mask_ratio : float
         The share of the encoder's tokens read with the position-mask token in place

@@ -2,9 +2,8 @@
 (the windows with a rate, an array kept as the caller's) and
 :class:`WindowsFeaturesMixin`.
 
-Moved from ``io/estimator_inputs.py`` (issue 80), bodies unchanged: only
-:mod:`~braindecode_pars.features.blocks` uses them. A pickled transformer names its own
-class, not this base.
+Only :mod:`~braindecode_pars.features.blocks` uses them. A pickled transformer names
+its own class, not this base.
 """
 
 from __future__ import annotations

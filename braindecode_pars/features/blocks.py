@@ -359,9 +359,8 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
     is cut into patches (1 s for the shipped encoders) starting every half patch, each
     with the positional embedding of its start: PARS pretraining draws patches that
     overlap, and this readout scored above non-overlapping patches on the development
-    tasks' selection splits, by the rule of ``benchmarks/results/patch_density.md``
-    (:ref:`patch-density`). ``patch_stride_seconds`` sets another stride (the patch
-    length: non-overlapping patches, as fine-tuning reads them), and
+    tasks' selection splits (:ref:`patch-density`). ``patch_stride_seconds`` sets
+    another stride (the patch length: non-overlapping patches, as fine-tuning reads them), and
     ``pos_mask_ratio`` withholds positions, as pretraining does for 80 % of its
     patches. Nothing is trained: ``fit`` loads and
     checks the encoder, ``transform`` computes the features, under ``torch.no_grad`` in

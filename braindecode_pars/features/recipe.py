@@ -73,7 +73,7 @@ _RECIPE_BLOCKS = (
 RECIPE_CS = (0.01, 1.0)
 #: The default inverse L2 strength, over standardised features: chosen among 0.01 to 10
 #: on the selection splits of the development tasks at 1, 2, 4 and 12 labelled EEGMAT
-#: subjects, for both default recipes (``benchmarks/results/probe_c.md``).
+#: subjects, for both default recipes (:doc:`/benchmarks/defaults`).
 DEFAULT_C = 3.0
 #: ``PARSProbe(block_weights="auto")``: the encoder block's weights compared by the inner
 #: folds, relative to each other block's (0: no encoder block, the probe without an
@@ -327,9 +327,7 @@ def choose_recipe(scores, candidates, fold_scores=None, incumbent=None):
     one than the incumbent: a candidate is a **challenger** when its mean gain over the
     incumbent, fold by fold, exceeds the standard error of that gain (``ddof=1``, over
     the square root of the folds); without challengers the incumbent is chosen, else
-    the one-standard-error rule among the challengers. (The simplest recipe within one
-    standard error of the best, among all candidates, was band power at ``C=0.01`` on a
-    sleep task where it scored 7 points under the fixed recipe: issue 87.)
+    the one-standard-error rule among the challengers (why: :doc:`/benchmarks/defaults`).
 
     Parameters
     ----------

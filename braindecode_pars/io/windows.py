@@ -801,8 +801,7 @@ def read_windows(X, y=None, groups=None, sfreq=None, name="X"):
     channel measured in volts); arrays are taken as given.
 
     The output array is allocated once its shape is known and filled window by
-    window: reading needs the output's memory plus one window (see
-    ``benchmarks/results/read_memory.md``).
+    window: reading needs the output's memory plus one window.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The spatial front end of :class:`~braindecode_pars.MultiChannelClassifier`: learned
 spatial filters that map the input channels to virtual channels before the encoder, and
-the band-limited log-variance of those virtual channels (issue 86).
+the band-limited log-variance of those virtual channels.
 
 Motor imagery lives in the difference of band power between electrodes (C3 against C4
 in 8-30 Hz). The paper's head normalises each channel alone and averages its tokens over

@@ -28,9 +28,8 @@ from braindecode_pars.pretraining.schedule import _epochs_for_steps
 DEFAULT_CROP_SECONDS = 10.0
 
 #: PARS's patches per second of crop by default: the density of the default
-#: configuration (40 one-second patches per 10-s crop), configuration ``a`` of the rule in
-#: ``benchmarks/results/patch_density.md``, which the rule kept: no sparser configuration
-#: scored above it by more than the spread over seeds. Every default reads it:
+#: configuration (40 one-second patches per 10-s crop), which the patch-density rule kept
+#: (:ref:`patch-density`). Every default reads it:
 #: ``PretrainConfig``'s ``n_patches``, and the estimators' ``n_patches=None``, which
 #: scales with the crop.
 PATCHES_PER_SECOND = 4.0

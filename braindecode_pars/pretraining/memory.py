@@ -8,11 +8,7 @@ there. Each page it gave back is faulted in and zeroed again by the kernel at it
 use. With the thresholds fixed high, freed memory stays in the process and the next
 step reuses it.
 
-On this project's 2-core CPU the PARS step of the 64 x 4 encoder (batch 64 of 10-s
-windows, 40 patches), run step after step as in training, took 2,160 to 2,750
-minor page faults per step with glibc's defaults in three fresh processes of four
-(none in the fourth), the encoder-alone step 0 to 460; with the thresholds below
-none. ``benchmarks/results/freed_memory.md`` has the step times with and without.
+The page faults per step and the step times with and without: :doc:`/scaling`.
 
 The setting is the process's, like ``torch.set_num_threads``: it applies to every
 allocation after it, of torch and of everything else. The peak resident memory is

@@ -17,8 +17,8 @@ protocol of FMScope's subject probe:
   subjects).
 
 Both are a logistic regression on standardised features (:func:`probe_classifier`).
-The functions serve the benchmark of the same name (``benchmarks/bench_subject_probe.py``)
-as well, so that the callback and the table measure the same thing.
+The functions serve the subject-probe benchmark as well (:doc:`/pretraining`), so that
+the callback and the table measure the same thing.
 """
 
 from __future__ import annotations

@@ -270,8 +270,7 @@ def _observed(wrap):
     ``wrap(name, body)`` returns them: ``"forward"`` and ``"backward"`` (the operator's
     arguments), ``"forward launch"`` and ``"backward launch"`` (a launch's grid and
     arguments): how the lab counts what the operator dispatches apart from the rest of a
-    step (``benchmarks/bench_operator_dispatches.py``, retired; ``git show 111df39``
-    restores it, reading this hook as ``observed``)."""
+    step (:doc:`/benchmarks/speed`)."""
     global _forward, _backward_body, _launch
     saved = _forward, _backward_body, _launch
     kernels = (("forward", _forward_kernel), ("backward", _backward_kernel)) if triton else ()

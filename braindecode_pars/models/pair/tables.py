@@ -292,8 +292,7 @@ def _ratio_(num, den, e_u, e_vt, s, scratch, bad, least=None):
 def _observed(wrap):
     """For the block, the operator's bodies run as ``wrap(name, body)`` returns them
     (``name``: ``"forward"``, ``"backward"``): how the lab counts what the operator
-    dispatches apart from the rest of a step (``benchmarks/bench_operator_dispatches.py``,
-    retired; ``git show 111df39`` restores it, reading this hook as ``observed``).
+    dispatches apart from the rest of a step (:doc:`/benchmarks/speed`).
     """
     global _pair_attention, _pair_attention_backward
     saved = _pair_attention, _pair_attention_backward

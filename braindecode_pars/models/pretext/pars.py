@@ -108,13 +108,8 @@ class PARS(PretextModel):
         in shuffled order.
     decoder_heads : int
         Heads of the cross-attention decoder (not given by the paper; 8 as the paper's
-        encoder); must divide the encoder's ``emb_dim``. With the small encoder
-        (64 x 4), 4 heads cost less per step (1.18 against 1.26 times the
-        encoder-alone step) and reached the same held-out pretext skill in 2,000 and
-        6,000 steps (``benchmarks/results/decoder_heads.md``, ``decoder_heads_long.md``);
-        after 30,000 steps two 4-head seeds were below three 8-head seeds in pretext
-        skill and with the estimator's few-label probe on the selection splits
-        (``benchmarks/results/dev_tasks_selection_heads.md``).
+        encoder); must divide the encoder's ``emb_dim``. Fewer heads cost less per step;
+        why the default stays 8: :doc:`/benchmarks/pretext`.
     decoder_hidden : int
         Hidden size of the MLP decoder. Paper: 512 (appendix A.4).
     decoder_impl : {"folded", "naive"}
