@@ -309,7 +309,7 @@ def test_a_fine_tuning_projected_past_five_minutes_warns_after_its_first_epoch()
     from skorch.callbacks import EarlyStopping
 
     from braindecode_pars import PARSFineTuner
-    from braindecode_pars.estimators import _finetune
+    from braindecode_pars.estimators import _fit_callbacks
 
     rng = np.random.default_rng(0)
     X, y = rng.standard_normal((12, 2, 200)).astype(np.float32), np.repeat([0, 1], 6)
@@ -324,7 +324,7 @@ def test_a_fine_tuning_projected_past_five_minutes_warns_after_its_first_epoch()
     (said,) = [str(m.message) for m in w if "first epoch" in str(m.message)]
     assert "max_epochs" in said and "EarlyStopping" in said
     seconds = float(re.search(r"took (\S+) s", said).group(1))
-    assert seconds * 10_000_000 > _finetune.LONG_FIT_SECONDS
+    assert seconds * 10_000_000 > _fit_callbacks.LONG_FIT_SECONDS
     assert len(tuner.history_) == 2  # stopped, as the warning suggests
 
 

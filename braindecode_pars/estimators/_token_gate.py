@@ -23,10 +23,13 @@ from sklearn.metrics import balanced_accuracy_score
 
 from braindecode_pars._util.logs import PACKAGE_LOGGER, plural
 from braindecode_pars._util.seeding import isolated_random_state
-from braindecode_pars.estimators._finetune import TOKEN_GATES, group_split  # noqa: F401
+from braindecode_pars.estimators._validation import group_split
 
 logger = logging.getLogger(__name__)
 
+
+#: Values of ``PARSFineTuner(token_gate=...)`` (``"auto"``: :func:`choose_token_gate`).
+TOKEN_GATES = ("auto", True, False, "closed")
 
 #: The share of the training windows (or groups) held out to decide ``"auto"``.
 HELD_OUT_SHARE = 1 / 3

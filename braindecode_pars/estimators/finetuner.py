@@ -23,23 +23,16 @@ from braindecode_pars._util.optim import with_fused_default
 from braindecode_pars._util.params import fill_doc
 from braindecode_pars._util.seeding import fit_seed, isolated_random_state
 from braindecode_pars._util.threads import with_fit_threads
-from braindecode_pars.estimators._finetune import (
+from braindecode_pars.estimators._augmentation import augmented_loader, standard_augmentation
+from braindecode_pars.estimators._class_weights import class_weights
+from braindecode_pars.estimators._coded_windows import CodedWindows
+from braindecode_pars.estimators._crops import FixedCrops, RandomCrops, crop_samples, crop_starts
+from braindecode_pars.estimators._finetuner_params import (
     MODULE_SETTINGS,
-    CodedWindows,
-    EpochTable,
-    FixedCrops,
-    RandomCrops,
-    augmented_loader,
     check_finetuner_params,
     check_module_settings,
-    class_weights,
-    crop_samples,
-    crop_starts,
-    encoder_param_groups,
-    finetune_callbacks,
-    group_split,
-    standard_augmentation,
 )
+from braindecode_pars.estimators._fit_callbacks import EpochTable, finetune_callbacks
 from braindecode_pars.estimators._heads import DEFAULT
 from braindecode_pars.estimators._inputs import (
     GroupsTransformerMixin,
@@ -51,8 +44,10 @@ from braindecode_pars.estimators._inputs import (
     load_encoder_param,
     say_resampling,
 )
+from braindecode_pars.estimators._learning_rates import encoder_param_groups
 from braindecode_pars.estimators._spatial_init import csp_filters
 from braindecode_pars.estimators._token_gate import choose_token_gate
+from braindecode_pars.estimators._validation import group_split
 from braindecode_pars.features.scaling import AlignSignals, check_align_groups
 from braindecode_pars.io.estimator_inputs import at_rate, read_fitted, read_input
 from braindecode_pars.io.windows import window_scale
@@ -231,7 +226,7 @@ class PARSFineTuner(
         None (the default): none; "standard" draws Fourier-phase surrogates, channel
         dropout (on windows of 5 channels or more) and a smooth time mask, each with
         probability 0.5
-        (:func:`~braindecode_pars.estimators._finetune.standard_augmentation`).
+        (:func:`~braindecode_pars.estimators._augmentation.standard_augmentation`).
     valid_fraction : float
         Share of the groups held out to pick the best epoch (see ``min_valid_groups``).
     min_valid_groups : int | None
@@ -578,7 +573,7 @@ class PARSFineTuner(
 
     def get_params_for(self, prefix):
         """skorch's, plus what ``fit`` resolved: the module's signal arguments and
-        encoder, the fine-tuner's model settings (``_finetune.MODULE_SETTINGS``,
+        encoder, the fine-tuner's model settings (``_finetuner_params.MODULE_SETTINGS``,
         refused as ``module__`` too), the class weights, the
         encoder's learning rate; AdamW runs fused on a CPU or CUDA unless told
         otherwise."""
@@ -669,7 +664,7 @@ class PARSFineTuner(
     def get_iterator(self, dataset, training=False, drop_index=True):
         """Training batches through braindecode's ``AugmentedDataLoader`` when
         ``augmentation`` is set (with DataLoader workers, each worker's transforms
-        reseeded from torch's seed of that worker: ``_finetune.augmented_loader``)."""
+        reseeded from torch's seed of that worker: ``_augmentation.augmented_loader``)."""
         transforms = (getattr(self, "_fit_state", None) or {}).get("transforms")
         if training and transforms:
             kwargs = self.get_params_for("iterator_train")

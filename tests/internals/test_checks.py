@@ -20,12 +20,8 @@ from braindecode_pars._util.checks import (
     check_range,
     check_skorch_names,
 )
-from braindecode_pars.estimators._finetune import (
-    check_crop_seconds,
-    check_finetuner_params,
-    check_strategy,
-    crop_samples,
-)
+from braindecode_pars.estimators._crops import check_crop_seconds, crop_samples
+from braindecode_pars.estimators._finetuner_params import check_finetuner_params, check_strategy
 from braindecode_pars.features.recipe import inner_splitter
 from braindecode_pars.models.encoder import checked_encoder
 from braindecode_pars.models.multichannel import check_front_end

@@ -5,13 +5,9 @@ import pytest
 import torch
 
 from braindecode_pars import PARSFineTuner, PatchEncoder
-from braindecode_pars.estimators._finetune import (
-    CodedWindows,
-    FixedCrops,
-    RandomCrops,
-    crop_starts,
-    standard_augmentation,
-)
+from braindecode_pars.estimators._augmentation import standard_augmentation
+from braindecode_pars.estimators._coded_windows import CodedWindows
+from braindecode_pars.estimators._crops import FixedCrops, RandomCrops, crop_starts
 
 from .._learning import SEED, learned
 from ..conftest import SMALL_ENCODER
@@ -159,7 +155,7 @@ def test_augmented_fits_with_the_same_seed_are_the_same():
 
 
 def test_validation_crops_of_a_class_missing_from_training_keep_a_finite_loss():
-    from braindecode_pars.estimators._finetune import class_weights
+    from braindecode_pars.estimators._class_weights import class_weights
 
     np.testing.assert_allclose(class_weights([0, 0, 1], 3), [0.5, 1.0, 1.0])  # n / (3 n_c)
     X, y = _rhythm_task(24, 0, n_times=400)

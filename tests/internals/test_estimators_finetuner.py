@@ -15,7 +15,7 @@ from sklearn.pipeline import make_pipeline
 from skorch.callbacks import EarlyStopping
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PatchEncoder
-from braindecode_pars.estimators._finetune import group_split
+from braindecode_pars.estimators._validation import group_split
 from braindecode_pars.models.encoder_config import ENCODER_SIZES
 
 from .._learning import SEED, learned
@@ -219,7 +219,8 @@ def test_transform_gives_embeddings_a_linear_model_can_read():
     learned(pipe.score(Xt, yt), above=0.85, what="logistic regression on the embeddings")
     learned(clf.score(Xt, yt), above=0.85, what="the classifier")
     # with crops, the embedding is the mean over the evaluation crops
-    from braindecode_pars.estimators._finetune import CodedWindows, FixedCrops
+    from braindecode_pars.estimators._coded_windows import CodedWindows
+    from braindecode_pars.estimators._crops import FixedCrops
 
     head = clf.head_
     crops = FixedCrops(CodedWindows(Xt, np.zeros(64)), head.n_crop_, head._eval_starts())
@@ -291,7 +292,7 @@ def test_with_two_workers_each_draws_its_own_augmentations():
     and a loader made after the same torch seed draws them again."""
     from braindecode.augmentation import AugmentedDataLoader
 
-    from braindecode_pars.estimators._finetune import CodedWindows
+    from braindecode_pars.estimators._coded_windows import CodedWindows
 
     X, y, _ = _toy(n=16)
     workers = dict(iterator_train__num_workers=2, iterator_train__multiprocessing_context="fork")

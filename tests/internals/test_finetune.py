@@ -1,6 +1,7 @@
-"""The fine-tuner's pieces (estimators/_finetune.py): its time estimate after the first
-epoch, skorch's epoch table without colour codes in a file, the refusal of a model
-setting given twice and of a learning-rate callback beside its own schedule."""
+"""The fine-tuner's pieces (``estimators/_fit_callbacks.py``, ``_finetuner_params.py``,
+``_learning_rates.py``): its time estimate after the first epoch, skorch's epoch table
+without colour codes in a file, the refusal of a model setting given twice and of a
+learning-rate callback beside its own schedule."""
 
 import contextlib
 import io
@@ -14,7 +15,7 @@ from skorch.callbacks import LRScheduler
 
 from braindecode_pars import PARSFineTuner, PatchEncoder
 from braindecode_pars._util.progress import duration
-from braindecode_pars.estimators._finetune import _seconds
+from braindecode_pars.estimators._fit_callbacks import _seconds
 from braindecode_pars.pretraining.schedule import WarmupCosineLR
 
 from ..conftest import SMALL_ENCODER

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from braindecode_pars import PARSClassifier, PARSFineTuner, PARSPretrainer, PARSProbe, PatchEncoder
-from braindecode_pars.estimators._finetune import group_split
+from braindecode_pars.estimators._validation import group_split
 from braindecode_pars.models.multichannel import MultiChannelClassifier
 
 from .._learning import SEED, learned
