@@ -279,7 +279,8 @@ def bad(case_id, match, X=X_OK, y=Y_OK, error=ValueError, **params):
         bad("no-sfreq", "'X' does not carry its sampling rate .*: set 'sfreq'"),
         bad(
             "band-above-nyquist",
-            r"'bands' entry 'gamma' \(30-45 Hz\) ends above the Nyquist frequency 30 Hz",
+            r"'bands' entry 'gamma' \(30-45 Hz\) starts at or above the Nyquist frequency "
+            r"\(30 Hz\) of the sampling rate of 60 Hz",
             sfreq=60,
             bands=DEFAULT_BANDS,
         ),

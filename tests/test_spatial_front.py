@@ -175,9 +175,11 @@ def test_a_flat_channel_stands_at_its_windows_mean_and_half_precision_keeps_the_
 def test_bands_and_filters_from_numpy_and_bands_beyond_nyquist():
     model = _model(spatial_filters=np.int64(2), band_power=np.array([8, 30]))
     assert model.spatial_filters == 2 and model.band_power == [(8.0, 30.0)]
-    with pytest.raises(ValueError, match=r"'band_power' band \(55.0, 70.0\) must start in"):
+    message = r"'band_power' band 55-70 Hz starts at or above the Nyquist frequency \(50 Hz\)"
+    with pytest.raises(ValueError, match=message):
         _model(band_power=(55, 70))  # Nyquist is 50 Hz
-    assert _model(band_power=(40, 60)).band_log_variance.n_taps == 51  # cut at 49.5 Hz
+    cut = _model(band_power=(40, 60)).band_log_variance  # cut at Nyquist, designed to 49.5
+    assert cut.bands == [(40.0, 50.0)] and cut.n_taps == 51
     with pytest.raises(ValueError, match="'band_power' must be None, a band"):
         _model(band_power=[(8, 12), (12, 30, 40)])
     with pytest.raises(ValueError, match="'token_gate'"):

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from braindecode import EEGClassifier
 
-from braindecode_pars._util.checks import InvalidParameterError
+from braindecode_pars._util.bands import cut_at_nyquist
 from braindecode_pars._util.logs import plural, verbose_logging
 from braindecode_pars._util.optim import with_fused_default
 from braindecode_pars._util.params import fill_doc
@@ -434,13 +434,8 @@ class PARSFineTuner(
             valid_codes = self._codes(valid.y, "y_valid")
         self.seed_ = fit_seed(self.random_state)
         self.sfreq_ = float(data.sfreq)
-        for band in check_bands("band_power", self.band_power) or []:
-            if band[0] >= self.sfreq_ / 2:  # one reaching above it is cut there
-                raise InvalidParameterError(
-                    f"'band_power' band {band} starts at or above the Nyquist frequency "
-                    f"({self.sfreq_ / 2:g} Hz) of the windows the module reads "
-                    f"({self.sfreq_:g} Hz): choose bands below it."
-                )
+        bands = check_bands("band_power", self.band_power) or []
+        cut_at_nyquist("band_power", bands, self.sfreq_, rate="model's rate")  # before work
         self.n_chans_, self.n_times_ = n_chans, n_times
         self.ch_names_ = data.ch_names
         self.input_sfreq_, self.input_n_times_ = float(input_sfreq), input_n_times

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import numbers
 import warnings
 
 import numpy as np
@@ -43,6 +42,7 @@ from mne.time_frequency import psd_array_welch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, check_memory
 
+from braindecode_pars._util.bands import check_named_bands
 from braindecode_pars._util.checks import check_device, check_int, check_option, check_range
 from braindecode_pars._util.logs import plural, warn_once
 from braindecode_pars._util.params import store_params
@@ -63,7 +63,7 @@ DEFAULT_READOUT = "mean+std"
 #: The six bands of ``bands=None`` (the preset ``"default"``), ``(name, low, high)`` in
 #: Hz, each half-open ``[low, high)``: delta 0.5-4, theta 4-8, alpha 8-13, beta_low
 #: 13-20, beta_high 20-30 and gamma 30-45 Hz. Each is cut at the Nyquist frequency of the
-#: windows' rate (a band starting above it is left out). They split the sleep spindles'
+#: windows' rate (a band starting at or above it is left out). They split the sleep spindles'
 #: 11-16 Hz between alpha and beta_low: for sleep, ``bands="sleep"``
 #: (:data:`BAND_PRESETS`).
 DEFAULT_BANDS = (
@@ -129,53 +129,13 @@ FLAT_RATIO = 1e-6
 logger = logging.getLogger(__name__)
 
 
-def _default_bands(sfreq, preset="default"):
-    """The bands of ``preset`` (:data:`BAND_PRESETS`) that start below the Nyquist
-    frequency of ``sfreq``, each ending at it at the latest (all six at 100 Hz)."""
-    nyquist = sfreq / 2
-    bands = BAND_PRESETS[preset]
-    return [(name, low, min(high, nyquist)) for name, low, high in bands if low < nyquist]
-
-
 def _check_bands(bands, sfreq):
-    """``bands`` as a list of ``(name, low, high)``, each below the Nyquist frequency;
-    None or a preset's name: :func:`_default_bands`."""
-    if bands is None or isinstance(bands, str):
-        preset = "default" if bands is None else bands
-        if preset not in BAND_PRESETS:
-            allowed = ", ".join(repr(name) for name in BAND_PRESETS)
-            raise ValueError(
-                f"Invalid value for the 'bands' parameter. Allowed values are None, a "
-                f"preset's name ({allowed}), a dict name -> (low, high) or a sequence of "
-                f"(name, low, high) in Hz, but got {bands!r} instead."
-            )
-        if not np.isfinite(sfreq):
-            return list(BAND_PRESETS[preset])
-        return _default_bands(sfreq, preset)
-    items = list(bands.items()) if isinstance(bands, dict) else list(bands)
-    out = []
-    for item in items:
-        if isinstance(bands, dict):
-            name, edges = item
-            item = (name, *tuple(edges))
-        if len(item) != 3 or not all(isinstance(e, numbers.Real) for e in item[1:]):
-            raise ValueError(
-                "'bands' must be a dict name -> (low, high) or a sequence of "
-                f"(name, low, high) in Hz, but got the entry {item!r}."
-            )
-        name, low, high = str(item[0]), float(item[1]), float(item[2])
-        if not 0 <= low < high:
-            raise ValueError(f"'bands' entry {name!r} must have 0 <= low < high, but got {item!r}.")
-        if high > sfreq / 2:
-            raise ValueError(
-                f"'bands' entry {name!r} ({low:g}-{high:g} Hz) ends above the Nyquist "
-                f"frequency {sfreq / 2:g} Hz of sfreq={sfreq:g}; lower the band or "
-                "raise the sampling rate."
-            )
-        out.append((name, low, high))
-    if not out:
-        raise ValueError("'bands' must hold at least one band, but got none.")
-    return out
+    """``bands`` (``bands=``) as a list of ``(name, low, high)``, by the package's one
+    band convention (:mod:`braindecode_pars._util.bands`): None or a preset's name of
+    :data:`BAND_PRESETS`, its bands starting below the Nyquist frequency of ``sfreq``,
+    each cut there; a user's band ending above it cut there, one starting at or above
+    it refused. ``sfreq=np.inf`` checks the names and edges only."""
+    return check_named_bands("bands", bands, BAND_PRESETS, sfreq)
 
 
 def _empty_band_windows(X, sfreq, bands, n_per_seg):
@@ -651,8 +611,10 @@ class BandPowerFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         Sampling rate of the windows in Hz. None reads it from braindecode windows;
         where both are known they must agree.
     bands : str | dict | sequence of (name, low, high) | None
-        Frequency bands in Hz, each half-open ``[low, high)`` and ending at or below
-        the Nyquist frequency. None: :data:`~braindecode_pars.features.DEFAULT_BANDS`,
+        Frequency bands in Hz, each half-open ``[low, high)`` with ``0 <= low < high``;
+        a band ending above the Nyquist frequency is cut there, one starting at or
+        above it is refused (``ValueError``). None:
+        :data:`~braindecode_pars.features.DEFAULT_BANDS`,
         delta 0.5-4, theta 4-8, alpha 8-13, beta_low 13-20, beta_high 20-30 and gamma
         30-45 Hz, each cut at the Nyquist frequency. A preset's name
         (:data:`~braindecode_pars.features.blocks.BAND_PRESETS`): ``"default"`` (those),

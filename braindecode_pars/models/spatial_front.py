@@ -14,12 +14,12 @@ each virtual channel in a band.
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 import torch
 from torch import nn
+
+from braindecode_pars._util.bands import check_band_pairs as check_bands
+from braindecode_pars._util.bands import cut_at_nyquist, fir_band_pass
 
 
 class SpatialFilter(nn.Module):
@@ -75,19 +75,6 @@ class SpatialFilter(nn.Module):
         return torch.einsum("fc,bct->bft", self.weight.to(X.dtype), X)
 
 
-def band_pass_taps(band, sfreq, seconds=0.5):
-    """A linear-phase FIR band-pass (a Hamming window over the ideal band's impulse
-    response, scipy's ``firwin``), about ``seconds`` long (an odd number of taps); a
-    band reaching above the Nyquist frequency is cut just below it."""
-    from scipy.signal import firwin
-
-    low, high = band
-    n_taps = int(round(seconds * sfreq)) // 2 * 2 + 1
-    nyquist = sfreq / 2
-    high = min(high, 0.99 * nyquist)
-    return firwin(n_taps, [low, high], pass_zero=False, fs=sfreq).astype(np.float32)
-
-
 class BandLogVariance(nn.Module):
     """The log-variance of each channel in each of ``bands``, relative to the mean over
     the window's channels (blind to the window's gain and the data's unit; a single
@@ -95,14 +82,25 @@ class BandLogVariance(nn.Module):
     by statistics fixed from the training windows (:meth:`set_statistics`; 0 and 1
     before), not by a batch's.
 
-    Each band is a fixed FIR band-pass (:func:`band_pass_taps`) applied where it fits
-    whole in the window (no edge padding).
+    Each band is a fixed linear-phase FIR band-pass of 0.5 s (scipy's ``firwin``)
+    applied where it fits whole in the window (no edge padding). The bands follow the
+    package's one convention (``_util/bands.py``): ``0 <= low < high`` in Hz, a band
+    ending above the Nyquist frequency cut there, one starting at or above it refused.
 
     Parameters
     ----------
     n_chans : int
-    bands : sequence of (low, high) in Hz
+    bands : (low, high) | sequence of (low, high)
+        In Hz; the band log-variance's ``bands`` attribute holds them cut at the
+        Nyquist frequency.
     sfreq : float
+        The rate of the windows the module reads, in Hz.
+
+    Raises
+    ------
+    ValueError
+        (``InvalidParameterError``) For bands outside ``0 <= low < high`` or a band
+        starting at or above the Nyquist frequency.
 
     Examples
     --------
@@ -113,15 +111,9 @@ class BandLogVariance(nn.Module):
 
     def __init__(self, n_chans, bands, sfreq):
         super().__init__()
-        self.bands = [tuple(float(f) for f in band) for band in bands]
-        nyquist = float(sfreq) / 2
-        for band in self.bands:  # cut at the Nyquist frequency, as the probe's bands are
-            if not 0 < band[0] < min(band[1], nyquist):
-                raise ValueError(
-                    f"'band_power' band {band} must start in (0, {nyquist:g}) Hz, below the "
-                    f"Nyquist frequency of the model's rate of {float(sfreq):g} Hz."
-                )
-        taps = [band_pass_taps(band, sfreq) for band in self.bands]
+        bands = check_bands("band_power", bands)
+        self.bands = cut_at_nyquist("band_power", bands, float(sfreq), rate="model's rate")
+        taps = [fir_band_pass(band, sfreq) for band in self.bands]
         self.register_buffer("taps", torch.as_tensor(np.stack(taps))[:, None], persistent=False)
         n_features = n_chans * len(self.bands)
         self.register_buffer("mean", torch.zeros(n_features))
@@ -176,29 +168,3 @@ class BandLogVariance(nn.Module):
     def forward(self, X):
         """(batch, n_chans, n_times) -> (batch, n_chans * n_bands), standardised."""
         return (self.log_variance(X) - self.mean) / self.std
-
-
-def check_bands(name, bands):
-    """``bands`` as a list of (low, high) tuples: one (low, high) pair or a sequence of
-    them, 0 <= low < high; a ``ValueError`` naming ``name`` otherwise. None stays None."""
-    if bands is None:
-        return None
-
-    def edge(f):
-        real = isinstance(f, numbers.Real) and not isinstance(f, bool | np.bool_)
-        return real and math.isfinite(f)
-
-    try:
-        one = len(bands) == 2 and all(edge(f) for f in bands)
-        pairs = [tuple(bands)] if one else [tuple(b) for b in bands]
-        ok = len(pairs) > 0 and all(
-            len(p) == 2 and all(edge(f) for f in p) and 0 < p[0] < p[1] for p in pairs
-        )
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(
-            f"'{name}' must be None, a band (low, high) in Hz with 0 < low < high, or a "
-            f"sequence of such bands, but got {bands!r}."
-        )
-    return [(float(lo), float(hi)) for lo, hi in pairs]
