@@ -1,102 +1,99 @@
 """Where the fine-tuner's spatial filters start (``PARSFineTuner(spatial_init=...)``):
-common spatial patterns computed from the training windows of each fit, so that the
-initialisation is safe inside cross-validation."""
+common spatial patterns computed by MNE from the training windows of each fit, so that
+the initialisation is safe inside cross-validation."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import eigh
+
+from braindecode_pars._util.bands import iir_band_pass
 
 #: Values of ``PARSFineTuner(spatial_init=...)``.
 SPATIAL_INITS = ("identity", "csp")
 
-#: Shrinkage of the class covariances towards a multiple of the identity (their mean
-#: eigenvalue), so that 15-30 windows of 64 channels give well-posed eigenproblems.
+#: Shrinkage of each window's covariance towards a multiple of the identity (its mean
+#: eigenvalue), MNE's ``CSP(reg=...)``, so that 15-30 windows of 64 channels give
+#: well-posed eigenproblems.
 _SHRINKAGE = 0.1
 
 
-def _band_limited(X, sfreq, band):
-    """``X`` band-passed to ``band`` (zero-phase 4th-order Butterworth), or as it is."""
-    if band is None:
-        return X
-    from scipy.signal import butter, sosfiltfilt
-
-    low, high = band
-    high = min(high, 0.99 * sfreq / 2)
-    sos = butter(4, [low, high], btype="bandpass", fs=sfreq, output="sos")
-    return sosfiltfilt(sos, X, axis=-1)
-
-
-def _class_covariances(X, y):
-    """Each class's mean trace-normalised spatial covariance, shrunk (float64)."""
+def _unit_power(X):
+    """``X`` in float64, each window's channels centred and the window scaled to a
+    summed channel variance of 1 (its spatial covariance's trace), so that every
+    window weighs the same in its class's covariance whatever its amplitude."""
     X = np.asarray(X, dtype=np.float64)
     X = X - X.mean(-1, keepdims=True)
-    covs = np.einsum("nct,ndt->ncd", X, X) / X.shape[-1]
-    traces = np.trace(covs, axis1=1, axis2=2)
-    covs = covs / np.maximum(traces, np.finfo(float).tiny)[:, None, None]
-    n_chans = X.shape[1]
-    out = []
-    for c in np.unique(y):
-        C = covs[y == c].mean(0)
-        out.append((1 - _SHRINKAGE) * C + _SHRINKAGE * np.trace(C) / n_chans * np.eye(n_chans))
-    return out
+    power = np.einsum("nct,nct->n", X, X) / X.shape[-1]
+    return X / np.sqrt(np.maximum(power, np.finfo(float).tiny))[:, None, None]
 
 
 def csp_filters(X, y, n_filters, sfreq=None, band=None):
-    """Common spatial patterns' filters: (n_filters, n_chans), unit L2 norm each.
+    """Common spatial patterns' filters, computed by MNE's :class:`mne.decoding.CSP`.
 
-    Two classes: the generalised eigenvectors of (C_1, C_1 + C_2), taken from both ends
-    of the spectrum in turn (the largest variance ratio for one class, then for the
-    other). More classes: one class against the rest for each class, each class's
-    eigenvectors ordered by how far their ratio lies from one half, taken round-robin
-    over the classes and skipping a filter nearly parallel (|cos| > 0.99) to one taken.
+    Each window is band-passed to ``band`` (a zero-phase 4th-order Butterworth, MNE's
+    ``filter_data``), centred and scaled to a spatial covariance of trace 1; then
+    ``mne.decoding.CSP(n_components=n_filters, reg=0.1, cov_est="epoch",
+    norm_trace=True, rank="full", component_order=...)`` is fitted: each window's
+    covariance shrunk by 0.1 towards its mean eigenvalue times the identity
+    (scikit-learn's ``ShrunkCovariance``), averaged per class, and
+
+    - two classes: the generalised eigenvectors of ``(C_1, C_1 + C_2)``,
+      ``component_order="alternate"``: the largest eigenvalue's (the largest variance
+      ratio for the first class), the smallest's (for the second), the second largest's,
+      and so on;
+    - more classes: MNE's approximate joint diagonalisation of the class covariances
+      (Pham's algorithm), its components ordered by their mutual information with the
+      classes (``component_order="mutual_info"``).
 
     Parameters
     ----------
-    X : array, shape (n_windows, n_chans, n_times)
-    y : array of class codes, shape (n_windows,)
+    X : ndarray, shape (n_windows, n_chans, n_times)
+        The training windows (any unit: each window is scaled).
+    y : ndarray, shape (n_windows,)
+        Class codes, at least two distinct.
     n_filters : int
-        At most ``n_chans``.
+        The number of filters, at most ``n_chans``.
     sfreq : float | None
+        Sampling rate of ``X`` in Hz; needed with ``band``.
     band : (low, high) | None
-        Band-pass the windows to this band first (needs ``sfreq``).
+        Band-pass the windows to this band in Hz first (``0 <= low < high``; a band
+        reaching the Nyquist frequency is filtered up to 0.99 of it); None: as they are.
+
+    Returns
+    -------
+    filters : ndarray, shape (n_filters, n_chans)
+        One filter a row, each of unit L2 norm (float64).
+
+    Raises
+    ------
+    ValueError
+        When ``n_filters`` exceeds the number of channels, or ``y`` holds fewer than two
+        classes.
     """
+    import mne
+    from mne.decoding import CSP
+
     n_chans = X.shape[1]
     if n_filters > n_chans:
         raise ValueError(
             f"'spatial_filters'={n_filters} with spatial_init='csp' must be at most the "
             f"number of channels ({n_chans})."
         )
+    if band is not None and sfreq is None:
+        raise ValueError(f"'band'={band!r} needs the windows' rate 'sfreq', but got None.")
     y = np.asarray(y)
-    covs = _class_covariances(_band_limited(X, sfreq, band), y)
-    if len(covs) < 2:
+    classes = np.unique(y)
+    if len(classes) < 2:
         raise ValueError("spatial_init='csp' needs windows of at least two classes.")
-    if len(covs) == 2:
-        _, vectors = eigh(covs[0], covs[0] + covs[1])  # eigenvalues ascending
-        order = []
-        low, high = 0, n_chans - 1
-        while low <= high:
-            order.append(high)
-            if low != high:
-                order.append(low)
-            high, low = high - 1, low + 1
-        filters = vectors[:, order[:n_filters]].T
-    else:
-        per_class = []
-        for c, C in enumerate(covs):
-            rest = np.mean([D for d, D in enumerate(covs) if d != c], axis=0)
-            values, vectors = eigh(C, C + rest)
-            order = np.argsort(-np.abs(values - 0.5))
-            per_class.append([vectors[:, i] for i in order])
-        filters = []
-        for rank in range(n_chans):
-            for vectors in per_class:
-                w = vectors[rank] / np.linalg.norm(vectors[rank])
-                if all(abs(w @ f) < 0.99 for f in filters):
-                    filters.append(w)
-                if len(filters) == n_filters:
-                    break
-            if len(filters) == n_filters:
-                break
-        filters = np.asarray(filters)
+    csp = CSP(
+        n_components=n_filters,
+        reg=_SHRINKAGE,
+        cov_est="epoch",
+        norm_trace=True,
+        rank="full",
+        component_order="alternate" if len(classes) == 2 else "mutual_info",
+    )
+    with mne.use_log_level("error"):
+        csp.fit(_unit_power(iir_band_pass(X, sfreq, band)), y)
+    filters = csp.filters_[:n_filters]
     return filters / np.linalg.norm(filters, axis=1, keepdims=True)
