@@ -166,11 +166,14 @@ class PARSFineTuner(
     spatial_init : {"csp", "identity"}
         Where the spatial filters start: ``"csp"``, common spatial patterns of the
         training windows (after ``align``; in ``band_power``'s span when it is set), the
-        class contrasts of band power that motor imagery rides on; ``"identity"``: the
-        identity's first ``K`` rows. Computed inside ``fit`` from its own windows only,
+        class contrasts of band power that motor imagery rides on, computed by MNE's
+        ``mne.decoding.CSP`` (each window's covariance shrunk by 0.1); ``"identity"``:
+        the identity's first ``K`` rows. Computed inside ``fit`` from its own windows only,
         so safe inside cross-validation.
     band_power : None | (low, high) | sequence of (low, high)
-        The log-variance of each (virtual) channel in these bands (default 8-30 Hz),
+        The log-variance of each (virtual) channel in these bands (default 8-30 Hz;
+        ``0 <= low < high``, a band ending above the Nyquist frequency of the windows'
+        rate cut there, one starting at or above it refused with ``ValueError``),
         standardised by statistics fixed from the training windows, read by the final
         layer beside the pooled token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``band_power``); None: none.

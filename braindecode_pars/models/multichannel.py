@@ -164,7 +164,9 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
     spatial_max_norm : float | None
         The largest L2 norm of a spatial filter (None: unconstrained).
     band_power : None | (low, high) | sequence of (low, high)
-        None (the default): nothing. Bands in Hz: the log-variance of each virtual
+        None (the default): nothing. Bands in Hz (``0 <= low < high``; a band ending
+        above the Nyquist frequency cut there, one starting at or above it refused with
+        ``ValueError``): the log-variance of each virtual
         channel (each channel without ``spatial_filters``) in each band, relative to
         the window's channels and standardised by statistics fixed from the training
         windows (:class:`~braindecode_pars.models.spatial_front.BandLogVariance`,
