@@ -439,7 +439,12 @@ def test_a_torchrun_job_stopped_by_sigterm_and_run_again_ends_with_the_weights_n
     while not pointer.is_file():
         assert proc.poll() is None and time.monotonic() < deadline, "not started in time"
         time.sleep(0.02)
-    time.sleep(2.0)  # some epochs on
+    # some epochs on, counted rather than timed: a fast CPU ends the 60 epochs within
+    # seconds, and the stop must land before the run's end (the pointer is replaced
+    # whole at each save, so a read sees one save or the next)
+    while json.loads(pointer.read_text())["epoch"] < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, "no third epoch in time"
+        time.sleep(0.01)
     sent = time.monotonic()
     os.killpg(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
