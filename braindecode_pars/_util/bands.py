@@ -173,7 +173,9 @@ def cut_at_nyquist(name, bands, sfreq, drop=False, rate="sampling rate"):
     Raises
     ------
     InvalidParameterError
-        When a band starts at or above the Nyquist frequency and ``drop`` is False.
+        When a band starts at or above the Nyquist frequency and ``drop`` is False, or
+        within the last 1 % below it (above :data:`TOP_EDGE` of it, where no band-pass
+        fits), and ``drop`` is False.
     """
     nyquist = sfreq / 2
     out = []
@@ -186,6 +188,15 @@ def cut_at_nyquist(name, bands, sfreq, drop=False, rate="sampling rate"):
                 f"'{name}' {_label(band)} starts at or above the Nyquist frequency "
                 f"({nyquist:g} Hz) of the {rate} of {sfreq:g} Hz: choose bands that start "
                 "below it, or windows at a higher rate."
+            )
+        if low >= TOP_EDGE * nyquist:  # no filter is designed above TOP_EDGE of it
+            if drop:
+                continue
+            raise InvalidParameterError(
+                f"'{name}' {_label(band)} starts within {1 - TOP_EDGE:.0%} below the "
+                f"Nyquist frequency ({nyquist:g} Hz) of the {rate} of {sfreq:g} Hz, "
+                f"where no band-pass fits (filters reach {TOP_EDGE * nyquist:g} Hz): "
+                "choose bands that start lower, or windows at a higher rate."
             )
         out.append((*head, low, min(high, nyquist)))
     return out

@@ -12,7 +12,7 @@ from braindecode.augmentation import (
 )
 from sklearn.utils import check_random_state
 
-#: Names ``PARSClassifier(augmentation=...)`` accepts for a preset.
+#: Names ``PARSFineTuner(augmentation=...)`` accepts for a preset.
 AUGMENTATION_PRESETS = ("standard",)
 
 

@@ -49,7 +49,7 @@ class RandomCrops(torch.utils.data.Dataset):
     """Items ``(x, y)`` of ``dataset`` cut to a random crop of ``n_crop`` samples.
 
     Every read draws a new start from torch's generator (inside
-    ``PARSClassifier.fit``, seeded by its ``random_state``), so each epoch sees other crops of the
+    ``PARSFineTuner.fit``, seeded by its ``random_state``), so each epoch sees other crops of the
     same labelled windows: training on crops, as braindecode's cropped decoding
     does, with the crops drawn rather than enumerated.
     """

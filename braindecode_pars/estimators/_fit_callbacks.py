@@ -61,7 +61,7 @@ class EpochTable(PrintLog):
     its output is; written to a file (``> fit.log``, a job's log) they show as
     ``\x1b[36m`` noise. This table writes them only when its sink is ``print`` and
     standard output shows colours (a terminal or a notebook, as the pretraining
-    table decides for stderr: :func:`~braindecode_pars.pretraining.callbacks.shows_bars`).
+    table decides for stderr: :func:`~braindecode_pars._util.logs.shows_bars`).
     """
 
     def _sink(self, text, verbose):

@@ -86,7 +86,7 @@ def csp_filters(X, y, n_filters, sfreq=None, band=None):
     if len(classes) < 2:
         raise ValueError("spatial_init='csp' needs windows of at least two classes.")
     csp = CSP(
-        n_components=n_filters,
+        n_components=int(n_filters),
         reg=_SHRINKAGE,
         cov_est="epoch",
         norm_trace=True,

@@ -172,8 +172,9 @@ class PARSFineTuner(
         so safe inside cross-validation.
     band_power : None | (low, high) | sequence of (low, high)
         The log-variance of each (virtual) channel in these bands (default 8-30 Hz;
-        ``0 <= low < high``, a band ending above the Nyquist frequency of the windows'
-        rate cut there, one starting at or above it refused with ``ValueError``),
+        ``0 <= low < high``, a band ending above the Nyquist frequency of the rate the
+        model reads, the encoder's (the windows' with ``encoder=None``), cut there, one
+        starting at or above it refused with ``ValueError``),
         standardised by statistics fixed from the training windows, read by the final
         layer beside the pooled token
         (:class:`~braindecode_pars.MultiChannelClassifier`'s ``band_power``); None: none.
@@ -194,9 +195,9 @@ class PARSFineTuner(
         with a class of fewer than 2 windows, the path stays closed. It costs a fit on
         two thirds of the windows with the token, and one without, whose encoder is not
         run (a fraction of the cost). True: the token behind a learnable scalar gate
-        that starts at 0 (the default before: how far it opens follows the number of
-        optimiser steps, not what the token adds, and on a few dozen motor-imagery
-        windows it opened enough to memorise them). False: no gate (the paper's model).
+        that starts at 0 (how far it opens follows the number of optimiser steps, not
+        what the token adds: on a few dozen motor-imagery windows it can open enough to
+        memorise them). False: no gate (the paper's model).
         ``"closed"``: the token path removed, the front end alone (the spatial filters,
         the band log-variances and the final layer); the encoder is not run and not
         trained.

@@ -88,7 +88,7 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
     tangent space and four for the encoder. Why the default (on the development tasks
     and the main job, band power alone beat the three blocks at equal say with one or
     two labelled subjects): :doc:`/benchmarks/defaults`. ``block_weights=None`` gives
-    every block equal say, as before.
+    every block equal say.
 
     Whether the encoder's block helps, on your own labels: with ``recipe="auto"`` and
     ``groups`` of at least three subjects (or blocks), ``fit`` scores the fixed recipe
@@ -162,13 +162,12 @@ class PARSProbe(WindowsInputMixin, WindowsClassifierMixin, GroupsTransformerMixi
         :data:`~braindecode_pars.features.recipe.ENCODER_WEIGHTS` that passes),
         logged in one line, the scores in ``recipe_scores_``, the encoder's gain over
         the blocks before it in ``encoder_gain_``. None: every block the same total
-        variance (``C``'s scaling; the default before the blocks had to earn their
-        say). A dict ``{block: weight}`` (blocks ``"encoder"``, ``"bandpower"``,
-        ``"tangentspace"``; weights >= 0, unnamed blocks 1): each block's scaled
-        features multiplied by its weight, so that the L2 penalty holds a block of
-        weight ``w`` ``1 / w**2`` times tighter; 0 leaves the block out (``{"encoder":
-        0}`` is the probe without an encoder, exactly); weights of blocks the recipe
-        does not hold are ignored. On a one-channel task that the encoder cannot help
+        variance (``C``'s scaling). A dict ``{block: weight}`` (blocks ``"encoder"``,
+        ``"bandpower"``, ``"tangentspace"``; weights >= 0, unnamed blocks 1): each
+        block's scaled features multiplied by its weight, so that the L2 penalty holds
+        a block of weight ``w`` ``1 / w**2`` times tighter; 0 leaves the block out
+        (``{"encoder": 0}`` is the probe without an encoder, exactly); weights of blocks
+        the recipe does not hold are ignored. On a one-channel task that the encoder cannot help
         ``"auto"`` keeps ``PARSClassifier()`` within 0.02 of the better probe without an
         encoder, and on a task only the encoder carries it keeps the encoder
         (``tests/test_probe_evidence.py``).

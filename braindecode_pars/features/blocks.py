@@ -360,8 +360,8 @@ class EncoderFeatures(WindowsFeaturesMixin, TransformerMixin, BaseEstimator):
         ``2 n - 1`` tokens from a window (or crop) of ``n`` seconds, starting every 0.5 s,
         each with the positional embedding of its start (in patch units: 0, 0.5, 1,
         ...), as PARS's uniform draws start anywhere. The patch length (1.0 for the
-        shipped encoders): non-overlapping patches, the default before the
-        patch-density decision (:doc:`/changelog`), with half the tokens to compute. It
+        shipped encoders): non-overlapping patches, with half the tokens to compute
+        (:ref:`patch-density` says what each costs and scores). It
         must lie in ``(0, patch_seconds]`` and be a whole number of samples at the
         encoder's rate.
     pos_mask_ratio : float

@@ -294,7 +294,7 @@ class MultiChannelClassifier(SignalAttributesMixin, EEGModuleMixin, nn.Module):
             self.amplitude_proj = nn.Linear(n_read, emb_dim)
         self.band_log_variance = None
         if bands is not None:
-            self.band_log_variance = BandLogVariance(n_read, bands, self.sfreq)
+            self.band_log_variance = BandLogVariance(n_read, bands, self.sfreq, name="band_power")
         self.gate = nn.Parameter(torch.zeros(1)) if token_gate is True else None
         self.channel_embedding = None
         if channel_embedding:

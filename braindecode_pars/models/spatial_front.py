@@ -95,6 +95,9 @@ class BandLogVariance(nn.Module):
         Nyquist frequency.
     sfreq : float
         The rate of the windows the module reads, in Hz.
+    name : str
+        The parameter the bands were given as, for the error messages (``"bands"``;
+        :class:`~braindecode_pars.MultiChannelClassifier` passes ``"band_power"``).
 
     Raises
     ------
@@ -109,10 +112,10 @@ class BandLogVariance(nn.Module):
     torch.Size([4, 2])
     """
 
-    def __init__(self, n_chans, bands, sfreq):
+    def __init__(self, n_chans, bands, sfreq, name="bands"):
         super().__init__()
-        bands = check_bands("band_power", bands)
-        self.bands = cut_at_nyquist("band_power", bands, float(sfreq), rate="model's rate")
+        bands = check_bands(name, bands)
+        self.bands = cut_at_nyquist(name, bands, float(sfreq), rate="model's rate")
         taps = [fir_band_pass(band, sfreq) for band in self.bands]
         self.register_buffer("taps", torch.as_tensor(np.stack(taps))[:, None], persistent=False)
         n_features = n_chans * len(self.bands)

@@ -27,7 +27,7 @@ def test_one_nyquist_rule_cuts_a_band_ending_above_it_and_refuses_one_starting_t
     with pytest.raises(InvalidParameterError) as probe_error:
         check_named_bands("bands", {"gamma": (30, 45)}, BAND_PRESETS, 60)
     with pytest.raises(InvalidParameterError) as model_error:
-        BandLogVariance(2, [(30, 45)], sfreq=60)
+        BandLogVariance(2, [(30, 45)], sfreq=60, name="band_power")
     for error, name, band in (
         (probe_error, "'bands'", "entry 'gamma' (30-45 Hz)"),
         (model_error, "'band_power'", "band 30-45 Hz"),
@@ -105,3 +105,15 @@ def test_the_iir_band_pass_is_close_to_scipys_zero_phase_butterworth():
     top = iir_band_pass(long, sfreq, (40.0, 50.0))
     assert np.abs(top - expected)[:, 1000:-1000].max() < 1e-4 * np.abs(expected).max()
     assert iir_band_pass(X, sfreq, None) is X
+
+
+def test_a_band_starting_where_no_band_pass_fits_is_refused_naming_it():
+    """A band starting in the last 1 % below the Nyquist frequency is no band a filter
+    can be designed for (filters reach 0.99 of it): refused naming the parameter, the
+    band and the rate, before scipy or MNE see it (scipy raised in its own words, MNE
+    turned it into a band-stop)."""
+    with pytest.raises(InvalidParameterError, match=r"'band_power' band 49.6-60 Hz starts "
+                       r"within 1% below the Nyquist frequency \(50 Hz\)"):  # fmt: skip
+        BandLogVariance(2, [(49.6, 60)], sfreq=100, name="band_power")
+    assert cut_at_nyquist("bands", [("x", 49.6, 60)], 100, drop=True) == []
+    assert cut_at_nyquist("bands", [("x", 49.4, 60)], 100) == [("x", 49.4, 50.0)]
