@@ -91,7 +91,7 @@ def _run(tests, seed, threads, part, timeout):
         }
         env.pop("PYTEST_XDIST_WORKER", None)
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
-                   "-W", "ignore", *tests]  # fmt: skip
+                   "-W", "ignore", "-rfE", *tests]  # fmt: skip
         process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
         try:
@@ -100,10 +100,14 @@ def _run(tests, seed, threads, part, timeout):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             raise
-        tail = out.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        lines = out.decode(errors="replace").strip().splitlines()
+        tail = lines[-1:] or [""]
         logger.info(
             "seed %d, %d thread(s): exit %d, %s", seed, threads, process.returncode, tail[0]
         )
+        for line in lines:  # pytest's short summary: which test failed, and its error
+            if line.startswith(("FAILED ", "ERROR ")):
+                logger.warning("seed %d, %d thread(s): %s", seed, threads, line)
         rows = record.read_text() if record.exists() else ""
         temporary = part.with_suffix(".tmp")
         temporary.write_text(rows)
