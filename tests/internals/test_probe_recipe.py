@@ -43,22 +43,32 @@ def test_an_encoder_block_that_adds_nothing_leaves_the_fixed_recipe_in_place(cap
         grid["mean"][with_encoder].to_numpy(),
         grid["mean"][grid["blocks"].isin(["bandpower", "bandpower+tangentspace"])].to_numpy(),
     )
-    assert blind.encoder_gain_ == 0 and blind.recipe_ == DEFAULT
-    learned(scores.loc[str(blind.recipe_), "mean"], above=0.8, what="the fixed recipe, inner folds")
-    assert scores.loc[str(blind.recipe_), "mean"] == scores["mean"].max()
+    assert blind.encoder_gain_ == 0
+    fixed, chosen = (scores.loc[str(r), "mean"] for r in (DEFAULT, blind.recipe_))
+    learned(fixed, above=0.8, what="the fixed recipe, inner folds")
     (record,) = [r for r in caplog.records if "inner comparison" in r.getMessage()]
     message = record.getMessage()
-    assert message.startswith(
-        "recipe='auto', inner comparison over 4 folds of LeaveOneGroupOut over 4 groups "
-        "(1 group held out in each): the encoder block adds "
-    )
-    # the best with it is the fixed recipe (C=3), the best without at C=0.01: the same
-    # mean, not the same folds
-    spread = f"{blind.encoder_gain_std_:.1f}"
-    assert f"adds +0.0 ± {spread} points of balanced accuracy (mean ± std over the folds" in message
-    assert f"best with: {DEFAULT.blocks[0]}" in message
-    assert "within one standard error: the inner folds cannot tell recipes with" in message
-    assert message.endswith(f"fitted recipe {blind.recipe_}.")
+    # the incumbent stays unless a recipe beats it beyond a standard error: on some
+    # draws (PARS_LEARNING_SEED) band power and the covariances at another C do, which
+    # is the rule at work, not the encoder block; those draws check the ranks only
+    assert chosen >= fixed
+    if blind.recipe_ != DEFAULT:
+        assert chosen > fixed and message.endswith(f"fitted recipe {blind.recipe_}.")
+    else:
+        assert message.startswith(
+            "recipe='auto', inner comparison over 4 folds of LeaveOneGroupOut over 4 groups "
+            "(1 group held out in each): the encoder block adds "
+        )
+        # the best with it is the fixed recipe (C=3), the best without at C=0.01: the same
+        # mean, not the same folds
+        spread = f"{blind.encoder_gain_std_:.1f}"
+        assert (
+            f"adds +0.0 ± {spread} points of balanced accuracy (mean ± std over the folds"
+            in message
+        )
+        assert f"best with: {DEFAULT.blocks[0]}" in message
+        assert "within one standard error: the inner folds cannot tell recipes with" in message
+        assert message.endswith(f"fitted recipe {blind.recipe_}.")
     # a block of noise to a linear model: no more than chance, one window per group
     noise = PARSProbe(_projection_encoder(), recipe="auto", sfreq=SFREQ).fit(X, y, groups)
     gain = 100 * (_best(noise.recipe_scores_, True) - _best(noise.recipe_scores_, False))
