@@ -100,6 +100,10 @@ def test_a_run_that_learned_nothing_warns_what_it_means_and_what_to_try():
     view.sfreq = 10.0
     kwargs = dict(max_epochs=2, batch_size=16, progress_bar=False, n_patches=12,
                   pos_mask_ratio=0.5, encoder_kwargs=TINY)  # fmt: skip
+    # weights that never move score the skill of their initial draw, which over torch
+    # seeds 0-9 ranged from -1.13 to +0.03: the warning, not learning, is tested here, so
+    # this draw is seed 0's (-0.39), whatever PARS_LEARNING_SEED
+    torch.manual_seed(0)
     with pytest.warns(
         UserWarning, match=r"pretext skill of 0.02 or less .*learned \(almost\) nothing"
     ):
